@@ -1,0 +1,52 @@
+// parasurf command-line tool: parametric and volumetric geometry on CPUs and NVIDIA GPUs.
+#include <cstdio>
+#include <exception>
+
+#include "parasurf/commands.hpp"
+#include "parasurf/error.hpp"
+
+namespace parasurf::cli {
+
+std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const std::string& option) {
+  auto number = [&](const std::string& s) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(s, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != s.size() || s.empty())
+      throw Error(ErrorKind::InvalidArgument, option + " '" + text + "' is not of the form N or NxM");
+    return std::int64_t(v);
+  };
+  const auto x = text.find('x');
+  if (x == std::string::npos) {
+    const auto v = number(text);
+    return {v, v};
+  }
+  return {number(text.substr(0, x)), number(text.substr(x + 1))};
+}
+
+}  // namespace parasurf::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "parasurf 0.1.0");
+  parasurf::cli::add_info(app);
+  parasurf::cli::add_surface(app);
+  parasurf::cli::add_bench(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const parasurf::Error& e) {
+    std::fprintf(stderr, "parasurf: error: %s\n", e.what());
+    return e.kind() == parasurf::ErrorKind::InvalidArgument ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "parasurf: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

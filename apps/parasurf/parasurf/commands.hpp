@@ -1,0 +1,17 @@
+// Subcommands of the parasurf CLI; each registers its options and a callback.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace parasurf::cli {
+
+void add_info(CLI::App& app);
+void add_surface(CLI::App& app);
+void add_bench(CLI::App& app);
+
+// "256x128" or "256" (square) -> (256, 128); throws Error naming the option.
+std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const std::string& option);
+
+}  // namespace parasurf::cli

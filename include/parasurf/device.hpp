@@ -1,0 +1,53 @@
+// Runtime device detection and selection (CPU always present; CUDA when built in and a device exists).
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace parasurf {
+
+// Where work runs. Auto = CUDA when a device is present, else CPU. Hybrid = CPU threads and the GPU together.
+enum class Device { Auto, Cpu, Cuda, Hybrid };
+
+Device parse_device(const std::string& name);  // "auto" | "cpu" | "cuda" | "hybrid"; throws Error otherwise
+const char* device_name(Device device);
+
+struct CudaDeviceInfo {
+  int index = 0;
+  std::string name;
+  std::uint64_t total_memory_bytes = 0;
+  std::uint64_t free_memory_bytes = 0;
+  int multiprocessors = 0;
+  int compute_major = 0, compute_minor = 0;
+  std::uint64_t l2_cache_bytes = 0;
+  bool host_native_atomics = false;   // cudaDevAttrHostNativeAtomicSupported
+  bool can_map_host_memory = false;
+};
+
+struct BuildFeatures {
+  bool cuda = false;        // CUDA backend compiled in
+  bool openmp = false;
+  std::string cuda_architectures;
+  std::string compiler;
+};
+
+BuildFeatures build_features();
+
+// Enumerates CUDA devices; empty when CUDA is not built in, no driver or no device. Never throws.
+std::vector<CudaDeviceInfo> cuda_devices();
+// Why cuda_devices() is empty (driver message, "not built with CUDA", ...); empty string when devices exist.
+std::string cuda_unavailable_reason();
+bool cuda_available();
+
+// Resolves Auto to Cpu or Cuda; throws Error when Cuda/Hybrid is requested and no device exists.
+Device resolve_device(Device requested);
+
+// Measured device-to-device copy bandwidth in bytes/s (read + write counted), median of several runs.
+double measure_cuda_copy_bandwidth(int device_index = 0, std::uint64_t bytes = 1ull << 30);
+
+// CPU threads: 0 = all available. Applies to the library's OpenMP regions.
+int cpu_thread_count(int requested);
+int hardware_threads();
+
+}  // namespace parasurf

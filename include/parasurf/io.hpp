@@ -1,0 +1,38 @@
+// File formats: control nets (read) and triangle meshes (write).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "parasurf/bezier.hpp"
+
+namespace parasurf {
+
+// Control-net text format (docs/formats.md):
+//   # comments run to the end of a line
+//   bezier <m> <n>             or   rational <m> <n>
+//   then (m+1)(n+1) points, row-major (i along u, j along v): "x y z" (bezier) or "x y z w" (rational: a
+//   Cartesian point and its weight).
+// Throws Error(Parse) naming the file, line and problem.
+BezierSurface read_control_net(const std::string& path);
+BezierSurface parse_control_net(const std::string& text, const std::string& name = "<string>");
+void write_control_net(const std::string& path, const BezierSurface& surface);
+
+// Indexed triangle mesh, counter-clockwise triangles; normals optional (one per vertex).
+struct TriangleMesh {
+  std::vector<float> positions;       // V x 3
+  std::vector<float> normals;         // V x 3 or empty
+  std::vector<std::uint32_t> triangles;  // F x 3
+  std::int64_t vertex_count() const { return std::int64_t(positions.size() / 3); }
+  std::int64_t triangle_count() const { return std::int64_t(triangles.size() / 3); }
+};
+
+// The rows x cols sample grid as a mesh of 2 (rows-1)(cols-1) triangles (normals if the samples have them).
+template <class T>
+TriangleMesh grid_mesh(const SurfaceSamples<T>& samples, std::int64_t rows, std::int64_t cols);
+
+// Writes .ply (binary little-endian) or .obj by extension, through a temporary file renamed on success,
+// so that a failure never leaves a partial file. Throws Error(Io).
+void write_mesh(const std::string& path, const TriangleMesh& mesh);
+
+}  // namespace parasurf

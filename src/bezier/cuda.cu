@@ -1,0 +1,519 @@
+// CUDA backend of surface evaluation: thin kernels over the shared per-sample math (kernels.hpp, backend.hpp).
+// Palomar et al. 2017 (per-point methods, Sect. 5.1; CPU-GPU cooperation, Sect. 5.2). The factored kernel is
+// ours: stage 1 contracts the net with the v basis per column, stage 2 is a rank-(m+1) update per sample,
+// register-tiled over R rows so that each Q load feeds R samples.
+#include <algorithm>
+#include <vector>
+
+#include "bezier/cuda_backend.hpp"
+#include "core/cuda_check.hpp"
+#include "core/memory.hpp"
+
+namespace parasurf::bezier::cuda {
+
+namespace {
+
+struct DeviceBuffer {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  void ensure(std::size_t n, const char* what) {
+    if (n <= bytes) return;
+    release();
+    PS_CUDA(cudaMalloc(&ptr, n), what);
+    bytes = n;
+  }
+  void release() noexcept {
+    if (ptr) cudaFree(ptr);
+    ptr = nullptr;
+    bytes = 0;
+  }
+  template <class T> T* as() const { return static_cast<T*>(ptr); }
+};
+
+constexpr int kWarpCols = 32;   // columns per block (one per lane)
+constexpr int kWarps = 8;       // warps per block, each on its own rows
+constexpr int kPerPointBlock = 256;
+
+template <int Order> constexpr int rows_per_thread() { return Order >= 2 ? 4 : 8; }
+
+// Claims the next GPU tile of the dynamic scheme: the low half of the shared word counts GPU claims, the high
+// half CPU claims; a claim is valid while both together stay below the tile count. Returns -1 when done.
+__device__ long long claim_front_tile(unsigned long long* counter, long long tiles) {
+  const unsigned long long old = atomicAdd_system(counter, 1ull);
+  const long long front = (long long)(old & 0xffffffffull), back = (long long)(old >> 32);
+  return front + back < tiles ? front : -1;
+}
+
+// One thread: column `col`, rows [row_first, row_first + R) clipped to row_end. Stores at (row - out_base)*cols.
+template <class T, int NC, int Order, int R>
+__device__ void factored_rows(const Job<T>& job, std::int64_t col, std::int64_t row_first, std::int64_t row_end,
+                              std::int64_t out_base, const kern::OutView<T>& out) {
+  if (col >= job.cols || row_first >= row_end) return;
+  const int mu = job.net.m + 1;
+  const FactoredColumns<T>& F = job.columns;
+  T s[R][NC], su[R][NC], sv[R][NC], suu[R][NC], suv[R][NC], svv[R][NC];
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int c = 0; c < NC; ++c) s[r][c] = su[r][c] = sv[r][c] = suu[r][c] = suv[r][c] = svv[r][c] = T(0);
+  std::int64_t rowc[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) rowc[r] = min(row_first + r, row_end - 1) * mu;  // clamped: reads stay in bounds
+  for (int k = 0; k < mu; ++k) {
+    T q[NC], qv[NC], qvv[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      const std::int64_t o = k * F.si + c * F.sc + col;
+      q[c] = __ldg(F.q + o);
+      if constexpr (Order >= 1) qv[c] = __ldg(F.qv + o);
+      if constexpr (Order >= 2) qvv[c] = __ldg(F.qvv + o);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const T b = __ldg(job.tables.bu + rowc[r] + k);
+      T db = T(0), ddb = T(0);
+      if constexpr (Order >= 1) db = __ldg(job.tables.dbu + rowc[r] + k);
+      if constexpr (Order >= 2) ddb = __ldg(job.tables.ddbu + rowc[r] + k);
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        s[r][c] += b * q[c];
+        if constexpr (Order >= 1) {
+          su[r][c] += db * q[c];
+          sv[r][c] += b * qv[c];
+        }
+        if constexpr (Order >= 2) {
+          suu[r][c] += ddb * q[c];
+          suv[r][c] += db * qv[c];
+          svv[r][c] += b * qvv[c];
+        }
+      }
+    }
+  }
+  const T v = kern::grid_param<T>(col, job.cols);
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const std::int64_t row = row_first + r;
+    if (row >= row_end) break;
+    kern::Jet<T, NC> h;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      h.s[c] = s[r][c];
+      h.su[c] = su[r][c];
+      h.sv[c] = sv[r][c];
+      h.suu[c] = suu[r][c];
+      h.suv[c] = suv[r][c];
+      h.svv[c] = svv[r][c];
+    }
+    kern::store_sample<T, NC, Order>(h, out, (row - out_base) * job.cols + col, kern::grid_param<T>(row, job.rows), v,
+                                     job.net);
+  }
+}
+
+// Static: block (x: column group, y: row block) covers 32 columns x (kWarps*R) rows of [row_begin, row_end).
+// Dynamic: persistent blocks claim tiles of tile_rows rows from the front and sweep all column groups.
+template <class T, int NC, int Order>
+__global__ void __launch_bounds__(kWarpCols* kWarps) factored_kernel(Job<T> job, std::int64_t row_begin,
+                                                                     std::int64_t row_end, kern::OutView<T> out,
+                                                                     unsigned long long* counter,
+                                                                     std::int64_t tile_rows, std::int64_t tiles) {
+  constexpr int R = rows_per_thread<Order>();
+  constexpr std::int64_t kBlockRows = kWarps * R;
+  const int lane = threadIdx.x, warp = threadIdx.y;
+  if (!counter) {
+    const std::int64_t col = std::int64_t(blockIdx.x) * kWarpCols + lane;
+    const std::int64_t first = row_begin + std::int64_t(blockIdx.y) * kBlockRows + warp * R;
+    factored_rows<T, NC, Order, R>(job, col, first, row_end, row_begin, out);
+    return;
+  }
+  __shared__ long long tile;
+  const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
+  for (;;) {
+    if (lane == 0 && warp == 0) tile = claim_front_tile(counter, tiles);
+    __syncthreads();
+    const long long t = tile;
+    __syncthreads();  // everyone has read `tile` before the next claim overwrites it
+    if (t < 0) return;
+    const std::int64_t t0 = std::int64_t(t) * tile_rows, t1 = min(row_end, t0 + tile_rows);
+    for (std::int64_t g = 0; g < groups; ++g)
+      for (std::int64_t first = t0 + warp * R; first < t1; first += kBlockRows)
+        factored_rows<T, NC, Order, R>(job, g * kWarpCols + lane, first, t1, row_begin, out);
+  }
+}
+
+// Per-point methods (brute, matrix, mle, casteljau): one thread per sample, static or claimed tiles.
+template <class T, int NC, int Order, Method M>
+__global__ void __launch_bounds__(kPerPointBlock) per_point_kernel(Job<T> job, std::int64_t row_begin,
+                                                                   std::int64_t row_end, kern::OutView<T> out,
+                                                                   unsigned long long* counter,
+                                                                   std::int64_t tile_rows, std::int64_t tiles) {
+  auto sample = [&](std::int64_t idx) {
+    const std::int64_t i = idx / job.cols, j = idx % job.cols;
+    const T u = kern::grid_param<T>(i, job.rows), v = kern::grid_param<T>(j, job.cols);
+    const auto h = jet_of_sample<T, NC, Order>(job, M, i, j, u, v);
+    kern::store_sample<T, NC, Order>(h, out, idx - row_begin * job.cols, u, v, job.net);
+  };
+  if (!counter) {
+    const std::int64_t idx = row_begin * job.cols + std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (idx < row_end * job.cols) sample(idx);
+    return;
+  }
+  __shared__ long long tile;
+  for (;;) {
+    if (threadIdx.x == 0) tile = claim_front_tile(counter, tiles);
+    __syncthreads();
+    const long long t = tile;
+    __syncthreads();
+    if (t < 0) return;
+    const std::int64_t first = t * tile_rows * job.cols, last = min(row_end, std::int64_t((t + 1) * tile_rows)) * job.cols;
+    for (std::int64_t idx = first + threadIdx.x; idx < last; idx += blockDim.x) sample(idx);
+  }
+}
+
+template <class T, int NC, int Order, Method M>
+__global__ void __launch_bounds__(kPerPointBlock) point_list_kernel(Job<T> job, kern::OutView<T> out) {
+  const std::int64_t idx = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= job.point_count) return;
+  const T u = T(job.uv[2 * idx]), v = T(job.uv[2 * idx + 1]);
+  const auto h = jet_of_sample<T, NC, Order>(job, M, 0, 0, u, v);
+  kern::store_sample<T, NC, Order>(h, out, idx, u, v, job.net);
+}
+
+template <class T, int Order>
+__global__ void table_kernel(int d, std::int64_t count, kern::BinomialRows rows, T* b, T* db, T* ddb) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) table_row<T, Order>(d, i, count, &rows, b, db, ddb);
+}
+
+template <class T, int NC, int Order>
+__global__ void columns_kernel(Job<T> job, T* q, T* qv, T* qvv) {
+  const std::int64_t j = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (j < job.cols)
+    factored_column<T, NC, Order>(job.net, job.tables.bv, job.tables.dbv, job.tables.ddbv, j, q, qv, qvv, 1,
+                                  std::int64_t(NC) * job.cols, job.cols);
+}
+
+unsigned blocks_for(std::int64_t n, int per_block) { return unsigned((n + per_block - 1) / per_block); }
+
+}  // namespace
+
+struct Context {
+  int device = 0;
+  int multiprocessors = 1;
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  DeviceBuffer net, uv, power, tables, columns, outputs;
+  struct Key {
+    int m = -1, n = -1, order = -1, scalar = 0;
+    std::int64_t rows = -1, cols = -1;
+    bool operator==(const Key&) const = default;
+  } table_key;
+  unsigned long long* counter_host = nullptr;
+  unsigned long long* counter_dev = nullptr;
+  // the launch in flight
+  std::int64_t launched_begin = 0, launched_end = 0, cols = 0;
+  void* dev_out[22] = {};  // p, du, dv, nrm, duu, duv, dvv (x3 each), flag
+  bool pending = false;
+
+  ~Context() {
+    if (stream) cudaStreamDestroy(stream);
+    if (start) cudaEventDestroy(start);
+    if (stop) cudaEventDestroy(stop);
+    if (counter_host) cudaFreeHost(counter_host);
+    net.release();
+    uv.release();
+    power.release();
+    tables.release();
+    columns.release();
+    outputs.release();
+  }
+};
+
+Context* create_context() {
+  auto* ctx = new Context;
+  try {
+    PS_CUDA(cudaGetDevice(&ctx->device), "selecting the CUDA device");
+    PS_CUDA(cudaDeviceGetAttribute(&ctx->multiprocessors, cudaDevAttrMultiProcessorCount, ctx->device),
+            "reading the multiprocessor count");
+    PS_CUDA(cudaStreamCreateWithFlags(&ctx->stream, cudaStreamNonBlocking), "creating a stream");
+    PS_CUDA(cudaEventCreate(&ctx->start), "creating an event");
+    PS_CUDA(cudaEventCreate(&ctx->stop), "creating an event");
+  } catch (...) {
+    delete ctx;
+    throw;
+  }
+  return ctx;
+}
+
+void destroy_context(Context* ctx) noexcept { delete ctx; }
+
+std::uint64_t free_device_memory() {
+  size_t free_b = 0, total_b = 0;
+  PS_CUDA(cudaMemGetInfo(&free_b, &total_b), "querying free device memory");
+  return free_b;
+}
+
+unsigned long long* mapped_counter(Context* ctx) {
+  if (!ctx->counter_host) {
+    PS_CUDA(cudaHostAlloc(&ctx->counter_host, sizeof(unsigned long long), cudaHostAllocMapped),
+            "allocating the host-mapped tile counter");
+    PS_CUDA(cudaHostGetDevicePointer(&ctx->counter_dev, ctx->counter_host, 0), "mapping the tile counter");
+  }
+  *ctx->counter_host = 0;
+  return ctx->counter_host;
+}
+
+namespace {
+
+template <class T>
+T* const* out_slots(const kern::OutView<T>& o, int k) {
+  static_assert(sizeof(T*) == sizeof(void*));
+  const T* const* groups[7] = {o.p, o.du, o.dv, o.nrm, o.duu, o.duv, o.dvv};
+  return const_cast<T* const*>(groups[k]);
+}
+
+// Device copies of the job's inputs: net, level 2 (cached), stage 1, power tiles.
+template <class T>
+Job<T> device_job(Context* ctx, const Inputs<T>& in, bool* level2_built) {
+  Job<T> job;
+  job.method = in.method;
+  job.nc = in.nc;
+  job.order = in.order;
+  job.rows = in.rows;
+  job.cols = in.cols;
+  const std::size_t net_bytes = std::size_t(in.m + 1) * (in.n + 1) * in.nc * sizeof(T);
+  ctx->net.ensure(net_bytes, "allocating the control net on the device");
+  PS_CUDA(cudaMemcpyAsync(ctx->net.ptr, in.host_net, net_bytes, cudaMemcpyHostToDevice, ctx->stream),
+          "uploading the control net");
+  job.net = {in.m, in.n, ctx->net.as<T>()};
+  if (in.method == Method::Matrix) {
+    const std::size_t bytes = in.power->size() * sizeof(T);
+    ctx->power.ensure(bytes, "allocating the power-basis tiles");
+    PS_CUDA(cudaMemcpyAsync(ctx->power.ptr, in.power->data(), bytes, cudaMemcpyHostToDevice, ctx->stream),
+            "uploading the power-basis tiles");
+    job.power = {in.m, in.n, in.power_ku, in.power_kv, ctx->power.as<T>()};
+  }
+  const bool grid = in.uv == nullptr;
+  if (grid && (in.method == Method::Mle || in.method == Method::Factored)) {
+    const std::size_t mu = in.m + 1, nv = in.n + 1;
+    const std::size_t nu_vals = mu * in.rows, nv_vals = nv * in.cols;
+    T* base = nullptr;
+    const Context::Key key{in.m, in.n, in.order, int(sizeof(T)), in.rows, in.cols};
+    if (!(key == ctx->table_key)) {
+      ctx->table_key = {};
+      ctx->tables.ensure(3 * (nu_vals + nv_vals) * sizeof(T), "allocating the Bernstein tables");
+    }
+    base = ctx->tables.as<T>();
+    T *bu = base, *dbu = bu + nu_vals, *ddbu = dbu + nu_vals;
+    T *bv = ddbu + nu_vals, *dbv = bv + nv_vals, *ddbv = dbv + nv_vals;
+    if (!(key == ctx->table_key)) {
+      auto build = [&](int d, std::int64_t count, const kern::BinomialRows& rows, T* b, T* db, T* ddb) {
+        const unsigned blocks = blocks_for(count, 128);
+        if (in.order == 0) table_kernel<T, 0><<<blocks, 128, 0, ctx->stream>>>(d, count, rows, b, db, ddb);
+        else if (in.order == 1) table_kernel<T, 1><<<blocks, 128, 0, ctx->stream>>>(d, count, rows, b, db, ddb);
+        else table_kernel<T, 2><<<blocks, 128, 0, ctx->stream>>>(d, count, rows, b, db, ddb);
+        PS_CUDA_LAUNCH("launching the Bernstein table kernel");
+      };
+      build(in.m, in.rows, *in.binom_u, bu, dbu, ddbu);
+      build(in.n, in.cols, *in.binom_v, bv, dbv, ddbv);
+      ctx->table_key = key;
+      *level2_built = true;
+    }
+    job.tables = {bu, dbu, ddbu, bv, dbv, ddbv};
+    if (in.method == Method::Factored) {
+      const std::size_t per = mu * in.nc * in.cols;
+      ctx->columns.ensure(3 * per * sizeof(T), "allocating the factored columns");
+      T* q = ctx->columns.as<T>();
+      dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
+        columns_kernel<T, NC, Order><<<blocks_for(in.cols, 128), 128, 0, ctx->stream>>>(job, q, q + per, q + 2 * per);
+      });
+      PS_CUDA_LAUNCH("launching the factored stage-1 kernel");
+      job.columns = {q, q + per, q + 2 * per, 1, std::int64_t(in.nc) * in.cols, in.cols};
+    }
+  }
+  return job;
+}
+
+// Allocates device outputs for `count` samples, for the outputs `which` asks for.
+template <class T>
+kern::OutView<T> device_outputs(Context* ctx, const kern::OutView<T>& which, std::int64_t count, bool poison) {
+  std::size_t bytes = 0;
+  for (int k = 0; k < 7; ++k)
+    for (int c = 0; c < 3; ++c)
+      if (out_slots(which, k)[c]) bytes += std::size_t(count) * sizeof(T);
+  if (which.flag) bytes += std::size_t(count);
+  size_t free_b = 0, total_b = 0;
+  PS_CUDA(cudaMemGetInfo(&free_b, &total_b), "querying free device memory");
+  if (bytes > ctx->outputs.bytes && bytes - ctx->outputs.bytes > free_b)
+    throw Error(ErrorKind::OutOfMemory, "device outputs need " + core::format_bytes(bytes) + " but only " +
+                                            core::format_bytes(free_b) + " of device memory is free");
+  ctx->outputs.ensure(bytes, "allocating the device outputs");
+  if (poison) PS_CUDA(cudaMemsetAsync(ctx->outputs.ptr, 0xFF, bytes, ctx->stream), "poisoning the device outputs");
+  char* p = static_cast<char*>(ctx->outputs.ptr);
+  kern::OutView<T> o;
+  T** groups[7] = {o.p, o.du, o.dv, o.nrm, o.duu, o.duv, o.dvv};
+  for (int k = 0; k < 7; ++k)
+    for (int c = 0; c < 3; ++c) {
+      groups[k][c] = nullptr;
+      if (out_slots(which, k)[c]) {
+        groups[k][c] = reinterpret_cast<T*>(p);
+        p += std::size_t(count) * sizeof(T);
+      }
+      ctx->dev_out[k * 3 + c] = groups[k][c];
+    }
+  o.flag = which.flag ? reinterpret_cast<std::uint8_t*>(p) : nullptr;
+  ctx->dev_out[21] = o.flag;
+  return o;
+}
+
+template <class T, int NC, int Order>
+void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std::int64_t r1,
+                          const kern::OutView<T>& out, unsigned long long* counter, std::int64_t tile_rows,
+                          std::int64_t tiles) {
+  if (job.method == Method::Factored) {
+    constexpr int R = rows_per_thread<Order>();
+    const dim3 block(kWarpCols, kWarps);
+    dim3 grid;
+    if (counter) grid = dim3(unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 4)));
+    else grid = dim3(blocks_for(job.cols, kWarpCols), blocks_for(r1 - r0, kWarps * R));
+    factored_kernel<T, NC, Order><<<grid, block, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+    return;
+  }
+  const unsigned grid = counter ? unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 8))
+                                : blocks_for((r1 - r0) * job.cols, kPerPointBlock);
+  switch (job.method) {
+    case Method::Brute:
+      per_point_kernel<T, NC, Order, Method::Brute>
+          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+      break;
+    case Method::Matrix:
+      per_point_kernel<T, NC, Order, Method::Matrix>
+          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+      break;
+    case Method::Casteljau:
+      per_point_kernel<T, NC, Order, Method::Casteljau>
+          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+      break;
+    default:
+      per_point_kernel<T, NC, Order, Method::Mle>
+          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+      break;
+  }
+}
+
+template <class T, int NC, int Order>
+void launch_point_list(Context* ctx, const Job<T>& job, const kern::OutView<T>& out) {
+  const unsigned grid = blocks_for(job.point_count, kPerPointBlock);
+  switch (job.method) {
+    case Method::Brute:
+      point_list_kernel<T, NC, Order, Method::Brute><<<grid, kPerPointBlock, 0, ctx->stream>>>(job, out);
+      break;
+    case Method::Matrix:
+      point_list_kernel<T, NC, Order, Method::Matrix><<<grid, kPerPointBlock, 0, ctx->stream>>>(job, out);
+      break;
+    case Method::Casteljau:
+      point_list_kernel<T, NC, Order, Method::Casteljau><<<grid, kPerPointBlock, 0, ctx->stream>>>(job, out);
+      break;
+    default:  // mle and factored: per-point Bernstein jets, sum-factorised contraction
+      point_list_kernel<T, NC, Order, Method::Factored><<<grid, kPerPointBlock, 0, ctx->stream>>>(job, out);
+      break;
+  }
+}
+
+template <class T>
+void copy_back(Context* ctx, std::int64_t first, std::int64_t count, std::int64_t dev_first,
+               const kern::OutView<T>& host_out) {
+  for (int k = 0; k < 7; ++k)
+    for (int c = 0; c < 3; ++c) {
+      T* h = out_slots(host_out, k)[c];
+      if (h && ctx->dev_out[k * 3 + c])
+        PS_CUDA(cudaMemcpyAsync(h + first, static_cast<T*>(ctx->dev_out[k * 3 + c]) + dev_first,
+                                std::size_t(count) * sizeof(T), cudaMemcpyDeviceToHost, ctx->stream),
+                "copying samples to the host");
+    }
+  if (host_out.flag && ctx->dev_out[21])
+    PS_CUDA(cudaMemcpyAsync(host_out.flag + first, static_cast<std::uint8_t*>(ctx->dev_out[21]) + dev_first,
+                            std::size_t(count), cudaMemcpyDeviceToHost, ctx->stream),
+            "copying degenerate flags to the host");
+}
+
+}  // namespace
+
+template <class T>
+bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std::int64_t row_end,
+                 const kern::OutView<T>& which, unsigned long long* dynamic_counter, std::int64_t tile_rows) {
+  PS_CUDA(cudaSetDevice(ctx->device), "selecting the CUDA device");
+  bool built = false;
+  const Job<T> job = device_job(ctx, in, &built);
+  const kern::OutView<T> out = device_outputs(ctx, which, (row_end - row_begin) * in.cols, in.poison);
+  unsigned long long* counter = dynamic_counter ? ctx->counter_dev : nullptr;
+  const std::int64_t tiles = tile_rows > 0 ? (row_end - row_begin + tile_rows - 1) / tile_rows : 0;
+  PS_CUDA(cudaEventRecord(ctx->start, ctx->stream), "recording an event");
+  dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
+    launch_sample_kernel<T, NC, Order>(ctx, job, row_begin, row_end, out, counter, tile_rows, tiles);
+  });
+  PS_CUDA_LAUNCH("launching the surface kernel");
+  PS_CUDA(cudaEventRecord(ctx->stop, ctx->stream), "recording an event");
+  ctx->launched_begin = row_begin;
+  ctx->launched_end = row_end;
+  ctx->cols = in.cols;
+  ctx->pending = true;
+  return built;
+}
+
+template <class T>
+void finish_grid(Context* ctx, std::int64_t row_begin, std::int64_t row_end, const kern::OutView<T>& host_out,
+                 EvalReport* report) {
+  if (!ctx->pending) throw Error(ErrorKind::InvalidArgument, "finish_grid without a launch");
+  PS_CUDA(cudaEventSynchronize(ctx->stop), "running the surface kernel");
+  float kernel_ms = 0;
+  PS_CUDA(cudaEventElapsedTime(&kernel_ms, ctx->start, ctx->stop), "timing the surface kernel");
+  if (row_end > row_begin) {
+    if (row_begin < ctx->launched_begin || row_end > ctx->launched_end)
+      throw Error(ErrorKind::InvalidArgument, "finish_grid rows outside the launched range");
+    PS_CUDA(cudaEventRecord(ctx->start, ctx->stream), "recording an event");
+    copy_back(ctx, row_begin * ctx->cols, (row_end - row_begin) * ctx->cols,
+              (row_begin - ctx->launched_begin) * ctx->cols, host_out);
+    PS_CUDA(cudaEventRecord(ctx->stop, ctx->stream), "recording an event");
+    PS_CUDA(cudaEventSynchronize(ctx->stop), "copying samples to the host");
+    float copy_ms = 0;
+    PS_CUDA(cudaEventElapsedTime(&copy_ms, ctx->start, ctx->stop), "timing the copy");
+    if (report) report->seconds_transfer += copy_ms * 1e-3;
+  }
+  if (report) report->seconds_kernel += kernel_ms * 1e-3;
+  ctx->pending = false;
+}
+
+template <class T>
+void evaluate_points(Context* ctx, const Inputs<T>& in, const kern::OutView<T>& host_out, EvalReport* report) {
+  PS_CUDA(cudaSetDevice(ctx->device), "selecting the CUDA device");
+  bool built = false;
+  Job<T> job = device_job(ctx, in, &built);
+  const std::size_t uv_bytes = std::size_t(in.point_count) * 2 * sizeof(double);
+  ctx->uv.ensure(uv_bytes, "allocating the (u,v) list on the device");
+  PS_CUDA(cudaMemcpyAsync(ctx->uv.ptr, in.uv, uv_bytes, cudaMemcpyHostToDevice, ctx->stream),
+          "uploading the (u,v) list");
+  job.uv = ctx->uv.as<double>();
+  job.point_count = in.point_count;
+  const kern::OutView<T> out = device_outputs(ctx, host_out, in.point_count, in.poison);
+  PS_CUDA(cudaEventRecord(ctx->start, ctx->stream), "recording an event");
+  dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() { launch_point_list<T, NC, Order>(ctx, job, out); });
+  PS_CUDA_LAUNCH("launching the point-list kernel");
+  PS_CUDA(cudaEventRecord(ctx->stop, ctx->stream), "recording an event");
+  PS_CUDA(cudaEventSynchronize(ctx->stop), "running the point-list kernel");
+  float ms = 0;
+  cudaEventElapsedTime(&ms, ctx->start, ctx->stop);
+  if (report) report->seconds_kernel = ms * 1e-3;
+  copy_back(ctx, 0, in.point_count, 0, host_out);
+  PS_CUDA(cudaStreamSynchronize(ctx->stream), "copying samples to the host");
+}
+
+#define PARASURF_INSTANTIATE(T)                                                                                  \
+  template bool launch_grid<T>(Context*, const Inputs<T>&, std::int64_t, std::int64_t, const kern::OutView<T>&, \
+                               unsigned long long*, std::int64_t);                                              \
+  template void finish_grid<T>(Context*, std::int64_t, std::int64_t, const kern::OutView<T>&, EvalReport*);     \
+  template void evaluate_points<T>(Context*, const Inputs<T>&, const kern::OutView<T>&, EvalReport*);
+PARASURF_INSTANTIATE(float)
+PARASURF_INSTANTIATE(double)
+#undef PARASURF_INSTANTIATE
+
+}  // namespace parasurf::bezier::cuda

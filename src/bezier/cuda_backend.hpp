@@ -1,0 +1,50 @@
+// Host-side interface of the CUDA surface backend (implemented in cuda.cu; cuda_stub.cpp when CUDA is off).
+#pragma once
+#include <cstdint>
+
+#include "bezier/backend.hpp"
+
+namespace parasurf::bezier::cuda {
+
+struct Context;  // device buffers, stream, events and the level-2 cache of one SurfaceEvaluator
+
+Context* create_context();          // on the current device; throws Error when CUDA is unavailable
+void destroy_context(Context* ctx) noexcept;
+
+template <class T> struct Inputs {
+  Method method = Method::Factored;
+  int nc = 3, order = 1, m = 1, n = 1;
+  const T* host_net = nullptr;                // homogeneous control net, (m+1)(n+1) x nc
+  const std::vector<T>* power = nullptr;      // Matrix: tiles in the layout of kern::PowerView
+  int power_ku = 1, power_kv = 1;
+  const kern::BinomialRows* binom_u = nullptr;  // level 3
+  const kern::BinomialRows* binom_v = nullptr;
+  std::int64_t rows = 0, cols = 0;            // grid
+  const double* uv = nullptr;                 // point list
+  std::int64_t point_count = 0;
+  bool poison = false;                        // fill device outputs with NaN first (tests)
+};
+
+// Uploads the net, (re)builds level 2 when degree, resolution or order changed, runs stage 1 of the factored
+// method, and launches rows [row_begin, row_end) asynchronously. `which` says which outputs are wanted (its
+// pointers are only tested for null). With dynamic_counter (host-mapped), the kernel instead claims tiles of
+// tile_rows rows from the front of the grid until the shared counter runs out. Returns true if level 2 was built.
+template <class T>
+bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std::int64_t row_end,
+                 const kern::OutView<T>& which, unsigned long long* dynamic_counter, std::int64_t tile_rows);
+
+// Waits for the launch and copies rows [row_begin, row_end) (a sub-range of the launched rows) to host.
+template <class T>
+void finish_grid(Context* ctx, std::int64_t row_begin, std::int64_t row_end, const kern::OutView<T>& host_out,
+                 EvalReport* report);
+
+template <class T>
+void evaluate_points(Context* ctx, const Inputs<T>& in, const kern::OutView<T>& host_out, EvalReport* report);
+
+// Free device memory in bytes (for chunking decisions).
+std::uint64_t free_device_memory();
+
+// A zeroed 64-bit counter in pinned, device-mapped host memory (for the dynamic hybrid scheme).
+unsigned long long* mapped_counter(Context* ctx);
+
+}  // namespace parasurf::bezier::cuda
