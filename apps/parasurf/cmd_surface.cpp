@@ -69,7 +69,12 @@ void add_surface(CLI::App& app) {
     if (rows < 2 || cols < 2 || rows > kMaxGridSide || cols > kMaxGridSide)
       throw Error(ErrorKind::InvalidArgument, "--resolution " + args->resolution + " is outside 2.." +
                                                   std::to_string(kMaxGridSide) + " per direction");
-    // fail on bad names before any work
+    // fail on bad names before any work, so that no output is half written
+    for (const std::string& path : {args->output, args->obj}) {
+      const bool ok = path.empty() || (path.size() > 4 && (path.ends_with(".ply") || path.ends_with(".obj")));
+      if (!ok) throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (use .ply or .obj)");
+    }
+    if (args->output.empty()) throw Error(ErrorKind::InvalidArgument, "--output must name a .ply or .obj file");
     parse_method(args->method);
     parse_device(args->device);
     BezierSurface surface;

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# GPU check, run on the GPU machine from a clean state: configure with CUDA, build, run every test, run the
+# CUDA tests under compute-sanitizer (memcheck, racecheck; the conformance sizes are small), run the
+# benchmarks, and print a summary table last. Full logs go to $OUT (default ./gpu-check-out).
+#   usage: scripts/gpu-check.sh [--quick]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/gpu-check-out}
+mkdir -p "$OUT"
+quick=0; [ "${1:-}" = "--quick" ] && quick=1
+[ -d .data ] && export PARASURF_DATA=$PWD/.data
+declare -a summary
+note() { summary+=("$1|$2"); }
+
+rm -rf build-gpu
+t0=$(date +%s)
+cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 >"$OUT/configure.log" 2>&1 \
+  && ninja -C build-gpu -j"$(nproc)" >"$OUT/build.log" 2>&1
+build_rc=$?
+note "build (sm_90, clean)" "$([ $build_rc -eq 0 ] && echo ok || echo FAILED) in $(( $(date +%s) - t0 )) s"
+if [ $build_rc -ne 0 ]; then tail -40 "$OUT/build.log"; fi
+exe=build-gpu/parasurf
+tests=build-gpu/tests/parasurf_tests
+
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
+$exe info --bandwidth | tee "$OUT/info.txt"
+
+(cd build-gpu && ctest --output-on-failure -j4) >"$OUT/ctest.log" 2>&1
+note "ctest (all tests)" "$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
+skipped=$(grep -c "Skipped" "$OUT/ctest.log")
+note "ctest skipped" "$skipped"
+grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
+
+san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*'
+for tool in memcheck racecheck; do
+  compute-sanitizer --tool $tool --error-exitcode 99 $tests --gtest_filter="$san_filter" >"$OUT/sanitizer-$tool.log" 2>&1
+  rc=$?
+  note "compute-sanitizer $tool" "$([ $rc -eq 0 ] && echo 'clean' || echo "rc=$rc") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
+done
+
+if [ $quick -eq 0 ]; then
+  # GPU matrix of the paper (all methods), then the CPU side at 1 and all threads, the peer and the hybrid.
+  $exe bench surface --devices cuda --budget 0.3 --no-peer --json "$OUT/bench-gpu.json" >"$OUT/bench-gpu.log" 2>&1
+  note "bench gpu" "rc=$?"
+  $exe bench surface --devices cpu --nets 4,8,12,16,32 --resolutions 256,1000,2000 --methods mle,factored \
+    --threads 1,$(nproc) --budget 0.3 --json "$OUT/bench-cpu.json" >"$OUT/bench-cpu.log" 2>&1
+  note "bench cpu+hybrid" "rc=$?"
+  echo; echo "== GPU rows at 2000^2 (positions + normals)"
+  grep -E "res  2000" "$OUT/bench-gpu.log" | head -40
+  echo; echo "== peer and hybrid"
+  grep -E "threads|speed-up|hybrid|gpu\+copy" "$OUT/bench-cpu.log"
+fi
+
+echo; echo "================ summary ================"
+for row in "${summary[@]}"; do printf '%-28s %s\n' "${row%%|*}" "${row#*|}"; done

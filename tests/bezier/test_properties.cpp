@@ -1,0 +1,215 @@
+// Geometric properties, the multi-level cache, degenerate normals, backend parity and bad input.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "parasurf/error.hpp"
+#include "support.hpp"
+
+namespace parasurf {
+namespace {
+
+std::vector<Device> devices() {
+  std::vector<Device> d{Device::Cpu};
+  if (cuda_available()) d.push_back(Device::Cuda);
+  return d;
+}
+
+EvalRequest all_outputs() {
+  EvalRequest r;
+  r.first_derivatives = r.normals = r.second_derivatives = true;
+  return r;
+}
+
+TEST(Properties, CornersInterpolateControlPoints) {
+  std::mt19937_64 rng(test::run_seed());
+  for (Device dev : devices())
+    for (Method method : {Method::Brute, Method::Matrix, Method::Mle, Method::Casteljau, Method::Factored}) {
+      const int m = 1 + int(rng() % 32), n = 1 + int(rng() % 32);
+      const BezierSurface s = make_random_surface(m, n, rng());
+      EvalOptions opt;
+      opt.method = method;
+      opt.device = dev;
+      const auto out = evaluate_grid<double>(s, {5, 4}, {}, opt);
+      const std::int64_t corner_sample[4] = {0, 3, 16, 19};
+      const std::size_t corner_point[4] = {0, std::size_t(n), std::size_t(m) * (n + 1), std::size_t(m) * (n + 1) + n};
+      for (int k = 0; k < 4; ++k)
+        for (int c = 0; c < 3; ++c) {
+          // the matrix method's local power basis rounds; the others reproduce the corner exactly
+          const double tol = method == Method::Matrix ? 1e-13 : 0.0;
+          EXPECT_NEAR(out.position[c][corner_sample[k]], s.points[3 * corner_point[k] + c], tol)
+              << device_name(dev) << " " << method_name(method) << " corner " << k;
+        }
+    }
+}
+
+TEST(Properties, PartitionOfUnity) {
+  // A net whose points are all equal evaluates to that point with zero derivatives, for any weights.
+  std::mt19937_64 rng(test::run_seed() + 1);
+  for (Device dev : devices())
+    for (Method method : {Method::Brute, Method::Matrix, Method::Mle, Method::Casteljau, Method::Factored}) {
+      BezierSurface s = make_random_surface(1 + int(rng() % 32), 1 + int(rng() % 32), rng(), true);
+      for (std::size_t k = 0; k < s.points.size(); ++k) s.points[k] = 0.25 + 0.5 * double(k % 3);
+      EvalOptions opt;
+      opt.method = method;
+      opt.device = dev;
+      const auto out = evaluate_grid<double>(s, {9, 7}, all_outputs(), opt);
+      for (std::int64_t k = 0; k < out.count; ++k)
+        for (int c = 0; c < 3; ++c) {
+          ASSERT_NEAR(out.position[c][k], 0.25 + 0.5 * c, 1e-13) << method_name(method);
+          ASSERT_NEAR(out.du[c][k], 0.0, 1e-10) << method_name(method);
+          ASSERT_NEAR(out.dv[c][k], 0.0, 1e-10) << method_name(method);
+        }
+    }
+}
+
+TEST(Properties, RationalSphereFromBezierView) {
+  const std::string path = test::shared_data("bezier/sphere.bv");
+  if (path.empty()) GTEST_SKIP() << "../shared/data/bezier/sphere.bv not present";
+  const auto patches = test::read_bv_patches(path);
+  ASSERT_EQ(patches.size(), 24u);
+  for (Device dev : devices())
+    for (Method method : {Method::Brute, Method::Matrix, Method::Mle, Method::Casteljau, Method::Factored}) {
+      double worst = 0;
+      EvalOptions opt;
+      opt.method = method;
+      opt.device = dev;
+      for (const auto& p : patches) {
+        ASSERT_TRUE(p.rational());
+        const auto out = evaluate_grid<double>(p, {33, 33}, {}, opt);
+        for (std::int64_t k = 0; k < out.count; ++k) {
+          const double r = std::sqrt(out.position[0][k] * out.position[0][k] + out.position[1][k] * out.position[1][k] +
+                                     out.position[2][k] * out.position[2][k]);
+          worst = std::max(worst, std::fabs(r - 1.0));
+        }
+      }
+      EXPECT_LE(worst, 1e-9) << device_name(dev) << " " << method_name(method);
+    }
+}
+
+TEST(Properties, MultiLevelCacheRecomputesOnlyWhatChanged) {
+  for (Device dev : devices()) {
+    EvalOptions opt;
+    opt.method = Method::Mle;
+    opt.device = dev;
+    SurfaceEvaluator<double> ev(opt);
+    const EvalRequest req = all_outputs();
+    const BezierSurface a = make_random_surface(7, 5, test::run_seed());
+    const BezierSurface b = make_random_surface(7, 5, test::run_seed() + 17);
+    ev.evaluate_grid(a, {40, 30}, req);
+    const MleCounters c0 = ev.mle_counters();
+    EXPECT_EQ(c0.level3_builds, 1);
+    EXPECT_EQ(c0.level2_builds, 1);
+    // (A) new control points: level 1 only
+    const auto reused = ev.evaluate_grid(b, {40, 30}, req);
+    const MleCounters c1 = ev.mle_counters();
+    EXPECT_EQ(c1.level3_builds, 1);
+    EXPECT_EQ(c1.level2_builds, 1);
+    EXPECT_EQ(c1.level1_runs, 2);
+    const auto fresh = evaluate_grid<double>(b, {40, 30}, req, opt);
+    for (int c = 0; c < 3; ++c) {
+      EXPECT_EQ(reused.position[c], fresh.position[c]);
+      EXPECT_EQ(reused.normal[c], fresh.normal[c]);
+    }
+    // (B) new resolution: levels 1-2
+    ev.evaluate_grid(b, {41, 30}, req);
+    EXPECT_EQ(ev.mle_counters().level3_builds, 1);
+    EXPECT_EQ(ev.mle_counters().level2_builds, 2);
+    // (C) new degree: all levels
+    ev.evaluate_grid(make_random_surface(6, 5, 3), {41, 30}, req);
+    EXPECT_EQ(ev.mle_counters().level3_builds, 2);
+    EXPECT_EQ(ev.mle_counters().level2_builds, 3);
+  }
+}
+
+TEST(Properties, CollapsedRowGivesFlaggedFiniteLimitNormal) {
+  // Row i = 0 collapsed to one point (a triangular patch as a degenerate square): Sv = 0 along u = 0.
+  BezierSurface s = make_random_surface(4, 5, test::run_seed() + 3);
+  for (int j = 0; j <= 5; ++j)
+    for (int c = 0; c < 3; ++c) s.points[3 * j + c] = s.points[c];
+  EvalRequest req;
+  req.normals = true;
+  for (Device dev : devices())
+    for (Method method : {Method::Mle, Method::Factored, Method::Casteljau}) {
+      EvalOptions opt;
+      opt.device = dev;
+      opt.method = method;
+      const auto g = evaluate_grid<double>(s, {2001, 11}, req, opt);
+      for (std::int64_t j = 0; j < 11; ++j) {
+        ASSERT_EQ(g.degenerate[j], 1) << "sample (0," << j << ")";
+        // the limit normal equals the normal just inside the patch
+        const std::int64_t inside = 1 * 11 + j;
+        EXPECT_EQ(g.degenerate[inside], 0);
+        double dot = 0;
+        for (int c = 0; c < 3; ++c) dot += g.normal[c][j] * g.normal[c][inside];
+        EXPECT_GT(dot, 0.99) << method_name(method) << " column " << j;
+      }
+    }
+}
+
+TEST(Properties, GpuMatchesCpuOnLargeGridAndHybridMatchesGpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const BezierSurface s = make_random_surface(11, 15, test::run_seed() + 5, true);
+  const EvalRequest req = all_outputs();
+  const GridSpec grid{1037, 771};
+  EvalOptions cpu, gpu, stat, dyn;
+  cpu.device = Device::Cpu;
+  gpu.device = Device::Cuda;
+  gpu.poison_device_buffers = true;
+  stat.device = dyn.device = Device::Hybrid;
+  stat.hybrid_scheme = HybridScheme::Static;
+  stat.cpu_share = 0.3;
+  dyn.hybrid_scheme = HybridScheme::Dynamic;
+  stat.poison_device_buffers = dyn.poison_device_buffers = true;
+  const auto a = evaluate_grid<float>(s, grid, req, cpu);
+  const auto b = evaluate_grid<float>(s, grid, req, gpu);
+  EvalReport rs, rd;
+  const auto c = evaluate_grid<float>(s, grid, req, stat, &rs);
+  const auto d = evaluate_grid<float>(s, grid, req, dyn, &rd);
+  EXPECT_GT(rs.tiles_cpu, 0);
+  EXPECT_GT(rs.tiles_gpu, 0);
+  EXPECT_EQ(rd.tiles_cpu + rd.tiles_gpu, (grid.rows + 63) / 64);
+  const double tol = 1e-5 * test::bbox_size(s);
+  for (int comp = 0; comp < 3; ++comp)
+    for (std::int64_t k = 0; k < grid.count(); ++k) {
+      ASSERT_NEAR(a.position[comp][k], b.position[comp][k], tol) << k;
+      ASSERT_NEAR(b.position[comp][k], c.position[comp][k], tol) << k;
+      ASSERT_NEAR(b.position[comp][k], d.position[comp][k], tol) << k;
+      ASSERT_NEAR(b.normal[comp][k], d.normal[comp][k], 1e-3) << k;
+    }
+}
+
+TEST(BadInput, ApiRejectsWithClearMessages) {
+  auto expect_error = [](auto&& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one mentioning '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  BezierSurface s = make_random_surface(3, 3, 1);
+  expect_error([&] { evaluate_grid<float>(s, {1, 10}, {}); }, "outside 2..");
+  expect_error([&] { evaluate_grid<float>(s, {10, 70000}, {}); }, "outside 2..");
+  BezierSurface big = s;
+  big.degree_u = 33;
+  expect_error([&] { evaluate_grid<float>(big, {4, 4}, {}); }, "outside 1..32");
+  BezierSurface nan = s;
+  nan.points[5] = std::numeric_limits<double>::quiet_NaN();
+  expect_error([&] { evaluate_grid<float>(nan, {4, 4}, {}); }, "non-finite");
+  BezierSurface w = make_random_surface(3, 3, 1, true);
+  w.weights[2] = -1;
+  expect_error([&] { evaluate_grid<float>(w, {4, 4}, {}); }, "weight 2");
+  const std::vector<double> uv{0.5, 1.5};
+  expect_error([&] { evaluate_points<float>(s, uv, {}); }, "outside [0,1]");
+  expect_error([&] { parse_method("fastest"); }, "unknown method");
+  expect_error([&] { parse_device("tpu"); }, "unknown device");
+  // 65536^2 samples of double positions+normals: 13 TiB, refused before allocating
+  EvalRequest req;
+  req.normals = true;
+  expect_error([&] { evaluate_grid<double>(s, {65536, 65536}, req); }, "needs");
+}
+
+}  // namespace
+}  // namespace parasurf

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The README's main job and the info command run and produce a mesh.
+set -eu
+exe="$1"
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$exe" info
+"$exe" surface -o "$dir/s.ply" --obj "$dir/s.obj"
+head -c 200 "$dir/s.ply" | grep -q "element vertex 65536"
+grep -q "^vn " "$dir/s.obj"
+"$exe" surface --generator random --seed 5 --degree 9x4 --rational -r 33x17 --method mle --precision double -o "$dir/r.ply"
+"$exe" bench surface --devices cpu --nets 4 --resolutions 64 --methods factored --threads 1 --budget 0.01 --no-peer --json "$dir/b.json"
+grep -q points_per_second "$dir/b.json"
+echo "smoke passed"

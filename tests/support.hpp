@@ -1,0 +1,42 @@
+// Shared test helpers: the run's seed, the long-double reference evaluator, shared-data paths.
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "parasurf/bezier.hpp"
+
+namespace parasurf::test {
+
+// Fresh per run unless PARASURF_TEST_SEED is set; printed by test_main.
+inline std::uint64_t run_seed() {
+  static const std::uint64_t seed = [] {
+    if (const char* env = std::getenv("PARASURF_TEST_SEED")) return std::uint64_t(std::strtoull(env, nullptr, 10));
+    return (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
+  }();
+  return seed;
+}
+
+// ../shared/data, or $PARASURF_DATA where the checkout has no shared/ beside it (the GPU machine).
+inline std::string shared_data(const std::string& rel) {
+  const char* env = std::getenv("PARASURF_DATA");
+  const std::string path = std::string(env ? env : PARASURF_SHARED_DATA) + "/" + rel;
+  return std::filesystem::exists(path) ? path : std::string();
+}
+
+// High-precision reference: value and derivatives to second order, from the exact derivative nets.
+struct RefJet {
+  long double s[3], su[3], sv[3], suu[3], suv[3], svv[3];
+};
+RefJet reference_eval(const BezierSurface& s, long double u, long double v);
+
+// Diagonal of the control points' bounding box.
+double bbox_size(const BezierSurface& s);
+
+// Reads the tensor-product patches (kinds 4, 5, 8) of a BezierView file; enough for the sphere test.
+std::vector<BezierSurface> read_bv_patches(const std::string& path);
+
+}  // namespace parasurf::test
