@@ -36,12 +36,24 @@ constexpr int kPerPointBlock = 256;
 
 template <int Order> constexpr int rows_per_thread() { return Order >= 2 ? 4 : 8; }
 
-// Claims the next GPU tile of the dynamic scheme: the low half of the shared word counts GPU claims, the high
-// half CPU claims; a claim is valid while both together stay below the tile count. Returns -1 when done.
-__device__ long long claim_front_tile(unsigned long long* counter, long long tiles) {
-  const unsigned long long old = atomicAdd_system(counter, 1ull);
-  const long long front = (long long)(old & 0xffffffffull), back = (long long)(old >> 32);
-  return front + back < tiles ? front : -1;
+// Device-side view of DynamicTiles (see cuda_backend.hpp): front is a device-memory counter.
+struct DeviceTiles {
+  unsigned long long* front = nullptr;
+  volatile std::uint32_t* gpu_claim = nullptr;
+  volatile std::uint32_t* cpu_claim = nullptr;
+  volatile std::uint32_t* owner = nullptr;
+  long long tiles = 0;
+};
+
+// Claims the next GPU tile from the front; -1 when the tiles ran out or the CPU side was met.
+__device__ long long claim_front_tile(const DeviceTiles& d) {
+  const unsigned long long f = atomicAdd(d.front, 1ull);
+  if ((long long)f >= d.tiles) return -1;
+  d.gpu_claim[f] = 1u;
+  __threadfence_system();  // the claim is visible to the host before we read the host's claim
+  if (d.cpu_claim[f] != 0u) return -1;
+  d.owner[f] = 1u;
+  return (long long)f;
 }
 
 // One thread: column `col`, rows [row_first, row_first + R) clipped to row_end. Stores at (row - out_base)*cols.
@@ -114,12 +126,11 @@ __device__ void factored_rows(const Job<T>& job, std::int64_t col, std::int64_t 
 template <class T, int NC, int Order>
 __global__ void __launch_bounds__(kWarpCols* kWarps) factored_kernel(Job<T> job, std::int64_t row_begin,
                                                                      std::int64_t row_end, kern::OutView<T> out,
-                                                                     unsigned long long* counter,
-                                                                     std::int64_t tile_rows, std::int64_t tiles) {
+                                                                     DeviceTiles dyn, std::int64_t tile_rows) {
   constexpr int R = rows_per_thread<Order>();
   constexpr std::int64_t kBlockRows = kWarps * R;
   const int lane = threadIdx.x, warp = threadIdx.y;
-  if (!counter) {
+  if (!dyn.front) {
     const std::int64_t col = std::int64_t(blockIdx.x) * kWarpCols + lane;
     const std::int64_t first = row_begin + std::int64_t(blockIdx.y) * kBlockRows + warp * R;
     factored_rows<T, NC, Order, R>(job, col, first, row_end, row_begin, out);
@@ -128,7 +139,7 @@ __global__ void __launch_bounds__(kWarpCols* kWarps) factored_kernel(Job<T> job,
   __shared__ long long tile;
   const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
   for (;;) {
-    if (lane == 0 && warp == 0) tile = claim_front_tile(counter, tiles);
+    if (lane == 0 && warp == 0) tile = claim_front_tile(dyn);
     __syncthreads();
     const long long t = tile;
     __syncthreads();  // everyone has read `tile` before the next claim overwrites it
@@ -144,22 +155,21 @@ __global__ void __launch_bounds__(kWarpCols* kWarps) factored_kernel(Job<T> job,
 template <class T, int NC, int Order, Method M>
 __global__ void __launch_bounds__(kPerPointBlock) per_point_kernel(Job<T> job, std::int64_t row_begin,
                                                                    std::int64_t row_end, kern::OutView<T> out,
-                                                                   unsigned long long* counter,
-                                                                   std::int64_t tile_rows, std::int64_t tiles) {
+                                                                   DeviceTiles dyn, std::int64_t tile_rows) {
   auto sample = [&](std::int64_t idx) {
     const std::int64_t i = idx / job.cols, j = idx % job.cols;
     const T u = kern::grid_param<T>(i, job.rows), v = kern::grid_param<T>(j, job.cols);
     const auto h = jet_of_sample<T, NC, Order>(job, M, i, j, u, v);
     kern::store_sample<T, NC, Order>(h, out, idx - row_begin * job.cols, u, v, job.net);
   };
-  if (!counter) {
+  if (!dyn.front) {
     const std::int64_t idx = row_begin * job.cols + std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
     if (idx < row_end * job.cols) sample(idx);
     return;
   }
   __shared__ long long tile;
   for (;;) {
-    if (threadIdx.x == 0) tile = claim_front_tile(counter, tiles);
+    if (threadIdx.x == 0) tile = claim_front_tile(dyn);
     __syncthreads();
     const long long t = tile;
     __syncthreads();
@@ -207,8 +217,10 @@ struct Context {
     std::int64_t rows = -1, cols = -1;
     bool operator==(const Key&) const = default;
   } table_key;
-  unsigned long long* counter_host = nullptr;
-  unsigned long long* counter_dev = nullptr;
+  DeviceBuffer front;                       // dynamic scheme: device counter
+  std::uint32_t* flags_host = nullptr;      // dynamic scheme: 3 x tiles mapped flags
+  std::uint32_t* flags_dev = nullptr;
+  std::int64_t flags_tiles = 0, dyn_tiles = 0;
   // the launch in flight
   std::int64_t launched_begin = 0, launched_end = 0, cols = 0;
   void* dev_out[22] = {};  // p, du, dv, nrm, duu, duv, dvv (x3 each), flag
@@ -218,7 +230,8 @@ struct Context {
     if (stream) cudaStreamDestroy(stream);
     if (start) cudaEventDestroy(start);
     if (stop) cudaEventDestroy(stop);
-    if (counter_host) cudaFreeHost(counter_host);
+    if (flags_host) cudaFreeHost(flags_host);
+    front.release();
     net.release();
     uv.release();
     power.release();
@@ -252,14 +265,28 @@ std::uint64_t free_device_memory() {
   return free_b;
 }
 
-unsigned long long* mapped_counter(Context* ctx) {
-  if (!ctx->counter_host) {
-    PS_CUDA(cudaHostAlloc(&ctx->counter_host, sizeof(unsigned long long), cudaHostAllocMapped),
-            "allocating the host-mapped tile counter");
-    PS_CUDA(cudaHostGetDevicePointer(&ctx->counter_dev, ctx->counter_host, 0), "mapping the tile counter");
+DynamicTiles dynamic_tiles(Context* ctx, std::int64_t tiles) {
+  if (tiles > ctx->flags_tiles) {
+    if (ctx->flags_host) cudaFreeHost(ctx->flags_host);
+    ctx->flags_host = nullptr;
+    ctx->flags_tiles = 0;
+    PS_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&ctx->flags_host), 3 * tiles * sizeof(std::uint32_t),
+                          cudaHostAllocMapped),
+            "allocating the host-mapped tile flags");
+    PS_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&ctx->flags_dev), ctx->flags_host, 0),
+            "mapping the tile flags");
+    ctx->flags_tiles = tiles;
   }
-  *ctx->counter_host = 0;
-  return ctx->counter_host;
+  std::fill(ctx->flags_host, ctx->flags_host + 3 * tiles, 0u);
+  ctx->front.ensure(sizeof(unsigned long long), "allocating the tile counter");
+  PS_CUDA(cudaMemsetAsync(ctx->front.ptr, 0, sizeof(unsigned long long), ctx->stream), "resetting the tile counter");
+  ctx->dyn_tiles = tiles;
+  DynamicTiles d;
+  d.tiles = tiles;
+  d.gpu_claim = ctx->flags_host;
+  d.cpu_claim = ctx->flags_host + tiles;
+  d.owner = ctx->flags_host + 2 * tiles;
+  return d;
 }
 
 namespace {
@@ -367,15 +394,16 @@ kern::OutView<T> device_outputs(Context* ctx, const kern::OutView<T>& which, std
 
 template <class T, int NC, int Order>
 void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std::int64_t r1,
-                          const kern::OutView<T>& out, unsigned long long* counter, std::int64_t tile_rows,
-                          std::int64_t tiles) {
+                          const kern::OutView<T>& out, const DeviceTiles& dyn, std::int64_t tile_rows) {
+  const bool counter = dyn.front != nullptr;
+  const std::int64_t tiles = dyn.tiles;
   if (job.method == Method::Factored) {
     constexpr int R = rows_per_thread<Order>();
     const dim3 block(kWarpCols, kWarps);
     dim3 grid;
     if (counter) grid = dim3(unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 4)));
     else grid = dim3(blocks_for(job.cols, kWarpCols), blocks_for(r1 - r0, kWarps * R));
-    factored_kernel<T, NC, Order><<<grid, block, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+    factored_kernel<T, NC, Order><<<grid, block, 0, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
     return;
   }
   const unsigned grid = counter ? unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 8))
@@ -383,19 +411,19 @@ void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std:
   switch (job.method) {
     case Method::Brute:
       per_point_kernel<T, NC, Order, Method::Brute>
-          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
       break;
     case Method::Matrix:
       per_point_kernel<T, NC, Order, Method::Matrix>
-          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
       break;
     case Method::Casteljau:
       per_point_kernel<T, NC, Order, Method::Casteljau>
-          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
       break;
     default:
       per_point_kernel<T, NC, Order, Method::Mle>
-          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, counter, tile_rows, tiles);
+          <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
       break;
   }
 }
@@ -440,16 +468,22 @@ void copy_back(Context* ctx, std::int64_t first, std::int64_t count, std::int64_
 
 template <class T>
 bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std::int64_t row_end,
-                 const kern::OutView<T>& which, unsigned long long* dynamic_counter, std::int64_t tile_rows) {
+                 const kern::OutView<T>& which, bool dynamic, std::int64_t tile_rows) {
   PS_CUDA(cudaSetDevice(ctx->device), "selecting the CUDA device");
   bool built = false;
   const Job<T> job = device_job(ctx, in, &built);
   const kern::OutView<T> out = device_outputs(ctx, which, (row_end - row_begin) * in.cols, in.poison);
-  unsigned long long* counter = dynamic_counter ? ctx->counter_dev : nullptr;
-  const std::int64_t tiles = tile_rows > 0 ? (row_end - row_begin + tile_rows - 1) / tile_rows : 0;
+  DeviceTiles dyn;
+  if (dynamic) {
+    dyn.front = ctx->front.as<unsigned long long>();
+    dyn.tiles = ctx->dyn_tiles;
+    dyn.gpu_claim = ctx->flags_dev;
+    dyn.cpu_claim = ctx->flags_dev + ctx->dyn_tiles;
+    dyn.owner = ctx->flags_dev + 2 * ctx->dyn_tiles;
+  }
   PS_CUDA(cudaEventRecord(ctx->start, ctx->stream), "recording an event");
   dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
-    launch_sample_kernel<T, NC, Order>(ctx, job, row_begin, row_end, out, counter, tile_rows, tiles);
+    launch_sample_kernel<T, NC, Order>(ctx, job, row_begin, row_end, out, dyn, tile_rows);
   });
   PS_CUDA_LAUNCH("launching the surface kernel");
   PS_CUDA(cudaEventRecord(ctx->stop, ctx->stream), "recording an event");
@@ -463,10 +497,12 @@ bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std:
 template <class T>
 void finish_grid(Context* ctx, std::int64_t row_begin, std::int64_t row_end, const kern::OutView<T>& host_out,
                  EvalReport* report) {
-  if (!ctx->pending) throw Error(ErrorKind::InvalidArgument, "finish_grid without a launch");
-  PS_CUDA(cudaEventSynchronize(ctx->stop), "running the surface kernel");
   float kernel_ms = 0;
-  PS_CUDA(cudaEventElapsedTime(&kernel_ms, ctx->start, ctx->stop), "timing the surface kernel");
+  if (ctx->pending) {
+    PS_CUDA(cudaEventSynchronize(ctx->stop), "running the surface kernel");
+    PS_CUDA(cudaEventElapsedTime(&kernel_ms, ctx->start, ctx->stop), "timing the surface kernel");
+    ctx->pending = false;
+  }
   if (row_end > row_begin) {
     if (row_begin < ctx->launched_begin || row_end > ctx->launched_end)
       throw Error(ErrorKind::InvalidArgument, "finish_grid rows outside the launched range");
@@ -480,7 +516,6 @@ void finish_grid(Context* ctx, std::int64_t row_begin, std::int64_t row_end, con
     if (report) report->seconds_transfer += copy_ms * 1e-3;
   }
   if (report) report->seconds_kernel += kernel_ms * 1e-3;
-  ctx->pending = false;
 }
 
 template <class T>
@@ -509,7 +544,7 @@ void evaluate_points(Context* ctx, const Inputs<T>& in, const kern::OutView<T>& 
 
 #define PARASURF_INSTANTIATE(T)                                                                                  \
   template bool launch_grid<T>(Context*, const Inputs<T>&, std::int64_t, std::int64_t, const kern::OutView<T>&, \
-                               unsigned long long*, std::int64_t);                                              \
+                               bool, std::int64_t);                                                             \
   template void finish_grid<T>(Context*, std::int64_t, std::int64_t, const kern::OutView<T>&, EvalReport*);     \
   template void evaluate_points<T>(Context*, const Inputs<T>&, const kern::OutView<T>&, EvalReport*);
 PARASURF_INSTANTIATE(float)

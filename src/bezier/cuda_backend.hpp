@@ -25,15 +25,29 @@ template <class T> struct Inputs {
   bool poison = false;                        // fill device outputs with NaN first (tests)
 };
 
+// Tile ownership of the dynamic CPU+GPU scheme, in pinned host memory mapped into the device. GPU blocks take
+// tiles from the front (a device atomic orders them), CPU threads from the back (a host atomic). No atomic
+// crosses the bus (PCIe hosts may lack them): at the meeting point each side raises its claim flag, fences,
+// then reads the other side's flag (Dekker), so a tile is never taken twice; a tile both sides let go stays
+// owner 0 and the host finishes it.
+struct DynamicTiles {
+  std::int64_t tiles = 0;
+  volatile std::uint32_t* gpu_claim = nullptr;  // host pointers
+  volatile std::uint32_t* cpu_claim = nullptr;
+  volatile std::uint32_t* owner = nullptr;      // 0 none, 1 GPU, 2 CPU
+};
+DynamicTiles dynamic_tiles(Context* ctx, std::int64_t tiles);  // zeroed
+
 // Uploads the net, (re)builds level 2 when degree, resolution or order changed, runs stage 1 of the factored
 // method, and launches rows [row_begin, row_end) asynchronously. `which` says which outputs are wanted (its
-// pointers are only tested for null). With dynamic_counter (host-mapped), the kernel instead claims tiles of
-// tile_rows rows from the front of the grid until the shared counter runs out. Returns true if level 2 was built.
+// pointers are only tested for null). With `dynamic`, the kernel claims tiles of tile_rows rows as described
+// above (after dynamic_tiles()). Returns true if level 2 was built.
 template <class T>
 bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std::int64_t row_end,
-                 const kern::OutView<T>& which, unsigned long long* dynamic_counter, std::int64_t tile_rows);
+                 const kern::OutView<T>& which, bool dynamic, std::int64_t tile_rows);
 
-// Waits for the launch and copies rows [row_begin, row_end) (a sub-range of the launched rows) to host.
+// Waits for the launch and copies rows [row_begin, row_end) (a sub-range of the launched rows) to host;
+// may be called again for further ranges of the same launch.
 template <class T>
 void finish_grid(Context* ctx, std::int64_t row_begin, std::int64_t row_end, const kern::OutView<T>& host_out,
                  EvalReport* report);
@@ -44,7 +58,5 @@ void evaluate_points(Context* ctx, const Inputs<T>& in, const kern::OutView<T>& 
 // Free device memory in bytes (for chunking decisions).
 std::uint64_t free_device_memory();
 
-// A zeroed 64-bit counter in pinned, device-mapped host memory (for the dynamic hybrid scheme).
-unsigned long long* mapped_counter(Context* ctx);
 
 }  // namespace parasurf::bezier::cuda

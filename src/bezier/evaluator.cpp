@@ -249,7 +249,7 @@ static void prepare_host_grid(Job<T>& job, typename SurfaceEvaluator<T>::State& 
 
 // Heterogeneous evaluation over row tiles: the GPU takes tiles from the front, CPU threads from the back.
 // Static: the split is fixed beforehand (--cpu-share, or profiled). Dynamic: both sides claim tiles on the
-// fly from one 64-bit counter in host-mapped memory (low half: GPU claims, high half: CPU claims).
+// fly and meet through per-tile flags in host-mapped memory (cuda_backend.hpp, DynamicTiles).
 template <class T>
 static void evaluate_hybrid(typename SurfaceEvaluator<T>::State& st, const EvalOptions& options_, EvalReport& report_,
                             Job<T>& job, GridSpec grid, const EvalRequest& request, const kern::OutView<T>& host_out,
@@ -276,10 +276,10 @@ static void evaluate_hybrid(typename SurfaceEvaluator<T>::State& st, const EvalO
         bezier::cpu::evaluate_grid_rows<T>(job, grid.rows - cpu_rows, grid.rows, host_out, threads);
         const double cpu_per_row = seconds_since(t) / double(cpu_rows);
         const std::int64_t gpu_rows = std::max<std::int64_t>(tile_rows, grid.rows / 5);
-        bezier::cuda::launch_grid<T>(st.gpu(), in, 0, gpu_rows, host_out, nullptr, 0);  // warm-up, level 2
+        bezier::cuda::launch_grid<T>(st.gpu(), in, 0, gpu_rows, host_out, false, 0);  // warm-up, level 2
         bezier::cuda::finish_grid<T>(st.gpu(), 0, 0, host_out, nullptr);
         t = Clock::now();
-        bezier::cuda::launch_grid<T>(st.gpu(), in, 0, gpu_rows, host_out, nullptr, 0);
+        bezier::cuda::launch_grid<T>(st.gpu(), in, 0, gpu_rows, host_out, false, 0);
         bezier::cuda::finish_grid<T>(st.gpu(), 0, gpu_rows, host_out, nullptr);
         const double gpu_per_row = seconds_since(t) / double(gpu_rows);
         st.share = gpu_per_row / (gpu_per_row + cpu_per_row);
@@ -291,38 +291,52 @@ static void evaluate_hybrid(typename SurfaceEvaluator<T>::State& st, const EvalO
     share = std::clamp(share, 0.0, 1.0);
     cpu_tiles = std::min<std::int64_t>(tiles, std::llround(share * double(tiles)));
     const std::int64_t split = std::min(grid.rows, (tiles - cpu_tiles) * tile_rows);
-    if (split > 0 && bezier::cuda::launch_grid<T>(st.gpu(), in, 0, split, host_out, nullptr, 0))
+    if (split > 0 && bezier::cuda::launch_grid<T>(st.gpu(), in, 0, split, host_out, false, 0))
       ++st.counters.level2_builds;
     if (split < grid.rows) bezier::cpu::evaluate_grid_rows<T>(job, split, grid.rows, host_out, threads);
     if (split > 0) bezier::cuda::finish_grid<T>(st.gpu(), 0, split, host_out, &report_);
   } else {
-    unsigned long long* counter = bezier::cuda::mapped_counter(st.gpu());
-    std::atomic_ref<unsigned long long> shared(*counter);
-    shared.store(0);
-    if (bezier::cuda::launch_grid<T>(st.gpu(), in, 0, grid.rows, host_out, counter, tile_rows))
+    const bezier::cuda::DynamicTiles dyn = bezier::cuda::dynamic_tiles(st.gpu(), tiles);
+    if (bezier::cuda::launch_grid<T>(st.gpu(), in, 0, grid.rows, host_out, true, tile_rows))
       ++st.counters.level2_builds;
-    // Each CPU thread claims one tile at a time and evaluates it alone (no nested parallel region).
-    std::atomic<std::int64_t> cpu_claimed{0};
+    // Each CPU thread claims one tile at a time from the back and evaluates it alone.
+    std::atomic<std::int64_t> back{0};
+    auto flag = [](volatile std::uint32_t* p) { return std::atomic_ref<std::uint32_t>(*const_cast<std::uint32_t*>(p)); };
+    auto evaluate_tile = [&](std::int64_t tile) {
+      const std::int64_t r0 = tile * tile_rows, r1 = std::min(grid.rows, r0 + tile_rows);
+      bezier::cpu::evaluate_grid_rows<T>(job, r0, r1, host_out, 1);
+    };
 #pragma omp parallel num_threads(threads)
     {
       for (;;) {
-        const unsigned long long old = shared.fetch_add(1ull << 32);
-        const std::int64_t front = std::int64_t(old & 0xffffffffull), back = std::int64_t(old >> 32);
-        if (front + back >= tiles) break;
-        const std::int64_t tile = tiles - 1 - back;
-        const std::int64_t r0 = tile * tile_rows, r1 = std::min(grid.rows, r0 + tile_rows);
-        bezier::cpu::evaluate_grid_rows<T>(job, r0, r1, host_out, 1);
-        cpu_claimed.fetch_add(1);
+        const std::int64_t tile = tiles - 1 - back.fetch_add(1);
+        if (tile < 0) break;
+        flag(dyn.cpu_claim + tile).store(1u);                   // seq_cst store, then
+        if (flag(dyn.gpu_claim + tile).load() != 0u) break;     // seq_cst load: met the GPU
+        flag(dyn.owner + tile).store(2u);
+        evaluate_tile(tile);
       }
     }
-    cpu_tiles = cpu_claimed.load();
-    const std::int64_t gpu_rows = std::min(grid.rows, (tiles - cpu_tiles) * tile_rows);
-    bezier::cuda::finish_grid<T>(st.gpu(), 0, gpu_rows, host_out, &report_);
+    bezier::cuda::finish_grid<T>(st.gpu(), 0, 0, host_out, &report_);  // the kernel is done
+    // Copy back the GPU's tiles (runs of consecutive tiles), finish the tiles both sides let go.
+    std::vector<std::int64_t> orphans;
+    for (std::int64_t t = 0; t < tiles;) {
+      const std::uint32_t o = dyn.owner[t];
+      std::int64_t e = t + 1;
+      while (e < tiles && dyn.owner[e] == o) ++e;
+      if (o == 1u) bezier::cuda::finish_grid<T>(st.gpu(), t * tile_rows, std::min(grid.rows, e * tile_rows), host_out, &report_);
+      if (o == 2u) cpu_tiles += e - t;
+      if (o == 0u)
+        for (std::int64_t k = t; k < e; ++k) orphans.push_back(k);
+      t = e;
+    }
+#pragma omp parallel for num_threads(threads)
+    for (std::size_t k = 0; k < orphans.size(); ++k) evaluate_tile(orphans[k]);
+    cpu_tiles += std::int64_t(orphans.size());
   }
   report_.tiles_cpu = cpu_tiles;
   report_.tiles_gpu = tiles - cpu_tiles;
-  const std::int64_t cpu_rows = grid.rows - std::min(grid.rows, (tiles - cpu_tiles) * tile_rows);
-  report_.cpu_share_used = double(cpu_rows) / double(grid.rows);
+  report_.cpu_share_used = double(cpu_tiles) / double(tiles);
 }
 
 template <class T>
@@ -359,7 +373,7 @@ void SurfaceEvaluator<T>::evaluate_grid_into(const BezierSurface& surface, GridS
     chunk = std::min(chunk, grid.rows);
     for (std::int64_t r0 = 0; r0 < grid.rows; r0 += chunk) {
       const std::int64_t r1 = std::min(grid.rows, r0 + chunk);
-      if (bezier::cuda::launch_grid<T>(st.gpu(), in, r0, r1, host_out, nullptr, 0)) ++st.counters.level2_builds;
+      if (bezier::cuda::launch_grid<T>(st.gpu(), in, r0, r1, host_out, false, 0)) ++st.counters.level2_builds;
       bezier::cuda::finish_grid<T>(st.gpu(), r0, options_.skip_copy_back ? r0 : r1,
                                    host_out, &report_);
     }

@@ -23,17 +23,17 @@ namespace bezier::cuda {
 Context* create_context() { no_cuda(); }
 void destroy_context(Context*) noexcept {}
 template <class T>
-bool launch_grid(Context*, const Inputs<T>&, std::int64_t, std::int64_t, const kern::OutView<T>&, unsigned long long*,
+bool launch_grid(Context*, const Inputs<T>&, std::int64_t, std::int64_t, const kern::OutView<T>&, bool,
                  std::int64_t) { no_cuda(); }
 template <class T>
 void finish_grid(Context*, std::int64_t, std::int64_t, const kern::OutView<T>&, EvalReport*) { no_cuda(); }
 template <class T>
 void evaluate_points(Context*, const Inputs<T>&, const kern::OutView<T>&, EvalReport*) { no_cuda(); }
 std::uint64_t free_device_memory() { return 0; }
-unsigned long long* mapped_counter(Context*) { no_cuda(); }
+DynamicTiles dynamic_tiles(Context*, std::int64_t) { no_cuda(); }
 #define PARASURF_INSTANTIATE(T)                                                                                     \
   template bool launch_grid<T>(Context*, const Inputs<T>&, std::int64_t, std::int64_t, const kern::OutView<T>&,    \
-                               unsigned long long*, std::int64_t);                                                 \
+                               bool, std::int64_t);                                                                \
   template void finish_grid<T>(Context*, std::int64_t, std::int64_t, const kern::OutView<T>&, EvalReport*);        \
   template void evaluate_points<T>(Context*, const Inputs<T>&, const kern::OutView<T>&, EvalReport*);
 PARASURF_INSTANTIATE(float)
