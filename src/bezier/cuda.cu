@@ -34,7 +34,11 @@ constexpr int kWarpCols = 32;   // columns per block (one per lane)
 constexpr int kWarps = 8;       // warps per block, each on its own rows
 constexpr int kPerPointBlock = 256;
 
-template <int Order> constexpr int rows_per_thread() { return Order >= 2 ? 4 : 8; }
+// Rows per thread: accumulators are R x NC x (1 + 2 Order) values; keep them in registers.
+template <class T, int Order> constexpr int rows_per_thread() { return Order >= 2 ? 4 : 8; }
+// float fits 2 blocks of 256 threads per SM in 128 registers; double needs the whole register file
+template <class T> constexpr int min_blocks_per_sm() { return sizeof(T) == 4 ? 2 : 1; }
+template <class T, int Order> constexpr int block_rows() { return kWarps * rows_per_thread<T, Order>(); }
 
 // Device-side view of DynamicTiles (see cuda_backend.hpp): front is a device-memory counter.
 struct DeviceTiles {
@@ -56,11 +60,13 @@ __device__ long long claim_front_tile(const DeviceTiles& d) {
   return (long long)f;
 }
 
-// One thread: column `col`, rows [row_first, row_first + R) clipped to row_end. Stores at (row - out_base)*cols.
+// One thread: column `col`, local rows [r_first, r_first + R) of the staged block (rows row0 + r), clipped to
+// row_end. The u-basis rows come from shared memory (broadcast), Q from global (coalesced across lanes).
 template <class T, int NC, int Order, int R>
-__device__ void factored_rows(const Job<T>& job, std::int64_t col, std::int64_t row_first, std::int64_t row_end,
-                              std::int64_t out_base, const kern::OutView<T>& out) {
-  if (col >= job.cols || row_first >= row_end) return;
+__device__ void factored_rows(const Job<T>& job, const T* sb, const T* sdb, const T* sddb, std::int64_t col,
+                              std::int64_t row0, int r_first, std::int64_t row_end, std::int64_t out_base,
+                              const kern::OutView<T>& out) {
+  if (col >= job.cols || row0 + r_first >= row_end) return;
   const int mu = job.net.m + 1;
   const FactoredColumns<T>& F = job.columns;
   T s[R][NC], su[R][NC], sv[R][NC], suu[R][NC], suv[R][NC], svv[R][NC];
@@ -68,24 +74,28 @@ __device__ void factored_rows(const Job<T>& job, std::int64_t col, std::int64_t 
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int c = 0; c < NC; ++c) s[r][c] = su[r][c] = sv[r][c] = suu[r][c] = suv[r][c] = svv[r][c] = T(0);
-  std::int64_t rowc[R];
-#pragma unroll
-  for (int r = 0; r < R; ++r) rowc[r] = min(row_first + r, row_end - 1) * mu;  // clamped: reads stay in bounds
-  for (int k = 0; k < mu; ++k) {
-    T q[NC], qv[NC], qvv[NC];
+  // Q of step k+1 is loaded while step k computes, hiding the load latency at low occupancy.
+  T q[NC], qv[NC], qvv[NC];
+  auto load_q = [&](int k, T* a, T* b, T* c2) {
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
       const std::int64_t o = k * F.si + c * F.sc + col;
-      q[c] = __ldg(F.q + o);
-      if constexpr (Order >= 1) qv[c] = __ldg(F.qv + o);
-      if constexpr (Order >= 2) qvv[c] = __ldg(F.qvv + o);
+      a[c] = __ldg(F.q + o);
+      if constexpr (Order >= 1) b[c] = __ldg(F.qv + o);
+      if constexpr (Order >= 2) c2[c] = __ldg(F.qvv + o);
     }
+  };
+  load_q(0, q, qv, qvv);
+  for (int k = 0; k < mu; ++k) {
+    T nq[NC], nqv[NC], nqvv[NC];
+    load_q(k + 1 < mu ? k + 1 : k, nq, nqv, nqvv);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const T b = __ldg(job.tables.bu + rowc[r] + k);
+      const int e = (r_first + r) * mu + k;
+      const T b = sb[e];
       T db = T(0), ddb = T(0);
-      if constexpr (Order >= 1) db = __ldg(job.tables.dbu + rowc[r] + k);
-      if constexpr (Order >= 2) ddb = __ldg(job.tables.ddbu + rowc[r] + k);
+      if constexpr (Order >= 1) db = sdb[e];
+      if constexpr (Order >= 2) ddb = sddb[e];
 #pragma unroll
       for (int c = 0; c < NC; ++c) {
         s[r][c] += b * q[c];
@@ -100,11 +110,17 @@ __device__ void factored_rows(const Job<T>& job, std::int64_t col, std::int64_t 
         }
       }
     }
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      q[c] = nq[c];
+      qv[c] = nqv[c];
+      qvv[c] = nqvv[c];
+    }
   }
   const T v = kern::grid_param<T>(col, job.cols);
 #pragma unroll
   for (int r = 0; r < R; ++r) {
-    const std::int64_t row = row_first + r;
+    const std::int64_t row = row0 + r_first + r;
     if (row >= row_end) break;
     kern::Jet<T, NC> h;
 #pragma unroll
@@ -121,33 +137,57 @@ __device__ void factored_rows(const Job<T>& job, std::int64_t col, std::int64_t 
   }
 }
 
-// Static: block (x: column group, y: row block) covers 32 columns x (kWarps*R) rows of [row_begin, row_end).
+// Whole block: stage the u-basis of rows [row0, row0 + block_rows) in shared memory, then sweep column
+// groups [g0, g1), each warp on its R rows.
+template <class T, int NC, int Order>
+__device__ void factored_block(const Job<T>& job, std::int64_t row0, std::int64_t row_end, std::int64_t g0,
+                               std::int64_t g1, std::int64_t out_base, const kern::OutView<T>& out, T* shared) {
+  constexpr int R = rows_per_thread<T, Order>();
+  constexpr int kRows = block_rows<T, Order>();
+  const int mu = job.net.m + 1;
+  T* sb = shared;
+  T* sdb = sb + kRows * mu;
+  T* sddb = sdb + kRows * mu;
+  const int tid = threadIdx.y * kWarpCols + threadIdx.x;
+  for (int e = tid; e < kRows * mu; e += kWarpCols * kWarps) {
+    const std::int64_t row = min(row0 + e / mu, row_end - 1);  // clamped: padding rows are never stored
+    const std::int64_t src = row * mu + e % mu;
+    sb[e] = job.tables.bu[src];
+    if constexpr (Order >= 1) sdb[e] = job.tables.dbu[src];
+    if constexpr (Order >= 2) sddb[e] = job.tables.ddbu[src];
+  }
+  __syncthreads();
+  for (std::int64_t g = g0; g < g1; ++g)
+    factored_rows<T, NC, Order, R>(job, sb, sdb, sddb, g * kWarpCols + threadIdx.x, row0, threadIdx.y * R, row_end,
+                                   out_base, out);
+  __syncthreads();  // the staged rows are free again
+}
+
+// Static: block (x: column group, y: row block) covers 32 columns x block_rows rows of [row_begin, row_end).
 // Dynamic: persistent blocks claim tiles of tile_rows rows from the front and sweep all column groups.
 template <class T, int NC, int Order>
-__global__ void __launch_bounds__(kWarpCols* kWarps) factored_kernel(Job<T> job, std::int64_t row_begin,
-                                                                     std::int64_t row_end, kern::OutView<T> out,
-                                                                     DeviceTiles dyn, std::int64_t tile_rows) {
-  constexpr int R = rows_per_thread<Order>();
-  constexpr std::int64_t kBlockRows = kWarps * R;
-  const int lane = threadIdx.x, warp = threadIdx.y;
+__global__ void __launch_bounds__(kWarpCols* kWarps, min_blocks_per_sm<T>()) factored_kernel(Job<T> job, std::int64_t row_begin,
+                                                                        std::int64_t row_end, kern::OutView<T> out,
+                                                                        DeviceTiles dyn, std::int64_t tile_rows) {
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* shared = reinterpret_cast<T*>(shared_bytes);
+  constexpr std::int64_t kRows = block_rows<T, Order>();
   if (!dyn.front) {
-    const std::int64_t col = std::int64_t(blockIdx.x) * kWarpCols + lane;
-    const std::int64_t first = row_begin + std::int64_t(blockIdx.y) * kBlockRows + warp * R;
-    factored_rows<T, NC, Order, R>(job, col, first, row_end, row_begin, out);
+    const std::int64_t row0 = row_begin + std::int64_t(blockIdx.y) * kRows;
+    factored_block<T, NC, Order>(job, row0, row_end, blockIdx.x, blockIdx.x + 1, row_begin, out, shared);
     return;
   }
   __shared__ long long tile;
   const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
   for (;;) {
-    if (lane == 0 && warp == 0) tile = claim_front_tile(dyn);
+    if (threadIdx.x == 0 && threadIdx.y == 0) tile = claim_front_tile(dyn);
     __syncthreads();
     const long long t = tile;
     __syncthreads();  // everyone has read `tile` before the next claim overwrites it
     if (t < 0) return;
     const std::int64_t t0 = std::int64_t(t) * tile_rows, t1 = min(row_end, t0 + tile_rows);
-    for (std::int64_t g = 0; g < groups; ++g)
-      for (std::int64_t first = t0 + warp * R; first < t1; first += kBlockRows)
-        factored_rows<T, NC, Order, R>(job, g * kWarpCols + lane, first, t1, row_begin, out);
+    for (std::int64_t row0 = t0; row0 < t1; row0 += kRows)
+      factored_block<T, NC, Order>(job, row0, t1, 0, groups, row_begin, out, shared);
   }
 }
 
@@ -398,12 +438,12 @@ void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std:
   const bool counter = dyn.front != nullptr;
   const std::int64_t tiles = dyn.tiles;
   if (job.method == Method::Factored) {
-    constexpr int R = rows_per_thread<Order>();
     const dim3 block(kWarpCols, kWarps);
     dim3 grid;
-    if (counter) grid = dim3(unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 4)));
-    else grid = dim3(blocks_for(job.cols, kWarpCols), blocks_for(r1 - r0, kWarps * R));
-    factored_kernel<T, NC, Order><<<grid, block, 0, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
+    if (counter) grid = dim3(unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 2)));
+    else grid = dim3(blocks_for(job.cols, kWarpCols), blocks_for(r1 - r0, block_rows<T, Order>()));
+    const std::size_t shared = std::size_t(block_rows<T, Order>()) * (job.net.m + 1) * (Order + 1) * sizeof(T);
+    factored_kernel<T, NC, Order><<<grid, block, shared, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
     return;
   }
   const unsigned grid = counter ? unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 8))

@@ -409,6 +409,13 @@ PS_HD Jet<T, NC> jet_matrix(const PowerView<T>& pw, T u, T v) {
 }
 
 // ---------------------------------------------------------------- finishing and storing one sample
+// Where Su x Sv vanished: re-evaluate with second derivatives and take the limit normal. Out of line.
+template <class T, int NC>
+PS_HD_NOINLINE bool degenerate_normal(const NetView<T>& net, T u, T v, T* nrm) {
+  const CartJet<T> j2 = to_cartesian<T, NC, 2>(jet_direct<T, NC, 2>(net, u, v));
+  return limit_normal(j2, u, v, nrm);
+}
+
 template <class T, int NC, int Order>
 PS_HD void store_sample(const Jet<T, NC>& h, const OutView<T>& out, std::int64_t idx, T u, T v,
                         const NetView<T>& net) {
@@ -425,12 +432,8 @@ PS_HD void store_sample(const Jet<T, NC>& h, const OutView<T>& out, std::int64_t
       bool ok = unit_normal(j.su, j.sv, nrm);
       if (!ok) {
         // rare: take second derivatives here, whatever order the caller asked for
-        if constexpr (Order >= 2) {
-          limit_normal(j, u, v, nrm);
-        } else {
-          const CartJet<T> j2 = to_cartesian<T, NC, 2>(jet_direct<T, NC, 2>(net, u, v));
-          limit_normal(j2, u, v, nrm);
-        }
+        if constexpr (Order >= 2) limit_normal(j, u, v, nrm);
+        else degenerate_normal<T, NC>(net, u, v, nrm);
       }
       for (int c = 0; c < 3; ++c) out.nrm[c][idx] = nrm[c];
       if (out.flag) out.flag[idx] = ok ? 0 : 1;

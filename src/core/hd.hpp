@@ -3,7 +3,10 @@
 #if defined(__CUDACC__)
 #define PS_HD __host__ __device__ __forceinline__
 #define PS_RESTRICT __restrict__
+// rare paths kept out of line so that their registers and stack do not burden the hot loop
+#define PS_HD_NOINLINE __host__ __device__ __noinline__
 #else
+#define PS_HD_NOINLINE [[gnu::noinline]]
 #define PS_HD inline
 #define PS_RESTRICT __restrict__
 #endif
