@@ -20,6 +20,10 @@ struct Case {
   bool dbl;
 };
 
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << device_name(c.device) << "/" << method_name(c.method) << "/" << (c.dbl ? "double" : "float");
+}
+
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   return std::string(device_name(info.param.device)) + "_" + method_name(info.param.method) + "_" +
          (info.param.dbl ? "double" : "float");
