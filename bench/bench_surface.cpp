@@ -58,7 +58,6 @@ Row measure(const BezierSurface& s, std::int64_t res, Method method, Device devi
   opt.method = method;
   opt.device = device;
   opt.threads = threads;
-  if (device == Device::Cuda) opt.skip_copy_back = extra.skip_copy_back;
   EvalRequest req;
   req.normals = true;
   SurfaceEvaluator<T> ev(opt);

@@ -34,18 +34,9 @@ void factored_row_chunk(const Job<T>& job, std::int64_t i, std::int64_t j0, std:
       const T* PS_RESTRICT qv = Order >= 1 ? F.qv + k * F.si + c * F.sc + j0 : nullptr;
       const T* PS_RESTRICT qvv = Order >= 2 ? F.qvv + k * F.si + c * F.sc + j0 : nullptr;
 #pragma omp simd
-      for (int t = 0; t < w; ++t) {
-        s[c][t] += b * q[t];
-        if constexpr (Order >= 1) {
-          su[c][t] += db * q[t];
-          sv[c][t] += b * qv[t];
-        }
-        if constexpr (Order >= 2) {
-          suu[c][t] += ddb * q[t];
-          suv[c][t] += db * qv[t];
-          svv[c][t] += b * qvv[t];
-        }
-      }
+      for (int t = 0; t < w; ++t)
+        kern::factored_step<T, Order>(b, db, ddb, q[t], Order >= 1 ? qv[t] : T(0), Order >= 2 ? qvv[t] : T(0), s[c][t],
+                                      su[c][t], sv[c][t], suu[c][t], suv[c][t], svv[c][t]);
     }
   }
   const T u = kern::grid_param<T>(i, job.rows);

@@ -75,7 +75,7 @@ __device__ void factored_rows(const Job<T>& job, const T* sb, const T* sdb, cons
 #pragma unroll
     for (int c = 0; c < NC; ++c) s[r][c] = su[r][c] = sv[r][c] = suu[r][c] = suv[r][c] = svv[r][c] = T(0);
   // Q of step k+1 is loaded while step k computes, hiding the load latency at low occupancy.
-  T q[NC], qv[NC], qvv[NC];
+  T q[NC], qv[NC] = {}, qvv[NC] = {};
   auto load_q = [&](int k, T* a, T* b, T* c2) {
 #pragma unroll
     for (int c = 0; c < NC; ++c) {
@@ -87,7 +87,7 @@ __device__ void factored_rows(const Job<T>& job, const T* sb, const T* sdb, cons
   };
   load_q(0, q, qv, qvv);
   for (int k = 0; k < mu; ++k) {
-    T nq[NC], nqv[NC], nqvv[NC];
+    T nq[NC], nqv[NC] = {}, nqvv[NC] = {};
     load_q(k + 1 < mu ? k + 1 : k, nq, nqv, nqvv);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
@@ -97,18 +97,9 @@ __device__ void factored_rows(const Job<T>& job, const T* sb, const T* sdb, cons
       if constexpr (Order >= 1) db = sdb[e];
       if constexpr (Order >= 2) ddb = sddb[e];
 #pragma unroll
-      for (int c = 0; c < NC; ++c) {
-        s[r][c] += b * q[c];
-        if constexpr (Order >= 1) {
-          su[r][c] += db * q[c];
-          sv[r][c] += b * qv[c];
-        }
-        if constexpr (Order >= 2) {
-          suu[r][c] += ddb * q[c];
-          suv[r][c] += db * qv[c];
-          svv[r][c] += b * qvv[c];
-        }
-      }
+      for (int c = 0; c < NC; ++c)
+        kern::factored_step<T, Order>(b, db, ddb, q[c], qv[c], qvv[c], s[r][c], su[r][c], sv[r][c], suu[r][c],
+                                      suv[r][c], svv[r][c]);
     }
 #pragma unroll
     for (int c = 0; c < NC; ++c) {

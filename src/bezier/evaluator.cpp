@@ -71,24 +71,6 @@ kern::OutView<T> out_view(const SampleSpans<T>& s) {
   return o;
 }
 
-// Output view shifted so that element `first` of the full grid lands at index 0 of the same arrays.
-template <class T>
-kern::OutView<T> shifted(const kern::OutView<T>& o, std::int64_t first) {
-  kern::OutView<T> r = o;
-  auto sh = [&](T* const (&src)[3], T* (&dst)[3]) {
-    for (int c = 0; c < 3; ++c) dst[c] = src[c] ? src[c] + first : nullptr;
-  };
-  sh(o.p, r.p);
-  sh(o.du, r.du);
-  sh(o.dv, r.dv);
-  sh(o.nrm, r.nrm);
-  sh(o.duu, r.duu);
-  sh(o.duv, r.duv);
-  sh(o.dvv, r.dvv);
-  r.flag = o.flag ? o.flag + first : nullptr;
-  return r;
-}
-
 template <class T>
 void check_spans(const SampleSpans<T>& out, std::int64_t count, const EvalRequest& r) {
   auto need = [&](const std::array<T*, 3>& a, bool wanted, const char* what) {
@@ -263,7 +245,6 @@ static void evaluate_hybrid(typename SurfaceEvaluator<T>::State& st, const EvalO
   if (total_bytes > std::uint64_t(0.8 * double(bezier::cuda::free_device_memory())))
     throw Error(ErrorKind::OutOfMemory, "hybrid evaluation keeps the whole output (" + core::format_bytes(total_bytes) +
                                             ") on the device; it does not fit, use --device cuda (chunked)");
-  (void)request;
   std::int64_t cpu_tiles = 0;
   if (options_.hybrid_scheme == HybridScheme::Static) {
     double share = options_.cpu_share;

@@ -408,6 +408,22 @@ PS_HD Jet<T, NC> jet_matrix(const PowerView<T>& pw, T u, T v) {
   return h;
 }
 
+// Factored method, stage 2: one step k of the rank-(m+1) update for one sample and one component,
+// with b = B_k(u) (and derivatives) and q = Q_k(v) (and v-derivatives).
+template <class T, int Order>
+PS_HD void factored_step(T b, T db, T ddb, T q, T qv, T qvv, T& s, T& su, T& sv, T& suu, T& suv, T& svv) {
+  s += b * q;
+  if constexpr (Order >= 1) {
+    su += db * q;
+    sv += b * qv;
+  }
+  if constexpr (Order >= 2) {
+    suu += ddb * q;
+    suv += db * qv;
+    svv += b * qvv;
+  }
+}
+
 // ---------------------------------------------------------------- finishing and storing one sample
 // Where Su x Sv vanished: re-evaluate with second derivatives and take the limit normal. Out of line.
 template <class T, int NC>
