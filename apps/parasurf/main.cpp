@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "parasurf 0.1.0");
   parasurf::cli::add_info(app);
   parasurf::cli::add_surface(app);
+  parasurf::cli::add_tessellate(app);
   parasurf::cli::add_bench(app);
   try {
     app.parse(argc, argv);

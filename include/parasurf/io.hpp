@@ -23,6 +23,8 @@ struct TriangleMesh {
   std::vector<float> positions;       // V x 3
   std::vector<float> normals;         // V x 3 or empty
   std::vector<std::uint32_t> triangles;  // F x 3
+  std::vector<std::int32_t> face_groups;   // F group indices (-1: none), or empty
+  std::vector<std::string> group_names;    // names of the groups, by index
   std::int64_t vertex_count() const { return std::int64_t(positions.size() / 3); }
   std::int64_t triangle_count() const { return std::int64_t(triangles.size() / 3); }
 };
@@ -31,8 +33,9 @@ struct TriangleMesh {
 template <class T>
 TriangleMesh grid_mesh(const SurfaceSamples<T>& samples, std::int64_t rows, std::int64_t cols);
 
-// Writes .ply (binary little-endian) or .obj by extension, through a temporary file renamed on success,
-// so that a failure never leaves a partial file. Throws Error(Io).
+// Writes .ply (binary little-endian; face property "group" when there are groups), .obj ("g" lines per group)
+// or .glb (glTF 2.0 binary; one primitive and material per group) by extension, through a temporary file
+// renamed on success, so that a failure never leaves a partial file. Throws Error(Io).
 void write_mesh(const std::string& path, const TriangleMesh& mesh);
 
 }  // namespace parasurf

@@ -7,28 +7,14 @@
 
 #include "bezier/cuda_backend.hpp"
 #include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
 #include "core/memory.hpp"
 
 namespace parasurf::bezier::cuda {
 
 namespace {
 
-struct DeviceBuffer {
-  void* ptr = nullptr;
-  std::size_t bytes = 0;
-  void ensure(std::size_t n, const char* what) {
-    if (n <= bytes) return;
-    release();
-    PS_CUDA(cudaMalloc(&ptr, n), what);
-    bytes = n;
-  }
-  void release() noexcept {
-    if (ptr) cudaFree(ptr);
-    ptr = nullptr;
-    bytes = 0;
-  }
-  template <class T> T* as() const { return static_cast<T*>(ptr); }
-};
+using core::DeviceBuffer;
 
 constexpr int kWarpCols = 32;   // columns per block (one per lane)
 constexpr int kWarps = 8;       // warps per block, each on its own rows

@@ -1,5 +1,8 @@
 // Triangle mesh writers (binary PLY, OBJ), always through a temporary file.
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <vector>
 #include <string>
 
 #include "core/memory.hpp"
@@ -53,7 +56,12 @@ void write_ply(const std::string& path, const TriangleMesh& m) {
   header += "property float x\nproperty float y\nproperty float z\n";
   if (has_n) header += "property float nx\nproperty float ny\nproperty float nz\n";
   header += "element face " + std::to_string(m.triangle_count()) + "\n";
-  header += "property list uchar uint vertex_indices\nend_header\n";
+  header += "property list uchar uint vertex_indices\n";
+  const bool has_g = !m.face_groups.empty();
+  if (has_g) header += "property int group\n";
+  for (std::size_t g = 0; g < m.group_names.size(); ++g)
+    header += "comment group " + std::to_string(g) + " " + m.group_names[g] + "\n";
+  header += "end_header\n";
   io::AtomicFile f(path);
   f.write(header);
   std::vector<char> buf;
@@ -71,11 +79,13 @@ void write_ply(const std::string& path, const TriangleMesh& m) {
   }
   for (std::int64_t t0 = 0; t0 < m.triangle_count(); t0 += kBatch) {
     const std::int64_t t1 = std::min<std::int64_t>(m.triangle_count(), t0 + kBatch);
-    buf.resize(std::size_t(t1 - t0) * 13);
+    const std::size_t fstride = has_g ? 17 : 13;
+    buf.resize(std::size_t(t1 - t0) * fstride);
     for (std::int64_t t = t0; t < t1; ++t) {
-      char* p = buf.data() + std::size_t(t - t0) * 13;
+      char* p = buf.data() + std::size_t(t - t0) * fstride;
       p[0] = 3;
       std::memcpy(p + 1, &m.triangles[3 * t], 12);
+      if (has_g) std::memcpy(p + 13, &m.face_groups[t], 4);
     }
     f.write(buf.data(), buf.size());
   }
@@ -103,7 +113,14 @@ void write_obj(const std::string& path, const TriangleMesh& m) {
     }
     if (out.size() > (1 << 20)) flush();
   }
+  int group = INT32_MIN;
   for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
+    if (!m.face_groups.empty() && m.face_groups[t] != group) {
+      group = m.face_groups[t];
+      const std::string name = group >= 0 && group < int(m.group_names.size()) ? m.group_names[group]
+                                                                             : "group" + std::to_string(group);
+      out += "g " + name + "\n";
+    }
     const auto a = m.triangles[3 * t] + 1ull, b = m.triangles[3 * t + 1] + 1ull, c = m.triangles[3 * t + 2] + 1ull;
     if (has_n) std::snprintf(line, sizeof line, "f %llu//%llu %llu//%llu %llu//%llu\n", a, a, b, b, c, c);
     else std::snprintf(line, sizeof line, "f %llu %llu %llu\n", a, b, c);
@@ -114,12 +131,97 @@ void write_obj(const std::string& path, const TriangleMesh& m) {
   f.commit();
 }
 
+// glTF 2.0 binary: one buffer (positions, normals, then the indices of each group), one mesh whose primitives
+// are the groups, each with its own material colour.
+void write_glb(const std::string& path, const TriangleMesh& m) {
+  const std::int64_t nv = m.vertex_count(), nf = m.triangle_count();
+  const bool has_n = !m.normals.empty();
+  // faces ordered by group (stable)
+  std::vector<std::int64_t> order(static_cast<std::size_t>(nf));
+  for (std::int64_t t = 0; t < nf; ++t) order[t] = t;
+  auto group_of = [&](std::int64_t t) { return m.face_groups.empty() ? -1 : m.face_groups[t]; };
+  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return group_of(a) < group_of(b); });
+  float lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+  for (std::int64_t v = 0; v < nv; ++v)
+    for (int c = 0; c < 3; ++c) {
+      const float x = m.positions[3 * v + c];
+      lo[c] = v == 0 ? x : std::min(lo[c], x);
+      hi[c] = v == 0 ? x : std::max(hi[c], x);
+    }
+  std::string bin;
+  bin.append(reinterpret_cast<const char*>(m.positions.data()), m.positions.size() * 4);
+  const std::size_t normals_at = bin.size();
+  if (has_n) bin.append(reinterpret_cast<const char*>(m.normals.data()), m.normals.size() * 4);
+  std::string views, accessors, prims, materials;
+  auto num = [](double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.9g", x);
+    return std::string(b);
+  };
+  views += "{\"buffer\":0,\"byteOffset\":0,\"byteLength\":" + std::to_string(nv * 12) + ",\"target\":34962}";
+  accessors += "{\"bufferView\":0,\"componentType\":5126,\"count\":" + std::to_string(nv) +
+               ",\"type\":\"VEC3\",\"min\":[" + num(lo[0]) + "," + num(lo[1]) + "," + num(lo[2]) + "],\"max\":[" +
+               num(hi[0]) + "," + num(hi[1]) + "," + num(hi[2]) + "]}";
+  int next_view = 1;
+  if (has_n) {
+    views += ",{\"buffer\":0,\"byteOffset\":" + std::to_string(normals_at) + ",\"byteLength\":" +
+             std::to_string(nv * 12) + ",\"target\":34962}";
+    accessors += ",{\"bufferView\":1,\"componentType\":5126,\"count\":" + std::to_string(nv) + ",\"type\":\"VEC3\"}";
+    next_view = 2;
+  }
+  static const float palette[8][3] = {{0.80f, 0.72f, 0.55f}, {0.35f, 0.55f, 0.80f}, {0.80f, 0.40f, 0.35f},
+                                      {0.45f, 0.70f, 0.45f}, {0.70f, 0.55f, 0.80f}, {0.85f, 0.75f, 0.35f},
+                                      {0.40f, 0.75f, 0.75f}, {0.65f, 0.65f, 0.65f}};
+  int prim = 0;
+  for (std::size_t a = 0; a < order.size();) {
+    std::size_t b = a;
+    while (b < order.size() && group_of(order[b]) == group_of(order[a])) ++b;
+    const int g = group_of(order[a]);
+    const std::size_t at = bin.size();
+    for (std::size_t k = a; k < b; ++k) bin.append(reinterpret_cast<const char*>(&m.triangles[3 * order[k]]), 12);
+    if (prim) views += ",", accessors += ",", prims += ",", materials += ",";
+    views += "{\"buffer\":0,\"byteOffset\":" + std::to_string(at) + ",\"byteLength\":" + std::to_string((b - a) * 12) +
+             ",\"target\":34963}";
+    accessors += "{\"bufferView\":" + std::to_string(next_view + prim) + ",\"componentType\":5125,\"count\":" +
+                 std::to_string((b - a) * 3) + ",\"type\":\"SCALAR\"}";
+    const int acc = (has_n ? 2 : 1) + prim;
+    prims += "{\"attributes\":{\"POSITION\":0" + std::string(has_n ? ",\"NORMAL\":1" : "") + "},\"indices\":" +
+             std::to_string(acc) + ",\"material\":" + std::to_string(prim) + ",\"mode\":4}";
+    const float* col = palette[(g < 0 ? 0 : g) % 8];
+    std::string name = g >= 0 && g < int(m.group_names.size()) ? m.group_names[g] : (g < 0 ? "surface" : "group" + std::to_string(g));
+    std::string safe;
+    for (char ch : name)
+      if (ch != '"' && ch != '\\' && static_cast<unsigned char>(ch) >= 32) safe += ch;
+    materials += "{\"name\":\"" + safe + "\",\"doubleSided\":true,\"pbrMetallicRoughness\":{\"baseColorFactor\":[" +
+                 num(col[0]) + "," + num(col[1]) + "," + num(col[2]) + ",1],\"metallicFactor\":0.1,\"roughnessFactor\":0.6}}";
+    ++prim;
+    a = b;
+  }
+  while (bin.size() % 4) bin.push_back('\0');
+  std::string json = "{\"asset\":{\"version\":\"2.0\",\"generator\":\"parasurf\"},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],"
+                     "\"nodes\":[{\"mesh\":0}],\"meshes\":[{\"primitives\":[" + prims + "]}],\"materials\":[" + materials +
+                     "],\"buffers\":[{\"byteLength\":" + std::to_string(bin.size()) + "}],\"bufferViews\":[" + views +
+                     "],\"accessors\":[" + accessors + "]}";
+  while (json.size() % 4) json.push_back(' ');
+  const std::uint64_t total = 12 + 8 + json.size() + 8 + bin.size();
+  if (total > UINT32_MAX) throw Error(ErrorKind::InvalidArgument, "mesh too large for one glTF binary file (4 GiB)");
+  auto u32 = [](std::uint32_t x) { return std::string(reinterpret_cast<const char*>(&x), 4); };
+  io::AtomicFile f(path);
+  f.write(u32(0x46546C67) + u32(2) + u32(std::uint32_t(total)));
+  f.write(u32(std::uint32_t(json.size())) + u32(0x4E4F534A));
+  f.write(json);
+  f.write(u32(std::uint32_t(bin.size())) + u32(0x004E4942));
+  f.write(bin);
+  f.commit();
+}
+
 }  // namespace
 
 void write_mesh(const std::string& path, const TriangleMesh& mesh) {
   if (ends_with(path, ".ply")) write_ply(path, mesh);
   else if (ends_with(path, ".obj")) write_obj(path, mesh);
-  else throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (use .ply or .obj)");
+  else if (ends_with(path, ".glb")) write_glb(path, mesh);
+  else throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (use .ply, .obj or .glb)");
 }
 
 }  // namespace parasurf

@@ -9,6 +9,7 @@ namespace parasurf::cli {
 
 void add_info(CLI::App& app);
 void add_surface(CLI::App& app);
+void add_tessellate(CLI::App& app);
 void add_bench(CLI::App& app);
 
 // "256x128" or "256" (square) -> (256, 128); throws Error naming the option.

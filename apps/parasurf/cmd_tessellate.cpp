@@ -1,0 +1,128 @@
+// parasurf tessellate: a patch model (BezierView, .bpt, B-spline JSON, or the built-in teapot) into a welded mesh.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "parasurf/commands.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/patches.hpp"
+#include "parasurf/tessellate.hpp"
+
+namespace parasurf::cli {
+
+namespace {
+
+struct TessellateArgs {
+  std::string input, output, precision = "double", device = "auto", strategy = "auto", json;
+  int resolution = 16;
+  double tolerance = 0, crease = 30;
+  bool keep_degenerate = false, no_orient = false, compare_uniform = false;
+  int threads = 0;
+};
+
+bool mesh_extension(const std::string& path) {
+  return path.size() > 4 && (path.ends_with(".ply") || path.ends_with(".obj") || path.ends_with(".glb"));
+}
+
+std::string default_output(const std::string& input) {
+  if (input.empty()) return "teapot.ply";
+  auto slash = input.find_last_of('/');
+  std::string stem = slash == std::string::npos ? input : input.substr(slash + 1);
+  const auto dot = stem.find_last_of('.');
+  if (dot != std::string::npos) stem = stem.substr(0, dot);
+  return stem + ".ply";
+}
+
+}  // namespace
+
+void add_tessellate(CLI::App& app) {
+  auto a = std::make_shared<TessellateArgs>();
+  auto* cmd = app.add_subcommand("tessellate",
+                                 "Tessellate a patch model (.bv, .bpt, B-spline .json; none = the Utah teapot) into a "
+                                 "welded, crack-free mesh");
+  cmd->add_option("input", a->input, "Patch file: BezierView .bv, teapot .bpt, B-spline/NURBS .json (docs/formats.md)");
+  cmd->add_option("--output,-o", a->output, "Mesh file: .ply, .obj or .glb (default: <input stem>.ply, teapot.ply)");
+  auto* res = cmd->add_option("--resolution,-r", a->resolution, "Segments per patch side (uniform), 1..16384");
+  auto* tol = cmd->add_option("--tolerance,-t", a->tolerance,
+                              "Adaptive: largest distance from the surface to the mesh, in model units");
+  res->excludes(tol);
+  cmd->add_option("--crease-angle", a->crease, "Average normals across seams only below this angle (degrees)");
+  cmd->add_flag("--keep-degenerate", a->keep_degenerate, "Keep zero-area triangles");
+  cmd->add_flag("--no-orient", a->no_orient, "Keep every patch's own orientation");
+  cmd->add_flag("--compare-uniform", a->compare_uniform,
+                "With --tolerance: also find the uniform resolution that meets it and report its triangle count");
+  cmd->add_option("--precision", a->precision, "float | double")->check(CLI::IsMember({"float", "double"}));
+  cmd->add_option("--device", a->device, "auto | cpu | cuda");
+  cmd->add_option("--strategy", a->strategy, "GPU strategy: auto | direct | casteljau | tables");
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_option("--json", a->json, "Write the report as JSON to this file");
+  cmd->callback([a] {
+    if (a->output.empty()) a->output = default_output(a->input);
+    if (!mesh_extension(a->output))
+      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (use .ply, .obj or .glb)");
+    TessellationOptions o;
+    o.resolution = a->resolution;
+    o.tolerance = a->tolerance;
+    if (a->tolerance < 0 || !std::isfinite(a->tolerance))
+      throw Error(ErrorKind::InvalidArgument, "--tolerance must be a positive number");
+    o.crease_angle_degrees = a->crease;
+    o.keep_degenerate = a->keep_degenerate;
+    o.orient = !a->no_orient;
+    o.precision = a->precision == "float" ? Precision::Float : Precision::Double;
+    o.device = parse_device(a->device);
+    o.strategy = parse_patch_strategy(a->strategy);
+    o.threads = a->threads;
+    const PatchModel model = a->input.empty() ? utah_teapot() : read_patch_model(a->input);
+    TessellationReport rep;
+    const PatchMesh mesh = tessellate(model, o, &rep);
+    const TriangleMesh out = to_triangle_mesh(mesh);
+    write_mesh(a->output, out);
+    const double total = rep.seconds_plan + rep.seconds_evaluate + rep.seconds_assemble;
+    std::printf("model: %s\n", model.name.c_str());
+    std::printf("patches: %lld (%lld tensor-product, %lld triangular), polyhedron faces: %lld\n", (long long)rep.patches,
+                (long long)rep.tensor_patches, (long long)rep.triangular_patches, (long long)rep.polyhedron_faces);
+    std::printf("edges: %lld shared, %lld open, %lld collapsed; %lld patches reoriented; %lld crease vertices\n",
+                (long long)rep.shared_edges, (long long)rep.open_edges, (long long)rep.collapsed_edges,
+                (long long)rep.flipped_patches, (long long)rep.crease_vertices);
+    if (o.tolerance > 0)
+      std::printf("tolerance %g: %d..%d segments per patch side\n", o.tolerance, rep.min_segments, rep.max_segments);
+    else
+      std::printf("resolution: %d segments per patch side\n", o.resolution);
+    std::printf("points evaluated: %lld on %s (%s, %s); mesh: %lld vertices, %lld triangles\n",
+                (long long)rep.evaluated_points, device_name(rep.device), rep.strategy.c_str(), a->precision.c_str(),
+                (long long)mesh.vertex_count(), (long long)mesh.triangle_count());
+    std::printf("time: %.2f ms (plan %.2f, evaluate %.2f, assemble %.2f)\n", total * 1e3, rep.seconds_plan * 1e3,
+                rep.seconds_evaluate * 1e3, rep.seconds_assemble * 1e3);
+    nlohmann::json j = {{"model", model.name},         {"patches", rep.patches},
+                        {"evaluated_points", rep.evaluated_points}, {"vertices", mesh.vertex_count()},
+                        {"triangles", mesh.triangle_count()},        {"device", device_name(rep.device)},
+                        {"strategy", rep.strategy},    {"seconds", total},
+                        {"shared_edges", rep.shared_edges}, {"open_edges", rep.open_edges}};
+    if (o.tolerance > 0) {
+      j["tolerance"] = o.tolerance;
+      if (a->compare_uniform) {
+        const int n = uniform_resolution_for(model, o.tolerance, 2048);
+        TessellationOptions u = o;
+        u.tolerance = 0;
+        u.resolution = n;
+        u.device = Device::Cpu;
+        const PatchMesh um = tessellate(model, u);
+        std::printf("uniform resolution meeting the tolerance: %d segments, %lld triangles (adaptive: %lld, %.2fx fewer)\n",
+                    n, (long long)um.triangle_count(), (long long)mesh.triangle_count(),
+                    double(um.triangle_count()) / double(std::max<std::int64_t>(1, mesh.triangle_count())));
+        j["uniform_resolution"] = n;
+        j["uniform_triangles"] = um.triangle_count();
+      }
+    }
+    std::printf("wrote %s (%lld vertices, %lld triangles)\n", a->output.c_str(), (long long)out.vertex_count(),
+                (long long)out.triangle_count());
+    if (!a->json.empty()) {
+      std::ofstream f(a->json);
+      f << j.dump(2) << "\n";
+      if (!f) throw Error(ErrorKind::Io, "cannot write '" + a->json + "'");
+    }
+  });
+}
+
+}  // namespace parasurf::cli

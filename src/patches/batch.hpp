@@ -1,0 +1,41 @@
+// Internal entry points of the patch-batch backends: the same description for CPU and CUDA.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "parasurf/tessellate.hpp"
+#include "patches/batch_kernels.hpp"
+
+namespace parasurf::patches {
+
+// A batch in host memory, converted to T: records, control points (4 per point), normal control points (3).
+template <class T> struct HostBatch {
+  std::vector<patchk::PatchRecord> records;
+  std::vector<T> points;
+  std::vector<T> normal_points;
+  std::int64_t samples = 0;
+  int max_degree = 1;
+  // point list evaluated after the grids: (record index, u, v); outputs follow the grid samples
+  std::vector<std::int64_t> point_patch;
+  std::vector<double> point_uv;
+  std::int64_t total() const { return samples + std::int64_t(point_patch.size()); }
+};
+
+// SoA output views (host or device pointers as the backend expects).
+template <class T> struct SampleViews {
+  T* pos[3] = {};
+  T* nrm[3] = {};
+};
+
+namespace cpu {
+template <class T> void evaluate(const HostBatch<T>& batch, const SampleViews<T>& out, int threads);
+}
+
+namespace cuda {
+bool available();
+// Uploads, evaluates and (copy_back) downloads; kernel time measured by events.
+template <class T>
+BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back);
+}
+
+}  // namespace parasurf::patches

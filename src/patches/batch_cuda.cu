@@ -1,0 +1,371 @@
+// CUDA backend of patch batches: every patch of a model in one launch per strategy.
+//  * Direct (seed, method 1): one thread per (u,v) sample, direct Bernstein evaluation.
+//  * Casteljau (seed, method 2): the threads of a block cooperate through shared memory, one team of m*n threads
+//    per sample, each level of de Casteljau's algorithm a round of bilinear interpolations between barriers.
+//  * Tables (ours): Bernstein tables per (degree, segments) shared by all patches; per block a patch's rows:
+//    control points staged in shared memory, Q = Bu P per row once, then each sample sums n+1 terms.
+// Triangular and PN patches, and patches a strategy cannot hold, go through the direct kernel in the same run.
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <vector>
+
+#include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
+#include "parasurf/device.hpp"
+#include "patches/batch.hpp"
+
+namespace parasurf::patches::cuda {
+
+using core::DeviceBuffer;
+
+bool available() { return cuda_available(); }
+
+namespace {
+
+constexpr int kBlock = 256;
+constexpr int kTablesBlock = 128;
+constexpr std::size_t kTablesSharedBudget = 40 * 1024;
+
+template <class T> struct DeviceViews {
+  const patchk::PatchRecord* rec;
+  const T* points;
+  const T* normal_points;
+  T* pos[3];
+  T* nrm[3];
+};
+
+// ---------------------------------------------------------------- direct: one thread per sample
+template <class T>
+__global__ void direct_kernel(DeviceViews<T> d, const std::int32_t* __restrict__ selected,
+                              const std::int64_t* __restrict__ sel_first, std::int32_t sel_count) {
+  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (g >= sel_first[sel_count]) return;
+  int lo = 0, hi = sel_count - 1;  // last k with sel_first[k] <= g
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (sel_first[mid] <= g) lo = mid;
+    else hi = mid - 1;
+  }
+  const patchk::PatchRecord r = d.rec[selected[lo]];
+  const std::int64_t k = g - sel_first[lo];
+  T u, v;
+  patchk::sample_param<T>(r, k, u, v);
+  patchk::eval_sample<T>(r, d.points, d.normal_points, u, v, d.pos, d.nrm, r.first + k);
+}
+
+template <class T>
+__global__ void point_kernel(DeviceViews<T> d, const std::int64_t* __restrict__ patch, const double* __restrict__ uv,
+                             std::int64_t count, std::int64_t out0) {
+  const std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= count) return;
+  const patchk::PatchRecord r = d.rec[patch[k]];
+  patchk::eval_sample<T>(r, d.points, d.normal_points, T(uv[2 * k]), T(uv[2 * k + 1]), d.pos, d.nrm, out0 + k);
+}
+
+// ---------------------------------------------------------------- finishing one sample from a homogeneous jet
+template <class T>
+__device__ void store_from_homogeneous(const patchk::PatchRecord& r, const T* P, const T* h, const T* hu, const T* hv,
+                                       T u, T v, const DeviceViews<T>& d, std::int64_t out) {
+  const T iw = T(1) / h[3];
+  T p[3], su[3], sv[3], nrm[3];
+  for (int c = 0; c < 3; ++c) {
+    p[c] = h[c] * iw;
+    su[c] = (hu[c] - p[c] * hu[3]) * iw;
+    sv[c] = (hv[c] - p[c] * hv[3]) * iw;
+  }
+  if (!kern::unit_normal(su, sv, nrm)) kern::degenerate_normal<T, 4>(kern::NetView<T>{r.du, r.dv, P}, u, v, nrm);
+  const T sign = (r.flags & patchk::kFlipped) ? T(-1) : T(1);
+  for (int c = 0; c < 3; ++c) {
+    d.pos[c][out] = p[c];
+    d.nrm[c][out] = sign * nrm[c];
+  }
+}
+
+// ---------------------------------------------------------------- de Casteljau, cooperating threads
+struct CasteljauTile {
+  std::int32_t patch;
+  std::int32_t first_sample;   // local index of the tile's first sample
+  std::int32_t count;          // samples in the tile
+  std::int32_t team;           // threads per sample (m*n)
+};
+
+template <class T>
+__global__ void casteljau_kernel(DeviceViews<T> d, const CasteljauTile* __restrict__ tiles) {
+  extern __shared__ unsigned char smem_raw[];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  const CasteljauTile tile = tiles[blockIdx.x];
+  const patchk::PatchRecord r = d.rec[tile.patch];
+  const int m = r.du, n = r.dv;
+  const int net = (m + 1) * (n + 1) * 4;
+  const int slot = threadIdx.x / tile.team;   // which sample of the tile
+  const int lane = threadIdx.x % tile.team;
+  const bool active = slot < tile.count;
+  T* buf0 = smem + slot * 2 * net;
+  T* buf1 = buf0 + net;
+  const T* P = d.points + r.cp * 4;
+  T u = 0, v = 0;
+  if (active) {
+    patchk::sample_param<T>(r, tile.first_sample + slot, u, v);
+    for (int k = lane; k < net; k += tile.team) buf0[k] = P[k];
+  }
+  __syncthreads();
+  int a = m, b = n;  // current degrees
+  T* src = buf0;
+  T* dst = buf1;
+  while (a > 1 || b > 1) {
+    const int na = a > 1 ? a - 1 : a, nb = b > 1 ? b - 1 : b;
+    if (active) {
+      for (int cell = lane; cell < (na + 1) * (nb + 1); cell += tile.team) {
+        const int i = cell / (nb + 1), j = cell % (nb + 1);
+        const int i1 = a > 1 ? i + 1 : i, j1 = b > 1 ? j + 1 : j;
+        const T tu = a > 1 ? u : T(0), tv = b > 1 ? v : T(0);
+        for (int c = 0; c < 4; ++c) {
+          const T p00 = src[(i * (b + 1) + j) * 4 + c], p10 = src[(i1 * (b + 1) + j) * 4 + c];
+          const T p01 = src[(i * (b + 1) + j1) * 4 + c], p11 = src[(i1 * (b + 1) + j1) * 4 + c];
+          const T low = p00 + tu * (p10 - p00), high = p01 + tu * (p11 - p01);
+          dst[(i * (nb + 1) + j) * 4 + c] = low + tv * (high - low);
+        }
+      }
+    }
+    __syncthreads();
+    T* t = src;
+    src = dst;
+    dst = t;
+    a = na;
+    b = nb;
+  }
+  if (active && lane == 0) {
+    // 2x2 net left: bilinear value and the derivatives scaled by the original degrees
+    T h[4], hu[4], hv[4];
+    for (int c = 0; c < 4; ++c) {
+      const T q00 = src[0 * 4 + c], q01 = src[1 * 4 + c], q10 = src[2 * 4 + c], q11 = src[3 * 4 + c];
+      h[c] = (T(1) - u) * ((T(1) - v) * q00 + v * q01) + u * ((T(1) - v) * q10 + v * q11);
+      hu[c] = T(m) * ((T(1) - v) * (q10 - q00) + v * (q11 - q01));
+      hv[c] = T(n) * ((T(1) - u) * (q01 - q00) + u * (q11 - q10));
+    }
+    store_from_homogeneous<T>(r, P, h, hu, hv, u, v, d, r.first + tile.first_sample + slot);
+  }
+}
+
+// ---------------------------------------------------------------- tables + sum factorisation
+struct TablesTile {
+  std::int32_t patch;
+  std::int32_t row0, rows;   // rows of u samples
+  std::int32_t pad;
+  std::int64_t tab_u, tab_v; // offsets of (segments+1) x (degree+1) values, then as many derivatives
+};
+
+template <class T>
+__global__ void __launch_bounds__(kTablesBlock) tables_kernel(DeviceViews<T> d, const TablesTile* __restrict__ tiles,
+                                                              const T* __restrict__ tables) {
+  extern __shared__ unsigned char smem_raw[];
+  T* smem = reinterpret_cast<T*>(smem_raw);
+  const TablesTile tile = tiles[blockIdx.x];
+  const patchk::PatchRecord r = d.rec[tile.patch];
+  const int m = r.du, n = r.dv, nv = r.nv;
+  const int net = (m + 1) * (n + 1) * 4;
+  const T* P = d.points + r.cp * 4;
+  T* sp = smem;                     // control points
+  T* q = sp + net;                  // rows x (n+1) x 4 values
+  T* qu = q + tile.rows * (n + 1) * 4;  // and u-derivatives
+  for (int k = threadIdx.x; k < net; k += blockDim.x) sp[k] = P[k];
+  __syncthreads();
+  const T* bu = tables + tile.tab_u;
+  const T* dbu = bu + std::int64_t(r.nu + 1) * (m + 1);
+  for (int k = threadIdx.x; k < tile.rows * (n + 1); k += blockDim.x) {
+    const int row = k / (n + 1), col = k % (n + 1);
+    const int i = tile.row0 + row;
+    T acc[4] = {}, accu[4] = {};
+    for (int a = 0; a <= m; ++a) {
+      const T w = bu[i * (m + 1) + a], dw = dbu[i * (m + 1) + a];
+      for (int c = 0; c < 4; ++c) {
+        const T p = sp[(a * (n + 1) + col) * 4 + c];
+        acc[c] += w * p;
+        accu[c] += dw * p;
+      }
+    }
+    for (int c = 0; c < 4; ++c) {
+      q[k * 4 + c] = acc[c];
+      qu[k * 4 + c] = accu[c];
+    }
+  }
+  __syncthreads();
+  const T* bv = tables + tile.tab_v;
+  const T* dbv = bv + std::int64_t(nv + 1) * (n + 1);
+  const int samples = tile.rows * (nv + 1);
+  for (int k = threadIdx.x; k < samples; k += blockDim.x) {
+    const int row = k / (nv + 1), j = k % (nv + 1);
+    T h[4] = {}, hu[4] = {}, hv[4] = {};
+    const T* qr = q + row * (n + 1) * 4;
+    const T* qur = qu + row * (n + 1) * 4;
+    for (int b = 0; b <= n; ++b) {
+      const T w = bv[j * (n + 1) + b], dw = dbv[j * (n + 1) + b];
+      for (int c = 0; c < 4; ++c) {
+        h[c] += w * qr[b * 4 + c];
+        hv[c] += dw * qr[b * 4 + c];
+        hu[c] += w * qur[b * 4 + c];
+      }
+    }
+    const int i = tile.row0 + row;
+    store_from_homogeneous<T>(r, P, h, hu, hv, kern::grid_param<T>(i, r.nu + 1), kern::grid_param<T>(j, nv + 1), d,
+                              r.first + std::int64_t(i) * (nv + 1) + j);
+  }
+}
+
+template <class T> void upload(DeviceBuffer& buf, const void* src, std::size_t bytes, const char* what, cudaStream_t s) {
+  buf.ensure(std::max<std::size_t>(bytes, 16), what);
+  if (bytes) PS_CUDA(cudaMemcpyAsync(buf.ptr, src, bytes, cudaMemcpyHostToDevice, s), what);
+}
+
+}  // namespace
+
+template <class T>
+BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back) {
+  if (!available()) throw Error(ErrorKind::Device, "no CUDA device is available");
+  if (strategy == PatchStrategy::Auto) strategy = PatchStrategy::Tables;
+  BatchTiming timing;
+  timing.device = Device::Cuda;
+  timing.strategy = strategy;
+  const std::int64_t total = batch.total();
+  const auto np = std::int32_t(batch.records.size());
+
+  // which patches each kernel takes
+  std::vector<std::int32_t> others;
+  std::vector<CasteljauTile> ctiles;
+  std::vector<TablesTile> ttiles;
+  std::vector<T> tables;
+  std::size_t smem_bytes = 0;
+  std::map<std::pair<int, int>, std::int64_t> table_of;  // (degree, segments) -> offset
+  auto table = [&](int deg, int seg) {
+    auto [it, fresh] = table_of.try_emplace({deg, seg}, std::int64_t(tables.size()));
+    if (fresh) {
+      tables.resize(tables.size() + std::size_t(seg + 1) * (deg + 1) * 2);
+      T* b = tables.data() + it->second;
+      T* db = b + std::size_t(seg + 1) * (deg + 1);
+      for (int i = 0; i <= seg; ++i)
+        kern::bernstein_jet<T, 1>(deg, kern::grid_param<T>(i, seg + 1), b + i * (deg + 1), db + i * (deg + 1), nullptr);
+    }
+    return it->second;
+  };
+  for (std::int32_t p = 0; p < np; ++p) {
+    const auto& r = batch.records[p];
+    const bool tensor = !(r.flags & (patchk::kTriangle | patchk::kNormalPatch));
+    const int m = r.du, n = r.dv;
+    if (strategy == PatchStrategy::Casteljau && tensor && m * n <= kBlock) {
+      const int team = std::max(1, m * n);
+      const int per_block = kBlock / team;
+      const std::int64_t count = patchk::sample_count(r);
+      for (std::int64_t s = 0; s < count; s += per_block)
+        ctiles.push_back({p, std::int32_t(s), std::int32_t(std::min<std::int64_t>(per_block, count - s)), team});
+      smem_bytes = std::max(smem_bytes, std::size_t(per_block) * 2 * (m + 1) * (n + 1) * 4 * sizeof(T));
+      continue;
+    }
+    const std::size_t net_bytes = std::size_t(m + 1) * (n + 1) * 4 * sizeof(T);
+    const std::size_t row_bytes = std::size_t(n + 1) * 8 * sizeof(T);
+    if (strategy == PatchStrategy::Tables && tensor && net_bytes + row_bytes <= kTablesSharedBudget) {
+      // rows per block: enough samples for the block, within the shared budget
+      int rows = std::max(1, (2 * kTablesBlock) / (r.nv + 1));
+      rows = std::min<int>({rows, r.nu + 1, int((kTablesSharedBudget - net_bytes) / row_bytes)});
+      const auto tu = table(m, r.nu), tv = table(n, r.nv);
+      for (int i = 0; i <= r.nu; i += rows)
+        ttiles.push_back({p, i, std::min(rows, r.nu + 1 - i), 0, tu, tv});
+      smem_bytes = std::max(smem_bytes, net_bytes + std::size_t(rows) * row_bytes);
+      continue;
+    }
+    others.push_back(p);
+  }
+  std::vector<std::int64_t> sel_first(others.size() + 1, 0);
+  for (std::size_t k = 0; k < others.size(); ++k) sel_first[k + 1] = sel_first[k] + patchk::sample_count(batch.records[others[k]]);
+
+  std::size_t free_bytes = 0, total_bytes = 0;
+  PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "querying device memory");
+  const std::size_t out_bytes = std::size_t(total) * 6 * sizeof(T);
+  const std::size_t in_bytes = batch.points.size() * sizeof(T) + batch.records.size() * sizeof(patchk::PatchRecord) +
+                               tables.size() * sizeof(T) + ctiles.size() * sizeof(CasteljauTile) +
+                               ttiles.size() * sizeof(TablesTile);
+  if (out_bytes + in_bytes + (64 << 20) > free_bytes)
+    throw Error(ErrorKind::OutOfMemory, "patch batch needs " + std::to_string((out_bytes + in_bytes) >> 20) +
+                                            " MiB of device memory, " + std::to_string(free_bytes >> 20) +
+                                            " MiB are free; lower the resolution or the patch count");
+  cudaStream_t stream = nullptr;
+  PS_CUDA(cudaStreamCreate(&stream), "creating a stream");
+  cudaEvent_t e0 = nullptr, e1 = nullptr;
+  struct Cleanup {
+    cudaStream_t& s;
+    cudaEvent_t& a;
+    cudaEvent_t& b;
+    ~Cleanup() {
+      if (a) cudaEventDestroy(a);
+      if (b) cudaEventDestroy(b);
+      if (s) cudaStreamDestroy(s);
+    }
+  } cleanup{stream, e0, e1};
+  PS_CUDA(cudaEventCreate(&e0), "creating an event");
+  PS_CUDA(cudaEventCreate(&e1), "creating an event");
+  const auto wall0 = std::chrono::steady_clock::now();
+  DeviceBuffer d_rec, d_pts, d_npts, d_out, d_sel, d_self, d_ctiles, d_ttiles, d_tables, d_ppatch, d_puv;
+  upload<T>(d_rec, batch.records.data(), batch.records.size() * sizeof(patchk::PatchRecord), "uploading patch records", stream);
+  upload<T>(d_pts, batch.points.data(), batch.points.size() * sizeof(T), "uploading control points", stream);
+  upload<T>(d_npts, batch.normal_points.data(), batch.normal_points.size() * sizeof(T), "uploading normal control points", stream);
+  upload<T>(d_sel, others.data(), others.size() * sizeof(std::int32_t), "uploading the patch list", stream);
+  upload<T>(d_self, sel_first.data(), sel_first.size() * sizeof(std::int64_t), "uploading the patch list", stream);
+  upload<T>(d_ctiles, ctiles.data(), ctiles.size() * sizeof(CasteljauTile), "uploading tiles", stream);
+  upload<T>(d_ttiles, ttiles.data(), ttiles.size() * sizeof(TablesTile), "uploading tiles", stream);
+  upload<T>(d_tables, tables.data(), tables.size() * sizeof(T), "uploading Bernstein tables", stream);
+  upload<T>(d_ppatch, batch.point_patch.data(), batch.point_patch.size() * sizeof(std::int64_t), "uploading side samples", stream);
+  upload<T>(d_puv, batch.point_uv.data(), batch.point_uv.size() * sizeof(double), "uploading side samples", stream);
+  d_out.ensure(std::max<std::size_t>(out_bytes, 16), "allocating patch samples");
+  DeviceViews<T> dv{d_rec.as<patchk::PatchRecord>(), d_pts.as<T>(), d_npts.as<T>(), {}, {}};
+  for (int c = 0; c < 3; ++c) {
+    dv.pos[c] = d_out.as<T>() + std::size_t(total) * c;
+    dv.nrm[c] = d_out.as<T>() + std::size_t(total) * (3 + c);
+  }
+  PS_CUDA(cudaEventRecord(e0, stream), "recording an event");
+  if (!ctiles.empty()) {
+    PS_CUDA(cudaFuncSetAttribute(casteljau_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)),
+            "configuring the de Casteljau kernel");
+    casteljau_kernel<T><<<unsigned(ctiles.size()), kBlock, smem_bytes, stream>>>(dv, d_ctiles.as<CasteljauTile>());
+    PS_CUDA_LAUNCH("launching the de Casteljau patch kernel");
+  }
+  if (!ttiles.empty()) {
+    PS_CUDA(cudaFuncSetAttribute(tables_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)),
+            "configuring the tables kernel");
+    tables_kernel<T><<<unsigned(ttiles.size()), kTablesBlock, smem_bytes, stream>>>(dv, d_ttiles.as<TablesTile>(),
+                                                                                     d_tables.as<T>());
+    PS_CUDA_LAUNCH("launching the tables patch kernel");
+  }
+  if (!others.empty()) {
+    const std::int64_t n = sel_first.back();
+    direct_kernel<T><<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
+        dv, d_sel.as<std::int32_t>(), d_self.as<std::int64_t>(), std::int32_t(others.size()));
+    PS_CUDA_LAUNCH("launching the direct patch kernel");
+  }
+  const auto extra = std::int64_t(batch.point_patch.size());
+  if (extra) {
+    point_kernel<T><<<unsigned((extra + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
+        dv, d_ppatch.as<std::int64_t>(), d_puv.as<double>(), extra, batch.samples);
+    PS_CUDA_LAUNCH("launching the side-sample kernel");
+  }
+  PS_CUDA(cudaEventRecord(e1, stream), "recording an event");
+  PS_CUDA(cudaEventSynchronize(e1), "evaluating the patch batch");
+  float ms = 0;
+  PS_CUDA(cudaEventElapsedTime(&ms, e0, e1), "timing the patch batch");
+  timing.kernel_seconds = ms * 1e-3;
+  if (copy_back) {
+    for (int c = 0; c < 3; ++c) {
+      PS_CUDA(cudaMemcpyAsync(host_out.pos[c], dv.pos[c], std::size_t(total) * sizeof(T), cudaMemcpyDeviceToHost, stream),
+              "copying patch samples to the host");
+      PS_CUDA(cudaMemcpyAsync(host_out.nrm[c], dv.nrm[c], std::size_t(total) * sizeof(T), cudaMemcpyDeviceToHost, stream),
+              "copying patch samples to the host");
+    }
+    PS_CUDA(cudaStreamSynchronize(stream), "copying patch samples to the host");
+  }
+  timing.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return timing;
+}
+
+template BatchTiming evaluate<float>(const HostBatch<float>&, PatchStrategy, const SampleViews<float>&, bool);
+template BatchTiming evaluate<double>(const HostBatch<double>&, PatchStrategy, const SampleViews<double>&, bool);
+
+}  // namespace parasurf::patches::cuda

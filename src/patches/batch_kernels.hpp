@@ -1,0 +1,151 @@
+// Per-sample math of patch batches (tensor-product and triangular Bézier patches, rational, PN normals),
+// written once for the CPU loops and the CUDA kernels. One launch covers every patch of a model: each patch
+// record says where its control points and its samples live.
+#pragma once
+#include <cstdint>
+
+#include "bezier/kernels.hpp"
+
+namespace parasurf::patchk {
+
+using kern::kMaxDeg;
+
+enum : std::uint32_t { kTriangle = 1u, kRational = 2u, kNormalPatch = 4u, kFlipped = 8u };
+
+// One patch of a batch. Tensor: (nu+1)(nv+1) grid samples, sample (i,j) at local index i*(nv+1)+j, u = i/nu,
+// v = j/nv. Triangle: lattice of nu segments, (nu+1)(nu+2)/2 samples, row b (t = b/nu) holds a = 0..nu-b (s = a/nu).
+struct PatchRecord {
+  std::uint32_t flags = 0;
+  std::int16_t du = 0, dv = 0;    // degrees (triangle: du = dv = d)
+  std::int16_t ndu = 0, ndv = 0;  // normal patch degrees (kNormalPatch)
+  std::int32_t nu = 1, nv = 1;    // segments
+  std::int64_t cp = 0;            // first control point (4 numbers each, homogeneous)
+  std::int64_t ncp = 0;           // first normal control point (3 numbers each)
+  std::int64_t first = 0;         // first output sample
+};
+
+PS_HD std::int64_t sample_count(const PatchRecord& r) {
+  return (r.flags & kTriangle) ? std::int64_t(r.nu + 1) * (r.nu + 2) / 2 : std::int64_t(r.nu + 1) * (r.nv + 1);
+}
+
+// Row offset of the triangular lattice/net: row b of an n-segment lattice starts at b(n+1) - b(b-1)/2.
+PS_HD std::int64_t tri_row_start(std::int64_t n, std::int64_t b) { return b * (n + 1) - b * (b - 1) / 2; }
+
+// (a, b) of local sample k of an n-segment triangular lattice.
+PS_HD void tri_lattice_of(std::int64_t n, std::int64_t k, std::int64_t& a, std::int64_t& b) {
+  // solve tri_row_start(n, b) <= k by a floating estimate, then correct
+  const double nn = double(n) + 1.5;
+  double est = nn - kern::ps_sqrt(nn * nn - 2.0 * double(k));
+  b = std::int64_t(est);
+  if (b < 0) b = 0;
+  if (b > n) b = n;
+  while (b > 0 && tri_row_start(n, b) > k) --b;
+  while (b < n && tri_row_start(n, b + 1) <= k) ++b;
+  a = k - tri_row_start(n, b);
+}
+
+// (u, v) of local sample k of a patch (triangle: (s, t)).
+template <class T> PS_HD void sample_param(const PatchRecord& r, std::int64_t k, T& u, T& v) {
+  if (r.flags & kTriangle) {
+    std::int64_t a, b;
+    tri_lattice_of(r.nu, k, a, b);
+    u = a == r.nu ? T(1) : T(double(a) / double(r.nu));
+    v = b == r.nu ? T(1) : T(double(b) / double(r.nu));
+  } else {
+    const std::int64_t i = k / (r.nv + 1), j = k % (r.nv + 1);
+    u = kern::grid_param<T>(i, r.nu + 1);
+    v = kern::grid_param<T>(j, r.nv + 1);
+  }
+}
+
+// Triangular Bézier patch of degree d (BezierView order, see include/parasurf/patches.hpp): value and the
+// derivatives along s and t, from the three points of the last de Casteljau level computed directly in the
+// degree d-1 Bernstein basis. P: NC numbers per control point.
+template <class T, int NC>
+PS_HD void triangle_jet(const T* P, int d, T s, T t, T* val, T* ds, T* dt) {
+  const T r = T(1) - s - t;
+  T sp[kMaxDeg + 1], tp[kMaxDeg + 1], rp[kMaxDeg + 1];
+  sp[0] = tp[0] = rp[0] = T(1);
+  for (int k = 1; k < d; ++k) {
+    sp[k] = sp[k - 1] * s;
+    tp[k] = tp[k - 1] * t;
+    rp[k] = rp[k - 1] * r;
+  }
+  T a100[NC] = {}, a010[NC] = {}, a001[NC] = {};
+  const int e = d - 1;
+  for (int j = 0; j <= e; ++j)
+    for (int i = 0; i + j <= e; ++i) {
+      const int l = e - i - j;
+      const T w = T(kern::binomial(e, j) * kern::binomial(e - j, i)) * sp[i] * tp[j] * rp[l];
+      // control point (i, j) of degree d sits in row j at position i
+      const T* b00 = P + (tri_row_start(d, j) + i) * NC;  // (i, j, l+1)
+      const T* b10 = b00 + NC;                            // (i+1, j, l)
+      const T* b01 = P + (tri_row_start(d, j + 1) + i) * NC;  // (i, j+1, l)
+      for (int c = 0; c < NC; ++c) {
+        a100[c] += w * b10[c];
+        a010[c] += w * b01[c];
+        a001[c] += w * b00[c];
+      }
+    }
+  for (int c = 0; c < NC; ++c) {
+    val[c] = s * a100[c] + t * a010[c] + r * a001[c];
+    if (ds) ds[c] = T(d) * (a100[c] - a001[c]);
+    if (dt) dt[c] = T(d) * (a010[c] - a001[c]);
+  }
+}
+
+// Writes the position and unit normal of one sample (SoA arrays). Returns false where the normal is degenerate
+// (then a limit normal, or zero when even that vanishes).
+template <class T>
+PS_HD bool eval_sample(const PatchRecord& r, const T* points, const T* normal_points, T u, T v, T* const* pos,
+                       T* const* nrm, std::int64_t out) {
+  const T* P = points + r.cp * 4;
+  T p[3], n[3];
+  bool ok = true;
+  if (r.flags & kTriangle) {
+    T h[4], hs[4], ht[4];
+    triangle_jet<T, 4>(P, r.du, u, v, h, hs, ht);
+    const T iw = T(1) / h[3];
+    T su[3], sv[3];
+    for (int c = 0; c < 3; ++c) {
+      p[c] = h[c] * iw;
+      su[c] = (hs[c] - p[c] * hs[3]) * iw;
+      sv[c] = (ht[c] - p[c] * ht[3]) * iw;
+    }
+    ok = kern::unit_normal(su, sv, n);
+    if (!ok) n[0] = n[1] = n[2] = T(0);
+  } else {
+    const kern::NetView<T> net{r.du, r.dv, P};
+    const kern::Jet<T, 4> h = kern::jet_direct<T, 4, 1>(net, u, v);
+    const kern::CartJet<T> j = kern::to_cartesian<T, 4, 1>(h);
+    for (int c = 0; c < 3; ++c) p[c] = j.s[c];
+    ok = kern::unit_normal(j.su, j.sv, n);
+    if (!ok) kern::degenerate_normal<T, 4>(net, u, v, n);
+  }
+  if (r.flags & kNormalPatch) {
+    // PN patch: the normal is the value of the normal patch
+    const T* N = normal_points + r.ncp * 3;
+    T q[3];
+    if (r.flags & kTriangle) {
+      triangle_jet<T, 3>(N, r.ndu, u, v, q, nullptr, nullptr);
+    } else {
+      const kern::Jet<T, 3> hn = kern::jet_direct<T, 3, 0>(kern::NetView<T>{r.ndu, r.ndv, N}, u, v);
+      for (int c = 0; c < 3; ++c) q[c] = hn.s[c];
+    }
+    const T len2 = kern::dot3(q, q);
+    if (len2 > T(0)) {
+      const T inv = T(1) / kern::ps_sqrt(len2);
+      for (int c = 0; c < 3; ++c) n[c] = q[c] * inv;
+      ok = true;
+    }
+  }
+  if (r.flags & kFlipped)
+    for (int c = 0; c < 3; ++c) n[c] = -n[c];
+  for (int c = 0; c < 3; ++c) {
+    pos[c][out] = p[c];
+    nrm[c][out] = n[c];
+  }
+  return ok;
+}
+
+}  // namespace parasurf::patchk

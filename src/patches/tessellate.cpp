@@ -1,0 +1,942 @@
+// Tessellation of patch models: per-patch resolution (uniform, per patch, or from a chordal tolerance), edge
+// factors shared by neighbouring patches, one batch evaluation of every sample, and assembly of a welded mesh.
+//
+// Crack-free stitching follows the edge-conforming scheme of hardware tessellators and of Schwarz & Stamminger,
+// "Fast GPU-based adaptive tessellation with CUDA" (CudaTess, 2009): each shared edge has one segment count;
+// a patch whose sides differ from its interior grid keeps a regular inner grid and zips the border strip between
+// the side samples and the inner grid's outer row. The chordal error of linear interpolation falls as h^2
+// (Filip, Magedson and Markot, "Surface algorithms using bounds on derivatives", CAGD 3, 1986); segments per
+// direction come from that model fitted to sampled deviations, and every patch is checked by sampling after
+// planning, refined where it misses.
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+#include <unordered_map>
+
+#include "core/memory.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/tessellate.hpp"
+#include "patches/batch.hpp"
+#include "patches/topology.hpp"
+
+namespace parasurf {
+
+PatchStrategy parse_patch_strategy(const std::string& name) {
+  if (name == "auto") return PatchStrategy::Auto;
+  if (name == "direct") return PatchStrategy::Direct;
+  if (name == "casteljau") return PatchStrategy::Casteljau;
+  if (name == "tables") return PatchStrategy::Tables;
+  throw Error(ErrorKind::InvalidArgument, "unknown patch strategy '" + name + "' (auto, direct, casteljau, tables)");
+}
+
+const char* patch_strategy_name(PatchStrategy s) {
+  switch (s) {
+    case PatchStrategy::Auto: return "auto";
+    case PatchStrategy::Direct: return "direct";
+    case PatchStrategy::Casteljau: return "casteljau";
+    case PatchStrategy::Tables: return "tables";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr int kMaxSegments = 1 << 14;
+
+double norm3(const double* a) { return std::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]); }
+
+// ---------------------------------------------------------------- chordal error
+// Largest deviation of one patch from its regular (nu x nv) triangulation, sampled inside every triangle.
+double grid_deviation(const patchk::PatchRecord& rec, const double* pts, const double* npts, int nu, int nv) {
+  double buf[6];
+  double* pos[3] = {&buf[0], &buf[1], &buf[2]};
+  double* nrm[3] = {&buf[3], &buf[4], &buf[5]};
+  auto at = [&](double u, double v, double out[3]) {
+    patchk::eval_sample<double>(rec, pts, npts, u, v, pos, nrm, 0);
+    for (int c = 0; c < 3; ++c) out[c] = buf[c];
+  };
+  const bool tri = rec.flags & patchk::kTriangle;
+  std::vector<double> grid(std::size_t(nu + 1) * (nv + 1) * 3);
+  for (int i = 0; i <= nu; ++i)
+    for (int j = 0; j <= nv; ++j)
+      if (!tri || i + j <= nu) at(double(i) / nu, double(j) / nv, &grid[(std::size_t(i) * (nv + 1) + j) * 3]);
+  constexpr int k = 3;
+  double worst = 0;
+  auto check = [&](int i0, int j0, int i1, int j1, int i2, int j2) {
+    const double* q[3] = {&grid[(std::size_t(i0) * (nv + 1) + j0) * 3], &grid[(std::size_t(i1) * (nv + 1) + j1) * 3],
+                          &grid[(std::size_t(i2) * (nv + 1) + j2) * 3]};
+    for (int a = 0; a <= k; ++a)
+      for (int b = 0; a + b <= k; ++b) {
+        if (a == k || b == k || a + b == 0) continue;
+        const double wa = double(a) / k, wb = double(b) / k, wc = 1 - wa - wb;
+        double s[3];
+        at((wa * i0 + wb * i1 + wc * i2) / nu, (wa * j0 + wb * j1 + wc * j2) / nv, s);
+        double d2 = 0;
+        for (int c = 0; c < 3; ++c) {
+          const double l = wa * q[0][c] + wb * q[1][c] + wc * q[2][c];
+          d2 += (s[c] - l) * (s[c] - l);
+        }
+        worst = std::max(worst, d2);
+      }
+  };
+  for (int i = 0; i < nu; ++i)
+    for (int j = 0; j < nv; ++j) {
+      if (tri && i + j >= nu) continue;
+      if (tri) {
+        check(i, j, i + 1, j, i, j + 1);
+        if (i + j + 2 <= nu) check(i + 1, j, i + 1, j + 1, i, j + 1);
+        continue;
+      }
+      check(i, j, i + 1, j, i, j + 1);
+      check(i + 1, j, i + 1, j + 1, i, j + 1);
+    }
+  return std::sqrt(worst);
+}
+
+// Segments for a target deviation: measured at (n0, n0), (2 n0, n0) and (n0, 2 n0), fitted to the h^2 model
+// err = A / nu^2 + B / nv^2, then nu = sqrt(2A / target), nv = sqrt(2B / target) (the product's minimum).
+std::pair<int, int> estimate_segments(const Patch& patch, const double* pts, const double* npts, double target) {
+  patchk::PatchRecord rec;
+  rec.flags = (patch.kind == PatchKind::Triangle ? patchk::kTriangle : 0u);
+  rec.du = std::int16_t(patch.degree_u);
+  rec.dv = std::int16_t(patch.degree_v);
+  rec.cp = patch.offset;
+  constexpr int n0 = 6;
+  const double e1 = grid_deviation(rec, pts, npts, n0, n0);
+  if (patch.kind == PatchKind::Triangle) {
+    const int n = std::max(1, int(std::ceil(n0 * std::sqrt(e1 / target) - 1e-9)));
+    return {std::min(n, kMaxSegments), std::min(n, kMaxSegments)};
+  }
+  const double e2 = grid_deviation(rec, pts, npts, 2 * n0, n0);
+  const double e3 = grid_deviation(rec, pts, npts, n0, 2 * n0);
+  double A = std::max(0.0, (4.0 / 3.0) * (e1 - e2)) * n0 * n0;
+  double B = std::max(0.0, (4.0 / 3.0) * (e1 - e3)) * n0 * n0;
+  if (A + B < e1 * n0 * n0 * 0.5) A = B = 0.5 * e1 * n0 * n0;  // the model does not fit: isotropic
+  auto seg = [&](double c) { return std::clamp(int(std::ceil(std::sqrt(2 * c / target) - 1e-9)), 1, kMaxSegments); };
+  return {seg(A), seg(B)};
+}
+
+// ---------------------------------------------------------------- the plan
+struct Plan {
+  const PatchModel* model = nullptr;
+  patches::Topology topo;
+  std::vector<int> nu, nv;                  // per patch (triangle: nu = nv = n)
+  std::vector<int> edge_factor;             // per edge
+  std::vector<std::uint8_t> zipper;         // per patch: sides differ from the grid
+  std::vector<std::int64_t> first;          // per patch: first grid sample
+  std::vector<std::array<std::int64_t, 4>> extra_first;  // per patch side: first extra sample, -1 when on the grid
+  std::vector<std::int64_t> edge_vertex_base;            // per edge
+  std::vector<std::int64_t> interior_base;               // per patch
+  std::int64_t grid_samples = 0, extra_samples = 0, vertices = 0;
+  std::vector<std::int64_t> extra_patch;
+  std::vector<double> extra_uv;
+
+  int side_segments(std::int64_t p, int s) const {
+    if (model->patches[p].kind == PatchKind::Triangle) return nu[p];
+    return (s % 2 == 0) ? nu[p] : nv[p];
+  }
+  int factor(std::int64_t p, int s) const { return edge_factor[topo.sides[p][s].edge]; }
+};
+
+struct Ref {
+  std::int64_t vertex;
+  std::int64_t sample;
+};
+
+// Vertex of sample k (0..f, counter-clockwise) of side s.
+std::int64_t side_vertex(const Plan& pl, std::int64_t p, int s, int k) {
+  const auto& sr = pl.topo.sides[p][s];
+  const auto& e = pl.topo.edges[sr.edge];
+  const int f = pl.edge_factor[sr.edge];
+  const int kc = sr.reversed ? f - k : k;
+  if (kc == 0 || e.collapsed) return e.corner_a;
+  if (kc == f) return e.corner_b;
+  return pl.edge_vertex_base[sr.edge] + kc - 1;
+}
+
+std::int64_t tri_index(std::int64_t n, std::int64_t a, std::int64_t b) { return patchk::tri_row_start(n, b) + a; }
+
+// Sample of side sample k of side s.
+std::int64_t side_sample(const Plan& pl, std::int64_t p, int s, int k) {
+  const Patch& patch = pl.model->patches[p];
+  const std::int64_t first = pl.first[p];
+  if (patch.kind == PatchKind::Triangle) {
+    const std::int64_t n = pl.nu[p];
+    if (s == 0) return first + tri_index(n, k, 0);
+    if (s == 1) return first + tri_index(n, n - k, k);
+    return first + tri_index(n, 0, n - k);
+  }
+  const std::int64_t nu = pl.nu[p], nv = pl.nv[p];
+  const int f = pl.factor(p, s);
+  auto grid = [&](std::int64_t i, std::int64_t j) { return first + i * (nv + 1) + j; };
+  auto corner = [&](int c) {
+    switch (c & 3) {
+      case 0: return grid(0, 0);
+      case 1: return grid(nu, 0);
+      case 2: return grid(nu, nv);
+      default: return grid(0, nv);
+    }
+  };
+  if (f != pl.side_segments(p, s)) {
+    if (k == 0) return corner(s);
+    if (k == f) return corner(s + 1);
+    return pl.extra_first[p][s] + k - 1;
+  }
+  switch (s) {
+    case 0: return grid(k, 0);
+    case 1: return grid(nu, k);
+    case 2: return grid(nu - k, nv);
+    default: return grid(0, nv - k);
+  }
+}
+
+Ref side_ref(const Plan& pl, std::int64_t p, int s, int k) { return {side_vertex(pl, p, s, k), side_sample(pl, p, s, k)}; }
+
+// Grid sample (i, j) of a tensor patch.
+Ref grid_ref(const Plan& pl, std::int64_t p, int i, int j) {
+  const int nu = pl.nu[p], nv = pl.nv[p];
+  if (i > 0 && i < nu && j > 0 && j < nv)
+    return {pl.interior_base[p] + std::int64_t(i - 1) * (nv - 1) + (j - 1), pl.first[p] + std::int64_t(i) * (nv + 1) + j};
+  if (j == 0) return side_ref(pl, p, 0, i);
+  if (i == nu) return side_ref(pl, p, 1, j);
+  if (j == nv) return side_ref(pl, p, 2, nu - i);
+  return side_ref(pl, p, 3, nv - j);
+}
+
+// Lattice sample (a, b) of a triangular patch.
+Ref lattice_ref(const Plan& pl, std::int64_t p, int a, int b) {
+  const int n = pl.nu[p];
+  if (b == 0) return side_ref(pl, p, 0, a);
+  if (a + b == n) return side_ref(pl, p, 1, b);
+  if (a == 0) return side_ref(pl, p, 2, n - b);
+  // inner lattice of n-3 segments
+  return {pl.interior_base[p] + tri_index(n - 3, a - 1, b - 1), pl.first[p] + tri_index(n, a, b)};
+}
+
+// Edge factors, samples and vertex numbering for the plan's per-patch segments.
+void finish_plan(Plan& pl) {
+  const PatchModel& m = *pl.model;
+  const auto np = std::int64_t(m.patches.size());
+  // edge factors: the finest of the sides that meet there; triangles take their finest side everywhere; a zipped
+  // patch needs an inner grid (>= 2 segments each way). Repeat until nothing changes (values only grow).
+  pl.edge_factor.assign(pl.topo.edges.size(), 1);
+  pl.zipper.assign(std::size_t(np), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    std::fill(pl.edge_factor.begin(), pl.edge_factor.end(), 1);
+    for (std::int64_t p = 0; p < np; ++p)
+      for (int s = 0; s < patches::side_count(m.patches[p]); ++s) {
+        int& f = pl.edge_factor[pl.topo.sides[p][s].edge];
+        f = std::max(f, pl.side_segments(p, s));
+      }
+    for (std::int64_t p = 0; p < np; ++p) {
+      const Patch& patch = m.patches[p];
+      if (patch.kind == PatchKind::Triangle) {
+        int n = pl.nu[p];
+        for (int s = 0; s < 3; ++s) n = std::max(n, pl.factor(p, s));
+        if (n != pl.nu[p]) pl.nu[p] = pl.nv[p] = n, changed = true;
+        continue;
+      }
+      bool zip = false;
+      for (int s = 0; s < 4; ++s) zip = zip || pl.factor(p, s) != pl.side_segments(p, s);
+      pl.zipper[p] = zip;
+      if (zip && (pl.nu[p] < 2 || pl.nv[p] < 2)) {
+        pl.nu[p] = std::max(pl.nu[p], 2);
+        pl.nv[p] = std::max(pl.nv[p], 2);
+        changed = true;
+      }
+    }
+  }
+  // samples: every patch's grid, then the side samples that are not on it
+  pl.extra_patch.clear();
+  pl.extra_uv.clear();
+  pl.first.resize(std::size_t(np) + 1);
+  pl.extra_first.assign(std::size_t(np), {-1, -1, -1, -1});
+  std::int64_t s = 0;
+  for (std::int64_t p = 0; p < np; ++p) {
+    pl.first[p] = s;
+    s += m.patches[p].kind == PatchKind::Triangle ? std::int64_t(pl.nu[p] + 1) * (pl.nu[p] + 2) / 2
+                                                  : std::int64_t(pl.nu[p] + 1) * (pl.nv[p] + 1);
+  }
+  pl.first[np] = s;
+  pl.grid_samples = s;
+  for (std::int64_t p = 0; p < np; ++p) {
+    if (!pl.zipper[p]) continue;
+    for (int sd = 0; sd < 4; ++sd) {
+      const int f = pl.factor(p, sd);
+      if (f == pl.side_segments(p, sd)) continue;
+      pl.extra_first[p][sd] = s;
+      for (int k = 1; k < f; ++k) {
+        const double t = double(k) / f, r = double(f - k) / f;
+        const double uv[4][2] = {{t, 0}, {1, t}, {r, 1}, {0, r}};
+        pl.extra_patch.push_back(p);
+        pl.extra_uv.insert(pl.extra_uv.end(), {uv[sd][0], uv[sd][1]});
+        ++s;
+      }
+    }
+  }
+  pl.extra_samples = s - pl.grid_samples;
+  // vertices: corners, edge interiors, patch interiors
+  std::int64_t v = pl.topo.corner_count;
+  pl.edge_vertex_base.resize(pl.topo.edges.size());
+  for (std::size_t e = 0; e < pl.topo.edges.size(); ++e) {
+    pl.edge_vertex_base[e] = v;
+    if (!pl.topo.edges[e].collapsed) v += pl.edge_factor[e] - 1;
+  }
+  pl.interior_base.resize(std::size_t(np));
+  for (std::int64_t p = 0; p < np; ++p) {
+    pl.interior_base[p] = v;
+    if (m.patches[p].kind == PatchKind::Triangle) {
+      const std::int64_t n = pl.nu[p];
+      v += n >= 3 ? (n - 2) * (n - 1) / 2 : 0;
+    } else {
+      v += std::int64_t(pl.nu[p] - 1) * (pl.nv[p] - 1);
+    }
+  }
+  pl.vertices = v;
+}
+
+Plan make_plan(const PatchModel& m, const TessellationOptions& o) {
+  Plan pl;
+  pl.model = &m;
+  pl.topo = patches::build_topology(m, o.orient);
+  const auto np = std::int64_t(m.patches.size());
+  pl.nu.resize(std::size_t(np));
+  pl.nv.resize(std::size_t(np));
+  if (!o.patch_resolution.empty() && std::int64_t(o.patch_resolution.size()) != np)
+    throw Error(ErrorKind::InvalidArgument, "per-patch resolution has " + std::to_string(o.patch_resolution.size()) +
+                                                " values for " + std::to_string(np) + " patches");
+  if (o.tolerance > 0) {
+    if (!std::isfinite(o.tolerance)) throw Error(ErrorKind::InvalidArgument, "tolerance must be finite");
+    std::vector<double> pts(m.points.begin(), m.points.end()), npts(m.normal_points.begin(), m.normal_points.end());
+#pragma omp parallel for schedule(dynamic, 4) num_threads(cpu_thread_count(o.threads))
+    for (std::int64_t p = 0; p < np; ++p) {
+      const auto [a, c] = estimate_segments(m.patches[p], pts.data(), npts.data(), 0.8 * o.tolerance);
+      pl.nu[p] = a;
+      pl.nv[p] = c;
+    }
+  } else {
+    for (std::int64_t p = 0; p < np; ++p) {
+      const int r = o.patch_resolution.empty() ? o.resolution : o.patch_resolution[p];
+      if (r < 1 || r > kMaxSegments)
+        throw Error(ErrorKind::InvalidArgument, "resolution " + std::to_string(r) + " is outside 1.." + std::to_string(kMaxSegments));
+      pl.nu[p] = pl.nv[p] = r;
+    }
+  }
+  finish_plan(pl);
+  return pl;
+}
+
+// ---------------------------------------------------------------- triangulation (topology only)
+struct TriangleList {
+  std::vector<Ref> corners;   // 3 per triangle
+};
+
+// Zips the strip between outer side samples (f+1, parameters k/f along the side) and the inner row (q points,
+// parameters inner_t) into triangles with the interior on the left.
+template <class Emit>
+void zip_strip(int f, const std::vector<Ref>& outer, const std::vector<double>& inner_t, const std::vector<Ref>& inner,
+               Emit&& emit) {
+  int k = 0, j = 0;
+  const int q = int(inner.size());
+  while (k < f || j < q - 1) {
+    const bool advance_outer =
+        j == q - 1 || (k < f && double(k + 1) / f <= inner_t[std::size_t(j + 1)]);
+    if (advance_outer) {
+      emit(outer[k], outer[k + 1], inner[j]);
+      ++k;
+    } else {
+      emit(outer[k], inner[j + 1], inner[j]);
+      ++j;
+    }
+  }
+}
+
+void triangulate_patch(const Plan& pl, std::int64_t p, std::vector<Ref>& out) {
+  const Patch& patch = pl.model->patches[p];
+  const bool flip = pl.topo.flipped[p];
+  auto emit = [&](Ref a, Ref b, Ref c) {
+    if (a.vertex == b.vertex || b.vertex == c.vertex || a.vertex == c.vertex) return;
+    if (flip) std::swap(b, c);
+    out.push_back(a), out.push_back(b), out.push_back(c);
+  };
+  if (patch.kind == PatchKind::Triangle) {
+    const int n = pl.nu[p];
+    for (int b = 0; b < n; ++b)
+      for (int a = 0; a + b < n; ++a) {
+        emit(lattice_ref(pl, p, a, b), lattice_ref(pl, p, a + 1, b), lattice_ref(pl, p, a, b + 1));
+        if (a + b + 2 <= n)
+          emit(lattice_ref(pl, p, a + 1, b), lattice_ref(pl, p, a + 1, b + 1), lattice_ref(pl, p, a, b + 1));
+      }
+    return;
+  }
+  const int nu = pl.nu[p], nv = pl.nv[p];
+  auto quads = [&](int i0, int i1, int j0, int j1) {
+    for (int i = i0; i < i1; ++i)
+      for (int j = j0; j < j1; ++j) {
+        const Ref a = grid_ref(pl, p, i, j), b = grid_ref(pl, p, i + 1, j);
+        const Ref c = grid_ref(pl, p, i + 1, j + 1), d = grid_ref(pl, p, i, j + 1);
+        emit(a, b, d);
+        emit(b, c, d);
+      }
+  };
+  if (!pl.zipper[p]) {
+    quads(0, nu, 0, nv);
+    return;
+  }
+  quads(1, nu - 1, 1, nv - 1);
+  std::vector<Ref> outer, inner;
+  std::vector<double> inner_t;
+  for (int s = 0; s < 4; ++s) {
+    const int f = pl.factor(p, s);
+    outer.clear(), inner.clear(), inner_t.clear();
+    for (int k = 0; k <= f; ++k) outer.push_back(side_ref(pl, p, s, k));
+    const int q = (s % 2 == 0) ? nu - 1 : nv - 1;
+    for (int k = 1; k <= q; ++k) {
+      // inner row point k along the side's direction
+      Ref r;
+      switch (s) {
+        case 0: r = grid_ref(pl, p, k, 1); break;
+        case 1: r = grid_ref(pl, p, nu - 1, k); break;
+        case 2: r = grid_ref(pl, p, nu - k, nv - 1); break;
+        default: r = grid_ref(pl, p, 1, nv - k); break;
+      }
+      inner.push_back(r);
+      inner_t.push_back(double(k) / (s % 2 == 0 ? nu : nv));
+    }
+    zip_strip(f, outer, inner_t, inner, emit);
+  }
+}
+
+template <class T> patches::HostBatch<T> make_batch(const Plan& pl) {
+  const PatchModel& m = *pl.model;
+  patches::HostBatch<T> b;
+  const auto np = std::int64_t(m.patches.size());
+  b.records.resize(std::size_t(np));
+  b.points.assign(m.points.begin(), m.points.end());
+  b.normal_points.assign(m.normal_points.begin(), m.normal_points.end());
+  for (std::int64_t p = 0; p < np; ++p) {
+    const Patch& patch = m.patches[p];
+    patchk::PatchRecord& r = b.records[p];
+    r.flags = (patch.kind == PatchKind::Triangle ? patchk::kTriangle : 0u) | (patch.rational ? patchk::kRational : 0u) |
+              (patch.normal_offset >= 0 ? patchk::kNormalPatch : 0u) | (pl.topo.flipped[p] ? patchk::kFlipped : 0u);
+    r.du = std::int16_t(patch.degree_u);
+    r.dv = std::int16_t(patch.degree_v);
+    r.ndu = std::int16_t(std::max(patch.normal_degree_u, 0));
+    r.ndv = std::int16_t(std::max(patch.normal_degree_v, 0));
+    r.nu = pl.nu[p];
+    r.nv = pl.nv[p];
+    r.cp = patch.offset;
+    r.ncp = std::max<std::int64_t>(patch.normal_offset, 0);
+    r.first = pl.first[p];
+    b.max_degree = std::max({b.max_degree, patch.degree_u, patch.degree_v});
+  }
+  b.samples = pl.grid_samples;
+  b.point_patch = pl.extra_patch;
+  b.point_uv = pl.extra_uv;
+  return b;
+}
+
+template <class T> struct SampleStore {
+  std::vector<T> pos[3], nrm[3];
+  patches::SampleViews<T> views() {
+    patches::SampleViews<T> v;
+    for (int c = 0; c < 3; ++c) v.pos[c] = pos[c].data(), v.nrm[c] = nrm[c].data();
+    return v;
+  }
+};
+
+Device pick_device(Device requested) {
+  if (requested == Device::Cuda && !patches::cuda::available())
+    throw Error(ErrorKind::Device, "--device cuda: no CUDA device is available (or CUDA was not built)");
+  if (requested == Device::Auto) return patches::cuda::available() ? Device::Cuda : Device::Cpu;
+  if (requested == Device::Hybrid) return patches::cuda::available() ? Device::Cuda : Device::Cpu;
+  return requested;
+}
+
+template <class T>
+BatchTiming run_batch(const patches::HostBatch<T>& batch, SampleStore<T>& store, Device device, PatchStrategy strategy,
+                      int threads, bool copy_back) {
+  const std::int64_t n = batch.total();
+  core::check_host_allocation(std::uint64_t(n) * 6 * sizeof(T), std::to_string(n) + " patch samples");
+  for (int c = 0; c < 3; ++c) store.pos[c].resize(std::size_t(n)), store.nrm[c].resize(std::size_t(n));
+  if (device == Device::Cuda) return patches::cuda::evaluate<T>(batch, strategy, store.views(), copy_back);
+  BatchTiming t;
+  const auto t0 = Clock::now();
+  patches::cpu::evaluate<T>(batch, store.views(), cpu_thread_count(threads));
+  t.kernel_seconds = t.total_seconds = since(t0);
+  t.device = Device::Cpu;
+  t.strategy = PatchStrategy::Tables;
+  return t;
+}
+
+// Largest sampled parametric deviation of each patch from its triangles (k+1 points per triangle side).
+std::vector<double> plan_deviation(const Plan& pl, int k, int threads) {
+  const PatchModel& model = *pl.model;
+  const auto batch = make_batch<double>(pl);
+  SampleStore<double> store;
+  run_batch<double>(batch, store, Device::Cpu, PatchStrategy::Tables, threads, true);
+  auto param = [&](std::int64_t p, std::int64_t s, double& u, double& v) {
+    if (s >= pl.grid_samples) {
+      u = pl.extra_uv[std::size_t(s - pl.grid_samples) * 2];
+      v = pl.extra_uv[std::size_t(s - pl.grid_samples) * 2 + 1];
+      return;
+    }
+    patchk::sample_param<double>(batch.records[p], s - pl.first[p], u, v);
+  };
+  const auto np = std::int64_t(model.patches.size());
+  std::vector<double> worst(static_cast<std::size_t>(np), 0.0);
+  k = std::max(2, k);
+#pragma omp parallel for schedule(dynamic, 4) num_threads(cpu_thread_count(threads))
+  for (std::int64_t p = 0; p < np; ++p) {
+    std::vector<Ref> tris;
+    triangulate_patch(pl, p, tris);
+    const auto& rec = batch.records[p];
+    double buf[6];
+    double* pos[3] = {&buf[0], &buf[1], &buf[2]};
+    double* nrm[3] = {&buf[3], &buf[4], &buf[5]};
+    for (std::size_t t = 0; t < tris.size(); t += 3) {
+      double uv[3][2], xyz[3][3];
+      for (int v = 0; v < 3; ++v) {
+        param(p, tris[t + v].sample, uv[v][0], uv[v][1]);
+        for (int c = 0; c < 3; ++c) xyz[v][c] = store.pos[c][std::size_t(tris[t + v].sample)];
+      }
+      for (int a = 0; a <= k; ++a)
+        for (int b = 0; a + b <= k; ++b) {
+          if (a == k || b == k || a + b == 0) continue;  // the corners are exact
+          const double wa = double(a) / k, wb = double(b) / k, wc = 1 - wa - wb;
+          const double u = wa * uv[0][0] + wb * uv[1][0] + wc * uv[2][0];
+          const double v = wa * uv[0][1] + wb * uv[1][1] + wc * uv[2][1];
+          patchk::eval_sample<double>(rec, batch.points.data(), batch.normal_points.data(), u, v, pos, nrm, 0);
+          double d2 = 0;
+          for (int c = 0; c < 3; ++c) {
+            const double lin = wa * xyz[0][c] + wb * xyz[1][c] + wc * xyz[2][c];
+            d2 += (buf[c] - lin) * (buf[c] - lin);
+          }
+          worst[p] = std::max(worst[p], std::sqrt(d2));
+        }
+    }
+  }
+  return worst;
+}
+
+// The plan for the options: with a tolerance, the a-priori segments are checked by sampling and patches that
+// miss are refined (error ~ h^2) until every one meets 90% of the tolerance.
+Plan plan_for(const PatchModel& m, const TessellationOptions& o) {
+  Plan pl = make_plan(m, o);
+  if (!(o.tolerance > 0)) return pl;
+  const double target = 0.9 * o.tolerance;
+  for (int round = 0; round < 8; ++round) {
+    const auto dev = plan_deviation(pl, 4, o.threads);
+    bool changed = false;
+    for (std::size_t p = 0; p < dev.size(); ++p) {
+      if (dev[p] <= target) continue;
+      const double grow = std::sqrt(dev[p] / (0.85 * o.tolerance));
+      for (auto* n : {&pl.nu[p], &pl.nv[p]}) *n = std::min(kMaxSegments, std::max(*n + 1, int(std::ceil(*n * grow))));
+      changed = true;
+    }
+    if (!changed) break;
+    finish_plan(pl);
+  }
+  return pl;
+}
+
+// ---------------------------------------------------------------- assembly
+template <class T>
+PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationOptions& o, TessellationReport* rep) {
+  const PatchModel& m = *pl.model;
+  const auto np = std::int64_t(m.patches.size());
+  PatchMesh mesh;
+  if (pl.vertices >= (std::int64_t(1) << 32))
+    throw Error(ErrorKind::InvalidArgument, "the mesh would have " + std::to_string(pl.vertices) +
+                                                " vertices, above the 2^32 that 32-bit indices hold; lower the resolution");
+  core::check_host_allocation(std::uint64_t(pl.vertices) * 48, "a mesh of " + std::to_string(pl.vertices) + " vertices");
+  mesh.positions.resize(std::size_t(pl.vertices) * 3);
+  mesh.normals.resize(std::size_t(pl.vertices) * 3);
+  auto put = [&](std::int64_t v, std::int64_t s) {
+    for (int c = 0; c < 3; ++c) {
+      mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(s)]);
+      mesh.normals[std::size_t(v) * 3 + c] = double(st.nrm[c][std::size_t(s)]);
+    }
+  };
+  // interior vertices come from their patch alone
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::int64_t p = 0; p < np; ++p) {
+    if (m.patches[p].kind == PatchKind::Triangle) {
+      const int n = pl.nu[p];
+      for (int b = 1; b < n; ++b)
+        for (int a = 1; a + b < n; ++a) {
+          const Ref r = lattice_ref(pl, p, a, b);
+          put(r.vertex, r.sample);
+        }
+    } else {
+      for (int i = 1; i < pl.nu[p]; ++i)
+        for (int j = 1; j < pl.nv[p]; ++j) {
+          const Ref r = grid_ref(pl, p, i, j);
+          put(r.vertex, r.sample);
+        }
+    }
+  }
+  // seam vertices: every ring sample of every patch contributes; the first gives the position, normals are
+  // clustered by the crease angle
+  struct Contribution {
+    std::int64_t vertex, sample;
+  };
+  std::vector<Contribution> seam;
+  for (std::int64_t p = 0; p < np; ++p)
+    for (int s = 0; s < patches::side_count(m.patches[p]); ++s)
+      for (int k = 0; k < pl.factor(p, s); ++k) seam.push_back({side_vertex(pl, p, s, k), side_sample(pl, p, s, k)});
+  std::sort(seam.begin(), seam.end(), [](const Contribution& a, const Contribution& b) {
+    return a.vertex != b.vertex ? a.vertex < b.vertex : a.sample < b.sample;
+  });
+  const double cos_crease = std::cos(o.crease_angle_degrees * 3.14159265358979323846 / 180.0);
+  std::vector<std::pair<std::int64_t, std::uint32_t>> slot_of_sample;  // seam sample -> normal slot
+  slot_of_sample.reserve(seam.size());
+  std::vector<double> extra_normals;
+  std::int64_t crease_vertices = 0;
+  for (std::size_t a = 0; a < seam.size();) {
+    std::size_t b = a;
+    while (b < seam.size() && seam[b].vertex == seam[a].vertex) ++b;
+    const std::int64_t v = seam[a].vertex;
+    for (int c = 0; c < 3; ++c) mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(seam[a].sample)]);
+    // greedy clusters: (sum of normals, slot)
+    std::vector<std::array<double, 3>> sums;
+    std::vector<std::uint32_t> slots;
+    for (std::size_t k = a; k < b; ++k) {
+      const std::size_t s = std::size_t(seam[k].sample);
+      const double n[3] = {double(st.nrm[0][s]), double(st.nrm[1][s]), double(st.nrm[2][s])};
+      const bool zero = n[0] == 0 && n[1] == 0 && n[2] == 0;
+      int hit = -1;
+      for (std::size_t c = 0; c < sums.size() && hit < 0; ++c) {
+        const double len = norm3(sums[c].data());
+        if (zero || len == 0 || (sums[c][0] * n[0] + sums[c][1] * n[1] + sums[c][2] * n[2]) >= cos_crease * len)
+          hit = int(c);
+      }
+      if (hit < 0) {
+        hit = int(sums.size());
+        sums.push_back({0, 0, 0});
+        if (hit == 0) {
+          slots.push_back(std::uint32_t(v));
+        } else {
+          slots.push_back(std::uint32_t(pl.vertices + std::int64_t(extra_normals.size() / 3)));
+          extra_normals.insert(extra_normals.end(), {0, 0, 0});
+        }
+      }
+      for (int c = 0; c < 3; ++c) sums[hit][c] += n[c];
+      slot_of_sample.push_back({seam[k].sample, slots[hit]});
+    }
+    if (sums.size() > 1) ++crease_vertices;
+    for (std::size_t c = 0; c < sums.size(); ++c) {
+      const double len = norm3(sums[c].data());
+      double* dst = slots[c] < pl.vertices ? &mesh.normals[std::size_t(slots[c]) * 3]
+                                           : &extra_normals[std::size_t(slots[c] - pl.vertices) * 3];
+      for (int k = 0; k < 3; ++k) dst[k] = len > 0 ? sums[c][k] / len : 0.0;
+    }
+    a = b;
+  }
+  mesh.normals.insert(mesh.normals.end(), extra_normals.begin(), extra_normals.end());
+  std::sort(slot_of_sample.begin(), slot_of_sample.end());
+  auto normal_slot = [&](const Ref& r) -> std::uint32_t {
+    auto it = std::lower_bound(slot_of_sample.begin(), slot_of_sample.end(), std::make_pair(r.sample, std::uint32_t(0)));
+    if (it != slot_of_sample.end() && it->first == r.sample) return it->second;
+    return std::uint32_t(r.vertex);
+  };
+  // triangles, per patch in parallel, concatenated in patch order
+  std::vector<std::vector<Ref>> per_patch(static_cast<std::size_t>(np));
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::int64_t p = 0; p < np; ++p) triangulate_patch(pl, p, per_patch[p]);
+  std::vector<std::int64_t> tri_first(std::size_t(np) + 1, 0);
+  for (std::int64_t p = 0; p < np; ++p) tri_first[p + 1] = tri_first[p] + std::int64_t(per_patch[p].size() / 3);
+  const std::int64_t nt = tri_first[np];
+  mesh.triangles.resize(std::size_t(nt) * 3);
+  mesh.triangle_normals.resize(std::size_t(nt) * 3);
+  mesh.face_group.resize(std::size_t(nt));
+  mesh.face_patch.resize(std::size_t(nt));
+  std::vector<std::uint8_t> keep(std::size_t(nt), 1);
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::int64_t p = 0; p < np; ++p) {
+    const auto& refs = per_patch[p];
+    for (std::size_t k = 0; k < refs.size(); ++k) {
+      const std::size_t t = std::size_t(tri_first[p]) * 3 + k;
+      mesh.triangles[t] = std::uint32_t(refs[k].vertex);
+      mesh.triangle_normals[t] = normal_slot(refs[k]);
+    }
+    for (std::int64_t t = tri_first[p]; t < tri_first[p + 1]; ++t) {
+      mesh.face_group[t] = m.patches[p].group;
+      mesh.face_patch[t] = std::int32_t(p);
+      if (!o.keep_degenerate) {
+        const double* a = &mesh.positions[std::size_t(mesh.triangles[3 * t]) * 3];
+        const double* b = &mesh.positions[std::size_t(mesh.triangles[3 * t + 1]) * 3];
+        const double* c = &mesh.positions[std::size_t(mesh.triangles[3 * t + 2]) * 3];
+        const double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+        const double x[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+        if (x[0] == 0 && x[1] == 0 && x[2] == 0) keep[t] = 0;
+      }
+    }
+    std::vector<Ref>().swap(per_patch[p]);
+  }
+  if (!o.keep_degenerate) {
+    std::int64_t w = 0;
+    for (std::int64_t t = 0; t < nt; ++t) {
+      if (!keep[t]) continue;
+      for (int c = 0; c < 3; ++c) {
+        mesh.triangles[3 * w + c] = mesh.triangles[3 * t + c];
+        mesh.triangle_normals[3 * w + c] = mesh.triangle_normals[3 * t + c];
+      }
+      mesh.face_group[w] = mesh.face_group[t];
+      mesh.face_patch[w] = mesh.face_patch[t];
+      ++w;
+    }
+    mesh.triangles.resize(std::size_t(w) * 3);
+    mesh.triangle_normals.resize(std::size_t(w) * 3);
+    mesh.face_group.resize(std::size_t(w));
+    mesh.face_patch.resize(std::size_t(w));
+  }
+  // closed components face outward: flip those whose signed volume is negative
+  if (o.orient) {
+    const auto nc = pl.topo.component_closed.size();
+    std::vector<double> volume(nc, 0.0);
+    std::vector<std::array<double, 3>> centre(nc, {0, 0, 0});
+    std::vector<std::int64_t> count(nc, 0);
+    const std::int64_t nf = mesh.triangle_count();
+    for (std::int64_t t = 0; t < nf; ++t) {
+      const auto c = std::size_t(pl.topo.component[std::size_t(mesh.face_patch[t])]);
+      const double* a = &mesh.positions[std::size_t(mesh.triangles[3 * t]) * 3];
+      for (int k = 0; k < 3; ++k) centre[c][k] += a[k];
+      ++count[c];
+    }
+    for (std::size_t c = 0; c < nc; ++c)
+      for (int k = 0; k < 3; ++k) centre[c][k] /= double(std::max<std::int64_t>(count[c], 1));
+    for (std::int64_t t = 0; t < nf; ++t) {
+      const auto c = std::size_t(pl.topo.component[std::size_t(mesh.face_patch[t])]);
+      double q[3][3];
+      for (int v = 0; v < 3; ++v)
+        for (int k = 0; k < 3; ++k) q[v][k] = mesh.positions[std::size_t(mesh.triangles[3 * t + v]) * 3 + k] - centre[c][k];
+      volume[c] += q[0][0] * (q[1][1] * q[2][2] - q[1][2] * q[2][1]) - q[0][1] * (q[1][0] * q[2][2] - q[1][2] * q[2][0]) +
+                   q[0][2] * (q[1][0] * q[2][1] - q[1][1] * q[2][0]);
+    }
+    std::vector<std::uint8_t> flip_slot(mesh.normals.size() / 3, 0);
+    bool any = false;
+    for (std::int64_t t = 0; t < nf; ++t) {
+      const auto c = std::size_t(pl.topo.component[std::size_t(mesh.face_patch[t])]);
+      if (!pl.topo.component_closed[c] || volume[c] >= 0) continue;
+      std::swap(mesh.triangles[3 * t + 1], mesh.triangles[3 * t + 2]);
+      std::swap(mesh.triangle_normals[3 * t + 1], mesh.triangle_normals[3 * t + 2]);
+      for (int k = 0; k < 3; ++k) flip_slot[mesh.triangle_normals[3 * t + k]] = 1;
+      any = true;
+    }
+    if (any)
+      for (std::size_t s = 0; s < flip_slot.size(); ++s)
+        if (flip_slot[s])
+          for (int k = 0; k < 3; ++k) mesh.normals[s * 3 + k] = -mesh.normals[s * 3 + k];
+    if (rep)
+      for (std::int64_t p = 0; p < np; ++p) {
+        const auto c = std::size_t(pl.topo.component[std::size_t(p)]);
+        const bool outward_flip = pl.topo.component_closed[c] && volume[c] < 0;
+        rep->flipped_patches += (pl.topo.flipped[p] != 0) != outward_flip;
+      }
+  }
+  // polyhedra: their own vertices, one flat normal per face (fans of convex faces)
+  for (const auto& poly : m.polyhedra) {
+    const auto base = std::uint32_t(mesh.positions.size() / 3);
+    mesh.positions.insert(mesh.positions.end(), poly.vertices.begin(), poly.vertices.end());
+    for (std::size_t f = 0; f + 1 < poly.face_starts.size(); ++f) {
+      const auto s0 = poly.face_starts[f], s1 = poly.face_starts[f + 1];
+      // Newell's normal of the polygon
+      double n[3] = {0, 0, 0};
+      for (auto k = s0; k < s1; ++k) {
+        const double* a = &poly.vertices[std::size_t(poly.face_indices[k]) * 3];
+        const double* b = &poly.vertices[std::size_t(poly.face_indices[k + 1 < s1 ? k + 1 : s0]) * 3];
+        n[0] += (a[1] - b[1]) * (a[2] + b[2]);
+        n[1] += (a[2] - b[2]) * (a[0] + b[0]);
+        n[2] += (a[0] - b[0]) * (a[1] + b[1]);
+      }
+      const double len = norm3(n);
+      const auto slot = std::uint32_t(mesh.normals.size() / 3);
+      for (int c = 0; c < 3; ++c) mesh.normals.push_back(len > 0 ? n[c] / len : 0.0);
+      for (auto k = s0 + 1; k + 1 < s1; ++k) {
+        const std::uint32_t tri[3] = {base + std::uint32_t(poly.face_indices[s0]), base + std::uint32_t(poly.face_indices[k]),
+                                      base + std::uint32_t(poly.face_indices[k + 1])};
+        if (tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2]) continue;
+        mesh.triangles.insert(mesh.triangles.end(), tri, tri + 3);
+        mesh.triangle_normals.insert(mesh.triangle_normals.end(), {slot, slot, slot});
+        mesh.face_group.push_back(poly.group);
+        mesh.face_patch.push_back(-1);
+        if (rep) ++rep->polyhedron_faces;
+      }
+    }
+  }
+  for (const auto& g : m.groups) mesh.group_names.push_back(g.name);
+  if (rep) rep->crease_vertices = crease_vertices;
+  return mesh;
+}
+
+template <class T>
+PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, TessellationReport* rep) {
+  auto t0 = Clock::now();
+  const Plan pl = plan_for(model, o);
+  const auto batch = make_batch<T>(pl);
+  if (rep) {
+    rep->seconds_plan = since(t0);
+    rep->patches = std::int64_t(model.patches.size());
+    rep->tensor_patches = model.tensor_patch_count();
+    rep->triangular_patches = rep->patches - rep->tensor_patches;
+    rep->evaluated_points = batch.total();
+    for (const auto& e : pl.topo.edges) {
+      if (e.collapsed) ++rep->collapsed_edges;
+      else if (e.sides.size() >= 2) ++rep->shared_edges;
+      else ++rep->open_edges, rep->open_side_segments += pl.edge_factor[std::size_t(&e - pl.topo.edges.data())];
+    }
+    if (!pl.nu.empty()) {
+      rep->min_segments = std::min(*std::min_element(pl.nu.begin(), pl.nu.end()), *std::min_element(pl.nv.begin(), pl.nv.end()));
+      rep->max_segments = std::max(*std::max_element(pl.nu.begin(), pl.nu.end()), *std::max_element(pl.nv.begin(), pl.nv.end()));
+    }
+  }
+  SampleStore<T> store;
+  const Device device = pick_device(o.device);
+  t0 = Clock::now();
+  const BatchTiming timing = run_batch<T>(batch, store, device, o.strategy, o.threads, true);
+  if (rep) {
+    rep->seconds_evaluate = since(t0);
+    rep->device = timing.device;
+    rep->strategy = patch_strategy_name(timing.strategy);
+  }
+  t0 = Clock::now();
+  PatchMesh mesh = assemble<T>(pl, store, o, rep);
+  if (rep) rep->seconds_assemble = since(t0);
+  return mesh;
+}
+
+}  // namespace
+
+PatchMesh tessellate(const PatchModel& model, const TessellationOptions& o, TessellationReport* rep) {
+  validate(model);
+  if (o.crease_angle_degrees < 0 || o.crease_angle_degrees > 180 || !std::isfinite(o.crease_angle_degrees))
+    throw Error(ErrorKind::InvalidArgument, "crease angle must be within 0..180 degrees");
+  if (o.tolerance < 0 || std::isnan(o.tolerance)) throw Error(ErrorKind::InvalidArgument, "tolerance must be > 0");
+  if (rep) *rep = TessellationReport{};
+  return o.precision == Precision::Float ? tessellate_as<float>(model, o, rep) : tessellate_as<double>(model, o, rep);
+}
+
+std::vector<double> sampled_patch_deviation(const PatchModel& model, const TessellationOptions& options,
+                                            int samples_per_edge) {
+  validate(model);
+  return plan_deviation(plan_for(model, options), samples_per_edge, options.threads);
+}
+
+int uniform_resolution_for(const PatchModel& model, double tolerance, int max_resolution) {
+  auto meets = [&](int n) {
+    TessellationOptions o;
+    o.resolution = n;
+    const auto dev = sampled_patch_deviation(model, o, 4);
+    return *std::max_element(dev.begin(), dev.end()) <= tolerance;
+  };
+  int lo = 0, hi = 1;
+  while (hi <= max_resolution && !meets(hi)) lo = hi, hi *= 2;
+  if (hi > max_resolution) {
+    if (!meets(max_resolution)) return max_resolution + 1;
+    hi = max_resolution;
+  }
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    if (meets(mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+template <class T>
+BatchTiming evaluate_patch_grids(const PatchModel& model, const std::vector<std::pair<int, int>>& segments,
+                                 const BatchOptions& options, PatchSamples<T>* out) {
+  validate(model);
+  const auto np = std::int64_t(model.patches.size());
+  if (segments.size() != 1 && std::int64_t(segments.size()) != np)
+    throw Error(ErrorKind::InvalidArgument, "segments: give one (nu, nv) pair or one per patch");
+  Plan pl;
+  pl.model = &model;
+  pl.topo.flipped.assign(std::size_t(np), 0);
+  pl.nu.resize(std::size_t(np));
+  pl.nv.resize(std::size_t(np));
+  pl.first.resize(std::size_t(np) + 1);
+  std::int64_t s = 0;
+  for (std::int64_t p = 0; p < np; ++p) {
+    const auto [a, b] = segments.size() == 1 ? segments[0] : segments[std::size_t(p)];
+    if (a < 1 || b < 1 || a > kMaxSegments || b > kMaxSegments)
+      throw Error(ErrorKind::InvalidArgument, "segments " + std::to_string(a) + "x" + std::to_string(b) + " outside 1.." +
+                                                  std::to_string(kMaxSegments));
+    const bool tri = model.patches[p].kind == PatchKind::Triangle;
+    pl.nu[p] = tri ? std::max(a, b) : a;
+    pl.nv[p] = tri ? pl.nu[p] : b;
+    pl.first[p] = s;
+    s += tri ? std::int64_t(pl.nu[p] + 1) * (pl.nu[p] + 2) / 2 : std::int64_t(a + 1) * (b + 1);
+  }
+  pl.first[np] = s;
+  pl.grid_samples = s;
+  const auto batch = make_batch<T>(pl);
+  const Device device = pick_device(options.device);
+  SampleStore<T> store;
+  if (device == Device::Cuda && !options.copy_back) {
+    // samples stay on the device: no host arrays
+    return patches::cuda::evaluate<T>(batch, options.strategy, patches::SampleViews<T>{}, false);
+  }
+  BatchTiming t = run_batch<T>(batch, store, device, options.strategy, options.threads, true);
+  if (out) {
+    for (int c = 0; c < 3; ++c) out->position[c] = std::move(store.pos[c]), out->normal[c] = std::move(store.nrm[c]);
+    out->first = pl.first;
+  }
+  return t;
+}
+
+template BatchTiming evaluate_patch_grids<float>(const PatchModel&, const std::vector<std::pair<int, int>>&,
+                                                 const BatchOptions&, PatchSamples<float>*);
+template BatchTiming evaluate_patch_grids<double>(const PatchModel&, const std::vector<std::pair<int, int>>&,
+                                                  const BatchOptions&, PatchSamples<double>*);
+
+TriangleMesh to_triangle_mesh(const PatchMesh& pm) {
+  TriangleMesh tm;
+  const std::int64_t nf = pm.triangle_count();
+  // one output vertex per (position, normal) pair; most positions have one normal, so map by position first
+  std::vector<std::uint32_t> first_out(std::size_t(pm.vertex_count()), UINT32_MAX);
+  std::vector<std::uint32_t> first_normal(std::size_t(pm.vertex_count()), UINT32_MAX);
+  tm.triangles.resize(std::size_t(nf) * 3);
+  auto add = [&](std::uint32_t p, std::uint32_t n) {
+    const auto o = std::uint32_t(tm.positions.size() / 3);
+    for (int c = 0; c < 3; ++c) {
+      tm.positions.push_back(float(pm.positions[std::size_t(p) * 3 + c]));
+      tm.normals.push_back(float(pm.normals[std::size_t(n) * 3 + c]));
+    }
+    return o;
+  };
+  std::unordered_map<std::uint64_t, std::uint32_t> split_index;  // (position << 32 | normal) -> output
+  for (std::int64_t k = 0; k < nf * 3; ++k) {
+    const std::uint32_t p = pm.triangles[std::size_t(k)], n = pm.triangle_normals[std::size_t(k)];
+    std::uint32_t o;
+    if (first_out[p] == UINT32_MAX) {
+      o = first_out[p] = add(p, n);
+      first_normal[p] = n;
+    } else if (first_normal[p] == n) {
+      o = first_out[p];
+    } else {
+      const std::uint64_t key = (std::uint64_t(p) << 32) | n;
+      auto it = split_index.find(key);
+      if (it == split_index.end()) {
+        o = add(p, n);
+        split_index.emplace(key, o);
+      } else {
+        o = it->second;
+      }
+    }
+    tm.triangles[std::size_t(k)] = o;
+  }
+  tm.face_groups.assign(pm.face_group.begin(), pm.face_group.end());
+  tm.group_names = pm.group_names;
+  return tm;
+}
+
+}  // namespace parasurf

@@ -1,0 +1,248 @@
+// Tessellation: welded closed manifolds on the sphere and torus, the teapot's topology, per-patch agreement with
+// the surface engine, adaptive tolerance without cracks, CPU and CUDA batches against each other.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "mesh_checks.hpp"
+#include "parasurf/bezier.hpp"
+#include "parasurf/device.hpp"
+#include "parasurf/tessellate.hpp"
+#include "support.hpp"
+
+namespace parasurf {
+namespace {
+
+PatchModel shared_model(const std::string& name) {
+  const std::string path = test::shared_data("bezier/" + name);
+  if (path.empty()) return {};
+  return read_patch_model(path);
+}
+
+#define REQUIRE_MODEL(m, file)                                                        \
+  const PatchModel m = shared_model(file);                                            \
+  if (m.patches.empty()) GTEST_SKIP() << "shared data bezier/" file " not found (set PARASURF_DATA)"
+
+std::vector<Device> devices() {
+  std::vector<Device> d{Device::Cpu};
+  if (cuda_available()) d.push_back(Device::Cuda);
+  return d;
+}
+
+TEST(Tessellate, SphereIsClosedManifoldOnTheUnitSphere) {
+  REQUIRE_MODEL(sphere, "sphere.bv");
+  for (Device dev : devices())
+    for (double tol : {0.0, 1e-3}) {
+      TessellationOptions o;
+      o.resolution = 12;
+      o.tolerance = tol;
+      o.device = dev;
+      const PatchMesh m = tessellate(sphere, o);
+      const auto census = test::edge_census(m);
+      EXPECT_EQ(census.boundary, 0) << device_name(dev) << " tol " << tol;
+      EXPECT_EQ(census.non_manifold, 0);
+      EXPECT_EQ(census.misoriented, 0);
+      EXPECT_EQ(test::euler_characteristic(m), 2);
+      double worst = 0, inward = 0;
+      for (std::int64_t v = 0; v < m.vertex_count(); ++v) {
+        const double* p = &m.positions[3 * v];
+        worst = std::max(worst, std::abs(std::sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2]) - 1.0));
+      }
+      // outward: every normal points away from the centre
+      for (std::int64_t k = 0; k < m.triangle_count() * 3; ++k) {
+        const double* p = &m.positions[3 * std::size_t(m.triangles[k])];
+        const double* n = &m.normals[3 * std::size_t(m.triangle_normals[k])];
+        inward = std::min(inward, p[0] * n[0] + p[1] * n[1] + p[2] * n[2]);
+      }
+      EXPECT_LE(worst, 1e-9) << device_name(dev);
+      EXPECT_GT(inward, -1e-6) << "a normal points inward";
+    }
+}
+
+TEST(Tessellate, TorusIsClosedWithEulerZero) {
+  REQUIRE_MODEL(torus, "tor.bv");
+  for (Device dev : devices()) {
+    TessellationOptions o;
+    o.resolution = 10;
+    o.device = dev;
+    const PatchMesh m = tessellate(torus, o);
+    const auto census = test::edge_census(m);
+    EXPECT_EQ(census.boundary, 0);
+    EXPECT_EQ(census.non_manifold, 0);
+    EXPECT_EQ(census.misoriented, 0);
+    EXPECT_EQ(test::euler_characteristic(m), 0);
+    double worst = 0;
+    for (std::int64_t v = 0; v < m.vertex_count(); ++v) {
+      const double* p = &m.positions[3 * v];
+      const double ring = std::sqrt(p[0] * p[0] + p[1] * p[1]) - 2.0;
+      worst = std::max(worst, std::abs(std::sqrt(ring * ring + p[2] * p[2]) - 1.0));
+    }
+    EXPECT_LE(worst, 2e-5) << device_name(dev);
+  }
+}
+
+TEST(Tessellate, TeapotTopologyAndCpuGpuAgreement) {
+  const PatchModel teapot = utah_teapot();
+  PatchMesh reference;
+  for (Device dev : devices()) {
+    TessellationOptions o;
+    o.resolution = 9;
+    o.device = dev;
+    TessellationReport rep;
+    const PatchMesh m = tessellate(teapot, o, &rep);
+    const auto census = test::edge_census(m);
+    EXPECT_EQ(census.non_manifold, 0);
+    EXPECT_EQ(census.misoriented, 0);
+    // open only where the model is: rim top, lid bottom, the two ends of spout and handle (16 patch sides)
+    EXPECT_EQ(rep.open_edges, 16);
+    EXPECT_EQ(census.boundary, 16 * o.resolution);
+    for (std::int64_t t = 0; t < m.triangle_count(); ++t) ASSERT_GT(test::triangle_area(m, t), 0.0) << "triangle " << t;
+    for (double x : m.normals) ASSERT_TRUE(std::isfinite(x));
+    for (std::size_t k = 0; k < m.normals.size(); k += 3)
+      EXPECT_NEAR(m.normals[k] * m.normals[k] + m.normals[k + 1] * m.normals[k + 1] + m.normals[k + 2] * m.normals[k + 2], 1.0, 1e-9);
+    if (dev == Device::Cpu) {
+      reference = m;
+      continue;
+    }
+    // GPU: same triangles (the topology is the host's), same positions to rounding
+    ASSERT_EQ(m.triangles, reference.triangles);
+    ASSERT_EQ(m.positions.size(), reference.positions.size());
+    for (std::size_t k = 0; k < m.positions.size(); ++k) ASSERT_NEAR(m.positions[k], reference.positions[k], 1e-12);
+    EXPECT_EQ(test::canonical_triangles(m).size(), test::canonical_triangles(reference).size());
+  }
+}
+
+TEST(Tessellate, Twg2PatchesMatchTheSurfaceEngine) {
+  REQUIRE_MODEL(twg2, "twg2.bv");
+  ASSERT_EQ(twg2.patches.size(), 288u);
+  const int n = 7;
+  for (Device dev : devices()) {
+    BatchOptions o;
+    o.device = dev;
+    PatchSamples<double> s;
+    evaluate_patch_grids<double>(twg2, {{n, n}}, o, &s);
+    double worst = 0;
+    for (std::size_t p = 0; p < twg2.patches.size(); ++p) {
+      const BezierSurface surf = patch_surface(twg2, std::int64_t(p));
+      EvalOptions eo;
+      eo.device = Device::Cpu;
+      const auto ref = evaluate_grid<double>(surf, GridSpec{n + 1, n + 1}, EvalRequest{}, eo);
+      const double scale = test::bbox_size(surf);
+      for (std::int64_t k = 0; k < ref.count; ++k)
+        for (int c = 0; c < 3; ++c)
+          worst = std::max(worst, std::abs(s.position[c][std::size_t(s.first[p] + k)] - ref.position[c][k]) / scale);
+    }
+    EXPECT_LE(worst, 1e-12) << device_name(dev);
+  }
+}
+
+TEST(Tessellate, AdaptiveMeetsToleranceWithoutCracksAndWithFewerTriangles) {
+  std::vector<std::pair<std::string, PatchModel>> models = {{"teapot", utah_teapot()}};
+  if (const auto s = shared_model("sphere.bv"); !s.patches.empty()) models.push_back({"sphere", s});
+  if (const auto s = shared_model("twg2.bv"); !s.patches.empty()) models.push_back({"twg2", s});
+  for (const auto& [name, model] : models) {
+    const double diag = [&] {
+      double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
+      for (std::size_t k = 0; k < model.points.size(); k += 4)
+        for (int c = 0; c < 3; ++c)
+          lo[c] = std::min(lo[c], model.points[k + c] / model.points[k + 3]),
+          hi[c] = std::max(hi[c], model.points[k + c] / model.points[k + 3]);
+      return std::sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) + (hi[2] - lo[2]) * (hi[2] - lo[2]));
+    }();
+    const double tol = 2e-4 * diag;
+    TessellationOptions o;
+    o.tolerance = tol;
+    TessellationReport rep;
+    const PatchMesh adaptive = tessellate(model, o, &rep);
+    const auto dev = sampled_patch_deviation(model, o, 6);
+    for (std::size_t p = 0; p < dev.size(); ++p) ASSERT_LE(dev[p], tol) << name << " patch " << p;
+    // crack-free: the welded mesh has boundary edges only on the model's open sides, as many as uniform has there
+    const auto census = test::edge_census(adaptive);
+    EXPECT_EQ(census.non_manifold, 0) << name;
+    EXPECT_EQ(census.misoriented, 0) << name;
+    EXPECT_EQ(census.boundary, rep.open_side_segments) << name;
+    const int uniform = uniform_resolution_for(model, tol, 512);
+    TessellationOptions u;
+    u.resolution = uniform;
+    const PatchMesh um = tessellate(model, u);
+    std::printf("[ adaptive ] %s: tolerance %.3g -> %lld triangles; uniform %d -> %lld triangles\n", name.c_str(), tol,
+                (long long)adaptive.triangle_count(), uniform, (long long)um.triangle_count());
+    // the sphere's 24 patches are alike, so one resolution fits them all and adaptivity has nothing to save;
+    // models whose patches differ must need fewer triangles
+    if (name != "sphere") EXPECT_LT(adaptive.triangle_count(), um.triangle_count()) << name;
+  }
+}
+
+TEST(Tessellate, BatchStrategiesAgreeAcrossBackends) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  PatchModel mixed = utah_teapot();
+  if (const auto t = shared_model("tri1.bv"); !t.patches.empty()) {
+    for (auto p : t.patches) {
+      p.offset += std::int64_t(mixed.points.size() / 4);
+      p.group = -1;
+      mixed.patches.push_back(p);
+    }
+    mixed.points.insert(mixed.points.end(), t.points.begin(), t.points.end());
+  }
+  if (const auto s = shared_model("sphere.bv"); !s.patches.empty()) {
+    for (auto p : s.patches) {
+      p.offset += std::int64_t(mixed.points.size() / 4);
+      p.group = -1;
+      mixed.patches.push_back(p);
+    }
+    mixed.points.insert(mixed.points.end(), s.points.begin(), s.points.end());
+  }
+  for (int n : {1, 5, 33}) {
+    BatchOptions cpu;
+    cpu.device = Device::Cpu;
+    PatchSamples<double> ref;
+    evaluate_patch_grids<double>(mixed, {{n, n + 2}}, cpu, &ref);
+    PatchSamples<float> reff;
+    evaluate_patch_grids<float>(mixed, {{n, n + 2}}, cpu, &reff);
+    for (PatchStrategy st : {PatchStrategy::Direct, PatchStrategy::Casteljau, PatchStrategy::Tables}) {
+      BatchOptions g;
+      g.device = Device::Cuda;
+      g.strategy = st;
+      PatchSamples<double> d;
+      evaluate_patch_grids<double>(mixed, {{n, n + 2}}, g, &d);
+      PatchSamples<float> f;
+      evaluate_patch_grids<float>(mixed, {{n, n + 2}}, g, &f);
+      ASSERT_EQ(d.count(), ref.count());
+      double wd = 0, wf = 0, wn = 0;
+      for (int c = 0; c < 3; ++c)
+        for (std::int64_t k = 0; k < ref.count(); ++k) {
+          wd = std::max(wd, std::abs(d.position[c][k] - ref.position[c][k]));
+          wf = std::max(wf, double(std::abs(f.position[c][k] - reff.position[c][k])));
+          wn = std::max(wn, std::abs(d.normal[c][k] - ref.normal[c][k]));
+        }
+      // teapot coordinates are O(3): 1e-12 absolute in double, 1e-5 in float; unit normals 1e-9 / 1e-4
+      EXPECT_LE(wd, 1e-12) << patch_strategy_name(st) << " n=" << n;
+      EXPECT_LE(wn, 1e-9) << patch_strategy_name(st) << " n=" << n;
+      EXPECT_LE(wf, 1e-5) << patch_strategy_name(st) << " n=" << n;
+    }
+  }
+}
+
+TEST(Tessellate, WritersProduceReadableFiles) {
+  TessellationOptions o;
+  o.resolution = 4;
+  const TriangleMesh tm = to_triangle_mesh(tessellate(utah_teapot(), o));
+  EXPECT_EQ(tm.face_groups.size(), std::size_t(tm.triangle_count()));
+  const std::string dir = testing::TempDir();
+  for (const char* ext : {".ply", ".obj", ".glb"}) {
+    const std::string path = dir + "/teapot_test" + ext;
+    write_mesh(path, tm);
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    ASSERT_NE(f, nullptr) << path;
+    char head[4] = {};
+    ASSERT_EQ(std::fread(head, 1, 4, f), 4u);
+    std::fclose(f);
+    if (std::string(ext) == ".glb") EXPECT_EQ(std::string(head, 4), "glTF");
+    if (std::string(ext) == ".ply") EXPECT_EQ(std::string(head, 3), "ply");
+    std::remove(path.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace parasurf
