@@ -12,6 +12,7 @@
 #include "parasurf/bezier.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
+#include "bench_util.hpp"
 #include "peers.hpp"
 
 #ifndef PARASURF_GIT_COMMIT
@@ -28,21 +29,6 @@ struct BenchArgs {
   double budget = 0.5;   // seconds of repeats per configuration
   bool quick = false, no_peer = false, hybrid = true;
 };
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ','))
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::vector<std::int64_t> split_ints(const std::string& s, const std::string& option) {
-  std::vector<std::int64_t> out;
-  for (const auto& t : split(s)) out.push_back(parse_pair(t, option).first);
-  return out;
-}
 
 struct Row {
   std::string device, method, precision, scheme;
@@ -274,6 +260,7 @@ void add_bench(CLI::App& app) {
     }
     run_bench(a);
   });
+  add_bench_patches(*bench);
 }
 
 }  // namespace parasurf::cli

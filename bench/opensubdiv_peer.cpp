@@ -23,11 +23,11 @@ namespace parasurf::bench {
 #ifdef PARASURF_HAVE_OPENSUBDIV
 using namespace OpenSubdiv;
 
-PeerTiming opensubdiv_bicubic(std::int64_t points, int threads) {
+PeerTiming opensubdiv_bicubic(std::int64_t points, int threads, int grid) {
   PeerTiming out;
   out.name = "OpenSubdiv " + std::to_string(OPENSUBDIV_VERSION_MAJOR) + "." + std::to_string(OPENSUBDIV_VERSION_MINOR) + " CpuEvaluator";
   // A (G+1)x(G+1) vertex grid of G x G quads with a wavy height: its interior faces are regular bicubic patches.
-  const int G = 34;
+  const int G = std::max(grid, 4);
   std::vector<float> verts;
   for (int i = 0; i <= G; ++i)
     for (int j = 0; j <= G; ++j) verts.insert(verts.end(), {float(i), float(j), float(std::sin(0.4 * i) * std::cos(0.3 * j))});
@@ -98,7 +98,7 @@ PeerTiming opensubdiv_bicubic(std::int64_t points, int threads) {
   return out;
 }
 #else
-PeerTiming opensubdiv_bicubic(std::int64_t points, int) {
+PeerTiming opensubdiv_bicubic(std::int64_t points, int, int) {
   PeerTiming out;
   out.name = "OpenSubdiv";
   out.reason = "not installed at build time (apt-get install libosd-dev)";

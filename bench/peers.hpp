@@ -13,8 +13,9 @@ struct PeerTiming {
   std::int64_t points = 0;
 };
 
-// OpenSubdiv's CPU evaluator on bicubic B-spline patches of a regular grid mesh: positions and first
-// derivatives at `points` parametric locations, split across `threads` OpenMP threads.
-PeerTiming opensubdiv_bicubic(std::int64_t points, int threads);
+// OpenSubdiv's CPU evaluator on bicubic B-spline patches of a regular grid mesh of grid x grid quads (about
+// (grid-2)^2 regular patches): positions and first derivatives at `points` parametric locations spread over the
+// patches, split across `threads` OpenMP threads.
+PeerTiming opensubdiv_bicubic(std::int64_t points, int threads, int grid = 34);
 
 }  // namespace parasurf::bench
