@@ -2,6 +2,7 @@
 // (Q = Bu P per row of samples, then S = Q Bv per sample), the others by direct evaluation per sample.
 #include <omp.h>
 
+#include <map>
 #include <vector>
 
 #include "patches/batch.hpp"
@@ -10,22 +11,32 @@ namespace parasurf::patches::cpu {
 
 namespace {
 
-template <class T>
-void tensor_tables(const patchk::PatchRecord& r, const T* P, const SampleViews<T>& out, const HostBatch<T>& batch) {
-  const int m = r.du, n = r.dv;
+// Bernstein values and derivatives at the grid parameters, one table per (degree, segments), shared by patches.
+template <class T> struct BasisTables {
+  std::map<std::pair<int, int>, std::vector<T>> by_key;
+  const T* get(int deg, int seg) const { return by_key.at({deg, seg}).data(); }
+  void add(int deg, int seg) {
+    auto [it, fresh] = by_key.try_emplace({deg, seg});
+    if (!fresh) return;
+    auto& v = it->second;
+    v.resize(std::size_t(seg + 1) * (deg + 1) * 2);
+    for (int i = 0; i <= seg; ++i)
+      kern::bernstein_jet<T, 1>(deg, kern::grid_param<T>(i, seg + 1), v.data() + i * (deg + 1),
+                                v.data() + std::size_t(seg + 1) * (deg + 1) + i * (deg + 1), nullptr);
+  }
+};
+
+// N = n + 1 when known at compile time (common low degrees), 0 = runtime.
+template <class T, int N>
+void tensor_tables(const patchk::PatchRecord& r, const T* P, const SampleViews<T>& out, const HostBatch<T>& batch,
+                   const BasisTables<T>& tables) {
+  const int m = r.du, n = N ? N - 1 : r.dv;
   const int nu = r.nu, nv = r.nv;
-  thread_local std::vector<T> tab;
-  tab.resize(std::size_t(nu + 1) * (m + 1) * 2 + std::size_t(nv + 1) * (n + 1) * 2 + std::size_t(n + 1) * 8);
-  T* bu = tab.data();
-  T* dbu = bu + std::size_t(nu + 1) * (m + 1);
-  T* bv = dbu + std::size_t(nu + 1) * (m + 1);
-  T* dbv = bv + std::size_t(nv + 1) * (n + 1);
-  T* q = dbv + std::size_t(nv + 1) * (n + 1);  // (n+1) x 4 value, then (n+1) x 4 u-derivative
-  T* qu = q + std::size_t(n + 1) * 4;
-  for (int i = 0; i <= nu; ++i)
-    kern::bernstein_jet<T, 1>(m, kern::grid_param<T>(i, nu + 1), bu + i * (m + 1), dbu + i * (m + 1), nullptr);
-  for (int j = 0; j <= nv; ++j)
-    kern::bernstein_jet<T, 1>(n, kern::grid_param<T>(j, nv + 1), bv + j * (n + 1), dbv + j * (n + 1), nullptr);
+  const T* bu = tables.get(m, nu);
+  const T* dbu = bu + std::size_t(nu + 1) * (m + 1);
+  const T* bv = tables.get(n, nv);
+  const T* dbv = bv + std::size_t(nv + 1) * (n + 1);
+  T q[(N ? N : kern::kMaxDeg + 1) * 4], qu[(N ? N : kern::kMaxDeg + 1) * 4];
   for (int i = 0; i <= nu; ++i) {
     for (int b = 0; b <= n; ++b)
       for (int c = 0; c < 4; ++c) q[b * 4 + c] = qu[b * 4 + c] = T(0);
@@ -79,11 +90,22 @@ template <class T> void evaluate(const HostBatch<T>& batch, const SampleViews<T>
   const auto count = std::int64_t(batch.records.size());
   const T* pts = batch.points.data();
   const T* npts = batch.normal_points.data();
+  BasisTables<T> tables;
+  for (const auto& r : batch.records)
+    if (!(r.flags & (patchk::kTriangle | patchk::kNormalPatch))) tables.add(r.du, r.nu), tables.add(r.dv, r.nv);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
   for (std::int64_t p = 0; p < count; ++p) {
     const patchk::PatchRecord& r = batch.records[p];
     if (!(r.flags & (patchk::kTriangle | patchk::kNormalPatch))) {
-      tensor_tables<T>(r, pts + r.cp * 4, out, batch);
+      const T* P = pts + r.cp * 4;
+      switch (r.dv) {
+        case 1: tensor_tables<T, 2>(r, P, out, batch, tables); break;
+        case 2: tensor_tables<T, 3>(r, P, out, batch, tables); break;
+        case 3: tensor_tables<T, 4>(r, P, out, batch, tables); break;
+        case 4: tensor_tables<T, 5>(r, P, out, batch, tables); break;
+        case 5: tensor_tables<T, 6>(r, P, out, batch, tables); break;
+        default: tensor_tables<T, 0>(r, P, out, batch, tables);
+      }
       continue;
     }
     const std::int64_t n = patchk::sample_count(r);

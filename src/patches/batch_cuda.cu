@@ -24,7 +24,7 @@ bool available() { return cuda_available(); }
 namespace {
 
 constexpr int kBlock = 256;
-constexpr int kTablesBlock = 128;
+constexpr int kTablesBlock = 256;
 constexpr std::size_t kTablesSharedBudget = 40 * 1024;
 
 template <class T> struct DeviceViews {
@@ -265,7 +265,7 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
     const std::size_t row_bytes = std::size_t(n + 1) * 8 * sizeof(T);
     if (strategy == PatchStrategy::Tables && tensor && net_bytes + row_bytes <= kTablesSharedBudget) {
       // rows per block: enough samples for the block, within the shared budget
-      int rows = std::max(1, (2 * kTablesBlock) / (r.nv + 1));
+      int rows = std::max(1, (8 * kTablesBlock) / (r.nv + 1));
       rows = std::min<int>({rows, r.nu + 1, int((kTablesSharedBudget - net_bytes) / row_bytes)});
       const auto tu = table(m, r.nu), tv = table(n, r.nv);
       for (int i = 0; i <= r.nu; i += rows)
