@@ -201,7 +201,7 @@ PatchModel parse_bspline_json(const std::string& text, const std::string& name) 
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::Parse, name + ": not valid JSON: " + e.what());
   }
   PatchModel m;

@@ -29,5 +29,18 @@ expect "unknown device" surface --device tpu
 expect "outside 1..32" surface --degree 33
 expect "needs" surface --resolution 65536 --precision double
 expect "use .ply or .obj" surface --degree 2 -r 4 --obj "$dir/out.ply.stl"
-[ $fail -eq 0 ] && echo "12 passed, 0 failed"
+printf '4\n3\n0 0 0\n' > "$dir/trunc.bv"
+printf '6\n1\n0 0 0\n' > "$dir/kind6.bv"
+printf '8\n1 1\n0 0 0 1\n0 1 0 -1\n1 0 0 1\n1 1 1 1\n' > "$dir/weight.bv"
+printf '2\n3 3\n0 0 0\n' > "$dir/count.bpt"
+printf '{"degree": 3, "knots": [[0,1],[0,1]], "points": [[[0,0,0]]]}' > "$dir/bad.json"
+printf '1\n3 1\n0 0 0\n1 0 0\n0 1 0\n3 0 1 7\n' > "$dir/index.bv"
+expect "unexpected end of file" tessellate "$dir/trunc.bv"
+expect "kind6.bv:1: patch kind 6 is not supported" tessellate "$dir/kind6.bv"
+expect "must be > 0" tessellate "$dir/weight.bv"
+expect "count.bpt" tessellate "$dir/count.bpt"
+expect "bad.json" tessellate "$dir/bad.json"
+expect "index.bv:6" tessellate "$dir/index.bv"
+expect "resolution 0 is outside" tessellate --resolution 0
+[ $fail -eq 0 ] && echo "19 passed, 0 failed"
 exit $fail
