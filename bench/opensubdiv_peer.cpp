@@ -60,16 +60,18 @@ PeerTiming opensubdiv_bicubic(std::int64_t points, int threads, int grid) {
   }
   std::unique_ptr<Osd::CpuPatchTable> cpu_table(Osd::CpuPatchTable::Create(table.get()));
   Far::PatchMap map(*table);
-  // sample interior faces (regular patches) at random (s,t)
+  // sample the interior faces (regular patches) in order, random (s,t) within each: the access pattern of a
+  // batch that evaluates patch after patch
   std::vector<Osd::PatchCoord> coords(static_cast<std::size_t>(points));
   std::mt19937 rng(7);
-  std::uniform_int_distribution<int> face_of(1, G - 2);
   std::uniform_real_distribution<float> st(0.f, 1.f);
-  for (auto& c : coords) {
-    const int fi = face_of(rng), fj = face_of(rng);
+  const std::int64_t faces = std::int64_t(G - 2) * (G - 2);
+  for (std::int64_t k = 0; k < points; ++k) {
+    const std::int64_t f = k * faces / points;
+    const int fi = 1 + int(f / (G - 2)), fj = 1 + int(f % (G - 2));
     const float s = st(rng), t = st(rng);
     const Far::PatchTable::PatchHandle* h = map.FindPatch(fi * G + fj, s, t);
-    c = Osd::PatchCoord(*h, s, t);
+    coords[std::size_t(k)] = Osd::PatchCoord(*h, s, t);
   }
   std::vector<float> pos(std::size_t(points) * 3), du(pos.size()), dv(pos.size());
   const Osd::BufferDescriptor src(0, 3, 3), dst(0, 3, 3);

@@ -222,13 +222,18 @@ PatchModel parse_bspline_json(const std::string& text, const std::string& name) 
     try {
       if (!s.is_object()) throw Error(ErrorKind::Parse, where + ": expected an object");
       BSplineSurface b;
+      auto degree = [&](const nlohmann::json& d) {
+        if (!d.is_number_integer() || d.get<long long>() < 1 || d.get<long long>() > kMaxBezierDegree)
+          throw Error(ErrorKind::Parse, where + ": a degree must be an integer in 1.." + std::to_string(kMaxBezierDegree));
+        return int(d.get<long long>());
+      };
       const auto& deg = s.at("degree");
       if (deg.is_array()) {
         if (deg.size() != 2) throw Error(ErrorKind::Parse, where + ": \"degree\" must be p or [p, q]");
-        b.degree_u = deg[0].get<int>();
-        b.degree_v = deg[1].get<int>();
+        b.degree_u = degree(deg[0]);
+        b.degree_v = degree(deg[1]);
       } else {
-        b.degree_u = b.degree_v = deg.get<int>();
+        b.degree_u = b.degree_v = degree(deg);
       }
       const auto& knots = s.at("knots");
       if (!knots.is_array() || knots.size() != 2)

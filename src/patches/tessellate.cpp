@@ -885,6 +885,8 @@ BatchTiming evaluate_patch_grids(const PatchModel& model, const std::vector<std:
     // samples stay on the device: no host arrays
     return patches::cuda::evaluate<T>(batch, options.strategy, patches::SampleViews<T>{}, false);
   }
+  if (out)  // reuse the caller's arrays: no fresh pages to fault in when the sizes match
+    for (int c = 0; c < 3; ++c) store.pos[c] = std::move(out->position[c]), store.nrm[c] = std::move(out->normal[c]);
   BatchTiming t = run_batch<T>(batch, store, device, options.strategy, options.threads, true);
   if (out) {
     for (int c = 0; c < 3; ++c) out->position[c] = std::move(store.pos[c]), out->normal[c] = std::move(store.nrm[c]);
