@@ -36,7 +36,5 @@ RefJet reference_eval(const BezierSurface& s, long double u, long double v);
 // Diagonal of the control points' bounding box.
 double bbox_size(const BezierSurface& s);
 
-// Reads the tensor-product patches (kinds 4, 5, 8) of a BezierView file; enough for the sphere test.
-std::vector<BezierSurface> read_bv_patches(const std::string& path);
 
 }  // namespace parasurf::test

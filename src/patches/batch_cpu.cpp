@@ -28,8 +28,7 @@ template <class T> struct BasisTables {
 
 // N = n + 1 when known at compile time (common low degrees), 0 = runtime.
 template <class T, int N>
-void tensor_tables(const patchk::PatchRecord& r, const T* P, const SampleViews<T>& out, const HostBatch<T>& batch,
-                   const BasisTables<T>& tables) {
+void tensor_tables(const patchk::PatchRecord& r, const T* P, const SampleViews<T>& out, const BasisTables<T>& tables) {
   const int m = r.du, n = N ? N - 1 : r.dv;
   const int nu = r.nu, nv = r.nv;
   const T* bu = tables.get(m, nu);
@@ -60,26 +59,8 @@ void tensor_tables(const patchk::PatchRecord& r, const T* P, const SampleViews<T
           hv[c] += db[b] * q[b * 4 + c];
           hu[c] += wb[b] * qu[b * 4 + c];
         }
-      const T iw = T(1) / h[3];
-      T p[3], su[3], sv[3], nrm[3];
-      for (int c = 0; c < 3; ++c) {
-        p[c] = h[c] * iw;
-        su[c] = (hu[c] - p[c] * hu[3]) * iw;
-        sv[c] = (hv[c] - p[c] * hv[3]) * iw;
-      }
-      const std::int64_t k = base + j;
-      if (!kern::unit_normal(su, sv, nrm)) {
-        // rare (collapsed rows): the shared per-sample path takes the limit normal
-        patchk::eval_sample<T>(r, batch.points.data(), batch.normal_points.data(), kern::grid_param<T>(i, nu + 1),
-                               kern::grid_param<T>(j, nv + 1), out.pos, out.nrm, k);
-        continue;
-      }
-      if (r.flags & patchk::kFlipped)
-        for (int c = 0; c < 3; ++c) nrm[c] = -nrm[c];
-      for (int c = 0; c < 3; ++c) {
-        out.pos[c][k] = p[c];
-        out.nrm[c][k] = nrm[c];
-      }
+      patchk::store_homogeneous<T>(r, P, h, hu, hv, kern::grid_param<T>(i, nu + 1), kern::grid_param<T>(j, nv + 1),
+                                   out.pos, out.nrm, base + j);
     }
   }
 }
@@ -99,12 +80,12 @@ template <class T> void evaluate(const HostBatch<T>& batch, const SampleViews<T>
     if (!(r.flags & (patchk::kTriangle | patchk::kNormalPatch))) {
       const T* P = pts + r.cp * 4;
       switch (r.dv) {
-        case 1: tensor_tables<T, 2>(r, P, out, batch, tables); break;
-        case 2: tensor_tables<T, 3>(r, P, out, batch, tables); break;
-        case 3: tensor_tables<T, 4>(r, P, out, batch, tables); break;
-        case 4: tensor_tables<T, 5>(r, P, out, batch, tables); break;
-        case 5: tensor_tables<T, 6>(r, P, out, batch, tables); break;
-        default: tensor_tables<T, 0>(r, P, out, batch, tables);
+        case 1: tensor_tables<T, 2>(r, P, out, tables); break;
+        case 2: tensor_tables<T, 3>(r, P, out, tables); break;
+        case 3: tensor_tables<T, 4>(r, P, out, tables); break;
+        case 4: tensor_tables<T, 5>(r, P, out, tables); break;
+        case 5: tensor_tables<T, 6>(r, P, out, tables); break;
+        default: tensor_tables<T, 0>(r, P, out, tables);
       }
       continue;
     }

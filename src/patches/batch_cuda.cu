@@ -63,25 +63,6 @@ __global__ void point_kernel(DeviceViews<T> d, const std::int64_t* __restrict__ 
   patchk::eval_sample<T>(r, d.points, d.normal_points, T(uv[2 * k]), T(uv[2 * k + 1]), d.pos, d.nrm, out0 + k);
 }
 
-// ---------------------------------------------------------------- finishing one sample from a homogeneous jet
-template <class T>
-__device__ void store_from_homogeneous(const patchk::PatchRecord& r, const T* P, const T* h, const T* hu, const T* hv,
-                                       T u, T v, const DeviceViews<T>& d, std::int64_t out) {
-  const T iw = T(1) / h[3];
-  T p[3], su[3], sv[3], nrm[3];
-  for (int c = 0; c < 3; ++c) {
-    p[c] = h[c] * iw;
-    su[c] = (hu[c] - p[c] * hu[3]) * iw;
-    sv[c] = (hv[c] - p[c] * hv[3]) * iw;
-  }
-  if (!kern::unit_normal(su, sv, nrm)) kern::degenerate_normal<T, 4>(kern::NetView<T>{r.du, r.dv, P}, u, v, nrm);
-  const T sign = (r.flags & patchk::kFlipped) ? T(-1) : T(1);
-  for (int c = 0; c < 3; ++c) {
-    d.pos[c][out] = p[c];
-    d.nrm[c][out] = sign * nrm[c];
-  }
-}
-
 // ---------------------------------------------------------------- de Casteljau, cooperating threads
 struct CasteljauTile {
   std::int32_t patch;
@@ -144,7 +125,7 @@ __global__ void casteljau_kernel(DeviceViews<T> d, const CasteljauTile* __restri
       hu[c] = T(m) * ((T(1) - v) * (q10 - q00) + v * (q11 - q01));
       hv[c] = T(n) * ((T(1) - u) * (q01 - q00) + u * (q11 - q10));
     }
-    store_from_homogeneous<T>(r, P, h, hu, hv, u, v, d, r.first + tile.first_sample + slot);
+    patchk::store_homogeneous<T>(r, P, h, hu, hv, u, v, d.pos, d.nrm, r.first + tile.first_sample + slot);
   }
 }
 
@@ -208,8 +189,8 @@ __global__ void __launch_bounds__(kTablesBlock) tables_kernel(DeviceViews<T> d, 
       }
     }
     const int i = tile.row0 + row;
-    store_from_homogeneous<T>(r, P, h, hu, hv, kern::grid_param<T>(i, r.nu + 1), kern::grid_param<T>(j, nv + 1), d,
-                              r.first + std::int64_t(i) * (nv + 1) + j);
+    patchk::store_homogeneous<T>(r, P, h, hu, hv, kern::grid_param<T>(i, r.nu + 1), kern::grid_param<T>(j, nv + 1),
+                                 d.pos, d.nrm, r.first + std::int64_t(i) * (nv + 1) + j);
   }
 }
 

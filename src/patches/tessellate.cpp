@@ -52,51 +52,62 @@ constexpr int kMaxSegments = 1 << 14;
 double norm3(const double* a) { return std::sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2]); }
 
 // ---------------------------------------------------------------- chordal error
+// Largest distance between a patch and one of its triangles, sampled at the inner points of a k-division of the
+// triangle: the surface at the interpolated (u,v) against the interpolated corner positions.
+double triangle_deviation(const patchk::PatchRecord& rec, const double* pts, const double* npts,
+                          const double (&uv)[3][2], const double (&xyz)[3][3], int k) {
+  double buf[6];
+  double* pos[3] = {&buf[0], &buf[1], &buf[2]};
+  double* nrm[3] = {&buf[3], &buf[4], &buf[5]};
+  double worst = 0;
+  for (int a = 0; a <= k; ++a)
+    for (int b = 0; a + b <= k; ++b) {
+      if (a == k || b == k || a + b == 0) continue;  // the corners are exact
+      const double wa = double(a) / k, wb = double(b) / k, wc = 1 - wa - wb;
+      const double u = wa * uv[0][0] + wb * uv[1][0] + wc * uv[2][0];
+      const double v = wa * uv[0][1] + wb * uv[1][1] + wc * uv[2][1];
+      patchk::eval_sample<double>(rec, pts, npts, u, v, pos, nrm, 0);
+      double d2 = 0;
+      for (int c = 0; c < 3; ++c) {
+        const double lin = wa * xyz[0][c] + wb * xyz[1][c] + wc * xyz[2][c];
+        d2 += (buf[c] - lin) * (buf[c] - lin);
+      }
+      worst = std::max(worst, d2);
+    }
+  return std::sqrt(worst);
+}
+
 // Largest deviation of one patch from its regular (nu x nv) triangulation, sampled inside every triangle.
 double grid_deviation(const patchk::PatchRecord& rec, const double* pts, const double* npts, int nu, int nv) {
   double buf[6];
   double* pos[3] = {&buf[0], &buf[1], &buf[2]};
   double* nrm[3] = {&buf[3], &buf[4], &buf[5]};
-  auto at = [&](double u, double v, double out[3]) {
-    patchk::eval_sample<double>(rec, pts, npts, u, v, pos, nrm, 0);
-    for (int c = 0; c < 3; ++c) out[c] = buf[c];
-  };
   const bool tri = rec.flags & patchk::kTriangle;
   std::vector<double> grid(std::size_t(nu + 1) * (nv + 1) * 3);
   for (int i = 0; i <= nu; ++i)
     for (int j = 0; j <= nv; ++j)
-      if (!tri || i + j <= nu) at(double(i) / nu, double(j) / nv, &grid[(std::size_t(i) * (nv + 1) + j) * 3]);
-  constexpr int k = 3;
+      if (!tri || i + j <= nu) {
+        patchk::eval_sample<double>(rec, pts, npts, double(i) / nu, double(j) / nv, pos, nrm, 0);
+        std::copy_n(buf, 3, &grid[(std::size_t(i) * (nv + 1) + j) * 3]);
+      }
   double worst = 0;
   auto check = [&](int i0, int j0, int i1, int j1, int i2, int j2) {
-    const double* q[3] = {&grid[(std::size_t(i0) * (nv + 1) + j0) * 3], &grid[(std::size_t(i1) * (nv + 1) + j1) * 3],
-                          &grid[(std::size_t(i2) * (nv + 1) + j2) * 3]};
-    for (int a = 0; a <= k; ++a)
-      for (int b = 0; a + b <= k; ++b) {
-        if (a == k || b == k || a + b == 0) continue;
-        const double wa = double(a) / k, wb = double(b) / k, wc = 1 - wa - wb;
-        double s[3];
-        at((wa * i0 + wb * i1 + wc * i2) / nu, (wa * j0 + wb * j1 + wc * j2) / nv, s);
-        double d2 = 0;
-        for (int c = 0; c < 3; ++c) {
-          const double l = wa * q[0][c] + wb * q[1][c] + wc * q[2][c];
-          d2 += (s[c] - l) * (s[c] - l);
-        }
-        worst = std::max(worst, d2);
-      }
+    const int ij[3][2] = {{i0, j0}, {i1, j1}, {i2, j2}};
+    double uv[3][2], xyz[3][3];
+    for (int v = 0; v < 3; ++v) {
+      uv[v][0] = double(ij[v][0]) / nu;
+      uv[v][1] = double(ij[v][1]) / nv;
+      std::copy_n(&grid[(std::size_t(ij[v][0]) * (nv + 1) + ij[v][1]) * 3], 3, xyz[v]);
+    }
+    worst = std::max(worst, triangle_deviation(rec, pts, npts, uv, xyz, 3));
   };
   for (int i = 0; i < nu; ++i)
     for (int j = 0; j < nv; ++j) {
       if (tri && i + j >= nu) continue;
-      if (tri) {
-        check(i, j, i + 1, j, i, j + 1);
-        if (i + j + 2 <= nu) check(i + 1, j, i + 1, j + 1, i, j + 1);
-        continue;
-      }
       check(i, j, i + 1, j, i, j + 1);
-      check(i + 1, j, i + 1, j + 1, i, j + 1);
+      if (!tri || i + j + 2 <= nu) check(i + 1, j, i + 1, j + 1, i, j + 1);
     }
-  return std::sqrt(worst);
+  return worst;
 }
 
 // Segments for a target deviation: measured at (n0, n0), (2 n0, n0) and (n0, 2 n0), fitted to the h^2 model
@@ -497,30 +508,14 @@ std::vector<double> plan_deviation(const Plan& pl, int k, int threads) {
   for (std::int64_t p = 0; p < np; ++p) {
     std::vector<Ref> tris;
     triangulate_patch(pl, p, tris);
-    const auto& rec = batch.records[p];
-    double buf[6];
-    double* pos[3] = {&buf[0], &buf[1], &buf[2]};
-    double* nrm[3] = {&buf[3], &buf[4], &buf[5]};
     for (std::size_t t = 0; t < tris.size(); t += 3) {
       double uv[3][2], xyz[3][3];
       for (int v = 0; v < 3; ++v) {
         param(p, tris[t + v].sample, uv[v][0], uv[v][1]);
         for (int c = 0; c < 3; ++c) xyz[v][c] = store.pos[c][std::size_t(tris[t + v].sample)];
       }
-      for (int a = 0; a <= k; ++a)
-        for (int b = 0; a + b <= k; ++b) {
-          if (a == k || b == k || a + b == 0) continue;  // the corners are exact
-          const double wa = double(a) / k, wb = double(b) / k, wc = 1 - wa - wb;
-          const double u = wa * uv[0][0] + wb * uv[1][0] + wc * uv[2][0];
-          const double v = wa * uv[0][1] + wb * uv[1][1] + wc * uv[2][1];
-          patchk::eval_sample<double>(rec, batch.points.data(), batch.normal_points.data(), u, v, pos, nrm, 0);
-          double d2 = 0;
-          for (int c = 0; c < 3; ++c) {
-            const double lin = wa * xyz[0][c] + wb * xyz[1][c] + wc * xyz[2][c];
-            d2 += (buf[c] - lin) * (buf[c] - lin);
-          }
-          worst[p] = std::max(worst[p], std::sqrt(d2));
-        }
+      worst[p] = std::max(worst[p], triangle_deviation(batch.records[p], batch.points.data(), batch.normal_points.data(),
+                                                       uv, xyz, k));
     }
   }
   return worst;

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "parasurf/error.hpp"
+#include "parasurf/patches.hpp"
 #include "support.hpp"
 
 namespace parasurf {
@@ -67,7 +68,9 @@ TEST(Properties, PartitionOfUnity) {
 TEST(Properties, RationalSphereFromBezierView) {
   const std::string path = test::shared_data("bezier/sphere.bv");
   if (path.empty()) GTEST_SKIP() << "../shared/data/bezier/sphere.bv not present";
-  const auto patches = test::read_bv_patches(path);
+  const PatchModel model = read_patch_model(path);
+  std::vector<BezierSurface> patches;
+  for (std::size_t k = 0; k < model.patches.size(); ++k) patches.push_back(patch_surface(model, std::int64_t(k)));
   ASSERT_EQ(patches.size(), 24u);
   for (Device dev : devices())
     for (Method method : {Method::Brute, Method::Matrix, Method::Mle, Method::Casteljau, Method::Factored}) {

@@ -1,8 +1,6 @@
 // Long-double reference for the conformance tests: de Casteljau on the homogeneous net and on its exact
 // difference nets (Su = m sum (P_{i+1,j} - P_ij) B_{i,m-1} B_{j,n}, ...), then the quotient rule.
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "support.hpp"
 
@@ -91,43 +89,5 @@ double bbox_size(const BezierSurface& s) {
   return std::sqrt(d2);
 }
 
-std::vector<BezierSurface> read_bv_patches(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<BezierSurface> out;
-  std::string tok;
-  while (in >> tok) {
-    if (tok == "group") {
-      std::string rest;
-      std::getline(in, rest);
-      continue;
-    }
-    const int kind = std::stoi(tok);
-    int du = 0, dv = 0;
-    if (kind == 4) {
-      in >> du;
-      dv = du;
-    } else if (kind == 5 || kind == 8) {
-      in >> du >> dv;
-    } else {
-      throw std::runtime_error("test helper reads kinds 4, 5, 8 only");
-    }
-    BezierSurface s;
-    s.degree_u = du;
-    s.degree_v = dv;
-    const int count = (du + 1) * (dv + 1);
-    for (int k = 0; k < count; ++k) {
-      double p[4] = {0, 0, 0, 1};
-      in >> p[0] >> p[1] >> p[2];
-      if (kind == 8) {
-        in >> p[3];
-        for (int c = 0; c < 3; ++c) p[c] /= p[3];  // stored homogeneous (w x, w y, w z, w)
-        s.weights.push_back(p[3]);
-      }
-      s.points.insert(s.points.end(), {p[0], p[1], p[2]});
-    }
-    out.push_back(std::move(s));
-  }
-  return out;
-}
 
 }  // namespace parasurf::test

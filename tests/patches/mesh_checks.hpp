@@ -55,22 +55,4 @@ inline double triangle_area(const PatchMesh& m, std::int64_t t) {
   return 0.5 * std::sqrt(x * x + y * y + z * z);
 }
 
-// Triangles and positions in a canonical order (each triangle rotated to start at its smallest vertex after
-// relabelling vertices by position), for comparing meshes made by different backends.
-inline std::vector<std::array<double, 9>> canonical_triangles(const PatchMesh& m) {
-  std::vector<std::array<double, 9>> out;
-  for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
-    std::array<std::array<double, 3>, 3> v;
-    for (int k = 0; k < 3; ++k)
-      for (int c = 0; c < 3; ++c) v[k][c] = m.positions[3 * std::size_t(m.triangles[3 * t + k]) + c];
-    const int first = int(std::min_element(v.begin(), v.end()) - v.begin());
-    std::array<double, 9> row;
-    for (int k = 0; k < 3; ++k)
-      for (int c = 0; c < 3; ++c) row[3 * k + c] = v[(first + k) % 3][c];
-    out.push_back(row);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 }  // namespace parasurf::test
