@@ -37,11 +37,14 @@ int main(int argc, char** argv) {
   parasurf::cli::add_info(app);
   parasurf::cli::add_surface(app);
   parasurf::cli::add_tessellate(app);
+  parasurf::cli::add_isosurface(app);
   parasurf::cli::add_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const parasurf::cli::ExitStatus& e) {
+    return e.code;
   } catch (const parasurf::Error& e) {
     std::fprintf(stderr, "parasurf: error: %s\n", e.what());
     return e.kind() == parasurf::ErrorKind::InvalidArgument ? 2 : 1;

@@ -34,7 +34,7 @@ template <class T>
 TriangleMesh grid_mesh(const SurfaceSamples<T>& samples, std::int64_t rows, std::int64_t cols);
 
 // Writes .ply (binary little-endian; face property "group" when there are groups), .obj ("g" lines per group)
-// or .glb (glTF 2.0 binary; one primitive and material per group) by extension, through a temporary file
+// .glb (glTF 2.0 binary; one primitive and material per group) or .stl (binary) by extension, through a temporary file
 // renamed on success, so that a failure never leaves a partial file. Throws Error(Io).
 void write_mesh(const std::string& path, const TriangleMesh& mesh);
 

@@ -1,5 +1,7 @@
 // Triangle mesh writers (binary PLY, OBJ), always through a temporary file.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -215,12 +217,45 @@ void write_glb(const std::string& path, const TriangleMesh& m) {
   f.commit();
 }
 
+// Binary STL: facet normals from the winding, positions repeated per triangle (STL has no sharing).
+void write_stl(const std::string& path, const TriangleMesh& m) {
+  if (m.triangle_count() > std::int64_t(UINT32_MAX))
+    throw Error(ErrorKind::LimitReached, "'" + path + "': STL holds at most 4294967295 triangles");
+  io::AtomicFile f(path);
+  char header[80] = {};
+  std::snprintf(header, sizeof header, "binary STL written by parasurf");
+  f.write(header, 80);
+  const std::uint32_t n = std::uint32_t(m.triangle_count());
+  f.write(&n, 4);
+  std::vector<char> buf;
+  constexpr std::int64_t kBatch = 1 << 16;
+  for (std::int64_t t0 = 0; t0 < m.triangle_count(); t0 += kBatch) {
+    const std::int64_t t1 = std::min<std::int64_t>(m.triangle_count(), t0 + kBatch);
+    buf.assign(std::size_t(t1 - t0) * 50, 0);
+    for (std::int64_t t = t0; t < t1; ++t) {
+      char* p = buf.data() + std::size_t(t - t0) * 50;
+      const float* v[3];
+      for (int c = 0; c < 3; ++c) v[c] = &m.positions[3 * std::size_t(m.triangles[3 * t + c])];
+      const float e1[3] = {v[1][0] - v[0][0], v[1][1] - v[0][1], v[1][2] - v[0][2]};
+      const float e2[3] = {v[2][0] - v[0][0], v[2][1] - v[0][1], v[2][2] - v[0][2]};
+      float nrm[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+      const float len = std::sqrt(nrm[0] * nrm[0] + nrm[1] * nrm[1] + nrm[2] * nrm[2]);
+      for (float& x : nrm) x = len > 0 ? x / len : 0.0f;
+      std::memcpy(p, nrm, 12);
+      for (int c = 0; c < 3; ++c) std::memcpy(p + 12 + 12 * c, v[c], 12);
+    }
+    f.write(buf.data(), buf.size());
+  }
+  f.commit();
+}
+
 }  // namespace
 
 void write_mesh(const std::string& path, const TriangleMesh& mesh) {
   if (ends_with(path, ".ply")) write_ply(path, mesh);
   else if (ends_with(path, ".obj")) write_obj(path, mesh);
   else if (ends_with(path, ".glb")) write_glb(path, mesh);
+  else if (ends_with(path, ".stl")) write_stl(path, mesh);
   else throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (use .ply, .obj or .glb)");
 }
 

@@ -10,8 +10,14 @@ namespace parasurf::cli {
 void add_info(CLI::App& app);
 void add_surface(CLI::App& app);
 void add_tessellate(CLI::App& app);
+void add_isosurface(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_bench_patches(CLI::App& bench);  // `bench patches`, registered by add_bench
+
+// A command that finished its output but wants a particular exit status (e.g. 3: no surface found).
+struct ExitStatus {
+  int code;
+};
 
 // "256x128" or "256" (square) -> (256, 128); throws Error naming the option.
 std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const std::string& option);

@@ -1,0 +1,199 @@
+// parasurf isosurface: a welded marching-cubes mesh from a volume file, a raw file or a built-in field.
+#include <cmath>
+#include <cstring>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "parasurf/commands.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/isosurface.hpp"
+
+namespace parasurf::cli {
+
+namespace {
+
+struct IsoArgs {
+  std::string input, output, field, size = "128", levels, direction = "descent", topology = "classic";
+  std::string device = "auto", json, raw_dims, raw_type, endian = "little", spacing, origin;
+  bool keep_degenerate = false, no_normals = false, quiet = false;
+  int threads = 0;
+  std::int64_t slab_slices = 0, header_bytes = 0;
+  double memory_mb = 0;
+};
+
+std::vector<double> parse_list(const std::string& text, const std::string& option, std::size_t want = 0) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const double v = std::strtod(item.c_str(), &end);
+    if (item.empty() || *end != '\0' || !std::isfinite(v))
+      throw Error(ErrorKind::InvalidArgument, option + ": '" + item + "' is not a finite number");
+    out.push_back(v);
+  }
+  if (out.empty() || (want && out.size() != want))
+    throw Error(ErrorKind::InvalidArgument, option + " '" + text + "': expected " +
+                                                (want ? std::to_string(want) + " comma-separated numbers" : "numbers"));
+  return out;
+}
+
+std::array<std::int64_t, 3> parse_dims(const std::string& text, const std::string& option) {
+  std::array<std::int64_t, 3> d{};
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, 'x')) parts.push_back(item);
+  if (parts.size() != 1 && parts.size() != 3)
+    throw Error(ErrorKind::InvalidArgument, option + " '" + text + "' is not N or NxMxK");
+  for (int a = 0; a < 3; ++a) {
+    const std::string& p = parts[parts.size() == 1 ? 0 : std::size_t(a)];
+    char* end = nullptr;
+    const long long v = std::strtoll(p.c_str(), &end, 10);
+    if (p.empty() || *end != '\0' || v < 1)
+      throw Error(ErrorKind::InvalidArgument, option + " '" + text + "': sizes must be positive integers");
+    d[a] = v;
+  }
+  return d;
+}
+
+std::string stem_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  std::string stem = slash == std::string::npos ? path : path.substr(slash + 1);
+  for (const char* ext : {".nii.gz", ".gz", ".nii", ".nrrd", ".nhdr", ".mhd", ".mha", ".vtk", ".raw"})
+    if (stem.size() > std::strlen(ext) && stem.ends_with(ext)) return stem.substr(0, stem.size() - std::strlen(ext));
+  return stem;
+}
+
+}  // namespace
+
+void add_isosurface(CLI::App& app) {
+  auto a = std::make_shared<IsoArgs>();
+  auto* cmd = app.add_subcommand(
+      "isosurface", "Marching-cubes isosurface of a volume (NIfTI, NRRD, MetaImage, VTK, raw; none = the built-in "
+                    "tangle field) as a welded mesh with normals");
+  cmd->add_option("input", a->input, "Volume: .nii[.gz], .nrrd/.nhdr, .mhd/.mha, .vtk, or raw with --raw-dims");
+  cmd->add_option("--output,-o", a->output, "Mesh: .ply, .obj, .stl or .glb (default: <input stem>.ply)");
+  cmd->add_option("--field", a->field, "Built-in field instead of a file: sphere | torus | gyroid | tangle");
+  cmd->add_option("--size", a->size, "Samples of the built-in field: N or NxMxK (default 128)");
+  cmd->add_option("--level,-l", a->levels, "Iso value(s), comma-separated (default: the field's, or mid-range)");
+  cmd->add_option("--gradient-direction", a->direction, "descent (normals toward lower values) | ascent");
+  cmd->add_option("--topology", a->topology, "classic | decider (asymptotic decider on ambiguous faces)");
+  cmd->add_flag("--keep-degenerate", a->keep_degenerate, "Keep triangles that collapse where samples equal the level");
+  cmd->add_flag("--no-normals", a->no_normals, "Skip vertex normals");
+  cmd->add_option("--device", a->device, "auto | cpu | cuda");
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_option("--slab-slices", a->slab_slices, "z-slices per slab (0 = from the memory budget)");
+  cmd->add_option("--memory", a->memory_mb, "Memory budget for one slab, MiB (0 = automatic)");
+  cmd->add_option("--raw-dims", a->raw_dims, "Raw file: NxMxK samples (x fastest)");
+  cmd->add_option("--raw-type", a->raw_type, "Raw file: uint8 int8 uint16 int16 uint32 int32 float32 float64");
+  cmd->add_option("--endian", a->endian, "Raw file: little | big")->check(CLI::IsMember({"little", "big"}));
+  cmd->add_option("--header-bytes", a->header_bytes, "Raw file: bytes to skip before the samples");
+  cmd->add_option("--spacing", a->spacing, "Raw file or field: sx,sy,sz");
+  cmd->add_option("--origin", a->origin, "Raw file or field: ox,oy,oz");
+  cmd->add_flag("--quiet,-q", a->quiet, "Print only errors");
+  cmd->add_option("--json", a->json, "Write the report as JSON to this file");
+  cmd->callback([a] {
+    std::unique_ptr<VolumeSource> volume;
+    std::string field = a->field;
+    if (a->input.empty() && field.empty()) field = "tangle";
+    if (!a->input.empty() && !field.empty())
+      throw Error(ErrorKind::InvalidArgument, "give either an input file or --field, not both");
+    if (!field.empty()) {
+      volume = synthetic_field(field, parse_dims(a->size, "--size"));
+    } else if (!a->raw_dims.empty() || !a->raw_type.empty()) {
+      if (a->raw_dims.empty() || a->raw_type.empty())
+        throw Error(ErrorKind::InvalidArgument, "a raw file needs both --raw-dims and --raw-type");
+      RawVolumeOptions r;
+      r.dims = parse_dims(a->raw_dims, "--raw-dims");
+      r.type = parse_voxel_type(a->raw_type);
+      r.big_endian = a->endian == "big";
+      r.header_bytes = a->header_bytes;
+      if (!a->spacing.empty()) {
+        const auto s = parse_list(a->spacing, "--spacing", 3);
+        r.spacing = {s[0], s[1], s[2]};
+      }
+      if (!a->origin.empty()) {
+        const auto o = parse_list(a->origin, "--origin", 3);
+        r.origin = {o[0], o[1], o[2]};
+      }
+      volume = open_raw_volume(a->input, r);
+    } else {
+      if (!a->spacing.empty() || !a->origin.empty())
+        throw Error(ErrorKind::InvalidArgument, "--spacing and --origin apply to raw files (headers carry their own)");
+      volume = open_volume(a->input);
+    }
+    if (a->output.empty()) a->output = (field.empty() ? stem_of(a->input) : field) + ".ply";
+    const std::string& out = a->output;
+    if (!(out.ends_with(".ply") || out.ends_with(".obj") || out.ends_with(".stl") || out.ends_with(".glb")))
+      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + out + "' (.ply, .obj, .stl, .glb)");
+
+    IsosurfaceOptions o;
+    if (!a->levels.empty()) o.levels = parse_list(a->levels, "--level");
+    else if (!field.empty()) o.levels = {synthetic_field_level(field)};
+    o.direction = parse_gradient_direction(a->direction);
+    o.topology = parse_case_topology(a->topology);
+    o.keep_degenerate = a->keep_degenerate;
+    o.normals = !a->no_normals;
+    o.device = parse_device(a->device);
+    o.threads = a->threads;
+    if (a->slab_slices < 0) throw Error(ErrorKind::InvalidArgument, "--slab-slices must be 0 or positive");
+    o.slab_slices = a->slab_slices;
+    if (!(a->memory_mb >= 0) || a->memory_mb > 1e9) throw Error(ErrorKind::InvalidArgument, "--memory must be 0..1e9 MiB");
+    o.memory_budget = std::uint64_t(a->memory_mb * 1048576.0);
+    const bool show = !a->quiet;
+    if (show)
+      o.progress = [](double f) {
+        if (f < 1) std::fprintf(stderr, "\r  %3.0f%%", 100 * f);
+        else std::fprintf(stderr, "\r      \r");
+      };
+    const auto& g = volume->geometry();
+    if (show)
+      std::printf("volume: %s, %lldx%lldx%lld %s, spacing %g %g %g\n", volume->name().c_str(), (long long)g.dims[0],
+                  (long long)g.dims[1], (long long)g.dims[2], voxel_type_name(volume->type()), g.spacing[0],
+                  g.spacing[1], g.spacing[2]);
+    IsosurfaceReport rep;
+    const TriangleMesh mesh = extract_isosurface(*volume, o, &rep);
+    write_mesh(out, mesh);
+    const double voxels = double(g.voxel_count()) * double(rep.levels.size());
+    if (show) {
+      std::printf("levels:");
+      for (double l : rep.levels) std::printf(" %g", l);
+      std::printf("\n%s, %lld slab(s) of %lld slices\n", rep.device.c_str(), (long long)rep.slabs,
+                  (long long)rep.slab_slices);
+      std::printf("time: %.2f ms (read %.2f, classify %.2f, scan %.2f, generate %.2f, copy %.2f); %.1f Mvoxel/s\n",
+                  rep.seconds_total * 1e3, rep.seconds_read * 1e3, rep.seconds_classify * 1e3, rep.seconds_scan * 1e3,
+                  rep.seconds_generate * 1e3, rep.seconds_copy * 1e3, voxels / rep.seconds_total / 1e6);
+      if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
+      std::printf("wrote %s (%lld vertices, %lld triangles)\n", out.c_str(), (long long)mesh.vertex_count(),
+                  (long long)mesh.triangle_count());
+    }
+    if (!a->json.empty()) {
+      nlohmann::json j = {{"volume", volume->name()},
+                          {"dims", g.dims},
+                          {"type", voxel_type_name(volume->type())},
+                          {"levels", rep.levels},
+                          {"device", rep.device},
+                          {"slabs", rep.slabs},
+                          {"vertices", mesh.vertex_count()},
+                          {"triangles", mesh.triangle_count()},
+                          {"seconds", {{"total", rep.seconds_total},
+                                       {"read", rep.seconds_read},
+                                       {"classify", rep.seconds_classify},
+                                       {"scan", rep.seconds_scan},
+                                       {"generate", rep.seconds_generate},
+                                       {"copy", rep.seconds_copy}}}};
+      std::ofstream f(a->json);
+      f << j.dump(2) << "\n";
+      if (!f) throw Error(ErrorKind::Io, "cannot write '" + a->json + "'");
+    }
+    if (mesh.triangle_count() == 0) {
+      std::fprintf(stderr, "parasurf: no surface found at the given level(s); wrote an empty mesh to %s\n", out.c_str());
+      throw ExitStatus{3};
+    }
+  });
+}
+
+}  // namespace parasurf::cli

@@ -1,0 +1,57 @@
+// Marching-cubes isosurfaces: welded, oriented meshes with gradient normals, from any VolumeSource, on the CPU
+// (threads) or CUDA, slab by slab so that volumes larger than memory stream through.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "parasurf/device.hpp"
+#include "parasurf/io.hpp"
+#include "parasurf/volume.hpp"
+
+namespace parasurf {
+
+enum class GradientDirection { Descent, Ascent };  // as scikit-image: descent = normals toward lower values
+enum class CaseTopology { Classic, Decider };        // classic fixed face rule, or the asymptotic decider
+
+GradientDirection parse_gradient_direction(const std::string& name);  // "descent" | "ascent"
+CaseTopology parse_case_topology(const std::string& name);            // "classic" | "decider"
+
+struct IsosurfaceOptions {
+  std::vector<double> levels;  // empty: the middle of the data range (one extra pass over the data)
+  GradientDirection direction = GradientDirection::Descent;
+  CaseTopology topology = CaseTopology::Classic;
+  bool keep_degenerate = false;  // keep triangles that collapse where samples equal the level
+  bool normals = true;
+  Device device = Device::Auto;
+  int threads = 0;                  // CPU threads, 0 = all
+  std::int64_t slab_slices = 0;     // z-slices per slab, 0 = from the memory budget
+  std::uint64_t memory_budget = 0;  // bytes for one slab's samples and work arrays, 0 = automatic
+  std::function<void(double)> progress;  // fraction done, called between slabs
+};
+
+struct IsosurfaceReport {
+  std::string device;  // what ran
+  std::int64_t slabs = 0, slab_slices = 0;
+  std::int64_t vertices = 0, triangles = 0;
+  std::int64_t duplicates_removed = 0;  // pairs of coincident triangles where samples equal the level
+  double value_min = 0, value_max = 0;  // of the finite samples, when a range pass ran (no level, or no surface)
+  std::vector<double> levels;
+  double seconds_read = 0, seconds_classify = 0, seconds_scan = 0, seconds_generate = 0, seconds_copy = 0,
+         seconds_total = 0;
+  std::uint64_t peak_slab_bytes = 0;  // host bytes held for samples and work arrays at once
+};
+
+// One mesh for all levels: face_groups holds the level index of each triangle when there are several levels.
+// Vertices and triangles come in a canonical order (by owning grid point, then x/y/z edge; by cell, then case
+// table order), so that the CPU, CUDA and any slab split give the same mesh.
+// Throws Error(InvalidArgument) for dims < 2 or a level outside the data range when nothing is found,
+// Error(OutOfMemory) when the counted mesh cannot fit, Error(LimitReached) beyond 2^32 − 1 vertices.
+TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& options,
+                                IsosurfaceReport* report = nullptr);
+
+// Minimum and maximum of the finite samples (one pass over the source).
+std::pair<double, double> volume_value_range(VolumeSource& volume);
+
+}  // namespace parasurf

@@ -1,0 +1,59 @@
+// One slab of marching cubes, the same two calls on every backend: count (classify points, count vertices and
+// triangles per row, scan), then generate (write vertices and triangles into pre-sized arrays).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "isosurface/mc_kernels.hpp"
+#include "parasurf/volume.hpp"
+
+namespace parasurf::iso {
+
+struct SlabTask {
+  VoxelType type = VoxelType::Float32;
+  const void* data = nullptr;           // host samples of slices [data_z0, data_z1)
+  std::int64_t data_z0 = 0, data_z1 = 0;
+  std::array<std::int64_t, 3> dims{};
+  std::int64_t z0 = 0, z1 = 0;          // points [z0, z1) own this slab's vertices; cells [z0, min(z1, nz−1))
+  double level = 0;
+  mc::WorldMap map{};
+  bool decider = false, keep_degenerate = false, flip = false, normals = true;
+};
+
+struct SlabCounts {
+  std::uint64_t vertices = 0, triangles = 0;
+};
+
+struct MeshTail {
+  float* positions = nullptr;         // this slab's first vertex
+  float* normals = nullptr;           // or nullptr
+  std::uint32_t* triangles = nullptr;  // this slab's first triangle
+  std::uint64_t vertex_base = 0;      // global id of this slab's first vertex
+};
+
+struct StageSeconds {
+  double upload = 0, classify = 0, scan = 0, generate = 0, download = 0;
+};
+
+class SlabEngine {
+ public:
+  virtual ~SlabEngine() = default;
+  virtual std::string name() const = 0;
+  virtual SlabCounts count(const SlabTask& task) = 0;
+  // Appends the slab-relative indices of triangles that touch a sample on the level (candidates for duplicates).
+  virtual void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& tie_triangles) = 0;
+  virtual StageSeconds seconds() const = 0;
+  // Bytes of work arrays per point of a slab (beyond the samples), for slab sizing.
+  virtual double work_bytes_per_point() const = 0;
+};
+
+std::unique_ptr<SlabEngine> make_cpu_engine(int threads);
+std::unique_ptr<SlabEngine> make_cuda_engine(int device);  // throws Error(Device) when CUDA is missing
+bool cuda_engine_built();
+// Free device memory in bytes for slab sizing (0 without CUDA).
+std::uint64_t cuda_free_memory(int device);
+
+}  // namespace parasurf::iso

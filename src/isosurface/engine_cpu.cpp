@@ -1,0 +1,233 @@
+// CPU slab engine: OpenMP over grid rows. Pass 1 classifies every point once (one byte: inside, on-level, owned
+// vertex slots) and counts vertices and triangles per row; an exclusive scan over rows sizes the output; pass 2
+// writes each row's vertices and each cell row's triangles at their scanned offsets, so no merge pass is needed.
+#include <omp.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "isosurface/engine.hpp"
+#include "isosurface/mc_tables.hpp"
+#include "parasurf/device.hpp"
+
+namespace parasurf::iso {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+class CpuEngine final : public SlabEngine {
+ public:
+  explicit CpuEngine(int threads) : threads_(cpu_thread_count(threads)) {}
+  std::string name() const override { return "cpu (" + std::to_string(threads_) + " threads)"; }
+  StageSeconds seconds() const override { return seconds_; }
+  double work_bytes_per_point() const override { return 1.0; }
+
+  SlabCounts count(const SlabTask& task) override {
+    switch (task.type) {
+      case VoxelType::UInt8: return count_t<std::uint8_t>(task);
+      case VoxelType::Int8: return count_t<std::int8_t>(task);
+      case VoxelType::UInt16: return count_t<std::uint16_t>(task);
+      case VoxelType::Int16: return count_t<std::int16_t>(task);
+      case VoxelType::UInt32: return count_t<std::uint32_t>(task);
+      case VoxelType::Int32: return count_t<std::int32_t>(task);
+      case VoxelType::Float32: return count_t<float>(task);
+      case VoxelType::Float64: return count_t<double>(task);
+    }
+    return {};
+  }
+  void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) override {
+    switch (task.type) {
+      case VoxelType::UInt8: return generate_t<std::uint8_t>(task, out, ties);
+      case VoxelType::Int8: return generate_t<std::int8_t>(task, out, ties);
+      case VoxelType::UInt16: return generate_t<std::uint16_t>(task, out, ties);
+      case VoxelType::Int16: return generate_t<std::int16_t>(task, out, ties);
+      case VoxelType::UInt32: return generate_t<std::uint32_t>(task, out, ties);
+      case VoxelType::Int32: return generate_t<std::int32_t>(task, out, ties);
+      case VoxelType::Float32: return generate_t<float>(task, out, ties);
+      case VoxelType::Float64: return generate_t<double>(task, out, ties);
+    }
+  }
+
+ private:
+  struct Layout {
+    std::int64_t nx, ny, nz, z0, z1, flag_z1, cell_z1;
+    std::int64_t flag_rows() const { return (flag_z1 - z0) * ny; }
+  };
+  static Layout layout(const SlabTask& t) {
+    Layout l{t.dims[0], t.dims[1], t.dims[2], t.z0, t.z1, std::min(t.z1 + 1, t.dims[2]), std::min(t.z1, t.dims[2] - 1)};
+    return l;
+  }
+
+  template <class T>
+  static mc::SlabValues<T> values(const SlabTask& t) {
+    return {static_cast<const T*>(t.data), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
+  }
+
+  // Triangles of one cell that survive (all of them unless a corner lies on the level).
+  template <class R, class T>
+  static const mc::CaseEntry& cell_entry(const mc::CaseTables& tables, const mc::SlabValues<T>& s, int cas,
+                                         const SlabTask& task, std::int64_t i, std::int64_t j, std::int64_t k) {
+    int mask = 0;
+    const int amb = tables.ambiguous_faces[cas];
+    if (task.decider && amb) {
+      R rel[8];
+      for (int c = 0; c < 8; ++c) rel[c] = R(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1))) - R(task.level);
+      mask = mc::face_join_mask(amb, rel);
+    }
+    return tables.entries[std::size_t(cas) * mc::kFaceMasks + std::size_t(mask)];
+  }
+
+  template <class T>
+  SlabCounts count_t(const SlabTask& task) {
+    using R = typename mc::RealOf<T>::type;
+    const auto t0 = Clock::now();
+    const Layout l = layout(task);
+    const auto s = values<T>(task);
+    const R level = R(task.level);
+    const std::int64_t rows = l.flag_rows();
+    flags_.resize(std::size_t(rows * l.nx));
+    row_vertices_.assign(std::size_t(rows), 0);
+    row_triangles_.assign(std::size_t(rows), 0);
+    std::uint8_t* flags = flags_.data();
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_)
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
+      std::uint8_t* f = flags + r * l.nx;
+      std::uint32_t n = 0;
+      for (std::int64_t i = 0; i < l.nx; ++i) {
+        f[i] = mc::point_flags<T, R>(s, i, j, k, level);
+        n += std::uint32_t(mc::slot_count(f[i]));
+      }
+      row_vertices_[std::size_t(r)] = n;
+    }
+    const auto& tables = mc::case_tables();
+    const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_)
+    for (std::int64_t r = 0; r < cell_rows; ++r) {
+      const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
+      if (j + 1 >= l.ny) continue;
+      const std::uint8_t* row[4] = {flags + r * l.nx, flags + (r + 1) * l.nx, flags + (r + l.ny) * l.nx,
+                                    flags + (r + l.ny + 1) * l.nx};
+      std::uint32_t n = 0;
+      for (std::int64_t i = 0; i + 1 < l.nx; ++i) {
+        std::uint8_t cf[8];
+        for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
+        const int cas = mc::cell_case(cf);
+        if (cas == 0 || cas == 255) continue;
+        const auto& e = cell_entry<R>(tables, s, cas, task, i, j, k);
+        if (task.keep_degenerate || !((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & mc::kOnLevel)) {
+          n += e.count;
+          continue;
+        }
+        for (int t = 0; t < e.count; ++t) {
+          const int a = mc::edge_key(e.edges[3 * t], cf), b = mc::edge_key(e.edges[3 * t + 1], cf),
+                    c = mc::edge_key(e.edges[3 * t + 2], cf);
+          n += (a != b && b != c && a != c) ? 1u : 0u;
+        }
+      }
+      row_triangles_[std::size_t(r)] = n;
+    }
+    seconds_.classify += since(t0);
+    const auto t1 = Clock::now();
+    row_vertex_base_.resize(std::size_t(rows));
+    row_triangle_base_.resize(std::size_t(rows));
+    std::uint64_t v = 0, tri = 0, slab_vertices = 0;
+    const std::int64_t owned_rows = (l.z1 - l.z0) * l.ny;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      if (r == owned_rows) slab_vertices = v;
+      row_vertex_base_[std::size_t(r)] = v;
+      row_triangle_base_[std::size_t(r)] = tri;
+      v += row_vertices_[std::size_t(r)];
+      tri += row_triangles_[std::size_t(r)];
+    }
+    if (owned_rows == rows) slab_vertices = v;
+    seconds_.scan += since(t1);
+    return {slab_vertices, tri};
+  }
+
+  template <class T>
+  void generate_t(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) {
+    using R = typename mc::RealOf<T>::type;
+    const auto t0 = Clock::now();
+    const Layout l = layout(task);
+    const auto s = values<T>(task);
+    const R level = R(task.level);
+    const std::uint8_t* flags = flags_.data();
+    const std::int64_t owned_rows = (l.z1 - l.z0) * l.ny;
+    float scratch_normals[12];
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_) private(scratch_normals)
+    for (std::int64_t r = 0; r < owned_rows; ++r) {
+      if (row_vertices_[std::size_t(r)] == 0) continue;
+      const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
+      const std::uint8_t* f = flags + r * l.nx;
+      std::uint64_t v = row_vertex_base_[std::size_t(r)];
+      for (std::int64_t i = 0; i < l.nx; ++i) {
+        if (!(f[i] & mc::kSlotMask)) continue;
+        float* nrm = out.normals ? out.normals + 3 * v : scratch_normals;
+        mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm);
+        v += std::uint64_t(mc::slot_count(f[i]));
+      }
+    }
+    const auto& tables = mc::case_tables();
+    const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
+    std::vector<std::vector<std::uint64_t>> thread_ties(static_cast<std::size_t>(threads_));
+#pragma omp parallel num_threads(threads_)
+    {
+      std::vector<std::uint32_t> prefix(static_cast<std::size_t>(4 * (l.nx + 1)));
+      auto& my_ties = thread_ties[std::size_t(omp_get_thread_num())];
+#pragma omp for schedule(dynamic, 16)
+      for (std::int64_t r = 0; r < cell_rows; ++r) {
+        if (row_triangles_[std::size_t(r)] == 0) continue;
+        const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
+        const std::int64_t rr[4] = {r, r + 1, r + l.ny, r + l.ny + 1};
+        const std::uint8_t* row[4];
+        std::uint64_t base[4];
+        for (int q = 0; q < 4; ++q) {
+          row[q] = flags + rr[q] * l.nx;
+          base[q] = out.vertex_base + row_vertex_base_[std::size_t(rr[q])];
+          std::uint32_t* p = prefix.data() + q * (l.nx + 1);
+          p[0] = 0;
+          for (std::int64_t i = 0; i < l.nx; ++i) p[i + 1] = p[i] + std::uint32_t(mc::slot_count(row[q][i]));
+        }
+        std::uint64_t t = row_triangle_base_[std::size_t(r)];
+        for (std::int64_t i = 0; i + 1 < l.nx; ++i) {
+          std::uint8_t cf[8];
+          for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
+          const int cas = mc::cell_case(cf);
+          if (cas == 0 || cas == 255) continue;
+          const auto& e = cell_entry<R>(tables, s, cas, task, i, j, k);
+          std::uint64_t first[8];
+          for (int c = 0; c < 8; ++c) first[c] = base[c >> 1] + prefix[std::size_t((c >> 1) * (l.nx + 1) + i + (c & 1))];
+          const bool tie = ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & mc::kOnLevel) != 0;
+          for (int n = 0; n < e.count; ++n) {
+            const int a = mc::edge_key(e.edges[3 * n], cf), b = mc::edge_key(e.edges[3 * n + 1], cf),
+                      c = mc::edge_key(e.edges[3 * n + 2], cf);
+            if (tie && !task.keep_degenerate && (a == b || b == c || a == c)) continue;
+            std::uint32_t* tri = out.triangles + 3 * t;
+            tri[0] = std::uint32_t(mc::key_vertex(a, cf, first));
+            tri[1] = std::uint32_t(mc::key_vertex(task.flip ? c : b, cf, first));
+            tri[2] = std::uint32_t(mc::key_vertex(task.flip ? b : c, cf, first));
+            if (tie && (a >= 16 || b >= 16 || c >= 16)) my_ties.push_back(t);
+            ++t;
+          }
+        }
+      }
+    }
+    for (auto& v : thread_ties) ties.insert(ties.end(), v.begin(), v.end());
+    seconds_.generate += since(t0);
+  }
+
+  int threads_;
+  StageSeconds seconds_;
+  std::vector<std::uint8_t> flags_;
+  std::vector<std::uint32_t> row_vertices_, row_triangles_;
+  std::vector<std::uint64_t> row_vertex_base_, row_triangle_base_;
+};
+
+}  // namespace
+
+std::unique_ptr<SlabEngine> make_cpu_engine(int threads) { return std::make_unique<CpuEngine>(threads); }
+
+}  // namespace parasurf::iso

@@ -1,0 +1,372 @@
+// Isosurface driver: plans slabs of z-slices with the overlap exact seams need, reads the next slab while the
+// engine works on the current one, sizes the output from the counting pass, and joins levels into one mesh.
+// Slab scheme after Rogeiro 2011 (work units of slices with overlap); vertex ids are global from the start, so
+// seams between slabs are welded without a merge pass.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "core/memory.hpp"
+#include "isosurface/engine.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/isosurface.hpp"
+
+namespace parasurf {
+
+GradientDirection parse_gradient_direction(const std::string& name) {
+  if (name == "descent") return GradientDirection::Descent;
+  if (name == "ascent") return GradientDirection::Ascent;
+  throw Error(ErrorKind::InvalidArgument, "gradient direction '" + name + "' is not 'descent' or 'ascent'");
+}
+
+CaseTopology parse_case_topology(const std::string& name) {
+  if (name == "classic") return CaseTopology::Classic;
+  if (name == "decider") return CaseTopology::Decider;
+  throw Error(ErrorKind::InvalidArgument, "topology '" + name + "' is not 'classic' or 'decider'");
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+template <class T>
+void range_of(const void* data, std::size_t n, double& lo, double& hi) {
+  const T* v = static_cast<const T*>(data);
+  double a = lo, b = hi;
+#pragma omp parallel for reduction(min : a) reduction(max : b)
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = double(v[i]);
+    if (std::isfinite(x)) {
+      a = std::min(a, x);
+      b = std::max(b, x);
+    }
+  }
+  lo = a;
+  hi = b;
+}
+
+void slab_range(VoxelType type, const void* data, std::size_t n, double& lo, double& hi) {
+  switch (type) {
+    case VoxelType::UInt8: return range_of<std::uint8_t>(data, n, lo, hi);
+    case VoxelType::Int8: return range_of<std::int8_t>(data, n, lo, hi);
+    case VoxelType::UInt16: return range_of<std::uint16_t>(data, n, lo, hi);
+    case VoxelType::Int16: return range_of<std::int16_t>(data, n, lo, hi);
+    case VoxelType::UInt32: return range_of<std::uint32_t>(data, n, lo, hi);
+    case VoxelType::Int32: return range_of<std::int32_t>(data, n, lo, hi);
+    case VoxelType::Float32: return range_of<float>(data, n, lo, hi);
+    case VoxelType::Float64: return range_of<double>(data, n, lo, hi);
+  }
+}
+
+mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool& mirrored) {
+  const auto J = g.jacobian();
+  const double det = J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) +
+                     J[2] * (J[3] * J[7] - J[4] * J[6]);
+  if (!(std::fabs(det) > 0)) throw Error(ErrorKind::InvalidArgument, "the volume's orientation matrix is singular");
+  mirrored = det < 0;
+  // Inverse transpose: cofactor matrix / det. Descent points normals down the gradient.
+  const double cof[9] = {J[4] * J[8] - J[5] * J[7], J[5] * J[6] - J[3] * J[8], J[3] * J[7] - J[4] * J[6],
+                         J[2] * J[7] - J[1] * J[8], J[0] * J[8] - J[2] * J[6], J[1] * J[6] - J[0] * J[7],
+                         J[1] * J[5] - J[2] * J[4], J[2] * J[3] - J[0] * J[5], J[0] * J[4] - J[1] * J[3]};
+  const double sign = dir == GradientDirection::Descent ? -1.0 : 1.0;
+  mc::WorldMap m{};
+  for (int i = 0; i < 9; ++i) {
+    m.jacobian[i] = float(J[i]);
+    m.normal_matrix[i] = float(sign * cof[i] / det);
+  }
+  for (int i = 0; i < 3; ++i) m.origin[i] = float(g.origin[i]);
+  return m;
+}
+
+struct LevelMesh {
+  std::vector<float> positions, normals;
+  std::vector<std::uint32_t> triangles;
+  std::vector<std::uint64_t> ties;
+};
+
+// Ties can fold two sheets onto the same samples: identical triangles then come in pairs that cancel.
+std::int64_t remove_duplicate_ties(LevelMesh& m) {
+  if (m.ties.size() < 2) return 0;
+  struct Key {
+    std::uint32_t v[3];
+    std::uint64_t t;
+  };
+  std::vector<Key> keys;
+  keys.reserve(m.ties.size());
+  for (auto t : m.ties) {
+    Key k{{m.triangles[3 * t], m.triangles[3 * t + 1], m.triangles[3 * t + 2]}, t};
+    std::sort(k.v, k.v + 3);
+    keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    return std::lexicographical_compare(a.v, a.v + 3, b.v, b.v + 3) || (std::equal(a.v, a.v + 3, b.v) && a.t < b.t);
+  });
+  std::vector<std::uint64_t> drop;
+  for (std::size_t a = 0; a < keys.size();) {
+    std::size_t b = a + 1;
+    while (b < keys.size() && std::equal(keys[a].v, keys[a].v + 3, keys[b].v)) ++b;
+    // An even group cancels; an odd one keeps its first member.
+    for (std::size_t c = ((b - a) % 2 ? a + 1 : a); c < b; ++c) drop.push_back(keys[c].t);
+    a = b;
+  }
+  if (drop.empty()) return 0;
+  std::sort(drop.begin(), drop.end());
+  std::size_t w = 0, d = 0;
+  const std::size_t n = m.triangles.size() / 3;
+  for (std::size_t t = 0; t < n; ++t) {
+    if (d < drop.size() && drop[d] == t) {
+      ++d;
+      continue;
+    }
+    if (w != t) std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 3 * sizeof(std::uint32_t));
+    ++w;
+  }
+  m.triangles.resize(3 * w);
+  return std::int64_t(drop.size());
+}
+
+std::string level_name(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "level %g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::pair<double, double> volume_value_range(VolumeSource& volume) {
+  const auto& g = volume.geometry();
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  const std::size_t slice = std::size_t(g.slice_voxels());
+  if (const void* all = volume.resident_data()) {
+    slab_range(volume.type(), all, std::size_t(g.voxel_count()), lo, hi);
+    return {lo, hi};
+  }
+  const std::int64_t per = std::max<std::int64_t>(1, std::int64_t((std::uint64_t(256) << 20) /
+                                                                  (slice * voxel_bytes(volume.type()))));
+  std::vector<char> buf(std::size_t(std::min(per, g.dims[2])) * slice * voxel_bytes(volume.type()));
+  for (std::int64_t z = 0; z < g.dims[2]; z += per) {
+    const std::int64_t z1 = std::min(g.dims[2], z + per);
+    volume.read_slices(z, z1, buf.data());
+    slab_range(volume.type(), buf.data(), std::size_t(z1 - z) * slice, lo, hi);
+  }
+  return {lo, hi};
+}
+
+TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report) {
+  const auto start = Clock::now();
+  IsosurfaceReport rep;
+  const auto& g = volume.geometry();
+  const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
+  if (nx < 2 || ny < 2 || nz < 2)
+    throw Error(ErrorKind::InvalidArgument, volume.name() + ": size " + std::to_string(nx) + "x" + std::to_string(ny) +
+                                                "x" + std::to_string(nz) +
+                                                " is too small: marching cubes needs at least 2 samples along every axis");
+  std::vector<double> levels = o.levels;
+  bool have_range = false;
+  if (levels.empty()) {
+    const auto [lo, hi] = volume_value_range(volume);
+    rep.value_min = lo;
+    rep.value_max = hi;
+    have_range = true;
+    if (!(lo <= hi)) throw Error(ErrorKind::InvalidArgument, volume.name() + ": no finite samples");
+    levels.push_back(0.5 * (lo + hi));
+  }
+  for (double l : levels)
+    if (!std::isfinite(l)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
+  rep.levels = levels;
+
+  // The engine.
+  Device device = o.device;
+  if (device == Device::Auto) device = (cuda_available() && iso::cuda_engine_built()) ? Device::Cuda : Device::Cpu;
+  if (device == Device::Hybrid) device = cuda_available() ? Device::Cuda : Device::Cpu;
+  if (device == Device::Cuda && !cuda_available())
+    throw Error(ErrorKind::Device, "--device cuda: " + cuda_unavailable_reason());
+  std::unique_ptr<iso::SlabEngine> engine =
+      device == Device::Cuda ? iso::make_cuda_engine(0) : iso::make_cpu_engine(o.threads);
+  rep.device = engine->name();
+
+  // Slabs: the whole volume when it lies in memory on the CPU, else as many slices as the budget holds.
+  const std::uint64_t slice_points = std::uint64_t(nx * ny);
+  const std::size_t vbytes = voxel_bytes(volume.type());
+  const double per_slice = double(slice_points) * (double(vbytes) + engine->work_bytes_per_point());
+  const void* resident = volume.resident_data();
+  std::int64_t S = o.slab_slices;
+  if (S <= 0) {
+    std::uint64_t budget = o.memory_budget;
+    if (budget == 0) {
+      if (device == Device::Cuda) budget = iso::cuda_free_memory(0) / 3;
+      else if (resident) budget = std::numeric_limits<std::uint64_t>::max();
+      else budget = std::max<std::uint64_t>(std::uint64_t(64) << 20,
+                                            std::min<std::uint64_t>(std::uint64_t(2) << 30,
+                                                                    core::available_host_memory() / 8));
+    }
+    const double fit = double(budget) / per_slice;
+    S = fit >= double(nz) ? nz : std::max<std::int64_t>(1, std::int64_t(fit) - 3);
+  }
+  S = std::min(S, nz);
+  rep.slab_slices = S;
+  const std::int64_t slab_count = (nz + S - 1) / S;
+  rep.slabs = slab_count;
+
+  bool mirrored = false;
+  const mc::WorldMap map = world_map(g, o.direction, mirrored);
+  iso::SlabTask task;
+  task.type = volume.type();
+  task.dims = g.dims;
+  task.map = map;
+  task.decider = o.topology == CaseTopology::Decider;
+  task.keep_degenerate = o.keep_degenerate;
+  task.flip = (o.direction == GradientDirection::Ascent) != mirrored;
+  task.normals = o.normals;
+
+  // Host buffers for streamed sources: the next slab is read while this one is processed.
+  auto span_of = [&](std::int64_t s) {
+    const std::int64_t z0 = s * S, z1 = std::min(nz, z0 + S);
+    return std::array<std::int64_t, 4>{z0, z1, std::max<std::int64_t>(0, z0 - 1), std::min(nz, z1 + 2)};
+  };
+  std::vector<char> buffers[2];
+  const std::uint64_t slab_bytes = std::uint64_t(S + 3) * slice_points * vbytes;
+  if (!resident) {
+    core::check_host_allocation(2 * slab_bytes, volume.name() + ": slab buffers");
+    buffers[0].resize(slab_bytes);
+    if (slab_count > 1) buffers[1].resize(slab_bytes);
+  }
+  rep.peak_slab_bytes = (resident ? 0 : (slab_count > 1 ? 2 : 1) * slab_bytes) +
+                        std::uint64_t(double(S + 1) * double(slice_points) * engine->work_bytes_per_point());
+  auto read_slab = [&](std::int64_t s, std::vector<char>& buf) {
+    const auto sp = span_of(s);
+    volume.read_slices(sp[2], sp[3], buf.data());
+  };
+  double read_seconds = 0;
+  if (!resident) {
+    const auto t = Clock::now();
+    read_slab(0, buffers[0]);
+    read_seconds += since(t);
+  }
+
+  std::vector<LevelMesh> meshes(levels.size());
+  std::uint64_t vertices_total = 0;
+  for (std::int64_t s = 0; s < slab_count; ++s) {
+    std::thread prefetch;
+    Error prefetch_error(ErrorKind::Io, "");
+    bool prefetch_failed = false;
+    if (!resident && s + 1 < slab_count) {
+      prefetch = std::thread([&, s] {
+        try {
+          read_slab(s + 1, buffers[(s + 1) % 2]);
+        } catch (const Error& e) {
+          prefetch_error = e;
+          prefetch_failed = true;
+        } catch (const std::exception& e) {
+          prefetch_error = Error(ErrorKind::Io, e.what());
+          prefetch_failed = true;
+        }
+      });
+    }
+    try {
+      const auto sp = span_of(s);
+      task.z0 = sp[0];
+      task.z1 = sp[1];
+      task.data_z0 = sp[2];
+      task.data_z1 = sp[3];
+      task.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
+                           : buffers[s % 2].data();
+      for (std::size_t L = 0; L < levels.size(); ++L) {
+        task.level = levels[L];
+        const iso::SlabCounts c = engine->count(task);
+        LevelMesh& m = meshes[L];
+        const std::uint64_t v0 = m.positions.size() / 3, t0 = m.triangles.size() / 3;
+        if (vertices_total + c.vertices > std::numeric_limits<std::uint32_t>::max())
+          throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+        const std::uint64_t grow = c.vertices * (o.normals ? 24 : 12) + c.triangles * 12;
+        core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
+                                              " more vertices and " + std::to_string(c.triangles) + " triangles");
+        m.positions.resize(3 * (v0 + c.vertices));
+        if (o.normals) m.normals.resize(3 * (v0 + c.vertices));
+        m.triangles.resize(3 * (t0 + c.triangles));
+        iso::MeshTail tail;
+        tail.positions = m.positions.data() + 3 * v0;
+        tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
+        tail.triangles = m.triangles.data() + 3 * t0;
+        tail.vertex_base = v0;
+        std::vector<std::uint64_t> ties;
+        engine->generate(task, tail, ties);
+        for (auto t : ties) m.ties.push_back(t0 + t);
+        vertices_total += c.vertices;
+      }
+    } catch (...) {
+      if (prefetch.joinable()) prefetch.join();
+      throw;
+    }
+    if (prefetch.joinable()) {
+      const auto t = Clock::now();
+      prefetch.join();
+      read_seconds += since(t);  // only the part of the read that did not overlap
+      if (prefetch_failed) throw prefetch_error;
+    }
+    if (o.progress) o.progress(double(s + 1) / double(slab_count));
+  }
+
+  // One mesh: levels in order, ids shifted; ties folded into pairs removed.
+  TriangleMesh out;
+  std::uint64_t nv = 0, nt = 0;
+  for (auto& m : meshes) {
+    rep.duplicates_removed += remove_duplicate_ties(m);
+    nv += m.positions.size() / 3;
+    nt += m.triangles.size() / 3;
+  }
+  if (meshes.size() == 1) {
+    out.positions = std::move(meshes[0].positions);
+    out.normals = std::move(meshes[0].normals);
+    out.triangles = std::move(meshes[0].triangles);
+  } else {
+    out.positions.reserve(3 * nv);
+    if (o.normals) out.normals.reserve(3 * nv);
+    out.triangles.reserve(3 * nt);
+    out.face_groups.reserve(nt);
+    std::uint32_t shift = 0;
+    for (std::size_t L = 0; L < meshes.size(); ++L) {
+      auto& m = meshes[L];
+      out.positions.insert(out.positions.end(), m.positions.begin(), m.positions.end());
+      out.normals.insert(out.normals.end(), m.normals.begin(), m.normals.end());
+      for (auto v : m.triangles) out.triangles.push_back(v + shift);
+      out.face_groups.insert(out.face_groups.end(), m.triangles.size() / 3, std::int32_t(L));
+      out.group_names.push_back(level_name(levels[L]));
+      shift += std::uint32_t(m.positions.size() / 3);
+      m = LevelMesh{};
+    }
+  }
+  rep.vertices = out.vertex_count();
+  rep.triangles = out.triangle_count();
+
+  if (rep.triangles == 0) {
+    // As scikit-image: a level outside the data range is an error; inside it, an empty mesh is an answer.
+    if (!have_range) {
+      const auto [lo, hi] = volume_value_range(volume);
+      rep.value_min = lo;
+      rep.value_max = hi;
+    }
+    for (double l : levels)
+      if (!(l >= rep.value_min && l <= rep.value_max)) {
+        char buf[160];
+        std::snprintf(buf, sizeof buf, ": level %g is outside the data range [%g, %g]", l, rep.value_min,
+                      rep.value_max);
+        throw Error(ErrorKind::InvalidArgument, volume.name() + buf);
+      }
+  }
+  const auto sec = engine->seconds();
+  rep.seconds_read = read_seconds;
+  rep.seconds_classify = sec.classify;
+  rep.seconds_scan = sec.scan;
+  rep.seconds_generate = sec.generate;
+  rep.seconds_copy = sec.upload + sec.download;
+  rep.seconds_total = since(start);
+  if (report) *report = rep;
+  return out;
+}
+
+}  // namespace parasurf

@@ -1,0 +1,222 @@
+// Marching-cubes math shared by the CPU loops and the CUDA kernels: point classification with edge ownership,
+// cell cases, vertex keys, interpolated vertices and gradient normals.
+// Lorensen & Cline 1987; edge ownership and per-row counting in the manner of Flying Edges (Schroeder et al. 2015).
+//
+// Every grid point owns the edges to its +x, +y and +z neighbours. A crossing edge gets a vertex slot at its
+// owner, except where an end sample equals the level exactly: such a sample counts as inside, and every crossing
+// edge that touches it shares one vertex at the sample itself (so ties never duplicate vertices or open holes).
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "core/hd.hpp"
+
+namespace parasurf::mc {
+
+enum : std::uint8_t {
+  kSlotPoint = 1,  // the sample lies on the level and carries the vertex of its crossing edges
+  kSlotX = 2,
+  kSlotY = 4,
+  kSlotZ = 8,
+  kSlotMask = 15,
+  kInside = 16,
+  kOnLevel = 32,
+};
+
+template <class T>
+struct RealOf {
+  using type = float;
+};
+template <>
+struct RealOf<double> {
+  using type = double;
+};
+
+template <class R>
+PS_HD R largest_finite();
+template <>
+PS_HD float largest_finite<float>() {
+  return 3.402823466e+38f;
+}
+template <>
+PS_HD double largest_finite<double>() {
+  return 1.7976931348623157e+308;
+}
+
+// The tie rule: a sample equal to the level is inside; NaN and ±Inf are never inside.
+template <class R>
+PS_HD bool is_inside(R v, R level) {
+  return v >= level && v <= largest_finite<R>();
+}
+template <class R>
+PS_HD bool is_finite(R v) {
+  return v >= -largest_finite<R>() && v <= largest_finite<R>();
+}
+
+PS_HD int popcount8(unsigned v) {
+  v = v - ((v >> 1) & 0x55u);
+  v = (v & 0x33u) + ((v >> 2) & 0x33u);
+  return int((v + (v >> 4)) & 0x0Fu);
+}
+
+// Samples of the slices [z_begin, ...) of a volume nx · ny · nz.
+template <class T>
+struct SlabValues {
+  const T* data;
+  std::int64_t nx, ny, nz;
+  std::int64_t z_begin;
+  PS_HD T at(std::int64_t i, std::int64_t j, std::int64_t k) const {
+    return data[((k - z_begin) * ny + j) * nx + i];
+  }
+};
+
+template <class T, class R>
+PS_HD std::uint8_t point_flags(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, R level) {
+  const R v = R(s.at(i, j, k));
+  const bool in = is_inside(v, level);
+  if (v != level) {
+    std::uint8_t f = in ? kInside : 0;
+    // A crossing whose far end lies on the level uses that sample's vertex instead.
+    if (i + 1 < s.nx) {
+      const R w = R(s.at(i + 1, j, k));
+      if (in != is_inside(w, level) && w != level) f |= kSlotX;
+    }
+    if (j + 1 < s.ny) {
+      const R w = R(s.at(i, j + 1, k));
+      if (in != is_inside(w, level) && w != level) f |= kSlotY;
+    }
+    if (k + 1 < s.nz) {
+      const R w = R(s.at(i, j, k + 1));
+      if (in != is_inside(w, level) && w != level) f |= kSlotZ;
+    }
+    return f;
+  }
+  bool outside_neighbour = false;
+  if (i > 0) outside_neighbour |= !is_inside(R(s.at(i - 1, j, k)), level);
+  if (i + 1 < s.nx) outside_neighbour |= !is_inside(R(s.at(i + 1, j, k)), level);
+  if (j > 0) outside_neighbour |= !is_inside(R(s.at(i, j - 1, k)), level);
+  if (j + 1 < s.ny) outside_neighbour |= !is_inside(R(s.at(i, j + 1, k)), level);
+  if (k > 0) outside_neighbour |= !is_inside(R(s.at(i, j, k - 1)), level);
+  if (k + 1 < s.nz) outside_neighbour |= !is_inside(R(s.at(i, j, k + 1)), level);
+  return std::uint8_t(kInside | kOnLevel | (outside_neighbour ? kSlotPoint : 0));
+}
+
+PS_HD int slot_count(std::uint8_t flags) { return popcount8(flags & kSlotMask); }
+
+// Corner c of a cell is at (c & 1, c >> 1 & 1, c >> 2 & 1). Edge e runs along axis e >> 2 from corner
+// edge_lower_corner(e); its position bits e & 3 are the other two coordinates in increasing axis order.
+PS_HD int edge_lower_corner(int e) {
+  const int axis = e >> 2, p = e & 3;
+  return axis == 0 ? p << 1 : axis == 1 ? ((p & 1) | (p >> 1) << 2) : p;
+}
+PS_HD int edge_axis(int e) { return e >> 2; }
+
+// Face f = 2 · axis + side; its corners in the order (0,0), (1,0), (1,1), (0,1) of axes (axis+1)%3, (axis+2)%3.
+PS_HD int face_corner_of(int face, int n) {
+  const int axis = face >> 1, side = face & 1;
+  const int u = (axis + 1) % 3, v = (axis + 2) % 3;
+  const int cu = (n == 1 || n == 2) ? 1 : 0, cv = n >= 2 ? 1 : 0;
+  return side << axis | cu << u | cv << v;
+}
+
+PS_HD int cell_case(const std::uint8_t* corner_flags) {
+  int c = 0;
+  for (int n = 0; n < 8; ++n) c |= (corner_flags[n] & kInside) ? 1 << n : 0;
+  return c;
+}
+
+// Asymptotic decider: joins the inside corners of an ambiguous face when the bilinear saddle is inside.
+// Reads the face in a fixed order, so both cells sharing the face decide alike.
+template <class R>
+PS_HD int face_join_mask(int ambiguous, const R* relative) {
+  int mask = 0;
+  for (int face = 0; face < 6; ++face) {
+    if (!(ambiguous >> face & 1)) continue;
+    const R a = relative[face_corner_of(face, 0)], b = relative[face_corner_of(face, 1)];
+    const R c = relative[face_corner_of(face, 2)], d = relative[face_corner_of(face, 3)];
+    if (!(is_finite(a) && is_finite(b) && is_finite(c) && is_finite(d))) continue;
+    const R saddle = (a * c - b * d) / (a + c - b - d);
+    if (saddle >= R(0)) mask |= 1 << face;
+  }
+  return mask;
+}
+
+// Which vertex a cell edge uses: 16 + corner when an end lies on the level, else the edge itself.
+PS_HD int edge_key(int e, const std::uint8_t* corner_flags) {
+  const int c0 = edge_lower_corner(e), c1 = c0 | 1 << edge_axis(e);
+  if (corner_flags[c0] & kOnLevel) return 16 + c0;
+  if (corner_flags[c1] & kOnLevel) return 16 + c1;
+  return e;
+}
+
+// The vertex id of a key, given the first slot id of each corner's point.
+PS_HD std::uint64_t key_vertex(int key, const std::uint8_t* corner_flags, const std::uint64_t* corner_first) {
+  if (key >= 16) return corner_first[key - 16];
+  const int c0 = edge_lower_corner(key);
+  const unsigned below = (2u << edge_axis(key)) - 1u;  // the point slot and lower axes come first
+  return corner_first[c0] + std::uint64_t(popcount8(corner_flags[c0] & below));
+}
+
+// Index-space to world map and the matching normal map (inverse transpose, signed for the orientation).
+struct WorldMap {
+  float jacobian[9];
+  float origin[3];
+  float normal_matrix[9];
+};
+
+template <class T, class R>
+PS_HD void gradient(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, R* g) {
+  const std::int64_t p[3] = {i, j, k}, n[3] = {s.nx, s.ny, s.nz};
+  const R v = R(s.at(i, j, k));
+  for (int a = 0; a < 3; ++a) {
+    std::int64_t lo[3] = {i, j, k}, hi[3] = {i, j, k};
+    if (p[a] > 0) --lo[a];
+    if (p[a] + 1 < n[a]) ++hi[a];
+    R va = R(s.at(lo[0], lo[1], lo[2])), vb = R(s.at(hi[0], hi[1], hi[2]));
+    if (!is_finite(va)) va = v;
+    if (!is_finite(vb)) vb = v;
+    const std::int64_t span = hi[a] - lo[a];
+    g[a] = span > 0 ? (vb - va) / R(span) : R(0);
+  }
+}
+
+PS_HD void store_vertex(const WorldMap& m, const float* idx, const float* g, float* pos, float* nrm) {
+  for (int r = 0; r < 3; ++r)
+    pos[r] = m.origin[r] + m.jacobian[r * 3] * idx[0] + m.jacobian[r * 3 + 1] * idx[1] + m.jacobian[r * 3 + 2] * idx[2];
+  float n[3];
+  for (int r = 0; r < 3; ++r)
+    n[r] = m.normal_matrix[r * 3] * g[0] + m.normal_matrix[r * 3 + 1] * g[1] + m.normal_matrix[r * 3 + 2] * g[2];
+  const float len2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+  const float inv = len2 > 0 ? 1.0f / std::sqrt(len2) : 0.0f;
+  for (int r = 0; r < 3; ++r) nrm[r] = n[r] * inv;
+}
+
+// Writes the vertices of point (i, j, k) in slot order: its own sample, then the x, y, z edge crossings.
+template <class T, class R>
+PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
+                          R level, const WorldMap& m, float* pos, float* nrm) {
+  R g0[3];
+  gradient(s, i, j, k, g0);
+  int slot = 0;
+  if (flags & kSlotPoint) {
+    const float idx[3] = {float(i), float(j), float(k)}, g[3] = {float(g0[0]), float(g0[1]), float(g0[2])};
+    store_vertex(m, idx, g, pos, nrm);
+    ++slot;
+  }
+  const R a = R(s.at(i, j, k));
+  for (int axis = 0; axis < 3; ++axis) {
+    if (!(flags & (kSlotX << axis))) continue;
+    const std::int64_t i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
+    const R b = R(s.at(i1, j1, k1));
+    R t = (is_finite(a) && is_finite(b)) ? (level - a) / (b - a) : R(0.5);
+    R g1[3];
+    gradient(s, i1, j1, k1, g1);
+    float idx[3] = {float(i), float(j), float(k)}, g[3];
+    idx[axis] += float(t);
+    for (int r = 0; r < 3; ++r) g[r] = float(g0[r] + t * (g1[r] - g0[r]));
+    store_vertex(m, idx, g, pos + 3 * slot, nrm + 3 * slot);
+    ++slot;
+  }
+}
+
+}  // namespace parasurf::mc
