@@ -168,6 +168,10 @@ template <class T, class R>
 PS_HD void gradient(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, R* g) {
   const std::int64_t p[3] = {i, j, k}, n[3] = {s.nx, s.ny, s.nz};
   const R v = R(s.at(i, j, k));
+  if (!is_finite(v)) {  // no gradient at a missing sample: the other end of the edge supplies the normal
+    g[0] = g[1] = g[2] = R(0);
+    return;
+  }
   for (int a = 0; a < 3; ++a) {
     std::int64_t lo[3] = {i, j, k}, hi[3] = {i, j, k};
     if (p[a] > 0) --lo[a];

@@ -18,6 +18,36 @@ int edge_between(int c0, int c1) {
   throw std::logic_error("marching-cubes table: corners are not adjacent");
 }
 
+// The two faces (bits 2 · axis + side) an edge lies on.
+int edge_faces(int e) {
+  const int c = edge_lower_corner(e), axis = edge_axis(e);
+  int faces = 0;
+  for (int a = 0; a < 3; ++a)
+    if (a != axis) faces |= 1 << (2 * a + (c >> a & 1));
+  return faces;
+}
+
+bool flat(int a, int b, int c) { return (edge_faces(a) & edge_faces(b) & edge_faces(c)) != 0; }
+
+// A triangulation of the polygon p[0..n) (in loop order) with no flat triangle, preferring fans: the triangle on
+// the side p[0]–p[n−1] is chosen first, then each remaining part recursively.
+bool triangulate(const int* p, int n, int* out, int& count) {
+  if (n < 3) return true;
+  for (int apex = 1; apex + 1 < n; ++apex) {
+    if (flat(p[0], p[apex], p[n - 1])) continue;
+    const int saved = count;
+    out[3 * count] = p[0];
+    out[3 * count + 1] = p[apex];
+    out[3 * count + 2] = p[n - 1];
+    ++count;
+    int right[12], rn = 0;
+    for (int i = apex; i < n; ++i) right[rn++] = p[i];
+    if (triangulate(p, apex + 1, out, count) && triangulate(right, rn, out, count)) return true;
+    count = saved;
+  }
+  return false;
+}
+
 CaseEntry build(int cas, int join_mask) {
   auto inside = [&](int c) { return (cas >> c & 1) != 0; };
   int next[12];
@@ -53,12 +83,16 @@ CaseEntry build(int cas, int join_mask) {
       used[e] = true;
       loop[n++] = e;
     }
-    for (int t = 1; t + 1 < n; ++t) {
+    // Triangulate so that no triangle lies flat in a cube face: the neighbour across that face could make the
+    // same triangle, leaving two coincident faces in the mesh.
+    int tris[3 * kMaxTriangles], count = 0;
+    if (!triangulate(loop, n, tris, count)) throw std::logic_error("marching-cubes table: every triangulation is flat");
+    for (int t = 0; t < count; ++t) {
       if (entry.count >= kMaxTriangles) throw std::logic_error("marching-cubes table: too many triangles");
-      // Loops run with the inside on the left, which faces the fan toward the inside: reverse for outward normals.
-      entry.edges[3 * entry.count + 0] = std::uint8_t(loop[0]);
-      entry.edges[3 * entry.count + 1] = std::uint8_t(loop[t + 1]);
-      entry.edges[3 * entry.count + 2] = std::uint8_t(loop[t]);
+      // Loops run with the inside on the left, which faces triangles toward the inside: reverse for outward normals.
+      entry.edges[3 * entry.count + 0] = std::uint8_t(tris[3 * t]);
+      entry.edges[3 * entry.count + 1] = std::uint8_t(tris[3 * t + 2]);
+      entry.edges[3 * entry.count + 2] = std::uint8_t(tris[3 * t + 1]);
       ++entry.count;
     }
   }

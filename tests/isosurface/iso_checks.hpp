@@ -1,0 +1,93 @@
+// Checks of isosurface meshes: edge census, Euler characteristic, area, enclosed volume, canonical comparison.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "parasurf/io.hpp"
+
+namespace parasurf::test {
+
+struct IsoEdges {
+  std::int64_t boundary = 0, interior = 0, non_manifold = 0;
+  std::int64_t unbalanced = 0;  // undirected edges not run equally often both ways (a hole or a flipped face)
+  std::int64_t edges() const { return boundary + interior + non_manifold; }
+};
+
+inline IsoEdges iso_edges(const TriangleMesh& m) {
+  std::unordered_map<std::uint64_t, std::pair<int, int>> uses;  // (count, a→b minus b→a)
+  uses.reserve(std::size_t(m.triangle_count()) * 2);
+  for (std::int64_t t = 0; t < m.triangle_count(); ++t)
+    for (int k = 0; k < 3; ++k) {
+      const std::uint32_t a = m.triangles[3 * t + k], b = m.triangles[3 * t + (k + 1) % 3];
+      auto& u = uses[std::uint64_t(std::min(a, b)) << 32 | std::max(a, b)];
+      ++u.first;
+      u.second += a < b ? 1 : -1;
+    }
+  IsoEdges c;
+  for (const auto& [e, u] : uses) {
+    if (u.first == 1) ++c.boundary;
+    else if (u.first == 2) ++c.interior;
+    else ++c.non_manifold;
+    c.unbalanced += u.second != 0;
+  }
+  return c;
+}
+
+inline std::int64_t iso_used_vertices(const TriangleMesh& m) {
+  std::vector<char> used(std::size_t(m.vertex_count()), 0);
+  for (auto v : m.triangles) used[v] = 1;
+  return std::count(used.begin(), used.end(), 1);
+}
+
+inline std::int64_t iso_euler(const TriangleMesh& m) {
+  return iso_used_vertices(m) - iso_edges(m).edges() + m.triangle_count();
+}
+
+inline double iso_area(const TriangleMesh& m) {
+  double area = 0;
+  for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
+    const float* a = &m.positions[3 * std::size_t(m.triangles[3 * t])];
+    const float* b = &m.positions[3 * std::size_t(m.triangles[3 * t + 1])];
+    const float* c = &m.positions[3 * std::size_t(m.triangles[3 * t + 2])];
+    const double e1[3] = {double(b[0]) - a[0], double(b[1]) - a[1], double(b[2]) - a[2]};
+    const double e2[3] = {double(c[0]) - a[0], double(c[1]) - a[1], double(c[2]) - a[2]};
+    const double x = e1[1] * e2[2] - e1[2] * e2[1], y = e1[2] * e2[0] - e1[0] * e2[2], z = e1[0] * e2[1] - e1[1] * e2[0];
+    area += 0.5 * std::sqrt(x * x + y * y + z * z);
+  }
+  return area;
+}
+
+// Signed volume by the divergence theorem: positive when triangles face outward.
+inline double iso_volume(const TriangleMesh& m) {
+  double vol = 0;
+  for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
+    const float* a = &m.positions[3 * std::size_t(m.triangles[3 * t])];
+    const float* b = &m.positions[3 * std::size_t(m.triangles[3 * t + 1])];
+    const float* c = &m.positions[3 * std::size_t(m.triangles[3 * t + 2])];
+    vol += (double(a[0]) * (double(b[1]) * c[2] - double(b[2]) * c[1]) -
+            double(a[1]) * (double(b[0]) * c[2] - double(b[2]) * c[0]) +
+            double(a[2]) * (double(b[0]) * c[1] - double(b[1]) * c[0])) / 6.0;
+  }
+  return vol;
+}
+
+// Triangles with a repeated vertex, and triangles whose vertex set appears more than once.
+inline std::pair<std::int64_t, std::int64_t> iso_degenerate_and_duplicates(const TriangleMesh& m) {
+  std::int64_t degenerate = 0;
+  std::vector<std::array<std::uint32_t, 3>> keys;
+  for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
+    std::array<std::uint32_t, 3> k = {m.triangles[3 * t], m.triangles[3 * t + 1], m.triangles[3 * t + 2]};
+    std::sort(k.begin(), k.end());
+    degenerate += k[0] == k[1] || k[1] == k[2];
+    keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end());
+  const auto dup = std::int64_t(keys.size()) - (std::unique(keys.begin(), keys.end()) - keys.begin());
+  return {degenerate, dup};
+}
+
+}  // namespace parasurf::test

@@ -1,0 +1,364 @@
+// Isosurface conformance: analytic areas and volumes, topology, ties, seams between slabs, CPU vs CUDA.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <random>
+
+#include "isosurface/iso_checks.hpp"
+#include "isosurface/mc_kernels.hpp"
+#include "isosurface/mc_tables.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/isosurface.hpp"
+#include "support.hpp"
+
+namespace parasurf {
+namespace {
+
+using test::iso_area;
+using test::iso_edges;
+using test::iso_euler;
+using test::iso_volume;
+
+std::vector<Device> devices() {
+  std::vector<Device> d{Device::Cpu};
+  if (cuda_available()) d.push_back(Device::Cuda);
+  return d;
+}
+
+// Samples f(world) on a grid with the given spacing covering [lo, hi] on every axis.
+template <class F>
+MemoryVolume sample(F f, std::array<double, 3> lo, std::array<double, 3> hi, std::array<double, 3> spacing) {
+  VolumeGeometry g;
+  for (int a = 0; a < 3; ++a) {
+    g.dims[a] = std::int64_t(std::llround((hi[a] - lo[a]) / spacing[a])) + 1;
+    g.spacing[a] = spacing[a];
+    g.origin[a] = lo[a];
+  }
+  std::vector<float> v(std::size_t(g.voxel_count()));
+  for (std::int64_t k = 0; k < g.dims[2]; ++k)
+    for (std::int64_t j = 0; j < g.dims[1]; ++j)
+      for (std::int64_t i = 0; i < g.dims[0]; ++i)
+        v[std::size_t((k * g.dims[1] + j) * g.dims[0] + i)] =
+            float(f(lo[0] + double(i) * spacing[0], lo[1] + double(j) * spacing[1], lo[2] + double(k) * spacing[2]));
+  return MemoryVolume(g, std::move(v), "test volume");
+}
+
+TriangleMesh extract(VolumeSource& v, double level, Device d, IsosurfaceOptions o = {}) {
+  o.levels = {level};
+  o.device = d;
+  return extract_isosurface(v, o);
+}
+
+void expect_closed_manifold(const TriangleMesh& m, const std::string& what) {
+  const auto e = iso_edges(m);
+  EXPECT_EQ(e.boundary, 0) << what;
+  EXPECT_EQ(e.non_manifold, 0) << what;
+  EXPECT_EQ(e.unbalanced, 0) << what;
+  EXPECT_EQ(test::iso_used_vertices(m), m.vertex_count()) << what << ": unreferenced vertices";
+}
+
+// Surface area of the ellipsoid (a, b, c) by the midpoint rule in (θ, φ): smooth and periodic, so ~1e-8 accurate.
+double ellipsoid_area(double a, double b, double c) {
+  const int nt = 1500, np = 3000;
+  double area = 0;
+  for (int i = 0; i < nt; ++i) {
+    const double t = (i + 0.5) * std::numbers::pi / nt, st = std::sin(t), ct = std::cos(t);
+    for (int j = 0; j < np; ++j) {
+      const double p = (j + 0.5) * 2 * std::numbers::pi / np, sp = std::sin(p), cp = std::cos(p);
+      const double x = b * c * st * st * cp, y = a * c * st * st * sp, z = a * b * st * ct;
+      area += std::sqrt(x * x + y * y + z * z);
+    }
+  }
+  return area * (std::numbers::pi / nt) * (2 * std::numbers::pi / np);
+}
+
+TEST(IsoTables, EveryCaseIsClosedAndUsesOnlyCrossingEdges) {
+  const auto& t = mc::case_tables();
+  EXPECT_LE(t.max_triangles, mc::kMaxTriangles);
+  for (int cas = 0; cas < 256; ++cas)
+    for (int mask = 0; mask < mc::kFaceMasks; ++mask) {
+      const auto& e = t.entries[std::size_t(cas * mc::kFaceMasks + mask)];
+      int uses[12] = {};
+      for (int n = 0; n < 3 * e.count; ++n) {
+        const int edge = e.edges[n];
+        const int c0 = mc::edge_lower_corner(edge), c1 = c0 | 1 << mc::edge_axis(edge);
+        ASSERT_NE(cas >> c0 & 1, cas >> c1 & 1) << "case " << cas << " uses an edge without a crossing";
+        ++uses[edge];
+      }
+      // Every crossing edge carries a vertex of some triangle.
+      for (int edge = 0; edge < 12; ++edge) {
+        const int c0 = mc::edge_lower_corner(edge), c1 = c0 | 1 << mc::edge_axis(edge);
+        if ((cas >> c0 & 1) != (cas >> c1 & 1)) EXPECT_GT(uses[edge], 0) << "case " << cas << " edge " << edge;
+      }
+      EXPECT_EQ(e.count == 0, cas == 0 || cas == 255);
+    }
+}
+
+TEST(Isosurface, TangleFiveCubedMatchesViskores) {
+  // Viskores' unit test: the tangle field at 5x5x5 over [−3,3]³, iso 0.5, classic table: 72 vertices, 160 triangles.
+  for (Device d : devices()) {
+    auto v = synthetic_field("tangle", {5, 5, 5});
+    const TriangleMesh m = extract(*v, 0.5, d);
+    EXPECT_EQ(m.vertex_count(), 72) << device_name(d);
+    EXPECT_EQ(m.triangle_count(), 160) << device_name(d);
+    expect_closed_manifold(m, "tangle 5^3");
+  }
+}
+
+TEST(Isosurface, RandomSpheresAreaVolumeTopologyNormals) {
+  std::mt19937_64 rng(test::run_seed());
+  std::uniform_real_distribution<double> centre(-0.15, 0.15), radius(0.45, 0.8);
+  for (Device d : devices())
+    for (int trial = 0; trial < 3; ++trial) {
+      const double cx = centre(rng), cy = centre(rng), cz = centre(rng), r = radius(rng);
+      auto f = [&](double x, double y, double z) { return r - std::sqrt((x - cx) * (x - cx) + (y - cy) * (y - cy) + (z - cz) * (z - cz)); };
+      MemoryVolume v = sample(f, {-1, -1, -1}, {1, 1, 1}, {2.0 / 63, 2.0 / 63, 2.0 / 63});
+      const std::string what = std::string(device_name(d)) + " sphere r=" + std::to_string(r);
+      const TriangleMesh m = extract(v, 0.0, d);
+      const double area = 4 * std::numbers::pi * r * r, vol = 4.0 / 3 * std::numbers::pi * r * r * r;
+      EXPECT_NEAR(iso_area(m) / area, 1.0, 0.01) << what;
+      EXPECT_NEAR(iso_volume(m) / vol, 1.0, 0.01) << what;  // positive: triangles face outward
+      EXPECT_EQ(iso_euler(m), 2) << what;
+      expect_closed_manifold(m, what);
+      // Descent: normals point down the field, i.e. away from the centre; positions lie on the sphere.
+      double worst_dot = 1, worst_radius = 0;
+      for (std::int64_t i = 0; i < m.vertex_count(); ++i) {
+        const float* p = &m.positions[3 * i];
+        const float* n = &m.normals[3 * i];
+        const double q[3] = {p[0] - cx, p[1] - cy, p[2] - cz};
+        const double len = std::sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2]);
+        worst_dot = std::min(worst_dot, (q[0] * n[0] + q[1] * n[1] + q[2] * n[2]) / len);
+        worst_radius = std::max(worst_radius, std::fabs(len - r));
+      }
+      EXPECT_GT(worst_dot, 0.98) << what;
+      EXPECT_LT(worst_radius, 0.01) << what;  // distance fields interpolate linearly: tiny chordal error
+      IsosurfaceOptions up;
+      up.direction = GradientDirection::Ascent;
+      const TriangleMesh a = extract(v, 0.0, d, up);
+      EXPECT_NEAR(iso_volume(a), -iso_volume(m), 1e-6 * vol) << what << ": ascent flips the winding";
+      EXPECT_LT(a.normals[0] * m.normals[0] + a.normals[1] * m.normals[1] + a.normals[2] * m.normals[2], 0) << what;
+    }
+}
+
+TEST(Isosurface, EllipsoidAreaLikeScikitImage) {
+  // scikit-image's test: the ellipsoid (6, 10, 16) level set on the unit grid, then with anisotropic spacing.
+  const double a = 6, b = 10, c = 16;
+  auto f = [&](double x, double y, double z) { return 1 - ((x / a) * (x / a) + (y / b) * (y / b) + (z / c) * (z / c)); };
+  const double area = ellipsoid_area(a, b, c), vol = 4.0 / 3 * std::numbers::pi * a * b * c;
+  for (Device d : devices()) {
+    MemoryVolume iso = sample(f, {-7, -11, -17}, {7, 11, 17}, {1, 1, 1});
+    const TriangleMesh m = extract(iso, 0.0, d);
+    EXPECT_NEAR(iso_area(m) / area, 1.0, 0.01) << device_name(d);
+    // The quadratic level set bends within a voxel: at 6 voxels per semi-axis the volume is within 1.5%,
+    // at twice the resolution within 1%.
+    EXPECT_NEAR(iso_volume(m) / vol, 1.0, 0.015) << device_name(d);
+    MemoryVolume fine = sample(f, {-7, -11, -17}, {7, 11, 17}, {0.5, 0.5, 0.5});
+    const TriangleMesh mf = extract(fine, 0.0, d);
+    EXPECT_NEAR(iso_area(mf) / area, 1.0, 0.01) << device_name(d);
+    EXPECT_NEAR(iso_volume(mf) / vol, 1.0, 0.01) << device_name(d);
+    MemoryVolume an = sample(f, {-7, -11, -17}, {7, 11, 17}, {0.5, 1.0, 2.0});
+    const TriangleMesh ma = extract(an, 0.0, d);
+    EXPECT_NEAR(iso_area(ma) / area, 1.0, 0.015) << device_name(d) << " anisotropic";
+    EXPECT_NEAR(iso_volume(ma) / vol, 1.0, 0.015) << device_name(d) << " anisotropic";
+    expect_closed_manifold(ma, "anisotropic ellipsoid");
+  }
+}
+
+TEST(Isosurface, TorusHasEulerZeroAndGyroidIsManifold) {
+  for (Device d : devices()) {
+    auto t = synthetic_field("torus", {72, 72, 40});
+    const TriangleMesh m = extract(*t, 0.0, d);
+    EXPECT_EQ(iso_euler(m), 0) << device_name(d);
+    expect_closed_manifold(m, "torus");
+    const double area = 4 * std::numbers::pi * std::numbers::pi * 0.6 * 0.25;
+    EXPECT_NEAR(iso_area(m) / area, 1.0, 0.01) << device_name(d);
+    auto g = synthetic_field("gyroid", {50, 50, 50});
+    const TriangleMesh mg = extract(*g, 0.0, d);
+    const auto e = iso_edges(mg);
+    EXPECT_EQ(e.non_manifold, 0);
+    EXPECT_EQ(e.unbalanced - e.boundary, 0) << "only the volume's border may open the gyroid";
+  }
+}
+
+// Integer volumes with the level equal to sample values: ties everywhere. Padded with zeros so surfaces close.
+MemoryVolume integer_volume(std::mt19937_64& rng, int n, int top, std::vector<float>& keep) {
+  std::uniform_int_distribution<int> val(0, top);
+  VolumeGeometry g;
+  g.dims = {n, n, n};
+  keep.assign(std::size_t(n) * n * n, 0.0f);
+  for (int k = 1; k + 1 < n; ++k)
+    for (int j = 1; j + 1 < n; ++j)
+      for (int i = 1; i + 1 < n; ++i) keep[std::size_t((k * n + j) * n + i)] = float(val(rng));
+  return MemoryVolume(g, VoxelType::Float32, keep.data(), "integer volume");
+}
+
+TEST(Isosurface, TiesMakeNoHolesNoDuplicatesNoDegenerates) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x71e5);
+  for (Device d : devices())
+    for (int trial = 0; trial < 6; ++trial) {
+      std::vector<float> data;
+      MemoryVolume v = integer_volume(rng, 12, 1 + trial % 3, data);
+      for (double level : {1.0, 2.0}) {
+        if (level > 1 + trial % 3) continue;
+        for (auto topo : {CaseTopology::Classic, CaseTopology::Decider}) {
+          IsosurfaceOptions o;
+          o.topology = topo;
+          const TriangleMesh m = extract(v, level, d, o);
+          const std::string what = std::string(device_name(d)) + " trial " + std::to_string(trial) + " level " +
+                                   std::to_string(level);
+          const auto e = iso_edges(m);
+          EXPECT_EQ(e.boundary, 0) << what;
+          EXPECT_EQ(e.unbalanced, 0) << what << ": a hole or a flipped face";
+          const auto [degenerate, duplicates] = test::iso_degenerate_and_duplicates(m);
+          EXPECT_EQ(degenerate, 0) << what;
+          EXPECT_EQ(duplicates, 0) << what;
+          EXPECT_GT(m.triangle_count(), 0) << what;
+        }
+      }
+    }
+}
+
+TEST(Isosurface, SlabSplitsGiveTheIdenticalMesh) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x51ab);
+  std::vector<float> data;
+  MemoryVolume ties = integer_volume(rng, 11, 2, data);
+  auto smooth = synthetic_field("gyroid", {23, 19, 17});
+  for (Device d : devices())
+    for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), smooth.get()}) {
+      IsosurfaceOptions o;
+      o.levels = {v == &ties ? 1.0 : 0.1, v == &ties ? 2.0 : -0.3};
+      o.device = d;
+      const TriangleMesh whole = extract_isosurface(*v, o);
+      ASSERT_GT(whole.triangle_count(), 0);
+      for (std::int64_t s = 1; s < v->geometry().dims[2]; ++s) {
+        o.slab_slices = s;
+        IsosurfaceReport rep;
+        const TriangleMesh part = extract_isosurface(*v, o, &rep);
+        EXPECT_EQ(rep.slabs, (v->geometry().dims[2] + s - 1) / s);
+        EXPECT_EQ(part.triangles, whole.triangles) << device_name(d) << " " << v->name() << " slabs of " << s;
+        EXPECT_EQ(part.positions, whole.positions) << device_name(d) << " " << v->name() << " slabs of " << s;
+        EXPECT_EQ(part.face_groups, whole.face_groups);
+      }
+    }
+}
+
+TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937_64 rng(test::run_seed() ^ 0xc0da);
+  std::vector<float> data;
+  MemoryVolume ties = integer_volume(rng, 30, 3, data);
+  auto tangle = synthetic_field("tangle", {61, 47, 53});
+  for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), tangle.get()})
+    for (auto topo : {CaseTopology::Classic, CaseTopology::Decider})
+      for (std::int64_t slabs : {0, 7}) {
+        IsosurfaceOptions o;
+        o.levels = {v == &ties ? 2.0 : 0.5};
+        o.topology = topo;
+        o.slab_slices = slabs;
+        o.device = Device::Cpu;
+        const TriangleMesh c = extract_isosurface(*v, o);
+        o.device = Device::Cuda;
+        const TriangleMesh g = extract_isosurface(*v, o);
+        ASSERT_EQ(g.triangles, c.triangles) << v->name();
+        ASSERT_EQ(g.positions.size(), c.positions.size());
+        double worst = 0;
+        for (std::size_t i = 0; i < c.positions.size(); ++i)
+          worst = std::max(worst, double(std::fabs(c.positions[i] - g.positions[i])));
+        EXPECT_LT(worst, 1e-5) << v->name() << ": positions differ only by rounding";
+        double worst_n = 0;
+        for (std::size_t i = 0; i < c.normals.size(); ++i)
+          worst_n = std::max(worst_n, double(std::fabs(c.normals[i] - g.normals[i])));
+        EXPECT_LT(worst_n, 1e-4) << v->name();
+      }
+}
+
+TEST(Isosurface, EveryVoxelTypeGivesTheSameTopology) {
+  // A uint8 ball and the same values in every type: identical meshes.
+  const int n = 20;
+  std::vector<double> values(std::size_t(n) * n * n);
+  for (int k = 0; k < n; ++k)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        const double r = std::sqrt((i - 9.5) * (i - 9.5) + (j - 9.2) * (j - 9.2) + (k - 9.7) * (k - 9.7));
+        values[std::size_t((k * n + j) * n + i)] = std::max(0.0, std::round(100 - 12 * r));
+      }
+  VolumeGeometry g;
+  g.dims = {n, n, n};
+  TriangleMesh reference;
+  auto run = [&](auto tag, VoxelType type) {
+    using T = decltype(tag);
+    std::vector<T> data(values.begin(), values.end());
+    MemoryVolume v(g, type, data.data());
+    for (Device d : devices()) {
+      const TriangleMesh m = extract(v, 40, d);
+      if (reference.triangles.empty()) reference = m;
+      EXPECT_EQ(m.triangles, reference.triangles) << voxel_type_name(type) << " " << device_name(d);
+    }
+  };
+  run(std::uint8_t{}, VoxelType::UInt8);
+  run(std::int8_t{}, VoxelType::Int8);
+  run(std::uint16_t{}, VoxelType::UInt16);
+  run(std::int16_t{}, VoxelType::Int16);
+  run(std::uint32_t{}, VoxelType::UInt32);
+  run(std::int32_t{}, VoxelType::Int32);
+  run(float{}, VoxelType::Float32);
+  run(double{}, VoxelType::Float64);
+  EXPECT_GT(reference.triangle_count(), 100);
+}
+
+TEST(Isosurface, NonFiniteSamplesAreNeverInside) {
+  auto f = [](double x, double y, double z) { return 0.6 - std::sqrt(x * x + y * y + z * z); };
+  MemoryVolume v = sample(f, {-1, -1, -1}, {1, 1, 1}, {0.1, 0.1, 0.1});
+  std::vector<float> data(static_cast<const float*>(v.resident_data()),
+                          static_cast<const float*>(v.resident_data()) + v.geometry().voxel_count());
+  data[std::size_t((10 * 21 + 10) * 21 + 10)] = std::nanf("");                    // the centre: a hole inside
+  data[std::size_t((10 * 21 + 10) * 21 + 11)] = std::numeric_limits<float>::infinity();
+  MemoryVolume holed(v.geometry(), std::move(data), "holed");
+  for (Device d : devices()) {
+    const TriangleMesh m = extract(holed, 0.0, d);
+    for (float p : m.positions) ASSERT_TRUE(std::isfinite(p)) << device_name(d);
+    for (float p : m.normals) ASSERT_TRUE(std::isfinite(p)) << device_name(d);
+    expect_closed_manifold(m, "sphere with non-finite samples");
+    EXPECT_EQ(iso_euler(m), 4) << "an outer sphere and an inner cavity";
+  }
+}
+
+TEST(Isosurface, LevelsRangesAndErrors) {
+  auto v = synthetic_field("sphere", {16, 16, 16});
+  IsosurfaceOptions o;
+  o.levels = {5.0};
+  try {
+    extract_isosurface(*v, o);
+    FAIL() << "a level above the data must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+    EXPECT_NE(std::string(e.what()).find("outside the data range"), std::string::npos) << e.what();
+  }
+  o.levels = {std::nan("")};
+  EXPECT_THROW(extract_isosurface(*v, o), Error);
+  VolumeGeometry flat;
+  flat.dims = {8, 8, 1};
+  std::vector<float> zeros(64, 0.0f);
+  MemoryVolume thin(flat, zeros);
+  o.levels = {0.0};
+  EXPECT_THROW(extract_isosurface(thin, o), Error);
+  // Constant volume at its own value: inside everywhere, no surface, no error.
+  VolumeGeometry cube;
+  cube.dims = {4, 4, 4};
+  MemoryVolume constant(cube, std::vector<float>(64, 2.0f));
+  o.levels = {2.0};
+  EXPECT_EQ(extract_isosurface(constant, o).triangle_count(), 0);
+  // Several levels: one face group per level; no level: the middle of the range.
+  o.levels = {0.0, 0.3};
+  const TriangleMesh two = extract_isosurface(*v, o);
+  ASSERT_EQ(two.group_names.size(), 2u);
+  EXPECT_EQ(std::count(two.face_groups.begin(), two.face_groups.end(), 1) > 0, true);
+  o.levels.clear();
+  IsosurfaceReport rep;
+  extract_isosurface(*v, o, &rep);
+  EXPECT_NEAR(rep.levels[0], 0.5 * (rep.value_min + rep.value_max), 1e-12);
+}
+
+}  // namespace
+}  // namespace parasurf
