@@ -39,10 +39,12 @@ class PlainStream final : public ByteStream {
   std::FILE* file_;
 };
 
-// Inflates from `offset` on (gzip or zlib header detected); reading backwards restarts from the beginning.
+// Inflates the stream that starts at file byte `offset` (gzip or zlib header detected); position 0 is its
+// uncompressed byte `skip`. Reading backwards restarts from the beginning.
 class InflateStream final : public ByteStream {
  public:
-  InflateStream(std::string path, std::uint64_t offset) : path_(std::move(path)), offset_(offset), in_(1 << 18) {
+  InflateStream(std::string path, std::uint64_t offset, std::uint64_t skip = 0)
+      : path_(std::move(path)), offset_(offset), skip_(skip), in_(1 << 18) {
     file_ = std::fopen(path_.c_str(), "rb");
     if (!file_) throw Error(ErrorKind::Io, "cannot open '" + path_ + "' for reading");
     restart();
@@ -52,6 +54,7 @@ class InflateStream final : public ByteStream {
     std::fclose(file_);
   }
   void read_at(std::uint64_t pos, void* out, std::uint64_t bytes) override {
+    pos += skip_;
     if (pos < position_) restart();
     std::vector<unsigned char> skip;
     while (position_ < pos) {
@@ -105,7 +108,7 @@ class InflateStream final : public ByteStream {
   }
 
   std::string path_;
-  std::uint64_t offset_;
+  std::uint64_t offset_, skip_;
   std::FILE* file_ = nullptr;
   z_stream z_{};
   bool started_ = false, ended_ = false;

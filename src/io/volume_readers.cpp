@@ -190,7 +190,11 @@ class FileVolume final : public VolumeSource {
     if (!owned_.empty()) {
       std::memcpy(raw, owned_.data() + at, count * size);
     } else {
-      stream_->read_at(at, raw, count * size);
+      try {
+        stream_->read_at(at, raw, count * size);
+      } catch (const Error& e) {
+        throw Error(e.kind(), name_ + ": " + e.what());
+      }
       if (size > 1 && big_endian_ != (std::endian::native == std::endian::big)) swap_bytes(raw, count, size);
     }
     if (scaled_) convert_scaled(raw, count, static_cast<float*>(out));
@@ -229,8 +233,11 @@ class FileVolume final : public VolumeSource {
 enum class Encoding { Raw, Deflate, Ascii };
 
 // Opens the data region: checks the size of uncompressed files against the header before any work.
+// `offset` is a file byte for raw and ASCII data and for compressed streams; `inflated_skip` skips uncompressed
+// bytes inside a compressed stream (a .nii.gz header).
 std::unique_ptr<VolumeSource> open_data(const std::string& name, const std::string& data_path, std::uint64_t offset,
-                                        Encoding enc, VolumeGeometry g, VoxelType type, bool big_endian) {
+                                        Encoding enc, VolumeGeometry g, VoxelType type, bool big_endian,
+                                        std::uint64_t inflated_skip = 0) {
   check_geometry(name, g);
   const std::uint64_t need = std::uint64_t(g.voxel_count()) * voxel_bytes(type);
   if (enc == Encoding::Raw) {
@@ -244,7 +251,7 @@ std::unique_ptr<VolumeSource> open_data(const std::string& name, const std::stri
   }
   if (enc == Encoding::Deflate)
     return std::make_unique<FileVolume>(name, g, type, big_endian,
-                                        std::make_unique<io::InflateStream>(data_path, offset));
+                                        std::make_unique<io::InflateStream>(data_path, offset, inflated_skip));
   // ASCII: parse every number now (text volumes are small by nature).
   std::ifstream in(data_path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Io, "cannot open '" + data_path + "'");
@@ -420,8 +427,11 @@ std::unique_ptr<VolumeSource> open_nifti(const std::string& path) {
   if (data_path == path && vox_offset < std::uint64_t(version == 1 ? 348 : 540))
     parse_fail(path, "vox_offset " + std::to_string(vox_offset) + " lies inside the header");
   const bool data_gz = ends_with(data_path, ".gz");
-  auto v = open_data(path, data_path, data_path == path ? vox_offset : 0, data_gz ? Encoding::Deflate : Encoding::Raw,
-                     g, type, swap != (std::endian::native == std::endian::big));
+  const std::uint64_t at = data_path == path ? vox_offset : 0;
+  auto v = data_gz ? open_data(path, data_path, 0, Encoding::Deflate, g, type,
+                               swap != (std::endian::native == std::endian::big), at)
+                   : open_data(path, data_path, at, Encoding::Raw, g, type,
+                               swap != (std::endian::native == std::endian::big));
   static_cast<FileVolume*>(v.get())->set_scaling(slope, inter);
   return v;
 }

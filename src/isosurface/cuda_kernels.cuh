@@ -1,0 +1,233 @@
+// CUDA kernels of the isosurface engine: one block per grid row, chunks of kRowThreads points, block scans for
+// in-row offsets. The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
+// Pipeline as in Rogeiro 2011 (classify, scan, generate), with Flying-Edges-style edge ownership so that no
+// compaction or vertex merge pass is needed.
+#pragma once
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "isosurface/mc_kernels.hpp"
+#include "isosurface/mc_tables.hpp"
+
+namespace parasurf::iso::cuda {
+
+constexpr int kRowThreads = 128;
+
+struct RowGrid {
+  std::int64_t nx, ny, z0;
+  std::int64_t flag_rows;  // rows (j, k) with k in [z0, flag_z1)
+  std::int64_t cell_rows;  // rows whose cells this slab makes (j may be ny − 1: such rows have no cells)
+};
+
+// Pass 1a: flags of every point and the vertex slots per row.
+template <class T>
+__global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                            typename mc::RealOf<T>::type level,
+                                                            std::uint8_t* __restrict__ flags,
+                                                            std::uint32_t* __restrict__ row_vertices) {
+  using R = typename mc::RealOf<T>::type;
+  using Reduce = cub::BlockReduce<std::uint32_t, kRowThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  const std::int64_t r = blockIdx.x;
+  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
+  std::uint32_t n = 0;
+  std::uint8_t* f = flags + r * g.nx;
+  for (std::int64_t i = threadIdx.x; i < g.nx; i += kRowThreads) {
+    const std::uint8_t v = mc::point_flags<T, R>(s, i, j, k, level);
+    f[i] = v;
+    n += std::uint32_t(mc::slot_count(v));
+  }
+  const std::uint32_t total = Reduce(temp).Sum(n);
+  if (threadIdx.x == 0) row_vertices[r] = total;
+}
+
+template <class T>
+__device__ __forceinline__ const mc::CaseEntry& cell_entry(const mc::CaseEntry* __restrict__ table,
+                                                           const std::uint8_t* __restrict__ ambiguous,
+                                                           const mc::SlabValues<T>& s, int cas, bool decider,
+                                                           typename mc::RealOf<T>::type level, std::int64_t i,
+                                                           std::int64_t j, std::int64_t k) {
+  using R = typename mc::RealOf<T>::type;
+  int mask = 0;
+  if (decider) {
+    const int amb = __ldg(ambiguous + cas);
+    if (amb) {
+      R rel[8];
+      for (int c = 0; c < 8; ++c) rel[c] = R(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1))) - level;
+      mask = mc::face_join_mask(amb, rel);
+    }
+  }
+  return table[cas * mc::kFaceMasks + mask];
+}
+
+__device__ __forceinline__ void load_corners(const std::uint8_t* const* row, std::int64_t i, std::uint8_t* cf) {
+  for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
+}
+
+__device__ __forceinline__ int surviving(const mc::CaseEntry& e, const std::uint8_t* cf, bool keep_degenerate,
+                                         int& ties) {
+  const bool tie = ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & mc::kOnLevel) != 0;
+  ties = 0;
+  if (!tie) return e.count;
+  int n = 0;
+  for (int t = 0; t < e.count; ++t) {
+    const int a = mc::edge_key(e.edges[3 * t], cf), b = mc::edge_key(e.edges[3 * t + 1], cf),
+              c = mc::edge_key(e.edges[3 * t + 2], cf);
+    const bool degenerate = a == b || b == c || a == c;
+    if (degenerate && !keep_degenerate) continue;
+    ++n;
+    ties += (a >= 16 || b >= 16 || c >= 16) ? 1 : 0;
+  }
+  return n;
+}
+
+// Pass 1b: triangles per cell row (and the number that touch on-level samples, for the duplicate check).
+template <class T>
+__global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                                  typename mc::RealOf<T>::type level,
+                                                                  const std::uint8_t* __restrict__ flags,
+                                                                  const mc::CaseEntry* __restrict__ table,
+                                                                  const std::uint8_t* __restrict__ ambiguous,
+                                                                  bool decider, bool keep_degenerate,
+                                                                  std::uint32_t* __restrict__ row_triangles,
+                                                                  unsigned long long* __restrict__ tie_count) {
+  using Reduce = cub::BlockReduce<std::uint32_t, kRowThreads>;
+  __shared__ typename Reduce::TempStorage temp;
+  const std::int64_t r = blockIdx.x;
+  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
+  if (j + 1 >= g.ny) {
+    if (threadIdx.x == 0) row_triangles[r] = 0;
+    return;
+  }
+  const std::uint8_t* row[4] = {flags + r * g.nx, flags + (r + 1) * g.nx, flags + (r + g.ny) * g.nx,
+                                flags + (r + g.ny + 1) * g.nx};
+  std::uint32_t n = 0, ties = 0;
+  for (std::int64_t i = threadIdx.x; i + 1 < g.nx; i += kRowThreads) {
+    std::uint8_t cf[8];
+    load_corners(row, i, cf);
+    const int cas = mc::cell_case(cf);
+    if (cas == 0 || cas == 255) continue;
+    const auto& e = cell_entry(table, ambiguous, s, cas, decider, level, i, j, k);
+    int t = 0;
+    n += std::uint32_t(surviving(e, cf, keep_degenerate, t));
+    ties += std::uint32_t(t);
+  }
+  const std::uint32_t total = Reduce(temp).Sum(n);
+  if (threadIdx.x == 0) row_triangles[r] = total;
+  if (ties) atomicAdd(tie_count, (unsigned long long)ties);
+}
+
+// Pass 2a: the vertices of each owned row, at the row's scanned offset plus the in-row prefix.
+template <class T>
+__global__ void __launch_bounds__(kRowThreads) vertex_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                             typename mc::RealOf<T>::type level, mc::WorldMap map,
+                                                             const std::uint8_t* __restrict__ flags,
+                                                             const std::uint32_t* __restrict__ row_vertices,
+                                                             const std::uint64_t* __restrict__ row_vertex_base,
+                                                             float* __restrict__ positions, float* __restrict__ normals) {
+  using R = typename mc::RealOf<T>::type;
+  using Scan = cub::BlockScan<std::uint32_t, kRowThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  const std::int64_t r = blockIdx.x;
+  if (row_vertices[r] == 0) return;
+  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
+  const std::uint8_t* f = flags + r * g.nx;
+  std::uint64_t base = row_vertex_base[r];
+  for (std::int64_t i0 = 0; i0 < g.nx; i0 += kRowThreads) {
+    const std::int64_t i = i0 + threadIdx.x;
+    const std::uint8_t fl = i < g.nx ? f[i] : 0;
+    std::uint32_t offset, chunk;
+    Scan(temp).ExclusiveSum(std::uint32_t(mc::slot_count(fl)), offset, chunk);
+    if (fl & mc::kSlotMask) {
+      const std::uint64_t v = base + offset;
+      float scratch[12];
+      mc::point_vertices<T, R>(s, i, j, k, fl, level, map, positions + 3 * v, normals ? normals + 3 * v : scratch);
+    }
+    base += chunk;
+    __syncthreads();  // the scan's shared storage is reused by the next chunk
+  }
+}
+
+struct FiveCounts {
+  std::uint32_t v[5];
+};
+struct FiveSum {
+  __device__ __forceinline__ FiveCounts operator()(const FiveCounts& a, const FiveCounts& b) const {
+    FiveCounts c;
+    for (int q = 0; q < 5; ++q) c.v[q] = a.v[q] + b.v[q];
+    return c;
+  }
+};
+
+// Pass 2b: triangles of each cell row. One scan gives, per cell, the slot prefix in the four rows its corners
+// lie in and its first triangle.
+template <class T>
+__global__ void __launch_bounds__(kRowThreads) triangle_kernel(
+    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint8_t* __restrict__ flags,
+    const mc::CaseEntry* __restrict__ table, const std::uint8_t* __restrict__ ambiguous, bool decider,
+    bool keep_degenerate, bool flip, const std::uint32_t* __restrict__ row_triangles,
+    const std::uint64_t* __restrict__ row_vertex_base, const std::uint64_t* __restrict__ row_triangle_base,
+    std::uint64_t vertex_base, std::uint32_t* __restrict__ triangles, unsigned long long* __restrict__ tie_count,
+    std::uint64_t* __restrict__ ties) {
+  using Scan = cub::BlockScan<FiveCounts, kRowThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  const std::int64_t r = blockIdx.x;
+  if (row_triangles[r] == 0) return;
+  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
+  const std::int64_t rr[4] = {r, r + 1, r + g.ny, r + g.ny + 1};
+  const std::uint8_t* row[4];
+  std::uint64_t base[4];
+  for (int q = 0; q < 4; ++q) {
+    row[q] = flags + rr[q] * g.nx;
+    base[q] = vertex_base + row_vertex_base[rr[q]];
+  }
+  std::uint64_t tri = row_triangle_base[r];
+  FiveCounts zero;
+  for (int q = 0; q < 5; ++q) zero.v[q] = 0;
+  for (std::int64_t i0 = 0; i0 < g.nx; i0 += kRowThreads) {
+    const std::int64_t i = i0 + threadIdx.x;
+    FiveCounts mine = zero;
+    std::uint8_t cf[8];
+    int cas = 0;
+    const mc::CaseEntry* e = nullptr;
+    if (i < g.nx)
+      for (int q = 0; q < 4; ++q) mine.v[q] = std::uint32_t(mc::slot_count(row[q][i]));
+    if (i + 1 < g.nx) {
+      load_corners(row, i, cf);
+      cas = mc::cell_case(cf);
+      if (cas != 0 && cas != 255) {
+        e = &cell_entry(table, ambiguous, s, cas, decider, level, i, j, k);
+        int unused = 0;
+        mine.v[4] = std::uint32_t(surviving(*e, cf, keep_degenerate, unused));
+      }
+    }
+    FiveCounts prefix, chunk;
+    Scan(temp).ExclusiveScan(mine, prefix, zero, FiveSum(), chunk);
+    if (e && mine.v[4] > 0) {
+      std::uint64_t first[8];
+      for (int c = 0; c < 8; ++c) {
+        const int q = c >> 1;
+        // The corner at i + 1 follows point i in its row: add point i's own slots.
+        first[c] = base[q] + prefix.v[q] + ((c & 1) ? mine.v[q] : 0u);
+      }
+      const bool tie = ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & mc::kOnLevel) != 0;
+      std::uint64_t t = tri + prefix.v[4];
+      for (int n = 0; n < e->count; ++n) {
+        const int a = mc::edge_key(e->edges[3 * n], cf), b = mc::edge_key(e->edges[3 * n + 1], cf),
+                  c = mc::edge_key(e->edges[3 * n + 2], cf);
+        if (tie && !keep_degenerate && (a == b || b == c || a == c)) continue;
+        std::uint32_t* out = triangles + 3 * t;
+        out[0] = std::uint32_t(mc::key_vertex(a, cf, first));
+        out[1] = std::uint32_t(mc::key_vertex(flip ? c : b, cf, first));
+        out[2] = std::uint32_t(mc::key_vertex(flip ? b : c, cf, first));
+        if (tie && (a >= 16 || b >= 16 || c >= 16)) ties[atomicAdd(tie_count, 1ull)] = t;
+        ++t;
+      }
+    }
+    for (int q = 0; q < 4; ++q) base[q] += chunk.v[q];
+    tri += chunk.v[4];
+    __syncthreads();
+  }
+}
+
+}  // namespace parasurf::iso::cuda

@@ -1,0 +1,204 @@
+// CUDA slab engine: uploads a slab, runs classify → row scan (CUB) → generate, and downloads the mesh tail.
+// Work arrays grow to the largest slab and are reused; every call is checked.
+#include <cub/device/device_scan.cuh>
+
+#include <chrono>
+
+#include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
+#include "isosurface/cuda_kernels.cuh"
+#include "isosurface/engine.hpp"
+#include "isosurface/mc_tables.hpp"
+
+namespace parasurf::iso {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+class CudaEngine final : public SlabEngine {
+ public:
+  explicit CudaEngine(int device) : device_(device) {
+    PS_CUDA(cudaSetDevice(device), "selecting the CUDA device");
+    cudaDeviceProp p{};
+    PS_CUDA(cudaGetDeviceProperties(&p, device), "reading device properties");
+    name_ = std::string("cuda ") + std::to_string(device) + " (" + p.name + ")";
+    const auto& t = mc::case_tables();
+    table_.ensure(t.entries.size() * sizeof(mc::CaseEntry), "allocating the case table");
+    PS_CUDA(cudaMemcpy(table_.ptr, t.entries.data(), t.entries.size() * sizeof(mc::CaseEntry), cudaMemcpyHostToDevice),
+            "uploading the case table");
+    ambiguous_.ensure(256, "allocating the ambiguity table");
+    PS_CUDA(cudaMemcpy(ambiguous_.ptr, t.ambiguous_faces, 256, cudaMemcpyHostToDevice), "uploading the ambiguity table");
+    counters_.ensure(2 * sizeof(unsigned long long), "allocating counters");
+  }
+  std::string name() const override { return name_; }
+  StageSeconds seconds() const override { return seconds_; }
+  double work_bytes_per_point() const override { return 1.0; }
+
+  SlabCounts count(const SlabTask& task) override {
+    switch (task.type) {
+      case VoxelType::UInt8: return count_t<std::uint8_t>(task);
+      case VoxelType::Int8: return count_t<std::int8_t>(task);
+      case VoxelType::UInt16: return count_t<std::uint16_t>(task);
+      case VoxelType::Int16: return count_t<std::int16_t>(task);
+      case VoxelType::UInt32: return count_t<std::uint32_t>(task);
+      case VoxelType::Int32: return count_t<std::int32_t>(task);
+      case VoxelType::Float32: return count_t<float>(task);
+      case VoxelType::Float64: return count_t<double>(task);
+    }
+    return {};
+  }
+  void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) override {
+    switch (task.type) {
+      case VoxelType::UInt8: return generate_t<std::uint8_t>(task, out, ties);
+      case VoxelType::Int8: return generate_t<std::int8_t>(task, out, ties);
+      case VoxelType::UInt16: return generate_t<std::uint16_t>(task, out, ties);
+      case VoxelType::Int16: return generate_t<std::int16_t>(task, out, ties);
+      case VoxelType::UInt32: return generate_t<std::uint32_t>(task, out, ties);
+      case VoxelType::Int32: return generate_t<std::int32_t>(task, out, ties);
+      case VoxelType::Float32: return generate_t<float>(task, out, ties);
+      case VoxelType::Float64: return generate_t<double>(task, out, ties);
+    }
+  }
+
+ private:
+  cuda::RowGrid grid(const SlabTask& t) const {
+    const std::int64_t flag_z1 = std::min(t.z1 + 1, t.dims[2]), cell_z1 = std::min(t.z1, t.dims[2] - 1);
+    return {t.dims[0], t.dims[1], t.z0, (flag_z1 - t.z0) * t.dims[1], (cell_z1 - t.z0) * t.dims[1]};
+  }
+
+  template <class T>
+  mc::SlabValues<T> device_values(const SlabTask& t) {
+    const std::size_t bytes = std::size_t(t.data_z1 - t.data_z0) * std::size_t(t.dims[0] * t.dims[1]) * sizeof(T);
+    if (t.data != uploaded_ || bytes != uploaded_bytes_ || t.data_z0 != uploaded_z0_) {
+      const auto t0 = Clock::now();
+      data_.ensure(bytes, "allocating the slab samples");
+      PS_CUDA(cudaMemcpy(data_.ptr, t.data, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
+      uploaded_ = t.data;
+      uploaded_bytes_ = bytes;
+      uploaded_z0_ = t.data_z0;
+      seconds_.upload += since(t0);
+    }
+    return {data_.as<T>(), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
+  }
+
+  template <class T>
+  SlabCounts count_t(const SlabTask& task) {
+    using R = typename mc::RealOf<T>::type;
+    const auto s = device_values<T>(task);
+    const auto t0 = Clock::now();
+    const auto g = grid(task);
+    const std::size_t rows = std::size_t(g.flag_rows);
+    flags_.ensure(rows * std::size_t(g.nx), "allocating point flags");
+    row_vertices_.ensure(rows * 4, "allocating row counts");
+    row_triangles_.ensure(rows * 4, "allocating row counts");
+    row_vertex_base_.ensure(rows * 8, "allocating row offsets");
+    row_triangle_base_.ensure(rows * 8, "allocating row offsets");
+    PS_CUDA(cudaMemset(counters_.ptr, 0, 2 * sizeof(unsigned long long)), "clearing counters");
+    PS_CUDA(cudaMemset(row_triangles_.ptr, 0, rows * 4), "clearing row counts");
+    cuda::flags_kernel<T><<<unsigned(rows), cuda::kRowThreads>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
+                                                                  row_vertices_.as<std::uint32_t>());
+    PS_CUDA_LAUNCH("classifying points");
+    if (g.cell_rows > 0) {
+      cuda::count_cells_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
+          s, g, R(task.level), flags_.as<std::uint8_t>(), table_.as<mc::CaseEntry>(), ambiguous_.as<std::uint8_t>(),
+          task.decider, task.keep_degenerate, row_triangles_.as<std::uint32_t>(),
+          counters_.as<unsigned long long>());
+      PS_CUDA_LAUNCH("counting triangles");
+    }
+    PS_CUDA(cudaDeviceSynchronize(), "classifying the slab");
+    seconds_.classify += since(t0);
+    const auto t1 = Clock::now();
+    scan(row_vertices_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(), rows);
+    scan(row_triangles_.as<std::uint32_t>(), row_triangle_base_.as<std::uint64_t>(), rows);
+    // Totals: vertices of the owned rows (the extra slice belongs to the next slab), all triangles.
+    const std::size_t owned = std::size_t((task.z1 - task.z0) * task.dims[1]);
+    std::uint64_t vb = 0, tb = 0;
+    std::uint32_t vl = 0, tl = 0;
+    if (owned < rows) {
+      PS_CUDA(cudaMemcpy(&vb, row_vertex_base_.as<std::uint64_t>() + owned, 8, cudaMemcpyDeviceToHost), "reading totals");
+    } else {
+      PS_CUDA(cudaMemcpy(&vb, row_vertex_base_.as<std::uint64_t>() + rows - 1, 8, cudaMemcpyDeviceToHost), "reading totals");
+      PS_CUDA(cudaMemcpy(&vl, row_vertices_.as<std::uint32_t>() + rows - 1, 4, cudaMemcpyDeviceToHost), "reading totals");
+    }
+    PS_CUDA(cudaMemcpy(&tb, row_triangle_base_.as<std::uint64_t>() + rows - 1, 8, cudaMemcpyDeviceToHost), "reading totals");
+    PS_CUDA(cudaMemcpy(&tl, row_triangles_.as<std::uint32_t>() + rows - 1, 4, cudaMemcpyDeviceToHost), "reading totals");
+    PS_CUDA(cudaMemcpy(&tie_total_, counters_.ptr, 8, cudaMemcpyDeviceToHost), "reading totals");
+    seconds_.scan += since(t1);
+    counts_ = {vb + vl, tb + tl};
+    return counts_;
+  }
+
+  void scan(const std::uint32_t* in, std::uint64_t* out, std::size_t n) {
+    std::size_t temp = 0;
+    PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp, in, out, n), "sizing the row scan");
+    scan_temp_.ensure(temp, "allocating the row scan");
+    PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp_.ptr, temp, in, out, n), "scanning rows");
+  }
+
+  template <class T>
+  void generate_t(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) {
+    using R = typename mc::RealOf<T>::type;
+    const auto s = device_values<T>(task);
+    const auto t0 = Clock::now();
+    const auto g = grid(task);
+    const std::size_t nv = counts_.vertices, nt = counts_.triangles;
+    positions_.ensure(std::max<std::size_t>(1, nv * 12), "allocating vertices");
+    if (task.normals) normals_.ensure(std::max<std::size_t>(1, nv * 12), "allocating normals");
+    triangles_.ensure(std::max<std::size_t>(1, nt * 12), "allocating triangles");
+    ties_.ensure(std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
+    PS_CUDA(cudaMemset(counters_.as<unsigned long long>() + 1, 0, 8), "clearing counters");
+    const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
+    if (nv > 0 && owned_rows > 0) {
+      cuda::vertex_kernel<T><<<unsigned(owned_rows), cuda::kRowThreads>>>(
+          s, g, R(task.level), task.map, flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(),
+          row_vertex_base_.as<std::uint64_t>(), positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr);
+      PS_CUDA_LAUNCH("writing vertices");
+    }
+    if (nt > 0 && g.cell_rows > 0) {
+      cuda::triangle_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
+          s, g, R(task.level), flags_.as<std::uint8_t>(), table_.as<mc::CaseEntry>(), ambiguous_.as<std::uint8_t>(),
+          task.decider, task.keep_degenerate, task.flip, row_triangles_.as<std::uint32_t>(),
+          row_vertex_base_.as<std::uint64_t>(), row_triangle_base_.as<std::uint64_t>(), out.vertex_base,
+          triangles_.as<std::uint32_t>(), counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
+      PS_CUDA_LAUNCH("writing triangles");
+    }
+    PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
+    seconds_.generate += since(t0);
+    const auto t1 = Clock::now();
+    if (out.positions) PS_CUDA(cudaMemcpy(out.positions, positions_.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading vertices");
+    if (out.normals && task.normals)
+      PS_CUDA(cudaMemcpy(out.normals, normals_.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading normals");
+    if (out.triangles) PS_CUDA(cudaMemcpy(out.triangles, triangles_.ptr, nt * 12, cudaMemcpyDeviceToHost), "downloading triangles");
+    if (tie_total_ > 0) {
+      const std::size_t base = ties.size();
+      ties.resize(base + tie_total_);
+      PS_CUDA(cudaMemcpy(ties.data() + base, ties_.ptr, tie_total_ * 8, cudaMemcpyDeviceToHost), "downloading ties");
+    }
+    seconds_.download += since(t1);
+  }
+
+  int device_;
+  std::string name_;
+  StageSeconds seconds_;
+  SlabCounts counts_;
+  unsigned long long tie_total_ = 0;
+  const void* uploaded_ = nullptr;
+  std::size_t uploaded_bytes_ = 0;
+  std::int64_t uploaded_z0_ = -1;
+  core::DeviceBuffer table_, ambiguous_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
+      row_triangle_base_, scan_temp_, positions_, normals_, triangles_, ties_;
+};
+
+}  // namespace
+
+std::unique_ptr<SlabEngine> make_cuda_engine(int device) { return std::make_unique<CudaEngine>(device); }
+bool cuda_engine_built() { return true; }
+std::uint64_t cuda_free_memory(int device) {
+  std::size_t free_bytes = 0, total = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 0;
+  return free_bytes;
+}
+
+}  // namespace parasurf::iso
