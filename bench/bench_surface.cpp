@@ -261,6 +261,7 @@ void add_bench(CLI::App& app) {
     run_bench(a);
   });
   add_bench_patches(*bench);
+  add_bench_isosurface(*bench);
 }
 
 }  // namespace parasurf::cli

@@ -22,7 +22,7 @@ class CpuEngine final : public SlabEngine {
   explicit CpuEngine(int threads) : threads_(cpu_thread_count(threads)) {}
   std::string name() const override { return "cpu (" + std::to_string(threads_) + " threads)"; }
   StageSeconds seconds() const override { return seconds_; }
-  double work_bytes_per_point() const override { return 1.0; }
+  double work_bytes_per_point() const override { return 2.0; }
 
   SlabCounts count(const SlabTask& task) override {
     switch (task.type) {
@@ -60,6 +60,16 @@ class CpuEngine final : public SlabEngine {
     return l;
   }
 
+  // Cells of a row that can be mixed: a crossing of cell i leaves a slot at point i or i + 1 of its four rows.
+  std::pair<std::int64_t, std::int64_t> cell_span(std::int64_t r, const Layout& l) const {
+    std::int64_t lo = l.nx, hi = -1;
+    for (std::int64_t q : {r, r + 1, r + l.ny, r + l.ny + 1}) {
+      lo = std::min(lo, row_first_[std::size_t(q)]);
+      hi = std::max(hi, row_last_[std::size_t(q)]);
+    }
+    return {std::max<std::int64_t>(0, lo - 1), std::min(hi + 1, l.nx - 1)};
+  }
+
   template <class T>
   static mc::SlabValues<T> values(const SlabTask& t) {
     return {static_cast<const T*>(t.data), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
@@ -90,17 +100,59 @@ class CpuEngine final : public SlabEngine {
     flags_.resize(std::size_t(rows * l.nx));
     row_vertices_.assign(std::size_t(rows), 0);
     row_triangles_.assign(std::size_t(rows), 0);
+    row_first_.assign(std::size_t(rows), l.nx);
+    row_last_.assign(std::size_t(rows), -1);
+    // Sweep 1 (vectorised): inside bytes of every slice the flags read, and which rows hold a sample on the level.
+    const std::int64_t inside_z1 = std::min(l.flag_z1 + 1, l.nz), inside_rows = (inside_z1 - l.z0) * l.ny;
+    inside_.resize(std::size_t(inside_rows * l.nx));
+    row_on_level_.assign(std::size_t(inside_rows), 0);
+    std::uint8_t* in = inside_.data();
+#pragma omp parallel for schedule(static) num_threads(threads_)
+    for (std::int64_t r = 0; r < inside_rows; ++r) {
+      const T* v = s.data + ((l.z0 - task.data_z0) * l.ny + r) * l.nx;
+      std::uint8_t* o = in + r * l.nx;
+      std::uint8_t on = 0;
+      for (std::int64_t i = 0; i < l.nx; ++i) {
+        const R x = R(v[i]);
+        o[i] = std::uint8_t(mc::is_inside(x, level));
+        on |= std::uint8_t(x == level);
+      }
+      row_on_level_[std::size_t(r)] = on;
+    }
+    // Sweep 2: flags from inside bytes (x, y, z crossings by xor); rows near on-level samples take the exact path.
     std::uint8_t* flags = flags_.data();
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads_)
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
       std::uint8_t* f = flags + r * l.nx;
+      const bool has_y = j + 1 < l.ny, has_z = k + 1 < l.nz;
+      const bool exact = row_on_level_[std::size_t(r)] || (has_y && row_on_level_[std::size_t(r + 1)]) ||
+                         (has_z && row_on_level_[std::size_t(r + l.ny)]);
       std::uint32_t n = 0;
-      for (std::int64_t i = 0; i < l.nx; ++i) {
-        f[i] = mc::point_flags<T, R>(s, i, j, k, level);
-        n += std::uint32_t(mc::slot_count(f[i]));
+      if (exact) {
+        for (std::int64_t i = 0; i < l.nx; ++i) {
+          f[i] = mc::point_flags<T, R>(s, i, j, k, level);
+          n += std::uint32_t(mc::slot_count(f[i]));
+        }
+      } else {
+        const std::uint8_t* a = in + r * l.nx;
+        const std::uint8_t* b = has_y ? in + (r + 1) * l.nx : a;
+        const std::uint8_t* c = has_z ? in + (r + l.ny) * l.nx : a;
+        for (std::int64_t i = 0; i < l.nx; ++i) {
+          const std::uint8_t x = i + 1 < l.nx ? std::uint8_t(a[i] ^ a[i + 1]) : std::uint8_t(0);
+          const std::uint8_t y = std::uint8_t(a[i] ^ b[i]), z = std::uint8_t(a[i] ^ c[i]);
+          f[i] = std::uint8_t(a[i] << 4 | x << 1 | y << 2 | z << 3);
+          n += std::uint32_t(x + y + z);
+        }
       }
       row_vertices_[std::size_t(r)] = n;
+      if (n) {
+        std::int64_t lo = 0, hi = l.nx - 1;
+        while (!(f[lo] & mc::kSlotMask)) ++lo;
+        while (!(f[hi] & mc::kSlotMask)) --hi;
+        row_first_[std::size_t(r)] = lo;
+        row_last_[std::size_t(r)] = hi;
+      }
     }
     const auto& tables = mc::case_tables();
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
@@ -110,8 +162,9 @@ class CpuEngine final : public SlabEngine {
       if (j + 1 >= l.ny) continue;
       const std::uint8_t* row[4] = {flags + r * l.nx, flags + (r + 1) * l.nx, flags + (r + l.ny) * l.nx,
                                     flags + (r + l.ny + 1) * l.nx};
+      const auto [i_begin, i_end] = cell_span(r, l);
       std::uint32_t n = 0;
-      for (std::int64_t i = 0; i + 1 < l.nx; ++i) {
+      for (std::int64_t i = i_begin; i < i_end; ++i) {
         std::uint8_t cf[8];
         for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
         const int cas = mc::cell_case(cf);
@@ -192,7 +245,8 @@ class CpuEngine final : public SlabEngine {
           for (std::int64_t i = 0; i < l.nx; ++i) p[i + 1] = p[i] + std::uint32_t(mc::slot_count(row[q][i]));
         }
         std::uint64_t t = row_triangle_base_[std::size_t(r)];
-        for (std::int64_t i = 0; i + 1 < l.nx; ++i) {
+        const auto [i_begin, i_end] = cell_span(r, l);
+        for (std::int64_t i = i_begin; i < i_end; ++i) {
           std::uint8_t cf[8];
           for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
           const int cas = mc::cell_case(cf);
@@ -221,7 +275,8 @@ class CpuEngine final : public SlabEngine {
 
   int threads_;
   StageSeconds seconds_;
-  std::vector<std::uint8_t> flags_;
+  std::vector<std::uint8_t> flags_, inside_, row_on_level_;
+  std::vector<std::int64_t> row_first_, row_last_;
   std::vector<std::uint32_t> row_vertices_, row_triangles_;
   std::vector<std::uint64_t> row_vertex_base_, row_triangle_base_;
 };

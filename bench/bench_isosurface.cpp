@@ -1,0 +1,253 @@
+// parasurf bench isosurface: marching cubes on built-in fields and real volumes, CPU and CUDA, per-stage times,
+// the GPU floor (volume read once + mesh written once at the copy bandwidth measured in this run), and the peers
+// VTK vtkFlyingEdges3D and scikit-image run on the same samples in the same run (through bench/peers/iso_peers.py).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "bench_util.hpp"
+#include "isosurface/engine.hpp"
+#include "parasurf/commands.hpp"
+#include "parasurf/device.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/isosurface.hpp"
+
+#ifndef PARASURF_SOURCE_DIR
+#define PARASURF_SOURCE_DIR "."
+#endif
+
+namespace parasurf::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct IsoBenchArgs {
+  std::string sizes = "256,512", types = "float32,uint8", devices = "cpu,cuda", volumes, json, python = "/usr/bin/python3";
+  int threads = 0, repeats = 3;
+  bool quick = false, no_peers = false;
+};
+
+// The tangle field as an in-memory array of the given type (uint8: mapped to 0..255 over [0, 25]).
+struct HostVolume {
+  std::string name;
+  VolumeGeometry geometry;
+  VoxelType type;
+  std::vector<char> bytes;
+  double level;
+};
+
+HostVolume tangle_volume(std::int64_t n, VoxelType type) {
+  auto src = synthetic_field("tangle", {n, n, n});
+  HostVolume h{"tangle " + std::to_string(n) + "^3 " + voxel_type_name(type), src->geometry(), type, {}, 0.5};
+  std::vector<float> f(std::size_t(n * n * n));
+  src->read_slices(0, n, f.data());
+  if (type == VoxelType::Float32) {
+    h.bytes.resize(f.size() * 4);
+    std::memcpy(h.bytes.data(), f.data(), h.bytes.size());
+  } else {
+    h.bytes.resize(f.size());
+    for (std::size_t i = 0; i < f.size(); ++i)
+      h.bytes[i] = char(std::uint8_t(std::clamp(std::lround(f[i] * 10.2), 0L, 255L)));
+    h.level = 0.5 * 10.2 + 0.5;  // between the codes of 0.5 and its neighbour: no ties
+  }
+  return h;
+}
+
+HostVolume file_volume(const std::string& path, double level) {
+  auto src = open_volume(path);
+  HostVolume h{std::filesystem::path(path).filename().string(), src->geometry(), src->type(), {}, level};
+  h.bytes.resize(std::size_t(src->geometry().voxel_count()) * voxel_bytes(src->type()));
+  src->read_slices(0, src->geometry().dims[2], h.bytes.data());
+  return h;
+}
+
+nlohmann::json run_peers(const IsoBenchArgs& a, const HostVolume& h) {
+  if (a.no_peers) return nullptr;
+  const std::string script = std::string(PARASURF_SOURCE_DIR) + "/bench/peers/iso_peers.py";
+  if (!std::filesystem::exists(script) || !std::filesystem::exists(a.python)) return nullptr;
+  const std::string raw = (std::filesystem::temp_directory_path() / "parasurf_bench_volume.raw").string();
+  {
+    std::ofstream f(raw, std::ios::binary);
+    f.write(h.bytes.data(), std::streamsize(h.bytes.size()));
+  }
+  const char* dtype = h.type == VoxelType::UInt8 ? "uint8" : h.type == VoxelType::Float32 ? "float32"
+                      : h.type == VoxelType::Int16 ? "int16" : h.type == VoxelType::UInt16 ? "uint16" : "float64";
+  char cmd[1024];
+  std::snprintf(cmd, sizeof cmd, "%s %s %s %lld %lld %lld %s %.17g %d 2>/dev/null", a.python.c_str(), script.c_str(),
+                raw.c_str(), (long long)h.geometry.dims[0], (long long)h.geometry.dims[1],
+                (long long)h.geometry.dims[2], dtype, h.level, a.repeats);
+  std::string out;
+  if (FILE* p = popen(cmd, "r")) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
+  std::filesystem::remove(raw);
+  try {
+    return nlohmann::json::parse(out);
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+}
+
+// The GPU with the samples already on the device and the mesh left there: classify + scan + generate only.
+nlohmann::json gpu_resident(const HostVolume& h, int repeats, double copy_bw, double host_best) {
+  auto engine = iso::make_cuda_engine(0);
+  iso::SlabTask task;
+  task.type = h.type;
+  task.data = h.bytes.data();
+  task.dims = h.geometry.dims;
+  task.data_z0 = 0;
+  task.data_z1 = task.z1 = h.geometry.dims[2];
+  task.level = h.level;
+  task.normals = true;
+  for (int i = 0; i < 9; ++i) task.map.jacobian[i] = task.map.normal_matrix[i] = (i % 4 == 0) ? 1.0f : 0.0f;
+  std::vector<std::uint64_t> ties;
+  iso::MeshTail none;  // nullptr: the mesh stays on the device
+  engine->count(task);  // uploads once; later runs find the samples resident
+  engine->generate(task, none, ties);
+  double best = 1e30, classify = 0, scan = 0, generate = 0;
+  iso::SlabCounts c;
+  for (int r = 0; r < repeats; ++r) {
+    const auto before = engine->seconds();
+    const auto t = Clock::now();
+    c = engine->count(task);
+    engine->generate(task, none, ties);
+    const double sec = since(t);
+    const auto after = engine->seconds();
+    if (sec < best) {
+      best = sec;
+      classify = after.classify - before.classify;
+      scan = after.scan - before.scan;
+      generate = after.generate - before.generate;
+    }
+  }
+  const double bytes = double(h.bytes.size()) + double(c.vertices) * 24 + double(c.triangles) * 12;
+  const double floor = bytes / (copy_bw * 1e9);
+  const double voxels = double(h.geometry.voxel_count());
+  std::printf("  %-26s %-28s %9.2f ms  classify %7.2f  scan %6.2f  generate %7.2f  %8.0f Mvox/s  %7.1f Mtri/s  "
+              "floor %.2f ms -> %.2fx floor; %.1fx CPU\n",
+              "cuda resident", "(samples and mesh on GPU)", best * 1e3, classify * 1e3, scan * 1e3, generate * 1e3,
+              voxels / best / 1e6, double(c.triangles) / best / 1e6, floor * 1e3, best / floor,
+              host_best > 0 ? host_best / best : 0.0);
+  return {{"seconds", best},       {"classify", classify},   {"scan", scan},          {"generate", generate},
+          {"triangles", c.triangles}, {"vertices", c.vertices}, {"floor_seconds", floor}, {"floor_ratio", best / floor},
+          {"bytes", bytes},        {"speedup_vs_cpu", host_best > 0 ? host_best / best : 0.0}};
+}
+
+void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nlohmann::json& results) {
+  std::printf("\n%s: %lldx%lldx%lld %s, level %g\n", h.name.c_str(), (long long)h.geometry.dims[0],
+              (long long)h.geometry.dims[1], (long long)h.geometry.dims[2], voxel_type_name(h.type), h.level);
+  MemoryVolume vol(h.geometry, h.type, h.bytes.data(), h.name);
+  nlohmann::json entry = {{"volume", h.name}, {"dims", h.geometry.dims}, {"type", voxel_type_name(h.type)},
+                          {"level", h.level}};
+  const double voxels = double(h.geometry.voxel_count());
+  double cpu_best = 0;
+  for (const auto& dname : split(a.devices)) {
+    const Device d = parse_device(dname);
+    if (d == Device::Cuda && !cuda_available()) {
+      std::printf("  cuda: skipped (%s)\n", cuda_unavailable_reason().c_str());
+      continue;
+    }
+    IsosurfaceOptions o;
+    o.levels = {h.level};
+    o.device = d;
+    o.threads = a.threads;
+    double best = 1e30;
+    IsosurfaceReport rep, best_rep;
+    TriangleMesh m;
+    for (int r = 0; r < a.repeats; ++r) {
+      m = extract_isosurface(vol, o, &rep);
+      if (rep.seconds_total < best) best = rep.seconds_total, best_rep = rep;
+    }
+    if (d == Device::Cpu) cpu_best = best;
+    std::printf("  %-26s %-28s %9.2f ms  classify %7.2f  scan %6.2f  generate %7.2f  %8.1f Mvox/s  %7.2f Mtri/s  "
+                "(%lld triangles)\n",
+                dname.c_str(), best_rep.device.c_str(), best * 1e3, best_rep.seconds_classify * 1e3,
+                best_rep.seconds_scan * 1e3, best_rep.seconds_generate * 1e3, voxels / best / 1e6,
+                double(m.triangle_count()) / best / 1e6, (long long)m.triangle_count());
+    entry[dname] = {{"seconds", best},
+                    {"device", best_rep.device},
+                    {"classify", best_rep.seconds_classify},
+                    {"scan", best_rep.seconds_scan},
+                    {"generate", best_rep.seconds_generate},
+                    {"copy", best_rep.seconds_copy},
+                    {"triangles", m.triangle_count()},
+                    {"vertices", m.vertex_count()}};
+    if (d == Device::Cuda && copy_bw > 0) entry["cuda_resident"] = gpu_resident(h, a.repeats, copy_bw, cpu_best);
+  }
+  const nlohmann::json peers = run_peers(a, h);
+  if (!peers.is_null()) {
+    for (const auto& [name, p] : peers.items()) {
+      if (p.contains("error")) {
+        std::printf("  %-26s not installed (%s)\n", name.c_str(), p["error"].get<std::string>().c_str());
+        continue;
+      }
+      const double sec = p["seconds"].get<double>();
+      std::printf("  %-26s %-28s %9.2f ms  %8.1f Mvox/s  (%lld triangles)  parasurf cpu is %.2fx", name.c_str(),
+                  p.contains("threads") ? ("threads " + std::to_string(p["threads"].get<int>())).c_str() : "1 thread",
+                  sec * 1e3, voxels / sec / 1e6, (long long)p["triangles"].get<std::int64_t>(),
+                  cpu_best > 0 ? sec / cpu_best : 0.0);
+      if (entry.contains("cuda_resident"))
+        std::printf(", cuda resident %.0fx", sec / entry["cuda_resident"]["seconds"].get<double>());
+      std::printf("\n");
+    }
+    entry["peers"] = peers;
+  } else if (!a.no_peers) {
+    std::printf("  peers: not run (needs %s with vtk/scikit-image and bench/peers/iso_peers.py)\n", a.python.c_str());
+  }
+  results.push_back(entry);
+}
+
+}  // namespace
+
+void add_bench_isosurface(CLI::App& bench) {
+  auto a = std::make_shared<IsoBenchArgs>();
+  auto* cmd = bench.add_subcommand("isosurface", "Marching cubes: CPU, CUDA, GPU floor, VTK Flying Edges, scikit-image");
+  cmd->add_option("--sizes", a->sizes, "Tangle field sizes N (N^3 samples), comma-separated");
+  cmd->add_option("--types", a->types, "Sample types of the field: float32, uint8");
+  cmd->add_option("--devices", a->devices, "cpu,cuda");
+  cmd->add_option("--volumes", a->volumes, "Volume files with levels: FILE:LEVEL,...");
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_option("--repeats", a->repeats, "Best of this many runs");
+  cmd->add_option("--python", a->python, "Python with vtk and scikit-image for the peers");
+  cmd->add_flag("--no-peers", a->no_peers, "Skip VTK and scikit-image");
+  cmd->add_flag("--quick", a->quick, "Small sizes (CI smoke)");
+  cmd->add_option("--json", a->json, "Write the figures as JSON");
+  cmd->callback([a] {
+    if (a->quick) {
+      a->sizes = "64";
+      a->repeats = 1;
+    }
+    double copy_bw = 0;
+    if (cuda_available() && a->devices.find("cuda") != std::string::npos) copy_bw = measure_cuda_copy_bandwidth(0);
+    std::printf("isosurface benchmark: %d CPU threads%s\n", cpu_thread_count(a->threads),
+                copy_bw > 0 ? (", device copy bandwidth " + std::to_string(int(copy_bw)) + " GB/s").c_str() : "");
+    nlohmann::json results = nlohmann::json::array();
+    for (const auto n : split_ints(a->sizes, "--sizes"))
+      for (const auto& t : split(a->types)) bench_volume(*a, tangle_volume(n, parse_voxel_type(t)), copy_bw, results);
+    for (const auto& item : split(a->volumes)) {
+      const auto colon = item.rfind(':');
+      if (colon == std::string::npos) throw Error(ErrorKind::InvalidArgument, "--volumes: expected FILE:LEVEL");
+      bench_volume(*a, file_volume(item.substr(0, colon), std::stod(item.substr(colon + 1))), copy_bw, results);
+    }
+    if (!a->json.empty()) {
+      nlohmann::json j = {{"benchmark", "isosurface"},
+                          {"cpu_threads", cpu_thread_count(a->threads)},
+                          {"copy_bandwidth_gbs", copy_bw},
+                          {"results", results}};
+      std::ofstream f(a->json);
+      f << j.dump(2) << "\n";
+      if (!f) throw Error(ErrorKind::Io, "cannot write '" + a->json + "'");
+    }
+  });
+}
+
+}  // namespace parasurf::cli

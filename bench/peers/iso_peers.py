@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Peers of `parasurf bench isosurface`: VTK vtkFlyingEdges3D (all threads) and scikit-image marching_cubes,
+timed on the same samples (a raw float32 or uint8 file written by the benchmark). Prints one JSON object.
+
+usage: iso_peers.py RAW NX NY NZ DTYPE LEVEL REPEATS [vtk,skimage]
+"""
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def best_of(fn, repeats):
+    best, result = float("inf"), None
+    for _ in range(repeats):
+        t = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - t)
+    return best, result
+
+
+def main():
+    path, nx, ny, nz, dtype, level, repeats = sys.argv[1:8]
+    peers = sys.argv[8].split(",") if len(sys.argv) > 8 else ["vtk", "skimage"]
+    nx, ny, nz, level, repeats = int(nx), int(ny), int(nz), float(level), int(repeats)
+    data = np.fromfile(path, dtype=np.dtype(dtype)).reshape(nz, ny, nx)
+    out = {}
+    if "vtk" in peers:
+        try:
+            import vtk
+            from vtk.util import numpy_support
+
+            image = vtk.vtkImageData()
+            image.SetDimensions(nx, ny, nz)
+            arr = numpy_support.numpy_to_vtk(data.ravel(), deep=True)
+            image.GetPointData().SetScalars(arr)
+            smp = vtk.vtkSMPTools()
+            threads = vtk.vtkMultiThreader.GetGlobalDefaultNumberOfThreads()
+
+            def run():
+                fe = vtk.vtkFlyingEdges3D()
+                fe.SetInputData(image)
+                fe.SetValue(0, level)
+                fe.ComputeNormalsOn()
+                fe.ComputeScalarsOff()
+                fe.Update()
+                return fe.GetOutput()
+
+            sec, poly = best_of(run, repeats)
+            pts = numpy_support.vtk_to_numpy(poly.GetPoints().GetData()).astype(np.float64)
+            con = numpy_support.vtk_to_numpy(poly.GetPolys().GetConnectivityArray()).reshape(-1, 3)
+            tri = pts[con]
+            area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1).sum()
+            out["vtk_flying_edges"] = {"seconds": sec, "triangles": poly.GetNumberOfCells(), "area": float(area),
+                                       "vertices": poly.GetNumberOfPoints(), "threads": threads,
+                                       "smp_backend": smp.GetBackend() if hasattr(smp, "GetBackend") else "?"}
+        except ImportError as e:
+            out["vtk_flying_edges"] = {"error": str(e)}
+    if "skimage" in peers:
+        try:
+            from skimage import measure
+
+            vol = data.transpose(2, 1, 0)  # (x, y, z) index order, as parasurf's vertices
+            sec, (verts, faces, normals, values) = best_of(
+                lambda: measure.marching_cubes(vol, level=level, method="lewiner"), max(1, min(repeats, 2)))
+            tri = verts[faces]
+            area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1).sum()
+            out["skimage"] = {"seconds": sec, "triangles": int(len(faces)), "vertices": int(len(verts)),
+                              "area": float(area)}
+        except ImportError as e:
+            out["skimage"] = {"error": str(e)}
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()
