@@ -31,20 +31,32 @@ skipped=$(grep -c "Skipped" "$OUT/ctest.log")
 note "ctest skipped" "$skipped"
 grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
 
-san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Teapot*:Tessellate.Sphere*'
+san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*'
 for tool in memcheck racecheck; do
   compute-sanitizer --tool $tool --error-exitcode 99 $tests --gtest_filter="$san_filter" >"$OUT/sanitizer-$tool.log" 2>&1
   rc=$?
   note "compute-sanitizer $tool" "$([ $rc -eq 0 ] && echo 'clean' || echo "rc=$rc") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
 done
 
+# isosurfaces: CPU, CUDA (end to end and resident), GPU floor, scikit-image (VTK is not on this machine)
+isizes="256,512"; [ $quick -eq 1 ] && isizes="128,512"
+vols=""
+[ -d .data/volumes ] && vols="--volumes .data/volumes/MR_Gd.nii.gz:60,.data/volumes/spm152.nii.gz:60"
+$exe bench isosurface --sizes $isizes $vols --json "$OUT/bench-isosurface.json" >"$OUT/bench-isosurface.log" 2>&1
+note "bench isosurface" "rc=$?"
+echo; echo "== isosurface"
+cat "$OUT/bench-isosurface.log"
+[ "${ISO_ONLY:-0}" = 1 ] && quick=2
+
 # patch models: every strategy on the GPU, CPU threads, tessellation phases (OpenSubdiv is not on this machine)
+if [ $quick -lt 2 ]; then
 pq=""; [ $quick -eq 1 ] && pq="--resolutions 8,32,128,256 --patches 100000 --budget 0.1"
 $exe bench patches --no-peer $pq --json "$OUT/bench-patches.json" >"$OUT/bench-patches.log" 2>&1
 note "bench patches" "rc=$?"
 echo; echo "== patch batches (GPU rows)"
 grep -E "cuda:|skipped" "$OUT/bench-patches.log" | head -60
 grep -A12 "tessellation" "$OUT/bench-patches.log"
+fi
 
 if [ $quick -eq 0 ]; then
   # GPU matrix of the paper (all methods), then the CPU side at 1 and all threads, the peer and the hybrid.
