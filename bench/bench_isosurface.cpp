@@ -80,9 +80,10 @@ nlohmann::json run_peers(const IsoBenchArgs& a, const HostVolume& h) {
   const char* dtype = h.type == VoxelType::UInt8 ? "uint8" : h.type == VoxelType::Float32 ? "float32"
                       : h.type == VoxelType::Int16 ? "int16" : h.type == VoxelType::UInt16 ? "uint16" : "float64";
   char cmd[1024];
-  std::snprintf(cmd, sizeof cmd, "%s %s %s %lld %lld %lld %s %.17g %d 2>/dev/null", a.python.c_str(), script.c_str(),
+  const std::string err = raw + ".err";
+  std::snprintf(cmd, sizeof cmd, "%s %s %s %lld %lld %lld %s %.17g %d 2>%s", a.python.c_str(), script.c_str(),
                 raw.c_str(), (long long)h.geometry.dims[0], (long long)h.geometry.dims[1],
-                (long long)h.geometry.dims[2], dtype, h.level, a.repeats);
+                (long long)h.geometry.dims[2], dtype, h.level, a.repeats, err.c_str());
   std::string out;
   if (FILE* p = popen(cmd, "r")) {
     char buf[4096];
@@ -91,8 +92,14 @@ nlohmann::json run_peers(const IsoBenchArgs& a, const HostVolume& h) {
   }
   std::filesystem::remove(raw);
   try {
+    std::filesystem::remove(err);
     return nlohmann::json::parse(out);
   } catch (const std::exception&) {
+    std::ifstream e(err);
+    std::string line, last;
+    while (std::getline(e, line)) last = line;
+    std::printf("  peers failed: %s\n", last.c_str());
+    std::filesystem::remove(err);
     return nullptr;
   }
 }
@@ -130,7 +137,7 @@ nlohmann::json gpu_resident(const HostVolume& h, int repeats, double copy_bw, do
     }
   }
   const double bytes = double(h.bytes.size()) + double(c.vertices) * 24 + double(c.triangles) * 12;
-  const double floor = bytes / (copy_bw * 1e9);
+  const double floor = bytes / copy_bw;  // copy_bw in bytes per second
   const double voxels = double(h.geometry.voxel_count());
   std::printf("  %-26s %-28s %9.2f ms  classify %7.2f  scan %6.2f  generate %7.2f  %8.0f Mvox/s  %7.1f Mtri/s  "
               "floor %.2f ms -> %.2fx floor; %.1fx CPU\n",
@@ -229,7 +236,7 @@ void add_bench_isosurface(CLI::App& bench) {
     double copy_bw = 0;
     if (cuda_available() && a->devices.find("cuda") != std::string::npos) copy_bw = measure_cuda_copy_bandwidth(0);
     std::printf("isosurface benchmark: %d CPU threads%s\n", cpu_thread_count(a->threads),
-                copy_bw > 0 ? (", device copy bandwidth " + std::to_string(int(copy_bw)) + " GB/s").c_str() : "");
+                copy_bw > 0 ? (", device copy bandwidth " + std::to_string(int(copy_bw * 1e-9)) + " GB/s").c_str() : "");
     nlohmann::json results = nlohmann::json::array();
     for (const auto n : split_ints(a->sizes, "--sizes"))
       for (const auto& t : split(a->types)) bench_volume(*a, tangle_volume(n, parse_voxel_type(t)), copy_bw, results);
@@ -241,7 +248,7 @@ void add_bench_isosurface(CLI::App& bench) {
     if (!a->json.empty()) {
       nlohmann::json j = {{"benchmark", "isosurface"},
                           {"cpu_threads", cpu_thread_count(a->threads)},
-                          {"copy_bandwidth_gbs", copy_bw},
+                          {"copy_bandwidth_bytes_per_second", copy_bw},
                           {"results", results}};
       std::ofstream f(a->json);
       f << j.dump(2) << "\n";

@@ -13,6 +13,13 @@ namespace parasurf::iso::cuda {
 
 constexpr int kRowThreads = 128;
 
+struct IntMin {
+  __device__ __forceinline__ int operator()(int a, int b) const { return a < b ? a : b; }
+};
+struct IntMax {
+  __device__ __forceinline__ int operator()(int a, int b) const { return a > b ? a : b; }
+};
+
 struct RowGrid {
   std::int64_t nx, ny, z0;
   std::int64_t flag_rows;  // rows (j, k) with k in [z0, flag_z1)
@@ -24,21 +31,36 @@ template <class T>
 __global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s, RowGrid g,
                                                             typename mc::RealOf<T>::type level,
                                                             std::uint8_t* __restrict__ flags,
-                                                            std::uint32_t* __restrict__ row_vertices) {
+                                                            std::uint32_t* __restrict__ row_vertices,
+                                                            int* __restrict__ row_first, int* __restrict__ row_last) {
   using R = typename mc::RealOf<T>::type;
   using Reduce = cub::BlockReduce<std::uint32_t, kRowThreads>;
+  using ReduceInt = cub::BlockReduce<int, kRowThreads>;
   __shared__ typename Reduce::TempStorage temp;
+  __shared__ typename ReduceInt::TempStorage temp_lo, temp_hi;
   const std::int64_t r = blockIdx.x;
   const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
   std::uint32_t n = 0;
+  int lo = int(g.nx), hi = -1;
   std::uint8_t* f = flags + r * g.nx;
   for (std::int64_t i = threadIdx.x; i < g.nx; i += kRowThreads) {
     const std::uint8_t v = mc::point_flags<T, R>(s, i, j, k, level);
     f[i] = v;
-    n += std::uint32_t(mc::slot_count(v));
+    const int c = mc::slot_count(v);
+    n += std::uint32_t(c);
+    if (c) {
+      lo = min(lo, int(i));
+      hi = max(hi, int(i));
+    }
   }
   const std::uint32_t total = Reduce(temp).Sum(n);
-  if (threadIdx.x == 0) row_vertices[r] = total;
+  const int first = ReduceInt(temp_lo).Reduce(lo, IntMin());
+  const int last = ReduceInt(temp_hi).Reduce(hi, IntMax());
+  if (threadIdx.x == 0) {
+    row_vertices[r] = total;
+    row_first[r] = first;
+    row_last[r] = last;
+  }
 }
 
 template <class T>
@@ -81,6 +103,19 @@ __device__ __forceinline__ int surviving(const mc::CaseEntry& e, const std::uint
   return n;
 }
 
+// Cells of row r that can be mixed: a crossing of cell i leaves a slot at point i or i + 1 of its four rows.
+__device__ __forceinline__ void cell_span(const RowGrid& g, std::int64_t r, const int* __restrict__ row_first,
+                                          const int* __restrict__ row_last, std::int64_t& begin, std::int64_t& end) {
+  int lo = int(g.nx), hi = -1;
+  const std::int64_t rr[4] = {r, r + 1, r + g.ny, r + g.ny + 1};
+  for (int q = 0; q < 4; ++q) {
+    lo = min(lo, row_first[rr[q]]);
+    hi = max(hi, row_last[rr[q]]);
+  }
+  begin = lo > 0 ? lo - 1 : 0;
+  end = min(std::int64_t(hi) + 1, g.nx - 1);
+}
+
 // Pass 1b: triangles per cell row (and the number that touch on-level samples, for the duplicate check).
 template <class T>
 __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues<T> s, RowGrid g,
@@ -89,6 +124,8 @@ __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues
                                                                   const mc::CaseEntry* __restrict__ table,
                                                                   const std::uint8_t* __restrict__ ambiguous,
                                                                   bool decider, bool keep_degenerate,
+                                                                  const int* __restrict__ row_first,
+                                                                  const int* __restrict__ row_last,
                                                                   std::uint32_t* __restrict__ row_triangles,
                                                                   unsigned long long* __restrict__ tie_count) {
   using Reduce = cub::BlockReduce<std::uint32_t, kRowThreads>;
@@ -101,8 +138,14 @@ __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues
   }
   const std::uint8_t* row[4] = {flags + r * g.nx, flags + (r + 1) * g.nx, flags + (r + g.ny) * g.nx,
                                 flags + (r + g.ny + 1) * g.nx};
+  std::int64_t begin, end;
+  cell_span(g, r, row_first, row_last, begin, end);
+  if (begin >= end) {
+    if (threadIdx.x == 0) row_triangles[r] = 0;
+    return;
+  }
   std::uint32_t n = 0, ties = 0;
-  for (std::int64_t i = threadIdx.x; i + 1 < g.nx; i += kRowThreads) {
+  for (std::int64_t i = begin + threadIdx.x; i < end; i += kRowThreads) {
     std::uint8_t cf[8];
     load_corners(row, i, cf);
     const int cas = mc::cell_case(cf);
@@ -124,6 +167,8 @@ __global__ void __launch_bounds__(kRowThreads) vertex_kernel(mc::SlabValues<T> s
                                                              const std::uint8_t* __restrict__ flags,
                                                              const std::uint32_t* __restrict__ row_vertices,
                                                              const std::uint64_t* __restrict__ row_vertex_base,
+                                                             const int* __restrict__ row_first,
+                                                             const int* __restrict__ row_last,
                                                              float* __restrict__ positions, float* __restrict__ normals) {
   using R = typename mc::RealOf<T>::type;
   using Scan = cub::BlockScan<std::uint32_t, kRowThreads>;
@@ -133,9 +178,10 @@ __global__ void __launch_bounds__(kRowThreads) vertex_kernel(mc::SlabValues<T> s
   const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
   const std::uint8_t* f = flags + r * g.nx;
   std::uint64_t base = row_vertex_base[r];
-  for (std::int64_t i0 = 0; i0 < g.nx; i0 += kRowThreads) {
+  const std::int64_t last = row_last[r];
+  for (std::int64_t i0 = row_first[r]; i0 <= last; i0 += kRowThreads) {
     const std::int64_t i = i0 + threadIdx.x;
-    const std::uint8_t fl = i < g.nx ? f[i] : 0;
+    const std::uint8_t fl = i <= last ? f[i] : 0;
     std::uint32_t offset, chunk;
     Scan(temp).ExclusiveSum(std::uint32_t(mc::slot_count(fl)), offset, chunk);
     if (fl & mc::kSlotMask) {
@@ -167,7 +213,7 @@ __global__ void __launch_bounds__(kRowThreads) triangle_kernel(
     const mc::CaseEntry* __restrict__ table, const std::uint8_t* __restrict__ ambiguous, bool decider,
     bool keep_degenerate, bool flip, const std::uint32_t* __restrict__ row_triangles,
     const std::uint64_t* __restrict__ row_vertex_base, const std::uint64_t* __restrict__ row_triangle_base,
-    std::uint64_t vertex_base, std::uint32_t* __restrict__ triangles, unsigned long long* __restrict__ tie_count,
+    const int* __restrict__ row_first, const int* __restrict__ row_last, std::uint64_t vertex_base, std::uint32_t* __restrict__ triangles, unsigned long long* __restrict__ tie_count,
     std::uint64_t* __restrict__ ties) {
   using Scan = cub::BlockScan<FiveCounts, kRowThreads>;
   __shared__ typename Scan::TempStorage temp;
@@ -184,15 +230,17 @@ __global__ void __launch_bounds__(kRowThreads) triangle_kernel(
   std::uint64_t tri = row_triangle_base[r];
   FiveCounts zero;
   for (int q = 0; q < 5; ++q) zero.v[q] = 0;
-  for (std::int64_t i0 = 0; i0 < g.nx; i0 += kRowThreads) {
+  // No row has a slot before `begin`, so the in-row prefixes start at zero there.
+  std::int64_t begin, end;
+  cell_span(g, r, row_first, row_last, begin, end);
+  for (std::int64_t i0 = begin; i0 < end; i0 += kRowThreads) {
     const std::int64_t i = i0 + threadIdx.x;
     FiveCounts mine = zero;
     std::uint8_t cf[8];
     int cas = 0;
     const mc::CaseEntry* e = nullptr;
-    if (i < g.nx)
+    if (i < end) {
       for (int q = 0; q < 4; ++q) mine.v[q] = std::uint32_t(mc::slot_count(row[q][i]));
-    if (i + 1 < g.nx) {
       load_corners(row, i, cf);
       cas = mc::cell_case(cf);
       if (cas != 0 && cas != 255) {

@@ -95,16 +95,19 @@ class CudaEngine final : public SlabEngine {
     row_triangles_.ensure(rows * 4, "allocating row counts");
     row_vertex_base_.ensure(rows * 8, "allocating row offsets");
     row_triangle_base_.ensure(rows * 8, "allocating row offsets");
+    row_first_.ensure(rows * 4, "allocating row spans");
+    row_last_.ensure(rows * 4, "allocating row spans");
     PS_CUDA(cudaMemset(counters_.ptr, 0, 2 * sizeof(unsigned long long)), "clearing counters");
     PS_CUDA(cudaMemset(row_triangles_.ptr, 0, rows * 4), "clearing row counts");
     cuda::flags_kernel<T><<<unsigned(rows), cuda::kRowThreads>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
-                                                                  row_vertices_.as<std::uint32_t>());
+                                                                  row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
+                                                                  row_last_.as<int>());
     PS_CUDA_LAUNCH("classifying points");
     if (g.cell_rows > 0) {
       cuda::count_cells_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), table_.as<mc::CaseEntry>(), ambiguous_.as<std::uint8_t>(),
-          task.decider, task.keep_degenerate, row_triangles_.as<std::uint32_t>(),
-          counters_.as<unsigned long long>());
+          task.decider, task.keep_degenerate, row_first_.as<int>(), row_last_.as<int>(),
+          row_triangles_.as<std::uint32_t>(), counters_.as<unsigned long long>());
       PS_CUDA_LAUNCH("counting triangles");
     }
     PS_CUDA(cudaDeviceSynchronize(), "classifying the slab");
@@ -153,14 +156,16 @@ class CudaEngine final : public SlabEngine {
     if (nv > 0 && owned_rows > 0) {
       cuda::vertex_kernel<T><<<unsigned(owned_rows), cuda::kRowThreads>>>(
           s, g, R(task.level), task.map, flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(),
-          row_vertex_base_.as<std::uint64_t>(), positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr);
+          row_vertex_base_.as<std::uint64_t>(), row_first_.as<int>(), row_last_.as<int>(), positions_.as<float>(),
+          task.normals ? normals_.as<float>() : nullptr);
       PS_CUDA_LAUNCH("writing vertices");
     }
     if (nt > 0 && g.cell_rows > 0) {
       cuda::triangle_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), table_.as<mc::CaseEntry>(), ambiguous_.as<std::uint8_t>(),
           task.decider, task.keep_degenerate, task.flip, row_triangles_.as<std::uint32_t>(),
-          row_vertex_base_.as<std::uint64_t>(), row_triangle_base_.as<std::uint64_t>(), out.vertex_base,
+          row_vertex_base_.as<std::uint64_t>(), row_triangle_base_.as<std::uint64_t>(), row_first_.as<int>(),
+          row_last_.as<int>(), out.vertex_base,
           triangles_.as<std::uint32_t>(), counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("writing triangles");
     }
@@ -188,7 +193,7 @@ class CudaEngine final : public SlabEngine {
   std::size_t uploaded_bytes_ = 0;
   std::int64_t uploaded_z0_ = -1;
   core::DeviceBuffer table_, ambiguous_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
-      row_triangle_base_, scan_temp_, positions_, normals_, triangles_, ties_;
+      row_triangle_base_, row_first_, row_last_, scan_temp_, positions_, normals_, triangles_, ties_;
 };
 
 }  // namespace
