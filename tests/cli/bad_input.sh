@@ -42,5 +42,22 @@ expect "count.bpt" tessellate "$dir/count.bpt"
 expect "bad.json" tessellate "$dir/bad.json"
 expect "index.bv:6" tessellate "$dir/index.bv"
 expect "resolution 0 is outside" tessellate --resolution 0
-[ $fail -eq 0 ] && echo "19 passed, 0 failed"
+# isosurface: bad volumes, levels and sizes
+printf 'NRRD0004\ntype: float\ndimension: 3\nsizes: 4 4 4\nencoding: raw\nendian: little\n\nshort' > "$dir/trunc.nrrd"
+printf 'NRRD0004\ntype: complex\ndimension: 3\nsizes: 4 4 4\nencoding: raw\n\n' > "$dir/type.nrrd"
+printf 'NDims = 2\nDimSize = 4 4\nElementType = MET_UCHAR\nElementDataFile = LOCAL\n' > "$dir/flat.mha"
+printf 'NRRD0004\ntype: uchar\ndimension: 3\nsizes: 1 4 4\nencoding: ascii\n\n%s\n' "$(seq -s ' ' 1 16)" > "$dir/thin.nrrd"
+expect "trunc.nrrd: data is truncated" isosurface "$dir/trunc.nrrd"
+expect "unsupported NRRD type" isosurface "$dir/type.nrrd"
+expect "unsupported dimension count" isosurface "$dir/flat.mha"
+expect "at least 2 samples" isosurface "$dir/thin.nrrd"
+expect "outside the data range" isosurface --field sphere --size 16 --level 7
+expect "not a finite number" isosurface --field sphere --level nan
+expect "unknown field" isosurface --field cube
+expect "raw file needs" isosurface "$dir/trunc.nrrd" --raw-dims 4x4x4
+expect "truncated" isosurface "$dir/trunc.nrrd" --raw-dims 40x40x40 --raw-type float32
+echo x > "$dir/thin.txt"
+expect "cannot tell the volume format" isosurface "$dir/thin.txt"
+
+[ $fail -eq 0 ] && echo "all bad-input cases passed"
 exit $fail

@@ -16,6 +16,18 @@ head -c 300 "$dir/teapot.ply" | grep -q "property int group"
 "$exe" tessellate --tolerance 0.01 --compare-uniform -o "$dir/t.glb" --json "$dir/t.json" | grep -q "uniform resolution meeting"
 head -c 4 "$dir/t.glb" | grep -q glTF
 grep -q uniform_triangles "$dir/t.json"
+(cd "$dir" && "$exe" isosurface | grep -q "wrote tangle.ply")
+head -c 400 "$dir/tangle.ply" | grep -aq "element face"
+"$exe" isosurface --field torus --size 40 --level -0.05,0 --topology decider -o "$dir/t2.glb" --json "$dir/i.json" -q
+grep -q '"triangles"' "$dir/i.json"
+"$exe" isosurface --field sphere --size 24 -o "$dir/s.stl" -q
+[ "$(stat -c %s "$dir/s.stl")" -gt 1000 ]
+"$exe" isosurface --field sphere --size 24 --slab-slices 3 -o "$dir/s3.stl" -q
+cmp -s "$dir/s.stl" "$dir/s3.stl"
+set +e; "$exe" isosurface --field sphere --size 8 --level 0.7499 -o "$dir/e.ply" -q 2>/dev/null; rc=$?; set -e
+[ $rc -eq 3 ] && [ -f "$dir/e.ply" ]
+"$exe" bench isosurface --quick --devices cpu --no-peers --json "$dir/bi.json" >/dev/null
+grep -q '"results"' "$dir/bi.json"
 "$exe" bench patches --devices cpu --models teapot --resolutions 8 --precisions float --threads 1 --budget 0.01 --no-peer --json "$dir/p.json" >/dev/null
 grep -q points_per_second "$dir/p.json"
 echo "smoke passed"
