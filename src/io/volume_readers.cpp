@@ -8,7 +8,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
+#include <type_traits>
 #include <sstream>
 
 #include "io/byte_stream.hpp"
@@ -267,6 +269,11 @@ std::unique_ptr<VolumeSource> open_data(const std::string& name, const std::stri
     if (end == token.c_str() || *end != '\0') parse_fail(name, "ASCII value '" + token + "' is not a number");
     auto put = [&](auto tag) {
       using T = decltype(tag);
+      // Out-of-range conversions are undefined: refuse values the declared type cannot hold.
+      if (std::isfinite(v) || std::is_integral_v<T>) {
+        if (!(v >= double(std::numeric_limits<T>::lowest()) && v <= double(std::numeric_limits<T>::max())))
+          parse_fail(name, "ASCII value '" + token + "' does not fit the type " + voxel_type_name(type));
+      }
       const T t = static_cast<T>(v);
       std::memcpy(bytes.data() + i * sizeof(T), &t, sizeof(T));
     };
