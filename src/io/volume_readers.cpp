@@ -591,16 +591,16 @@ std::unique_ptr<VolumeSource> open_nrrd(const std::string& path) {
     data_path = sibling(path, df);
     offset = 0;
   }
-  if (f.count("line skip") && std::stod(f["line skip"]) != 0)
+  if (f.count("line skip") && exact_numbers(path, "line skip", f["line skip"], 1)[0] != 0)
     parse_fail(path, "'line skip' is not supported");
   if (f.count("byte skip")) {
-    const double bs = std::stod(f["byte skip"]);
+    const double bs = exact_numbers(path, "byte skip", f["byte skip"], 1)[0];
     if (bs == -1 && e == Encoding::Raw) {
       const std::uint64_t need_bytes = std::uint64_t(g.dims[0] * g.dims[1] * g.dims[2]) * voxel_bytes(type);
       const std::uint64_t have = file_size(data_path);
       if (have < need_bytes) parse_fail(path, "data is truncated");
       offset = have - need_bytes;
-    } else if (bs >= 0) {
+    } else if (bs >= 0 && bs <= 1e15) {
       offset += std::uint64_t(bs);
     } else {
       parse_fail(path, "'byte skip' must be -1 or non-negative");
@@ -652,7 +652,7 @@ std::unique_ptr<VolumeSource> open_metaimage(const std::string& path) {
   };
   const auto ndims = exact_numbers(path, "NDims", need("NDims"), 1)[0];
   if (ndims != 3) parse_fail(path, "unsupported dimension count NDims = " + std::to_string(int(ndims)));
-  if (f.count("ElementNumberOfChannels") && std::stod(f["ElementNumberOfChannels"]) != 1)
+  if (f.count("ElementNumberOfChannels") && exact_numbers(path, "ElementNumberOfChannels", f["ElementNumberOfChannels"], 1)[0] != 1)
     parse_fail(path, "only single-channel images are supported");
   VolumeGeometry g;
   const auto ds = exact_numbers(path, "DimSize", need("DimSize"), 3);
@@ -697,13 +697,13 @@ std::unique_ptr<VolumeSource> open_metaimage(const std::string& path) {
     offset = 0;
   }
   if (f.count("HeaderSize")) {
-    const double hs = std::stod(f["HeaderSize"]);
+    const double hs = exact_numbers(path, "HeaderSize", f["HeaderSize"], 1)[0];
     if (hs == -1 && !compressed) {
       const std::uint64_t need_bytes = std::uint64_t(g.dims[0] * g.dims[1] * g.dims[2]) * voxel_bytes(type);
       const std::uint64_t have = file_size(data_path);
       if (have < need_bytes) parse_fail(path, "data is truncated");
       offset = have - need_bytes;
-    } else if (hs >= 0) {
+    } else if (hs >= 0 && hs <= 1e15) {
       offset += std::uint64_t(hs);
     }
   }
