@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <sstream>
 
+#include "core/voxel_dispatch.hpp"
 #include "io/byte_stream.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/volume.hpp"
@@ -99,16 +100,7 @@ MemoryVolume load_volume_float(VolumeSource& source) {
       const T* s = reinterpret_cast<const T*>(slice.data());
       for (std::size_t i = 0; i < n; ++i) dst[i] = float(s[i]);
     };
-    switch (source.type()) {
-      case VoxelType::UInt8: convert(std::uint8_t{}); break;
-      case VoxelType::Int8: convert(std::int8_t{}); break;
-      case VoxelType::UInt16: convert(std::uint16_t{}); break;
-      case VoxelType::Int16: convert(std::int16_t{}); break;
-      case VoxelType::UInt32: convert(std::uint32_t{}); break;
-      case VoxelType::Int32: convert(std::int32_t{}); break;
-      case VoxelType::Float32: convert(float{}); break;
-      case VoxelType::Float64: convert(double{}); break;
-    }
+    core::visit_voxel_type(source.type(), convert);
   }
   return MemoryVolume(g, std::move(values), source.name());
 }
@@ -209,16 +201,7 @@ class FileVolume final : public VolumeSource {
       const T* s = static_cast<const T*>(raw);
       for (std::size_t i = 0; i < n; ++i) out[i] = float(double(s[i]) * slope_ + inter_);
     };
-    switch (stored_) {
-      case VoxelType::UInt8: go(std::uint8_t{}); break;
-      case VoxelType::Int8: go(std::int8_t{}); break;
-      case VoxelType::UInt16: go(std::uint16_t{}); break;
-      case VoxelType::Int16: go(std::int16_t{}); break;
-      case VoxelType::UInt32: go(std::uint32_t{}); break;
-      case VoxelType::Int32: go(std::int32_t{}); break;
-      case VoxelType::Float32: go(float{}); break;
-      case VoxelType::Float64: go(double{}); break;
-    }
+    core::visit_voxel_type(stored_, go);
   }
 
   std::string name_;
@@ -277,16 +260,7 @@ std::unique_ptr<VolumeSource> open_data(const std::string& name, const std::stri
       const T t = static_cast<T>(v);
       std::memcpy(bytes.data() + i * sizeof(T), &t, sizeof(T));
     };
-    switch (type) {
-      case VoxelType::UInt8: put(std::uint8_t{}); break;
-      case VoxelType::Int8: put(std::int8_t{}); break;
-      case VoxelType::UInt16: put(std::uint16_t{}); break;
-      case VoxelType::Int16: put(std::int16_t{}); break;
-      case VoxelType::UInt32: put(std::uint32_t{}); break;
-      case VoxelType::Int32: put(std::int32_t{}); break;
-      case VoxelType::Float32: put(float(v)); break;
-      case VoxelType::Float64: put(v); break;
-    }
+    core::visit_voxel_type(type, [&](auto tag) { put(tag); });
   }
   return std::make_unique<FileVolume>(name, g, type, std::move(bytes));
 }

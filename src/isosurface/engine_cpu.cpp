@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/mc_tables.hpp"
 #include "parasurf/device.hpp"
@@ -25,29 +26,10 @@ class CpuEngine final : public SlabEngine {
   double work_bytes_per_point() const override { return 2.0; }
 
   SlabCounts count(const SlabTask& task) override {
-    switch (task.type) {
-      case VoxelType::UInt8: return count_t<std::uint8_t>(task);
-      case VoxelType::Int8: return count_t<std::int8_t>(task);
-      case VoxelType::UInt16: return count_t<std::uint16_t>(task);
-      case VoxelType::Int16: return count_t<std::int16_t>(task);
-      case VoxelType::UInt32: return count_t<std::uint32_t>(task);
-      case VoxelType::Int32: return count_t<std::int32_t>(task);
-      case VoxelType::Float32: return count_t<float>(task);
-      case VoxelType::Float64: return count_t<double>(task);
-    }
-    return {};
+    return core::visit_voxel_type(task.type, [&](auto tag) { return count_t<decltype(tag)>(task); });
   }
   void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) override {
-    switch (task.type) {
-      case VoxelType::UInt8: return generate_t<std::uint8_t>(task, out, ties);
-      case VoxelType::Int8: return generate_t<std::int8_t>(task, out, ties);
-      case VoxelType::UInt16: return generate_t<std::uint16_t>(task, out, ties);
-      case VoxelType::Int16: return generate_t<std::int16_t>(task, out, ties);
-      case VoxelType::UInt32: return generate_t<std::uint32_t>(task, out, ties);
-      case VoxelType::Int32: return generate_t<std::int32_t>(task, out, ties);
-      case VoxelType::Float32: return generate_t<float>(task, out, ties);
-      case VoxelType::Float64: return generate_t<double>(task, out, ties);
-    }
+    core::visit_voxel_type(task.type, [&](auto tag) { generate_t<decltype(tag)>(task, out, ties); });
   }
 
  private:

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/memory.hpp"
+#include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
@@ -50,16 +51,7 @@ void range_of(const void* data, std::size_t n, double& lo, double& hi) {
 }
 
 void slab_range(VoxelType type, const void* data, std::size_t n, double& lo, double& hi) {
-  switch (type) {
-    case VoxelType::UInt8: return range_of<std::uint8_t>(data, n, lo, hi);
-    case VoxelType::Int8: return range_of<std::int8_t>(data, n, lo, hi);
-    case VoxelType::UInt16: return range_of<std::uint16_t>(data, n, lo, hi);
-    case VoxelType::Int16: return range_of<std::int16_t>(data, n, lo, hi);
-    case VoxelType::UInt32: return range_of<std::uint32_t>(data, n, lo, hi);
-    case VoxelType::Int32: return range_of<std::int32_t>(data, n, lo, hi);
-    case VoxelType::Float32: return range_of<float>(data, n, lo, hi);
-    case VoxelType::Float64: return range_of<double>(data, n, lo, hi);
-  }
+  core::visit_voxel_type(type, [&](auto tag) { range_of<decltype(tag)>(data, n, lo, hi); });
 }
 
 mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool& mirrored) {
