@@ -16,7 +16,8 @@ namespace {
 
 struct IsoArgs {
   std::string input, output, field, size = "128", levels, direction = "descent", topology = "classic";
-  std::string device = "auto", json, raw_dims, raw_type, endian = "little", spacing, origin;
+  std::string device = "auto", json, raw_dims, raw_type, endian = "little", spacing, origin, labels, scalars;
+  std::vector<std::int32_t> exclude_labels;
   bool keep_degenerate = false, no_normals = false, quiet = false;
   int threads = 0;
   std::int64_t slab_slices = 0, header_bytes = 0;
@@ -93,6 +94,11 @@ void add_isosurface(CLI::App& app) {
   cmd->add_option("--header-bytes", a->header_bytes, "Raw file: bytes to skip before the samples");
   cmd->add_option("--spacing", a->spacing, "Raw file or field: sx,sy,sz");
   cmd->add_option("--origin", a->origin, "Raw file or field: ox,oy,oz");
+  cmd->add_option("--labels", a->labels,
+                  "Label volume on the same grid: each triangle gets its cell's label, a face property and a colour");
+  cmd->add_option("--exclude-label", a->exclude_labels, "Drop the triangles of this label (repeatable; needs --labels)")
+      ->delimiter(',');
+  cmd->add_option("--scalars", a->scalars, "Second volume on the same grid, interpolated to every vertex (\"value\")");
   cmd->add_flag("--quiet,-q", a->quiet, "Print only errors");
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");
   cmd->callback([a] {
@@ -131,6 +137,10 @@ void add_isosurface(CLI::App& app) {
       throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + out + "' (.ply, .obj, .stl, .glb)");
 
     IsosurfaceOptions o;
+    std::unique_ptr<VolumeSource> labels, scalars;
+    if (!a->labels.empty()) o.labels = (labels = open_volume(a->labels)).get();
+    if (!a->scalars.empty()) o.scalars = (scalars = open_volume(a->scalars)).get();
+    o.exclude_labels = a->exclude_labels;
     if (!a->levels.empty()) o.levels = parse_list(a->levels, "--level");
     else if (!field.empty()) o.levels = {synthetic_field_level(field)};
     o.direction = parse_gradient_direction(a->direction);
@@ -179,6 +189,7 @@ void add_isosurface(CLI::App& app) {
                           {"slabs", rep.slabs},
                           {"vertices", mesh.vertex_count()},
                           {"triangles", mesh.triangle_count()},
+                          {"groups", mesh.group_names},
                           {"seconds", {{"total", rep.seconds_total},
                                        {"read", rep.seconds_read},
                                        {"classify", rep.seconds_classify},

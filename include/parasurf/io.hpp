@@ -25,6 +25,10 @@ struct TriangleMesh {
   std::vector<std::uint32_t> triangles;  // F x 3
   std::vector<std::int32_t> face_groups;   // F group indices (-1: none), or empty
   std::vector<std::string> group_names;    // names of the groups, by index
+  std::vector<float> group_colors;         // 3 per group (linear RGB in [0, 1]), or empty for a built-in palette
+  std::vector<float> vertex_values;        // V scalars (written as "value"), or empty
+  std::vector<std::int32_t> face_labels;        // F labels, or empty
+  std::vector<std::int32_t> face_outer_labels;  // F labels of the side each normal points to, or empty
   std::int64_t vertex_count() const { return std::int64_t(positions.size() / 3); }
   std::int64_t triangle_count() const { return std::int64_t(triangles.size() / 3); }
 };
@@ -33,9 +37,10 @@ struct TriangleMesh {
 template <class T>
 TriangleMesh grid_mesh(const SurfaceSamples<T>& samples, std::int64_t rows, std::int64_t cols);
 
-// Writes .ply (binary little-endian; face property "group" when there are groups), .obj ("g" lines per group)
-// .glb (glTF 2.0 binary; one primitive and material per group) or .stl (binary) by extension, through a temporary file
-// renamed on success, so that a failure never leaves a partial file. Throws Error(Io).
+// Writes .ply (binary little-endian; vertex property "value", face properties "group", "label", "outer_label" and
+// the group colour as "red green blue" when present), .obj ("g" lines per group), .glb (glTF 2.0 binary; one
+// primitive and material per group, values as the vertex attribute "_VALUE") or .stl (binary) by extension,
+// through a temporary file renamed on success, so that a failure never leaves a partial file. Throws Error(Io).
 void write_mesh(const std::string& path, const TriangleMesh& mesh);
 
 }  // namespace parasurf

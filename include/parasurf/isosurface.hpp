@@ -1,6 +1,7 @@
 // Marching-cubes isosurfaces: welded, oriented meshes with gradient normals, from any VolumeSource, on the CPU
 // (threads) or CUDA, slab by slab so that volumes larger than memory stream through.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -29,7 +30,17 @@ struct IsosurfaceOptions {
   std::int64_t slab_slices = 0;     // z-slices per slab, 0 = from the memory budget
   std::uint64_t memory_budget = 0;  // bytes for one slab's samples and work arrays, 0 = automatic
   std::function<void(double)> progress;  // fraction done, called between slabs
+  // Object identification (Rogeiro 2011's tag volume): an integer volume on the same grid gives each triangle the
+  // label of its cell (the most frequent label among the cell's inside corners, the smaller one on a tie).
+  VolumeSource* labels = nullptr;
+  std::vector<std::int32_t> exclude_labels;  // triangles with these labels are dropped (needs labels)
+  // A second volume on the same grid, interpolated to every vertex (mesh.vertex_values).
+  VolumeSource* scalars = nullptr;
 };
+
+// A distinct colour per label from a built-in table (label 0 grey; 1–20 a qualitative table; beyond, hues spread
+// by the golden angle). Linear RGB in [0, 1].
+std::array<float, 3> label_color(std::int32_t label);
 
 struct IsosurfaceReport {
   std::string device;  // what ran
@@ -44,10 +55,13 @@ struct IsosurfaceReport {
 };
 
 // One mesh for all levels: face_groups holds the level index of each triangle when there are several levels.
+// With labels, face_labels holds each triangle's label and the groups are the (level, label) pairs in order, each
+// with its label colour; excluded labels' triangles and the vertices only they used are removed.
 // Vertices and triangles come in a canonical order (by owning grid point, then x/y/z edge; by cell, then case
 // table order), so that the CPU, CUDA and any slab split give the same mesh.
 // Throws Error(InvalidArgument) for dims < 2 or a level outside the data range when nothing is found,
-// Error(OutOfMemory) when the counted mesh cannot fit, Error(LimitReached) beyond 2^32 − 1 vertices.
+// Error(OutOfMemory) when the counted mesh cannot fit, Error(LimitReached) beyond 2^32 − 1 vertices; labels or
+// scalars on another grid, or labels that are not integers in the int32 range: Error(InvalidArgument).
 TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& options,
                                 IsosurfaceReport* report = nullptr);
 

@@ -51,23 +51,40 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// The colour of a group: its own when the mesh has colours, else the built-in palette.
+const float* group_color(const TriangleMesh& m, int g) {
+  static const float palette[8][3] = {{0.80f, 0.72f, 0.55f}, {0.35f, 0.55f, 0.80f}, {0.80f, 0.40f, 0.35f},
+                                      {0.45f, 0.70f, 0.45f}, {0.70f, 0.55f, 0.80f}, {0.85f, 0.75f, 0.35f},
+                                      {0.40f, 0.75f, 0.75f}, {0.65f, 0.65f, 0.65f}};
+  if (g >= 0 && std::size_t(3 * g + 2) < m.group_colors.size()) return &m.group_colors[std::size_t(3 * g)];
+  return palette[(g < 0 ? 0 : g) % 8];
+}
+
 void write_ply(const std::string& path, const TriangleMesh& m) {
   const bool has_n = !m.normals.empty();
+  const bool has_v = m.vertex_values.size() == std::size_t(m.vertex_count());
+  const bool has_g = !m.face_groups.empty();
+  const bool has_c = has_g && !m.group_colors.empty();
+  const bool has_l = m.face_labels.size() == std::size_t(m.triangle_count());
+  const bool has_o = m.face_outer_labels.size() == std::size_t(m.triangle_count());
   std::string header = "ply\nformat binary_little_endian 1.0\ncomment written by parasurf\n";
   header += "element vertex " + std::to_string(m.vertex_count()) + "\n";
   header += "property float x\nproperty float y\nproperty float z\n";
   if (has_n) header += "property float nx\nproperty float ny\nproperty float nz\n";
+  if (has_v) header += "property float value\n";
   header += "element face " + std::to_string(m.triangle_count()) + "\n";
   header += "property list uchar uint vertex_indices\n";
-  const bool has_g = !m.face_groups.empty();
   if (has_g) header += "property int group\n";
+  if (has_l) header += "property int label\n";
+  if (has_o) header += "property int outer_label\n";
+  if (has_c) header += "property uchar red\nproperty uchar green\nproperty uchar blue\n";
   for (std::size_t g = 0; g < m.group_names.size(); ++g)
     header += "comment group " + std::to_string(g) + " " + m.group_names[g] + "\n";
   header += "end_header\n";
   io::AtomicFile f(path);
   f.write(header);
   std::vector<char> buf;
-  const std::size_t vstride = has_n ? 24 : 12;
+  const std::size_t vstride = (has_n ? 24 : 12) + (has_v ? 4 : 0);
   constexpr std::size_t kBatch = 1 << 16;
   for (std::int64_t v0 = 0; v0 < m.vertex_count(); v0 += kBatch) {
     const std::int64_t v1 = std::min<std::int64_t>(m.vertex_count(), v0 + kBatch);
@@ -76,18 +93,26 @@ void write_ply(const std::string& path, const TriangleMesh& m) {
       char* p = buf.data() + std::size_t(v - v0) * vstride;
       std::memcpy(p, &m.positions[3 * v], 12);
       if (has_n) std::memcpy(p + 12, &m.normals[3 * v], 12);
+      if (has_v) std::memcpy(p + (has_n ? 24 : 12), &m.vertex_values[std::size_t(v)], 4);
     }
     f.write(buf.data(), buf.size());
   }
+  const std::size_t fstride = 13 + (has_g ? 4 : 0) + (has_l ? 4 : 0) + (has_o ? 4 : 0) + (has_c ? 3 : 0);
   for (std::int64_t t0 = 0; t0 < m.triangle_count(); t0 += kBatch) {
     const std::int64_t t1 = std::min<std::int64_t>(m.triangle_count(), t0 + kBatch);
-    const std::size_t fstride = has_g ? 17 : 13;
     buf.resize(std::size_t(t1 - t0) * fstride);
     for (std::int64_t t = t0; t < t1; ++t) {
       char* p = buf.data() + std::size_t(t - t0) * fstride;
       p[0] = 3;
       std::memcpy(p + 1, &m.triangles[3 * t], 12);
-      if (has_g) std::memcpy(p + 13, &m.face_groups[t], 4);
+      p += 13;
+      if (has_g) std::memcpy(p, &m.face_groups[t], 4), p += 4;
+      if (has_l) std::memcpy(p, &m.face_labels[t], 4), p += 4;
+      if (has_o) std::memcpy(p, &m.face_outer_labels[t], 4), p += 4;
+      if (has_c) {
+        const float* c = group_color(m, m.face_groups[t]);
+        for (int q = 0; q < 3; ++q) p[q] = char(std::uint8_t(std::lround(std::clamp(c[q], 0.0f, 1.0f) * 255.0f)));
+      }
     }
     f.write(buf.data(), buf.size());
   }
@@ -171,9 +196,17 @@ void write_glb(const std::string& path, const TriangleMesh& m) {
     accessors += ",{\"bufferView\":1,\"componentType\":5126,\"count\":" + std::to_string(nv) + ",\"type\":\"VEC3\"}";
     next_view = 2;
   }
-  static const float palette[8][3] = {{0.80f, 0.72f, 0.55f}, {0.35f, 0.55f, 0.80f}, {0.80f, 0.40f, 0.35f},
-                                      {0.45f, 0.70f, 0.45f}, {0.70f, 0.55f, 0.80f}, {0.85f, 0.75f, 0.35f},
-                                      {0.40f, 0.75f, 0.75f}, {0.65f, 0.65f, 0.65f}};
+  const bool has_v = m.vertex_values.size() == std::size_t(nv);
+  if (has_v) {
+    const std::size_t at = bin.size();
+    bin.append(reinterpret_cast<const char*>(m.vertex_values.data()), m.vertex_values.size() * 4);
+    views += ",{\"buffer\":0,\"byteOffset\":" + std::to_string(at) + ",\"byteLength\":" + std::to_string(nv * 4) +
+             ",\"target\":34962}";
+    accessors += ",{\"bufferView\":" + std::to_string(next_view) + ",\"componentType\":5126,\"count\":" +
+                 std::to_string(nv) + ",\"type\":\"SCALAR\"}";
+    ++next_view;
+  }
+  const int first_index_accessor = next_view;  // one accessor per view so far
   int prim = 0;
   for (std::size_t a = 0; a < order.size();) {
     std::size_t b = a;
@@ -181,15 +214,22 @@ void write_glb(const std::string& path, const TriangleMesh& m) {
     const int g = group_of(order[a]);
     const std::size_t at = bin.size();
     for (std::size_t k = a; k < b; ++k) bin.append(reinterpret_cast<const char*>(&m.triangles[3 * order[k]]), 12);
-    if (prim) views += ",", accessors += ",", prims += ",", materials += ",";
+    views += ",";  // after the vertex attribute views and accessors
+    accessors += ",";
+    if (prim) {
+      prims += ",";
+      materials += ",";
+    }
     views += "{\"buffer\":0,\"byteOffset\":" + std::to_string(at) + ",\"byteLength\":" + std::to_string((b - a) * 12) +
              ",\"target\":34963}";
     accessors += "{\"bufferView\":" + std::to_string(next_view + prim) + ",\"componentType\":5125,\"count\":" +
                  std::to_string((b - a) * 3) + ",\"type\":\"SCALAR\"}";
-    const int acc = (has_n ? 2 : 1) + prim;
-    prims += "{\"attributes\":{\"POSITION\":0" + std::string(has_n ? ",\"NORMAL\":1" : "") + "},\"indices\":" +
+    const int acc = first_index_accessor + prim;
+    const std::string value_attr = has_v ? ",\"_VALUE\":" + std::to_string(has_n ? 2 : 1) : "";
+    prims += "{\"attributes\":{\"POSITION\":0" + std::string(has_n ? ",\"NORMAL\":1" : "") + value_attr +
+             "},\"indices\":" +
              std::to_string(acc) + ",\"material\":" + std::to_string(prim) + ",\"mode\":4}";
-    const float* col = palette[(g < 0 ? 0 : g) % 8];
+    const float* col = group_color(m, g);
     std::string name = g >= 0 && g < int(m.group_names.size()) ? m.group_names[g] : (g < 0 ? "surface" : "group" + std::to_string(g));
     std::string safe;
     for (char ch : name)

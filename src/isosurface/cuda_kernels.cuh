@@ -86,20 +86,16 @@ __device__ __forceinline__ void load_corners(const std::uint8_t* const* row, std
   for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
 }
 
+// Surviving triangles of a cell, and how many of them touch an on-level sample.
 __device__ __forceinline__ int surviving(const mc::CaseEntry& e, const std::uint8_t* cf, bool keep_degenerate,
                                          int& ties) {
-  const bool tie = ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & mc::kOnLevel) != 0;
   ties = 0;
-  if (!tie) return e.count;
+  if (!mc::touches_level(cf)) return e.count;
   int n = 0;
-  for (int t = 0; t < e.count; ++t) {
-    const int a = mc::edge_key(e.edges[3 * t], cf), b = mc::edge_key(e.edges[3 * t + 1], cf),
-              c = mc::edge_key(e.edges[3 * t + 2], cf);
-    const bool degenerate = a == b || b == c || a == c;
-    if (degenerate && !keep_degenerate) continue;
+  mc::cell_triangles(e, cf, keep_degenerate, [&](int, int, int, bool on_level) {
     ++n;
-    ties += (a >= 16 || b >= 16 || c >= 16) ? 1 : 0;
-  }
+    ties += on_level ? 1 : 0;
+  });
   return n;
 }
 
@@ -169,7 +165,9 @@ __global__ void __launch_bounds__(kRowThreads) vertex_kernel(mc::SlabValues<T> s
                                                              const std::uint64_t* __restrict__ row_vertex_base,
                                                              const int* __restrict__ row_first,
                                                              const int* __restrict__ row_last,
-                                                             float* __restrict__ positions, float* __restrict__ normals) {
+                                                             float* __restrict__ positions, float* __restrict__ normals,
+                                                             const float* __restrict__ scalars,
+                                                             float* __restrict__ values) {
   using R = typename mc::RealOf<T>::type;
   using Scan = cub::BlockScan<std::uint32_t, kRowThreads>;
   __shared__ typename Scan::TempStorage temp;
@@ -187,7 +185,9 @@ __global__ void __launch_bounds__(kRowThreads) vertex_kernel(mc::SlabValues<T> s
     if (fl & mc::kSlotMask) {
       const std::uint64_t v = base + offset;
       float scratch[12];
-      mc::point_vertices<T, R>(s, i, j, k, fl, level, map, positions + 3 * v, normals ? normals + 3 * v : scratch);
+      const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
+      mc::point_vertices<T, R>(s, i, j, k, fl, level, map, positions + 3 * v, normals ? normals + 3 * v : scratch,
+                               scalars ? &sv : nullptr, scalars ? values + v : nullptr);
     }
     base += chunk;
     __syncthreads();  // the scan's shared storage is reused by the next chunk
@@ -213,7 +213,9 @@ __global__ void __launch_bounds__(kRowThreads) triangle_kernel(
     const mc::CaseEntry* __restrict__ table, const std::uint8_t* __restrict__ ambiguous, bool decider,
     bool keep_degenerate, bool flip, const std::uint32_t* __restrict__ row_triangles,
     const std::uint64_t* __restrict__ row_vertex_base, const std::uint64_t* __restrict__ row_triangle_base,
-    const int* __restrict__ row_first, const int* __restrict__ row_last, std::uint64_t vertex_base, std::uint32_t* __restrict__ triangles, unsigned long long* __restrict__ tie_count,
+    const int* __restrict__ row_first, const int* __restrict__ row_last, std::uint64_t vertex_base,
+    const std::int32_t* __restrict__ labels, std::uint32_t* __restrict__ triangles,
+    std::int32_t* __restrict__ face_labels, unsigned long long* __restrict__ tie_count,
     std::uint64_t* __restrict__ ties) {
   using Scan = cub::BlockScan<FiveCounts, kRowThreads>;
   __shared__ typename Scan::TempStorage temp;
@@ -258,19 +260,23 @@ __global__ void __launch_bounds__(kRowThreads) triangle_kernel(
         // The corner at i + 1 follows point i in its row: add point i's own slots.
         first[c] = base[q] + prefix.v[q] + ((c & 1) ? mine.v[q] : 0u);
       }
-      const bool tie = ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & mc::kOnLevel) != 0;
+      std::int32_t label = 0;
+      if (labels) {
+        std::int32_t corner_labels[8];
+        for (int c = 0; c < 8; ++c)
+          corner_labels[c] = labels[((k + (c >> 2) - s.z_begin) * g.ny + j + (c >> 1 & 1)) * g.nx + i + (c & 1)];
+        label = mc::cell_label(cf, corner_labels);
+      }
       std::uint64_t t = tri + prefix.v[4];
-      for (int n = 0; n < e->count; ++n) {
-        const int a = mc::edge_key(e->edges[3 * n], cf), b = mc::edge_key(e->edges[3 * n + 1], cf),
-                  c = mc::edge_key(e->edges[3 * n + 2], cf);
-        if (tie && !keep_degenerate && (a == b || b == c || a == c)) continue;
+      mc::cell_triangles(*e, cf, keep_degenerate, [&](int a, int b, int c, bool on_level) {
         std::uint32_t* out = triangles + 3 * t;
         out[0] = std::uint32_t(mc::key_vertex(a, cf, first));
         out[1] = std::uint32_t(mc::key_vertex(flip ? c : b, cf, first));
         out[2] = std::uint32_t(mc::key_vertex(flip ? b : c, cf, first));
-        if (tie && (a >= 16 || b >= 16 || c >= 16)) ties[atomicAdd(tie_count, 1ull)] = t;
+        if (labels) face_labels[t] = label;
+        if (on_level) ties[atomicAdd(tie_count, 1ull)] = t;
         ++t;
-      }
+      });
     }
     for (int q = 0; q < 4; ++q) base[q] += chunk.v[q];
     tri += chunk.v[4];

@@ -15,6 +15,8 @@ namespace parasurf::iso {
 struct SlabTask {
   VoxelType type = VoxelType::Float32;
   const void* data = nullptr;           // host samples of slices [data_z0, data_z1)
+  const std::int32_t* labels = nullptr;  // optional label volume on the same slices: a label per triangle
+  const float* scalars = nullptr;        // optional second volume on the same slices: a value per vertex
   std::int64_t data_z0 = 0, data_z1 = 0;
   std::array<std::int64_t, 3> dims{};
   std::int64_t z0 = 0, z1 = 0;          // points [z0, z1) own this slab's vertices; cells [z0, min(z1, nz−1))
@@ -31,6 +33,8 @@ struct MeshTail {
   float* positions = nullptr;         // this slab's first vertex
   float* normals = nullptr;           // or nullptr
   std::uint32_t* triangles = nullptr;  // this slab's first triangle
+  std::int32_t* face_labels = nullptr;  // with task labels: this slab's first triangle's label
+  float* values = nullptr;              // with task scalars: this slab's first vertex's value
   std::uint64_t vertex_base = 0;      // global id of this slab's first vertex
 };
 

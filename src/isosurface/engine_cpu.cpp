@@ -152,15 +152,7 @@ class CpuEngine final : public SlabEngine {
         const int cas = mc::cell_case(cf);
         if (cas == 0 || cas == 255) continue;
         const auto& e = cell_entry<R>(tables, s, cas, task, i, j, k);
-        if (task.keep_degenerate || !((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & mc::kOnLevel)) {
-          n += e.count;
-          continue;
-        }
-        for (int t = 0; t < e.count; ++t) {
-          const int a = mc::edge_key(e.edges[3 * t], cf), b = mc::edge_key(e.edges[3 * t + 1], cf),
-                    c = mc::edge_key(e.edges[3 * t + 2], cf);
-          n += (a != b && b != c && a != c) ? 1u : 0u;
-        }
+        n += std::uint32_t(mc::surviving_triangles(e, cf, task.keep_degenerate));
       }
       row_triangles_[std::size_t(r)] = n;
     }
@@ -192,6 +184,7 @@ class CpuEngine final : public SlabEngine {
     const std::uint8_t* flags = flags_.data();
     const std::int64_t owned_rows = (l.z1 - l.z0) * l.ny;
     float scratch_normals[12];
+    const mc::SlabValues<float> scalars{task.scalars, l.nx, l.ny, l.nz, task.data_z0};
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads_) private(scratch_normals)
     for (std::int64_t r = 0; r < owned_rows; ++r) {
       if (row_vertices_[std::size_t(r)] == 0) continue;
@@ -201,7 +194,8 @@ class CpuEngine final : public SlabEngine {
       for (std::int64_t i = 0; i < l.nx; ++i) {
         if (!(f[i] & mc::kSlotMask)) continue;
         float* nrm = out.normals ? out.normals + 3 * v : scratch_normals;
-        mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm);
+        mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
+                                 task.scalars ? &scalars : nullptr, out.values ? out.values + v : nullptr);
         v += std::uint64_t(mc::slot_count(f[i]));
       }
     }
@@ -236,18 +230,22 @@ class CpuEngine final : public SlabEngine {
           const auto& e = cell_entry<R>(tables, s, cas, task, i, j, k);
           std::uint64_t first[8];
           for (int c = 0; c < 8; ++c) first[c] = base[c >> 1] + prefix[std::size_t((c >> 1) * (l.nx + 1) + i + (c & 1))];
-          const bool tie = ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & mc::kOnLevel) != 0;
-          for (int n = 0; n < e.count; ++n) {
-            const int a = mc::edge_key(e.edges[3 * n], cf), b = mc::edge_key(e.edges[3 * n + 1], cf),
-                      c = mc::edge_key(e.edges[3 * n + 2], cf);
-            if (tie && !task.keep_degenerate && (a == b || b == c || a == c)) continue;
+          std::int32_t label = 0;
+          if (task.labels) {
+            std::int32_t corner_labels[8];
+            for (int c = 0; c < 8; ++c)
+              corner_labels[c] = task.labels[((k + (c >> 2) - task.data_z0) * l.ny + j + (c >> 1 & 1)) * l.nx + i + (c & 1)];
+            label = mc::cell_label(cf, corner_labels);
+          }
+          mc::cell_triangles(e, cf, task.keep_degenerate, [&](int a, int b, int c, bool on_level) {
             std::uint32_t* tri = out.triangles + 3 * t;
             tri[0] = std::uint32_t(mc::key_vertex(a, cf, first));
             tri[1] = std::uint32_t(mc::key_vertex(task.flip ? c : b, cf, first));
             tri[2] = std::uint32_t(mc::key_vertex(task.flip ? b : c, cf, first));
-            if (tie && (a >= 16 || b >= 16 || c >= 16)) my_ties.push_back(t);
+            if (out.face_labels) out.face_labels[t] = label;
+            if (on_level) my_ties.push_back(t);
             ++t;
-          }
+          });
         }
       }
     }

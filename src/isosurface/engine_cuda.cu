@@ -62,7 +62,25 @@ class CudaEngine final : public SlabEngine {
       uploaded_z0_ = t.data_z0;
       seconds_.upload += since(t0);
     }
+    upload_extra(t.labels, t, labels_, labels_key_, "allocating the slab labels", "uploading the slab labels");
+    upload_extra(t.scalars, t, scalars_, scalars_key_, "allocating the slab scalars", "uploading the slab scalars");
     return {data_.as<T>(), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
+  }
+
+  // Labels (int32) or scalars (float) on the same slices as the samples, uploaded once per slab.
+  struct UploadKey {
+    const void* host = nullptr;
+    std::int64_t z0 = -1, z1 = -1;
+  };
+  void upload_extra(const void* host, const SlabTask& t, core::DeviceBuffer& buf, UploadKey& key,
+                    const char* allocating, const char* uploading) {
+    if (!host || (key.host == host && key.z0 == t.data_z0 && key.z1 == t.data_z1)) return;
+    const auto t0 = Clock::now();
+    const std::size_t bytes = std::size_t(t.data_z1 - t.data_z0) * std::size_t(t.dims[0] * t.dims[1]) * 4;
+    buf.ensure(bytes, allocating);
+    PS_CUDA(cudaMemcpy(buf.ptr, host, bytes, cudaMemcpyHostToDevice), uploading);
+    key = {host, t.data_z0, t.data_z1};
+    seconds_.upload += since(t0);
   }
 
   template <class T>
@@ -131,6 +149,8 @@ class CudaEngine final : public SlabEngine {
     const std::size_t nv = counts_.vertices, nt = counts_.triangles;
     positions_.ensure(std::max<std::size_t>(1, nv * 12), "allocating vertices");
     if (task.normals) normals_.ensure(std::max<std::size_t>(1, nv * 12), "allocating normals");
+    if (task.scalars) values_.ensure(std::max<std::size_t>(1, nv * 4), "allocating vertex values");
+    if (task.labels) face_labels_.ensure(std::max<std::size_t>(1, nt * 4), "allocating triangle labels");
     triangles_.ensure(std::max<std::size_t>(1, nt * 12), "allocating triangles");
     ties_.ensure(std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
     PS_CUDA(cudaMemset(counters_.as<unsigned long long>() + 1, 0, 8), "clearing counters");
@@ -139,7 +159,8 @@ class CudaEngine final : public SlabEngine {
       cuda::vertex_kernel<T><<<unsigned(owned_rows), cuda::kRowThreads>>>(
           s, g, R(task.level), task.map, flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(),
           row_vertex_base_.as<std::uint64_t>(), row_first_.as<int>(), row_last_.as<int>(), positions_.as<float>(),
-          task.normals ? normals_.as<float>() : nullptr);
+          task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
+          task.scalars ? values_.as<float>() : nullptr);
       PS_CUDA_LAUNCH("writing vertices");
     }
     if (nt > 0 && g.cell_rows > 0) {
@@ -147,8 +168,9 @@ class CudaEngine final : public SlabEngine {
           s, g, R(task.level), flags_.as<std::uint8_t>(), table_.as<mc::CaseEntry>(), ambiguous_.as<std::uint8_t>(),
           task.decider, task.keep_degenerate, task.flip, row_triangles_.as<std::uint32_t>(),
           row_vertex_base_.as<std::uint64_t>(), row_triangle_base_.as<std::uint64_t>(), row_first_.as<int>(),
-          row_last_.as<int>(), out.vertex_base,
-          triangles_.as<std::uint32_t>(), counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
+          row_last_.as<int>(), out.vertex_base, task.labels ? labels_.as<std::int32_t>() : nullptr,
+          triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
+          counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("writing triangles");
     }
     PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
@@ -158,6 +180,10 @@ class CudaEngine final : public SlabEngine {
     if (out.normals && task.normals)
       PS_CUDA(cudaMemcpy(out.normals, normals_.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading normals");
     if (out.triangles) PS_CUDA(cudaMemcpy(out.triangles, triangles_.ptr, nt * 12, cudaMemcpyDeviceToHost), "downloading triangles");
+    if (out.values && task.scalars)
+      PS_CUDA(cudaMemcpy(out.values, values_.ptr, nv * 4, cudaMemcpyDeviceToHost), "downloading vertex values");
+    if (out.face_labels && task.labels)
+      PS_CUDA(cudaMemcpy(out.face_labels, face_labels_.ptr, nt * 4, cudaMemcpyDeviceToHost), "downloading triangle labels");
     if (tie_total_ > 0) {
       const std::size_t base = ties.size();
       ties.resize(base + tie_total_);
@@ -175,7 +201,9 @@ class CudaEngine final : public SlabEngine {
   std::size_t uploaded_bytes_ = 0;
   std::int64_t uploaded_z0_ = -1;
   core::DeviceBuffer table_, ambiguous_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
-      row_triangle_base_, row_first_, row_last_, scan_temp_, positions_, normals_, triangles_, ties_;
+      row_triangle_base_, row_first_, row_last_, scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
+      values_, face_labels_;
+  UploadKey labels_key_, scalars_key_;
 };
 
 }  // namespace

@@ -75,8 +75,9 @@ mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool& mir
 }
 
 struct LevelMesh {
-  std::vector<float> positions, normals;
+  std::vector<float> positions, normals, values;
   std::vector<std::uint32_t> triangles;
+  std::vector<std::int32_t> labels;
   std::vector<std::uint64_t> ties;
 };
 
@@ -114,11 +115,80 @@ std::int64_t remove_duplicate_ties(LevelMesh& m) {
       ++d;
       continue;
     }
-    if (w != t) std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 3 * sizeof(std::uint32_t));
+    if (w != t) {
+      std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 3 * sizeof(std::uint32_t));
+      if (!m.labels.empty()) m.labels[w] = m.labels[t];
+    }
     ++w;
   }
   m.triangles.resize(3 * w);
+  if (!m.labels.empty()) m.labels.resize(w);
   return std::int64_t(drop.size());
+}
+
+template <class T>
+void to_labels(const T* in, std::size_t n, std::int32_t* out, const std::string& name, std::int64_t z0,
+               std::uint64_t slice) {
+  bool bad = false;
+#pragma omp parallel for reduction(|| : bad)
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = double(in[i]);
+    const bool ok = x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0;
+    out[i] = ok ? std::int32_t(x) : 0;
+    bad = bad || !ok;
+  }
+  if (!bad) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = double(in[i]);
+    if (!(x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0)) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, ": sample %g in slice %lld is not an integer label in the int32 range", x,
+                    static_cast<long long>(z0 + std::int64_t(i / slice)));
+      throw Error(ErrorKind::InvalidArgument, name + buf);
+    }
+  }
+}
+
+template <class T>
+void to_floats(const T* in, std::size_t n, float* out) {
+#pragma omp parallel for
+  for (std::size_t i = 0; i < n; ++i) out[i] = float(in[i]);
+}
+
+// Drops the triangles of excluded labels and the vertices no remaining triangle uses (order kept).
+void exclude_labels(TriangleMesh& m, const std::vector<std::int32_t>& excluded) {
+  if (excluded.empty()) return;
+  const std::size_t nt = m.face_labels.size(), nv = std::size_t(m.vertex_count());
+  std::vector<std::uint32_t> remap(nv, UINT32_MAX);
+  std::size_t w = 0;
+  for (std::size_t t = 0; t < nt; ++t) {
+    if (std::find(excluded.begin(), excluded.end(), m.face_labels[t]) != excluded.end()) continue;
+    for (int c = 0; c < 3; ++c) {
+      m.triangles[3 * w + c] = m.triangles[3 * t + c];
+      remap[m.triangles[3 * t + c]] = 0;
+    }
+    m.face_labels[w] = m.face_labels[t];
+    if (!m.face_groups.empty()) m.face_groups[w] = m.face_groups[t];
+    ++w;
+  }
+  m.triangles.resize(3 * w);
+  m.face_labels.resize(w);
+  if (!m.face_groups.empty()) m.face_groups.resize(w);
+  std::uint32_t kept = 0;
+  for (std::size_t v = 0; v < nv; ++v) {
+    if (remap[v] == UINT32_MAX) continue;
+    remap[v] = kept;
+    for (int c = 0; c < 3; ++c) {
+      m.positions[3 * kept + c] = m.positions[3 * v + c];
+      if (!m.normals.empty()) m.normals[3 * kept + c] = m.normals[3 * v + c];
+    }
+    if (!m.vertex_values.empty()) m.vertex_values[kept] = m.vertex_values[v];
+    ++kept;
+  }
+  m.positions.resize(3 * std::size_t(kept));
+  if (!m.normals.empty()) m.normals.resize(3 * std::size_t(kept));
+  if (!m.vertex_values.empty()) m.vertex_values.resize(kept);
+  for (auto& v : m.triangles) v = remap[v];
 }
 
 std::string level_name(double v) {
@@ -128,6 +198,29 @@ std::string level_name(double v) {
 }
 
 }  // namespace
+
+std::array<float, 3> label_color(std::int32_t label) {
+  static const float table[21][3] = {
+      {0.60f, 0.60f, 0.60f}, {0.90f, 0.30f, 0.25f}, {0.25f, 0.55f, 0.85f}, {0.35f, 0.75f, 0.35f}, {0.95f, 0.70f, 0.20f},
+      {0.60f, 0.40f, 0.80f}, {0.20f, 0.75f, 0.75f}, {0.95f, 0.50f, 0.70f}, {0.55f, 0.40f, 0.25f}, {0.70f, 0.85f, 0.30f},
+      {0.15f, 0.35f, 0.55f}, {0.95f, 0.60f, 0.45f}, {0.45f, 0.25f, 0.45f}, {0.60f, 0.80f, 0.95f}, {0.80f, 0.15f, 0.45f},
+      {0.30f, 0.50f, 0.20f}, {0.85f, 0.85f, 0.55f}, {0.40f, 0.40f, 0.95f}, {0.95f, 0.35f, 0.05f}, {0.10f, 0.60f, 0.50f},
+      {0.75f, 0.60f, 0.95f}};
+  if (label >= 0 && label <= 20) return {table[label][0], table[label][1], table[label][2]};
+  // Hue by the golden angle, fixed saturation and value.
+  const double h = std::fmod(double(std::uint32_t(label)) * 0.6180339887498949, 1.0) * 6.0;
+  const double s = 0.65, v = 0.9, c = v * s, x = c * (1 - std::fabs(std::fmod(h, 2.0) - 1)), m = v - c;
+  double r = 0, g = 0, b = 0;
+  switch (int(h) % 6) {
+    case 0: r = c, g = x; break;
+    case 1: r = x, g = c; break;
+    case 2: g = c, b = x; break;
+    case 3: g = x, b = c; break;
+    case 4: r = x, b = c; break;
+    default: r = c, b = x; break;
+  }
+  return {float(r + m), float(g + m), float(b + m)};
+}
 
 std::pair<double, double> volume_value_range(VolumeSource& volume) {
   const auto& g = volume.geometry();
@@ -170,6 +263,17 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   for (double l : levels)
     if (!std::isfinite(l)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
   rep.levels = levels;
+  for (auto [other, what] : {std::pair{o.labels, "label volume"}, std::pair{o.scalars, "scalar volume"}}) {
+    if (!other) continue;
+    const auto d = other->geometry().dims;
+    if (d != g.dims)
+      throw Error(ErrorKind::InvalidArgument,
+                  other->name() + ": the " + what + " has size " + std::to_string(d[0]) + "x" + std::to_string(d[1]) +
+                      "x" + std::to_string(d[2]) + ", but " + volume.name() + " has " + std::to_string(nx) + "x" +
+                      std::to_string(ny) + "x" + std::to_string(nz) + ": they must share the grid");
+  }
+  if (!o.exclude_labels.empty() && !o.labels)
+    throw Error(ErrorKind::InvalidArgument, "excluding labels needs a label volume");
 
   // The engine.
   Device device = o.device;
@@ -184,7 +288,12 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   // Slabs: the whole volume when it lies in memory on the CPU, else as many slices as the budget holds.
   const std::uint64_t slice_points = std::uint64_t(nx * ny);
   const std::size_t vbytes = voxel_bytes(volume.type());
-  const double per_slice = double(slice_points) * (double(vbytes) + engine->work_bytes_per_point());
+  // Labels and scalars: their samples as read, then converted to 4 bytes, on host and device.
+  const std::size_t extra_raw = std::max(o.labels ? voxel_bytes(o.labels->type()) : 0,
+                                         o.scalars ? voxel_bytes(o.scalars->type()) : 0);
+  const std::size_t extra_bytes = (o.labels ? 4 : 0) + (o.scalars ? 4 : 0);
+  const double per_slice =
+      double(slice_points) * (double(vbytes) + engine->work_bytes_per_point() + double(extra_raw + extra_bytes));
   const void* resident = volume.resident_data();
   std::int64_t S = o.slab_slices;
   if (S <= 0) {
@@ -220,21 +329,54 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     const std::int64_t z0 = s * S, z1 = std::min(nz, z0 + S);
     return std::array<std::int64_t, 4>{z0, z1, std::max<std::int64_t>(0, z0 - 1), std::min(nz, z1 + 2)};
   };
-  std::vector<char> buffers[2];
-  const std::uint64_t slab_bytes = std::uint64_t(S + 3) * slice_points * vbytes;
-  if (!resident) {
-    core::check_host_allocation(2 * slab_bytes, volume.name() + ": slab buffers");
-    buffers[0].resize(slab_bytes);
-    if (slab_count > 1) buffers[1].resize(slab_bytes);
+  struct SlabBuffers {
+    std::vector<char> data, raw;
+    std::vector<std::int32_t> labels;
+    std::vector<float> scalars;
+  };
+  SlabBuffers buffers[2];
+  const std::uint64_t slab_points = std::uint64_t(S + 3) * slice_points;
+  const std::uint64_t slab_bytes = slab_points * (resident ? 0 : vbytes);
+  const std::uint64_t extra_slab_bytes = slab_points * extra_bytes;
+  const int buffer_count = slab_count > 1 ? 2 : 1;
+  core::check_host_allocation(buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw,
+                              volume.name() + ": slab buffers");
+  for (int b = 0; b < buffer_count; ++b) {
+    buffers[b].data.resize(slab_bytes);
+    if (o.labels) buffers[b].labels.resize(slab_points);
+    if (o.scalars) buffers[b].scalars.resize(slab_points);
   }
-  rep.peak_slab_bytes = (resident ? 0 : (slab_count > 1 ? 2 : 1) * slab_bytes) +
+  rep.peak_slab_bytes = buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw +
                         std::uint64_t(double(S + 1) * double(slice_points) * engine->work_bytes_per_point());
-  auto read_slab = [&](std::int64_t s, std::vector<char>& buf) {
+  const bool streamed = !resident || o.labels || o.scalars;
+  // Reads run one at a time (slab k + 1 on the prefetch thread while slab k is processed), so `raw` is shared.
+  std::vector<char> raw;
+  auto read_slab = [&](std::int64_t s, SlabBuffers& buf) {
     const auto sp = span_of(s);
-    volume.read_slices(sp[2], sp[3], buf.data());
+    const std::size_t n = std::size_t(sp[3] - sp[2]) * slice_points;
+    if (!resident) volume.read_slices(sp[2], sp[3], buf.data.data());
+    auto samples_of = [&](VolumeSource& v) -> const void* {
+      if (const void* all = v.resident_data())
+        return static_cast<const char*>(all) + std::uint64_t(sp[2]) * slice_points * voxel_bytes(v.type());
+      raw.resize(n * voxel_bytes(v.type()));
+      v.read_slices(sp[2], sp[3], raw.data());
+      return raw.data();
+    };
+    if (o.labels) {
+      const void* in = samples_of(*o.labels);
+      core::visit_voxel_type(o.labels->type(), [&](auto tag) {
+        to_labels(static_cast<const decltype(tag)*>(in), n, buf.labels.data(), o.labels->name(), sp[2], slice_points);
+      });
+    }
+    if (o.scalars) {
+      const void* in = samples_of(*o.scalars);
+      core::visit_voxel_type(o.scalars->type(), [&](auto tag) {
+        to_floats(static_cast<const decltype(tag)*>(in), n, buf.scalars.data());
+      });
+    }
   };
   double read_seconds = 0;
-  if (!resident) {
+  if (streamed) {
     const auto t = Clock::now();
     read_slab(0, buffers[0]);
     read_seconds += since(t);
@@ -246,7 +388,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     std::thread prefetch;
     Error prefetch_error(ErrorKind::Io, "");
     bool prefetch_failed = false;
-    if (!resident && s + 1 < slab_count) {
+    if (streamed && s + 1 < slab_count) {
       prefetch = std::thread([&, s] {
         try {
           read_slab(s + 1, buffers[(s + 1) % 2]);
@@ -265,8 +407,11 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
       task.z1 = sp[1];
       task.data_z0 = sp[2];
       task.data_z1 = sp[3];
+      SlabBuffers& buf = buffers[s % 2];
       task.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
-                           : buffers[s % 2].data();
+                           : buf.data.data();
+      task.labels = o.labels ? buf.labels.data() : nullptr;
+      task.scalars = o.scalars ? buf.scalars.data() : nullptr;
       for (std::size_t L = 0; L < levels.size(); ++L) {
         task.level = levels[L];
         const iso::SlabCounts c = engine->count(task);
@@ -274,17 +419,22 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
         const std::uint64_t v0 = m.positions.size() / 3, t0 = m.triangles.size() / 3;
         if (vertices_total + c.vertices > std::numeric_limits<std::uint32_t>::max())
           throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-        const std::uint64_t grow = c.vertices * (o.normals ? 24 : 12) + c.triangles * 12;
+        const std::uint64_t grow = c.vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) +
+                                   c.triangles * (o.labels ? 16 : 12);
         core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
                                               " more vertices and " + std::to_string(c.triangles) + " triangles");
         m.positions.resize(3 * (v0 + c.vertices));
         if (o.normals) m.normals.resize(3 * (v0 + c.vertices));
         m.triangles.resize(3 * (t0 + c.triangles));
+        if (o.scalars) m.values.resize(v0 + c.vertices);
+        if (o.labels) m.labels.resize(t0 + c.triangles);
         iso::MeshTail tail;
         tail.positions = m.positions.data() + 3 * v0;
         tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
         tail.triangles = m.triangles.data() + 3 * t0;
         tail.vertex_base = v0;
+        tail.values = o.scalars ? m.values.data() + v0 : nullptr;
+        tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
         std::vector<std::uint64_t> ties;
         engine->generate(task, tail, ties);
         for (auto t : ties) m.ties.push_back(t0 + t);
@@ -315,6 +465,8 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     out.positions = std::move(meshes[0].positions);
     out.normals = std::move(meshes[0].normals);
     out.triangles = std::move(meshes[0].triangles);
+    out.vertex_values = std::move(meshes[0].values);
+    out.face_labels = std::move(meshes[0].labels);
   } else {
     out.positions.reserve(3 * nv);
     if (o.normals) out.normals.reserve(3 * nv);
@@ -325,11 +477,36 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
       auto& m = meshes[L];
       out.positions.insert(out.positions.end(), m.positions.begin(), m.positions.end());
       out.normals.insert(out.normals.end(), m.normals.begin(), m.normals.end());
+      out.vertex_values.insert(out.vertex_values.end(), m.values.begin(), m.values.end());
+      out.face_labels.insert(out.face_labels.end(), m.labels.begin(), m.labels.end());
       for (auto v : m.triangles) out.triangles.push_back(v + shift);
       out.face_groups.insert(out.face_groups.end(), m.triangles.size() / 3, std::int32_t(L));
       out.group_names.push_back(level_name(levels[L]));
       shift += std::uint32_t(m.positions.size() / 3);
       m = LevelMesh{};
+    }
+  }
+  if (o.labels) {
+    exclude_labels(out, o.exclude_labels);
+    // Groups: the (level, label) pairs in order, each with its label's colour.
+    const std::size_t nt = out.face_labels.size();
+    std::vector<std::pair<std::int32_t, std::int32_t>> pairs(nt);
+    for (std::size_t t = 0; t < nt; ++t)
+      pairs[t] = {out.face_groups.empty() ? 0 : out.face_groups[t], out.face_labels[t]};
+    std::vector<std::pair<std::int32_t, std::int32_t>> distinct = pairs;
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    out.face_groups.resize(nt);
+    for (std::size_t t = 0; t < nt; ++t)
+      out.face_groups[t] =
+          std::int32_t(std::lower_bound(distinct.begin(), distinct.end(), pairs[t]) - distinct.begin());
+    out.group_names.clear();
+    out.group_colors.clear();
+    for (const auto& [L, label] : distinct) {
+      out.group_names.push_back((levels.size() > 1 ? level_name(levels[std::size_t(L)]) + " " : std::string()) +
+                                "label " + std::to_string(label));
+      const auto c = label_color(label);
+      out.group_colors.insert(out.group_colors.end(), c.begin(), c.end());
     }
   }
   rep.vertices = out.vertex_count();

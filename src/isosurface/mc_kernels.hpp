@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "core/hd.hpp"
+#include "isosurface/mc_tables.hpp"
 
 namespace parasurf::mc {
 
@@ -157,6 +158,50 @@ PS_HD std::uint64_t key_vertex(int key, const std::uint8_t* corner_flags, const 
   return corner_first[c0] + std::uint64_t(popcount8(corner_flags[c0] & below));
 }
 
+PS_HD bool touches_level(const std::uint8_t* cf) {
+  return ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & kOnLevel) != 0;
+}
+
+// Visits the triangles of a cell that survive, as vertex keys (a, b, c) plus whether one is an on-level sample.
+// A triangle collapses when two of its edges share an on-level sample; it is dropped unless kept.
+template <class Visit>
+PS_HD void cell_triangles(const CaseEntry& e, const std::uint8_t* cf, bool keep_degenerate, Visit&& visit) {
+  if (!touches_level(cf)) {
+    for (int n = 0; n < e.count; ++n) visit(int(e.edges[3 * n]), int(e.edges[3 * n + 1]), int(e.edges[3 * n + 2]), false);
+    return;
+  }
+  for (int n = 0; n < e.count; ++n) {
+    const int a = edge_key(e.edges[3 * n], cf), b = edge_key(e.edges[3 * n + 1], cf),
+              c = edge_key(e.edges[3 * n + 2], cf);
+    if (!keep_degenerate && (a == b || b == c || a == c)) continue;
+    visit(a, b, c, a >= 16 || b >= 16 || c >= 16);
+  }
+}
+
+PS_HD int surviving_triangles(const CaseEntry& e, const std::uint8_t* cf, bool keep_degenerate) {
+  if (!touches_level(cf)) return e.count;
+  int n = 0;
+  cell_triangles(e, cf, keep_degenerate, [&](int, int, int, bool) { ++n; });
+  return n;
+}
+
+// The label of a cell in a label volume: the most frequent label among its inside corners (the smaller label on a
+// tie), or corner 0's when no corner is inside.
+PS_HD std::int32_t cell_label(const std::uint8_t* cf, const std::int32_t* corner_labels) {
+  std::int32_t best = corner_labels[0];
+  int best_count = 0;
+  for (int c = 0; c < 8; ++c) {
+    if (!(cf[c] & kInside)) continue;
+    int n = 0;
+    for (int d = 0; d < 8; ++d) n += ((cf[d] & kInside) && corner_labels[d] == corner_labels[c]) ? 1 : 0;
+    if (n > best_count || (n == best_count && corner_labels[c] < best)) {
+      best = corner_labels[c];
+      best_count = n;
+    }
+  }
+  return best;
+}
+
 // Index-space to world map and the matching normal map (inverse transpose, signed for the orientation).
 struct WorldMap {
   float jacobian[9];
@@ -195,16 +240,20 @@ PS_HD void store_vertex(const WorldMap& m, const float* idx, const float* g, flo
   for (int r = 0; r < 3; ++r) nrm[r] = n[r] * inv;
 }
 
-// Writes the vertices of point (i, j, k) in slot order: its own sample, then the x, y, z edge crossings.
+// Writes the vertices of point (i, j, k) in slot order: its own sample, then the x, y, z edge crossings; and,
+// when `scalars` (a second volume on the same slab layout) is given, its values interpolated alike into `values`.
 template <class T, class R>
 PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
-                          R level, const WorldMap& m, float* pos, float* nrm) {
+                          R level, const WorldMap& m, float* pos, float* nrm, const SlabValues<float>* scalars = nullptr,
+                          float* values = nullptr) {
   R g0[3];
   gradient(s, i, j, k, g0);
   int slot = 0;
+  const float s0 = scalars ? scalars->at(i, j, k) : 0.0f;
   if (flags & kSlotPoint) {
     const float idx[3] = {float(i), float(j), float(k)}, g[3] = {float(g0[0]), float(g0[1]), float(g0[2])};
     store_vertex(m, idx, g, pos, nrm);
+    if (scalars) values[0] = s0;
     ++slot;
   }
   const R a = R(s.at(i, j, k));
@@ -219,6 +268,7 @@ PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j
     idx[axis] += float(t);
     for (int r = 0; r < 3; ++r) g[r] = float(g0[r] + t * (g1[r] - g0[r]));
     store_vertex(m, idx, g, pos + 3 * slot, nrm + 3 * slot);
+    if (scalars) values[slot] = s0 + float(t) * (scalars->at(i1, j1, k1) - s0);
     ++slot;
   }
 }
