@@ -65,6 +65,32 @@ struct IsosurfaceReport {
 TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& options,
                                 IsosurfaceReport* report = nullptr);
 
+// Boundaries between the regions of a label map (Surface Nets, as vtkSurfaceNets3D): one mesh in which a face
+// between labels a and b exists once and both regions share it. Each triangle carries its two labels: face_labels
+// holds the larger, face_outer_labels the smaller, and the triangle's normal points from the first into the
+// second (so objects on a background of 0 face outward). Groups are the label pairs, coloured by the first label.
+// Samples are voxel centres and the background label lies outside the grid, so regions touching the border close.
+// The label volume is held whole (4 bytes per voxel, plus 4 per cell for vertex ids). No normals are written:
+// a vertex where regions meet belongs to several surfaces.
+struct LabelBoundaryOptions {
+  int smoothing_iterations = 32;      // 0: vertices stay at cell centres (a blocky surface)
+  double relaxation = 0.5;            // fraction of the way to the neighbours' mean per iteration
+  bool preserve_volume = true;        // every second step inflates (Taubin λ|μ), so smoothing does not shrink
+  double constraint = 0.45;           // how far a vertex may leave its cell centre along each axis, in voxels
+  std::int32_t background = 0;        // the label outside the grid
+  std::vector<std::int32_t> exclude_labels;  // faces touching these labels are dropped
+  int threads = 0;
+};
+
+struct LabelBoundaryReport {
+  std::vector<std::int32_t> labels;  // labels that have a boundary
+  std::int64_t label_pairs = 0, vertices = 0, triangles = 0, junction_vertices = 0;
+  double seconds_read = 0, seconds_faces = 0, seconds_smooth = 0, seconds_total = 0;
+};
+
+TriangleMesh extract_label_boundaries(VolumeSource& labels, const LabelBoundaryOptions& options,
+                                      LabelBoundaryReport* report = nullptr);
+
 // Minimum and maximum of the finite samples (one pass over the source).
 std::pair<double, double> volume_value_range(VolumeSource& volume);
 

@@ -12,10 +12,57 @@
 #include "core/memory.hpp"
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
+#include "isosurface/labels.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
 
 namespace parasurf {
+
+namespace iso {
+
+namespace {
+template <class T>
+void to_labels(const T* in, std::size_t n, std::int32_t* out, const std::string& name, std::int64_t z0,
+               std::uint64_t slice) {
+  bool bad = false;
+#pragma omp parallel for reduction(|| : bad)
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = double(in[i]);
+    const bool ok = x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0;
+    out[i] = ok ? std::int32_t(x) : 0;
+    bad = bad || !ok;
+  }
+  if (!bad) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = double(in[i]);
+    if (!(x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0)) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, ": sample %g in slice %lld is not an integer label in the int32 range", x,
+                    static_cast<long long>(z0 + std::int64_t(i / slice)));
+      throw Error(ErrorKind::InvalidArgument, name + buf);
+    }
+  }
+}
+
+}  // namespace
+
+void read_labels(VolumeSource& v, std::int64_t z0, std::int64_t z1, std::int32_t* out, std::vector<char>& raw) {
+  const std::uint64_t slice = std::uint64_t(v.geometry().slice_voxels());
+  const std::size_t n = std::size_t(std::uint64_t(z1 - z0) * slice);
+  const void* in = nullptr;
+  if (const void* all = v.resident_data()) {
+    in = static_cast<const char*>(all) + std::uint64_t(z0) * slice * voxel_bytes(v.type());
+  } else {
+    raw.resize(n * voxel_bytes(v.type()));
+    v.read_slices(z0, z1, raw.data());
+    in = raw.data();
+  }
+  core::visit_voxel_type(v.type(), [&](auto tag) {
+    to_labels(static_cast<const decltype(tag)*>(in), n, out, v.name(), z0, slice);
+  });
+}
+
+}  // namespace iso
 
 GradientDirection parse_gradient_direction(const std::string& name) {
   if (name == "descent") return GradientDirection::Descent;
@@ -124,29 +171,6 @@ std::int64_t remove_duplicate_ties(LevelMesh& m) {
   m.triangles.resize(3 * w);
   if (!m.labels.empty()) m.labels.resize(w);
   return std::int64_t(drop.size());
-}
-
-template <class T>
-void to_labels(const T* in, std::size_t n, std::int32_t* out, const std::string& name, std::int64_t z0,
-               std::uint64_t slice) {
-  bool bad = false;
-#pragma omp parallel for reduction(|| : bad)
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = double(in[i]);
-    const bool ok = x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0;
-    out[i] = ok ? std::int32_t(x) : 0;
-    bad = bad || !ok;
-  }
-  if (!bad) return;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = double(in[i]);
-    if (!(x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0)) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf, ": sample %g in slice %lld is not an integer label in the int32 range", x,
-                    static_cast<long long>(z0 + std::int64_t(i / slice)));
-      throw Error(ErrorKind::InvalidArgument, name + buf);
-    }
-  }
 }
 
 template <class T>
@@ -362,12 +386,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
       v.read_slices(sp[2], sp[3], raw.data());
       return raw.data();
     };
-    if (o.labels) {
-      const void* in = samples_of(*o.labels);
-      core::visit_voxel_type(o.labels->type(), [&](auto tag) {
-        to_labels(static_cast<const decltype(tag)*>(in), n, buf.labels.data(), o.labels->name(), sp[2], slice_points);
-      });
-    }
+    if (o.labels) iso::read_labels(*o.labels, sp[2], sp[3], buf.labels.data(), raw);
     if (o.scalars) {
       const void* in = samples_of(*o.scalars);
       core::visit_voxel_type(o.scalars->type(), [&](auto tag) {

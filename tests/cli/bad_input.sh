@@ -58,6 +58,15 @@ expect "raw file needs" isosurface "$dir/trunc.nrrd" --raw-dims 4x4x4
 expect "truncated" isosurface "$dir/trunc.nrrd" --raw-dims 40x40x40 --raw-type float32
 echo x > "$dir/thin.txt"
 expect "cannot tell the volume format" isosurface "$dir/thin.txt"
+printf 'NDims = 3\nDimSize = 4 4 3\nElementType = MET_FLOAT\nElementDataFile = lab.raw\n' > "$dir/lab.mhd"
+python3 -c "import struct,sys; open(sys.argv[1],'wb').write(struct.pack('48f', *([1.0]*47 + [2.5])))" "$dir/lab.raw"
+printf 'NDims = 3\nDimSize = 4 4 4\nElementType = MET_FLOAT\nElementDataFile = lab4.raw\n' > "$dir/lab4.mhd"
+python3 -c "import struct,sys; open(sys.argv[1],'wb').write(struct.pack('64f', *([1.0]*63 + [2.5])))" "$dir/lab4.raw"
+expect "must share the grid" isosurface --field sphere --size 4 --labels "$dir/lab.mhd"
+expect "not an integer label" isosurface --field sphere --size 4 --level 0 --labels "$dir/lab4.mhd"
+expect "not an integer label" isosurface "$dir/lab4.mhd" --per-label
+expect "needs a label volume" isosurface --field sphere --exclude-label 3
+expect "no --level" isosurface "$dir/lab4.mhd" --per-label --level 1
 
 [ $fail -eq 0 ] && echo "all bad-input cases passed"
 exit $fail

@@ -26,6 +26,32 @@ grep -q '"triangles"' "$dir/i.json"
 cmp -s "$dir/s.stl" "$dir/s3.stl"
 set +e; "$exe" isosurface --field sphere --size 8 --level 0.7499 -o "$dir/e.ply" -q 2>/dev/null; rc=$?; set -e
 [ $rc -eq 3 ] && [ -f "$dir/e.ply" ]
+# Label maps: a 10x9x8 uint8 volume (box of label 2 beside a box of label 5) as MetaImage, and a ball field.
+python3 - "$dir" <<'PY'
+import sys, math
+d = sys.argv[1]
+nx, ny, nz = 10, 9, 8
+lab = bytearray(nx * ny * nz)
+ball = bytearray(nx * ny * nz)
+for k in range(nz):
+    for j in range(ny):
+        for i in range(nx):
+            at = (k * ny + j) * nx + i
+            if 2 <= j < 7 and 2 <= k < 6 and 1 <= i < 9:
+                lab[at] = 2 if i < 5 else 5
+            ball[at] = max(0, min(255, int(200 - 40 * math.dist((i, j, k), (4.5, 4, 3.5)))))
+for name, data in (("labels", lab), ("ball", ball)):
+    open(f"{d}/{name}.raw", "wb").write(data)
+    open(f"{d}/{name}.mhd", "w").write(f"NDims = 3\nDimSize = {nx} {ny} {nz}\nElementType = MET_UCHAR\nElementDataFile = {name}.raw\n")
+PY
+"$exe" isosurface "$dir/labels.mhd" --per-label -o "$dir/nets.ply" --json "$dir/nets.json" -q
+grep -q '"labels 5|2"' "$dir/nets.json"
+head -c 600 "$dir/nets.ply" | grep -aq "property int outer_label"
+"$exe" isosurface "$dir/ball.mhd" --level 100 --labels "$dir/labels.mhd" --scalars "$dir/labels.mhd" -o "$dir/lab.ply" --json "$dir/lab.json" -q
+grep -q '"label 2"' "$dir/lab.json"
+head -c 600 "$dir/lab.ply" | grep -aq "property float value"
+"$exe" isosurface "$dir/ball.mhd" --level 100 --labels "$dir/labels.mhd" --exclude-label 0,5 -o "$dir/lab2.glb" --json "$dir/lab2.json" -q
+grep -q '"label 2"' "$dir/lab2.json" && ! grep -q '"label 5"' "$dir/lab2.json"
 "$exe" bench isosurface --quick --devices cpu --no-peers --json "$dir/bi.json" >/dev/null
 grep -q '"results"' "$dir/bi.json"
 "$exe" bench patches --devices cpu --models teapot --resolutions 8 --precisions float --threads 1 --budget 0.01 --no-peer --json "$dir/p.json" >/dev/null
