@@ -16,7 +16,7 @@ namespace {
 
 struct IsoArgs {
   std::string input, output, field, size = "128", levels, direction = "descent", topology = "classic";
-  std::string device = "auto", json, raw_dims, raw_type, endian = "little", spacing, origin, labels, scalars;
+  std::string device = "auto", devices, json, raw_dims, raw_type, endian = "little", spacing, origin, labels, scalars;
   std::vector<std::int32_t> exclude_labels;
   bool keep_degenerate = false, no_normals = false, quiet = false, per_label = false;
   int threads = 0, smoothing = 32;
@@ -85,6 +85,7 @@ void add_isosurface(CLI::App& app) {
   cmd->add_flag("--keep-degenerate", a->keep_degenerate, "Keep triangles that collapse where samples equal the level");
   cmd->add_flag("--no-normals", a->no_normals, "Skip vertex normals");
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
+  cmd->add_option("--devices", a->devices, "Several GPUs: all | 0,1,... (slabs go to whichever is free)");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_option("--slab-slices", a->slab_slices, "z-slices per slab (0 = from the memory budget)");
   cmd->add_option("--memory", a->memory_mb, "Memory budget for one slab, MiB (0 = automatic)");
@@ -189,6 +190,20 @@ void add_isosurface(CLI::App& app) {
     o.keep_degenerate = a->keep_degenerate;
     o.normals = !a->no_normals;
     o.device = parse_device(a->device);
+    if (!a->devices.empty()) {
+      if (o.device == Device::Cpu) throw Error(ErrorKind::InvalidArgument, "--devices lists GPUs; it conflicts with --device cpu");
+      if (!cuda_available()) throw Error(ErrorKind::Device, "--devices: " + cuda_unavailable_reason());
+      o.device = Device::Cuda;
+      if (a->devices == "all") {
+        for (std::size_t d = 0; d < cuda_devices().size(); ++d) o.cuda_devices.push_back(int(d));
+      } else {
+        for (double d : parse_list(a->devices, "--devices")) {
+          if (d != std::floor(d) || d < 0 || d > 1024)
+            throw Error(ErrorKind::InvalidArgument, "--devices: '" + a->devices + "' is not all or GPU indices");
+          o.cuda_devices.push_back(int(d));
+        }
+      }
+    }
     o.threads = a->threads;
     if (a->slab_slices < 0) throw Error(ErrorKind::InvalidArgument, "--slab-slices must be 0 or positive");
     o.slab_slices = a->slab_slices;

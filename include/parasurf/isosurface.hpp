@@ -26,6 +26,8 @@ struct IsosurfaceOptions {
   bool keep_degenerate = false;  // keep triangles that collapse where samples equal the level
   bool normals = true;
   Device device = Device::Auto;
+  // Several GPUs (indices): slabs go to whichever is free and the seams are welded; empty: the first GPU.
+  std::vector<int> cuda_devices;
   int threads = 0;                  // CPU threads, 0 = all
   std::int64_t slab_slices = 0;     // z-slices per slab, 0 = from the memory budget
   std::uint64_t memory_budget = 0;  // bytes for one slab's samples and work arrays, 0 = automatic

@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <atomic>
+#include <exception>
+#include <mutex>
 #include <thread>
 
 #include "core/memory.hpp"
@@ -305,9 +308,27 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   if (device == Device::Hybrid) device = cuda_available() ? Device::Cuda : Device::Cpu;
   if (device == Device::Cuda && !cuda_available())
     throw Error(ErrorKind::Device, "--device cuda: " + cuda_unavailable_reason());
+  std::vector<int> gpus = o.cuda_devices;
+  if (!gpus.empty()) {
+    if (device != Device::Cuda) throw Error(ErrorKind::InvalidArgument, "CUDA devices were listed but the device is the CPU");
+    const int visible = int(cuda_devices().size());
+    for (int d : gpus)
+      if (d < 0 || d >= visible)
+        throw Error(ErrorKind::InvalidArgument, "CUDA device " + std::to_string(d) + " does not exist (" +
+                                                    std::to_string(visible) + " visible)");
+    std::sort(gpus.begin(), gpus.end());
+    if (std::unique(gpus.begin(), gpus.end()) != gpus.end())
+      throw Error(ErrorKind::InvalidArgument, "a CUDA device is listed twice");
+  }
+  if (device == Device::Cuda && gpus.empty()) gpus = {0};
   std::unique_ptr<iso::SlabEngine> engine =
-      device == Device::Cuda ? iso::make_cuda_engine(0) : iso::make_cpu_engine(o.threads);
+      device == Device::Cuda ? iso::make_cuda_engine(gpus[0]) : iso::make_cpu_engine(o.threads);
   rep.device = engine->name();
+  if (gpus.size() > 1) {
+    rep.device = "cuda";
+    for (std::size_t d = 0; d < gpus.size(); ++d) rep.device += (d ? "," : " ") + std::to_string(gpus[d]);
+    rep.device += " (" + std::to_string(gpus.size()) + " GPUs)";
+  }
 
   // Slabs: the whole volume when it lies in memory on the CPU, else as many slices as the budget holds.
   const std::uint64_t slice_points = std::uint64_t(nx * ny);
@@ -323,7 +344,10 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   if (S <= 0) {
     std::uint64_t budget = o.memory_budget;
     if (budget == 0) {
-      if (device == Device::Cuda) budget = iso::cuda_free_memory(0) / 3;
+      if (device == Device::Cuda) {
+        budget = std::numeric_limits<std::uint64_t>::max();
+        for (int d : gpus) budget = std::min(budget, iso::cuda_free_memory(d) / 3);
+      }
       else if (resident) budget = std::numeric_limits<std::uint64_t>::max();
       else budget = std::max<std::uint64_t>(std::uint64_t(64) << 20,
                                             std::min<std::uint64_t>(std::uint64_t(2) << 30,
@@ -331,6 +355,9 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     }
     const double fit = double(budget) / per_slice;
     S = fit >= double(nz) ? nz : std::max<std::int64_t>(1, std::int64_t(fit) - 3);
+    // Several GPUs: at least three slabs each, so that whichever is free takes the next.
+    if (gpus.size() > 1) S = std::min<std::int64_t>(S, std::max<std::int64_t>(1, (nz + 3 * std::int64_t(gpus.size()) - 1) /
+                                                                                  (3 * std::int64_t(gpus.size()))));
   }
   S = std::min(S, nz);
   rep.slab_slices = S;
@@ -362,10 +389,11 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   const std::uint64_t slab_points = std::uint64_t(S + 3) * slice_points;
   const std::uint64_t slab_bytes = slab_points * (resident ? 0 : vbytes);
   const std::uint64_t extra_slab_bytes = slab_points * extra_bytes;
-  const int buffer_count = slab_count > 1 ? 2 : 1;
+  // One GPU or the CPU: two buffers (read ahead); several GPUs: one per GPU.
+  const int buffer_count = gpus.size() > 1 ? int(gpus.size()) : slab_count > 1 ? 2 : 1;
   core::check_host_allocation(buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw,
                               volume.name() + ": slab buffers");
-  for (int b = 0; b < buffer_count; ++b) {
+  for (int b = 0; b < (gpus.size() > 1 ? 0 : buffer_count); ++b) {
     buffers[b].data.resize(slab_bytes);
     if (o.labels) buffers[b].labels.resize(slab_points);
     if (o.scalars) buffers[b].scalars.resize(slab_points);
@@ -395,13 +423,135 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     }
   };
   double read_seconds = 0;
-  if (streamed) {
+  if (streamed && gpus.size() <= 1) {
     const auto t = Clock::now();
     read_slab(0, buffers[0]);
     read_seconds += since(t);
   }
 
+  // One slab's levels appended to `into` (vertex ids continue from what `into` holds).
+  auto run_slab = [&](iso::SlabEngine& eng, iso::SlabTask t, std::int64_t s, SlabBuffers& buf,
+                      std::vector<LevelMesh>& into, std::uint64_t& vertices_so_far) {
+    const auto sp = span_of(s);
+    t.z0 = sp[0];
+    t.z1 = sp[1];
+    t.data_z0 = sp[2];
+    t.data_z1 = sp[3];
+    t.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
+                      : buf.data.data();
+    t.labels = o.labels ? buf.labels.data() : nullptr;
+    t.scalars = o.scalars ? buf.scalars.data() : nullptr;
+    for (std::size_t L = 0; L < levels.size(); ++L) {
+      t.level = levels[L];
+      const iso::SlabCounts c = eng.count(t);
+      LevelMesh& m = into[L];
+      const std::uint64_t v0 = m.positions.size() / 3, t0 = m.triangles.size() / 3;
+      if (vertices_so_far + c.vertices > std::numeric_limits<std::uint32_t>::max())
+        throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+      const std::uint64_t grow = c.vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) +
+                                 c.triangles * (o.labels ? 16 : 12);
+      core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
+                                            " more vertices and " + std::to_string(c.triangles) + " triangles");
+      m.positions.resize(3 * (v0 + c.vertices));
+      if (o.normals) m.normals.resize(3 * (v0 + c.vertices));
+      m.triangles.resize(3 * (t0 + c.triangles));
+      if (o.scalars) m.values.resize(v0 + c.vertices);
+      if (o.labels) m.labels.resize(t0 + c.triangles);
+      iso::MeshTail tail;
+      tail.positions = m.positions.data() + 3 * v0;
+      tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
+      tail.triangles = m.triangles.data() + 3 * t0;
+      tail.vertex_base = v0;
+      tail.values = o.scalars ? m.values.data() + v0 : nullptr;
+      tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
+      std::vector<std::uint64_t> ties;
+      eng.generate(t, tail, ties);
+      for (auto x : ties) m.ties.push_back(t0 + x);
+      vertices_so_far += c.vertices;
+    }
+  };
+
   std::vector<LevelMesh> meshes(levels.size());
+  iso::StageSeconds multi_seconds;
+  if (gpus.size() > 1) {
+    // Several GPUs: a worker per GPU claims the next slab, reads it (reads in z order, one at a time, as streamed
+    // sources need), and extracts it with slab-local vertex ids. Slab k's ids continue into slab k + 1's first
+    // slice, so shifting each slab by the vertices of the slabs before it welds the seams exactly.
+    engine.reset();
+    std::vector<std::vector<LevelMesh>> per_slab(std::size_t(slab_count), std::vector<LevelMesh>(levels.size()));
+    std::mutex read_mutex, error_mutex;
+    std::int64_t next_slab = 0, done = 0;
+    std::exception_ptr failure;
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> workers;
+    std::vector<iso::StageSeconds> worker_seconds(gpus.size());
+    for (std::size_t w = 0; w < gpus.size(); ++w)
+      workers.emplace_back([&, w] {
+        try {
+          auto eng = iso::make_cuda_engine(gpus[w]);
+          SlabBuffers buf;
+          buf.data.resize(slab_bytes);
+          if (o.labels) buf.labels.resize(slab_points);
+          if (o.scalars) buf.scalars.resize(slab_points);
+          while (!stop) {
+            std::int64_t s = 0;
+            {
+              std::lock_guard<std::mutex> lock(read_mutex);
+              if (next_slab >= slab_count) break;
+              s = next_slab++;
+              const auto t0 = Clock::now();
+              read_slab(s, buf);
+              read_seconds += since(t0);
+            }
+            std::uint64_t local = 0;
+            run_slab(*eng, task, s, buf, per_slab[std::size_t(s)], local);
+            std::lock_guard<std::mutex> lock(error_mutex);
+            ++done;
+            if (o.progress) o.progress(double(done) / double(slab_count));
+          }
+          worker_seconds[w] = eng->seconds();
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mutex);
+          if (!failure) failure = std::current_exception();
+          stop = true;
+        }
+      });
+    for (auto& t : workers) t.join();
+    if (failure) std::rethrow_exception(failure);
+    for (const auto& w : worker_seconds) {
+      multi_seconds.upload += w.upload;
+      multi_seconds.classify += w.classify;
+      multi_seconds.scan += w.scan;
+      multi_seconds.generate += w.generate;
+      multi_seconds.download += w.download;
+    }
+    // Assembly in slab order: vertex ids shifted by the vertices before each slab.
+    for (std::size_t L = 0; L < levels.size(); ++L) {
+      LevelMesh& m = meshes[L];
+      std::uint64_t nv = 0, nt = 0;
+      for (const auto& p : per_slab) {
+        nv += p[L].positions.size() / 3;
+        nt += p[L].triangles.size() / 3;
+      }
+      if (nv > std::numeric_limits<std::uint32_t>::max())
+        throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+      m.positions.reserve(3 * nv);
+      if (o.normals) m.normals.reserve(3 * nv);
+      m.triangles.reserve(3 * nt);
+      for (auto& p : per_slab) {
+        LevelMesh& part = p[L];
+        const std::uint32_t shift = std::uint32_t(m.positions.size() / 3);
+        const std::uint64_t t0 = m.triangles.size() / 3;
+        m.positions.insert(m.positions.end(), part.positions.begin(), part.positions.end());
+        m.normals.insert(m.normals.end(), part.normals.begin(), part.normals.end());
+        m.values.insert(m.values.end(), part.values.begin(), part.values.end());
+        for (auto v : part.triangles) m.triangles.push_back(v + shift);
+        m.labels.insert(m.labels.end(), part.labels.begin(), part.labels.end());
+        for (auto t : part.ties) m.ties.push_back(t0 + t);
+        part = LevelMesh{};
+      }
+    }
+  } else {
   std::uint64_t vertices_total = 0;
   for (std::int64_t s = 0; s < slab_count; ++s) {
     std::thread prefetch;
@@ -421,44 +571,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
       });
     }
     try {
-      const auto sp = span_of(s);
-      task.z0 = sp[0];
-      task.z1 = sp[1];
-      task.data_z0 = sp[2];
-      task.data_z1 = sp[3];
-      SlabBuffers& buf = buffers[s % 2];
-      task.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
-                           : buf.data.data();
-      task.labels = o.labels ? buf.labels.data() : nullptr;
-      task.scalars = o.scalars ? buf.scalars.data() : nullptr;
-      for (std::size_t L = 0; L < levels.size(); ++L) {
-        task.level = levels[L];
-        const iso::SlabCounts c = engine->count(task);
-        LevelMesh& m = meshes[L];
-        const std::uint64_t v0 = m.positions.size() / 3, t0 = m.triangles.size() / 3;
-        if (vertices_total + c.vertices > std::numeric_limits<std::uint32_t>::max())
-          throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-        const std::uint64_t grow = c.vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) +
-                                   c.triangles * (o.labels ? 16 : 12);
-        core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
-                                              " more vertices and " + std::to_string(c.triangles) + " triangles");
-        m.positions.resize(3 * (v0 + c.vertices));
-        if (o.normals) m.normals.resize(3 * (v0 + c.vertices));
-        m.triangles.resize(3 * (t0 + c.triangles));
-        if (o.scalars) m.values.resize(v0 + c.vertices);
-        if (o.labels) m.labels.resize(t0 + c.triangles);
-        iso::MeshTail tail;
-        tail.positions = m.positions.data() + 3 * v0;
-        tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
-        tail.triangles = m.triangles.data() + 3 * t0;
-        tail.vertex_base = v0;
-        tail.values = o.scalars ? m.values.data() + v0 : nullptr;
-        tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
-        std::vector<std::uint64_t> ties;
-        engine->generate(task, tail, ties);
-        for (auto t : ties) m.ties.push_back(t0 + t);
-        vertices_total += c.vertices;
-      }
+      run_slab(*engine, task, s, buffers[s % 2], meshes, vertices_total);
     } catch (...) {
       if (prefetch.joinable()) prefetch.join();
       throw;
@@ -472,6 +585,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     if (o.progress) o.progress(double(s + 1) / double(slab_count));
   }
 
+  }
   // One mesh: levels in order, ids shifted; ties folded into pairs removed.
   TriangleMesh out;
   std::uint64_t nv = 0, nt = 0;
@@ -546,7 +660,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
         throw Error(ErrorKind::InvalidArgument, volume.name() + buf);
       }
   }
-  const auto sec = engine->seconds();
+  const auto sec = engine ? engine->seconds() : multi_seconds;
   rep.seconds_read = read_seconds;
   rep.seconds_classify = sec.classify;
   rep.seconds_scan = sec.scan;

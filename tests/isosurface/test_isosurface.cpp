@@ -249,6 +249,10 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
   std::vector<float> data;
   MemoryVolume ties = integer_volume(rng, 30, 3, data);
   auto tangle = synthetic_field("tangle", {61, 47, 53});
+  // Labels and scalars of the tie volume: stripes, and the samples themselves.
+  std::vector<std::int32_t> stripes(data.size());
+  for (std::size_t i = 0; i < stripes.size(); ++i) stripes[i] = std::int32_t(i / 100 % 4);
+  MemoryVolume labels(ties.geometry(), VoxelType::Int32, stripes.data(), "stripes");
   for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), tangle.get()})
     for (auto topo : {CaseTopology::Classic, CaseTopology::Decider})
       for (std::int64_t slabs : {0, 7}) {
@@ -256,6 +260,10 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
         o.levels = {v == &ties ? 2.0 : 0.5};
         o.topology = topo;
         o.slab_slices = slabs;
+        if (v == &ties) {
+          o.labels = &labels;
+          o.scalars = &ties;
+        }
         o.device = Device::Cpu;
         const TriangleMesh c = extract_isosurface(*v, o);
         o.device = Device::Cuda;
@@ -270,6 +278,10 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
         for (std::size_t i = 0; i < c.normals.size(); ++i)
           worst_n = std::max(worst_n, double(std::fabs(c.normals[i] - g.normals[i])));
         EXPECT_LT(worst_n, 1e-4) << v->name();
+        EXPECT_EQ(g.face_labels, c.face_labels) << v->name();
+        ASSERT_EQ(g.vertex_values.size(), c.vertex_values.size());
+        for (std::size_t i = 0; i < c.vertex_values.size(); ++i)
+          ASSERT_NEAR(g.vertex_values[i], c.vertex_values[i], 1e-5) << v->name();
       }
 }
 
@@ -358,6 +370,50 @@ TEST(Isosurface, LevelsRangesAndErrors) {
   IsosurfaceReport rep;
   extract_isosurface(*v, o, &rep);
   EXPECT_NEAR(rep.levels[0], 0.5 * (rep.value_min + rep.value_max), 1e-12);
+}
+
+}  // namespace
+}  // namespace parasurf
+
+namespace parasurf {
+namespace {
+
+TEST(Isosurface, SeveralGpusGiveTheSameMesh) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  IsosurfaceOptions bad;
+  bad.device = Device::Cuda;
+  bad.cuda_devices = {int(cuda_devices().size())};
+  auto small = synthetic_field("sphere", {8, 8, 8});
+  EXPECT_THROW(extract_isosurface(*small, bad), Error) << "a GPU index past the last";
+  if (cuda_devices().size() < 2) GTEST_SKIP() << "one CUDA device: several-GPU runs need two";
+  std::mt19937_64 rng(test::run_seed() ^ 0x2697);
+  std::vector<float> data;
+  MemoryVolume ties = integer_volume(rng, 40, 3, data);
+  auto tangle = synthetic_field("tangle", {97, 81, 89});
+  std::vector<std::int32_t> stripes(std::size_t(ties.geometry().voxel_count()));
+  for (std::size_t i = 0; i < stripes.size(); ++i) stripes[i] = std::int32_t(i / 1000 % 3);
+  MemoryVolume labels(ties.geometry(), VoxelType::Int32, stripes.data(), "stripes");
+  std::vector<int> all;
+  for (std::size_t d = 0; d < cuda_devices().size(); ++d) all.push_back(int(d));
+  for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), tangle.get()})
+    for (std::int64_t slabs : {0, 1, 6}) {
+      IsosurfaceOptions o;
+      o.levels = {v == &ties ? 2.0 : 0.5, v == &ties ? 1.0 : 0.3};
+      o.device = Device::Cuda;
+      o.slab_slices = slabs;
+      if (v == &ties) o.labels = &labels;
+      const TriangleMesh one = extract_isosurface(*v, o);
+      o.cuda_devices = all;
+      IsosurfaceReport rep;
+      const TriangleMesh many = extract_isosurface(*v, o, &rep);
+      ASSERT_GT(one.triangle_count(), 0);
+      EXPECT_GT(rep.slabs, 1) << "several GPUs split the volume";
+      EXPECT_EQ(many.triangles, one.triangles) << v->name() << ", slabs of " << slabs;
+      EXPECT_EQ(many.positions, one.positions) << v->name() << ", slabs of " << slabs;
+      EXPECT_EQ(many.normals, one.normals) << v->name();
+      EXPECT_EQ(many.face_labels, one.face_labels) << v->name();
+      EXPECT_EQ(many.face_groups, one.face_groups) << v->name();
+    }
 }
 
 }  // namespace
