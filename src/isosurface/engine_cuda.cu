@@ -38,9 +38,11 @@ class CudaEngine final : public SlabEngine {
   double work_bytes_per_point() const override { return 1.0; }
 
   SlabCounts count(const SlabTask& task) override {
+    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");  // the calling thread may have another
     return core::visit_voxel_type(task.type, [&](auto tag) { return count_t<decltype(tag)>(task); });
   }
   void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) override {
+    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
     core::visit_voxel_type(task.type, [&](auto tag) { generate_t<decltype(tag)>(task, out, ties); });
   }
 
