@@ -31,8 +31,18 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 struct IsoBenchArgs {
   std::string sizes = "256,512", types = "float32,uint8", devices = "cpu,cuda", volumes, json, python = "/usr/bin/python3";
   int threads = 0, repeats = 3;
+  std::int64_t multi_gpu = 0, out_of_core = 0;
   bool quick = false, no_peers = false;
 };
+
+// Peak resident set of this process (VmHWM), bytes; 0 where /proc is missing.
+std::uint64_t peak_rss() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::uint64_t(std::stoull(line.substr(6))) * 1024;
+  return 0;
+}
 
 // The tangle field as an in-memory array of the given type (uint8: mapped to 0..255 over [0, 25]).
 struct HostVolume {
@@ -213,6 +223,70 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
   results.push_back(entry);
 }
 
+// Several GPUs against one on a host-resident float32 tangle (end to end: upload, extract, mesh to host).
+nlohmann::json bench_multi_gpu(const IsoBenchArgs& a, std::int64_t n) {
+  const int count = int(cuda_devices().size());
+  std::printf("\nseveral GPUs: tangle %lld^3 float32 in host memory, mesh to host\n", (long long)n);
+  const HostVolume h = tangle_volume(n, VoxelType::Float32);
+  MemoryVolume vol(h.geometry, h.type, h.bytes.data(), h.name);
+  nlohmann::json out = {{"volume", h.name}, {"gpus_visible", count}};
+  double one = 0;
+  if (count < 2) std::printf("  several GPUs: only one visible; one GPU measured\n");
+  for (int gpus : count < 2 ? std::vector<int>{1} : std::vector<int>{1, count}) {
+    IsosurfaceOptions o;
+    o.levels = {h.level};
+    o.device = Device::Cuda;
+    for (int d = 0; d < gpus; ++d) o.cuda_devices.push_back(d);
+    if (gpus == 1) o.slab_slices = std::max<std::int64_t>(1, n / 6);  // the same slabs as the several-GPU run
+    double best = 1e30;
+    IsosurfaceReport rep, best_rep;
+    std::int64_t tris = 0;
+    for (int r = 0; r < a.repeats; ++r) {
+      const TriangleMesh m = extract_isosurface(vol, o, &rep);
+      tris = m.triangle_count();
+      if (rep.seconds_total < best) best = rep.seconds_total, best_rep = rep;
+    }
+    if (gpus == 1) one = best;
+    std::printf("  %d GPU(s) %-30s %9.2f ms  %lld slabs  %8.0f Mvox/s  (%lld triangles)%s\n", gpus,
+                best_rep.device.c_str(), best * 1e3, (long long)best_rep.slabs,
+                double(h.geometry.voxel_count()) / best / 1e6, (long long)tris,
+                gpus > 1 ? ("  speedup " + std::to_string(one / best).substr(0, 4) + "x over one GPU").c_str() : "");
+    out[std::to_string(gpus) + "_gpus"] = {{"seconds", best}, {"slabs", best_rep.slabs}, {"triangles", tris},
+                                           {"device", best_rep.device}};
+    if (gpus > 1) out["speedup"] = one / best;
+  }
+  return out;
+}
+
+// A streamed tangle field (never whole in host memory) on one GPU and on all: slabs, time, peak host memory.
+nlohmann::json bench_out_of_core(const IsoBenchArgs& a, std::int64_t n) {
+  (void)a;
+  std::printf("\nout of core: tangle %lld^3 float32 streamed from the generator (%.1f GiB)\n", (long long)n,
+              double(n) * double(n) * double(n) * 4 / 1073741824.0);
+  nlohmann::json out = nlohmann::json::array();
+  const int count = int(cuda_devices().size());
+  for (int gpus : count < 2 ? std::vector<int>{1} : std::vector<int>{1, count}) {
+    auto field = synthetic_field("tangle", {n, n, n});
+    IsosurfaceOptions o;
+    o.levels = {0.5};
+    o.device = Device::Cuda;
+    for (int d = 0; d < gpus; ++d) o.cuda_devices.push_back(d);
+    IsosurfaceReport rep;
+    const TriangleMesh m = extract_isosurface(*field, o, &rep);
+    const double mesh_bytes = double(m.positions.size() + m.normals.size()) * 4 + double(m.triangles.size()) * 4;
+    std::printf("  %d GPU(s) %-30s %9.2f s  %lld slabs of %lld slices  read/generate %.2f s  %lld triangles  "
+                "slab buffers %.2f GiB  mesh %.2f GiB  peak RSS %.2f GiB\n",
+                gpus, rep.device.c_str(), rep.seconds_total, (long long)rep.slabs, (long long)rep.slab_slices,
+                rep.seconds_read, (long long)m.triangle_count(), double(rep.peak_slab_bytes) / 1073741824.0,
+                mesh_bytes / 1073741824.0, double(peak_rss()) / 1073741824.0);
+    out.push_back({{"gpus", gpus}, {"device", rep.device}, {"seconds", rep.seconds_total}, {"slabs", rep.slabs},
+                   {"slab_slices", rep.slab_slices}, {"seconds_read", rep.seconds_read},
+                   {"triangles", m.triangle_count()}, {"peak_slab_bytes", rep.peak_slab_bytes},
+                   {"mesh_bytes", mesh_bytes}, {"peak_rss_bytes", peak_rss()}});
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_bench_isosurface(CLI::App& bench) {
@@ -226,6 +300,8 @@ void add_bench_isosurface(CLI::App& bench) {
   cmd->add_option("--repeats", a->repeats, "Best of this many runs");
   cmd->add_option("--python", a->python, "Python with vtk and scikit-image for the peers");
   cmd->add_flag("--no-peers", a->no_peers, "Skip VTK and scikit-image");
+  cmd->add_option("--multi-gpu", a->multi_gpu, "Also: tangle N^3 float32 in host memory on one GPU and on all");
+  cmd->add_option("--out-of-core", a->out_of_core, "Also: tangle N^3 float32 streamed from the generator on the GPU(s)");
   cmd->add_flag("--quick", a->quick, "Small sizes (CI smoke)");
   cmd->add_option("--json", a->json, "Write the figures as JSON");
   cmd->callback([a] {
@@ -245,11 +321,20 @@ void add_bench_isosurface(CLI::App& bench) {
       if (colon == std::string::npos) throw Error(ErrorKind::InvalidArgument, "--volumes: expected FILE:LEVEL");
       bench_volume(*a, file_volume(item.substr(0, colon), std::stod(item.substr(colon + 1))), copy_bw, results);
     }
+    nlohmann::json multi, ooc;
+    if ((a->multi_gpu > 0 || a->out_of_core > 0) && !cuda_available())
+      std::printf("\nseveral GPUs / out of core: skipped (%s)\n", cuda_unavailable_reason().c_str());
+    else {
+      if (a->multi_gpu > 0) multi = bench_multi_gpu(*a, a->multi_gpu);
+      if (a->out_of_core > 0) ooc = bench_out_of_core(*a, a->out_of_core);
+    }
     if (!a->json.empty()) {
       nlohmann::json j = {{"benchmark", "isosurface"},
                           {"cpu_threads", cpu_thread_count(a->threads)},
                           {"copy_bandwidth_bytes_per_second", copy_bw},
-                          {"results", results}};
+                          {"results", results},
+                          {"multi_gpu", multi},
+                          {"out_of_core", ooc}};
       std::ofstream f(a->json);
       f << j.dump(2) << "\n";
       if (!f) throw Error(ErrorKind::Io, "cannot write '" + a->json + "'");

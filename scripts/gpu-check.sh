@@ -31,7 +31,7 @@ skipped=$(grep -c "Skipped" "$OUT/ctest.log")
 note "ctest skipped" "$skipped"
 grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
 
-san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*'
+san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*:IsosurfaceLabels.*'
 for tool in memcheck racecheck; do
   compute-sanitizer --tool $tool --error-exitcode 99 $tests --gtest_filter="$san_filter" >"$OUT/sanitizer-$tool.log" 2>&1
   rc=$?
@@ -42,7 +42,7 @@ done
 isizes="256,512"; [ $quick -eq 1 ] && isizes="128,512"
 vols=""
 [ -d .data/volumes ] && vols="--volumes .data/volumes/MR_Gd.nii.gz:60,.data/volumes/spm152.nii.gz:60"
-$exe bench isosurface --sizes $isizes $vols --json "$OUT/bench-isosurface.json" >"$OUT/bench-isosurface.log" 2>&1
+$exe bench isosurface --sizes $isizes $vols ${ISO_BENCH_EXTRA:-} --json "$OUT/bench-isosurface.json" >"$OUT/bench-isosurface.log" 2>&1
 note "bench isosurface" "rc=$?"
 echo; echo "== isosurface"
 cat "$OUT/bench-isosurface.log"
