@@ -35,6 +35,12 @@ struct IsoBenchArgs {
   bool quick = false, no_peers = false;
 };
 
+// Restarts the peak-resident-set count (Linux: 5 to clear_refs), so that each run reports its own peak.
+void reset_peak_rss() {
+  std::ofstream f("/proc/self/clear_refs");
+  f << "5";
+}
+
 // Peak resident set of this process (VmHWM), bytes; 0 where /proc is missing.
 std::uint64_t peak_rss() {
   std::ifstream f("/proc/self/status");
@@ -267,6 +273,7 @@ nlohmann::json bench_out_of_core(const IsoBenchArgs& a, std::int64_t n) {
   const int count = int(cuda_devices().size());
   for (int gpus : count < 2 ? std::vector<int>{1} : std::vector<int>{1, count}) {
     auto field = synthetic_field("tangle", {n, n, n});
+    reset_peak_rss();
     IsosurfaceOptions o;
     o.levels = {0.5};
     o.device = Device::Cuda;

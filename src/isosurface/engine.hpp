@@ -59,5 +59,40 @@ std::unique_ptr<SlabEngine> make_cuda_engine(int device);  // throws Error(Devic
 bool cuda_engine_built();
 // Free device memory in bytes for slab sizing (0 without CUDA).
 std::uint64_t cuda_free_memory(int device);
+// Page-locked host memory, so that slab uploads run at the link's speed; nullptr without CUDA or when the system
+// refuses (the caller then uses ordinary memory).
+void* pinned_host_alloc(std::size_t bytes);
+void pinned_host_free(void* p);
+
+// Host bytes for slab samples: pinned when asked and possible, else ordinary.
+class SlabHostBuffer {
+ public:
+  SlabHostBuffer() = default;
+  SlabHostBuffer(const SlabHostBuffer&) = delete;
+  SlabHostBuffer& operator=(const SlabHostBuffer&) = delete;
+  ~SlabHostBuffer() { release(); }
+  void allocate(std::size_t bytes, bool pinned) {
+    release();
+    if (bytes == 0) return;
+    if (pinned) pinned_ = static_cast<char*>(pinned_host_alloc(bytes));
+    if (!pinned_) plain_.resize(bytes);
+    size_ = bytes;
+  }
+  char* data() { return pinned_ ? pinned_ : plain_.data(); }
+  std::size_t size() const { return size_; }
+  bool pinned() const { return pinned_ != nullptr; }
+
+ private:
+  void release() {
+    if (pinned_) pinned_host_free(pinned_);
+    pinned_ = nullptr;
+    plain_.clear();
+    plain_.shrink_to_fit();
+    size_ = 0;
+  }
+  char* pinned_ = nullptr;
+  std::vector<char> plain_;
+  std::size_t size_ = 0;
+};
 
 }  // namespace parasurf::iso

@@ -212,6 +212,16 @@ class CudaEngine final : public SlabEngine {
 
 std::unique_ptr<SlabEngine> make_cuda_engine(int device) { return std::make_unique<CudaEngine>(device); }
 bool cuda_engine_built() { return true; }
+void* pinned_host_alloc(std::size_t bytes) {
+  void* p = nullptr;
+  if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
+    cudaGetLastError();  // a refusal is not sticky: fall back to ordinary memory
+    return nullptr;
+  }
+  return p;
+}
+void pinned_host_free(void* p) { cudaFreeHost(p); }
+
 std::uint64_t cuda_free_memory(int device) {
   std::size_t free_bytes = 0, total = 0;
   if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 0;

@@ -9,5 +9,7 @@ std::unique_ptr<SlabEngine> make_cuda_engine(int) {
 }
 bool cuda_engine_built() { return false; }
 std::uint64_t cuda_free_memory(int) { return 0; }
+void* pinned_host_alloc(std::size_t) { return nullptr; }
+void pinned_host_free(void*) {}
 
 }  // namespace parasurf::iso

@@ -218,6 +218,12 @@ void exclude_labels(TriangleMesh& m, const std::vector<std::int32_t>& excluded) 
   for (auto& v : m.triangles) v = remap[v];
 }
 
+// Host bytes for one streamed slab: an eighth of the free memory, between 64 MiB and 2 GiB.
+std::uint64_t host_slab_budget() {
+  return std::max<std::uint64_t>(std::uint64_t(64) << 20,
+                                 std::min<std::uint64_t>(std::uint64_t(2) << 30, core::available_host_memory() / 8));
+}
+
 std::string level_name(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "level %g", v);
@@ -347,11 +353,11 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
       if (device == Device::Cuda) {
         budget = std::numeric_limits<std::uint64_t>::max();
         for (int d : gpus) budget = std::min(budget, iso::cuda_free_memory(d) / 3);
+        // A streamed source also holds its slabs on the host: bounded as on the CPU, whatever the volume's size.
+        if (!resident) budget = std::min(budget, host_slab_budget());
       }
       else if (resident) budget = std::numeric_limits<std::uint64_t>::max();
-      else budget = std::max<std::uint64_t>(std::uint64_t(64) << 20,
-                                            std::min<std::uint64_t>(std::uint64_t(2) << 30,
-                                                                    core::available_host_memory() / 8));
+      else budget = host_slab_budget();
     }
     const double fit = double(budget) / per_slice;
     S = fit >= double(nz) ? nz : std::max<std::int64_t>(1, std::int64_t(fit) - 3);
@@ -381,7 +387,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     return std::array<std::int64_t, 4>{z0, z1, std::max<std::int64_t>(0, z0 - 1), std::min(nz, z1 + 2)};
   };
   struct SlabBuffers {
-    std::vector<char> data, raw;
+    iso::SlabHostBuffer data;
     std::vector<std::int32_t> labels;
     std::vector<float> scalars;
   };
@@ -394,7 +400,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   core::check_host_allocation(buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw,
                               volume.name() + ": slab buffers");
   for (int b = 0; b < (gpus.size() > 1 ? 0 : buffer_count); ++b) {
-    buffers[b].data.resize(slab_bytes);
+    buffers[b].data.allocate(slab_bytes, device == Device::Cuda);
     if (o.labels) buffers[b].labels.resize(slab_points);
     if (o.scalars) buffers[b].scalars.resize(slab_points);
   }
@@ -490,7 +496,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
         try {
           auto eng = iso::make_cuda_engine(gpus[w]);
           SlabBuffers buf;
-          buf.data.resize(slab_bytes);
+          buf.data.allocate(slab_bytes, true);
           if (o.labels) buf.labels.resize(slab_points);
           if (o.scalars) buf.scalars.resize(slab_points);
           while (!stop) {
@@ -535,21 +541,35 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
       }
       if (nv > std::numeric_limits<std::uint32_t>::max())
         throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-      m.positions.reserve(3 * nv);
-      if (o.normals) m.normals.reserve(3 * nv);
-      m.triangles.reserve(3 * nt);
-      for (auto& p : per_slab) {
-        LevelMesh& part = p[L];
-        const std::uint32_t shift = std::uint32_t(m.positions.size() / 3);
-        const std::uint64_t t0 = m.triangles.size() / 3;
-        m.positions.insert(m.positions.end(), part.positions.begin(), part.positions.end());
-        m.normals.insert(m.normals.end(), part.normals.begin(), part.normals.end());
-        m.values.insert(m.values.end(), part.values.begin(), part.values.end());
-        for (auto v : part.triangles) m.triangles.push_back(v + shift);
-        m.labels.insert(m.labels.end(), part.labels.begin(), part.labels.end());
-        for (auto t : part.ties) m.ties.push_back(t0 + t);
-        part = LevelMesh{};
+      // Each slab's place in the joined arrays, then the copies in parallel.
+      const std::size_t parts = per_slab.size();
+      std::vector<std::uint64_t> v_at(parts + 1, 0), t_at(parts + 1, 0);
+      for (std::size_t p = 0; p < parts; ++p) {
+        v_at[p + 1] = v_at[p] + per_slab[p][L].positions.size() / 3;
+        t_at[p + 1] = t_at[p] + per_slab[p][L].triangles.size() / 3;
       }
+      m.positions.resize(3 * nv);
+      if (o.normals) m.normals.resize(3 * nv);
+      if (o.scalars) m.values.resize(nv);
+      m.triangles.resize(3 * nt);
+      if (o.labels) m.labels.resize(nt);
+#pragma omp parallel for schedule(dynamic, 1)
+      for (std::int64_t p = 0; p < std::int64_t(parts); ++p) {
+        LevelMesh& part = per_slab[std::size_t(p)][L];
+        const std::uint64_t v0 = v_at[std::size_t(p)], t0 = t_at[std::size_t(p)];
+        std::copy(part.positions.begin(), part.positions.end(), m.positions.begin() + std::ptrdiff_t(3 * v0));
+        std::copy(part.normals.begin(), part.normals.end(), m.normals.begin() + std::ptrdiff_t(3 * v0));
+        std::copy(part.values.begin(), part.values.end(), m.values.begin() + std::ptrdiff_t(v0));
+        const std::uint32_t shift = std::uint32_t(v0);
+        std::uint32_t* tri = m.triangles.data() + 3 * t0;
+        for (std::size_t i = 0; i < part.triangles.size(); ++i) tri[i] = part.triangles[i] + shift;
+        std::copy(part.labels.begin(), part.labels.end(), m.labels.begin() + std::ptrdiff_t(t0));
+        for (auto& t : part.ties) t += t0;
+        part.positions = {};
+        part.normals = {};
+        part.triangles = {};
+      }
+      for (auto& p : per_slab) m.ties.insert(m.ties.end(), p[L].ties.begin(), p[L].ties.end());
     }
   } else {
   std::uint64_t vertices_total = 0;

@@ -210,9 +210,10 @@ TEST(BadInput, ApiRejectsWithClearMessages) {
   expect_error([&] { evaluate_points<float>(s, uv, {}); }, "outside [0,1]");
   expect_error([&] { parse_method("fastest"); }, "unknown method");
   expect_error([&] { parse_device("tpu"); }, "unknown device");
-  // 65536^2 samples of double positions+normals: 13 TiB, refused before allocating
+  // 65536^2 samples of every double output (21 numbers each): 0.7 TB, more than any machine here; refused before
+  // allocating
   EvalRequest req;
-  req.normals = true;
+  req.normals = req.first_derivatives = req.second_derivatives = true;
   expect_error([&] { evaluate_grid<double>(s, {65536, 65536}, req); }, "needs");
 }
 
