@@ -27,7 +27,7 @@ expect "--resolution" surface --resolution 10xten
 expect "unknown method" surface --method fastest
 expect "unknown device" surface --device tpu
 expect "outside 1..32" surface --degree 33
-expect "needs" surface --resolution 65536 --precision double
+expect "exceeds the 2^32 vertex indices" surface --resolution 65536 --precision double
 expect "use .ply or .obj" surface --degree 2 -r 4 --obj "$dir/out.ply.stl"
 printf '4\n3\n0 0 0\n' > "$dir/trunc.bv"
 printf '6\n1\n0 0 0\n' > "$dir/kind6.bv"
