@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "bench_util.hpp"
 #include "isosurface/engine.hpp"
@@ -31,7 +32,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 struct IsoBenchArgs {
   std::string sizes = "256,512", types = "float32,uint8", devices = "cpu,cuda", volumes, json, python = "/usr/bin/python3";
   int threads = 0, repeats = 3;
-  std::int64_t multi_gpu = 0, out_of_core = 0;
+  std::int64_t multi_gpu = 0, out_of_core = 0, label_map = 0;
   bool quick = false, no_peers = false;
 };
 
@@ -294,6 +295,83 @@ nlohmann::json bench_out_of_core(const IsoBenchArgs& a, std::int64_t n) {
   return out;
 }
 
+// Label-map boundaries (CPU) on an N^3 uint16 map of 24 Voronoi regions with labels 0-11, against VTK's label-map
+// filters on the same map.
+nlohmann::json bench_label_map(const IsoBenchArgs& a, std::int64_t n) {
+  std::printf("\nlabel map: %lld^3 uint16, 24 Voronoi regions, labels 0-11\n", (long long)n);
+  std::mt19937_64 rng(20261121);
+  std::uniform_real_distribution<double> u(0, double(n));
+  std::vector<std::array<double, 4>> sites(24);
+  for (std::size_t i = 0; i < sites.size(); ++i) sites[i] = {u(rng), u(rng), u(rng), double(i % 12)};
+  VolumeGeometry g;
+  g.dims = {n, n, n};
+  std::vector<std::uint16_t> ids(std::size_t(n * n * n));
+#pragma omp parallel for collapse(2)
+  for (std::int64_t k = 0; k < n; ++k)
+    for (std::int64_t j = 0; j < n; ++j)
+      for (std::int64_t i = 0; i < n; ++i) {
+        double best = 1e300;
+        std::uint16_t label = 0;
+        for (const auto& s : sites) {
+          const double d = (i - s[0]) * (i - s[0]) + (j - s[1]) * (j - s[1]) + (k - s[2]) * (k - s[2]);
+          if (d < best) best = d, label = std::uint16_t(s[3]);
+        }
+        ids[std::size_t((k * n + j) * n + i)] = label;
+      }
+  MemoryVolume vol(g, VoxelType::UInt16, ids.data(), "voronoi labels");
+  LabelBoundaryOptions o;
+  o.threads = a.threads;
+  double best = 1e30;
+  LabelBoundaryReport rep, best_rep;
+  std::int64_t tris = 0;
+  for (int r = 0; r < a.repeats; ++r) {
+    tris = extract_label_boundaries(vol, o, &rep).triangle_count();
+    if (rep.seconds_total < best) best = rep.seconds_total, best_rep = rep;
+  }
+  std::printf("  %-26s %-28s %9.2f ms  faces %7.2f  smoothing %7.2f  %8.1f Mvox/s  (%lld triangles, %lld pairs)\n",
+              "parasurf --per-label", ("cpu (" + std::to_string(cpu_thread_count(a.threads)) + " threads)").c_str(),
+              best * 1e3, best_rep.seconds_faces * 1e3, best_rep.seconds_smooth * 1e3,
+              double(n * n * n) / best / 1e6, (long long)tris, (long long)best_rep.label_pairs);
+  nlohmann::json out = {{"dims", g.dims}, {"seconds", best}, {"seconds_faces", best_rep.seconds_faces},
+                        {"seconds_smooth", best_rep.seconds_smooth}, {"triangles", tris},
+                        {"label_pairs", best_rep.label_pairs}, {"smoothing_iterations", o.smoothing_iterations}};
+  if (a.no_peers) return out;
+  const std::string script = std::string(PARASURF_SOURCE_DIR) + "/bench/peers/iso_peers.py";
+  const std::string raw = (std::filesystem::temp_directory_path() / "parasurf_bench_labels.raw").string();
+  {
+    std::ofstream f(raw, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(ids.data()), std::streamsize(ids.size() * 2));
+  }
+  char cmd[1024];
+  std::snprintf(cmd, sizeof cmd, "%s %s --labels %s %lld %lld %lld uint16 %d 2>/dev/null", a.python.c_str(),
+                script.c_str(), raw.c_str(), (long long)n, (long long)n, (long long)n, a.repeats);
+  std::string text;
+  if (FILE* p = popen(cmd, "r")) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p)) text += buf;
+    pclose(p);
+  }
+  std::filesystem::remove(raw);
+  try {
+    const auto peers = nlohmann::json::parse(text);
+    for (const auto& [name, p] : peers.items()) {
+      if (!p.is_object()) continue;
+      if (p.contains("error")) {
+        std::printf("  %-26s not run (%s)\n", name.c_str(), p["error"].get<std::string>().c_str());
+        continue;
+      }
+      const double sec = p["seconds"].get<double>();
+      std::printf("  %-26s %-28s %9.2f ms  %8.1f Mvox/s  (%lld triangles)  parasurf is %.2fx\n", name.c_str(),
+                  ("threads " + std::to_string(peers.value("threads", 0))).c_str(), sec * 1e3,
+                  double(n * n * n) / sec / 1e6, (long long)p["triangles"].get<std::int64_t>(), sec / best);
+    }
+    out["peers"] = peers;
+  } catch (const std::exception&) {
+    std::printf("  label-map peers: not run (needs %s with vtk)\n", a.python.c_str());
+  }
+  return out;
+}
+
 }  // namespace
 
 void add_bench_isosurface(CLI::App& bench) {
@@ -309,6 +387,7 @@ void add_bench_isosurface(CLI::App& bench) {
   cmd->add_flag("--no-peers", a->no_peers, "Skip VTK and scikit-image");
   cmd->add_option("--multi-gpu", a->multi_gpu, "Also: tangle N^3 float32 in host memory on one GPU and on all");
   cmd->add_option("--out-of-core", a->out_of_core, "Also: tangle N^3 float32 streamed from the generator on the GPU(s)");
+  cmd->add_option("--label-map", a->label_map, "Also: label-map boundaries on an N^3 Voronoi map, with VTK's label filters");
   cmd->add_flag("--quick", a->quick, "Small sizes (CI smoke)");
   cmd->add_option("--json", a->json, "Write the figures as JSON");
   cmd->callback([a] {
@@ -328,7 +407,8 @@ void add_bench_isosurface(CLI::App& bench) {
       if (colon == std::string::npos) throw Error(ErrorKind::InvalidArgument, "--volumes: expected FILE:LEVEL");
       bench_volume(*a, file_volume(item.substr(0, colon), std::stod(item.substr(colon + 1))), copy_bw, results);
     }
-    nlohmann::json multi, ooc;
+    nlohmann::json multi, ooc, labels;
+    if (a->label_map > 0) labels = bench_label_map(*a, a->label_map);
     if ((a->multi_gpu > 0 || a->out_of_core > 0) && !cuda_available())
       std::printf("\nseveral GPUs / out of core: skipped (%s)\n", cuda_unavailable_reason().c_str());
     else {
@@ -341,7 +421,8 @@ void add_bench_isosurface(CLI::App& bench) {
                           {"copy_bandwidth_bytes_per_second", copy_bw},
                           {"results", results},
                           {"multi_gpu", multi},
-                          {"out_of_core", ooc}};
+                          {"out_of_core", ooc},
+                          {"label_map", labels}};
       std::ofstream f(a->json);
       f << j.dump(2) << "\n";
       if (!f) throw Error(ErrorKind::Io, "cannot write '" + a->json + "'");

@@ -3,6 +3,9 @@
 timed on the same samples (a raw float32 or uint8 file written by the benchmark). Prints one JSON object.
 
 usage: iso_peers.py RAW NX NY NZ DTYPE LEVEL REPEATS [vtk,skimage]
+       iso_peers.py --labels RAW NX NY NZ DTYPE REPEATS
+The second form times label-map peers on every nonzero label: vtkSurfaceNets3D where this VTK has it (9.3+), and
+vtkDiscreteFlyingEdges3D (one surface per label, so a face between two labels is made twice).
 """
 import json
 import sys
@@ -20,7 +23,43 @@ def best_of(fn, repeats):
     return best, result
 
 
+def main_labels():
+    path, nx, ny, nz, dtype, repeats = sys.argv[2:8]
+    nx, ny, nz, repeats = int(nx), int(ny), int(nz), int(repeats)
+    data = np.fromfile(path, dtype=np.dtype(dtype)).reshape(nz, ny, nx)
+    labels = [int(v) for v in np.unique(data) if v != 0]
+    out = {"labels": len(labels)}
+    try:
+        import vtk
+        from vtk.util import numpy_support
+
+        image = vtk.vtkImageData()
+        image.SetDimensions(nx, ny, nz)
+        image.GetPointData().SetScalars(numpy_support.numpy_to_vtk(data.ravel(), deep=True))
+        out["threads"] = vtk.vtkMultiThreader.GetGlobalDefaultNumberOfThreads()
+        for name, cls in (("vtk_surface_nets", "vtkSurfaceNets3D"), ("vtk_discrete_flying_edges", "vtkDiscreteFlyingEdges3D")):
+            if not hasattr(vtk, cls):
+                out[name] = {"error": f"{cls} is not in VTK {vtk.vtkVersion.GetVTKVersion()}"}
+                continue
+
+            def run():
+                f = getattr(vtk, cls)()
+                f.SetInputData(image)
+                for i, l in enumerate(labels):
+                    f.SetValue(i, l)
+                f.Update()
+                return f.GetOutput()
+
+            sec, poly = best_of(run, repeats)
+            out[name] = {"seconds": sec, "triangles": poly.GetNumberOfCells(), "vertices": poly.GetNumberOfPoints()}
+    except ImportError as e:
+        out["vtk"] = {"error": str(e)}
+    print(json.dumps(out))
+
+
 def main():
+    if sys.argv[1] == "--labels":
+        return main_labels()
     path, nx, ny, nz, dtype, level, repeats = sys.argv[1:8]
     peers = sys.argv[8].split(",") if len(sys.argv) > 8 else ["vtk", "skimage"]
     nx, ny, nz, level, repeats = int(nx), int(ny), int(nz), float(level), int(repeats)

@@ -92,19 +92,34 @@ TriangleMesh extract_label_boundaries(VolumeSource& volume, const LabelBoundaryO
   auto corners = [&](std::int64_t i, std::int64_t j, std::int64_t k, std::int32_t* c) {
     for (int q = 0; q < 8; ++q) c[q] = L.at(i + (q & 1), j + (q >> 1 & 1), k + (q >> 2 & 1));
   };
+  // A row of samples (j, k), or nullptr for a row of background outside the grid.
+  auto row_of = [&](std::int64_t j, std::int64_t k) -> const std::int32_t* {
+    return (j < 0 || k < 0 || j >= ny || k >= nz) ? nullptr : labels.data() + (k * ny + j) * nx;
+  };
+  auto value = [&](const std::int32_t* row, std::int64_t i) {
+    return (row && i >= 0 && i < nx) ? row[i] : o.background;
+  };
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (std::int64_t r = 0; r < cell_rows; ++r) {
     const std::int64_t j = r % cells.cy - 1, k = r / cells.cy - 1;
+    const std::int32_t* rows[4] = {row_of(j, k), row_of(j + 1, k), row_of(j, k + 1), row_of(j + 1, k + 1)};
     std::uint64_t n = 0;
+    // Column i of the cell row: its four samples, and whether they agree; cell i spans columns i and i + 1.
+    auto column = [&](std::int64_t i, std::int32_t& v) {
+      v = value(rows[0], i);
+      return value(rows[1], i) == v && value(rows[2], i) == v && value(rows[3], i) == v;
+    };
+    std::int32_t left_value;
+    bool left_uniform = column(-1, left_value);
     for (std::int64_t i = -1; i < nx; ++i) {
-      std::int32_t c[8];
-      corners(i, j, k, c);
-      bool mixed = false;
-      for (int q = 1; q < 8; ++q) mixed = mixed || c[q] != c[0];
-      if (mixed) {
+      std::int32_t right_value;
+      const bool right_uniform = column(i + 1, right_value);
+      if (!(left_uniform && right_uniform && left_value == right_value)) {
         vertex_of[std::size_t(cells.index(i, j, k))] = 0;
         ++n;
       }
+      left_uniform = right_uniform;
+      left_value = right_value;
     }
     row_count[std::size_t(r) + 1] = n;
   }
@@ -142,20 +157,23 @@ TriangleMesh extract_label_boundaries(VolumeSource& volume, const LabelBoundaryO
   // and lies on real samples along the other two axes (else both ends are background).
   const std::int64_t srows = (ny + 2) * (nz + 2);
   std::vector<std::uint64_t> quad_base(std::size_t(srows) + 1, 0);
+  const bool any_excluded = !o.exclude_labels.empty();
   auto for_each_quad = [&](std::int64_t r, auto&& emit) {
     const std::int64_t j = r % (ny + 2) - 1, k = r / (ny + 2) - 1;
+    const std::int32_t *here_row = row_of(j, k), *y_row = row_of(j + 1, k), *z_row = row_of(j, k + 1);
+    // x edges need j, k on the grid; y edges k and i; z edges i and j.
+    const bool jk = j >= 0 && j < ny && k >= 0 && k < nz, y_ok = k >= 0 && k < nz && j < ny,
+               z_ok = j >= 0 && j < ny && k < nz;
+    if (!jk && !y_ok && !z_ok) return;
     for (std::int64_t i = -1; i <= nx; ++i) {
       const std::int64_t p[3] = {i, j, k};
-      const std::int32_t here = L.at(i, j, k);
+      const std::int32_t here = value(here_row, i);
+      const bool i_real = i >= 0 && i < nx;
+      const std::int32_t there[3] = {jk && i < nx ? value(here_row, i + 1) : here, y_ok && i_real ? value(y_row, i) : here,
+                                     z_ok && i_real ? value(z_row, i) : here};
       for (int a = 0; a < 3; ++a) {
-        const int u = (a + 1) % 3, v = (a + 2) % 3;
-        const std::int64_t n[3] = {nx, ny, nz};
-        if (p[a] > n[a] - 1 || p[u] < 0 || p[u] >= n[u] || p[v] < 0 || p[v] >= n[v]) continue;
-        std::int64_t q[3] = {i, j, k};
-        ++q[a];
-        const std::int32_t there = L.at(q[0], q[1], q[2]);
-        if (here == there || excluded(here) || excluded(there)) continue;
-        emit(p, a, here, there);
+        if (there[a] == here || (any_excluded && (excluded(here) || excluded(there[a])))) continue;
+        emit(p, a, here, there[a]);
       }
     }
   };
