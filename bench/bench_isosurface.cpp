@@ -101,12 +101,7 @@ nlohmann::json run_peers(const IsoBenchArgs& a, const HostVolume& h) {
   std::snprintf(cmd, sizeof cmd, "%s %s %s %lld %lld %lld %s %.17g %d 2>%s", a.python.c_str(), script.c_str(),
                 raw.c_str(), (long long)h.geometry.dims[0], (long long)h.geometry.dims[1],
                 (long long)h.geometry.dims[2], dtype, h.level, a.repeats, err.c_str());
-  std::string out;
-  if (FILE* p = popen(cmd, "r")) {
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, p)) out += buf;
-    pclose(p);
-  }
+  const std::string out = command_output(cmd);
   std::filesystem::remove(raw);
   try {
     std::filesystem::remove(err);
@@ -345,12 +340,7 @@ nlohmann::json bench_label_map(const IsoBenchArgs& a, std::int64_t n) {
   char cmd[1024];
   std::snprintf(cmd, sizeof cmd, "%s %s --labels %s %lld %lld %lld uint16 %d 2>/dev/null", a.python.c_str(),
                 script.c_str(), raw.c_str(), (long long)n, (long long)n, (long long)n, a.repeats);
-  std::string text;
-  if (FILE* p = popen(cmd, "r")) {
-    char buf[4096];
-    while (std::fgets(buf, sizeof buf, p)) text += buf;
-    pclose(p);
-  }
+  const std::string text = command_output(cmd);
   std::filesystem::remove(raw);
   try {
     const auto peers = nlohmann::json::parse(text);
@@ -423,9 +413,7 @@ void add_bench_isosurface(CLI::App& bench) {
                           {"multi_gpu", multi},
                           {"out_of_core", ooc},
                           {"label_map", labels}};
-      std::ofstream f(a->json);
-      f << j.dump(2) << "\n";
-      if (!f) throw Error(ErrorKind::Io, "cannot write '" + a->json + "'");
+      write_report(a->json, j.dump(2) + "\n");
     }
   });
 }

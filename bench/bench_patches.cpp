@@ -191,9 +191,7 @@ void run(const PatchBenchArgs& a) {
     }
   }
   if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    if (!out) throw Error(ErrorKind::Io, "cannot write '" + a.json + "'");
-    out << doc.dump(1) << "\n";
+    write_report(a.json, doc.dump(1) + "\n");
     std::printf("\nwrote %s\n", a.json.c_str());
   }
 }

@@ -226,9 +226,7 @@ void run_bench(const BenchArgs& a) {
 
   for (const auto& r : rows) doc["rows"].push_back(to_json(r));
   if (!a.json.empty()) {
-    std::ofstream out(a.json);
-    if (!out) throw Error(ErrorKind::Io, "cannot write '" + a.json + "'");
-    out << doc.dump(1) << "\n";
+    write_report(a.json, doc.dump(1) + "\n");
     std::printf("\nwrote %s\n", a.json.c_str());
   }
 }

@@ -1,5 +1,6 @@
 // Small helpers shared by the benchmark subcommands.
 #pragma once
+#include <cstdio>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +21,17 @@ inline std::vector<std::string> split(const std::string& s) {
 inline std::vector<std::int64_t> split_ints(const std::string& s, const std::string& option) {
   std::vector<std::int64_t> out;
   for (const auto& t : split(s)) out.push_back(parse_pair(t, option).first);
+  return out;
+}
+
+// The standard output of a shell command (peers run as Python scripts); empty when it cannot start.
+inline std::string command_output(const std::string& command) {
+  std::string out;
+  if (FILE* p = popen(command.c_str(), "r")) {
+    char buf[4096];
+    while (std::fgets(buf, sizeof buf, p)) out += buf;
+    pclose(p);
+  }
   return out;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "parasurf/bezier.hpp"
+#include "parasurf/device.hpp"
 
 namespace parasurf::test {
 
@@ -18,6 +19,13 @@ inline std::uint64_t run_seed() {
     return (std::uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
   }();
   return seed;
+}
+
+// The backends every conformance test runs on: the CPU, and CUDA where a device is present.
+inline std::vector<Device> devices() {
+  std::vector<Device> d{Device::Cpu};
+  if (cuda_available()) d.push_back(Device::Cuda);
+  return d;
 }
 
 // ../shared/data, or $PARASURF_DATA where the checkout has no shared/ beside it (the GPU machine).

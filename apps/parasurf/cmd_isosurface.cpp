@@ -168,9 +168,7 @@ void add_isosurface(CLI::App& app) {
                             {"triangles", mesh.triangle_count()}, {"groups", mesh.group_names},
                             {"seconds", {{"total", rep.seconds_total}, {"read", rep.seconds_read},
                                          {"faces", rep.seconds_faces}, {"smooth", rep.seconds_smooth}}}};
-        std::ofstream f(a->json);
-        f << j.dump(2) << "\n";
-        if (!f) throw Error(ErrorKind::Io, "cannot write '" + a->json + "'");
+        write_report(a->json, j.dump(2) + "\n");
       }
       if (mesh.triangle_count() == 0) {
         std::fprintf(stderr, "parasurf: the label map has no boundaries; wrote an empty mesh to %s\n", out.c_str());
@@ -252,9 +250,7 @@ void add_isosurface(CLI::App& app) {
                                        {"scan", rep.seconds_scan},
                                        {"generate", rep.seconds_generate},
                                        {"copy", rep.seconds_copy}}}};
-      std::ofstream f(a->json);
-      f << j.dump(2) << "\n";
-      if (!f) throw Error(ErrorKind::Io, "cannot write '" + a->json + "'");
+      write_report(a->json, j.dump(2) + "\n");
     }
     if (mesh.triangle_count() == 0) {
       std::fprintf(stderr, "parasurf: no surface found at the given level(s); wrote an empty mesh to %s\n", out.c_str());

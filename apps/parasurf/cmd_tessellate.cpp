@@ -118,9 +118,7 @@ void add_tessellate(CLI::App& app) {
     std::printf("wrote %s (%lld vertices, %lld triangles)\n", a->output.c_str(), (long long)out.vertex_count(),
                 (long long)out.triangle_count());
     if (!a->json.empty()) {
-      std::ofstream f(a->json);
-      f << j.dump(2) << "\n";
-      if (!f) throw Error(ErrorKind::Io, "cannot write '" + a->json + "'");
+      write_report(a->json, j.dump(2) + "\n");
     }
   });
 }

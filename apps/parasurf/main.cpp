@@ -1,11 +1,33 @@
 // parasurf command-line tool: parametric and volumetric geometry on CPUs and NVIDIA GPUs.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <fstream>
 
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
 
 namespace parasurf::cli {
+
+void write_report(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp-parasurf";
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    f.flush();
+    if (!f) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw Error(ErrorKind::Io, "cannot write '" + path + "'");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(ErrorKind::Io, "cannot write '" + path + "': " + ec.message());
+  }
+}
 
 std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const std::string& option) {
   auto number = [&](const std::string& s) {

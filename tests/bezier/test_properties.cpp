@@ -11,11 +11,7 @@
 namespace parasurf {
 namespace {
 
-std::vector<Device> devices() {
-  std::vector<Device> d{Device::Cpu};
-  if (cuda_available()) d.push_back(Device::Cuda);
-  return d;
-}
+using test::devices;
 
 EvalRequest all_outputs() {
   EvalRequest r;

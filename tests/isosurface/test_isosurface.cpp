@@ -20,11 +20,7 @@ using test::iso_edges;
 using test::iso_euler;
 using test::iso_volume;
 
-std::vector<Device> devices() {
-  std::vector<Device> d{Device::Cpu};
-  if (cuda_available()) d.push_back(Device::Cuda);
-  return d;
-}
+using test::devices;
 
 // Samples f(world) on a grid with the given spacing covering [lo, hi] on every axis.
 template <class F>

@@ -14,11 +14,7 @@
 namespace parasurf {
 namespace {
 
-std::vector<Device> devices() {
-  std::vector<Device> d{Device::Cpu};
-  if (cuda_available()) d.push_back(Device::Cuda);
-  return d;
-}
+using test::devices;
 
 // Two balls of random centres and radii, apart; labels: the nearer centre (1 or 2); scalars: a random linear map.
 struct TwoBalls {

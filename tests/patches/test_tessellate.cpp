@@ -24,11 +24,7 @@ PatchModel shared_model(const std::string& name) {
   const PatchModel m = shared_model(file);                                            \
   if (m.patches.empty()) GTEST_SKIP() << "shared data bezier/" file " not found (set PARASURF_DATA)"
 
-std::vector<Device> devices() {
-  std::vector<Device> d{Device::Cpu};
-  if (cuda_available()) d.push_back(Device::Cuda);
-  return d;
-}
+using test::devices;
 
 TEST(Tessellate, SphereIsClosedManifoldOnTheUnitSphere) {
   REQUIRE_MODEL(sphere, "sphere.bv");

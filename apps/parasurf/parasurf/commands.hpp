@@ -20,6 +20,10 @@ struct ExitStatus {
   int code;
 };
 
+// Writes a report (JSON) through a temporary file renamed on success, so that a failure leaves no partial file.
+// Throws Error(Io) naming the path.
+void write_report(const std::string& path, const std::string& text);
+
 // "256x128" or "256" (square) -> (256, 128); throws Error naming the option.
 std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const std::string& option);
 
