@@ -148,6 +148,7 @@ void add_isosurface(CLI::App& app) {
       lo.smoothing_iterations = a->smoothing;
       lo.exclude_labels = a->exclude_labels;
       lo.threads = a->threads;
+      lo.device = parse_device(a->device);
       LabelBoundaryReport rep;
       const TriangleMesh mesh = extract_label_boundaries(*volume, lo, &rep);
       write_mesh(out, mesh);
@@ -156,14 +157,14 @@ void add_isosurface(CLI::App& app) {
         std::printf("label map: %s, %lldx%lldx%lld %s; %zu labels with boundaries, %lld label pairs\n",
                     volume->name().c_str(), (long long)g.dims[0], (long long)g.dims[1], (long long)g.dims[2],
                     voxel_type_name(volume->type()), rep.labels.size(), (long long)rep.label_pairs);
-        std::printf("time: %.2f ms (read %.2f, faces %.2f, smoothing %.2f)\n", rep.seconds_total * 1e3,
+        std::printf("%s; time: %.2f ms (read %.2f, faces %.2f, smoothing %.2f)\n", rep.device.c_str(), rep.seconds_total * 1e3,
                     rep.seconds_read * 1e3, rep.seconds_faces * 1e3, rep.seconds_smooth * 1e3);
         std::printf("wrote %s (%lld vertices, %lld triangles)\n", out.c_str(), (long long)mesh.vertex_count(),
                     (long long)mesh.triangle_count());
       }
       if (!a->json.empty()) {
         nlohmann::json j = {{"volume", volume->name()},        {"dims", g.dims},
-                            {"mode", "per-label"},             {"labels", rep.labels},
+                            {"mode", "per-label"},             {"labels", rep.labels}, {"device", rep.device},
                             {"label_pairs", rep.label_pairs},  {"vertices", mesh.vertex_count()},
                             {"triangles", mesh.triangle_count()}, {"groups", mesh.group_names},
                             {"seconds", {{"total", rep.seconds_total}, {"read", rep.seconds_read},

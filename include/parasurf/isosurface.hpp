@@ -72,7 +72,8 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
 // holds the larger, face_outer_labels the smaller, and the triangle's normal points from the first into the
 // second (so objects on a background of 0 face outward). Groups are the label pairs, coloured by the first label.
 // Samples are voxel centres and the background label lies outside the grid, so regions touching the border close.
-// The label volume is held whole (4 bytes per voxel, plus 4 per cell for vertex ids). No normals are written:
+// The label volume is held whole (4 bytes per voxel, plus 4 per cell for vertex ids, on the host or the GPU).
+// CPU and CUDA give the same mesh (smoothing steps are exact float operations on both). No normals are written:
 // a vertex where regions meet belongs to several surfaces.
 struct LabelBoundaryOptions {
   int smoothing_iterations = 32;      // 0: vertices stay at cell centres (a blocky surface)
@@ -81,10 +82,12 @@ struct LabelBoundaryOptions {
   double constraint = 0.45;           // how far a vertex may leave its cell centre along each axis, in voxels
   std::int32_t background = 0;        // the label outside the grid
   std::vector<std::int32_t> exclude_labels;  // faces touching these labels are dropped
+  Device device = Device::Auto;       // cpu | cuda (auto: CUDA when present); both give the same mesh
   int threads = 0;
 };
 
 struct LabelBoundaryReport {
+  std::string device;                // what ran
   std::vector<std::int32_t> labels;  // labels that have a boundary
   std::int64_t label_pairs = 0, vertices = 0, triangles = 0, junction_vertices = 0;
   double seconds_read = 0, seconds_faces = 0, seconds_smooth = 0, seconds_total = 0;

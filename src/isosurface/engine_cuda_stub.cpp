@@ -1,5 +1,6 @@
 // Without a CUDA toolkit the isosurface engine has only its CPU backend.
 #include "isosurface/engine.hpp"
+#include "isosurface/nets_core.hpp"
 #include "parasurf/error.hpp"
 
 namespace parasurf::iso {
@@ -13,3 +14,9 @@ void* pinned_host_alloc(std::size_t) { return nullptr; }
 void pinned_host_free(void*) {}
 
 }  // namespace parasurf::iso
+
+namespace parasurf::nets {
+void core_cuda(const Grid&, const Params&, int, Core&) {
+  throw Error(ErrorKind::Device, "this build has no CUDA backend (configure with a CUDA toolkit)");
+}
+}  // namespace parasurf::nets

@@ -17,47 +17,148 @@
 
 #include "core/memory.hpp"
 #include "isosurface/labels.hpp"
+#include "isosurface/nets_core.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
 
 namespace parasurf {
 
-namespace {
+namespace nets {
 
+namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Label of sample (i, j, k), the background outside the grid.
-struct PaddedLabels {
-  const std::int32_t* data;
-  std::int64_t nx, ny, nz;
-  std::int32_t background;
-  std::int32_t at(std::int64_t i, std::int64_t j, std::int64_t k) const {
-    if (i < 0 || j < 0 || k < 0 || i >= nx || j >= ny || k >= nz) return background;
-    return data[(k * ny + j) * nx + i];
-  }
-};
-
-// Cells (c_i, c_j, c_k) in [−1, n − 1] per axis, stored shifted by one.
-struct CellGrid {
-  std::int64_t cx, cy, cz;
-  std::int64_t index(std::int64_t i, std::int64_t j, std::int64_t k) const { return ((k + 1) * cy + j + 1) * cx + i + 1; }
-};
-
-int distinct_labels(const std::int32_t* c) {
-  int n = 0;
-  for (int a = 0; a < 8; ++a) {
-    bool seen = false;
-    for (int b = 0; b < a; ++b) seen = seen || c[b] == c[a];
-    n += seen ? 0 : 1;
-  }
-  return n;
-}
-
 }  // namespace
 
+void core_cpu(const Grid& g, const Params& params, int threads, Core& out) {
+  const auto t_faces = Clock::now();
+  const std::uint64_t cell_count = std::uint64_t(g.nx + 1) * std::uint64_t(g.ny + 1) * std::uint64_t(g.nz + 1);
+  // Cells with a vertex, counted per cell row, then numbered in row order.
+  const std::int64_t cell_rows = g.cell_rows();
+  std::vector<std::uint32_t> vertex_of(cell_count, std::numeric_limits<std::uint32_t>::max());
+  std::vector<std::uint64_t> row_first(std::size_t(cell_rows) + 1, 0);
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (std::int64_t r = 0; r < cell_rows; ++r) {
+    const CellRow c = cell_row(g, r);
+    // Column i: its four samples and whether they agree; cell i spans columns i and i + 1.
+    auto column = [&](std::int64_t i, std::int32_t& v) {
+      v = g.value(c.rows[0], i);
+      return g.value(c.rows[1], i) == v && g.value(c.rows[2], i) == v && g.value(c.rows[3], i) == v;
+    };
+    std::uint64_t n = 0;
+    std::int32_t left_value;
+    bool left_uniform = column(-1, left_value);
+    for (std::int64_t i = -1; i < g.nx; ++i) {
+      std::int32_t right_value;
+      const bool right_uniform = column(i + 1, right_value);
+      if (!(left_uniform && right_uniform && left_value == right_value)) {
+        vertex_of[std::size_t(g.cell_index(i, c.j, c.k))] = 0;
+        ++n;
+      }
+      left_uniform = right_uniform;
+      left_value = right_value;
+    }
+    row_first[std::size_t(r) + 1] = n;
+  }
+  for (std::int64_t r = 0; r < cell_rows; ++r) row_first[std::size_t(r) + 1] += row_first[std::size_t(r)];
+  const std::uint64_t vertex_count = row_first[std::size_t(cell_rows)];
+  if (vertex_count > std::numeric_limits<std::uint32_t>::max())
+    throw Error(ErrorKind::LimitReached, "the boundary mesh has more than 4294967295 vertices");
+  core::check_host_allocation(vertex_count * (2 * 3 * 4 + 1), "boundary vertices");
+  out.positions.assign(3 * vertex_count, 0.0f);
+  out.junction.assign(vertex_count, 0);
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (std::int64_t r = 0; r < cell_rows; ++r) {
+    const CellRow c = cell_row(g, r);
+    std::uint64_t v = row_first[std::size_t(r)];
+    for (std::int64_t i = -1; i < g.nx; ++i) {
+      auto& id = vertex_of[std::size_t(g.cell_index(i, c.j, c.k))];
+      if (id != 0) continue;
+      id = std::uint32_t(v);
+      out.junction[v] = cell_labels(g, c, i) >= 3 ? 1 : 0;
+      out.positions[3 * v] = float(i) + 0.5f;
+      out.positions[3 * v + 1] = float(c.j) + 0.5f;
+      out.positions[3 * v + 2] = float(c.k) + 0.5f;
+      ++v;
+    }
+  }
+
+  // Quads: counted per sample row, written at scanned offsets.
+  const std::int64_t srows = g.sample_rows();
+  std::vector<std::uint64_t> quad_first(std::size_t(srows) + 1, 0);
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (std::int64_t r = 0; r < srows; ++r) {
+    std::uint64_t n = 0;
+    for (std::int64_t i = -1; i <= g.nx; ++i)
+      row_quads(g, r, i, [&](std::int64_t, std::int64_t, std::int64_t, int, std::int32_t, std::int32_t) { ++n; });
+    quad_first[std::size_t(r) + 1] = n;
+  }
+  for (std::int64_t r = 0; r < srows; ++r) quad_first[std::size_t(r) + 1] += quad_first[std::size_t(r)];
+  const std::uint64_t quad_count = quad_first[std::size_t(srows)];
+  core::check_host_allocation(quad_count * (16 + 8 + 2 * 12 + 8 + 64), "boundary faces");
+  out.quads.resize(4 * quad_count);
+  out.quad_labels.resize(2 * quad_count);
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (std::int64_t r = 0; r < srows; ++r) {
+    std::uint64_t at = quad_first[std::size_t(r)];
+    for (std::int64_t i = -1; i <= g.nx; ++i)
+      row_quads(g, r, i, [&](std::int64_t qi, std::int64_t qj, std::int64_t qk, int a, std::int32_t here, std::int32_t there) {
+        std::int64_t cells[4];
+        quad_cells(g, qi, qj, qk, a, here, there, cells);
+        for (int c = 0; c < 4; ++c) out.quads[4 * at + c] = vertex_of[std::size_t(cells[c])];
+        out.quad_labels[2 * at] = std::max(here, there);
+        out.quad_labels[2 * at + 1] = std::min(here, there);
+        ++at;
+      });
+  }
+  out.seconds_faces = since(t_faces);
+
+  const auto t_smooth = Clock::now();
+  if (params.iterations > 0 && vertex_count > 0) {
+    // Neighbours along quad edges: sorted, without repeats, in one compressed list.
+    std::vector<std::uint64_t> degree(vertex_count + 1, 0);
+    for (std::uint64_t q = 0; q < quad_count; ++q)
+      for (int c = 0; c < 4; ++c) degree[out.quads[4 * q + c] + 1] += 2;
+    for (std::uint64_t v = 0; v < vertex_count; ++v) degree[v + 1] += degree[v];
+    std::vector<std::uint32_t> all(degree[vertex_count]);
+    std::vector<std::uint64_t> fill(degree.begin(), degree.end() - 1);
+    for (std::uint64_t q = 0; q < quad_count; ++q)
+      for (int c = 0; c < 4; ++c) {
+        const std::uint32_t* quad = &out.quads[4 * q];
+        all[fill[quad[c]]++] = quad[(c + 1) % 4];
+        all[fill[quad[c]]++] = quad[(c + 3) % 4];
+      }
+    std::vector<std::uint64_t> kept(vertex_count + 1, 0);
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(threads)
+    for (std::int64_t v = 0; v < std::int64_t(vertex_count); ++v) {
+      auto b = all.begin() + std::int64_t(degree[std::size_t(v)]), e = all.begin() + std::int64_t(degree[std::size_t(v) + 1]);
+      std::sort(b, e);
+      kept[std::size_t(v) + 1] = std::uint64_t(std::unique(b, e) - b);
+    }
+    for (std::uint64_t v = 0; v < vertex_count; ++v) kept[v + 1] += kept[v];
+    std::vector<std::uint32_t> neighbours(kept[vertex_count]);
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t v = 0; v < std::int64_t(vertex_count); ++v)
+      std::copy(all.begin() + std::int64_t(degree[std::size_t(v)]),
+                all.begin() + std::int64_t(degree[std::size_t(v)] + (kept[std::size_t(v) + 1] - kept[std::size_t(v)])),
+                neighbours.begin() + std::int64_t(kept[std::size_t(v)]));
+    std::vector<float> next(out.positions.size()), centre(out.positions);
+    for (int step = 0; step < params.iterations; ++step) {
+      const float factor = params.factor(step);
+#pragma omp parallel for schedule(static) num_threads(threads)
+      for (std::int64_t v = 0; v < std::int64_t(vertex_count); ++v)
+        smooth_vertex(std::uint32_t(v), out.positions.data(), centre.data(), kept.data(), neighbours.data(),
+                      out.junction.data(), factor, params.limit, next.data());
+      out.positions.swap(next);
+    }
+  }
+  out.seconds_smooth = since(t_smooth);
+}
+
+}  // namespace nets
+
 TriangleMesh extract_label_boundaries(VolumeSource& volume, const LabelBoundaryOptions& o, LabelBoundaryReport* report) {
-  const auto start = Clock::now();
+  const auto start = nets::Clock::now();
   const auto& g = volume.geometry();
   const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   if (nx < 1 || ny < 1 || nz < 1) throw Error(ErrorKind::InvalidArgument, volume.name() + ": empty label volume");
@@ -66,13 +167,15 @@ TriangleMesh extract_label_boundaries(VolumeSource& volume, const LabelBoundaryO
   if (!(o.relaxation >= 0 && o.relaxation <= 1)) throw Error(ErrorKind::InvalidArgument, "relaxation must be in [0, 1]");
   if (!(o.constraint >= 0 && o.constraint < 0.5))
     throw Error(ErrorKind::InvalidArgument, "the constraint must be in [0, 0.5) voxels");
-  const int threads = cpu_thread_count(o.threads);
-  const CellGrid cells{nx + 1, ny + 1, nz + 1};
+  Device device = resolve_device(o.device == Device::Hybrid ? Device::Auto : o.device);
+  if (device == Device::Cuda && !cuda_available())
+    throw Error(ErrorKind::Device, "--device cuda: " + cuda_unavailable_reason());
   const std::uint64_t voxels = std::uint64_t(g.voxel_count()),
-                      cell_count = std::uint64_t(cells.cx) * std::uint64_t(cells.cy) * std::uint64_t(cells.cz);
-  core::check_host_allocation(voxels * 4 + cell_count * 4, volume.name() + ": labels and cell vertex ids");
+                      cell_count = std::uint64_t(nx + 1) * std::uint64_t(ny + 1) * std::uint64_t(nz + 1);
+  core::check_host_allocation(voxels * 4 + (device == Device::Cpu ? cell_count * 4 : 0),
+                              volume.name() + ": labels and cell vertex ids");
 
-  // The labels, whole (the per-label mode is in core).
+  // The labels, whole (this mode works in core).
   std::vector<std::int32_t> labels(voxels);
   {
     std::vector<char> raw;
@@ -81,197 +184,41 @@ TriangleMesh extract_label_boundaries(VolumeSource& volume, const LabelBoundaryO
     for (std::int64_t z = 0; z < nz; z += per)
       iso::read_labels(volume, z, std::min(nz, z + per), labels.data() + std::uint64_t(z) * slice, raw);
   }
-  const PaddedLabels L{labels.data(), nx, ny, nz, o.background};
-  const double seconds_read = since(start);
-  const auto t_cells = Clock::now();
+  const double seconds_read = nets::since(start);
+  const nets::Grid grid{labels.data(), nx, ny, nz, o.background, o.exclude_labels.data(), int(o.exclude_labels.size())};
+  nets::Params params;
+  params.iterations = o.smoothing_iterations;
+  // Taubin's λ|μ steps (a shrinking step, then an inflating one) smooth the voxel steps without the volume loss
+  // of plain Laplacian smoothing; pass band k = 1/λ + 1/μ = 0.1.
+  params.lambda = float(o.relaxation);
+  params.mu = (o.preserve_volume && o.relaxation > 0) ? float(1.0 / (0.1 - 1.0 / o.relaxation)) : 0.0f;
+  params.limit = float(o.constraint);
+  nets::Core core;
+  if (device == Device::Cuda) nets::core_cuda(grid, params, 0, core);
+  else nets::core_cpu(grid, params, cpu_thread_count(o.threads), core);
+  labels = {};
+  const std::uint64_t quad_count = core.quad_labels.size() / 2;
 
-  // Pass 1: which cells carry a vertex, counted per cell row (j, k), then numbered in row order.
-  const std::int64_t cell_rows = cells.cy * cells.cz;
-  std::vector<std::uint32_t> vertex_of(cell_count, std::numeric_limits<std::uint32_t>::max());
-  std::vector<std::uint64_t> row_count(std::size_t(cell_rows) + 1, 0);
-  auto corners = [&](std::int64_t i, std::int64_t j, std::int64_t k, std::int32_t* c) {
-    for (int q = 0; q < 8; ++q) c[q] = L.at(i + (q & 1), j + (q >> 1 & 1), k + (q >> 2 & 1));
-  };
-  // A row of samples (j, k), or nullptr for a row of background outside the grid.
-  auto row_of = [&](std::int64_t j, std::int64_t k) -> const std::int32_t* {
-    return (j < 0 || k < 0 || j >= ny || k >= nz) ? nullptr : labels.data() + (k * ny + j) * nx;
-  };
-  auto value = [&](const std::int32_t* row, std::int64_t i) {
-    return (row && i >= 0 && i < nx) ? row[i] : o.background;
-  };
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
-  for (std::int64_t r = 0; r < cell_rows; ++r) {
-    const std::int64_t j = r % cells.cy - 1, k = r / cells.cy - 1;
-    const std::int32_t* rows[4] = {row_of(j, k), row_of(j + 1, k), row_of(j, k + 1), row_of(j + 1, k + 1)};
-    std::uint64_t n = 0;
-    // Column i of the cell row: its four samples, and whether they agree; cell i spans columns i and i + 1.
-    auto column = [&](std::int64_t i, std::int32_t& v) {
-      v = value(rows[0], i);
-      return value(rows[1], i) == v && value(rows[2], i) == v && value(rows[3], i) == v;
-    };
-    std::int32_t left_value;
-    bool left_uniform = column(-1, left_value);
-    for (std::int64_t i = -1; i < nx; ++i) {
-      std::int32_t right_value;
-      const bool right_uniform = column(i + 1, right_value);
-      if (!(left_uniform && right_uniform && left_value == right_value)) {
-        vertex_of[std::size_t(cells.index(i, j, k))] = 0;
-        ++n;
-      }
-      left_uniform = right_uniform;
-      left_value = right_value;
-    }
-    row_count[std::size_t(r) + 1] = n;
-  }
-  for (std::int64_t r = 0; r < cell_rows; ++r) row_count[std::size_t(r) + 1] += row_count[std::size_t(r)];
-  const std::uint64_t vertex_count = row_count[std::size_t(cell_rows)];
-  if (vertex_count > std::numeric_limits<std::uint32_t>::max())
-    throw Error(ErrorKind::LimitReached, volume.name() + ": the boundary mesh has more than 4294967295 vertices");
-  core::check_host_allocation(vertex_count * 2 * 3 * 4 + vertex_count, volume.name() + ": boundary vertices");
-  std::vector<float> pos(3 * vertex_count);
-  std::vector<std::uint8_t> junction(vertex_count);
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
-  for (std::int64_t r = 0; r < cell_rows; ++r) {
-    const std::int64_t j = r % cells.cy - 1, k = r / cells.cy - 1;
-    std::uint64_t v = row_count[std::size_t(r)];
-    for (std::int64_t i = -1; i < nx; ++i) {
-      auto& id = vertex_of[std::size_t(cells.index(i, j, k))];
-      if (id != 0) continue;
-      id = std::uint32_t(v);
-      std::int32_t c[8];
-      corners(i, j, k, c);
-      junction[v] = distinct_labels(c) >= 3 ? 1 : 0;
-      pos[3 * v] = float(i) + 0.5f;
-      pos[3 * v + 1] = float(j) + 0.5f;
-      pos[3 * v + 2] = float(k) + 0.5f;
-      ++v;
-    }
-  }
-
-  // Pass 2: a quad for every sample edge whose ends differ (the two labels: first the larger, the normal pointing
-  // from it into the other), counted per sample row and written at scanned offsets.
-  auto excluded = [&](std::int32_t a) {
-    return std::find(o.exclude_labels.begin(), o.exclude_labels.end(), a) != o.exclude_labels.end();
-  };
-  // Sample rows (j, k) over the padded range [−1, n]: an edge along axis a starts at a sample in [−1, n_a − 1]
-  // and lies on real samples along the other two axes (else both ends are background).
-  const std::int64_t srows = (ny + 2) * (nz + 2);
-  std::vector<std::uint64_t> quad_base(std::size_t(srows) + 1, 0);
-  const bool any_excluded = !o.exclude_labels.empty();
-  auto for_each_quad = [&](std::int64_t r, auto&& emit) {
-    const std::int64_t j = r % (ny + 2) - 1, k = r / (ny + 2) - 1;
-    const std::int32_t *here_row = row_of(j, k), *y_row = row_of(j + 1, k), *z_row = row_of(j, k + 1);
-    // x edges need j, k on the grid; y edges k and i; z edges i and j.
-    const bool jk = j >= 0 && j < ny && k >= 0 && k < nz, y_ok = k >= 0 && k < nz && j < ny,
-               z_ok = j >= 0 && j < ny && k < nz;
-    if (!jk && !y_ok && !z_ok) return;
-    for (std::int64_t i = -1; i <= nx; ++i) {
-      const std::int64_t p[3] = {i, j, k};
-      const std::int32_t here = value(here_row, i);
-      const bool i_real = i >= 0 && i < nx;
-      const std::int32_t there[3] = {jk && i < nx ? value(here_row, i + 1) : here, y_ok && i_real ? value(y_row, i) : here,
-                                     z_ok && i_real ? value(z_row, i) : here};
-      for (int a = 0; a < 3; ++a) {
-        if (there[a] == here || (any_excluded && (excluded(here) || excluded(there[a])))) continue;
-        emit(p, a, here, there[a]);
-      }
-    }
-  };
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
-  for (std::int64_t r = 0; r < srows; ++r) {
-    std::uint64_t n = 0;
-    for_each_quad(r, [&](const std::int64_t*, int, std::int32_t, std::int32_t) { ++n; });
-    quad_base[std::size_t(r) + 1] = n;
-  }
-  for (std::int64_t r = 0; r < srows; ++r) quad_base[std::size_t(r) + 1] += quad_base[std::size_t(r)];
-  const std::uint64_t quad_count = quad_base[std::size_t(srows)];
-  core::check_host_allocation(quad_count * (16 + 8 + 2 * 12 + 8), volume.name() + ": boundary faces");
-  std::vector<std::uint32_t> quads(4 * quad_count);
-  std::vector<std::int32_t> quad_labels(2 * quad_count);
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
-  for (std::int64_t r = 0; r < srows; ++r) {
-    std::uint64_t at = quad_base[std::size_t(r)];
-    for_each_quad(r, [&](const std::int64_t* p, int a, std::int32_t here, std::int32_t there) {
-      const int u = (a + 1) % 3, v = (a + 2) % 3;
-      // Cells around the edge, counter-clockwise about +axis a: (0,0), (−1,0), (−1,−1), (0,−1) in (u, v).
-      std::uint32_t ring[4];
-      const int du[4] = {0, 1, 1, 0}, dv[4] = {0, 0, 1, 1};
-      for (int c = 0; c < 4; ++c) {
-        std::int64_t cell[3] = {p[0], p[1], p[2]};
-        cell[u] -= du[c];
-        cell[v] -= dv[c];
-        ring[c] = vertex_of[std::size_t(cells.index(cell[0], cell[1], cell[2]))];
-      }
-      const bool forward = here > there;  // the normal runs +a from `here` into `there`
-      std::uint32_t* out = &quads[4 * at];
-      for (int c = 0; c < 4; ++c) out[c] = forward ? ring[c] : ring[3 - c];
-      quad_labels[2 * at] = std::max(here, there);
-      quad_labels[2 * at + 1] = std::min(here, there);
-      ++at;
-    });
-  }
-  const double seconds_faces = since(t_cells);
-  const auto t_smooth = Clock::now();
-
-  // Smoothing: neighbours along quad edges (a compressed list), Jacobi steps clamped to each vertex's cell.
-  if (o.smoothing_iterations > 0 && vertex_count > 0) {
-    std::vector<std::uint64_t> degree(vertex_count + 1, 0);
-    for (std::uint64_t qd = 0; qd < quad_count; ++qd)
-      for (int c = 0; c < 4; ++c) degree[quads[4 * qd + c] + 1] += 2;
-    for (std::uint64_t v = 0; v < vertex_count; ++v) degree[v + 1] += degree[v];
-    std::vector<std::uint32_t> nbr(degree[vertex_count]);
-    std::vector<std::uint64_t> fill(degree.begin(), degree.end() - 1);
-    for (std::uint64_t qd = 0; qd < quad_count; ++qd)
-      for (int c = 0; c < 4; ++c) {
-        const std::uint32_t a = quads[4 * qd + c], b = quads[4 * qd + (c + 1) % 4], z = quads[4 * qd + (c + 3) % 4];
-        nbr[fill[a]++] = b;
-        nbr[fill[a]++] = z;
-      }
-    std::vector<std::uint64_t> unique_end(vertex_count);
-#pragma omp parallel for schedule(dynamic, 1024) num_threads(threads)
-    for (std::int64_t v = 0; v < std::int64_t(vertex_count); ++v) {
-      auto b = nbr.begin() + std::int64_t(degree[std::size_t(v)]), e = nbr.begin() + std::int64_t(degree[std::size_t(v) + 1]);
-      std::sort(b, e);
-      unique_end[std::size_t(v)] = std::uint64_t(std::unique(b, e) - nbr.begin());
-    }
-    std::vector<float> next(pos.size()), centre(pos);
-    // Taubin's λ|μ steps (a shrinking step, then an inflating one) smooth the voxel steps without the volume loss
-    // of plain Laplacian smoothing; pass band k = 1/λ + 1/μ = 0.1.
-    const float lambda = float(o.relaxation), mu = lambda > 0 ? 1.0f / (0.1f - 1.0f / lambda) : 0.0f;
-    const float limit = float(o.constraint);
-    for (int it = 0; it < o.smoothing_iterations; ++it) {
-      const float relax = (it % 2 == 1 && o.preserve_volume) ? mu : lambda;
-#pragma omp parallel for schedule(dynamic, 1024) num_threads(threads)
-      for (std::int64_t v = 0; v < std::int64_t(vertex_count); ++v) {
-        float sum[3] = {0, 0, 0};
-        int n = 0;
-        for (std::uint64_t e = degree[std::size_t(v)]; e < unique_end[std::size_t(v)]; ++e) {
-          const std::uint32_t w = nbr[e];
-          if (junction[std::size_t(v)] && !junction[w]) continue;  // junction curves stay sharp
-          for (int a = 0; a < 3; ++a) sum[a] += pos[3 * std::size_t(w) + a];
-          ++n;
-        }
-        for (int a = 0; a < 3; ++a) {
-          const float x = pos[3 * std::size_t(v) + a];
-          const float moved = n ? x + relax * (sum[a] / float(n) - x) : x;
-          const float c = centre[3 * std::size_t(v) + a];
-          next[3 * std::size_t(v) + a] = std::clamp(moved, c - limit, c + limit);
-        }
-      }
-      pos.swap(next);
-    }
-  }
-  const double seconds_smooth = since(t_smooth);
+  // Vertices no face uses (their faces were excluded) are dropped; the rest keep their order.
+  const std::uint64_t cells_with_vertex = core.junction.size();
+  std::vector<std::uint32_t> remap(cells_with_vertex, std::numeric_limits<std::uint32_t>::max());
+  for (std::uint32_t v : core.quads) remap[v] = 0;
+  std::uint32_t vertex_count = 0;
+  for (auto& r : remap)
+    if (r == 0) r = vertex_count++;
 
   // Output: world positions, two triangles per quad split along the shorter diagonal, labels and groups per pair.
   TriangleMesh m;
-  m.positions.resize(3 * vertex_count);
+  m.positions.resize(3 * std::size_t(vertex_count));
   const auto J = g.jacobian();
+  const int threads = cpu_thread_count(o.threads);
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (std::int64_t v = 0; v < std::int64_t(vertex_count); ++v) {
-    const float* x = &pos[3 * std::size_t(v)];
+  for (std::int64_t v = 0; v < std::int64_t(cells_with_vertex); ++v) {
+    const std::uint32_t to = remap[std::size_t(v)];
+    if (to == std::numeric_limits<std::uint32_t>::max()) continue;
+    const float* x = &core.positions[3 * std::size_t(v)];
     for (int r = 0; r < 3; ++r)
-      m.positions[3 * std::size_t(v) + r] =
+      m.positions[3 * std::size_t(to) + r] =
           float(g.origin[r] + J[3 * r] * x[0] + J[3 * r + 1] * x[1] + J[3 * r + 2] * x[2]);
   }
   m.triangles.resize(6 * quad_count);
@@ -287,22 +234,20 @@ TriangleMesh extract_label_boundaries(VolumeSource& volume, const LabelBoundaryO
   };
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (std::int64_t qd = 0; qd < std::int64_t(quad_count); ++qd) {
-    const std::uint32_t* q = &quads[4 * std::size_t(qd)];
+    std::uint32_t q[4];
+    for (int c = 0; c < 4; ++c) q[c] = remap[core.quads[4 * std::size_t(qd) + c]];
     std::uint32_t* t = &m.triangles[6 * std::size_t(qd)];
-    if (dist2(q[0], q[2]) <= dist2(q[1], q[3])) {
-      const std::uint32_t tri[6] = {q[0], q[1], q[2], q[0], q[2], q[3]};
-      std::copy(tri, tri + 6, t);
-    } else {
-      const std::uint32_t tri[6] = {q[0], q[1], q[3], q[1], q[2], q[3]};
-      std::copy(tri, tri + 6, t);
-    }
+    const bool first_diagonal = dist2(q[0], q[2]) <= dist2(q[1], q[3]);
+    const std::uint32_t tri[2][6] = {{q[0], q[1], q[2], q[0], q[2], q[3]}, {q[0], q[1], q[3], q[1], q[2], q[3]}};
+    std::copy(tri[first_diagonal ? 0 : 1], tri[first_diagonal ? 0 : 1] + 6, t);
     for (int h = 0; h < 2; ++h) {
-      m.face_labels[2 * std::size_t(qd) + h] = quad_labels[2 * std::size_t(qd)];
-      m.face_outer_labels[2 * std::size_t(qd) + h] = quad_labels[2 * std::size_t(qd) + 1];
+      m.face_labels[2 * std::size_t(qd) + h] = core.quad_labels[2 * std::size_t(qd)];
+      m.face_outer_labels[2 * std::size_t(qd) + h] = core.quad_labels[2 * std::size_t(qd) + 1];
     }
   }
   std::vector<std::pair<std::int32_t, std::int32_t>> pairs;
-  for (std::uint64_t qd = 0; qd < quad_count; ++qd) pairs.emplace_back(quad_labels[2 * qd], quad_labels[2 * qd + 1]);
+  for (std::uint64_t qd = 0; qd < quad_count; ++qd)
+    pairs.emplace_back(core.quad_labels[2 * qd], core.quad_labels[2 * qd + 1]);
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
   m.face_groups.resize(2 * quad_count);
@@ -316,6 +261,7 @@ TriangleMesh extract_label_boundaries(VolumeSource& volume, const LabelBoundaryO
     m.group_colors.insert(m.group_colors.end(), c.begin(), c.end());
   }
   if (report) {
+    report->device = device == Device::Cuda ? "cuda" : "cpu";
     report->labels.clear();
     for (const auto& [a, b] : pairs) {
       report->labels.push_back(a);
@@ -326,11 +272,13 @@ TriangleMesh extract_label_boundaries(VolumeSource& volume, const LabelBoundaryO
     report->label_pairs = std::int64_t(pairs.size());
     report->vertices = m.vertex_count();
     report->triangles = m.triangle_count();
-    report->junction_vertices = std::count(junction.begin(), junction.end(), 1);
+    report->junction_vertices = 0;
+    for (std::uint64_t v = 0; v < cells_with_vertex; ++v)
+      report->junction_vertices += (core.junction[v] && remap[v] != std::numeric_limits<std::uint32_t>::max()) ? 1 : 0;
     report->seconds_read = seconds_read;
-    report->seconds_faces = seconds_faces;
-    report->seconds_smooth = seconds_smooth;
-    report->seconds_total = since(start);
+    report->seconds_faces = core.seconds_faces;
+    report->seconds_smooth = core.seconds_smooth;
+    report->seconds_total = nets::since(start);
   }
   return m;
 }

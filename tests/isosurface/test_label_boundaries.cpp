@@ -53,7 +53,10 @@ TEST(LabelBoundaries, UnsmoothedBoxIsExactlyItsVoxelsBoundary) {
     for (std::int64_t j = 2; j < 7; ++j)
       for (std::int64_t i = 3; i < 9; ++i) v.at(i, j, k) = 7;
   MemoryVolume vol(v.g, VoxelType::Int32, v.ids.data(), "box labels");
+  for (Device d : test::devices()) {
+  SCOPED_TRACE(device_name(d));
   LabelBoundaryOptions o;
+  o.device = d;
   o.smoothing_iterations = 0;
   const TriangleMesh m = extract_label_boundaries(vol, o);
   const auto e = test::iso_edges(m);
@@ -75,6 +78,7 @@ TEST(LabelBoundaries, UnsmoothedBoxIsExactlyItsVoxelsBoundary) {
   EXPECT_NEAR(test::iso_volume(s) / (6 * 5 * 4 * v.voxel_volume()), 1.0, 0.1);
   o.preserve_volume = false;
   EXPECT_LT(test::iso_volume(extract_label_boundaries(vol, o)), 0.8 * 6 * 5 * 4 * v.voxel_volume());
+  }
 }
 
 TEST(LabelBoundaries, SmoothedBallApproachesTheSphere) {
@@ -88,7 +92,11 @@ TEST(LabelBoundaries, SmoothedBallApproachesTheSphere) {
       for (std::int64_t i = 0; i < 29; ++i)
         if (std::hypot(i - c[0], j - c[1], k - c[2]) <= radius) v.at(i, j, k) = 3;
   MemoryVolume vol(v.g, VoxelType::Int32, v.ids.data(), "ball labels");
-  const TriangleMesh m = extract_label_boundaries(vol, {});
+  for (Device d : test::devices()) {
+  SCOPED_TRACE(device_name(d));
+  LabelBoundaryOptions o;
+  o.device = d;
+  const TriangleMesh m = extract_label_boundaries(vol, o);
   const auto e = test::iso_edges(m);
   EXPECT_EQ(e.boundary, 0) << "seed " << seed;
   EXPECT_EQ(e.non_manifold, 0) << "seed " << seed;
@@ -97,6 +105,7 @@ TEST(LabelBoundaries, SmoothedBallApproachesTheSphere) {
   // Volume-preserving smoothing: within 2 % of the voxel count; the staircase's 50 % excess area gone to within 4 %.
   EXPECT_NEAR(test::iso_volume(m) / voxels, 1.0, 0.02) << "seed " << seed;
   EXPECT_NEAR(test::iso_area(m) / (4 * std::numbers::pi * r_eff * r_eff), 1.0, 0.04) << "seed " << seed;
+  }
 }
 
 TEST(LabelBoundaries, EveryRegionOfARandomMapIsClosedAndFacesAreShared) {
@@ -119,8 +128,11 @@ TEST(LabelBoundaries, EveryRegionOfARandomMapIsClosedAndFacesAreShared) {
       }
   std::vector<std::uint16_t> narrow(v.ids.begin(), v.ids.end());
   MemoryVolume vol(v.g, VoxelType::UInt16, narrow.data(), "voronoi labels");
+  for (Device d : test::devices())
   for (int iterations : {0, 16}) {
+    SCOPED_TRACE(device_name(d));
     LabelBoundaryOptions o;
+    o.device = d;
     o.smoothing_iterations = iterations;
     LabelBoundaryReport rep;
     const TriangleMesh m = extract_label_boundaries(vol, o, &rep);
@@ -163,6 +175,7 @@ TEST(LabelBoundaries, ExcludedLabelsAndBadInput) {
     EXPECT_EQ(inner.face_outer_labels[std::size_t(t)], 1);
   }
   EXPECT_EQ(test::iso_edges(inner).boundary, 16) << "the 4x4 interface is an open square";
+  EXPECT_EQ(test::iso_used_vertices(inner), inner.vertex_count()) << "vertices of excluded faces are dropped";
   o.exclude_labels.clear();
   o.relaxation = 2;
   EXPECT_THROW(extract_label_boundaries(vol, o), Error);
@@ -178,6 +191,41 @@ TEST(LabelBoundaries, ExcludedLabelsAndBadInput) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("fractional"), std::string::npos) << e.what();
   }
+}
+
+TEST(LabelBoundaries, CpuAndCudaGiveTheSameMesh) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const std::uint64_t seed = test::run_seed() ^ 0xc0da5;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> label(0, 6);
+  // Random blobs: labels of a coarse random grid, upsampled, so there are regions, junctions and lone voxels.
+  Labelled v = make({37, 29, 33}, {0.8, 1.0, 1.3});
+  std::vector<std::int32_t> coarse(8 * 8 * 8);
+  for (auto& c : coarse) c = label(rng);
+  for (std::int64_t k = 0; k < 33; ++k)
+    for (std::int64_t j = 0; j < 29; ++j)
+      for (std::int64_t i = 0; i < 37; ++i)
+        v.at(i, j, k) = (i * 7 + j * 3 + k) % 41 == 0 ? label(rng) : coarse[std::size_t(((k / 5) * 8 + j / 4) * 8 + i / 5)];
+  MemoryVolume vol(v.g, VoxelType::Int32, v.ids.data(), "random blobs");
+  for (int iterations : {0, 32})
+    for (bool exclude : {false, true}) {
+      LabelBoundaryOptions o;
+      o.smoothing_iterations = iterations;
+      if (exclude) o.exclude_labels = {0, 3};
+      o.device = Device::Cpu;
+      const TriangleMesh c = extract_label_boundaries(vol, o);
+      o.device = Device::Cuda;
+      LabelBoundaryReport rep;
+      const TriangleMesh g = extract_label_boundaries(vol, o, &rep);
+      const std::string what = "seed " + std::to_string(seed) + ", " + std::to_string(iterations) + " iterations" +
+                               (exclude ? ", excluding 0 and 3" : "");
+      EXPECT_EQ(rep.device, "cuda");
+      ASSERT_GT(c.triangle_count(), 0) << what;
+      EXPECT_EQ(g.triangles, c.triangles) << what;
+      EXPECT_EQ(g.positions, c.positions) << what << ": the same float steps on both";
+      EXPECT_EQ(g.face_labels, c.face_labels) << what;
+      EXPECT_EQ(g.face_outer_labels, c.face_outer_labels) << what;
+    }
 }
 
 }  // namespace
