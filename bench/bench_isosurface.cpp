@@ -30,7 +30,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 struct IsoBenchArgs {
-  std::string sizes = "256,512", types = "float32,uint8", devices = "cpu,cuda", volumes, json, python = "/usr/bin/python3";
+  std::string sizes = "256,512", types = "float32,uint8", devices = "cpu,cuda", volumes, json, python;
   int threads = 0, repeats = 3;
   std::int64_t multi_gpu = 0, out_of_core = 0, label_map = 0;
   bool quick = false, no_peers = false;
@@ -85,10 +85,34 @@ HostVolume file_volume(const std::string& path, double level) {
   return h;
 }
 
+// Runs bench/peers/iso_peers.py with `args` under each candidate Python (--python, else Debian's /usr/bin/python3,
+// then python3 on PATH: VTK and scikit-image may live in different ones) and keeps, per peer, the first result
+// without an error. nullptr when no interpreter ran the script.
+nlohmann::json python_peers(const IsoBenchArgs& a, const std::string& args) {
+  const std::string script = std::string(PARASURF_SOURCE_DIR) + "/bench/peers/iso_peers.py";
+  if (!std::filesystem::exists(script)) return nullptr;
+  const std::vector<std::string> candidates =
+      a.python.empty() ? std::vector<std::string>{"/usr/bin/python3", "python3"} : std::vector<std::string>{a.python};
+  nlohmann::json merged;
+  for (const auto& python : candidates) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(command_output(python + " " + script + " " + args + " 2>/dev/null"));
+    } catch (const std::exception&) {
+      continue;  // no numpy there, or no such interpreter
+    }
+    if (merged.is_null()) merged = nlohmann::json::object();
+    for (auto& [name, p] : j.items()) {
+      const bool ok = !(p.is_object() && p.contains("error"));
+      if (p.is_object() && ok) p["python"] = python;
+      if (!merged.contains(name) || (ok && merged[name].is_object() && merged[name].contains("error"))) merged[name] = p;
+    }
+  }
+  return merged;
+}
+
 nlohmann::json run_peers(const IsoBenchArgs& a, const HostVolume& h) {
   if (a.no_peers) return nullptr;
-  const std::string script = std::string(PARASURF_SOURCE_DIR) + "/bench/peers/iso_peers.py";
-  if (!std::filesystem::exists(script) || !std::filesystem::exists(a.python)) return nullptr;
   const std::string raw = (std::filesystem::temp_directory_path() / "parasurf_bench_volume.raw").string();
   {
     std::ofstream f(raw, std::ios::binary);
@@ -96,24 +120,12 @@ nlohmann::json run_peers(const IsoBenchArgs& a, const HostVolume& h) {
   }
   const char* dtype = h.type == VoxelType::UInt8 ? "uint8" : h.type == VoxelType::Float32 ? "float32"
                       : h.type == VoxelType::Int16 ? "int16" : h.type == VoxelType::UInt16 ? "uint16" : "float64";
-  char cmd[1024];
-  const std::string err = raw + ".err";
-  std::snprintf(cmd, sizeof cmd, "%s %s %s %lld %lld %lld %s %.17g %d 2>%s", a.python.c_str(), script.c_str(),
-                raw.c_str(), (long long)h.geometry.dims[0], (long long)h.geometry.dims[1],
-                (long long)h.geometry.dims[2], dtype, h.level, a.repeats, err.c_str());
-  const std::string out = command_output(cmd);
+  char args[1024];
+  std::snprintf(args, sizeof args, "%s %lld %lld %lld %s %.17g %d", raw.c_str(), (long long)h.geometry.dims[0],
+                (long long)h.geometry.dims[1], (long long)h.geometry.dims[2], dtype, h.level, a.repeats);
+  nlohmann::json out = python_peers(a, args);
   std::filesystem::remove(raw);
-  try {
-    std::filesystem::remove(err);
-    return nlohmann::json::parse(out);
-  } catch (const std::exception&) {
-    std::ifstream e(err);
-    std::string line, last;
-    while (std::getline(e, line)) last = line;
-    std::printf("  peers failed: %s\n", last.c_str());
-    std::filesystem::remove(err);
-    return nullptr;
-  }
+  return out;
 }
 
 // The GPU with the samples already on the device and the mesh left there: classify + scan + generate only.
@@ -220,7 +232,7 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
     }
     entry["peers"] = peers;
   } else if (!a.no_peers) {
-    std::printf("  peers: not run (needs %s with vtk/scikit-image and bench/peers/iso_peers.py)\n", a.python.c_str());
+    std::printf("  peers: not run (needs a Python with numpy and vtk or scikit-image; --python)\n");
   }
   results.push_back(entry);
 }
@@ -347,13 +359,16 @@ nlohmann::json bench_label_map(const IsoBenchArgs& a, std::int64_t n) {
     std::ofstream f(raw, std::ios::binary);
     f.write(reinterpret_cast<const char*>(ids.data()), std::streamsize(ids.size() * 2));
   }
-  char cmd[1024];
-  std::snprintf(cmd, sizeof cmd, "%s %s --labels %s %lld %lld %lld uint16 %d 2>/dev/null", a.python.c_str(),
-                script.c_str(), raw.c_str(), (long long)n, (long long)n, (long long)n, a.repeats);
-  const std::string text = command_output(cmd);
+  char args[1024];
+  std::snprintf(args, sizeof args, "--labels %s %lld %lld %lld uint16 %d", raw.c_str(), (long long)n, (long long)n,
+                (long long)n, a.repeats);
+  const nlohmann::json peers = python_peers(a, args);
   std::filesystem::remove(raw);
-  try {
-    const auto peers = nlohmann::json::parse(text);
+  if (peers.is_null()) {
+    std::printf("  label-map peers: not run (needs a Python with numpy and vtk; --python)\n");
+    return out;
+  }
+  {
     for (const auto& [name, p] : peers.items()) {
       if (!p.is_object()) continue;
       if (p.contains("error")) {
@@ -366,8 +381,6 @@ nlohmann::json bench_label_map(const IsoBenchArgs& a, std::int64_t n) {
                   double(n * n * n) / sec / 1e6, (long long)p["triangles"].get<std::int64_t>(), sec / best);
     }
     out["peers"] = peers;
-  } catch (const std::exception&) {
-    std::printf("  label-map peers: not run (needs %s with vtk)\n", a.python.c_str());
   }
   return out;
 }
@@ -383,7 +396,7 @@ void add_bench_isosurface(CLI::App& bench) {
   cmd->add_option("--volumes", a->volumes, "Volume files with levels: FILE:LEVEL,...");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_option("--repeats", a->repeats, "Best of this many runs");
-  cmd->add_option("--python", a->python, "Python with vtk and scikit-image for the peers");
+  cmd->add_option("--python", a->python, "Python for the peers (default: /usr/bin/python3, then python3 on PATH)");
   cmd->add_flag("--no-peers", a->no_peers, "Skip VTK and scikit-image");
   cmd->add_option("--multi-gpu", a->multi_gpu, "Also: tangle N^3 float32 in host memory on one GPU and on all");
   cmd->add_option("--out-of-core", a->out_of_core, "Also: tangle N^3 float32 streamed from the generator on the GPU(s)");

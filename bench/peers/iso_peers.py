@@ -2,7 +2,7 @@
 """Peers of `parasurf bench isosurface`: VTK vtkFlyingEdges3D (all threads) and scikit-image marching_cubes,
 timed on the same samples (a raw float32 or uint8 file written by the benchmark). Prints one JSON object.
 
-usage: iso_peers.py RAW NX NY NZ DTYPE LEVEL REPEATS [vtk,skimage]
+usage: iso_peers.py RAW NX NY NZ DTYPE LEVEL REPEATS [vtk,skimage,skimage_lorensen]
        iso_peers.py --labels RAW NX NY NZ DTYPE REPEATS
 The second form times label-map peers on every nonzero label: vtkSurfaceNets3D where this VTK has it (9.3+), and
 vtkDiscreteFlyingEdges3D (one surface per label, so a face between two labels is made twice).
@@ -96,19 +96,21 @@ def main():
                                        "smp_backend": smp.GetBackend() if hasattr(smp, "GetBackend") else "?"}
         except ImportError as e:
             out["vtk_flying_edges"] = {"error": str(e)}
-    if "skimage" in peers:
+    for name, method in (("skimage", "lewiner"), ("skimage_lorensen", "lorensen")):
+        if name not in peers:
+            continue
         try:
             from skimage import measure
 
             vol = data.transpose(2, 1, 0)  # (x, y, z) index order, as parasurf's vertices
             sec, (verts, faces, normals, values) = best_of(
-                lambda: measure.marching_cubes(vol, level=level, method="lewiner"), max(1, min(repeats, 2)))
+                lambda: measure.marching_cubes(vol, level=level, method=method), max(1, min(repeats, 2)))
             tri = verts[faces]
             area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1).sum()
-            out["skimage"] = {"seconds": sec, "triangles": int(len(faces)), "vertices": int(len(verts)),
-                              "area": float(area)}
+            out[name] = {"seconds": sec, "triangles": int(len(faces)), "vertices": int(len(verts)),
+                         "area": float(area), "method": method}
         except ImportError as e:
-            out["skimage"] = {"error": str(e)}
+            out[name] = {"error": str(e)}
     print(json.dumps(out))
 
 
