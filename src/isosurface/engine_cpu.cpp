@@ -120,12 +120,17 @@ class CpuEngine final : public SlabEngine {
         const std::uint8_t* a = in + r * l.nx;
         const std::uint8_t* b = has_y ? in + (r + 1) * l.nx : a;
         const std::uint8_t* c = has_z ? in + (r + l.ny) * l.nx : a;
-        for (std::int64_t i = 0; i < l.nx; ++i) {
-          const std::uint8_t x = i + 1 < l.nx ? std::uint8_t(a[i] ^ a[i + 1]) : std::uint8_t(0);
+        // The last point has no +x edge: kept out of the loop so that the loop vectorises.
+        const std::int64_t last = l.nx - 1;
+        for (std::int64_t i = 0; i < last; ++i) {
+          const std::uint8_t x = std::uint8_t(a[i] ^ a[i + 1]);
           const std::uint8_t y = std::uint8_t(a[i] ^ b[i]), z = std::uint8_t(a[i] ^ c[i]);
           f[i] = std::uint8_t(a[i] << 4 | x << 1 | y << 2 | z << 3);
           n += std::uint32_t(x + y + z);
         }
+        const std::uint8_t y = std::uint8_t(a[last] ^ b[last]), z = std::uint8_t(a[last] ^ c[last]);
+        f[last] = std::uint8_t(a[last] << 4 | y << 2 | z << 3);
+        n += std::uint32_t(y + z);
       }
       row_vertices_[std::size_t(r)] = n;
       if (n) {
@@ -191,7 +196,7 @@ class CpuEngine final : public SlabEngine {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
       const std::uint8_t* f = flags + r * l.nx;
       std::uint64_t v = row_vertex_base_[std::size_t(r)];
-      for (std::int64_t i = 0; i < l.nx; ++i) {
+      for (std::int64_t i = row_first_[std::size_t(r)]; i <= row_last_[std::size_t(r)]; ++i) {
         if (!(f[i] & mc::kSlotMask)) continue;
         float* nrm = out.normals ? out.normals + 3 * v : scratch_normals;
         mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
@@ -204,7 +209,6 @@ class CpuEngine final : public SlabEngine {
     std::vector<std::vector<std::uint64_t>> thread_ties(static_cast<std::size_t>(threads_));
 #pragma omp parallel num_threads(threads_)
     {
-      std::vector<std::uint32_t> prefix(static_cast<std::size_t>(4 * (l.nx + 1)));
       auto& my_ties = thread_ties[std::size_t(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 16)
       for (std::int64_t r = 0; r < cell_rows; ++r) {
@@ -216,20 +220,25 @@ class CpuEngine final : public SlabEngine {
         for (int q = 0; q < 4; ++q) {
           row[q] = flags + rr[q] * l.nx;
           base[q] = out.vertex_base + row_vertex_base_[std::size_t(rr[q])];
-          std::uint32_t* p = prefix.data() + q * (l.nx + 1);
-          p[0] = 0;
-          for (std::int64_t i = 0; i < l.nx; ++i) p[i + 1] = p[i] + std::uint32_t(mc::slot_count(row[q][i]));
         }
         std::uint64_t t = row_triangle_base_[std::size_t(r)];
         const auto [i_begin, i_end] = cell_span(r, l);
+        // Slots before point i in each of the four rows, kept as the sweep goes (none before the span).
+        std::uint32_t before[4] = {0, 0, 0, 0};
         for (std::int64_t i = i_begin; i < i_end; ++i) {
           std::uint8_t cf[8];
           for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
+          std::uint32_t own[4];
+          for (int q = 0; q < 4; ++q) {
+            own[q] = std::uint32_t(mc::slot_count(cf[2 * q]));
+            before[q] += own[q];
+          }
           const int cas = mc::cell_case(cf);
           if (cas == 0 || cas == 255) continue;
           const auto& e = cell_entry<R>(tables, s, cas, task, i, j, k);
           std::uint64_t first[8];
-          for (int c = 0; c < 8; ++c) first[c] = base[c >> 1] + prefix[std::size_t((c >> 1) * (l.nx + 1) + i + (c & 1))];
+          // Corner (q, i) starts after the slots before i; corner (q, i + 1) after point i's own slots too.
+          for (int c = 0; c < 8; ++c) first[c] = base[c >> 1] + before[c >> 1] - ((c & 1) ? 0u : own[c >> 1]);
           std::int32_t label = 0;
           if (task.labels) {
             std::int32_t corner_labels[8];
