@@ -260,13 +260,7 @@ __global__ void __launch_bounds__(kRowThreads) triangle_kernel(
         // The corner at i + 1 follows point i in its row: add point i's own slots.
         first[c] = base[q] + prefix.v[q] + ((c & 1) ? mine.v[q] : 0u);
       }
-      std::int32_t label = 0;
-      if (labels) {
-        std::int32_t corner_labels[8];
-        for (int c = 0; c < 8; ++c)
-          corner_labels[c] = labels[((k + (c >> 2) - s.z_begin) * g.ny + j + (c >> 1 & 1)) * g.nx + i + (c & 1)];
-        label = mc::cell_label(cf, corner_labels);
-      }
+      const std::int32_t label = labels ? mc::cell_label_at(labels, g.nx, g.ny, s.z_begin, i, j, k, cf) : 0;
       std::uint64_t t = tri + prefix.v[4];
       mc::cell_triangles(*e, cf, keep_degenerate, [&](int a, int b, int c, bool on_level) {
         std::uint32_t* out = triangles + 3 * t;

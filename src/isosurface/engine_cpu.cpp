@@ -239,13 +239,8 @@ class CpuEngine final : public SlabEngine {
           std::uint64_t first[8];
           // Corner (q, i) starts after the slots before i; corner (q, i + 1) after point i's own slots too.
           for (int c = 0; c < 8; ++c) first[c] = base[c >> 1] + before[c >> 1] - ((c & 1) ? 0u : own[c >> 1]);
-          std::int32_t label = 0;
-          if (task.labels) {
-            std::int32_t corner_labels[8];
-            for (int c = 0; c < 8; ++c)
-              corner_labels[c] = task.labels[((k + (c >> 2) - task.data_z0) * l.ny + j + (c >> 1 & 1)) * l.nx + i + (c & 1)];
-            label = mc::cell_label(cf, corner_labels);
-          }
+          const std::int32_t label =
+              task.labels ? mc::cell_label_at(task.labels, l.nx, l.ny, task.data_z0, i, j, k, cf) : 0;
           mc::cell_triangles(e, cf, task.keep_degenerate, [&](int a, int b, int c, bool on_level) {
             std::uint32_t* tri = out.triangles + 3 * t;
             tri[0] = std::uint32_t(mc::key_vertex(a, cf, first));

@@ -202,6 +202,15 @@ PS_HD std::int32_t cell_label(const std::uint8_t* cf, const std::int32_t* corner
   return best;
 }
 
+// The label of cell (i, j, k) read from a label slab laid out like the samples (slices from z_begin).
+PS_HD std::int32_t cell_label_at(const std::int32_t* labels, std::int64_t nx, std::int64_t ny, std::int64_t z_begin,
+                                 std::int64_t i, std::int64_t j, std::int64_t k, const std::uint8_t* cf) {
+  std::int32_t corner_labels[8];
+  for (int c = 0; c < 8; ++c)
+    corner_labels[c] = labels[((k + (c >> 2) - z_begin) * ny + j + (c >> 1 & 1)) * nx + i + (c & 1)];
+  return cell_label(cf, corner_labels);
+}
+
 // Index-space to world map and the matching normal map (inverse transpose, signed for the orientation).
 struct WorldMap {
   float jacobian[9];
