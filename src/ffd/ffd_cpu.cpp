@@ -1,0 +1,48 @@
+// CPU backend of the per-edit FFD work: OpenMP loops over the shared kernels.
+#include "ffd/ffd_backend.hpp"
+
+namespace parasurf::ffd {
+
+template <class T>
+void update_cpu(const SessionData<T>& data, const T* control_points, std::vector<T>& samples, std::vector<T>& controls,
+                std::vector<T>& positions, std::vector<T>& normals) {
+  LatticeView<T> L = data.lattice;
+  L.knots = data.knots.data();
+  L.control_points = control_points;
+  const std::int64_t nv = data.vertex_count;
+  positions.resize(std::size_t(3 * nv));
+  normals.resize(std::size_t(3 * nv));
+  if (data.method != FfdMethod::Accurate) {
+#pragma omp parallel for schedule(static)
+    for (std::int64_t v = 0; v < nv; ++v)
+      deform_point_with_normal(L, data.rest_positions.data() + 3 * v, data.rest_normals.data() + 3 * v,
+                               positions.data() + 3 * v, normals.data() + 3 * v);
+    return;
+  }
+  samples.resize(std::size_t(3 * data.sample_count));
+  controls.resize(std::size_t(3 * data.sample_count));
+  const std::int64_t ns = std::int64_t(data.surfaces.size());
+  // Samples at the Chebyshev points, then the two small products, surface by surface.
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t s = 0; s < ns; ++s) {
+    const SurfaceRecord<T>& rec = data.surfaces[s];
+    for (int i = 0; i <= rec.degree_s; ++i)
+      for (int j = 0; j <= rec.degree_t; ++j)
+        surface_sample(L, rec, i, j, samples.data() + 3 * (rec.control_offset + i * (rec.degree_t + 1) + j));
+    for (int a = 0; a <= rec.degree_s; ++a)
+      for (int b = 0; b <= rec.degree_t; ++b)
+        surface_control_point(data.inverse_table.data(), rec, samples.data(), a, b,
+                              controls.data() + 3 * (rec.control_offset + a * (rec.degree_t + 1) + b));
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t v = 0; v < nv; ++v)
+    accurate_vertex(data.surfaces.data(), controls.data(), data.records.data(), data.record_offsets.data(), v,
+                    positions.data() + 3 * v, normals.data() + 3 * v);
+}
+
+template void update_cpu<float>(const SessionData<float>&, const float*, std::vector<float>&, std::vector<float>&,
+                                 std::vector<float>&, std::vector<float>&);
+template void update_cpu<double>(const SessionData<double>&, const double*, std::vector<double>&, std::vector<double>&,
+                                  std::vector<double>&, std::vector<double>&);
+
+}  // namespace parasurf::ffd

@@ -1,0 +1,161 @@
+// FFD sessions: preprocessing once per mesh and lattice layout, then per-edit updates on the chosen backend.
+#include <chrono>
+
+#include "ffd/ffd_backend.hpp"
+#include "ffd/lattice_view.hpp"
+#include "ffd/prepare.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/ffd.hpp"
+
+namespace parasurf {
+
+template <class T>
+struct FfdState {
+  FfdReport report;
+  ffd::Prepared prepared;
+  ffd::SessionData<T> data;
+  std::unique_ptr<ffd::CudaSession<T>> cuda;
+  // CPU results and scratch (the CUDA session keeps its own on the device)
+  std::vector<T> positions, normals, samples, controls, control_points;
+  bool updated = false;
+};
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+template <class T>
+std::vector<T> convert(const std::vector<double>& v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+}  // namespace
+
+template <class T>
+FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const FfdOptions& options)
+    : state_(std::make_unique<FfdState<T>>()) {
+  validate_lattice(lattice);
+  if (mesh.face_count() == 0) throw Error(ErrorKind::InvalidArgument, "FFD: the mesh has no faces");
+  if (options.method != FfdMethod::Point && (options.level < 1 || options.level > 256))
+    throw Error(ErrorKind::InvalidArgument, "FFD: level " + std::to_string(options.level) + " is outside 1..256");
+  for (double v : mesh.positions)
+    if (!std::isfinite(v)) throw Error(ErrorKind::InvalidArgument, "FFD: the mesh has a vertex that is not finite");
+  if (!options.allow_non_manifold) {
+    const MeshTopologyReport topo = mesh_topology(mesh);
+    if (topo.non_manifold_edges > 0)
+      throw Error(ErrorKind::InvalidArgument,
+                  "FFD: the mesh has " + std::to_string(topo.non_manifold_edges) +
+                      " non-manifold edges (used by more than two faces or twice in one direction); allow them "
+                      "explicitly (--allow-non-manifold) to deform it anyway");
+  }
+  Device device = options.device;
+  if (device == Device::Hybrid) throw Error(ErrorKind::InvalidArgument, "FFD runs on cpu or cuda, not hybrid");
+  device = resolve_device(device);
+  FfdReport& report = state_->report;
+  report.device = device;
+  report.method = options.method;
+  report.input_faces = mesh.face_count();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  ffd::Prepared& prep = state_->prepared;
+  switch (options.method) {
+    case FfdMethod::Point: prep = ffd::prepare_point(mesh, lattice, report); break;
+    case FfdMethod::Upsampled: prep = ffd::prepare_upsampled(mesh, lattice, options.level, report); break;
+    case FfdMethod::Accurate: prep = ffd::prepare_accurate(mesh, lattice, options.level, report); break;
+  }
+  if (prep.triangles.empty()) throw Error(ErrorKind::InvalidArgument, "FFD: every face of the mesh is degenerate");
+  report.output_vertices = std::int64_t(prep.rest_positions.size() / 3);
+  report.output_triangles = std::int64_t(prep.triangles.size() / 3);
+
+  ffd::SessionData<T>& d = state_->data;
+  d.method = options.method;
+  auto arrays = ffd::make_lattice_arrays<T>(lattice, lattice.control_points);
+  d.lattice = arrays.view;
+  d.knots = std::move(arrays.knots);
+  d.lattice.knots = nullptr;
+  d.lattice.control_points = nullptr;
+  d.control_point_count = lattice.control_point_count();
+  d.vertex_count = report.output_vertices;
+  if (options.method == FfdMethod::Accurate) {
+    for (const auto& s : prep.surfaces) {
+      ffd::SurfaceRecord<T> r{};
+      for (int k = 0; k < 3; ++k) {
+        r.origin[k] = T(s.origin[k]);
+        r.axis_s[k] = T(s.axis_s[k]);
+        r.axis_t[k] = T(s.axis_t[k]);
+        r.span[k] = s.span[k];
+      }
+      r.degree_s = s.degree_s;
+      r.degree_t = s.degree_t;
+      r.control_offset = s.control_offset;
+      d.surfaces.push_back(r);
+    }
+    d.records.reserve(prep.records.size());
+    for (const auto& r : prep.records) d.records.push_back({T(r.s), T(r.t), r.surface});
+    d.record_offsets = prep.record_offsets;
+    d.inverse_table = convert<T>(ffd::chebyshev_inverse_table());
+    d.sample_count = prep.control_points;
+  } else {
+    d.rest_positions = convert<T>(prep.rest_positions);
+    d.rest_normals = convert<T>(prep.rest_normals);
+  }
+  if (device == Device::Cuda) state_->cuda = ffd::make_cuda_session<T>(d);
+  report.preprocess_seconds = seconds_since(t0);
+}
+
+template <class T>
+FfdSession<T>::~FfdSession() = default;
+
+template <class T>
+void FfdSession<T>::update(std::span<const double> control_points) {
+  FfdState<T>& s = *state_;
+  if (std::int64_t(control_points.size()) != 3 * s.data.control_point_count)
+    throw Error(ErrorKind::InvalidArgument, "FFD update: expected " + std::to_string(3 * s.data.control_point_count) +
+                                                " control-point coordinates, got " + std::to_string(control_points.size()));
+  for (double v : control_points)
+    if (!std::isfinite(v)) throw Error(ErrorKind::InvalidArgument, "FFD update: a control point is not finite");
+  const auto t0 = std::chrono::steady_clock::now();
+  s.control_points.assign(control_points.begin(), control_points.end());
+  if (s.cuda) s.cuda->update(s.control_points.data());
+  else ffd::update_cpu(s.data, s.control_points.data(), s.samples, s.controls, s.positions, s.normals);
+  s.report.update_seconds = seconds_since(t0);
+  s.updated = true;
+}
+
+template <class T>
+void FfdSession<T>::download(std::vector<T>& positions, std::vector<T>& normals) const {
+  const FfdState<T>& s = *state_;
+  if (!s.updated) throw Error(ErrorKind::InvalidArgument, "FFD: download before the first update");
+  if (s.cuda) {
+    positions.resize(std::size_t(3 * s.data.vertex_count));
+    normals.resize(std::size_t(3 * s.data.vertex_count));
+    s.cuda->download(positions.data(), normals.data());
+  } else {
+    positions = s.positions;
+    normals = s.normals;
+  }
+}
+
+template <class T>
+TriangleMesh FfdSession<T>::mesh() const {
+  std::vector<T> p, n;
+  download(p, n);
+  TriangleMesh m;
+  m.positions.assign(p.begin(), p.end());
+  m.normals.assign(n.begin(), n.end());
+  m.triangles = state_->prepared.triangles;
+  return m;
+}
+
+template <class T>
+const std::vector<std::uint32_t>& FfdSession<T>::triangles() const { return state_->prepared.triangles; }
+template <class T>
+const std::vector<double>& FfdSession<T>::rest_positions() const { return state_->prepared.rest_positions; }
+template <class T>
+const std::vector<double>& FfdSession<T>::rest_face_normals() const { return state_->prepared.rest_normals; }
+template <class T>
+const FfdReport& FfdSession<T>::report() const { return state_->report; }
+
+template class FfdSession<float>;
+template class FfdSession<double>;
+
+}  // namespace parasurf

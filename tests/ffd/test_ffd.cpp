@@ -1,0 +1,400 @@
+// FFD conformance: identity, accurate FFD against double point FFD of its own subdivided input, exact normals,
+// watertightness, direct manipulation, reconstruction of the volume, bad input. Every backend, fresh random input.
+#include <gtest/gtest.h>
+
+#include <Eigen/Dense>
+#include <cmath>
+#include <random>
+
+#include "ffd/ffd_kernels.hpp"
+#include "ffd/lattice_view.hpp"
+#include "ffd/prepare.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/ffd.hpp"
+#include "support.hpp"
+
+namespace parasurf {
+namespace {
+
+// A closed UV sphere of planar convex faces: triangles at the poles, isosceles-trapezoid quads between.
+PolygonMesh sphere_mesh(int rings, int sectors, double radius = 1.0, std::array<double, 3> c = {0.1, -0.2, 0.3}) {
+  PolygonMesh m;
+  const double pi = 3.14159265358979323846;
+  m.positions.insert(m.positions.end(), {c[0], c[1], c[2] + radius});
+  for (int r = 1; r < rings; ++r)
+    for (int s = 0; s < sectors; ++s) {
+      const double th = pi * r / rings, ph = 2 * pi * s / sectors;
+      m.positions.insert(m.positions.end(), {c[0] + radius * std::sin(th) * std::cos(ph), c[1] + radius * std::sin(th) * std::sin(ph),
+                                             c[2] + radius * std::cos(th)});
+    }
+  m.positions.insert(m.positions.end(), {c[0], c[1], c[2] - radius});
+  const std::uint32_t south = std::uint32_t(m.vertex_count() - 1);
+  auto ring = [&](int r, int s) { return std::uint32_t(1 + (r - 1) * sectors + (s % sectors)); };
+  for (int s = 0; s < sectors; ++s) {
+    const std::uint32_t t[3] = {0, ring(1, s), ring(1, s + 1)};
+    m.add_face(t);
+  }
+  for (int r = 1; r + 1 < rings; ++r)
+    for (int s = 0; s < sectors; ++s) {
+      const std::uint32_t q[4] = {ring(r, s), ring(r + 1, s), ring(r + 1, s + 1), ring(r, s + 1)};
+      m.add_face(q);
+    }
+  for (int s = 0; s < sectors; ++s) {
+    const std::uint32_t t[3] = {south, ring(rings - 1, s + 1), ring(rings - 1, s)};
+    m.add_face(t);
+  }
+  return m;
+}
+
+std::array<double, 3> box_min(const PolygonMesh& m) {
+  std::array<double, 3> b{1e300, 1e300, 1e300};
+  for (std::int64_t v = 0; v < m.vertex_count(); ++v)
+    for (int d = 0; d < 3; ++d) b[d] = std::min(b[d], m.positions[3 * v + d]);
+  return b;
+}
+std::array<double, 3> box_max(const PolygonMesh& m) {
+  std::array<double, 3> b{-1e300, -1e300, -1e300};
+  for (std::int64_t v = 0; v < m.vertex_count(); ++v)
+    for (int d = 0; d < 3; ++d) b[d] = std::max(b[d], m.positions[3 * v + d]);
+  return b;
+}
+
+// A random lattice over the mesh: random degrees and counts (or the given ones), control points moved at random.
+Lattice random_lattice(const PolygonMesh& mesh, std::mt19937_64& rng, double amplitude, bool random_layout) {
+  LatticeSpec spec;
+  if (random_layout) {
+    for (int a = 0; a < 3; ++a) {
+      spec.degree[a] = 1 + int(rng() % 3);
+      spec.count[a] = spec.degree[a] + 1 + int(rng() % 4);
+    }
+    // One axis with a non-uniform clamped knot vector.
+    const int a = int(rng() % 3);
+    const int p = spec.degree[a], n = spec.count[a];
+    std::vector<double> inner;
+    std::uniform_real_distribution<double> u(0.05, 0.95);
+    for (int i = 0; i < n - p - 1; ++i) inner.push_back(u(rng));
+    std::sort(inner.begin(), inner.end());
+    for (int i = 0; i <= p; ++i) spec.knots[a].push_back(0.0);
+    for (double k : inner) spec.knots[a].push_back(k);
+    for (int i = 0; i <= p; ++i) spec.knots[a].push_back(1.0);
+  }
+  spec.padding = 0.1;
+  Lattice l = make_lattice(spec, box_min(mesh), box_max(mesh));
+  std::normal_distribution<double> g(0.0, amplitude);
+  for (double& v : l.control_points) v += g(rng);
+  return l;
+}
+
+std::vector<float> as_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
+
+TEST(Ffd, IdentityLatticeLeavesEveryVertex) {
+  const PolygonMesh mesh = sphere_mesh(7, 11);
+  std::mt19937_64 rng(test::run_seed());
+  const Lattice lattice = random_lattice(mesh, rng, 0.0, true);
+  for (Device device : test::devices())
+    for (FfdMethod method : {FfdMethod::Point, FfdMethod::Upsampled, FfdMethod::Accurate}) {
+      SCOPED_TRACE(std::string(device_name(device)) + " " + ffd_method_name(method));
+      FfdOptions o;
+      o.method = method;
+      o.level = 3;
+      o.device = device;
+      FfdSession<double> session(mesh, lattice, o);
+      session.update(lattice.control_points);
+      std::vector<double> p, n;
+      session.download(p, n);
+      const auto& rest = session.rest_positions();
+      ASSERT_EQ(p.size(), rest.size());
+      double worst = 0;
+      for (std::size_t i = 0; i < p.size(); ++i) worst = std::max(worst, std::abs(p[i] - rest[i]));
+      EXPECT_LE(worst, 1e-12);
+    }
+}
+
+// Accurate FFD vertex = point FFD (double, CPU) of where that vertex sits on the undeformed input; its normal =
+// cof(J) n normalised inside a face.
+template <class T>
+void check_accurate_against_point(Device device, const PolygonMesh& mesh, const Lattice& lattice, int level, double tol_pos,
+                                  double tol_normal) {
+  FfdOptions o;
+  o.method = FfdMethod::Accurate;
+  o.level = level;
+  o.device = device;
+  FfdSession<T> session(mesh, lattice, o);
+  session.update(lattice.control_points);
+  std::vector<T> p, n;
+  session.download(p, n);
+  const auto& rest = session.rest_positions();
+  const auto& face_normal = session.rest_face_normals();
+  std::vector<double> expect(rest.size()), jac(3 * rest.size());
+  deform_points(lattice, rest, expect, jac);
+  double worst = 0, worst_normal = 0, scale = 0;
+  std::int64_t interior = 0;
+  for (std::size_t v = 0; v < rest.size() / 3; ++v) {
+    for (int d = 0; d < 3; ++d) {
+      worst = std::max(worst, std::abs(double(p[3 * v + d]) - expect[3 * v + d]));
+      scale = std::max(scale, std::abs(expect[3 * v + d]));
+    }
+    const double* fn = face_normal.data() + 3 * v;
+    if (fn[0] == 0 && fn[1] == 0 && fn[2] == 0) continue;
+    ++interior;
+    const double* j = jac.data() + 9 * v;
+    const Eigen::Matrix3d J = Eigen::Map<const Eigen::Matrix<double, 3, 3, Eigen::RowMajor>>(j);
+    const Eigen::Vector3d cof_n = (J.determinant() * J.inverse().transpose()) * Eigen::Vector3d(fn[0], fn[1], fn[2]);
+    const Eigen::Vector3d want = cof_n.normalized();
+    for (int d = 0; d < 3; ++d) worst_normal = std::max(worst_normal, std::abs(double(n[3 * v + d]) - want[d]));
+  }
+  EXPECT_GT(interior, 0);
+  EXPECT_LE(worst, tol_pos * std::max(1.0, scale)) << "positions, level " << level;
+  EXPECT_LE(worst_normal, tol_normal) << "normals, level " << level;
+  std::printf("  [%s %s] accurate FFD m=%d: %lld pieces, %lld surfaces (max degree %dx%d), %lld vertices; max |x - point FFD| = %.3g, "
+              "max |n - cof(J)n| = %.3g\n",
+              device_name(device), sizeof(T) == 8 ? "double" : "float", level, (long long)session.report().pieces,
+              (long long)session.report().surfaces, session.report().max_degree_s, session.report().max_degree_t,
+              (long long)session.report().output_vertices, worst, worst_normal);
+}
+
+TEST(Ffd, AccurateEqualsPointFfdOfTheSubdividedInput) {
+  std::mt19937_64 rng(test::run_seed() + 1);
+  const PolygonMesh sphere = sphere_mesh(9, 13);
+  for (int trial = 0; trial < 3; ++trial) {
+    const Lattice lattice = random_lattice(sphere, rng, 0.08, trial > 0);
+    const int level = 1 + int(rng() % 6);
+    for (Device device : test::devices()) {
+      SCOPED_TRACE(std::string(device_name(device)) + " trial " + std::to_string(trial));
+      check_accurate_against_point<double>(device, sphere, lattice, level, 1e-10, 1e-8);
+      check_accurate_against_point<float>(device, sphere, lattice, level, 2e-4, 1e-2);
+    }
+  }
+}
+
+TEST(Ffd, PointAndUpsampledFollowTheVolume) {
+  std::mt19937_64 rng(test::run_seed() + 2);
+  const PolygonMesh mesh = sphere_mesh(6, 9);
+  const Lattice lattice = random_lattice(mesh, rng, 0.1, true);
+  for (Device device : test::devices())
+    for (FfdMethod method : {FfdMethod::Point, FfdMethod::Upsampled}) {
+      FfdOptions o;
+      o.method = method;
+      o.level = 4;
+      o.device = device;
+      FfdSession<double> session(mesh, lattice, o);
+      session.update(lattice.control_points);
+      std::vector<double> p, n, expect(session.rest_positions().size());
+      session.download(p, n);
+      deform_points(lattice, session.rest_positions(), expect);
+      double worst = 0;
+      for (std::size_t i = 0; i < p.size(); ++i) worst = std::max(worst, std::abs(p[i] - expect[i]));
+      EXPECT_LE(worst, 1e-12) << device_name(device) << " " << ffd_method_name(method);
+      for (std::size_t v = 0; v < n.size() / 3; ++v)
+        ASSERT_NEAR(n[3 * v] * n[3 * v] + n[3 * v + 1] * n[3 * v + 1] + n[3 * v + 2] * n[3 * v + 2], 1.0, 1e-9);
+    }
+}
+
+void expect_watertight(const PolygonMesh& mesh, const Lattice& lattice, int level, Device device) {
+  const auto before = mesh_topology(mesh);
+  ASSERT_TRUE(before.closed_manifold());
+  FfdOptions o;
+  o.level = level;
+  o.device = device;
+  FfdSession<double> session(mesh, lattice, o);
+  session.update(lattice.control_points);
+  const TriangleMesh out = session.mesh();
+  const auto after = mesh_topology(out);
+  EXPECT_EQ(after.boundary_edges, 0) << device_name(device);
+  EXPECT_EQ(after.non_manifold_edges, 0) << device_name(device);
+  EXPECT_EQ(after.euler_characteristic, before.euler_characteristic);
+  // Every vertex is used and no triangle is degenerate (positions distinct).
+  std::vector<char> used(std::size_t(out.vertex_count()), 0);
+  for (auto v : out.triangles) used[v] = 1;
+  EXPECT_EQ(std::count(used.begin(), used.end(), 0), 0);
+}
+
+TEST(Ffd, WatertightInWatertightOut) {
+  std::mt19937_64 rng(test::run_seed() + 3);
+  const PolygonMesh sphere = sphere_mesh(8, 12);
+  const Lattice lattice = random_lattice(sphere, rng, 0.1, true);
+  for (Device device : test::devices()) expect_watertight(sphere, lattice, 1 + int(rng() % 5), device);
+  const std::string spot = test::shared_data("meshes/spot.obj");
+  if (spot.empty()) {
+    std::printf("[  SKIPPED ] spot.obj not found (shared data absent)\n");
+    return;
+  }
+  const PolygonMesh mesh = read_polygon_mesh(spot);
+  const Lattice l = random_lattice(mesh, rng, 0.05, false);
+  for (Device device : test::devices()) expect_watertight(mesh, l, 3, device);
+}
+
+TEST(Ffd, ReconstructedControlPointsReproduceTheVolume) {
+  std::mt19937_64 rng(test::run_seed() + 4);
+  const PolygonMesh mesh = sphere_mesh(5, 7);
+  const Lattice lattice = random_lattice(mesh, rng, 0.1, true);
+  FfdReport report;
+  const ffd::Prepared prep = ffd::prepare_accurate(mesh, lattice, 2, report);
+  const auto arrays = ffd::make_lattice_arrays<double>(lattice, lattice.control_points);
+  const auto table = ffd::chebyshev_inverse_table();
+  std::vector<double> samples(3 * prep.control_points), controls(3 * prep.control_points);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  double worst = 0;
+  for (const auto& s : prep.surfaces) {
+    for (int i = 0; i <= s.degree_s; ++i)
+      for (int j = 0; j <= s.degree_t; ++j)
+        ffd::surface_sample(arrays.view, s, i, j, samples.data() + 3 * (s.control_offset + i * (s.degree_t + 1) + j));
+    for (int a = 0; a <= s.degree_s; ++a)
+      for (int b = 0; b <= s.degree_t; ++b)
+        ffd::surface_control_point(table.data(), s, samples.data(), a, b, controls.data() + 3 * (s.control_offset + a * (s.degree_t + 1) + b));
+    for (int k = 0; k < 8; ++k) {
+      const double ss = u(rng), tt = u(rng);
+      double p[3], n[3], q[3], want[3];
+      ffd::surface_point(s, controls.data(), ss, tt, p, n);
+      for (int d = 0; d < 3; ++d) q[d] = s.origin[d] + ss * s.axis_s[d] + tt * s.axis_t[d];
+      if (s.span[0] < 0) ffd::affine_apply(arrays.view.to_world, q, want);
+      else ffd::volume_point(arrays.view, s.span, q, want);
+      for (int d = 0; d < 3; ++d) worst = std::max(worst, std::abs(p[d] - want[d]));
+    }
+  }
+  EXPECT_LE(worst, 1e-9);
+  std::printf("  %zu surfaces, max |Bezier - volume| at random points = %.3g\n", prep.surfaces.size(), worst);
+}
+
+TEST(Ffd, DirectManipulationReachesTargetsWithTheLeastNormChange) {
+  std::mt19937_64 rng(test::run_seed() + 5);
+  const PolygonMesh mesh = sphere_mesh(5, 7);
+  Lattice lattice = random_lattice(mesh, rng, 0.02, true);
+  const std::vector<double> before = lattice.control_points;
+  std::uniform_real_distribution<double> u(-0.6, 0.6), d(-0.2, 0.2);
+  std::vector<PointTarget> targets;
+  const int k = 1 + int(rng() % 4);
+  for (int i = 0; i < k; ++i) {
+    PointTarget t;
+    for (int a = 0; a < 3; ++a) t.point[a] = u(rng);
+    std::array<double, 3> image{};
+    deform_points(lattice, t.point, image);
+    for (int a = 0; a < 3; ++a) t.target[a] = image[a] + d(rng);
+    targets.push_back(t);
+  }
+  direct_manipulation(lattice, targets);
+  for (const auto& t : targets) {
+    std::array<double, 3> image{};
+    deform_points(lattice, t.point, image);
+    for (int a = 0; a < 3; ++a) EXPECT_NEAR(image[a], t.target[a], 1e-9);
+  }
+  // Least norm: the change equals the pseudo-inverse solution of the full k x N basis system.
+  const std::int64_t n = lattice.control_point_count();
+  Eigen::MatrixXd basis = Eigen::MatrixXd::Zero(k, n);
+  Lattice probe = lattice;
+  for (std::int64_t c = 0; c < n; ++c) {
+    std::fill(probe.control_points.begin(), probe.control_points.end(), 0.0);
+    probe.control_points[3 * c] = 1.0;  // x of R is the basis function of control point c
+    const auto arrays = ffd::make_lattice_arrays<double>(probe, probe.control_points);
+    for (int i = 0; i < k; ++i) {
+      double q[3], out[3];
+      int span[3];
+      ffd::affine_apply(arrays.view.to_param, targets[i].point.data(), q);
+      for (int a = 0; a < 3; ++a) span[a] = ffd::find_span(arrays.view.knots + arrays.view.knot_offset[a], arrays.view.degree[a], arrays.view.count[a], q[a]);
+      ffd::volume_point(arrays.view, span, q, out);
+      basis(i, c) = out[0];
+    }
+  }
+  Eigen::MatrixXd rhs(k, 3);
+  Lattice original = lattice;
+  original.control_points = before;
+  for (int i = 0; i < k; ++i) {
+    std::array<double, 3> image{};
+    deform_points(original, targets[i].point, image);
+    for (int a = 0; a < 3; ++a) rhs(i, a) = targets[i].target[a] - image[a];
+  }
+  const Eigen::MatrixXd least = basis.completeOrthogonalDecomposition().solve(rhs);
+  double worst = 0;
+  for (std::int64_t c = 0; c < n; ++c)
+    for (int a = 0; a < 3; ++a) worst = std::max(worst, std::abs(lattice.control_points[3 * c + a] - before[3 * c + a] - least(c, a)));
+  EXPECT_LE(worst, 1e-9);
+}
+
+TEST(Ffd, EditsFileMovesAndTargets) {
+  const PolygonMesh mesh = sphere_mesh(5, 7);
+  LatticeSpec spec;
+  spec.count = {4, 5, 6};
+  Lattice l = make_lattice(spec, box_min(mesh), box_max(mesh));
+  const auto rest = l.control_points;
+  const LatticeEdits e = parse_lattice_edits(
+      R"({"moves": [{"index": [1,2,3], "displacement": [0.5, 0, 0]}, {"index": [0,0,0], "position": [9, 8, 7]}],
+          "targets": [{"point": [0.1, 0.1, 0.1], "target": [0.2, 0.1, 0.1]}]})",
+      "e.json");
+  ASSERT_EQ(e.moves.size(), 2u);
+  EXPECT_LE(apply_lattice_edits(l, e), 1e-9);
+  EXPECT_EQ(l.control_points[0], 9.0);
+  EXPECT_NE(l.control_points[3 * l.linear_index(1, 2, 3)], rest[3 * l.linear_index(1, 2, 3)]);
+  LatticeEdits bad;
+  bad.moves.push_back({{4, 0, 0}, {0, 0, 0}, false});
+  EXPECT_THROW(apply_lattice_edits(l, bad), Error);
+  for (const char* text : {"[1]", "{\"moves\": [{\"index\": [1,2]}]}", "{\"moves\": [{\"index\": [1,2,3]}]}",
+                           "{\"moves\": [{\"index\": [1,2,3], \"position\": [1, 2, \"x\"]}]}", "{\"other\": 1}", "{",
+                           "{\"targets\": [{\"point\": [0,0,0]}]}"})
+    EXPECT_THROW(parse_lattice_edits(text, "bad.json"), Error) << text;
+}
+
+TEST(Ffd, BadLatticesAndMeshesAreRefused) {
+  const PolygonMesh mesh = sphere_mesh(4, 6);
+  const auto lo = box_min(mesh), hi = box_max(mesh);
+  LatticeSpec s;
+  s.degree = {4, 3, 3};
+  EXPECT_THROW(make_lattice(s, lo, hi), Error);
+  s = {};
+  s.count = {3, 9, 9};  // cubic needs 4
+  EXPECT_THROW(make_lattice(s, lo, hi), Error);
+  s = {};
+  s.count = {5, 5, 5};
+  s.knots[0] = {0, 0, 0, 0, 0.6, 0.4, 1, 1, 1, 1};  // decreasing
+  s.knots[0].resize(9);
+  EXPECT_THROW(make_lattice(s, lo, hi), Error);
+  s.knots[0] = {0, 0, 0, 0, 0.6, 0.4, 1, 1, 1};
+  EXPECT_THROW(make_lattice(s, lo, hi), Error);
+  s = {};
+  Lattice l = make_lattice(s, lo, hi);
+  FfdOptions o;
+  o.level = 0;
+  EXPECT_THROW(FfdSession<double>(mesh, l, o), Error);
+  // Non-manifold: a third face on an edge of the sphere's first triangle.
+  PolygonMesh nm = mesh;
+  nm.positions.insert(nm.positions.end(), {5, 5, 5});
+  const std::uint32_t extra[3] = {nm.face_indices[0], nm.face_indices[1], std::uint32_t(nm.vertex_count() - 1)};
+  nm.add_face(extra);
+  o.level = 2;
+  EXPECT_THROW(FfdSession<double>(nm, l, o), Error);
+  o.allow_non_manifold = true;
+  EXPECT_NO_THROW(FfdSession<double>(nm, l, o));
+  FfdSession<double> ok(mesh, l, o);
+  std::vector<double> cps = l.control_points;
+  cps[5] = std::nan("");
+  EXPECT_THROW(ok.update(cps), Error);
+  cps.pop_back();
+  EXPECT_THROW(ok.update(cps), Error);
+}
+
+TEST(Ffd, NonConvexFacesAreTriangulated) {
+  // An L-shaped prism: two non-convex hexagonal caps and six quads, closed. The cut planes of the lattice below
+  // pass exactly through the reflex corner and along two of its edges.
+  PolygonMesh m;
+  const double pts[6][2] = {{0, 0}, {2, 0}, {2, 1}, {1, 1}, {1, 2}, {0, 2}};
+  for (double z : {0.0, 1.0})
+    for (auto& p : pts) m.positions.insert(m.positions.end(), {p[0], p[1], z});
+  const std::uint32_t bottom[6] = {5, 4, 3, 2, 1, 0}, top[6] = {6, 7, 8, 9, 10, 11};
+  m.add_face(bottom);
+  m.add_face(top);
+  for (std::uint32_t i = 0; i < 6; ++i) {
+    const std::uint32_t q[4] = {i, (i + 1) % 6, 6 + (i + 1) % 6, 6 + i};
+    m.add_face(q);
+  }
+  std::mt19937_64 rng(test::run_seed() + 6);
+  LatticeSpec spec;
+  spec.count = {5, 5, 4};
+  Lattice l = make_lattice(spec, box_min(m), box_max(m));
+  for (double& v : l.control_points) v += std::uniform_real_distribution<double>(-0.05, 0.05)(rng);
+  for (Device device : test::devices()) {
+    check_accurate_against_point<double>(device, m, l, 3, 1e-10, 1e-8);
+    expect_watertight(m, l, 2, device);
+  }
+}
+
+}  // namespace
+}  // namespace parasurf
