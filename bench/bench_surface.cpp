@@ -260,6 +260,7 @@ void add_bench(CLI::App& app) {
   });
   add_bench_patches(*bench);
   add_bench_isosurface(*bench);
+  add_bench_ffd(*bench);
 }
 
 }  // namespace parasurf::cli

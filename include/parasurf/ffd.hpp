@@ -74,6 +74,11 @@ struct LatticeSpec {
   std::optional<std::array<double, 12>> world_to_parameter;  // given: this embedding instead of the box
 };
 
+// JSON lattice layout: {"count": [n0,n1,n2], "degree": [p0,p1,p2], "padding": f, "knots": [[...],[...],[...]],
+// "world_to_parameter": [12 numbers, 3x4 row-major]}; every key optional. Error(Parse) names the file and key.
+LatticeSpec read_lattice_spec(const std::string& path);
+LatticeSpec parse_lattice_spec(std::string_view json, const std::string& name);
+
 // Builds the lattice over [box_min, box_max] (padded) or the given embedding, with control points at their rest
 // positions (Greville abscissae), so that R is the identity on the domain. Throws Error(InvalidArgument) for a
 // degree outside 1..3, too few control points, knot vectors of the wrong size, decreasing or without a span.

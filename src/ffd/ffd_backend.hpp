@@ -23,6 +23,7 @@ struct SessionData {
   std::vector<T> inverse_table;
   std::int64_t sample_count = 0;                // points per update in the sample and control buffers
   std::int64_t vertex_count = 0;
+  int threads = 1;                              // CPU threads (resolved, >= 1)
 };
 
 // CPU: deforms into positions/normals (V x 3 each); samples and controls are scratch of sample_count x 3.

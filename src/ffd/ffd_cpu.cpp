@@ -13,7 +13,7 @@ void update_cpu(const SessionData<T>& data, const T* control_points, std::vector
   positions.resize(std::size_t(3 * nv));
   normals.resize(std::size_t(3 * nv));
   if (data.method != FfdMethod::Accurate) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(data.threads)
     for (std::int64_t v = 0; v < nv; ++v)
       deform_point_with_normal(L, data.rest_positions.data() + 3 * v, data.rest_normals.data() + 3 * v,
                                positions.data() + 3 * v, normals.data() + 3 * v);
@@ -23,7 +23,7 @@ void update_cpu(const SessionData<T>& data, const T* control_points, std::vector
   controls.resize(std::size_t(3 * data.sample_count));
   const std::int64_t ns = std::int64_t(data.surfaces.size());
   // Samples at the Chebyshev points, then the two small products, surface by surface.
-#pragma omp parallel for schedule(dynamic, 256)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(data.threads)
   for (std::int64_t s = 0; s < ns; ++s) {
     const SurfaceRecord<T>& rec = data.surfaces[s];
     for (int i = 0; i <= rec.degree_s; ++i)
@@ -34,7 +34,7 @@ void update_cpu(const SessionData<T>& data, const T* control_points, std::vector
         surface_control_point(data.inverse_table.data(), rec, samples.data(), a, b,
                               controls.data() + 3 * (rec.control_offset + a * (rec.degree_t + 1) + b));
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(data.threads)
   for (std::int64_t v = 0; v < nv; ++v)
     accurate_vertex(data.surfaces.data(), controls.data(), data.records.data(), data.record_offsets.data(), v,
                     positions.data() + 3 * v, normals.data() + 3 * v);

@@ -173,6 +173,56 @@ void deform_points(const Lattice& lattice, std::span<const double> points, std::
   }
 }
 
+LatticeSpec parse_lattice_spec(std::string_view text, const std::string& name) {
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::Parse, name + ": not valid JSON: " + e.what());
+  }
+  auto fail = [&](const std::string& key, const std::string& msg) { throw Error(ErrorKind::Parse, name + ": \"" + key + "\": " + msg); };
+  if (!doc.is_object()) throw Error(ErrorKind::Parse, name + ": expected a JSON object");
+  LatticeSpec spec;
+  for (const auto& item : doc.items()) {
+    const std::string& key = item.key();
+    const nlohmann::json& v = item.value();
+    if (key == "count" || key == "degree") {
+      if (!v.is_array() || v.size() != 3) fail(key, "expected three integers");
+      for (int a = 0; a < 3; ++a) {
+        if (!v[a].is_number_integer() || v[a].get<long long>() < 1 || v[a].get<long long>() > 4096) fail(key, "expected three integers in 1..4096");
+        (key == "count" ? spec.count : spec.degree)[a] = int(v[a].get<long long>());
+      }
+    } else if (key == "padding") {
+      if (!v.is_number()) fail(key, "expected a number");
+      spec.padding = v.get<double>();
+    } else if (key == "knots") {
+      if (!v.is_array() || v.size() != 3) fail(key, "expected three knot vectors");
+      for (int a = 0; a < 3; ++a) {
+        if (!v[a].is_array() || v[a].size() > 8192) fail(key, "expected arrays of numbers");
+        for (const auto& k : v[a]) {
+          if (!k.is_number()) fail(key, "expected arrays of numbers");
+          spec.knots[a].push_back(k.get<double>());
+        }
+      }
+    } else if (key == "world_to_parameter") {
+      if (!v.is_array() || v.size() != 12) fail(key, "expected 12 numbers (3x4 row-major)");
+      std::array<double, 12> m{};
+      for (int i = 0; i < 12; ++i) {
+        if (!v[i].is_number()) fail(key, "expected 12 numbers (3x4 row-major)");
+        m[i] = v[i].get<double>();
+      }
+      spec.world_to_parameter = m;
+    } else {
+      fail(key, "unknown key (expected count, degree, padding, knots, world_to_parameter)");
+    }
+  }
+  return spec;
+}
+
+LatticeSpec read_lattice_spec(const std::string& path) {
+  return parse_lattice_spec(io::read_text_file(path, "lattice", 64ull << 20), path);
+}
+
 // ------------------------------------------------------------------------------------------------ edits
 
 LatticeEdits parse_lattice_edits(std::string_view text, const std::string& name) {

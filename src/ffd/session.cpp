@@ -75,6 +75,7 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
   d.lattice.control_points = nullptr;
   d.control_point_count = lattice.control_point_count();
   d.vertex_count = report.output_vertices;
+  d.threads = cpu_thread_count(options.threads);
   if (options.method == FfdMethod::Accurate) {
     for (const auto& s : prep.surfaces) {
       ffd::SurfaceRecord<T> r{};

@@ -68,5 +68,23 @@ expect "not an integer label" isosurface "$dir/lab4.mhd" --per-label
 expect "needs a label volume" isosurface --field sphere --exclude-label 3
 expect "no --level" isosurface "$dir/lab4.mhd" --per-label --level 1
 
+# ffd: bad meshes, lattices and edits; no output left behind
+printf 'v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 2 3\nf 1 2 4\nf 1 3 4\nf 2 3 4\n' > "$dir/tet.obj"
+printf 'v 0 0 0\nv 1 0 0\nv nan 1 0\nf 1 2 3\n' > "$dir/nan.obj"
+printf 'v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 9\n' > "$dir/index.obj"
+printf '{"moves": [{"index": [9, 0, 0], "displacement": [1, 0, 0]}]}' > "$dir/far.json"
+printf '{"moves": [{"index": [1, 0, 0]}]}' > "$dir/half.json"
+printf '{"count": [5, 5, 5], "degree": [3, 3, 3], "knots": [[0, 0, 0, 0, 0.7, 0.2, 1, 1, 1], [], []]}' > "$dir/knots.json"
+expect "not finite" ffd "$dir/nan.obj"
+expect "index.obj:4" ffd "$dir/index.obj"
+expect "degree 4 along x is outside 1..3" ffd "$dir/tet.obj" --degree 4
+expect "3 control points along x" ffd "$dir/tet.obj" --lattice 3
+expect "outside 0..8" ffd "$dir/tet.obj" --edits "$dir/far.json"
+expect "position" ffd "$dir/tet.obj" --edits "$dir/half.json"
+expect "decreases at index 5" ffd "$dir/tet.obj" --lattice-file "$dir/knots.json"
+expect "level 0 is outside" ffd "$dir/tet.obj" -m 0
+printf 'v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nv 1 1 1\nf 1 2 3\nf 1 2 4\nf 1 2 5\n' > "$dir/fin.obj"
+expect "non-manifold edges" ffd "$dir/fin.obj"
+
 [ $fail -eq 0 ] && echo "all bad-input cases passed"
 exit $fail

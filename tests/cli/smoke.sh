@@ -56,4 +56,13 @@ grep -q '"label 2"' "$dir/lab2.json" && ! grep -q '"label 5"' "$dir/lab2.json"
 grep -q '"results"' "$dir/bi.json"
 "$exe" bench patches --devices cpu --models teapot --resolutions 8 --precisions float --threads 1 --budget 0.01 --no-peer --json "$dir/p.json" >/dev/null
 grep -q points_per_second "$dir/p.json"
+printf 'v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n' > "$dir/tet.obj"
+printf '{"moves": [{"index": [2, 2, 2], "displacement": [0.1, 0, 0]}], "targets": [{"point": [0.2, 0.2, 0.2], "target": [0.25, 0.2, 0.2]}]}' > "$dir/edits.json"
+for method in point accurate uus; do
+  "$exe" ffd "$dir/tet.obj" --lattice 5 --edits "$dir/edits.json" --method $method -m 3 -o "$dir/tet-$method.ply" --json "$dir/ffd-$method.json" >/dev/null
+  grep -q '"output_triangles"' "$dir/ffd-$method.json"
+done
+grep -q '"pieces"' "$dir/ffd-accurate.json"
+"$exe" bench ffd --quick --devices cpu --json "$dir/bf.json" >/dev/null
+grep -q '"vertices_per_second"' "$dir/bf.json"
 echo "smoke passed"

@@ -11,9 +11,11 @@ void add_info(CLI::App& app);
 void add_surface(CLI::App& app);
 void add_tessellate(CLI::App& app);
 void add_isosurface(CLI::App& app);
+void add_ffd(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_bench_patches(CLI::App& bench);  // `bench patches`, registered by add_bench
 void add_bench_isosurface(CLI::App& bench);  // `bench isosurface`, registered by add_bench
+void add_bench_ffd(CLI::App& bench);         // `bench ffd`, registered by add_bench
 
 // A command that finished its output but wants a particular exit status (e.g. 3: no surface found).
 struct ExitStatus {
