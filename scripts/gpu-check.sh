@@ -31,12 +31,25 @@ skipped=$(grep -c "Skipped" "$OUT/ctest.log")
 note "ctest skipped" "$skipped"
 grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
 
-san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*:IsosurfaceLabels.*'
+san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*:IsosurfaceLabels.*:Ffd.*'
 for tool in memcheck racecheck; do
   compute-sanitizer --tool $tool --error-exitcode 99 $tests --gtest_filter="$san_filter" >"$OUT/sanitizer-$tool.log" 2>&1
   rc=$?
   note "compute-sanitizer $tool" "$([ $rc -eq 0 ] && echo 'clean' || echo "rc=$rc") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
 done
+
+# free-form deformation: the paper's interactive loop on spheres and the bunny, CPU (all threads and one) and CUDA
+fmesh=""; [ -f .data/meshes/stanford-bunny.obj ] && fmesh="--meshes .data/meshes/stanford-bunny.obj"
+fsph="1536,14500,69000,1000000"; [ $quick -eq 1 ] && fsph="1536,14500"
+$exe bench ffd --spheres $fsph $fmesh ${FFD_BENCH_EXTRA:-} --json "$OUT/bench-ffd.json" >"$OUT/bench-ffd.log" 2>&1
+note "bench ffd" "rc=$?"
+echo; echo "== ffd"
+cat "$OUT/bench-ffd.log"
+if [ "${FFD_ONLY:-0}" = 1 ]; then
+  echo; echo "================ summary ================"
+  for row in "${summary[@]}"; do printf '%-28s %s\n' "${row%%|*}" "${row#*|}"; done
+  exit 0
+fi
 
 # isosurfaces: CPU, CUDA (end to end and resident), GPU floor, scikit-image (VTK is not on this machine)
 isizes="256,512"; [ $quick -eq 1 ] && isizes="128,512"

@@ -29,10 +29,7 @@ void update_cpu(const SessionData<T>& data, const T* control_points, std::vector
     for (int i = 0; i <= rec.degree_s; ++i)
       for (int j = 0; j <= rec.degree_t; ++j)
         surface_sample(L, rec, i, j, samples.data() + 3 * (rec.control_offset + i * (rec.degree_t + 1) + j));
-    for (int a = 0; a <= rec.degree_s; ++a)
-      for (int b = 0; b <= rec.degree_t; ++b)
-        surface_control_point(data.inverse_table.data(), rec, samples.data(), a, b,
-                              controls.data() + 3 * (rec.control_offset + a * (rec.degree_t + 1) + b));
+    surface_controls(data.inverse_table.data(), rec, samples.data(), controls.data());
   }
 #pragma omp parallel for schedule(static) num_threads(data.threads)
   for (std::int64_t v = 0; v < nv; ++v)

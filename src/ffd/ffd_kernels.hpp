@@ -254,6 +254,31 @@ PS_HD void surface_control_point(const T* inverse_table, const SurfaceRecord<T>&
   for (int d = 0; d < 3; ++d) out[d] = acc[d];
 }
 
+// All control points of one surface, separably: (n_s+1)(n_t+1)(n_s+n_t+2) products instead of ((n_s+1)(n_t+1))^2.
+template <class T>
+PS_HD void surface_controls(const T* inverse_table, const SurfaceRecord<T>& s, const T* samples, T* controls) {
+  const int ns = s.degree_s, nt = s.degree_t;
+  const T* si = inverse_table + inverse_matrix_offset(ns);
+  const T* ti = inverse_table + inverse_matrix_offset(nt);
+  const T* f = samples + 3 * s.control_offset;
+  T* q = controls + 3 * s.control_offset;
+  T tmp[(kMaxPieceDegree + 1) * (kMaxPieceDegree + 1) * 3];
+  for (int i = 0; i <= ns; ++i)
+    for (int b = 0; b <= nt; ++b) {
+      T acc[3] = {0, 0, 0};
+      for (int j = 0; j <= nt; ++j)
+        for (int d = 0; d < 3; ++d) acc[d] += ti[b * (nt + 1) + j] * f[3 * (i * (nt + 1) + j) + d];
+      for (int d = 0; d < 3; ++d) tmp[3 * (i * (nt + 1) + b) + d] = acc[d];
+    }
+  for (int a = 0; a <= ns; ++a)
+    for (int b = 0; b <= nt; ++b) {
+      T acc[3] = {0, 0, 0};
+      for (int i = 0; i <= ns; ++i)
+        for (int d = 0; d < 3; ++d) acc[d] += si[a * (ns + 1) + i] * tmp[3 * (i * (nt + 1) + b) + d];
+      for (int d = 0; d < 3; ++d) q[3 * (a * (nt + 1) + b) + d] = acc[d];
+    }
+}
+
 // Bernstein basis of degree n at x with derivatives.
 template <class T>
 PS_HD void bernstein_and_derivative(int n, T x, T* value, T* derivative) {
