@@ -12,7 +12,7 @@ namespace parasurf::cli {
 namespace {
 
 struct FfdArgs {
-  std::string input, output, lattice = "9", degree = "3", lattice_file, edits, method = "accurate", precision = "double",
+  std::string input, output, patches, lattice = "9", degree = "3", lattice_file, edits, method = "accurate", precision = "double",
                          device = "auto", json;
   double padding = 0.05;
   int level = 4, threads = 0;
@@ -57,6 +57,7 @@ void run(const FfdArgs& a, const PolygonMesh& mesh, const Lattice& lattice, cons
   FfdSession<T> session(mesh, lattice, o);
   session.update(lattice.control_points);
   write_mesh(a.output, session.mesh());
+  if (!a.patches.empty()) session.write_bezier_patches(a.patches);
   const FfdReport& r = session.report();
   std::printf("ffd %s on %s (%s): %lld faces -> %lld triangles, %lld vertices", ffd_method_name(r.method), device_name(r.device),
               a.precision.c_str(), (long long)r.input_faces, (long long)r.output_triangles, (long long)r.output_vertices);
@@ -89,6 +90,8 @@ void add_ffd(CLI::App& app) {
                                         "accurate FFD (exact trimmed Bezier pieces, tessellated) or uniform up-sampling");
   cmd->add_option("input", a->input, "Mesh file: .obj, .ply, .off or .stl")->required();
   cmd->add_option("--output,-o", a->output, "Output mesh: .ply, .obj, .glb or .stl (default: <input stem>-ffd.ply)");
+  cmd->add_option("--patches", a->patches,
+                  "Accurate: also write the exact deformed surface as triangular Bezier patches (.bv, kind 3)");
   cmd->add_option("--lattice", a->lattice, "Control points per axis: N or NxNxN (default 9)");
   cmd->add_option("--degree", a->degree, "B-spline degree per axis, 1..3: D or DxDxD (default 3)");
   cmd->add_option("--padding", a->padding, "Lattice margin around the mesh's box, as a fraction of its largest side");
@@ -109,6 +112,8 @@ void add_ffd(CLI::App& app) {
       stem = stem.substr(0, stem.find_last_of('.'));
       a->output = stem + "-ffd.ply";
     }
+    if (!a->patches.empty() && a->method != "accurate")
+      throw Error(ErrorKind::InvalidArgument, "--patches needs --method accurate (the other methods have no exact surface)");
     if (!mesh_extension(a->output))
       throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (use .ply, .obj, .glb or .stl)");
     MeshReadReport read;

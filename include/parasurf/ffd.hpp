@@ -171,6 +171,10 @@ class FfdSession {
   // For vertices inside one Bézier surface: the undeformed face normal, else (0,0,0).
   const std::vector<double>& rest_face_normals() const;
   const FfdReport& report() const;
+  // Accurate FFD: the exact deformed surface of the last update, every triangle of every clipped piece as a
+  // triangular Bézier patch (BezierView kind 3) of the composed degree (at most the sum of the lattice degrees),
+  // written through a temporary file; `parasurf tessellate` and read_patch_model load it back.
+  void write_bezier_patches(const std::string& path) const;
 
  private:
   std::unique_ptr<FfdState<T>> state_;

@@ -672,7 +672,28 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
       else if (y >= 0 && x == (y + 1) % k) e = y;
       return e >= 0 && pc.poly.edge[e][0] != kNoEdge ? std::int64_t(-1) : face_cls;
     };
+    // Total degree of R on this plane: the lattice degrees of the axes that vary over it.
+    int total_degree = 1;
+    if (builds[s].span[0] >= 0) {
+      total_degree = 0;
+      const Vec3& n = builds[s].normal;
+      for (int a = 0; a < 3; ++a) {
+        const bool constant = n[(a + 1) % 3] == 0 && n[(a + 2) % 3] == 0;
+        if (!constant) total_degree += lattice.degree[a];
+      }
+      total_degree = std::min(total_degree, out.surfaces[s].degree_s + out.surfaces[s].degree_t);
+    }
     for (const auto& t : fan(pc.poly.q, face_normal[pc.face])) {
+      Prepared::PieceTriangle pt{s, total_degree, {}, {}};
+      for (int c = 0; c < 3; ++c) {
+        const Vec3 v = corner(t[c]);
+        const Eigen::Vector3d r(v[0] - origins[s][0], v[1] - origins[s][1], v[2] - origins[s][2]);
+        const Eigen::Vector2d st = gram_inv * (frames[s].transpose() * r);
+        pt.st[c][0] = (st[0] - rect[s][0]) * rect[s][2];
+        pt.st[c][1] = (st[1] - rect[s][1]) * rect[s][3];
+        affine_apply(to_world.data(), v.data(), pt.rest[c]);
+      }
+      out.piece_triangles.push_back(pt);
       tess.subdivide(corner(t[0]), corner(t[1]), corner(t[2]), {corner_cls(t[0]), corner_cls(t[1]), corner_cls(t[2])},
                      {edge_cls(t[0], t[1]), edge_cls(t[1], t[2]), edge_cls(t[2], t[0])}, on_vertex);
       check_vertex_limit(tess.points.size());

@@ -18,6 +18,15 @@ struct Prepared {
   std::vector<VertexRecord<double>> records;
   std::vector<std::int64_t> record_offsets;  // V + 1
   std::int64_t control_points = 0;           // sum of (n_s+1)(n_t+1)
+  // Every fan triangle of every piece: its surface, its corners in the surface's (s,t) and in world space, and the
+  // total degree of the deformed plane (the exact triangular Bézier degree).
+  struct PieceTriangle {
+    int surface;
+    int total_degree;
+    double st[3][2];
+    double rest[3][3];
+  };
+  std::vector<PieceTriangle> piece_triangles;
 };
 
 Prepared prepare_point(const PolygonMesh& mesh, const Lattice& lattice, FfdReport& report);

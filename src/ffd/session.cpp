@@ -1,10 +1,14 @@
 // FFD sessions: preprocessing once per mesh and lattice layout, then per-edit updates on the chosen backend.
+#include <Eigen/Dense>
 #include <chrono>
+#include <cstdio>
+#include <map>
 
 #include "ffd/ffd_backend.hpp"
 #include "ffd/lattice_view.hpp"
 #include "ffd/prepare.hpp"
 #include "parasurf/error.hpp"
+#include "io/atomic_file.hpp"
 #include "parasurf/ffd.hpp"
 
 namespace parasurf {
@@ -17,6 +21,9 @@ struct FfdState {
   std::unique_ptr<ffd::CudaSession<T>> cuda;
   // CPU results and scratch (the CUDA session keeps its own on the device)
   std::vector<T> positions, normals, samples, controls, control_points;
+  std::vector<double> last_control_points;  // for the exact patches, recomputed in double
+  std::vector<double> knots_double;
+  double to_param_double[12], to_world_double[12];
   bool updated = false;
 };
 
@@ -69,6 +76,11 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
   ffd::SessionData<T>& d = state_->data;
   d.method = options.method;
   auto arrays = ffd::make_lattice_arrays<T>(lattice, lattice.control_points);
+  {
+    auto exact = ffd::make_lattice_arrays<double>(lattice, lattice.control_points);
+    state_->knots_double = exact.knots;
+    for (int i = 0; i < 12; ++i) state_->to_param_double[i] = exact.view.to_param[i], state_->to_world_double[i] = exact.view.to_world[i];
+  }
   d.lattice = arrays.view;
   d.knots = std::move(arrays.knots);
   d.lattice.knots = nullptr;
@@ -116,6 +128,7 @@ void FfdSession<T>::update(std::span<const double> control_points) {
     if (!std::isfinite(v)) throw Error(ErrorKind::InvalidArgument, "FFD update: a control point is not finite");
   const auto t0 = std::chrono::steady_clock::now();
   s.control_points.assign(control_points.begin(), control_points.end());
+  s.last_control_points.assign(control_points.begin(), control_points.end());
   if (s.cuda) s.cuda->update(s.control_points.data());
   else ffd::update_cpu(s.data, s.control_points.data(), s.samples, s.controls, s.positions, s.normals);
   s.report.update_seconds = seconds_since(t0);
@@ -155,6 +168,92 @@ template <class T>
 const std::vector<double>& FfdSession<T>::rest_face_normals() const { return state_->prepared.rest_normals; }
 template <class T>
 const FfdReport& FfdSession<T>::report() const { return state_->report; }
+
+namespace {
+// Inverse of the collocation matrix of the degree-n triangular Bernstein basis at the points (i/n, j/n), rows
+// ordered like BezierView kind 3 (j outer, i inner; weight s^i t^j (1-s-t)^l).
+Eigen::MatrixXd triangle_collocation_inverse(int n) {
+  const int count = (n + 1) * (n + 2) / 2;
+  Eigen::MatrixXd m(count, count);
+  auto fact = [](int k) { return std::tgamma(k + 1.0); };
+  int row = 0;
+  for (int j = 0; j <= n; ++j)
+    for (int i = 0; i + j <= n; ++i, ++row) {
+      const double s = double(i) / n, t = double(j) / n, w = 1.0 - s - t;
+      int col = 0;
+      for (int jj = 0; jj <= n; ++jj)
+        for (int ii = 0; ii + jj <= n; ++ii, ++col) {
+          const int ll = n - ii - jj;
+          m(row, col) = fact(n) / (fact(ii) * fact(jj) * fact(ll)) * std::pow(s, ii) * std::pow(t, jj) * std::pow(w, ll);
+        }
+    }
+  return m.fullPivLu().inverse();
+}
+}  // namespace
+
+template <class T>
+void FfdSession<T>::write_bezier_patches(const std::string& path) const {
+  const FfdState<T>& st = *state_;
+  if (st.report.method != FfdMethod::Accurate)
+    throw Error(ErrorKind::InvalidArgument, "exact Bezier patches exist for accurate FFD only");
+  if (!st.updated) throw Error(ErrorKind::InvalidArgument, "FFD: write_bezier_patches before the first update");
+  // Control points of every surface in double, on the host, from the last edit.
+  ffd::SessionData<double> d;
+  d.method = FfdMethod::Accurate;
+  for (int a = 0; a < 3; ++a) {
+    d.lattice.knot_offset[a] = st.data.lattice.knot_offset[a];
+    d.lattice.degree[a] = st.data.lattice.degree[a];
+    d.lattice.count[a] = st.data.lattice.count[a];
+  }
+  d.knots = st.knots_double;
+  for (int i = 0; i < 12; ++i) d.lattice.to_param[i] = st.to_param_double[i], d.lattice.to_world[i] = st.to_world_double[i];
+  d.surfaces = st.prepared.surfaces;
+  d.inverse_table = ffd::chebyshev_inverse_table();
+  d.sample_count = st.prepared.control_points;
+  d.threads = st.data.threads;
+  std::vector<double> samples(std::size_t(3 * d.sample_count)), controls(samples.size());
+  ffd::LatticeView<double> L = d.lattice;
+  L.knots = d.knots.data();
+  L.control_points = st.last_control_points.data();
+  for (const auto& rec : d.surfaces) {
+    for (int i = 0; i <= rec.degree_s; ++i)
+      for (int j = 0; j <= rec.degree_t; ++j)
+        ffd::surface_sample(L, rec, i, j, samples.data() + 3 * (rec.control_offset + i * (rec.degree_t + 1) + j));
+    ffd::surface_controls(d.inverse_table.data(), rec, samples.data(), controls.data());
+  }
+  std::map<int, Eigen::MatrixXd> inverses;
+  io::AtomicFile file(path);
+  file.write("# parasurf accurate FFD: " + std::to_string(st.prepared.piece_triangles.size()) +
+             " triangular Bezier patches (kind 3), the exact deformed surface\n");
+  std::string text;
+  char buf[96];
+  for (const auto& pt : st.prepared.piece_triangles) {
+    const int n = pt.total_degree;
+    auto it = inverses.find(n);
+    if (it == inverses.end()) it = inverses.emplace(n, triangle_collocation_inverse(n)).first;
+    const int count = (n + 1) * (n + 2) / 2;
+    Eigen::MatrixXd values(count, 3);
+    int row = 0;
+    for (int j = 0; j <= n; ++j)
+      for (int i = 0; i + j <= n; ++i, ++row) {
+        const double s = double(i) / n, t = double(j) / n, w = 1.0 - s - t;
+        const double u = s * pt.st[0][0] + t * pt.st[1][0] + w * pt.st[2][0];
+        const double v = s * pt.st[0][1] + t * pt.st[1][1] + w * pt.st[2][1];
+        double p[3], nn[3];
+        ffd::surface_point(d.surfaces[pt.surface], controls.data(), u, v, p, nn);
+        for (int k = 0; k < 3; ++k) values(row, k) = p[k];
+      }
+    const Eigen::MatrixXd cps = it->second * values;
+    text += "3 " + std::to_string(n) + "\n";
+    for (int r = 0; r < count; ++r) {
+      std::snprintf(buf, sizeof buf, "%.17g %.17g %.17g\n", cps(r, 0), cps(r, 1), cps(r, 2));
+      text += buf;
+    }
+    if (text.size() > (1u << 20)) file.write(text), text.clear();
+  }
+  file.write(text);
+  file.commit();
+}
 
 template class FfdSession<float>;
 template class FfdSession<double>;

@@ -63,6 +63,8 @@ for method in point accurate uus; do
   grep -q '"output_triangles"' "$dir/ffd-$method.json"
 done
 grep -q '"pieces"' "$dir/ffd-accurate.json"
+"$exe" ffd "$dir/tet.obj" --lattice 4 --edits "$dir/edits.json" -m 2 --patches "$dir/tet.bv" -o "$dir/tet.glb" >/dev/null
+"$exe" tessellate "$dir/tet.bv" -r 4 -o "$dir/tet-exact.ply" >/dev/null
 "$exe" bench ffd --quick --devices cpu --json "$dir/bf.json" >/dev/null
 grep -q '"vertices_per_second"' "$dir/bf.json"
 echo "smoke passed"

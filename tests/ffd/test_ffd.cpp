@@ -4,6 +4,7 @@
 
 #include <Eigen/Dense>
 #include <cmath>
+#include <filesystem>
 #include <random>
 
 #include "ffd/ffd_kernels.hpp"
@@ -11,6 +12,7 @@
 #include "ffd/prepare.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/ffd.hpp"
+#include "parasurf/patches.hpp"
 #include "support.hpp"
 
 namespace parasurf {
@@ -87,6 +89,67 @@ Lattice random_lattice(const PolygonMesh& mesh, std::mt19937_64& rng, double amp
 
 std::vector<float> as_float(const std::vector<double>& v) { return {v.begin(), v.end()}; }
 
+// Independent reference: the Cox-de Boor recursion in long double, value and derivative of N_{i,p}(u).
+long double cox_de_boor(const std::vector<double>& k, int i, int p, long double u, int count) {
+  if (p == 0) {
+    // Half-open spans, except that the domain's last span also owns its right end.
+    const bool last = i == count - 1 || k[i + 1] == k[count];
+    return (u >= k[i] && u < k[i + 1]) || (last && u == k[i + 1] && k[i] < k[i + 1]) ? 1.0L : 0.0L;
+  }
+  long double a = 0, b = 0;
+  if (k[i + p] != k[i]) a = (u - k[i]) / ((long double)k[i + p] - k[i]) * cox_de_boor(k, i, p - 1, u, count);
+  if (k[i + p + 1] != k[i + 1]) b = ((long double)k[i + p + 1] - u) / ((long double)k[i + p + 1] - k[i + 1]) * cox_de_boor(k, i + 1, p - 1, u, count);
+  return a + b;
+}
+
+TEST(Ffd, VolumeMatchesTheCoxDeBoorReference) {
+  std::mt19937_64 rng(test::run_seed() + 8);
+  const PolygonMesh mesh = sphere_mesh(4, 6);
+  for (int trial = 0; trial < 4; ++trial) {
+    const Lattice l = random_lattice(mesh, rng, 0.1, true);
+    std::uniform_real_distribution<double> u(-1.0, 1.0);
+    double worst = 0, worst_jacobian = 0;
+    for (int k = 0; k < 50; ++k) {
+      std::array<double, 3> x{u(rng), u(rng), u(rng)}, got{};
+      deform_points(l, x, got);
+      long double q[3];
+      for (int r = 0; r < 3; ++r)
+        q[r] = (long double)l.world_to_parameter[4 * r] * x[0] + (long double)l.world_to_parameter[4 * r + 1] * x[1] +
+               (long double)l.world_to_parameter[4 * r + 2] * x[2] + l.world_to_parameter[4 * r + 3];
+      bool inside = true;
+      for (int a = 0; a < 3; ++a) inside = inside && q[a] >= l.knots[a][l.degree[a]] && q[a] <= l.knots[a][l.count[a]];
+      long double want[3] = {x[0], x[1], x[2]};
+      if (inside) {
+        want[0] = want[1] = want[2] = 0;
+        for (int kk = 0; kk < l.count[2]; ++kk)
+          for (int j = 0; j < l.count[1]; ++j)
+            for (int i = 0; i < l.count[0]; ++i) {
+              const long double w = cox_de_boor(l.knots[0], i, l.degree[0], q[0], l.count[0]) *
+                                    cox_de_boor(l.knots[1], j, l.degree[1], q[1], l.count[1]) *
+                                    cox_de_boor(l.knots[2], kk, l.degree[2], q[2], l.count[2]);
+              for (int d = 0; d < 3; ++d) want[d] += w * l.control_points[3 * l.linear_index(i, j, kk) + d];
+            }
+      }
+      for (int d = 0; d < 3; ++d) worst = std::max(worst, double(std::abs(got[d] - want[d])));
+      // Jacobian against central differences of the positions.
+      std::array<double, 9> jac{};
+      std::array<double, 3> tmp{};
+      deform_points(l, x, tmp, jac);
+      for (int c = 0; c < 3; ++c) {
+        std::array<double, 3> xp = x, xm = x, fp{}, fm{};
+        const double h = 1e-5;
+        xp[c] += h;
+        xm[c] -= h;
+        deform_points(l, xp, fp);
+        deform_points(l, xm, fm);
+        for (int r = 0; r < 3; ++r) worst_jacobian = std::max(worst_jacobian, std::abs((fp[r] - fm[r]) / (2 * h) - jac[3 * r + c]));
+      }
+    }
+    EXPECT_LE(worst, 1e-12) << "trial " << trial;
+    EXPECT_LE(worst_jacobian, 1e-5) << "trial " << trial;
+  }
+}
+
 TEST(Ffd, IdentityLatticeLeavesEveryVertex) {
   const PolygonMesh mesh = sphere_mesh(7, 11);
   std::mt19937_64 rng(test::run_seed());
@@ -158,7 +221,7 @@ TEST(Ffd, AccurateEqualsPointFfdOfTheSubdividedInput) {
   const PolygonMesh sphere = sphere_mesh(9, 13);
   for (int trial = 0; trial < 3; ++trial) {
     const Lattice lattice = random_lattice(sphere, rng, 0.08, trial > 0);
-    const int level = 1 + int(rng() % 6);
+    const int level = 3 + int(rng() % 5);  // m >= 3: some vertices lie inside a single surface
     for (Device device : test::devices()) {
       SCOPED_TRACE(std::string(device_name(device)) + " trial " + std::to_string(trial));
       check_accurate_against_point<double>(device, sphere, lattice, level, 1e-10, 1e-8);
@@ -369,6 +432,61 @@ TEST(Ffd, BadLatticesAndMeshesAreRefused) {
   EXPECT_THROW(ok.update(cps), Error);
   cps.pop_back();
   EXPECT_THROW(ok.update(cps), Error);
+}
+
+// The exact patches load back through the patch reader, and each equals point FFD of its rest triangle.
+TEST(Ffd, ExactPatchesLoadBackAndMatchTheVolume) {
+  std::mt19937_64 rng(test::run_seed() + 7);
+  const PolygonMesh mesh = sphere_mesh(5, 8);
+  const Lattice lattice = random_lattice(mesh, rng, 0.08, true);
+  FfdOptions o;
+  o.level = 2;
+  o.device = Device::Cpu;
+  FfdSession<float> session(mesh, lattice, o);  // the patches are exact (double) whatever the session's precision
+  session.update(lattice.control_points);
+  const std::string path = (std::filesystem::temp_directory_path() / ("ffd-patches-" + std::to_string(rng()) + ".bv")).string();
+  session.write_bezier_patches(path);
+  const PatchModel model = read_patch_model(path);
+  std::filesystem::remove(path);
+  FfdReport report;
+  const ffd::Prepared prep = ffd::prepare_accurate(mesh, lattice, 2, report);  // same order as the file
+  ASSERT_EQ(model.patches.size(), prep.piece_triangles.size());
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  double worst = 0;
+  int max_degree = 0;
+  for (std::size_t k = 0; k < model.patches.size(); ++k) {
+    const Patch& p = model.patches[k];
+    ASSERT_EQ(p.kind, PatchKind::Triangle);
+    const int n = p.degree_u;
+    max_degree = std::max(max_degree, n);
+    ASSERT_GE(n, 1);
+    ASSERT_LE(n, 9);
+    const double s = u(rng), t = (1 - s) * u(rng), w = 1 - s - t;
+    // de Casteljau on the kind-3 layout: rows j from the bottom, point i in row j; weight s^i t^j w^l.
+    auto idx = [](int i, int j, int d) { return j * (d + 1) - j * (j - 1) / 2 + i; };
+    std::vector<std::array<double, 3>> b;
+    for (int c = 0; c < (n + 1) * (n + 2) / 2; ++c) {
+      const double* q = model.points.data() + 4 * (p.offset + c);
+      b.push_back({q[0], q[1], q[2]});
+    }
+    for (int d = n; d > 0; --d) {
+      std::vector<std::array<double, 3>> next;
+      for (int j = 0; j < d; ++j)
+        for (int i = 0; i + j < d; ++i) {
+          std::array<double, 3> v{};
+          for (int c = 0; c < 3; ++c) v[c] = s * b[idx(i + 1, j, d)][c] + t * b[idx(i, j + 1, d)][c] + w * b[idx(i, j, d)][c];
+          next.push_back(v);
+        }
+      b = next;
+    }
+    const auto& pt = prep.piece_triangles[k];
+    std::array<double, 3> rest{}, want{};
+    for (int c = 0; c < 3; ++c) rest[c] = s * pt.rest[0][c] + t * pt.rest[1][c] + w * pt.rest[2][c];
+    deform_points(lattice, rest, want);
+    for (int c = 0; c < 3; ++c) worst = std::max(worst, std::abs(b[0][c] - want[c]));
+  }
+  EXPECT_LE(worst, 1e-9);
+  std::printf("  %zu triangular patches (degree up to %d): max |patch - point FFD| = %.3g\n", model.patches.size(), max_degree, worst);
 }
 
 TEST(Ffd, NonConvexFacesAreTriangulated) {
