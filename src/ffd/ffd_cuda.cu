@@ -1,6 +1,6 @@
-// CUDA backend of the per-edit FFD work. Accurate FFD follows Cui & Feng 2013 section 3.4's task layout: one
-// thread per Chebyshev sample, one per Bézier control point (a lookup table maps threads to surfaces), then one
-// thread per output vertex whatever its surface.
+// CUDA backend of the per-edit FFD work. Accurate FFD after Cui & Feng 2013 section 3.4: the samples and control
+// points of each Bézier surface computed together (here one warp per surface, in shared memory), then one thread
+// per output vertex whatever its surface.
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.hpp"
@@ -26,25 +26,42 @@ __global__ void point_kernel(LatticeView<T> L, const T* __restrict__ rest, const
   for (int d = 0; d < 3; ++d) out[3 * v + d] = p[d], out_normals[3 * v + d] = q[d];
 }
 
-template <class T>
-__global__ void sample_kernel(LatticeView<T> L, const SurfaceRecord<T>* __restrict__ surfaces,
-                              const std::int32_t* __restrict__ sample_surface, std::int64_t n, T* __restrict__ samples) {
-  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= n) return;
-  const SurfaceRecord<T> rec = surfaces[sample_surface[g]];
-  const int local = int(g - rec.control_offset);
-  surface_sample(L, rec, local / (rec.degree_t + 1), local % (rec.degree_t + 1), samples + 3 * g);
-}
+// One warp per Bezier surface: its lanes sample the volume at the Chebyshev points into shared memory, then apply
+// the two small inverse matrices there (separably), so samples never travel through global memory.
+constexpr int kSurfaceWarps = 4;
+constexpr int kMaxControls = (kMaxPieceDegree + 1) * (kMaxPieceDegree + 1);
 
 template <class T>
-__global__ void control_kernel(const T* __restrict__ inverse_table, const SurfaceRecord<T>* __restrict__ surfaces,
-                               const std::int32_t* __restrict__ sample_surface, std::int64_t n, const T* __restrict__ samples,
-                               T* __restrict__ controls) {
-  const std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (g >= n) return;
-  const SurfaceRecord<T> rec = surfaces[sample_surface[g]];
-  const int local = int(g - rec.control_offset);
-  surface_control_point(inverse_table, rec, samples, local / (rec.degree_t + 1), local % (rec.degree_t + 1), controls + 3 * g);
+__global__ void __launch_bounds__(32 * kSurfaceWarps) surface_kernel(LatticeView<T> L, const SurfaceRecord<T>* __restrict__ surfaces,
+                                                                     std::int64_t n, const T* __restrict__ inverse_table,
+                                                                     T* __restrict__ controls) {
+  __shared__ T f[kSurfaceWarps][3 * kMaxControls];
+  __shared__ T tmp[kSurfaceWarps][3 * kMaxControls];
+  const int w = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const std::int64_t s = std::int64_t(blockIdx.x) * kSurfaceWarps + w;
+  if (s >= n) return;  // whole warps leave together
+  const SurfaceRecord<T> rec = surfaces[s];
+  const int ns = rec.degree_s, nt = rec.degree_t, count = (ns + 1) * (nt + 1);
+  for (int k = lane; k < count; k += 32) surface_sample(L, rec, k / (nt + 1), k % (nt + 1), &f[w][3 * k]);
+  __syncwarp();
+  const T* si = inverse_table + inverse_matrix_offset(ns);
+  const T* ti = inverse_table + inverse_matrix_offset(nt);
+  for (int k = lane; k < count; k += 32) {
+    const int i = k / (nt + 1), b = k % (nt + 1);
+    T acc[3] = {0, 0, 0};
+    for (int j = 0; j <= nt; ++j)
+      for (int d = 0; d < 3; ++d) acc[d] += ti[b * (nt + 1) + j] * f[w][3 * (i * (nt + 1) + j) + d];
+    for (int d = 0; d < 3; ++d) tmp[w][3 * k + d] = acc[d];
+  }
+  __syncwarp();
+  T* out = controls + 3 * rec.control_offset;
+  for (int k = lane; k < count; k += 32) {
+    const int a = k / (nt + 1), b = k % (nt + 1);
+    T acc[3] = {0, 0, 0};
+    for (int i = 0; i <= ns; ++i)
+      for (int d = 0; d < 3; ++d) acc[d] += si[a * (ns + 1) + i] * tmp[w][3 * (i * (nt + 1) + b) + d];
+    for (int d = 0; d < 3; ++d) out[3 * k + d] = acc[d];
+  }
 }
 
 template <class T>
@@ -83,20 +100,11 @@ class CudaSessionImpl final : public CudaSession<T> {
       upload(rest_normals_, d.rest_normals, "uploading the rest normals");
     } else {
       n_samples_ = d.sample_count;
-      std::vector<std::int32_t> owner(static_cast<std::size_t>(n_samples_));
-      std::int32_t* slot = owner.data();
-      const SurfaceRecord<T>* recs = d.surfaces.data();
-      for (std::int64_t s = 0; s < std::int64_t(d.surfaces.size()); ++s) {
-        const std::int64_t first = recs[s].control_offset;
-        const std::int64_t count = std::int64_t(recs[s].degree_s + 1) * (recs[s].degree_t + 1);
-        for (std::int64_t k = 0; k < count; ++k) slot[first + k] = static_cast<std::int32_t>(s);
-      }
-      upload(sample_surface_, owner, "uploading the sample table");
+      n_surfaces_ = std::int64_t(d.surfaces.size());
       upload(surfaces_, d.surfaces, "uploading the Bezier surfaces");
       upload(records_, d.records, "uploading the vertex records");
       upload(offsets_, d.record_offsets, "uploading the vertex record offsets");
       upload(inverse_, d.inverse_table, "uploading the reconstruction matrices");
-      samples_.ensure(std::max<std::size_t>(1, std::size_t(3 * n_samples_) * sizeof(T)), "allocating the FFD samples");
       controls_.ensure(std::max<std::size_t>(1, std::size_t(3 * n_samples_) * sizeof(T)), "allocating the FFD control points");
     }
     lattice_.knots = knots_.as<T>();
@@ -115,14 +123,10 @@ class CudaSessionImpl final : public CudaSession<T> {
                                                                          out_.as<T>(), out_normals_.as<T>());
       PS_CUDA_LAUNCH("launching point FFD");
     } else {
-      if (n_samples_ > 0) {
-        sample_kernel<T><<<blocks_for(n_samples_), kBlock, 0, stream_>>>(lattice_, surfaces_.as<SurfaceRecord<T>>(),
-                                                                          sample_surface_.as<std::int32_t>(), n_samples_, samples_.as<T>());
-        PS_CUDA_LAUNCH("launching the FFD sampling");
-        control_kernel<T><<<blocks_for(n_samples_), kBlock, 0, stream_>>>(inverse_.as<T>(), surfaces_.as<SurfaceRecord<T>>(),
-                                                                           sample_surface_.as<std::int32_t>(), n_samples_,
-                                                                           samples_.as<T>(), controls_.as<T>());
-        PS_CUDA_LAUNCH("launching the Bezier reconstruction");
+      if (n_surfaces_ > 0) {
+        surface_kernel<T><<<unsigned((n_surfaces_ + kSurfaceWarps - 1) / kSurfaceWarps), 32 * kSurfaceWarps, 0, stream_>>>(
+            lattice_, surfaces_.as<SurfaceRecord<T>>(), n_surfaces_, inverse_.as<T>(), controls_.as<T>());
+        PS_CUDA_LAUNCH("launching the FFD sampling and Bezier reconstruction");
       }
       if (n_vertices_ > 0)
         vertex_kernel<T><<<blocks_for(n_vertices_), kBlock, 0, stream_>>>(surfaces_.as<SurfaceRecord<T>>(), controls_.as<T>(),
@@ -145,9 +149,9 @@ class CudaSessionImpl final : public CudaSession<T> {
   LatticeView<T> lattice_;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
-  std::int64_t n_vertices_ = 0, n_controls_ = 0, n_samples_ = 0;
+  std::int64_t n_vertices_ = 0, n_controls_ = 0, n_samples_ = 0, n_surfaces_ = 0;
   DeviceBuffer knots_, control_points_, out_, out_normals_, rest_, rest_normals_;
-  DeviceBuffer sample_surface_, surfaces_, records_, offsets_, inverse_, samples_, controls_;
+  DeviceBuffer surfaces_, records_, offsets_, inverse_, controls_;
 };
 
 }  // namespace
