@@ -1,6 +1,6 @@
 // CUDA backend of the per-edit FFD work. Accurate FFD after Cui & Feng 2013 section 3.4: the samples and control
 // points of each Bézier surface computed together (here one warp per surface, in shared memory), then one thread
-// per output vertex whatever its surface.
+// per (vertex, surface) record whatever its surface, then one per vertex to average crease normals.
 #include <cuda_runtime.h>
 
 #include "core/cuda_check.hpp"
@@ -65,14 +65,27 @@ __global__ void __launch_bounds__(32 * kSurfaceWarps) surface_kernel(LatticeView
 }
 
 template <class T>
-__global__ void vertex_kernel(const SurfaceRecord<T>* __restrict__ surfaces, const T* __restrict__ controls,
-                              const VertexRecord<T>* __restrict__ records, const std::int64_t* __restrict__ offsets,
-                              std::int64_t n, T* __restrict__ out, T* __restrict__ out_normals) {
+__global__ void record_kernel(const SurfaceRecord<T>* __restrict__ surfaces, const T* __restrict__ controls,
+                              const VertexRecord<T>* __restrict__ records, std::int64_t n, T* __restrict__ record_points) {
+  const std::int64_t r = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= n) return;
+  T p[3], q[3];
+  record_point(surfaces, controls, records[r], p, q);
+  for (int d = 0; d < 3; ++d) record_points[6 * r + d] = p[d], record_points[6 * r + 3 + d] = q[d];
+}
+
+// Position from the vertex's first record, normal the mean of its records' unit normals.
+template <class T>
+__global__ void gather_kernel(const T* __restrict__ record_points, const std::int64_t* __restrict__ offsets, std::int64_t n,
+                              T* __restrict__ out, T* __restrict__ out_normals) {
   const std::int64_t v = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (v >= n) return;
-  T p[3], q[3];
-  accurate_vertex(surfaces, controls, records, offsets, v, p, q);
-  for (int d = 0; d < 3; ++d) out[3 * v + d] = p[d], out_normals[3 * v + d] = q[d];
+  const std::int64_t first = offsets[v], last = offsets[v + 1];
+  T nsum[3] = {0, 0, 0};
+  for (std::int64_t r = first; r < last; ++r)
+    for (int d = 0; d < 3; ++d) nsum[d] += record_points[6 * r + 3 + d];
+  normalize3(nsum);
+  for (int d = 0; d < 3; ++d) out[3 * v + d] = record_points[6 * first + d], out_normals[3 * v + d] = nsum[d];
 }
 
 unsigned blocks_for(std::int64_t n) { return unsigned((n + kBlock - 1) / kBlock); }
@@ -101,6 +114,8 @@ class CudaSessionImpl final : public CudaSession<T> {
     } else {
       n_samples_ = d.sample_count;
       n_surfaces_ = std::int64_t(d.surfaces.size());
+      n_records_ = std::int64_t(d.records.size());
+      record_points_.ensure(std::max<std::size_t>(1, std::size_t(6 * n_records_) * sizeof(T)), "allocating the FFD record points");
       upload(surfaces_, d.surfaces, "uploading the Bezier surfaces");
       upload(records_, d.records, "uploading the vertex records");
       upload(offsets_, d.record_offsets, "uploading the vertex record offsets");
@@ -128,11 +143,14 @@ class CudaSessionImpl final : public CudaSession<T> {
             lattice_, surfaces_.as<SurfaceRecord<T>>(), n_surfaces_, inverse_.as<T>(), controls_.as<T>());
         PS_CUDA_LAUNCH("launching the FFD sampling and Bezier reconstruction");
       }
-      if (n_vertices_ > 0)
-        vertex_kernel<T><<<blocks_for(n_vertices_), kBlock, 0, stream_>>>(surfaces_.as<SurfaceRecord<T>>(), controls_.as<T>(),
-                                                                           records_.as<VertexRecord<T>>(), offsets_.as<std::int64_t>(),
-                                                                           n_vertices_, out_.as<T>(), out_normals_.as<T>());
-      PS_CUDA_LAUNCH("launching the FFD tessellation");
+      if (n_records_ > 0) {
+        record_kernel<T><<<blocks_for(n_records_), kBlock, 0, stream_>>>(surfaces_.as<SurfaceRecord<T>>(), controls_.as<T>(),
+                                                                          records_.as<VertexRecord<T>>(), n_records_, record_points_.as<T>());
+        PS_CUDA_LAUNCH("launching the FFD tessellation");
+        gather_kernel<T><<<blocks_for(n_vertices_), kBlock, 0, stream_>>>(record_points_.as<T>(), offsets_.as<std::int64_t>(),
+                                                                          n_vertices_, out_.as<T>(), out_normals_.as<T>());
+        PS_CUDA_LAUNCH("launching the FFD normal gather");
+      }
     }
     PS_CUDA(cudaStreamSynchronize(stream_), "running the FFD update");
   }
@@ -149,9 +167,9 @@ class CudaSessionImpl final : public CudaSession<T> {
   LatticeView<T> lattice_;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
-  std::int64_t n_vertices_ = 0, n_controls_ = 0, n_samples_ = 0, n_surfaces_ = 0;
+  std::int64_t n_vertices_ = 0, n_controls_ = 0, n_samples_ = 0, n_surfaces_ = 0, n_records_ = 0;
   DeviceBuffer knots_, control_points_, out_, out_normals_, rest_, rest_normals_;
-  DeviceBuffer surfaces_, records_, offsets_, inverse_, controls_;
+  DeviceBuffer surfaces_, records_, offsets_, inverse_, controls_, record_points_;
 };
 
 }  // namespace

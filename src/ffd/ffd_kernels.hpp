@@ -114,6 +114,56 @@ PS_HD void volume_point(const LatticeView<T>& L, const int* span, const T* q, T*
   for (int d = 0; d < 3; ++d) out[d] = acc[d];
 }
 
+// The same with compile-time degrees, so that the loops unroll and the basis stays in registers (the tricubic
+// lattice of every benchmark).
+template <class T, int P>
+PS_HD void basis_fixed(const T* knots, int span, T u, T* value) {
+  T left[P + 1], right[P + 1];
+  value[0] = T(1);
+PS_UNROLL
+  for (int j = 1; j <= P; ++j) {
+    left[j] = u - knots[span + 1 - j];
+    right[j] = knots[span + j] - u;
+    T saved = T(0);
+PS_UNROLL
+    for (int r = 0; r < j; ++r) {
+      const T t = value[r] / (right[r + 1] + left[j - r]);
+      value[r] = saved + right[r + 1] * t;
+      saved = left[j - r] * t;
+    }
+    value[j] = saved;
+  }
+}
+
+template <class T, int P0, int P1, int P2>
+PS_HD void volume_point_fixed(const LatticeView<T>& L, const int* span, const T* q, T* out) {
+  T nu[P0 + 1], nv[P1 + 1], nw[P2 + 1];
+  basis_fixed<T, P0>(L.knots + L.knot_offset[0], span[0], q[0], nu);
+  basis_fixed<T, P1>(L.knots + L.knot_offset[1], span[1], q[1], nv);
+  basis_fixed<T, P2>(L.knots + L.knot_offset[2], span[2], q[2], nw);
+  T acc[3] = {0, 0, 0};
+  const int row_stride = 3 * L.count[0], plane_stride = row_stride * L.count[1];
+  const T* base = L.control_points + 3 * (span[0] - P0) + row_stride * (span[1] - P1) + std::int64_t(plane_stride) * (span[2] - P2);
+PS_UNROLL
+  for (int c = 0; c <= P2; ++c) {
+    T plane[3] = {0, 0, 0};
+PS_UNROLL
+    for (int b = 0; b <= P1; ++b) {
+      const T* row = base + std::int64_t(plane_stride) * c + row_stride * b;
+      T line[3] = {0, 0, 0};
+PS_UNROLL
+      for (int a = 0; a <= P0; ++a)
+PS_UNROLL
+        for (int d = 0; d < 3; ++d) line[d] += nu[a] * row[3 * a + d];
+PS_UNROLL
+      for (int d = 0; d < 3; ++d) plane[d] += nv[b] * line[d];
+    }
+PS_UNROLL
+    for (int d = 0; d < 3; ++d) acc[d] += nw[c] * plane[d];
+  }
+  for (int d = 0; d < 3; ++d) out[d] = acc[d];
+}
+
 // R and dR/dq (columns: d/du, d/dv, d/dw; jac[3*row + col]) at q with the given spans.
 template <class T>
 PS_HD void volume_point_jacobian(const LatticeView<T>& L, const int* span, const T* q, T* out, T* jac) {
@@ -234,7 +284,8 @@ PS_HD void surface_sample(const LatticeView<T>& L, const SurfaceRecord<T>& s, in
     affine_apply(L.to_world, q, out);
     return;
   }
-  volume_point(L, s.span, q, out);
+  if (L.degree[0] == 3 && L.degree[1] == 3 && L.degree[2] == 3) volume_point_fixed<T, 3, 3, 3>(L, s.span, q, out);
+  else volume_point(L, s.span, q, out);
 }
 
 // Control point (a, b) = sum_ij Sinv[a][i] F[i][j] Tinv[b][j]: the seed's two small products per piece.
@@ -335,6 +386,14 @@ struct VertexRecord {
   T s, t;
   std::int32_t surface;
 };
+
+// One record's point and unit normal (the GPU evaluates records in parallel, then averages per vertex, so that a
+// vertex shared by hundreds of surfaces, like a pole, does not serialise one thread).
+template <class T>
+PS_HD void record_point(const SurfaceRecord<T>* surfaces, const T* controls, const VertexRecord<T>& rec, T* position, T* normal) {
+  surface_point(surfaces[rec.surface], controls, rec.s, rec.t, position, normal);
+  normalize3(normal);
+}
 
 // Output vertex v: position from its first record, normal as the mean of the unit normals of its surfaces
 // (more than one only on creases between non-coplanar faces).
