@@ -6,6 +6,8 @@
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/ffd.hpp"
+#include "parasurf/patches.hpp"
+#include "parasurf/tessellate.hpp"
 
 namespace parasurf::cli {
 
@@ -14,7 +16,7 @@ namespace {
 struct FfdArgs {
   std::string input, output, patches, lattice = "9", degree = "3", lattice_file, edits, method = "accurate", precision = "double",
                          device = "auto", json;
-  double padding = 0.05;
+  double padding = 0.05, twist_degrees = 0;
   int level = 4, threads = 0;
   bool allow_non_manifold = false;
 };
@@ -44,6 +46,34 @@ std::array<int, 3> parse_triple(const std::string& text, const std::string& opti
   else if (n != 3 || text.find('x', pos) != std::string::npos)
     throw Error(ErrorKind::InvalidArgument, option + " '" + text + "' is not N or NxNxN");
   return out;
+}
+
+// The built-in input: the Utah teapot tessellated into a welded mesh (8 segments per patch side).
+PolygonMesh teapot_mesh() {
+  TessellationOptions o;
+  o.resolution = 8;
+  o.device = Device::Cpu;
+  const TriangleMesh t = to_triangle_mesh(tessellate(utah_teapot(), o));
+  PolygonMesh m;
+  m.positions.assign(t.positions.begin(), t.positions.end());
+  for (std::int64_t f = 0; f < t.triangle_count(); ++f) m.add_face(std::span<const std::uint32_t>(t.triangles.data() + 3 * f, 3));
+  return m;
+}
+
+// The built-in edit: a twist of `degrees` about the vertical (z) axis through the lattice's centre, growing from
+// nothing at the bottom layer to the full angle at the top.
+void twist(Lattice& l, double degrees) {
+  double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
+  for (std::size_t i = 0; i < l.control_points.size(); ++i)
+    lo[i % 3] = std::min(lo[i % 3], l.control_points[i]), hi[i % 3] = std::max(hi[i % 3], l.control_points[i]);
+  const double cx = 0.5 * (lo[0] + hi[0]), cy = 0.5 * (lo[1] + hi[1]);
+  for (std::size_t p = 0; p < l.control_points.size() / 3; ++p) {
+    double* c = l.control_points.data() + 3 * p;
+    const double a = degrees * 3.14159265358979323846 / 180 * (c[2] - lo[2]) / (hi[2] - lo[2]);
+    const double x = c[0] - cx, y = c[1] - cy;
+    c[0] = cx + std::cos(a) * x - std::sin(a) * y;
+    c[1] = cy + std::sin(a) * x + std::cos(a) * y;
+  }
 }
 
 bool mesh_extension(const std::string& path) {
@@ -88,7 +118,8 @@ void add_ffd(CLI::App& app) {
   auto a = std::make_shared<FfdArgs>();
   auto* cmd = app.add_subcommand("ffd", "Deform a polygon mesh (.obj, .ply, .off, .stl) with a B-spline lattice: point FFD, "
                                         "accurate FFD (exact trimmed Bezier pieces, tessellated) or uniform up-sampling");
-  cmd->add_option("input", a->input, "Mesh file: .obj, .ply, .off or .stl")->required();
+  cmd->add_option("input", a->input, "Mesh file: .obj, .ply, .off or .stl (none: the Utah teapot, twisted 45 degrees)");
+  cmd->add_option("--twist", a->twist_degrees, "Also twist the lattice by this angle about z, growing from bottom to top");
   cmd->add_option("--output,-o", a->output, "Output mesh: .ply, .obj, .glb or .stl (default: <input stem>-ffd.ply)");
   cmd->add_option("--patches", a->patches,
                   "Accurate: also write the exact deformed surface as triangular Bezier patches (.bv, kind 3)");
@@ -107,6 +138,9 @@ void add_ffd(CLI::App& app) {
   cmd->add_flag("--allow-non-manifold", a->allow_non_manifold, "Deform meshes with non-manifold edges too");
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");
   cmd->callback([a] {
+    const bool builtin = a->input.empty();
+    if (builtin && a->edits.empty() && a->twist_degrees == 0) a->twist_degrees = 45;
+    if (a->output.empty() && builtin) a->output = "teapot-ffd.ply";
     if (a->output.empty()) {
       std::string stem = a->input.substr(a->input.find_last_of('/') + 1);
       stem = stem.substr(0, stem.find_last_of('.'));
@@ -117,7 +151,9 @@ void add_ffd(CLI::App& app) {
     if (!mesh_extension(a->output))
       throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (use .ply, .obj, .glb or .stl)");
     MeshReadReport read;
-    const PolygonMesh mesh = read_polygon_mesh(a->input, &read);
+    if (builtin) read.format = "built-in Utah teapot";
+    const PolygonMesh mesh = builtin ? teapot_mesh() : read_polygon_mesh(a->input, &read);
+    if (builtin) std::printf("mesh: Utah teapot (built in), %lld triangles\n", (long long)mesh.face_count());
     if (read.degenerate_skipped)
       std::printf("%s: skipped %lld degenerate faces (repeated corners or no area)\n", a->input.c_str(), (long long)read.degenerate_skipped);
     LatticeSpec spec;
@@ -138,6 +174,11 @@ void add_ffd(CLI::App& app) {
       miss = apply_lattice_edits(lattice, edits);
       std::printf("edits: %zu control-point moves, %zu targets (largest miss %.3g)\n", edits.moves.size(), edits.targets.size(), miss);
     }
+    if (a->twist_degrees != 0) {
+      if (!std::isfinite(a->twist_degrees)) throw Error(ErrorKind::InvalidArgument, "--twist must be a finite angle");
+      twist(lattice, a->twist_degrees);
+      std::printf("twist: %g degrees about z\n", a->twist_degrees);
+    }
     FfdOptions o;
     o.method = parse_ffd_method(a->method);
     o.level = a->level;
@@ -145,7 +186,7 @@ void add_ffd(CLI::App& app) {
     o.threads = a->threads;
     o.allow_non_manifold = a->allow_non_manifold;
     nlohmann::json report;
-    report["input"] = a->input;
+    report["input"] = builtin ? std::string("built-in Utah teapot") : a->input;
     report["output"] = a->output;
     report["format"] = read.format;
     report["degenerate_skipped"] = read.degenerate_skipped;
