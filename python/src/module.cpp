@@ -1,0 +1,286 @@
+// pybind11 bindings of parasurf: numpy in, numpy out; the GIL is released while the library computes; library
+// errors become Python exceptions (ValueError for bad arguments and input, RuntimeError otherwise).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+
+#include "parasurf/bezier.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/ffd.hpp"
+#include "parasurf/isosurface.hpp"
+#include "parasurf/patches.hpp"
+#include "parasurf/tessellate.hpp"
+#include "parasurf/volume.hpp"
+
+namespace py = pybind11;
+using namespace parasurf;
+
+namespace {
+
+template <class T>
+py::array_t<T> matrix(std::int64_t rows, std::int64_t cols) {
+  return py::array_t<T>(std::vector<py::ssize_t>{py::ssize_t(rows), py::ssize_t(cols)});
+}
+
+// Mesh arrays with columns reversed (x,y,z -> array index order) when asked.
+py::tuple mesh_arrays(const TriangleMesh& m, bool reverse_columns, bool flip_winding) {
+  const std::int64_t nv = m.vertex_count(), nf = m.triangle_count();
+  auto verts = matrix<float>(nv, 3), normals = matrix<float>(nv, 3);
+  auto faces = matrix<std::int32_t>(nf, 3);
+  float* v = verts.mutable_data();
+  float* n = normals.mutable_data();
+  std::int32_t* f = faces.mutable_data();
+  for (std::int64_t i = 0; i < nv; ++i)
+    for (int c = 0; c < 3; ++c) {
+      const int src = reverse_columns ? 2 - c : c;
+      v[3 * i + c] = m.positions[3 * i + src];
+      n[3 * i + c] = m.normals.empty() ? 0.0f : m.normals[3 * i + src];
+    }
+  for (std::int64_t t = 0; t < nf; ++t) {
+    f[3 * t] = std::int32_t(m.triangles[3 * t]);
+    f[3 * t + 1] = std::int32_t(m.triangles[3 * t + (flip_winding ? 2 : 1)]);
+    f[3 * t + 2] = std::int32_t(m.triangles[3 * t + (flip_winding ? 1 : 2)]);
+  }
+  return py::make_tuple(verts, faces, normals);
+}
+
+VoxelType voxel_type_of(const py::dtype& d) {
+  if (d.is(py::dtype::of<float>())) return VoxelType::Float32;
+  if (d.is(py::dtype::of<double>())) return VoxelType::Float64;
+  if (d.is(py::dtype::of<std::uint8_t>())) return VoxelType::UInt8;
+  if (d.is(py::dtype::of<std::int8_t>())) return VoxelType::Int8;
+  if (d.is(py::dtype::of<std::uint16_t>())) return VoxelType::UInt16;
+  if (d.is(py::dtype::of<std::int16_t>())) return VoxelType::Int16;
+  if (d.is(py::dtype::of<std::uint32_t>())) return VoxelType::UInt32;
+  if (d.is(py::dtype::of<std::int32_t>())) return VoxelType::Int32;
+  throw Error(ErrorKind::InvalidArgument, "volume dtype " + py::cast<std::string>(py::str(static_cast<const py::handle&>(d))) +
+                                              " is not supported (use float32, float64 or an integer type up to 32 bits)");
+}
+
+// Marching cubes on a C-contiguous 3-D array, in scikit-image's conventions: vertices in array index order
+// times spacing, faces wound for the gradient direction, normals in index order.
+py::tuple marching_cubes_core(py::array volume, double level, std::array<double, 3> spacing, const std::string& direction,
+                              bool allow_degenerate, const std::string& device, int threads) {
+  if (volume.ndim() != 3) throw Error(ErrorKind::InvalidArgument, "Input volume should be a 3D numpy array.");
+  if (!(volume.flags() & py::array::c_style)) throw Error(ErrorKind::InvalidArgument, "volume must be C-contiguous");
+  VolumeGeometry g;
+  g.dims = {volume.shape(2), volume.shape(1), volume.shape(0)};
+  g.spacing = {spacing[2], spacing[1], spacing[0]};
+  MemoryVolume source(g, voxel_type_of(volume.dtype()), volume.data(), "array");
+  IsosurfaceOptions o;
+  o.levels = {level};
+  // The library's orientation, seen in array index order, is scikit-image's for the same name.
+  o.direction = direction == "descent" ? GradientDirection::Descent : GradientDirection::Ascent;
+  o.keep_degenerate = allow_degenerate;
+  o.device = parse_device(device);
+  o.threads = threads;
+  TriangleMesh mesh;
+  {
+    py::gil_scoped_release release;
+    mesh = extract_isosurface(source, o);
+  }
+  // scikit-image's normals point down the gradient whatever the direction; the library's follow the direction.
+  if (o.direction == GradientDirection::Ascent)
+    for (float& v : mesh.normals) v = -v;
+  return mesh_arrays(mesh, true, false);
+}
+
+py::tuple evaluate_surface(py::array_t<double, py::array::c_style | py::array::forcecast> points,
+                           std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> weights,
+                           std::int64_t rows, std::int64_t cols, bool derivatives, const std::string& precision,
+                           const std::string& device) {
+  if (points.ndim() != 3 || points.shape(2) != 3)
+    throw Error(ErrorKind::InvalidArgument, "control points must have shape (m+1, n+1, 3)");
+  BezierSurface s;
+  s.degree_u = int(points.shape(0)) - 1;
+  s.degree_v = int(points.shape(1)) - 1;
+  s.points.assign(points.data(), points.data() + points.size());
+  if (weights) {
+    if (weights->ndim() != 2 || weights->shape(0) != points.shape(0) || weights->shape(1) != points.shape(1))
+      throw Error(ErrorKind::InvalidArgument, "weights must have shape (m+1, n+1)");
+    s.weights.assign(weights->data(), weights->data() + weights->size());
+  }
+  EvalRequest req;
+  req.normals = true;
+  req.first_derivatives = derivatives;
+  EvalOptions o;
+  o.device = parse_device(device);
+  auto pack = [&](auto tag) {
+    using T = decltype(tag);
+    SurfaceSamples<T> r;
+    {
+      py::gil_scoped_release release;
+      r = evaluate_grid<T>(s, {rows, cols}, req, o);
+    }
+    auto field = [&](const std::array<std::vector<T>, 3>& f) {
+      py::array_t<T> a(std::vector<py::ssize_t>{py::ssize_t(rows), py::ssize_t(cols), 3});
+      T* d = a.mutable_data();
+      for (std::int64_t i = 0; i < rows * cols; ++i)
+        for (int c = 0; c < 3; ++c) d[3 * i + c] = f[c][i];
+      return a;
+    };
+    py::dict out;
+    out["points"] = field(r.position);
+    out["normals"] = field(r.normal);
+    if (derivatives) {
+      out["du"] = field(r.du);
+      out["dv"] = field(r.dv);
+    }
+    return out;
+  };
+  py::dict out = precision == "float" ? pack(float{}) : pack(double{});
+  return py::make_tuple(out["points"], out["normals"], out);
+}
+
+py::tuple tessellate_model(std::optional<std::string> path, int resolution, double tolerance, const std::string& device) {
+  TessellationOptions o;
+  o.resolution = resolution;
+  o.tolerance = tolerance;
+  o.device = parse_device(device);
+  TriangleMesh m;
+  {
+    py::gil_scoped_release release;
+    const PatchModel model = path ? read_patch_model(*path) : utah_teapot();
+    m = to_triangle_mesh(tessellate(model, o));
+  }
+  return mesh_arrays(m, false, false);
+}
+
+PolygonMesh polygon_mesh(py::array_t<double, py::array::c_style | py::array::forcecast> vertices, py::object faces) {
+  if (vertices.ndim() != 2 || vertices.shape(1) != 3) throw Error(ErrorKind::InvalidArgument, "vertices must have shape (V, 3)");
+  PolygonMesh m;
+  m.positions.assign(vertices.data(), vertices.data() + vertices.size());
+  const std::int64_t nv = vertices.shape(0);
+  auto add = [&](const std::vector<std::int64_t>& f) {
+    std::vector<std::uint32_t> c;
+    for (auto i : f) {
+      if (i < 0 || i >= nv) throw Error(ErrorKind::InvalidArgument, "face index " + std::to_string(i) + " is outside 0.." + std::to_string(nv - 1));
+      c.push_back(std::uint32_t(i));
+    }
+    if (c.size() < 3) throw Error(ErrorKind::InvalidArgument, "a face needs at least 3 corners");
+    m.add_face(c);
+  };
+  if (py::isinstance<py::array>(faces)) {
+    auto a = py::array_t<std::int64_t, py::array::c_style | py::array::forcecast>::ensure(faces);
+    if (!a || a.ndim() != 2) throw Error(ErrorKind::InvalidArgument, "faces must have shape (F, k) or be a list of index lists");
+    for (py::ssize_t f = 0; f < a.shape(0); ++f) add(std::vector<std::int64_t>(a.data() + f * a.shape(1), a.data() + (f + 1) * a.shape(1)));
+  } else {
+    for (auto f : faces) add(f.cast<std::vector<std::int64_t>>());
+  }
+  return m;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_parasurf, m) {
+  m.doc() = "parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs (C++ core)";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::InvalidArgument || e.kind() == ErrorKind::Parse) PyErr_SetString(PyExc_ValueError, e.what());
+      else if (e.kind() == ErrorKind::OutOfMemory) PyErr_SetString(PyExc_MemoryError, e.what());
+      else if (e.kind() == ErrorKind::Io) PyErr_SetString(PyExc_OSError, e.what());
+      else PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+  m.def("marching_cubes_core", &marching_cubes_core, py::arg("volume"), py::arg("level"), py::arg("spacing"),
+        py::arg("gradient_direction"), py::arg("allow_degenerate"), py::arg("device"), py::arg("threads"));
+  m.def("evaluate_surface", &evaluate_surface, py::arg("points"), py::arg("weights"), py::arg("rows"), py::arg("cols"),
+        py::arg("derivatives"), py::arg("precision"), py::arg("device"));
+  m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"));
+  m.def("cuda_available", &cuda_available);
+
+  py::class_<Lattice>(m, "Lattice", "A trivariate B-spline volume embedding world space (see parasurf.lattice)")
+      .def_property_readonly("count", [](const Lattice& l) { return l.count; })
+      .def_property_readonly("degree", [](const Lattice& l) { return l.degree; })
+      .def_property_readonly("knots", [](const Lattice& l) { return l.knots; })
+      .def_property_readonly("world_to_parameter", [](const Lattice& l) { return l.world_to_parameter; })
+      .def_property_readonly(
+          "control_points",
+          [](py::object self) {
+            Lattice& l = self.cast<Lattice&>();
+            // (n0, n1, n2, 3) view of the lattice's own storage: edits in numpy are edits of the lattice.
+            const py::ssize_t d = sizeof(double);
+            return py::array_t<double>({py::ssize_t(l.count[0]), py::ssize_t(l.count[1]), py::ssize_t(l.count[2]), py::ssize_t(3)},
+                                       {3 * d, 3 * d * l.count[0], 3 * d * l.count[0] * l.count[1], d}, l.control_points.data(), self);
+          },
+          "(n0, n1, n2, 3) control points, a writable view: point [i, j, k] moves the lattice")
+      .def("rest_control_points",
+           [](const Lattice& l) {
+             const auto r = rest_control_points(l);
+             py::array_t<double> a({py::ssize_t(l.count[0]), py::ssize_t(l.count[1]), py::ssize_t(l.count[2]), py::ssize_t(3)},
+                                   {py::ssize_t(24), py::ssize_t(24) * l.count[0], py::ssize_t(24) * l.count[0] * l.count[1], py::ssize_t(8)});
+             std::memcpy(a.mutable_data(), r.data(), r.size() * sizeof(double));
+             return a;
+           })
+      .def("deform_points",
+           [](const Lattice& l, py::array_t<double, py::array::c_style | py::array::forcecast> p) {
+             if (p.ndim() != 2 || p.shape(1) != 3) throw Error(ErrorKind::InvalidArgument, "points must have shape (N, 3)");
+             auto out = matrix<double>(p.shape(0), 3);
+             deform_points(l, std::span<const double>(p.data(), p.size()), std::span<double>(out.mutable_data(), out.size()));
+             return out;
+           })
+      .def("move_points",
+           [](Lattice& l, py::array_t<double, py::array::c_style | py::array::forcecast> points,
+              py::array_t<double, py::array::c_style | py::array::forcecast> targets) {
+             if (points.ndim() != 2 || points.shape(1) != 3 || targets.ndim() != 2 || targets.shape(1) != 3 ||
+                 targets.shape(0) != points.shape(0))
+               throw Error(ErrorKind::InvalidArgument, "points and targets must both have shape (K, 3)");
+             std::vector<PointTarget> t(std::size_t(points.shape(0)));
+             for (std::size_t k = 0; k < t.size(); ++k)
+               for (int c = 0; c < 3; ++c) t[k].point[c] = points.data()[3 * k + c], t[k].target[c] = targets.data()[3 * k + c];
+             direct_manipulation(l, t);
+           },
+           "Direct manipulation: the least-norm control-point change that carries each point's image to its target");
+
+  m.def(
+      "make_lattice",
+      [](py::array_t<double, py::array::c_style | py::array::forcecast> vertices, std::array<int, 3> count,
+         std::array<int, 3> degree, double padding, std::optional<std::array<std::vector<double>, 3>> knots,
+         std::optional<std::array<double, 12>> world_to_parameter) {
+        if (vertices.ndim() != 2 || vertices.shape(1) != 3 || vertices.shape(0) == 0)
+          throw Error(ErrorKind::InvalidArgument, "vertices must have shape (V, 3), V > 0");
+        std::array<double, 3> lo{1e300, 1e300, 1e300}, hi{-1e300, -1e300, -1e300};
+        for (py::ssize_t v = 0; v < vertices.shape(0); ++v)
+          for (int c = 0; c < 3; ++c) lo[c] = std::min(lo[c], vertices.data()[3 * v + c]), hi[c] = std::max(hi[c], vertices.data()[3 * v + c]);
+        LatticeSpec spec;
+        spec.count = count;
+        spec.degree = degree;
+        spec.padding = padding;
+        if (knots) spec.knots = *knots;
+        spec.world_to_parameter = world_to_parameter;
+        return make_lattice(spec, lo, hi);
+      },
+      py::arg("vertices"), py::arg("count"), py::arg("degree"), py::arg("padding"), py::arg("knots"), py::arg("world_to_parameter"));
+
+  m.def(
+      "ffd",
+      [](py::array_t<double, py::array::c_style | py::array::forcecast> vertices, py::object faces, const Lattice& lattice,
+         const std::string& method, int level, const std::string& device, const std::string& precision, bool allow_non_manifold) {
+        const PolygonMesh mesh = polygon_mesh(vertices, faces);
+        FfdOptions o;
+        o.method = parse_ffd_method(method);
+        o.level = level;
+        o.device = parse_device(device);
+        o.allow_non_manifold = allow_non_manifold;
+        TriangleMesh out;
+        {
+          py::gil_scoped_release release;
+          if (precision == "float") {
+            FfdSession<float> s(mesh, lattice, o);
+            s.update(lattice.control_points);
+            out = s.mesh();
+          } else {
+            FfdSession<double> s(mesh, lattice, o);
+            s.update(lattice.control_points);
+            out = s.mesh();
+          }
+        }
+        return mesh_arrays(out, false, false);
+      },
+      py::arg("vertices"), py::arg("faces"), py::arg("lattice"), py::arg("method"), py::arg("level"), py::arg("device"),
+      py::arg("precision"), py::arg("allow_non_manifold"));
+}

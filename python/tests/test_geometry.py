@@ -1,0 +1,129 @@
+"""Surface evaluation, patch tessellation and FFD from Python: shapes, dtypes, values against references."""
+import numpy as np
+import pytest
+
+import parasurf
+from conftest import devices
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("precision", ["float", "double"])
+def test_evaluate_surface_against_de_casteljau(device, precision, rng):
+    m, n = 4, 3
+    cps = rng.normal(size=(m + 1, n + 1, 3))
+    points, normals, extra = parasurf.evaluate_surface(cps, (9, 7), derivatives=True, precision=precision, device=device)
+    assert points.shape == (9, 7, 3) and normals.shape == (9, 7, 3) and extra["du"].shape == (9, 7, 3)
+    assert points.dtype == (np.float32 if precision == "float" else np.float64)
+
+    def casteljau(c, t):
+        c = c.copy()
+        while len(c) > 1:
+            c = (1 - t) * c[:-1] + t * c[1:]
+        return c[0]
+
+    tol = 1e-4 if precision == "float" else 1e-12
+    for i, u in enumerate(np.linspace(0, 1, 9)):
+        for j, v in enumerate(np.linspace(0, 1, 7)):
+            row = np.array([casteljau(cps[a], v) for a in range(m + 1)])
+            np.testing.assert_allclose(points[i, j], casteljau(row, u), atol=tol * 10)
+    cross = np.cross(extra["du"], extra["dv"])
+    cross /= np.linalg.norm(cross, axis=2, keepdims=True)
+    np.testing.assert_allclose(normals, cross, atol=1e-3 if precision == "float" else 1e-9)
+
+
+def test_evaluate_surface_errors():
+    with pytest.raises(ValueError):
+        parasurf.evaluate_surface(np.zeros((3, 3, 2)))
+    with pytest.raises(ValueError):
+        parasurf.evaluate_surface(np.zeros((3, 3, 3)), (1, 5))
+    with pytest.raises(ValueError):
+        parasurf.evaluate_surface(np.zeros((3, 3, 3)), weights=-np.ones((3, 3)))
+
+
+@pytest.mark.parametrize("device", devices())
+def test_tessellate_teapot(device):
+    verts, faces, normals = parasurf.tessellate(resolution=16, device=device)
+    assert faces.shape == (16256, 3) and faces.dtype == np.int32
+    assert verts.shape == normals.shape and verts.shape[1] == 3
+    assert faces.max() < len(verts)
+    assert np.all(np.abs(np.linalg.norm(normals, axis=1) - 1) < 1e-3)
+    with pytest.raises(OSError):
+        parasurf.tessellate("/nonexistent/model.bv")
+
+
+def closed_box(n=4):
+    """A closed cube surface of quads, n x n per side."""
+    verts, faces, index = [], [], {}
+
+    def vid(p):
+        key = tuple(np.round(p, 9))
+        if key not in index:
+            index[key] = len(verts)
+            verts.append(p)
+        return index[key]
+
+    g = np.linspace(-1, 1, n + 1)
+    for axis in range(3):
+        for side in (-1.0, 1.0):
+            u, v = [a for a in range(3) if a != axis]
+            for i in range(n):
+                for j in range(n):
+                    quad = []
+                    for di, dj in ((0, 0), (1, 0), (1, 1), (0, 1)):
+                        p = np.zeros(3)
+                        p[axis], p[u], p[v] = side, g[i + di], g[j + dj]
+                        quad.append(vid(p))
+                    # outward winding
+                    nrm = np.zeros(3)
+                    nrm[axis] = side
+                    a, b, c = (np.array(verts[q]) for q in quad[:3])
+                    if np.dot(np.cross(b - a, c - a), nrm) < 0:
+                        quad.reverse()
+                    faces.append(quad)
+    return np.array(verts), np.array(faces)
+
+
+def edge_use(faces):
+    e = np.sort(np.concatenate([faces[:, [0, 1]], faces[:, [1, 2]], faces[:, [2, 0]]]), axis=1)
+    _, counts = np.unique(e, axis=0, return_counts=True)
+    return counts
+
+
+@pytest.mark.parametrize("device", devices())
+def test_ffd(device, rng):
+    verts, quads = closed_box(3)
+    lat = parasurf.lattice(verts, count=(5, 6, 4), degree=(3, 2, 3))
+    assert lat.control_points.shape == (5, 6, 4, 3)
+    # Identity first: the rest lattice leaves the mesh where it is.
+    v0, f0, _ = parasurf.ffd(verts, quads, lat, method="point", device=device)
+    np.testing.assert_allclose(v0, verts, atol=1e-6)
+    # Edit through the writable view, then deform three ways.
+    lat.control_points[2, 3, 1] += [0.3, -0.2, 0.1]
+    cp = lat.control_points.copy()
+    lat.control_points[...] = cp + rng.normal(0, 0.02, cp.shape)
+    vp, fp, np_ = parasurf.ffd(verts, quads, lat, method="point", device=device)
+    np.testing.assert_allclose(vp, lat.deform_points(verts), atol=1e-5)
+    va, fa, na = parasurf.ffd(verts, quads, lat, method="accurate", level=3, device=device, precision="float")
+    assert np.all(edge_use(fa) == 2)  # closed in, closed out
+    assert len(va) - len(np.unique(np.sort(np.concatenate([fa[:, [0, 1]], fa[:, [1, 2]], fa[:, [2, 0]]]), axis=1), axis=0)) + len(fa) == 2
+    # Every accurate vertex lies on the deformed surface: it is the image of a point of the box's surface.
+    assert np.all(np.abs(np.linalg.norm(na, axis=1) - 1) < 1e-3)
+    vu, fu, _ = parasurf.ffd(verts, quads, lat, method="uus", level=3, device=device)
+    assert len(fu) == 2 * len(quads) * 9
+
+
+def test_lattice_direct_manipulation_and_errors(rng):
+    verts, quads = closed_box(2)
+    lat = parasurf.lattice(verts, 6, 3)
+    pts = rng.uniform(-0.8, 0.8, (3, 3))
+    targets = lat.deform_points(pts) + rng.uniform(-0.1, 0.1, (3, 3))
+    lat.move_points(pts, targets)
+    np.testing.assert_allclose(lat.deform_points(pts), targets, atol=1e-9)
+    with pytest.raises(ValueError):
+        parasurf.lattice(verts, 9, 4)  # degree above 3
+    with pytest.raises(ValueError):
+        parasurf.lattice(verts, 3, 3)  # too few control points
+    with pytest.raises(ValueError):
+        parasurf.ffd(verts, [[0, 1, 99]], lat)
+    with pytest.raises(ValueError):
+        parasurf.ffd(verts, quads, lat, level=0)
