@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   parasurf::cli::add_tessellate(app);
   parasurf::cli::add_isosurface(app);
   parasurf::cli::add_ffd(app);
+  parasurf::cli::add_render(app);
   parasurf::cli::add_bench(app);
   try {
     app.parse(argc, argv);

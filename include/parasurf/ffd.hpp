@@ -22,6 +22,7 @@ struct PolygonMesh {
   std::vector<double> positions;               // V x 3
   std::vector<std::int64_t> face_offsets{0};   // F + 1
   std::vector<std::uint32_t> face_indices;
+  std::vector<std::uint8_t> face_colors;       // F x 3 (PLY face red/green/blue), or empty
   std::int64_t vertex_count() const { return std::int64_t(positions.size() / 3); }
   std::int64_t face_count() const { return std::int64_t(face_offsets.size()) - 1; }
   void add_face(std::span<const std::uint32_t> corners);

@@ -84,7 +84,7 @@ std::string lower_extension(const std::string& name) {
 }
 
 // Faces with a repeated corner or no area are dropped (counted); corners out of range were refused before.
-void add_checked_face(PolygonMesh& mesh, std::vector<std::uint32_t>& corners, MeshReadReport& report) {
+bool add_checked_face(PolygonMesh& mesh, std::vector<std::uint32_t>& corners, MeshReadReport& report) {
   ++report.faces_read;
   bool repeated = corners.size() < 3;
   for (std::size_t i = 0; i < corners.size() && !repeated; ++i)
@@ -108,9 +108,10 @@ void add_checked_face(PolygonMesh& mesh, std::vector<std::uint32_t>& corners, Me
   }
   if (repeated) {
     ++report.degenerate_skipped;
-    return;
+    return false;
   }
   mesh.add_face(corners);
+  return true;
 }
 
 // A face whose corner is not finite cannot be deformed or drawn: refused with the face and the vertex.
@@ -346,6 +347,23 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
     if (&e == vertex_el) break;
     if (e.name == "face") fail(name, "", "the face element comes before the vertex element (not supported)");
   }
+  // Face colours (uchar red green blue), as parasurf and most tools write them.
+  const PlyElement* face_el = nullptr;
+  for (const auto& e : elements)
+    if (e.name == "face") face_el = &e;
+  int rgb[3] = {-1, -1, -1};
+  if (face_el)
+    for (int k = 0; k < int(face_el->properties.size()); ++k) {
+      const auto& p = face_el->properties[k];
+      if (p.is_list || p.type != PlyType::Uint8) continue;
+      if (p.name == "red") rgb[0] = k;
+      if (p.name == "green") rgb[1] = k;
+      if (p.name == "blue") rgb[2] = k;
+    }
+  const bool have_rgb = rgb[0] >= 0 && rgb[1] >= 0 && rgb[2] >= 0;
+  auto push_rgb = [&](const double* c) {
+    for (int a = 0; a < 3; ++a) mesh.face_colors.push_back(std::uint8_t(std::clamp(c[a], 0.0, 255.0)));
+  };
 
   std::vector<std::uint32_t> corners;
   const std::size_t body = in.offset();
@@ -356,12 +374,16 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
         if (!body_in.next_line()) fail(name, "", "file ends inside element '" + e.name + "'");
         if (body_in.line().find_first_not_of(" \t") == std::string_view::npos) { --r; continue; }
         double xyz_row[3] = {0, 0, 0};
+        double rgb_row[3] = {0, 0, 0};
+        bool face_added = false;
         for (int k = 0; k < int(e.properties.size()); ++k) {
           const auto& p = e.properties[k];
           if (!p.is_list) {
             const double v = body_in.number(body_in.field(), "property value");
-            for (int a = 0; a < 3; ++a)
+            for (int a = 0; a < 3; ++a) {
               if (xyz[a] == k) xyz_row[a] = v;
+              if (&e == face_el && rgb[a] == k) rgb_row[a] = v;
+            }
             continue;
           }
           const long long n = body_in.integer(body_in.field(), "list count");
@@ -375,10 +397,11 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
           }
           if (is_face) {
             if (n < 3) body_in.fail_here("face with fewer than 3 corners");
-            add_checked_face(mesh, corners, report);
+            face_added = add_checked_face(mesh, corners, report);
           }
         }
         if (&e == vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
+        if (face_added && have_rgb) push_rgb(rgb_row);
       }
     }
   } else {
@@ -392,12 +415,16 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
       if (&e == vertex_el) mesh.positions.reserve(std::size_t(3 * e.count));
       for (long long r = 0; r < e.count; ++r) {
         double xyz_row[3] = {0, 0, 0};
+        double rgb_row[3] = {0, 0, 0};
+        bool face_added = false;
         for (int k = 0; k < int(e.properties.size()); ++k) {
           const auto& p = e.properties[k];
           if (!p.is_list) {
             const double v = cur.read(p.type);
-            for (int a = 0; a < 3; ++a)
+            for (int a = 0; a < 3; ++a) {
               if (xyz[a] == k) xyz_row[a] = v;
+              if (&e == face_el && rgb[a] == k) rgb_row[a] = v;
+            }
             continue;
           }
           const double nd = cur.read(p.count_type);
@@ -416,13 +443,16 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
           }
           if (is_face) {
             if (n < 3) fail(name, "", "face " + std::to_string(r) + " has fewer than 3 corners");
-            add_checked_face(mesh, corners, report);
+            face_added = add_checked_face(mesh, corners, report);
           }
         }
         if (&e == vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
+        if (face_added && have_rgb) push_rgb(rgb_row);
       }
     }
   }
+  // Colours only when every kept face has one.
+  if (mesh.face_colors.size() != std::size_t(3 * mesh.face_count())) mesh.face_colors.clear();
 }
 
 // ---------------------------------------------------------------- STL

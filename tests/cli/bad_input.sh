@@ -85,6 +85,9 @@ expect "decreases at index 5" ffd "$dir/tet.obj" --lattice-file "$dir/knots.json
 expect "level 0 is outside" ffd "$dir/tet.obj" -m 0
 printf 'v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nv 1 1 1\nf 1 2 3\nf 1 2 4\nf 1 2 5\n' > "$dir/fin.obj"
 expect "non-manifold edges" ffd "$dir/fin.obj"
+# render: bad sizes and outputs
+expect "must be in 16..8192" render "$dir/tet.obj" --size 8x8000000
+expect "not three numbers" render "$dir/tet.obj" --view 1,2
 
 [ $fail -eq 0 ] && echo "all bad-input cases passed"
 exit $fail

@@ -66,6 +66,8 @@ grep -q '"pieces"' "$dir/ffd-accurate.json"
 "$exe" ffd "$dir/tet.obj" --lattice 4 --edits "$dir/edits.json" -m 2 --patches "$dir/tet.bv" -o "$dir/tet.glb" >/dev/null
 "$exe" tessellate "$dir/tet.bv" -r 4 -o "$dir/tet-exact.ply" >/dev/null
 (cd "$dir" && "$exe" ffd -m 2 --json teapot.json >/dev/null && grep -q '"output_triangles"' teapot.json && [ -s teapot-ffd.ply ])
+"$exe" render "$dir/tet-accurate.ply" -o "$dir/tet.png" --size 64x48 >/dev/null
+head -c 8 "$dir/tet.png" | od -An -c | grep -q "P   N   G"
 "$exe" bench ffd --quick --devices cpu --json "$dir/bf.json" >/dev/null
 grep -q '"vertices_per_second"' "$dir/bf.json"
 echo "smoke passed"
