@@ -210,10 +210,7 @@ void add_isosurface(CLI::App& app) {
     o.memory_budget = std::uint64_t(a->memory_mb * 1048576.0);
     const bool show = !a->quiet;
     if (show)
-      o.progress = [](double f) {
-        if (f < 1) std::fprintf(stderr, "\r  %3.0f%%", 100 * f);
-        else std::fprintf(stderr, "\r      \r");
-      };
+      o.progress = [](double f) { progress_bar("slabs", f); };
     const auto& g = volume->geometry();
     if (show)
       std::printf("volume: %s, %lldx%lldx%lld %s, spacing %g %g %g\n", volume->name().c_str(), (long long)g.dims[0],

@@ -3,6 +3,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <unistd.h>
 
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
@@ -27,6 +28,20 @@ void write_report(const std::string& path, const std::string& text) {
     std::filesystem::remove(tmp, ec);
     throw Error(ErrorKind::Io, "cannot write '" + path + "': " + ec.message());
   }
+}
+
+void progress_bar(const char* what, double fraction) {
+  static const bool tty = isatty(STDERR_FILENO) != 0;
+  if (!tty) return;
+  if (fraction >= 1) {
+    std::fprintf(stderr, "\r%60s\r", "");
+    return;
+  }
+  const int width = 30, filled = int(fraction * width);
+  std::string bar(std::size_t(filled), '#');
+  bar.resize(width, '.');
+  std::fprintf(stderr, "\r  %s [%s] %3.0f%%", what, bar.c_str(), 100 * fraction);
+  std::fflush(stderr);
 }
 
 std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const std::string& option) {
@@ -62,6 +77,7 @@ int main(int argc, char** argv) {
   parasurf::cli::add_isosurface(app);
   parasurf::cli::add_ffd(app);
   parasurf::cli::add_render(app);
+  parasurf::cli::add_view(app);
   parasurf::cli::add_bench(app);
   try {
     app.parse(argc, argv);

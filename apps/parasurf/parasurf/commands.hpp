@@ -13,6 +13,7 @@ void add_tessellate(CLI::App& app);
 void add_isosurface(CLI::App& app);
 void add_ffd(CLI::App& app);
 void add_render(CLI::App& app);
+void add_view(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_bench_patches(CLI::App& bench);  // `bench patches`, registered by add_bench
 void add_bench_isosurface(CLI::App& bench);  // `bench isosurface`, registered by add_bench
@@ -26,6 +27,10 @@ struct ExitStatus {
 // Writes a report (JSON) through a temporary file renamed on success, so that a failure leaves no partial file.
 // Throws Error(Io) naming the path.
 void write_report(const std::string& path, const std::string& text);
+
+// A progress bar on stderr for long runs, drawn only when stderr is a terminal (never into logs or pipes).
+// fraction in [0, 1]; 1 clears the line.
+void progress_bar(const char* what, double fraction);
 
 // "256x128" or "256" (square) -> (256, 128); throws Error naming the option.
 std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const std::string& option);
