@@ -17,26 +17,43 @@ struct SessionData {
   std::vector<T> knots;
   std::int64_t control_point_count = 0;
   std::vector<T> rest_positions, rest_normals;  // point and uus
-  std::vector<SurfaceRecord<T>> surfaces;       // accurate
+  // Accurate: the surfaces are sampled and reconstructed in double whatever T (their control points are then
+  // stored as T, relative to the first); the vertices are evaluated in T.
+  std::vector<SurfaceRecord<double>> surfaces;
+  std::vector<double> knots_exact;
+  double to_param_exact[12] = {}, to_world_exact[12] = {};
   std::vector<VertexRecord<T>> records;
   std::vector<std::int64_t> record_offsets;
-  std::vector<T> inverse_table;
+  std::vector<double> inverse_table;
   std::int64_t sample_count = 0;                // points per update in the sample and control buffers
   std::int64_t vertex_count = 0;
   int threads = 1;                              // CPU threads (resolved, >= 1)
 };
 
+// The lattice layout of a T view in double (knots and control points are set by the caller).
+template <class T>
+LatticeView<double> make_exact_view(const LatticeView<T>& v, const double* to_param, const double* to_world) {
+  LatticeView<double> x;
+  for (int a = 0; a < 3; ++a) {
+    x.knot_offset[a] = v.knot_offset[a];
+    x.degree[a] = v.degree[a];
+    x.count[a] = v.count[a];
+  }
+  for (int i = 0; i < 12; ++i) x.to_param[i] = to_param[i], x.to_world[i] = to_world[i];
+  return x;
+}
+
 // CPU: deforms into positions/normals (V x 3 each); samples and controls are scratch of sample_count x 3.
 template <class T>
-void update_cpu(const SessionData<T>& data, const T* control_points, std::vector<T>& samples, std::vector<T>& controls,
-                std::vector<T>& positions, std::vector<T>& normals);
+void update_cpu(const SessionData<T>& data, const T* control_points, const double* control_points_exact,
+                std::vector<T>& controls, std::vector<T>& positions, std::vector<T>& normals);
 
 // CUDA: the session's data lives on one device; update() leaves the results there until download().
 template <class T>
 class CudaSession {
  public:
   virtual ~CudaSession() = default;
-  virtual void update(const T* control_points) = 0;
+  virtual void update(const T* control_points, const double* control_points_exact) = 0;
   virtual void download(T* positions, T* normals) const = 0;
 };
 template <class T>

@@ -32,40 +32,44 @@ constexpr int kSurfaceWarps = 4;
 constexpr int kMaxControls = (kMaxPieceDegree + 1) * (kMaxPieceDegree + 1);
 
 template <class T>
-__global__ void __launch_bounds__(32 * kSurfaceWarps) surface_kernel(LatticeView<T> L, const SurfaceRecord<T>* __restrict__ surfaces,
-                                                                     std::int64_t n, const T* __restrict__ inverse_table,
+__global__ void __launch_bounds__(32 * kSurfaceWarps) surface_kernel(LatticeView<double> L, const SurfaceRecord<double>* __restrict__ surfaces,
+                                                                     std::int64_t n, const double* __restrict__ inverse_table,
                                                                      T* __restrict__ controls) {
-  __shared__ T f[kSurfaceWarps][3 * kMaxControls];
-  __shared__ T tmp[kSurfaceWarps][3 * kMaxControls];
+  // In double whatever T: the control points are then stored relative to the first (see encode_relative).
+  __shared__ double f[kSurfaceWarps][3 * kMaxControls];
+  __shared__ double tmp[kSurfaceWarps][3 * kMaxControls];
   const int w = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const std::int64_t s = std::int64_t(blockIdx.x) * kSurfaceWarps + w;
   if (s >= n) return;  // whole warps leave together
-  const SurfaceRecord<T> rec = surfaces[s];
+  const SurfaceRecord<double> rec = surfaces[s];
   const int ns = rec.degree_s, nt = rec.degree_t, count = (ns + 1) * (nt + 1);
   for (int k = lane; k < count; k += 32) surface_sample(L, rec, k / (nt + 1), k % (nt + 1), &f[w][3 * k]);
   __syncwarp();
-  const T* si = inverse_table + inverse_matrix_offset(ns);
-  const T* ti = inverse_table + inverse_matrix_offset(nt);
+  const double* si = inverse_table + inverse_matrix_offset(ns);
+  const double* ti = inverse_table + inverse_matrix_offset(nt);
   for (int k = lane; k < count; k += 32) {
     const int i = k / (nt + 1), b = k % (nt + 1);
-    T acc[3] = {0, 0, 0};
+    double acc[3] = {0, 0, 0};
     for (int j = 0; j <= nt; ++j)
       for (int d = 0; d < 3; ++d) acc[d] += ti[b * (nt + 1) + j] * f[w][3 * (i * (nt + 1) + j) + d];
     for (int d = 0; d < 3; ++d) tmp[w][3 * k + d] = acc[d];
   }
   __syncwarp();
-  T* out = controls + 3 * rec.control_offset;
   for (int k = lane; k < count; k += 32) {
     const int a = k / (nt + 1), b = k % (nt + 1);
-    T acc[3] = {0, 0, 0};
+    double acc[3] = {0, 0, 0};
     for (int i = 0; i <= ns; ++i)
       for (int d = 0; d < 3; ++d) acc[d] += si[a * (ns + 1) + i] * tmp[w][3 * (i * (nt + 1) + b) + d];
-    for (int d = 0; d < 3; ++d) out[3 * k + d] = acc[d];
+    for (int d = 0; d < 3; ++d) f[w][3 * k + d] = acc[d];  // the samples are no longer needed
   }
+  __syncwarp();
+  T* out = controls + 3 * rec.control_offset;
+  for (int k = lane; k < count; k += 32)
+    for (int d = 0; d < 3; ++d) out[3 * k + d] = k == 0 ? T(f[w][d]) : T(f[w][3 * k + d] - f[w][d]);
 }
 
 template <class T>
-__global__ void record_kernel(const SurfaceRecord<T>* __restrict__ surfaces, const T* __restrict__ controls,
+__global__ void record_kernel(const SurfaceRecord<double>* __restrict__ surfaces, const T* __restrict__ controls,
                               const VertexRecord<T>* __restrict__ records, std::int64_t n, T* __restrict__ record_points) {
   const std::int64_t r = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (r >= n) return;
@@ -99,7 +103,8 @@ void upload(DeviceBuffer& buf, const std::vector<V>& v, const char* what) {
 template <class T>
 class CudaSessionImpl final : public CudaSession<T> {
  public:
-  explicit CudaSessionImpl(const SessionData<T>& d) : method_(d.method), lattice_(d.lattice) {
+  explicit CudaSessionImpl(const SessionData<T>& d)
+      : method_(d.method), lattice_(d.lattice), exact_(make_exact_view(d.lattice, d.to_param_exact, d.to_world_exact)) {
     PS_CUDA(cudaGetDevice(&device_), "finding the current device for FFD");
     PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the FFD stream");
     n_vertices_ = d.vertex_count;
@@ -117,6 +122,8 @@ class CudaSessionImpl final : public CudaSession<T> {
       n_records_ = std::int64_t(d.records.size());
       record_points_.ensure(std::max<std::size_t>(1, std::size_t(6 * n_records_) * sizeof(T)), "allocating the FFD record points");
       upload(surfaces_, d.surfaces, "uploading the Bezier surfaces");
+      upload(knots_exact_, d.knots_exact, "uploading the lattice knots (double)");
+      control_points_exact_.ensure(std::size_t(3 * n_controls_) * sizeof(double), "allocating the lattice control points (double)");
       upload(records_, d.records, "uploading the vertex records");
       upload(offsets_, d.record_offsets, "uploading the vertex record offsets");
       upload(inverse_, d.inverse_table, "uploading the reconstruction matrices");
@@ -124,14 +131,21 @@ class CudaSessionImpl final : public CudaSession<T> {
     }
     lattice_.knots = knots_.as<T>();
     lattice_.control_points = control_points_.as<T>();
+    exact_.knots = knots_exact_.as<double>();
+    exact_.control_points = control_points_exact_.as<double>();
   }
   ~CudaSessionImpl() override { cudaStreamDestroy(stream_); }
 
-  void update(const T* control_points) override {
+  void update(const T* control_points, const double* control_points_exact) override {
     PS_CUDA(cudaSetDevice(device_), "selecting the FFD device");
-    PS_CUDA(cudaMemcpyAsync(control_points_.ptr, control_points, std::size_t(3 * n_controls_) * sizeof(T),
-                            cudaMemcpyHostToDevice, stream_),
-            "uploading the control points");
+    if (method_ != FfdMethod::Accurate)
+      PS_CUDA(cudaMemcpyAsync(control_points_.ptr, control_points, std::size_t(3 * n_controls_) * sizeof(T),
+                              cudaMemcpyHostToDevice, stream_),
+              "uploading the control points");
+    else
+      PS_CUDA(cudaMemcpyAsync(control_points_exact_.ptr, control_points_exact, std::size_t(3 * n_controls_) * sizeof(double),
+                              cudaMemcpyHostToDevice, stream_),
+              "uploading the control points");
     if (method_ != FfdMethod::Accurate) {
       if (n_vertices_ > 0)
         point_kernel<T><<<blocks_for(n_vertices_), kBlock, 0, stream_>>>(lattice_, rest_.as<T>(), rest_normals_.as<T>(), n_vertices_,
@@ -140,11 +154,11 @@ class CudaSessionImpl final : public CudaSession<T> {
     } else {
       if (n_surfaces_ > 0) {
         surface_kernel<T><<<unsigned((n_surfaces_ + kSurfaceWarps - 1) / kSurfaceWarps), 32 * kSurfaceWarps, 0, stream_>>>(
-            lattice_, surfaces_.as<SurfaceRecord<T>>(), n_surfaces_, inverse_.as<T>(), controls_.as<T>());
+            exact_, surfaces_.as<SurfaceRecord<double>>(), n_surfaces_, inverse_.as<double>(), controls_.as<T>());
         PS_CUDA_LAUNCH("launching the FFD sampling and Bezier reconstruction");
       }
       if (n_records_ > 0) {
-        record_kernel<T><<<blocks_for(n_records_), kBlock, 0, stream_>>>(surfaces_.as<SurfaceRecord<T>>(), controls_.as<T>(),
+        record_kernel<T><<<blocks_for(n_records_), kBlock, 0, stream_>>>(surfaces_.as<SurfaceRecord<double>>(), controls_.as<T>(),
                                                                           records_.as<VertexRecord<T>>(), n_records_, record_points_.as<T>());
         PS_CUDA_LAUNCH("launching the FFD tessellation");
         gather_kernel<T><<<blocks_for(n_vertices_), kBlock, 0, stream_>>>(record_points_.as<T>(), offsets_.as<std::int64_t>(),
@@ -165,10 +179,11 @@ class CudaSessionImpl final : public CudaSession<T> {
  private:
   FfdMethod method_;
   LatticeView<T> lattice_;
+  LatticeView<double> exact_;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
   std::int64_t n_vertices_ = 0, n_controls_ = 0, n_samples_ = 0, n_surfaces_ = 0, n_records_ = 0;
-  DeviceBuffer knots_, control_points_, out_, out_normals_, rest_, rest_normals_;
+  DeviceBuffer knots_, control_points_, knots_exact_, control_points_exact_, out_, out_normals_, rest_, rest_normals_;
   DeviceBuffer surfaces_, records_, offsets_, inverse_, controls_, record_points_;
 };
 

@@ -354,9 +354,19 @@ PS_HD void bernstein_and_derivative(int n, T x, T* value, T* derivative) {
   }
 }
 
-// Position and unnormalised normal (P_s x P_t) of a surface at (s, t) from its Bernstein control points.
+// Control points stored relative to the first: entry 0 is Q_00, entry k > 0 is Q_k - Q_00. Derivatives then sum
+// small differences held to full relative precision, so that float normals of a tiny piece stay accurate (absolute
+// coordinates would cancel away the digits a tiny piece's tangents live in).
 template <class T>
-PS_HD void surface_point(const SurfaceRecord<T>& rec, const T* controls, T s, T t, T* out, T* normal) {
+PS_HD void encode_relative(const double* q, int count, T* out) {
+  for (int d = 0; d < 3; ++d) out[d] = T(q[d]);
+  for (int k = 1; k < count; ++k)
+    for (int d = 0; d < 3; ++d) out[3 * k + d] = T(q[3 * k + d] - q[d]);
+}
+
+// Position and unnormalised normal (P_s x P_t) of a surface at (s, t) from its relative control points.
+template <class T, class R>
+PS_HD void surface_point(const R& rec, const T* controls, T s, T t, T* out, T* normal) {
   T bs[kMaxPieceDegree + 1], dbs[kMaxPieceDegree + 1], bt[kMaxPieceDegree + 1], dbt[kMaxPieceDegree + 1];
   bernstein_and_derivative(rec.degree_s, s, bs, dbs);
   bernstein_and_derivative(rec.degree_t, t, bt, dbt);
@@ -364,19 +374,22 @@ PS_HD void surface_point(const SurfaceRecord<T>& rec, const T* controls, T s, T 
   T p[3] = {0, 0, 0}, ps[3] = {0, 0, 0}, pt[3] = {0, 0, 0};
   for (int a = 0; a <= rec.degree_s; ++a) {
     T row[3] = {0, 0, 0}, rowt[3] = {0, 0, 0};
-    for (int b = 0; b <= rec.degree_t; ++b)
+    for (int b = 0; b <= rec.degree_t; ++b) {
+      const int k = a * (rec.degree_t + 1) + b;
+      if (k == 0) continue;  // Q_00 - Q_00
       for (int d = 0; d < 3; ++d) {
-        const T v = c[3 * (a * (rec.degree_t + 1) + b) + d];
+        const T v = c[3 * k + d];
         row[d] += bt[b] * v;
         rowt[d] += dbt[b] * v;
       }
+    }
     for (int d = 0; d < 3; ++d) {
       p[d] += bs[a] * row[d];
       ps[d] += dbs[a] * row[d];
       pt[d] += bs[a] * rowt[d];
     }
   }
-  for (int d = 0; d < 3; ++d) out[d] = p[d];
+  for (int d = 0; d < 3; ++d) out[d] = c[d] + p[d];
   cross3(ps, pt, normal);
 }
 
@@ -389,16 +402,16 @@ struct VertexRecord {
 
 // One record's point and unit normal (the GPU evaluates records in parallel, then averages per vertex, so that a
 // vertex shared by hundreds of surfaces, like a pole, does not serialise one thread).
-template <class T>
-PS_HD void record_point(const SurfaceRecord<T>* surfaces, const T* controls, const VertexRecord<T>& rec, T* position, T* normal) {
+template <class T, class R>
+PS_HD void record_point(const R* surfaces, const T* controls, const VertexRecord<T>& rec, T* position, T* normal) {
   surface_point(surfaces[rec.surface], controls, rec.s, rec.t, position, normal);
   normalize3(normal);
 }
 
 // Output vertex v: position from its first record, normal as the mean of the unit normals of its surfaces
 // (more than one only on creases between non-coplanar faces).
-template <class T>
-PS_HD void accurate_vertex(const SurfaceRecord<T>* surfaces, const T* controls, const VertexRecord<T>* records,
+template <class T, class R>
+PS_HD void accurate_vertex(const R* surfaces, const T* controls, const VertexRecord<T>* records,
                            const std::int64_t* record_offsets, std::int64_t v, T* position, T* normal) {
   T n_sum[3] = {0, 0, 0};
   for (std::int64_t r = record_offsets[v]; r < record_offsets[v + 1]; ++r) {

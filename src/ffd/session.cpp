@@ -20,7 +20,7 @@ struct FfdState {
   ffd::SessionData<T> data;
   std::unique_ptr<ffd::CudaSession<T>> cuda;
   // CPU results and scratch (the CUDA session keeps its own on the device)
-  std::vector<T> positions, normals, samples, controls, control_points;
+  std::vector<T> positions, normals, controls, control_points;
   std::vector<double> last_control_points;  // for the exact patches, recomputed in double
   std::vector<double> knots_double;
   double to_param_double[12], to_world_double[12];
@@ -89,23 +89,13 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
   d.vertex_count = report.output_vertices;
   d.threads = cpu_thread_count(options.threads);
   if (options.method == FfdMethod::Accurate) {
-    for (const auto& s : prep.surfaces) {
-      ffd::SurfaceRecord<T> r{};
-      for (int k = 0; k < 3; ++k) {
-        r.origin[k] = T(s.origin[k]);
-        r.axis_s[k] = T(s.axis_s[k]);
-        r.axis_t[k] = T(s.axis_t[k]);
-        r.span[k] = s.span[k];
-      }
-      r.degree_s = s.degree_s;
-      r.degree_t = s.degree_t;
-      r.control_offset = s.control_offset;
-      d.surfaces.push_back(r);
-    }
+    d.surfaces = prep.surfaces;
+    d.knots_exact = state_->knots_double;
+    for (int i = 0; i < 12; ++i) d.to_param_exact[i] = state_->to_param_double[i], d.to_world_exact[i] = state_->to_world_double[i];
     d.records.reserve(prep.records.size());
     for (const auto& r : prep.records) d.records.push_back({T(r.s), T(r.t), r.surface});
     d.record_offsets = prep.record_offsets;
-    d.inverse_table = convert<T>(ffd::chebyshev_inverse_table());
+    d.inverse_table = ffd::chebyshev_inverse_table();
     d.sample_count = prep.control_points;
   } else {
     d.rest_positions = convert<T>(prep.rest_positions);
@@ -129,8 +119,8 @@ void FfdSession<T>::update(std::span<const double> control_points) {
   const auto t0 = std::chrono::steady_clock::now();
   s.control_points.assign(control_points.begin(), control_points.end());
   s.last_control_points.assign(control_points.begin(), control_points.end());
-  if (s.cuda) s.cuda->update(s.control_points.data());
-  else ffd::update_cpu(s.data, s.control_points.data(), s.samples, s.controls, s.positions, s.normals);
+  if (s.cuda) s.cuda->update(s.control_points.data(), s.last_control_points.data());
+  else ffd::update_cpu(s.data, s.control_points.data(), s.last_control_points.data(), s.controls, s.positions, s.normals);
   s.report.update_seconds = seconds_since(t0);
   s.updated = true;
 }
@@ -211,7 +201,7 @@ void FfdSession<T>::write_bezier_patches(const std::string& path) const {
   d.inverse_table = ffd::chebyshev_inverse_table();
   d.sample_count = st.prepared.control_points;
   d.threads = st.data.threads;
-  std::vector<double> samples(std::size_t(3 * d.sample_count)), controls(samples.size());
+  std::vector<double> samples(std::size_t(3 * d.sample_count)), absolute(samples.size()), controls(samples.size());
   ffd::LatticeView<double> L = d.lattice;
   L.knots = d.knots.data();
   L.control_points = st.last_control_points.data();
@@ -219,7 +209,9 @@ void FfdSession<T>::write_bezier_patches(const std::string& path) const {
     for (int i = 0; i <= rec.degree_s; ++i)
       for (int j = 0; j <= rec.degree_t; ++j)
         ffd::surface_sample(L, rec, i, j, samples.data() + 3 * (rec.control_offset + i * (rec.degree_t + 1) + j));
-    ffd::surface_controls(d.inverse_table.data(), rec, samples.data(), controls.data());
+    ffd::surface_controls(d.inverse_table.data(), rec, samples.data(), absolute.data());
+    ffd::encode_relative(absolute.data() + 3 * rec.control_offset, (rec.degree_s + 1) * (rec.degree_t + 1),
+                         controls.data() + 3 * rec.control_offset);
   }
   std::map<int, Eigen::MatrixXd> inverses;
   io::AtomicFile file(path);
