@@ -1,0 +1,89 @@
+// Subdivision solver for systems of multivariate tensor-product Bernstein polynomials, and its geometric
+// applications (Park, Elber, Kim, Kim, Seong 2011: constraints in Bernstein form, de Casteljau subdivision along the
+// axis where the coefficients vary most, exclusion by sign, Newton refinement).
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace parasurf {
+
+// A scalar polynomial in d variables on the unit box [0,1]^d, in tensor-product Bernstein form. Coefficient
+// (i_0, ..., i_{d-1}) is at the row-major position with the last variable fastest.
+struct BernsteinPoly {
+  std::vector<int> degree;    // per variable, >= 0
+  std::vector<double> coef;   // prod (degree[v] + 1)
+
+  int variables() const { return int(degree.size()); }
+  std::size_t size() const;
+  static BernsteinPoly constant(int variables, double value);
+  // A polynomial in one variable (Bernstein coefficients of degree coef.size() - 1) placed as variable `var` of
+  // `variables` (degree 0 in the others): promotion of a curve coordinate to a multivariate system.
+  static BernsteinPoly univariate(const std::vector<double>& coefficients, int var, int variables);
+  double evaluate(const double* x) const;
+};
+
+BernsteinPoly operator+(const BernsteinPoly& a, const BernsteinPoly& b);
+BernsteinPoly operator-(const BernsteinPoly& a, const BernsteinPoly& b);
+BernsteinPoly operator*(const BernsteinPoly& a, const BernsteinPoly& b);  // degrees add
+BernsteinPoly operator*(double s, const BernsteinPoly& a);
+BernsteinPoly derivative(const BernsteinPoly& p, int var);               // d/dx_var on the unit box
+BernsteinPoly elevate(const BernsteinPoly& p, int var, int degree);      // same polynomial, higher degree
+// The polynomial restricted to [a, b] along `var`, reparametrised to [0, 1] (exact, by de Casteljau).
+BernsteinPoly restrict_to(const BernsteinPoly& p, int var, double a, double b);
+
+struct SolverOptions {
+  double tolerance = 1e-7;            // cells narrower than this that are neither excluded nor proved are kept as candidates
+  double newton_tolerance = 1e-14;    // |dx| that ends Newton
+  std::int64_t max_nodes = 20'000'000;
+  double max_seconds = 60;
+};
+
+struct Root {
+  std::vector<double> x;       // in the unit box
+  double residual = 0;         // max |f_i(x)|
+  bool proved_single = false;  // a regular interval Jacobian proved at most one root in its cell
+  int multiplicity_hint = 1;   // 2 or more: a tangent (singular) root, found as a cluster of candidate cells
+};
+
+// A region the solver could not resolve into points: the equations vanish along it (overlapping curves).
+struct SolutionRegion {
+  std::vector<double> lo, hi;  // bounding box in the unit box
+  std::int64_t cells = 0;
+};
+
+struct SolveResult {
+  std::vector<Root> roots;
+  std::vector<SolutionRegion> regions;
+  std::string status = "complete";  // or "limit reached: ..." with the partial result
+  std::int64_t nodes = 0;
+};
+
+// All roots of the square system equations[i](x) = 0 in the unit box [0,1]^n, each once.
+SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& options = {});
+
+// ------------------------------------------------------------------------------------------------ applications
+
+// A planar Bézier curve: control points (x, y), degree = points - 1, parameter in [0, 1].
+struct BezierCurve2 {
+  std::vector<std::array<double, 2>> points;
+};
+
+struct CurveIntersection {
+  double s = 0, t = 0;          // parameters on the first and the second curve
+  std::array<double, 2> point{};
+  bool tangent = false;
+};
+struct CurveOverlap {           // the curves coincide for s in [s0, s1] and t in [t0, t1]
+  double s0 = 0, s1 = 0, t0 = 0, t1 = 0;
+};
+struct CurveIntersectionResult {
+  std::vector<CurveIntersection> points;
+  std::vector<CurveOverlap> overlaps;
+  std::string status = "complete";
+};
+
+CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options = {});
+
+}  // namespace parasurf

@@ -1,0 +1,215 @@
+// Exact algebra of tensor-product Bernstein polynomials: sums, products, derivatives, degree elevation and
+// restriction to sub-boxes, all in Bernstein form (Farin, "Curves and Surfaces for CAGD", ch. 5 and 16).
+#include <algorithm>
+#include <cmath>
+
+#include "parasurf/error.hpp"
+#include "parasurf/solver.hpp"
+
+namespace parasurf {
+
+namespace {
+
+double binomial(int n, int k) {
+  if (k < 0 || k > n) return 0;
+  double r = 1;
+  for (int i = 1; i <= k; ++i) r = r * (n - k + i) / i;
+  return r;
+}
+
+std::vector<std::size_t> strides(const std::vector<int>& degree) {
+  std::vector<std::size_t> s(degree.size(), 1);
+  for (int v = int(degree.size()) - 2; v >= 0; --v) s[v] = s[v + 1] * std::size_t(degree[v + 1] + 1);
+  return s;
+}
+
+void check_same_variables(const BernsteinPoly& a, const BernsteinPoly& b) {
+  if (a.variables() != b.variables())
+    throw Error(ErrorKind::InvalidArgument, "Bernstein polynomials in " + std::to_string(a.variables()) + " and " +
+                                                std::to_string(b.variables()) + " variables cannot be combined");
+}
+
+// Applies f(line, count, stride) to every line of coefficients along `var`.
+template <class F>
+void for_each_line(const std::vector<int>& degree, int var, F&& f) {
+  const auto st = strides(degree);
+  std::size_t total = 1;
+  for (int d : degree) total *= std::size_t(d + 1);
+  const std::size_t n = std::size_t(degree[var] + 1), stride = st[var];
+  for (std::size_t base = 0; base < total; ++base) {
+    if ((base / stride) % n != 0) continue;  // first element of a line along var
+    f(base, n, stride);
+  }
+}
+
+}  // namespace
+
+std::size_t BernsteinPoly::size() const {
+  std::size_t n = 1;
+  for (int d : degree) n *= std::size_t(d + 1);
+  return n;
+}
+
+BernsteinPoly BernsteinPoly::constant(int variables, double value) {
+  BernsteinPoly p;
+  p.degree.assign(std::size_t(variables), 0);
+  p.coef = {value};
+  return p;
+}
+
+BernsteinPoly BernsteinPoly::univariate(const std::vector<double>& c, int var, int variables) {
+  if (c.empty() || var < 0 || var >= variables) throw Error(ErrorKind::InvalidArgument, "univariate: bad variable or no coefficients");
+  BernsteinPoly p;
+  p.degree.assign(std::size_t(variables), 0);
+  p.degree[var] = int(c.size()) - 1;
+  p.coef = c;
+  return p;
+}
+
+double BernsteinPoly::evaluate(const double* x) const {
+  // de Casteljau along each variable, last variable first.
+  std::vector<double> c = coef;
+  std::vector<int> deg = degree;
+  for (int v = variables() - 1; v >= 0; --v) {
+    const std::size_t n = std::size_t(deg[v] + 1), lines = c.size() / n;
+    std::vector<double> out(lines);
+    for (std::size_t l = 0; l < lines; ++l) {
+      double* line = c.data() + l * n;
+      for (std::size_t r = 1; r < n; ++r)
+        for (std::size_t i = 0; i + r < n; ++i) line[i] = (1 - x[v]) * line[i] + x[v] * line[i + 1];
+      out[l] = line[0];
+    }
+    c.swap(out);
+    deg.pop_back();
+  }
+  return c[0];
+}
+
+BernsteinPoly elevate(const BernsteinPoly& p, int var, int degree) {
+  const int n = p.degree[var];
+  if (degree < n) throw Error(ErrorKind::InvalidArgument, "elevate: the new degree is lower");
+  if (degree == n) return p;
+  BernsteinPoly q;
+  q.degree = p.degree;
+  q.degree[var] = degree;
+  q.coef.assign(q.size(), 0.0);
+  const int r = degree - n;
+  const auto sp = strides(p.degree), sq = strides(q.degree);
+  for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t stride) {
+    // The matching line of q starts at the same multi-index with i_var = 0.
+    std::size_t rest = base, qbase = 0;
+    for (int v = 0; v < p.variables(); ++v) {
+      const std::size_t i = rest / sp[v];
+      rest %= sp[v];
+      qbase += i * sq[v];
+    }
+    for (int i = 0; i <= degree; ++i) {
+      double acc = 0;
+      for (int j = std::max(0, i - r); j <= std::min(n, i); ++j)
+        acc += binomial(n, j) * binomial(r, i - j) * p.coef[base + std::size_t(j) * stride];
+      q.coef[qbase + std::size_t(i) * sq[var]] = acc / binomial(degree, i);
+    }
+  });
+  return q;
+}
+
+namespace {
+BernsteinPoly raise_to(BernsteinPoly p, const std::vector<int>& degree) {
+  for (int v = 0; v < p.variables(); ++v)
+    if (p.degree[v] < degree[v]) p = elevate(p, v, degree[v]);
+  return p;
+}
+}  // namespace
+
+BernsteinPoly operator+(const BernsteinPoly& a, const BernsteinPoly& b) {
+  check_same_variables(a, b);
+  std::vector<int> d(a.degree.size());
+  for (std::size_t v = 0; v < d.size(); ++v) d[v] = std::max(a.degree[v], b.degree[v]);
+  BernsteinPoly x = raise_to(a, d), y = raise_to(b, d);
+  for (std::size_t i = 0; i < x.coef.size(); ++i) x.coef[i] += y.coef[i];
+  return x;
+}
+
+BernsteinPoly operator*(double s, const BernsteinPoly& a) {
+  BernsteinPoly r = a;
+  for (double& c : r.coef) c *= s;
+  return r;
+}
+
+BernsteinPoly operator-(const BernsteinPoly& a, const BernsteinPoly& b) { return a + (-1.0) * b; }
+
+BernsteinPoly operator*(const BernsteinPoly& a, const BernsteinPoly& b) {
+  check_same_variables(a, b);
+  const int nv = a.variables();
+  BernsteinPoly r;
+  r.degree.resize(std::size_t(nv));
+  for (int v = 0; v < nv; ++v) r.degree[v] = a.degree[v] + b.degree[v];
+  r.coef.assign(r.size(), 0.0);
+  const auto sa = strides(a.degree), sb = strides(b.degree), sr = strides(r.degree);
+  std::vector<int> ia(static_cast<std::size_t>(nv)), ib(ia.size());
+  for (std::size_t pa = 0; pa < a.coef.size(); ++pa) {
+    for (int v = 0; v < nv; ++v) ia[v] = int((pa / sa[v]) % std::size_t(a.degree[v] + 1));
+    for (std::size_t pb = 0; pb < b.coef.size(); ++pb) {
+      double w = a.coef[pa] * b.coef[pb];
+      std::size_t pr = 0;
+      for (int v = 0; v < nv; ++v) {
+        ib[v] = int((pb / sb[v]) % std::size_t(b.degree[v] + 1));
+        w *= binomial(a.degree[v], ia[v]) * binomial(b.degree[v], ib[v]) / binomial(r.degree[v], ia[v] + ib[v]);
+        pr += std::size_t(ia[v] + ib[v]) * sr[v];
+      }
+      r.coef[pr] += w;
+    }
+  }
+  return r;
+}
+
+BernsteinPoly derivative(const BernsteinPoly& p, int var) {
+  const int n = p.degree[var];
+  if (n == 0) return BernsteinPoly::constant(p.variables(), 0.0);
+  BernsteinPoly q;
+  q.degree = p.degree;
+  q.degree[var] = n - 1;
+  q.coef.assign(q.size(), 0.0);
+  const auto sp = strides(p.degree), sq = strides(q.degree);
+  for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t stride) {
+    std::size_t rest = base, qbase = 0;
+    for (int v = 0; v < p.variables(); ++v) {
+      const std::size_t i = rest / sp[v];
+      rest %= sp[v];
+      qbase += i * sq[v];
+    }
+    for (int i = 0; i < n; ++i)
+      q.coef[qbase + std::size_t(i) * sq[var]] = n * (p.coef[base + std::size_t(i + 1) * stride] - p.coef[base + std::size_t(i) * stride]);
+  });
+  return q;
+}
+
+namespace {
+// de Casteljau at tau: the control points of the part on [0, tau] (left) or [tau, 1] (right).
+void split_line(std::vector<double>& c, double tau, bool keep_left) {
+  const std::size_t n = c.size();
+  std::vector<double> w = c;
+  if (keep_left) c[0] = w[0];
+  else c[n - 1] = w[n - 1];
+  for (std::size_t r = 1; r < n; ++r) {
+    for (std::size_t i = 0; i + r < n; ++i) w[i] = (1 - tau) * w[i] + tau * w[i + 1];
+    if (keep_left) c[r] = w[0];
+    else c[n - 1 - r] = w[n - 1 - r];
+  }
+}
+}  // namespace
+
+BernsteinPoly restrict_to(const BernsteinPoly& p, int var, double a, double b) {
+  BernsteinPoly q = p;
+  const std::size_t n = std::size_t(p.degree[var] + 1);
+  std::vector<double> line(n);
+  for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t stride) {
+    for (std::size_t i = 0; i < n; ++i) line[i] = q.coef[base + i * stride];
+    if (a > 0) split_line(line, a, false);                         // now on [a, 1]
+    if (b < 1) split_line(line, a < 1 ? (b - a) / (1 - a) : 1.0, true);  // then [a, b]
+    for (std::size_t i = 0; i < n; ++i) q.coef[base + i * stride] = line[i];
+  });
+  return q;
+}
+
+}  // namespace parasurf
