@@ -38,6 +38,7 @@ struct SolverOptions {
   double newton_tolerance = 1e-14;    // |dx| that ends Newton
   std::int64_t max_nodes = 20'000'000;
   double max_seconds = 60;
+  int threads = 0;                    // CPU threads, 0 = all (cells of one subdivision level run in parallel)
 };
 
 struct Root {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <omp.h>
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
@@ -113,10 +114,12 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
     for (int k = 0; k < n; ++k) sys.d[i].push_back(derivative(equations[i], k));
 
   SolveResult result;
-  std::vector<Cell> stack;
-  stack.push_back({std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), equations});
+  std::vector<Cell> frontier;
+  frontier.push_back({std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), equations});
   std::vector<std::pair<std::vector<double>, std::vector<double>>> candidates;
   double tolerance = o.tolerance;
+  double scale = 0;
+  for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
   const auto t0 = std::chrono::steady_clock::now();
   auto add_root = [&](Root r) {
     for (const auto& q : result.roots) {
@@ -126,73 +129,96 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
     }
     result.roots.push_back(std::move(r));
   };
-  while (!stack.empty()) {
-    Cell cell = std::move(stack.back());
-    stack.pop_back();
-    if (++result.nodes > o.max_nodes) {
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  // Level by level: every cell of a level is processed in parallel into per-thread children, roots and candidates.
+  while (!frontier.empty()) {
+    if (result.nodes + std::int64_t(frontier.size()) > o.max_nodes) {
       result.status = "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)";
       break;
     }
-    if ((result.nodes & 1023) == 0 &&
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
       result.status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
       break;
     }
-    bool excluded = false;
-    for (const auto& f : cell.f) {
-      const Interval r = coef_range(f);
-      if (r.lo > 0 || r.hi < 0) {
-        excluded = true;
-        break;
-      }
+    result.nodes += std::int64_t(frontier.size());
+    // A solution curve or surface doubles the level's cells at every split: past this many, the level's cells are
+    // taken as they are (a region at this resolution) instead of refining them to the tolerance.
+    if (frontier.size() > 100000) {
+      double width = 0;
+      for (const auto& c : frontier)
+        for (int k = 0; k < n; ++k) width = std::max(width, c.hi[k] - c.lo[k]);
+      tolerance = std::max(tolerance, 1.01 * width);
     }
-    if (excluded) continue;
-    double width = 0;
-    for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);
-    if (jacobian_regular(cell.f)) {
-      std::vector<double> x(static_cast<std::size_t>(n));
-      for (int k = 0; k < n; ++k) x[k] = 0.5 * (cell.lo[k] + cell.hi[k]);
-      if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 60)) {
-        const double res = sys.residual(x);
-        double scale = 0;
-        for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-        if (res <= 1e-12 * std::max(1.0, scale)) {
-          add_root({x, res, true, 1});
-          continue;  // the only root of the cell
+    const std::size_t slots = static_cast<std::size_t>(threads);
+    std::vector<std::vector<Cell>> children(slots);
+    std::vector<std::vector<Root>> found(slots);
+    std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(slots);
+    const double level_tolerance = tolerance;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+    for (std::int64_t c = 0; c < std::int64_t(frontier.size()); ++c) {
+      const int tid = omp_get_thread_num();
+      const Cell& cell = frontier[std::size_t(c)];
+      bool excluded = false;
+      for (const auto& f : cell.f) {
+        const Interval r = coef_range(f);
+        if (r.lo > 0 || r.hi < 0) {
+          excluded = true;
+          break;
         }
       }
-    }
-    if (width < tolerance) {
-      candidates.emplace_back(cell.lo, cell.hi);
-      // A solution curve would fill the stack with cells of the tolerance's size: stop refining early then.
-      if (candidates.size() > 20000 && tolerance < 1e-4) tolerance = 1e-4;
-      continue;
-    }
-    // Split along the axis where the coefficients vary most, at its midpoint.
-    int axis = 0;
-    double best = -1;
-    for (int k = 0; k < n; ++k) {
-      if (cell.hi[k] - cell.lo[k] < 0.5 * tolerance) continue;
-      double var = 0;
-      for (const auto& f : cell.f) {
-        const BernsteinPoly d = derivative(f, k);
-        const Interval r = coef_range(d);
-        var = std::max(var, std::max(std::abs(r.lo), std::abs(r.hi)));
+      if (excluded) continue;
+      double width = 0;
+      for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);
+      if (jacobian_regular(cell.f)) {
+        std::vector<double> x(static_cast<std::size_t>(n));
+        for (int k = 0; k < n; ++k) x[k] = 0.5 * (cell.lo[k] + cell.hi[k]);
+        if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 60)) {
+          const double res = sys.residual(x);
+          if (res <= 1e-12 * std::max(1.0, scale)) {
+            found[tid].push_back({x, res, true, 1});
+            continue;  // the only root of the cell
+          }
+        }
       }
-      if (var > best) best = var, axis = k;
+      if (width < level_tolerance) {
+        unresolved[tid].emplace_back(cell.lo, cell.hi);
+        continue;
+      }
+      // Split along the axis where the coefficients vary most, at its midpoint.
+      int axis = 0;
+      double best = -1;
+      for (int k = 0; k < n; ++k) {
+        if (cell.hi[k] - cell.lo[k] < 0.5 * level_tolerance) continue;
+        double var = 0;
+        for (const auto& f : cell.f) {
+          const Interval r = coef_range(derivative(f, k));
+          var = std::max(var, std::max(std::abs(r.lo), std::abs(r.hi)));
+        }
+        if (var > best) best = var, axis = k;
+      }
+      const double mid = 0.5 * (cell.lo[axis] + cell.hi[axis]);
+      Cell left{cell.lo, cell.hi, {}}, right{cell.lo, cell.hi, {}};
+      left.hi[axis] = mid;
+      right.lo[axis] = mid;
+      for (const auto& f : cell.f) {
+        left.f.push_back(restrict_to(f, axis, 0.0, 0.5));
+        right.f.push_back(restrict_to(f, axis, 0.5, 1.0));
+      }
+      children[tid].push_back(std::move(left));
+      children[tid].push_back(std::move(right));
     }
-    const double mid = 0.5 * (cell.lo[axis] + cell.hi[axis]);
-    Cell left{cell.lo, cell.hi, {}}, right{cell.lo, cell.hi, {}};
-    left.hi[axis] = mid;
-    right.lo[axis] = mid;
-    for (const auto& f : cell.f) {
-      left.f.push_back(restrict_to(f, axis, 0.0, 0.5));
-      right.f.push_back(restrict_to(f, axis, 0.5, 1.0));
+    frontier.clear();
+    for (int t = 0; t < threads; ++t) {
+      for (auto& c : children[t]) frontier.push_back(std::move(c));
+      for (auto& r : found[t]) add_root(std::move(r));
+      for (auto& u : unresolved[t]) candidates.push_back(std::move(u));
     }
-    stack.push_back(std::move(right));
-    stack.push_back(std::move(left));
+    // A solution curve would fill the levels with cells of the tolerance's size: stop refining early then.
+    if (candidates.size() > 20000 && tolerance < 1e-4) tolerance = 1e-4;
   }
 
+  // Threads deliver cells in any order: sort them so that the clusters and their centroids are reproducible.
+  std::sort(candidates.begin(), candidates.end());
   // Cluster touching candidate cells (union-find); each cluster is one tangent root or one solution region.
   const std::size_t m = candidates.size();
   std::vector<std::size_t> parent(m);
