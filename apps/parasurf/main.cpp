@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   parasurf::cli::add_ffd(app);
   parasurf::cli::add_render(app);
   parasurf::cli::add_view(app);
+  parasurf::cli::add_solve(app);
   parasurf::cli::add_bench(app);
   try {
     app.parse(argc, argv);

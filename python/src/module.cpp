@@ -11,6 +11,7 @@
 #include "parasurf/ffd.hpp"
 #include "parasurf/isosurface.hpp"
 #include "parasurf/patches.hpp"
+#include "parasurf/solver.hpp"
 #include "parasurf/tessellate.hpp"
 #include "parasurf/volume.hpp"
 
@@ -192,6 +193,47 @@ PYBIND11_MODULE(_parasurf, m) {
         py::arg("derivatives"), py::arg("precision"), py::arg("device"));
   m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"));
   m.def("cuda_available", &cuda_available);
+  m.def(
+      "intersect_curves",
+      [](py::array_t<double, py::array::c_style | py::array::forcecast> a, py::array_t<double, py::array::c_style | py::array::forcecast> b,
+         double tolerance, int threads) {
+        auto curve = [](const py::array_t<double, py::array::c_style | py::array::forcecast>& p) {
+          if (p.ndim() != 2 || p.shape(1) != 2) throw Error(ErrorKind::InvalidArgument, "curve control points must have shape (n, 2)");
+          BezierCurve2 c;
+          for (py::ssize_t i = 0; i < p.shape(0); ++i) c.points.push_back({p.data()[2 * i], p.data()[2 * i + 1]});
+          return c;
+        };
+        const BezierCurve2 ca = curve(a), cb = curve(b);
+        SolverOptions o;
+        o.tolerance = tolerance;
+        o.threads = threads;
+        CurveIntersectionResult r;
+        {
+          py::gil_scoped_release release;
+          r = intersect_curves(ca, cb, o);
+        }
+        const py::ssize_t k = py::ssize_t(r.points.size());
+        auto params = matrix<double>(k, 2), points = matrix<double>(k, 2);
+        py::array_t<bool> tangent(k);
+        for (py::ssize_t i = 0; i < k; ++i) {
+          params.mutable_data()[2 * i] = r.points[i].s, params.mutable_data()[2 * i + 1] = r.points[i].t;
+          points.mutable_data()[2 * i] = r.points[i].point[0], points.mutable_data()[2 * i + 1] = r.points[i].point[1];
+          tangent.mutable_data()[i] = r.points[i].tangent;
+        }
+        auto overlaps = matrix<double>(py::ssize_t(r.overlaps.size()), 4);
+        for (std::size_t i = 0; i < r.overlaps.size(); ++i) {
+          double* o4 = overlaps.mutable_data() + 4 * i;
+          o4[0] = r.overlaps[i].s0, o4[1] = r.overlaps[i].s1, o4[2] = r.overlaps[i].t0, o4[3] = r.overlaps[i].t1;
+        }
+        py::dict out;
+        out["params"] = params;
+        out["points"] = points;
+        out["tangent"] = tangent;
+        out["overlaps"] = overlaps;
+        out["status"] = r.status;
+        return out;
+      },
+      py::arg("a"), py::arg("b"), py::arg("tolerance"), py::arg("threads"));
 
   py::class_<Lattice>(m, "Lattice", "A trivariate B-spline volume embedding world space (see parasurf.lattice)")
       .def_property_readonly("count", [](const Lattice& l) { return l.count; })

@@ -127,3 +127,18 @@ def test_lattice_direct_manipulation_and_errors(rng):
         parasurf.ffd(verts, [[0, 1, 99]], lat)
     with pytest.raises(ValueError):
         parasurf.ffd(verts, quads, lat, level=0)
+
+
+def test_intersect_curves():
+    # A parabola arc and a horizontal line meet at s = t = 1/4 and 3/4 (the bezier package's case 3).
+    r = parasurf.intersect_curves([[0, 0], [0.5, 1], [1, 0]], [[0, 0.375], [1, 0.375]])
+    assert r["status"] == "complete"
+    np.testing.assert_allclose(np.sort(r["params"][:, 0]), [0.25, 0.75], atol=1e-14)
+    np.testing.assert_allclose(r["points"][:, 1], [0.375, 0.375], atol=1e-14)
+    assert not r["tangent"].any() and r["overlaps"].shape == (0, 4)
+    # Tangent at the apex: one root, flagged.
+    t = parasurf.intersect_curves([[0, 0], [0.5, 1], [1, 0]], [[0, 0.5], [1, 0.5]])
+    assert len(t["params"]) == 1 and t["tangent"][0]
+    np.testing.assert_allclose(t["params"][0], [0.5, 0.5], atol=1e-6)
+    with pytest.raises(ValueError):
+        parasurf.intersect_curves([[0, 0]], [[0, 1], [1, 0]])

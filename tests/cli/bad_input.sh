@@ -85,6 +85,13 @@ expect "decreases at index 5" ffd "$dir/tet.obj" --lattice-file "$dir/knots.json
 expect "level 0 is outside" ffd "$dir/tet.obj" -m 0
 printf 'v 0 0 0\nv 1 0 0\nv 0 1 0\nv 0 0 1\nv 1 1 1\nf 1 2 3\nf 1 2 4\nf 1 2 5\n' > "$dir/fin.obj"
 expect "non-manifold edges" ffd "$dir/fin.obj"
+# solve: bad input files
+printf '{"curve1": {"points": [[0, 0], [1, "x"]]}, "curve2": {"points": [[0, 1], [1, 0]]}}' > "$dir/c1.json"
+printf '{"curve1": {"points": [[0, 0]]}, "curve2": {"points": [[0, 1], [1, 0]]}}' > "$dir/c2.json"
+printf '{"curve1": {"points": [[0, 0], [1, 1]]}}' > "$dir/c3.json"
+expect "expected a finite number" solve curves "$dir/c1.json"
+expect "needs 2..64 control points" solve curves "$dir/c2.json"
+expect "expected {" solve curves "$dir/c3.json"
 # render: bad sizes and outputs
 expect "must be in 16..8192" render "$dir/tet.obj" --size 8x8000000
 expect "not three numbers" render "$dir/tet.obj" --view 1,2

@@ -68,6 +68,10 @@ grep -q '"pieces"' "$dir/ffd-accurate.json"
 (cd "$dir" && "$exe" ffd -m 2 --json teapot.json >/dev/null && grep -q '"output_triangles"' teapot.json && [ -s teapot-ffd.ply ])
 "$exe" render "$dir/tet-accurate.ply" -o "$dir/tet.png" --size 64x48 >/dev/null
 head -c 8 "$dir/tet.png" | od -An -c | grep -q "P   N   G"
+printf '{"curve1": {"points": [[0, 0], [0.5, 1], [1, 0]]}, "curve2": {"control_points": [[0, 1], ["3/8", "3/8"]]}}' > "$dir/curves.json"
+"$exe" solve curves "$dir/curves.json" --json "$dir/curves-out.json" >/dev/null
+grep -q '"intersections"' "$dir/curves-out.json"
+[ "$(grep -c '"tangent"' "$dir/curves-out.json")" -eq 2 ]
 "$exe" bench ffd --quick --devices cpu --json "$dir/bf.json" >/dev/null
 grep -q '"vertices_per_second"' "$dir/bf.json"
 echo "smoke passed"

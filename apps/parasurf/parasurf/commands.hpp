@@ -14,6 +14,7 @@ void add_isosurface(CLI::App& app);
 void add_ffd(CLI::App& app);
 void add_render(CLI::App& app);
 void add_view(CLI::App& app);
+void add_solve(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_bench_patches(CLI::App& bench);  // `bench patches`, registered by add_bench
 void add_bench_isosurface(CLI::App& bench);  // `bench isosurface`, registered by add_bench

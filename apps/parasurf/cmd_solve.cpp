@@ -1,0 +1,100 @@
+// parasurf solve: geometric applications of the subdivision solver (so far: planar curve intersection).
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "io/text_cursor.hpp"
+#include "parasurf/commands.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/solver.hpp"
+
+namespace parasurf::cli {
+
+namespace {
+
+double number(const nlohmann::json& v, const std::string& where) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {  // "p/q" fractions and C99 hex floats, as in the bezier package's test data
+    const std::string s = v.get<std::string>();
+    const auto slash = s.find('/');
+    char* end = nullptr;
+    if (slash != std::string::npos) {
+      const double p = std::strtod(s.substr(0, slash).c_str(), &end), q = std::strtod(s.substr(slash + 1).c_str(), nullptr);
+      if (q != 0 && std::isfinite(p / q)) return p / q;
+    } else {
+      const double x = std::strtod(s.c_str(), &end);
+      if (end && *end == '\0' && std::isfinite(x)) return x;
+    }
+  }
+  throw Error(ErrorKind::Parse, where + ": expected a finite number, a fraction \"p/q\" or a hex float");
+}
+
+// {"control_points": [[x0, x1, ...], [y0, y1, ...]]} or {"points": [[x, y], ...]}
+BezierCurve2 curve(const nlohmann::json& c, const std::string& where) {
+  BezierCurve2 out;
+  if (c.contains("points")) {
+    const auto& p = c["points"];
+    if (!p.is_array()) throw Error(ErrorKind::Parse, where + ".points: expected [[x, y], ...]");
+    for (std::size_t i = 0; i < p.size(); ++i) {
+      if (!p[i].is_array() || p[i].size() != 2) throw Error(ErrorKind::Parse, where + ".points: expected [[x, y], ...]");
+      out.points.push_back({number(p[i][0], where), number(p[i][1], where)});
+    }
+  } else if (c.contains("control_points")) {
+    const auto& p = c["control_points"];
+    if (!p.is_array() || p.size() != 2 || !p[0].is_array() || !p[1].is_array() || p[0].size() != p[1].size())
+      throw Error(ErrorKind::Parse, where + ".control_points: expected [[x0, x1, ...], [y0, y1, ...]]");
+    for (std::size_t i = 0; i < p[0].size(); ++i) out.points.push_back({number(p[0][i], where), number(p[1][i], where)});
+  } else {
+    throw Error(ErrorKind::Parse, where + ": expected \"points\" or \"control_points\"");
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_solve(CLI::App& app) {
+  struct Args {
+    std::string app, input, json;
+    double tolerance = 1e-7;
+    int threads = 0;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("solve", "Polynomial systems by subdivision: geometric applications (curves: intersection "
+                                          "of two planar Bezier curves)");
+  cmd->add_option("app", a->app, "Application: curves")->required()->check(CLI::IsMember({"curves"}));
+  cmd->add_option("input", a->input, "JSON: {\"curve1\": {\"points\": [[x, y], ...]}, \"curve2\": {...}}")->required();
+  cmd->add_option("--tolerance", a->tolerance, "Parameter width at which unresolved cells stop (tangent roots)");
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
+  cmd->callback([a] {
+    const std::string text = io::read_text_file(a->input, "solver input", 64ull << 20);
+    nlohmann::json doc;
+    try {
+      doc = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(ErrorKind::Parse, a->input + ": not valid JSON: " + e.what());
+    }
+    if (!doc.is_object() || !doc.contains("curve1") || !doc.contains("curve2"))
+      throw Error(ErrorKind::Parse, a->input + ": expected {\"curve1\": ..., \"curve2\": ...}");
+    const BezierCurve2 c1 = curve(doc["curve1"], a->input + ": curve1"), c2 = curve(doc["curve2"], a->input + ": curve2");
+    SolverOptions o;
+    o.tolerance = a->tolerance;
+    o.threads = a->threads;
+    const CurveIntersectionResult r = intersect_curves(c1, c2, o);
+    std::printf("curves of degree %zu and %zu: %zu intersection(s), %zu overlap(s); %s\n", c1.points.size() - 1,
+                c2.points.size() - 1, r.points.size(), r.overlaps.size(), r.status.c_str());
+    nlohmann::json out = {{"status", r.status}, {"intersections", nlohmann::json::array()}, {"overlaps", nlohmann::json::array()}};
+    for (const auto& p : r.points) {
+      std::printf("  s = %.17g, t = %.17g at (%.17g, %.17g)%s\n", p.s, p.t, p.point[0], p.point[1], p.tangent ? " tangent" : "");
+      out["intersections"].push_back({{"s", p.s}, {"t", p.t}, {"point", p.point}, {"tangent", p.tangent}});
+    }
+    for (const auto& v : r.overlaps) {
+      std::printf("  overlap: s in [%.9g, %.9g], t in [%.9g, %.9g]\n", v.s0, v.s1, v.t0, v.t1);
+      out["overlaps"].push_back({{"s", {v.s0, v.s1}}, {"t", {v.t0, v.t1}}});
+    }
+    if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
+    if (r.status != "complete") throw ExitStatus{4};
+  });
+}
+
+}  // namespace parasurf::cli
