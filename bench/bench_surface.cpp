@@ -261,6 +261,7 @@ void add_bench(CLI::App& app) {
   add_bench_patches(*bench);
   add_bench_isosurface(*bench);
   add_bench_ffd(*bench);
+  add_bench_solver(*bench);
 }
 
 }  // namespace parasurf::cli

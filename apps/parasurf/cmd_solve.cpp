@@ -61,8 +61,12 @@ void add_solve(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("solve", "Polynomial systems by subdivision: geometric applications (curves: intersection "
                                           "of two planar Bezier curves)");
-  cmd->add_option("app", a->app, "Application: curves")->required()->check(CLI::IsMember({"curves"}));
-  cmd->add_option("input", a->input, "JSON: {\"curve1\": {\"points\": [[x, y], ...]}, \"curve2\": {...}}")->required();
+  cmd->add_option("app", a->app, "Application: curves (intersection of two curves) | raytraps (k >= 3 curves)")
+      ->required()
+      ->check(CLI::IsMember({"curves", "raytraps"}));
+  cmd->add_option("input", a->input,
+                  "JSON: curves: {\"curve1\": {\"points\": [[x, y], ...]}, \"curve2\": {...}}; raytraps: {\"curves\": [{...}, ...]}")
+      ->required();
   cmd->add_option("--tolerance", a->tolerance, "Parameter width at which unresolved cells stop (tangent roots)");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
@@ -74,12 +78,31 @@ void add_solve(CLI::App& app) {
     } catch (const nlohmann::json::exception& e) {
       throw Error(ErrorKind::Parse, a->input + ": not valid JSON: " + e.what());
     }
-    if (!doc.is_object() || !doc.contains("curve1") || !doc.contains("curve2"))
-      throw Error(ErrorKind::Parse, a->input + ": expected {\"curve1\": ..., \"curve2\": ...}");
-    const BezierCurve2 c1 = curve(doc["curve1"], a->input + ": curve1"), c2 = curve(doc["curve2"], a->input + ": curve2");
     SolverOptions o;
     o.tolerance = a->tolerance;
     o.threads = a->threads;
+    if (a->app == "raytraps") {
+      if (!doc.is_object() || !doc.contains("curves") || !doc["curves"].is_array())
+        throw Error(ErrorKind::Parse, a->input + ": expected {\"curves\": [{\"points\": [[x, y], ...]}, ...]}");
+      std::vector<BezierCurve2> curves;
+      for (std::size_t i = 0; i < doc["curves"].size(); ++i)
+        curves.push_back(curve(doc["curves"][i], a->input + ": curves[" + std::to_string(i) + "]"));
+      const RayTrapResult r = ray_traps(curves, o);
+      std::printf("%zu curves: %zu ray trap(s); %s\n", curves.size(), r.traps.size(), r.status.c_str());
+      nlohmann::json out = {{"status", r.status}, {"traps", nlohmann::json::array()}};
+      for (const auto& t : r.traps) {
+        std::printf("  t =");
+        for (double v : t.t) std::printf(" %.15g", v);
+        std::printf("\n");
+        out["traps"].push_back({{"t", t.t}, {"points", t.points}});
+      }
+      if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
+      if (r.status.rfind("limit reached", 0) == 0) throw ExitStatus{4};
+      return;
+    }
+    if (!doc.is_object() || !doc.contains("curve1") || !doc.contains("curve2"))
+      throw Error(ErrorKind::Parse, a->input + ": expected {\"curve1\": ..., \"curve2\": ...}");
+    const BezierCurve2 c1 = curve(doc["curve1"], a->input + ": curve1"), c2 = curve(doc["curve2"], a->input + ": curve2");
     const CurveIntersectionResult r = intersect_curves(c1, c2, o);
     std::printf("curves of degree %zu and %zu: %zu intersection(s), %zu overlap(s); %s\n", c1.points.size() - 1,
                 c2.points.size() - 1, r.points.size(), r.overlaps.size(), r.status.c_str());

@@ -61,8 +61,10 @@ struct SolveResult {
   std::int64_t nodes = 0;
 };
 
-// All roots of the square system equations[i](x) = 0 in the unit box [0,1]^n, each once.
-SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& options = {});
+// All roots of the square system equations[i](x) = 0 in the unit box [0,1]^n, each once, that also satisfy
+// positive[j](x) > 0 (a cell where some positive[j] <= 0 everywhere is discarded; roots are checked).
+SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& options = {},
+                         const std::vector<BernsteinPoly>& positive = {});
 
 // ------------------------------------------------------------------------------------------------ applications
 
@@ -86,5 +88,18 @@ struct CurveIntersectionResult {
 };
 
 CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options = {});
+
+// Ray traps of k >= 3 planar curves (Park et al. 2011, section 6): parameters (t_1, ..., t_k) where a light ray
+// reflects from curve to curve and closes the cycle: for each i, with A = C_i - C_{i+1}, B = C_{i+2} - C_{i+1} and
+// N the normal of C_{i+1}, (A.N)^2 |B|^2 = (B.N)^2 |A|^2 and (A.N)(B.N) > 0 (indices mod k).
+struct RayTrap {
+  std::vector<double> t;                       // one parameter per curve
+  std::vector<std::array<double, 2>> points;  // the reflection points
+};
+struct RayTrapResult {
+  std::vector<RayTrap> traps;
+  std::string status = "complete";
+};
+RayTrapResult ray_traps(const std::vector<BezierCurve2>& curves, const SolverOptions& options = {});
 
 }  // namespace parasurf

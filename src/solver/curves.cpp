@@ -60,3 +60,41 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
 }
 
 }  // namespace parasurf
+
+namespace parasurf {
+
+RayTrapResult ray_traps(const std::vector<BezierCurve2>& curves, const SolverOptions& options) {
+  const int k = int(curves.size());
+  if (k < 3 || k > 6) throw Error(ErrorKind::InvalidArgument, "ray traps: " + std::to_string(k) + " curves; 3..6 supported");
+  for (const auto& c : curves) check_curve(c, "of the trap");
+  // Coordinates of curve i as polynomials in the k parameters, and its (unnormalised) normal.
+  std::vector<BernsteinPoly> x, y, nx, ny;
+  for (int i = 0; i < k; ++i) {
+    x.push_back(BernsteinPoly::univariate(coordinate(curves[i], 0), i, k));
+    y.push_back(BernsteinPoly::univariate(coordinate(curves[i], 1), i, k));
+    nx.push_back(-1.0 * derivative(y.back(), i));
+    ny.push_back(derivative(x.back(), i));
+  }
+  std::vector<BernsteinPoly> eq, side;
+  for (int i = 0; i < k; ++i) {
+    const int j = (i + 1) % k, l = (i + 2) % k;
+    const BernsteinPoly ax = x[i] - x[j], ay = y[i] - y[j], bx = x[l] - x[j], by = y[l] - y[j];
+    const BernsteinPoly an = ax * nx[j] + ay * ny[j], bn = bx * nx[j] + by * ny[j];
+    eq.push_back(an * an * (bx * bx + by * by) - bn * bn * (ax * ax + ay * ay));
+    side.push_back(an * bn);
+  }
+  const SolveResult r = solve_system(eq, options, side);
+  RayTrapResult out;
+  out.status = r.status;
+  if (!r.regions.empty() && out.status == "complete")
+    out.status = "infinitely many traps: " + std::to_string(r.regions.size()) + " region(s) of parameters";
+  for (const auto& root : r.roots) {
+    RayTrap t;
+    t.t = root.x;
+    for (int i = 0; i < k; ++i) t.points.push_back(point_at(curves[i], root.x[i], nullptr));
+    out.traps.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace parasurf

@@ -97,7 +97,8 @@ bool newton(const System& s, std::vector<double>& x, const std::vector<double>& 
 
 }  // namespace
 
-SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& o) {
+SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& o,
+                         const std::vector<BernsteinPoly>& positive) {
   const int n = int(equations.size());
   if (n < 1 || n > 6) throw Error(ErrorKind::InvalidArgument, "solver: " + std::to_string(n) + " equations; 1..6 supported");
   for (const auto& e : equations) {
@@ -108,6 +109,9 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
       if (!std::isfinite(c)) throw Error(ErrorKind::InvalidArgument, "solver: a coefficient is not finite");
   }
   if (!(o.tolerance > 0) || o.tolerance > 0.1) throw Error(ErrorKind::InvalidArgument, "solver: tolerance must be in (0, 0.1]");
+  for (const auto& e : positive)
+    if (e.variables() != n || e.coef.size() != e.size())
+      throw Error(ErrorKind::InvalidArgument, "solver: an inequality must be a polynomial in " + std::to_string(n) + " variables");
   System sys{equations, {}, n};
   sys.d.resize(std::size_t(n));
   for (int i = 0; i < n; ++i)
@@ -115,7 +119,16 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
 
   SolveResult result;
   std::vector<Cell> frontier;
-  frontier.push_back({std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), equations});
+  {
+    std::vector<BernsteinPoly> all = equations;  // equations first, then the inequalities, restricted together
+    all.insert(all.end(), positive.begin(), positive.end());
+    frontier.push_back({std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), all});
+  }
+  auto satisfies = [&](const std::vector<double>& x) {
+    for (const auto& q : positive)
+      if (!(q.evaluate(x.data()) > 0)) return false;
+    return true;
+  };
   std::vector<std::pair<std::vector<double>, std::vector<double>>> candidates;
   double tolerance = o.tolerance;
   double scale = 0;
@@ -159,23 +172,21 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
       const int tid = omp_get_thread_num();
       const Cell& cell = frontier[std::size_t(c)];
       bool excluded = false;
-      for (const auto& f : cell.f) {
-        const Interval r = coef_range(f);
-        if (r.lo > 0 || r.hi < 0) {
-          excluded = true;
-          break;
-        }
+      for (std::size_t i = 0; i < cell.f.size() && !excluded; ++i) {
+        const Interval r = coef_range(cell.f[i]);
+        excluded = int(i) < n ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
       }
       if (excluded) continue;
+      const std::vector<BernsteinPoly> eqs(cell.f.begin(), cell.f.begin() + n);
       double width = 0;
       for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);
-      if (jacobian_regular(cell.f)) {
+      if (jacobian_regular(eqs)) {
         std::vector<double> x(static_cast<std::size_t>(n));
         for (int k = 0; k < n; ++k) x[k] = 0.5 * (cell.lo[k] + cell.hi[k]);
         if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 60)) {
           const double res = sys.residual(x);
           if (res <= 1e-12 * std::max(1.0, scale)) {
-            found[tid].push_back({x, res, true, 1});
+            if (satisfies(x)) found[tid].push_back({x, res, true, 1});
             continue;  // the only root of the cell
           }
         }
@@ -190,7 +201,7 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
       for (int k = 0; k < n; ++k) {
         if (cell.hi[k] - cell.lo[k] < 0.5 * level_tolerance) continue;
         double var = 0;
-        for (const auto& f : cell.f) {
+        for (const auto& f : eqs) {
           const Interval r = coef_range(derivative(f, k));
           var = std::max(var, std::max(std::abs(r.lo), std::abs(r.hi)));
         }
@@ -280,7 +291,7 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
     newton(sys, x, lo, hi, o.newton_tolerance, 100);
     double res = sys.residual(x);
     if (!(res < 1e-3 * centroid_res)) x = centroid, res = centroid_res;  // Newton only counts when it clearly helped
-    add_root({x, res, false, 2});
+    if (satisfies(x)) add_root({x, res, false, 2});
   }
   std::sort(result.roots.begin(), result.roots.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
   return result;

@@ -72,6 +72,11 @@ printf '{"curve1": {"points": [[0, 0], [0.5, 1], [1, 0]]}, "curve2": {"control_p
 "$exe" solve curves "$dir/curves.json" --json "$dir/curves-out.json" >/dev/null
 grep -q '"intersections"' "$dir/curves-out.json"
 [ "$(grep -c '"tangent"' "$dir/curves-out.json")" -eq 2 ]
+printf '{"curves": [{"points": [[0, 1], [0.6, 1.2], [1, 0.5]]}, {"points": [[0.9, -0.4], [0.1, -1.1], [-0.6, -0.8]]}, {"points": [[-0.9, -0.5], [-1.2, 0.2], [-0.5, 0.9]]}]}' > "$dir/traps.json"
+"$exe" solve raytraps "$dir/traps.json" --json "$dir/traps-out.json" >/dev/null
+grep -q '"traps"' "$dir/traps-out.json"
+"$exe" bench solver --curves 3 --json "$dir/bs.json" >/dev/null
+grep -q '"paper_gpu_ms"' "$dir/bs.json"
 "$exe" bench ffd --quick --devices cpu --json "$dir/bf.json" >/dev/null
 grep -q '"vertices_per_second"' "$dir/bf.json"
 echo "smoke passed"

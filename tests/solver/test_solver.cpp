@@ -96,6 +96,48 @@ TEST(Solver, BadInputIsRefused) {
   EXPECT_THROW(solve_system({}), Error);
 }
 
+// A quadratic arc approximating the circle of radius r around the origin from angle a0 to a1, middle point pushed out
+// by `bulge` (0: the exact tangent-intersection control point).
+BezierCurve2 arc(double a0, double a1, double r, double bulge) {
+  const double am = 0.5 * (a0 + a1), h = 0.5 * (a1 - a0);
+  const double rm = r / std::cos(h) + bulge;
+  return {{{r * std::cos(a0), r * std::sin(a0)}, {rm * std::cos(am), rm * std::sin(am)}, {r * std::cos(a1), r * std::sin(a1)}}};
+}
+
+TEST(Solver, RayTrapsObeyTheReflectionLaw) {
+  const double pi = 3.14159265358979323846, w = pi / 6;
+  std::mt19937_64 rng(test::run_seed() + 22);
+  std::uniform_real_distribution<double> u(-0.05, 0.05);
+  int traps = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<BezierCurve2> curves;
+    for (int i = 0; i < 3; ++i) {
+      const double c = pi / 2 + i * 2 * pi / 3;
+      curves.push_back(arc(c - w, c + w, 1.0 + u(rng), u(rng)));
+    }
+    const RayTrapResult r = ray_traps(curves);
+    ASSERT_EQ(r.status.substr(0, 8), "complete") << r.status;
+    for (const auto& t : r.traps) {
+      ++traps;
+      for (int i = 0; i < 3; ++i) {
+        const int j = (i + 1) % 3, l = (i + 2) % 3;
+        const auto& p = t.points;
+        const double ax = p[i][0] - p[j][0], ay = p[i][1] - p[j][1], bx = p[l][0] - p[j][0], by = p[l][1] - p[j][1];
+        // normal of curve j at t_j from the derivative of its control polygon
+        const auto& c = curves[j].points;
+        const double s = t.t[j];
+        const double dx = 2 * ((1 - s) * (c[1][0] - c[0][0]) + s * (c[2][0] - c[1][0]));
+        const double dy = 2 * ((1 - s) * (c[1][1] - c[0][1]) + s * (c[2][1] - c[1][1]));
+        const double an = -ax * dy + ay * dx, bn = -bx * dy + by * dx;
+        EXPECT_GT(an * bn, 0) << "the ray stays on one side of the mirror";
+        EXPECT_NEAR(an / std::hypot(ax, ay), bn / std::hypot(bx, by), 1e-9 * std::hypot(dx, dy)) << "equal angles";
+      }
+    }
+  }
+  EXPECT_GT(traps, 0);
+  std::printf("  %d ray traps of 3 quadratic mirrors, each obeying the reflection law\n", traps);
+}
+
 double parse_number(const nlohmann::json& v) {
   if (v.is_number()) return v.get<double>();
   const std::string s = v.get<std::string>();

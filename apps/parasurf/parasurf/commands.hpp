@@ -19,6 +19,7 @@ void add_bench(CLI::App& app);
 void add_bench_patches(CLI::App& bench);  // `bench patches`, registered by add_bench
 void add_bench_isosurface(CLI::App& bench);  // `bench isosurface`, registered by add_bench
 void add_bench_ffd(CLI::App& bench);         // `bench ffd`, registered by add_bench
+void add_bench_solver(CLI::App& bench);      // `bench solver`, registered by add_bench
 
 // A command that finished its output but wants a particular exit status (e.g. 3: no surface found).
 struct ExitStatus {
