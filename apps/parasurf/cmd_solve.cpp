@@ -65,7 +65,8 @@ void add_solve(CLI::App& app) {
       ->required()
       ->check(CLI::IsMember({"curves", "raytraps"}));
   cmd->add_option("input", a->input,
-                  "JSON: curves: {\"curve1\": {\"points\": [[x, y], ...]}, \"curve2\": {...}}; raytraps: {\"curves\": [{...}, ...]}")
+                  "JSON: curves: {\"curve1\": {\"points\": [[x, y], ...]} (+ \"degree\", \"knots\" for a B-spline), \"curve2\": {...}}; "
+                  "raytraps: {\"curves\": [{...}, ...]}")
       ->required();
   cmd->add_option("--tolerance", a->tolerance, "Parameter width at which unresolved cells stop (tangent roots)");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
@@ -103,9 +104,31 @@ void add_solve(CLI::App& app) {
     if (!doc.is_object() || !doc.contains("curve1") || !doc.contains("curve2"))
       throw Error(ErrorKind::Parse, a->input + ": expected {\"curve1\": ..., \"curve2\": ...}");
     const BezierCurve2 c1 = curve(doc["curve1"], a->input + ": curve1"), c2 = curve(doc["curve2"], a->input + ": curve2");
-    const CurveIntersectionResult r = intersect_curves(c1, c2, o);
-    std::printf("curves of degree %zu and %zu: %zu intersection(s), %zu overlap(s); %s\n", c1.points.size() - 1,
-                c2.points.size() - 1, r.points.size(), r.overlaps.size(), r.status.c_str());
+    // B-spline curves: "degree" and "knots" beside the points; a Bezier curve is the clamped B-spline of one span.
+    auto as_bspline = [&](const nlohmann::json& j, const BezierCurve2& c, const std::string& where) {
+      BSplineCurve2 b;
+      b.points = c.points;
+      b.degree = int(c.points.size()) - 1;
+      if (j.contains("degree")) {
+        if (!j["degree"].is_number_integer()) throw Error(ErrorKind::Parse, where + ".degree: expected an integer");
+        b.degree = j["degree"].get<int>();
+      }
+      if (j.contains("knots")) {
+        if (!j["knots"].is_array()) throw Error(ErrorKind::Parse, where + ".knots: expected an array");
+        for (const auto& k : j["knots"]) b.knots.push_back(number(k, where + ".knots"));
+      } else {
+        b.knots.assign(std::size_t(b.degree + 1), 0.0);
+        b.knots.insert(b.knots.end(), std::size_t(b.degree + 1), 1.0);
+      }
+      return b;
+    };
+    const bool bspline = doc["curve1"].contains("knots") || doc["curve2"].contains("knots");
+    const CurveIntersectionResult r =
+        bspline ? intersect_curves(as_bspline(doc["curve1"], c1, a->input + ": curve1"), as_bspline(doc["curve2"], c2, a->input + ": curve2"), o)
+                : intersect_curves(c1, c2, o);
+    std::printf("%s curves with %zu and %zu control points: %zu intersection(s), %zu overlap(s); %s\n",
+                bspline ? "B-spline" : "Bezier", c1.points.size(), c2.points.size(), r.points.size(), r.overlaps.size(),
+                r.status.c_str());
     nlohmann::json out = {{"status", r.status}, {"intersections", nlohmann::json::array()}, {"overlaps", nlohmann::json::array()}};
     for (const auto& p : r.points) {
       std::printf("  s = %.17g, t = %.17g at (%.17g, %.17g)%s\n", p.s, p.t, p.point[0], p.point[1], p.tangent ? " tangent" : "");

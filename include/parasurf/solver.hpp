@@ -89,6 +89,22 @@ struct CurveIntersectionResult {
 
 CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options = {});
 
+// A planar B-spline curve: degree p >= 1, count + p + 1 non-decreasing knots, parameter in [knots[p], knots[count]].
+struct BSplineCurve2 {
+  int degree = 3;
+  std::vector<double> knots;
+  std::vector<std::array<double, 2>> points;
+};
+// Exact conversion to Bézier pieces by knot insertion: each piece with the parameter interval it covers.
+struct BezierPiece {
+  BezierCurve2 curve;
+  double u0 = 0, u1 = 1;
+};
+std::vector<BezierPiece> bspline_to_bezier(const BSplineCurve2& c);  // Error(InvalidArgument) for bad knots or counts
+// Intersections of two B-spline curves, piece by piece; parameters are the curves' own (knot) parameters and a
+// root on a piece boundary is reported once.
+CurveIntersectionResult intersect_curves(const BSplineCurve2& a, const BSplineCurve2& b, const SolverOptions& options = {});
+
 // Ray traps of k >= 3 planar curves (Park et al. 2011, section 6): parameters (t_1, ..., t_k) where a light ray
 // reflects from curve to curve and closes the cycle: for each i, with A = C_i - C_{i+1}, B = C_{i+2} - C_{i+1} and
 // N the normal of C_{i+1}, (A.N)^2 |B|^2 = (B.N)^2 |A|^2 and (A.N)(B.N) > 0 (indices mod k).

@@ -1,5 +1,6 @@
 // Intersection of two planar Bézier curves as the system C1(s) - C2(t) = 0 in (s, t) ∈ [0,1]², built exactly in
 // Bernstein form (each coordinate promoted to the two variables) and solved by subdivision.
+#include <algorithm>
 #include <cmath>
 
 #include "parasurf/error.hpp"
@@ -94,6 +95,87 @@ RayTrapResult ray_traps(const std::vector<BezierCurve2>& curves, const SolverOpt
     for (int i = 0; i < k; ++i) t.points.push_back(point_at(curves[i], root.x[i], nullptr));
     out.traps.push_back(t);
   }
+  return out;
+}
+
+}  // namespace parasurf
+
+namespace parasurf {
+
+std::vector<BezierPiece> bspline_to_bezier(const BSplineCurve2& c) {
+  const int p = c.degree, n = int(c.points.size());
+  if (p < 1 || p > 32) throw Error(ErrorKind::InvalidArgument, "B-spline curve: degree " + std::to_string(p) + " is outside 1..32");
+  if (n < p + 1) throw Error(ErrorKind::InvalidArgument, "B-spline curve: " + std::to_string(n) + " control points; degree " + std::to_string(p) + " needs at least " + std::to_string(p + 1));
+  if (int(c.knots.size()) != n + p + 1)
+    throw Error(ErrorKind::InvalidArgument, "B-spline curve: " + std::to_string(c.knots.size()) + " knots; " + std::to_string(n) +
+                                                " control points of degree " + std::to_string(p) + " need " + std::to_string(n + p + 1));
+  for (std::size_t i = 0; i < c.knots.size(); ++i) {
+    if (!std::isfinite(c.knots[i])) throw Error(ErrorKind::InvalidArgument, "B-spline curve: knot " + std::to_string(i) + " is not finite");
+    if (i > 0 && c.knots[i] < c.knots[i - 1])
+      throw Error(ErrorKind::InvalidArgument, "B-spline curve: the knot vector decreases at index " + std::to_string(i));
+  }
+  for (const auto& q : c.points)
+    if (!std::isfinite(q[0]) || !std::isfinite(q[1])) throw Error(ErrorKind::InvalidArgument, "B-spline curve: a control point is not finite");
+  if (!(c.knots[n] > c.knots[p])) throw Error(ErrorKind::InvalidArgument, "B-spline curve: the domain is empty");
+  std::vector<double> u = c.knots;
+  std::vector<std::array<double, 2>> P = c.points;
+  // Boehm insertion of x once (x in [u[p], u[m - p - 1]]).
+  auto insert = [&](double x) {
+    const int m = int(P.size());
+    int k = p;
+    while (k + 1 < m && u[k + 1] <= x) ++k;  // u[k] <= x < u[k+1]
+    std::vector<std::array<double, 2>> Q(std::size_t(m + 1));
+    for (int i = 0; i <= k - p; ++i) Q[i] = P[i];
+    for (int i = k - p + 1; i <= k; ++i) {
+      const double den = u[i + p] - u[i];
+      const double a = den > 0 ? (x - u[i]) / den : 0;
+      for (int d = 0; d < 2; ++d) Q[i][d] = (1 - a) * P[i - 1][d] + a * P[i][d];
+    }
+    for (int i = k + 1; i <= m; ++i) Q[i] = P[i - 1];
+    u.insert(u.begin() + k + 1, x);
+    P.swap(Q);
+  };
+  auto multiplicity = [&](double x) { return int(std::count(u.begin(), u.end(), x)); };
+  // Every distinct knot of the domain, its ends included (unclamped ends), to multiplicity p.
+  std::vector<double> distinct;
+  for (int i = p; i <= n; ++i)
+    if (distinct.empty() || c.knots[i] != distinct.back()) distinct.push_back(c.knots[i]);
+  for (double x : distinct)
+    for (int guard = 0; multiplicity(x) < p && guard < p; ++guard) insert(x);
+  std::vector<BezierPiece> out;
+  const int m = int(P.size());
+  for (int k = p; k < m; ++k) {
+    if (!(u[k + 1] > u[k])) continue;
+    if (u[k] < c.knots[p] || u[k + 1] > c.knots[n]) continue;
+    BezierPiece piece;
+    piece.u0 = u[k];
+    piece.u1 = u[k + 1];
+    for (int i = k - p; i <= k; ++i) piece.curve.points.push_back(P[i]);
+    out.push_back(std::move(piece));
+  }
+  return out;
+}
+
+CurveIntersectionResult intersect_curves(const BSplineCurve2& a, const BSplineCurve2& b, const SolverOptions& options) {
+  const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
+  CurveIntersectionResult out;
+  for (const auto& x : pa)
+    for (const auto& y : pb) {
+      const CurveIntersectionResult r = intersect_curves(x.curve, y.curve, options);
+      if (r.status != "complete") out.status = r.status;
+      for (auto p : r.points) {
+        p.s = x.u0 + p.s * (x.u1 - x.u0);
+        p.t = y.u0 + p.t * (y.u1 - y.u0);
+        bool dup = false;  // a root on a piece boundary shows up in both pieces
+        for (const auto& q : out.points)
+          dup = dup || (std::abs(q.s - p.s) <= 1e-10 * (1 + std::abs(p.s)) && std::abs(q.t - p.t) <= 1e-10 * (1 + std::abs(p.t)));
+        if (!dup) out.points.push_back(p);
+      }
+      for (auto v : r.overlaps)
+        out.overlaps.push_back({x.u0 + v.s0 * (x.u1 - x.u0), x.u0 + v.s1 * (x.u1 - x.u0), y.u0 + v.t0 * (y.u1 - y.u0),
+                                y.u0 + v.t1 * (y.u1 - y.u0)});
+    }
+  std::sort(out.points.begin(), out.points.end(), [](const auto& l, const auto& r) { return l.s < r.s || (l.s == r.s && l.t < r.t); });
   return out;
 }
 

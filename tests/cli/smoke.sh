@@ -72,6 +72,9 @@ printf '{"curve1": {"points": [[0, 0], [0.5, 1], [1, 0]]}, "curve2": {"control_p
 "$exe" solve curves "$dir/curves.json" --json "$dir/curves-out.json" >/dev/null
 grep -q '"intersections"' "$dir/curves-out.json"
 [ "$(grep -c '"tangent"' "$dir/curves-out.json")" -eq 2 ]
+printf '{"curve1": {"degree": 2, "knots": [0, 0, 0, 0.5, 1, 1, 1], "points": [[0, 0], [1, 2], [2, -2], [3, 0]]}, "curve2": {"points": [[-1, 0.1], [4, 0.1]]}}' > "$dir/bs.json"
+"$exe" solve curves "$dir/bs.json" --json "$dir/bs-out.json" >/dev/null
+[ "$(grep -c '"tangent"' "$dir/bs-out.json")" -eq 2 ]
 printf '{"curves": [{"points": [[0, 1], [0.6, 1.2], [1, 0.5]]}, {"points": [[0.9, -0.4], [0.1, -1.1], [-0.6, -0.8]]}, {"points": [[-0.9, -0.5], [-1.2, 0.2], [-0.5, 0.9]]}]}' > "$dir/traps.json"
 "$exe" solve raytraps "$dir/traps.json" --json "$dir/traps-out.json" >/dev/null
 grep -q '"traps"' "$dir/traps-out.json"

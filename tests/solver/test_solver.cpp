@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -136,6 +137,78 @@ TEST(Solver, RayTrapsObeyTheReflectionLaw) {
   }
   EXPECT_GT(traps, 0);
   std::printf("  %d ray traps of 3 quadratic mirrors, each obeying the reflection law\n", traps);
+}
+
+// Cox-de Boor reference for a B-spline curve point.
+std::array<double, 2> de_boor_reference(const BSplineCurve2& c, double u) {
+  const int p = c.degree, n = int(c.points.size());
+  std::function<double(int, int)> N = [&](int i, int k) -> double {
+    if (k == 0) {
+      const bool last = c.knots[i + 1] == c.knots[n] && c.knots[i] < c.knots[i + 1];
+      return (u >= c.knots[i] && u < c.knots[i + 1]) || (last && u == c.knots[n]) ? 1.0 : 0.0;
+    }
+    double a = 0, b = 0;
+    if (c.knots[i + k] != c.knots[i]) a = (u - c.knots[i]) / (c.knots[i + k] - c.knots[i]) * N(i, k - 1);
+    if (c.knots[i + k + 1] != c.knots[i + 1]) b = (c.knots[i + k + 1] - u) / (c.knots[i + k + 1] - c.knots[i + 1]) * N(i + 1, k - 1);
+    return a + b;
+  };
+  std::array<double, 2> out{0, 0};
+  for (int i = 0; i < n; ++i) {
+    const double w = N(i, p);
+    out[0] += w * c.points[i][0], out[1] += w * c.points[i][1];
+  }
+  return out;
+}
+
+TEST(Solver, BSplineCurvesPieceByPiece) {
+  std::mt19937_64 rng(test::run_seed() + 23);
+  std::uniform_real_distribution<double> u01(0, 1), g(-1, 1);
+  BSplineCurve2 a;
+  a.degree = 3;
+  a.knots = {0, 0, 0, 0, 0.3, 0.3, 0.6, 1, 1, 1, 1};  // a double interior knot too
+  for (int i = 0; i < 7; ++i) a.points.push_back({i / 6.0 * 4 - 2, g(rng)});
+  const auto pieces = bspline_to_bezier(a);
+  ASSERT_EQ(pieces.size(), 3u);
+  for (int k = 0; k < 50; ++k) {  // the pieces are the curve, exactly
+    const double u = u01(rng);
+    for (const auto& pc : pieces)
+      if (u >= pc.u0 && u <= pc.u1) {
+        const double s = (u - pc.u0) / (pc.u1 - pc.u0);
+        auto w = pc.curve.points;
+        for (std::size_t r = 1; r < w.size(); ++r)
+          for (std::size_t i = 0; i + r < w.size(); ++i)
+            for (int d = 0; d < 2; ++d) w[i][d] = (1 - s) * w[i][d] + s * w[i + 1][d];
+        const auto want = de_boor_reference(a, u);
+        EXPECT_NEAR(w[0][0], want[0], 1e-12);
+        EXPECT_NEAR(w[0][1], want[1], 1e-12);
+      }
+  }
+  // Against a horizontal line: every crossing of y = level, found by bisection on the reference, exactly once.
+  const double level = 0.25 * g(rng);
+  BSplineCurve2 line{1, {0, 0, 1, 1}, {{-3, level}, {3, level}}};
+  const CurveIntersectionResult r = intersect_curves(a, line);
+  std::vector<double> want;
+  const int samples = 20000;
+  for (int i = 0; i < samples; ++i) {
+    double lo = double(i) / samples, hi = double(i + 1) / samples;
+    double flo = de_boor_reference(a, lo)[1] - level, fhi = de_boor_reference(a, hi)[1] - level;
+    if (flo == 0) want.push_back(lo);
+    if (flo * fhi >= 0) continue;
+    for (int it = 0; it < 100; ++it) {
+      const double mid = 0.5 * (lo + hi), fm = de_boor_reference(a, mid)[1] - level;
+      if ((fm < 0) == (flo < 0)) lo = mid, flo = fm;
+      else hi = mid;
+    }
+    want.push_back(0.5 * (lo + hi));
+  }
+  ASSERT_EQ(r.points.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(r.points[i].s, want[i], 1e-10);
+  BSplineCurve2 bad = a;
+  bad.knots[5] = 0.1;  // decreasing
+  EXPECT_THROW(bspline_to_bezier(bad), Error);
+  bad = a;
+  bad.points.pop_back();  // count and knots disagree
+  EXPECT_THROW(bspline_to_bezier(bad), Error);
 }
 
 double parse_number(const nlohmann::json& v) {
