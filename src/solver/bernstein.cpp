@@ -29,6 +29,16 @@ void check_same_variables(const BernsteinPoly& a, const BernsteinPoly& b) {
                                                 std::to_string(b.variables()) + " variables cannot be combined");
 }
 
+// The position, under strides `to`, of the multi-index found at position `at` under strides `from`.
+std::size_t same_index(std::size_t at, const std::vector<std::size_t>& from, const std::vector<std::size_t>& to) {
+  std::size_t out = 0;
+  for (std::size_t v = 0; v < from.size(); ++v) {
+    out += (at / from[v]) * to[v];
+    at %= from[v];
+  }
+  return out;
+}
+
 // Applies f(line, count, stride) to every line of coefficients along `var`.
 template <class F>
 void for_each_line(const std::vector<int>& degree, int var, F&& f) {
@@ -96,13 +106,7 @@ BernsteinPoly elevate(const BernsteinPoly& p, int var, int degree) {
   const int r = degree - n;
   const auto sp = strides(p.degree), sq = strides(q.degree);
   for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t stride) {
-    // The matching line of q starts at the same multi-index with i_var = 0.
-    std::size_t rest = base, qbase = 0;
-    for (int v = 0; v < p.variables(); ++v) {
-      const std::size_t i = rest / sp[v];
-      rest %= sp[v];
-      qbase += i * sq[v];
-    }
+    const std::size_t qbase = same_index(base, sp, sq);
     for (int i = 0; i <= degree; ++i) {
       double acc = 0;
       for (int j = std::max(0, i - r); j <= std::min(n, i); ++j)
@@ -172,12 +176,7 @@ BernsteinPoly derivative(const BernsteinPoly& p, int var) {
   q.coef.assign(q.size(), 0.0);
   const auto sp = strides(p.degree), sq = strides(q.degree);
   for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t stride) {
-    std::size_t rest = base, qbase = 0;
-    for (int v = 0; v < p.variables(); ++v) {
-      const std::size_t i = rest / sp[v];
-      rest %= sp[v];
-      qbase += i * sq[v];
-    }
+    const std::size_t qbase = same_index(base, sp, sq);
     for (int i = 0; i < n; ++i)
       q.coef[qbase + std::size_t(i) * sq[var]] = n * (p.coef[base + std::size_t(i + 1) * stride] - p.coef[base + std::size_t(i) * stride]);
   });
