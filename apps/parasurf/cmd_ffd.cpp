@@ -122,7 +122,8 @@ void add_ffd(CLI::App& app) {
   cmd->add_option("--twist", a->twist_degrees, "Also twist the lattice by this angle about z, growing from bottom to top");
   cmd->add_option("--output,-o", a->output, "Output mesh: .ply, .obj, .glb or .stl (default: <input stem>-ffd.ply)");
   cmd->add_option("--patches", a->patches,
-                  "Accurate: also write the exact deformed surface as triangular Bezier patches (.bv, kind 3)");
+                  "Accurate: also write the exact deformed surface: .json (control nets + trimming polygons) or .bv "
+                  "(triangular Bezier patches); both load back with tessellate");
   cmd->add_option("--lattice", a->lattice, "Control points per axis: N or NxNxN (default 9)");
   cmd->add_option("--degree", a->degree, "B-spline degree per axis, 1..3: D or DxDxD (default 3)");
   cmd->add_option("--padding", a->padding, "Lattice margin around the mesh's box, as a fraction of its largest side");

@@ -172,9 +172,10 @@ class FfdSession {
   // For vertices inside one Bézier surface: the undeformed face normal, else (0,0,0).
   const std::vector<double>& rest_face_normals() const;
   const FfdReport& report() const;
-  // Accurate FFD: the exact deformed surface of the last update, every triangle of every clipped piece as a
-  // triangular Bézier patch (BezierView kind 3) of the composed degree (at most the sum of the lattice degrees),
-  // written through a temporary file; `parasurf tessellate` and read_patch_model load it back.
+  // Accurate FFD: the exact deformed surface of the last update, written through a temporary file; `parasurf
+  // tessellate` and read_patch_model load both forms back. ".json": per Bézier surface its control net and the
+  // trimming polygons of its pieces (docs/formats.md); ".bv": every triangle of every piece as a triangular Bézier
+  // patch (BezierView kind 3) of the composed degree (at most the sum of the lattice degrees).
   void write_bezier_patches(const std::string& path) const;
 
  private:

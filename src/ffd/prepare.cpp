@@ -683,6 +683,15 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
       }
       total_degree = std::min(total_degree, out.surfaces[s].degree_s + out.surfaces[s].degree_t);
     }
+    {
+      Prepared::PiecePolygon pp{s, total_degree, {}};
+      for (const auto& v : pc.poly.q) {
+        const Eigen::Vector3d r(v[0] - origins[s][0], v[1] - origins[s][1], v[2] - origins[s][2]);
+        const Eigen::Vector2d st = gram_inv * (frames[s].transpose() * r);
+        pp.st.push_back({(st[0] - rect[s][0]) * rect[s][2], (st[1] - rect[s][1]) * rect[s][3]});
+      }
+      out.piece_polygons.push_back(std::move(pp));
+    }
     for (const auto& t : fan(pc.poly.q, face_normal[pc.face])) {
       Prepared::PieceTriangle pt{s, total_degree, {}, {}};
       for (int c = 0; c < 3; ++c) {

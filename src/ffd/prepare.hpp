@@ -1,5 +1,6 @@
 // Once-per-mesh preprocessing of the three FFD methods (always in double, on the host).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -27,6 +28,13 @@ struct Prepared {
     double rest[3][3];
   };
   std::vector<PieceTriangle> piece_triangles;
+  // Every piece as its trimming polygon in its surface's (s,t) (convex, counter-clockwise as the face).
+  struct PiecePolygon {
+    int surface;
+    int total_degree;
+    std::vector<std::array<double, 2>> st;
+  };
+  std::vector<PiecePolygon> piece_polygons;
 };
 
 Prepared prepare_point(const PolygonMesh& mesh, const Lattice& lattice, FfdReport& report);

@@ -9,6 +9,8 @@
 #include "ffd/prepare.hpp"
 #include "parasurf/error.hpp"
 #include "io/atomic_file.hpp"
+#include "patches/trimmed.hpp"
+#include <nlohmann/json.hpp>
 #include "parasurf/ffd.hpp"
 
 namespace parasurf {
@@ -159,28 +161,6 @@ const std::vector<double>& FfdSession<T>::rest_face_normals() const { return sta
 template <class T>
 const FfdReport& FfdSession<T>::report() const { return state_->report; }
 
-namespace {
-// Inverse of the collocation matrix of the degree-n triangular Bernstein basis at the points (i/n, j/n), rows
-// ordered like BezierView kind 3 (j outer, i inner; weight s^i t^j (1-s-t)^l).
-Eigen::MatrixXd triangle_collocation_inverse(int n) {
-  const int count = (n + 1) * (n + 2) / 2;
-  Eigen::MatrixXd m(count, count);
-  auto fact = [](int k) { return std::tgamma(k + 1.0); };
-  int row = 0;
-  for (int j = 0; j <= n; ++j)
-    for (int i = 0; i + j <= n; ++i, ++row) {
-      const double s = double(i) / n, t = double(j) / n, w = 1.0 - s - t;
-      int col = 0;
-      for (int jj = 0; jj <= n; ++jj)
-        for (int ii = 0; ii + jj <= n; ++ii, ++col) {
-          const int ll = n - ii - jj;
-          m(row, col) = fact(n) / (fact(ii) * fact(jj) * fact(ll)) * std::pow(s, ii) * std::pow(t, jj) * std::pow(w, ll);
-        }
-    }
-  return m.fullPivLu().inverse();
-}
-}  // namespace
-
 template <class T>
 void FfdSession<T>::write_bezier_patches(const std::string& path) const {
   const FfdState<T>& st = *state_;
@@ -201,7 +181,7 @@ void FfdSession<T>::write_bezier_patches(const std::string& path) const {
   d.inverse_table = ffd::chebyshev_inverse_table();
   d.sample_count = st.prepared.control_points;
   d.threads = st.data.threads;
-  std::vector<double> samples(std::size_t(3 * d.sample_count)), absolute(samples.size()), controls(samples.size());
+  std::vector<double> samples(std::size_t(3 * d.sample_count)), absolute(samples.size());
   ffd::LatticeView<double> L = d.lattice;
   L.knots = d.knots.data();
   L.control_points = st.last_control_points.data();
@@ -210,35 +190,42 @@ void FfdSession<T>::write_bezier_patches(const std::string& path) const {
       for (int j = 0; j <= rec.degree_t; ++j)
         ffd::surface_sample(L, rec, i, j, samples.data() + 3 * (rec.control_offset + i * (rec.degree_t + 1) + j));
     ffd::surface_controls(d.inverse_table.data(), rec, samples.data(), absolute.data());
-    ffd::encode_relative(absolute.data() + 3 * rec.control_offset, (rec.degree_s + 1) * (rec.degree_t + 1),
-                         controls.data() + 3 * rec.control_offset);
   }
-  std::map<int, Eigen::MatrixXd> inverses;
+  const auto& surfaces = st.prepared.surfaces;
+  auto net = [&](int surface) { return absolute.data() + 3 * surfaces[surface].control_offset; };
+  const bool trimmed_json = path.size() > 5 && path.substr(path.size() - 5) == ".json";
   io::AtomicFile file(path);
+  if (trimmed_json) {
+    // Control net + trimming polygons per surface (docs/formats.md); read_patch_model loads it back.
+    std::vector<std::vector<const ffd::Prepared::PiecePolygon*>> by_surface(surfaces.size());
+    for (const auto& pp : st.prepared.piece_polygons) by_surface[std::size_t(pp.surface)].push_back(&pp);
+    nlohmann::json doc = {{"parasurf_trimmed_bezier", 1}, {"surfaces", nlohmann::json::array()}};
+    for (std::size_t k = 0; k < surfaces.size(); ++k) {
+      if (by_surface[k].empty()) continue;
+      const auto& rec = surfaces[k];
+      nlohmann::json points = nlohmann::json::array(), trims = nlohmann::json::array();
+      const double* q = net(int(k));
+      for (int i = 0; i < (rec.degree_s + 1) * (rec.degree_t + 1); ++i) points.push_back({q[3 * i], q[3 * i + 1], q[3 * i + 2]});
+      for (const auto* pp : by_surface[k]) trims.push_back(pp->st);
+      doc["surfaces"].push_back({{"degree", {rec.degree_s, rec.degree_t}}, {"total_degree", by_surface[k].front()->total_degree},
+                                 {"points", points}, {"trims", trims}});
+    }
+    file.write(doc.dump() + "\n");
+    file.commit();
+    return;
+  }
   file.write("# parasurf accurate FFD: " + std::to_string(st.prepared.piece_triangles.size()) +
              " triangular Bezier patches (kind 3), the exact deformed surface\n");
   std::string text;
   char buf[96];
   for (const auto& pt : st.prepared.piece_triangles) {
+    const auto& rec = surfaces[std::size_t(pt.surface)];
     const int n = pt.total_degree;
-    auto it = inverses.find(n);
-    if (it == inverses.end()) it = inverses.emplace(n, triangle_collocation_inverse(n)).first;
-    const int count = (n + 1) * (n + 2) / 2;
-    Eigen::MatrixXd values(count, 3);
-    int row = 0;
-    for (int j = 0; j <= n; ++j)
-      for (int i = 0; i + j <= n; ++i, ++row) {
-        const double s = double(i) / n, t = double(j) / n, w = 1.0 - s - t;
-        const double u = s * pt.st[0][0] + t * pt.st[1][0] + w * pt.st[2][0];
-        const double v = s * pt.st[0][1] + t * pt.st[1][1] + w * pt.st[2][1];
-        double p[3], nn[3];
-        ffd::surface_point(d.surfaces[pt.surface], controls.data(), u, v, p, nn);
-        for (int k = 0; k < 3; ++k) values(row, k) = p[k];
-      }
-    const Eigen::MatrixXd cps = it->second * values;
+    const auto cps = patches::tensor_on_triangle(rec.degree_s, rec.degree_t, net(pt.surface), {pt.st[0][0], pt.st[0][1]},
+                                                 {pt.st[1][0], pt.st[1][1]}, {pt.st[2][0], pt.st[2][1]}, n);
     text += "3 " + std::to_string(n) + "\n";
-    for (int r = 0; r < count; ++r) {
-      std::snprintf(buf, sizeof buf, "%.17g %.17g %.17g\n", cps(r, 0), cps(r, 1), cps(r, 2));
+    for (std::size_t r = 0; r < cps.size() / 3; ++r) {
+      std::snprintf(buf, sizeof buf, "%.17g %.17g %.17g\n", cps[3 * r], cps[3 * r + 1], cps[3 * r + 2]);
       text += buf;
     }
     if (text.size() > (1u << 20)) file.write(text), text.clear();

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "patches/trimmed.hpp"
 #include <sstream>
 
 #include "io/atomic_file.hpp"
@@ -203,6 +205,12 @@ PatchModel parse_bspline_json(const std::string& text, const std::string& name) 
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw Error(ErrorKind::Parse, name + ": not valid JSON: " + e.what());
+  }
+  // Trimmed Bézier patches (accurate FFD's exact output) share the .json extension.
+  if (doc.is_object() && doc.contains("parasurf_trimmed_bezier")) {
+    PatchModel t = patches::parse_trimmed_json(doc, name);
+    t.name = name;
+    return t;
   }
   PatchModel m;
   m.name = name;

@@ -65,6 +65,9 @@ done
 grep -q '"pieces"' "$dir/ffd-accurate.json"
 "$exe" ffd "$dir/tet.obj" --lattice 4 --edits "$dir/edits.json" -m 2 --patches "$dir/tet.bv" -o "$dir/tet.glb" >/dev/null
 "$exe" tessellate "$dir/tet.bv" -r 4 -o "$dir/tet-exact.ply" >/dev/null
+"$exe" ffd "$dir/tet.obj" --lattice 4 --edits "$dir/edits.json" -m 2 --patches "$dir/tet-trimmed.json" -o "$dir/tet2.ply" >/dev/null
+grep -q parasurf_trimmed_bezier "$dir/tet-trimmed.json"
+"$exe" tessellate "$dir/tet-trimmed.json" -r 4 -o "$dir/tet-trimmed.ply" >/dev/null
 (cd "$dir" && "$exe" ffd -m 2 --json teapot.json >/dev/null && grep -q '"output_triangles"' teapot.json && [ -s teapot-ffd.ply ])
 "$exe" render "$dir/tet-accurate.ply" -o "$dir/tet.png" --size 64x48 >/dev/null
 head -c 8 "$dir/tet.png" | od -An -c | grep -q "P   N   G"

@@ -445,13 +445,45 @@ TEST(Ffd, ExactPatchesLoadBackAndMatchTheVolume) {
   o.device = Device::Cpu;
   FfdSession<float> session(mesh, lattice, o);  // the patches are exact (double) whatever the session's precision
   session.update(lattice.control_points);
-  const std::string path = (std::filesystem::temp_directory_path() / ("ffd-patches-" + std::to_string(rng()) + ".bv")).string();
-  session.write_bezier_patches(path);
-  const PatchModel model = read_patch_model(path);
-  std::filesystem::remove(path);
+  const std::string stem = (std::filesystem::temp_directory_path() / ("ffd-patches-" + std::to_string(rng()))).string();
   FfdReport report;
-  const ffd::Prepared prep = ffd::prepare_accurate(mesh, lattice, 2, report);  // same order as the file
+  const ffd::Prepared prep = ffd::prepare_accurate(mesh, lattice, 2, report);  // same order as the files
+  // The trimmed form (control nets + trimming polygons) and the triangular form load back to the same patches.
+  session.write_bezier_patches(stem + ".json");
+  const PatchModel trimmed = read_patch_model(stem + ".json");
+  session.write_bezier_patches(stem + ".bv");
+  const PatchModel model = read_patch_model(stem + ".bv");
+  std::filesystem::remove(stem + ".json");
+  std::filesystem::remove(stem + ".bv");
   ASSERT_EQ(model.patches.size(), prep.piece_triangles.size());
+  ASSERT_GT(trimmed.patches.size(), 0u);
+  {
+    // Both forms fan the same pieces (perhaps from other corners): the corners of every trimmed patch, which are
+    // surface points, are corners of the triangular form's patches.
+    auto corners = [](const PatchModel& m) {
+      std::vector<std::array<double, 3>> c;
+      for (const Patch& p : m.patches) {
+        const int n = p.degree_u, last_row0 = n, top = (n + 1) * (n + 2) / 2 - 1;
+        for (int idx : {0, last_row0, top}) {
+          const double* q = m.points.data() + 4 * (p.offset + idx);
+          c.push_back({q[0], q[1], q[2]});
+        }
+      }
+      return c;
+    };
+    const auto tc = corners(trimmed), bc = corners(model);
+    double worst_corner = 0;
+    for (const auto& a : tc) {
+      double best = 1e300;
+      for (const auto& b : bc) best = std::min(best, std::max({std::abs(a[0] - b[0]), std::abs(a[1] - b[1]), std::abs(a[2] - b[2])}));
+      worst_corner = std::max(worst_corner, best);
+    }
+    EXPECT_LE(worst_corner, 1e-12);
+    for (const Patch& p : trimmed.patches) {
+      ASSERT_EQ(p.kind, PatchKind::Triangle);
+      ASSERT_LE(p.degree_u, 9);
+    }
+  }
   std::uniform_real_distribution<double> u(0.0, 1.0);
   double worst = 0;
   int max_degree = 0;
