@@ -6,11 +6,32 @@
 #include "io/text_cursor.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
+#include "parasurf/render.hpp"
 #include "parasurf/solver.hpp"
 
 namespace parasurf::cli {
 
 namespace {
+
+std::vector<std::array<double, 2>> sample_curve(const BezierCurve2& c, int n = 200) {
+  std::vector<std::array<double, 2>> out;
+  for (int k = 0; k <= n; ++k) {
+    const double t = double(k) / n;
+    auto w = c.points;
+    for (std::size_t r = 1; r < w.size(); ++r)
+      for (std::size_t i = 0; i + r < w.size(); ++i)
+        for (int d = 0; d < 2; ++d) w[i][d] = (1 - t) * w[i][d] + t * w[i + 1][d];
+    out.push_back(w[0]);
+  }
+  return out;
+}
+
+const std::array<float, 3> kCurveColors[4] = {{0.15f, 0.35f, 0.75f}, {0.15f, 0.6f, 0.3f}, {0.55f, 0.3f, 0.7f}, {0.8f, 0.55f, 0.1f}};
+
+void draw(const std::string& path, Plot2D& plot) {
+  const auto pixels = render_plot(plot, 800, 600);
+  write_png(path, pixels, 800, 600);
+}
 
 double number(const nlohmann::json& v, const std::string& where) {
   if (v.is_number()) return v.get<double>();
@@ -54,7 +75,7 @@ BezierCurve2 curve(const nlohmann::json& c, const std::string& where) {
 
 void add_solve(CLI::App& app) {
   struct Args {
-    std::string app, input, json;
+    std::string app, input, json, picture;
     double tolerance = 1e-7;
     int threads = 0;
   };
@@ -68,6 +89,7 @@ void add_solve(CLI::App& app) {
                   "JSON: curves: {\"curve1\": {\"points\": [[x, y], ...]} (+ \"degree\", \"knots\" for a B-spline), \"curve2\": {...}}; "
                   "raytraps: {\"curves\": [{...}, ...]}")
       ->required();
+  cmd->add_option("--picture", a->picture, "Also draw the curves and the result into this PNG");
   cmd->add_option("--tolerance", a->tolerance, "Parameter width at which unresolved cells stop (tangent roots)");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
@@ -98,6 +120,17 @@ void add_solve(CLI::App& app) {
         out["traps"].push_back({{"t", t.t}, {"points", t.points}});
       }
       if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
+      if (!a->picture.empty()) {
+        Plot2D plot;
+        for (std::size_t i = 0; i < curves.size(); ++i) plot.lines.push_back({sample_curve(curves[i]), kCurveColors[i % 4], 4.0});
+        for (const auto& t : r.traps) {
+          Plot2D::Line path{t.points, {0.85f, 0.2f, 0.15f}, 1.8};
+          path.points.push_back(t.points.front());
+          plot.lines.push_back(path);
+          for (const auto& p : t.points) plot.dots.push_back({p, {0.85f, 0.2f, 0.15f}, 4});
+        }
+        draw(a->picture, plot);
+      }
       if (r.status.rfind("limit reached", 0) == 0) throw ExitStatus{4};
       return;
     }
@@ -139,6 +172,20 @@ void add_solve(CLI::App& app) {
       out["overlaps"].push_back({{"s", {v.s0, v.s1}}, {"t", {v.t0, v.t1}}});
     }
     if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
+    if (!a->picture.empty()) {
+      Plot2D plot;
+      if (bspline) {
+        for (int which = 0; which < 2; ++which) {
+          const auto b = as_bspline(doc[which ? "curve2" : "curve1"], which ? c2 : c1, a->input);
+          for (const auto& piece : bspline_to_bezier(b)) plot.lines.push_back({sample_curve(piece.curve), kCurveColors[which], 3.0});
+        }
+      } else {
+        plot.lines.push_back({sample_curve(c1), kCurveColors[0], 3.0});
+        plot.lines.push_back({sample_curve(c2), kCurveColors[1], 3.0});
+      }
+      for (const auto& p : r.points) plot.dots.push_back({p.point, p.tangent ? std::array<float, 3>{0.95f, 0.6f, 0.1f} : std::array<float, 3>{0.85f, 0.2f, 0.15f}, 6});
+      draw(a->picture, plot);
+    }
     if (r.status != "complete") throw ExitStatus{4};
   });
 }

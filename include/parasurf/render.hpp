@@ -26,6 +26,23 @@ struct RenderOptions {
 std::vector<std::uint8_t> render_mesh(const TriangleMesh& mesh, const RenderOptions& options,
                                       std::span<const std::uint8_t> face_rgb = {});
 
+// A 2-D drawing: polylines (curves, paths) and dots, fitted into the picture with a margin; RGB bytes as above.
+struct Plot2D {
+  struct Line {
+    std::vector<std::array<double, 2>> points;
+    std::array<float, 3> color{0.2f, 0.3f, 0.8f};
+    double width = 2.5;  // pixels
+  };
+  struct Dot {
+    std::array<double, 2> at{};
+    std::array<float, 3> color{0.85f, 0.2f, 0.15f};
+    double radius = 5;   // pixels
+  };
+  std::vector<Line> lines;
+  std::vector<Dot> dots;
+};
+std::vector<std::uint8_t> render_plot(const Plot2D& plot, int width, int height, int supersample = 3);
+
 // Writes 8-bit RGB as PNG through a temporary file renamed on success; Error(Io) names the path.
 void write_png(const std::string& path, std::span<const std::uint8_t> rgb, int width, int height);
 

@@ -9,8 +9,8 @@ import numpy as _np
 from . import _parasurf
 from ._parasurf import Lattice, cuda_available
 
-__all__ = ["marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "Lattice",
-           "cuda_available"]
+__all__ = ["marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "ray_traps",
+           "Lattice", "cuda_available"]
 
 _NATIVE = {_np.dtype(t) for t in ("float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32")}
 
@@ -163,3 +163,10 @@ def intersect_curves(a, b, *, tolerance=1e-7, threads=0):
     """
     return _parasurf.intersect_curves(_np.asarray(a, dtype=_np.float64), _np.asarray(b, dtype=_np.float64),
                                       float(tolerance), int(threads))
+
+
+def ray_traps(curves, *, tolerance=1e-7, threads=0):
+    """Ray traps of k = 3..6 planar Bézier curves (each (n_i, 2) control points): closed light paths that reflect
+    once on every curve in turn. Returns a dict: ``params`` (m, k), ``points`` (m, k, 2) and ``status``.
+    """
+    return _parasurf.ray_traps([_np.asarray(c, dtype=_np.float64) for c in curves], float(tolerance), int(threads))

@@ -234,6 +234,39 @@ PYBIND11_MODULE(_parasurf, m) {
         return out;
       },
       py::arg("a"), py::arg("b"), py::arg("tolerance"), py::arg("threads"));
+  m.def(
+      "ray_traps",
+      [](std::vector<py::array_t<double, py::array::c_style | py::array::forcecast>> curves, double tolerance, int threads) {
+        std::vector<BezierCurve2> cs;
+        for (const auto& p : curves) {
+          if (p.ndim() != 2 || p.shape(1) != 2) throw Error(ErrorKind::InvalidArgument, "curve control points must have shape (n, 2)");
+          BezierCurve2 c;
+          for (py::ssize_t i = 0; i < p.shape(0); ++i) c.points.push_back({p.data()[2 * i], p.data()[2 * i + 1]});
+          cs.push_back(std::move(c));
+        }
+        SolverOptions o;
+        o.tolerance = tolerance;
+        o.threads = threads;
+        RayTrapResult r;
+        {
+          py::gil_scoped_release release;
+          r = ray_traps(cs, o);
+        }
+        const py::ssize_t k = py::ssize_t(cs.size()), n = py::ssize_t(r.traps.size());
+        py::array_t<double> params(std::vector<py::ssize_t>{n, k}), points(std::vector<py::ssize_t>{n, k, 2});
+        for (py::ssize_t i = 0; i < n; ++i)
+          for (py::ssize_t j = 0; j < k; ++j) {
+            params.mutable_data()[i * k + j] = r.traps[i].t[j];
+            points.mutable_data()[(i * k + j) * 2] = r.traps[i].points[j][0];
+            points.mutable_data()[(i * k + j) * 2 + 1] = r.traps[i].points[j][1];
+          }
+        py::dict out;
+        out["params"] = params;
+        out["points"] = points;
+        out["status"] = r.status;
+        return out;
+      },
+      py::arg("curves"), py::arg("tolerance"), py::arg("threads"));
 
   py::class_<Lattice>(m, "Lattice", "A trivariate B-spline volume embedding world space (see parasurf.lattice)")
       .def_property_readonly("count", [](const Lattice& l) { return l.count; })

@@ -142,3 +142,20 @@ def test_intersect_curves():
     np.testing.assert_allclose(t["params"][0], [0.5, 0.5], atol=1e-6)
     with pytest.raises(ValueError):
         parasurf.intersect_curves([[0, 0]], [[0, 1], [1, 0]])
+
+
+def test_ray_traps_reflect():
+    k = 3
+    curves = []
+    for i in range(k):
+        c, w = np.pi / 2 + i * 2 * np.pi / k, np.pi / 6
+        r, rm = 1.0 + 0.02 * i, (1.0 + 0.02 * i) / np.cos(w) + 0.01
+        curves.append([[r * np.cos(c - w), r * np.sin(c - w)], [rm * np.cos(c), rm * np.sin(c)], [r * np.cos(c + w), r * np.sin(c + w)]])
+    out = parasurf.ray_traps(curves)
+    assert out["status"] == "complete" and len(out["params"]) >= 1
+    for trap in out["points"]:
+        for i in range(k):
+            a, b = trap[i] - trap[(i + 1) % k], trap[(i + 2) % k] - trap[(i + 1) % k]
+            # equal angles with the bisector: the mirror's normal is along a/|a| + b/|b|
+            bis = a / np.linalg.norm(a) + b / np.linalg.norm(b)
+            assert np.linalg.norm(bis) > 0.1

@@ -135,6 +135,64 @@ std::vector<std::uint8_t> render_mesh(const TriangleMesh& mesh, const RenderOpti
   return out;
 }
 
+std::vector<std::uint8_t> render_plot(const Plot2D& plot, int width, int height, int supersample) {
+  if (width < 16 || width > 8192 || height < 16 || height > 8192)
+    throw Error(ErrorKind::InvalidArgument, "picture size outside 16..8192 per side");
+  const int ss = std::clamp(supersample, 1, 4), w = width * ss, h = height * ss;
+  double x0 = 1e300, x1 = -1e300, y0 = 1e300, y1 = -1e300;
+  auto grow = [&](const std::array<double, 2>& p) {
+    if (!std::isfinite(p[0]) || !std::isfinite(p[1])) return;
+    x0 = std::min(x0, p[0]), x1 = std::max(x1, p[0]), y0 = std::min(y0, p[1]), y1 = std::max(y1, p[1]);
+  };
+  for (const auto& l : plot.lines)
+    for (const auto& p : l.points) grow(p);
+  for (const auto& d : plot.dots) grow(d.at);
+  std::vector<float> rgb(std::size_t(w) * h * 3, 1.0f);
+  if (x1 >= x0) {
+    const double span = std::max({x1 - x0, (y1 - y0) * w / double(h), 1e-30}), scale = w * 0.9 / span;
+    const double cx = 0.5 * (x0 + x1), cy = 0.5 * (y0 + y1);
+    auto px = [&](const std::array<double, 2>& p) { return std::array<double, 2>{0.5 * w + (p[0] - cx) * scale, 0.5 * h - (p[1] - cy) * scale}; };
+    auto paint = [&](int x, int y, const std::array<float, 3>& c) {
+      if (x < 0 || y < 0 || x >= w || y >= h) return;
+      float* o = &rgb[(std::size_t(y) * w + x) * 3];
+      for (int k = 0; k < 3; ++k) o[k] = c[k];
+    };
+    for (const auto& l : plot.lines) {
+      const double r = 0.5 * l.width * ss;
+      for (std::size_t i = 0; i + 1 < l.points.size(); ++i) {
+        const auto a = px(l.points[i]), b = px(l.points[i + 1]);
+        const int bx0 = int(std::floor(std::min(a[0], b[0]) - r)), bx1 = int(std::ceil(std::max(a[0], b[0]) + r));
+        const int by0 = int(std::floor(std::min(a[1], b[1]) - r)), by1 = int(std::ceil(std::max(a[1], b[1]) + r));
+        const double dx = b[0] - a[0], dy = b[1] - a[1], len2 = dx * dx + dy * dy;
+        for (int y = std::max(0, by0); y <= std::min(h - 1, by1); ++y)
+          for (int x = std::max(0, bx0); x <= std::min(w - 1, bx1); ++x) {
+            const double qx = x + 0.5 - a[0], qy = y + 0.5 - a[1];
+            const double t = len2 > 0 ? std::clamp((qx * dx + qy * dy) / len2, 0.0, 1.0) : 0.0;
+            const double ex = qx - t * dx, ey = qy - t * dy;
+            if (ex * ex + ey * ey <= r * r) paint(x, y, l.color);
+          }
+      }
+    }
+    for (const auto& d : plot.dots) {
+      const auto c = px(d.at);
+      const double r = d.radius * ss;
+      for (int y = int(c[1] - r); y <= int(c[1] + r) + 1; ++y)
+        for (int x = int(c[0] - r); x <= int(c[0] + r) + 1; ++x)
+          if ((x + 0.5 - c[0]) * (x + 0.5 - c[0]) + (y + 0.5 - c[1]) * (y + 0.5 - c[1]) <= r * r) paint(x, y, d.color);
+    }
+  }
+  std::vector<std::uint8_t> out(std::size_t(width) * height * 3);
+  for (int y = 0; y < height; ++y)
+    for (int x = 0; x < width; ++x)
+      for (int c = 0; c < 3; ++c) {
+        float s = 0;
+        for (int j = 0; j < ss; ++j)
+          for (int i = 0; i < ss; ++i) s += rgb[((std::size_t(y) * ss + j) * w + std::size_t(x) * ss + i) * 3 + c];
+        out[(std::size_t(y) * width + x) * 3 + c] = std::uint8_t(std::lround(std::clamp(s / (ss * ss), 0.0f, 1.0f) * 255));
+      }
+  return out;
+}
+
 void write_png(const std::string& path, std::span<const std::uint8_t> rgb, int width, int height) {
   if (rgb.size() < std::size_t(width) * height * 3) throw Error(ErrorKind::InvalidArgument, "write_png: too few pixels");
   std::vector<std::uint8_t> raw;
