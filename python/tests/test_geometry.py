@@ -153,9 +153,13 @@ def test_ray_traps_reflect():
         curves.append([[r * np.cos(c - w), r * np.sin(c - w)], [rm * np.cos(c), rm * np.sin(c)], [r * np.cos(c + w), r * np.sin(c + w)]])
     out = parasurf.ray_traps(curves)
     assert out["status"] == "complete" and len(out["params"]) >= 1
-    for trap in out["points"]:
+    for trap, ts in zip(out["points"], out["params"]):
         for i in range(k):
-            a, b = trap[i] - trap[(i + 1) % k], trap[(i + 2) % k] - trap[(i + 1) % k]
-            # equal angles with the bisector: the mirror's normal is along a/|a| + b/|b|
-            bis = a / np.linalg.norm(a) + b / np.linalg.norm(b)
-            assert np.linalg.norm(bis) > 0.1
+            j = (i + 1) % k
+            a, b = trap[i] - trap[j], trap[(i + 2) % k] - trap[j]
+            p0, p1, p2 = (np.asarray(q) for q in curves[j])
+            d = 2 * ((1 - ts[j]) * (p1 - p0) + ts[j] * (p2 - p1))  # the mirror's tangent
+            n = np.array([-d[1], d[0]]) / np.linalg.norm(d)
+            # reflection law: equal angles with the normal, both rays on the same side
+            assert np.dot(a, n) * np.dot(b, n) > 0
+            assert abs(np.dot(a, n) / np.linalg.norm(a) - np.dot(b, n) / np.linalg.norm(b)) < 1e-9
