@@ -104,6 +104,11 @@ void add_solve(CLI::App& app) {
     SolverOptions o;
     o.tolerance = a->tolerance;
     o.threads = a->threads;
+    // Long solves show their subdivision level on a terminal (the fraction is unknown: the bar fills by level).
+    o.progress = [](int level, std::int64_t) { progress_bar("subdivision", std::min(0.99, level / 60.0)); };
+    struct ClearBar {
+      ~ClearBar() { progress_bar("", 1.0); }
+    } clear_bar;
     if (a->app == "raytraps") {
       if (!doc.is_object() || !doc.contains("curves") || !doc["curves"].is_array())
         throw Error(ErrorKind::Parse, a->input + ": expected {\"curves\": [{\"points\": [[x, y], ...]}, ...]}");

@@ -4,6 +4,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,7 @@ struct SolverOptions {
   std::int64_t max_nodes = 20'000'000;
   double max_seconds = 60;
   int threads = 0;                    // CPU threads, 0 = all (cells of one subdivision level run in parallel)
+  std::function<void(int level, std::int64_t cells)> progress;  // called before each level, for long solves
 };
 
 struct Root {

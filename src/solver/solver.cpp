@@ -143,6 +143,7 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
     result.roots.push_back(std::move(r));
   };
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  int level = 0;
   // Level by level: every cell of a level is processed in parallel into per-thread children, roots and candidates.
   while (!frontier.empty()) {
     if (result.nodes + std::int64_t(frontier.size()) > o.max_nodes) {
@@ -153,6 +154,8 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
       result.status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
       break;
     }
+    if (o.progress) o.progress(level, std::int64_t(frontier.size()));
+    ++level;
     result.nodes += std::int64_t(frontier.size());
     // A solution curve or surface doubles the level's cells at every split: past this many, the level's cells are
     // taken as they are (a region at this resolution) instead of refining them to the tolerance.
