@@ -87,8 +87,10 @@ PatchModel parse_trimmed_json(const nlohmann::json& doc, const std::string& name
     if (!deg.is_array() || deg.size() != 2 || !deg[0].is_number_integer() || !deg[1].is_number_integer()) fail(where + ".degree: expected [ns, nt]");
     const int ns = deg[0].get<int>(), nt = deg[1].get<int>();
     if (ns < 1 || nt < 1 || ns > 32 || nt > 32) fail(where + ".degree: outside 1..32");
-    const int n = s.value("total_degree", ns + nt);
-    if (n < 1 || n > ns + nt) fail(where + ".total_degree: outside 1..ns+nt");
+    if (s.contains("total_degree") && !s["total_degree"].is_number_integer()) fail(where + ".total_degree: expected an integer");
+    const int n = s.value("total_degree", std::min(ns + nt, 24));
+    // Accurate FFD's pieces have at most degree 9; 24 bounds the collocation systems a hostile file can ask for.
+    if (n < 1 || n > ns + nt || n > 24) fail(where + ".total_degree: outside 1..min(ns+nt, 24)");
     const auto& pts = s["points"];
     if (!pts.is_array() || int(pts.size()) != (ns + 1) * (nt + 1)) fail(where + ".points: expected (ns+1)(nt+1) points");
     std::vector<double> net;
