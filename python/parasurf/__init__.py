@@ -9,7 +9,7 @@ import numpy as _np
 from . import _parasurf
 from ._parasurf import Lattice, cuda_available
 
-__all__ = ["marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "ray_traps",
+__all__ = ["read_volume", "marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "ray_traps",
            "Lattice", "cuda_available"]
 
 _NATIVE = {_np.dtype(t) for t in ("float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32")}
@@ -170,3 +170,13 @@ def ray_traps(curves, *, tolerance=1e-7, threads=0):
     once on every curve in turn. Returns a dict: ``params`` (m, k), ``points`` (m, k, 2) and ``status``.
     """
     return _parasurf.ray_traps([_np.asarray(c, dtype=_np.float64) for c in curves], float(tolerance), int(threads))
+
+
+def read_volume(path):
+    """Read a volume file (NIfTI .nii/.nii.gz, NRRD, MetaImage .mhd/.mha, VTK legacy) into a float32 array.
+
+    Returns ``volume`` (nz, ny, nx) in C order, so that ``volume[k, j, i]`` is sample (i, j, k), and a dict with
+    ``spacing`` and ``origin`` in the same (z, y, x) order and the file's sample ``type``; pass the spacing to
+    ``marching_cubes``.
+    """
+    return _parasurf.read_volume(str(path))

@@ -194,6 +194,24 @@ PYBIND11_MODULE(_parasurf, m) {
   m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"));
   m.def("cuda_available", &cuda_available);
   m.def(
+      "read_volume",
+      [](const std::string& path) {
+        auto source = open_volume(path);
+        const VolumeGeometry g = source->geometry();
+        py::array_t<float> a(std::vector<py::ssize_t>{py::ssize_t(g.dims[2]), py::ssize_t(g.dims[1]), py::ssize_t(g.dims[0])});
+        {
+          py::gil_scoped_release release;
+          const MemoryVolume v = load_volume_float(*source);
+          std::memcpy(a.mutable_data(), v.resident_data(), std::size_t(g.voxel_count()) * sizeof(float));
+        }
+        py::dict info;
+        info["spacing"] = py::make_tuple(g.spacing[2], g.spacing[1], g.spacing[0]);
+        info["origin"] = py::make_tuple(g.origin[2], g.origin[1], g.origin[0]);
+        info["type"] = voxel_type_name(source->type());
+        return py::make_tuple(a, info);
+      },
+      py::arg("path"));
+  m.def(
       "intersect_curves",
       [](py::array_t<double, py::array::c_style | py::array::forcecast> a, py::array_t<double, py::array::c_style | py::array::forcecast> b,
          double tolerance, int threads) {

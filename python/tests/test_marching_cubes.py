@@ -203,3 +203,16 @@ def test_equals_the_cli(rng):
     assert len(verts) == len(xyz) and len(faces) == len(tri)
     np.testing.assert_array_equal(verts, xyz[:, ::-1])  # same vertices, columns in index order
     np.testing.assert_array_equal(np.sort(faces, axis=1), np.sort(tri, axis=1))
+
+
+def test_read_volume_and_extract():
+    base = os.environ.get("PARASURF_SHARED_DATA", os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data"))
+    path = os.path.join(base, "volumes", "HeadMRVolume.mhd")
+    if not os.path.exists(path):
+        pytest.skip("HeadMRVolume.mhd not found (shared data absent)")
+    vol, info = parasurf.read_volume(path)
+    assert vol.dtype == np.float32 and vol.ndim == 3 and len(info["spacing"]) == 3
+    verts, faces = parasurf.marching_cubes(vol, 50.5, spacing=info["spacing"], device="cpu")[:2]
+    assert len(faces) > 1000
+    with pytest.raises(OSError):
+        parasurf.read_volume("/nonexistent/volume.nii")
