@@ -625,7 +625,8 @@ std::unique_ptr<VolumeSource> open_metaimage(const std::string& path) {
     return it->second;
   };
   const auto ndims = exact_numbers(path, "NDims", need("NDims"), 1)[0];
-  if (ndims != 3) parse_fail(path, "unsupported dimension count NDims = " + std::to_string(int(ndims)));
+  // The value goes into the message as text: a huge NDims must not be converted to int.
+  if (ndims != 3) parse_fail(path, "unsupported dimension count NDims = " + need("NDims"));
   if (f.count("ElementNumberOfChannels") && exact_numbers(path, "ElementNumberOfChannels", f["ElementNumberOfChannels"], 1)[0] != 1)
     parse_fail(path, "only single-channel images are supported");
   VolumeGeometry g;
