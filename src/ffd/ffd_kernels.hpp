@@ -74,14 +74,18 @@ PS_HD void basis_and_derivative(const T* knots, int span, int degree, T u, T* va
   }
 }
 
-template <class T>
-PS_HD void basis_only(const T* knots, int span, int degree, T u, T* value) {
-  T left[kMaxVolumeDegree + 1], right[kMaxVolumeDegree + 1];
+// The same with compile-time degrees, so that the loops unroll and the basis stays in registers (the tricubic
+// lattice of every benchmark).
+template <class T, int P>
+PS_HD void basis_fixed(const T* knots, int span, T u, T* value) {
+  T left[P + 1], right[P + 1];
   value[0] = T(1);
-  for (int j = 1; j <= degree; ++j) {
+PS_UNROLL
+  for (int j = 1; j <= P; ++j) {
     left[j] = u - knots[span + 1 - j];
     right[j] = knots[span + j] - u;
     T saved = T(0);
+PS_UNROLL
     for (int r = 0; r < j; ++r) {
       const T t = value[r] / (right[r + 1] + left[j - r]);
       value[r] = saved + right[r + 1] * t;
@@ -89,6 +93,14 @@ PS_HD void basis_only(const T* knots, int span, int degree, T u, T* value) {
     }
     value[j] = saved;
   }
+}
+
+// Runtime degree 1..3: the compile-time scheme above.
+template <class T>
+PS_HD void basis_only(const T* knots, int span, int degree, T u, T* value) {
+  if (degree == 1) basis_fixed<T, 1>(knots, span, u, value);
+  else if (degree == 2) basis_fixed<T, 2>(knots, span, u, value);
+  else basis_fixed<T, 3>(knots, span, u, value);
 }
 
 // R at parameter q with the polynomial of the given spans.
@@ -112,27 +124,6 @@ PS_HD void volume_point(const LatticeView<T>& L, const int* span, const T* q, T*
     for (int d = 0; d < 3; ++d) acc[d] += nw[c] * plane[d];
   }
   for (int d = 0; d < 3; ++d) out[d] = acc[d];
-}
-
-// The same with compile-time degrees, so that the loops unroll and the basis stays in registers (the tricubic
-// lattice of every benchmark).
-template <class T, int P>
-PS_HD void basis_fixed(const T* knots, int span, T u, T* value) {
-  T left[P + 1], right[P + 1];
-  value[0] = T(1);
-PS_UNROLL
-  for (int j = 1; j <= P; ++j) {
-    left[j] = u - knots[span + 1 - j];
-    right[j] = knots[span + j] - u;
-    T saved = T(0);
-PS_UNROLL
-    for (int r = 0; r < j; ++r) {
-      const T t = value[r] / (right[r + 1] + left[j - r]);
-      value[r] = saved + right[r + 1] * t;
-      saved = left[j - r] * t;
-    }
-    value[j] = saved;
-  }
 }
 
 template <class T, int P0, int P1, int P2>
@@ -288,24 +279,7 @@ PS_HD void surface_sample(const LatticeView<T>& L, const SurfaceRecord<T>& s, in
   else volume_point(L, s.span, q, out);
 }
 
-// Control point (a, b) = sum_ij Sinv[a][i] F[i][j] Tinv[b][j]: the seed's two small products per piece.
-template <class T>
-PS_HD void surface_control_point(const T* inverse_table, const SurfaceRecord<T>& s, const T* samples, int a, int b, T* out) {
-  const int ns = s.degree_s, nt = s.degree_t;
-  const T* si = inverse_table + inverse_matrix_offset(ns) + a * (ns + 1);
-  const T* ti = inverse_table + inverse_matrix_offset(nt) + b * (nt + 1);
-  const T* f = samples + 3 * s.control_offset;
-  T acc[3] = {0, 0, 0};
-  for (int i = 0; i <= ns; ++i) {
-    T row[3] = {0, 0, 0};
-    for (int j = 0; j <= nt; ++j)
-      for (int d = 0; d < 3; ++d) row[d] += ti[j] * f[3 * (i * (nt + 1) + j) + d];
-    for (int d = 0; d < 3; ++d) acc[d] += si[i] * row[d];
-  }
-  for (int d = 0; d < 3; ++d) out[d] = acc[d];
-}
-
-// All control points of one surface, separably: (n_s+1)(n_t+1)(n_s+n_t+2) products instead of ((n_s+1)(n_t+1))^2.
+// All control points of one surface, Sinv F Tinv^T (the seed's two small products per piece), separably.
 template <class T>
 PS_HD void surface_controls(const T* inverse_table, const SurfaceRecord<T>& s, const T* samples, T* controls) {
   const int ns = s.degree_s, nt = s.degree_t;

@@ -24,8 +24,6 @@ struct FfdState {
   // CPU results and scratch (the CUDA session keeps its own on the device)
   std::vector<T> positions, normals, controls, control_points;
   std::vector<double> last_control_points;  // for the exact patches, recomputed in double
-  std::vector<double> knots_double;
-  double to_param_double[12], to_world_double[12];
   bool updated = false;
 };
 
@@ -78,11 +76,6 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
   ffd::SessionData<T>& d = state_->data;
   d.method = options.method;
   auto arrays = ffd::make_lattice_arrays<T>(lattice, lattice.control_points);
-  {
-    auto exact = ffd::make_lattice_arrays<double>(lattice, lattice.control_points);
-    state_->knots_double = exact.knots;
-    for (int i = 0; i < 12; ++i) state_->to_param_double[i] = exact.view.to_param[i], state_->to_world_double[i] = exact.view.to_world[i];
-  }
   d.lattice = arrays.view;
   d.knots = std::move(arrays.knots);
   d.lattice.knots = nullptr;
@@ -92,8 +85,10 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
   d.threads = cpu_thread_count(options.threads);
   if (options.method == FfdMethod::Accurate) {
     d.surfaces = prep.surfaces;
-    d.knots_exact = state_->knots_double;
-    for (int i = 0; i < 12; ++i) d.to_param_exact[i] = state_->to_param_double[i], d.to_world_exact[i] = state_->to_world_double[i];
+    // The surfaces are sampled in double whatever T.
+    auto exact = ffd::make_lattice_arrays<double>(lattice, lattice.control_points);
+    d.knots_exact = std::move(exact.knots);
+    for (int i = 0; i < 12; ++i) d.to_param_exact[i] = exact.view.to_param[i], d.to_world_exact[i] = exact.view.to_world[i];
     d.records.reserve(prep.records.size());
     for (const auto& r : prep.records) d.records.push_back({T(r.s), T(r.t), r.surface});
     d.record_offsets = prep.record_offsets;
@@ -168,23 +163,11 @@ void FfdSession<T>::write_bezier_patches(const std::string& path) const {
     throw Error(ErrorKind::InvalidArgument, "exact Bezier patches exist for accurate FFD only");
   if (!st.updated) throw Error(ErrorKind::InvalidArgument, "FFD: write_bezier_patches before the first update");
   // Control points of every surface in double, on the host, from the last edit.
-  ffd::SessionData<double> d;
-  d.method = FfdMethod::Accurate;
-  for (int a = 0; a < 3; ++a) {
-    d.lattice.knot_offset[a] = st.data.lattice.knot_offset[a];
-    d.lattice.degree[a] = st.data.lattice.degree[a];
-    d.lattice.count[a] = st.data.lattice.count[a];
-  }
-  d.knots = st.knots_double;
-  for (int i = 0; i < 12; ++i) d.lattice.to_param[i] = st.to_param_double[i], d.lattice.to_world[i] = st.to_world_double[i];
-  d.surfaces = st.prepared.surfaces;
-  d.inverse_table = ffd::chebyshev_inverse_table();
-  d.sample_count = st.prepared.control_points;
-  d.threads = st.data.threads;
-  std::vector<double> samples(std::size_t(3 * d.sample_count)), absolute(samples.size());
-  ffd::LatticeView<double> L = d.lattice;
-  L.knots = d.knots.data();
+  const ffd::SessionData<T>& d = st.data;
+  ffd::LatticeView<double> L = ffd::make_exact_view(d.lattice, d.to_param_exact, d.to_world_exact);
+  L.knots = d.knots_exact.data();
   L.control_points = st.last_control_points.data();
+  std::vector<double> samples(std::size_t(3 * d.sample_count)), absolute(samples.size());
   for (const auto& rec : d.surfaces) {
     for (int i = 0; i <= rec.degree_s; ++i)
       for (int j = 0; j <= rec.degree_t; ++j)

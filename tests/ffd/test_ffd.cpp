@@ -302,9 +302,7 @@ TEST(Ffd, ReconstructedControlPointsReproduceTheVolume) {
     for (int i = 0; i <= s.degree_s; ++i)
       for (int j = 0; j <= s.degree_t; ++j)
         ffd::surface_sample(arrays.view, s, i, j, samples.data() + 3 * (s.control_offset + i * (s.degree_t + 1) + j));
-    for (int a = 0; a <= s.degree_s; ++a)
-      for (int b = 0; b <= s.degree_t; ++b)
-        ffd::surface_control_point(table.data(), s, samples.data(), a, b, absolute.data() + 3 * (s.control_offset + a * (s.degree_t + 1) + b));
+    ffd::surface_controls(table.data(), s, samples.data(), absolute.data());
     ffd::encode_relative(absolute.data() + 3 * s.control_offset, (s.degree_s + 1) * (s.degree_t + 1), controls.data() + 3 * s.control_offset);
     for (int k = 0; k < 8; ++k) {
       const double ss = u(rng), tt = u(rng);
