@@ -34,6 +34,12 @@ BernsteinPoly elevate(const BernsteinPoly& p, int var, int degree);      // same
 // The polynomial restricted to [a, b] along `var`, reparametrised to [0, 1] (exact, by de Casteljau).
 BernsteinPoly restrict_to(const BernsteinPoly& p, int var, double a, double b);
 
+// h(r, s) = (f(r) - f(s)) / (r - s) for a univariate Bernstein polynomial f (its coefficients), as a polynomial of
+// degree deg f - 1 in variables var_r and var_s of `variables`: the trivial factor of f(r) - f(s) removed exactly.
+BernsteinPoly divided_difference(const std::vector<double>& f, int var_r, int var_s, int variables);
+// (f(r) - f(e)) / (r - e) for the end e = 0 or 1 of the unit interval, in variable var_r.
+BernsteinPoly divided_difference_at_end(const std::vector<double>& f, int end, int var_r, int variables);
+
 struct SolverOptions {
   double tolerance = 1e-7;            // cells narrower than this that are neither excluded nor proved are kept as candidates
   double newton_tolerance = 1e-14;    // |dx| that ends Newton
@@ -67,6 +73,27 @@ struct SolveResult {
 // positive[j](x) > 0 (a cell where some positive[j] <= 0 everywhere is discarded; roots are checked).
 SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& options = {},
                          const std::vector<BernsteinPoly>& positive = {});
+
+// Solution sets of dimension 1 or more (fewer equations than variables: surface-surface intersection curves,
+// bisectors). The box is subdivided into cells of width <= resolution that may hold the set; each contributes the
+// point of the set that minimum-norm Newton reaches from its centre (kept when it converges within half a cell).
+struct SolutionSample {
+  std::vector<double> x;
+  double residual = 0;
+  std::vector<double> tangent;  // unit direction of the set at x when it is a curve (equations = variables - 1)
+};
+struct SolutionSetResult {
+  std::vector<SolutionSample> samples;
+  std::string status = "complete";
+  std::int64_t nodes = 0;
+};
+SolutionSetResult sample_solution_set(const std::vector<BernsteinPoly>& equations, int variables, double resolution,
+                                      const SolverOptions& options = {}, const std::vector<BernsteinPoly>& positive = {});
+// Orders points of curves into polylines (indices into points): each step goes to the nearest unused point ahead
+// along the curve's tangent within 3 x spacing; a polyline that comes back to its start is closed (first index
+// repeated at the end).
+std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vector<double>>& points,
+                                                     const std::vector<std::vector<double>>& tangents, double spacing);
 
 // ------------------------------------------------------------------------------------------------ applications
 
@@ -106,6 +133,25 @@ std::vector<BezierPiece> bspline_to_bezier(const BSplineCurve2& c);  // Error(In
 // Intersections of two B-spline curves, piece by piece; parameters are the curves' own (knot) parameters and a
 // root on a piece boundary is reported once.
 CurveIntersectionResult intersect_curves(const BSplineCurve2& a, const BSplineCurve2& b, const SolverOptions& options = {});
+
+// Hausdorff distance between two planar curves (Elber & Grandine 2008; Park et al. 2011, section 6.1): the larger of
+// the one-sided distances max_t min_r |A(t) - B(r)| and the reverse, each with the pair of points where it is
+// attained. Candidates come from curve ends, antipodal pairs <A - B, A'> = <A - B, B'> = 0 and A crossing the
+// self-bisector of B (three equations in (t, r, s), the trivial factor (r - s) removed); each candidate is measured
+// by an exact closest-point search, so the reported pair is a true closest pair.
+struct HausdorffPair {
+  double distance = 0;
+  double t = 0, r = 0;          // parameter on the "from" curve, and of its closest point on the other curve
+  std::array<double, 2> from{}, to{};
+};
+struct HausdorffResult {
+  double distance = 0;
+  HausdorffPair a_to_b, b_to_a;  // where each one-sided distance is attained
+  std::int64_t candidates = 0;   // candidate parameters measured (both directions)
+  std::string status = "complete";
+};
+HausdorffResult hausdorff_distance(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options = {});
+HausdorffResult hausdorff_distance(const BSplineCurve2& a, const BSplineCurve2& b, const SolverOptions& options = {});
 
 // Ray traps of k >= 3 planar curves (Park et al. 2011, section 6): parameters (t_1, ..., t_k) where a light ray
 // reflects from curve to curve and closes the cycle: for each i, with A = C_i - C_{i+1}, B = C_{i+2} - C_{i+1} and

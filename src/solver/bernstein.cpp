@@ -77,20 +77,20 @@ BernsteinPoly BernsteinPoly::univariate(const std::vector<double>& c, int var, i
 }
 
 double BernsteinPoly::evaluate(const double* x) const {
-  // de Casteljau along each variable, last variable first.
-  std::vector<double> c = coef;
-  std::vector<int> deg = degree;
+  // de Casteljau along each variable, last variable first, in place in a per-thread buffer.
+  thread_local std::vector<double> c;
+  c.assign(coef.begin(), coef.end());
+  std::size_t total = c.size();
   for (int v = variables() - 1; v >= 0; --v) {
-    const std::size_t n = std::size_t(deg[v] + 1), lines = c.size() / n;
-    std::vector<double> out(lines);
+    const std::size_t n = std::size_t(degree[v] + 1), lines = total / n;
+    const double t = x[v], s = 1 - t;
     for (std::size_t l = 0; l < lines; ++l) {
       double* line = c.data() + l * n;
       for (std::size_t r = 1; r < n; ++r)
-        for (std::size_t i = 0; i + r < n; ++i) line[i] = (1 - x[v]) * line[i] + x[v] * line[i + 1];
-      out[l] = line[0];
+        for (std::size_t i = 0; i + r < n; ++i) line[i] = s * line[i] + t * line[i + 1];
+      c[l] = line[0];
     }
-    c.swap(out);
-    deg.pop_back();
+    total = lines;
   }
   return c[0];
 }
@@ -209,6 +209,41 @@ BernsteinPoly restrict_to(const BernsteinPoly& p, int var, double a, double b) {
     for (std::size_t i = 0; i < n; ++i) q.coef[base + i * stride] = line[i];
   });
   return q;
+}
+
+BernsteinPoly divided_difference(const std::vector<double>& f, int var_r, int var_s, int variables) {
+  const int n = int(f.size()) - 1;
+  if (n < 1) return BernsteinPoly::constant(variables, 0.0);
+  if (var_r == var_s || var_r < 0 || var_s < 0 || var_r >= variables || var_s >= variables)
+    throw Error(ErrorKind::InvalidArgument, "divided_difference: two distinct variables are needed");
+  // (f(r) - f(s)) / (r - s) is the mean of f' over [s, r]; f'((1-l) s + l r) expands in the polar form of f' with
+  // Bernstein weights in l that all integrate to 1/n, so h = (1/n) sum_k F'[r^k, s^(n-1-k)], and the term k has
+  // Bernstein coefficient (a, b) equal to the control coefficient a + b of f'.
+  std::vector<double> d(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) d[i] = n * (f[i + 1] - f[i]);
+  BernsteinPoly h;
+  for (int k = 0; k < n; ++k) {
+    BernsteinPoly term;
+    term.degree.assign(std::size_t(variables), 0);
+    term.degree[var_r] = k;
+    term.degree[var_s] = n - 1 - k;
+    term.coef.assign(term.size(), 0.0);
+    const auto st = strides(term.degree);
+    for (int a = 0; a <= k; ++a)
+      for (int b = 0; b <= n - 1 - k; ++b) term.coef[std::size_t(a) * st[var_r] + std::size_t(b) * st[var_s]] = d[a + b] / n;
+    h = k == 0 ? term : h + term;
+  }
+  return h;
+}
+
+BernsteinPoly divided_difference_at_end(const std::vector<double>& f, int end, int var, int variables) {
+  const int n = int(f.size()) - 1;
+  if (n < 1) return BernsteinPoly::constant(variables, 0.0);
+  // Synthetic division of f(r) - f(e) by (r - e) in the Bernstein basis of degree n - 1.
+  std::vector<double> q(static_cast<std::size_t>(n));
+  // End 1: (f(r) - f(1)) / (r - 1) = (f(1) - f(r)) / (1 - r).
+  for (int j = 0; j < n; ++j) q[j] = end == 0 ? (f[j + 1] - f[0]) * n / (j + 1) : (f[n] - f[j]) * n / (n - j);
+  return BernsteinPoly::univariate(q, var, variables);
 }
 
 }  // namespace parasurf

@@ -10,9 +10,13 @@
 #include <cmath>
 #include <numeric>
 #include <omp.h>
+#include <cstdio>
+#include <cstdlib>
+#include <unordered_map>
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/bernstein_kernels.hpp"
 
 namespace parasurf {
 
@@ -32,13 +36,23 @@ Interval coef_range(const BernsteinPoly& p) {
   return {*mn, *mx};
 }
 
+int inner_size(const BernsteinPoly& p, int var) {
+  int inner = 1;
+  for (int v = var + 1; v < p.variables(); ++v) inner *= p.degree[v] + 1;
+  return inner;
+}
+
+Interval derivative_range(const BernsteinPoly& p, int var) {
+  const solverk::Range r = solverk::derivative_range(p.coef.data(), int(p.coef.size()), p.degree[var], inner_size(p, var));
+  return {r.lo, r.hi};
+}
+
 // At most one root in the cell: the interval Jacobian (local derivatives, column-scaled) preconditioned by the
 // inverse of its midpoint is strictly diagonally dominant, so every matrix in it is regular (mean value theorem).
-bool jacobian_regular(const std::vector<BernsteinPoly>& f) {
-  const int n = int(f.size());
+bool jacobian_regular(const BernsteinPoly* f, int n) {
   std::vector<Interval> j(std::size_t(n * n));
   for (int i = 0; i < n; ++i)
-    for (int k = 0; k < n; ++k) j[i * n + k] = coef_range(derivative(f[i], k));
+    for (int k = 0; k < n; ++k) j[i * n + k] = derivative_range(f[i], k);
   if (n == 1) return j[0].lo > 0 || j[0].hi < 0;
   Eigen::MatrixXd mid(n, n);
   for (int i = 0; i < n; ++i)
@@ -66,7 +80,7 @@ bool jacobian_regular(const std::vector<BernsteinPoly>& f) {
 struct System {
   const std::vector<BernsteinPoly>& eq;
   std::vector<std::vector<BernsteinPoly>> d;  // d[i][k] = d eq_i / d x_k
-  int n;
+  int n;  // variables (the equations number eq.size(), n or fewer)
   double residual(const std::vector<double>& x) const {
     double r = 0;
     for (const auto& e : eq) r = std::max(r, std::abs(e.evaluate(x.data())));
@@ -77,11 +91,12 @@ struct System {
 // Newton (least squares when singular), each step clamped to the box; true when the step converged.
 bool newton(const System& s, std::vector<double>& x, const std::vector<double>& lo, const std::vector<double>& hi,
             double tolerance, int iterations) {
-  const int n = s.n;
-  Eigen::MatrixXd jac(n, n);
-  Eigen::VectorXd f(n);
+  const int n = s.n, m = int(s.eq.size());
+  Eigen::MatrixXd jac(m, n);
+  Eigen::VectorXd f(m);
+  int clamps = 0;
   for (int it = 0; it < iterations; ++it) {
-    for (int i = 0; i < n; ++i) {
+    for (int i = 0; i < m; ++i) {
       f(i) = s.eq[i].evaluate(x.data());
       for (int k = 0; k < n; ++k) jac(i, k) = s.d[i][k].evaluate(x.data());
     }
@@ -89,7 +104,15 @@ bool newton(const System& s, std::vector<double>& x, const std::vector<double>& 
     // Converged only on a small unclamped step: a step stopped by the box is no root.
     const double step = dx.cwiseAbs().maxCoeff();
     if (!std::isfinite(step)) return false;
-    for (int k = 0; k < n; ++k) x[k] = std::clamp(x[k] + dx(k), lo[k], hi[k]);
+    bool clamped = false;
+    for (int k = 0; k < n; ++k) {
+      const double next = x[k] + dx(k);
+      clamped = clamped || next < lo[k] || next > hi[k];
+      x[k] = std::clamp(next, lo[k], hi[k]);
+    }
+    // Iterates pushed against the box twice in a row are heading for a root elsewhere (or none): give up early.
+    if (clamped && ++clamps >= 2) return false;
+    if (!clamped) clamps = 0;
     if (step <= tolerance * (1 + std::abs(x[0]))) return true;
   }
   return false;
@@ -97,27 +120,23 @@ bool newton(const System& s, std::vector<double>& x, const std::vector<double>& 
 
 }  // namespace
 
-SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& o,
-                         const std::vector<BernsteinPoly>& positive) {
-  const int n = int(equations.size());
-  if (n < 1 || n > 6) throw Error(ErrorKind::InvalidArgument, "solver: " + std::to_string(n) + " equations; 1..6 supported");
-  for (const auto& e : equations) {
-    if (e.variables() != n)
-      throw Error(ErrorKind::InvalidArgument, "solver: a square system needs every equation in " + std::to_string(n) + " variables");
-    if (e.coef.size() != e.size()) throw Error(ErrorKind::InvalidArgument, "solver: coefficient count does not match the degrees");
-    for (double c : e.coef)
-      if (!std::isfinite(c)) throw Error(ErrorKind::InvalidArgument, "solver: a coefficient is not finite");
-  }
-  if (!(o.tolerance > 0) || o.tolerance > 0.1) throw Error(ErrorKind::InvalidArgument, "solver: tolerance must be in (0, 0.1]");
-  for (const auto& e : positive)
-    if (e.variables() != n || e.coef.size() != e.size())
-      throw Error(ErrorKind::InvalidArgument, "solver: an inequality must be a polynomial in " + std::to_string(n) + " variables");
-  System sys{equations, {}, n};
-  sys.d.resize(std::size_t(n));
-  for (int i = 0; i < n; ++i)
-    for (int k = 0; k < n; ++k) sys.d[i].push_back(derivative(equations[i], k));
+namespace {
 
-  SolveResult result;
+struct Subdivision {
+  std::vector<Root> proved;
+  std::vector<std::pair<std::vector<double>, std::vector<double>>> candidates;  // cells at the tolerance
+  std::string status = "complete";
+  std::int64_t nodes = 0;
+  double tolerance = 0;  // the final one (raised when a continuum fills the levels)
+};
+
+// Level by level: every cell of a level is processed in parallel into per-thread children, roots and candidates.
+// A square system (as many equations as variables) gets the single-root test and Newton; an under-determined one
+// is refined to the tolerance (its cells cover the solution set).
+Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equations, const std::vector<BernsteinPoly>& positive,
+                      const SolverOptions& o, bool square) {
+  const int n = sys.n, m = int(equations.size());
+  Subdivision out;
   std::vector<Cell> frontier;
   {
     std::vector<BernsteinPoly> all = equations;  // equations first, then the inequalities, restricted together
@@ -129,37 +148,33 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
       if (!(q.evaluate(x.data()) > 0)) return false;
     return true;
   };
-  std::vector<std::pair<std::vector<double>, std::vector<double>>> candidates;
   double tolerance = o.tolerance;
   double scale = 0;
   for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
   const auto t0 = std::chrono::steady_clock::now();
-  auto add_root = [&](Root r) {
-    for (const auto& q : result.roots) {
-      double d = 0;
-      for (int k = 0; k < n; ++k) d = std::max(d, std::abs(q.x[k] - r.x[k]));
-      if (d <= 1e-9) return;
-    }
-    result.roots.push_back(std::move(r));
-  };
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   int level = 0;
-  // Level by level: every cell of a level is processed in parallel into per-thread children, roots and candidates.
   while (!frontier.empty()) {
-    if (result.nodes + std::int64_t(frontier.size()) > o.max_nodes) {
-      result.status = "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)";
+    if (out.nodes + std::int64_t(frontier.size()) > o.max_nodes) {
+      out.status = "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)";
       break;
     }
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
-      result.status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
+      out.status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
       break;
     }
     if (o.progress) o.progress(level, std::int64_t(frontier.size()));
+    if (std::getenv("SOLVER_DUMP") && level == std::atoi(std::getenv("SOLVER_DUMP")))
+      for (std::size_t i = 0; i < frontier.size(); i += std::max<std::size_t>(1, frontier.size() / 12)) {
+        std::fprintf(stderr, "cell");
+        for (int k = 0; k < n; ++k) std::fprintf(stderr, " [%.9f %.9f]", frontier[i].lo[k], frontier[i].hi[k]);
+        std::fprintf(stderr, "\n");
+      }
     ++level;
-    result.nodes += std::int64_t(frontier.size());
+    out.nodes += std::int64_t(frontier.size());
     // A solution curve or surface doubles the level's cells at every split: past this many, the level's cells are
     // taken as they are (a region at this resolution) instead of refining them to the tolerance.
-    if (frontier.size() > 100000) {
+    if (square && frontier.size() > 100000) {
       double width = 0;
       for (const auto& c : frontier)
         for (int k = 0; k < n; ++k) width = std::max(width, c.hi[k] - c.lo[k]);
@@ -170,23 +185,23 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
     std::vector<std::vector<Root>> found(slots);
     std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(slots);
     const double level_tolerance = tolerance;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1 && frontier.size() > 1)
     for (std::int64_t c = 0; c < std::int64_t(frontier.size()); ++c) {
       const int tid = omp_get_thread_num();
       const Cell& cell = frontier[std::size_t(c)];
       bool excluded = false;
       for (std::size_t i = 0; i < cell.f.size() && !excluded; ++i) {
         const Interval r = coef_range(cell.f[i]);
-        excluded = int(i) < n ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
+        excluded = int(i) < m ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
       }
       if (excluded) continue;
-      const std::vector<BernsteinPoly> eqs(cell.f.begin(), cell.f.begin() + n);
+      const BernsteinPoly* eqs = cell.f.data();
       double width = 0;
       for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);
-      if (jacobian_regular(eqs)) {
+      if (square && jacobian_regular(eqs, m)) {
         std::vector<double> x(static_cast<std::size_t>(n));
         for (int k = 0; k < n; ++k) x[k] = 0.5 * (cell.lo[k] + cell.hi[k]);
-        if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 60)) {
+        if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 30)) {
           const double res = sys.residual(x);
           if (res <= 1e-12 * std::max(1.0, scale)) {
             if (satisfies(x)) found[tid].push_back({x, res, true, 1});
@@ -198,25 +213,29 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
         unresolved[tid].emplace_back(cell.lo, cell.hi);
         continue;
       }
-      // Split along the axis where the coefficients vary most, at its midpoint.
+      // Split along the axis where the coefficients vary most, at its midpoint (a variable no equation depends on
+      // is split by width alone).
       int axis = 0;
       double best = -1;
       for (int k = 0; k < n; ++k) {
         if (cell.hi[k] - cell.lo[k] < 0.5 * level_tolerance) continue;
         double var = 0;
-        for (const auto& f : eqs) {
-          const Interval r = coef_range(derivative(f, k));
+        for (int i = 0; i < m; ++i) {
+          const Interval r = derivative_range(eqs[i], k);
           var = std::max(var, std::max(std::abs(r.lo), std::abs(r.hi)));
         }
+        if (!square) var = var * (cell.hi[k] - cell.lo[k]) + 1e-300 * (cell.hi[k] - cell.lo[k]);
         if (var > best) best = var, axis = k;
       }
       const double mid = 0.5 * (cell.lo[axis] + cell.hi[axis]);
       Cell left{cell.lo, cell.hi, {}}, right{cell.lo, cell.hi, {}};
       left.hi[axis] = mid;
       right.lo[axis] = mid;
-      for (const auto& f : cell.f) {
-        left.f.push_back(restrict_to(f, axis, 0.0, 0.5));
-        right.f.push_back(restrict_to(f, axis, 0.5, 1.0));
+      left.f = cell.f;
+      right.f = cell.f;
+      for (std::size_t i = 0; i < cell.f.size(); ++i) {
+        const BernsteinPoly& f = cell.f[i];
+        solverk::split_half(f.coef.data(), left.f[i].coef.data(), right.f[i].coef.data(), int(f.coef.size()), f.degree[axis], inner_size(f, axis));
       }
       children[tid].push_back(std::move(left));
       children[tid].push_back(std::move(right));
@@ -224,13 +243,70 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
     frontier.clear();
     for (int t = 0; t < threads; ++t) {
       for (auto& c : children[t]) frontier.push_back(std::move(c));
-      for (auto& r : found[t]) add_root(std::move(r));
-      for (auto& u : unresolved[t]) candidates.push_back(std::move(u));
+      for (auto& r : found[t]) out.proved.push_back(std::move(r));
+      for (auto& u : unresolved[t]) out.candidates.push_back(std::move(u));
     }
     // A solution curve would fill the levels with cells of the tolerance's size: stop refining early then.
-    if (candidates.size() > 20000 && tolerance < 1e-4) tolerance = 1e-4;
+    if (square && out.candidates.size() > 20000 && tolerance < 1e-4) tolerance = 1e-4;
   }
+  out.tolerance = tolerance;
+  return out;
+}
 
+void check_system(const std::vector<BernsteinPoly>& equations, int n, const std::vector<BernsteinPoly>& positive) {
+  for (const auto& e : equations) {
+    for (int d : e.degree)
+      if (d < 0 || d > 63) throw Error(ErrorKind::InvalidArgument, "solver: degree " + std::to_string(d) + " in one variable; 0..63 supported");
+    if (e.variables() != n) throw Error(ErrorKind::InvalidArgument, "solver: every equation must be in " + std::to_string(n) + " variables");
+    if (e.coef.size() != e.size()) throw Error(ErrorKind::InvalidArgument, "solver: coefficient count does not match the degrees");
+    for (double c : e.coef)
+      if (!std::isfinite(c)) throw Error(ErrorKind::InvalidArgument, "solver: a coefficient is not finite");
+  }
+  for (const auto& e : positive) {
+    if (e.variables() != n || e.coef.size() != e.size())
+      throw Error(ErrorKind::InvalidArgument, "solver: an inequality must be a polynomial in " + std::to_string(n) + " variables");
+    for (int d : e.degree)
+      if (d < 0 || d > 63) throw Error(ErrorKind::InvalidArgument, "solver: degree " + std::to_string(d) + " in one variable; 0..63 supported");
+  }
+}
+
+System make_system(const std::vector<BernsteinPoly>& equations, int n) {
+  System sys{equations, {}, n};
+  sys.d.resize(equations.size());
+  for (std::size_t i = 0; i < equations.size(); ++i)
+    for (int k = 0; k < n; ++k) sys.d[i].push_back(derivative(equations[i], k));
+  return sys;
+}
+
+}  // namespace
+
+SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& o,
+                         const std::vector<BernsteinPoly>& positive) {
+  const int n = int(equations.size());
+  if (n < 1 || n > 6) throw Error(ErrorKind::InvalidArgument, "solver: " + std::to_string(n) + " equations; 1..6 supported");
+  check_system(equations, n, positive);
+  if (!(o.tolerance > 0) || o.tolerance > 0.1) throw Error(ErrorKind::InvalidArgument, "solver: tolerance must be in (0, 0.1]");
+  const System sys = make_system(equations, n);
+  auto satisfies = [&](const std::vector<double>& x) {
+    for (const auto& q : positive)
+      if (!(q.evaluate(x.data()) > 0)) return false;
+    return true;
+  };
+  SolveResult result;
+  auto add_root = [&](Root r) {
+    for (const auto& q : result.roots) {
+      double d = 0;
+      for (int k = 0; k < n; ++k) d = std::max(d, std::abs(q.x[k] - r.x[k]));
+      if (d <= 1e-9) return;
+    }
+    result.roots.push_back(std::move(r));
+  };
+  Subdivision sub = subdivide(sys, equations, positive, o, true);
+  result.status = sub.status;
+  result.nodes = sub.nodes;
+  for (auto& r : sub.proved) add_root(std::move(r));
+  auto& candidates = sub.candidates;
+  const double tolerance = sub.tolerance;
   // Threads deliver cells in any order: sort them so that the clusters and their centroids are reproducible.
   std::sort(candidates.begin(), candidates.end());
   // Cluster touching candidate cells (union-find); each cluster is one tangent root or one solution region.
@@ -298,6 +374,175 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
   }
   std::sort(result.roots.begin(), result.roots.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
   return result;
+}
+
+}  // namespace parasurf
+
+namespace parasurf {
+
+SolutionSetResult sample_solution_set(const std::vector<BernsteinPoly>& equations, int variables, double resolution,
+                                      const SolverOptions& o, const std::vector<BernsteinPoly>& positive) {
+  const int n = variables, m = int(equations.size());
+  if (n < 2 || n > 6 || m < 1 || m >= n)
+    throw Error(ErrorKind::InvalidArgument, "solution sets: " + std::to_string(m) + " equations in " + std::to_string(n) +
+                                                " variables; 1 <= equations < variables <= 6 supported");
+  check_system(equations, n, positive);
+  if (!(resolution > 0) || resolution > 0.5) throw Error(ErrorKind::InvalidArgument, "solution sets: resolution must be in (0, 0.5]");
+  const System sys = make_system(equations, n);
+  SolverOptions so = o;
+  so.tolerance = resolution;
+  const Subdivision sub = subdivide(sys, equations, positive, so, false);
+  SolutionSetResult out;
+  out.status = sub.status;
+  out.nodes = sub.nodes;
+  double scale = 0;
+  for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  std::vector<SolutionSample> samples(sub.candidates.size());
+  std::vector<char> kept(sub.candidates.size(), 0);
+  // Minimum-norm Newton from each cell's centre lands on the nearest part of the set; the cell keeps the point when
+  // it lies within half a cell of it (neighbouring cells then cover the set without gaps).
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1)
+  for (std::int64_t c = 0; c < std::int64_t(sub.candidates.size()); ++c) {
+    const auto& [lo, hi] = sub.candidates[std::size_t(c)];
+    std::vector<double> x(static_cast<std::size_t>(n)), blo(lo), bhi(hi);
+    for (int k = 0; k < n; ++k) {
+      const double w = hi[k] - lo[k];
+      x[k] = 0.5 * (lo[k] + hi[k]);
+      blo[k] = std::max(0.0, lo[k] - 0.5 * w);
+      bhi[k] = std::min(1.0, hi[k] + 0.5 * w);
+    }
+    newton(sys, x, blo, bhi, o.newton_tolerance, 40);
+    const double res = sys.residual(x);
+    if (!(res <= 1e-11 * std::max(1.0, scale))) continue;
+    bool ok = true;
+    for (const auto& q : positive) ok = ok && q.evaluate(x.data()) > 0;
+    if (!ok) continue;
+    SolutionSample sample{x, res, {}};
+    if (m == n - 1) {  // a curve: its direction is the null vector of the Jacobian
+      Eigen::MatrixXd jac(m, n);
+      for (int i = 0; i < m; ++i)
+        for (int k = 0; k < n; ++k) jac(i, k) = sys.d[i][k].evaluate(x.data());
+      const Eigen::JacobiSVD<Eigen::MatrixXd> svd(jac, Eigen::ComputeFullV);
+      const Eigen::VectorXd t = svd.matrixV().col(n - 1);
+      sample.tangent.assign(t.data(), t.data() + n);
+    }
+    samples[std::size_t(c)] = std::move(sample);
+    kept[std::size_t(c)] = 1;
+  }
+  // Neighbouring cells often reach the same point: keep one per quarter cell.
+  std::vector<std::vector<long long>> keys;
+  std::vector<std::size_t> order;
+  for (std::size_t c = 0; c < samples.size(); ++c)
+    if (kept[c]) order.push_back(c);
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return samples[a].x < samples[b].x; });
+  const double merge = 0.25 * resolution;
+  for (std::size_t c : order) {
+    bool dup = false;
+    for (std::size_t back = out.samples.size(); back-- > 0 && !dup;) {
+      const auto& q = out.samples[back].x;
+      if (samples[c].x[0] - q[0] > merge) break;  // sorted by the first coordinate
+      double d = 0;
+      for (int k = 0; k < n; ++k) d = std::max(d, std::abs(q[k] - samples[c].x[k]));
+      dup = d <= merge;
+    }
+    if (!dup) out.samples.push_back(samples[c]);
+  }
+  return out;
+}
+
+std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vector<double>>& points,
+                                                     const std::vector<std::vector<double>>& tangents, double spacing) {
+  const std::size_t count = points.size();
+  std::vector<std::vector<std::size_t>> lines;
+  if (count == 0) return lines;
+  const std::size_t n = points[0].size();
+  const double reach = 3.0 * spacing;
+  // Buckets of a grid of cell `reach` over the points (sparse, by hash of the integer cell).
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> grid;
+  auto cell_of = [&](const std::vector<double>& p, std::vector<long long>& c) {
+    c.resize(n);
+    for (std::size_t k = 0; k < n; ++k) c[k] = (long long)std::floor(p[k] / reach);
+  };
+  auto hash = [&](const std::vector<long long>& c) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (long long v : c) h = (h ^ std::uint64_t(v)) * 1099511628211ull;
+    return h;
+  };
+  std::vector<long long> c;
+  for (std::size_t i = 0; i < count; ++i) {
+    cell_of(points[i], c);
+    grid[hash(c)].push_back(i);
+  }
+  auto neighbours = [&](std::size_t i, auto&& visit) {
+    std::vector<long long> base, probe(n);
+    cell_of(points[i], base);
+    std::size_t combos = 1;
+    for (std::size_t k = 0; k < n; ++k) combos *= 3;
+    for (std::size_t code = 0; code < combos; ++code) {
+      std::size_t r = code;
+      for (std::size_t k = 0; k < n; ++k, r /= 3) probe[k] = base[k] + static_cast<long long>(r % 3) - 1;
+      const auto it = grid.find(hash(probe));
+      if (it == grid.end()) continue;
+      for (std::size_t j : it->second) visit(j);
+    }
+  };
+  auto distance = [&](std::size_t a, std::size_t b) {
+    double d = 0;
+    for (std::size_t k = 0; k < n; ++k) d += (points[a][k] - points[b][k]) * (points[a][k] - points[b][k]);
+    return std::sqrt(d);
+  };
+  std::vector<char> used(count, 0);
+  // The next point along direction `dir` from point i: the nearest unused one ahead within reach.
+  auto step = [&](std::size_t i, std::vector<double>& dir) -> long {
+    long best = -1;
+    double best_d = reach;
+    neighbours(i, [&](std::size_t j) {
+      if (used[j]) return;
+      const double d = distance(i, j);
+      if (d > best_d || d == 0) return;
+      double ahead = 0;
+      for (std::size_t k = 0; k < n; ++k) ahead += (points[j][k] - points[i][k]) * dir[k];
+      if (ahead < 0.3 * d) return;
+      best = long(j), best_d = d;
+    });
+    if (best >= 0) {  // carry the direction on, oriented along the step taken
+      const auto& t = tangents[std::size_t(best)];
+      double along = 0;
+      for (std::size_t k = 0; k < n; ++k) along += t[k] * (points[std::size_t(best)][k] - points[i][k]);
+      for (std::size_t k = 0; k < n; ++k) dir[k] = along >= 0 ? t[k] : -t[k];
+    }
+    return best;
+  };
+  // Start at points with the fewest neighbours first: the ends of open curves.
+  std::vector<std::pair<int, std::size_t>> starts;
+  for (std::size_t i = 0; i < count; ++i) {
+    int near = 0;
+    neighbours(i, [&](std::size_t j) { near += j != i && distance(i, j) <= reach; });
+    starts.emplace_back(near, i);
+  }
+  std::sort(starts.begin(), starts.end());
+  for (const auto& [near, s] : starts) {
+    if (used[s]) continue;
+    used[s] = 1;
+    std::vector<std::size_t> forward{s}, backward;
+    for (int sense : {1, -1}) {
+      std::vector<double> dir = tangents[s];
+      for (double& v : dir) v *= sense;
+      auto& chain = sense > 0 ? forward : backward;
+      std::size_t at = s;
+      for (long next; (next = step(at, dir)) >= 0;) {
+        used[std::size_t(next)] = 1;
+        chain.push_back(std::size_t(next));
+        at = std::size_t(next);
+      }
+    }
+    std::vector<std::size_t> line(backward.rbegin(), backward.rend());
+    line.insert(line.end(), forward.begin(), forward.end());
+    if (line.size() > 3 && distance(line.front(), line.back()) <= reach) line.push_back(line.front());  // a closed loop
+    lines.push_back(std::move(line));
+  }
+  return lines;
 }
 
 }  // namespace parasurf
