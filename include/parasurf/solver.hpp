@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "parasurf/patches.hpp"
+
 namespace parasurf {
 
 // A scalar polynomial in d variables on the unit box [0,1]^d, in tensor-product Bernstein form. Coefficient
@@ -165,5 +167,76 @@ struct RayTrapResult {
   std::string status = "complete";
 };
 RayTrapResult ray_traps(const std::vector<BezierCurve2>& curves, const SolverOptions& options = {});
+
+// ------------------------------------------------------------------------------------------------ surfaces
+// Surfaces are non-rational B-spline surfaces (BSplineSurface of patches.hpp; a Bézier patch is the clamped
+// B-spline of one span); parameters in results are the surfaces' own knot parameters.
+
+// Intersection curves of two surfaces: x1(u1,v1) = x2(u2,v2), three equations in four unknowns. Each piece pair
+// whose boxes meet is sampled at `resolution` (a fraction of a knot span); the samples, each on both surfaces to
+// within the Newton residual, are linked into polylines across piece boundaries.
+struct IntersectionCurve {
+  std::vector<std::array<double, 3>> points;
+  std::vector<std::array<double, 4>> params;  // (u1, v1, u2, v2) per point
+  bool closed = false;                        // the last point repeats the first
+  double residual = 0;                        // largest |x1 - x2| at the samples
+};
+struct SurfaceIntersectionResult {
+  std::vector<IntersectionCurve> curves;
+  std::string status = "complete";
+};
+SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSplineSurface& b, double resolution = 1.0 / 64,
+                                             const SolverOptions& options = {});
+
+// A motion by uniform scale and translation along a B-spline curve in (scale, tx, ty, tz): T(t)[P] = scale(t) P +
+// (tx, ty, tz)(t); the scale must stay positive (its control values are checked).
+struct Motion {
+  int degree = 3;
+  std::vector<double> knots;
+  std::vector<std::array<double, 4>> points;
+};
+// Contact points of T(t)[S1] and S2 (Park et al. 2011, section 6.2): T(t)[S1(u1,v1)] = S2(u2,v2) and both tangents
+// of S1 normal to S2's normal: five equations in (u1, v1, u2, v2, t).
+struct ContactPoint {
+  double u1 = 0, v1 = 0, u2 = 0, v2 = 0, t = 0;
+  std::array<double, 3> point{};  // on S2
+  double residual = 0;
+  bool proved_single = false;
+};
+struct ContactResult {
+  std::vector<ContactPoint> contacts;  // by time
+  std::int64_t combinations = 0;       // (piece, piece, motion piece) systems solved after the box test
+  std::string status = "complete";
+};
+ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface& fixed, const Motion& motion,
+                             const SolverOptions& options = {});
+
+// Point samples of the bisector of two surfaces (Elber & Kim; Park et al. 2011, section 6.5): points P equidistant
+// from S1(u,v) and S2(s,t) on both normals, from <delta, S2_s> = <delta, S2_t> = 0 with D = S1 - S2 and
+// delta = -2 D <n1, D> + n1 |D|^2, two equations in four unknowns, sampled at `resolution`.
+struct BisectorSample {
+  double u = 0, v = 0, s = 0, t = 0;
+  std::array<double, 3> point{};
+};
+struct SurfaceBisectorResult {
+  std::vector<BisectorSample> samples;
+  std::string status = "complete";
+};
+SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSurface& b, double resolution = 1.0 / 32,
+                                       const SolverOptions& options = {});
+
+// The bisector of two planar curves as polylines: points P on the normals of C1(s) and C2(t) with
+// |P - C1(s)| = |P - C2(t)|, one equation in (s, t) after P is eliminated by Cramer's rule.
+struct BisectorCurve {
+  std::vector<std::array<double, 2>> points;
+  std::vector<std::array<double, 2>> params;  // (s, t) per point
+  bool closed = false;
+};
+struct CurveBisectorResult {
+  std::vector<BisectorCurve> curves;
+  std::string status = "complete";
+};
+CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& b, double resolution = 1.0 / 128,
+                                   const SolverOptions& options = {});
 
 }  // namespace parasurf

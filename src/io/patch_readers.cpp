@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "io/atomic_file.hpp"
+#include "io/bspline_json.hpp"
 #include "io/text_cursor.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/patches.hpp"
@@ -199,6 +200,59 @@ PatchModel parse_bpt(const std::string& text, const std::string& name) {
   return m;
 }
 
+BSplineSurface bspline_surface_from_json(const nlohmann::json& s, const std::string& where) {
+  try {
+    if (!s.is_object()) throw Error(ErrorKind::Parse, where + ": expected an object");
+    BSplineSurface b;
+    auto degree = [&](const nlohmann::json& d) {
+      if (!d.is_number_integer() || d.get<long long>() < 1 || d.get<long long>() > kMaxBezierDegree)
+        throw Error(ErrorKind::Parse, where + ": a degree must be an integer in 1.." + std::to_string(kMaxBezierDegree));
+      return int(d.get<long long>());
+    };
+    const auto& deg = s.at("degree");
+    if (deg.is_array()) {
+      if (deg.size() != 2) throw Error(ErrorKind::Parse, where + ": \"degree\" must be p or [p, q]");
+      b.degree_u = degree(deg[0]);
+      b.degree_v = degree(deg[1]);
+    } else {
+      b.degree_u = b.degree_v = degree(deg);
+    }
+    const auto& knots = s.at("knots");
+    if (!knots.is_array() || knots.size() != 2)
+      throw Error(ErrorKind::Parse, where + ": \"knots\" must be [knots_u, knots_v]");
+    b.knots_u = knots[0].get<std::vector<double>>();
+    b.knots_v = knots[1].get<std::vector<double>>();
+    const auto& pts = s.at("points");
+    if (!pts.is_array() || pts.empty()) throw Error(ErrorKind::Parse, where + ": \"points\" must be rows of points");
+    b.count_u = int(std::min<std::size_t>(pts.size(), 1 << 20));
+    b.count_v = -1;
+    for (const auto& row : pts) {
+      if (!row.is_array() || row.empty()) throw Error(ErrorKind::Parse, where + ": each row of \"points\" must be an array of [x, y, z]");
+      if (b.count_v < 0) b.count_v = int(std::min<std::size_t>(row.size(), 1 << 20));
+      if (int(row.size()) != b.count_v)
+        throw Error(ErrorKind::Parse, where + ": rows of \"points\" differ in length (" + std::to_string(row.size()) +
+                                          " vs " + std::to_string(b.count_v) + ")");
+      for (const auto& p : row) {
+        if (!p.is_array() || p.size() != 3) throw Error(ErrorKind::Parse, where + ": a control point must be [x, y, z]");
+        for (int c = 0; c < 3; ++c) b.points.push_back(p[c].get<double>());
+      }
+    }
+    if (s.contains("weights")) {
+      for (const auto& row : s["weights"]) {
+        if (!row.is_array()) throw Error(ErrorKind::Parse, where + ": \"weights\" must be rows of numbers");
+        for (const auto& w : row) b.weights.push_back(w.get<double>());
+      }
+      if (b.weights.size() != b.points.size() / 3)
+        throw Error(ErrorKind::Parse, where + ": " + std::to_string(b.weights.size()) + " weights for " +
+                                          std::to_string(b.points.size() / 3) + " control points");
+    }
+    validate(b, where);
+    return b;
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(ErrorKind::Parse, where + ": " + e.what());
+  }
+}
+
 PatchModel parse_bspline_json(const std::string& text, const std::string& name) {
   nlohmann::json doc;
   try {
@@ -228,51 +282,7 @@ PatchModel parse_bspline_json(const std::string& text, const std::string& name) 
   for (const auto& s : *surfaces) {
     const std::string where = name + ": surface " + std::to_string(index++);
     try {
-      if (!s.is_object()) throw Error(ErrorKind::Parse, where + ": expected an object");
-      BSplineSurface b;
-      auto degree = [&](const nlohmann::json& d) {
-        if (!d.is_number_integer() || d.get<long long>() < 1 || d.get<long long>() > kMaxBezierDegree)
-          throw Error(ErrorKind::Parse, where + ": a degree must be an integer in 1.." + std::to_string(kMaxBezierDegree));
-        return int(d.get<long long>());
-      };
-      const auto& deg = s.at("degree");
-      if (deg.is_array()) {
-        if (deg.size() != 2) throw Error(ErrorKind::Parse, where + ": \"degree\" must be p or [p, q]");
-        b.degree_u = degree(deg[0]);
-        b.degree_v = degree(deg[1]);
-      } else {
-        b.degree_u = b.degree_v = degree(deg);
-      }
-      const auto& knots = s.at("knots");
-      if (!knots.is_array() || knots.size() != 2)
-        throw Error(ErrorKind::Parse, where + ": \"knots\" must be [knots_u, knots_v]");
-      b.knots_u = knots[0].get<std::vector<double>>();
-      b.knots_v = knots[1].get<std::vector<double>>();
-      const auto& pts = s.at("points");
-      if (!pts.is_array() || pts.empty()) throw Error(ErrorKind::Parse, where + ": \"points\" must be rows of points");
-      b.count_u = int(std::min<std::size_t>(pts.size(), 1 << 20));
-      b.count_v = -1;
-      for (const auto& row : pts) {
-        if (!row.is_array() || row.empty()) throw Error(ErrorKind::Parse, where + ": each row of \"points\" must be an array of [x, y, z]");
-        if (b.count_v < 0) b.count_v = int(std::min<std::size_t>(row.size(), 1 << 20));
-        if (int(row.size()) != b.count_v)
-          throw Error(ErrorKind::Parse, where + ": rows of \"points\" differ in length (" + std::to_string(row.size()) +
-                                            " vs " + std::to_string(b.count_v) + ")");
-        for (const auto& p : row) {
-          if (!p.is_array() || p.size() != 3) throw Error(ErrorKind::Parse, where + ": a control point must be [x, y, z]");
-          for (int c = 0; c < 3; ++c) b.points.push_back(p[c].get<double>());
-        }
-      }
-      if (s.contains("weights")) {
-        for (const auto& row : s["weights"]) {
-          if (!row.is_array()) throw Error(ErrorKind::Parse, where + ": \"weights\" must be rows of numbers");
-          for (const auto& w : row) b.weights.push_back(w.get<double>());
-        }
-        if (b.weights.size() != b.points.size() / 3)
-          throw Error(ErrorKind::Parse, where + ": " + std::to_string(b.weights.size()) + " weights for " +
-                                            std::to_string(b.points.size() / 3) + " control points");
-      }
-      validate(b, where);
+      BSplineSurface b = bspline_surface_from_json(s, where);
       append_bezier_patches(b, m, -1);
     } catch (const nlohmann::json::exception& e) {
       throw Error(ErrorKind::Parse, where + ": " + e.what());

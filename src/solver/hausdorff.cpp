@@ -8,9 +8,6 @@
 #include <algorithm>
 #include <cmath>
 #include <omp.h>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
@@ -279,12 +276,7 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
   for (std::int64_t i = 0; i < std::int64_t(tasks.size()); ++i) {
     const Task& task = tasks[std::size_t(i)];
-    const auto t0 = std::chrono::steady_clock::now();
     const SolveResult r = solve_system(task.eq, one, task.positive);
-    if (std::getenv("HD_DEBUG")) {
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      if (ms > 20) std::fprintf(stderr, "task %lld vars %d eqs %zu: %.1f ms nodes %lld roots %zu regions %zu\n", (long long)i, task.eq[0].variables(), task.eq.size(), ms, (long long)r.nodes, r.roots.size(), r.regions.size());
-    }
     task_status[std::size_t(i)] = r.status;
     for (const auto& root : r.roots) found[std::size_t(i)].push_back(root.x[0]);
     // A continuum (e.g. a piece of A lying on B's self-bisector): its ends and middle stand for it.

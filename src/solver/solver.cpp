@@ -10,8 +10,6 @@
 #include <cmath>
 #include <numeric>
 #include <omp.h>
-#include <cstdio>
-#include <cstdlib>
 #include <unordered_map>
 
 #include "parasurf/error.hpp"
@@ -164,12 +162,6 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
       break;
     }
     if (o.progress) o.progress(level, std::int64_t(frontier.size()));
-    if (std::getenv("SOLVER_DUMP") && level == std::atoi(std::getenv("SOLVER_DUMP")))
-      for (std::size_t i = 0; i < frontier.size(); i += std::max<std::size_t>(1, frontier.size() / 12)) {
-        std::fprintf(stderr, "cell");
-        for (int k = 0; k < n; ++k) std::fprintf(stderr, " [%.9f %.9f]", frontier[i].lo[k], frontier[i].hi[k]);
-        std::fprintf(stderr, "\n");
-      }
     ++level;
     out.nodes += std::int64_t(frontier.size());
     // A solution curve or surface doubles the level's cells at every split: past this many, the level's cells are

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "parasurf/solver.hpp"
@@ -67,30 +68,36 @@ double golden(F&& f, double a, double b, double sign, double* arg = nullptr) {
   return sign * std::min(fc, fd);
 }
 
+// The distance from p to the curve by dense samples refined by golden-section steps around each local minimum.
+double brute_distance(const BSplineCurve2& b, const std::array<double, 2>& p, int N = 4000) {
+  const auto pb = bspline_to_bezier(b);
+  const double b0 = pb.front().u0, b1 = pb.back().u1;
+  auto dist = [&](double r) {
+    const auto q = evaluate(pb, r);
+    return std::hypot(q[0] - p[0], q[1] - p[1]);
+  };
+  std::vector<double> d(N + 1);
+  for (int i = 0; i <= N; ++i) d[i] = dist(b0 + (b1 - b0) * i / N);
+  double best = std::min(d[0], d[N]);
+  for (int i = 0; i <= N; ++i)
+    if ((i == 0 || d[i] <= d[i - 1]) && (i == N || d[i] <= d[i + 1]))
+      best = std::min(best, golden(dist, b0 + (b1 - b0) * std::max(0, i - 1) / N, b0 + (b1 - b0) * std::min(N, i + 1) / N, 1));
+  return best;
+}
+
 // Brute force: min over dense samples of B refined around every local minimum; max over dense samples of A refined
 // around every local maximum.
 double brute_one_sided(const BSplineCurve2& a, const BSplineCurve2& b) {
-  const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
-  const double a0 = pa.front().u0, a1 = pa.back().u1, b0 = pb.front().u0, b1 = pb.back().u1;
+  const auto pa = bspline_to_bezier(a);
+  const double a0 = pa.front().u0, a1 = pa.back().u1;
   const int N = 1500;
-  auto dmin = [&](const std::array<double, 2>& p) {
-    auto dist = [&](double r) {
-      const auto q = evaluate(pb, r);
-      return std::hypot(q[0] - p[0], q[1] - p[1]);
-    };
-    std::vector<double> d(N + 1);
-    for (int i = 0; i <= N; ++i) d[i] = dist(b0 + (b1 - b0) * i / N);
-    double best = std::min(d[0], d[N]);
-    for (int i = 1; i < N; ++i)
-      if (d[i] <= d[i - 1] && d[i] <= d[i + 1]) best = std::min(best, golden(dist, b0 + (b1 - b0) * (i - 1) / N, b0 + (b1 - b0) * (i + 1) / N, 1));
-    return best;
-  };
-  auto h = [&](double t) { return dmin(evaluate(pa, t)); };
+  auto h = [&](double t) { return brute_distance(b, evaluate(pa, t), 1500); };
   std::vector<double> d(N + 1);
   for (int i = 0; i <= N; ++i) d[i] = h(a0 + (a1 - a0) * i / N);
   double best = std::max(d[0], d[N]);
-  for (int i = 1; i < N; ++i)
-    if (d[i] >= d[i - 1] && d[i] >= d[i + 1]) best = std::max(best, golden(h, a0 + (a1 - a0) * (i - 1) / N, a0 + (a1 - a0) * (i + 1) / N, -1));
+  for (int i = 0; i <= N; ++i)  // a peak can sit between an end and its neighbouring sample
+    if ((i == 0 || d[i] >= d[i - 1]) && (i == N || d[i] >= d[i + 1]))
+      best = std::max(best, golden(h, a0 + (a1 - a0) * std::max(0, i - 1) / N, a0 + (a1 - a0) * std::min(N, i + 1) / N, -1));
   return best;
 }
 
@@ -110,6 +117,9 @@ TEST(Hausdorff, EqualsBruteForceOnRandomCurves) {
     const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
     const auto from = evaluate(pa, r.a_to_b.t), to = evaluate(pb, r.a_to_b.r);
     EXPECT_NEAR(std::hypot(from[0] - to[0], from[1] - to[1]), r.a_to_b.distance, 1e-12);
+    // Its distance is the true distance from that point to B (no closer point of B was missed).
+    EXPECT_NEAR(brute_distance(b, from), r.a_to_b.distance, 1e-12);
+    EXPECT_NEAR(brute_distance(a, r.b_to_a.from), r.b_to_a.distance, 1e-12);
   }
 }
 
@@ -122,6 +132,218 @@ TEST(Hausdorff, SelfBisectorCase) {
   BSplineCurve2 sa{1, {0, 0, 1, 1}, a.points}, sb{4, {0, 0, 0, 0, 0, 1, 1, 1, 1, 1}, b.points};
   EXPECT_NEAR(r.a_to_b.distance, brute_one_sided(sa, sb), 1e-9);
   EXPECT_NEAR(r.b_to_a.distance, brute_one_sided(sb, sa), 1e-9);
+}
+
+// ------------------------------------------------------------------------------------------------ surfaces
+
+// A Bézier patch as the clamped B-spline of one span; points[i][j], i along u.
+BSplineSurface bezier_surface(const std::vector<std::vector<std::array<double, 3>>>& points) {
+  BSplineSurface s;
+  s.count_u = int(points.size());
+  s.count_v = int(points[0].size());
+  s.degree_u = s.count_u - 1;
+  s.degree_v = s.count_v - 1;
+  for (int k = 0; k < 2; ++k) {
+    auto& kn = k == 0 ? s.knots_u : s.knots_v;
+    const int p = k == 0 ? s.degree_u : s.degree_v;
+    kn.assign(std::size_t(p + 1), 0.0);
+    kn.insert(kn.end(), std::size_t(p + 1), 1.0);
+  }
+  for (const auto& row : points)
+    for (const auto& q : row) s.points.insert(s.points.end(), q.begin(), q.end());
+  return s;
+}
+
+// z = x^2 + y^2 + lift over [-1, 1]^2, exactly (biquadratic).
+BSplineSurface paraboloid(double lift) {
+  const double x[3] = {-1, 0, 1}, sq[3] = {1, -1, 1};
+  std::vector<std::vector<std::array<double, 3>>> p(3, std::vector<std::array<double, 3>>(3));
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) p[i][j] = {x[i], x[j], sq[i] + sq[j] + lift};
+  return bezier_surface(p);
+}
+BSplineSurface plane_z(double z, double half) {
+  return bezier_surface({{{-half, -half, z}, {-half, half, z}}, {{half, -half, z}, {half, half, z}}});
+}
+
+// A wavy height field as a degree (2, 3) B-spline with interior knots, z = amp * sin(...) + lift.
+BSplineSurface wavy(std::mt19937_64& rng, double lift) {
+  std::uniform_real_distribution<double> u(-1, 1);
+  BSplineSurface s;
+  s.degree_u = 2, s.degree_v = 3, s.count_u = 5, s.count_v = 6;
+  s.knots_u = {0, 0, 0, 0.3, 0.7, 1, 1, 1};
+  s.knots_v = {0, 0, 0, 0, 0.4, 0.6, 1, 1, 1, 1};
+  for (int i = 0; i < s.count_u; ++i)
+    for (int j = 0; j < s.count_v; ++j) {
+      const double x = -1 + 2.0 * i / (s.count_u - 1), y = -1 + 2.0 * j / (s.count_v - 1);
+      s.points.insert(s.points.end(), {x + 0.1 * u(rng), y + 0.1 * u(rng), lift + 0.4 * u(rng)});
+    }
+  return s;
+}
+
+double distance3(const std::array<double, 3>& a, const std::array<double, 3>& b) {
+  return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
+}
+
+TEST(SurfaceIntersection, ParaboloidMeetsPlaneInOneClosedCircle) {
+  const SurfaceIntersectionResult r = intersect_surfaces(paraboloid(0), plane_z(0.5, 1.5));
+  ASSERT_EQ(r.status, "complete");
+  ASSERT_EQ(r.curves.size(), 1u);
+  const IntersectionCurve& c = r.curves[0];
+  EXPECT_TRUE(c.closed);
+  double length = 0, worst = 0;
+  for (std::size_t i = 0; i < c.points.size(); ++i) {
+    const auto& p = c.points[i];
+    worst = std::max({worst, std::abs(p[0] * p[0] + p[1] * p[1] - 0.5), std::abs(p[2] - 0.5)});
+    if (i > 0) length += distance3(p, c.points[i - 1]);
+  }
+  EXPECT_LT(worst, 1e-10);
+  // The polyline follows the circle in order: its length is the circumference, less the chord defect.
+  EXPECT_NEAR(length, 2 * M_PI * std::sqrt(0.5), 0.01 * 2 * M_PI * std::sqrt(0.5));
+  std::printf("  paraboloid x plane: %zu points, closed, off the circle by %.2g, length %.6f (circle %.6f)\n", c.points.size(), worst,
+              length, 2 * M_PI * std::sqrt(0.5));
+}
+
+TEST(SurfaceIntersection, PointsLieOnBothBSplineSurfaces) {
+  const std::uint64_t seed = test::run_seed() + 33;
+  std::mt19937_64 rng(seed);
+  const BSplineSurface a = wavy(rng, 0.0), b = wavy(rng, 0.1);
+  const SurfaceIntersectionResult r = intersect_surfaces(a, b);
+  ASSERT_EQ(r.status, "complete");
+  ASSERT_FALSE(r.curves.empty()) << "seed " << seed;
+  double worst = 0, gap = 0;
+  std::size_t points = 0;
+  for (const auto& c : r.curves)
+    for (std::size_t i = 0; i < c.points.size(); ++i) {
+      const auto& q = c.params[i];
+      worst = std::max({worst, distance3(evaluate_bspline(a, q[0], q[1]), c.points[i]), distance3(evaluate_bspline(b, q[2], q[3]), c.points[i])});
+      if (i > 0) gap = std::max(gap, distance3(c.points[i], c.points[i - 1]));
+      ++points;
+    }
+  EXPECT_LT(worst, 1e-10) << "seed " << seed;
+  EXPECT_LT(gap, 0.2) << "seed " << seed;  // consecutive points are neighbours along the curve
+  std::printf("  wavy surfaces (seed %llu): %zu curve(s), %zu points, on both surfaces within %.2g\n", (unsigned long long)seed,
+              r.curves.size(), points, worst);
+}
+
+Motion linear_motion(std::array<double, 4> from, std::array<double, 4> to) {
+  Motion m;
+  m.degree = 3;
+  m.knots = {0, 0, 0, 0, 1, 1, 1, 1};
+  for (int i = 0; i < 4; ++i) {
+    std::array<double, 4> p{};
+    for (int k = 0; k < 4; ++k) p[k] = from[k] + (to[k] - from[k]) * i / 3.0;
+    m.points.push_back(p);
+  }
+  return m;
+}
+
+TEST(Contacts, ScaledParaboloidTouchesPlaneAtItsVertex) {
+  // scale 1 + 0.2 t, translation (0.1 t, 0, -2 t): the vertex z = scale reaches z = 0 at t = 1 / 1.8.
+  const ContactResult r = contact_points(paraboloid(1.0), plane_z(0, 2), linear_motion({1, 0, 0, 0}, {1.2, 0.1, 0, -2}));
+  ASSERT_EQ(r.status, "complete");
+  ASSERT_EQ(r.contacts.size(), 1u);
+  const ContactPoint& c = r.contacts[0];
+  const double t = 1 / 1.8;
+  EXPECT_NEAR(c.t, t, 1e-12);
+  EXPECT_NEAR(c.u1, 0.5, 1e-9);
+  EXPECT_NEAR(c.v1, 0.5, 1e-9);
+  EXPECT_NEAR(c.point[0], 0.1 * t, 1e-12);
+  EXPECT_NEAR(c.point[1], 0, 1e-12);
+  EXPECT_NEAR(c.point[2], 0, 1e-12);
+}
+
+TEST(Contacts, SatisfyAllFiveEquations) {
+  const std::uint64_t seed = test::run_seed() + 34;
+  std::mt19937_64 rng(seed);
+  const BSplineSurface a = wavy(rng, 0.0), b = wavy(rng, 0.0);
+  std::uniform_real_distribution<double> u(-0.3, 0.3);
+  // Down through the other surface, with a sideways drift and a changing scale (7 control points).
+  Motion m;
+  m.knots = {0, 0, 0, 0, 0.25, 0.5, 0.75, 1, 1, 1, 1};
+  for (int i = 0; i < 7; ++i) m.points.push_back({0.8 + 0.05 * i, u(rng), u(rng), 1.6 - 0.5 * i});
+  const ContactResult r = contact_points(a, b, m);
+  ASSERT_EQ(r.status, "complete") << "seed " << seed;
+  ASSERT_FALSE(r.contacts.empty()) << "seed " << seed;
+  // Independent check by de Boor evaluation and central differences for the tangents.
+  const auto pa = bspline_to_bezier(BSplineCurve2{3, m.knots, [&] {
+                                                    std::vector<std::array<double, 2>> v;
+                                                    for (const auto& p : m.points) v.push_back({p[0], p[1]});
+                                                    return v;
+                                                  }()}),
+             pb = bspline_to_bezier(BSplineCurve2{3, m.knots, [&] {
+                                                    std::vector<std::array<double, 2>> v;
+                                                    for (const auto& p : m.points) v.push_back({p[2], p[3]});
+                                                    return v;
+                                                  }()});
+  double worst_position = 0, worst_normal = 0;
+  for (const auto& c : r.contacts) {
+    const auto s_tx = evaluate(pa, c.t), ty_tz = evaluate(pb, c.t);
+    const auto p1 = evaluate_bspline(a, c.u1, c.v1), p2 = evaluate_bspline(b, c.u2, c.v2);
+    const std::array<double, 3> moved{s_tx[0] * p1[0] + s_tx[1], s_tx[0] * p1[1] + ty_tz[0], s_tx[0] * p1[2] + ty_tz[1]};
+    worst_position = std::max(worst_position, distance3(moved, p2));
+    const double h = 1e-6;
+    auto diff = [&](const BSplineSurface& s, double uu, double vv, int along) {
+      const auto lo = evaluate_bspline(s, uu - (along == 0) * h, vv - (along == 1) * h), hi = evaluate_bspline(s, uu + (along == 0) * h, vv + (along == 1) * h);
+      std::array<double, 3> d{};
+      for (int k = 0; k < 3; ++k) d[k] = (hi[k] - lo[k]) / (2 * h);
+      return d;
+    };
+    const auto au = diff(a, c.u1, c.v1, 0), av = diff(a, c.u1, c.v1, 1), bu = diff(b, c.u2, c.v2, 0), bv = diff(b, c.u2, c.v2, 1);
+    const std::array<double, 3> n{bu[1] * bv[2] - bu[2] * bv[1], bu[2] * bv[0] - bu[0] * bv[2], bu[0] * bv[1] - bu[1] * bv[0]};
+    const double nn = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    for (const auto& t : {au, av}) {
+      const double tt = std::sqrt(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
+      worst_normal = std::max(worst_normal, std::abs(t[0] * n[0] + t[1] * n[1] + t[2] * n[2]) / (tt * nn));
+    }
+    EXPECT_LT(c.residual, 1e-10);
+  }
+  EXPECT_LT(worst_position, 1e-10) << "seed " << seed;
+  EXPECT_LT(worst_normal, 1e-7) << "seed " << seed;  // central differences of step 1e-6
+  std::printf("  %zu contact(s) (seed %llu, %lld systems): positions within %.2g, tangent planes within %.2g\n", r.contacts.size(),
+              (unsigned long long)seed, (long long)r.combinations, worst_position, worst_normal);
+}
+
+TEST(Bisectors, SurfaceSamplesAreEquidistantFeet) {
+  // The plane z = 0 and a paraboloid above it: the bisector is a surface between them.
+  const BSplineSurface plane = plane_z(0, 1), cup = paraboloid(1.0);
+  const SurfaceBisectorResult r = surface_bisector(plane, cup);
+  ASSERT_EQ(r.status, "complete");
+  ASSERT_GT(r.samples.size(), 100u);
+  double worst = 0;
+  for (const auto& b : r.samples) {
+    const auto p1 = evaluate_bspline(plane, b.u, b.v), p2 = evaluate_bspline(cup, b.s, b.t);
+    worst = std::max(worst, std::abs(distance3(b.point, p1) - distance3(b.point, p2)));
+    // On the plane's normal: straight above (or below) its foot.
+    worst = std::max({worst, std::abs(b.point[0] - p1[0]), std::abs(b.point[1] - p1[1])});
+    // On the paraboloid's normal: P - S2 parallel to (-2x, -2y, 1).
+    const std::array<double, 3> d{b.point[0] - p2[0], b.point[1] - p2[1], b.point[2] - p2[2]};
+    worst = std::max({worst, std::abs(d[0] + 2 * p2[0] * d[2]), std::abs(d[1] + 2 * p2[1] * d[2])});
+  }
+  EXPECT_LT(worst, 1e-9);
+  std::printf("  plane/paraboloid bisector: %zu samples, equidistant feet within %.2g\n", r.samples.size(), worst);
+}
+
+TEST(Bisectors, CurveBisectorPointsAreEquidistantFeet) {
+  const std::uint64_t seed = test::run_seed() + 35;
+  std::mt19937_64 rng(seed);
+  const BSplineCurve2 a = random_bspline(rng, 6, 3, 0.0), b = random_bspline(rng, 5, 2, 1.2);
+  const CurveBisectorResult r = curve_bisector(a, b);
+  ASSERT_EQ(r.status, "complete");
+  ASSERT_FALSE(r.curves.empty());
+  const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
+  double worst = 0;
+  std::size_t points = 0;
+  for (const auto& c : r.curves)
+    for (std::size_t i = 0; i < c.points.size(); ++i, ++points) {
+      const auto p = c.points[i];
+      const auto q1 = evaluate(pa, c.params[i][0]), q2 = evaluate(pb, c.params[i][1]);
+      const double d1 = std::hypot(p[0] - q1[0], p[1] - q1[1]), d2 = std::hypot(p[0] - q2[0], p[1] - q2[1]);
+      worst = std::max(worst, std::abs(d1 - d2) / (1 + d1));
+    }
+  EXPECT_LT(worst, 1e-9) << "seed " << seed;
+  std::printf("  curve bisector (seed %llu): %zu polyline(s), %zu points, equidistant within %.2g\n", (unsigned long long)seed,
+              r.curves.size(), points, worst);
 }
 
 }  // namespace

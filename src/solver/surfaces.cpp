@@ -1,0 +1,443 @@
+// Surface applications of the subdivision solver (Park, Elber, Kim, Kim, Seong, CAD 43 (2011), sections 6.2, 6.3
+// and 6.5; Elber & Kim, "Geometric constraint solver using multivariate rational spline functions", 2001, for the
+// bisector formulation): surface-surface intersection curves, contact points of a surface moving by scale and
+// translation against another, and point samples of surface-surface bisectors; plus the planar curve-curve
+// bisector. B-spline inputs are split into Bézier pieces by knot insertion and the systems are built exactly in
+// Bernstein form per piece combination, after a bounding-box test that skips combinations that cannot meet.
+#include <algorithm>
+#include <cmath>
+#include <omp.h>
+#include <unordered_map>
+
+#include "parasurf/error.hpp"
+#include "parasurf/solver.hpp"
+
+namespace parasurf {
+
+namespace {
+
+using Vec3 = std::array<double, 3>;
+
+struct SurfacePiece {
+  int du = 0, dv = 0;
+  std::array<std::vector<double>, 3> c;  // coordinates, (du + 1)(dv + 1) row-major (i along u)
+  double u0 = 0, u1 = 1, v0 = 0, v1 = 1;
+  int iu = 0, iv = 0;  // span indices
+  Vec3 lo{}, hi{};
+};
+
+std::vector<std::pair<double, double>> spans(const std::vector<double>& knots, int p, int count) {
+  std::vector<std::pair<double, double>> out;
+  for (int k = p; k < count; ++k)
+    if (knots[std::size_t(k + 1)] > knots[std::size_t(k)]) out.emplace_back(knots[std::size_t(k)], knots[std::size_t(k + 1)]);
+  return out;
+}
+
+std::vector<SurfacePiece> surface_pieces(const BSplineSurface& s, const std::string& which) {
+  validate(s, which);
+  for (double w : s.weights)
+    if (w != 1.0) throw Error(ErrorKind::InvalidArgument, which + ": rational (NURBS) surfaces are not supported by the solver applications");
+  PatchModel model;
+  append_bezier_patches(s, model);
+  const auto su = spans(s.knots_u, s.degree_u, s.count_u), sv = spans(s.knots_v, s.degree_v, s.count_v);
+  if (model.patches.size() != su.size() * sv.size())
+    throw Error(ErrorKind::InvalidArgument, which + ": knot spans and Bezier pieces disagree");
+  std::vector<SurfacePiece> out;
+  for (std::size_t a = 0; a < su.size(); ++a)
+    for (std::size_t b = 0; b < sv.size(); ++b) {
+      const Patch& patch = model.patches[a * sv.size() + b];
+      SurfacePiece p;
+      p.du = patch.degree_u;
+      p.dv = patch.degree_v;
+      p.u0 = su[a].first, p.u1 = su[a].second, p.v0 = sv[b].first, p.v1 = sv[b].second;
+      p.iu = int(a), p.iv = int(b);
+      p.lo = {1e300, 1e300, 1e300};
+      p.hi = {-1e300, -1e300, -1e300};
+      const std::int64_t count = patch.control_point_count();
+      for (std::int64_t i = 0; i < count; ++i) {
+        const double* q = &model.points[std::size_t(4 * (patch.offset + i))];
+        for (int k = 0; k < 3; ++k) {
+          p.c[k].push_back(q[k] / q[3]);
+          p.lo[k] = std::min(p.lo[k], q[k] / q[3]);
+          p.hi[k] = std::max(p.hi[k], q[k] / q[3]);
+        }
+      }
+      out.push_back(std::move(p));
+    }
+  return out;
+}
+
+// A coordinate of a piece as a polynomial in variables (var_u, var_v) of `vars` (var_u < var_v).
+BernsteinPoly surface_coord(const SurfacePiece& p, int k, int var_u, int var_v, int vars) {
+  BernsteinPoly q;
+  q.degree.assign(std::size_t(vars), 0);
+  q.degree[var_u] = p.du;
+  q.degree[var_v] = p.dv;
+  q.coef = p.c[k];  // var_u before var_v, so the row-major layouts agree
+  return q;
+}
+
+struct SurfacePolys {
+  std::array<BernsteinPoly, 3> x, xu, xv;
+};
+SurfacePolys surface_polys(const SurfacePiece& p, int var_u, int var_v, int vars) {
+  SurfacePolys s;
+  for (int k = 0; k < 3; ++k) {
+    s.x[k] = surface_coord(p, k, var_u, var_v, vars);
+    s.xu[k] = derivative(s.x[k], var_u);
+    s.xv[k] = derivative(s.x[k], var_v);
+  }
+  return s;
+}
+
+std::array<BernsteinPoly, 3> cross(const std::array<BernsteinPoly, 3>& a, const std::array<BernsteinPoly, 3>& b) {
+  return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+}
+BernsteinPoly dot(const std::array<BernsteinPoly, 3>& a, const std::array<BernsteinPoly, 3>& b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+bool boxes_meet(const Vec3& alo, const Vec3& ahi, const Vec3& blo, const Vec3& bhi) {
+  for (int k = 0; k < 3; ++k) {
+    const double pad = 1e-12 * (1 + std::abs(alo[k]) + std::abs(ahi[k]));
+    if (alo[k] > bhi[k] + pad || blo[k] > ahi[k] + pad) return false;
+  }
+  return true;
+}
+
+Vec3 piece_point(const SurfacePiece& p, double u, double v) {
+  Vec3 out{};
+  const double x[2] = {u, v};
+  for (int k = 0; k < 3; ++k) out[k] = surface_coord(p, k, 0, 1, 2).evaluate(x);
+  return out;
+}
+
+SolverOptions single_thread(const SolverOptions& o) {
+  SolverOptions one = o;
+  one.threads = 1;
+  one.progress = nullptr;
+  return one;
+}
+int thread_count(const SolverOptions& o) { return o.threads > 0 ? o.threads : omp_get_max_threads(); }
+
+// Removes near-duplicate points (within `merge` in every coordinate), keeping the first; returns kept indices.
+std::vector<std::size_t> unique_points(const std::vector<std::vector<double>>& pts, double merge) {
+  std::unordered_map<std::uint64_t, std::vector<std::size_t>> grid;
+  std::vector<std::size_t> kept;
+  auto key = [&](const std::vector<double>& p, const std::vector<int>& off) {
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::size_t k = 0; k < p.size(); ++k) h = (h ^ std::uint64_t(std::int64_t(std::floor(p[k] / merge)) + off[k])) * 1099511628211ull;
+    return h;
+  };
+  const std::size_t n = pts.empty() ? 0 : pts[0].size();
+  std::vector<int> zero(n, 0), off(n);
+  std::size_t combos = 1;
+  for (std::size_t k = 0; k < n; ++k) combos *= 3;
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    bool dup = false;
+    for (std::size_t code = 0; code < combos && !dup; ++code) {
+      std::size_t r = code;
+      for (std::size_t k = 0; k < n; ++k, r /= 3) off[k] = int(r % 3) - 1;
+      const auto it = grid.find(key(pts[i], off));
+      if (it == grid.end()) continue;
+      for (std::size_t j : it->second) {
+        double d = 0;
+        for (std::size_t k = 0; k < n; ++k) d = std::max(d, std::abs(pts[i][k] - pts[j][k]));
+        dup = dup || d <= merge;
+      }
+    }
+    if (dup) continue;
+    grid[key(pts[i], zero)].push_back(i);
+    kept.push_back(i);
+  }
+  return kept;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------ intersection
+
+SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSplineSurface& b, double resolution,
+                                             const SolverOptions& o) {
+  if (!(resolution > 0) || resolution > 0.25) throw Error(ErrorKind::InvalidArgument, "surface intersection: resolution must be in (0, 0.25]");
+  const auto pa = surface_pieces(a, "surface 1"), pb = surface_pieces(b, "surface 2");
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    for (std::size_t j = 0; j < pb.size(); ++j)
+      if (boxes_meet(pa[i].lo, pa[i].hi, pb[j].lo, pb[j].hi)) pairs.emplace_back(int(i), int(j));
+  const SolverOptions one = single_thread(o);
+  std::vector<SolutionSetResult> found(pairs.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
+  for (std::int64_t k = 0; k < std::int64_t(pairs.size()); ++k) {
+    const SurfacePiece &p = pa[std::size_t(pairs[std::size_t(k)].first)], &q = pb[std::size_t(pairs[std::size_t(k)].second)];
+    std::vector<BernsteinPoly> eq;
+    for (int c = 0; c < 3; ++c) eq.push_back(surface_coord(p, c, 0, 1, 4) - surface_coord(q, c, 2, 3, 4));
+    found[std::size_t(k)] = sample_solution_set(eq, 4, resolution, one);
+  }
+  SurfaceIntersectionResult out;
+  // Samples in piece-normalised coordinates (span index + local parameter), where neighbouring pieces abut.
+  std::vector<std::vector<double>> pts, tangents;
+  std::vector<std::pair<std::size_t, std::size_t>> origin;  // (pair, sample)
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    if (found[k].status != "complete") out.status = found[k].status;
+    const SurfacePiece &p = pa[std::size_t(pairs[k].first)], &q = pb[std::size_t(pairs[k].second)];
+    for (std::size_t s = 0; s < found[k].samples.size(); ++s) {
+      const auto& x = found[k].samples[s].x;
+      pts.push_back({p.iu + x[0], p.iv + x[1], q.iu + x[2], q.iv + x[3]});
+      tangents.push_back(found[k].samples[s].tangent);
+      origin.emplace_back(k, s);
+    }
+  }
+  const std::vector<std::size_t> kept = unique_points(pts, 0.25 * resolution);
+  std::vector<std::vector<double>> kp, kt;
+  for (std::size_t i : kept) kp.push_back(pts[i]), kt.push_back(tangents[i]);
+  for (const auto& line : link_polylines(kp, kt, resolution)) {
+    IntersectionCurve c;
+    c.closed = line.size() > 3 && line.front() == line.back();
+    for (std::size_t idx : line) {
+      const auto [k, s] = origin[kept[idx]];
+      const SurfacePiece &p = pa[std::size_t(pairs[k].first)], &q = pb[std::size_t(pairs[k].second)];
+      const auto& x = found[k].samples[s].x;
+      c.params.push_back({p.u0 + x[0] * (p.u1 - p.u0), p.v0 + x[1] * (p.v1 - p.v0), q.u0 + x[2] * (q.u1 - q.u0), q.v0 + x[3] * (q.v1 - q.v0)});
+      c.points.push_back(piece_point(p, x[0], x[1]));
+      c.residual = std::max(c.residual, found[k].samples[s].residual);
+    }
+    out.curves.push_back(std::move(c));
+  }
+  std::sort(out.curves.begin(), out.curves.end(), [](const auto& l, const auto& r) { return l.points.size() > r.points.size(); });
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------ contacts
+
+ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface& fixed, const Motion& motion, const SolverOptions& o) {
+  const auto pa = surface_pieces(moving, "moving surface"), pb = surface_pieces(fixed, "fixed surface");
+  // The motion's four coordinates (scale, tx, ty, tz), split into Bézier pieces by the curve routine, two at a time.
+  if (motion.points.empty()) throw Error(ErrorKind::InvalidArgument, "motion: no control points");
+  BSplineCurve2 st{motion.degree, motion.knots, {}}, tt{motion.degree, motion.knots, {}};
+  for (const auto& m : motion.points) {
+    for (double v : m)
+      if (!std::isfinite(v)) throw Error(ErrorKind::InvalidArgument, "motion: a control point is not finite");
+    if (!(m[0] > 0)) throw Error(ErrorKind::InvalidArgument, "motion: the scale must be positive at every control point");
+    st.points.push_back({m[0], m[1]});
+    tt.points.push_back({m[2], m[3]});
+  }
+  const auto ms = bspline_to_bezier(st), mt = bspline_to_bezier(tt);
+  struct MotionPiece {
+    std::array<std::vector<double>, 4> c;  // scale, tx, ty, tz
+    double t0, t1;
+    Vec3 lo, hi;
+    double s_lo, s_hi;
+  };
+  std::vector<MotionPiece> mp;
+  for (std::size_t i = 0; i < ms.size(); ++i) {
+    MotionPiece m;
+    m.t0 = ms[i].u0, m.t1 = ms[i].u1;
+    for (std::size_t j = 0; j < ms[i].curve.points.size(); ++j) {
+      m.c[0].push_back(ms[i].curve.points[j][0]);
+      m.c[1].push_back(ms[i].curve.points[j][1]);
+      m.c[2].push_back(mt[i].curve.points[j][0]);
+      m.c[3].push_back(mt[i].curve.points[j][1]);
+    }
+    m.s_lo = *std::min_element(m.c[0].begin(), m.c[0].end());
+    m.s_hi = *std::max_element(m.c[0].begin(), m.c[0].end());
+    for (int k = 0; k < 3; ++k) {
+      m.lo[k] = *std::min_element(m.c[k + 1].begin(), m.c[k + 1].end());
+      m.hi[k] = *std::max_element(m.c[k + 1].begin(), m.c[k + 1].end());
+    }
+    mp.push_back(std::move(m));
+  }
+  // Combinations whose moved box meets the fixed piece's box: s * [lo, hi] + T spans the products' corners.
+  struct Combo {
+    int a, b, m;
+  };
+  std::vector<Combo> combos;
+  for (std::size_t m = 0; m < mp.size(); ++m)
+    for (std::size_t i = 0; i < pa.size(); ++i) {
+      Vec3 lo{}, hi{};
+      for (int k = 0; k < 3; ++k) {
+        const double c[4] = {mp[m].s_lo * pa[i].lo[k], mp[m].s_lo * pa[i].hi[k], mp[m].s_hi * pa[i].lo[k], mp[m].s_hi * pa[i].hi[k]};
+        lo[k] = *std::min_element(c, c + 4) + mp[m].lo[k];
+        hi[k] = *std::max_element(c, c + 4) + mp[m].hi[k];
+      }
+      for (std::size_t j = 0; j < pb.size(); ++j)
+        if (boxes_meet(lo, hi, pb[j].lo, pb[j].hi)) combos.push_back({int(i), int(j), int(m)});
+    }
+  const SolverOptions one = single_thread(o);
+  std::vector<SolveResult> found(combos.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
+  for (std::int64_t k = 0; k < std::int64_t(combos.size()); ++k) {
+    const Combo& cb = combos[std::size_t(k)];
+    // Variables (u1, v1, u2, v2, t).
+    const SurfacePolys s1 = surface_polys(pa[std::size_t(cb.a)], 0, 1, 5), s2 = surface_polys(pb[std::size_t(cb.b)], 2, 3, 5);
+    const MotionPiece& m = mp[std::size_t(cb.m)];
+    const BernsteinPoly scale = BernsteinPoly::univariate(m.c[0], 4, 5);
+    std::vector<BernsteinPoly> eq;
+    for (int c = 0; c < 3; ++c) eq.push_back(scale * s1.x[c] + BernsteinPoly::univariate(m.c[c + 1], 4, 5) - s2.x[c]);
+    // Tangent planes agree: both tangents of the moved surface (its scale is positive) are normal to S2's normal.
+    const auto n2 = cross(s2.xu, s2.xv);
+    eq.push_back(dot(s1.xu, n2));
+    eq.push_back(dot(s1.xv, n2));
+    found[std::size_t(k)] = solve_system(eq, one);
+  }
+  ContactResult out;
+  for (std::size_t k = 0; k < combos.size(); ++k) {
+    if (found[k].status != "complete") out.status = found[k].status;
+    if (!found[k].regions.empty() && out.status == "complete")
+      out.status = "continuum: the surfaces stay in contact along a region (" + std::to_string(found[k].regions.size()) + " region(s))";
+    const Combo& cb = combos[k];
+    const SurfacePiece &p = pa[std::size_t(cb.a)], &q = pb[std::size_t(cb.b)];
+    const MotionPiece& m = mp[std::size_t(cb.m)];
+    for (const auto& r : found[k].roots) {
+      ContactPoint c;
+      c.u1 = p.u0 + r.x[0] * (p.u1 - p.u0);
+      c.v1 = p.v0 + r.x[1] * (p.v1 - p.v0);
+      c.u2 = q.u0 + r.x[2] * (q.u1 - q.u0);
+      c.v2 = q.v0 + r.x[3] * (q.v1 - q.v0);
+      c.t = m.t0 + r.x[4] * (m.t1 - m.t0);
+      c.point = piece_point(q, r.x[2], r.x[3]);
+      c.residual = r.residual;
+      c.proved_single = r.proved_single;
+      bool dup = false;  // a root on a piece boundary is found by both pieces
+      for (const auto& d : out.contacts)
+        dup = dup || (std::abs(d.u1 - c.u1) + std::abs(d.v1 - c.v1) + std::abs(d.u2 - c.u2) + std::abs(d.v2 - c.v2) + std::abs(d.t - c.t) <= 1e-9);
+      if (!dup) out.contacts.push_back(c);
+    }
+  }
+  std::sort(out.contacts.begin(), out.contacts.end(), [](const auto& l, const auto& r) { return l.t < r.t; });
+  out.combinations = std::int64_t(combos.size());
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------ bisectors
+
+SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSurface& b, double resolution, const SolverOptions& o) {
+  if (!(resolution > 0) || resolution > 0.25) throw Error(ErrorKind::InvalidArgument, "surface bisector: resolution must be in (0, 0.25]");
+  const auto pa = surface_pieces(a, "surface 1"), pb = surface_pieces(b, "surface 2");
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    for (std::size_t j = 0; j < pb.size(); ++j) pairs.emplace_back(int(i), int(j));
+  const SolverOptions one = single_thread(o);
+  std::vector<std::vector<BisectorSample>> found(pairs.size());
+  std::vector<std::string> status(pairs.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
+  for (std::int64_t k = 0; k < std::int64_t(pairs.size()); ++k) {
+    const SurfacePiece &p = pa[std::size_t(pairs[std::size_t(k)].first)], &q = pb[std::size_t(pairs[std::size_t(k)].second)];
+    // Variables (u, v, s, t). P = S1 + lambda n1 is equidistant when lambda = -|D|^2 / (2 <n1, D>), D = S1 - S2;
+    // P - S2 normal to S2 then reads <delta, S2_s> = <delta, S2_t> = 0 with delta = -2 D <n1, D> + n1 |D|^2.
+    const SurfacePolys s1 = surface_polys(p, 0, 1, 4), s2 = surface_polys(q, 2, 3, 4);
+    const auto n1 = cross(s1.xu, s1.xv);
+    std::array<BernsteinPoly, 3> d;
+    for (int c = 0; c < 3; ++c) d[c] = s1.x[c] - s2.x[c];
+    const BernsteinPoly g = dot(n1, d), dd = dot(d, d);
+    std::array<BernsteinPoly, 3> delta;
+    for (int c = 0; c < 3; ++c) delta[c] = -2.0 * (d[c] * g) + n1[c] * dd;
+    const SolutionSetResult r = sample_solution_set({dot(delta, s2.xu), dot(delta, s2.xv)}, 4, resolution, one);
+    status[std::size_t(k)] = r.status;
+    for (const auto& smp : r.samples) {
+      const double* x = smp.x.data();
+      double dv[3], nv[3], gd = 0, d2 = 0, n2 = 0;
+      for (int c = 0; c < 3; ++c) {
+        dv[c] = d[c].evaluate(x);
+        nv[c] = n1[c].evaluate(x);
+        gd += nv[c] * dv[c];
+        d2 += dv[c] * dv[c];
+        n2 += nv[c] * nv[c];
+      }
+      // Points of the intersection (D = 0) and feet whose chord lies in S1's tangent plane (P at infinity) are
+      // no bisector points.
+      if (!(d2 > 1e-20) || !(std::abs(gd) > 1e-9 * std::sqrt(d2 * n2))) continue;
+      const double lambda = -d2 / (2 * gd);
+      BisectorSample bs;
+      bs.u = p.u0 + x[0] * (p.u1 - p.u0);
+      bs.v = p.v0 + x[1] * (p.v1 - p.v0);
+      bs.s = q.u0 + x[2] * (q.u1 - q.u0);
+      bs.t = q.v0 + x[3] * (q.v1 - q.v0);
+      for (int c = 0; c < 3; ++c) bs.point[c] = s1.x[c].evaluate(x) + lambda * nv[c];
+      found[std::size_t(k)].push_back(bs);
+    }
+  }
+  SurfaceBisectorResult out;
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    if (status[k] != "complete") out.status = status[k];
+    out.samples.insert(out.samples.end(), found[k].begin(), found[k].end());
+  }
+  return out;
+}
+
+CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& b, double resolution, const SolverOptions& o) {
+  if (!(resolution > 0) || resolution > 0.25) throw Error(ErrorKind::InvalidArgument, "curve bisector: resolution must be in (0, 0.25]");
+  const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    for (std::size_t j = 0; j < pb.size(); ++j) pairs.emplace_back(int(i), int(j));
+  const SolverOptions one = single_thread(o);
+  struct Found {
+    std::vector<std::array<double, 2>> st, point;
+    std::vector<std::vector<double>> tangent;
+    std::string status;
+  };
+  std::vector<Found> found(pairs.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
+  for (std::int64_t k = 0; k < std::int64_t(pairs.size()); ++k) {
+    const BezierCurve2 &c1 = pa[std::size_t(pairs[std::size_t(k)].first)].curve, &c2 = pb[std::size_t(pairs[std::size_t(k)].second)].curve;
+    // Variables (s, t). The bisector point P solves <P, C1'> = <C1, C1'> and <P, C2'> = <C2, C2'> (on both normals);
+    // by Cramer's rule det P = N, and |P - C1| = |P - C2| times det reads 2 <N, C2 - C1> = det (|C2|^2 - |C1|^2).
+    std::array<BernsteinPoly, 2> x1, x2, d1, d2;
+    for (int c = 0; c < 2; ++c) {
+      std::vector<double> v1, v2;
+      for (const auto& p : c1.points) v1.push_back(p[c]);
+      for (const auto& p : c2.points) v2.push_back(p[c]);
+      x1[c] = BernsteinPoly::univariate(v1, 0, 2);
+      x2[c] = BernsteinPoly::univariate(v2, 1, 2);
+      d1[c] = derivative(x1[c], 0);
+      d2[c] = derivative(x2[c], 1);
+    }
+    const BernsteinPoly det = d1[0] * d2[1] - d1[1] * d2[0];
+    const BernsteinPoly k1 = x1[0] * d1[0] + x1[1] * d1[1], k2 = x2[0] * d2[0] + x2[1] * d2[1];
+    const BernsteinPoly nx = k1 * d2[1] - d1[1] * k2, ny = d1[0] * k2 - k1 * d2[0];
+    const BernsteinPoly f = 2.0 * (nx * (x2[0] - x1[0]) + ny * (x2[1] - x1[1])) -
+                            det * (x2[0] * x2[0] + x2[1] * x2[1] - x1[0] * x1[0] - x1[1] * x1[1]);
+    const SolutionSetResult r = sample_solution_set({f}, 2, resolution, one);
+    Found& out = found[std::size_t(k)];
+    out.status = r.status;
+    for (const auto& smp : r.samples) {
+      const double* x = smp.x.data();
+      const double dt = det.evaluate(x);
+      const double scale = std::hypot(d1[0].evaluate(x), d1[1].evaluate(x)) * std::hypot(d2[0].evaluate(x), d2[1].evaluate(x));
+      if (!(std::abs(dt) > 1e-9 * scale)) continue;  // parallel normals: no single bisector point
+      out.st.push_back({x[0], x[1]});
+      out.point.push_back({nx.evaluate(x) / dt, ny.evaluate(x) / dt});
+      out.tangent.push_back(smp.tangent);
+    }
+  }
+  CurveBisectorResult out;
+  std::vector<std::vector<double>> pts, tangents;
+  std::vector<std::pair<std::size_t, std::size_t>> origin;
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    if (found[k].status != "complete") out.status = found[k].status;
+    for (std::size_t s = 0; s < found[k].st.size(); ++s) {
+      pts.push_back({pairs[k].first + found[k].st[s][0], pairs[k].second + found[k].st[s][1]});
+      tangents.push_back(found[k].tangent[s]);
+      origin.emplace_back(k, s);
+    }
+  }
+  const std::vector<std::size_t> kept = unique_points(pts, 0.25 * resolution);
+  std::vector<std::vector<double>> kp, kt;
+  for (std::size_t i : kept) kp.push_back(pts[i]), kt.push_back(tangents[i]);
+  for (const auto& line : link_polylines(kp, kt, resolution)) {
+    BisectorCurve c;
+    c.closed = line.size() > 3 && line.front() == line.back();
+    for (std::size_t idx : line) {
+      const auto [k, s] = origin[kept[idx]];
+      const BezierPiece &p = pa[std::size_t(pairs[k].first)], &q = pb[std::size_t(pairs[k].second)];
+      c.params.push_back({p.u0 + found[k].st[s][0] * (p.u1 - p.u0), q.u0 + found[k].st[s][1] * (q.u1 - q.u0)});
+      c.points.push_back(found[k].point[s]);
+    }
+    out.curves.push_back(std::move(c));
+  }
+  std::sort(out.curves.begin(), out.curves.end(), [](const auto& l, const auto& r) { return l.points.size() > r.points.size(); });
+  return out;
+}
+
+}  // namespace parasurf
