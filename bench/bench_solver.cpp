@@ -1,8 +1,13 @@
-// parasurf bench solver: the paper's experiments that exist so far (ray traps of 3, 4, 5 quadratic curves), with the
-// paper's GTX 580 times printed beside ours; inputs generated deterministically.
+// parasurf bench solver: the experiments of Park et al. 2011 (section 6) with the paper's GTX 580 times printed
+// beside ours: Hausdorff distance of two cubic B-spline curves of 5..40 control points, contact points of two 14x7
+// biquadratic B-spline surfaces under a cubic scale-and-translation motion of 29 control points, surface-surface
+// intersection of 14x7 and 26x10 surfaces, ray traps of 3, 4, 5 quadratic curves and the bisector of a 3x3 and a
+// 2x2 surface. The paper's shapes are not published: ours are generated deterministically (below) and can be
+// written out (--write-inputs) for `parasurf solve`.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "bench_util.hpp"
@@ -13,52 +18,211 @@
 namespace parasurf::cli {
 
 namespace {
+
+const double kPi = 3.14159265358979323846;
+
 // k quadratic mirrors on a slightly irregular circle, facing inwards: arc i spans 60% of its sector.
 std::vector<BezierCurve2> mirrors(int k) {
-  const double pi = 3.14159265358979323846;
   std::vector<BezierCurve2> out;
   for (int i = 0; i < k; ++i) {
-    const double c = pi / 2 + i * 2 * pi / k, w = 0.6 * pi / k;
+    const double c = kPi / 2 + i * 2 * kPi / k, w = 0.6 * kPi / k;
     const double r = 1.0 + 0.03 * std::sin(3.0 * i + 1.0), bulge = 0.02 * std::cos(5.0 * i + 2.0);
     const double rm = r / std::cos(w) + bulge;
     out.push_back({{{r * std::cos(c - w), r * std::sin(c - w)}, {rm * std::cos(c), rm * std::sin(c)}, {r * std::cos(c + w), r * std::sin(c + w)}}});
   }
   return out;
 }
+
+std::vector<double> clamped_uniform(int count, int degree) {
+  std::vector<double> k(std::size_t(degree + 1), 0.0);
+  for (int i = 1; i < count - degree; ++i) k.push_back(double(i) / (count - degree));
+  k.insert(k.end(), std::size_t(degree + 1), 1.0);
+  return k;
+}
+
+// A cubic B-spline wave across [-1, 1] with n control points.
+BSplineCurve2 wave_curve(int n, double phase, double amplitude, double shift) {
+  BSplineCurve2 c;
+  c.degree = 3;
+  for (int i = 0; i < n; ++i) {
+    const double x = 2.0 * i / (n - 1) - 1;
+    c.points.push_back({x, shift + amplitude * std::sin(7.0 * x + phase) + 0.15 * std::cos(23.0 * x * x + phase)});
+  }
+  c.knots = clamped_uniform(n, 3);
+  return c;
+}
+
+// A height field of nu x nv control points over [x0, x1] x [y0, y1], z = f(x, y), clamped uniform knots.
+template <class F>
+BSplineSurface height_field(int nu, int nv, int degree, double x0, double x1, double y0, double y1, F&& f) {
+  BSplineSurface s;
+  s.degree_u = s.degree_v = degree;
+  s.count_u = nu;
+  s.count_v = nv;
+  s.knots_u = clamped_uniform(nu, degree);
+  s.knots_v = clamped_uniform(nv, degree);
+  for (int i = 0; i < nu; ++i)
+    for (int j = 0; j < nv; ++j) {
+      const double x = x0 + (x1 - x0) * i / (nu - 1), y = y0 + (y1 - y0) * j / (nv - 1);
+      s.points.insert(s.points.end(), {x, y, f(x, y)});
+    }
+  return s;
+}
+
+// Two crossing wavy sheets (the second runs along y where the first runs along x).
+std::pair<BSplineSurface, BSplineSurface> ssi_pair(int nu, int nv) {
+  auto a = height_field(nu, nv, 2, -1, 1, -1, 1, [](double x, double y) { return 0.25 * std::sin(4 * x) * std::cos(2 * y); });
+  auto b = height_field(nv, nu, 2, -1, 1, -1, 1, [](double x, double y) { return 0.05 + 0.25 * std::cos(3 * x + 0.5) * std::sin(4 * y); });
+  return {a, b};
+}
+
+struct ContactInput {
+  BSplineSurface moving, fixed;
+  Motion motion;
+};
+// A 14x7 biquadratic downward dome bobbing over a 14x7 biquadratic terrain along a 29-point cubic path, with a
+// scale that breathes by 10%.
+ContactInput contact_input() {
+  ContactInput in;
+  in.moving = height_field(14, 7, 2, -0.3, 0.3, -0.2, 0.2, [](double x, double y) { return 0.8 * (x * x + y * y); });
+  in.fixed = height_field(14, 7, 2, -1, 1, -1, 1, [](double x, double y) { return 0.12 * std::sin(5 * x) * std::cos(3 * y); });
+  in.motion.degree = 3;
+  in.motion.knots = clamped_uniform(29, 3);
+  for (int i = 0; i < 29; ++i) {
+    const double f = double(i) / 28;
+    in.motion.points.push_back({1.0 + 0.1 * std::sin(2 * kPi * f), -0.6 + 1.2 * f, 0.3 * std::sin(3 * kPi * f), 0.1 + 0.15 * std::cos(6 * kPi * f)});
+  }
+  return in;
+}
+
+// A biquadratic cap (3x3) above a bilinear plane (2x2).
+std::pair<BSplineSurface, BSplineSurface> bisector_pair() {
+  auto cap = height_field(3, 3, 2, -1, 1, -1, 1, [](double x, double y) { return 1.0 - 0.4 * (x * x + 0.5 * y * y) + 0.1 * x; });
+  auto plane = height_field(2, 2, 1, -1.5, 1.5, -1.5, 1.5, [](double x, double y) { return 0.1 * x - 0.05 * y; });
+  return {cap, plane};
+}
+
+nlohmann::json curve_json(const BSplineCurve2& c) { return {{"degree", c.degree}, {"knots", c.knots}, {"points", c.points}}; }
+nlohmann::json surface_json(const BSplineSurface& s) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int i = 0; i < s.count_u; ++i) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int j = 0; j < s.count_v; ++j) {
+      const double* p = &s.points[3 * (std::size_t(i) * s.count_v + j)];
+      row.push_back({p[0], p[1], p[2]});
+    }
+    rows.push_back(row);
+  }
+  return {{"degree", {s.degree_u, s.degree_v}}, {"knots", {s.knots_u, s.knots_v}}, {"points", rows}};
+}
+
 }  // namespace
 
 void add_bench_solver(CLI::App& bench) {
   struct Args {
-    std::string json, curves = "3,4,5";
-    int threads = 0;
+    std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors", curves = "3,4,5", inputs;
+    int threads = 0, repeat = 3;
     double max_seconds = 120;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = bench.add_subcommand("solver", "Subdivision solver: ray traps of k quadratic curves (the paper's section 6)");
-  cmd->add_option("--curves", a->curves, "Numbers of curves k, comma-separated (3..6)");
+  auto* cmd = bench.add_subcommand("solver", "Subdivision solver: the experiments of Park et al. 2011 (section 6) beside the paper's GPU times");
+  cmd->add_option("--experiments", a->experiments, "Comma-separated: hausdorff, contacts, ssi, raytraps, bisectors");
+  cmd->add_option("--curves", a->curves, "Ray traps: numbers of curves k, comma-separated (3..6)");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_option("--repeat", a->repeat, "Runs per experiment (the fastest is reported)");
   cmd->add_option("--max-seconds", a->max_seconds, "Time limit per run");
+  cmd->add_option("--write-inputs", a->inputs, "Write each generated input as JSON for `parasurf solve` into this folder");
   cmd->add_option("--json", a->json, "Write the figures as JSON");
   cmd->callback([a] {
-    const double paper_ms[7] = {0, 0, 0, 12, 117, 1775, 0};  // Park et al. 2011, GTX 580
-    std::printf("solver benchmark: CPU, %d threads (GPU engines: not yet)\n", cpu_thread_count(a->threads));
-    std::printf("  %-22s %10s %8s %12s %14s\n", "experiment", "ms", "traps", "paper GPU ms", "paper / ours");
+    const int threads = cpu_thread_count(a->threads);
+    std::printf("solver benchmark: CPU engine, %d threads; paper = Park et al. 2011 on a GTX 580 (GPU engines: not yet)\n", threads);
+    std::printf("  %-34s %10s %9s %12s %12s  %s\n", "experiment", "ms", "results", "paper GPU ms", "paper / ours", "status");
     nlohmann::json rows = nlohmann::json::array();
-    for (auto k : split_ints(a->curves, "--curves")) {
-      SolverOptions o;
-      o.threads = a->threads;
-      o.max_seconds = a->max_seconds;
-      const auto curves = mirrors(int(k));
-      const auto t0 = std::chrono::steady_clock::now();
-      const RayTrapResult r = ray_traps(curves, o);
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      const double paper = k >= 3 && k <= 5 ? paper_ms[k] : 0;
-      std::printf("  ray traps, %lld curves    %10.1f %8zu %12.0f %14s  %s\n", (long long)k, ms, r.traps.size(), paper,
-                  paper > 0 ? std::to_string(paper / ms).substr(0, 6).c_str() : "-", r.status.c_str());
-      rows.push_back({{"experiment", "ray traps"}, {"curves", k}, {"ms", ms}, {"traps", r.traps.size()}, {"status", r.status},
-                      {"paper_gpu_ms", paper}, {"threads", cpu_thread_count(a->threads)}});
+    SolverOptions o;
+    o.threads = a->threads;
+    o.max_seconds = a->max_seconds;
+    if (!a->inputs.empty()) std::filesystem::create_directories(a->inputs);
+    auto save = [&](const std::string& name, const nlohmann::json& doc) {
+      if (!a->inputs.empty()) write_report((std::filesystem::path(a->inputs) / (name + ".json")).string(), doc.dump(1) + "\n");
+    };
+    // Runs f `repeat` times and reports the fastest, as (ms, result count, status).
+    auto run = [&](const std::string& label, const std::string& id, double paper, auto&& f) {
+      double best = 1e300;
+      std::size_t count = 0;
+      std::string status;
+      for (int r = 0; r < std::max(1, a->repeat); ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto [n, st] = f();
+        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+        count = n;
+        status = st;
+      }
+      std::printf("  %-34s %10.2f %9zu %12.0f %12.2f  %s\n", label.c_str(), best, count, paper, paper / best, status.c_str());
+      std::fflush(stdout);
+      rows.push_back({{"experiment", id}, {"label", label}, {"ms", best}, {"results", count}, {"status", status}, {"paper_gpu_ms", paper},
+                      {"paper_over_ours", paper / best}, {"engine", "cpu"}, {"threads", threads}});
+    };
+    const auto wanted = split(a->experiments);
+    auto want = [&](const char* e) { return std::find(wanted.begin(), wanted.end(), e) != wanted.end(); };
+    if (want("hausdorff")) {
+      const int sizes[5] = {5, 10, 20, 30, 40};
+      const double paper[5] = {19, 22, 26, 38, 45};
+      for (int i = 0; i < 5; ++i) {
+        const auto c1 = wave_curve(sizes[i], 0.0, 0.4, 0.0), c2 = wave_curve(sizes[i], 1.3, 0.35, 0.25);
+        save("hausdorff_" + std::to_string(sizes[i]), {{"curve1", curve_json(c1)}, {"curve2", curve_json(c2)}});
+        run("Hausdorff " + std::to_string(sizes[i]) + "x" + std::to_string(sizes[i]) + " control points", "hausdorff", paper[i], [&] {
+          const HausdorffResult r = hausdorff_distance(c1, c2, o);
+          return std::pair<std::size_t, std::string>{std::size_t(r.candidates), r.status};
+        });
+      }
     }
-    if (!a->json.empty()) write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"results", rows}}.dump(2) + "\n");
+    if (want("contacts")) {
+      const ContactInput in = contact_input();
+      nlohmann::json motion = {{"degree", in.motion.degree}, {"knots", in.motion.knots}, {"points", in.motion.points}};
+      save("contacts", {{"moving", surface_json(in.moving)}, {"fixed", surface_json(in.fixed)}, {"motion", motion}});
+      run("contacts 14x7 x 14x7, motion 29", "contacts", 127, [&] {
+        const ContactResult r = contact_points(in.moving, in.fixed, in.motion, o);
+        return std::pair<std::size_t, std::string>{r.contacts.size(), r.status};
+      });
+    }
+    if (want("ssi")) {
+      for (const auto& [nu, nv, paper] : {std::tuple<int, int, double>{14, 7, 46}, {26, 10, 66}}) {
+        const auto [s1, s2] = ssi_pair(nu, nv);
+        const std::string size = std::to_string(nu) + "x" + std::to_string(nv);
+        save("ssi_" + size, {{"surface1", surface_json(s1)}, {"surface2", surface_json(s2)}});
+        run("SSI " + size + " x " + size, "ssi", paper, [&] {
+          const SurfaceIntersectionResult r = intersect_surfaces(s1, s2, 1.0 / 16, o);
+          std::size_t points = 0;
+          for (const auto& c : r.curves) points += c.points.size();
+          return std::pair<std::size_t, std::string>{points, r.status};
+        });
+      }
+    }
+    if (want("raytraps")) {
+      const double paper_ms[7] = {0, 0, 0, 12, 117, 1775, 0};
+      for (auto k : split_ints(a->curves, "--curves")) {
+        const auto curves = mirrors(int(k));
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& c : curves) list.push_back({{"points", c.points}});
+        save("raytraps_" + std::to_string(k), {{"curves", list}});
+        run("ray traps, " + std::to_string(k) + " curves", "raytraps", k >= 3 && k <= 5 ? paper_ms[k] : 0, [&] {
+          const RayTrapResult r = ray_traps(curves, o);
+          return std::pair<std::size_t, std::string>{r.traps.size(), r.status};
+        });
+      }
+    }
+    if (want("bisectors")) {
+      const auto [cap, plane] = bisector_pair();
+      save("surface_bisector", {{"surface1", surface_json(cap)}, {"surface2", surface_json(plane)}});
+      run("bisector 3x3 x 2x2 surfaces", "bisectors", 50, [&] {
+        const SurfaceBisectorResult r = surface_bisector(cap, plane, 1.0 / 32, o);
+        return std::pair<std::size_t, std::string>{r.samples.size(), r.status};
+      });
+    }
+    std::printf("  results: Hausdorff = candidates measured, contacts = points, SSI = polyline points, ray traps = traps, "
+                "bisector = samples\n");
+    if (!a->json.empty())
+      write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"device", "cpu"}, {"threads", threads}, {"results", rows}}.dump(2) + "\n");
   });
 }
 

@@ -1,8 +1,10 @@
-// parasurf solve: geometric applications of the subdivision solver (so far: planar curve intersection).
+// parasurf solve: geometric applications of the subdivision solver (curve intersection, Hausdorff distance, ray
+// traps, curve and surface bisectors, surface-surface intersection, contact points of moving surfaces).
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "io/bspline_json.hpp"
 #include "io/text_cursor.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
@@ -71,26 +73,81 @@ BezierCurve2 curve(const nlohmann::json& c, const std::string& where) {
   return out;
 }
 
+
+// A curve object: Bézier by default; B-spline with "degree" and "knots" beside the points.
+BSplineCurve2 bspline_curve(const nlohmann::json& j, const std::string& where) {
+  const BezierCurve2 c = curve(j, where);
+  BSplineCurve2 b;
+  b.points = c.points;
+  b.degree = int(c.points.size()) - 1;
+  if (j.contains("degree")) {
+    if (!j["degree"].is_number_integer()) throw Error(ErrorKind::Parse, where + ".degree: expected an integer");
+    b.degree = j["degree"].get<int>();
+  }
+  if (j.contains("knots")) {
+    if (!j["knots"].is_array()) throw Error(ErrorKind::Parse, where + ".knots: expected an array");
+    for (const auto& k : j["knots"]) b.knots.push_back(number(k, where + ".knots"));
+  } else {
+    b.knots.assign(std::size_t(std::max(b.degree, 0) + 1), 0.0);
+    b.knots.insert(b.knots.end(), std::size_t(std::max(b.degree, 0) + 1), 1.0);
+  }
+  return b;
+}
+
+const nlohmann::json& member(const nlohmann::json& doc, const char* key, const std::string& input) {
+  if (!doc.is_object() || !doc.contains(key)) throw Error(ErrorKind::Parse, input + ": expected a member \"" + std::string(key) + "\"");
+  return doc[key];
+}
+
+Motion motion_from_json(const nlohmann::json& j, const std::string& where) {
+  Motion m;
+  if (!j.is_object() || !j.contains("points") || !j.contains("knots") || !j["points"].is_array() || !j["knots"].is_array())
+    throw Error(ErrorKind::Parse, where + ": expected {\"degree\": 3, \"knots\": [...], \"points\": [[scale, tx, ty, tz], ...]}");
+  if (j.contains("degree")) {
+    if (!j["degree"].is_number_integer()) throw Error(ErrorKind::Parse, where + ".degree: expected an integer");
+    m.degree = j["degree"].get<int>();
+  }
+  for (const auto& k : j["knots"]) m.knots.push_back(number(k, where + ".knots"));
+  for (const auto& p : j["points"]) {
+    if (!p.is_array() || p.size() != 4) throw Error(ErrorKind::Parse, where + ".points: expected [scale, tx, ty, tz] per control point");
+    m.points.push_back({number(p[0], where), number(p[1], where), number(p[2], where), number(p[3], where)});
+  }
+  return m;
+}
+
+void draw_bspline(Plot2D& plot, const BSplineCurve2& c, std::array<float, 3> color, double width = 3.0) {
+  for (const auto& piece : bspline_to_bezier(c)) plot.lines.push_back({sample_curve(piece.curve), color, width});
+}
+
 }  // namespace
 
 void add_solve(CLI::App& app) {
   struct Args {
     std::string app, input, json, picture;
     double tolerance = 1e-7;
+    double resolution = 0;
     int threads = 0;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("solve", "Polynomial systems by subdivision: geometric applications (curves: intersection "
-                                          "of two planar Bezier curves)");
-  cmd->add_option("app", a->app, "Application: curves (intersection of two curves) | raytraps (k >= 3 curves)")
+  auto* cmd = app.add_subcommand("solve", "Polynomial systems by subdivision: geometric applications (curve intersection, "
+                                          "Hausdorff distance, ray traps, bisectors, surface intersection, contact points)");
+  cmd->add_option("app", a->app,
+                  "curves (intersection of two planar curves) | hausdorff (distance of two planar curves) | raytraps (k >= 3 "
+                  "curves) | bisector (of two planar curves) | ssi (intersection of two surfaces) | contacts (a surface moving "
+                  "by scale and translation against another) | surface-bisector (point samples)")
       ->required()
-      ->check(CLI::IsMember({"curves", "raytraps"}));
+      ->check(CLI::IsMember({"curves", "hausdorff", "raytraps", "bisector", "ssi", "contacts", "surface-bisector"}));
   cmd->add_option("input", a->input,
-                  "JSON: curves: {\"curve1\": {\"points\": [[x, y], ...]} (+ \"degree\", \"knots\" for a B-spline), \"curve2\": {...}}; "
-                  "raytraps: {\"curves\": [{...}, ...]}")
+                  "JSON. Curves: {\"points\": [[x, y], ...]} (+ \"degree\", \"knots\" for a B-spline). curves, hausdorff, "
+                  "bisector: {\"curve1\": ..., \"curve2\": ...}; raytraps: {\"curves\": [...]}. Surfaces as in the patch "
+                  "reader's B-spline JSON; ssi, surface-bisector: {\"surface1\": ..., \"surface2\": ...}; contacts: "
+                  "{\"moving\": ..., \"fixed\": ..., \"motion\": {\"degree\": 3, \"knots\": [...], \"points\": [[scale, tx, ty, tz], ...]}}")
       ->required();
-  cmd->add_option("--picture", a->picture, "Also draw the curves and the result into this PNG");
+  cmd->add_option("--picture", a->picture, "Also draw the curves and the result into this PNG (surfaces: seen from above)");
   cmd->add_option("--tolerance", a->tolerance, "Parameter width at which unresolved cells stop (tangent roots)");
+  cmd->add_option("--resolution", a->resolution,
+                  "Sampling cell width for solution curves and surfaces, as a fraction of a knot span (ssi 1/64, "
+                  "bisector 1/128, surface-bisector 1/16 by default)");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
   cmd->callback([a] {
@@ -109,12 +166,125 @@ void add_solve(CLI::App& app) {
     struct ClearBar {
       ~ClearBar() { progress_bar("", 1.0); }
     } clear_bar;
+    const std::string& in = a->input;
+    auto resolution = [&](double fallback) { return a->resolution > 0 ? a->resolution : fallback; };
+    auto finish = [&](const nlohmann::json& out, const std::string& status) {
+      if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
+      if (status.rfind("limit reached", 0) == 0) throw ExitStatus{4};
+    };
+    const std::array<float, 3> red{0.85f, 0.2f, 0.15f};
+
+    if (a->app == "hausdorff") {
+      const BSplineCurve2 c1 = bspline_curve(member(doc, "curve1", in), in + ": curve1"), c2 = bspline_curve(member(doc, "curve2", in), in + ": curve2");
+      const HausdorffResult r = hausdorff_distance(c1, c2, o);
+      std::printf("Hausdorff distance %.17g; %lld candidates; %s\n", r.distance, (long long)r.candidates, r.status.c_str());
+      nlohmann::json out = {{"status", r.status}, {"distance", r.distance}, {"candidates", r.candidates}};
+      for (const auto& [name, p] : {std::pair<const char*, const HausdorffPair*>{"curve1_to_curve2", &r.a_to_b}, {"curve2_to_curve1", &r.b_to_a}}) {
+        std::printf("  %s: %.17g from t = %.17g (%.9g, %.9g) to its closest point r = %.17g (%.9g, %.9g)\n", name, p->distance, p->t, p->from[0],
+                    p->from[1], p->r, p->to[0], p->to[1]);
+        out[name] = {{"distance", p->distance}, {"t", p->t}, {"r", p->r}, {"from", p->from}, {"to", p->to}};
+      }
+      if (!a->picture.empty()) {
+        Plot2D plot;
+        draw_bspline(plot, c1, kCurveColors[0]);
+        draw_bspline(plot, c2, kCurveColors[1]);
+        for (const HausdorffPair* p : {&r.a_to_b, &r.b_to_a}) {
+          plot.lines.push_back({{p->from, p->to}, p == &r.a_to_b ? red : std::array<float, 3>{0.95f, 0.6f, 0.1f}, 2.0});
+          plot.dots.push_back({p->from, red, 5});
+          plot.dots.push_back({p->to, red, 5});
+        }
+        draw(a->picture, plot);
+      }
+      return finish(out, r.status);
+    }
+    if (a->app == "bisector") {
+      const BSplineCurve2 c1 = bspline_curve(member(doc, "curve1", in), in + ": curve1"), c2 = bspline_curve(member(doc, "curve2", in), in + ": curve2");
+      const CurveBisectorResult r = curve_bisector(c1, c2, resolution(1.0 / 128), o);
+      std::size_t points = 0;
+      nlohmann::json out = {{"status", r.status}, {"curves", nlohmann::json::array()}};
+      for (const auto& c : r.curves) {
+        points += c.points.size();
+        out["curves"].push_back({{"points", c.points}, {"params", c.params}, {"closed", c.closed}});
+      }
+      std::printf("bisector: %zu polyline(s), %zu points; %s\n", r.curves.size(), points, r.status.c_str());
+      if (!a->picture.empty()) {
+        Plot2D plot;
+        draw_bspline(plot, c1, kCurveColors[0]);
+        draw_bspline(plot, c2, kCurveColors[1]);
+        for (const auto& c : r.curves) plot.lines.push_back({c.points, red, 2.0});
+        draw(a->picture, plot);
+      }
+      return finish(out, r.status);
+    }
+    if (a->app == "ssi" || a->app == "surface-bisector") {
+      const BSplineSurface s1 = bspline_surface_from_json(member(doc, "surface1", in), in + ": surface1");
+      const BSplineSurface s2 = bspline_surface_from_json(member(doc, "surface2", in), in + ": surface2");
+      Plot2D plot;
+      auto outline = [&](const BSplineSurface& s, std::array<float, 3> color) {  // the iso-parameter net, seen from above
+        const double u0 = s.knots_u[std::size_t(s.degree_u)], u1 = s.knots_u[std::size_t(s.count_u)];
+        const double v0 = s.knots_v[std::size_t(s.degree_v)], v1 = s.knots_v[std::size_t(s.count_v)];
+        for (int k = 0; k <= 8; ++k)
+          for (int dir = 0; dir < 2; ++dir) {
+            Plot2D::Line l{{}, color, 1.0};
+            for (int i = 0; i <= 64; ++i) {
+              const double f = double(k) / 8, g = double(i) / 64;
+              const auto p = dir ? evaluate_bspline(s, u0 + f * (u1 - u0), v0 + g * (v1 - v0)) : evaluate_bspline(s, u0 + g * (u1 - u0), v0 + f * (v1 - v0));
+              l.points.push_back({p[0], p[1]});
+            }
+            plot.lines.push_back(l);
+          }
+      };
+      outline(s1, kCurveColors[0]);
+      outline(s2, kCurveColors[1]);
+      if (a->app == "ssi") {
+        const SurfaceIntersectionResult r = intersect_surfaces(s1, s2, resolution(1.0 / 64), o);
+        std::size_t points = 0;
+        double residual = 0;
+        nlohmann::json out = {{"status", r.status}, {"curves", nlohmann::json::array()}};
+        for (const auto& c : r.curves) {
+          points += c.points.size();
+          residual = std::max(residual, c.residual);
+          out["curves"].push_back({{"points", c.points}, {"params", c.params}, {"closed", c.closed}, {"residual", c.residual}});
+          Plot2D::Line l{{}, red, 3.0};
+          for (const auto& p : c.points) l.points.push_back({p[0], p[1]});
+          plot.lines.push_back(l);
+        }
+        std::printf("surface intersection: %zu curve(s), %zu points, on both surfaces within %.3g; %s\n", r.curves.size(), points, residual,
+                    r.status.c_str());
+        if (!a->picture.empty()) draw(a->picture, plot);
+        return finish(out, r.status);
+      }
+      const SurfaceBisectorResult r = surface_bisector(s1, s2, resolution(1.0 / 16), o);
+      nlohmann::json out = {{"status", r.status}, {"samples", nlohmann::json::array()}};
+      for (const auto& b : r.samples) {
+        out["samples"].push_back({{"u", b.u}, {"v", b.v}, {"s", b.s}, {"t", b.t}, {"point", b.point}});
+        plot.dots.push_back({{b.point[0], b.point[1]}, red, 1.5});
+      }
+      std::printf("surface bisector: %zu samples; %s\n", r.samples.size(), r.status.c_str());
+      if (!a->picture.empty()) draw(a->picture, plot);
+      return finish(out, r.status);
+    }
+    if (a->app == "contacts") {
+      if (!a->picture.empty()) throw Error(ErrorKind::InvalidArgument, "--picture is not available for contacts (use -o and plot the JSON)");
+      const BSplineSurface s1 = bspline_surface_from_json(member(doc, "moving", in), in + ": moving");
+      const BSplineSurface s2 = bspline_surface_from_json(member(doc, "fixed", in), in + ": fixed");
+      const Motion m = motion_from_json(member(doc, "motion", in), in + ": motion");
+      const ContactResult r = contact_points(s1, s2, m, o);
+      std::printf("%zu contact point(s) from %lld piece systems; %s\n", r.contacts.size(), (long long)r.combinations, r.status.c_str());
+      nlohmann::json out = {{"status", r.status}, {"contacts", nlohmann::json::array()}};
+      for (const auto& c : r.contacts) {
+        std::printf("  t = %.15g at (%.9g, %.9g, %.9g): moving (%.9g, %.9g), fixed (%.9g, %.9g)%s\n", c.t, c.point[0], c.point[1], c.point[2], c.u1,
+                    c.v1, c.u2, c.v2, c.proved_single ? "" : " (tolerance cell)");
+        out["contacts"].push_back({{"t", c.t}, {"point", c.point}, {"moving", {c.u1, c.v1}}, {"fixed", {c.u2, c.v2}}, {"residual", c.residual},
+                                   {"proved_single", c.proved_single}});
+      }
+      return finish(out, r.status);
+    }
     if (a->app == "raytraps") {
-      if (!doc.is_object() || !doc.contains("curves") || !doc["curves"].is_array())
-        throw Error(ErrorKind::Parse, a->input + ": expected {\"curves\": [{\"points\": [[x, y], ...]}, ...]}");
+      const auto& list = member(doc, "curves", in);
+      if (!list.is_array()) throw Error(ErrorKind::Parse, in + ": expected {\"curves\": [{\"points\": [[x, y], ...]}, ...]}");
       std::vector<BezierCurve2> curves;
-      for (std::size_t i = 0; i < doc["curves"].size(); ++i)
-        curves.push_back(curve(doc["curves"][i], a->input + ": curves[" + std::to_string(i) + "]"));
+      for (std::size_t i = 0; i < list.size(); ++i) curves.push_back(curve(list[i], in + ": curves[" + std::to_string(i) + "]"));
       const RayTrapResult r = ray_traps(curves, o);
       std::printf("%zu curves: %zu ray trap(s); %s\n", curves.size(), r.traps.size(), r.status.c_str());
       nlohmann::json out = {{"status", r.status}, {"traps", nlohmann::json::array()}};
@@ -124,49 +294,25 @@ void add_solve(CLI::App& app) {
         std::printf("\n");
         out["traps"].push_back({{"t", t.t}, {"points", t.points}});
       }
-      if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
       if (!a->picture.empty()) {
         Plot2D plot;
         for (std::size_t i = 0; i < curves.size(); ++i) plot.lines.push_back({sample_curve(curves[i]), kCurveColors[i % 4], 4.0});
         for (const auto& t : r.traps) {
-          Plot2D::Line path{t.points, {0.85f, 0.2f, 0.15f}, 1.8};
+          Plot2D::Line path{t.points, red, 1.8};
           path.points.push_back(t.points.front());
           plot.lines.push_back(path);
-          for (const auto& p : t.points) plot.dots.push_back({p, {0.85f, 0.2f, 0.15f}, 4});
+          for (const auto& p : t.points) plot.dots.push_back({p, red, 4});
         }
         draw(a->picture, plot);
       }
-      if (r.status.rfind("limit reached", 0) == 0) throw ExitStatus{4};
-      return;
+      return finish(out, r.status);
     }
-    if (!doc.is_object() || !doc.contains("curve1") || !doc.contains("curve2"))
-      throw Error(ErrorKind::Parse, a->input + ": expected {\"curve1\": ..., \"curve2\": ...}");
-    const BezierCurve2 c1 = curve(doc["curve1"], a->input + ": curve1"), c2 = curve(doc["curve2"], a->input + ": curve2");
-    // B-spline curves: "degree" and "knots" beside the points; a Bezier curve is the clamped B-spline of one span.
-    auto as_bspline = [&](const nlohmann::json& j, const BezierCurve2& c, const std::string& where) {
-      BSplineCurve2 b;
-      b.points = c.points;
-      b.degree = int(c.points.size()) - 1;
-      if (j.contains("degree")) {
-        if (!j["degree"].is_number_integer()) throw Error(ErrorKind::Parse, where + ".degree: expected an integer");
-        b.degree = j["degree"].get<int>();
-      }
-      if (j.contains("knots")) {
-        if (!j["knots"].is_array()) throw Error(ErrorKind::Parse, where + ".knots: expected an array");
-        for (const auto& k : j["knots"]) b.knots.push_back(number(k, where + ".knots"));
-      } else {
-        b.knots.assign(std::size_t(b.degree + 1), 0.0);
-        b.knots.insert(b.knots.end(), std::size_t(b.degree + 1), 1.0);
-      }
-      return b;
-    };
-    const bool bspline = doc["curve1"].contains("knots") || doc["curve2"].contains("knots");
-    const CurveIntersectionResult r =
-        bspline ? intersect_curves(as_bspline(doc["curve1"], c1, a->input + ": curve1"), as_bspline(doc["curve2"], c2, a->input + ": curve2"), o)
-                : intersect_curves(c1, c2, o);
-    std::printf("%s curves with %zu and %zu control points: %zu intersection(s), %zu overlap(s); %s\n",
-                bspline ? "B-spline" : "Bezier", c1.points.size(), c2.points.size(), r.points.size(), r.overlaps.size(),
-                r.status.c_str());
+    const auto &j1 = member(doc, "curve1", in), &j2 = member(doc, "curve2", in);
+    const bool bspline = j1.contains("knots") || j2.contains("knots");
+    const BSplineCurve2 b1 = bspline_curve(j1, in + ": curve1"), b2 = bspline_curve(j2, in + ": curve2");
+    const CurveIntersectionResult r = bspline ? intersect_curves(b1, b2, o) : intersect_curves(BezierCurve2{b1.points}, BezierCurve2{b2.points}, o);
+    std::printf("%s curves with %zu and %zu control points: %zu intersection(s), %zu overlap(s); %s\n", bspline ? "B-spline" : "Bezier",
+                b1.points.size(), b2.points.size(), r.points.size(), r.overlaps.size(), r.status.c_str());
     nlohmann::json out = {{"status", r.status}, {"intersections", nlohmann::json::array()}, {"overlaps", nlohmann::json::array()}};
     for (const auto& p : r.points) {
       std::printf("  s = %.17g, t = %.17g at (%.17g, %.17g)%s\n", p.s, p.t, p.point[0], p.point[1], p.tangent ? " tangent" : "");
@@ -179,16 +325,9 @@ void add_solve(CLI::App& app) {
     if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
     if (!a->picture.empty()) {
       Plot2D plot;
-      if (bspline) {
-        for (int which = 0; which < 2; ++which) {
-          const auto b = as_bspline(doc[which ? "curve2" : "curve1"], which ? c2 : c1, a->input);
-          for (const auto& piece : bspline_to_bezier(b)) plot.lines.push_back({sample_curve(piece.curve), kCurveColors[which], 3.0});
-        }
-      } else {
-        plot.lines.push_back({sample_curve(c1), kCurveColors[0], 3.0});
-        plot.lines.push_back({sample_curve(c2), kCurveColors[1], 3.0});
-      }
-      for (const auto& p : r.points) plot.dots.push_back({p.point, p.tangent ? std::array<float, 3>{0.95f, 0.6f, 0.1f} : std::array<float, 3>{0.85f, 0.2f, 0.15f}, 6});
+      draw_bspline(plot, b1, kCurveColors[0]);
+      draw_bspline(plot, b2, kCurveColors[1]);
+      for (const auto& p : r.points) plot.dots.push_back({p.point, p.tangent ? std::array<float, 3>{0.95f, 0.6f, 0.1f} : red, 6});
       draw(a->picture, plot);
     }
     if (r.status != "complete") throw ExitStatus{4};

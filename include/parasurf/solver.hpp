@@ -212,8 +212,10 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
                              const SolverOptions& options = {});
 
 // Point samples of the bisector of two surfaces (Elber & Kim; Park et al. 2011, section 6.5): points P equidistant
-// from S1(u,v) and S2(s,t) on both normals, from <delta, S2_s> = <delta, S2_t> = 0 with D = S1 - S2 and
-// delta = -2 D <n1, D> + n1 |D|^2, two equations in four unknowns, sampled at `resolution`.
+// from S1(u,v) and S2(s,t) on both normals. With D = S1 - S2 and delta = -2 D <n1, D> + n1 |D|^2 the conditions
+// read <delta, S2_s> = <delta, S2_t> = 0 (two equations in four unknowns, a surface of solutions); it is sampled
+// on a grid of S1's parameters (spacing `resolution` of a knot span), where they become a square system in (s, t)
+// whose every root is a sample: the samples come parameterised by S1, ready for fitting.
 struct BisectorSample {
   double u = 0, v = 0, s = 0, t = 0;
   std::array<double, 3> point{};
@@ -222,7 +224,7 @@ struct SurfaceBisectorResult {
   std::vector<BisectorSample> samples;
   std::string status = "complete";
 };
-SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSurface& b, double resolution = 1.0 / 32,
+SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSurface& b, double resolution = 1.0 / 16,
                                        const SolverOptions& options = {});
 
 // The bisector of two planar curves as polylines: points P on the normals of C1(s) and C2(t) with

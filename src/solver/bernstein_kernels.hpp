@@ -49,4 +49,52 @@ PS_HD void split_half(const double* c, double* left, double* right, int count, i
     }
 }
 
+enum class CellTest { Empty, Unique, Unknown };
+
+// Krawczyk's test on a cell in its local coordinates [0, 1]^n (Krawczyk 1969; Moore, "Interval analysis"): with J
+// the interval Jacobian over the cell (n x n, row = equation), f(m) the values at the centre m and Y the inverse
+// of J's midpoint, K = m - Y f(m) + (I - Y J)([0, 1]^n - m). A root in the cell lies in K, so K outside the cell
+// proves none; K inside the cell's interior proves exactly one, to which Newton from m converges.
+PS_HD CellTest krawczyk_test(int n, const Range* jac, const double* f_mid) {
+  double a[6][12];  // [mid J | I], reduced to [I | Y] by Gauss-Jordan with partial pivoting
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < 2 * n; ++k) a[i][k] = k < n ? 0.5 * (jac[i * n + k].lo + jac[i * n + k].hi) : (k - n == i ? 1.0 : 0.0);
+  for (int c = 0; c < n; ++c) {
+    int pivot = c;
+    for (int r = c + 1; r < n; ++r) pivot = (a[r][c] < 0 ? -a[r][c] : a[r][c]) > (a[pivot][c] < 0 ? -a[pivot][c] : a[pivot][c]) ? r : pivot;
+    const double p = a[pivot][c];
+    if (!(p > 1e-300 || p < -1e-300)) return CellTest::Unknown;
+    for (int k = 0; k < 2 * n; ++k) {
+      const double t = a[c][k];
+      a[c][k] = a[pivot][k];
+      a[pivot][k] = t;
+    }
+    for (int k = 0; k < 2 * n; ++k) a[c][k] /= p;
+    for (int r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c];
+      for (int k = 0; k < 2 * n; ++k) a[r][k] -= f * a[c][k];
+    }
+  }
+  bool inside = true;
+  for (int i = 0; i < n; ++i) {
+    double centre = 0.5, radius = 0;
+    for (int j = 0; j < n; ++j) centre -= a[i][n + j] * f_mid[j];
+    for (int k = 0; k < n; ++k) {
+      double lo = i == k ? 1.0 : 0.0, hi = lo;  // (I - Y J)_ik as an interval
+      for (int j = 0; j < n; ++j) {
+        const double y = a[i][n + j], p = -y * jac[j * n + k].lo, q = -y * jac[j * n + k].hi;
+        lo += p < q ? p : q;
+        hi += p < q ? q : p;
+      }
+      radius += 0.5 * ((lo < 0 ? -lo : lo) > (hi < 0 ? -hi : hi) ? (lo < 0 ? -lo : lo) : (hi < 0 ? -hi : hi));
+    }
+    if (!(radius == radius) || !(centre == centre)) return CellTest::Unknown;
+    // Margins of 1e-9 of the cell keep rounding in f(m) from excluding a root on the cell's face.
+    if (centre + radius < -1e-9 || centre - radius > 1 + 1e-9) return CellTest::Empty;
+    if (!(centre - radius > 1e-12 && centre + radius < 1 - 1e-12)) inside = false;
+  }
+  return inside ? CellTest::Unique : CellTest::Unknown;
+}
+
 }  // namespace parasurf::solverk

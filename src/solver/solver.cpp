@@ -40,40 +40,7 @@ int inner_size(const BernsteinPoly& p, int var) {
   return inner;
 }
 
-Interval derivative_range(const BernsteinPoly& p, int var) {
-  const solverk::Range r = solverk::derivative_range(p.coef.data(), int(p.coef.size()), p.degree[var], inner_size(p, var));
-  return {r.lo, r.hi};
-}
 
-// At most one root in the cell: the interval Jacobian (local derivatives, column-scaled) preconditioned by the
-// inverse of its midpoint is strictly diagonally dominant, so every matrix in it is regular (mean value theorem).
-bool jacobian_regular(const BernsteinPoly* f, int n) {
-  std::vector<Interval> j(std::size_t(n * n));
-  for (int i = 0; i < n; ++i)
-    for (int k = 0; k < n; ++k) j[i * n + k] = derivative_range(f[i], k);
-  if (n == 1) return j[0].lo > 0 || j[0].hi < 0;
-  Eigen::MatrixXd mid(n, n);
-  for (int i = 0; i < n; ++i)
-    for (int k = 0; k < n; ++k) mid(i, k) = 0.5 * (j[i * n + k].lo + j[i * n + k].hi);
-  const Eigen::FullPivLU<Eigen::MatrixXd> lu(mid);
-  if (!lu.isInvertible()) return false;
-  const Eigen::MatrixXd c = lu.inverse();
-  for (int i = 0; i < n; ++i) {
-    double diag_lo = 0, off = 0;
-    for (int k = 0; k < n; ++k) {
-      double lo = 0, hi = 0;  // (C J)_ik as an interval
-      for (int m = 0; m < n; ++m) {
-        const double a = c(i, m) * j[m * n + k].lo, b = c(i, m) * j[m * n + k].hi;
-        lo += std::min(a, b);
-        hi += std::max(a, b);
-      }
-      if (k == i) diag_lo = lo > 0 ? lo : (hi < 0 ? -hi : 0);
-      else off += std::max(std::abs(lo), std::abs(hi));
-    }
-    if (!(diag_lo > off)) return false;
-  }
-  return true;
-}
 
 struct System {
   const std::vector<BernsteinPoly>& eq;
@@ -190,14 +157,24 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
       const BernsteinPoly* eqs = cell.f.data();
       double width = 0;
       for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);
-      if (square && jacobian_regular(eqs, m)) {
-        std::vector<double> x(static_cast<std::size_t>(n));
-        for (int k = 0; k < n; ++k) x[k] = 0.5 * (cell.lo[k] + cell.hi[k]);
-        if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 30)) {
-          const double res = sys.residual(x);
-          if (res <= 1e-12 * std::max(1.0, scale)) {
-            if (satisfies(x)) found[tid].push_back({x, res, true, 1});
-            continue;  // the only root of the cell
+      solverk::Range jac[36];  // local derivative ranges, row = equation
+      for (int i = 0; i < m; ++i)
+        for (int k = 0; k < n; ++k) jac[i * n + k] = solverk::derivative_range(eqs[i].coef.data(), int(eqs[i].coef.size()), eqs[i].degree[k], inner_size(eqs[i], k));
+      if (square) {
+        double f_mid[6];
+        const double half[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+        for (int i = 0; i < m; ++i) f_mid[i] = eqs[i].evaluate(half);
+        const solverk::CellTest test = solverk::krawczyk_test(n, jac, f_mid);
+        if (test == solverk::CellTest::Empty) continue;
+        if (test == solverk::CellTest::Unique) {
+          std::vector<double> x(static_cast<std::size_t>(n));
+          for (int k = 0; k < n; ++k) x[k] = 0.5 * (cell.lo[k] + cell.hi[k]);
+          if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 30)) {
+            const double res = sys.residual(x);
+            if (res <= 1e-12 * std::max(1.0, scale)) {
+              if (satisfies(x)) found[tid].push_back({x, res, true, 1});
+              continue;  // the only root of the cell
+            }
           }
         }
       }
@@ -212,10 +189,7 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
       for (int k = 0; k < n; ++k) {
         if (cell.hi[k] - cell.lo[k] < 0.5 * level_tolerance) continue;
         double var = 0;
-        for (int i = 0; i < m; ++i) {
-          const Interval r = derivative_range(eqs[i], k);
-          var = std::max(var, std::max(std::abs(r.lo), std::abs(r.hi)));
-        }
+        for (int i = 0; i < m; ++i) var = std::max(var, std::max(std::abs(jac[i * n + k].lo), std::abs(jac[i * n + k].hi)));
         if (!square) var = var * (cell.hi[k] - cell.lo[k]) + 1e-300 * (cell.hi[k] - cell.lo[k]);
         if (var > best) best = var, axis = k;
       }
@@ -404,7 +378,7 @@ SolutionSetResult sample_solution_set(const std::vector<BernsteinPoly>& equation
       blo[k] = std::max(0.0, lo[k] - 0.5 * w);
       bhi[k] = std::min(1.0, hi[k] + 0.5 * w);
     }
-    newton(sys, x, blo, bhi, o.newton_tolerance, 40);
+    newton(sys, x, blo, bhi, o.newton_tolerance, 12);
     const double res = sys.residual(x);
     if (!(res <= 1e-11 * std::max(1.0, scale))) continue;
     bool ok = true;

@@ -312,53 +312,77 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
 // ------------------------------------------------------------------------------------------------ bisectors
 
 SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSurface& b, double resolution, const SolverOptions& o) {
-  if (!(resolution > 0) || resolution > 0.25) throw Error(ErrorKind::InvalidArgument, "surface bisector: resolution must be in (0, 0.25]");
+  if (!(resolution > 0) || resolution > 0.5) throw Error(ErrorKind::InvalidArgument, "surface bisector: resolution must be in (0, 0.5]");
   const auto pa = surface_pieces(a, "surface 1"), pb = surface_pieces(b, "surface 2");
-  std::vector<std::pair<int, int>> pairs;
+  // Samples on a grid of S1's parameters (spacing `resolution` of a span): at each S1 point the two equations are
+  // a square system in S2's (s, t), solved on every piece of S2. Grid points on shared piece edges are taken once.
+  const int steps = std::max(1, int(std::lround(1.0 / resolution)));
+  struct Task {
+    int piece;
+    double u, v;  // local on the piece
+  };
+  std::vector<Task> tasks;
   for (std::size_t i = 0; i < pa.size(); ++i)
-    for (std::size_t j = 0; j < pb.size(); ++j) pairs.emplace_back(int(i), int(j));
-  const SolverOptions one = single_thread(o);
-  std::vector<std::vector<BisectorSample>> found(pairs.size());
-  std::vector<std::string> status(pairs.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
-  for (std::int64_t k = 0; k < std::int64_t(pairs.size()); ++k) {
-    const SurfacePiece &p = pa[std::size_t(pairs[std::size_t(k)].first)], &q = pb[std::size_t(pairs[std::size_t(k)].second)];
-    // Variables (u, v, s, t). P = S1 + lambda n1 is equidistant when lambda = -|D|^2 / (2 <n1, D>), D = S1 - S2;
-    // P - S2 normal to S2 then reads <delta, S2_s> = <delta, S2_t> = 0 with delta = -2 D <n1, D> + n1 |D|^2.
-    const SurfacePolys s1 = surface_polys(p, 0, 1, 4), s2 = surface_polys(q, 2, 3, 4);
-    const auto n1 = cross(s1.xu, s1.xv);
-    std::array<BernsteinPoly, 3> d;
-    for (int c = 0; c < 3; ++c) d[c] = s1.x[c] - s2.x[c];
-    const BernsteinPoly g = dot(n1, d), dd = dot(d, d);
-    std::array<BernsteinPoly, 3> delta;
-    for (int c = 0; c < 3; ++c) delta[c] = -2.0 * (d[c] * g) + n1[c] * dd;
-    const SolutionSetResult r = sample_solution_set({dot(delta, s2.xu), dot(delta, s2.xv)}, 4, resolution, one);
-    status[std::size_t(k)] = r.status;
-    for (const auto& smp : r.samples) {
-      const double* x = smp.x.data();
-      double dv[3], nv[3], gd = 0, d2 = 0, n2 = 0;
-      for (int c = 0; c < 3; ++c) {
-        dv[c] = d[c].evaluate(x);
-        nv[c] = n1[c].evaluate(x);
-        gd += nv[c] * dv[c];
-        d2 += dv[c] * dv[c];
-        n2 += nv[c] * nv[c];
+    for (int gu = 0; gu <= steps; ++gu)
+      for (int gv = 0; gv <= steps; ++gv) {
+        if ((gu == 0 && pa[i].iu > 0) || (gv == 0 && pa[i].iv > 0)) continue;  // the neighbour's last row has it
+        tasks.push_back({int(i), double(gu) / steps, double(gv) / steps});
       }
-      // Points of the intersection (D = 0) and feet whose chord lies in S1's tangent plane (P at infinity) are
-      // no bisector points.
-      if (!(d2 > 1e-20) || !(std::abs(gd) > 1e-9 * std::sqrt(d2 * n2))) continue;
-      const double lambda = -d2 / (2 * gd);
-      BisectorSample bs;
-      bs.u = p.u0 + x[0] * (p.u1 - p.u0);
-      bs.v = p.v0 + x[1] * (p.v1 - p.v0);
-      bs.s = q.u0 + x[2] * (q.u1 - q.u0);
-      bs.t = q.v0 + x[3] * (q.v1 - q.v0);
-      for (int c = 0; c < 3; ++c) bs.point[c] = s1.x[c].evaluate(x) + lambda * nv[c];
-      found[std::size_t(k)].push_back(bs);
+  const SolverOptions one = single_thread(o);
+  std::vector<std::vector<BisectorSample>> found(tasks.size());
+  std::vector<std::string> status(tasks.size(), "complete");
+#pragma omp parallel for schedule(dynamic, 4) num_threads(thread_count(o)) if (thread_count(o) > 1)
+  for (std::int64_t k = 0; k < std::int64_t(tasks.size()); ++k) {
+    const Task& task = tasks[std::size_t(k)];
+    const SurfacePiece& p = pa[std::size_t(task.piece)];
+    const double uv[2] = {task.u, task.v};
+    const SurfacePolys s1 = surface_polys(p, 0, 1, 2);
+    Vec3 x1{}, n1{};
+    {
+      Vec3 xu{}, xv{};
+      for (int c = 0; c < 3; ++c) x1[c] = s1.x[c].evaluate(uv), xu[c] = s1.xu[c].evaluate(uv), xv[c] = s1.xv[c].evaluate(uv);
+      n1 = {xu[1] * xv[2] - xu[2] * xv[1], xu[2] * xv[0] - xu[0] * xv[2], xu[0] * xv[1] - xu[1] * xv[0]};
+    }
+    for (const SurfacePiece& q : pb) {
+      // Variables (s, t). D = S1 - S2, delta = -2 D <n1, D> + n1 |D|^2; P - S2 normal to S2: <delta, S2_s> = <delta, S2_t> = 0.
+      const SurfacePolys s2 = surface_polys(q, 0, 1, 2);
+      std::array<BernsteinPoly, 3> d, nc;
+      for (int c = 0; c < 3; ++c) {
+        d[c] = BernsteinPoly::constant(2, x1[c]) - s2.x[c];
+        nc[c] = BernsteinPoly::constant(2, n1[c]);
+      }
+      const BernsteinPoly g = dot(nc, d), dd = dot(d, d);
+      std::array<BernsteinPoly, 3> delta;
+      for (int c = 0; c < 3; ++c) delta[c] = -2.0 * (d[c] * g) + n1[c] * dd;
+      const SolveResult r = solve_system({dot(delta, s2.xu), dot(delta, s2.xv)}, one);
+      if (r.status != "complete") status[std::size_t(k)] = r.status;
+      for (const auto& root : r.roots) {
+        const double* x = root.x.data();
+        double dv[3], gd = 0, d2 = 0;
+        const double n2 = n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2];
+        for (int c = 0; c < 3; ++c) {
+          dv[c] = d[c].evaluate(x);
+          gd += n1[c] * dv[c];
+          d2 += dv[c] * dv[c];
+        }
+        // Points of the intersection (D = 0) and feet whose chord lies in S1's tangent plane (P at infinity) are
+        // no bisector points.
+        if (!(d2 > 1e-20) || !(std::abs(gd) > 1e-9 * std::sqrt(d2 * n2))) continue;
+        const double lambda = -d2 / (2 * gd);
+        BisectorSample bs;
+        bs.u = p.u0 + task.u * (p.u1 - p.u0);
+        bs.v = p.v0 + task.v * (p.v1 - p.v0);
+        bs.s = q.u0 + x[0] * (q.u1 - q.u0);
+        bs.t = q.v0 + x[1] * (q.v1 - q.v0);
+        for (int c = 0; c < 3; ++c) bs.point[c] = x1[c] + lambda * n1[c];
+        bool dup = false;  // a foot on a piece edge of S2 is found twice
+        for (const auto& e : found[std::size_t(k)]) dup = dup || (std::abs(e.s - bs.s) + std::abs(e.t - bs.t) <= 1e-10);
+        if (!dup) found[std::size_t(k)].push_back(bs);
+      }
     }
   }
   SurfaceBisectorResult out;
-  for (std::size_t k = 0; k < pairs.size(); ++k) {
+  for (std::size_t k = 0; k < tasks.size(); ++k) {
     if (status[k] != "complete") out.status = status[k];
     out.samples.insert(out.samples.end(), found[k].begin(), found[k].end());
   }
