@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "parasurf/device.hpp"
 #include "parasurf/patches.hpp"
 
 namespace parasurf {
@@ -49,6 +50,11 @@ struct SolverOptions {
   double max_seconds = 60;
   int threads = 0;                    // CPU threads, 0 = all (cells of one subdivision level run in parallel)
   std::function<void(int level, std::int64_t cells)> progress;  // called before each level, for long solves
+  // Engine: Cpu = OpenMP threads over the cells of each level (or over the systems of a batch); Cuda = the
+  // GPU-resident breadth-first engine (each level's survivors compacted by a device scan, nodes never leave the
+  // GPU); Hybrid = the paper's scheme (the GPU subdivides and tests, the CPU reads the results and builds each
+  // level's node list); Auto = Cuda when a device is present. Newton and clustering run on the CPU for all.
+  Device device = Device::Cpu;
 };
 
 struct Root {
@@ -75,6 +81,10 @@ struct SolveResult {
 // positive[j](x) > 0 (a cell where some positive[j] <= 0 everywhere is discarded; roots are checked).
 SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& options = {},
                          const std::vector<BernsteinPoly>& positive = {});
+// Many independent systems at once (positive: empty, or one list per system): the CPU engine runs them in
+// parallel, the GPU engines in one breadth-first traversal per shape of system.
+std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPoly>>& equations, const SolverOptions& options = {},
+                                       const std::vector<std::vector<BernsteinPoly>>& positive = {});
 
 // Solution sets of dimension 1 or more (fewer equations than variables: surface-surface intersection curves,
 // bisectors). The box is subdivided into cells of width <= resolution that may hold the set; each contributes the
@@ -91,6 +101,9 @@ struct SolutionSetResult {
 };
 SolutionSetResult sample_solution_set(const std::vector<BernsteinPoly>& equations, int variables, double resolution,
                                       const SolverOptions& options = {}, const std::vector<BernsteinPoly>& positive = {});
+std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vector<BernsteinPoly>>& equations, int variables,
+                                                    double resolution, const SolverOptions& options = {},
+                                                    const std::vector<std::vector<BernsteinPoly>>& positive = {});
 // Orders points of curves into polylines (indices into points): each step goes to the nearest unused point ahead
 // along the curve's tangent within 3 x spacing; a polyline that comes back to its start is closed (first index
 // repeated at the end).

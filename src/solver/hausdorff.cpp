@@ -133,6 +133,7 @@ Closest closest_point(const std::vector<Piece>& pieces, const Vec2& p, const Sol
   SolverOptions one = o;
   one.threads = 1;
   one.progress = nullptr;
+  one.device = Device::Cpu;  // tiny univariate systems
   for (std::size_t i : order) {
     const Piece& pc = pieces[i];
     if (near[i] > best.distance) break;
@@ -267,21 +268,22 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
       }
     }
   }
-  // Solve every system in parallel (one thread each), then measure every candidate exactly.
-  SolverOptions one = o;
-  one.threads = 1;
-  one.progress = nullptr;
+  // Solve every system (the CPU engine runs them in parallel, the GPU engines in one traversal per shape), then
+  // measure every candidate exactly.
+  std::vector<std::vector<BernsteinPoly>> eqs, ineqs;
+  for (const auto& task : tasks) eqs.push_back(task.eq), ineqs.push_back(task.positive);
+  SolverOptions quiet = o;
+  quiet.progress = nullptr;
+  const std::vector<SolveResult> results = solve_systems(eqs, quiet, ineqs);
   std::vector<std::vector<double>> found(tasks.size());
   std::vector<std::string> task_status(tasks.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-  for (std::int64_t i = 0; i < std::int64_t(tasks.size()); ++i) {
-    const Task& task = tasks[std::size_t(i)];
-    const SolveResult r = solve_system(task.eq, one, task.positive);
-    task_status[std::size_t(i)] = r.status;
-    for (const auto& root : r.roots) found[std::size_t(i)].push_back(root.x[0]);
+  for (std::size_t i = 0; i < tasks.size(); ++i) {
+    const SolveResult& r = results[i];
+    task_status[i] = r.status;
+    for (const auto& root : r.roots) found[i].push_back(root.x[0]);
     // A continuum (e.g. a piece of A lying on B's self-bisector): its ends and middle stand for it.
     for (const auto& reg : r.regions)
-      for (double t : {reg.lo[0], 0.5 * (reg.lo[0] + reg.hi[0]), reg.hi[0]}) found[std::size_t(i)].push_back(t);
+      for (double t : {reg.lo[0], 0.5 * (reg.lo[0] + reg.hi[0]), reg.hi[0]}) found[i].push_back(t);
   }
   std::vector<std::pair<int, double>> cand;  // (piece of A, local t)
   for (std::size_t i = 0; i < tasks.size(); ++i) {

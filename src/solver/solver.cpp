@@ -10,13 +10,17 @@
 #include <cmath>
 #include <numeric>
 #include <omp.h>
+#include <map>
 #include <unordered_map>
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "solver/bernstein_kernels.hpp"
+#include "solver/engine.hpp"
 
 namespace parasurf {
+
+using solver::Subdivision;
 
 namespace {
 
@@ -87,13 +91,6 @@ bool newton(const System& s, std::vector<double>& x, const std::vector<double>& 
 
 namespace {
 
-struct Subdivision {
-  std::vector<Root> proved;
-  std::vector<std::pair<std::vector<double>, std::vector<double>>> candidates;  // cells at the tolerance
-  std::string status = "complete";
-  std::int64_t nodes = 0;
-  double tolerance = 0;  // the final one (raised when a continuum fills the levels)
-};
 
 // Level by level: every cell of a level is processed in parallel into per-thread children, roots and candidates.
 // A square system (as many equations as variables) gets the single-root test and Newton; an under-determined one
@@ -244,15 +241,63 @@ System make_system(const std::vector<BernsteinPoly>& equations, int n) {
   return sys;
 }
 
+// Every system of the batch through the engine the options ask for; the CUDA engines take systems of one shape at
+// a time (grouped here).
+std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
+                                       const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
+  const std::size_t count = systems.size();
+  static const std::vector<BernsteinPoly> none;
+  auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
+  std::vector<Subdivision> out(count);
+  const Device device = resolve_device(o.device);
+  if (device == Device::Cpu) {
+    if (count == 1) {
+      out[0] = subdivide(systems[0], equations[0], ineq(0), o, square);
+      return out;
+    }
+    SolverOptions one = o;
+    one.threads = 1;
+    one.progress = nullptr;
+    const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (std::int64_t i = 0; i < std::int64_t(count); ++i)
+      out[std::size_t(i)] = subdivide(systems[std::size_t(i)], equations[std::size_t(i)], ineq(std::size_t(i)), one, square);
+    return out;
+  }
+  std::map<std::vector<int>, std::vector<std::size_t>> shapes;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::vector<int> key{int(equations[i].size())};
+    for (const auto* list : {&equations[i], &ineq(i)})
+      for (const auto& p : *list) key.insert(key.end(), p.degree.begin(), p.degree.end()), key.push_back(-1);
+    shapes[key].push_back(i);
+  }
+  for (const auto& [key, members] : shapes) {
+    std::vector<std::vector<BernsteinPoly>> polys;
+    for (std::size_t i : members) {
+      polys.push_back(equations[i]);
+      polys.back().insert(polys.back().end(), ineq(i).begin(), ineq(i).end());
+    }
+    std::vector<Subdivision> r = solver::subdivide_cuda(polys, key[0], systems[members[0]].n, square, o, device == Device::Hybrid);
+    for (std::size_t j = 0; j < members.size(); ++j) out[members[j]] = std::move(r[j]);
+  }
+  return out;
+}
+
 }  // namespace
 
-SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& o,
-                         const std::vector<BernsteinPoly>& positive) {
+namespace {
+
+void check_square(const std::vector<BernsteinPoly>& equations, const SolverOptions& o, const std::vector<BernsteinPoly>& positive) {
   const int n = int(equations.size());
   if (n < 1 || n > 6) throw Error(ErrorKind::InvalidArgument, "solver: " + std::to_string(n) + " equations; 1..6 supported");
   check_system(equations, n, positive);
   if (!(o.tolerance > 0) || o.tolerance > 0.1) throw Error(ErrorKind::InvalidArgument, "solver: tolerance must be in (0, 0.1]");
-  const System sys = make_system(equations, n);
+}
+
+// Roots from a subdivision: cells proved to hold one root are refined by Newton; cells left at the tolerance are
+// clustered into tangent roots and solution regions.
+SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& positive, Subdivision sub, const SolverOptions& o) {
+  const int n = sys.n;
   auto satisfies = [&](const std::vector<double>& x) {
     for (const auto& q : positive)
       if (!(q.evaluate(x.data()) > 0)) return false;
@@ -267,11 +312,21 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
     }
     result.roots.push_back(std::move(r));
   };
-  Subdivision sub = subdivide(sys, equations, positive, o, true);
   result.status = sub.status;
   result.nodes = sub.nodes;
   for (auto& r : sub.proved) add_root(std::move(r));
   auto& candidates = sub.candidates;
+  double scale = 0;
+  for (const auto& e : sys.eq) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
+  for (const auto& [lo, hi] : sub.unique) {  // cells of the GPU engines proved to hold one root
+    std::vector<double> x(static_cast<std::size_t>(n));
+    for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
+    if (newton(sys, x, lo, hi, o.newton_tolerance, 30) && sys.residual(x) <= 1e-12 * std::max(1.0, scale)) {
+      if (satisfies(x)) add_root({x, sys.residual(x), true, 1});
+    } else {
+      candidates.emplace_back(lo, hi);
+    }
+  }
   const double tolerance = sub.tolerance;
   // Threads deliver cells in any order: sort them so that the clusters and their centroids are reproducible.
   std::sort(candidates.begin(), candidates.end());
@@ -342,28 +397,56 @@ SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const Solv
   return result;
 }
 
+}  // namespace
+
+SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& o,
+                         const std::vector<BernsteinPoly>& positive) {
+  return solve_systems({equations}, o, {positive})[0];
+}
+
+std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPoly>>& equations, const SolverOptions& o,
+                                       const std::vector<std::vector<BernsteinPoly>>& positive) {
+  const std::size_t count = equations.size();
+  if (!positive.empty() && positive.size() != count)
+    throw Error(ErrorKind::InvalidArgument, "solver: one list of inequalities per system (or none at all)");
+  static const std::vector<BernsteinPoly> none;
+  auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
+  for (std::size_t i = 0; i < count; ++i) check_square(equations[i], o, ineq(i));
+  std::vector<System> systems;
+  for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], int(equations[i].size())));
+  std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, o, true);
+  std::vector<SolveResult> out(count);
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && count > 1)
+  for (std::int64_t i = 0; i < std::int64_t(count); ++i)
+    out[std::size_t(i)] = finish_square(systems[std::size_t(i)], ineq(std::size_t(i)), std::move(subs[std::size_t(i)]), o);
+  return out;
+}
+
 }  // namespace parasurf
 
 namespace parasurf {
 
-SolutionSetResult sample_solution_set(const std::vector<BernsteinPoly>& equations, int variables, double resolution,
-                                      const SolverOptions& o, const std::vector<BernsteinPoly>& positive) {
-  const int n = variables, m = int(equations.size());
+namespace {
+
+void check_set(const std::vector<BernsteinPoly>& equations, int n, double resolution, const std::vector<BernsteinPoly>& positive) {
+  const int m = int(equations.size());
   if (n < 2 || n > 6 || m < 1 || m >= n)
     throw Error(ErrorKind::InvalidArgument, "solution sets: " + std::to_string(m) + " equations in " + std::to_string(n) +
                                                 " variables; 1 <= equations < variables <= 6 supported");
   check_system(equations, n, positive);
   if (!(resolution > 0) || resolution > 0.5) throw Error(ErrorKind::InvalidArgument, "solution sets: resolution must be in (0, 0.5]");
-  const System sys = make_system(equations, n);
-  SolverOptions so = o;
-  so.tolerance = resolution;
-  const Subdivision sub = subdivide(sys, equations, positive, so, false);
+}
+
+SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>& positive, const Subdivision& sub, const SolverOptions& o,
+                             double resolution, int threads) {
+  const std::vector<BernsteinPoly>& equations = sys.eq;
+  const int n = sys.n, m = int(equations.size());
   SolutionSetResult out;
   out.status = sub.status;
   out.nodes = sub.nodes;
   double scale = 0;
   for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   std::vector<SolutionSample> samples(sub.candidates.size());
   std::vector<char> kept(sub.candidates.size(), 0);
   // Minimum-norm Newton from each cell's centre lands on the nearest part of the set; the cell keeps the point when
@@ -416,6 +499,40 @@ SolutionSetResult sample_solution_set(const std::vector<BernsteinPoly>& equation
   }
   return out;
 }
+
+}  // namespace
+
+SolutionSetResult sample_solution_set(const std::vector<BernsteinPoly>& equations, int variables, double resolution,
+                                      const SolverOptions& o, const std::vector<BernsteinPoly>& positive) {
+  return sample_solution_sets({equations}, variables, resolution, o, {positive})[0];
+}
+
+std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vector<BernsteinPoly>>& equations, int variables,
+                                                    double resolution, const SolverOptions& o,
+                                                    const std::vector<std::vector<BernsteinPoly>>& positive) {
+  const std::size_t count = equations.size();
+  if (!positive.empty() && positive.size() != count)
+    throw Error(ErrorKind::InvalidArgument, "solution sets: one list of inequalities per system (or none at all)");
+  static const std::vector<BernsteinPoly> none;
+  auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
+  for (std::size_t i = 0; i < count; ++i) check_set(equations[i], variables, resolution, ineq(i));
+  std::vector<System> systems;
+  for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], variables));
+  SolverOptions so = o;
+  so.tolerance = resolution;
+  const std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, so, false);
+  std::vector<SolutionSetResult> out(count);
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  if (count == 1) {
+    out[0] = finish_set(systems[0], ineq(0), subs[0], o, resolution, threads);
+    return out;
+  }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+  for (std::int64_t i = 0; i < std::int64_t(count); ++i)
+    out[std::size_t(i)] = finish_set(systems[std::size_t(i)], ineq(std::size_t(i)), subs[std::size_t(i)], o, resolution, 1);
+  return out;
+}
+
 
 std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vector<double>>& points,
                                                      const std::vector<std::vector<double>>& tangents, double spacing) {

@@ -112,11 +112,10 @@ Vec3 piece_point(const SurfacePiece& p, double u, double v) {
   return out;
 }
 
-SolverOptions single_thread(const SolverOptions& o) {
-  SolverOptions one = o;
-  one.threads = 1;
-  one.progress = nullptr;
-  return one;
+SolverOptions quiet(const SolverOptions& o) {
+  SolverOptions q = o;
+  q.progress = nullptr;  // one progress bar would not describe many systems
+  return q;
 }
 int thread_count(const SolverOptions& o) { return o.threads > 0 ? o.threads : omp_get_max_threads(); }
 
@@ -165,15 +164,13 @@ SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSpl
   for (std::size_t i = 0; i < pa.size(); ++i)
     for (std::size_t j = 0; j < pb.size(); ++j)
       if (boxes_meet(pa[i].lo, pa[i].hi, pb[j].lo, pb[j].hi)) pairs.emplace_back(int(i), int(j));
-  const SolverOptions one = single_thread(o);
-  std::vector<SolutionSetResult> found(pairs.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
+  std::vector<std::vector<BernsteinPoly>> systems(pairs.size());
+#pragma omp parallel for schedule(dynamic, 16) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t k = 0; k < std::int64_t(pairs.size()); ++k) {
     const SurfacePiece &p = pa[std::size_t(pairs[std::size_t(k)].first)], &q = pb[std::size_t(pairs[std::size_t(k)].second)];
-    std::vector<BernsteinPoly> eq;
-    for (int c = 0; c < 3; ++c) eq.push_back(surface_coord(p, c, 0, 1, 4) - surface_coord(q, c, 2, 3, 4));
-    found[std::size_t(k)] = sample_solution_set(eq, 4, resolution, one);
+    for (int c = 0; c < 3; ++c) systems[std::size_t(k)].push_back(surface_coord(p, c, 0, 1, 4) - surface_coord(q, c, 2, 3, 4));
   }
+  const std::vector<SolutionSetResult> found = sample_solution_sets(systems, 4, resolution, quiet(o));
   SurfaceIntersectionResult out;
   // Samples in piece-normalised coordinates (span index + local parameter), where neighbouring pieces abut.
   std::vector<std::vector<double>> pts, tangents;
@@ -263,23 +260,22 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
       for (std::size_t j = 0; j < pb.size(); ++j)
         if (boxes_meet(lo, hi, pb[j].lo, pb[j].hi)) combos.push_back({int(i), int(j), int(m)});
     }
-  const SolverOptions one = single_thread(o);
-  std::vector<SolveResult> found(combos.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
+  std::vector<std::vector<BernsteinPoly>> systems(combos.size());
+#pragma omp parallel for schedule(dynamic, 4) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t k = 0; k < std::int64_t(combos.size()); ++k) {
     const Combo& cb = combos[std::size_t(k)];
     // Variables (u1, v1, u2, v2, t).
     const SurfacePolys s1 = surface_polys(pa[std::size_t(cb.a)], 0, 1, 5), s2 = surface_polys(pb[std::size_t(cb.b)], 2, 3, 5);
     const MotionPiece& m = mp[std::size_t(cb.m)];
     const BernsteinPoly scale = BernsteinPoly::univariate(m.c[0], 4, 5);
-    std::vector<BernsteinPoly> eq;
+    std::vector<BernsteinPoly>& eq = systems[std::size_t(k)];
     for (int c = 0; c < 3; ++c) eq.push_back(scale * s1.x[c] + BernsteinPoly::univariate(m.c[c + 1], 4, 5) - s2.x[c]);
     // Tangent planes agree: both tangents of the moved surface (its scale is positive) are normal to S2's normal.
     const auto n2 = cross(s2.xu, s2.xv);
     eq.push_back(dot(s1.xu, n2));
     eq.push_back(dot(s1.xv, n2));
-    found[std::size_t(k)] = solve_system(eq, one);
   }
+  const std::vector<SolveResult> found = solve_systems(systems, quiet(o));
   ContactResult out;
   for (std::size_t k = 0; k < combos.size(); ++k) {
     if (found[k].status != "complete") out.status = found[k].status;
@@ -328,40 +324,52 @@ SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSur
         if ((gu == 0 && pa[i].iu > 0) || (gv == 0 && pa[i].iv > 0)) continue;  // the neighbour's last row has it
         tasks.push_back({int(i), double(gu) / steps, double(gv) / steps});
       }
-  const SolverOptions one = single_thread(o);
-  std::vector<std::vector<BisectorSample>> found(tasks.size());
-  std::vector<std::string> status(tasks.size(), "complete");
+  // Variables (s, t). D = S1 - S2, delta = -2 D <n1, D> + n1 |D|^2; P - S2 normal to S2: <delta, S2_s> = <delta, S2_t> = 0.
+  struct Foot {
+    Vec3 x1, n1;
+  };
+  std::vector<Foot> feet(tasks.size());
+  std::vector<std::vector<BernsteinPoly>> systems(tasks.size() * pb.size());
+  std::vector<SurfacePolys> s2(pb.size());
+  for (std::size_t j = 0; j < pb.size(); ++j) s2[j] = surface_polys(pb[j], 0, 1, 2);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t k = 0; k < std::int64_t(tasks.size()); ++k) {
     const Task& task = tasks[std::size_t(k)];
-    const SurfacePiece& p = pa[std::size_t(task.piece)];
     const double uv[2] = {task.u, task.v};
-    const SurfacePolys s1 = surface_polys(p, 0, 1, 2);
-    Vec3 x1{}, n1{};
-    {
-      Vec3 xu{}, xv{};
-      for (int c = 0; c < 3; ++c) x1[c] = s1.x[c].evaluate(uv), xu[c] = s1.xu[c].evaluate(uv), xv[c] = s1.xv[c].evaluate(uv);
-      n1 = {xu[1] * xv[2] - xu[2] * xv[1], xu[2] * xv[0] - xu[0] * xv[2], xu[0] * xv[1] - xu[1] * xv[0]};
-    }
-    for (const SurfacePiece& q : pb) {
-      // Variables (s, t). D = S1 - S2, delta = -2 D <n1, D> + n1 |D|^2; P - S2 normal to S2: <delta, S2_s> = <delta, S2_t> = 0.
-      const SurfacePolys s2 = surface_polys(q, 0, 1, 2);
+    const SurfacePolys s1 = surface_polys(pa[std::size_t(task.piece)], 0, 1, 2);
+    Vec3 x1{}, xu{}, xv{};
+    for (int c = 0; c < 3; ++c) x1[c] = s1.x[c].evaluate(uv), xu[c] = s1.xu[c].evaluate(uv), xv[c] = s1.xv[c].evaluate(uv);
+    const Vec3 n1{xu[1] * xv[2] - xu[2] * xv[1], xu[2] * xv[0] - xu[0] * xv[2], xu[0] * xv[1] - xu[1] * xv[0]};
+    feet[std::size_t(k)] = {x1, n1};
+    for (std::size_t j = 0; j < pb.size(); ++j) {
       std::array<BernsteinPoly, 3> d, nc;
       for (int c = 0; c < 3; ++c) {
-        d[c] = BernsteinPoly::constant(2, x1[c]) - s2.x[c];
+        d[c] = BernsteinPoly::constant(2, x1[c]) - s2[j].x[c];
         nc[c] = BernsteinPoly::constant(2, n1[c]);
       }
       const BernsteinPoly g = dot(nc, d), dd = dot(d, d);
       std::array<BernsteinPoly, 3> delta;
       for (int c = 0; c < 3; ++c) delta[c] = -2.0 * (d[c] * g) + n1[c] * dd;
-      const SolveResult r = solve_system({dot(delta, s2.xu), dot(delta, s2.xv)}, one);
-      if (r.status != "complete") status[std::size_t(k)] = r.status;
+      systems[std::size_t(k) * pb.size() + j] = {dot(delta, s2[j].xu), dot(delta, s2[j].xv)};
+    }
+  }
+  const std::vector<SolveResult> solved = solve_systems(systems, quiet(o));
+  std::vector<std::vector<BisectorSample>> found(tasks.size());
+  std::vector<std::string> status(tasks.size(), "complete");
+  for (std::size_t k = 0; k < tasks.size(); ++k) {
+    const Task& task = tasks[k];
+    const SurfacePiece& p = pa[std::size_t(task.piece)];
+    const auto& [x1, n1] = feet[k];
+    for (std::size_t j = 0; j < pb.size(); ++j) {
+      const SurfacePiece& q = pb[j];
+      const SolveResult& r = solved[k * pb.size() + j];
+      if (r.status != "complete") status[k] = r.status;
       for (const auto& root : r.roots) {
         const double* x = root.x.data();
         double dv[3], gd = 0, d2 = 0;
         const double n2 = n1[0] * n1[0] + n1[1] * n1[1] + n1[2] * n1[2];
         for (int c = 0; c < 3; ++c) {
-          dv[c] = d[c].evaluate(x);
+          dv[c] = x1[c] - s2[j].x[c].evaluate(x);
           gd += n1[c] * dv[c];
           d2 += dv[c] * dv[c];
         }
@@ -376,8 +384,8 @@ SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSur
         bs.t = q.v0 + x[1] * (q.v1 - q.v0);
         for (int c = 0; c < 3; ++c) bs.point[c] = x1[c] + lambda * n1[c];
         bool dup = false;  // a foot on a piece edge of S2 is found twice
-        for (const auto& e : found[std::size_t(k)]) dup = dup || (std::abs(e.s - bs.s) + std::abs(e.t - bs.t) <= 1e-10);
-        if (!dup) found[std::size_t(k)].push_back(bs);
+        for (const auto& e : found[k]) dup = dup || (std::abs(e.s - bs.s) + std::abs(e.t - bs.t) <= 1e-10);
+        if (!dup) found[k].push_back(bs);
       }
     }
   }
@@ -395,18 +403,22 @@ CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& 
   std::vector<std::pair<int, int>> pairs;
   for (std::size_t i = 0; i < pa.size(); ++i)
     for (std::size_t j = 0; j < pb.size(); ++j) pairs.emplace_back(int(i), int(j));
-  const SolverOptions one = single_thread(o);
   struct Found {
     std::vector<std::array<double, 2>> st, point;
     std::vector<std::vector<double>> tangent;
     std::string status;
   };
-  std::vector<Found> found(pairs.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
+  // Variables (s, t). The bisector point P solves <P, C1'> = <C1, C1'> and <P, C2'> = <C2, C2'> (on both normals);
+  // by Cramer's rule det P = N, and |P - C1| = |P - C2| times det reads 2 <N, C2 - C1> = det (|C2|^2 - |C1|^2).
+  struct Terms {
+    BernsteinPoly det, nx, ny;
+  };
+  std::vector<Terms> terms(pairs.size());
+  std::vector<std::vector<BernsteinPoly>> systems(pairs.size());
+  std::vector<std::array<std::array<BernsteinPoly, 2>, 2>> tangents_of(pairs.size());
+#pragma omp parallel for schedule(dynamic, 4) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t k = 0; k < std::int64_t(pairs.size()); ++k) {
     const BezierCurve2 &c1 = pa[std::size_t(pairs[std::size_t(k)].first)].curve, &c2 = pb[std::size_t(pairs[std::size_t(k)].second)].curve;
-    // Variables (s, t). The bisector point P solves <P, C1'> = <C1, C1'> and <P, C2'> = <C2, C2'> (on both normals);
-    // by Cramer's rule det P = N, and |P - C1| = |P - C2| times det reads 2 <N, C2 - C1> = det (|C2|^2 - |C1|^2).
     std::array<BernsteinPoly, 2> x1, x2, d1, d2;
     for (int c = 0; c < 2; ++c) {
       std::vector<double> v1, v2;
@@ -417,21 +429,29 @@ CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& 
       d1[c] = derivative(x1[c], 0);
       d2[c] = derivative(x2[c], 1);
     }
-    const BernsteinPoly det = d1[0] * d2[1] - d1[1] * d2[0];
+    Terms& t = terms[std::size_t(k)];
+    t.det = d1[0] * d2[1] - d1[1] * d2[0];
     const BernsteinPoly k1 = x1[0] * d1[0] + x1[1] * d1[1], k2 = x2[0] * d2[0] + x2[1] * d2[1];
-    const BernsteinPoly nx = k1 * d2[1] - d1[1] * k2, ny = d1[0] * k2 - k1 * d2[0];
-    const BernsteinPoly f = 2.0 * (nx * (x2[0] - x1[0]) + ny * (x2[1] - x1[1])) -
-                            det * (x2[0] * x2[0] + x2[1] * x2[1] - x1[0] * x1[0] - x1[1] * x1[1]);
-    const SolutionSetResult r = sample_solution_set({f}, 2, resolution, one);
-    Found& out = found[std::size_t(k)];
-    out.status = r.status;
-    for (const auto& smp : r.samples) {
+    t.nx = k1 * d2[1] - d1[1] * k2;
+    t.ny = d1[0] * k2 - k1 * d2[0];
+    systems[std::size_t(k)] = {2.0 * (t.nx * (x2[0] - x1[0]) + t.ny * (x2[1] - x1[1])) -
+                               t.det * (x2[0] * x2[0] + x2[1] * x2[1] - x1[0] * x1[0] - x1[1] * x1[1])};
+    tangents_of[std::size_t(k)] = {d1, d2};
+  }
+  const std::vector<SolutionSetResult> sets = sample_solution_sets(systems, 2, resolution, quiet(o));
+  std::vector<Found> found(pairs.size());
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const Terms& t = terms[k];
+    const auto& [d1, d2] = tangents_of[k];
+    Found& out = found[k];
+    out.status = sets[k].status;
+    for (const auto& smp : sets[k].samples) {
       const double* x = smp.x.data();
-      const double dt = det.evaluate(x);
+      const double dt = t.det.evaluate(x);
       const double scale = std::hypot(d1[0].evaluate(x), d1[1].evaluate(x)) * std::hypot(d2[0].evaluate(x), d2[1].evaluate(x));
       if (!(std::abs(dt) > 1e-9 * scale)) continue;  // parallel normals: no single bisector point
       out.st.push_back({x[0], x[1]});
-      out.point.push_back({nx.evaluate(x) / dt, ny.evaluate(x) / dt});
+      out.point.push_back({t.nx.evaluate(x) / dt, t.ny.evaluate(x) / dt});
       out.tangent.push_back(smp.tangent);
     }
   }
