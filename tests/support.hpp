@@ -28,6 +28,14 @@ inline std::vector<Device> devices() {
   return d;
 }
 
+// The subdivision solver's engines every conformance test runs: the CPU, and the GPU-resident and hybrid CUDA
+// engines where a device is present (the skip is announced once by test_main).
+inline std::vector<Device> solver_engines() {
+  std::vector<Device> d{Device::Cpu};
+  if (cuda_available()) d.push_back(Device::Cuda), d.push_back(Device::Hybrid);
+  return d;
+}
+
 // ../shared/data, or $PARASURF_DATA where the checkout has no shared/ beside it (the GPU machine).
 inline std::string shared_data(const std::string& rel) {
   const char* env = std::getenv("PARASURF_DATA");

@@ -214,7 +214,7 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
     for (const auto& k : kinks) {
       const BernsteinPoly e = (coord(pa.x, 0, 1) - BernsteinPoly::constant(1, k.point[0])) * dcoord(pa.x, 0, 1) +
                               (coord(pa.y, 0, 1) - BernsteinPoly::constant(1, k.point[1])) * dcoord(pa.y, 0, 1);
-      tasks.push_back({{e}, int(a)});
+      tasks.push_back({{e}, int(a), {}});
     }
     // Two kinks equally far: |A - K1|^2 - |A - K2|^2 = 0, in t.
     for (std::size_t i = 0; i < kinks.size(); ++i)
@@ -222,7 +222,7 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
         const auto &k1 = kinks[i].point, &k2 = kinks[j].point;
         const BernsteinPoly e = -2.0 * ((k1[0] - k2[0]) * coord(pa.x, 0, 1) + (k1[1] - k2[1]) * coord(pa.y, 0, 1)) +
                                 BernsteinPoly::constant(1, k1[0] * k1[0] + k1[1] * k1[1] - k2[0] * k2[0] - k2[1] * k2[1]);
-        tasks.push_back({{e}, int(a)});
+        tasks.push_back({{e}, int(a), {}});
       }
     for (int b : relevant[a]) {
       const Piece& pb = B[std::size_t(b)];

@@ -106,32 +106,41 @@ TEST(Hausdorff, EqualsBruteForceOnRandomCurves) {
   std::mt19937_64 rng(seed);
   for (int trial = 0; trial < 4; ++trial) {
     const BSplineCurve2 a = random_bspline(rng, 5 + int(rng() % 4), 3, 0.0), b = random_bspline(rng, 4 + int(rng() % 5), 2 + int(rng() % 2), 0.4);
-    const HausdorffResult r = hausdorff_distance(a, b);
-    ASSERT_EQ(r.status, "complete");
     const double ab = brute_one_sided(a, b), ba = brute_one_sided(b, a);
-    SCOPED_TRACE("seed " + std::to_string(seed) + " trial " + std::to_string(trial));
-    EXPECT_NEAR(r.a_to_b.distance, ab, 1e-9);
-    EXPECT_NEAR(r.b_to_a.distance, ba, 1e-9);
-    EXPECT_NEAR(r.distance, std::max(ab, ba), 1e-9);
-    // The reported pair: a point of A at its parameter, and the closest point of B.
-    const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
-    const auto from = evaluate(pa, r.a_to_b.t), to = evaluate(pb, r.a_to_b.r);
-    EXPECT_NEAR(std::hypot(from[0] - to[0], from[1] - to[1]), r.a_to_b.distance, 1e-12);
-    // Its distance is the true distance from that point to B (no closer point of B was missed).
-    EXPECT_NEAR(brute_distance(b, from), r.a_to_b.distance, 1e-12);
-    EXPECT_NEAR(brute_distance(a, r.b_to_a.from), r.b_to_a.distance, 1e-12);
+    for (Device engine : test::solver_engines()) {
+      SolverOptions o;
+      o.device = engine;
+      const HausdorffResult r = hausdorff_distance(a, b, o);
+      SCOPED_TRACE(std::string(device_name(engine)) + ": seed " + std::to_string(seed) + " trial " + std::to_string(trial));
+      ASSERT_EQ(r.status, "complete");
+      EXPECT_NEAR(r.a_to_b.distance, ab, 1e-9);
+      EXPECT_NEAR(r.b_to_a.distance, ba, 1e-9);
+      EXPECT_NEAR(r.distance, std::max(ab, ba), 1e-9);
+      // The reported pair: a point of A at its parameter, and the closest point of B.
+      const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
+      const auto from = evaluate(pa, r.a_to_b.t), to = evaluate(pb, r.a_to_b.r);
+      EXPECT_NEAR(std::hypot(from[0] - to[0], from[1] - to[1]), r.a_to_b.distance, 1e-12);
+      // Its distance is the true distance from that point to B (no closer point of B was missed).
+      EXPECT_NEAR(brute_distance(b, from), r.a_to_b.distance, 1e-12);
+      EXPECT_NEAR(brute_distance(a, r.b_to_a.from), r.b_to_a.distance, 1e-12);
+    }
   }
 }
 
 TEST(Hausdorff, SelfBisectorCase) {
+  for (Device engine : test::solver_engines()) {
+  SCOPED_TRACE(std::string("engine ") + device_name(engine));
+  SolverOptions o;
+  o.device = engine;
   // A straight segment above a "W": the farthest point of the segment from the W lies over the W's middle peak's
   // neighbourhood, where two closest points compete (the bisector case); the brute force agrees.
   BezierCurve2 a{{{-1, 1}, {1, 1}}};
   BezierCurve2 b{{{-1, 0}, {-0.5, -1.5}, {0, 1.2}, {0.5, -1.5}, {1, 0}}};
-  const HausdorffResult r = hausdorff_distance(a, b);
+  const HausdorffResult r = hausdorff_distance(a, b, o);
   BSplineCurve2 sa{1, {0, 0, 1, 1}, a.points}, sb{4, {0, 0, 0, 0, 0, 1, 1, 1, 1, 1}, b.points};
   EXPECT_NEAR(r.a_to_b.distance, brute_one_sided(sa, sb), 1e-9);
   EXPECT_NEAR(r.b_to_a.distance, brute_one_sided(sb, sa), 1e-9);
+  }
 }
 
 // ------------------------------------------------------------------------------------------------ surfaces
@@ -186,7 +195,11 @@ double distance3(const std::array<double, 3>& a, const std::array<double, 3>& b)
 }
 
 TEST(SurfaceIntersection, ParaboloidMeetsPlaneInOneClosedCircle) {
-  const SurfaceIntersectionResult r = intersect_surfaces(paraboloid(0), plane_z(0.5, 1.5));
+  for (Device engine : test::solver_engines()) {
+  SCOPED_TRACE(std::string("engine ") + device_name(engine));
+  SolverOptions o;
+  o.device = engine;
+  const SurfaceIntersectionResult r = intersect_surfaces(paraboloid(0), plane_z(0.5, 1.5), 1.0 / 64, o);
   ASSERT_EQ(r.status, "complete");
   ASSERT_EQ(r.curves.size(), 1u);
   const IntersectionCurve& c = r.curves[0];
@@ -200,15 +213,20 @@ TEST(SurfaceIntersection, ParaboloidMeetsPlaneInOneClosedCircle) {
   EXPECT_LT(worst, 1e-10);
   // The polyline follows the circle in order: its length is the circumference, less the chord defect.
   EXPECT_NEAR(length, 2 * M_PI * std::sqrt(0.5), 0.01 * 2 * M_PI * std::sqrt(0.5));
-  std::printf("  paraboloid x plane: %zu points, closed, off the circle by %.2g, length %.6f (circle %.6f)\n", c.points.size(), worst,
+  std::printf("  %s: paraboloid x plane: %zu points, closed, off the circle by %.2g, length %.6f (circle %.6f)\n", device_name(engine), c.points.size(), worst,
               length, 2 * M_PI * std::sqrt(0.5));
+  }
 }
 
 TEST(SurfaceIntersection, PointsLieOnBothBSplineSurfaces) {
+  for (Device engine : test::solver_engines()) {
+  SCOPED_TRACE(std::string("engine ") + device_name(engine));
+  SolverOptions o;
+  o.device = engine;
   const std::uint64_t seed = test::run_seed() + 33;
   std::mt19937_64 rng(seed);
   const BSplineSurface a = wavy(rng, 0.0), b = wavy(rng, 0.1);
-  const SurfaceIntersectionResult r = intersect_surfaces(a, b);
+  const SurfaceIntersectionResult r = intersect_surfaces(a, b, 1.0 / 64, o);
   ASSERT_EQ(r.status, "complete");
   ASSERT_FALSE(r.curves.empty()) << "seed " << seed;
   double worst = 0, gap = 0;
@@ -222,8 +240,9 @@ TEST(SurfaceIntersection, PointsLieOnBothBSplineSurfaces) {
     }
   EXPECT_LT(worst, 1e-10) << "seed " << seed;
   EXPECT_LT(gap, 0.2) << "seed " << seed;  // consecutive points are neighbours along the curve
-  std::printf("  wavy surfaces (seed %llu): %zu curve(s), %zu points, on both surfaces within %.2g\n", (unsigned long long)seed,
+  std::printf("  %s: wavy surfaces (seed %llu): %zu curve(s), %zu points, on both surfaces within %.2g\n", device_name(engine), (unsigned long long)seed,
               r.curves.size(), points, worst);
+  }
 }
 
 Motion linear_motion(std::array<double, 4> from, std::array<double, 4> to) {
@@ -239,8 +258,12 @@ Motion linear_motion(std::array<double, 4> from, std::array<double, 4> to) {
 }
 
 TEST(Contacts, ScaledParaboloidTouchesPlaneAtItsVertex) {
+  for (Device engine : test::solver_engines()) {
+  SCOPED_TRACE(std::string("engine ") + device_name(engine));
+  SolverOptions o;
+  o.device = engine;
   // scale 1 + 0.2 t, translation (0.1 t, 0, -2 t): the vertex z = scale reaches z = 0 at t = 1 / 1.8.
-  const ContactResult r = contact_points(paraboloid(1.0), plane_z(0, 2), linear_motion({1, 0, 0, 0}, {1.2, 0.1, 0, -2}));
+  const ContactResult r = contact_points(paraboloid(1.0), plane_z(0, 2), linear_motion({1, 0, 0, 0}, {1.2, 0.1, 0, -2}), o);
   ASSERT_EQ(r.status, "complete");
   ASSERT_EQ(r.contacts.size(), 1u);
   const ContactPoint& c = r.contacts[0];
@@ -251,9 +274,14 @@ TEST(Contacts, ScaledParaboloidTouchesPlaneAtItsVertex) {
   EXPECT_NEAR(c.point[0], 0.1 * t, 1e-12);
   EXPECT_NEAR(c.point[1], 0, 1e-12);
   EXPECT_NEAR(c.point[2], 0, 1e-12);
+  }
 }
 
 TEST(Contacts, SatisfyAllFiveEquations) {
+  for (Device engine : test::solver_engines()) {
+  SCOPED_TRACE(std::string("engine ") + device_name(engine));
+  SolverOptions o;
+  o.device = engine;
   const std::uint64_t seed = test::run_seed() + 34;
   std::mt19937_64 rng(seed);
   const BSplineSurface a = wavy(rng, 0.0), b = wavy(rng, 0.0);
@@ -262,7 +290,7 @@ TEST(Contacts, SatisfyAllFiveEquations) {
   Motion m;
   m.knots = {0, 0, 0, 0, 0.25, 0.5, 0.75, 1, 1, 1, 1};
   for (int i = 0; i < 7; ++i) m.points.push_back({0.8 + 0.05 * i, u(rng), u(rng), 1.6 - 0.5 * i});
-  const ContactResult r = contact_points(a, b, m);
+  const ContactResult r = contact_points(a, b, m, o);
   ASSERT_EQ(r.status, "complete") << "seed " << seed;
   ASSERT_FALSE(r.contacts.empty()) << "seed " << seed;
   // Independent check by de Boor evaluation and central differences for the tangents.
@@ -300,14 +328,19 @@ TEST(Contacts, SatisfyAllFiveEquations) {
   }
   EXPECT_LT(worst_position, 1e-10) << "seed " << seed;
   EXPECT_LT(worst_normal, 1e-7) << "seed " << seed;  // central differences of step 1e-6
-  std::printf("  %zu contact(s) (seed %llu, %lld systems): positions within %.2g, tangent planes within %.2g\n", r.contacts.size(),
+  std::printf("  %s: %zu contact(s) (seed %llu, %lld systems): positions within %.2g, tangent planes within %.2g\n", device_name(engine), r.contacts.size(),
               (unsigned long long)seed, (long long)r.combinations, worst_position, worst_normal);
+  }
 }
 
 TEST(Bisectors, SurfaceSamplesAreEquidistantFeet) {
+  for (Device engine : test::solver_engines()) {
+  SCOPED_TRACE(std::string("engine ") + device_name(engine));
+  SolverOptions o;
+  o.device = engine;
   // The plane z = 0 and a paraboloid above it: the bisector is a surface between them.
   const BSplineSurface plane = plane_z(0, 1), cup = paraboloid(1.0);
-  const SurfaceBisectorResult r = surface_bisector(plane, cup);
+  const SurfaceBisectorResult r = surface_bisector(plane, cup, 1.0 / 16, o);
   ASSERT_EQ(r.status, "complete");
   ASSERT_GT(r.samples.size(), 100u);
   double worst = 0;
@@ -321,14 +354,19 @@ TEST(Bisectors, SurfaceSamplesAreEquidistantFeet) {
     worst = std::max({worst, std::abs(d[0] + 2 * p2[0] * d[2]), std::abs(d[1] + 2 * p2[1] * d[2])});
   }
   EXPECT_LT(worst, 1e-9);
-  std::printf("  plane/paraboloid bisector: %zu samples, equidistant feet within %.2g\n", r.samples.size(), worst);
+  std::printf("  %s: plane/paraboloid bisector: %zu samples, equidistant feet within %.2g\n", device_name(engine), r.samples.size(), worst);
+  }
 }
 
 TEST(Bisectors, CurveBisectorPointsAreEquidistantFeet) {
+  for (Device engine : test::solver_engines()) {
+  SCOPED_TRACE(std::string("engine ") + device_name(engine));
+  SolverOptions o;
+  o.device = engine;
   const std::uint64_t seed = test::run_seed() + 35;
   std::mt19937_64 rng(seed);
   const BSplineCurve2 a = random_bspline(rng, 6, 3, 0.0), b = random_bspline(rng, 5, 2, 1.2);
-  const CurveBisectorResult r = curve_bisector(a, b);
+  const CurveBisectorResult r = curve_bisector(a, b, 1.0 / 128, o);
   ASSERT_EQ(r.status, "complete");
   ASSERT_FALSE(r.curves.empty());
   const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
@@ -342,8 +380,39 @@ TEST(Bisectors, CurveBisectorPointsAreEquidistantFeet) {
       worst = std::max(worst, std::abs(d1 - d2) / (1 + d1));
     }
   EXPECT_LT(worst, 1e-9) << "seed " << seed;
-  std::printf("  curve bisector (seed %llu): %zu polyline(s), %zu points, equidistant within %.2g\n", (unsigned long long)seed,
+  std::printf("  %s: curve bisector (seed %llu): %zu polyline(s), %zu points, equidistant within %.2g\n", device_name(engine), (unsigned long long)seed,
               r.curves.size(), points, worst);
+  }
+}
+
+TEST(Engines, SameRootsFromEveryEngine) {
+  const auto engines = test::solver_engines();
+  if (engines.size() < 2) GTEST_SKIP() << "no CUDA device: only the CPU engine runs here";
+  const std::uint64_t seed = test::run_seed() + 36;
+  std::mt19937_64 rng(seed);
+  const BSplineSurface a = wavy(rng, 0.0), b = wavy(rng, 0.0);
+  Motion m;
+  m.knots = {0, 0, 0, 0, 0.25, 0.5, 0.75, 1, 1, 1, 1};
+  std::uniform_real_distribution<double> u(-0.3, 0.3);
+  for (int i = 0; i < 7; ++i) m.points.push_back({0.8 + 0.05 * i, u(rng), u(rng), 1.6 - 0.5 * i});
+  std::vector<ContactResult> results;
+  for (Device engine : engines) {
+    SolverOptions o;
+    o.device = engine;
+    results.push_back(contact_points(a, b, m, o));
+  }
+  for (std::size_t e = 1; e < engines.size(); ++e) {
+    SCOPED_TRACE(std::string(device_name(engines[e])) + " against cpu, seed " + std::to_string(seed));
+    ASSERT_EQ(results[e].contacts.size(), results[0].contacts.size());
+    for (std::size_t i = 0; i < results[0].contacts.size(); ++i) {
+      const auto &p = results[0].contacts[i], &q = results[e].contacts[i];
+      EXPECT_NEAR(p.t, q.t, 1e-10);
+      EXPECT_NEAR(p.u1, q.u1, 1e-10);
+      EXPECT_NEAR(p.v1, q.v1, 1e-10);
+      EXPECT_NEAR(p.u2, q.u2, 1e-10);
+      EXPECT_NEAR(p.v2, q.v2, 1e-10);
+    }
+  }
 }
 
 }  // namespace

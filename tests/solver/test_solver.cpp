@@ -52,6 +52,10 @@ TEST(Bernstein, AlgebraMatchesEvaluation) {
 }
 
 TEST(Solver, RandomSystemsWithKnownRoots) {
+  for (Device engine : test::solver_engines()) {
+  SCOPED_TRACE(std::string("engine ") + device_name(engine));
+  SolverOptions o;
+  o.device = engine;
   // (x - a)(x - b) ... products of linear factors give roots known exactly.
   std::mt19937_64 rng(test::run_seed() + 21);
   std::uniform_real_distribution<double> u(0.05, 0.95);
@@ -62,7 +66,7 @@ TEST(Solver, RandomSystemsWithKnownRoots) {
     auto k = [](double v) { return BernsteinPoly::constant(2, v); };
     const BernsteinPoly f1 = (x - k(a)) * (x - k(b));
     const BernsteinPoly f2 = y - k(c) + 0.1 * (x - k(a));
-    const SolveResult r = solve_system({f1, f2});
+    const SolveResult r = solve_system({f1, f2}, o);
     std::vector<std::array<double, 2>> want{{a, c}};
     const double y2 = c - 0.1 * (b - a);
     if (y2 >= 0 && y2 <= 1 && std::abs(a - b) > 1e-6) want.push_back({b, y2});
@@ -77,16 +81,17 @@ TEST(Solver, RandomSystemsWithKnownRoots) {
   // A double root is reported once, as a tangent.
   const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 1);
   const BernsteinPoly sq = (x - BernsteinPoly::constant(1, 0.3)) * (x - BernsteinPoly::constant(1, 0.3));
-  const SolveResult r = solve_system({sq});
+  const SolveResult r = solve_system({sq}, o);
   ASSERT_EQ(r.roots.size(), 1u);
   EXPECT_NEAR(r.roots[0].x[0], 0.3, 1e-6);
   EXPECT_EQ(r.roots[0].multiplicity_hint, 2);
   // Infinitely many solutions: a region, never a stream of points.
   const BernsteinPoly xx = BernsteinPoly::univariate({0, 1}, 0, 2), yy = BernsteinPoly::univariate({0, 1}, 1, 2);
-  const SolveResult line = solve_system({xx - yy, 2.0 * (xx - yy)});
+  const SolveResult line = solve_system({xx - yy, 2.0 * (xx - yy)}, o);
   EXPECT_TRUE(line.roots.empty());
   ASSERT_FALSE(line.regions.empty());
   EXPECT_EQ(line.status, "complete");
+  }
 }
 
 TEST(Solver, BadInputIsRefused) {
@@ -107,6 +112,10 @@ BezierCurve2 arc(double a0, double a1, double r, double bulge) {
 
 TEST(Solver, RayTrapsObeyTheReflectionLaw) {
   const double pi = 3.14159265358979323846, w = pi / 6;
+  for (Device engine : test::solver_engines()) {
+  SCOPED_TRACE(std::string("engine ") + device_name(engine));
+  SolverOptions o;
+  o.device = engine;
   std::mt19937_64 rng(test::run_seed() + 22);
   std::uniform_real_distribution<double> u(-0.05, 0.05);
   int traps = 0;
@@ -116,7 +125,7 @@ TEST(Solver, RayTrapsObeyTheReflectionLaw) {
       const double c = pi / 2 + i * 2 * pi / 3;
       curves.push_back(arc(c - w, c + w, 1.0 + u(rng), u(rng)));
     }
-    const RayTrapResult r = ray_traps(curves);
+    const RayTrapResult r = ray_traps(curves, o);
     ASSERT_EQ(r.status.substr(0, 8), "complete") << r.status;
     for (const auto& t : r.traps) {
       ++traps;
@@ -136,7 +145,8 @@ TEST(Solver, RayTrapsObeyTheReflectionLaw) {
     }
   }
   EXPECT_GT(traps, 0);
-  std::printf("  %d ray traps of 3 quadratic mirrors, each obeying the reflection law\n", traps);
+  std::printf("  %s: %d ray traps of 3 quadratic mirrors, each obeying the reflection law\n", device_name(engine), traps);
+  }
 }
 
 // Cox-de Boor reference for a B-spline curve point.
@@ -231,14 +241,17 @@ TEST(Solver, BezierPackageCurveIntersections) {
     for (std::size_t i = 0; i < cp[0].size(); ++i) c.points.push_back({parse_number(cp[0][i]), parse_number(cp[1][i])});
     curves[item.key()] = c;
   }
+  for (Device engine : test::solver_engines()) {
+  SolverOptions o;
+  o.device = engine;
   int cases = 0;
   double worst_standard = 0, worst_tangent = 0;
   for (const auto& inter : doc["intersections"]) {
     const std::string type = inter["type"];
     const auto& c1 = curves.at(inter["curve1"].get<std::string>());
     const auto& c2 = curves.at(inter["curve2"].get<std::string>());
-    const CurveIntersectionResult r = intersect_curves(c1, c2);
-    SCOPED_TRACE("case " + std::to_string(inter["id"].get<int>()) + " (" + type + ")");
+    const CurveIntersectionResult r = intersect_curves(c1, c2, o);
+    SCOPED_TRACE(std::string(device_name(engine)) + ": case " + std::to_string(inter["id"].get<int>()) + " (" + type + ")");
     ++cases;
     EXPECT_EQ(r.status, "complete");
     std::vector<std::array<double, 2>> want;
@@ -261,7 +274,9 @@ TEST(Solver, BezierPackageCurveIntersections) {
     }
   }
   EXPECT_EQ(cases, 27);
-  std::printf("  %d curve pairs: standard roots within %.3g, tangent roots within %.3g\n", cases, worst_standard, worst_tangent);
+  std::printf("  %s: %d curve pairs: standard roots within %.3g, tangent roots within %.3g\n", device_name(engine), cases, worst_standard,
+              worst_tangent);
+  }
 }
 
 }  // namespace
