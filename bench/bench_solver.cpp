@@ -14,6 +14,7 @@
 #include "parasurf/commands.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/engine.hpp"
 
 namespace parasurf::cli {
 
@@ -120,7 +121,7 @@ nlohmann::json surface_json(const BSplineSurface& s) {
 
 void add_bench_solver(CLI::App& bench) {
   struct Args {
-    std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors", curves = "3,4,5", inputs;
+    std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors", curves = "3,4,5", inputs, engines = "all";
     int threads = 0, repeat = 3;
     double max_seconds = 120;
   };
@@ -128,6 +129,7 @@ void add_bench_solver(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("solver", "Subdivision solver: the experiments of Park et al. 2011 (section 6) beside the paper's GPU times");
   cmd->add_option("--experiments", a->experiments, "Comma-separated: hausdorff, contacts, ssi, raytraps, bisectors");
   cmd->add_option("--curves", a->curves, "Ray traps: numbers of curves k, comma-separated (3..6)");
+  cmd->add_option("--engines", a->engines, "Comma-separated: cpu, cuda (GPU-resident), hybrid; all = every available one");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_option("--repeat", a->repeat, "Runs per experiment (the fastest is reported)");
   cmd->add_option("--max-seconds", a->max_seconds, "Time limit per run");
@@ -135,8 +137,23 @@ void add_bench_solver(CLI::App& bench) {
   cmd->add_option("--json", a->json, "Write the figures as JSON");
   cmd->callback([a] {
     const int threads = cpu_thread_count(a->threads);
-    std::printf("solver benchmark: CPU engine, %d threads; paper = Park et al. 2011 on a GTX 580 (GPU engines: not yet)\n", threads);
-    std::printf("  %-34s %10s %9s %12s %12s  %s\n", "experiment", "ms", "results", "paper GPU ms", "paper / ours", "status");
+    std::vector<Device> engines;
+    if (a->engines == "all") {
+      engines.push_back(Device::Cpu);
+      if (cuda_available()) engines.push_back(Device::Cuda), engines.push_back(Device::Hybrid);
+    } else {
+      for (const auto& e : split(a->engines)) engines.push_back(parse_device(e));
+    }
+    std::string gpu = "none";
+    if (cuda_available()) gpu = cuda_devices()[0].name;
+    std::printf("solver benchmark: CPU %d threads, GPU %s; paper = Park et al. 2011 on a GTX 580 (hybrid CPU+GPU solver)\n", threads,
+                gpu.c_str());
+    if (!cuda_available()) std::printf("  (no CUDA device: %s; GPU engines skipped)\n", cuda_unavailable_reason().c_str());
+    // The GPU floor: the node coefficients the engine must read and write, at the copy bandwidth measured now.
+    const double bandwidth = cuda_available() ? measure_cuda_copy_bandwidth(0, 256ull << 20) : 0;
+    if (bandwidth > 0) std::printf("  device copy bandwidth %.0f GB/s (GPU floor = bytes of node coefficients moved / bandwidth)\n", bandwidth / 1e9);
+    std::printf("  %-34s %-7s %10s %9s %12s %12s %8s %9s  %s\n", "experiment", "engine", "ms", "results", "paper GPU ms", "paper / ours",
+                "levels", "x floor", "status");
     nlohmann::json rows = nlohmann::json::array();
     SolverOptions o;
     o.threads = a->threads;
@@ -145,22 +162,36 @@ void add_bench_solver(CLI::App& bench) {
     auto save = [&](const std::string& name, const nlohmann::json& doc) {
       if (!a->inputs.empty()) write_report((std::filesystem::path(a->inputs) / (name + ".json")).string(), doc.dump(1) + "\n");
     };
-    // Runs f `repeat` times and reports the fastest, as (ms, result count, status).
+    // Runs f `repeat` times per engine (after one warm-up run) and reports the fastest, as (ms, result count, status).
     auto run = [&](const std::string& label, const std::string& id, double paper, auto&& f) {
-      double best = 1e300;
-      std::size_t count = 0;
-      std::string status;
-      for (int r = 0; r < std::max(1, a->repeat); ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        const auto [n, st] = f();
-        best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-        count = n;
-        status = st;
+      for (Device engine : engines) {
+        if (engine != Device::Cpu && !cuda_available()) continue;
+        o.device = engine;
+        double best = 1e300;
+        std::size_t count = 0;
+        std::string status;
+        f();
+        solver::GpuTraffic before{}, after{};
+        for (int r = 0; r < std::max(1, a->repeat); ++r) {
+          before = solver::gpu_traffic();
+          const auto t0 = std::chrono::steady_clock::now();
+          const auto [n, st] = f();
+          best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+          after = solver::gpu_traffic();
+          count = n;
+          status = st;
+        }
+        const double bytes = double(after.bytes - before.bytes), floor_ms = bandwidth > 0 ? 1e3 * bytes / bandwidth : 0;
+        const long long levels = after.levels - before.levels;
+        char over_floor[32] = "-";
+        if (engine != Device::Cpu && floor_ms > 0) std::snprintf(over_floor, sizeof over_floor, "%.0f", best / floor_ms);
+        std::printf("  %-34s %-7s %10.2f %9zu %12.0f %12.2f %8lld %9s  %s\n", label.c_str(), device_name(engine), best, count, paper, paper / best,
+                    levels, over_floor, status.c_str());
+        std::fflush(stdout);
+        rows.push_back({{"experiment", id}, {"label", label}, {"engine", device_name(engine)}, {"ms", best}, {"results", count},
+                        {"status", status}, {"paper_gpu_ms", paper}, {"paper_over_ours", paper / best}, {"threads", threads}, {"gpu", gpu},
+                        {"gpu_bytes", bytes}, {"gpu_levels", levels}, {"floor_ms", floor_ms}});
       }
-      std::printf("  %-34s %10.2f %9zu %12.0f %12.2f  %s\n", label.c_str(), best, count, paper, paper / best, status.c_str());
-      std::fflush(stdout);
-      rows.push_back({{"experiment", id}, {"label", label}, {"ms", best}, {"results", count}, {"status", status}, {"paper_gpu_ms", paper},
-                      {"paper_over_ours", paper / best}, {"engine", "cpu"}, {"threads", threads}});
     };
     const auto wanted = split(a->experiments);
     auto want = [&](const char* e) { return std::find(wanted.begin(), wanted.end(), e) != wanted.end(); };
@@ -222,7 +253,7 @@ void add_bench_solver(CLI::App& bench) {
     std::printf("  results: Hausdorff = candidates measured, contacts = points, SSI = polyline points, ray traps = traps, "
                 "bisector = samples\n");
     if (!a->json.empty())
-      write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"device", "cpu"}, {"threads", threads}, {"results", rows}}.dump(2) + "\n");
+      write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"gpu", gpu}, {"threads", threads}, {"results", rows}}.dump(2) + "\n");
   });
 }
 

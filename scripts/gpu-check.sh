@@ -40,12 +40,25 @@ skipped=$(grep -c "Skipped" "$OUT/ctest.log")
 note "ctest skipped" "$skipped"
 grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
 
-san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*:IsosurfaceLabels.*:Ffd.*'
+solver_filter='Solver.*:Hausdorff.*:SurfaceIntersection.*:Contacts.*:Bisectors.*:Engines.*'
+san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*:IsosurfaceLabels.*:Ffd.*:'"$solver_filter"
+[ "${SOLVER_ONLY:-0}" = 1 ] && san_filter=$solver_filter
 for tool in memcheck racecheck; do
   compute-sanitizer --tool $tool --error-exitcode 99 $tests --gtest_filter="$san_filter" >"$OUT/sanitizer-$tool.log" 2>&1
   rc=$?
   note "compute-sanitizer $tool" "$([ $rc -eq 0 ] && echo 'clean' || echo "rc=$rc") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
 done
+
+# subdivision solver: the paper's experiments on the CPU engine (all threads) and both GPU engines
+$exe bench solver ${SOLVER_BENCH_EXTRA:-} --json "$OUT/bench-solver.json" >"$OUT/bench-solver.log" 2>&1
+note "bench solver" "rc=$?"
+echo; echo "== solver"
+cat "$OUT/bench-solver.log"
+if [ "${SOLVER_ONLY:-0}" = 1 ]; then
+  echo; echo "================ summary ================"
+  for row in "${summary[@]}"; do printf '%-28s %s\n' "${row%%|*}" "${row#*|}"; done
+  exit 0
+fi
 
 # free-form deformation: the paper's interactive loop on spheres and the bunny, CPU (all threads and one) and CUDA
 fmesh=""; [ -f .data/meshes/stanford-bunny.obj ] && fmesh="--meshes .data/meshes/stanford-bunny.obj"

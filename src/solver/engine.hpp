@@ -1,6 +1,7 @@
 // The subdivision engines behind solve_systems and sample_solution_sets: the CPU engine (solver.cpp) and the CUDA
 // engines (solver_cuda.cu), which return the same cells so that one host finish (Newton, clustering) serves all.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,5 +24,12 @@ struct Subdivision {
 // level's node list, as in Park et al. 2011; otherwise the levels stay on the GPU (compaction by a device scan).
 std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinPoly>>& polys, int equations, int variables, bool square,
                                         const SolverOptions& options, bool hybrid);
+
+// Work of the GPU engines since the process started, for the benchmark's floor: bytes of node coefficients
+// that had to be read and written, levels (each a device round trip) and cells tested.
+struct GpuTraffic {
+  std::int64_t bytes = 0, levels = 0, cells = 0;
+};
+GpuTraffic gpu_traffic();
 
 }  // namespace parasurf::solver

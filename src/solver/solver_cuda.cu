@@ -9,6 +9,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -214,6 +215,8 @@ struct GrowingBuffer {
   }
 };
 
+std::atomic<std::int64_t> g_bytes{0}, g_levels{0}, g_cells{0};
+
 void upload_weights() {
   static bool done = false;  // per process; the constant is per device (device 0 here)
   if (done) return;
@@ -366,6 +369,10 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
     PS_CUDA_LAUNCH("splitting solver nodes");
     finished += outs;
     candidates += std::int64_t(lc.candidates);
+    // Every node's coefficients read by the test, the split nodes' read again and their children's written.
+    g_bytes += (std::int64_t(n) + 3 * splits) * sh.block * std::int64_t(sizeof(double));
+    g_levels += 1;
+    g_cells += n;
     if (status != "complete") break;
     cur = nxt;
     count = 2 * splits;
@@ -398,5 +405,7 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
   }
   return out;
 }
+
+GpuTraffic gpu_traffic() { return {g_bytes.load(), g_levels.load(), g_cells.load()}; }
 
 }  // namespace parasurf::solver

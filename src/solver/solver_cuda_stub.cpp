@@ -6,4 +6,5 @@ namespace parasurf::solver {
 std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinPoly>>&, int, int, bool, const SolverOptions&, bool) {
   throw Error(ErrorKind::Device, "this build has no CUDA backend (configure with a CUDA toolkit)");
 }
+GpuTraffic gpu_traffic() { return {}; }
 }  // namespace parasurf::solver
