@@ -30,9 +30,13 @@ PS_HD Range derivative_range(const double* c, int count, int degree_var, int inn
   return r;
 }
 
-// The halves of p over [0, 1/2] and [1/2, 1] along var (de Casteljau at 1/2, exact up to rounding). Lines along
-// var have degree_var + 1 coefficients spaced `inner` apart; at most 64 per line.
-PS_HD void split_half(const double* c, double* left, double* right, int count, int degree_var, int inner) {
+// The solver splits cells a little off their middle: roots at simple fractions (1/2, 1/4, 3/4, ...), common in
+// real inputs, would otherwise fall exactly on cell faces, where no test can prove them inside one cell.
+constexpr double kSplitAt = 0.5 - 1.0 / 3072;
+
+// The parts of p over [0, tau] and [tau, 1] along var (de Casteljau at tau). Lines along var have degree_var + 1
+// coefficients spaced `inner` apart; at most 64 per line.
+PS_HD void split_at(const double* c, double* left, double* right, int count, int degree_var, int inner, double tau) {
   const int n = degree_var + 1, line = n * inner;
   double w[64];
   for (int base = 0; base < count; base += line)
@@ -42,7 +46,7 @@ PS_HD void split_half(const double* c, double* left, double* right, int count, i
       left[at] = w[0];
       right[at + (n - 1) * inner] = w[n - 1];
       for (int r = 1; r < n; ++r) {
-        for (int i = 0; i + r < n; ++i) w[i] = 0.5 * (w[i] + w[i + 1]);
+        for (int i = 0; i + r < n; ++i) w[i] = (1 - tau) * w[i] + tau * w[i + 1];
         left[at + r * inner] = w[0];
         right[at + (n - 1 - r) * inner] = w[n - 1 - r];
       }
@@ -51,19 +55,28 @@ PS_HD void split_half(const double* c, double* left, double* right, int count, i
 
 enum class CellTest { Empty, Unique, Unknown };
 
+// Rounding bound of a Bernstein polynomial's value from its largest coefficient and total degree (de Casteljau's
+// convex combinations lose about one unit in the last place per step).
+PS_HD double evaluation_error(double largest_coefficient, int total_degree) { return 4e-16 * (total_degree + 2) * largest_coefficient; }
+
 // Krawczyk's test on a cell in its local coordinates [0, 1]^n (Krawczyk 1969; Moore, "Interval analysis"): with J
 // the interval Jacobian over the cell (n x n, row = equation), f(m) the values at the centre m and Y the inverse
 // of J's midpoint, K = m - Y f(m) + (I - Y J)([0, 1]^n - m). A root in the cell lies in K, so K outside the cell
 // proves none; K inside the cell's interior proves exactly one, to which Newton from m converges.
-PS_HD CellTest krawczyk_test(int n, const Range* jac, const double* f_mid) {
+// f_err bounds the rounding error of f_mid; it widens K, so that values lost in rounding (near tangent roots, where
+// f is tiny over a whole region) never prove a root.
+PS_HD CellTest krawczyk_test(int n, const Range* jac, const double* f_mid, const double* f_err) {
   double a[6][12];  // [mid J | I], reduced to [I | Y] by Gauss-Jordan with partial pivoting
   for (int i = 0; i < n; ++i)
     for (int k = 0; k < 2 * n; ++k) a[i][k] = k < n ? 0.5 * (jac[i * n + k].lo + jac[i * n + k].hi) : (k - n == i ? 1.0 : 0.0);
+  double biggest = 0;
+  for (int i = 0; i < n; ++i)
+    for (int k = 0; k < n; ++k) biggest = biggest > (a[i][k] < 0 ? -a[i][k] : a[i][k]) ? biggest : (a[i][k] < 0 ? -a[i][k] : a[i][k]);
   for (int c = 0; c < n; ++c) {
     int pivot = c;
     for (int r = c + 1; r < n; ++r) pivot = (a[r][c] < 0 ? -a[r][c] : a[r][c]) > (a[pivot][c] < 0 ? -a[pivot][c] : a[pivot][c]) ? r : pivot;
     const double p = a[pivot][c];
-    if (!(p > 1e-300 || p < -1e-300)) return CellTest::Unknown;
+    if (!(p > 1e-12 * biggest || p < -1e-12 * biggest)) return CellTest::Unknown;  // singular midpoint Jacobian
     for (int k = 0; k < 2 * n; ++k) {
       const double t = a[c][k];
       a[c][k] = a[pivot][k];
@@ -79,7 +92,10 @@ PS_HD CellTest krawczyk_test(int n, const Range* jac, const double* f_mid) {
   bool inside = true;
   for (int i = 0; i < n; ++i) {
     double centre = 0.5, radius = 0;
-    for (int j = 0; j < n; ++j) centre -= a[i][n + j] * f_mid[j];
+    for (int j = 0; j < n; ++j) {
+      centre -= a[i][n + j] * f_mid[j];
+      radius += (a[i][n + j] < 0 ? -a[i][n + j] : a[i][n + j]) * f_err[j];
+    }
     for (int k = 0; k < n; ++k) {
       double lo = i == k ? 1.0 : 0.0, hi = lo;  // (I - Y J)_ik as an interval
       for (int j = 0; j < n; ++j) {
@@ -87,7 +103,8 @@ PS_HD CellTest krawczyk_test(int n, const Range* jac, const double* f_mid) {
         lo += p < q ? p : q;
         hi += p < q ? q : p;
       }
-      radius += 0.5 * ((lo < 0 ? -lo : lo) > (hi < 0 ? -hi : hi) ? (lo < 0 ? -lo : lo) : (hi < 0 ? -hi : hi));
+      const double mag = (lo < 0 ? -lo : lo) > (hi < 0 ? -hi : hi) ? (lo < 0 ? -lo : lo) : (hi < 0 ? -hi : hi);
+      radius += 0.5 * mag;
     }
     if (!(radius == radius) || !(centre == centre)) return CellTest::Unknown;
     // Margins of 1e-9 of the cell keep rounding in f(m) from excluding a root on the cell's face.

@@ -158,10 +158,16 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
       for (int i = 0; i < m; ++i)
         for (int k = 0; k < n; ++k) jac[i * n + k] = solverk::derivative_range(eqs[i].coef.data(), int(eqs[i].coef.size()), eqs[i].degree[k], inner_size(eqs[i], k));
       if (square) {
-        double f_mid[6];
+        double f_mid[6], f_err[6];
         const double half[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
-        for (int i = 0; i < m; ++i) f_mid[i] = eqs[i].evaluate(half);
-        const solverk::CellTest test = solverk::krawczyk_test(n, jac, f_mid);
+        for (int i = 0; i < m; ++i) {
+          f_mid[i] = eqs[i].evaluate(half);
+          const Interval r = coef_range(eqs[i]);
+          int total = 0;
+          for (int d : eqs[i].degree) total += d;
+          f_err[i] = solverk::evaluation_error(std::max(std::abs(r.lo), std::abs(r.hi)), total);
+        }
+        const solverk::CellTest test = solverk::krawczyk_test(n, jac, f_mid, f_err);
         if (test == solverk::CellTest::Empty) continue;
         if (test == solverk::CellTest::Unique) {
           std::vector<double> x(static_cast<std::size_t>(n));
@@ -190,7 +196,7 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
         if (!square) var = var * (cell.hi[k] - cell.lo[k]) + 1e-300 * (cell.hi[k] - cell.lo[k]);
         if (var > best) best = var, axis = k;
       }
-      const double mid = 0.5 * (cell.lo[axis] + cell.hi[axis]);
+      const double mid = cell.lo[axis] + solverk::kSplitAt * (cell.hi[axis] - cell.lo[axis]);
       Cell left{cell.lo, cell.hi, {}}, right{cell.lo, cell.hi, {}};
       left.hi[axis] = mid;
       right.lo[axis] = mid;
@@ -198,7 +204,8 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
       right.f = cell.f;
       for (std::size_t i = 0; i < cell.f.size(); ++i) {
         const BernsteinPoly& f = cell.f[i];
-        solverk::split_half(f.coef.data(), left.f[i].coef.data(), right.f[i].coef.data(), int(f.coef.size()), f.degree[axis], inner_size(f, axis));
+        solverk::split_at(f.coef.data(), left.f[i].coef.data(), right.f[i].coef.data(), int(f.coef.size()), f.degree[axis], inner_size(f, axis),
+                          solverk::kSplitAt);
       }
       children[tid].push_back(std::move(left));
       children[tid].push_back(std::move(right));
@@ -341,8 +348,9 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   std::vector<std::size_t> order(m);
   std::iota(order.begin(), order.end(), 0);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return candidates[a].first[0] < candidates[b].first[0]; });
-  // Cells of one high-order tangency can be separated by excluded cells of the same size: bridge small gaps.
-  const double slack = 4 * tolerance;
+  // Cells of one high-order tangency can be separated by excluded cells: bridge gaps up to the spread of a contact
+  // of order 3 (about tolerance^(1/3)), far below the distance at which two roots would be told apart anyway.
+  const double slack = std::max(4 * tolerance, 0.1 * std::cbrt(tolerance));
   for (std::size_t a = 0; a < m; ++a)
     for (std::size_t b = a + 1; b < m; ++b) {
       const auto& ca = candidates[order[a]];

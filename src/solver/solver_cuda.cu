@@ -72,6 +72,7 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
   const int node = blockIdx.x * kWarpsPerBlock + warp;
   __shared__ solverk::Range s_jac[kWarpsPerBlock][kMaxVars * kMaxVars];
   __shared__ double s_mid[kWarpsPerBlock][kMaxVars];
+  __shared__ double s_err[kWarpsPerBlock][kMaxVars];
   if (node >= count) return;
   const double* c = coef + static_cast<long long>(node) * sh.block;
   const double* lo = box + static_cast<long long>(node) * 2 * sh.n;
@@ -84,6 +85,11 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
     mn = warp_min(mn);
     mx = warp_max(mx);
     excluded = p < sh.m ? (mn > 0 || mx < 0) : !(mx > 0);
+    if (p < sh.m && lane == 0) {
+      int total = 0;
+      for (int v = 0; v < sh.n; ++v) total += sh.degree[p][v];
+      s_err[warp][p] = solverk::evaluation_error(fmax(fabs(mn), fabs(mx)), total);
+    }
   }
   int result = kExcluded, axis = 0;
   if (!excluded) {
@@ -125,7 +131,7 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
       for (int v = 0; v < sh.n; ++v) width = fmax(width, hi[v] - lo[v]);
       result = kSplit;
       if (sh.square) {
-        const solverk::CellTest t = solverk::krawczyk_test(sh.n, s_jac[warp], s_mid[warp]);
+        const solverk::CellTest t = solverk::krawczyk_test(sh.n, s_jac[warp], s_mid[warp], s_err[warp]);
         if (t == solverk::CellTest::Empty) result = kExcluded;
         else if (t == solverk::CellTest::Unique) result = kUnique;
       }
@@ -174,7 +180,7 @@ __global__ void split_kernel(Shape sh, int count, const double* __restrict__ coe
   const int axis = axis_of[node];
   const long long left = 2ll * child_index[node], right = left + 1;
   if (lane < 2 * sh.n) {
-    const double mid = 0.5 * (b[axis] + b[sh.n + axis]);
+    const double mid = b[axis] + solverk::kSplitAt * (b[sh.n + axis] - b[axis]);
     double l = b[lane], r = b[lane];
     if (lane == sh.n + axis) l = mid;  // the left child's upper bound
     if (lane == axis) r = mid;         // the right child's lower bound
@@ -194,7 +200,7 @@ __global__ void split_kernel(Shape sh, int count, const double* __restrict__ coe
       cl[at] = w[0];
       cr[at + (n - 1) * inner] = w[n - 1];
       for (int r = 1; r < n; ++r) {
-        for (int i = 0; i + r < n; ++i) w[i] = 0.5 * (w[i] + w[i + 1]);
+        for (int i = 0; i + r < n; ++i) w[i] = (1 - solverk::kSplitAt) * w[i] + solverk::kSplitAt * w[i + 1];
         cl[at + r * inner] = w[0];
         cr[at + (n - 1 - r) * inner] = w[n - 1 - r];
       }

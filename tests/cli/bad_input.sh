@@ -91,7 +91,7 @@ printf '{"curve1": {"points": [[0, 0]]}, "curve2": {"points": [[0, 1], [1, 0]]}}
 printf '{"curve1": {"points": [[0, 0], [1, 1]]}}' > "$dir/c3.json"
 expect "expected a finite number" solve curves "$dir/c1.json"
 expect "needs 2..64 control points" solve curves "$dir/c2.json"
-expect "expected {" solve curves "$dir/c3.json"
+expect "expected a member \"curve2\"" solve curves "$dir/c3.json"
 printf '{"curve1": {"degree": 2, "knots": [0, 0, 0, 0.7, 0.2, 1, 1, 1], "points": [[0, 0], [1, 1], [2, 0], [3, 1], [4, 0]]}, "curve2": {"points": [[0, 1], [1, 0]]}}' > "$dir/c4.json"
 expect "decreases at index 4" solve curves "$dir/c4.json"
 # render: bad sizes and outputs
