@@ -66,8 +66,8 @@ struct LevelCounters {
 
 // One warp per node: the node's verdict and, for a split, its axis.
 __global__ void classify_kernel(Shape sh, int count, double tolerance, const double* __restrict__ coef, const double* __restrict__ box,
-                                int* __restrict__ verdict, int* __restrict__ axis_out, int* __restrict__ split_flag,
-                                int* __restrict__ out_flag, LevelCounters* counters) {
+                                int* __restrict__ verdict, int* __restrict__ axis_out, unsigned long long* __restrict__ flags,
+                                LevelCounters* counters) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int node = blockIdx.x * kWarpsPerBlock + warp;
   __shared__ solverk::Range s_jac[kWarpsPerBlock][kMaxVars * kMaxVars];
@@ -153,16 +153,28 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
   if (lane == 0) {
     verdict[node] = result;
     axis_out[node] = axis;
-    split_flag[node] = result == kSplit;
-    out_flag[node] = result == kUnique || result == kCandidate;
+    // Both compactions in one scan: the split flag in the low half, the finished-cell flag in the high half.
+    flags[node] = (result == kSplit ? 1ull : 0ull) | ((result == kUnique || result == kCandidate) ? 1ull << 32 : 0ull);
   }
+}
+
+struct LevelTotals {
+  unsigned long long splits, outs, candidates, max_width;
+};
+
+// The level's totals in one record (one read-back per level), and the counters cleared for the next level.
+__global__ void totals_kernel(const unsigned long long* flags, const unsigned long long* index, int count, LevelCounters* counters,
+                              LevelTotals* totals) {
+  const unsigned long long last = index[count - 1] + flags[count - 1];
+  *totals = {last & 0xffffffffull, last >> 32, counters->candidates, counters->max_width};
+  *counters = {0ull, 0ull};
 }
 
 // One warp per node: a split node writes its two children (de Casteljau at 1/2 along its axis, a line per lane);
 // a finished cell writes its record.
 __global__ void split_kernel(Shape sh, int count, const double* __restrict__ coef, const double* __restrict__ box,
                              const int* __restrict__ system, const int* __restrict__ verdict, const int* __restrict__ axis_of,
-                             const int* __restrict__ child_index, const int* __restrict__ out_index, double* __restrict__ next_coef,
+                             const unsigned long long* __restrict__ index, double* __restrict__ next_coef,
                              double* __restrict__ next_box, int* __restrict__ next_system, double* __restrict__ out_box,
                              int* __restrict__ out_system, int* __restrict__ out_verdict, int out_base) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -171,14 +183,14 @@ __global__ void split_kernel(Shape sh, int count, const double* __restrict__ coe
   const int v = verdict[node];
   const double* b = box + static_cast<long long>(node) * 2 * sh.n;
   if (v == kUnique || v == kCandidate) {
-    const long long at = out_base + out_index[node];
+    const long long at = out_base + static_cast<long long>(index[node] >> 32);
     if (lane < 2 * sh.n) out_box[at * 2 * sh.n + lane] = b[lane];
     if (lane == 0) out_system[at] = system[node], out_verdict[at] = v;
     return;
   }
   if (v != kSplit || next_coef == nullptr) return;  // no next level when a limit stopped the traversal
   const int axis = axis_of[node];
-  const long long left = 2ll * child_index[node], right = left + 1;
+  const long long left = 2ll * static_cast<long long>(index[node] & 0xffffffffull), right = left + 1;
   if (lane < 2 * sh.n) {
     const double mid = b[axis] + solverk::kSplitAt * (b[sh.n + axis] - b[axis]);
     double l = b[lane], r = b[lane];
@@ -276,8 +288,20 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
     for (int v = 0; v < sh.n; ++v) h_box[std::size_t(s) * 2 * sh.n + v] = 0, h_box[std::size_t(s) * 2 * sh.n + sh.n + v] = 1;
     h_system[std::size_t(s)] = s;
   }
-  core::DeviceBuffer coef[2], box[2], sys[2], verdict, axis, split_flag, out_flag, child_index, out_index, scan_temp, counters;
-  GrowingBuffer out_box, out_system, out_verdict;
+  // Work arrays live as long as the thread and grow to the largest batch (a solve is often many small batches).
+  struct Workspace {
+    core::DeviceBuffer coef[2], box[2], sys[2], verdict, axis, flags, index, scan_temp, counters, totals;
+    GrowingBuffer out_box, out_system, out_verdict;
+    LevelTotals* pinned = nullptr;
+    ~Workspace() {
+      if (pinned) cudaFreeHost(pinned);
+    }
+  };
+  thread_local Workspace ws;
+  auto &coef = ws.coef, &box = ws.box, &sys = ws.sys;
+  auto &verdict = ws.verdict, &axis = ws.axis, &flags = ws.flags, &index = ws.index, &scan_temp = ws.scan_temp;
+  auto &counters = ws.counters, &totals = ws.totals;
+  auto &out_box = ws.out_box, &out_system = ws.out_system, &out_verdict = ws.out_verdict;
   int cur = 0;
   coef[0].ensure(h_coef.size() * sizeof(double), "allocating solver nodes");
   box[0].ensure(h_box.size() * sizeof(double), "allocating solver nodes");
@@ -286,6 +310,10 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
   PS_CUDA(cudaMemcpy(box[0].ptr, h_box.data(), h_box.size() * sizeof(double), cudaMemcpyHostToDevice), "uploading the systems");
   PS_CUDA(cudaMemcpy(sys[0].ptr, h_system.data(), h_system.size() * sizeof(int), cudaMemcpyHostToDevice), "uploading the systems");
   counters.ensure(sizeof(LevelCounters), "allocating counters");
+  totals.ensure(sizeof(LevelTotals), "allocating counters");
+  PS_CUDA(cudaMemset(counters.ptr, 0, sizeof(LevelCounters)), "clearing counters");
+  if (!ws.pinned) PS_CUDA(cudaMallocHost(&ws.pinned, sizeof(LevelTotals)), "allocating pinned counters");
+  LevelTotals* h_totals = ws.pinned;  // pinned: the one read-back of each level
   std::int64_t count = systems, nodes = 0, finished = 0, candidates = 0;
   double tolerance = o.tolerance;
   std::string status = "complete";
@@ -293,7 +321,8 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
   PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "reading free device memory");
   const double memory_budget = 0.7 * double(free_bytes);
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<int> h_verdict, h_child, h_out;
+  std::vector<int> h_verdict;
+  std::vector<unsigned long long> h_index;
   int level = 0;
   while (count > 0) {
     if (nodes + count > o.max_nodes) {
@@ -311,46 +340,39 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
     const std::size_t ints = std::size_t(n) * sizeof(int);
     verdict.ensure(ints, "allocating node verdicts");
     axis.ensure(ints, "allocating node verdicts");
-    split_flag.ensure(ints, "allocating node verdicts");
-    out_flag.ensure(ints, "allocating node verdicts");
-    child_index.ensure(ints, "allocating node verdicts");
-    out_index.ensure(ints, "allocating node verdicts");
-    PS_CUDA(cudaMemset(counters.ptr, 0, sizeof(LevelCounters)), "clearing counters");
+    flags.ensure(std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
+    index.ensure(std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
     const int blocks = (n + kWarpsPerBlock - 1) / kWarpsPerBlock;
     classify_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, n, tolerance, coef[cur].as<double>(), box[cur].as<double>(), verdict.as<int>(),
-                                                     axis.as<int>(), split_flag.as<int>(), out_flag.as<int>(), counters.as<LevelCounters>());
+                                                     axis.as<int>(), flags.as<unsigned long long>(), counters.as<LevelCounters>());
     PS_CUDA_LAUNCH("testing solver nodes");
-    long long splits = 0, outs = 0;
     if (hybrid) {
       // The CPU reads every verdict and lays out the next level (and the finished cells) itself.
       h_verdict.resize(std::size_t(n));
-      h_child.resize(std::size_t(n));
-      h_out.resize(std::size_t(n));
+      h_index.resize(std::size_t(n));
       PS_CUDA(cudaMemcpy(h_verdict.data(), verdict.ptr, ints, cudaMemcpyDeviceToHost), "reading node verdicts");
+      unsigned long long running = 0;
       for (int i = 0; i < n; ++i) {
-        h_child[std::size_t(i)] = int(splits);
-        h_out[std::size_t(i)] = int(outs);
-        splits += h_verdict[std::size_t(i)] == kSplit;
-        outs += h_verdict[std::size_t(i)] == kUnique || h_verdict[std::size_t(i)] == kCandidate;
+        h_index[std::size_t(i)] = running;
+        const int v = h_verdict[std::size_t(i)];
+        running += (v == kSplit ? 1ull : 0ull) + ((v == kUnique || v == kCandidate) ? 1ull << 32 : 0ull);
       }
-      PS_CUDA(cudaMemcpy(child_index.ptr, h_child.data(), ints, cudaMemcpyHostToDevice), "sending the node lists");
-      PS_CUDA(cudaMemcpy(out_index.ptr, h_out.data(), ints, cudaMemcpyHostToDevice), "sending the node lists");
+      PS_CUDA(cudaMemcpy(index.ptr, h_index.data(), std::size_t(n) * sizeof(unsigned long long), cudaMemcpyHostToDevice),
+              "sending the node lists");
     } else {
       std::size_t temp = 0;
-      PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp, split_flag.as<int>(), child_index.as<int>(), n), "sizing the node scan");
+      PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp, flags.as<unsigned long long>(), index.as<unsigned long long>(), n),
+              "sizing the node scan");
       scan_temp.ensure(temp, "allocating the node scan");
-      PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp.ptr, temp, split_flag.as<int>(), child_index.as<int>(), n), "scanning split nodes");
-      PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp.ptr, temp, out_flag.as<int>(), out_index.as<int>(), n), "scanning finished cells");
-      int tail[4];
-      PS_CUDA(cudaMemcpy(&tail[0], child_index.as<int>() + n - 1, sizeof(int), cudaMemcpyDeviceToHost), "reading level totals");
-      PS_CUDA(cudaMemcpy(&tail[1], split_flag.as<int>() + n - 1, sizeof(int), cudaMemcpyDeviceToHost), "reading level totals");
-      PS_CUDA(cudaMemcpy(&tail[2], out_index.as<int>() + n - 1, sizeof(int), cudaMemcpyDeviceToHost), "reading level totals");
-      PS_CUDA(cudaMemcpy(&tail[3], out_flag.as<int>() + n - 1, sizeof(int), cudaMemcpyDeviceToHost), "reading level totals");
-      splits = tail[0] + tail[1];
-      outs = tail[2] + tail[3];
+      PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp.ptr, temp, flags.as<unsigned long long>(), index.as<unsigned long long>(), n),
+              "scanning the nodes");
     }
-    LevelCounters lc{};
-    PS_CUDA(cudaMemcpy(&lc, counters.ptr, sizeof(lc), cudaMemcpyDeviceToHost), "reading level counters");
+    totals_kernel<<<1, 1>>>(flags.as<unsigned long long>(), index.as<unsigned long long>(), n, counters.as<LevelCounters>(),
+                            totals.as<LevelTotals>());
+    PS_CUDA_LAUNCH("totalling a level");
+    PS_CUDA(cudaMemcpy(h_totals, totals.ptr, sizeof(LevelTotals), cudaMemcpyDeviceToHost), "reading level totals");
+    const long long splits = static_cast<long long>(h_totals->splits), outs = static_cast<long long>(h_totals->outs);
+    LevelCounters lc{h_totals->max_width, h_totals->candidates};
     // Room for the children and the finished cells, within the memory budget.
     const double next_bytes = double(2 * splits) * (double(sh.block) + 2.0 * sh.n) * sizeof(double);
     if (next_bytes > memory_budget) {
@@ -367,7 +389,7 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
     out_system.ensure_keep(std::size_t(finished + outs) * sizeof(int), std::size_t(finished) * sizeof(int), "allocating finished cells");
     out_verdict.ensure_keep(std::size_t(finished + outs) * sizeof(int), std::size_t(finished) * sizeof(int), "allocating finished cells");
     split_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, n, coef[cur].as<double>(), box[cur].as<double>(), sys[cur].as<int>(), verdict.as<int>(),
-                                                  axis.as<int>(), child_index.as<int>(), out_index.as<int>(),
+                                                  axis.as<int>(), index.as<unsigned long long>(),
                                                   status == "complete" ? coef[nxt].as<double>() : nullptr,
                                                   status == "complete" ? box[nxt].as<double>() : nullptr,
                                                   status == "complete" ? sys[nxt].as<int>() : nullptr, out_box.buf.as<double>(),
