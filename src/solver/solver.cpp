@@ -11,6 +11,8 @@
 #include <numeric>
 #include <omp.h>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
 
 #include "parasurf/error.hpp"
@@ -48,8 +50,21 @@ int inner_size(const BernsteinPoly& p, int var) {
 
 struct System {
   const std::vector<BernsteinPoly>& eq;
-  std::vector<std::vector<BernsteinPoly>> d;  // d[i][k] = d eq_i / d x_k
   int n;  // variables (the equations number eq.size(), n or fewer)
+  // d eq_i / d x_k, formed on first use: most systems of a batch are discarded before any Newton step.
+  struct Derivatives {
+    std::once_flag once;
+    std::vector<std::vector<BernsteinPoly>> d;
+  };
+  std::unique_ptr<Derivatives> lazy = std::make_unique<Derivatives>();
+  const BernsteinPoly& d(int i, int k) const {
+    std::call_once(lazy->once, [&] {
+      lazy->d.resize(eq.size());
+      for (std::size_t e = 0; e < eq.size(); ++e)
+        for (int v = 0; v < n; ++v) lazy->d[e].push_back(derivative(eq[e], v));
+    });
+    return lazy->d[std::size_t(i)][std::size_t(k)];
+  }
   double residual(const std::vector<double>& x) const {
     double r = 0;
     for (const auto& e : eq) r = std::max(r, std::abs(e.evaluate(x.data())));
@@ -67,7 +82,7 @@ bool newton(const System& s, std::vector<double>& x, const std::vector<double>& 
   for (int it = 0; it < iterations; ++it) {
     for (int i = 0; i < m; ++i) {
       f(i) = s.eq[i].evaluate(x.data());
-      for (int k = 0; k < n; ++k) jac(i, k) = s.d[i][k].evaluate(x.data());
+      for (int k = 0; k < n; ++k) jac(i, k) = s.d(i, k).evaluate(x.data());
     }
     const Eigen::VectorXd dx = jac.completeOrthogonalDecomposition().solve(-f);
     // Converged only on a small unclamped step: a step stopped by the box is no root.
@@ -240,13 +255,7 @@ void check_system(const std::vector<BernsteinPoly>& equations, int n, const std:
   }
 }
 
-System make_system(const std::vector<BernsteinPoly>& equations, int n) {
-  System sys{equations, {}, n};
-  sys.d.resize(equations.size());
-  for (std::size_t i = 0; i < equations.size(); ++i)
-    for (int k = 0; k < n; ++k) sys.d[i].push_back(derivative(equations[i], k));
-  return sys;
-}
+System make_system(const std::vector<BernsteinPoly>& equations, int n) { return System{equations, n}; }
 
 // Every system of the batch through the engine the options ask for; the CUDA engines take systems of one shape at
 // a time (grouped here).
@@ -479,7 +488,7 @@ SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>
     if (m == n - 1) {  // a curve: its direction is the null vector of the Jacobian
       Eigen::MatrixXd jac(m, n);
       for (int i = 0; i < m; ++i)
-        for (int k = 0; k < n; ++k) jac(i, k) = sys.d[i][k].evaluate(x.data());
+        for (int k = 0; k < n; ++k) jac(i, k) = sys.d(i, k).evaluate(x.data());
       const Eigen::JacobiSVD<Eigen::MatrixXd> svd(jac, Eigen::ComputeFullV);
       const Eigen::VectorXd t = svd.matrixV().col(n - 1);
       sample.tangent.assign(t.data(), t.data() + n);

@@ -112,6 +112,43 @@ Vec3 piece_point(const SurfacePiece& p, double u, double v) {
   return out;
 }
 
+// A cone that holds every normal direction of a piece (Sederberg & Meyers' normal cones): the normal Su x Sv is a
+// polynomial whose coefficient vectors span it. Half angle pi when they do not lie in one open half-space.
+struct NormalCone {
+  Vec3 axis{};
+  double half_angle = 3.14159265358979323846;
+};
+NormalCone normal_cone(const SurfacePiece& p) {
+  const SurfacePolys s = surface_polys(p, 0, 1, 2);
+  const auto n = cross(s.xu, s.xv);
+  NormalCone cone;
+  Vec3 sum{};
+  for (std::size_t i = 0; i < n[0].coef.size(); ++i) {
+    const double len = std::sqrt(n[0].coef[i] * n[0].coef[i] + n[1].coef[i] * n[1].coef[i] + n[2].coef[i] * n[2].coef[i]);
+    if (len > 0)
+      for (int c = 0; c < 3; ++c) sum[std::size_t(c)] += n[std::size_t(c)].coef[i] / len;
+  }
+  const double len = std::sqrt(sum[0] * sum[0] + sum[1] * sum[1] + sum[2] * sum[2]);
+  if (!(len > 0)) return cone;
+  for (int c = 0; c < 3; ++c) cone.axis[std::size_t(c)] = sum[std::size_t(c)] / len;
+  double worst = 0;
+  for (std::size_t i = 0; i < n[0].coef.size(); ++i) {
+    const double x = n[0].coef[i], y = n[1].coef[i], z = n[2].coef[i], l = std::sqrt(x * x + y * y + z * z);
+    if (!(l > 0)) return NormalCone{};  // a vanishing coefficient vector: no bound
+    const double c = (x * cone.axis[0] + y * cone.axis[1] + z * cone.axis[2]) / l;
+    worst = std::max(worst, std::acos(std::clamp(c, -1.0, 1.0)));
+  }
+  cone.half_angle = worst;
+  return cone;
+}
+// Normals of the two pieces can be parallel (same or opposite direction) only when their cones allow it.
+bool cones_allow_parallel(const NormalCone& a, const NormalCone& b) {
+  if (a.half_angle + b.half_angle >= 1.5707963267948966) return true;
+  const double c = std::abs(a.axis[0] * b.axis[0] + a.axis[1] * b.axis[1] + a.axis[2] * b.axis[2]);
+  const double angle = std::acos(std::clamp(c, 0.0, 1.0));  // between the axis lines
+  return angle <= a.half_angle + b.half_angle + 1e-9;
+}
+
 SolverOptions quiet(const SolverOptions& o) {
   SolverOptions q = o;
   q.progress = nullptr;  // one progress bar would not describe many systems
@@ -248,6 +285,14 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
   struct Combo {
     int a, b, m;
   };
+  // Contact needs parallel normals (the motion scales uniformly and translates): piece pairs whose normal cones
+  // forbid it are skipped for every motion piece.
+  std::vector<NormalCone> ca(pa.size()), cb(pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) ca[i] = normal_cone(pa[i]);
+  for (std::size_t j = 0; j < pb.size(); ++j) cb[j] = normal_cone(pb[j]);
+  std::vector<char> parallel(pa.size() * pb.size());
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    for (std::size_t j = 0; j < pb.size(); ++j) parallel[i * pb.size() + j] = cones_allow_parallel(ca[i], cb[j]);
   std::vector<Combo> combos;
   for (std::size_t m = 0; m < mp.size(); ++m)
     for (std::size_t i = 0; i < pa.size(); ++i) {
@@ -258,22 +303,33 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
         hi[k] = *std::max_element(c, c + 4) + mp[m].hi[k];
       }
       for (std::size_t j = 0; j < pb.size(); ++j)
-        if (boxes_meet(lo, hi, pb[j].lo, pb[j].hi)) combos.push_back({int(i), int(j), int(m)});
+        if (parallel[i * pb.size() + j] && boxes_meet(lo, hi, pb[j].lo, pb[j].hi)) combos.push_back({int(i), int(j), int(m)});
     }
+  // Variables (u1, v1, u2, v2, t). Per-piece parts are formed once and combined per system.
+  std::vector<SurfacePolys> s1(pa.size()), s2(pb.size());
+  std::vector<std::array<BernsteinPoly, 3>> n2(pb.size());
+  std::vector<std::array<BernsteinPoly, 4>> motion_polys(mp.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
+  for (std::int64_t i = 0; i < std::int64_t(std::max(pa.size(), pb.size())); ++i) {
+    if (std::size_t(i) < pa.size()) s1[std::size_t(i)] = surface_polys(pa[std::size_t(i)], 0, 1, 5);
+    if (std::size_t(i) < pb.size()) {
+      s2[std::size_t(i)] = surface_polys(pb[std::size_t(i)], 2, 3, 5);
+      n2[std::size_t(i)] = cross(s2[std::size_t(i)].xu, s2[std::size_t(i)].xv);
+    }
+  }
+  for (std::size_t i = 0; i < mp.size(); ++i)
+    for (int c = 0; c < 4; ++c) motion_polys[i][std::size_t(c)] = BernsteinPoly::univariate(mp[i].c[std::size_t(c)], 4, 5);
   std::vector<std::vector<BernsteinPoly>> systems(combos.size());
 #pragma omp parallel for schedule(dynamic, 4) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t k = 0; k < std::int64_t(combos.size()); ++k) {
     const Combo& cb = combos[std::size_t(k)];
-    // Variables (u1, v1, u2, v2, t).
-    const SurfacePolys s1 = surface_polys(pa[std::size_t(cb.a)], 0, 1, 5), s2 = surface_polys(pb[std::size_t(cb.b)], 2, 3, 5);
-    const MotionPiece& m = mp[std::size_t(cb.m)];
-    const BernsteinPoly scale = BernsteinPoly::univariate(m.c[0], 4, 5);
+    const SurfacePolys &p = s1[std::size_t(cb.a)], &q = s2[std::size_t(cb.b)];
+    const auto& m = motion_polys[std::size_t(cb.m)];
     std::vector<BernsteinPoly>& eq = systems[std::size_t(k)];
-    for (int c = 0; c < 3; ++c) eq.push_back(scale * s1.x[c] + BernsteinPoly::univariate(m.c[c + 1], 4, 5) - s2.x[c]);
+    for (int c = 0; c < 3; ++c) eq.push_back(m[0] * p.x[c] + m[std::size_t(c + 1)] - q.x[c]);
     // Tangent planes agree: both tangents of the moved surface (its scale is positive) are normal to S2's normal.
-    const auto n2 = cross(s2.xu, s2.xv);
-    eq.push_back(dot(s1.xu, n2));
-    eq.push_back(dot(s1.xv, n2));
+    eq.push_back(dot(p.xu, n2[std::size_t(cb.b)]));
+    eq.push_back(dot(p.xv, n2[std::size_t(cb.b)]));
   }
   const std::vector<SolveResult> found = solve_systems(systems, quiet(o));
   ContactResult out;
