@@ -10,7 +10,8 @@ from . import _parasurf
 from ._parasurf import Lattice, cuda_available
 
 __all__ = ["read_volume", "marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "ray_traps",
-           "Lattice", "cuda_available"]
+           "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "Lattice",
+           "cuda_available"]
 
 _NATIVE = {_np.dtype(t) for t in ("float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32")}
 
@@ -180,3 +181,83 @@ def read_volume(path):
     ``marching_cubes``.
     """
     return _parasurf.read_volume(str(path))
+
+
+def _curve(c):
+    """A curve argument: an (n, 2) array of Bézier control points, or a dict with ``points`` (n, 2), ``degree`` and
+    ``knots`` (n + degree + 1 values) for a B-spline."""
+    if isinstance(c, dict):
+        return (_np.asarray(c["points"], dtype=_np.float64), int(c.get("degree", len(c["points"]) - 1)),
+                [float(k) for k in c.get("knots", [])])
+    return _np.asarray(c, dtype=_np.float64), -1, []
+
+
+def _surface(s):
+    """A surface argument: an (m+1, n+1, 3) array of Bézier control points, or a dict with ``points`` (nu, nv, 3),
+    ``degree`` (p, q) and ``knots`` (knots_u, knots_v) for a B-spline surface."""
+    if isinstance(s, dict):
+        pts = _np.asarray(s["points"], dtype=_np.float64)
+        degree = list(s.get("degree", (pts.shape[0] - 1, pts.shape[1] - 1)))
+        knots = [[float(k) for k in kn] for kn in s.get("knots", [])]
+        return pts, [int(d) for d in degree], knots
+    return _np.asarray(s, dtype=_np.float64), [], []
+
+
+def hausdorff_distance(a, b, *, device="cpu", threads=0):
+    """Hausdorff distance between two planar curves (Bézier (n, 2) arrays or B-spline dicts, see ``_curve``).
+
+    Returns a dict: ``distance``; ``a_to_b`` and ``b_to_a``, each a dict with the one-sided ``distance``, the
+    parameter ``t`` on the first curve where it is attained, ``r`` of its closest point on the other, and the two
+    points ``from`` and ``to``; ``candidates`` measured and ``status``. ``device``: "cpu" (fastest for one pair),
+    "cuda", "hybrid" or "auto".
+    """
+    pa, da, ka = _curve(a)
+    pb, db, kb = _curve(b)
+    return _parasurf.hausdorff_distance(pa, da, ka, pb, db, kb, device, int(threads))
+
+
+def curve_bisector(a, b, *, resolution=1.0 / 128, device="cpu", threads=0):
+    """Bisector of two planar curves: points equidistant from both on both normals, as polylines.
+
+    Returns a dict: ``curves``, a list of dicts with ``points`` (k, 2), ``params`` (k, 2) (s on ``a``, t on ``b``)
+    and ``closed``; and ``status``. ``resolution``: sampling cell width as a fraction of a knot span.
+    """
+    pa, da, ka = _curve(a)
+    pb, db, kb = _curve(b)
+    return _parasurf.curve_bisector(pa, da, ka, pb, db, kb, float(resolution), device, int(threads))
+
+
+def intersect_surfaces(a, b, *, resolution=1.0 / 64, device="cpu", threads=0):
+    """Intersection curves of two surfaces (Bézier (m+1, n+1, 3) arrays or B-spline dicts, see ``_surface``).
+
+    Returns a dict: ``curves``, a list of dicts with ``points`` (k, 3), ``params`` (k, 4) as (u1, v1, u2, v2) and
+    ``closed``; and ``status``. Every point lies on both surfaces to about 1e-15.
+    """
+    sa, da, ka = _surface(a)
+    sb, db, kb = _surface(b)
+    return _parasurf.intersect_surfaces(sa, da, ka, sb, db, kb, float(resolution), device, int(threads))
+
+
+def contact_points(moving, fixed, motion, *, device="cpu", threads=0):
+    """Contact points of ``moving`` under a scale-and-translation motion against ``fixed`` (surfaces as in
+    ``intersect_surfaces``). ``motion`` is a dict with ``points`` (n, 4) rows (scale, tx, ty, tz), ``degree`` and
+    ``knots``: T(t)[P] = scale(t) P + (tx, ty, tz)(t).
+
+    Returns a dict: ``params`` (c, 5) rows (u1, v1, u2, v2, t), ``points`` (c, 3) on ``fixed`` and ``status``.
+    """
+    sa, da, ka = _surface(moving)
+    sb, db, kb = _surface(fixed)
+    mp = _np.asarray(motion["points"], dtype=_np.float64)
+    return _parasurf.contact_points(sa, da, ka, sb, db, kb, mp, int(motion.get("degree", 3)),
+                                    [float(k) for k in motion["knots"]], device, int(threads))
+
+
+def surface_bisector(a, b, *, resolution=1.0 / 16, device="cpu", threads=0):
+    """Point samples of the bisector of two surfaces, on a grid of the first surface's parameters.
+
+    Returns a dict: ``params`` (k, 4) rows (u, v, s, t) of the two feet, ``points`` (k, 3) equidistant from both,
+    and ``status``.
+    """
+    sa, da, ka = _surface(a)
+    sb, db, kb = _surface(b)
+    return _parasurf.surface_bisector(sa, da, ka, sb, db, kb, float(resolution), device, int(threads))

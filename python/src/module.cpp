@@ -175,6 +175,55 @@ PolygonMesh polygon_mesh(py::array_t<double, py::array::c_style | py::array::for
 
 }  // namespace
 
+namespace {
+using CArray = py::array_t<double, py::array::c_style | py::array::forcecast>;
+
+BSplineCurve2 curve_arg(const CArray& p, int degree, const std::vector<double>& knots, const char* which) {
+  if (p.ndim() != 2 || p.shape(1) != 2) throw Error(ErrorKind::InvalidArgument, std::string(which) + ": control points must have shape (n, 2)");
+  BSplineCurve2 c;
+  for (py::ssize_t i = 0; i < p.shape(0); ++i) c.points.push_back({p.data()[2 * i], p.data()[2 * i + 1]});
+  c.degree = degree >= 0 ? degree : int(c.points.size()) - 1;
+  c.knots = knots;
+  if (c.knots.empty()) {  // a Bézier curve: the clamped B-spline of one span
+    c.knots.assign(std::size_t(std::max(c.degree, 0) + 1), 0.0);
+    c.knots.insert(c.knots.end(), std::size_t(std::max(c.degree, 0) + 1), 1.0);
+  }
+  return c;
+}
+
+BSplineSurface surface_arg(const CArray& p, std::vector<int> degree, std::vector<std::vector<double>> knots, const char* which) {
+  if (p.ndim() != 3 || p.shape(2) != 3) throw Error(ErrorKind::InvalidArgument, std::string(which) + ": control points must have shape (nu, nv, 3)");
+  BSplineSurface s;
+  s.count_u = int(p.shape(0));
+  s.count_v = int(p.shape(1));
+  s.degree_u = degree.size() == 2 ? degree[0] : s.count_u - 1;
+  s.degree_v = degree.size() == 2 ? degree[1] : s.count_v - 1;
+  s.points.assign(p.data(), p.data() + p.size());
+  if (knots.size() == 2) {
+    s.knots_u = knots[0];
+    s.knots_v = knots[1];
+  } else {
+    for (int k = 0; k < 2; ++k) {
+      auto& kn = k == 0 ? s.knots_u : s.knots_v;
+      const int d = k == 0 ? s.degree_u : s.degree_v;
+      kn.assign(std::size_t(std::max(d, 0) + 1), 0.0);
+      kn.insert(kn.end(), std::size_t(std::max(d, 0) + 1), 1.0);
+    }
+  }
+  return s;
+}
+
+SolverOptions solver_options(const std::string& device, int threads, double tolerance = 1e-7) {
+  SolverOptions o;
+  o.device = parse_device(device);
+  o.threads = threads;
+  o.tolerance = tolerance;
+  return o;
+}
+
+}  // namespace
+
+
 PYBIND11_MODULE(_parasurf, m) {
   m.doc() = "parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs (C++ core)";
   py::register_exception_translator([](std::exception_ptr p) {
@@ -285,6 +334,158 @@ PYBIND11_MODULE(_parasurf, m) {
         return out;
       },
       py::arg("curves"), py::arg("tolerance"), py::arg("threads"));
+
+  m.def(
+      "hausdorff_distance",
+      [](CArray a, int da, std::vector<double> ka, CArray b, int db, std::vector<double> kb, const std::string& device, int threads) {
+        const BSplineCurve2 ca = curve_arg(a, da, ka, "curve a"), cb = curve_arg(b, db, kb, "curve b");
+        const SolverOptions o = solver_options(device, threads);
+        HausdorffResult r;
+        {
+          py::gil_scoped_release release;
+          r = hausdorff_distance(ca, cb, o);
+        }
+        auto pair = [](const HausdorffPair& p) {
+          py::dict d;
+          d["distance"] = p.distance;
+          d["t"] = p.t;
+          d["r"] = p.r;
+          d["from"] = py::make_tuple(p.from[0], p.from[1]);
+          d["to"] = py::make_tuple(p.to[0], p.to[1]);
+          return d;
+        };
+        py::dict out;
+        out["distance"] = r.distance;
+        out["a_to_b"] = pair(r.a_to_b);
+        out["b_to_a"] = pair(r.b_to_a);
+        out["candidates"] = r.candidates;
+        out["status"] = r.status;
+        return out;
+      },
+      py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("device"),
+      py::arg("threads"));
+  m.def(
+      "curve_bisector",
+      [](CArray a, int da, std::vector<double> ka, CArray b, int db, std::vector<double> kb, double resolution, const std::string& device,
+         int threads) {
+        const BSplineCurve2 ca = curve_arg(a, da, ka, "curve a"), cb = curve_arg(b, db, kb, "curve b");
+        const SolverOptions o = solver_options(device, threads);
+        CurveBisectorResult r;
+        {
+          py::gil_scoped_release release;
+          r = curve_bisector(ca, cb, resolution, o);
+        }
+        py::list curves;
+        for (const auto& c : r.curves) {
+          const py::ssize_t k = py::ssize_t(c.points.size());
+          auto points = matrix<double>(k, 2), params = matrix<double>(k, 2);
+          for (py::ssize_t i = 0; i < k; ++i)
+            for (int j = 0; j < 2; ++j) points.mutable_data()[2 * i + j] = c.points[i][j], params.mutable_data()[2 * i + j] = c.params[i][j];
+          py::dict d;
+          d["points"] = points;
+          d["params"] = params;
+          d["closed"] = c.closed;
+          curves.append(d);
+        }
+        py::dict out;
+        out["curves"] = curves;
+        out["status"] = r.status;
+        return out;
+      },
+      py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("resolution"),
+      py::arg("device"), py::arg("threads"));
+  m.def(
+      "intersect_surfaces",
+      [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
+         double resolution, const std::string& device, int threads) {
+        const BSplineSurface sa = surface_arg(a, da, ka, "surface a"), sb = surface_arg(b, db, kb, "surface b");
+        const SolverOptions o = solver_options(device, threads);
+        SurfaceIntersectionResult r;
+        {
+          py::gil_scoped_release release;
+          r = intersect_surfaces(sa, sb, resolution, o);
+        }
+        py::list curves;
+        for (const auto& c : r.curves) {
+          const py::ssize_t k = py::ssize_t(c.points.size());
+          auto points = matrix<double>(k, 3), params = matrix<double>(k, 4);
+          for (py::ssize_t i = 0; i < k; ++i) {
+            for (int j = 0; j < 3; ++j) points.mutable_data()[3 * i + j] = c.points[i][j];
+            for (int j = 0; j < 4; ++j) params.mutable_data()[4 * i + j] = c.params[i][j];
+          }
+          py::dict d;
+          d["points"] = points;
+          d["params"] = params;
+          d["closed"] = c.closed;
+          curves.append(d);
+        }
+        py::dict out;
+        out["curves"] = curves;
+        out["status"] = r.status;
+        return out;
+      },
+      py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("resolution"),
+      py::arg("device"), py::arg("threads"));
+  m.def(
+      "contact_points",
+      [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
+         CArray motion, int motion_degree, std::vector<double> motion_knots, const std::string& device, int threads) {
+        const BSplineSurface sa = surface_arg(a, da, ka, "moving surface"), sb = surface_arg(b, db, kb, "fixed surface");
+        if (motion.ndim() != 2 || motion.shape(1) != 4) throw Error(ErrorKind::InvalidArgument, "motion: control points must have shape (n, 4): scale, tx, ty, tz");
+        Motion m;
+        m.degree = motion_degree;
+        m.knots = motion_knots;
+        for (py::ssize_t i = 0; i < motion.shape(0); ++i)
+          m.points.push_back({motion.data()[4 * i], motion.data()[4 * i + 1], motion.data()[4 * i + 2], motion.data()[4 * i + 3]});
+        const SolverOptions o = solver_options(device, threads);
+        ContactResult r;
+        {
+          py::gil_scoped_release release;
+          r = contact_points(sa, sb, m, o);
+        }
+        const py::ssize_t k = py::ssize_t(r.contacts.size());
+        auto params = matrix<double>(k, 5), points = matrix<double>(k, 3);
+        for (py::ssize_t i = 0; i < k; ++i) {
+          const auto& c = r.contacts[i];
+          const double v[5] = {c.u1, c.v1, c.u2, c.v2, c.t};
+          for (int j = 0; j < 5; ++j) params.mutable_data()[5 * i + j] = v[j];
+          for (int j = 0; j < 3; ++j) points.mutable_data()[3 * i + j] = c.point[j];
+        }
+        py::dict out;
+        out["params"] = params;
+        out["points"] = points;
+        out["status"] = r.status;
+        return out;
+      },
+      py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("motion"),
+      py::arg("motion_degree"), py::arg("motion_knots"), py::arg("device"), py::arg("threads"));
+  m.def(
+      "surface_bisector",
+      [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
+         double resolution, const std::string& device, int threads) {
+        const BSplineSurface sa = surface_arg(a, da, ka, "surface a"), sb = surface_arg(b, db, kb, "surface b");
+        const SolverOptions o = solver_options(device, threads);
+        SurfaceBisectorResult r;
+        {
+          py::gil_scoped_release release;
+          r = surface_bisector(sa, sb, resolution, o);
+        }
+        const py::ssize_t k = py::ssize_t(r.samples.size());
+        auto params = matrix<double>(k, 4), points = matrix<double>(k, 3);
+        for (py::ssize_t i = 0; i < k; ++i) {
+          const auto& b = r.samples[i];
+          const double v[4] = {b.u, b.v, b.s, b.t};
+          for (int j = 0; j < 4; ++j) params.mutable_data()[4 * i + j] = v[j];
+          for (int j = 0; j < 3; ++j) points.mutable_data()[3 * i + j] = b.point[j];
+        }
+        py::dict out;
+        out["params"] = params;
+        out["points"] = points;
+        out["status"] = r.status;
+        return out;
+      },
+      py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("resolution"),
+      py::arg("device"), py::arg("threads"));
 
   py::class_<Lattice>(m, "Lattice", "A trivariate B-spline volume embedding world space (see parasurf.lattice)")
       .def_property_readonly("count", [](const Lattice& l) { return l.count; })

@@ -163,3 +163,51 @@ def test_ray_traps_reflect():
             # reflection law: equal angles with the normal, both rays on the same side
             assert np.dot(a, n) * np.dot(b, n) > 0
             assert abs(np.dot(a, n) / np.linalg.norm(a) - np.dot(b, n) / np.linalg.norm(b)) < 1e-9
+
+
+def test_hausdorff_distance():
+    # A segment above a straight segment: the distance is the larger end gap, attained at the right end.
+    r = parasurf.hausdorff_distance([[0, 1], [1, 1.5]], [[0, 0], [1, 0]])
+    assert r["status"] == "complete"
+    assert abs(r["distance"] - 1.5) < 1e-12
+    assert abs(r["a_to_b"]["t"] - 1.0) < 1e-12 and abs(r["a_to_b"]["r"] - 1.0) < 1e-12
+    # The same curves as B-spline dicts (clamped, one span) give the same answer.
+    bs = parasurf.hausdorff_distance({"points": [[0, 1], [1, 1.5]], "degree": 1, "knots": [0, 0, 1, 1]},
+                                     {"points": [[0, 0], [0.5, 0], [1, 0]], "degree": 2, "knots": [0, 0, 0, 1, 1, 1]})
+    assert abs(bs["distance"] - 1.5) < 1e-12
+    with pytest.raises(ValueError):
+        parasurf.hausdorff_distance({"points": [[0, 0], [1, 1]], "degree": 1, "knots": [0, 1, 0, 1]}, [[0, 0], [1, 0]])
+
+
+def paraboloid():
+    x = np.array([-1.0, 0.0, 1.0])
+    sq = np.array([1.0, -1.0, 1.0])
+    p = np.zeros((3, 3, 3))
+    for i in range(3):
+        for j in range(3):
+            p[i, j] = [x[i], x[j], sq[i] + sq[j]]
+    return p
+
+
+def test_intersect_surfaces_and_bisector():
+    plane = np.array([[[-1.5, -1.5, 0.5], [-1.5, 1.5, 0.5]], [[1.5, -1.5, 0.5], [1.5, 1.5, 0.5]]])
+    r = parasurf.intersect_surfaces(paraboloid(), plane)
+    assert r["status"] == "complete" and len(r["curves"]) == 1 and r["curves"][0]["closed"]
+    pts = r["curves"][0]["points"]
+    np.testing.assert_allclose(pts[:, 0] ** 2 + pts[:, 1] ** 2, 0.5, atol=1e-12)
+    assert r["curves"][0]["params"].shape == (len(pts), 4)
+    b = parasurf.surface_bisector(plane - [0, 0, 0.5], paraboloid() + [0, 0, 1])
+    assert b["status"] == "complete" and len(b["points"]) > 100
+    feet = b["params"]
+    assert feet.shape == (len(b["points"]), 4)
+
+
+def test_contact_points():
+    # The paraboloid z = x^2 + y^2 + 1 scaled by 1 + 0.2 t and moved by (0.1 t, 0, -2 t) touches z = 0 at t = 1 / 1.8.
+    plane = np.array([[[-2.0, -2.0, 0.0], [-2.0, 2.0, 0.0]], [[2.0, -2.0, 0.0], [2.0, 2.0, 0.0]]])
+    motion = {"degree": 3, "knots": [0, 0, 0, 0, 1, 1, 1, 1],
+              "points": [[1 + 0.2 * i / 3, 0.1 * i / 3, 0, -2 * i / 3] for i in range(4)]}
+    r = parasurf.contact_points(paraboloid() + [0, 0, 1], plane, motion)
+    assert r["status"] == "complete" and r["params"].shape == (1, 5)
+    assert abs(r["params"][0, 4] - 1 / 1.8) < 1e-12
+    np.testing.assert_allclose(r["points"][0], [0.1 / 1.8, 0, 0], atol=1e-12)
