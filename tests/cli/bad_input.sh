@@ -94,6 +94,12 @@ expect "needs 2..64 control points" solve curves "$dir/c2.json"
 expect "expected a member \"curve2\"" solve curves "$dir/c3.json"
 printf '{"curve1": {"degree": 2, "knots": [0, 0, 0, 0.7, 0.2, 1, 1, 1], "points": [[0, 0], [1, 1], [2, 0], [3, 1], [4, 0]]}, "curve2": {"points": [[0, 1], [1, 0]]}}' > "$dir/c4.json"
 expect "decreases at index 4" solve curves "$dir/c4.json"
+printf '{"surface1": {"degree": [2, 2], "knots": [[0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 1]], "points": [[[0, 0, 0], [0, 1, 0], [0, 2, 0]], [[1, 0, 0], [1, 1, NaN], [1, 2, 0]]]}, "surface2": {}}' > "$dir/s1.json"
+expect "not valid JSON" solve ssi "$dir/s1.json"
+printf '{"surface1": {"degree": [2, 2], "knots": [[0, 0, 0, 1, 1, 1], [0, 0, 0, 1, 1, 1]], "points": [[[0, 0, 0], [0, 1, 0], [0, 2, 0]], [[1, 0, 0], [1, 1, 0], [1, 2, 0]]]}, "surface2": {"degree": 1, "knots": [[0, 0, 1, 1], [0, 0, 1, 1]], "points": [[[0, 0, 0], [0, 1, 0]], [[1, 0, 0], [1, 1, 0]]]}}' > "$dir/s2.json"
+expect "surface1" solve ssi "$dir/s2.json"
+printf '{"moving": {"degree": 1, "knots": [[0, 0, 1, 1], [0, 0, 1, 1]], "points": [[[0, 0, 0], [0, 1, 0]], [[1, 0, 0], [1, 1, 0]]]}, "fixed": {"degree": 1, "knots": [[0, 0, 1, 1], [0, 0, 1, 1]], "points": [[[0, 0, 0], [0, 1, 0]], [[1, 0, 0], [1, 1, 0]]]}, "motion": {"degree": 1, "knots": [0, 0, 1, 1], "points": [[-1, 0, 0, 0], [1, 0, 0, 1]]}}' > "$dir/m1.json"
+expect "scale must be positive" solve contacts "$dir/m1.json"
 # render: bad sizes and outputs
 expect "must be in 16..8192" render "$dir/tet.obj" --size 8x8000000
 expect "not three numbers" render "$dir/tet.obj" --view 1,2

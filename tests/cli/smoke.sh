@@ -81,8 +81,18 @@ printf '{"curve1": {"degree": 2, "knots": [0, 0, 0, 0.5, 1, 1, 1], "points": [[0
 printf '{"curves": [{"points": [[0, 1], [0.6, 1.2], [1, 0.5]]}, {"points": [[0.9, -0.4], [0.1, -1.1], [-0.6, -0.8]]}, {"points": [[-0.9, -0.5], [-1.2, 0.2], [-0.5, 0.9]]}]}' > "$dir/traps.json"
 "$exe" solve raytraps "$dir/traps.json" --json "$dir/traps-out.json" >/dev/null
 grep -q '"traps"' "$dir/traps-out.json"
-"$exe" bench solver --curves 3 --json "$dir/bs.json" >/dev/null
+"$exe" bench solver --curves 3 --repeat 1 --engines cpu --write-inputs "$dir/solver" --json "$dir/bs.json" >/dev/null
 grep -q '"paper_gpu_ms"' "$dir/bs.json"
+"$exe" solve hausdorff "$dir/solver/hausdorff_10.json" -o "$dir/h.json" --picture "$dir/h.png" >/dev/null
+grep -q '"curve1_to_curve2"' "$dir/h.json" && [ -s "$dir/h.png" ]
+"$exe" solve bisector "$dir/solver/hausdorff_5.json" -o "$dir/bis.json" >/dev/null
+grep -q '"closed"' "$dir/bis.json"
+"$exe" solve ssi "$dir/solver/ssi_14x7.json" -o "$dir/ssi.json" --picture "$dir/ssi.png" >/dev/null
+grep -q '"residual"' "$dir/ssi.json" && [ -s "$dir/ssi.png" ]
+"$exe" solve contacts "$dir/solver/contacts.json" -o "$dir/contacts.json" >/dev/null
+grep -q '"proved_single"' "$dir/contacts.json"
+"$exe" solve surface-bisector "$dir/solver/surface_bisector.json" -o "$dir/sbis.json" >/dev/null
+grep -q '"samples"' "$dir/sbis.json"
 "$exe" bench ffd --quick --devices cpu --json "$dir/bf.json" >/dev/null
 grep -q '"vertices_per_second"' "$dir/bf.json"
 echo "smoke passed"
