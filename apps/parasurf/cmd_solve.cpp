@@ -211,7 +211,24 @@ void add_solve(CLI::App& app) {
         Plot2D plot;
         draw_bspline(plot, c1, kCurveColors[0]);
         draw_bspline(plot, c2, kCurveColors[1]);
-        for (const auto& c : r.curves) plot.lines.push_back({c.points, red, 2.0});
+        // The bisector runs off far where the normals turn parallel: draw it near the curves only.
+        std::array<double, 2> lo{1e300, 1e300}, hi{-1e300, -1e300};
+        for (const auto* c : {&c1, &c2})
+          for (const auto& q : c->points)
+            for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], q[k]), hi[k] = std::max(hi[k], q[k]);
+        const double pad = 0.5 * std::max(hi[0] - lo[0], hi[1] - lo[1]);
+        for (const auto& c : r.curves) {
+          Plot2D::Line piece{{}, red, 2.0};
+          for (const auto& q : c.points) {
+            if (q[0] > lo[0] - pad && q[0] < hi[0] + pad && q[1] > lo[1] - pad && q[1] < hi[1] + pad) {
+              piece.points.push_back(q);
+              continue;
+            }
+            if (piece.points.size() > 1) plot.lines.push_back(piece);
+            piece.points.clear();
+          }
+          if (piece.points.size() > 1) plot.lines.push_back(piece);
+        }
         draw(a->picture, plot);
       }
       return finish(out, r.status);
