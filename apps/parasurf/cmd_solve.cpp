@@ -123,7 +123,7 @@ void draw_bspline(Plot2D& plot, const BSplineCurve2& c, std::array<float, 3> col
 
 void add_solve(CLI::App& app) {
   struct Args {
-    std::string app, input, json, picture;
+    std::string app, input, json, picture, device = "cpu";
     double tolerance = 1e-7;
     double resolution = 0;
     int threads = 0;
@@ -149,6 +149,10 @@ void add_solve(CLI::App& app) {
                   "Sampling cell width for solution curves and surfaces, as a fraction of a knot span (ssi 1/64, "
                   "bisector 1/128, surface-bisector 1/16 by default)");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_option("--device", a->device,
+                  "Engine: cpu (default; fastest for one small problem), cuda (GPU-resident breadth first), hybrid (the "
+                  "paper's CPU traversal with GPU subdivision), auto (cuda when a device is present)")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda", "hybrid"}));
   cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
   cmd->callback([a] {
     const std::string text = io::read_text_file(a->input, "solver input", 64ull << 20);
@@ -161,6 +165,7 @@ void add_solve(CLI::App& app) {
     SolverOptions o;
     o.tolerance = a->tolerance;
     o.threads = a->threads;
+    o.device = parse_device(a->device);
     // Long solves show their subdivision level on a terminal (the fraction is unknown: the bar fills by level).
     o.progress = [](int level, std::int64_t) { progress_bar("subdivision", std::min(0.99, level / 60.0)); };
     struct ClearBar {
