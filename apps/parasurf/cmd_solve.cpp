@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/bspline_json.hpp"
+#include "io/solver_json.hpp"
 #include "io/text_cursor.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
@@ -14,6 +15,10 @@
 namespace parasurf::cli {
 
 namespace {
+
+using io::bspline_curve;
+using io::member;
+using io::motion_from_json;
 
 std::vector<std::array<double, 2>> sample_curve(const BezierCurve2& c, int n = 200) {
   std::vector<std::array<double, 2>> out;
@@ -33,86 +38,6 @@ const std::array<float, 3> kCurveColors[4] = {{0.15f, 0.35f, 0.75f}, {0.15f, 0.6
 void draw(const std::string& path, Plot2D& plot) {
   const auto pixels = render_plot(plot, 800, 600);
   write_png(path, pixels, 800, 600);
-}
-
-double number(const nlohmann::json& v, const std::string& where) {
-  if (v.is_number()) return v.get<double>();
-  if (v.is_string()) {  // "p/q" fractions and C99 hex floats, as in the bezier package's test data
-    const std::string s = v.get<std::string>();
-    const auto slash = s.find('/');
-    char* end = nullptr;
-    if (slash != std::string::npos) {
-      const double p = std::strtod(s.substr(0, slash).c_str(), &end), q = std::strtod(s.substr(slash + 1).c_str(), nullptr);
-      if (q != 0 && std::isfinite(p / q)) return p / q;
-    } else {
-      const double x = std::strtod(s.c_str(), &end);
-      if (end && *end == '\0' && std::isfinite(x)) return x;
-    }
-  }
-  throw Error(ErrorKind::Parse, where + ": expected a finite number, a fraction \"p/q\" or a hex float");
-}
-
-// {"control_points": [[x0, x1, ...], [y0, y1, ...]]} or {"points": [[x, y], ...]}
-BezierCurve2 curve(const nlohmann::json& c, const std::string& where) {
-  BezierCurve2 out;
-  if (c.contains("points")) {
-    const auto& p = c["points"];
-    if (!p.is_array()) throw Error(ErrorKind::Parse, where + ".points: expected [[x, y], ...]");
-    for (std::size_t i = 0; i < p.size(); ++i) {
-      if (!p[i].is_array() || p[i].size() != 2) throw Error(ErrorKind::Parse, where + ".points: expected [[x, y], ...]");
-      out.points.push_back({number(p[i][0], where), number(p[i][1], where)});
-    }
-  } else if (c.contains("control_points")) {
-    const auto& p = c["control_points"];
-    if (!p.is_array() || p.size() != 2 || !p[0].is_array() || !p[1].is_array() || p[0].size() != p[1].size())
-      throw Error(ErrorKind::Parse, where + ".control_points: expected [[x0, x1, ...], [y0, y1, ...]]");
-    for (std::size_t i = 0; i < p[0].size(); ++i) out.points.push_back({number(p[0][i], where), number(p[1][i], where)});
-  } else {
-    throw Error(ErrorKind::Parse, where + ": expected \"points\" or \"control_points\"");
-  }
-  return out;
-}
-
-
-// A curve object: Bézier by default; B-spline with "degree" and "knots" beside the points.
-BSplineCurve2 bspline_curve(const nlohmann::json& j, const std::string& where) {
-  const BezierCurve2 c = curve(j, where);
-  BSplineCurve2 b;
-  b.points = c.points;
-  b.degree = int(c.points.size()) - 1;
-  if (j.contains("degree")) {
-    if (!j["degree"].is_number_integer()) throw Error(ErrorKind::Parse, where + ".degree: expected an integer");
-    b.degree = j["degree"].get<int>();
-  }
-  if (j.contains("knots")) {
-    if (!j["knots"].is_array()) throw Error(ErrorKind::Parse, where + ".knots: expected an array");
-    for (const auto& k : j["knots"]) b.knots.push_back(number(k, where + ".knots"));
-  } else {
-    b.knots.assign(std::size_t(std::max(b.degree, 0) + 1), 0.0);
-    b.knots.insert(b.knots.end(), std::size_t(std::max(b.degree, 0) + 1), 1.0);
-  }
-  return b;
-}
-
-const nlohmann::json& member(const nlohmann::json& doc, const char* key, const std::string& input) {
-  if (!doc.is_object() || !doc.contains(key)) throw Error(ErrorKind::Parse, input + ": expected a member \"" + std::string(key) + "\"");
-  return doc[key];
-}
-
-Motion motion_from_json(const nlohmann::json& j, const std::string& where) {
-  Motion m;
-  if (!j.is_object() || !j.contains("points") || !j.contains("knots") || !j["points"].is_array() || !j["knots"].is_array())
-    throw Error(ErrorKind::Parse, where + ": expected {\"degree\": 3, \"knots\": [...], \"points\": [[scale, tx, ty, tz], ...]}");
-  if (j.contains("degree")) {
-    if (!j["degree"].is_number_integer()) throw Error(ErrorKind::Parse, where + ".degree: expected an integer");
-    m.degree = j["degree"].get<int>();
-  }
-  for (const auto& k : j["knots"]) m.knots.push_back(number(k, where + ".knots"));
-  for (const auto& p : j["points"]) {
-    if (!p.is_array() || p.size() != 4) throw Error(ErrorKind::Parse, where + ".points: expected [scale, tx, ty, tz] per control point");
-    m.points.push_back({number(p[0], where), number(p[1], where), number(p[2], where), number(p[3], where)});
-  }
-  return m;
 }
 
 void draw_bspline(Plot2D& plot, const BSplineCurve2& c, std::array<float, 3> color, double width = 3.0) {
@@ -306,7 +231,7 @@ void add_solve(CLI::App& app) {
       const auto& list = member(doc, "curves", in);
       if (!list.is_array()) throw Error(ErrorKind::Parse, in + ": expected {\"curves\": [{\"points\": [[x, y], ...]}, ...]}");
       std::vector<BezierCurve2> curves;
-      for (std::size_t i = 0; i < list.size(); ++i) curves.push_back(curve(list[i], in + ": curves[" + std::to_string(i) + "]"));
+      for (std::size_t i = 0; i < list.size(); ++i) curves.push_back(io::bezier_curve_from_json(list[i], in + ": curves[" + std::to_string(i) + "]"));
       const RayTrapResult r = ray_traps(curves, o);
       std::printf("%zu curves: %zu ray trap(s); %s\n", curves.size(), r.traps.size(), r.status.c_str());
       nlohmann::json out = {{"status", r.status}, {"traps", nlohmann::json::array()}};
