@@ -16,7 +16,7 @@ namespace {
 
 struct IsoArgs {
   std::string input, output, field, size = "128", levels, direction = "descent", topology = "classic";
-  std::string device = "auto", devices, json, raw_dims, raw_type, endian = "little", spacing, origin, labels, scalars;
+  std::string device = "auto", devices, json, raw_dims, raw_type, endian = "little", spacing, origin, labels, scalars, balance = "cost";
   std::vector<std::int32_t> exclude_labels;
   bool keep_degenerate = false, no_normals = false, quiet = false, per_label = false;
   int threads = 0, smoothing = 32;
@@ -106,6 +106,9 @@ void add_isosurface(CLI::App& app) {
   cmd->add_option("--scalars", a->scalars, "Second volume on the same grid, interpolated to every vertex (\"value\")");
   cmd->add_flag("--quiet,-q", a->quiet, "Print only errors");
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");
+  cmd->add_option("--balance", a->balance,
+                  "Under mpirun: z ranges per rank by active cells (cost, from a first pass) or equal slices (equal)")
+      ->check(CLI::IsMember({"cost", "equal"}));
   cmd->callback([a] {
     std::unique_ptr<VolumeSource> volume;
     std::string field = a->field;
@@ -209,6 +212,10 @@ void add_isosurface(CLI::App& app) {
     if (!(a->memory_mb >= 0) || a->memory_mb > 1e9) throw Error(ErrorKind::InvalidArgument, "--memory must be 0..1e9 MiB");
     o.memory_budget = std::uint64_t(a->memory_mb * 1048576.0);
     const bool show = !a->quiet;
+    if (mpi_world()) {  // mpirun -np N: every rank extracts its own z range
+      isosurface_mpi(*volume, o, out, show, a->json, a->balance);
+      return;
+    }
     if (show)
       o.progress = [](double f) { progress_bar("slabs", f); };
     const auto& g = volume->geometry();

@@ -80,18 +80,30 @@ int main(int argc, char** argv) {
   parasurf::cli::add_view(app);
   parasurf::cli::add_solve(app);
   parasurf::cli::add_bench(app);
+  // Under mpirun every process runs this main; a failure on one rank must stop all of them.
+  const bool mpi = parasurf::cli::mpi_world();
+  if (mpi) parasurf::cli::mpi_begin();
+  auto fail = [&](const char* what, int code) {
+    if (mpi) {
+      std::fprintf(stderr, "parasurf: error (rank %d): %s\n", parasurf::cli::mpi_rank(), what);
+      std::fflush(stderr);
+      parasurf::cli::mpi_abort(code);
+    }
+    std::fprintf(stderr, "parasurf: error: %s\n", what);
+    return code;
+  };
+  int code = 0;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    code = app.exit(e);
   } catch (const parasurf::cli::ExitStatus& e) {
-    return e.code;
+    code = e.code;
   } catch (const parasurf::Error& e) {
-    std::fprintf(stderr, "parasurf: error: %s\n", e.what());
-    return e.kind() == parasurf::ErrorKind::InvalidArgument ? 2 : 1;
+    return fail(e.what(), e.kind() == parasurf::ErrorKind::InvalidArgument ? 2 : 1);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "parasurf: error: %s\n", e.what());
-    return 1;
+    return fail(e.what(), 1);
   }
-  return 0;
+  if (mpi) parasurf::cli::mpi_end();
+  return code;
 }

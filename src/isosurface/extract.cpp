@@ -16,6 +16,7 @@
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/labels.hpp"
+#include "isosurface/part.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
 
@@ -134,28 +135,10 @@ struct LevelMesh {
 // Ties can fold two sheets onto the same samples: identical triangles then come in pairs that cancel.
 std::int64_t remove_duplicate_ties(LevelMesh& m) {
   if (m.ties.size() < 2) return 0;
-  struct Key {
-    std::uint32_t v[3];
-    std::uint64_t t;
-  };
-  std::vector<Key> keys;
-  keys.reserve(m.ties.size());
-  for (auto t : m.ties) {
-    Key k{{m.triangles[3 * t], m.triangles[3 * t + 1], m.triangles[3 * t + 2]}, t};
-    std::sort(k.v, k.v + 3);
-    keys.push_back(k);
-  }
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::lexicographical_compare(a.v, a.v + 3, b.v, b.v + 3) || (std::equal(a.v, a.v + 3, b.v) && a.t < b.t);
-  });
-  std::vector<std::uint64_t> drop;
-  for (std::size_t a = 0; a < keys.size();) {
-    std::size_t b = a + 1;
-    while (b < keys.size() && std::equal(keys[a].v, keys[a].v + 3, keys[b].v)) ++b;
-    // An even group cancels; an odd one keeps its first member.
-    for (std::size_t c = ((b - a) % 2 ? a + 1 : a); c < b; ++c) drop.push_back(keys[c].t);
-    a = b;
-  }
+  std::vector<std::uint32_t> corners;
+  corners.reserve(3 * m.ties.size());
+  for (auto t : m.ties) corners.insert(corners.end(), &m.triangles[3 * t], &m.triangles[3 * t] + 3);
+  std::vector<std::uint64_t> drop = iso::coincident_tie_drops(corners, m.ties);
   if (drop.empty()) return 0;
   std::sort(drop.begin(), drop.end());
   std::size_t w = 0, d = 0;
@@ -274,7 +257,13 @@ std::pair<double, double> volume_value_range(VolumeSource& volume) {
   return {lo, hi};
 }
 
-TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report) {
+namespace {
+
+// The whole volume (part_ties null), or the part whose grid points [zb, ze) own the vertices (an MPI rank's share):
+// then the ties are returned instead of resolved, and the last cell layer's triangles refer to the next part's
+// first vertices by ids that continue past this part's own.
+TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report, std::int64_t zb,
+                          std::int64_t ze, std::vector<std::uint64_t>* part_ties) {
   const auto start = Clock::now();
   IsosurfaceReport rep;
   const auto& g = volume.geometry();
@@ -283,6 +272,14 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     throw Error(ErrorKind::InvalidArgument, volume.name() + ": size " + std::to_string(nx) + "x" + std::to_string(ny) +
                                                 "x" + std::to_string(nz) +
                                                 " is too small: marching cubes needs at least 2 samples along every axis");
+  if (ze < 0) ze = nz;
+  if (zb < 0 || zb > ze || ze > nz) throw Error(ErrorKind::InvalidArgument, volume.name() + ": slice range out of bounds");
+  const std::int64_t part = ze - zb;
+  if (part_ties) {
+    if (o.levels.size() != 1) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted at exactly one level");
+    if (o.labels || o.scalars) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted without labels or scalars");
+    if (part == 0) return TriangleMesh{};
+  }
   std::vector<double> levels = o.levels;
   bool have_range = false;
   if (levels.empty()) {
@@ -360,14 +357,14 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
       else budget = host_slab_budget();
     }
     const double fit = double(budget) / per_slice;
-    S = fit >= double(nz) ? nz : std::max<std::int64_t>(1, std::int64_t(fit) - 3);
+    S = fit >= double(part) ? part : std::max<std::int64_t>(1, std::int64_t(fit) - 3);
     // Several GPUs: at least three slabs each, so that whichever is free takes the next.
-    if (gpus.size() > 1) S = std::min<std::int64_t>(S, std::max<std::int64_t>(1, (nz + 3 * std::int64_t(gpus.size()) - 1) /
+    if (gpus.size() > 1) S = std::min<std::int64_t>(S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(gpus.size()) - 1) /
                                                                                   (3 * std::int64_t(gpus.size()))));
   }
-  S = std::min(S, nz);
+  S = std::min(S, part);
   rep.slab_slices = S;
-  const std::int64_t slab_count = (nz + S - 1) / S;
+  const std::int64_t slab_count = (part + S - 1) / S;
   rep.slabs = slab_count;
 
   bool mirrored = false;
@@ -383,7 +380,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
 
   // Host buffers for streamed sources: the next slab is read while this one is processed.
   auto span_of = [&](std::int64_t s) {
-    const std::int64_t z0 = s * S, z1 = std::min(nz, z0 + S);
+    const std::int64_t z0 = zb + s * S, z1 = std::min(ze, z0 + S);
     return std::array<std::int64_t, 4>{z0, z1, std::max<std::int64_t>(0, z0 - 1), std::min(nz, z1 + 2)};
   };
   struct SlabBuffers {
@@ -606,6 +603,24 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   }
 
   }
+  if (part_ties) {
+    *part_ties = std::move(meshes[0].ties);
+    TriangleMesh out;
+    out.positions = std::move(meshes[0].positions);
+    out.normals = std::move(meshes[0].normals);
+    out.triangles = std::move(meshes[0].triangles);
+    rep.vertices = out.vertex_count();
+    rep.triangles = out.triangle_count();
+    const auto sec = engine ? engine->seconds() : multi_seconds;
+    rep.seconds_read = read_seconds;
+    rep.seconds_classify = sec.classify;
+    rep.seconds_scan = sec.scan;
+    rep.seconds_generate = sec.generate;
+    rep.seconds_copy = sec.upload + sec.download;
+    rep.seconds_total = since(start);
+    if (report) *report = rep;
+    return out;
+  }
   // One mesh: levels in order, ids shifted; ties folded into pairs removed.
   TriangleMesh out;
   std::uint64_t nv = 0, nt = 0;
@@ -690,5 +705,93 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   if (report) *report = rep;
   return out;
 }
+
+}  // namespace
+
+TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report) {
+  return extract_impl(volume, o, report, 0, -1, nullptr);
+}
+
+namespace iso {
+
+std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids) {
+  struct Key {
+    std::uint32_t v[3];
+    std::uint64_t t;
+  };
+  std::vector<Key> keys;
+  keys.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    Key k{{corners[3 * i], corners[3 * i + 1], corners[3 * i + 2]}, ids[i]};
+    std::sort(k.v, k.v + 3);
+    keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    return std::lexicographical_compare(a.v, a.v + 3, b.v, b.v + 3) || (std::equal(a.v, a.v + 3, b.v) && a.t < b.t);
+  });
+  std::vector<std::uint64_t> drop;
+  for (std::size_t a = 0; a < keys.size();) {
+    std::size_t b = a + 1;
+    while (b < keys.size() && std::equal(keys[a].v, keys[a].v + 3, keys[b].v)) ++b;
+    // An even group cancels; an odd one keeps its first member.
+    for (std::size_t c = ((b - a) % 2 ? a + 1 : a); c < b; ++c) drop.push_back(keys[c].t);
+    a = b;
+  }
+  std::sort(drop.begin(), drop.end());
+  return drop;
+}
+
+IsosurfacePart extract_isosurface_part(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin, std::int64_t z_end,
+                                       IsosurfaceReport* report) {
+  IsosurfacePart p;
+  p.mesh = extract_impl(volume, o, report, z_begin, z_end, &p.ties);
+  return p;
+}
+
+std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end) {
+  const auto& g = volume.geometry();
+  const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
+  z_end = std::min(z_end, nz - 1);  // cell layers
+  std::vector<std::int64_t> out(std::size_t(std::max<std::int64_t>(0, z_end - z_begin)), 0);
+  if (z_begin >= z_end) return out;
+  const std::uint64_t slice = std::uint64_t(nx * ny);
+  // A few layers at a time: each read holds its layers plus the slice above.
+  const std::int64_t step = std::max<std::int64_t>(1, std::int64_t((64ull << 20) / std::max<std::uint64_t>(1, slice * 4)));
+  std::vector<char> raw;
+  std::vector<float> f;
+  for (std::int64_t z0 = z_begin; z0 < z_end; z0 += step) {
+    const std::int64_t z1 = std::min(z_end, z0 + step);
+    const std::size_t n = std::size_t(z1 + 1 - z0) * slice;
+    const void* samples;
+    if (const void* all = volume.resident_data()) {
+      samples = static_cast<const char*>(all) + std::uint64_t(z0) * slice * voxel_bytes(volume.type());
+    } else {
+      raw.resize(n * voxel_bytes(volume.type()));
+      volume.read_slices(z0, z1 + 1, raw.data());
+      samples = raw.data();
+    }
+    f.resize(n);
+    core::visit_voxel_type(volume.type(), [&](auto tag) { to_floats(static_cast<const decltype(tag)*>(samples), n, f.data()); });
+    // A cell is active when its corners lie on both sides (a value equal to the level counts as inside).
+#pragma omp parallel for schedule(static)
+    for (std::int64_t z = z0; z < z1; ++z) {
+      std::int64_t count = 0;
+      const float* a = f.data() + std::uint64_t(z - z0) * slice;
+      const float* b = a + slice;
+      for (std::int64_t y = 0; y + 1 < ny; ++y)
+        for (std::int64_t x = 0; x + 1 < nx; ++x) {
+          const std::int64_t i = y * nx + x;
+          const float c[8] = {a[i], a[i + 1], a[i + nx], a[i + nx + 1], b[i], b[i + 1], b[i + nx], b[i + nx + 1]};
+          bool in = false, outside = false;
+          for (float v : c) (v >= level ? in : outside) = true;
+          count += in && outside;
+        }
+      out[std::size_t(z - z_begin)] = count;
+    }
+  }
+  return out;
+}
+
+}  // namespace iso
 
 }  // namespace parasurf

@@ -34,6 +34,22 @@ void write_report(const std::string& path, const std::string& text);
 // fraction in [0, 1]; 1 clears the line.
 void progress_bar(const char* what, double fraction);
 
+// MPI (built when Open MPI is found; otherwise mpi_world() is false and the rest is never called).
+bool mpi_world();   // started by mpirun with more than one process
+void mpi_begin();   // MPI_Init (once)
+void mpi_end();     // MPI_Finalize when started
+int mpi_rank();
+[[noreturn]] void mpi_abort(int code);  // every rank ends: one rank's failure stops the run
+}  // namespace parasurf::cli
+namespace parasurf {
+struct IsosurfaceOptions;
+class VolumeSource;
+}  // namespace parasurf
+namespace parasurf::cli {
+// `mpirun -np N parasurf isosurface`: every rank extracts its z range; one mesh written collectively.
+void isosurface_mpi(VolumeSource& volume, parasurf::IsosurfaceOptions options, const std::string& out, bool show,
+                    const std::string& json, const std::string& balance);
+
 // "256x128" or "256" (square) -> (256, 128); throws Error naming the option.
 std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const std::string& option);
 

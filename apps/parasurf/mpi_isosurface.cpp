@@ -1,0 +1,307 @@
+// `mpirun -np N parasurf isosurface ...`: the volume split into z ranges, one per rank, balanced by a cheap first
+// pass that counts active cells; each rank reads and extracts only its range (on the GPU chosen by its local rank,
+// or the CPU); vertex ids are made global by a prefix sum over the ranks, coincident tie triangles are resolved
+// globally, and the mesh is written collectively with MPI-IO into one binary PLY (other formats: gathered to rank
+// 0). The result is byte for byte the single-process mesh. A failing rank aborts all with its message; the output
+// appears only when every rank has succeeded (written to a temporary name, renamed last).
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "isosurface/part.hpp"
+#include "parasurf/commands.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/device.hpp"
+#include "parasurf/io.hpp"
+
+namespace parasurf::cli {
+
+namespace {
+
+int g_rank = 0, g_size = 1;
+bool g_initialised = false;
+
+void check(int rc, const char* what) {
+  if (rc != MPI_SUCCESS) {
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    throw Error(ErrorKind::Io, std::string("MPI error while ") + what + ": " + std::string(msg, std::size_t(len)));
+  }
+}
+
+double now() { return MPI_Wtime(); }
+
+// Equal-cost z boundaries: points [b[r], b[r+1]) own rank r's vertices. The cost of cell layer z is its active
+// cells plus a share for reading and classifying the layer at all.
+std::vector<std::int64_t> balance(const std::vector<std::int64_t>& active, std::int64_t nz, std::int64_t slice_cells, int ranks) {
+  std::vector<double> cost(active.size());
+  const double base = 0.02 * double(slice_cells);
+  double total = 0;
+  for (std::size_t z = 0; z < active.size(); ++z) total += cost[z] = double(active[z]) + base;
+  std::vector<std::int64_t> b(std::size_t(ranks + 1), nz);
+  b[0] = 0;
+  double acc = 0;
+  int r = 1;
+  for (std::size_t z = 0; z < active.size() && r < ranks; ++z) {
+    acc += cost[z];
+    while (r < ranks && acc >= total * r / ranks) b[std::size_t(r++)] = std::int64_t(z) + 1;
+  }
+  return b;
+}
+
+}  // namespace
+
+bool mpi_world() {
+  // Started by mpirun (Open MPI, MPICH/PMI) with more than one process.
+  for (const char* v : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* s = std::getenv(v))
+      if (std::atoi(s) > 1) return true;
+  return false;
+}
+
+int mpi_rank() { return g_rank; }
+
+void mpi_begin() {
+  if (g_initialised) return;
+  int provided = 0;
+  check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "starting MPI");
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &g_size);
+  g_initialised = true;
+}
+
+void mpi_end() {
+  if (g_initialised) MPI_Finalize();
+  g_initialised = false;
+}
+
+[[noreturn]] void mpi_abort(int code) {
+  MPI_Abort(MPI_COMM_WORLD, code);
+  std::exit(code);
+}
+
+void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string& out, bool show, const std::string& json,
+                    const std::string& balance_mode) {
+  const double t0 = now();
+  const auto& g = volume.geometry();
+  const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
+  if (o.levels.size() != 1) throw Error(ErrorKind::InvalidArgument, "MPI runs take exactly one --level");
+  if (o.labels || o.scalars) throw Error(ErrorKind::InvalidArgument, "MPI runs do not take --labels or --scalars yet");
+  if (nx < 2 || ny < 2 || nz < 2) throw Error(ErrorKind::InvalidArgument, volume.name() + ": too small for marching cubes");
+  // One GPU per rank on a node, by local rank.
+  MPI_Comm node;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node), "grouping ranks by node");
+  int local_rank = 0, local_size = 1;
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_size(node, &local_size);
+  MPI_Comm_free(&node);
+  // The node's cores shared among its ranks.
+  if (o.threads <= 0) o.threads = std::max(1, hardware_threads() / local_size);
+  const Device device = o.device == Device::Auto ? (cuda_available() ? Device::Cuda : Device::Cpu) : o.device;
+  o.device = device;
+  if (device == Device::Cuda) o.cuda_devices = {local_rank % int(cuda_devices().size())};
+  o.progress = nullptr;
+  if (const char* fail = std::getenv("PARASURF_TEST_FAIL_RANK"))  // fault injection for the tests
+    if (std::atoi(fail) == g_rank)
+      throw Error(ErrorKind::Io, volume.name() + ": rank " + std::to_string(g_rank) + " could not read its slices (injected by PARASURF_TEST_FAIL_RANK)");
+
+  // First pass: active cells per layer, each rank over an equal share, then equal-cost ranges.
+  const std::int64_t layers = nz - 1;
+  std::vector<std::int64_t> bounds(static_cast<std::size_t>(g_size + 1));
+  double t_balance = now();
+  if (balance_mode == "equal") {
+    for (int r = 0; r <= g_size; ++r) bounds[std::size_t(r)] = r == g_size ? nz : layers * r / g_size;
+  } else {
+    const std::int64_t a = layers * g_rank / g_size, b = layers * (g_rank + 1) / g_size;
+    const std::vector<std::int64_t> mine = iso::active_cells_per_slice(volume, o.levels[0], a, b);
+    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
+    for (int r = 0; r < g_size; ++r) {
+      displs[std::size_t(r)] = int(layers * r / g_size);
+      counts[std::size_t(r)] = int(layers * (r + 1) / g_size - layers * r / g_size);
+    }
+    std::vector<std::int64_t> all(static_cast<std::size_t>(layers));
+    check(MPI_Allgatherv(mine.data(), int(mine.size()), MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, MPI_COMM_WORLD),
+          "sharing the active-cell counts");
+    bounds = balance(all, nz, (nx - 1) * (ny - 1), g_size);
+  }
+  t_balance = now() - t_balance;
+  const std::int64_t zb = bounds[std::size_t(g_rank)], ze = bounds[std::size_t(g_rank + 1)];
+
+  // Second pass: this rank's part.
+  IsosurfaceReport rep;
+  iso::IsosurfacePart part = iso::extract_isosurface_part(volume, o, zb, ze, &rep);
+  TriangleMesh& m = part.mesh;
+  const std::uint64_t own_v = std::uint64_t(m.vertex_count());
+  std::uint64_t v_base = 0, total_v = 0;
+  check(MPI_Exscan(&own_v, &v_base, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "numbering vertices");
+  if (g_rank == 0) v_base = 0;
+  check(MPI_Allreduce(&own_v, &total_v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "counting vertices");
+  if (total_v > 0xffffffffull) throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+  for (auto& v : m.triangles) v += std::uint32_t(v_base);
+  std::uint64_t own_t = std::uint64_t(m.triangle_count()), t_base = 0;
+  check(MPI_Exscan(&own_t, &t_base, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "numbering triangles");
+  if (g_rank == 0) t_base = 0;
+
+  // Coincident tie triangles cancel across the whole mesh, as in one process: rank 0 decides from all ties.
+  {
+    std::vector<std::uint64_t> ids;
+    std::vector<std::uint32_t> corners;
+    for (auto t : part.ties) {
+      ids.push_back(t_base + t);
+      corners.insert(corners.end(), &m.triangles[3 * t], &m.triangles[3 * t] + 3);
+    }
+    int n = int(ids.size());
+    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size)), counts3(static_cast<std::size_t>(g_size)), displs3(static_cast<std::size_t>(g_size));
+    check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "gathering ties");
+    int total = 0;
+    for (int r = 0; r < g_size; ++r) {
+      displs[std::size_t(r)] = total;
+      counts3[std::size_t(r)] = 3 * counts[std::size_t(r)];
+      displs3[std::size_t(r)] = 3 * total;
+      total += counts[std::size_t(r)];
+    }
+    std::vector<std::uint64_t> all_ids(std::size_t(g_rank == 0 ? total : 0));
+    std::vector<std::uint32_t> all_corners(std::size_t(g_rank == 0 ? 3 * total : 0));
+    check(MPI_Gatherv(ids.data(), n, MPI_UINT64_T, all_ids.data(), counts.data(), displs.data(), MPI_UINT64_T, 0, MPI_COMM_WORLD),
+          "gathering ties");
+    check(MPI_Gatherv(corners.data(), 3 * n, MPI_UINT32_T, all_corners.data(), counts3.data(), displs3.data(), MPI_UINT32_T, 0, MPI_COMM_WORLD),
+          "gathering ties");
+    std::vector<std::uint64_t> drop;
+    if (g_rank == 0 && total > 1) drop = iso::coincident_tie_drops(all_corners, all_ids);
+    std::uint64_t nd = drop.size();
+    check(MPI_Bcast(&nd, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
+    drop.resize(std::size_t(nd));
+    if (nd) check(MPI_Bcast(drop.data(), int(nd), MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
+    rep.duplicates_removed = std::int64_t(nd);
+    if (nd) {
+      std::size_t w = 0;
+      const std::size_t nt = m.triangles.size() / 3;
+      for (std::size_t t = 0; t < nt; ++t) {
+        if (std::binary_search(drop.begin(), drop.end(), t_base + t)) continue;
+        if (w != t) std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 12);
+        ++w;
+      }
+      m.triangles.resize(3 * w);
+      own_t = w;
+      t_base = 0;
+      check(MPI_Exscan(&own_t, &t_base, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "numbering triangles");
+      if (g_rank == 0) t_base = 0;
+    }
+  }
+  std::uint64_t total_t = 0;
+  check(MPI_Allreduce(&own_t, &total_t, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "counting triangles");
+  const double t_extract = now() - t0;
+
+  // Output.
+  const double t_write0 = now();
+  const bool normals = o.normals;
+  const std::string partial = out + ".partial";
+  if (out.ends_with(".ply")) {
+    // The header of parasurf's binary PLY writer, then every rank's vertices and faces at their offsets.
+    std::string header = "ply\nformat binary_little_endian 1.0\ncomment written by parasurf\n";
+    header += "element vertex " + std::to_string(total_v) + "\n";
+    header += "property float x\nproperty float y\nproperty float z\n";
+    if (normals) header += "property float nx\nproperty float ny\nproperty float nz\n";
+    header += "element face " + std::to_string(total_t) + "\n";
+    header += "property list uchar uint vertex_indices\nend_header\n";
+    const std::size_t vstride = normals ? 24 : 12;
+    std::vector<char> vbuf(std::size_t(own_v) * vstride), fbuf(std::size_t(own_t) * 13);
+    for (std::uint64_t v = 0; v < own_v; ++v) {
+      std::memcpy(&vbuf[v * vstride], &m.positions[3 * v], 12);
+      if (normals) std::memcpy(&vbuf[v * vstride + 12], &m.normals[3 * v], 12);
+    }
+    for (std::uint64_t t = 0; t < own_t; ++t) {
+      fbuf[t * 13] = 3;
+      std::memcpy(&fbuf[t * 13 + 1], &m.triangles[3 * t], 12);
+    }
+    if (g_rank == 0) std::filesystem::remove(partial);
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_File f;
+    check(MPI_File_open(MPI_COMM_WORLD, partial.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f), ("opening " + partial).c_str());
+    const MPI_Offset vstart = MPI_Offset(header.size()), fstart = vstart + MPI_Offset(total_v * vstride);
+    if (g_rank == 0) check(MPI_File_write_at(f, 0, header.data(), int(header.size()), MPI_CHAR, MPI_STATUS_IGNORE), "writing the header");
+    // Every rank takes part in as many collective writes as the rank with the most pieces.
+    const std::uint64_t pieces = std::max<std::uint64_t>(1, (std::max(vbuf.size(), fbuf.size()) + (1u << 30) - 1) >> 30);
+    std::uint64_t rounds = 0;
+    check(MPI_Allreduce(&pieces, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "planning the writes");
+    for (std::uint64_t k = 0; k < rounds; ++k) {
+      auto piece = [&](const std::vector<char>& buf, MPI_Offset at) {
+        const std::size_t from = std::min<std::size_t>(buf.size(), std::size_t(k) << 30), to = std::min<std::size_t>(buf.size(), from + (1u << 30));
+        check(MPI_File_write_at_all(f, at + MPI_Offset(from), buf.data() + from, int(to - from), MPI_CHAR, MPI_STATUS_IGNORE),
+              "writing the mesh");
+      };
+      piece(vbuf, vstart + MPI_Offset(v_base * vstride));
+      piece(fbuf, fstart + MPI_Offset(t_base * 13));
+    }
+    check(MPI_File_close(&f), "closing the mesh");
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (g_rank == 0) std::filesystem::rename(partial, out);
+  } else {
+    // Other formats: the pieces gathered to rank 0, written by the ordinary writer.
+    auto gather = [&](const auto& local, auto& all, MPI_Datatype type) {
+      int n = int(local.size());
+      std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
+      check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "gathering the mesh");
+      int total = 0;
+      for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
+      all.resize(std::size_t(g_rank == 0 ? total : 0));
+      check(MPI_Gatherv(local.data(), n, type, all.data(), counts.data(), displs.data(), type, 0, MPI_COMM_WORLD), "gathering the mesh");
+    };
+    TriangleMesh whole;
+    gather(m.positions, whole.positions, MPI_FLOAT);
+    if (normals) gather(m.normals, whole.normals, MPI_FLOAT);
+    gather(m.triangles, whole.triangles, MPI_UINT32_T);
+    if (g_rank == 0) write_mesh(out, whole);
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  const double t_write = now() - t_write0;
+
+  // Report: per-rank ranges and times on rank 0.
+  struct RankFigures {
+    double extract, seconds_read;
+    std::int64_t zb, ze, vertices, triangles;
+  } mine{t_extract, rep.seconds_read, zb, ze, std::int64_t(own_v), std::int64_t(own_t)};
+  std::vector<RankFigures> figures(static_cast<std::size_t>(g_size));
+  check(MPI_Gather(&mine, int(sizeof mine), MPI_BYTE, figures.data(), int(sizeof mine), MPI_BYTE, 0, MPI_COMM_WORLD), "gathering figures");
+  if (g_rank != 0) return;
+  double slowest = 0, mean = 0;
+  for (const auto& f : figures) slowest = std::max(slowest, f.extract), mean += f.extract / g_size;
+  if (show) {
+    std::printf("volume: %s, %lldx%lldx%lld %s; level %g\n", volume.name().c_str(), (long long)nx, (long long)ny, (long long)nz,
+                voxel_type_name(volume.type()), o.levels[0]);
+    std::printf("MPI: %d ranks (%s), ranges balanced %s in %.2f ms\n", g_size, device_name(device),
+                balance_mode == "equal" ? "by slices" : "by active cells", t_balance * 1e3);
+    for (int r = 0; r < g_size; ++r) {
+      const auto& f = figures[std::size_t(r)];
+      std::printf("  rank %d: slices [%lld, %lld), %lld vertices, %lld triangles, %.2f ms\n", r, (long long)f.zb, (long long)f.ze,
+                  (long long)f.vertices, (long long)f.triangles, f.extract * 1e3);
+    }
+    std::printf("time: %.2f ms (slowest rank %.2f, mean %.2f, write %.2f)\n", (now() - t0) * 1e3, slowest * 1e3, mean * 1e3, t_write * 1e3);
+    if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
+    std::printf("wrote %s (%llu vertices, %llu triangles)\n", out.c_str(), (unsigned long long)total_v, (unsigned long long)total_t);
+  }
+  if (!json.empty()) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& f : figures)
+      ranks.push_back({{"z_begin", f.zb}, {"z_end", f.ze}, {"vertices", f.vertices}, {"triangles", f.triangles}, {"seconds", f.extract}});
+    const nlohmann::json j = {{"volume", volume.name()}, {"dims", g.dims}, {"levels", o.levels}, {"mpi_ranks", g_size},
+                              {"device", device_name(device)}, {"balance", balance_mode}, {"vertices", total_v},
+                              {"triangles", total_t}, {"ranks", ranks},
+                              {"seconds", {{"total", now() - t0}, {"slowest_rank", slowest}, {"mean_rank", mean},
+                                           {"balance", t_balance}, {"write", t_write}}}};
+    write_report(json, j.dump(2) + "\n");
+  }
+  if (total_t == 0) {
+    std::fprintf(stderr, "parasurf: no surface found at the given level; wrote an empty mesh to %s\n", out.c_str());
+    throw ExitStatus{3};
+  }
+}
+
+}  // namespace parasurf::cli

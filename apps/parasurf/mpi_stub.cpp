@@ -1,0 +1,17 @@
+// Without MPI the CLI runs as one process; these are never reached (mpi_world() is false).
+#include <cstdlib>
+
+#include "parasurf/commands.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/isosurface.hpp"
+
+namespace parasurf::cli {
+bool mpi_world() { return false; }
+void mpi_begin() {}
+void mpi_end() {}
+int mpi_rank() { return 0; }
+void mpi_abort(int code) { std::exit(code); }
+void isosurface_mpi(VolumeSource&, parasurf::IsosurfaceOptions, const std::string&, bool, const std::string&, const std::string&) {
+  throw Error(ErrorKind::InvalidArgument, "this build has no MPI (install libopenmpi-dev and rebuild)");
+}
+}  // namespace parasurf::cli

@@ -1,0 +1,30 @@
+// Parts of an isosurface for runs split across processes (MPI ranks): each part owns the vertices of the grid
+// points [z_begin, z_end) and the triangles of the cell layers that start there, in the canonical order of a whole
+// run, so concatenating the parts (vertex ids shifted by the vertices before each part) gives the whole run's mesh.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "parasurf/isosurface.hpp"
+
+namespace parasurf::iso {
+
+struct IsosurfacePart {
+  // Triangles of the last cell layer refer to the next part's first vertices by ids that continue past this
+  // part's own (mesh.vertex_count()).
+  TriangleMesh mesh;
+  std::vector<std::uint64_t> ties;  // triangles that may cancel with a coincident one (samples equal to the level)
+};
+
+// One level, no labels or scalars; any engine (CPU, one GPU), streamed slab by slab within the part.
+IsosurfacePart extract_isosurface_part(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
+                                       std::int64_t z_end, IsosurfaceReport* report = nullptr);
+
+// Which tie triangles cancel (sorted ids): coincident ones (the same three vertices) in pairs, an odd group keeping
+// its first. corners: the three vertex ids of each tie, in the order of ids.
+std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids);
+
+// Cells crossing the level in each cell layer z of [z_begin, z_end) (the cheap first pass of the load balance).
+std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end);
+
+}  // namespace parasurf::iso
