@@ -748,46 +748,42 @@ IsosurfacePart extract_isosurface_part(VolumeSource& volume, const IsosurfaceOpt
   return p;
 }
 
-std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end) {
+std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end,
+                                                 std::int64_t stride) {
   const auto& g = volume.geometry();
   const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   z_end = std::min(z_end, nz - 1);  // cell layers
   std::vector<std::int64_t> out(std::size_t(std::max<std::int64_t>(0, z_end - z_begin)), 0);
   if (z_begin >= z_end) return out;
   const std::uint64_t slice = std::uint64_t(nx * ny);
-  // A few layers at a time: each read holds its layers plus the slice above.
-  const std::int64_t step = std::max<std::int64_t>(1, std::int64_t((64ull << 20) / std::max<std::uint64_t>(1, slice * 4)));
+  stride = std::max<std::int64_t>(1, stride);
   std::vector<char> raw;
-  std::vector<float> f;
-  for (std::int64_t z0 = z_begin; z0 < z_end; z0 += step) {
-    const std::int64_t z1 = std::min(z_end, z0 + step);
-    const std::size_t n = std::size_t(z1 + 1 - z0) * slice;
+  std::vector<float> f(2 * slice);
+  // Every stride-th layer is counted (two slices read); the layers after it take its count.
+  for (std::int64_t z = z_begin; z < z_end; z += stride) {
     const void* samples;
     if (const void* all = volume.resident_data()) {
-      samples = static_cast<const char*>(all) + std::uint64_t(z0) * slice * voxel_bytes(volume.type());
+      samples = static_cast<const char*>(all) + std::uint64_t(z) * slice * voxel_bytes(volume.type());
     } else {
-      raw.resize(n * voxel_bytes(volume.type()));
-      volume.read_slices(z0, z1 + 1, raw.data());
+      raw.resize(2 * slice * voxel_bytes(volume.type()));
+      volume.read_slices(z, z + 2, raw.data());
       samples = raw.data();
     }
-    f.resize(n);
-    core::visit_voxel_type(volume.type(), [&](auto tag) { to_floats(static_cast<const decltype(tag)*>(samples), n, f.data()); });
+    core::visit_voxel_type(volume.type(), [&](auto tag) { to_floats(static_cast<const decltype(tag)*>(samples), 2 * slice, f.data()); });
     // A cell is active when its corners lie on both sides (a value equal to the level counts as inside).
-#pragma omp parallel for schedule(static)
-    for (std::int64_t z = z0; z < z1; ++z) {
-      std::int64_t count = 0;
-      const float* a = f.data() + std::uint64_t(z - z0) * slice;
-      const float* b = a + slice;
-      for (std::int64_t y = 0; y + 1 < ny; ++y)
-        for (std::int64_t x = 0; x + 1 < nx; ++x) {
-          const std::int64_t i = y * nx + x;
-          const float c[8] = {a[i], a[i + 1], a[i + nx], a[i + nx + 1], b[i], b[i + 1], b[i + nx], b[i + nx + 1]};
-          bool in = false, outside = false;
-          for (float v : c) (v >= level ? in : outside) = true;
-          count += in && outside;
-        }
-      out[std::size_t(z - z_begin)] = count;
-    }
+    const float* a = f.data();
+    const float* b = a + slice;
+    std::int64_t count = 0;
+#pragma omp parallel for schedule(static) reduction(+ : count)
+    for (std::int64_t y = 0; y < ny - 1; ++y)
+      for (std::int64_t x = 0; x + 1 < nx; ++x) {
+        const std::int64_t i = y * nx + x;
+        const float c[8] = {a[i], a[i + 1], a[i + nx], a[i + nx + 1], b[i], b[i + 1], b[i + nx], b[i + nx + 1]};
+        bool in = false, outside = false;
+        for (float v : c) (v >= level ? in : outside) = true;
+        count += in && outside;
+      }
+    for (std::int64_t k = z; k < std::min(z_end, z + stride); ++k) out[std::size_t(k - z_begin)] = count;
   }
   return out;
 }

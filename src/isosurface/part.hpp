@@ -24,7 +24,9 @@ IsosurfacePart extract_isosurface_part(VolumeSource& volume, const IsosurfaceOpt
 // its first. corners: the three vertex ids of each tie, in the order of ids.
 std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids);
 
-// Cells crossing the level in each cell layer z of [z_begin, z_end) (the cheap first pass of the load balance).
-std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end);
+// Cells crossing the level in each cell layer z of [z_begin, z_end) (the cheap first pass of the load balance):
+// every stride-th layer is counted and stands for the layers up to the next one.
+std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end,
+                                                 std::int64_t stride = 1);
 
 }  // namespace parasurf::iso

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Strong and weak scaling of MPI isosurface runs (tangle field generated per rank, nothing read from disk).
+# Strong: one N^3 field on 1, 2, ..., P ranks. Weak: N x N x (N/P0 * ranks) so every rank keeps the same share.
+# Prints a table (time, speed-up, efficiency) and writes every run's JSON report to $OUT (default ./mpi-scaling).
+#   usage: scripts/mpi-scaling.sh <parasurf> <N> <ranks, comma-separated> [device: cpu|cuda] [extra isosurface args]
+set -uo pipefail
+exe="$1"; n="$2"; ranks="$3"; device="${4:-cpu}"; shift 4 2>/dev/null || shift $#
+extra=("$@")
+OUT=${OUT:-$PWD/mpi-scaling}
+mkdir -p "$OUT"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+IFS=, read -ra list <<<"$ranks"
+first=${list[0]}
+seconds() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['seconds']['total'])" "$1"; }
+one() {  # ranks, size, tag
+  local np=$1 size=$2 tag=$3
+  local json="$OUT/$tag-np$np.json"
+  timeout 590 mpirun --oversubscribe --bind-to none -np "$np" "$exe" isosurface --field tangle --size "$size" --device "$device" \
+    --balance cost -q -o "$OUT/$tag-np$np.ply" --json "$json" "${extra[@]}" >"$OUT/$tag-np$np.log" 2>&1 || { echo "run failed: $tag np=$np"; tail -5 "$OUT/$tag-np$np.log"; return 1; }
+  rm -f "$OUT/$tag-np$np.ply"
+  seconds "$json"
+}
+printf '%-8s %-6s %-16s %10s %9s %10s\n' scaling ranks size seconds speed-up efficiency
+base=""
+for np in "${list[@]}"; do
+  t=$(one "$np" "$n" strong) || { echo "$t"; exit 1; }
+  [ -z "$base" ] && base=$t
+  python3 -c "t=$t; b=$base; r=$np/$first; print(f'strong   {$np:<6d} {\"$n^3\":<16s} {t:10.3f} {b/t:9.2f} {b/t/r*100:9.1f}%')"
+done
+base=""
+for np in "${list[@]}"; do
+  nz=$(( n * np / first ))
+  t=$(one "$np" "${n}x${n}x${nz}" weak) || { echo "$t"; exit 1; }
+  [ -z "$base" ] && base=$t
+  python3 -c "t=$t; b=$base; print(f'weak     {$np:<6d} {\"${n}x${n}x${nz}\":<16s} {t:10.3f} {\"-\":>9s} {b/t*100:9.1f}%')"
+done
