@@ -105,7 +105,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   MPI_Comm_free(&node);
   // The node's cores shared among its ranks.
   if (o.threads <= 0) o.threads = std::max(1, hardware_threads() / local_size);
-  omp_set_num_threads(o.threads);  // every OpenMP loop of this rank (generators, first pass), not only the engine
+  // Every OpenMP loop of this rank (generators and readers on the prefetch thread too), not only the engine's.
+  omp_set_num_threads(o.threads);
+  set_default_cpu_threads(o.threads);
   const Device device = o.device == Device::Auto ? (cuda_available() ? Device::Cuda : Device::Cpu) : o.device;
   o.device = device;
   if (device == Device::Cuda) o.cuda_devices = {local_rank % int(cuda_devices().size())};

@@ -48,6 +48,9 @@ double measure_cuda_copy_bandwidth(int device_index = 0, std::uint64_t bytes = 1
 
 // CPU threads: 0 = all available. Applies to the library's OpenMP regions.
 int cpu_thread_count(int requested);
+// What "all threads" (0) means from now on, in every thread of the process (0: all available again). Several
+// processes sharing a node (MPI ranks) each take their share of its cores.
+void set_default_cpu_threads(int threads);
 int hardware_threads();
 
 }  // namespace parasurf

@@ -1,6 +1,9 @@
 // CPU thread counts and host memory checks.
 #include <omp.h>
 
+#include <algorithm>
+#include <atomic>
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -13,9 +16,17 @@ namespace parasurf {
 
 int hardware_threads() { return omp_get_num_procs(); }
 
+namespace {
+std::atomic<int> g_default_threads{0};
+}
+
+void set_default_cpu_threads(int threads) { g_default_threads = std::max(0, threads); }
+
 int cpu_thread_count(int requested) {
   if (requested < 0) throw Error(ErrorKind::InvalidArgument, "--threads must be >= 0 (0 = all), got " + std::to_string(requested));
-  return requested == 0 ? omp_get_max_threads() : requested;
+  if (requested > 0) return requested;
+  const int fixed = g_default_threads.load();
+  return fixed > 0 ? fixed : omp_get_max_threads();
 }
 
 namespace core {

@@ -29,7 +29,7 @@ template <class T>
 void to_labels(const T* in, std::size_t n, std::int32_t* out, const std::string& name, std::int64_t z0,
                std::uint64_t slice) {
   bool bad = false;
-#pragma omp parallel for reduction(|| : bad)
+#pragma omp parallel for reduction(|| : bad) num_threads(cpu_thread_count(0))
   for (std::size_t i = 0; i < n; ++i) {
     const double x = double(in[i]);
     const bool ok = x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0;
@@ -89,7 +89,7 @@ template <class T>
 void range_of(const void* data, std::size_t n, double& lo, double& hi) {
   const T* v = static_cast<const T*>(data);
   double a = lo, b = hi;
-#pragma omp parallel for reduction(min : a) reduction(max : b)
+#pragma omp parallel for reduction(min : a) reduction(max : b) num_threads(cpu_thread_count(0))
   for (std::size_t i = 0; i < n; ++i) {
     const double x = double(v[i]);
     if (std::isfinite(x)) {
@@ -161,7 +161,7 @@ std::int64_t remove_duplicate_ties(LevelMesh& m) {
 
 template <class T>
 void to_floats(const T* in, std::size_t n, float* out) {
-#pragma omp parallel for
+#pragma omp parallel for num_threads(cpu_thread_count(0))
   for (std::size_t i = 0; i < n; ++i) out[i] = float(in[i]);
 }
 
@@ -774,7 +774,7 @@ std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double le
     const float* a = f.data();
     const float* b = a + slice;
     std::int64_t count = 0;
-#pragma omp parallel for schedule(static) reduction(+ : count)
+#pragma omp parallel for schedule(static) reduction(+ : count) num_threads(cpu_thread_count(0))
     for (std::int64_t y = 0; y < ny - 1; ++y)
       for (std::int64_t x = 0; x + 1 < nx; ++x) {
         const std::int64_t i = y * nx + x;

@@ -3,6 +3,7 @@
 #include <numbers>
 
 #include "parasurf/error.hpp"
+#include "parasurf/device.hpp"
 #include "parasurf/volume.hpp"
 
 namespace parasurf {
@@ -63,7 +64,7 @@ class FieldVolume final : public VolumeSource {
     const auto& g = geometry_;
     const std::int64_t nx = g.dims[0], ny = g.dims[1];
     float* dst = static_cast<float*>(out);
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) num_threads(cpu_thread_count(0))
     for (std::int64_t k = z0; k < z1; ++k)
       for (std::int64_t j = 0; j < ny; ++j) {
         const double z = g.origin[2] + double(k) * g.spacing[2], y = g.origin[1] + double(j) * g.spacing[1];
