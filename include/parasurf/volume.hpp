@@ -44,6 +44,8 @@ class VolumeSource {
   virtual const void* resident_data() const { return nullptr; }
   // Fills a float slice for generators; other sources return false.
   virtual bool is_generator() const { return false; }
+  // A built-in field's index (engines that can compute its samples where they run do so), or -1.
+  virtual int builtin_field() const { return -1; }
 };
 
 // Samples that already lie in memory (not owned unless given by vector).

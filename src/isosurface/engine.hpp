@@ -15,6 +15,8 @@ namespace parasurf::iso {
 struct SlabTask {
   VoxelType type = VoxelType::Float32;
   const void* data = nullptr;           // host samples of slices [data_z0, data_z1)
+  int field = -1;                       // or a built-in field (float32) the engine computes on these slices itself
+  std::array<double, 3> origin{}, spacing{};  // the field's sample grid
   const std::int32_t* labels = nullptr;  // optional label volume on the same slices: a label per triangle
   const float* scalars = nullptr;        // optional second volume on the same slices: a value per vertex
   std::int64_t data_z0 = 0, data_z1 = 0;

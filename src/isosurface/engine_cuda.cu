@@ -9,11 +9,20 @@
 #include "isosurface/cuda_kernels.cuh"
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
+#include "isosurface/field_value.hpp"
 #include "isosurface/mc_tables.hpp"
 
 namespace parasurf::iso {
 
 namespace {
+
+__global__ void fill_field_kernel(float* out, int which, long long nx, long long ny, long long z0, long long n, double ox, double oy,
+                                  double oz, double sx, double sy, double sz) {
+  const long long at = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (at >= n) return;
+  const long long i = at % nx, j = (at / nx) % ny, k = z0 + at / (nx * ny);
+  out[at] = float(field_value(which, field_coordinate(ox, sx, i), field_coordinate(oy, sy, j), field_coordinate(oz, sz, k)));
+}
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -55,10 +64,20 @@ class CudaEngine final : public SlabEngine {
   template <class T>
   mc::SlabValues<T> device_values(const SlabTask& t) {
     const std::size_t bytes = std::size_t(t.data_z1 - t.data_z0) * std::size_t(t.dims[0] * t.dims[1]) * sizeof(T);
-    if (t.data != uploaded_ || bytes != uploaded_bytes_ || t.data_z0 != uploaded_z0_) {
+    if (t.data != uploaded_ || bytes != uploaded_bytes_ || t.data_z0 != uploaded_z0_ || t.field != uploaded_field_) {
       const auto t0 = Clock::now();
       data_.ensure(bytes, "allocating the slab samples");
-      PS_CUDA(cudaMemcpy(data_.ptr, t.data, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
+      if (t.field >= 0) {
+        // A built-in field: its samples computed here, nothing crosses the bus.
+        const long long n = (long long)(t.data_z1 - t.data_z0) * t.dims[0] * t.dims[1];
+        fill_field_kernel<<<unsigned((n + 255) / 256), 256>>>(reinterpret_cast<float*>(data_.ptr), t.field, t.dims[0], t.dims[1],
+                                                               t.data_z0, n, t.origin[0], t.origin[1], t.origin[2], t.spacing[0],
+                                                               t.spacing[1], t.spacing[2]);
+        PS_CUDA_LAUNCH("computing the field's samples");
+      } else {
+        PS_CUDA(cudaMemcpy(data_.ptr, t.data, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
+      }
+      uploaded_field_ = t.field;
       uploaded_ = t.data;
       uploaded_bytes_ = bytes;
       uploaded_z0_ = t.data_z0;
@@ -201,6 +220,7 @@ class CudaEngine final : public SlabEngine {
   unsigned long long tie_total_ = 0;
   const void* uploaded_ = nullptr;
   std::size_t uploaded_bytes_ = 0;
+  int uploaded_field_ = -1;
   std::int64_t uploaded_z0_ = -1;
   core::DeviceBuffer table_, ambiguous_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
       row_triangle_base_, row_first_, row_last_, scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,

@@ -15,6 +15,7 @@
 #include "core/memory.hpp"
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
+#include "isosurface/field_value.hpp"
 #include "isosurface/labels.hpp"
 #include "isosurface/part.hpp"
 #include "parasurf/error.hpp"
@@ -343,6 +344,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const double per_slice =
       double(slice_points) * (double(vbytes) + engine->work_bytes_per_point() + double(extra_raw + extra_bytes));
   const void* resident = volume.resident_data();
+  // Built-in fields are computed by the CUDA engine on the GPU (the gyroid's sines would differ from the host's).
+  const bool on_device = device == Device::Cuda && !resident && volume.builtin_field() >= 0 && volume.builtin_field() != iso::kGyroid;
   std::int64_t S = o.slab_slices;
   if (S <= 0) {
     std::uint64_t budget = o.memory_budget;
@@ -351,7 +354,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
         budget = std::numeric_limits<std::uint64_t>::max();
         for (int d : gpus) budget = std::min(budget, iso::cuda_free_memory(d) / 3);
         // A streamed source also holds its slabs on the host: bounded as on the CPU, whatever the volume's size.
-        if (!resident) budget = std::min(budget, host_slab_budget());
+        if (!resident && !on_device) budget = std::min(budget, host_slab_budget());
       }
       else if (resident) budget = std::numeric_limits<std::uint64_t>::max();
       else budget = host_slab_budget();
@@ -377,6 +380,9 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   task.keep_degenerate = o.keep_degenerate;
   task.flip = (o.direction == GradientDirection::Ascent) != mirrored;
   task.normals = o.normals;
+  task.field = on_device ? volume.builtin_field() : -1;
+  task.origin = g.origin;
+  task.spacing = g.spacing;
 
   // Host buffers for streamed sources: the next slab is read while this one is processed.
   auto span_of = [&](std::int64_t s) {
@@ -390,7 +396,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   };
   SlabBuffers buffers[2];
   const std::uint64_t slab_points = std::uint64_t(S + 3) * slice_points;
-  const std::uint64_t slab_bytes = slab_points * (resident ? 0 : vbytes);
+  const std::uint64_t slab_bytes = slab_points * (resident || on_device ? 0 : vbytes);
   const std::uint64_t extra_slab_bytes = slab_points * extra_bytes;
   // One GPU or the CPU: two buffers (read ahead); several GPUs: one per GPU.
   const int buffer_count = gpus.size() > 1 ? int(gpus.size()) : slab_count > 1 ? 2 : 1;
@@ -403,13 +409,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
   rep.peak_slab_bytes = buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw +
                         std::uint64_t(double(S + 1) * double(slice_points) * engine->work_bytes_per_point());
-  const bool streamed = !resident || o.labels || o.scalars;
+  const bool streamed = (!resident && !on_device) || o.labels || o.scalars;
   // Reads run one at a time (slab k + 1 on the prefetch thread while slab k is processed), so `raw` is shared.
   std::vector<char> raw;
   auto read_slab = [&](std::int64_t s, SlabBuffers& buf) {
     const auto sp = span_of(s);
     const std::size_t n = std::size_t(sp[3] - sp[2]) * slice_points;
-    if (!resident) volume.read_slices(sp[2], sp[3], buf.data.data());
+    if (!resident && !on_device) volume.read_slices(sp[2], sp[3], buf.data.data());
     auto samples_of = [&](VolumeSource& v) -> const void* {
       if (const void* all = v.resident_data())
         return static_cast<const char*>(all) + std::uint64_t(sp[2]) * slice_points * voxel_bytes(v.type());
@@ -441,7 +447,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     t.data_z0 = sp[2];
     t.data_z1 = sp[3];
     t.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
-                      : buf.data.data();
+                      : on_device ? nullptr : buf.data.data();
     t.labels = o.labels ? buf.labels.data() : nullptr;
     t.scalars = o.scalars ? buf.scalars.data() : nullptr;
     for (std::size_t L = 0; L < levels.size(); ++L) {

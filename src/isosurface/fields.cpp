@@ -5,6 +5,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/volume.hpp"
+#include "isosurface/field_value.hpp"
 
 namespace parasurf {
 
@@ -25,25 +26,6 @@ const FieldSpec& spec(const std::string& name) {
   throw Error(ErrorKind::InvalidArgument, "unknown field '" + name + "' (sphere, torus, gyroid, tangle)");
 }
 
-// Sphere of radius 0.75, torus R = 0.6, r = 0.25 about z, gyroid of two periods per unit: positive inside.
-double value(int which, double x, double y, double z) {
-  switch (which) {
-    case 0: return 0.75 - std::sqrt(x * x + y * y + z * z);
-    case 1: {
-      const double q = std::sqrt(x * x + y * y) - 0.6;
-      return 0.25 - std::sqrt(q * q + z * z);
-    }
-    case 2: {
-      const double k = 2 * std::numbers::pi;
-      return std::sin(k * x) * std::cos(k * y) + std::sin(k * y) * std::cos(k * z) + std::sin(k * z) * std::cos(k * x);
-    }
-    default: {
-      const double x2 = x * x, y2 = y * y, z2 = z * z;
-      return (x2 * x2 - 5 * x2 + y2 * y2 - 5 * y2 + z2 * z2 - 5 * z2 + 11.8) * 0.2 + 0.5;
-    }
-  }
-}
-
 class FieldVolume final : public VolumeSource {
  public:
   FieldVolume(int which, const FieldSpec& s, std::array<std::int64_t, 3> dims) : which_(which), name_(s.name) {
@@ -60,6 +42,7 @@ class FieldVolume final : public VolumeSource {
   VoxelType type() const override { return VoxelType::Float32; }
   std::string name() const override { return "field " + name_; }
   bool is_generator() const override { return true; }
+  int builtin_field() const override { return which_; }
   void read_slices(std::int64_t z0, std::int64_t z1, void* out) override {
     const auto& g = geometry_;
     const std::int64_t nx = g.dims[0], ny = g.dims[1];
@@ -67,9 +50,9 @@ class FieldVolume final : public VolumeSource {
 #pragma omp parallel for collapse(2) schedule(static) num_threads(cpu_thread_count(0))
     for (std::int64_t k = z0; k < z1; ++k)
       for (std::int64_t j = 0; j < ny; ++j) {
-        const double z = g.origin[2] + double(k) * g.spacing[2], y = g.origin[1] + double(j) * g.spacing[1];
+        const double z = iso::field_coordinate(g.origin[2], g.spacing[2], k), y = iso::field_coordinate(g.origin[1], g.spacing[1], j);
         float* row = dst + ((k - z0) * ny + j) * nx;
-        for (std::int64_t i = 0; i < nx; ++i) row[i] = float(value(which_, g.origin[0] + double(i) * g.spacing[0], y, z));
+        for (std::int64_t i = 0; i < nx; ++i) row[i] = float(iso::field_value(which_, iso::field_coordinate(g.origin[0], g.spacing[0], i), y, z));
       }
   }
 
@@ -95,7 +78,7 @@ double synthetic_field_level(const std::string& name) { return spec(name).level;
 
 double synthetic_field_value(const std::string& name, double x, double y, double z) {
   const auto& s = spec(name);
-  return value(int(&s - kFields), x, y, z);
+  return iso::field_value(int(&s - kFields), x, y, z);
 }
 
 }  // namespace parasurf
