@@ -82,7 +82,10 @@ int main(int argc, char** argv) {
   parasurf::cli::add_bench(app);
   // Under mpirun every process runs this main; a failure on one rank must stop all of them.
   const bool mpi = parasurf::cli::mpi_world();
-  if (mpi) parasurf::cli::mpi_begin();
+  if (mpi) {
+    parasurf::cli::mpi_pick_gpu();  // before MPI or CUDA start: each rank sees only its GPU
+    parasurf::cli::mpi_begin();
+  }
   auto fail = [&](const char* what, int code) {
     if (mpi) {
       std::fprintf(stderr, "parasurf: error (rank %d): %s\n", parasurf::cli::mpi_rank(), what);

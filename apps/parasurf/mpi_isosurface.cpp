@@ -69,6 +69,31 @@ bool mpi_world() {
 
 int mpi_rank() { return g_rank; }
 
+void mpi_pick_gpu() {
+  const char* local = nullptr;
+  for (const char* v : {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"})
+    if ((local = std::getenv(v))) break;
+  if (!local) return;
+  std::vector<std::string> gpus;
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    std::string list = visible, item;
+    for (char c : list + ",")
+      if (c == ',') {
+        if (!item.empty()) gpus.push_back(item);
+        item.clear();
+      } else {
+        item += c;
+      }
+  } else {
+    std::error_code ec;  // the driver lists its GPUs without starting CUDA
+    int count = 0;
+    for (const auto& e : std::filesystem::directory_iterator("/proc/driver/nvidia/gpus", ec)) (void)e, ++count;
+    for (int i = 0; i < count; ++i) gpus.push_back(std::to_string(i));
+  }
+  if (gpus.empty()) return;
+  setenv("CUDA_VISIBLE_DEVICES", gpus[std::size_t(std::atoi(local)) % gpus.size()].c_str(), 1);
+}
+
 void mpi_begin() {
   if (g_initialised) return;
   int provided = 0;
@@ -110,7 +135,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   set_default_cpu_threads(o.threads);
   const Device device = o.device == Device::Auto ? (cuda_available() ? Device::Cuda : Device::Cpu) : o.device;
   o.device = device;
-  if (device == Device::Cuda) o.cuda_devices = {local_rank % int(cuda_devices().size())};
+  if (device == Device::Cuda) o.cuda_devices = {local_rank % int(cuda_devices().size())};  // 0 once mpi_pick_gpu narrowed them
   o.progress = nullptr;
   if (const char* fail = std::getenv("PARASURF_TEST_FAIL_RANK"))  // fault injection for the tests
     if (std::atoi(fail) == g_rank)

@@ -8,6 +8,7 @@
 namespace parasurf::cli {
 bool mpi_world() { return false; }
 void mpi_begin() {}
+void mpi_pick_gpu() {}
 void mpi_end() {}
 int mpi_rank() { return 0; }
 void mpi_abort(int code) { std::exit(code); }

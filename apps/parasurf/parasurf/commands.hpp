@@ -37,6 +37,9 @@ void progress_bar(const char* what, double fraction);
 // MPI (built when Open MPI is found; otherwise mpi_world() is false and the rest is never called).
 bool mpi_world();   // started by mpirun with more than one process
 void mpi_begin();   // MPI_Init (once)
+// One GPU per rank on a node, by local rank: CUDA_VISIBLE_DEVICES narrowed to it before CUDA starts (otherwise every
+// rank would open a context on every GPU).
+void mpi_pick_gpu();
 void mpi_end();     // MPI_Finalize when started
 int mpi_rank();
 [[noreturn]] void mpi_abort(int code);  // every rank ends: one rank's failure stops the run
