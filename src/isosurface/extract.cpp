@@ -609,14 +609,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
 
   }
-  if (part_ties) {
-    *part_ties = std::move(meshes[0].ties);
-    TriangleMesh out;
-    out.positions = std::move(meshes[0].positions);
-    out.normals = std::move(meshes[0].normals);
-    out.triangles = std::move(meshes[0].triangles);
-    rep.vertices = out.vertex_count();
-    rep.triangles = out.triangle_count();
+  // Stage times and the report, as the run ends.
+  auto finish_report = [&] {
     const auto sec = engine ? engine->seconds() : multi_seconds;
     rep.seconds_read = read_seconds;
     rep.seconds_classify = sec.classify;
@@ -625,6 +619,16 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     rep.seconds_copy = sec.upload + sec.download;
     rep.seconds_total = since(start);
     if (report) *report = rep;
+  };
+  if (part_ties) {
+    *part_ties = std::move(meshes[0].ties);
+    TriangleMesh out;
+    out.positions = std::move(meshes[0].positions);
+    out.normals = std::move(meshes[0].normals);
+    out.triangles = std::move(meshes[0].triangles);
+    rep.vertices = out.vertex_count();
+    rep.triangles = out.triangle_count();
+    finish_report();
     return out;
   }
   // One mesh: levels in order, ids shifted; ties folded into pairs removed.
@@ -701,14 +705,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
         throw Error(ErrorKind::InvalidArgument, volume.name() + buf);
       }
   }
-  const auto sec = engine ? engine->seconds() : multi_seconds;
-  rep.seconds_read = read_seconds;
-  rep.seconds_classify = sec.classify;
-  rep.seconds_scan = sec.scan;
-  rep.seconds_generate = sec.generate;
-  rep.seconds_copy = sec.upload + sec.download;
-  rep.seconds_total = since(start);
-  if (report) *report = rep;
+  finish_report();
   return out;
 }
 

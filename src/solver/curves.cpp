@@ -5,6 +5,7 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/curve_point.hpp"
 
 namespace parasurf {
 
@@ -14,19 +15,7 @@ std::vector<double> coordinate(const BezierCurve2& c, int k) {
   for (const auto& p : c.points) v.push_back(p[k]);
   return v;
 }
-std::array<double, 2> point_at(const BezierCurve2& c, double t, std::array<double, 2>* tangent) {
-  std::vector<std::array<double, 2>> w = c.points;
-  const std::size_t n = w.size();
-  std::array<double, 2> d{0, 0};
-  for (std::size_t r = 1; r < n; ++r) {
-    if (r == n - 1 && tangent)
-      for (int k = 0; k < 2; ++k) d[k] = double(n - 1) * (w[1][k] - w[0][k]);
-    for (std::size_t i = 0; i + r < n; ++i)
-      for (int k = 0; k < 2; ++k) w[i][k] = (1 - t) * w[i][k] + t * w[i + 1][k];
-  }
-  if (tangent) *tangent = d;
-  return w[0];
-}
+std::array<double, 2> point_at(const BezierCurve2& c, double t, std::array<double, 2>* tangent) { return solver::curve_point(c, t, tangent); }
 void check_curve(const BezierCurve2& c, const char* which) {
   if (c.points.size() < 2 || c.points.size() > 64)
     throw Error(ErrorKind::InvalidArgument, std::string("curve ") + which + ": needs 2..64 control points");

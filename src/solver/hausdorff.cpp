@@ -11,6 +11,7 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/curve_point.hpp"
 
 namespace parasurf {
 
@@ -58,19 +59,7 @@ std::vector<Piece> make_pieces(const BSplineCurve2& c) {
   return out;
 }
 
-Vec2 point_at(const BezierCurve2& c, double t, Vec2* tangent = nullptr) {
-  auto w = c.points;
-  const std::size_t n = w.size();
-  Vec2 d{0, 0};
-  for (std::size_t r = 1; r < n; ++r) {
-    if (r == n - 1 && tangent)
-      for (int k = 0; k < 2; ++k) d[k] = double(n - 1) * (w[1][k] - w[0][k]);
-    for (std::size_t i = 0; i + r < n; ++i)
-      for (int k = 0; k < 2; ++k) w[i][k] = (1 - t) * w[i][k] + t * w[i + 1][k];
-  }
-  if (tangent) *tangent = d;
-  return w[0];
-}
+Vec2 point_at(const BezierCurve2& c, double t, Vec2* tangent = nullptr) { return solver::curve_point(c, t, tangent); }
 
 double box_distance(const Vec2& p, const Vec2& lo, const Vec2& hi) {
   const double dx = std::max({lo[0] - p[0], 0.0, p[0] - hi[0]}), dy = std::max({lo[1] - p[1], 0.0, p[1] - hi[1]});
