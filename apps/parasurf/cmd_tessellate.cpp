@@ -73,6 +73,7 @@ void add_tessellate(CLI::App& app) {
     o.device = parse_device(a->device);
     o.strategy = parse_patch_strategy(a->strategy);
     o.threads = a->threads;
+    o.progress = [](double f) { progress_bar("tessellation", f); };  // drawn only on a terminal
     const PatchModel model = a->input.empty() ? utah_teapot() : read_patch_model(a->input);
     TessellationReport rep;
     const PatchMesh mesh = tessellate(model, o, &rep);

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <functional>
 #include <vector>
 
 #include "parasurf/device.hpp"
@@ -32,6 +33,8 @@ struct TessellationOptions {
   Device device = Device::Auto;
   int threads = 0;                      // CPU threads, 0 = all
   PatchStrategy strategy = PatchStrategy::Auto;
+  // Fraction done, called after each phase (planned, evaluated, assembled), for long batches.
+  std::function<void(double)> progress;
 };
 
 // Welded mesh: positions are shared by every triangle that touches them; normals are indexed per corner, so a

@@ -793,6 +793,8 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
       rep->max_segments = std::max(*std::max_element(pl.nu.begin(), pl.nu.end()), *std::max_element(pl.nv.begin(), pl.nv.end()));
     }
   }
+  // The phases' shares of a typical run: planning is short, evaluation and assembly split the rest.
+  if (o.progress) o.progress(0.1);
   SampleStore<T> store;
   const Device device = pick_device(o.device);
   t0 = Clock::now();
@@ -802,9 +804,11 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     rep->device = timing.device;
     rep->strategy = patch_strategy_name(timing.strategy);
   }
+  if (o.progress) o.progress(0.4);
   t0 = Clock::now();
   PatchMesh mesh = assemble<T>(pl, store, o, rep);
   if (rep) rep->seconds_assemble = since(t0);
+  if (o.progress) o.progress(1.0);
   return mesh;
 }
 
