@@ -3,6 +3,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <string>
 #include <unistd.h>
 
 #include "parasurf/commands.hpp"
@@ -96,6 +97,9 @@ int main(int argc, char** argv) {
     return code;
   };
   int code = 0;
+  // Only isosurface splits its work across ranks; any other command would run N times into the same files.
+  if (mpi && (argc < 2 || std::string(argv[1]) != "isosurface"))
+    return fail("under mpirun only 'parasurf isosurface' runs (other commands would run once per rank into the same files)", 2);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -33,4 +33,8 @@ ls "$dir"/broken.ply* >/dev/null 2>&1 && fail "a failed run left an output file"
 run 2 "$exe" isosurface --field sphere --size 32 --level 0.2,0.4 --device cpu -q -o "$dir/two.ply" >"$dir/log2" 2>&1 \
   && fail "two levels were accepted"
 grep -q "exactly one --level" "$dir/log2" || { cat "$dir/log2"; fail "no message for two levels"; }
+# Other commands refuse to run under mpirun (they would write the same files once per rank).
+run 2 "$exe" tessellate -o "$dir/teapot.ply" >"$dir/log3" 2>&1 && fail "tessellate ran under mpirun"
+grep -q "only 'parasurf isosurface' runs" "$dir/log3" || { cat "$dir/log3"; fail "no message for another command"; }
+ls "$dir"/teapot.ply* >/dev/null 2>&1 && fail "a refused command left a file"
 echo "mpi passed"
