@@ -129,7 +129,9 @@ void add_bench_solver(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("solver", "Subdivision solver: the experiments of Park et al. 2011 (section 6) beside the paper's GPU times");
   cmd->add_option("--experiments", a->experiments, "Comma-separated: hausdorff, contacts, ssi, raytraps, bisectors");
   cmd->add_option("--curves", a->curves, "Ray traps: numbers of curves k, comma-separated (3..6)");
-  cmd->add_option("--engines", a->engines, "Comma-separated: cpu, cuda (GPU-resident), hybrid; all = every available one");
+  cmd->add_option("--engines", a->engines,
+                  "Comma-separated: cpu (level by level), cpu-tasks (the paper's lock-free task buffer), cuda (GPU-resident), "
+                  "hybrid; all = every available one");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_option("--repeat", a->repeat, "Runs per experiment (the fastest is reported)");
   cmd->add_option("--max-seconds", a->max_seconds, "Time limit per run");
@@ -137,12 +139,16 @@ void add_bench_solver(CLI::App& bench) {
   cmd->add_option("--json", a->json, "Write the figures as JSON");
   cmd->callback([a] {
     const int threads = cpu_thread_count(a->threads);
-    std::vector<Device> engines;
-    if (a->engines == "all") {
-      engines.push_back(Device::Cpu);
-      if (cuda_available()) engines.push_back(Device::Cuda), engines.push_back(Device::Hybrid);
-    } else {
-      for (const auto& e : split(a->engines)) engines.push_back(parse_device(e));
+    // Engines: cpu (level by level), cpu-tasks (the paper's shared lock-free task buffer), cuda, hybrid.
+    struct Engine {
+      Device device;
+      SolverCpuScheme scheme;
+      std::string name;
+    };
+    std::vector<Engine> engines;
+    for (const auto& e : a->engines == "all" ? std::vector<std::string>{"cpu", "cpu-tasks", "cuda", "hybrid"} : split(a->engines)) {
+      if (e == "cpu-tasks") engines.push_back({Device::Cpu, SolverCpuScheme::TaskBuffer, e});
+      else if (a->engines != "all" || e == "cpu" || cuda_available()) engines.push_back({parse_device(e), SolverCpuScheme::Levels, e});
     }
     std::string gpu = "none";
     if (cuda_available()) gpu = cuda_devices()[0].name;
@@ -152,7 +158,7 @@ void add_bench_solver(CLI::App& bench) {
     // The GPU floor: the node coefficients the engine must read and write, at the copy bandwidth measured now.
     const double bandwidth = cuda_available() ? measure_cuda_copy_bandwidth(0, 256ull << 20) : 0;
     if (bandwidth > 0) std::printf("  device copy bandwidth %.0f GB/s (GPU floor = bytes of node coefficients moved / bandwidth)\n", bandwidth / 1e9);
-    std::printf("  %-34s %-7s %10s %9s %12s %12s %8s %9s  %s\n", "experiment", "engine", "ms", "results", "paper GPU ms", "paper / ours",
+    std::printf("  %-34s %-9s %10s %9s %12s %12s %8s %9s  %s\n", "experiment", "engine", "ms", "results", "paper GPU ms", "paper / ours",
                 "levels", "x floor", "status");
     nlohmann::json rows = nlohmann::json::array();
     SolverOptions o;
@@ -164,9 +170,11 @@ void add_bench_solver(CLI::App& bench) {
     };
     // Runs f `repeat` times per engine (after one warm-up run) and reports the fastest, as (ms, result count, status).
     auto run = [&](const std::string& label, const std::string& id, double paper, auto&& f) {
-      for (Device engine : engines) {
+      for (const Engine& engine_choice : engines) {
+        const Device engine = engine_choice.device;
         if (engine != Device::Cpu && !cuda_available()) continue;
         o.device = engine;
+        o.cpu_scheme = engine_choice.scheme;
         double best = 1e300;
         std::size_t count = 0;
         std::string status;
@@ -185,10 +193,10 @@ void add_bench_solver(CLI::App& bench) {
         const long long levels = after.levels - before.levels;
         char over_floor[32] = "-";
         if (engine != Device::Cpu && floor_ms > 0) std::snprintf(over_floor, sizeof over_floor, "%.0f", best / floor_ms);
-        std::printf("  %-34s %-7s %10.2f %9zu %12.0f %12.2f %8lld %9s  %s\n", label.c_str(), device_name(engine), best, count, paper, paper / best,
+        std::printf("  %-34s %-9s %10.2f %9zu %12.0f %12.2f %8lld %9s  %s\n", label.c_str(), engine_choice.name.c_str(), best, count, paper, paper / best,
                     levels, over_floor, status.c_str());
         std::fflush(stdout);
-        rows.push_back({{"experiment", id}, {"label", label}, {"engine", device_name(engine)}, {"ms", best}, {"results", count},
+        rows.push_back({{"experiment", id}, {"label", label}, {"engine", engine_choice.name}, {"ms", best}, {"results", count},
                         {"status", status}, {"paper_gpu_ms", paper}, {"paper_over_ours", paper / best}, {"threads", threads}, {"gpu", gpu},
                         {"gpu_bytes", bytes}, {"gpu_levels", levels}, {"floor_ms", floor_ms}});
       }

@@ -43,6 +43,11 @@ BernsteinPoly divided_difference(const std::vector<double>& f, int var_r, int va
 // (f(r) - f(e)) / (r - e) for the end e = 0 or 1 of the unit interval, in variable var_r.
 BernsteinPoly divided_difference_at_end(const std::vector<double>& f, int end, int var_r, int variables);
 
+// How the CPU engine shares the work among its threads: level by level (each level's cells in parallel, then the
+// next level), or the paper's shared lock-free task buffer (threads claim and add nodes through atomic indices,
+// nodes of every system of a batch in one buffer, no barrier between levels).
+enum class SolverCpuScheme { Levels, TaskBuffer };
+
 struct SolverOptions {
   double tolerance = 1e-7;            // cells narrower than this that are neither excluded nor proved are kept as candidates
   double newton_tolerance = 1e-14;    // |dx| that ends Newton
@@ -55,6 +60,7 @@ struct SolverOptions {
   // GPU); Hybrid = the paper's scheme (the GPU subdivides and tests, the CPU reads the results and builds each
   // level's node list); Auto = Cuda when a device is present. Newton and clustering run on the CPU for all.
   Device device = Device::Cpu;
+  SolverCpuScheme cpu_scheme = SolverCpuScheme::Levels;
 };
 
 struct Root {

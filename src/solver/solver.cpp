@@ -10,9 +10,11 @@
 #include <cmath>
 #include <numeric>
 #include <omp.h>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "parasurf/error.hpp"
@@ -107,6 +109,84 @@ bool newton(const System& s, std::vector<double>& x, const std::vector<double>& 
 namespace {
 
 
+bool satisfies_all(const std::vector<BernsteinPoly>& positive, const std::vector<double>& x) {
+  for (const auto& q : positive)
+    if (!(q.evaluate(x.data()) > 0)) return false;
+  return true;
+}
+
+// One cell: excluded, proved (its root refined and kept), kept at the tolerance, or split into two children.
+template <class EmitChild>
+void process_cell(const System& sys, const Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
+                  const std::vector<BernsteinPoly>& positive, std::vector<Root>& found,
+                  std::vector<std::pair<std::vector<double>, std::vector<double>>>& unresolved, EmitChild&& emit_child) {
+  const int n = sys.n;
+  bool excluded = false;
+  for (std::size_t i = 0; i < cell.f.size() && !excluded; ++i) {
+    const Interval r = coef_range(cell.f[i]);
+    excluded = int(i) < m ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
+  }
+  if (excluded) return;
+  const BernsteinPoly* eqs = cell.f.data();
+  double width = 0;
+  for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);
+  solverk::Range jac[36];  // local derivative ranges, row = equation
+  for (int i = 0; i < m; ++i)
+    for (int k = 0; k < n; ++k) jac[i * n + k] = solverk::derivative_range(eqs[i].coef.data(), int(eqs[i].coef.size()), eqs[i].degree[k], inner_size(eqs[i], k));
+  if (square) {
+    double f_mid[6], f_err[6];
+    const double half[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+    for (int i = 0; i < m; ++i) {
+      f_mid[i] = eqs[i].evaluate(half);
+      const Interval r = coef_range(eqs[i]);
+      int total = 0;
+      for (int d : eqs[i].degree) total += d;
+      f_err[i] = solverk::evaluation_error(std::max(std::abs(r.lo), std::abs(r.hi)), total);
+    }
+    const solverk::CellTest test = solverk::krawczyk_test(n, jac, f_mid, f_err);
+    if (test == solverk::CellTest::Empty) return;
+    if (test == solverk::CellTest::Unique) {
+      std::vector<double> x(static_cast<std::size_t>(n));
+      for (int k = 0; k < n; ++k) x[k] = 0.5 * (cell.lo[k] + cell.hi[k]);
+      if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 30)) {
+        const double res = sys.residual(x);
+        if (res <= 1e-12 * std::max(1.0, scale)) {
+          if (satisfies_all(positive, x)) found.push_back({x, res, true, 1});
+          return;  // the only root of the cell
+        }
+      }
+    }
+  }
+  if (width < tolerance) {
+    unresolved.emplace_back(cell.lo, cell.hi);
+    return;
+  }
+  // Split along the axis where the coefficients vary most, at its midpoint (a variable no equation depends on
+  // is split by width alone).
+  int axis = 0;
+  double best = -1;
+  for (int k = 0; k < n; ++k) {
+    if (cell.hi[k] - cell.lo[k] < 0.5 * tolerance) continue;
+    double var = 0;
+    for (int i = 0; i < m; ++i) var = std::max(var, std::max(std::abs(jac[i * n + k].lo), std::abs(jac[i * n + k].hi)));
+    if (!square) var = var * (cell.hi[k] - cell.lo[k]) + 1e-300 * (cell.hi[k] - cell.lo[k]);
+    if (var > best) best = var, axis = k;
+  }
+  const double mid = cell.lo[axis] + solverk::kSplitAt * (cell.hi[axis] - cell.lo[axis]);
+  Cell left{cell.lo, cell.hi, {}}, right{cell.lo, cell.hi, {}};
+  left.hi[axis] = mid;
+  right.lo[axis] = mid;
+  left.f = cell.f;
+  right.f = cell.f;
+  for (std::size_t i = 0; i < cell.f.size(); ++i) {
+    const BernsteinPoly& f = cell.f[i];
+    solverk::split_at(f.coef.data(), left.f[i].coef.data(), right.f[i].coef.data(), int(f.coef.size()), f.degree[axis], inner_size(f, axis),
+                      solverk::kSplitAt);
+  }
+  emit_child(std::move(left));
+  emit_child(std::move(right));
+}
+
 // Level by level: every cell of a level is processed in parallel into per-thread children, roots and candidates.
 // A square system (as many equations as variables) gets the single-root test and Newton; an under-determined one
 // is refined to the tolerance (its cells cover the solution set).
@@ -120,11 +200,6 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
     all.insert(all.end(), positive.begin(), positive.end());
     frontier.push_back({std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), all});
   }
-  auto satisfies = [&](const std::vector<double>& x) {
-    for (const auto& q : positive)
-      if (!(q.evaluate(x.data()) > 0)) return false;
-    return true;
-  };
   double tolerance = o.tolerance;
   double scale = 0;
   for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
@@ -159,71 +234,8 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1 && frontier.size() > 1)
     for (std::int64_t c = 0; c < std::int64_t(frontier.size()); ++c) {
       const int tid = omp_get_thread_num();
-      const Cell& cell = frontier[std::size_t(c)];
-      bool excluded = false;
-      for (std::size_t i = 0; i < cell.f.size() && !excluded; ++i) {
-        const Interval r = coef_range(cell.f[i]);
-        excluded = int(i) < m ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
-      }
-      if (excluded) continue;
-      const BernsteinPoly* eqs = cell.f.data();
-      double width = 0;
-      for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);
-      solverk::Range jac[36];  // local derivative ranges, row = equation
-      for (int i = 0; i < m; ++i)
-        for (int k = 0; k < n; ++k) jac[i * n + k] = solverk::derivative_range(eqs[i].coef.data(), int(eqs[i].coef.size()), eqs[i].degree[k], inner_size(eqs[i], k));
-      if (square) {
-        double f_mid[6], f_err[6];
-        const double half[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
-        for (int i = 0; i < m; ++i) {
-          f_mid[i] = eqs[i].evaluate(half);
-          const Interval r = coef_range(eqs[i]);
-          int total = 0;
-          for (int d : eqs[i].degree) total += d;
-          f_err[i] = solverk::evaluation_error(std::max(std::abs(r.lo), std::abs(r.hi)), total);
-        }
-        const solverk::CellTest test = solverk::krawczyk_test(n, jac, f_mid, f_err);
-        if (test == solverk::CellTest::Empty) continue;
-        if (test == solverk::CellTest::Unique) {
-          std::vector<double> x(static_cast<std::size_t>(n));
-          for (int k = 0; k < n; ++k) x[k] = 0.5 * (cell.lo[k] + cell.hi[k]);
-          if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 30)) {
-            const double res = sys.residual(x);
-            if (res <= 1e-12 * std::max(1.0, scale)) {
-              if (satisfies(x)) found[tid].push_back({x, res, true, 1});
-              continue;  // the only root of the cell
-            }
-          }
-        }
-      }
-      if (width < level_tolerance) {
-        unresolved[tid].emplace_back(cell.lo, cell.hi);
-        continue;
-      }
-      // Split along the axis where the coefficients vary most, at its midpoint (a variable no equation depends on
-      // is split by width alone).
-      int axis = 0;
-      double best = -1;
-      for (int k = 0; k < n; ++k) {
-        if (cell.hi[k] - cell.lo[k] < 0.5 * level_tolerance) continue;
-        double var = 0;
-        for (int i = 0; i < m; ++i) var = std::max(var, std::max(std::abs(jac[i * n + k].lo), std::abs(jac[i * n + k].hi)));
-        if (!square) var = var * (cell.hi[k] - cell.lo[k]) + 1e-300 * (cell.hi[k] - cell.lo[k]);
-        if (var > best) best = var, axis = k;
-      }
-      const double mid = cell.lo[axis] + solverk::kSplitAt * (cell.hi[axis] - cell.lo[axis]);
-      Cell left{cell.lo, cell.hi, {}}, right{cell.lo, cell.hi, {}};
-      left.hi[axis] = mid;
-      right.lo[axis] = mid;
-      left.f = cell.f;
-      right.f = cell.f;
-      for (std::size_t i = 0; i < cell.f.size(); ++i) {
-        const BernsteinPoly& f = cell.f[i];
-        solverk::split_at(f.coef.data(), left.f[i].coef.data(), right.f[i].coef.data(), int(f.coef.size()), f.degree[axis], inner_size(f, axis),
-                          solverk::kSplitAt);
-      }
-      children[tid].push_back(std::move(left));
-      children[tid].push_back(std::move(right));
+      process_cell(sys, frontier[std::size_t(c)], m, square, level_tolerance, scale, o, positive, found[tid], unresolved[tid],
+                   [&](Cell&& child) { children[tid].push_back(std::move(child)); });
     }
     frontier.clear();
     for (int t = 0; t < threads; ++t) {
@@ -235,6 +247,162 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
     if (square && out.candidates.size() > 20000 && tolerance < 1e-4) tolerance = 1e-4;
   }
   out.tolerance = tolerance;
+  return out;
+}
+
+// Park et al.'s CPU scheme: worker threads share one bounded ring of nodes and claim and add nodes through atomic
+// indices, with no lock (the ring is Vyukov's bounded multi-producer multi-consumer queue). Nodes of every system
+// of a batch share the ring; a worker tests its node and adds the children, keeping them itself when the ring is
+// full. Depth and breadth mix freely, so there is no level barrier.
+class NodeRing {
+ public:
+  explicit NodeRing(std::size_t capacity) : slots_(capacity), mask_(capacity - 1) {
+    for (std::size_t i = 0; i < capacity; ++i) slots_[i].seq.store(i, std::memory_order_relaxed);
+  }
+  bool push(void* item) {
+    std::size_t pos = tail_.load(std::memory_order_relaxed);
+    for (;;) {
+      Slot& s = slots_[pos & mask_];
+      const std::size_t seq = s.seq.load(std::memory_order_acquire);
+      const std::intptr_t diff = std::intptr_t(seq) - std::intptr_t(pos);
+      if (diff == 0) {
+        if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          s.item = item;
+          s.seq.store(pos + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;  // full
+      } else {
+        pos = tail_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  bool pop(void*& item) {
+    std::size_t pos = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      Slot& s = slots_[pos & mask_];
+      const std::size_t seq = s.seq.load(std::memory_order_acquire);
+      const std::intptr_t diff = std::intptr_t(seq) - std::intptr_t(pos + 1);
+      if (diff == 0) {
+        if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          item = s.item;
+          s.seq.store(pos + mask_ + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;  // empty
+      } else {
+        pos = head_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+ private:
+  struct Slot {
+    std::atomic<std::size_t> seq{0};
+    void* item = nullptr;
+  };
+  std::vector<Slot> slots_;
+  std::size_t mask_;
+  alignas(64) std::atomic<std::size_t> head_{0};
+  alignas(64) std::atomic<std::size_t> tail_{0};
+};
+
+std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
+                                         const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
+  static const std::vector<BernsteinPoly> none;
+  auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
+  const std::size_t count = systems.size();
+  std::vector<Subdivision> out(count);
+  struct Node {
+    Cell cell;
+    std::size_t system;
+  };
+  std::vector<double> scale(count, 0.0);
+  for (std::size_t i = 0; i < count; ++i)
+    for (const auto& e : equations[i]) scale[i] = std::max(scale[i], std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
+  NodeRing ring(1 << 16);
+  std::atomic<std::int64_t> pending{0}, nodes{0}, candidates{0};
+  std::atomic<int> stop{0};  // 1: node limit, 2: time limit
+  std::atomic<double> tolerance{o.tolerance};
+  std::vector<Node*> overflow;  // roots that did not fit in the ring at the start
+  for (std::size_t i = 0; i < count; ++i) {
+    const int n = systems[i].n;
+    std::vector<BernsteinPoly> all = equations[i];
+    all.insert(all.end(), ineq(i).begin(), ineq(i).end());
+    Node* root = new Node{{std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), std::move(all)}, i};
+    ++pending;
+    if (!ring.push(root)) overflow.push_back(root);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  std::mutex merge;
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::vector<Root>> found(count);
+    std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(count);
+    std::vector<Node*> local;
+#pragma omp critical(parasurf_solver_overflow)
+    {
+      // The roots that did not fit are shared out at the start.
+      while (!overflow.empty() && local.size() < 64) local.push_back(overflow.back()), overflow.pop_back();
+    }
+    for (;;) {
+      Node* node = nullptr;
+      void* item = nullptr;
+      if (!local.empty()) {
+        node = local.back();
+        local.pop_back();
+      } else if (ring.pop(item)) {
+        node = static_cast<Node*>(item);
+      } else {
+        if (pending.load() == 0) break;
+        std::this_thread::yield();
+        continue;
+      }
+      const std::int64_t seen = ++nodes;
+      if (!stop.load() && seen > o.max_nodes) stop = 1;
+      if (!stop.load() && (seen & 1023) == 0 &&
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds)
+        stop = 2;
+      if (!stop.load()) {
+        const std::size_t sys = node->system;
+        const int m = int(equations[sys].size());
+        double tol = tolerance.load();
+        // A continuum keeps the ring full: past 100,000 waiting nodes, cells are taken at their size.
+        if (square && pending.load() > 100000) {
+          double width = 0;
+          for (int k = 0; k < systems[sys].n; ++k) width = std::max(width, node->cell.hi[std::size_t(k)] - node->cell.lo[std::size_t(k)]);
+          tol = std::max(tol, 1.01 * width);
+        }
+        const std::size_t before = unresolved[sys].size();
+        process_cell(systems[sys], node->cell, m, square, tol, scale[sys], o, ineq(sys), found[sys], unresolved[sys], [&](Cell&& child) {
+          ++pending;
+          Node* c = new Node{std::move(child), sys};
+          if (!ring.push(c)) local.push_back(c);
+        });
+        if (square && unresolved[sys].size() > before && ++candidates > 20000 && tol < 1e-4) tolerance = 1e-4;
+      }
+      delete node;
+      --pending;
+    }
+    std::lock_guard<std::mutex> lock(merge);
+    for (std::size_t i = 0; i < count; ++i) {
+      for (auto& r : found[i]) out[i].proved.push_back(std::move(r));
+      for (auto& u : unresolved[i]) out[i].candidates.push_back(std::move(u));
+    }
+  }
+  const std::string status = stop.load() == 1   ? "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)"
+                             : stop.load() == 2 ? "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)"
+                                                : "complete";
+  for (auto& s : out) {
+    s.status = status;
+    s.nodes = nodes.load() / std::int64_t(std::max<std::size_t>(1, count));
+    s.tolerance = tolerance.load();
+    // Threads deliver in any order: sorted, results do not depend on the schedule.
+    std::sort(s.proved.begin(), s.proved.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
+  }
   return out;
 }
 
@@ -266,6 +434,7 @@ std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const
   auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
   std::vector<Subdivision> out(count);
   const Device device = resolve_device(o.device);
+  if (device == Device::Cpu && o.cpu_scheme == SolverCpuScheme::TaskBuffer) return subdivide_tasks(systems, equations, positive, o, square);
   if (device == Device::Cpu) {
     if (count == 1) {
       out[0] = subdivide(systems[0], equations[0], ineq(0), o, square);

@@ -415,5 +415,44 @@ TEST(Engines, SameRootsFromEveryEngine) {
   }
 }
 
+TEST(Engines, TaskBufferSchemeMatchesLevels) {
+  // The paper's CPU scheme (one lock-free buffer of nodes shared by the threads) against the level-by-level engine,
+  // on batches (contacts, Hausdorff) and on a single system (ray traps of 4 mirrors).
+  const std::uint64_t seed = test::run_seed() + 37;
+  std::mt19937_64 rng(seed);
+  SolverOptions levels, tasks;
+  tasks.cpu_scheme = SolverCpuScheme::TaskBuffer;
+  const BSplineSurface a = wavy(rng, 0.0), b = wavy(rng, 0.0);
+  Motion m;
+  m.knots = {0, 0, 0, 0, 0.25, 0.5, 0.75, 1, 1, 1, 1};
+  std::uniform_real_distribution<double> u(-0.3, 0.3);
+  for (int i = 0; i < 7; ++i) m.points.push_back({0.8 + 0.05 * i, u(rng), u(rng), 1.6 - 0.5 * i});
+  const ContactResult c1 = contact_points(a, b, m, levels), c2 = contact_points(a, b, m, tasks);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  ASSERT_EQ(c2.status, "complete");
+  ASSERT_EQ(c1.contacts.size(), c2.contacts.size());
+  for (std::size_t i = 0; i < c1.contacts.size(); ++i) {
+    EXPECT_NEAR(c1.contacts[i].t, c2.contacts[i].t, 1e-12);
+    EXPECT_NEAR(c1.contacts[i].u1, c2.contacts[i].u1, 1e-12);
+    EXPECT_NEAR(c1.contacts[i].v2, c2.contacts[i].v2, 1e-12);
+  }
+  const BSplineCurve2 ca = random_bspline(rng, 7, 3, 0.0), cb = random_bspline(rng, 6, 2, 0.4);
+  const HausdorffResult h1 = hausdorff_distance(ca, cb, levels), h2 = hausdorff_distance(ca, cb, tasks);
+  EXPECT_EQ(h2.status, "complete");
+  EXPECT_NEAR(h1.distance, h2.distance, 1e-14);
+  std::vector<BezierCurve2> mirrors;
+  for (int i = 0; i < 4; ++i) {
+    const double c = 1.5707963267948966 + i * 1.5707963267948966, w = 0.6 * 0.7853981633974483, r = 1.0 + 0.03 * std::sin(3.0 * i);
+    const double rm = r / std::cos(w);
+    mirrors.push_back({{{r * std::cos(c - w), r * std::sin(c - w)}, {rm * std::cos(c), rm * std::sin(c)}, {r * std::cos(c + w), r * std::sin(c + w)}}});
+  }
+  const RayTrapResult r1 = ray_traps(mirrors, levels), r2 = ray_traps(mirrors, tasks);
+  ASSERT_EQ(r1.traps.size(), r2.traps.size());
+  for (std::size_t i = 0; i < r1.traps.size(); ++i)
+    for (std::size_t k = 0; k < r1.traps[i].t.size(); ++k) EXPECT_NEAR(r1.traps[i].t[k], r2.traps[i].t[k], 1e-12);
+  std::printf("  task buffer = levels: %zu contacts, Hausdorff %.15g, %zu ray traps of 4 mirrors\n", c2.contacts.size(), h2.distance,
+              r2.traps.size());
+}
+
 }  // namespace
 }  // namespace parasurf
