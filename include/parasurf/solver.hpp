@@ -150,7 +150,9 @@ struct BezierPiece {
   BezierCurve2 curve;
   double u0 = 0, u1 = 1;
 };
-std::vector<BezierPiece> bspline_to_bezier(const BSplineCurve2& c);  // Error(InvalidArgument) for bad knots or counts
+std::vector<BezierPiece> bspline_to_bezier(const BSplineCurve2& c);
+// The knot vector that makes degree-p control points one Bézier span on [0, 1]: p + 1 zeros, p + 1 ones.
+std::vector<double> bezier_knots(int degree);  // Error(InvalidArgument) for bad knots or counts
 // Intersections of two B-spline curves, piece by piece; parameters are the curves' own (knot) parameters and a
 // root on a piece boundary is reported once.
 CurveIntersectionResult intersect_curves(const BSplineCurve2& a, const BSplineCurve2& b, const SolverOptions& options = {});

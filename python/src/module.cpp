@@ -184,10 +184,7 @@ BSplineCurve2 curve_arg(const CArray& p, int degree, const std::vector<double>& 
   for (py::ssize_t i = 0; i < p.shape(0); ++i) c.points.push_back({p.data()[2 * i], p.data()[2 * i + 1]});
   c.degree = degree >= 0 ? degree : int(c.points.size()) - 1;
   c.knots = knots;
-  if (c.knots.empty()) {  // a Bézier curve: the clamped B-spline of one span
-    c.knots.assign(std::size_t(std::max(c.degree, 0) + 1), 0.0);
-    c.knots.insert(c.knots.end(), std::size_t(std::max(c.degree, 0) + 1), 1.0);
-  }
+  if (c.knots.empty()) c.knots = bezier_knots(c.degree);  // a Bézier curve: the clamped B-spline of one span
   return c;
 }
 
@@ -203,14 +200,19 @@ BSplineSurface surface_arg(const CArray& p, std::vector<int> degree, std::vector
     s.knots_u = knots[0];
     s.knots_v = knots[1];
   } else {
-    for (int k = 0; k < 2; ++k) {
-      auto& kn = k == 0 ? s.knots_u : s.knots_v;
-      const int d = k == 0 ? s.degree_u : s.degree_v;
-      kn.assign(std::size_t(std::max(d, 0) + 1), 0.0);
-      kn.insert(kn.end(), std::size_t(std::max(d, 0) + 1), 1.0);
-    }
+    s.knots_u = bezier_knots(s.degree_u);
+    s.knots_v = bezier_knots(s.degree_v);
   }
   return s;
+}
+
+// (k, N) array of fixed-size rows.
+template <std::size_t N>
+py::array_t<double> rows(const std::vector<std::array<double, N>>& v) {
+  auto a = matrix<double>(py::ssize_t(v.size()), py::ssize_t(N));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    for (std::size_t j = 0; j < N; ++j) a.mutable_data()[N * i + j] = v[i][j];
+  return a;
 }
 
 SolverOptions solver_options(const std::string& device, int threads, double tolerance = 1e-7) {
@@ -377,13 +379,9 @@ PYBIND11_MODULE(_parasurf, m) {
         }
         py::list curves;
         for (const auto& c : r.curves) {
-          const py::ssize_t k = py::ssize_t(c.points.size());
-          auto points = matrix<double>(k, 2), params = matrix<double>(k, 2);
-          for (py::ssize_t i = 0; i < k; ++i)
-            for (int j = 0; j < 2; ++j) points.mutable_data()[2 * i + j] = c.points[i][j], params.mutable_data()[2 * i + j] = c.params[i][j];
           py::dict d;
-          d["points"] = points;
-          d["params"] = params;
+          d["points"] = rows(c.points);
+          d["params"] = rows(c.params);
           d["closed"] = c.closed;
           curves.append(d);
         }
@@ -407,15 +405,9 @@ PYBIND11_MODULE(_parasurf, m) {
         }
         py::list curves;
         for (const auto& c : r.curves) {
-          const py::ssize_t k = py::ssize_t(c.points.size());
-          auto points = matrix<double>(k, 3), params = matrix<double>(k, 4);
-          for (py::ssize_t i = 0; i < k; ++i) {
-            for (int j = 0; j < 3; ++j) points.mutable_data()[3 * i + j] = c.points[i][j];
-            for (int j = 0; j < 4; ++j) params.mutable_data()[4 * i + j] = c.params[i][j];
-          }
           py::dict d;
-          d["points"] = points;
-          d["params"] = params;
+          d["points"] = rows(c.points);
+          d["params"] = rows(c.params);
           d["closed"] = c.closed;
           curves.append(d);
         }

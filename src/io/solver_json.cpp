@@ -61,8 +61,7 @@ BSplineCurve2 bspline_curve(const nlohmann::json& j, const std::string& where) {
     if (!j["knots"].is_array()) throw Error(ErrorKind::Parse, where + ".knots: expected an array");
     for (const auto& k : j["knots"]) b.knots.push_back(number(k, where + ".knots"));
   } else {
-    b.knots.assign(std::size_t(std::max(b.degree, 0) + 1), 0.0);
-    b.knots.insert(b.knots.end(), std::size_t(std::max(b.degree, 0) + 1), 1.0);
+    b.knots = bezier_knots(b.degree);
   }
   return b;
 }

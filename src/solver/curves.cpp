@@ -91,6 +91,12 @@ RayTrapResult ray_traps(const std::vector<BezierCurve2>& curves, const SolverOpt
 
 namespace parasurf {
 
+std::vector<double> bezier_knots(int degree) {
+  std::vector<double> k(static_cast<std::size_t>(std::max(degree, 0) + 1), 0.0);
+  k.insert(k.end(), k.size(), 1.0);
+  return k;
+}
+
 std::vector<BezierPiece> bspline_to_bezier(const BSplineCurve2& c) {
   const int p = c.degree, n = int(c.points.size());
   if (p < 1 || p > 32) throw Error(ErrorKind::InvalidArgument, "B-spline curve: degree " + std::to_string(p) + " is outside 1..32");

@@ -319,14 +319,7 @@ HausdorffResult hausdorff_distance(const BSplineCurve2& a, const BSplineCurve2& 
 }
 
 HausdorffResult hausdorff_distance(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options) {
-  auto as_bspline = [](const BezierCurve2& c) {
-    BSplineCurve2 s;
-    s.degree = int(c.points.size()) - 1;
-    s.points = c.points;
-    s.knots.assign(std::size_t(s.degree + 1), 0.0);
-    s.knots.insert(s.knots.end(), std::size_t(s.degree + 1), 1.0);
-    return s;
-  };
+  auto as_bspline = [](const BezierCurve2& c) { return BSplineCurve2{int(c.points.size()) - 1, bezier_knots(int(c.points.size()) - 1), c.points}; };
   return hausdorff_distance(as_bspline(a), as_bspline(b), options);
 }
 
