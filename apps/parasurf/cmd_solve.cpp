@@ -92,7 +92,10 @@ void add_solve(CLI::App& app) {
     o.threads = a->threads;
     o.device = parse_device(a->device);
     // Long solves show their subdivision level on a terminal (the fraction is unknown: the bar fills by level).
-    o.progress = [](int level, std::int64_t) { progress_bar("subdivision", std::min(0.99, level / 60.0)); };
+    if (output_rank()) o.progress = [](int level, std::int64_t) { progress_bar("subdivision", std::min(0.99, level / 60.0)); };
+    // Under mpirun the batches of piece systems are shared out; every rank ends with the whole result, rank 0 writes.
+    o.team = mpi_solver_team();
+    if (!output_rank()) a->json.clear(), a->picture.clear();
     struct ClearBar {
       ~ClearBar() { progress_bar("", 1.0); }
     } clear_bar;

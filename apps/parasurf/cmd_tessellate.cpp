@@ -73,13 +73,15 @@ void add_tessellate(CLI::App& app) {
     o.device = parse_device(a->device);
     o.strategy = parse_patch_strategy(a->strategy);
     o.threads = a->threads;
-    o.progress = [](double f) { progress_bar("tessellation", f); };  // drawn only on a terminal
+    if (output_rank()) o.progress = [](double f) { progress_bar("tessellation", f); };  // drawn only on a terminal
+    o.team = mpi_tessellation_team();  // under mpirun: every rank evaluates its share of the patches
     const PatchModel model = a->input.empty() ? utah_teapot() : read_patch_model(a->input);
     TessellationReport rep;
     const PatchMesh mesh = tessellate(model, o, &rep);
+    if (!output_rank()) return;  // rank 0 assembles and writes
     const TriangleMesh out = to_triangle_mesh(mesh);
     write_mesh(a->output, out);
-    const double total = rep.seconds_plan + rep.seconds_evaluate + rep.seconds_assemble;
+    const double total = rep.seconds_plan + rep.seconds_evaluate + rep.seconds_exchange + rep.seconds_assemble;
     std::printf("model: %s\n", model.name.c_str());
     std::printf("patches: %lld (%lld tensor-product, %lld triangular), polyhedron faces: %lld\n", (long long)rep.patches,
                 (long long)rep.tensor_patches, (long long)rep.triangular_patches, (long long)rep.polyhedron_faces);
@@ -93,13 +95,17 @@ void add_tessellate(CLI::App& app) {
     std::printf("points evaluated: %lld on %s (%s, %s); mesh: %lld vertices, %lld triangles\n",
                 (long long)rep.evaluated_points, device_name(rep.device), rep.strategy.c_str(), a->precision.c_str(),
                 (long long)mesh.vertex_count(), (long long)mesh.triangle_count());
-    std::printf("time: %.2f ms (plan %.2f, evaluate %.2f, assemble %.2f)\n", total * 1e3, rep.seconds_plan * 1e3,
-                rep.seconds_evaluate * 1e3, rep.seconds_assemble * 1e3);
+    std::printf("time: %.2f ms (plan %.2f, evaluate %.2f, assemble %.2f)\n", total * 1e3,
+                rep.seconds_plan * 1e3, rep.seconds_evaluate * 1e3, rep.seconds_assemble * 1e3);
+    if (o.team)
+      std::printf("MPI: %d ranks; rank 0 evaluated %lld of the patches, gathered the others' samples in %.2f ms\n",
+                  o.team->members, (long long)rep.own_patches, rep.seconds_exchange * 1e3);
     nlohmann::json j = {{"model", model.name},         {"patches", rep.patches},
                         {"evaluated_points", rep.evaluated_points}, {"vertices", mesh.vertex_count()},
                         {"triangles", mesh.triangle_count()},        {"device", device_name(rep.device)},
                         {"strategy", rep.strategy},    {"seconds", total},
-                        {"shared_edges", rep.shared_edges}, {"open_edges", rep.open_edges}};
+                        {"shared_edges", rep.shared_edges}, {"open_edges", rep.open_edges},
+                        {"mpi_ranks", o.team ? o.team->members : 1}, {"seconds_exchange", rep.seconds_exchange}};
     if (o.tolerance > 0) {
       j["tolerance"] = o.tolerance;
       if (a->compare_uniform) {

@@ -97,9 +97,16 @@ int main(int argc, char** argv) {
     return code;
   };
   int code = 0;
-  // Only isosurface splits its work across ranks; any other command would run N times into the same files.
-  if (mpi && (argc < 2 || std::string(argv[1]) != "isosurface"))
-    return fail("under mpirun only 'parasurf isosurface' runs (other commands would run once per rank into the same files)", 2);
+  // Only these commands share their work out across ranks; any other would run N times into the same files.
+  if (mpi) {
+    const std::string command = argc < 2 ? "" : argv[1];
+    if (command != "isosurface" && command != "tessellate" && command != "solve")
+      return fail("under mpirun only 'parasurf isosurface', 'tessellate' and 'solve' run (other commands would run once per "
+                  "rank into the same files)", 2);
+    // Every rank of tessellate and solve ends with the whole result; rank 0 alone reports it.
+    if (command != "isosurface" && !parasurf::cli::output_rank() && !std::freopen("/dev/null", "w", stdout))
+      return fail("cannot silence the output of this rank", 1);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,15 @@ BernsteinPoly divided_difference_at_end(const std::vector<double>& f, int end, i
 // nodes of every system of a batch in one buffer, no barrier between levels).
 enum class SolverCpuScheme { Levels, TaskBuffer };
 
+// Several cooperating processes solving one batch (MPI ranks; the CLI sets this up under mpirun): the systems of
+// solve_systems and sample_solution_sets are dealt out round robin, each member solves its own, and `all_gather`
+// gives every member every result, so that all members go on alike (and only one writes the output).
+struct SolverTeam {
+  int member = 0, members = 1;
+  // Every member's bytes in member order, this member's included.
+  std::function<std::vector<std::string>(const std::string& mine)> all_gather;
+};
+
 struct SolverOptions {
   double tolerance = 1e-7;            // cells narrower than this that are neither excluded nor proved are kept as candidates
   double newton_tolerance = 1e-14;    // |dx| that ends Newton
@@ -61,6 +71,7 @@ struct SolverOptions {
   // level's node list); Auto = Cuda when a device is present. Newton and clustering run on the CPU for all.
   Device device = Device::Cpu;
   SolverCpuScheme cpu_scheme = SolverCpuScheme::Levels;
+  std::shared_ptr<const SolverTeam> team;  // null: this process alone; batches of one system are never shared
 };
 
 struct Root {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "parasurf/device.hpp"
@@ -22,6 +23,18 @@ const char* patch_strategy_name(PatchStrategy strategy);
 
 enum class Precision { Float, Double };
 
+// Several cooperating processes tessellating one model (MPI ranks; the CLI sets this up under mpirun). Every
+// member plans the whole model (cheap and deterministic), evaluates the samples of its own contiguous range of
+// patches (balanced by sample count), and `exchange` completes the samples; member 0 assembles the mesh, which is
+// the single-process mesh exactly; the others return an empty mesh. With a tolerance, the planning's deviation
+// checks are shared out the same way.
+struct TessellationTeam {
+  int member = 0, members = 1;
+  // `data` holds bounds.back() elements of `element_bytes`; member k has filled [bounds[k], bounds[k+1]). Must fill
+  // every other member's range, on every member when `everyone`, else on member 0 only (the others may skip).
+  std::function<void(void* data, std::size_t element_bytes, const std::vector<std::int64_t>& bounds, bool everyone)> exchange;
+};
+
 struct TessellationOptions {
   int resolution = 16;                  // segments per patch side (uniform mode), >= 1
   std::vector<int> patch_resolution;    // optional: segments per patch (overrides resolution)
@@ -33,6 +46,7 @@ struct TessellationOptions {
   Device device = Device::Auto;
   int threads = 0;                      // CPU threads, 0 = all
   PatchStrategy strategy = PatchStrategy::Auto;
+  std::shared_ptr<const TessellationTeam> team;  // null: this process alone
   // Fraction done, called after each phase (planned, evaluated, assembled), for long batches.
   std::function<void(double)> progress;
 };
@@ -59,6 +73,8 @@ struct TessellationReport {
   std::int64_t crease_vertices = 0;
   int min_segments = 0, max_segments = 0;       // over patches and directions
   double seconds_plan = 0, seconds_evaluate = 0, seconds_assemble = 0;
+  double seconds_exchange = 0;                  // team runs: completing the samples from the other members
+  std::int64_t own_patches = 0;                 // team runs: the patches this member evaluated
   Device device = Device::Cpu;
   std::string strategy;
 };

@@ -425,16 +425,45 @@ void triangulate_patch(const Plan& pl, std::int64_t p, std::vector<Ref>& out) {
   }
 }
 
-template <class T> patches::HostBatch<T> make_batch(const Plan& pl) {
+// One member's share of a team run: patches [patch[k], patch[k+1]), their grid samples [grid[k], grid[k+1]) and
+// their side samples [extra[k], extra[k+1]) (counted from the first side sample). Contiguous ranges of about equal
+// sample counts.
+struct TeamRanges {
+  std::vector<std::int64_t> patch, grid, extra;
+};
+
+TeamRanges team_ranges(const Plan& pl, int members) {
+  const auto np = std::int64_t(pl.model->patches.size());
+  std::vector<std::int64_t> cost(std::size_t(np) + 1, 0);  // samples before patch p, grid and side
+  std::size_t x = 0;
+  for (std::int64_t p = 0; p < np; ++p) {
+    std::int64_t extras = 0;
+    while (x < pl.extra_patch.size() && pl.extra_patch[x] == p) ++x, ++extras;
+    cost[std::size_t(p) + 1] = cost[std::size_t(p)] + (pl.first[p + 1] - pl.first[p]) + extras;
+  }
+  TeamRanges r;
+  for (int k = 0; k <= members; ++k) {
+    const std::int64_t target = cost.back() * k / members;
+    const std::int64_t p = k == members ? np : std::int64_t(std::lower_bound(cost.begin(), cost.end(), target) - cost.begin());
+    r.patch.push_back(p);
+    r.grid.push_back(pl.first[p]);
+    r.extra.push_back(std::int64_t(std::lower_bound(pl.extra_patch.begin(), pl.extra_patch.end(), p) - pl.extra_patch.begin()));
+  }
+  return r;
+}
+
+// The batch of patches [pa, pb) (all by default): sample indices counted from the range's first sample.
+template <class T> patches::HostBatch<T> make_batch(const Plan& pl, std::int64_t pa = 0, std::int64_t pb = -1) {
   const PatchModel& m = *pl.model;
   patches::HostBatch<T> b;
-  const auto np = std::int64_t(m.patches.size());
-  b.records.resize(std::size_t(np));
+  if (pb < 0) pb = std::int64_t(m.patches.size());
+  const std::int64_t base = pl.first[pa];
+  b.records.resize(std::size_t(pb - pa));
   b.points.assign(m.points.begin(), m.points.end());
   b.normal_points.assign(m.normal_points.begin(), m.normal_points.end());
-  for (std::int64_t p = 0; p < np; ++p) {
+  for (std::int64_t p = pa; p < pb; ++p) {
     const Patch& patch = m.patches[p];
-    patchk::PatchRecord& r = b.records[p];
+    patchk::PatchRecord& r = b.records[p - pa];
     r.flags = (patch.kind == PatchKind::Triangle ? patchk::kTriangle : 0u) | (patch.rational ? patchk::kRational : 0u) |
               (patch.normal_offset >= 0 ? patchk::kNormalPatch : 0u) | (pl.topo.flipped[p] ? patchk::kFlipped : 0u);
     r.du = std::int16_t(patch.degree_u);
@@ -445,12 +474,14 @@ template <class T> patches::HostBatch<T> make_batch(const Plan& pl) {
     r.nv = pl.nv[p];
     r.cp = patch.offset;
     r.ncp = std::max<std::int64_t>(patch.normal_offset, 0);
-    r.first = pl.first[p];
+    r.first = pl.first[p] - base;
     b.max_degree = std::max({b.max_degree, patch.degree_u, patch.degree_v});
   }
-  b.samples = pl.grid_samples;
-  b.point_patch = pl.extra_patch;
-  b.point_uv = pl.extra_uv;
+  b.samples = pl.first[pb] - base;
+  const auto xa = std::lower_bound(pl.extra_patch.begin(), pl.extra_patch.end(), pa) - pl.extra_patch.begin();
+  const auto xb = std::lower_bound(pl.extra_patch.begin(), pl.extra_patch.end(), pb) - pl.extra_patch.begin();
+  for (auto x = xa; x < xb; ++x) b.point_patch.push_back(pl.extra_patch[std::size_t(x)] - pa);
+  b.point_uv.assign(pl.extra_uv.begin() + 2 * xa, pl.extra_uv.begin() + 2 * xb);
   return b;
 }
 
@@ -487,12 +518,49 @@ BatchTiming run_batch(const patches::HostBatch<T>& batch, SampleStore<T>& store,
   return t;
 }
 
+// Team run: this member evaluates its patches into the whole model's sample arrays, then the exchange fills in
+// the others' samples (on every member when `everyone`, else on member 0).
+template <class T>
+BatchTiming run_team_batch(const Plan& pl, const TessellationTeam& team, const TeamRanges& ranges, SampleStore<T>& store,
+                           Device device, PatchStrategy strategy, int threads, bool everyone, double* seconds_exchange) {
+  const std::size_t me = std::size_t(team.member);
+  const auto batch = make_batch<T>(pl, ranges.patch[me], ranges.patch[me + 1]);
+  SampleStore<T> mine;
+  const BatchTiming timing = run_batch<T>(batch, mine, device, strategy, threads, true);
+  const std::int64_t total = pl.grid_samples + pl.extra_samples;
+  core::check_host_allocation(std::uint64_t(total) * 6 * sizeof(T), std::to_string(total) + " patch samples");
+  const auto t0 = Clock::now();
+  const std::int64_t own_grid = batch.samples;
+  for (auto* arrays : {store.pos, store.nrm})
+    for (int c = 0; c < 3; ++c) arrays[c].resize(std::size_t(total));
+  for (int c = 0; c < 3; ++c)
+    for (auto [from, to] : {std::pair{mine.pos, store.pos}, std::pair{mine.nrm, store.nrm}}) {
+      std::copy(from[c].begin(), from[c].begin() + own_grid, to[c].begin() + ranges.grid[me]);
+      std::copy(from[c].begin() + own_grid, from[c].end(), to[c].begin() + pl.grid_samples + ranges.extra[me]);
+      team.exchange(to[c].data(), sizeof(T), ranges.grid, everyone);
+      team.exchange(to[c].data() + pl.grid_samples, sizeof(T), ranges.extra, everyone);
+    }
+  if (seconds_exchange) *seconds_exchange += since(t0);
+  return timing;
+}
+
+bool team_run(const TessellationOptions& o) { return o.team && o.team->members > 1; }
+
 // Largest sampled parametric deviation of each patch from its triangles (k+1 points per triangle side).
-std::vector<double> plan_deviation(const Plan& pl, int k, int threads) {
+std::vector<double> plan_deviation(const Plan& pl, int k, int threads, const TessellationTeam* team = nullptr) {
   const PatchModel& model = *pl.model;
   const auto batch = make_batch<double>(pl);
   SampleStore<double> store;
-  run_batch<double>(batch, store, Device::Cpu, PatchStrategy::Tables, threads, true);
+  const auto np = std::int64_t(model.patches.size());
+  std::int64_t pa = 0, pb = np;
+  TeamRanges ranges;
+  if (team && team->members > 1) {
+    ranges = team_ranges(pl, team->members);
+    pa = ranges.patch[std::size_t(team->member)], pb = ranges.patch[std::size_t(team->member) + 1];
+    run_team_batch<double>(pl, *team, ranges, store, Device::Cpu, PatchStrategy::Tables, threads, true, nullptr);
+  } else {
+    run_batch<double>(batch, store, Device::Cpu, PatchStrategy::Tables, threads, true);
+  }
   auto param = [&](std::int64_t p, std::int64_t s, double& u, double& v) {
     if (s >= pl.grid_samples) {
       u = pl.extra_uv[std::size_t(s - pl.grid_samples) * 2];
@@ -501,11 +569,10 @@ std::vector<double> plan_deviation(const Plan& pl, int k, int threads) {
     }
     patchk::sample_param<double>(batch.records[p], s - pl.first[p], u, v);
   };
-  const auto np = std::int64_t(model.patches.size());
   std::vector<double> worst(static_cast<std::size_t>(np), 0.0);
   k = std::max(2, k);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(cpu_thread_count(threads))
-  for (std::int64_t p = 0; p < np; ++p) {
+  for (std::int64_t p = pa; p < pb; ++p) {
     std::vector<Ref> tris;
     triangulate_patch(pl, p, tris);
     for (std::size_t t = 0; t < tris.size(); t += 3) {
@@ -518,6 +585,7 @@ std::vector<double> plan_deviation(const Plan& pl, int k, int threads) {
                                                        uv, xyz, k));
     }
   }
+  if (team && team->members > 1) team->exchange(worst.data(), sizeof(double), ranges.patch, true);
   return worst;
 }
 
@@ -528,7 +596,7 @@ Plan plan_for(const PatchModel& m, const TessellationOptions& o) {
   if (!(o.tolerance > 0)) return pl;
   const double target = 0.9 * o.tolerance;
   for (int round = 0; round < 8; ++round) {
-    const auto dev = plan_deviation(pl, 4, o.threads);
+    const auto dev = plan_deviation(pl, 4, o.threads, o.team.get());
     bool changed = false;
     for (std::size_t p = 0; p < dev.size(); ++p) {
       if (dev[p] <= target) continue;
@@ -776,13 +844,12 @@ template <class T>
 PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, TessellationReport* rep) {
   auto t0 = Clock::now();
   const Plan pl = plan_for(model, o);
-  const auto batch = make_batch<T>(pl);
   if (rep) {
     rep->seconds_plan = since(t0);
     rep->patches = std::int64_t(model.patches.size());
     rep->tensor_patches = model.tensor_patch_count();
     rep->triangular_patches = rep->patches - rep->tensor_patches;
-    rep->evaluated_points = batch.total();
+    rep->evaluated_points = pl.grid_samples + pl.extra_samples;
     for (const auto& e : pl.topo.edges) {
       if (e.collapsed) ++rep->collapsed_edges;
       else if (e.sides.size() >= 2) ++rep->shared_edges;
@@ -798,13 +865,24 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
   SampleStore<T> store;
   const Device device = pick_device(o.device);
   t0 = Clock::now();
-  const BatchTiming timing = run_batch<T>(batch, store, device, o.strategy, o.threads, true);
+  BatchTiming timing;
+  double seconds_exchange = 0;
+  if (team_run(o)) {
+    const TeamRanges ranges = team_ranges(pl, o.team->members);
+    timing = run_team_batch<T>(pl, *o.team, ranges, store, device, o.strategy, o.threads, false, &seconds_exchange);
+    if (rep) rep->own_patches = ranges.patch[std::size_t(o.team->member) + 1] - ranges.patch[std::size_t(o.team->member)];
+  } else {
+    timing = run_batch<T>(make_batch<T>(pl), store, device, o.strategy, o.threads, true);
+    if (rep) rep->own_patches = rep->patches;
+  }
   if (rep) {
-    rep->seconds_evaluate = since(t0);
+    rep->seconds_evaluate = since(t0) - seconds_exchange;
+    rep->seconds_exchange = seconds_exchange;
     rep->device = timing.device;
     rep->strategy = patch_strategy_name(timing.strategy);
   }
   if (o.progress) o.progress(0.4);
+  if (team_run(o) && o.team->member != 0) return PatchMesh{};  // member 0 assembles
   t0 = Clock::now();
   PatchMesh mesh = assemble<T>(pl, store, o, rep);
   if (rep) rep->seconds_assemble = since(t0);

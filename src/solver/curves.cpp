@@ -24,13 +24,16 @@ void check_curve(const BezierCurve2& c, const char* which) {
 }
 }  // namespace
 
-CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options) {
-  check_curve(a, "1");
-  check_curve(b, "2");
+namespace {
+// x(s) - y(t) = 0 in (s, t): two equations of bidegree (deg a, deg b).
+std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a, const BezierCurve2& b) {
   std::vector<BernsteinPoly> eq;
   for (int k = 0; k < 2; ++k)
     eq.push_back(BernsteinPoly::univariate(coordinate(a, k), 0, 2) - BernsteinPoly::univariate(coordinate(b, k), 1, 2));
-  const SolveResult r = solve_system(eq, options);
+  return eq;
+}
+
+CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, const SolveResult& r) {
   CurveIntersectionResult out;
   out.status = r.status;
   for (const auto& root : r.roots) {
@@ -47,6 +50,27 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
   }
   for (const auto& reg : r.regions) out.overlaps.push_back({reg.lo[0], reg.hi[0], reg.lo[1], reg.hi[1]});
   return out;
+}
+
+// The control polygons' boxes meet (a curve lies in its control polygon's convex hull).
+bool boxes_meet(const BezierCurve2& a, const BezierCurve2& b) {
+  for (int k = 0; k < 2; ++k) {
+    auto range = [k](const BezierCurve2& c) {
+      auto [lo, hi] = std::minmax_element(c.points.begin(), c.points.end(), [k](const auto& p, const auto& q) { return p[k] < q[k]; });
+      return std::pair{(*lo)[k], (*hi)[k]};
+    };
+    const auto [alo, ahi] = range(a);
+    const auto [blo, bhi] = range(b);
+    if (ahi < blo || bhi < alo) return false;
+  }
+  return true;
+}
+}  // namespace
+
+CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options) {
+  check_curve(a, "1");
+  check_curve(b, "2");
+  return crossings(a, b, solve_system(crossing_equations(a, b), options));
 }
 
 }  // namespace parasurf
@@ -153,23 +177,35 @@ std::vector<BezierPiece> bspline_to_bezier(const BSplineCurve2& c) {
 
 CurveIntersectionResult intersect_curves(const BSplineCurve2& a, const BSplineCurve2& b, const SolverOptions& options) {
   const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
-  CurveIntersectionResult out;
-  for (const auto& x : pa)
-    for (const auto& y : pb) {
-      const CurveIntersectionResult r = intersect_curves(x.curve, y.curve, options);
-      if (r.status != "complete") out.status = r.status;
-      for (auto p : r.points) {
-        p.s = x.u0 + p.s * (x.u1 - x.u0);
-        p.t = y.u0 + p.t * (y.u1 - y.u0);
-        bool dup = false;  // a root on a piece boundary shows up in both pieces
-        for (const auto& q : out.points)
-          dup = dup || (std::abs(q.s - p.s) <= 1e-10 * (1 + std::abs(p.s)) && std::abs(q.t - p.t) <= 1e-10 * (1 + std::abs(p.t)));
-        if (!dup) out.points.push_back(p);
-      }
-      for (auto v : r.overlaps)
-        out.overlaps.push_back({x.u0 + v.s0 * (x.u1 - x.u0), x.u0 + v.s1 * (x.u1 - x.u0), y.u0 + v.t0 * (y.u1 - y.u0),
-                                y.u0 + v.t1 * (y.u1 - y.u0)});
+  // Every pair of pieces whose boxes meet is one system of one batch (threads, the GPU or a team share it out).
+  std::vector<std::pair<std::size_t, std::size_t>> pairs;
+  std::vector<std::vector<BernsteinPoly>> systems;
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    for (std::size_t j = 0; j < pb.size(); ++j) {
+      check_curve(pa[i].curve, "1");
+      check_curve(pb[j].curve, "2");
+      if (!boxes_meet(pa[i].curve, pb[j].curve)) continue;
+      pairs.emplace_back(i, j);
+      systems.push_back(crossing_equations(pa[i].curve, pb[j].curve));
     }
+  const std::vector<SolveResult> solved = solve_systems(systems, options);
+  CurveIntersectionResult out;
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const BezierPiece &x = pa[pairs[k].first], &y = pb[pairs[k].second];
+    const CurveIntersectionResult r = crossings(x.curve, y.curve, solved[k]);
+    if (r.status != "complete") out.status = r.status;
+    for (auto p : r.points) {
+      p.s = x.u0 + p.s * (x.u1 - x.u0);
+      p.t = y.u0 + p.t * (y.u1 - y.u0);
+      bool dup = false;  // a root on a piece boundary shows up in both pieces
+      for (const auto& q : out.points)
+        dup = dup || (std::abs(q.s - p.s) <= 1e-10 * (1 + std::abs(p.s)) && std::abs(q.t - p.t) <= 1e-10 * (1 + std::abs(p.t)));
+      if (!dup) out.points.push_back(p);
+    }
+    for (auto v : r.overlaps)
+      out.overlaps.push_back({x.u0 + v.s0 * (x.u1 - x.u0), x.u0 + v.s1 * (x.u1 - x.u0), y.u0 + v.t0 * (y.u1 - y.u0),
+                              y.u0 + v.t1 * (y.u1 - y.u0)});
+  }
   std::sort(out.points.begin(), out.points.end(), [](const auto& l, const auto& r) { return l.s < r.s || (l.s == r.s && l.t < r.t); });
   return out;
 }

@@ -6,6 +6,7 @@
 // solution curves) are clustered, so that each tangent root is reported once and a continuum as a region.
 #include <Eigen/Dense>
 #include <algorithm>
+#include <cstring>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -585,6 +586,128 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
 
 }  // namespace
 
+// ---------------------------------------------------------------- teams of processes
+namespace {
+
+// Results travel between processes as plain bytes: sizes, then contents, in the order of the struct.
+struct ByteWriter {
+  std::string bytes;
+  template <class T> void pod(const T& v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof v); }
+  void doubles(const std::vector<double>& v) {
+    pod(std::uint64_t(v.size()));
+    bytes.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(double));
+  }
+  void text(const std::string& t) {
+    pod(std::uint64_t(t.size()));
+    bytes += t;
+  }
+  void result(const SolveResult& r) {
+    text(r.status);
+    pod(r.nodes);
+    pod(std::uint64_t(r.roots.size()));
+    for (const auto& x : r.roots) doubles(x.x), pod(x.residual), pod(x.proved_single), pod(x.multiplicity_hint);
+    pod(std::uint64_t(r.regions.size()));
+    for (const auto& g : r.regions) doubles(g.lo), doubles(g.hi), pod(g.cells);
+  }
+  void result(const SolutionSetResult& r) {
+    text(r.status);
+    pod(r.nodes);
+    pod(std::uint64_t(r.samples.size()));
+    for (const auto& x : r.samples) doubles(x.x), pod(x.residual), doubles(x.tangent);
+  }
+};
+
+struct ByteReader {
+  const std::string& bytes;
+  std::size_t at = 0;
+  void take(void* to, std::size_t n) {
+    if (n > bytes.size() - at) throw Error(ErrorKind::Io, "solver team: a member's results are truncated");
+    std::memcpy(to, bytes.data() + at, n);
+    at += n;
+  }
+  template <class T> T pod() {
+    T v{};
+    take(&v, sizeof v);
+    return v;
+  }
+  std::size_t count() {
+    const auto n = pod<std::uint64_t>();
+    if (n > bytes.size() - at) throw Error(ErrorKind::Io, "solver team: a member's results are malformed");
+    return std::size_t(n);
+  }
+  std::vector<double> doubles() {
+    std::vector<double> v(count());
+    take(v.data(), v.size() * sizeof(double));
+    return v;
+  }
+  std::string text() {
+    std::string t(count(), '\0');
+    take(t.data(), t.size());
+    return t;
+  }
+  void result(SolveResult& r) {
+    r.status = text();
+    r.nodes = pod<std::int64_t>();
+    r.roots.resize(count());
+    for (auto& x : r.roots) {
+      x.x = doubles();
+      x.residual = pod<double>();
+      x.proved_single = pod<bool>();
+      x.multiplicity_hint = pod<int>();
+    }
+    r.regions.resize(count());
+    for (auto& g : r.regions) {
+      g.lo = doubles();
+      g.hi = doubles();
+      g.cells = pod<std::int64_t>();
+    }
+  }
+  void result(SolutionSetResult& r) {
+    r.status = text();
+    r.nodes = pod<std::int64_t>();
+    r.samples.resize(count());
+    for (auto& x : r.samples) {
+      x.x = doubles();
+      x.residual = pod<double>();
+      x.tangent = doubles();
+    }
+  }
+};
+
+bool team_batch(const SolverOptions& o, std::size_t count) { return o.team && o.team->members > 1 && count > 1; }
+
+// Member k solves systems k, k + members, ... (alone); every member then holds every result in batch order.
+template <class Result>
+std::vector<Result> solve_as_team(std::size_t count, const SolverOptions& o,
+                                  const std::function<std::vector<Result>(const std::vector<std::size_t>&, const SolverOptions&)>& solve) {
+  const SolverTeam& team = *o.team;
+  const auto members = std::size_t(team.members);
+  std::vector<std::size_t> mine;
+  for (std::size_t i = std::size_t(team.member); i < count; i += members) mine.push_back(i);
+  SolverOptions alone = o;
+  alone.team = nullptr;
+  ByteWriter w;
+  if (!mine.empty())
+    for (const Result& r : solve(mine, alone)) w.result(r);
+  const std::vector<std::string> all = team.all_gather(w.bytes);
+  if (all.size() != members) throw Error(ErrorKind::Io, "solver team: results from " + std::to_string(all.size()) + " members, expected " + std::to_string(members));
+  std::vector<Result> out(count);
+  for (std::size_t k = 0; k < members; ++k) {
+    ByteReader r{all[k]};
+    for (std::size_t i = k; i < count; i += members) r.result(out[i]);
+  }
+  return out;
+}
+
+template <class T> std::vector<T> pick(const std::vector<T>& from, const std::vector<std::size_t>& which) {
+  std::vector<T> out;
+  if (from.empty()) return out;
+  for (std::size_t i : which) out.push_back(from[i]);
+  return out;
+}
+
+}  // namespace
+
 SolveResult solve_system(const std::vector<BernsteinPoly>& equations, const SolverOptions& o,
                          const std::vector<BernsteinPoly>& positive) {
   return solve_systems({equations}, o, {positive})[0];
@@ -598,6 +721,11 @@ std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPo
   static const std::vector<BernsteinPoly> none;
   auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
   for (std::size_t i = 0; i < count; ++i) check_square(equations[i], o, ineq(i));
+  if (count == 0) return {};
+  if (team_batch(o, count))
+    return solve_as_team<SolveResult>(count, o, [&](const std::vector<std::size_t>& mine, const SolverOptions& alone) {
+      return solve_systems(pick(equations, mine), alone, pick(positive, mine));
+    });
   std::vector<System> systems;
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], int(equations[i].size())));
   std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, o, true);
@@ -702,6 +830,11 @@ std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vecto
   static const std::vector<BernsteinPoly> none;
   auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
   for (std::size_t i = 0; i < count; ++i) check_set(equations[i], variables, resolution, ineq(i));
+  if (count == 0) return {};
+  if (team_batch(o, count))
+    return solve_as_team<SolutionSetResult>(count, o, [&](const std::vector<std::size_t>& mine, const SolverOptions& alone) {
+      return sample_solution_sets(pick(equations, mine), variables, resolution, alone, pick(positive, mine));
+    });
   std::vector<System> systems;
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], variables));
   SolverOptions so = o;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# MPI runs of `parasurf isosurface` (oversubscribed on small machines): 2 and 4 ranks give the single-process mesh
-# byte for byte (binary PLY written collectively, OBJ gathered), with cost-balanced and equal ranges; a rank that
-# fails stops every rank with its message and leaves no output.
+# MPI runs (oversubscribed on small machines). isosurface: 2 and 4 ranks give the single-process mesh byte for byte
+# (binary PLY written collectively, OBJ gathered), with cost-balanced and equal ranges; a rank that fails stops
+# every rank with its message and leaves no output. tessellate and solve: ranks share the work and rank 0 writes
+# the single-process result byte for byte.
 #   usage: mpi.sh <parasurf executable>
 set -uo pipefail
 exe="$1"
@@ -33,8 +34,28 @@ ls "$dir"/broken.ply* >/dev/null 2>&1 && fail "a failed run left an output file"
 run 2 "$exe" isosurface --field sphere --size 32 --level 0.2,0.4 --device cpu -q -o "$dir/two.ply" >"$dir/log2" 2>&1 \
   && fail "two levels were accepted"
 grep -q "exactly one --level" "$dir/log2" || { cat "$dir/log2"; fail "no message for two levels"; }
+# Patch models: ranks share the patches (and the tolerance planning's checks); rank 0 writes the single-process mesh.
+"$exe" tessellate -r 12 --device cpu -o "$dir/teapot-1.ply" >/dev/null || fail "single tessellation"
+"$exe" tessellate --tolerance 0.002 --device cpu -o "$dir/teapot-tol-1.obj" >/dev/null || fail "single adaptive tessellation"
+for np in 2 4; do
+  run "$np" "$exe" tessellate -r 12 --device cpu -o "$dir/teapot-$np.ply" >"$dir/tess.log" 2>&1 || { cat "$dir/tess.log"; fail "$np ranks tessellate"; }
+  grep -q "MPI: $np ranks" "$dir/tess.log" || { cat "$dir/tess.log"; fail "the tessellation report does not name $np ranks"; }
+  [ "$(grep -c '^wrote' "$dir/tess.log")" = 1 ] || fail "more than one rank reported the tessellation"
+  cmp -s "$dir/teapot-1.ply" "$dir/teapot-$np.ply" || fail "$np ranks tessellate differently from one process"
+  run "$np" "$exe" tessellate --tolerance 0.002 --device cpu -o "$dir/teapot-tol-$np.obj" >/dev/null || fail "$np ranks adaptive"
+  cmp -s "$dir/teapot-tol-1.obj" "$dir/teapot-tol-$np.obj" || fail "$np ranks adaptive tessellation differs from one process"
+done
+# Solver applications: the batches of piece systems are shared out; the result is the single process's.
+"$exe" bench solver --curves 3 --repeat 1 --engines cpu --write-inputs "$dir/solver" --json "$dir/bs.json" >/dev/null || fail "solver inputs"
+for case in hausdorff:hausdorff_10 ssi:ssi_14x7 contacts:contacts surface-bisector:surface_bisector bisector:hausdorff_5; do
+  app=${case%%:*}; input=${case#*:}
+  "$exe" solve "$app" "$dir/solver/$input.json" --threads 1 -o "$dir/$app-1.json" >/dev/null || fail "single solve $app"
+  run 3 "$exe" solve "$app" "$dir/solver/$input.json" --threads 1 -o "$dir/$app-3.json" >"$dir/solve.log" 2>&1 \
+    || { cat "$dir/solve.log"; fail "3 ranks solve $app"; }
+  cmp -s "$dir/$app-1.json" "$dir/$app-3.json" || fail "3 ranks solve $app differently from one process"
+done
 # Other commands refuse to run under mpirun (they would write the same files once per rank).
-run 2 "$exe" tessellate -o "$dir/teapot.ply" >"$dir/log3" 2>&1 && fail "tessellate ran under mpirun"
-grep -q "only 'parasurf isosurface' runs" "$dir/log3" || { cat "$dir/log3"; fail "no message for another command"; }
-ls "$dir"/teapot.ply* >/dev/null 2>&1 && fail "a refused command left a file"
+run 2 "$exe" surface -o "$dir/surface.ply" >"$dir/log3" 2>&1 && fail "surface ran under mpirun"
+grep -q "only 'parasurf isosurface', 'tessellate' and 'solve' run" "$dir/log3" || { cat "$dir/log3"; fail "no message for another command"; }
+ls "$dir"/surface.ply* >/dev/null 2>&1 && fail "a refused command left a file"
 echo "mpi passed"

@@ -10,6 +10,7 @@
 #include "parasurf/device.hpp"
 #include "parasurf/tessellate.hpp"
 #include "support.hpp"
+#include "team.hpp"
 
 namespace parasurf {
 namespace {
@@ -25,6 +26,45 @@ PatchModel shared_model(const std::string& name) {
   if (m.patches.empty()) GTEST_SKIP() << "shared data bezier/" file " not found (set PARASURF_DATA)"
 
 using test::devices;
+
+// A team (threads standing in for MPI ranks) evaluates its shares of the patches, and of the tolerance planning's
+// checks; member 0 assembles exactly the single-process mesh, the others return nothing.
+TEST(Tessellate, TeamsShareThePatchesAndGiveTheSameMesh) {
+  const PatchModel teapot = utah_teapot();
+  for (Device dev : devices())
+    for (double tol : {0.0, 2e-3}) {
+      TessellationOptions o;
+      o.resolution = 13;
+      o.tolerance = tol;
+      o.device = dev;
+      o.threads = 1;
+      const PatchMesh alone = tessellate(teapot, o);
+      ASSERT_GT(alone.triangle_count(), 0);
+      for (int members : {2, 3, 5}) {
+        SCOPED_TRACE(std::string(device_name(dev)) + ", tolerance " + std::to_string(tol) + ", " + std::to_string(members) + " members");
+        test::ThreadTeam team(members);
+        std::vector<PatchMesh> got(static_cast<std::size_t>(members));
+        std::vector<TessellationReport> reports(static_cast<std::size_t>(members));
+        team.run([&](int member) {
+          TessellationOptions mo = o;
+          mo.team = team.tessellation(member);
+          got[std::size_t(member)] = tessellate(teapot, mo, &reports[std::size_t(member)]);
+        });
+        EXPECT_EQ(got[0].positions, alone.positions);
+        EXPECT_EQ(got[0].normals, alone.normals);
+        EXPECT_EQ(got[0].triangles, alone.triangles);
+        EXPECT_EQ(got[0].triangle_normals, alone.triangle_normals);
+        std::int64_t shared = 0;
+        for (int m = 0; m < members; ++m) {
+          if (m > 0) EXPECT_EQ(got[std::size_t(m)].triangle_count(), 0);
+          EXPECT_GT(reports[std::size_t(m)].own_patches, 0);
+          EXPECT_LT(reports[std::size_t(m)].own_patches, 32);
+          shared += reports[std::size_t(m)].own_patches;
+        }
+        EXPECT_EQ(shared, 32);
+      }
+    }
+}
 
 TEST(Tessellate, SphereIsClosedManifoldOnTheUnitSphere) {
   REQUIRE_MODEL(sphere, "sphere.bv");

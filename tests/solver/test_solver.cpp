@@ -12,6 +12,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "support.hpp"
+#include "team.hpp"
 
 namespace parasurf {
 namespace {
@@ -91,6 +92,54 @@ TEST(Solver, RandomSystemsWithKnownRoots) {
   EXPECT_TRUE(line.roots.empty());
   ASSERT_FALSE(line.regions.empty());
   EXPECT_EQ(line.status, "complete");
+  }
+}
+
+// A team (threads standing in for MPI ranks) shares a batch out round robin and every member ends with the
+// results of the process alone, bit for bit, in batch order.
+TEST(Solver, TeamsShareABatchAndAgreeWithOneProcess) {
+  std::mt19937_64 rng(test::run_seed() + 77);
+  std::uniform_real_distribution<double> u(0.05, 0.95);
+  const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 2), y = BernsteinPoly::univariate({0, 1}, 1, 2);
+  auto k = [](double v) { return BernsteinPoly::constant(2, v); };
+  std::vector<std::vector<BernsteinPoly>> batch;
+  for (int i = 0; i < 11; ++i) {
+    const double a = u(rng), b = u(rng), c = u(rng);
+    batch.push_back({(x - k(a)) * (x - k(b)), y - k(c) + 0.3 * (x - k(a)) * (y - k(b))});
+  }
+  for (Device engine : test::solver_engines()) {
+    SCOPED_TRACE(std::string("engine ") + device_name(engine));
+    SolverOptions o;
+    o.device = engine;
+    o.threads = 1;
+    const std::vector<SolveResult> alone = solve_systems(batch, o);
+    std::size_t roots = 0;
+    for (const auto& r : alone) roots += r.roots.size();
+    ASSERT_GE(roots, batch.size());  // every system has its root (a, c + ...) at least
+    for (int members : {2, 3, 4}) {
+      test::ThreadTeam team(members);
+      std::vector<std::vector<SolveResult>> got(static_cast<std::size_t>(members));
+      team.run([&](int member) {
+        SolverOptions mo = o;
+        mo.team = team.solver(member);
+        got[std::size_t(member)] = solve_systems(batch, mo);
+      });
+      for (int m = 0; m < members; ++m) {
+        ASSERT_EQ(got[std::size_t(m)].size(), alone.size());
+        for (std::size_t i = 0; i < alone.size(); ++i) {
+          const auto &want = alone[i], &have = got[std::size_t(m)][i];
+          EXPECT_EQ(have.status, want.status);
+          EXPECT_EQ(have.nodes, want.nodes);
+          ASSERT_EQ(have.roots.size(), want.roots.size()) << members << " members, member " << m << ", system " << i;
+          for (std::size_t r = 0; r < want.roots.size(); ++r) {
+            EXPECT_EQ(have.roots[r].x, want.roots[r].x);
+            EXPECT_EQ(have.roots[r].residual, want.roots[r].residual);
+            EXPECT_EQ(have.roots[r].proved_single, want.roots[r].proved_single);
+            EXPECT_EQ(have.roots[r].multiplicity_hint, want.roots[r].multiplicity_hint);
+          }
+        }
+      }
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -42,16 +43,23 @@ void mpi_begin();   // MPI_Init (once)
 void mpi_pick_gpu();
 void mpi_end();     // MPI_Finalize when started
 int mpi_rank();
+bool output_rank();  // the process that prints and writes files: rank 0, or the only one
 [[noreturn]] void mpi_abort(int code);  // every rank ends: one rank's failure stops the run
 }  // namespace parasurf::cli
 namespace parasurf {
 struct IsosurfaceOptions;
 class VolumeSource;
+struct TessellationTeam;
+struct SolverTeam;
 }  // namespace parasurf
 namespace parasurf::cli {
 // `mpirun -np N parasurf isosurface`: every rank extracts its z range; one mesh written collectively.
 void isosurface_mpi(VolumeSource& volume, parasurf::IsosurfaceOptions options, const std::string& out, bool show,
                     const std::string& json, const std::string& balance);
+
+// Under mpirun with several ranks: teams whose exchanges are MPI collectives (null otherwise).
+std::shared_ptr<const parasurf::TessellationTeam> mpi_tessellation_team();
+std::shared_ptr<const parasurf::SolverTeam> mpi_solver_team();
 
 // "256x128" or "256" (square) -> (256, 128); throws Error naming the option.
 std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const std::string& option);

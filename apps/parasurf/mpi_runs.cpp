@@ -1,4 +1,5 @@
-// `mpirun -np N parasurf isosurface ...`: the volume split into z ranges, one per rank, balanced by a cheap first
+// Runs under mpirun. `parasurf tessellate` and `parasurf solve`: teams whose exchanges are MPI collectives (patch
+// samples gathered, solver results all-gathered); rank 0 writes. `parasurf isosurface`: the volume split into z ranges, one per rank, balanced by a cheap first
 // pass that counts active cells; each rank reads and extracts only its range (on the GPU chosen by its local rank,
 // or the CPU); vertex ids are made global by a prefix sum over the ranks, coincident tie triangles are resolved
 // globally, and the mesh is written collectively with MPI-IO into one binary PLY (other formats: gathered to rank
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "isosurface/part.hpp"
@@ -20,6 +22,8 @@
 #include "parasurf/error.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/io.hpp"
+#include "parasurf/solver.hpp"
+#include "parasurf/tessellate.hpp"
 
 namespace parasurf::cli {
 
@@ -111,6 +115,67 @@ void mpi_end() {
 [[noreturn]] void mpi_abort(int code) {
   MPI_Abort(MPI_COMM_WORLD, code);
   std::exit(code);
+}
+
+bool output_rank() { return g_rank == 0; }
+
+std::shared_ptr<const TessellationTeam> mpi_tessellation_team() {
+  if (!g_initialised || g_size < 2) return nullptr;
+  auto team = std::make_shared<TessellationTeam>();
+  team->member = g_rank;
+  team->members = g_size;
+  team->exchange = [](void* data, std::size_t element_bytes, const std::vector<std::int64_t>& bounds, bool everyone) {
+    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
+    for (int r = 0; r < g_size; ++r) {
+      const std::int64_t from = bounds[std::size_t(r)], count = bounds[std::size_t(r) + 1] - from;
+      if (bounds[std::size_t(r) + 1] > std::numeric_limits<int>::max())
+        throw Error(ErrorKind::LimitReached, "MPI tessellation: more than 2147483647 samples in one exchange (use fewer segments or more ranks)");
+      counts[std::size_t(r)] = int(count);
+      displs[std::size_t(r)] = int(from);
+    }
+    MPI_Datatype element;
+    check(MPI_Type_contiguous(int(element_bytes), MPI_BYTE, &element), "describing patch samples");
+    MPI_Type_commit(&element);
+    int rc;
+    if (everyone)
+      rc = MPI_Allgatherv(MPI_IN_PLACE, 0, element, data, counts.data(), displs.data(), element, MPI_COMM_WORLD);
+    else if (g_rank == 0)
+      rc = MPI_Gatherv(MPI_IN_PLACE, 0, element, data, counts.data(), displs.data(), element, 0, MPI_COMM_WORLD);
+    else
+      rc = MPI_Gatherv(static_cast<char*>(data) + std::size_t(displs[std::size_t(g_rank)]) * element_bytes, counts[std::size_t(g_rank)],
+                       element, nullptr, nullptr, nullptr, element, 0, MPI_COMM_WORLD);
+    MPI_Type_free(&element);
+    check(rc, "exchanging patch samples");
+  };
+  return team;
+}
+
+std::shared_ptr<const SolverTeam> mpi_solver_team() {
+  if (!g_initialised || g_size < 2) return nullptr;
+  auto team = std::make_shared<SolverTeam>();
+  team->member = g_rank;
+  team->members = g_size;
+  team->all_gather = [](const std::string& mine) {
+    const std::int64_t size = std::int64_t(mine.size());
+    std::vector<std::int64_t> sizes(static_cast<std::size_t>(g_size));
+    check(MPI_Allgather(&size, 1, MPI_INT64_T, sizes.data(), 1, MPI_INT64_T, MPI_COMM_WORLD), "sharing solver results");
+    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
+    std::int64_t total = 0;
+    for (int r = 0; r < g_size; ++r) {
+      displs[std::size_t(r)] = int(total);
+      counts[std::size_t(r)] = int(sizes[std::size_t(r)]);
+      total += sizes[std::size_t(r)];
+      if (total > std::numeric_limits<int>::max())
+        throw Error(ErrorKind::LimitReached, "MPI solve: the results of one batch pass 2 GB");
+    }
+    std::string all(std::size_t(total), '\0');
+    check(MPI_Allgatherv(mine.data(), int(size), MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE, MPI_COMM_WORLD),
+          "sharing solver results");
+    std::vector<std::string> parts;
+    for (int r = 0; r < g_size; ++r) parts.push_back(all.substr(std::size_t(displs[std::size_t(r)]), std::size_t(counts[std::size_t(r)])));
+    return parts;
+  };
+  return team;
 }
 
 void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string& out, bool show, const std::string& json,
