@@ -369,13 +369,14 @@ void zip_strip(int f, const std::vector<Ref>& outer, const std::vector<double>& 
   }
 }
 
-void triangulate_patch(const Plan& pl, std::int64_t p, std::vector<Ref>& out) {
+// Calls triangle(a, b, c) for each triangle of patch p, counter-clockwise, in a fixed order.
+template <class Triangle> void triangulate_patch(const Plan& pl, std::int64_t p, Triangle&& triangle) {
   const Patch& patch = pl.model->patches[p];
   const bool flip = pl.topo.flipped[p];
   auto emit = [&](Ref a, Ref b, Ref c) {
     if (a.vertex == b.vertex || b.vertex == c.vertex || a.vertex == c.vertex) return;
     if (flip) std::swap(b, c);
-    out.push_back(a), out.push_back(b), out.push_back(c);
+    triangle(a, b, c);
   };
   if (patch.kind == PatchKind::Triangle) {
     const int n = pl.nu[p];
@@ -388,14 +389,22 @@ void triangulate_patch(const Plan& pl, std::int64_t p, std::vector<Ref>& out) {
     return;
   }
   const int nu = pl.nu[p], nv = pl.nv[p];
+  thread_local std::vector<Ref> row0, row1;  // grid refs of rows i and i + 1: each looked up once
   auto quads = [&](int i0, int i1, int j0, int j1) {
-    for (int i = i0; i < i1; ++i)
+    auto fill = [&](std::vector<Ref>& row, int i) {
+      row.resize(std::size_t(j1 - j0 + 1));
+      for (int j = j0; j <= j1; ++j) row[std::size_t(j - j0)] = grid_ref(pl, p, i, j);
+    };
+    if (i0 < i1) fill(row0, i0);
+    for (int i = i0; i < i1; ++i) {
+      fill(row1, i + 1);
       for (int j = j0; j < j1; ++j) {
-        const Ref a = grid_ref(pl, p, i, j), b = grid_ref(pl, p, i + 1, j);
-        const Ref c = grid_ref(pl, p, i + 1, j + 1), d = grid_ref(pl, p, i, j + 1);
-        emit(a, b, d);
-        emit(b, c, d);
+        const std::size_t k = std::size_t(j - j0);
+        emit(row0[k], row1[k], row0[k + 1]);
+        emit(row1[k], row1[k + 1], row0[k + 1]);
       }
+      std::swap(row0, row1);
+    }
   };
   if (!pl.zipper[p]) {
     quads(0, nu, 0, nv);
@@ -423,6 +432,10 @@ void triangulate_patch(const Plan& pl, std::int64_t p, std::vector<Ref>& out) {
     }
     zip_strip(f, outer, inner_t, inner, emit);
   }
+}
+
+void triangulate_patch(const Plan& pl, std::int64_t p, std::vector<Ref>& out) {
+  triangulate_patch(pl, p, [&](const Ref& a, const Ref& b, const Ref& c) { out.push_back(a), out.push_back(b), out.push_back(c); });
 }
 
 // One member's share of a team run: patches [patch[k], patch[k+1]), their grid samples [grid[k], grid[k+1]) and
@@ -651,26 +664,41 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   struct Contribution {
     std::int64_t vertex, sample;
   };
-  std::vector<Contribution> seam;
+  // Seam vertices are the corners and edge vertices, numbered below the first patch interior: a counting sort by
+  // vertex, then by sample within each vertex (the first sample gives the position).
+  const std::int64_t seam_vertices = np > 0 ? pl.interior_base[0] : pl.topo.corner_count;
+  std::vector<std::int64_t> seam_first(std::size_t(seam_vertices) + 1, 0);
   for (std::int64_t p = 0; p < np; ++p)
     for (int s = 0; s < patches::side_count(m.patches[p]); ++s)
-      for (int k = 0; k < pl.factor(p, s); ++k) seam.push_back({side_vertex(pl, p, s, k), side_sample(pl, p, s, k)});
-  std::sort(seam.begin(), seam.end(), [](const Contribution& a, const Contribution& b) {
-    return a.vertex != b.vertex ? a.vertex < b.vertex : a.sample < b.sample;
-  });
+      for (int k = 0; k < pl.factor(p, s); ++k) ++seam_first[std::size_t(side_vertex(pl, p, s, k)) + 1];
+  for (std::int64_t v = 0; v < seam_vertices; ++v) seam_first[std::size_t(v) + 1] += seam_first[std::size_t(v)];
+  std::vector<Contribution> seam(std::size_t(seam_first.back()));
+  {
+    std::vector<std::int64_t> fill(seam_first.begin(), seam_first.end() - 1);
+    for (std::int64_t p = 0; p < np; ++p)
+      for (int s = 0; s < patches::side_count(m.patches[p]); ++s)
+        for (int k = 0; k < pl.factor(p, s); ++k) {
+          const std::int64_t v = side_vertex(pl, p, s, k);
+          seam[std::size_t(fill[std::size_t(v)]++)] = {v, side_sample(pl, p, s, k)};
+        }
+  }
+#pragma omp parallel for schedule(dynamic, 1024)
+  for (std::int64_t v = 0; v < seam_vertices; ++v)
+    std::sort(seam.begin() + seam_first[std::size_t(v)], seam.begin() + seam_first[std::size_t(v) + 1],
+              [](const Contribution& a, const Contribution& b) { return a.sample < b.sample; });
   const double cos_crease = std::cos(o.crease_angle_degrees * 3.14159265358979323846 / 180.0);
-  std::vector<std::pair<std::int64_t, std::uint32_t>> slot_of_sample;  // seam sample -> normal slot
-  slot_of_sample.reserve(seam.size());
+  // seam sample -> normal slot (none: the sample's vertex)
+  std::vector<std::uint32_t> slot_of_sample(std::size_t(pl.grid_samples + pl.extra_samples), UINT32_MAX);
   std::vector<double> extra_normals;
   std::int64_t crease_vertices = 0;
-  for (std::size_t a = 0; a < seam.size();) {
-    std::size_t b = a;
-    while (b < seam.size() && seam[b].vertex == seam[a].vertex) ++b;
-    const std::int64_t v = seam[a].vertex;
+  std::vector<std::array<double, 3>> sums;  // greedy clusters: (sum of normals, slot)
+  std::vector<std::uint32_t> slots;
+  for (std::int64_t v = 0; v < seam_vertices; ++v) {
+    const auto a = std::size_t(seam_first[std::size_t(v)]), b = std::size_t(seam_first[std::size_t(v) + 1]);
+    if (a == b) continue;
     for (int c = 0; c < 3; ++c) mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(seam[a].sample)]);
-    // greedy clusters: (sum of normals, slot)
-    std::vector<std::array<double, 3>> sums;
-    std::vector<std::uint32_t> slots;
+    sums.clear();
+    slots.clear();
     for (std::size_t k = a; k < b; ++k) {
       const std::size_t s = std::size_t(seam[k].sample);
       const double n[3] = {double(st.nrm[0][s]), double(st.nrm[1][s]), double(st.nrm[2][s])};
@@ -692,7 +720,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
         }
       }
       for (int c = 0; c < 3; ++c) sums[hit][c] += n[c];
-      slot_of_sample.push_back({seam[k].sample, slots[hit]});
+      slot_of_sample[std::size_t(seam[k].sample)] = slots[hit];
     }
     if (sums.size() > 1) ++crease_vertices;
     for (std::size_t c = 0; c < sums.size(); ++c) {
@@ -701,21 +729,21 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
                                            : &extra_normals[std::size_t(slots[c] - pl.vertices) * 3];
       for (int k = 0; k < 3; ++k) dst[k] = len > 0 ? sums[c][k] / len : 0.0;
     }
-    a = b;
   }
   mesh.normals.insert(mesh.normals.end(), extra_normals.begin(), extra_normals.end());
-  std::sort(slot_of_sample.begin(), slot_of_sample.end());
   auto normal_slot = [&](const Ref& r) -> std::uint32_t {
-    auto it = std::lower_bound(slot_of_sample.begin(), slot_of_sample.end(), std::make_pair(r.sample, std::uint32_t(0)));
-    if (it != slot_of_sample.end() && it->first == r.sample) return it->second;
-    return std::uint32_t(r.vertex);
+    const std::uint32_t slot = slot_of_sample[std::size_t(r.sample)];
+    return slot != UINT32_MAX ? slot : std::uint32_t(r.vertex);
   };
-  // triangles, per patch in parallel, concatenated in patch order
-  std::vector<std::vector<Ref>> per_patch(static_cast<std::size_t>(np));
-#pragma omp parallel for schedule(dynamic, 16)
-  for (std::int64_t p = 0; p < np; ++p) triangulate_patch(pl, p, per_patch[p]);
+  // triangles, per patch in parallel, concatenated in patch order: counted, then written in place
   std::vector<std::int64_t> tri_first(std::size_t(np) + 1, 0);
-  for (std::int64_t p = 0; p < np; ++p) tri_first[p + 1] = tri_first[p] + std::int64_t(per_patch[p].size() / 3);
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::int64_t p = 0; p < np; ++p) {
+    std::int64_t count = 0;
+    triangulate_patch(pl, p, [&](const Ref&, const Ref&, const Ref&) { ++count; });
+    tri_first[std::size_t(p) + 1] = count;
+  }
+  for (std::int64_t p = 0; p < np; ++p) tri_first[p + 1] += tri_first[p];
   const std::int64_t nt = tri_first[np];
   mesh.triangles.resize(std::size_t(nt) * 3);
   mesh.triangle_normals.resize(std::size_t(nt) * 3);
@@ -724,12 +752,13 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   std::vector<std::uint8_t> keep(std::size_t(nt), 1);
 #pragma omp parallel for schedule(dynamic, 16)
   for (std::int64_t p = 0; p < np; ++p) {
-    const auto& refs = per_patch[p];
-    for (std::size_t k = 0; k < refs.size(); ++k) {
-      const std::size_t t = std::size_t(tri_first[p]) * 3 + k;
-      mesh.triangles[t] = std::uint32_t(refs[k].vertex);
-      mesh.triangle_normals[t] = normal_slot(refs[k]);
-    }
+    std::size_t t3 = std::size_t(tri_first[p]) * 3;
+    triangulate_patch(pl, p, [&](const Ref& a, const Ref& b, const Ref& c) {
+      for (const Ref* r : {&a, &b, &c}) {
+        mesh.triangles[t3] = std::uint32_t(r->vertex);
+        mesh.triangle_normals[t3++] = normal_slot(*r);
+      }
+    });
     for (std::int64_t t = tri_first[p]; t < tri_first[p + 1]; ++t) {
       mesh.face_group[t] = m.patches[p].group;
       mesh.face_patch[t] = std::int32_t(p);
@@ -742,7 +771,6 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
         if (x[0] == 0 && x[1] == 0 && x[2] == 0) keep[t] = 0;
       }
     }
-    std::vector<Ref>().swap(per_patch[p]);
   }
   if (!o.keep_degenerate) {
     std::int64_t w = 0;
