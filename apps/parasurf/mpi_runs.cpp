@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "isosurface/part.hpp"
@@ -105,10 +106,27 @@ void mpi_begin() {
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   g_initialised = true;
+  // The ranks on one node share its cores: every OpenMP loop of a rank uses its share unless --threads says otherwise.
+  MPI_Comm node;
+  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node), "grouping ranks by node");
+  int local_size = 1;
+  MPI_Comm_size(node, &local_size);
+  MPI_Comm_free(&node);
+  const int share = std::max(1, hardware_threads() / local_size);
+  omp_set_num_threads(share);
+  set_default_cpu_threads(share);
 }
 
 void mpi_end() {
-  if (g_initialised) MPI_Finalize();
+  if (!g_initialised) return;
+  // Ranks that are done wait without spinning, so that the node's cores stay free for the ranks still at work.
+  MPI_Request done;
+  if (MPI_Ibarrier(MPI_COMM_WORLD, &done) == MPI_SUCCESS)
+    for (int finished = 0; !finished;) {
+      MPI_Test(&done, &finished, MPI_STATUS_IGNORE);
+      if (!finished) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  MPI_Finalize();
   g_initialised = false;
 }
 
@@ -124,6 +142,7 @@ std::shared_ptr<const TessellationTeam> mpi_tessellation_team() {
   auto team = std::make_shared<TessellationTeam>();
   team->member = g_rank;
   team->members = g_size;
+  team->assembly_threads = hardware_threads();  // the other ranks wait idle (mpi_end) while rank 0 assembles
   team->exchange = [](void* data, std::size_t element_bytes, const std::vector<std::int64_t>& bounds, bool everyone) {
     std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
     for (int r = 0; r < g_size; ++r) {

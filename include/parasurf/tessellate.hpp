@@ -33,6 +33,7 @@ struct TessellationTeam {
   // `data` holds bounds.back() elements of `element_bytes`; member k has filled [bounds[k], bounds[k+1]). Must fill
   // every other member's range, on every member when `everyone`, else on member 0 only (the others may skip).
   std::function<void(void* data, std::size_t element_bytes, const std::vector<std::int64_t>& bounds, bool everyone)> exchange;
+  int assembly_threads = 0;  // CPU threads of member 0's assembly (0: TessellationOptions::threads)
 };
 
 struct TessellationOptions {

@@ -628,6 +628,8 @@ template <class T>
 PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationOptions& o, TessellationReport* rep) {
   const PatchModel& m = *pl.model;
   const auto np = std::int64_t(m.patches.size());
+  // A team's member 0 assembles alone once the others are done: it may take the node's cores.
+  const int threads = team_run(o) && o.team->assembly_threads > 0 ? o.team->assembly_threads : cpu_thread_count(o.threads);
   PatchMesh mesh;
   if (pl.vertices >= (std::int64_t(1) << 32))
     throw Error(ErrorKind::InvalidArgument, "the mesh would have " + std::to_string(pl.vertices) +
@@ -642,7 +644,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
     }
   };
   // interior vertices come from their patch alone
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (std::int64_t p = 0; p < np; ++p) {
     if (m.patches[p].kind == PatchKind::Triangle) {
       const int n = pl.nu[p];
@@ -682,7 +684,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
           seam[std::size_t(fill[std::size_t(v)]++)] = {v, side_sample(pl, p, s, k)};
         }
   }
-#pragma omp parallel for schedule(dynamic, 1024)
+#pragma omp parallel for schedule(dynamic, 1024) num_threads(threads)
   for (std::int64_t v = 0; v < seam_vertices; ++v)
     std::sort(seam.begin() + seam_first[std::size_t(v)], seam.begin() + seam_first[std::size_t(v) + 1],
               [](const Contribution& a, const Contribution& b) { return a.sample < b.sample; });
@@ -737,7 +739,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   };
   // triangles, per patch in parallel, concatenated in patch order: counted, then written in place
   std::vector<std::int64_t> tri_first(std::size_t(np) + 1, 0);
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (std::int64_t p = 0; p < np; ++p) {
     std::int64_t count = 0;
     triangulate_patch(pl, p, [&](const Ref&, const Ref&, const Ref&) { ++count; });
@@ -750,7 +752,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   mesh.face_group.resize(std::size_t(nt));
   mesh.face_patch.resize(std::size_t(nt));
   std::vector<std::uint8_t> keep(std::size_t(nt), 1);
-#pragma omp parallel for schedule(dynamic, 16)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (std::int64_t p = 0; p < np; ++p) {
     std::size_t t3 = std::size_t(tri_first[p]) * 3;
     triangulate_patch(pl, p, [&](const Ref& a, const Ref& b, const Ref& c) {
