@@ -12,12 +12,26 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 IFS=, read -ra list <<<"$ranks"
 first=${list[0]}
 seconds() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['seconds']['total'])" "$1"; }
+# The slowest rank's phases (multi-rank runs), to stderr: where the time of a run goes.
+phases() {
+  python3 - "$1" >&2 <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1]))
+if "ranks" not in j:
+    s = j["seconds"]
+    print("    1 process: " + ", ".join(f"{k} {v:.3f}" for k, v in s.items()))
+else:
+    r = max(j["ranks"], key=lambda r: r["seconds"])
+    print(f"    slowest rank {j['ranks'].index(r)} ({r['seconds']:.3f} s): " + ", ".join(f"{k} {v:.3f}" for k, v in r["phases"].items()))
+PY
+}
 one() {  # ranks, size, tag
   local np=$1 size=$2 tag=$3
   local json="$OUT/$tag-np$np.json"
   timeout 590 mpirun --oversubscribe --bind-to none -np "$np" "$exe" isosurface --field tangle --size "$size" --device "$device" \
     --balance cost -q -o "$OUT/$tag-np$np.ply" --json "$json" "${extra[@]}" >"$OUT/$tag-np$np.log" 2>&1 || { echo "run failed: $tag np=$np"; tail -5 "$OUT/$tag-np$np.log"; return 1; }
   rm -f "$OUT/$tag-np$np.ply"
+  phases "$json"
   seconds "$json"
 }
 printf '%-8s %-6s %-16s %10s %9s %10s\n' scaling ranks size seconds speed-up efficiency

@@ -254,7 +254,9 @@ void add_isosurface(CLI::App& app) {
                                        {"classify", rep.seconds_classify},
                                        {"scan", rep.seconds_scan},
                                        {"generate", rep.seconds_generate},
-                                       {"copy", rep.seconds_copy}}}};
+                                       {"copy", rep.seconds_copy},
+                                       {"setup", rep.seconds_setup},
+                                       {"host_mesh", rep.seconds_host_mesh}}}};
       write_report(a->json, j.dump(2) + "\n");
     }
     if (mesh.triangle_count() == 0) {

@@ -32,6 +32,7 @@ namespace {
 
 int g_rank = 0, g_size = 1;
 bool g_initialised = false;
+double g_start = 0;  // MPI_Wtime when MPI_Init began
 
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) {
@@ -102,7 +103,9 @@ void mpi_pick_gpu() {
 void mpi_begin() {
   if (g_initialised) return;
   int provided = 0;
+  const auto before = std::chrono::steady_clock::now();
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "starting MPI");
+  g_start = MPI_Wtime() - std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   g_initialised = true;
@@ -250,7 +253,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
 
   // Second pass: this rank's part.
   IsosurfaceReport rep;
+  double t_part = now();
   iso::IsosurfacePart part = iso::extract_isosurface_part(volume, o, zb, ze, &rep);
+  t_part = now() - t_part;
   TriangleMesh& m = part.mesh;
   const std::uint64_t own_v = std::uint64_t(m.vertex_count());
   std::uint64_t v_base = 0, total_v = 0;
@@ -381,7 +386,10 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   struct RankFigures {
     double extract, seconds_read;
     std::int64_t zb, ze, vertices, triangles;
-  } mine{t_extract, rep.seconds_read, zb, ze, std::int64_t(own_v), std::int64_t(own_t)};
+    double startup, balance, part, setup, classify, scan, generate, copy, host_mesh, numbering;
+  } mine{t_extract, rep.seconds_read, zb, ze, std::int64_t(own_v), std::int64_t(own_t),
+         t0 - g_start, t_balance, t_part, rep.seconds_setup, rep.seconds_classify, rep.seconds_scan, rep.seconds_generate,
+         rep.seconds_copy, rep.seconds_host_mesh, t_extract - t_balance - t_part};
   std::vector<RankFigures> figures(static_cast<std::size_t>(g_size));
   check(MPI_Gather(&mine, int(sizeof mine), MPI_BYTE, figures.data(), int(sizeof mine), MPI_BYTE, 0, MPI_COMM_WORLD), "gathering figures");
   if (g_rank != 0) return;
@@ -405,7 +413,11 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   if (!json.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
     for (const auto& f : figures)
-      ranks.push_back({{"z_begin", f.zb}, {"z_end", f.ze}, {"vertices", f.vertices}, {"triangles", f.triangles}, {"seconds", f.extract}});
+      ranks.push_back({{"z_begin", f.zb}, {"z_end", f.ze}, {"vertices", f.vertices}, {"triangles", f.triangles}, {"seconds", f.extract},
+                       {"phases", {{"mpi_start", f.startup}, {"cost_pass", f.balance}, {"part", f.part}, {"part_setup", f.setup},
+                                   {"part_read", f.seconds_read}, {"part_classify", f.classify}, {"part_scan", f.scan},
+                                   {"part_generate", f.generate}, {"part_copy", f.copy}, {"part_host_mesh", f.host_mesh},
+                                   {"numbering_and_ties", f.numbering}}}});
     const nlohmann::json j = {{"volume", volume.name()}, {"dims", g.dims}, {"levels", o.levels}, {"mpi_ranks", g_size},
                               {"device", device_name(device)}, {"balance", balance_mode}, {"vertices", total_v},
                               {"triangles", total_t}, {"ranks", ranks},

@@ -53,6 +53,8 @@ struct IsosurfaceReport {
   std::vector<double> levels;
   double seconds_read = 0, seconds_classify = 0, seconds_scan = 0, seconds_generate = 0, seconds_copy = 0,
          seconds_total = 0;
+  double seconds_setup = 0;       // engine start (a CUDA context) and buffers, before the first slab
+  double seconds_host_mesh = 0;   // growing the host mesh arrays for each slab's output
   std::uint64_t peak_slab_bytes = 0;  // host bytes held for samples and work arrays at once
 };
 

@@ -431,7 +431,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       });
     }
   };
-  double read_seconds = 0;
+  double read_seconds = 0, host_mesh_seconds = 0;
+  rep.seconds_setup = since(start);
   if (streamed && gpus.size() <= 1) {
     const auto t = Clock::now();
     read_slab(0, buffers[0]);
@@ -461,11 +462,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
                                  c.triangles * (o.labels ? 16 : 12);
       core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
                                             " more vertices and " + std::to_string(c.triangles) + " triangles");
+      const auto grow_start = Clock::now();
       m.positions.resize(3 * (v0 + c.vertices));
       if (o.normals) m.normals.resize(3 * (v0 + c.vertices));
       m.triangles.resize(3 * (t0 + c.triangles));
       if (o.scalars) m.values.resize(v0 + c.vertices);
       if (o.labels) m.labels.resize(t0 + c.triangles);
+      if (gpus.size() <= 1) host_mesh_seconds += since(grow_start);  // (several GPUs: workers run concurrently)
       iso::MeshTail tail;
       tail.positions = m.positions.data() + 3 * v0;
       tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
@@ -618,6 +621,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     rep.seconds_generate = sec.generate;
     rep.seconds_copy = sec.upload + sec.download;
     rep.seconds_total = since(start);
+    rep.seconds_host_mesh = host_mesh_seconds;
     if (report) *report = rep;
   };
   if (part_ties) {
