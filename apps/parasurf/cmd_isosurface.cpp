@@ -197,7 +197,7 @@ void add_isosurface(CLI::App& app) {
       if (!cuda_available()) throw Error(ErrorKind::Device, "--devices: " + cuda_unavailable_reason());
       o.device = Device::Cuda;
       if (a->devices == "all") {
-        for (std::size_t d = 0; d < cuda_devices().size(); ++d) o.cuda_devices.push_back(int(d));
+        for (int d = 0; d < cuda_device_count(); ++d) o.cuda_devices.push_back(d);
       } else {
         for (double d : parse_list(a->devices, "--devices")) {
           if (d != std::floor(d) || d < 0 || d > 1024)

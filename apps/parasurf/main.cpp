@@ -4,7 +4,10 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <unistd.h>
+
+#include "parasurf/device.hpp"
 
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
@@ -68,6 +71,23 @@ std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const 
 
 }  // namespace parasurf::cli
 
+namespace {
+// Commands that run on the GPU by default (auto) or when asked (solve: --device cuda|hybrid|auto).
+bool may_use_gpu(int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string command = argv[1];
+  if (command != "isosurface" && command != "tessellate" && command != "solve" && command != "surface" && command != "ffd")
+    return false;
+  std::string device = command == "solve" ? "cpu" : "auto";
+  for (int k = 2; k < argc; ++k) {
+    const std::string arg = argv[k];
+    if (arg == "--device" && k + 1 < argc) device = argv[k + 1];
+    else if (arg.starts_with("--device=")) device = arg.substr(9);
+  }
+  return device != "cpu";
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs"};
   app.require_subcommand(1);
@@ -83,10 +103,16 @@ int main(int argc, char** argv) {
   parasurf::cli::add_bench(app);
   // Under mpirun every process runs this main; a failure on one rank must stop all of them.
   const bool mpi = parasurf::cli::mpi_world();
-  if (mpi) {
-    parasurf::cli::mpi_pick_gpu();  // before MPI or CUDA start: each rank sees only its GPU
-    parasurf::cli::mpi_begin();
-  }
+  if (mpi) parasurf::cli::mpi_pick_gpu();  // before MPI or CUDA start: each rank sees only its GPU
+  // A GPU's context takes a few hundred ms to start: it starts on a thread while MPI starts and the input is read.
+  struct JoinAtExit {
+    std::thread thread;
+    ~JoinAtExit() {
+      if (thread.joinable()) thread.join();
+    }
+  } warm_up;
+  if (may_use_gpu(argc, argv)) warm_up.thread = std::thread([] { parasurf::cuda_warm_up(0); });
+  if (mpi) parasurf::cli::mpi_begin();
   auto fail = [&](const char* what, int code) {
     if (mpi) {
       std::fprintf(stderr, "parasurf: error (rank %d): %s\n", parasurf::cli::mpi_rank(), what);

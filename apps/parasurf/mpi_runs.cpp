@@ -18,6 +18,7 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
+#include "core/memory.hpp"
 #include "isosurface/part.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
@@ -222,7 +223,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   set_default_cpu_threads(o.threads);
   const Device device = o.device == Device::Auto ? (cuda_available() ? Device::Cuda : Device::Cpu) : o.device;
   o.device = device;
-  if (device == Device::Cuda) o.cuda_devices = {local_rank % int(cuda_devices().size())};  // 0 once mpi_pick_gpu narrowed them
+  if (device == Device::Cuda) o.cuda_devices = {local_rank % cuda_device_count()};  // 0 once mpi_pick_gpu narrowed them
   o.progress = nullptr;
   if (const char* fail = std::getenv("PARASURF_TEST_FAIL_RANK"))  // fault injection for the tests
     if (std::atoi(fail) == g_rank)
@@ -237,7 +238,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   } else {
     const std::int64_t a = layers * g_rank / g_size, b = layers * (g_rank + 1) / g_size;
     // About 64 layers counted over the whole volume: enough to see where the surface is, a small part of the work.
-    const std::vector<std::int64_t> mine = iso::active_cells_per_slice(volume, o.levels[0], a, b, std::max<std::int64_t>(1, layers / 64));
+    const std::vector<std::int64_t> mine = iso::layer_costs(volume, o, a, b, std::max<std::int64_t>(1, layers / 64));
     std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
     for (int r = 0; r < g_size; ++r) {
       displs[std::size_t(r)] = int(layers * r / g_size);
@@ -263,7 +264,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   if (g_rank == 0) v_base = 0;
   check(MPI_Allreduce(&own_v, &total_v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "counting vertices");
   if (total_v > 0xffffffffull) throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-  for (auto& v : m.triangles) v += std::uint32_t(v_base);
+  const auto shift = std::uint32_t(v_base);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < std::int64_t(m.triangles.size()); ++k) m.triangles[std::size_t(k)] += shift;
   std::uint64_t own_t = std::uint64_t(m.triangle_count()), t_base = 0;
   check(MPI_Exscan(&own_t, &t_base, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "numbering triangles");
   if (g_rank == 0) t_base = 0;
@@ -331,14 +334,18 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     header += "element face " + std::to_string(total_t) + "\n";
     header += "property list uchar uint vertex_indices\nend_header\n";
     const std::size_t vstride = normals ? 24 : 12;
-    std::vector<char> vbuf(std::size_t(own_v) * vstride), fbuf(std::size_t(own_t) * 13);
-    for (std::uint64_t v = 0; v < own_v; ++v) {
-      std::memcpy(&vbuf[v * vstride], &m.positions[3 * v], 12);
-      if (normals) std::memcpy(&vbuf[v * vstride + 12], &m.normals[3 * v], 12);
+    std::vector<char> vbuf, fbuf;
+    core::resize_for_overwrite(vbuf, std::size_t(own_v) * vstride);
+    core::resize_for_overwrite(fbuf, std::size_t(own_t) * 13);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t v = 0; v < std::int64_t(own_v); ++v) {
+      std::memcpy(&vbuf[std::size_t(v) * vstride], &m.positions[3 * std::size_t(v)], 12);
+      if (normals) std::memcpy(&vbuf[std::size_t(v) * vstride + 12], &m.normals[3 * std::size_t(v)], 12);
     }
-    for (std::uint64_t t = 0; t < own_t; ++t) {
-      fbuf[t * 13] = 3;
-      std::memcpy(&fbuf[t * 13 + 1], &m.triangles[3 * t], 12);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t t = 0; t < std::int64_t(own_t); ++t) {
+      fbuf[std::size_t(t) * 13] = 3;
+      std::memcpy(&fbuf[std::size_t(t) * 13 + 1], &m.triangles[3 * std::size_t(t)], 12);
     }
     if (g_rank == 0) std::filesystem::remove(partial);
     MPI_Barrier(MPI_COMM_WORLD);

@@ -38,7 +38,12 @@ BuildFeatures build_features();
 std::vector<CudaDeviceInfo> cuda_devices();
 // Why cuda_devices() is empty (driver message, "not built with CUDA", ...); empty string when devices exist.
 std::string cuda_unavailable_reason();
+// Devices visible to this process, without starting a CUDA context on any (cuda_devices() starts one on each).
+int cuda_device_count();
 bool cuda_available();
+// Starts the CUDA context of a device ahead of use (a few hundred ms on large GPUs), e.g. on a thread while the
+// process does other start-up work. Never throws; does nothing without CUDA.
+void cuda_warm_up(int device_index = 0) noexcept;
 
 // Resolves Auto to Cpu or Cuda; throws Error when Cuda/Hybrid is requested and no device exists.
 Device resolve_device(Device requested);

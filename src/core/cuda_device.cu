@@ -29,6 +29,21 @@ std::string cuda_unavailable_reason() {
   return "";
 }
 
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky "no device" status
+    return 0;
+  }
+  return count;
+}
+
+void cuda_warm_up(int device_index) noexcept {
+  if (device_index < 0 || device_index >= cuda_device_count()) return;
+  if (cudaSetDevice(device_index) == cudaSuccess) cudaFree(nullptr);  // the first runtime call creates the context
+  cudaGetLastError();
+}
+
 std::vector<CudaDeviceInfo> cuda_devices() {
   std::vector<CudaDeviceInfo> out;
   int count = 0;

@@ -13,6 +13,8 @@ BuildFeatures build_features() {
   return f;
 }
 std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
+int cuda_device_count() { return 0; }
+void cuda_warm_up(int) noexcept {}
 std::string cuda_unavailable_reason() { return "this build has no CUDA backend (PARASURF_ENABLE_CUDA=OFF)"; }
 double measure_cuda_copy_bandwidth(int, std::uint64_t) {
   throw Error(ErrorKind::Device, "bandwidth measurement needs the CUDA backend");

@@ -1,7 +1,9 @@
 // Host memory checks made before large allocations, so that absurd sizes fail with a message, not a crash.
 #pragma once
 #include <cstdint>
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace parasurf::core {
 
@@ -12,5 +14,19 @@ std::uint64_t available_host_memory();
 void check_host_allocation(std::uint64_t bytes, const std::string& what);
 
 std::string format_bytes(std::uint64_t bytes);
+
+// Faults in the pages of [p, p + bytes) with all threads (Linux MADV_POPULATE_WRITE; contents unchanged). The
+// first touch of a large fresh allocation by one thread costs more than filling it afterwards.
+void prefault(void* p, std::uint64_t bytes);
+
+// v.resize(n) for a vector of plain values whose new part is about to be overwritten: fresh pages are faulted in
+// by all threads first. Grows by half again beyond the first allocation, as slabs are appended one by one.
+template <class T> void resize_for_overwrite(std::vector<T>& v, std::size_t n) {
+  if (n > v.capacity()) {
+    v.reserve(v.capacity() == 0 ? n : std::max(n, v.capacity() + v.capacity() / 2));
+    prefault(v.data() + v.size(), std::uint64_t(v.capacity() - v.size()) * sizeof(T));
+  }
+  v.resize(n);
+}
 
 }  // namespace parasurf::core

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "core/memory.hpp"
 #include "parasurf/device.hpp"
@@ -39,6 +42,27 @@ std::uint64_t available_host_memory() {
   while (in >> key >> value >> unit)
     if (key == "MemAvailable:") return value * 1024;
   return 0;
+}
+
+void prefault(void* p, std::uint64_t bytes) {
+#ifdef __linux__
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+  constexpr std::uintptr_t page = 4096;
+  const std::uintptr_t from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
+  const std::uintptr_t to = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
+  if (to <= from || to - from < (std::uintptr_t(64) << 20)) return;  // small: one thread's touch is cheap enough
+  const int threads = cpu_thread_count(0);
+  const std::uintptr_t chunk = ((to - from) / std::uintptr_t(threads) + page - 1) & ~(page - 1);
+#pragma omp parallel for num_threads(threads)
+  for (int k = 0; k < threads; ++k) {
+    const std::uintptr_t a = from + std::uintptr_t(k) * chunk, b = std::min(to, a + chunk);
+    if (a < b) madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_WRITE);  // older kernels: EINVAL, no harm
+  }
+#else
+  (void)p, (void)bytes;
+#endif
 }
 
 std::string format_bytes(std::uint64_t bytes) {

@@ -260,6 +260,29 @@ std::pair<double, double> volume_value_range(VolumeSource& volume) {
 
 namespace {
 
+// What every slab of a run shares (samples, slices and level are set per slab).
+iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, bool field_on_device) {
+  const auto& g = volume.geometry();
+  bool mirrored = false;
+  iso::SlabTask task;
+  task.type = volume.type();
+  task.dims = g.dims;
+  task.map = world_map(g, o.direction, mirrored);
+  task.decider = o.topology == CaseTopology::Decider;
+  task.keep_degenerate = o.keep_degenerate;
+  task.flip = (o.direction == GradientDirection::Ascent) != mirrored;
+  task.normals = o.normals;
+  task.field = field_on_device ? volume.builtin_field() : -1;
+  task.origin = g.origin;
+  task.spacing = g.spacing;
+  return task;
+}
+
+// Built-in fields the CUDA engine computes itself (the gyroid's sines would differ from the host's).
+bool field_on_device(const VolumeSource& volume, Device device) {
+  return device == Device::Cuda && !volume.resident_data() && volume.builtin_field() >= 0 && volume.builtin_field() != iso::kGyroid;
+}
+
 // The whole volume (part_ties null), or the part whose grid points [zb, ze) own the vertices (an MPI rank's share):
 // then the ties are returned instead of resolved, and the last cell layer's triangles refer to the next part's
 // first vertices by ids that continue past this part's own.
@@ -315,7 +338,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   std::vector<int> gpus = o.cuda_devices;
   if (!gpus.empty()) {
     if (device != Device::Cuda) throw Error(ErrorKind::InvalidArgument, "CUDA devices were listed but the device is the CPU");
-    const int visible = int(cuda_devices().size());
+    const int visible = cuda_device_count();
     for (int d : gpus)
       if (d < 0 || d >= visible)
         throw Error(ErrorKind::InvalidArgument, "CUDA device " + std::to_string(d) + " does not exist (" +
@@ -345,7 +368,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       double(slice_points) * (double(vbytes) + engine->work_bytes_per_point() + double(extra_raw + extra_bytes));
   const void* resident = volume.resident_data();
   // Built-in fields are computed by the CUDA engine on the GPU (the gyroid's sines would differ from the host's).
-  const bool on_device = device == Device::Cuda && !resident && volume.builtin_field() >= 0 && volume.builtin_field() != iso::kGyroid;
+  const bool on_device = field_on_device(volume, device);
   std::int64_t S = o.slab_slices;
   if (S <= 0) {
     std::uint64_t budget = o.memory_budget;
@@ -370,19 +393,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const std::int64_t slab_count = (part + S - 1) / S;
   rep.slabs = slab_count;
 
-  bool mirrored = false;
-  const mc::WorldMap map = world_map(g, o.direction, mirrored);
-  iso::SlabTask task;
-  task.type = volume.type();
-  task.dims = g.dims;
-  task.map = map;
-  task.decider = o.topology == CaseTopology::Decider;
-  task.keep_degenerate = o.keep_degenerate;
-  task.flip = (o.direction == GradientDirection::Ascent) != mirrored;
-  task.normals = o.normals;
-  task.field = on_device ? volume.builtin_field() : -1;
-  task.origin = g.origin;
-  task.spacing = g.spacing;
+  iso::SlabTask task = slab_task(volume, o, on_device);
 
   // Host buffers for streamed sources: the next slab is read while this one is processed.
   auto span_of = [&](std::int64_t s) {
@@ -463,9 +474,9 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
                                             " more vertices and " + std::to_string(c.triangles) + " triangles");
       const auto grow_start = Clock::now();
-      m.positions.resize(3 * (v0 + c.vertices));
-      if (o.normals) m.normals.resize(3 * (v0 + c.vertices));
-      m.triangles.resize(3 * (t0 + c.triangles));
+      core::resize_for_overwrite(m.positions, 3 * (v0 + c.vertices));
+      if (o.normals) core::resize_for_overwrite(m.normals, 3 * (v0 + c.vertices));
+      core::resize_for_overwrite(m.triangles, 3 * (t0 + c.triangles));
       if (o.scalars) m.values.resize(v0 + c.vertices);
       if (o.labels) m.labels.resize(t0 + c.triangles);
       if (gpus.size() <= 1) host_mesh_seconds += since(grow_start);  // (several GPUs: workers run concurrently)
@@ -554,10 +565,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
         v_at[p + 1] = v_at[p] + per_slab[p][L].positions.size() / 3;
         t_at[p + 1] = t_at[p] + per_slab[p][L].triangles.size() / 3;
       }
-      m.positions.resize(3 * nv);
-      if (o.normals) m.normals.resize(3 * nv);
+      core::resize_for_overwrite(m.positions, 3 * nv);
+      if (o.normals) core::resize_for_overwrite(m.normals, 3 * nv);
       if (o.scalars) m.values.resize(nv);
-      m.triangles.resize(3 * nt);
+      core::resize_for_overwrite(m.triangles, 3 * nt);
       if (o.labels) m.labels.resize(nt);
 #pragma omp parallel for schedule(dynamic, 1)
       for (std::int64_t p = 0; p < std::int64_t(parts); ++p) {
@@ -753,6 +764,30 @@ IsosurfacePart extract_isosurface_part(VolumeSource& volume, const IsosurfaceOpt
   IsosurfacePart p;
   p.mesh = extract_impl(volume, o, report, z_begin, z_end, &p.ties);
   return p;
+}
+
+std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin, std::int64_t z_end,
+                                      std::int64_t stride) {
+  if (!field_on_device(volume, o.device) || !iso::cuda_engine_built())
+    return active_cells_per_slice(volume, o.levels.at(0), z_begin, z_end, stride);
+  // A built-in field on the GPU: the engine counts the triangles of one cell layer, two per active cell or so.
+  const std::int64_t nz = volume.geometry().dims[2];
+  z_end = std::min(z_end, nz - 1);
+  std::vector<std::int64_t> out(std::size_t(std::max<std::int64_t>(0, z_end - z_begin)), 0);
+  if (z_begin >= z_end) return out;
+  stride = std::max<std::int64_t>(1, stride);
+  auto engine = make_cuda_engine(o.cuda_devices.empty() ? 0 : o.cuda_devices[0]);
+  SlabTask t = slab_task(volume, o, true);
+  t.level = o.levels.at(0);
+  for (std::int64_t z = z_begin; z < z_end; z += stride) {
+    t.z0 = z;
+    t.z1 = z + 1;
+    t.data_z0 = std::max<std::int64_t>(0, z - 1);
+    t.data_z1 = std::min(nz, z + 3);
+    const std::int64_t cost = std::int64_t((engine->count(t).triangles + 1) / 2);
+    for (std::int64_t k = z; k < std::min(z_end, z + stride); ++k) out[std::size_t(k - z_begin)] = cost;
+  }
+  return out;
 }
 
 std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end,

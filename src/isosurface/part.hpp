@@ -29,4 +29,9 @@ std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>
 std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end,
                                                  std::int64_t stride = 1);
 
+// The cost of each cell layer for balancing ranks: active cells as above, or, for a built-in field computed on the
+// GPU (options.device Cuda), half the triangles the engine counts there (no samples on the host at all).
+std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
+                                      std::int64_t z_end, std::int64_t stride = 1);
+
 }  // namespace parasurf::iso
