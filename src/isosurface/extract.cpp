@@ -768,24 +768,32 @@ IsosurfacePart extract_isosurface_part(VolumeSource& volume, const IsosurfaceOpt
 
 std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin, std::int64_t z_end,
                                       std::int64_t stride) {
-  if (!field_on_device(volume, o.device) || !iso::cuda_engine_built())
-    return active_cells_per_slice(volume, o.levels.at(0), z_begin, z_end, stride);
-  // A built-in field on the GPU: the engine counts the triangles of one cell layer, two per active cell or so.
-  const std::int64_t nz = volume.geometry().dims[2];
+  const int field = volume.builtin_field();
+  if (field < 0 || volume.resident_data()) return active_cells_per_slice(volume, o.levels.at(0), z_begin, z_end, stride);
+  // A built-in field: its values at the corners of every k-th cell in x and y, straight from the formula (no slices
+  // generated, nothing on the GPU), each active cell standing for k^2.
+  const auto& g = volume.geometry();
+  const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   z_end = std::min(z_end, nz - 1);
   std::vector<std::int64_t> out(std::size_t(std::max<std::int64_t>(0, z_end - z_begin)), 0);
   if (z_begin >= z_end) return out;
   stride = std::max<std::int64_t>(1, stride);
-  auto engine = make_cuda_engine(o.cuda_devices.empty() ? 0 : o.cuda_devices[0]);
-  SlabTask t = slab_task(volume, o, true);
-  t.level = o.levels.at(0);
+  const std::int64_t k = std::max<std::int64_t>(1, std::min(nx, ny) / 512);
+  const double level = o.levels.at(0);
+  auto value = [&](std::int64_t x, std::int64_t y, std::int64_t z) {
+    return float(field_value(field, field_coordinate(g.origin[0], g.spacing[0], x), field_coordinate(g.origin[1], g.spacing[1], y),
+                             field_coordinate(g.origin[2], g.spacing[2], z)));
+  };
   for (std::int64_t z = z_begin; z < z_end; z += stride) {
-    t.z0 = z;
-    t.z1 = z + 1;
-    t.data_z0 = std::max<std::int64_t>(0, z - 1);
-    t.data_z1 = std::min(nz, z + 3);
-    const std::int64_t cost = std::int64_t((engine->count(t).triangles + 1) / 2);
-    for (std::int64_t k = z; k < std::min(z_end, z + stride); ++k) out[std::size_t(k - z_begin)] = cost;
+    std::int64_t count = 0;
+#pragma omp parallel for schedule(static) reduction(+ : count) num_threads(cpu_thread_count(0))
+    for (std::int64_t y = 0; y < ny - 1; y += k)
+      for (std::int64_t x = 0; x < nx - 1; x += k) {
+        bool in = false, outside = false;
+        for (int c = 0; c < 8; ++c) (value(x + (c & 1), y + (c >> 1 & 1), z + (c >> 2)) >= level ? in : outside) = true;
+        count += in && outside;
+      }
+    for (std::int64_t l = z; l < std::min(z_end, z + stride); ++l) out[std::size_t(l - z_begin)] = count * k * k;
   }
   return out;
 }

@@ -29,8 +29,8 @@ std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>
 std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end,
                                                  std::int64_t stride = 1);
 
-// The cost of each cell layer for balancing ranks: active cells as above, or, for a built-in field computed on the
-// GPU (options.device Cuda), half the triangles the engine counts there (no samples on the host at all).
+// The cost of each cell layer for balancing ranks: active cells as above, or, for a built-in field, the active cells
+// among every k-th cell in x and y (k = min(nx, ny) / 512, at least 1) times k^2, from the field's formula.
 std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
                                       std::int64_t z_end, std::int64_t stride = 1);
 

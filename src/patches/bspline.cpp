@@ -51,24 +51,22 @@ void insert_knot(std::vector<double>& U, int p, Rows& P, double t) {
   for (int i = 0; i + 1 < int(U.size()); ++i)
     if (U[i] <= t && t < U[i + 1]) k = i;
   if (k < p || k > n) return;
-  Rows Q(std::size_t(n + 1));
-  for (int i = 0; i <= n; ++i) {
-    if (i <= k - p) {
-      Q[i] = P[i];
-    } else if (i >= k + 1) {
-      Q[i] = P[i - 1];
-    } else {
-      const double a = (t - U[i]) / (U[i + p] - U[i]);
-      if (a == 0.0 || i == n) {  // t = U[i]: the point is kept (also covers the last span of an open end)
-        Q[i] = P[i - 1];
-        continue;
-      }
-      Q[i].resize(P[i].size());
-      for (std::size_t c = 0; c < P[i].size(); ++c) Q[i][c] = (1 - a) * P[i - 1][c] + a * P[i][c];
+  // Boehm: rows k-p+1 .. k are replaced by p new ones; the rows before stay, the rows after shift by one (moved,
+  // not copied, so that inserting every knot of a long surface stays linear in its size per knot).
+  Rows fresh(static_cast<std::size_t>(p));
+  for (int i = k - p + 1; i <= k; ++i) {
+    const double a = (t - U[i]) / (U[i + p] - U[i]);
+    std::vector<double>& row = fresh[std::size_t(i - (k - p + 1))];
+    if (a == 0.0 || i == n) {  // t = U[i]: the point is kept (also covers the last span of an open end)
+      row = P[i - 1];
+      continue;
     }
+    row.resize(P[i].size());
+    for (std::size_t c = 0; c < P[i].size(); ++c) row[c] = (1 - a) * P[i - 1][c] + a * P[i][c];
   }
+  P.erase(P.begin() + (k - p + 1), P.begin() + k);
+  P.insert(P.begin() + (k - p + 1), std::make_move_iterator(fresh.begin()), std::make_move_iterator(fresh.end()));
   U.insert(U.begin() + k + 1, t);
-  P = std::move(Q);
 }
 
 // Inserts every knot of the domain until it has multiplicity >= p; returns the Bézier segments' first row index

@@ -520,7 +520,7 @@ BatchTiming run_batch(const patches::HostBatch<T>& batch, SampleStore<T>& store,
                       int threads, bool copy_back) {
   const std::int64_t n = batch.total();
   core::check_host_allocation(std::uint64_t(n) * 6 * sizeof(T), std::to_string(n) + " patch samples");
-  for (int c = 0; c < 3; ++c) store.pos[c].resize(std::size_t(n)), store.nrm[c].resize(std::size_t(n));
+  for (int c = 0; c < 3; ++c) core::resize_for_overwrite(store.pos[c], std::size_t(n)), core::resize_for_overwrite(store.nrm[c], std::size_t(n));
   if (device == Device::Cuda) return patches::cuda::evaluate<T>(batch, strategy, store.views(), copy_back);
   BatchTiming t;
   const auto t0 = Clock::now();
@@ -635,8 +635,8 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
     throw Error(ErrorKind::InvalidArgument, "the mesh would have " + std::to_string(pl.vertices) +
                                                 " vertices, above the 2^32 that 32-bit indices hold; lower the resolution");
   core::check_host_allocation(std::uint64_t(pl.vertices) * 48, "a mesh of " + std::to_string(pl.vertices) + " vertices");
-  mesh.positions.resize(std::size_t(pl.vertices) * 3);
-  mesh.normals.resize(std::size_t(pl.vertices) * 3);
+  core::resize_for_overwrite(mesh.positions, std::size_t(pl.vertices) * 3);
+  core::resize_for_overwrite(mesh.normals, std::size_t(pl.vertices) * 3);
   auto put = [&](std::int64_t v, std::int64_t s) {
     for (int c = 0; c < 3; ++c) {
       mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(s)]);
@@ -747,8 +747,8 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   }
   for (std::int64_t p = 0; p < np; ++p) tri_first[p + 1] += tri_first[p];
   const std::int64_t nt = tri_first[np];
-  mesh.triangles.resize(std::size_t(nt) * 3);
-  mesh.triangle_normals.resize(std::size_t(nt) * 3);
+  core::resize_for_overwrite(mesh.triangles, std::size_t(nt) * 3);
+  core::resize_for_overwrite(mesh.triangle_normals, std::size_t(nt) * 3);
   mesh.face_group.resize(std::size_t(nt));
   mesh.face_patch.resize(std::size_t(nt));
   std::vector<std::uint8_t> keep(std::size_t(nt), 1);
