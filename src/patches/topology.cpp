@@ -1,6 +1,7 @@
 // Patch adjacency: exact matching of corner points and side control polygons, orientation by propagation.
 #include "patches/topology.hpp"
 
+#include <array>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -51,6 +52,15 @@ std::string point_key(const double p[3]) {
   return k;
 }
 
+// Hash of a run of 64-bit words (splitmix64 steps): keys of corners and sides, checked exactly on every match.
+std::uint64_t mix(std::uint64_t h, std::uint64_t w) {
+  h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  return h;
+}
+
 }  // namespace
 
 Topology build_topology(const PatchModel& m, bool orient) {
@@ -59,43 +69,90 @@ Topology build_topology(const PatchModel& m, bool orient) {
   t.sides.resize(std::size_t(np));
   t.corners.resize(std::size_t(np));
   t.flipped.assign(std::size_t(np), 0);
-  std::unordered_map<std::string, std::int32_t> corner_of, edge_of;
+  // Per side, in parallel: its points' bit patterns in the canonical direction (the bytewise smaller of the two
+  // readings, homogeneous, exact) and their hash; per corner point, its projected coordinates' hash.
+  struct SideKey {
+    std::uint64_t hash = 0, corner_hash = 0;
+    bool reversed = false;
+  };
+  std::vector<std::array<SideKey, 4>> keys(static_cast<std::size_t>(np));
+  auto side_words = [&](std::int64_t p, int s, bool reversed, std::vector<std::uint64_t>& words) {
+    const Patch& patch = m.patches[p];
+    const auto idx = side_point_indices(patch, s);
+    words.clear();
+    for (std::size_t k = 0; k < idx.size(); ++k) {
+      const double* h = &m.points[std::size_t(patch.offset + idx[reversed ? idx.size() - 1 - k : k]) * 4];
+      for (int c = 0; c < 4; ++c) words.push_back(bits(h[c]));
+    }
+  };
+  auto corner_hash = [&](std::int64_t point) {
+    double q[3];
+    projected(m, point, q);
+    std::uint64_t h = 0;
+    for (int c = 0; c < 3; ++c) h = mix(h, bits(q[c]));
+    return h;
+  };
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t p = 0; p < np; ++p) {
+    std::vector<std::uint64_t> fwd, bwd;
+    for (int s = 0; s < side_count(m.patches[p]); ++s) {
+      side_words(p, s, false, fwd);
+      side_words(p, s, true, bwd);
+      SideKey& k = keys[std::size_t(p)][std::size_t(s)];
+      k.reversed = std::memcmp(bwd.data(), fwd.data(), 8 * bwd.size()) < 0;
+      for (std::uint64_t w : k.reversed ? bwd : fwd) k.hash = mix(k.hash, w);
+      k.corner_hash = corner_hash(m.patches[p].offset + side_point_indices(m.patches[p], s).front());
+    }
+  }
+  // Ids in order of first appearance. A hash match is confirmed exactly; a different key under the same hash (in
+  // practice never) takes the slow map of full keys.
+  std::unordered_map<std::uint64_t, std::int32_t> corner_of, edge_of;
+  std::unordered_map<std::string, std::int32_t> corner_slow, edge_slow;
   corner_of.reserve(std::size_t(np) * 2);
   edge_of.reserve(std::size_t(np) * 3);
-  auto corner_id = [&](std::int64_t point) {
-    double p[3];
-    projected(m, point, p);
-    auto [it, fresh] = corner_of.try_emplace(point_key(p), t.corner_count);
-    if (fresh) ++t.corner_count;
-    return it->second;
+  std::vector<std::array<double, 3>> corner_point;
+  std::vector<std::pair<std::int64_t, int>> edge_side;  // the first side of each edge
+  auto corner_id = [&](std::int64_t point, std::uint64_t hash) {
+    double q[3];
+    projected(m, point, q);
+    auto [it, fresh] = corner_of.try_emplace(hash, t.corner_count);
+    if (fresh || (corner_point[std::size_t(it->second)][0] == q[0] && corner_point[std::size_t(it->second)][1] == q[1] &&
+                  corner_point[std::size_t(it->second)][2] == q[2])) {
+      if (fresh) ++t.corner_count, corner_point.push_back({q[0], q[1], q[2]});
+      return it->second;
+    }
+    auto [slow, fresh_slow] = corner_slow.try_emplace(point_key(q), t.corner_count);
+    if (fresh_slow) ++t.corner_count, corner_point.push_back({q[0], q[1], q[2]});
+    return slow->second;
   };
+  std::vector<std::uint64_t> mine, theirs;
   for (std::int64_t p = 0; p < np; ++p) {
     const Patch& patch = m.patches[p];
     const int ns = side_count(patch);
     for (int s = 0; s < ns; ++s) {
+      const SideKey& key = keys[std::size_t(p)][std::size_t(s)];
       const auto idx = side_point_indices(patch, s);
-      t.corners[p][s] = corner_id(patch.offset + idx.front());
-      // canonical direction: the lexicographically smaller of the two readings (homogeneous, exact)
-      std::string fwd, bwd;
-      fwd.reserve(idx.size() * 32 + 4);
-      bwd.reserve(idx.size() * 32 + 4);
-      auto append = [&](std::string& key, std::int64_t k) {
-        const double* h = &m.points[std::size_t(patch.offset + k) * 4];
-        for (int c = 0; c < 4; ++c) {
-          const std::uint64_t b = bits(h[c]);
-          key.append(reinterpret_cast<const char*>(&b), 8);
+      t.corners[p][s] = corner_id(patch.offset + idx.front(), key.corner_hash);
+      const bool reversed = key.reversed;
+      auto [it, fresh] = edge_of.try_emplace(key.hash, std::int32_t(t.edges.size()));
+      std::int32_t edge = it->second;
+      if (!fresh) {
+        const auto [q, r] = edge_side[std::size_t(edge)];
+        side_words(p, s, reversed, mine);
+        side_words(q, r, keys[std::size_t(q)][std::size_t(r)].reversed, theirs);
+        if (mine != theirs) {
+          std::string full(reinterpret_cast<const char*>(mine.data()), 8 * mine.size());
+          auto [slow, fresh_slow] = edge_slow.try_emplace(std::move(full), std::int32_t(t.edges.size()));
+          edge = slow->second;
+          fresh = fresh_slow;
         }
-      };
-      for (std::size_t k = 0; k < idx.size(); ++k) append(fwd, idx[k]);
-      for (std::size_t k = idx.size(); k-- > 0;) append(bwd, idx[k]);
-      const bool reversed = bwd < fwd;
-      auto [it, fresh] = edge_of.try_emplace(reversed ? bwd : fwd, std::int32_t(t.edges.size()));
+      }
       if (fresh) {
         EdgeInfo e;
         const auto first = reversed ? idx.back() : idx.front();
         const auto last = reversed ? idx.front() : idx.back();
-        e.corner_a = corner_id(patch.offset + first);
-        e.corner_b = corner_id(patch.offset + last);
+        e.corner_a = corner_id(patch.offset + first, corner_hash(patch.offset + first));
+        e.corner_b = corner_id(patch.offset + last, corner_hash(patch.offset + last));
         e.collapsed = true;
         double p0[3], pk[3];
         projected(m, patch.offset + idx.front(), p0);
@@ -104,9 +161,10 @@ Topology build_topology(const PatchModel& m, bool orient) {
           if (pk[0] != p0[0] || pk[1] != p0[1] || pk[2] != p0[2]) e.collapsed = false;
         }
         t.edges.push_back(std::move(e));
+        edge_side.push_back({p, s});
       }
-      t.edges[it->second].sides.push_back({std::int32_t(p), std::int8_t(s)});
-      t.sides[p][s] = {it->second, reversed};
+      t.edges[std::size_t(edge)].sides.push_back({std::int32_t(p), std::int8_t(s)});
+      t.sides[p][s] = {edge, reversed};
     }
   }
 
