@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/memory.hpp"
+#include "io/ply_layout.hpp"
 #include "isosurface/part.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
@@ -206,8 +207,8 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   const double t0 = now();
   const auto& g = volume.geometry();
   const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
-  if (o.levels.size() != 1) throw Error(ErrorKind::InvalidArgument, "MPI runs take exactly one --level");
-  if (o.labels || o.scalars) throw Error(ErrorKind::InvalidArgument, "MPI runs do not take --labels or --scalars yet");
+  if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "MPI runs need --level (the data range is not scanned first)");
+  if (o.labels) throw Error(ErrorKind::InvalidArgument, "MPI runs do not take --labels yet");
   if (nx < 2 || ny < 2 || nz < 2) throw Error(ErrorKind::InvalidArgument, volume.name() + ": too small for marching cubes");
   // One GPU per rank on a node, by local rank.
   MPI_Comm node;
@@ -252,31 +253,43 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   t_balance = now() - t_balance;
   const std::int64_t zb = bounds[std::size_t(g_rank)], ze = bounds[std::size_t(g_rank + 1)];
 
-  // Second pass: this rank's part.
+  // Second pass: this rank's part of every level.
   IsosurfaceReport rep;
   double t_part = now();
-  iso::IsosurfacePart part = iso::extract_isosurface_part(volume, o, zb, ze, &rep);
+  std::vector<iso::IsosurfacePart> parts = iso::extract_isosurface_parts(volume, o, zb, ze, &rep);
   t_part = now() - t_part;
-  TriangleMesh& m = part.mesh;
-  const std::uint64_t own_v = std::uint64_t(m.vertex_count());
-  std::uint64_t v_base = 0, total_v = 0;
-  check(MPI_Exscan(&own_v, &v_base, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "numbering vertices");
-  if (g_rank == 0) v_base = 0;
-  check(MPI_Allreduce(&own_v, &total_v, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "counting vertices");
-  if (total_v > 0xffffffffull) throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-  const auto shift = std::uint32_t(v_base);
+  const std::size_t levels = o.levels.size();
+  const int count = int(levels);
+  // Global ids: level by level, and within a level rank by rank, as one process orders them.
+  std::vector<std::uint64_t> own_v(levels), own_t(levels), v_base(levels, 0), t_base(levels, 0), total_v(levels), total_t(levels);
+  for (std::size_t L = 0; L < levels; ++L) own_v[L] = std::uint64_t(parts[L].mesh.vertex_count());
+  auto number = [&](const std::vector<std::uint64_t>& own, std::vector<std::uint64_t>& base, std::vector<std::uint64_t>& total, const char* what) {
+    check(MPI_Exscan(own.data(), base.data(), count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), what);
+    if (g_rank == 0) std::fill(base.begin(), base.end(), 0);
+    check(MPI_Allreduce(own.data(), total.data(), count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), what);
+    std::uint64_t before = 0;  // the levels before this one
+    for (std::size_t L = 0; L < levels; ++L) base[L] += before, before += total[L];
+    return before;
+  };
+  const std::uint64_t all_v = number(own_v, v_base, total_v, "numbering vertices");
+  if (all_v > 0xffffffffull) throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+  for (std::size_t L = 0; L < levels; ++L) {
+    auto& tris = parts[L].mesh.triangles;
+    const auto shift = std::uint32_t(v_base[L]);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t k = 0; k < std::int64_t(m.triangles.size()); ++k) m.triangles[std::size_t(k)] += shift;
-  std::uint64_t own_t = std::uint64_t(m.triangle_count()), t_base = 0;
-  check(MPI_Exscan(&own_t, &t_base, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "numbering triangles");
-  if (g_rank == 0) t_base = 0;
+    for (std::int64_t k = 0; k < std::int64_t(tris.size()); ++k) tris[std::size_t(k)] += shift;
+    own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
+  }
+  number(own_t, t_base, total_t, "numbering triangles");
 
-  // Coincident tie triangles cancel across the whole mesh, as in one process: rank 0 decides from all ties.
-  {
+  // Coincident tie triangles cancel within each level across the whole mesh, as in one process: rank 0 decides.
+  rep.duplicates_removed = 0;
+  for (std::size_t L = 0; L < levels; ++L) {
+    TriangleMesh& m = parts[L].mesh;
     std::vector<std::uint64_t> ids;
     std::vector<std::uint32_t> corners;
-    for (auto t : part.ties) {
-      ids.push_back(t_base + t);
+    for (auto t : parts[L].ties) {
+      ids.push_back(t_base[L] + t);
       corners.insert(corners.end(), &m.triangles[3 * t], &m.triangles[3 * t] + 3);
     }
     int n = int(ids.size());
@@ -301,100 +314,113 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     check(MPI_Bcast(&nd, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
     drop.resize(std::size_t(nd));
     if (nd) check(MPI_Bcast(drop.data(), int(nd), MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
-    rep.duplicates_removed = std::int64_t(nd);
-    if (nd) {
-      std::size_t w = 0;
-      const std::size_t nt = m.triangles.size() / 3;
-      for (std::size_t t = 0; t < nt; ++t) {
-        if (std::binary_search(drop.begin(), drop.end(), t_base + t)) continue;
-        if (w != t) std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 12);
-        ++w;
-      }
-      m.triangles.resize(3 * w);
-      own_t = w;
-      t_base = 0;
-      check(MPI_Exscan(&own_t, &t_base, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "numbering triangles");
-      if (g_rank == 0) t_base = 0;
+    rep.duplicates_removed += std::int64_t(nd);
+    if (!nd) continue;
+    std::size_t w = 0;
+    const std::size_t nt = m.triangles.size() / 3;
+    for (std::size_t t = 0; t < nt; ++t) {
+      if (std::binary_search(drop.begin(), drop.end(), t_base[L] + t)) continue;
+      if (w != t) std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 12);
+      ++w;
     }
+    m.triangles.resize(3 * w);
   }
-  std::uint64_t total_t = 0;
-  check(MPI_Allreduce(&own_t, &total_t, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "counting triangles");
+  if (rep.duplicates_removed) {
+    for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
+    number(own_t, t_base, total_t, "numbering triangles");
+  }
+  // Several levels: each is a face group, as in one process.
+  std::vector<std::string> group_names;
+  if (levels > 1)
+    for (std::size_t L = 0; L < levels; ++L) {
+      group_names.push_back(iso::level_group_name(o.levels[L]));
+      parts[L].mesh.face_groups.assign(parts[L].mesh.triangles.size() / 3, std::int32_t(L));
+    }
+  std::uint64_t all_t = 0, mine_v = 0, mine_t = 0;
+  for (std::size_t L = 0; L < levels; ++L) all_t += total_t[L], mine_v += own_v[L], mine_t += own_t[L];
   const double t_extract = now() - t0;
 
   // Output.
   const double t_write0 = now();
-  const bool normals = o.normals;
   const std::string partial = out + ".partial";
+  io::PlyLayout layout;
+  layout.normals = o.normals;
+  layout.values = o.scalars != nullptr;
+  layout.groups = levels > 1;
   if (out.ends_with(".ply")) {
-    // The header of parasurf's binary PLY writer, then every rank's vertices and faces at their offsets.
-    std::string header = "ply\nformat binary_little_endian 1.0\ncomment written by parasurf\n";
-    header += "element vertex " + std::to_string(total_v) + "\n";
-    header += "property float x\nproperty float y\nproperty float z\n";
-    if (normals) header += "property float nx\nproperty float ny\nproperty float nz\n";
-    header += "element face " + std::to_string(total_t) + "\n";
-    header += "property list uchar uint vertex_indices\nend_header\n";
-    const std::size_t vstride = normals ? 24 : 12;
-    std::vector<char> vbuf, fbuf;
-    core::resize_for_overwrite(vbuf, std::size_t(own_v) * vstride);
-    core::resize_for_overwrite(fbuf, std::size_t(own_t) * 13);
-#pragma omp parallel for schedule(static)
-    for (std::int64_t v = 0; v < std::int64_t(own_v); ++v) {
-      std::memcpy(&vbuf[std::size_t(v) * vstride], &m.positions[3 * std::size_t(v)], 12);
-      if (normals) std::memcpy(&vbuf[std::size_t(v) * vstride + 12], &m.normals[3 * std::size_t(v)], 12);
-    }
-#pragma omp parallel for schedule(static)
-    for (std::int64_t t = 0; t < std::int64_t(own_t); ++t) {
-      fbuf[std::size_t(t) * 13] = 3;
-      std::memcpy(&fbuf[std::size_t(t) * 13 + 1], &m.triangles[3 * std::size_t(t)], 12);
-    }
+    // parasurf's binary PLY: rank 0 writes the header, every rank its records of every level at their offsets.
+    const std::string header = layout.header(all_v, all_t, group_names);
+    const std::size_t vbytes = layout.vertex_bytes(), fbytes = layout.face_bytes();
     if (g_rank == 0) std::filesystem::remove(partial);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_File f;
     check(MPI_File_open(MPI_COMM_WORLD, partial.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f), ("opening " + partial).c_str());
-    const MPI_Offset vstart = MPI_Offset(header.size()), fstart = vstart + MPI_Offset(total_v * vstride);
+    const MPI_Offset vstart = MPI_Offset(header.size()), fstart = vstart + MPI_Offset(all_v * vbytes);
     if (g_rank == 0) check(MPI_File_write_at(f, 0, header.data(), int(header.size()), MPI_CHAR, MPI_STATUS_IGNORE), "writing the header");
-    // Every rank takes part in as many collective writes as the rank with the most pieces.
-    const std::uint64_t pieces = std::max<std::uint64_t>(1, (std::max(vbuf.size(), fbuf.size()) + (1u << 30) - 1) >> 30);
-    std::uint64_t rounds = 0;
-    check(MPI_Allreduce(&pieces, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "planning the writes");
-    for (std::uint64_t k = 0; k < rounds; ++k) {
-      auto piece = [&](const std::vector<char>& buf, MPI_Offset at) {
-        const std::size_t from = std::min<std::size_t>(buf.size(), std::size_t(k) << 30), to = std::min<std::size_t>(buf.size(), from + (1u << 30));
-        check(MPI_File_write_at_all(f, at + MPI_Offset(from), buf.data() + from, int(to - from), MPI_CHAR, MPI_STATUS_IGNORE),
-              "writing the mesh");
-      };
-      piece(vbuf, vstart + MPI_Offset(v_base * vstride));
-      piece(fbuf, fstart + MPI_Offset(t_base * 13));
+    std::vector<char> vbuf, fbuf;
+    for (std::size_t L = 0; L < levels; ++L) {
+      const TriangleMesh& m = parts[L].mesh;
+      const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
+      core::resize_for_overwrite(vbuf, std::size_t(nv) * vbytes);
+      core::resize_for_overwrite(fbuf, std::size_t(nt) * fbytes);
+      constexpr std::int64_t kChunk = 1 << 16;
+#pragma omp parallel for schedule(static)
+      for (std::int64_t c = 0; c < (nv + kChunk - 1) / kChunk; ++c)
+        layout.pack_vertices(m, c * kChunk, std::min(nv, (c + 1) * kChunk), vbuf.data() + std::size_t(c * kChunk) * vbytes);
+#pragma omp parallel for schedule(static)
+      for (std::int64_t c = 0; c < (nt + kChunk - 1) / kChunk; ++c)
+        layout.pack_faces(m, c * kChunk, std::min(nt, (c + 1) * kChunk), 0, fbuf.data() + std::size_t(c * kChunk) * fbytes);
+      // Every rank takes part in as many collective writes as the rank with the most pieces of this level.
+      const std::uint64_t pieces = std::max<std::uint64_t>(1, (std::max(vbuf.size(), fbuf.size()) + (1u << 30) - 1) >> 30);
+      std::uint64_t rounds = 0;
+      check(MPI_Allreduce(&pieces, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "planning the writes");
+      for (std::uint64_t k = 0; k < rounds; ++k) {
+        auto piece = [&](const std::vector<char>& buf, MPI_Offset at) {
+          const std::size_t from = std::min<std::size_t>(buf.size(), std::size_t(k) << 30), to = std::min<std::size_t>(buf.size(), from + (1u << 30));
+          check(MPI_File_write_at_all(f, at + MPI_Offset(from), buf.data() + from, int(to - from), MPI_CHAR, MPI_STATUS_IGNORE),
+                "writing the mesh");
+        };
+        piece(vbuf, vstart + MPI_Offset(v_base[L] * vbytes));
+        piece(fbuf, fstart + MPI_Offset(t_base[L] * fbytes));
+      }
     }
     check(MPI_File_close(&f), "closing the mesh");
     MPI_Barrier(MPI_COMM_WORLD);
     if (g_rank == 0) std::filesystem::rename(partial, out);
   } else {
-    // Other formats: the pieces gathered to rank 0, written by the ordinary writer.
+    // Other formats: every level's pieces gathered to rank 0 in order, written by the ordinary writer.
     auto gather = [&](const auto& local, auto& all, MPI_Datatype type) {
       int n = int(local.size());
       std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
       check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "gathering the mesh");
       int total = 0;
       for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
-      all.resize(std::size_t(g_rank == 0 ? total : 0));
-      check(MPI_Gatherv(local.data(), n, type, all.data(), counts.data(), displs.data(), type, 0, MPI_COMM_WORLD), "gathering the mesh");
+      const std::size_t at = all.size();
+      all.resize(at + std::size_t(g_rank == 0 ? total : 0));
+      check(MPI_Gatherv(local.data(), n, type, all.data() + at, counts.data(), displs.data(), type, 0, MPI_COMM_WORLD), "gathering the mesh");
     };
     TriangleMesh whole;
-    gather(m.positions, whole.positions, MPI_FLOAT);
-    if (normals) gather(m.normals, whole.normals, MPI_FLOAT);
-    gather(m.triangles, whole.triangles, MPI_UINT32_T);
+    for (std::size_t L = 0; L < levels; ++L) {
+      const TriangleMesh& m = parts[L].mesh;
+      gather(m.positions, whole.positions, MPI_FLOAT);
+      if (layout.normals) gather(m.normals, whole.normals, MPI_FLOAT);
+      if (layout.values) gather(m.vertex_values, whole.vertex_values, MPI_FLOAT);
+      gather(m.triangles, whole.triangles, MPI_UINT32_T);
+      if (layout.groups) gather(m.face_groups, whole.face_groups, MPI_INT32_T);
+    }
+    whole.group_names = group_names;
     if (g_rank == 0) write_mesh(out, whole);
     MPI_Barrier(MPI_COMM_WORLD);
   }
   const double t_write = now() - t_write0;
+  const std::uint64_t total_v_all = all_v, total_t_all = all_t;
 
   // Report: per-rank ranges and times on rank 0.
   struct RankFigures {
     double extract, seconds_read;
     std::int64_t zb, ze, vertices, triangles;
     double startup, balance, part, setup, classify, scan, generate, copy, host_mesh, numbering;
-  } mine{t_extract, rep.seconds_read, zb, ze, std::int64_t(own_v), std::int64_t(own_t),
+  } mine{t_extract, rep.seconds_read, zb, ze, std::int64_t(mine_v), std::int64_t(mine_t),
          t0 - g_start, t_balance, t_part, rep.seconds_setup, rep.seconds_classify, rep.seconds_scan, rep.seconds_generate,
          rep.seconds_copy, rep.seconds_host_mesh, t_extract - t_balance - t_part};
   std::vector<RankFigures> figures(static_cast<std::size_t>(g_size));
@@ -403,8 +429,14 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   double slowest = 0, mean = 0;
   for (const auto& f : figures) slowest = std::max(slowest, f.extract), mean += f.extract / g_size;
   if (show) {
-    std::printf("volume: %s, %lldx%lldx%lld %s; level %g\n", volume.name().c_str(), (long long)nx, (long long)ny, (long long)nz,
-                voxel_type_name(volume.type()), o.levels[0]);
+    std::string level_list;
+    for (double l : o.levels) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%g", l);
+      level_list += (level_list.empty() ? "" : ", ") + std::string(text);
+    }
+    std::printf("volume: %s, %lldx%lldx%lld %s; level%s %s\n", volume.name().c_str(), (long long)nx, (long long)ny, (long long)nz,
+                voxel_type_name(volume.type()), levels > 1 ? "s" : "", level_list.c_str());
     std::printf("MPI: %d ranks (%s), ranges balanced %s in %.2f ms\n", g_size, device_name(device),
                 balance_mode == "equal" ? "by slices" : "by active cells", t_balance * 1e3);
     for (int r = 0; r < g_size; ++r) {
@@ -415,7 +447,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::printf("time: %.2f ms (slowest rank %.2f, mean %.2f; balance %.2f); writing %.2f ms\n", slowest * 1e3, slowest * 1e3, mean * 1e3,
                 t_balance * 1e3, t_write * 1e3);
     if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
-    std::printf("wrote %s (%llu vertices, %llu triangles)\n", out.c_str(), (unsigned long long)total_v, (unsigned long long)total_t);
+    std::printf("wrote %s (%llu vertices, %llu triangles)\n", out.c_str(), (unsigned long long)total_v_all, (unsigned long long)total_t_all);
   }
   if (!json.empty()) {
     nlohmann::json ranks = nlohmann::json::array();
@@ -426,13 +458,13 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
                                    {"part_generate", f.generate}, {"part_copy", f.copy}, {"part_host_mesh", f.host_mesh},
                                    {"numbering_and_ties", f.numbering}}}});
     const nlohmann::json j = {{"volume", volume.name()}, {"dims", g.dims}, {"levels", o.levels}, {"mpi_ranks", g_size},
-                              {"device", device_name(device)}, {"balance", balance_mode}, {"vertices", total_v},
-                              {"triangles", total_t}, {"ranks", ranks},
+                              {"device", device_name(device)}, {"balance", balance_mode}, {"vertices", total_v_all},
+                              {"triangles", total_t_all}, {"ranks", ranks},
                               {"seconds", {{"total", slowest}, {"slowest_rank", slowest}, {"mean_rank", mean},
                                            {"balance", t_balance}, {"write", t_write}}}};
     write_report(json, j.dump(2) + "\n");
   }
-  if (total_t == 0) {
+  if (total_t_all == 0) {
     std::fprintf(stderr, "parasurf: no surface found at the given level; wrote an empty mesh to %s\n", out.c_str());
     throw ExitStatus{3};
   }

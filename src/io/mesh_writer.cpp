@@ -9,6 +9,7 @@
 
 #include "core/memory.hpp"
 #include "io/atomic_file.hpp"
+#include "io/ply_layout.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/io.hpp"
 
@@ -61,59 +62,21 @@ const float* group_color(const TriangleMesh& m, int g) {
 }
 
 void write_ply(const std::string& path, const TriangleMesh& m) {
-  const bool has_n = !m.normals.empty();
-  const bool has_v = m.vertex_values.size() == std::size_t(m.vertex_count());
-  const bool has_g = !m.face_groups.empty();
-  const bool has_c = has_g && !m.group_colors.empty();
-  const bool has_l = m.face_labels.size() == std::size_t(m.triangle_count());
-  const bool has_o = m.face_outer_labels.size() == std::size_t(m.triangle_count());
-  std::string header = "ply\nformat binary_little_endian 1.0\ncomment written by parasurf\n";
-  header += "element vertex " + std::to_string(m.vertex_count()) + "\n";
-  header += "property float x\nproperty float y\nproperty float z\n";
-  if (has_n) header += "property float nx\nproperty float ny\nproperty float nz\n";
-  if (has_v) header += "property float value\n";
-  header += "element face " + std::to_string(m.triangle_count()) + "\n";
-  header += "property list uchar uint vertex_indices\n";
-  if (has_g) header += "property int group\n";
-  if (has_l) header += "property int label\n";
-  if (has_o) header += "property int outer_label\n";
-  if (has_c) header += "property uchar red\nproperty uchar green\nproperty uchar blue\n";
-  for (std::size_t g = 0; g < m.group_names.size(); ++g)
-    header += "comment group " + std::to_string(g) + " " + m.group_names[g] + "\n";
-  header += "end_header\n";
+  const io::PlyLayout layout = io::PlyLayout::of(m);
   io::AtomicFile f(path);
-  f.write(header);
+  f.write(layout.header(std::uint64_t(m.vertex_count()), std::uint64_t(m.triangle_count()), m.group_names));
   std::vector<char> buf;
-  const std::size_t vstride = (has_n ? 24 : 12) + (has_v ? 4 : 0);
-  constexpr std::size_t kBatch = 1 << 16;
+  constexpr std::int64_t kBatch = 1 << 16;
   for (std::int64_t v0 = 0; v0 < m.vertex_count(); v0 += kBatch) {
     const std::int64_t v1 = std::min<std::int64_t>(m.vertex_count(), v0 + kBatch);
-    buf.resize(std::size_t(v1 - v0) * vstride);
-    for (std::int64_t v = v0; v < v1; ++v) {
-      char* p = buf.data() + std::size_t(v - v0) * vstride;
-      std::memcpy(p, &m.positions[3 * v], 12);
-      if (has_n) std::memcpy(p + 12, &m.normals[3 * v], 12);
-      if (has_v) std::memcpy(p + (has_n ? 24 : 12), &m.vertex_values[std::size_t(v)], 4);
-    }
+    buf.resize(std::size_t(v1 - v0) * layout.vertex_bytes());
+    layout.pack_vertices(m, v0, v1, buf.data());
     f.write(buf.data(), buf.size());
   }
-  const std::size_t fstride = 13 + (has_g ? 4 : 0) + (has_l ? 4 : 0) + (has_o ? 4 : 0) + (has_c ? 3 : 0);
   for (std::int64_t t0 = 0; t0 < m.triangle_count(); t0 += kBatch) {
     const std::int64_t t1 = std::min<std::int64_t>(m.triangle_count(), t0 + kBatch);
-    buf.resize(std::size_t(t1 - t0) * fstride);
-    for (std::int64_t t = t0; t < t1; ++t) {
-      char* p = buf.data() + std::size_t(t - t0) * fstride;
-      p[0] = 3;
-      std::memcpy(p + 1, &m.triangles[3 * t], 12);
-      p += 13;
-      if (has_g) std::memcpy(p, &m.face_groups[t], 4), p += 4;
-      if (has_l) std::memcpy(p, &m.face_labels[t], 4), p += 4;
-      if (has_o) std::memcpy(p, &m.face_outer_labels[t], 4), p += 4;
-      if (has_c) {
-        const float* c = group_color(m, m.face_groups[t]);
-        for (int q = 0; q < 3; ++q) p[q] = char(std::uint8_t(std::lround(std::clamp(c[q], 0.0f, 1.0f) * 255.0f)));
-      }
-    }
+    buf.resize(std::size_t(t1 - t0) * layout.face_bytes());
+    layout.pack_faces(m, t0, t1, 0, buf.data());
     f.write(buf.data(), buf.size());
   }
   f.commit();
@@ -298,5 +261,67 @@ void write_mesh(const std::string& path, const TriangleMesh& mesh) {
   else if (ends_with(path, ".stl")) write_stl(path, mesh);
   else throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (use .ply, .obj or .glb)");
 }
+
+namespace io {
+
+PlyLayout PlyLayout::of(const TriangleMesh& m) {
+  PlyLayout l;
+  l.normals = !m.normals.empty();
+  l.values = m.vertex_values.size() == std::size_t(m.vertex_count());
+  l.groups = !m.face_groups.empty();
+  l.colors = l.groups && !m.group_colors.empty();
+  l.labels = m.face_labels.size() == std::size_t(m.triangle_count());
+  l.outer_labels = m.face_outer_labels.size() == std::size_t(m.triangle_count());
+  return l;
+}
+
+std::string PlyLayout::header(std::uint64_t vertices, std::uint64_t faces, const std::vector<std::string>& group_names) const {
+  std::string h = "ply\nformat binary_little_endian 1.0\ncomment written by parasurf\n";
+  h += "element vertex " + std::to_string(vertices) + "\n";
+  h += "property float x\nproperty float y\nproperty float z\n";
+  if (normals) h += "property float nx\nproperty float ny\nproperty float nz\n";
+  if (values) h += "property float value\n";
+  h += "element face " + std::to_string(faces) + "\n";
+  h += "property list uchar uint vertex_indices\n";
+  if (groups) h += "property int group\n";
+  if (labels) h += "property int label\n";
+  if (outer_labels) h += "property int outer_label\n";
+  if (colors) h += "property uchar red\nproperty uchar green\nproperty uchar blue\n";
+  for (std::size_t g = 0; g < group_names.size(); ++g) h += "comment group " + std::to_string(g) + " " + group_names[g] + "\n";
+  h += "end_header\n";
+  return h;
+}
+
+void PlyLayout::pack_vertices(const TriangleMesh& m, std::int64_t v0, std::int64_t v1, char* out) const {
+  const std::size_t stride = vertex_bytes();
+  for (std::int64_t v = v0; v < v1; ++v) {
+    char* p = out + std::size_t(v - v0) * stride;
+    std::memcpy(p, &m.positions[3 * std::size_t(v)], 12);
+    if (normals) std::memcpy(p + 12, &m.normals[3 * std::size_t(v)], 12);
+    if (values) std::memcpy(p + (normals ? 24 : 12), &m.vertex_values[std::size_t(v)], 4);
+  }
+}
+
+void PlyLayout::pack_faces(const TriangleMesh& m, std::int64_t t0, std::int64_t t1, std::uint32_t index_shift, char* out) const {
+  const std::size_t stride = face_bytes();
+  for (std::int64_t t = t0; t < t1; ++t) {
+    char* p = out + std::size_t(t - t0) * stride;
+    p[0] = 3;
+    for (int k = 0; k < 3; ++k) {
+      const std::uint32_t index = m.triangles[3 * std::size_t(t) + std::size_t(k)] + index_shift;
+      std::memcpy(p + 1 + 4 * k, &index, 4);
+    }
+    p += 13;
+    if (groups) std::memcpy(p, &m.face_groups[std::size_t(t)], 4), p += 4;
+    if (labels) std::memcpy(p, &m.face_labels[std::size_t(t)], 4), p += 4;
+    if (outer_labels) std::memcpy(p, &m.face_outer_labels[std::size_t(t)], 4), p += 4;
+    if (colors) {
+      const float* c = group_color(m, m.face_groups[std::size_t(t)]);
+      for (int q = 0; q < 3; ++q) p[q] = char(std::uint8_t(std::lround(std::clamp(c[q], 0.0f, 1.0f) * 255.0f)));
+    }
+  }
+}
+
+}  // namespace io
 
 }  // namespace parasurf

@@ -283,11 +283,11 @@ bool field_on_device(const VolumeSource& volume, Device device) {
   return device == Device::Cuda && !volume.resident_data() && volume.builtin_field() >= 0 && volume.builtin_field() != iso::kGyroid;
 }
 
-// The whole volume (part_ties null), or the part whose grid points [zb, ze) own the vertices (an MPI rank's share):
-// then the ties are returned instead of resolved, and the last cell layer's triangles refer to the next part's
-// first vertices by ids that continue past this part's own.
+// The whole volume (parts null), or the part whose grid points [zb, ze) own the vertices (an MPI rank's share): then
+// one part per level, each with its ties returned instead of resolved, and the last cell layer's triangles refer
+// to the next part's first vertices by ids that continue past this part's own.
 TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report, std::int64_t zb,
-                          std::int64_t ze, std::vector<std::uint64_t>* part_ties) {
+                          std::int64_t ze, std::vector<iso::IsosurfacePart>* parts) {
   const auto start = Clock::now();
   IsosurfaceReport rep;
   const auto& g = volume.geometry();
@@ -299,9 +299,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   if (ze < 0) ze = nz;
   if (zb < 0 || zb > ze || ze > nz) throw Error(ErrorKind::InvalidArgument, volume.name() + ": slice range out of bounds");
   const std::int64_t part = ze - zb;
-  if (part_ties) {
-    if (o.levels.size() != 1) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted at exactly one level");
-    if (o.labels || o.scalars) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted without labels or scalars");
+  if (parts) {
+    if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted at given levels");
+    if (o.labels) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted without labels");
+    parts->assign(o.levels.size(), {});
     if (part == 0) return TriangleMesh{};
   }
   std::vector<double> levels = o.levels;
@@ -635,16 +636,19 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     rep.seconds_host_mesh = host_mesh_seconds;
     if (report) *report = rep;
   };
-  if (part_ties) {
-    *part_ties = std::move(meshes[0].ties);
-    TriangleMesh out;
-    out.positions = std::move(meshes[0].positions);
-    out.normals = std::move(meshes[0].normals);
-    out.triangles = std::move(meshes[0].triangles);
-    rep.vertices = out.vertex_count();
-    rep.triangles = out.triangle_count();
+  if (parts) {
+    for (std::size_t L = 0; L < meshes.size(); ++L) {
+      iso::IsosurfacePart& p = (*parts)[L];
+      p.ties = std::move(meshes[L].ties);
+      p.mesh.positions = std::move(meshes[L].positions);
+      p.mesh.normals = std::move(meshes[L].normals);
+      p.mesh.triangles = std::move(meshes[L].triangles);
+      p.mesh.vertex_values = std::move(meshes[L].values);
+      rep.vertices += p.mesh.vertex_count();
+      rep.triangles += p.mesh.triangle_count();
+    }
     finish_report();
-    return out;
+    return TriangleMesh{};
   }
   // One mesh: levels in order, ids shifted; ties folded into pairs removed.
   TriangleMesh out;
@@ -759,17 +763,28 @@ std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>
   return drop;
 }
 
-IsosurfacePart extract_isosurface_part(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin, std::int64_t z_end,
-                                       IsosurfaceReport* report) {
-  IsosurfacePart p;
-  p.mesh = extract_impl(volume, o, report, z_begin, z_end, &p.ties);
-  return p;
+std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin,
+                                                    std::int64_t z_end, IsosurfaceReport* report) {
+  std::vector<IsosurfacePart> parts;
+  extract_impl(volume, o, report, z_begin, z_end, &parts);
+  return parts;
 }
+
+std::string level_group_name(double level) { return level_name(level); }
 
 std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin, std::int64_t z_end,
                                       std::int64_t stride) {
   const int field = volume.builtin_field();
-  if (field < 0 || volume.resident_data()) return active_cells_per_slice(volume, o.levels.at(0), z_begin, z_end, stride);
+  if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "layer costs need the levels");
+  if (field < 0 || volume.resident_data()) {  // every level's active cells
+    std::vector<std::int64_t> sum;
+    for (double level : o.levels) {
+      const auto one = active_cells_per_slice(volume, level, z_begin, z_end, stride);
+      if (sum.empty()) sum = one;
+      else for (std::size_t k = 0; k < sum.size(); ++k) sum[k] += one[k];
+    }
+    return sum;
+  }
   // A built-in field: its values at the corners of every k-th cell in x and y, straight from the formula (no slices
   // generated, nothing on the GPU), each active cell standing for k^2.
   const auto& g = volume.geometry();
@@ -779,7 +794,6 @@ std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOpti
   if (z_begin >= z_end) return out;
   stride = std::max<std::int64_t>(1, stride);
   const std::int64_t k = std::max<std::int64_t>(1, std::min(nx, ny) / 512);
-  const double level = o.levels.at(0);
   auto value = [&](std::int64_t x, std::int64_t y, std::int64_t z) {
     return float(field_value(field, field_coordinate(g.origin[0], g.spacing[0], x), field_coordinate(g.origin[1], g.spacing[1], y),
                              field_coordinate(g.origin[2], g.spacing[2], z)));
@@ -789,9 +803,13 @@ std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOpti
 #pragma omp parallel for schedule(static) reduction(+ : count) num_threads(cpu_thread_count(0))
     for (std::int64_t y = 0; y < ny - 1; y += k)
       for (std::int64_t x = 0; x < nx - 1; x += k) {
-        bool in = false, outside = false;
-        for (int c = 0; c < 8; ++c) (value(x + (c & 1), y + (c >> 1 & 1), z + (c >> 2)) >= level ? in : outside) = true;
-        count += in && outside;
+        float corner[8];
+        for (int c = 0; c < 8; ++c) corner[c] = value(x + (c & 1), y + (c >> 1 & 1), z + (c >> 2));
+        for (double level : o.levels) {
+          bool in = false, outside = false;
+          for (float v : corner) (v >= level ? in : outside) = true;
+          count += in && outside;
+        }
       }
     for (std::int64_t l = z; l < std::min(z_end, z + stride); ++l) out[std::size_t(l - z_begin)] = count * k * k;
   }

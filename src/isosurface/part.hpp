@@ -3,6 +3,7 @@
 // run, so concatenating the parts (vertex ids shifted by the vertices before each part) gives the whole run's mesh.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "parasurf/isosurface.hpp"
@@ -16,9 +17,13 @@ struct IsosurfacePart {
   std::vector<std::uint64_t> ties;  // triangles that may cancel with a coincident one (samples equal to the level)
 };
 
-// One level, no labels or scalars; any engine (CPU, one GPU), streamed slab by slab within the part.
-IsosurfacePart extract_isosurface_part(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
-                                       std::int64_t z_end, IsosurfaceReport* report = nullptr);
+// One part per level of options.levels (which must be given), scalars as vertex values, no labels; any engine
+// (CPU, one GPU), streamed slab by slab within the part, every level from one read of each slab.
+std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
+                                                    std::int64_t z_end, IsosurfaceReport* report = nullptr);
+
+// The face group name a whole run gives a level when it extracts several ("level 0.5").
+std::string level_group_name(double level);
 
 // Which tie triangles cancel (sorted ids): coincident ones (the same three vertices) in pairs, an odd group keeping
 // its first. corners: the three vertex ids of each tie, in the order of ids.
@@ -29,8 +34,9 @@ std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>
 std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end,
                                                  std::int64_t stride = 1);
 
-// The cost of each cell layer for balancing ranks: active cells as above, or, for a built-in field, the active cells
-// among every k-th cell in x and y (k = min(nx, ny) / 512, at least 1) times k^2, from the field's formula.
+// The cost of each cell layer for balancing ranks, summed over the levels: active cells as above, or, for a built-in
+// field, the active cells among every k-th cell in x and y (k = min(nx, ny) / 512, at least 1) times k^2, from the
+// field's formula.
 std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
                                       std::int64_t z_end, std::int64_t stride = 1);
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MPI runs (oversubscribed on small machines). isosurface: 2 and 4 ranks give the single-process mesh byte for byte
 # (binary PLY written collectively, OBJ gathered), with cost-balanced and equal ranges; a rank that fails stops
-# every rank with its message and leaves no output. tessellate and solve: ranks share the work and rank 0 writes
+# every rank with its message and leaves no output; several levels and --scalars give the same bytes too. tessellate and solve: ranks share the work and rank 0 writes
 # the single-process result byte for byte.
 #   usage: mpi.sh <parasurf executable>
 set -uo pipefail
@@ -30,10 +30,32 @@ PARASURF_TEST_FAIL_RANK=1 run 2 "$exe" isosurface --field sphere --size 32 --dev
   && fail "a failing rank did not fail the run"
 grep -q "rank 1 could not read its slices" "$dir/log" || { cat "$dir/log"; fail "the failing rank's message is missing"; }
 ls "$dir"/broken.ply* >/dev/null 2>&1 && fail "a failed run left an output file"
-# Several levels are refused with a message, on every rank.
-run 2 "$exe" isosurface --field sphere --size 32 --level 0.2,0.4 --device cpu -q -o "$dir/two.ply" >"$dir/log2" 2>&1 \
-  && fail "two levels were accepted"
-grep -q "exactly one --level" "$dir/log2" || { cat "$dir/log2"; fail "no message for two levels"; }
+# Several levels and a second volume's values at the vertices: one face group per level, as one process writes.
+python3 - "$dir" <<'PY'
+import math, struct, sys
+d = sys.argv[1]
+with open(d + "/s.raw", "wb") as f:
+    for z in range(61):
+        for y in range(48):
+            f.write(struct.pack("<40f", *[math.sin(0.3 * x) + 0.1 * y - 0.05 * z for x in range(40)]))
+with open(d + "/s.mhd", "w") as f:
+    f.write("ObjectType = Image\nNDims = 3\nDimSize = 40 48 61\nElementType = MET_FLOAT\nElementDataFile = s.raw\n")
+PY
+for ext in ply obj; do
+  "$exe" isosurface --field gyroid --size 40x48x61 --level -0.3,0,0.4 --scalars "$dir/s.mhd" --device cpu -q -o "$dir/ml-1.$ext" \
+    || fail "single run, several levels"
+  for np in 2 4; do
+    run "$np" "$exe" isosurface --field gyroid --size 40x48x61 --level -0.3,0,0.4 --scalars "$dir/s.mhd" --device cpu -q \
+      -o "$dir/ml-$np.$ext" || fail "$np ranks, several levels"
+    cmp -s "$dir/ml-1.$ext" "$dir/ml-$np.$ext" || fail "$np ranks with several levels and scalars differ from one process ($ext)"
+  done
+done
+grep -a -q "comment group 2 level 0.4" "$dir/ml-2.ply" || fail "the level groups are missing"
+grep -a -q "property float value" "$dir/ml-2.ply" || fail "the vertex values are missing"
+# Labels are refused with a message, on every rank.
+run 2 "$exe" isosurface --field sphere --size 32 --level 0.2 --labels "$dir/s.mhd" --device cpu -q -o "$dir/lab.ply" >"$dir/log2" 2>&1 \
+  && fail "labels were accepted"
+grep -q "do not take --labels" "$dir/log2" || { cat "$dir/log2"; fail "no message for labels"; }
 # Patch models: ranks share the patches (and the tolerance planning's checks); rank 0 writes the single-process mesh.
 "$exe" tessellate -r 12 --device cpu -o "$dir/teapot-1.ply" >/dev/null || fail "single tessellation"
 "$exe" tessellate --tolerance 0.002 --device cpu -o "$dir/teapot-tol-1.obj" >/dev/null || fail "single adaptive tessellation"
