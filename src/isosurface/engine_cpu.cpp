@@ -18,6 +18,22 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Eight flag bytes at once (most cells and points of a row have nothing to do: skipping them 8 by 8 is most of
+// the speed of the sweeps below).
+constexpr std::uint64_t kSlotBytes = 0x0F0F0F0F0F0F0F0Full, kInsideBytes = 0x1010101010101010ull;
+[[gnu::always_inline]] inline std::uint64_t load8(const std::uint8_t* p) {
+  std::uint64_t w;
+  std::memcpy(&w, p, 8);
+  return w;
+}
+// Whether any of the cells i .. i + 7 between four flag rows is mixed (needs points i .. i + 8).
+[[gnu::always_inline]] inline bool any_mixed8(const std::uint8_t* const* row, std::int64_t i) {
+  const std::uint64_t a = load8(row[0] + i) & kInsideBytes;
+  std::uint64_t diff = a ^ (load8(row[0] + i + 1) & kInsideBytes);
+  for (int q = 1; q < 4; ++q) diff |= (a ^ (load8(row[q] + i) & kInsideBytes)) | (a ^ (load8(row[q] + i + 1) & kInsideBytes));
+  return diff != 0;
+}
+
 class CpuEngine final : public SlabEngine {
  public:
   explicit CpuEngine(int threads) : threads_(cpu_thread_count(threads)) {}
@@ -88,18 +104,26 @@ class CpuEngine final : public SlabEngine {
     const std::int64_t inside_z1 = std::min(l.flag_z1 + 1, l.nz), inside_rows = (inside_z1 - l.z0) * l.ny;
     inside_.resize(std::size_t(inside_rows * l.nx));
     row_on_level_.assign(std::size_t(inside_rows), 0);
+    row_uniform_.resize(std::size_t(inside_rows));
     std::uint8_t* in = inside_.data();
 #pragma omp parallel for schedule(static) num_threads(threads_)
     for (std::int64_t r = 0; r < inside_rows; ++r) {
-      const T* v = s.data + ((l.z0 - task.data_z0) * l.ny + r) * l.nx;
-      std::uint8_t* o = in + r * l.nx;
-      std::uint8_t on = 0;
-      for (std::int64_t i = 0; i < l.nx; ++i) {
+      // Locals and restrict: byte stores could alias anything, which would stop the loop from vectorising.
+      const std::int64_t nx = l.nx;
+      const T* PS_RESTRICT v = s.data + ((l.z0 - task.data_z0) * l.ny + r) * nx;
+      std::uint8_t* PS_RESTRICT o = in + r * nx;
+      const R top = mc::largest_finite<R>();
+      std::uint8_t on = 0, any_in = 0, all_in = 1;
+      for (std::int64_t i = 0; i < nx; ++i) {
         const R x = R(v[i]);
-        o[i] = std::uint8_t(mc::is_inside(x, level));
+        const auto inside = std::uint8_t((x >= level) & (x <= top));  // mc::is_inside without a branch
+        o[i] = inside;
         on |= std::uint8_t(x == level);
+        any_in |= inside;
+        all_in &= inside;
       }
       row_on_level_[std::size_t(r)] = on;
+      row_uniform_[std::size_t(r)] = all_in ? 1 : any_in ? 2 : 0;  // all inside, mixed, all outside
     }
     // Sweep 2: flags from inside bytes (x, y, z crossings by xor); rows near on-level samples take the exact path.
     std::uint8_t* flags = flags_.data();
@@ -111,7 +135,11 @@ class CpuEngine final : public SlabEngine {
       const bool exact = row_on_level_[std::size_t(r)] || (has_y && row_on_level_[std::size_t(r + 1)]) ||
                          (has_z && row_on_level_[std::size_t(r + l.ny)]);
       std::uint32_t n = 0;
-      if (exact) {
+      const std::uint8_t ua = row_uniform_[std::size_t(r)], ub = has_y ? row_uniform_[std::size_t(r + 1)] : ua,
+                         uc = has_z ? row_uniform_[std::size_t(r + l.ny)] : ua;
+      if (!exact && ua != 2 && ua == ub && ua == uc) {  // the row and its +y, +z rows all on one side: no slots
+        std::memset(f, ua << 4, std::size_t(l.nx));
+      } else if (exact) {
         for (std::int64_t i = 0; i < l.nx; ++i) {
           f[i] = mc::point_flags<T, R>(s, i, j, k, level);
           n += std::uint32_t(mc::slot_count(f[i]));
@@ -152,6 +180,10 @@ class CpuEngine final : public SlabEngine {
       const auto [i_begin, i_end] = cell_span(r, l);
       std::uint32_t n = 0;
       for (std::int64_t i = i_begin; i < i_end; ++i) {
+        if (i + 8 <= i_end && !any_mixed8(row, i)) {
+          i += 7;
+          continue;
+        }
         std::uint8_t cf[8];
         for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
         const int cas = mc::cell_case(cf);
@@ -196,13 +228,22 @@ class CpuEngine final : public SlabEngine {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
       const std::uint8_t* f = flags + r * l.nx;
       std::uint64_t v = row_vertex_base_[std::size_t(r)];
-      for (std::int64_t i = row_first_[std::size_t(r)]; i <= row_last_[std::size_t(r)]; ++i) {
-        if (!(f[i] & mc::kSlotMask)) continue;
+      const std::int64_t last = row_last_[std::size_t(r)];
+      auto emit = [&](std::int64_t i) {
         float* nrm = out.normals ? out.normals + 3 * v : scratch_normals;
         mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
                                  task.scalars ? &scalars : nullptr, out.values ? out.values + v : nullptr);
         v += std::uint64_t(mc::slot_count(f[i]));
-      }
+      };
+      std::int64_t i = row_first_[std::size_t(r)];
+      for (; i + 8 <= last + 1; i += 8)  // the points with slots among eight, lowest first
+        for (std::uint64_t m = load8(f + i) & kSlotBytes; m;) {
+          const int bit = __builtin_ctzll(m);
+          emit(i + (bit >> 3));
+          m &= ~(0xFFull << (bit & ~7));
+        }
+      for (; i <= last; ++i)
+        if (f[i] & mc::kSlotMask) emit(i);
     }
     const auto& tables = mc::case_tables();
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
@@ -226,6 +267,11 @@ class CpuEngine final : public SlabEngine {
         // Slots before point i in each of the four rows, kept as the sweep goes (none before the span).
         std::uint32_t before[4] = {0, 0, 0, 0};
         for (std::int64_t i = i_begin; i < i_end; ++i) {
+          if (i + 8 <= i_end && !any_mixed8(row, i)) {  // eight empty cells: only their points' slots to count
+            for (int q = 0; q < 4; ++q) before[q] += std::uint32_t(__builtin_popcountll(load8(row[q] + i) & kSlotBytes));
+            i += 7;
+            continue;
+          }
           std::uint8_t cf[8];
           for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
           std::uint32_t own[4];
@@ -259,7 +305,7 @@ class CpuEngine final : public SlabEngine {
 
   int threads_;
   StageSeconds seconds_;
-  std::vector<std::uint8_t> flags_, inside_, row_on_level_;
+  std::vector<std::uint8_t> flags_, inside_, row_on_level_, row_uniform_;
   std::vector<std::int64_t> row_first_, row_last_;
   std::vector<std::uint32_t> row_vertices_, row_triangles_;
   std::vector<std::uint64_t> row_vertex_base_, row_triangle_base_;

@@ -14,6 +14,13 @@
 
 namespace parasurf::mc {
 
+// Integer helpers of the hot loops: always inlined on the host too (no floating point, so no rounding changes).
+#if defined(__CUDACC__)
+#define PS_HD_INT PS_HD
+#else
+#define PS_HD_INT [[gnu::always_inline]] inline
+#endif
+
 enum : std::uint8_t {
   kSlotPoint = 1,  // the sample lies on the level and carries the vertex of its crossing edges
   kSlotX = 2,
@@ -54,7 +61,7 @@ PS_HD bool is_finite(R v) {
   return v >= -largest_finite<R>() && v <= largest_finite<R>();
 }
 
-PS_HD int popcount8(unsigned v) {
+PS_HD_INT int popcount8(unsigned v) {
   v = v - ((v >> 1) & 0x55u);
   v = (v & 0x33u) + ((v >> 2) & 0x33u);
   return int((v + (v >> 4)) & 0x0Fu);
@@ -102,15 +109,15 @@ PS_HD std::uint8_t point_flags(const SlabValues<T>& s, std::int64_t i, std::int6
   return std::uint8_t(kInside | kOnLevel | (outside_neighbour ? kSlotPoint : 0));
 }
 
-PS_HD int slot_count(std::uint8_t flags) { return popcount8(flags & kSlotMask); }
+PS_HD_INT int slot_count(std::uint8_t flags) { return popcount8(flags & kSlotMask); }
 
 // Corner c of a cell is at (c & 1, c >> 1 & 1, c >> 2 & 1). Edge e runs along axis e >> 2 from corner
 // edge_lower_corner(e); its position bits e & 3 are the other two coordinates in increasing axis order.
-PS_HD int edge_lower_corner(int e) {
+PS_HD_INT int edge_lower_corner(int e) {
   const int axis = e >> 2, p = e & 3;
   return axis == 0 ? p << 1 : axis == 1 ? ((p & 1) | (p >> 1) << 2) : p;
 }
-PS_HD int edge_axis(int e) { return e >> 2; }
+PS_HD_INT int edge_axis(int e) { return e >> 2; }
 
 // Face f = 2 · axis + side; its corners in the order (0,0), (1,0), (1,1), (0,1) of axes (axis+1)%3, (axis+2)%3.
 PS_HD int face_corner_of(int face, int n) {
@@ -120,7 +127,7 @@ PS_HD int face_corner_of(int face, int n) {
   return side << axis | cu << u | cv << v;
 }
 
-PS_HD int cell_case(const std::uint8_t* corner_flags) {
+PS_HD_INT int cell_case(const std::uint8_t* corner_flags) {
   int c = 0;
   for (int n = 0; n < 8; ++n) c |= (corner_flags[n] & kInside) ? 1 << n : 0;
   return c;
@@ -143,7 +150,7 @@ PS_HD int face_join_mask(int ambiguous, const R* relative) {
 }
 
 // Which vertex a cell edge uses: 16 + corner when an end lies on the level, else the edge itself.
-PS_HD int edge_key(int e, const std::uint8_t* corner_flags) {
+PS_HD_INT int edge_key(int e, const std::uint8_t* corner_flags) {
   const int c0 = edge_lower_corner(e), c1 = c0 | 1 << edge_axis(e);
   if (corner_flags[c0] & kOnLevel) return 16 + c0;
   if (corner_flags[c1] & kOnLevel) return 16 + c1;
@@ -151,14 +158,14 @@ PS_HD int edge_key(int e, const std::uint8_t* corner_flags) {
 }
 
 // The vertex id of a key, given the first slot id of each corner's point.
-PS_HD std::uint64_t key_vertex(int key, const std::uint8_t* corner_flags, const std::uint64_t* corner_first) {
+PS_HD_INT std::uint64_t key_vertex(int key, const std::uint8_t* corner_flags, const std::uint64_t* corner_first) {
   if (key >= 16) return corner_first[key - 16];
   const int c0 = edge_lower_corner(key);
   const unsigned below = (2u << edge_axis(key)) - 1u;  // the point slot and lower axes come first
   return corner_first[c0] + std::uint64_t(popcount8(corner_flags[c0] & below));
 }
 
-PS_HD bool touches_level(const std::uint8_t* cf) {
+PS_HD_INT bool touches_level(const std::uint8_t* cf) {
   return ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & kOnLevel) != 0;
 }
 
@@ -238,6 +245,24 @@ PS_HD void gradient(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std:
   }
 }
 
+// The same gradient at a point whose six neighbours all exist (p: its sample; sy, sz: the row and slice strides),
+// without the index arithmetic and border tests of the general case. Identical results.
+template <class T, class R>
+PS_HD void gradient_inner(const T* p, std::int64_t sy, std::int64_t sz, R* g) {
+  const R v = R(p[0]);
+  if (!is_finite(v)) {
+    g[0] = g[1] = g[2] = R(0);
+    return;
+  }
+  const std::int64_t stride[3] = {1, sy, sz};
+  for (int a = 0; a < 3; ++a) {
+    R va = R(p[-stride[a]]), vb = R(p[stride[a]]);
+    if (!is_finite(va)) va = v;
+    if (!is_finite(vb)) vb = v;
+    g[a] = (vb - va) / R(2);
+  }
+}
+
 PS_HD void store_vertex(const WorldMap& m, const float* idx, const float* g, float* pos, float* nrm) {
   for (int r = 0; r < 3; ++r)
     pos[r] = m.origin[r] + m.jacobian[r * 3] * idx[0] + m.jacobian[r * 3 + 1] * idx[1] + m.jacobian[r * 3 + 2] * idx[2];
@@ -255,8 +280,13 @@ template <class T, class R>
 PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
                           R level, const WorldMap& m, float* pos, float* nrm, const SlabValues<float>* scalars = nullptr,
                           float* values = nullptr) {
+  // Away from the volume's faces (the point and its +x, +y, +z neighbours have all six neighbours): direct strides.
+  const bool inner = i >= 1 && i + 2 < s.nx && j >= 1 && j + 2 < s.ny && k >= 1 && k + 2 < s.nz;
+  const std::int64_t sy = s.nx, sz = s.nx * s.ny;
+  const T* p = inner ? &s.data[((k - s.z_begin) * s.ny + j) * s.nx + i] : nullptr;
   R g0[3];
-  gradient(s, i, j, k, g0);
+  if (inner) gradient_inner<T, R>(p, sy, sz, g0);
+  else gradient(s, i, j, k, g0);
   int slot = 0;
   const float s0 = scalars ? scalars->at(i, j, k) : 0.0f;
   if (flags & kSlotPoint) {
@@ -272,7 +302,8 @@ PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j
     const R b = R(s.at(i1, j1, k1));
     R t = (is_finite(a) && is_finite(b)) ? (level - a) / (b - a) : R(0.5);
     R g1[3];
-    gradient(s, i1, j1, k1, g1);
+    if (inner) gradient_inner<T, R>(p + (axis == 0 ? 1 : axis == 1 ? sy : sz), sy, sz, g1);
+    else gradient(s, i1, j1, k1, g1);
     float idx[3] = {float(i), float(j), float(k)}, g[3];
     idx[axis] += float(t);
     for (int r = 0; r < 3; ++r) g[r] = float(g0[r] + t * (g1[r] - g0[r]));
