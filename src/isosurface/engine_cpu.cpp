@@ -26,13 +26,16 @@ constexpr std::uint64_t kSlotBytes = 0x0F0F0F0F0F0F0F0Full, kInsideBytes = 0x101
   std::memcpy(&w, p, 8);
   return w;
 }
-// Whether any of the cells i .. i + 7 between four flag rows is mixed (needs points i .. i + 8).
-[[gnu::always_inline]] inline bool any_mixed8(const std::uint8_t* const* row, std::int64_t i) {
+// Which of the cells i .. i + 7 between four flag rows are mixed (needs points i .. i + 8): byte b has its 0x10
+// bit set when cell i + b has corners on both sides.
+[[gnu::always_inline]] inline std::uint64_t mixed8(const std::uint8_t* const* row, std::int64_t i) {
   const std::uint64_t a = load8(row[0] + i) & kInsideBytes;
   std::uint64_t diff = a ^ (load8(row[0] + i + 1) & kInsideBytes);
   for (int q = 1; q < 4; ++q) diff |= (a ^ (load8(row[q] + i) & kInsideBytes)) | (a ^ (load8(row[q] + i + 1) & kInsideBytes));
-  return diff != 0;
+  return diff;
 }
+// Bytes 0 .. b of a word.
+[[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
 
 class CpuEngine final : public SlabEngine {
  public:
@@ -127,7 +130,7 @@ class CpuEngine final : public SlabEngine {
     }
     // Sweep 2: flags from inside bytes (x, y, z crossings by xor); rows near on-level samples take the exact path.
     std::uint8_t* flags = flags_.data();
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads_)
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
       std::uint8_t* f = flags + r * l.nx;
@@ -171,7 +174,7 @@ class CpuEngine final : public SlabEngine {
     }
     const auto& tables = mc::case_tables();
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads_)
     for (std::int64_t r = 0; r < cell_rows; ++r) {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
       if (j + 1 >= l.ny) continue;
@@ -179,18 +182,18 @@ class CpuEngine final : public SlabEngine {
                                     flags + (r + l.ny + 1) * l.nx};
       const auto [i_begin, i_end] = cell_span(r, l);
       std::uint32_t n = 0;
-      for (std::int64_t i = i_begin; i < i_end; ++i) {
-        if (i + 8 <= i_end && !any_mixed8(row, i)) {
-          i += 7;
-          continue;
-        }
+      auto count_cell = [&](std::int64_t i) {
         std::uint8_t cf[8];
         for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
         const int cas = mc::cell_case(cf);
-        if (cas == 0 || cas == 255) continue;
+        if (cas == 0 || cas == 255) return;
         const auto& e = cell_entry<R>(tables, s, cas, task, i, j, k);
         n += std::uint32_t(mc::surviving_triangles(e, cf, task.keep_degenerate));
-      }
+      };
+      std::int64_t i = i_begin;
+      for (; i + 8 <= i_end; i += 8)  // the mixed cells among eight
+        for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_cell(i + (__builtin_ctzll(m) >> 3));
+      for (; i < i_end; ++i) count_cell(i);
       row_triangles_[std::size_t(r)] = n;
     }
     seconds_.classify += since(t0);
@@ -222,7 +225,7 @@ class CpuEngine final : public SlabEngine {
     const std::int64_t owned_rows = (l.z1 - l.z0) * l.ny;
     float scratch_normals[12];
     const mc::SlabValues<float> scalars{task.scalars, l.nx, l.ny, l.nz, task.data_z0};
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_) private(scratch_normals)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads_) private(scratch_normals)
     for (std::int64_t r = 0; r < owned_rows; ++r) {
       if (row_vertices_[std::size_t(r)] == 0) continue;
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
@@ -251,7 +254,7 @@ class CpuEngine final : public SlabEngine {
 #pragma omp parallel num_threads(threads_)
     {
       auto& my_ties = thread_ties[std::size_t(omp_get_thread_num())];
-#pragma omp for schedule(dynamic, 16)
+#pragma omp for schedule(dynamic, 64)
       for (std::int64_t r = 0; r < cell_rows; ++r) {
         if (row_triangles_[std::size_t(r)] == 0) continue;
         const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
@@ -264,27 +267,17 @@ class CpuEngine final : public SlabEngine {
         }
         std::uint64_t t = row_triangle_base_[std::size_t(r)];
         const auto [i_begin, i_end] = cell_span(r, l);
-        // Slots before point i in each of the four rows, kept as the sweep goes (none before the span).
-        std::uint32_t before[4] = {0, 0, 0, 0};
-        for (std::int64_t i = i_begin; i < i_end; ++i) {
-          if (i + 8 <= i_end && !any_mixed8(row, i)) {  // eight empty cells: only their points' slots to count
-            for (int q = 0; q < 4; ++q) before[q] += std::uint32_t(__builtin_popcountll(load8(row[q] + i) & kSlotBytes));
-            i += 7;
-            continue;
-          }
+        // Cell i's triangles; through[q]: the slots of row q's points up to and including i (from the span's start).
+        auto emit_cell = [&](std::int64_t i, const std::uint32_t* through) {
           std::uint8_t cf[8];
           for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
-          std::uint32_t own[4];
-          for (int q = 0; q < 4; ++q) {
-            own[q] = std::uint32_t(mc::slot_count(cf[2 * q]));
-            before[q] += own[q];
-          }
           const int cas = mc::cell_case(cf);
-          if (cas == 0 || cas == 255) continue;
+          if (cas == 0 || cas == 255) return;
           const auto& e = cell_entry<R>(tables, s, cas, task, i, j, k);
           std::uint64_t first[8];
           // Corner (q, i) starts after the slots before i; corner (q, i + 1) after point i's own slots too.
-          for (int c = 0; c < 8; ++c) first[c] = base[c >> 1] + before[c >> 1] - ((c & 1) ? 0u : own[c >> 1]);
+          for (int c = 0; c < 8; ++c)
+            first[c] = base[c >> 1] + through[c >> 1] - ((c & 1) ? 0u : std::uint32_t(mc::slot_count(cf[c & 6])));
           const std::int32_t label =
               task.labels ? mc::cell_label_at(task.labels, l.nx, l.ny, task.data_z0, i, j, k, cf) : 0;
           mc::cell_triangles(e, cf, task.keep_degenerate, [&](int a, int b, int c, bool on_level) {
@@ -296,6 +289,23 @@ class CpuEngine final : public SlabEngine {
             if (on_level) my_ties.push_back(t);
             ++t;
           });
+        };
+        std::uint32_t before[4] = {0, 0, 0, 0};  // slots of the points before i in each row (none before the span)
+        std::int64_t i = i_begin;
+        for (; i + 8 <= i_end; i += 8) {  // the mixed cells among eight; the rest only move the slot counts on
+          std::uint64_t slots[4];
+          for (int q = 0; q < 4; ++q) slots[q] = load8(row[q] + i) & kSlotBytes;
+          for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) {
+            const int b = __builtin_ctzll(m) >> 3;
+            std::uint32_t through[4];
+            for (int q = 0; q < 4; ++q) through[q] = before[q] + std::uint32_t(__builtin_popcountll(slots[q] & bytes_through(b)));
+            emit_cell(i + b, through);
+          }
+          for (int q = 0; q < 4; ++q) before[q] += std::uint32_t(__builtin_popcountll(slots[q]));
+        }
+        for (; i < i_end; ++i) {
+          for (int q = 0; q < 4; ++q) before[q] += std::uint32_t(mc::slot_count(row[q][i]));
+          emit_cell(i, before);
         }
       }
     }

@@ -62,9 +62,15 @@ PS_HD bool is_finite(R v) {
 }
 
 PS_HD_INT int popcount8(unsigned v) {
+#if defined(__CUDA_ARCH__)
+  return __popc(v & 0xFFu);
+#elif defined(__GNUC__)
+  return __builtin_popcount(v & 0xFFu);
+#else
   v = v - ((v >> 1) & 0x55u);
   v = (v & 0x33u) + ((v >> 2) & 0x33u);
   return int((v + (v >> 4)) & 0x0Fu);
+#endif
 }
 
 // Samples of the slices [z_begin, ...) of a volume nx · ny · nz.
