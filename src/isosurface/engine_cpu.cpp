@@ -223,36 +223,47 @@ class CpuEngine final : public SlabEngine {
     const R level = R(task.level);
     const std::uint8_t* flags = flags_.data();
     const std::int64_t owned_rows = (l.z1 - l.z0) * l.ny;
-    float scratch_normals[12];
     const mc::SlabValues<float> scalars{task.scalars, l.nx, l.ny, l.nz, task.data_z0};
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads_) private(scratch_normals)
-    for (std::int64_t r = 0; r < owned_rows; ++r) {
-      if (row_vertices_[std::size_t(r)] == 0) continue;
-      const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
-      const std::uint8_t* f = flags + r * l.nx;
-      std::uint64_t v = row_vertex_base_[std::size_t(r)];
-      const std::int64_t last = row_last_[std::size_t(r)];
-      auto emit = [&](std::int64_t i) {
-        float* nrm = out.normals ? out.normals + 3 * v : scratch_normals;
-        mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
-                                 task.scalars ? &scalars : nullptr, out.values ? out.values + v : nullptr);
-        v += std::uint64_t(mc::slot_count(f[i]));
-      };
-      std::int64_t i = row_first_[std::size_t(r)];
-      for (; i + 8 <= last + 1; i += 8)  // the points with slots among eight, lowest first
-        for (std::uint64_t m = load8(f + i) & kSlotBytes; m;) {
-          const int bit = __builtin_ctzll(m);
-          emit(i + (bit >> 3));
-          m &= ~(0xFFull << (bit & ~7));
-        }
-      for (; i <= last; ++i)
-        if (f[i] & mc::kSlotMask) emit(i);
-    }
     const auto& tables = mc::case_tables();
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
     std::vector<std::vector<std::uint64_t>> thread_ties(static_cast<std::size_t>(threads_));
+    // Vertices and triangles are independent (triangles need only the scanned vertex ids): one parallel region,
+    // no barrier between the two loops.
 #pragma omp parallel num_threads(threads_)
     {
+      float scratch_normals[12];
+#pragma omp for schedule(dynamic, 64) nowait
+      for (std::int64_t r = 0; r < owned_rows; ++r) {
+        if (row_vertices_[std::size_t(r)] == 0) continue;
+        const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
+        // The rows that the gradients of row r + 2 will read beyond those of this row: fetched ahead, as its
+        // vertices are too sparse for the hardware prefetcher.
+        if (r + 2 < owned_rows && row_vertices_[std::size_t(r + 2)] && j + 4 < l.ny && k >= 1 && k + 2 < l.nz) {
+          const std::int64_t lo = row_first_[std::size_t(r + 2)], hi = row_last_[std::size_t(r + 2)] + 1;
+          const std::int64_t sy = l.nx, sz = l.nx * l.ny;
+          const T* base = s.data + ((k - task.data_z0) * l.ny + j + 2) * l.nx;
+          for (const std::int64_t offset : {-sz, sz, 2 * sz, 2 * sy})
+            for (std::int64_t x = lo; x <= hi; x += std::int64_t(64 / sizeof(T))) __builtin_prefetch(base + offset + x);
+        }
+        const std::uint8_t* f = flags + r * l.nx;
+        std::uint64_t v = row_vertex_base_[std::size_t(r)];
+        const std::int64_t last = row_last_[std::size_t(r)];
+        auto emit = [&](std::int64_t i) {
+          float* nrm = out.normals ? out.normals + 3 * v : scratch_normals;
+          mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
+                                   task.scalars ? &scalars : nullptr, out.values ? out.values + v : nullptr);
+          v += std::uint64_t(mc::slot_count(f[i]));
+        };
+        std::int64_t i = row_first_[std::size_t(r)];
+        for (; i + 8 <= last + 1; i += 8)  // the points with slots among eight, lowest first
+          for (std::uint64_t m = load8(f + i) & kSlotBytes; m;) {
+            const int bit = __builtin_ctzll(m);
+            emit(i + (bit >> 3));
+            m &= ~(0xFFull << (bit & ~7));
+          }
+        for (; i <= last; ++i)
+          if (f[i] & mc::kSlotMask) emit(i);
+      }
       auto& my_ties = thread_ties[std::size_t(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 64)
       for (std::int64_t r = 0; r < cell_rows; ++r) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/hd.hpp"
 #include "isosurface/mc_tables.hpp"
@@ -255,12 +256,16 @@ PS_HD void gradient(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std:
 // without the index arithmetic and border tests of the general case. Identical results.
 template <class T, class R>
 PS_HD void gradient_inner(const T* p, std::int64_t sy, std::int64_t sz, R* g) {
+  const std::int64_t stride[3] = {1, sy, sz};
+  if constexpr (std::is_integral_v<T>) {  // integer samples are always finite
+    for (int a = 0; a < 3; ++a) g[a] = (R(p[stride[a]]) - R(p[-stride[a]])) / R(2);
+    return;
+  }
   const R v = R(p[0]);
   if (!is_finite(v)) {
     g[0] = g[1] = g[2] = R(0);
     return;
   }
-  const std::int64_t stride[3] = {1, sy, sz};
   for (int a = 0; a < 3; ++a) {
     R va = R(p[-stride[a]]), vb = R(p[stride[a]]);
     if (!is_finite(va)) va = v;
