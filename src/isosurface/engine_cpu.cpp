@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <memory>
 
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
@@ -36,6 +37,21 @@ constexpr std::uint64_t kSlotBytes = 0x0F0F0F0F0F0F0F0Full, kInsideBytes = 0x101
 }
 // Bytes 0 .. b of a word.
 [[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
+
+// Bytes that are not zeroed when they grow: the sweeps write every byte before anything reads it, so the pages are
+// first touched by all threads in the sweeps instead of by one thread's memset (which cost as much as the sweep).
+class ByteBuffer {
+ public:
+  void resize(std::size_t n) {
+    if (n > capacity_) data_.reset(new std::uint8_t[n]), capacity_ = n;
+  }
+  std::uint8_t* data() { return data_.get(); }
+  const std::uint8_t* data() const { return data_.get(); }
+
+ private:
+  std::unique_ptr<std::uint8_t[]> data_;
+  std::size_t capacity_ = 0;
+};
 
 class CpuEngine final : public SlabEngine {
  public:
@@ -326,7 +342,8 @@ class CpuEngine final : public SlabEngine {
 
   int threads_;
   StageSeconds seconds_;
-  std::vector<std::uint8_t> flags_, inside_, row_on_level_, row_uniform_;
+  ByteBuffer flags_, inside_;
+  std::vector<std::uint8_t> row_on_level_, row_uniform_;
   std::vector<std::int64_t> row_first_, row_last_;
   std::vector<std::uint32_t> row_vertices_, row_triangles_;
   std::vector<std::uint64_t> row_vertex_base_, row_triangle_base_;

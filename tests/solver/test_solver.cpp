@@ -129,7 +129,8 @@ TEST(Solver, TeamsShareABatchAndAgreeWithOneProcess) {
         for (std::size_t i = 0; i < alone.size(); ++i) {
           const auto &want = alone[i], &have = got[std::size_t(m)][i];
           EXPECT_EQ(have.status, want.status);
-          EXPECT_EQ(have.nodes, want.nodes);
+          // The GPU engines report each system's share of the batch's cells, which depends on the batch.
+          if (engine == Device::Cpu) EXPECT_EQ(have.nodes, want.nodes);
           ASSERT_EQ(have.roots.size(), want.roots.size()) << members << " members, member " << m << ", system " << i;
           for (std::size_t r = 0; r < want.roots.size(); ++r) {
             EXPECT_EQ(have.roots[r].x, want.roots[r].x);
