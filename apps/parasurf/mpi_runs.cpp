@@ -208,7 +208,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   const auto& g = volume.geometry();
   const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "MPI runs need --level (the data range is not scanned first)");
-  if (o.labels) throw Error(ErrorKind::InvalidArgument, "MPI runs do not take --labels yet");
+  if (!o.exclude_labels.empty()) throw Error(ErrorKind::InvalidArgument, "MPI runs do not take --exclude-label yet");
   if (nx < 2 || ny < 2 || nz < 2) throw Error(ErrorKind::InvalidArgument, volume.name() + ": too small for marching cubes");
   // One GPU per rank on a node, by local rank.
   MPI_Comm node;
@@ -318,24 +318,66 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     if (!nd) continue;
     std::size_t w = 0;
     const std::size_t nt = m.triangles.size() / 3;
+    const bool labelled = !m.face_labels.empty();
     for (std::size_t t = 0; t < nt; ++t) {
       if (std::binary_search(drop.begin(), drop.end(), t_base[L] + t)) continue;
-      if (w != t) std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 12);
+      if (w != t) {
+        std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 12);
+        if (labelled) m.face_labels[w] = m.face_labels[t];
+      }
       ++w;
     }
     m.triangles.resize(3 * w);
+    if (labelled) m.face_labels.resize(w);
   }
   if (rep.duplicates_removed) {
     for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
     number(own_t, t_base, total_t, "numbering triangles");
   }
-  // Several levels: each is a face group, as in one process.
+  // Groups as in one process: with labels, the (level, label) pairs of the whole mesh in order, each with its
+  // label's colour; else, with several levels, one group per level.
   std::vector<std::string> group_names;
-  if (levels > 1)
+  std::vector<float> group_colors;
+  if (o.labels) {
+    std::vector<std::int32_t> mine;  // (level, label) pairs, flattened
+    for (std::size_t L = 0; L < levels; ++L) {
+      std::vector<std::int32_t> labels = parts[L].mesh.face_labels;
+      std::sort(labels.begin(), labels.end());
+      labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
+      for (auto label : labels) mine.insert(mine.end(), {std::int32_t(L), label});
+    }
+    int n = int(mine.size());
+    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
+    check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), "sharing the labels");
+    int total = 0;
+    for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
+    std::vector<std::int32_t> all(static_cast<std::size_t>(total));
+    check(MPI_Allgatherv(mine.data(), n, MPI_INT32_T, all.data(), counts.data(), displs.data(), MPI_INT32_T, MPI_COMM_WORLD),
+          "sharing the labels");
+    std::vector<std::pair<std::int32_t, std::int32_t>> distinct;
+    for (std::size_t k = 0; k + 1 < all.size(); k += 2) distinct.push_back({all[k], all[k + 1]});
+    std::sort(distinct.begin(), distinct.end());
+    distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+    for (const auto& [L, label] : distinct) {
+      group_names.push_back((levels > 1 ? iso::level_group_name(o.levels[std::size_t(L)]) + " " : std::string()) + "label " +
+                            std::to_string(label));
+      const auto c = label_color(label);
+      group_colors.insert(group_colors.end(), c.begin(), c.end());
+    }
+    for (std::size_t L = 0; L < levels; ++L) {
+      TriangleMesh& m = parts[L].mesh;
+      m.face_groups.resize(m.face_labels.size());
+      for (std::size_t t = 0; t < m.face_labels.size(); ++t)
+        m.face_groups[t] = std::int32_t(std::lower_bound(distinct.begin(), distinct.end(), std::pair{std::int32_t(L), m.face_labels[t]}) -
+                                        distinct.begin());
+      m.group_colors = group_colors;  // the PLY colour of each face comes from its group
+    }
+  } else if (levels > 1) {
     for (std::size_t L = 0; L < levels; ++L) {
       group_names.push_back(iso::level_group_name(o.levels[L]));
       parts[L].mesh.face_groups.assign(parts[L].mesh.triangles.size() / 3, std::int32_t(L));
     }
+  }
   std::uint64_t all_t = 0, mine_v = 0, mine_t = 0;
   for (std::size_t L = 0; L < levels; ++L) all_t += total_t[L], mine_v += own_v[L], mine_t += own_t[L];
   const double t_extract = now() - t0;
@@ -346,7 +388,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   io::PlyLayout layout;
   layout.normals = o.normals;
   layout.values = o.scalars != nullptr;
-  layout.groups = levels > 1;
+  layout.groups = levels > 1 || o.labels;
+  layout.labels = o.labels != nullptr;
+  layout.colors = o.labels != nullptr;
   if (out.ends_with(".ply")) {
     // parasurf's binary PLY: rank 0 writes the header, every rank its records of every level at their offsets.
     const std::string header = layout.header(all_v, all_t, group_names);
@@ -407,8 +451,10 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
       if (layout.values) gather(m.vertex_values, whole.vertex_values, MPI_FLOAT);
       gather(m.triangles, whole.triangles, MPI_UINT32_T);
       if (layout.groups) gather(m.face_groups, whole.face_groups, MPI_INT32_T);
+      if (layout.labels) gather(m.face_labels, whole.face_labels, MPI_INT32_T);
     }
     whole.group_names = group_names;
+    whole.group_colors = group_colors;
     if (g_rank == 0) write_mesh(out, whole);
     MPI_Barrier(MPI_COMM_WORLD);
   }

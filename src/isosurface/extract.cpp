@@ -301,7 +301,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const std::int64_t part = ze - zb;
   if (parts) {
     if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted at given levels");
-    if (o.labels) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted without labels");
+    if (!o.exclude_labels.empty()) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted without excluded labels");
     parts->assign(o.levels.size(), {});
     if (part == 0) return TriangleMesh{};
   }
@@ -644,6 +644,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       p.mesh.normals = std::move(meshes[L].normals);
       p.mesh.triangles = std::move(meshes[L].triangles);
       p.mesh.vertex_values = std::move(meshes[L].values);
+      p.mesh.face_labels = std::move(meshes[L].labels);
       rep.vertices += p.mesh.vertex_count();
       rep.triangles += p.mesh.triangle_count();
     }

@@ -17,7 +17,8 @@ struct IsosurfacePart {
   std::vector<std::uint64_t> ties;  // triangles that may cancel with a coincident one (samples equal to the level)
 };
 
-// One part per level of options.levels (which must be given), scalars as vertex values, no labels; any engine
+// One part per level of options.levels (which must be given), scalars as vertex values, labels as face labels
+// (no excluded labels, no groups: the caller groups over all parts); any engine
 // (CPU, one GPU), streamed slab by slab within the part, every level from one read of each slab.
 std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
                                                     std::int64_t z_end, IsosurfaceReport* report = nullptr);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # MPI runs (oversubscribed on small machines). isosurface: 2 and 4 ranks give the single-process mesh byte for byte
 # (binary PLY written collectively, OBJ gathered), with cost-balanced and equal ranges; a rank that fails stops
-# every rank with its message and leaves no output; several levels and --scalars give the same bytes too. tessellate and solve: ranks share the work and rank 0 writes
+# every rank with its message and leaves no output; several levels, --scalars and --labels give the same bytes too. tessellate and solve: ranks share the work and rank 0 writes
 # the single-process result byte for byte.
 #   usage: mpi.sh <parasurf executable>
 set -uo pipefail
@@ -52,10 +52,32 @@ for ext in ply obj; do
 done
 grep -a -q "comment group 2 level 0.4" "$dir/ml-2.ply" || fail "the level groups are missing"
 grep -a -q "property float value" "$dir/ml-2.ply" || fail "the vertex values are missing"
-# Labels are refused with a message, on every rank.
-run 2 "$exe" isosurface --field sphere --size 32 --level 0.2 --labels "$dir/s.mhd" --device cpu -q -o "$dir/lab.ply" >"$dir/log2" 2>&1 \
-  && fail "labels were accepted"
-grep -q "do not take --labels" "$dir/log2" || { cat "$dir/log2"; fail "no message for labels"; }
+# A label volume: every triangle carries its cell's label, groups are the (level, label) pairs of the whole mesh.
+python3 - "$dir" <<'PY'
+import struct, sys
+d = sys.argv[1]
+with open(d + "/l.raw", "wb") as f:
+    for z in range(61):
+        for y in range(48):
+            f.write(struct.pack("<40h", *[(x // 9) + 5 * (y // 13) + 20 * (z // 17) for x in range(40)]))
+with open(d + "/l.mhd", "w") as f:
+    f.write("ObjectType = Image\nNDims = 3\nDimSize = 40 48 61\nElementType = MET_SHORT\nElementDataFile = l.raw\n")
+PY
+for ext in ply obj; do
+  "$exe" isosurface --field gyroid --size 40x48x61 --level -0.2,0.3 --labels "$dir/l.mhd" --device cpu -q -o "$dir/lb-1.$ext" \
+    || fail "single run with labels"
+  for np in 2 4; do
+    run "$np" "$exe" isosurface --field gyroid --size 40x48x61 --level -0.2,0.3 --labels "$dir/l.mhd" --device cpu -q \
+      -o "$dir/lb-$np.$ext" || fail "$np ranks with labels"
+    cmp -s "$dir/lb-1.$ext" "$dir/lb-$np.$ext" || fail "$np ranks with labels differ from one process ($ext)"
+  done
+done
+grep -a -q "property int label" "$dir/lb-2.ply" || fail "the face labels are missing"
+# Excluded labels are refused with a message, on every rank.
+run 2 "$exe" isosurface --field gyroid --size 40x48x61 --level 0.2 --labels "$dir/l.mhd" --exclude-label 5 --device cpu -q \
+  -o "$dir/ex.ply" >"$dir/log2" 2>&1 && fail "excluded labels were accepted"
+grep -q "do not take --exclude-label" "$dir/log2" || { cat "$dir/log2"; fail "no message for excluded labels"; }
+ls "$dir"/ex.ply* >/dev/null 2>&1 && fail "a refused run left a file"
 # Patch models: ranks share the patches (and the tolerance planning's checks); rank 0 writes the single-process mesh.
 "$exe" tessellate -r 12 --device cpu -o "$dir/teapot-1.ply" >/dev/null || fail "single tessellation"
 "$exe" tessellate --tolerance 0.002 --device cpu -o "$dir/teapot-tol-1.obj" >/dev/null || fail "single adaptive tessellation"
