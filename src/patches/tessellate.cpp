@@ -539,13 +539,14 @@ BatchTiming run_team_batch(const Plan& pl, const TessellationTeam& team, const T
   const std::size_t me = std::size_t(team.member);
   const auto batch = make_batch<T>(pl, ranges.patch[me], ranges.patch[me + 1]);
   SampleStore<T> mine;
-  const BatchTiming timing = run_batch<T>(batch, mine, device, strategy, threads, true);
+  BatchTiming timing;  // a member with no patches (more members than patches) only takes part in the exchange
+  if (batch.total() > 0) timing = run_batch<T>(batch, mine, device, strategy, threads, true);
   const std::int64_t total = pl.grid_samples + pl.extra_samples;
   core::check_host_allocation(std::uint64_t(total) * 6 * sizeof(T), std::to_string(total) + " patch samples");
   const auto t0 = Clock::now();
   const std::int64_t own_grid = batch.samples;
   for (auto* arrays : {store.pos, store.nrm})
-    for (int c = 0; c < 3; ++c) arrays[c].resize(std::size_t(total));
+    for (int c = 0; c < 3; ++c) core::resize_for_overwrite(arrays[c], std::size_t(total));
   for (int c = 0; c < 3; ++c)
     for (auto [from, to] : {std::pair{mine.pos, store.pos}, std::pair{mine.nrm, store.nrm}}) {
       std::copy(from[c].begin(), from[c].begin() + own_grid, to[c].begin() + ranges.grid[me]);

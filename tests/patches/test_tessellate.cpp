@@ -40,7 +40,7 @@ TEST(Tessellate, TeamsShareThePatchesAndGiveTheSameMesh) {
       o.threads = 1;
       const PatchMesh alone = tessellate(teapot, o);
       ASSERT_GT(alone.triangle_count(), 0);
-      for (int members : {2, 3, 5}) {
+      for (int members : {2, 3, 5, 40}) {  // 40: more members than patches
         SCOPED_TRACE(std::string(device_name(dev)) + ", tolerance " + std::to_string(tol) + ", " + std::to_string(members) + " members");
         test::ThreadTeam team(members);
         std::vector<PatchMesh> got(static_cast<std::size_t>(members));
@@ -57,7 +57,7 @@ TEST(Tessellate, TeamsShareThePatchesAndGiveTheSameMesh) {
         std::int64_t shared = 0;
         for (int m = 0; m < members; ++m) {
           if (m > 0) EXPECT_EQ(got[std::size_t(m)].triangle_count(), 0);
-          EXPECT_GT(reports[std::size_t(m)].own_patches, 0);
+          if (members <= 32) EXPECT_GT(reports[std::size_t(m)].own_patches, 0);
           EXPECT_LT(reports[std::size_t(m)].own_patches, 32);
           shared += reports[std::size_t(m)].own_patches;
         }
