@@ -114,6 +114,7 @@ void add_tessellate(CLI::App& app) {
         u.tolerance = 0;
         u.resolution = n;
         u.device = Device::Cpu;
+        u.team = nullptr;  // rank 0 alone: the other ranks are done
         const PatchMesh um = tessellate(model, u);
         std::printf("uniform resolution meeting the tolerance: %d segments, %lld triangles (adaptive: %lld, %.2fx fewer)\n",
                     n, (long long)um.triangle_count(), (long long)mesh.triangle_count(),

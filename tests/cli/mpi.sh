@@ -89,6 +89,10 @@ for np in 2 4; do
   run "$np" "$exe" tessellate --tolerance 0.002 --device cpu -o "$dir/teapot-tol-$np.obj" >/dev/null || fail "$np ranks adaptive"
   cmp -s "$dir/teapot-tol-1.obj" "$dir/teapot-tol-$np.obj" || fail "$np ranks adaptive tessellation differs from one process"
 done
+# Rank 0's extra uniform comparison runs alone (it must not wait for the other ranks).
+run 2 "$exe" tessellate --tolerance 0.004 --compare-uniform --device cpu -o "$dir/teapot-cmp.ply" >"$dir/cmp.log" 2>&1 \
+  || { cat "$dir/cmp.log"; fail "--compare-uniform under mpirun"; }
+grep -q "uniform resolution meeting the tolerance" "$dir/cmp.log" || fail "no uniform comparison under mpirun"
 # Solver applications: the batches of piece systems are shared out; the result is the single process's.
 "$exe" bench solver --curves 3 --repeat 1 --engines cpu --write-inputs "$dir/solver" --json "$dir/bs.json" >/dev/null || fail "solver inputs"
 for case in hausdorff:hausdorff_10 ssi:ssi_14x7 contacts:contacts surface-bisector:surface_bisector bisector:hausdorff_5; do
