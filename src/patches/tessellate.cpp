@@ -753,7 +753,8 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   mesh.face_group.resize(std::size_t(nt));
   mesh.face_patch.resize(std::size_t(nt));
   std::vector<std::uint8_t> keep(std::size_t(nt), 1);
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  std::int64_t dropped = 0;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) reduction(+ : dropped)
   for (std::int64_t p = 0; p < np; ++p) {
     std::size_t t3 = std::size_t(tri_first[p]) * 3;
     triangulate_patch(pl, p, [&](const Ref& a, const Ref& b, const Ref& c) {
@@ -771,11 +772,11 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
         const double* c = &mesh.positions[std::size_t(mesh.triangles[3 * t + 2]) * 3];
         const double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
         const double x[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
-        if (x[0] == 0 && x[1] == 0 && x[2] == 0) keep[t] = 0;
+        if (x[0] == 0 && x[1] == 0 && x[2] == 0) keep[t] = 0, ++dropped;
       }
     }
   }
-  if (!o.keep_degenerate) {
+  if (dropped > 0) {  // compaction only where a zero-area triangle was found
     std::int64_t w = 0;
     for (std::int64_t t = 0; t < nt; ++t) {
       if (!keep[t]) continue;
@@ -792,13 +793,14 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
     mesh.face_group.resize(std::size_t(w));
     mesh.face_patch.resize(std::size_t(w));
   }
-  // closed components face outward: flip those whose signed volume is negative
+  // closed components face outward: flip those whose signed volume is negative (nothing to do without one)
   if (o.orient) {
     const auto nc = pl.topo.component_closed.size();
     std::vector<double> volume(nc, 0.0);
     std::vector<std::array<double, 3>> centre(nc, {0, 0, 0});
     std::vector<std::int64_t> count(nc, 0);
-    const std::int64_t nf = mesh.triangle_count();
+    const bool any_closed = std::find(pl.topo.component_closed.begin(), pl.topo.component_closed.end(), 1) != pl.topo.component_closed.end();
+    const std::int64_t nf = any_closed ? mesh.triangle_count() : 0;
     for (std::int64_t t = 0; t < nf; ++t) {
       const auto c = std::size_t(pl.topo.component[std::size_t(mesh.face_patch[t])]);
       const double* a = &mesh.positions[std::size_t(mesh.triangles[3 * t]) * 3];
