@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <numeric>
@@ -1011,40 +1012,79 @@ template BatchTiming evaluate_patch_grids<double>(const PatchModel&, const std::
                                                   const BatchOptions&, PatchSamples<double>*);
 
 TriangleMesh to_triangle_mesh(const PatchMesh& pm) {
+  // One output vertex per (position, normal) pair, numbered in the order of the corner that first uses it (the
+  // order a single sweep over the corners would give), computed in parallel: the first corner of each position,
+  // the few corners whose normal differs from that corner's (crease splits), then a scan over the corners that
+  // create a vertex.
   TriangleMesh tm;
-  const std::int64_t nf = pm.triangle_count();
-  // one output vertex per (position, normal) pair; most positions have one normal, so map by position first
-  std::vector<std::uint32_t> first_out(std::size_t(pm.vertex_count()), UINT32_MAX);
-  std::vector<std::uint32_t> first_normal(std::size_t(pm.vertex_count()), UINT32_MAX);
-  tm.triangles.resize(std::size_t(nf) * 3);
-  auto add = [&](std::uint32_t p, std::uint32_t n) {
-    const auto o = std::uint32_t(tm.positions.size() / 3);
-    for (int c = 0; c < 3; ++c) {
-      tm.positions.push_back(float(pm.positions[std::size_t(p) * 3 + c]));
-      tm.normals.push_back(float(pm.normals[std::size_t(n) * 3 + c]));
+  const std::int64_t nf = pm.triangle_count(), corners = 3 * nf, nv = pm.vertex_count();
+  const std::uint32_t* tri = pm.triangles.data();
+  const std::uint32_t* nrm = pm.triangle_normals.data();
+  constexpr std::uint64_t kNone = UINT64_MAX;
+  std::vector<std::uint64_t> first(std::size_t(nv), kNone);  // first corner of each position
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < corners; ++k) {
+    std::atomic_ref<std::uint64_t> slot(first[tri[k]]);
+    for (std::uint64_t seen = slot.load(std::memory_order_relaxed); std::uint64_t(k) < seen;)
+      if (slot.compare_exchange_weak(seen, std::uint64_t(k), std::memory_order_relaxed)) break;
+  }
+  // Corners whose normal differs from their position's first one, in corner order; each (position, normal) pair
+  // creates its vertex at its first such corner.
+  std::vector<std::uint8_t> creates(static_cast<std::size_t>(corners), 0);
+  std::vector<std::vector<std::int64_t>> split_parts(static_cast<std::size_t>(omp_get_max_threads()));
+#pragma omp parallel
+  {
+    auto& mine = split_parts[std::size_t(omp_get_thread_num())];
+#pragma omp for schedule(static)
+    for (std::int64_t k = 0; k < corners; ++k) {
+      const std::uint64_t f = first[tri[k]];
+      if (f == std::uint64_t(k)) creates[std::size_t(k)] = 1;
+      else if (nrm[k] != nrm[f]) mine.push_back(k);
     }
-    return o;
-  };
-  std::unordered_map<std::uint64_t, std::uint32_t> split_index;  // (position << 32 | normal) -> output
-  for (std::int64_t k = 0; k < nf * 3; ++k) {
-    const std::uint32_t p = pm.triangles[std::size_t(k)], n = pm.triangle_normals[std::size_t(k)];
-    std::uint32_t o;
-    if (first_out[p] == UINT32_MAX) {
-      o = first_out[p] = add(p, n);
-      first_normal[p] = n;
-    } else if (first_normal[p] == n) {
-      o = first_out[p];
-    } else {
-      const std::uint64_t key = (std::uint64_t(p) << 32) | n;
-      auto it = split_index.find(key);
-      if (it == split_index.end()) {
-        o = add(p, n);
-        split_index.emplace(key, o);
-      } else {
-        o = it->second;
+  }
+  std::vector<std::int64_t> splits;
+  for (auto& part : split_parts) splits.insert(splits.end(), part.begin(), part.end());
+  std::sort(splits.begin(), splits.end());
+  std::unordered_map<std::uint64_t, std::int64_t> split_first;  // (position << 32 | normal) -> first corner
+  for (std::int64_t k : splits)
+    if (split_first.try_emplace((std::uint64_t(tri[k]) << 32) | nrm[k], k).second) creates[std::size_t(k)] = 1;
+  // Output vertex of each creating corner: an exclusive scan, in chunks.
+  std::vector<std::uint32_t> index(static_cast<std::size_t>(corners));
+  const int chunks = std::max(1, omp_get_max_threads());
+  std::vector<std::uint64_t> chunk_base(std::size_t(chunks) + 1, 0);
+  auto chunk_range = [&](int c) { return std::pair{corners * c / chunks, corners * (c + 1) / chunks}; };
+#pragma omp parallel for schedule(static, 1)
+  for (int c = 0; c < chunks; ++c) {
+    const auto [k0, k1] = chunk_range(c);
+    std::uint64_t n = 0;
+    for (std::int64_t k = k0; k < k1; ++k) n += creates[std::size_t(k)];
+    chunk_base[std::size_t(c) + 1] = n;
+  }
+  for (int c = 0; c < chunks; ++c) chunk_base[std::size_t(c) + 1] += chunk_base[std::size_t(c)];
+  const std::uint64_t outputs = chunk_base[std::size_t(chunks)];
+  tm.positions.resize(std::size_t(outputs) * 3);
+  tm.normals.resize(std::size_t(outputs) * 3);
+#pragma omp parallel for schedule(static, 1)
+  for (int c = 0; c < chunks; ++c) {
+    const auto [k0, k1] = chunk_range(c);
+    std::uint64_t o = chunk_base[std::size_t(c)];
+    for (std::int64_t k = k0; k < k1; ++k) {
+      if (!creates[std::size_t(k)]) continue;
+      index[std::size_t(k)] = std::uint32_t(o);
+      for (int d = 0; d < 3; ++d) {
+        tm.positions[std::size_t(o) * 3 + d] = float(pm.positions[std::size_t(tri[k]) * 3 + d]);
+        tm.normals[std::size_t(o) * 3 + d] = float(pm.normals[std::size_t(nrm[k]) * 3 + d]);
       }
+      ++o;
     }
-    tm.triangles[std::size_t(k)] = o;
+  }
+  tm.triangles.resize(std::size_t(corners));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < corners; ++k) {
+    const std::uint64_t f = first[tri[k]];
+    std::uint64_t from = f;  // the corner that created this corner's vertex
+    if (nrm[k] != nrm[f]) from = std::uint64_t(split_first.at((std::uint64_t(tri[k]) << 32) | nrm[k]));
+    tm.triangles[std::size_t(k)] = index[std::size_t(from)];
   }
   tm.face_groups.assign(pm.face_group.begin(), pm.face_group.end());
   tm.group_names = pm.group_names;
