@@ -34,6 +34,7 @@ namespace {
 
 int g_rank = 0, g_size = 1;
 bool g_initialised = false;
+int g_local_rank = 0, g_local_size = 1;  // on this rank's node
 double g_start = 0;  // MPI_Wtime when MPI_Init began
 
 void check(int rc, const char* what) {
@@ -114,10 +115,10 @@ void mpi_begin() {
   // The ranks on one node share its cores: every OpenMP loop of a rank uses its share unless --threads says otherwise.
   MPI_Comm node;
   check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node), "grouping ranks by node");
-  int local_size = 1;
-  MPI_Comm_size(node, &local_size);
+  MPI_Comm_rank(node, &g_local_rank);
+  MPI_Comm_size(node, &g_local_size);
   MPI_Comm_free(&node);
-  const int share = std::max(1, hardware_threads() / local_size);
+  const int share = std::max(1, hardware_threads() / g_local_size);
   omp_set_num_threads(share);
   set_default_cpu_threads(share);
 }
@@ -210,21 +211,14 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "MPI runs need --level (the data range is not scanned first)");
   if (!o.exclude_labels.empty()) throw Error(ErrorKind::InvalidArgument, "MPI runs do not take --exclude-label yet");
   if (nx < 2 || ny < 2 || nz < 2) throw Error(ErrorKind::InvalidArgument, volume.name() + ": too small for marching cubes");
-  // One GPU per rank on a node, by local rank.
-  MPI_Comm node;
-  check(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, g_rank, MPI_INFO_NULL, &node), "grouping ranks by node");
-  int local_rank = 0, local_size = 1;
-  MPI_Comm_rank(node, &local_rank);
-  MPI_Comm_size(node, &local_size);
-  MPI_Comm_free(&node);
   // The node's cores shared among its ranks.
-  if (o.threads <= 0) o.threads = std::max(1, hardware_threads() / local_size);
+  if (o.threads <= 0) o.threads = std::max(1, hardware_threads() / g_local_size);
   // Every OpenMP loop of this rank (generators and readers on the prefetch thread too), not only the engine's.
   omp_set_num_threads(o.threads);
   set_default_cpu_threads(o.threads);
   const Device device = o.device == Device::Auto ? (cuda_available() ? Device::Cuda : Device::Cpu) : o.device;
   o.device = device;
-  if (device == Device::Cuda) o.cuda_devices = {local_rank % cuda_device_count()};  // 0 once mpi_pick_gpu narrowed them
+  if (device == Device::Cuda) o.cuda_devices = {g_local_rank % cuda_device_count()};  // one GPU per rank on a node  // 0 once mpi_pick_gpu narrowed them
   o.progress = nullptr;
   if (const char* fail = std::getenv("PARASURF_TEST_FAIL_RANK"))  // fault injection for the tests
     if (std::atoi(fail) == g_rank)

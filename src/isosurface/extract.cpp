@@ -777,15 +777,7 @@ std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOpti
                                       std::int64_t stride) {
   const int field = volume.builtin_field();
   if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "layer costs need the levels");
-  if (field < 0 || volume.resident_data()) {  // every level's active cells
-    std::vector<std::int64_t> sum;
-    for (double level : o.levels) {
-      const auto one = active_cells_per_slice(volume, level, z_begin, z_end, stride);
-      if (sum.empty()) sum = one;
-      else for (std::size_t k = 0; k < sum.size(); ++k) sum[k] += one[k];
-    }
-    return sum;
-  }
+  if (field < 0 || volume.resident_data()) return active_cells_per_slice(volume, o.levels, z_begin, z_end, stride);
   // A built-in field: its values at the corners of every k-th cell in x and y, straight from the formula (no slices
   // generated, nothing on the GPU), each active cell standing for k^2.
   const auto& g = volume.geometry();
@@ -817,8 +809,8 @@ std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOpti
   return out;
 }
 
-std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end,
-                                                 std::int64_t stride) {
+std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, const std::vector<double>& levels, std::int64_t z_begin,
+                                                 std::int64_t z_end, std::int64_t stride) {
   const auto& g = volume.geometry();
   const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   z_end = std::min(z_end, nz - 1);  // cell layers
@@ -848,9 +840,11 @@ std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double le
       for (std::int64_t x = 0; x + 1 < nx; ++x) {
         const std::int64_t i = y * nx + x;
         const float c[8] = {a[i], a[i + 1], a[i + nx], a[i + nx + 1], b[i], b[i + 1], b[i + nx], b[i + nx + 1]};
-        bool in = false, outside = false;
-        for (float v : c) (v >= level ? in : outside) = true;
-        count += in && outside;
+        for (double level : levels) {  // every level from the one read of the two slices
+          bool in = false, outside = false;
+          for (float v : c) (v >= level ? in : outside) = true;
+          count += in && outside;
+        }
       }
     for (std::int64_t k = z; k < std::min(z_end, z + stride); ++k) out[std::size_t(k - z_begin)] = count;
   }

@@ -30,10 +30,10 @@ std::string level_group_name(double level);
 // its first. corners: the three vertex ids of each tie, in the order of ids.
 std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids);
 
-// Cells crossing the level in each cell layer z of [z_begin, z_end) (the cheap first pass of the load balance):
-// every stride-th layer is counted and stands for the layers up to the next one.
-std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, double level, std::int64_t z_begin, std::int64_t z_end,
-                                                 std::int64_t stride = 1);
+// Cells crossing each level in each cell layer z of [z_begin, z_end), summed over the levels (the cheap first pass
+// of the load balance): every stride-th layer is counted and stands for the layers up to the next one.
+std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, const std::vector<double>& levels, std::int64_t z_begin,
+                                                 std::int64_t z_end, std::int64_t stride = 1);
 
 // The cost of each cell layer for balancing ranks, summed over the levels: active cells as above, or, for a built-in
 // field, the active cells among every k-th cell in x and y (k = min(nx, ny) / 512, at least 1) times k^2, from the
