@@ -31,6 +31,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 struct IsoBenchArgs {
   std::string sizes = "256,512", types = "float32,uint8", devices = "cpu,cuda", volumes, json, python;
+  std::string topology = "classic";
   int threads = 0, repeats = 3;
   std::int64_t multi_gpu = 0, out_of_core = 0, label_map = 0;
   bool quick = false, no_peers = false;
@@ -129,7 +130,7 @@ nlohmann::json run_peers(const IsoBenchArgs& a, const HostVolume& h) {
 }
 
 // The GPU with the samples already on the device and the mesh left there: classify + scan + generate only.
-nlohmann::json gpu_resident(const HostVolume& h, int repeats, double copy_bw, double host_best) {
+nlohmann::json gpu_resident(const HostVolume& h, int repeats, double copy_bw, double host_best, CaseTopology topology) {
   auto engine = iso::make_cuda_engine(0);
   iso::SlabTask task;
   task.type = h.type;
@@ -139,6 +140,8 @@ nlohmann::json gpu_resident(const HostVolume& h, int repeats, double copy_bw, do
   task.data_z1 = task.z1 = h.geometry.dims[2];
   task.level = h.level;
   task.normals = true;
+  task.decider = topology != CaseTopology::Classic;
+  task.tunnels = topology == CaseTopology::Mc33;
   for (int i = 0; i < 9; ++i) task.map.jacobian[i] = task.map.normal_matrix[i] = (i % 4 == 0) ? 1.0f : 0.0f;
   std::vector<std::uint64_t> ties;
   iso::MeshTail none;  // nullptr: the mesh stays on the device
@@ -178,7 +181,7 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
               (long long)h.geometry.dims[1], (long long)h.geometry.dims[2], voxel_type_name(h.type), h.level);
   MemoryVolume vol(h.geometry, h.type, h.bytes.data(), h.name);
   nlohmann::json entry = {{"volume", h.name}, {"dims", h.geometry.dims}, {"type", voxel_type_name(h.type)},
-                          {"level", h.level}};
+                          {"level", h.level}, {"topology", a.topology}};
   const double voxels = double(h.geometry.voxel_count());
   double cpu_best = 0;
   for (const auto& dname : split(a.devices)) {
@@ -191,6 +194,7 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
     o.levels = {h.level};
     o.device = d;
     o.threads = a.threads;
+    o.topology = parse_case_topology(a.topology);
     double best = 1e30;
     IsosurfaceReport rep, best_rep;
     TriangleMesh m;
@@ -212,7 +216,8 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
                     {"copy", best_rep.seconds_copy},
                     {"triangles", m.triangle_count()},
                     {"vertices", m.vertex_count()}};
-    if (d == Device::Cuda && copy_bw > 0) entry["cuda_resident"] = gpu_resident(h, a.repeats, copy_bw, cpu_best);
+    if (d == Device::Cuda && copy_bw > 0) entry["cuda_resident"] = gpu_resident(h, a.repeats, copy_bw, cpu_best,
+                                                                         parse_case_topology(a.topology));
   }
   const nlohmann::json peers = run_peers(a, h);
   if (!peers.is_null()) {
@@ -395,6 +400,7 @@ void add_bench_isosurface(CLI::App& bench) {
   cmd->add_option("--devices", a->devices, "cpu,cuda");
   cmd->add_option("--volumes", a->volumes, "Volume files with levels: FILE:LEVEL,...");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_option("--topology", a->topology, "classic | decider | mc33 (parasurf's runs; the peers are unchanged)");
   cmd->add_option("--repeats", a->repeats, "Best of this many runs");
   cmd->add_option("--python", a->python, "Python for the peers (default: /usr/bin/python3, then python3 on PATH)");
   cmd->add_flag("--no-peers", a->no_peers, "Skip VTK and scikit-image");

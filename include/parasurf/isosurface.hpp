@@ -14,10 +14,12 @@
 namespace parasurf {
 
 enum class GradientDirection { Descent, Ascent };  // as scikit-image: descent = normals toward lower values
-enum class CaseTopology { Classic, Decider };        // classic fixed face rule, or the asymptotic decider
+// classic: a fixed rule on ambiguous faces; decider: the asymptotic decider on faces; mc33: the decider on faces
+// and tunnels through the cell interior where the trilinear interpolant has them (topologically correct).
+enum class CaseTopology { Classic, Decider, Mc33 };
 
 GradientDirection parse_gradient_direction(const std::string& name);  // "descent" | "ascent"
-CaseTopology parse_case_topology(const std::string& name);            // "classic" | "decider"
+CaseTopology parse_case_topology(const std::string& name);            // "classic" | "decider" | "mc33"
 
 struct IsosurfaceOptions {
   std::vector<double> levels;  // empty: the middle of the data range (one extra pass over the data)

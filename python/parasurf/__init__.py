@@ -22,8 +22,9 @@ def marching_cubes(volume, level=None, *, spacing=(1.0, 1.0, 1.0), gradient_dire
 
     Parameters follow scikit-image: ``volume`` (M, N, P) array; ``level`` (default: the middle of the data
     range); ``spacing`` per array axis; ``gradient_direction`` "descent" (the object holds the larger values) or
-    "ascent"; ``step_size`` >= 1 (a coarser grid); ``allow_degenerate``; ``method`` "lewiner" or "lorensen" (both
-    run parasurf's welded marching cubes); ``mask`` (M, N, P) bool: only cells whose last corner is True.
+    "ascent"; ``step_size`` >= 1 (a coarser grid); ``allow_degenerate``; ``method`` "lewiner" (MC33, as
+    scikit-image's: the topology of the trilinear interpolant, face and interior ambiguities resolved) or
+    "lorensen" (the classic table); ``mask`` (M, N, P) bool: only cells whose last corner is True.
     Plus ``device`` and ``threads`` (CPU threads, 0 = all).
 
     Returns ``verts`` (V, 3) float32 in array index order times spacing, ``faces`` (F, 3) int32, ``normals``
@@ -65,7 +66,8 @@ def marching_cubes(volume, level=None, *, spacing=(1.0, 1.0, 1.0), gradient_dire
     step_spacing = tuple(float(s) * step_size for s in spacing)
     try:
         verts, faces, normals = _parasurf.marching_cubes_core(data, level, step_spacing, gradient_direction,
-                                                              bool(allow_degenerate), device, int(threads))
+                                                              bool(allow_degenerate), device, int(threads),
+                                                              "mc33" if method == "lewiner" else "classic")
     except ValueError as e:
         if "no surface" in str(e).lower():
             raise RuntimeError("No surface found at the given iso value.") from None

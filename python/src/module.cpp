@@ -63,7 +63,7 @@ VoxelType voxel_type_of(const py::dtype& d) {
 // Marching cubes on a C-contiguous 3-D array, in scikit-image's conventions: vertices in array index order
 // times spacing, faces wound for the gradient direction, normals in index order.
 py::tuple marching_cubes_core(py::array volume, double level, std::array<double, 3> spacing, const std::string& direction,
-                              bool allow_degenerate, const std::string& device, int threads) {
+                              bool allow_degenerate, const std::string& device, int threads, const std::string& topology) {
   if (volume.ndim() != 3) throw Error(ErrorKind::InvalidArgument, "Input volume should be a 3D numpy array.");
   if (!(volume.flags() & py::array::c_style)) throw Error(ErrorKind::InvalidArgument, "volume must be C-contiguous");
   VolumeGeometry g;
@@ -75,6 +75,7 @@ py::tuple marching_cubes_core(py::array volume, double level, std::array<double,
   // The library's orientation, seen in array index order, is scikit-image's for the same name.
   o.direction = direction == "descent" ? GradientDirection::Descent : GradientDirection::Ascent;
   o.keep_degenerate = allow_degenerate;
+  o.topology = parse_case_topology(topology);
   o.device = parse_device(device);
   o.threads = threads;
   TriangleMesh mesh;
@@ -239,7 +240,8 @@ PYBIND11_MODULE(_parasurf, m) {
     }
   });
   m.def("marching_cubes_core", &marching_cubes_core, py::arg("volume"), py::arg("level"), py::arg("spacing"),
-        py::arg("gradient_direction"), py::arg("allow_degenerate"), py::arg("device"), py::arg("threads"));
+        py::arg("gradient_direction"), py::arg("allow_degenerate"), py::arg("device"), py::arg("threads"),
+        py::arg("topology") = "classic");
   m.def("evaluate_surface", &evaluate_surface, py::arg("points"), py::arg("weights"), py::arg("rows"), py::arg("cols"),
         py::arg("derivatives"), py::arg("precision"), py::arg("device"));
   m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"));

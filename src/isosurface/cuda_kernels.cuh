@@ -63,25 +63,6 @@ __global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s,
   }
 }
 
-template <class T>
-__device__ __forceinline__ const mc::CaseEntry& cell_entry(const mc::CaseEntry* __restrict__ table,
-                                                           const std::uint8_t* __restrict__ ambiguous,
-                                                           const mc::SlabValues<T>& s, int cas, bool decider,
-                                                           typename mc::RealOf<T>::type level, std::int64_t i,
-                                                           std::int64_t j, std::int64_t k) {
-  using R = typename mc::RealOf<T>::type;
-  int mask = 0;
-  if (decider) {
-    const int amb = __ldg(ambiguous + cas);
-    if (amb) {
-      R rel[8];
-      for (int c = 0; c < 8; ++c) rel[c] = R(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1))) - level;
-      mask = mc::face_join_mask(amb, rel);
-    }
-  }
-  return table[cas * mc::kFaceMasks + mask];
-}
-
 __device__ __forceinline__ void load_corners(const std::uint8_t* const* row, std::int64_t i, std::uint8_t* cf) {
   for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
 }
@@ -112,16 +93,15 @@ __device__ __forceinline__ void cell_span(const RowGrid& g, std::int64_t r, cons
   end = min(std::int64_t(hi) + 1, g.nx - 1);
 }
 
-// Pass 1b: triangles per cell row (and the number that touch on-level samples, for the duplicate check).
+// Pass 1b: triangles per cell row (and the number that touch on-level samples, for the duplicate check), and the
+// MC33 centre vertices.
 template <class T>
 __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues<T> s, RowGrid g,
                                                                   typename mc::RealOf<T>::type level,
-                                                                  const std::uint8_t* __restrict__ flags,
-                                                                  const mc::CaseEntry* __restrict__ table,
-                                                                  const std::uint8_t* __restrict__ ambiguous,
-                                                                  bool decider, bool keep_degenerate,
-                                                                  const int* __restrict__ row_first,
-                                                                  const int* __restrict__ row_last,
+                                                                  std::uint8_t* flags,
+                                                                  mc::CaseLookup cases, bool keep_degenerate,
+                                                                  int* row_first, int* row_last,
+                                                                  std::uint32_t* row_vertices,
                                                                   std::uint32_t* __restrict__ row_triangles,
                                                                   unsigned long long* __restrict__ tie_count) {
   using Reduce = cub::BlockReduce<std::uint32_t, kRowThreads>;
@@ -146,14 +126,41 @@ __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues
     load_corners(row, i, cf);
     const int cas = mc::cell_case(cf);
     if (cas == 0 || cas == 255) continue;
-    const auto& e = cell_entry(table, ambiguous, s, cas, decider, level, i, j, k);
+    const auto& e = mc::case_entry(cases, s, cas, level, i, j, k);
     int t = 0;
     n += std::uint32_t(surviving(e, cf, keep_degenerate, t));
     ties += std::uint32_t(t);
+    // An MC33 centre vertex belongs to the cell's lowest corner. Other blocks may read that flag byte meanwhile:
+    // they use only its inside and on-level bits, and their spans only pick cells, which a centre never adds.
+    if (e.center && mc::uses_center(e, cf, keep_degenerate)) {
+      flags[r * g.nx + i] |= mc::kSlotCenter;
+      atomicAdd(row_vertices + r, 1u);
+      atomicMin(row_first + r, int(i));
+      atomicMax(row_last + r, int(i));
+    }
   }
   const std::uint32_t total = Reduce(temp).Sum(n);
   if (threadIdx.x == 0) row_triangles[r] = total;
   if (ties) atomicAdd(tie_count, (unsigned long long)ties);
+}
+
+// Pass 1c (MC33 only): the centre vertices of the next slab's first cells (slice k), which own vertices of the
+// slice this slab numbers last. One block per row j of that slice.
+template <class T>
+__global__ void __launch_bounds__(kRowThreads) next_slab_centers_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                                        typename mc::RealOf<T>::type level,
+                                                                        std::uint8_t* flags, mc::CaseLookup cases,
+                                                                        bool keep_degenerate, std::int64_t k,
+                                                                        int* row_first, int* row_last,
+                                                                        std::uint32_t* row_vertices) {
+  const std::int64_t j = blockIdx.x, r = (k - g.z0) * g.ny + j;
+  for (std::int64_t i = threadIdx.x; i + 1 < g.nx; i += kRowThreads)
+    if (mc::cell_needs_center(cases, s, i, j, k, level, keep_degenerate)) {
+      flags[r * g.nx + i] |= mc::kSlotCenter;
+      atomicAdd(row_vertices + r, 1u);
+      atomicMin(row_first + r, int(i));
+      atomicMax(row_last + r, int(i));
+    }
 }
 
 // Pass 2a: the vertices of each owned row, at the row's scanned offset plus the in-row prefix.
@@ -210,8 +217,7 @@ struct FiveSum {
 template <class T>
 __global__ void __launch_bounds__(kRowThreads) triangle_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint8_t* __restrict__ flags,
-    const mc::CaseEntry* __restrict__ table, const std::uint8_t* __restrict__ ambiguous, bool decider,
-    bool keep_degenerate, bool flip, const std::uint32_t* __restrict__ row_triangles,
+    mc::CaseLookup cases, bool keep_degenerate, bool flip, const std::uint32_t* __restrict__ row_triangles,
     const std::uint64_t* __restrict__ row_vertex_base, const std::uint64_t* __restrict__ row_triangle_base,
     const int* __restrict__ row_first, const int* __restrict__ row_last, std::uint64_t vertex_base,
     const std::int32_t* __restrict__ labels, std::uint32_t* __restrict__ triangles,
@@ -246,7 +252,7 @@ __global__ void __launch_bounds__(kRowThreads) triangle_kernel(
       load_corners(row, i, cf);
       cas = mc::cell_case(cf);
       if (cas != 0 && cas != 255) {
-        e = &cell_entry(table, ambiguous, s, cas, decider, level, i, j, k);
+        e = &mc::case_entry(cases, s, cas, level, i, j, k);
         int unused = 0;
         mine.v[4] = std::uint32_t(surviving(*e, cf, keep_degenerate, unused));
       }

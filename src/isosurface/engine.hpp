@@ -24,7 +24,7 @@ struct SlabTask {
   std::int64_t z0 = 0, z1 = 0;          // points [z0, z1) own this slab's vertices; cells [z0, min(z1, nz−1))
   double level = 0;
   mc::WorldMap map{};
-  bool decider = false, keep_degenerate = false, flip = false, normals = true;
+  bool decider = false, tunnels = false, keep_degenerate = false, flip = false, normals = true;  // tunnels: MC33
 };
 
 struct SlabCounts {

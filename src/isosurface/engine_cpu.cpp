@@ -21,7 +21,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 // Eight flag bytes at once (most cells and points of a row have nothing to do: skipping them 8 by 8 is most of
 // the speed of the sweeps below).
-constexpr std::uint64_t kSlotBytes = 0x0F0F0F0F0F0F0F0Full, kInsideBytes = 0x1010101010101010ull;
+constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x1010101010101010ull;
 [[gnu::always_inline]] inline std::uint64_t load8(const std::uint8_t* p) {
   std::uint64_t w;
   std::memcpy(&w, p, 8);
@@ -92,18 +92,18 @@ class CpuEngine final : public SlabEngine {
     return {static_cast<const T*>(t.data), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
   }
 
-  // Triangles of one cell that survive (all of them unless a corner lies on the level).
-  template <class R, class T>
-  static const mc::CaseEntry& cell_entry(const mc::CaseTables& tables, const mc::SlabValues<T>& s, int cas,
-                                         const SlabTask& task, std::int64_t i, std::int64_t j, std::int64_t k) {
-    int mask = 0;
-    const int amb = tables.ambiguous_faces[cas];
-    if (task.decider && amb) {
-      R rel[8];
-      for (int c = 0; c < 8; ++c) rel[c] = R(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1))) - R(task.level);
-      mask = mc::face_join_mask(amb, rel);
+  static mc::CaseLookup lookup(const SlabTask& task) {
+    mc::CaseLookup l;
+    const auto& tables = mc::case_tables();
+    l.entries = tables.entries.data();
+    if (task.decider) l.case_flags = tables.ambiguous_faces;
+    if (task.tunnels) {
+      const auto& tunnels = mc::tunnel_tables();
+      l.case_flags = tunnels.case_flags;
+      l.tunnel_block = tunnels.block.data();
+      l.tunnel_entries = tunnels.entries.data();
     }
-    return tables.entries[std::size_t(cas) * mc::kFaceMasks + std::size_t(mask)];
+    return l;
   }
 
   template <class T>
@@ -188,8 +188,10 @@ class CpuEngine final : public SlabEngine {
         row_last_[std::size_t(r)] = hi;
       }
     }
-    const auto& tables = mc::case_tables();
+    const mc::CaseLookup cases = lookup(task);
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
+    // Cells with an MC33 centre vertex, as (row, cell): marked after the loop, which reads the flags they change.
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> centers(task.tunnels ? std::size_t(threads_) : 0u);
 #pragma omp parallel for schedule(dynamic, 64) num_threads(threads_)
     for (std::int64_t r = 0; r < cell_rows; ++r) {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
@@ -203,14 +205,32 @@ class CpuEngine final : public SlabEngine {
         for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
         const int cas = mc::cell_case(cf);
         if (cas == 0 || cas == 255) return;
-        const auto& e = cell_entry<R>(tables, s, cas, task, i, j, k);
+        const auto& e = mc::case_entry(cases, s, cas, level, i, j, k);
         n += std::uint32_t(mc::surviving_triangles(e, cf, task.keep_degenerate));
+        if (e.center && mc::uses_center(e, cf, task.keep_degenerate))
+          centers[std::size_t(omp_get_thread_num())].emplace_back(r, i);
       };
       std::int64_t i = i_begin;
       for (; i + 8 <= i_end; i += 8)  // the mixed cells among eight
         for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_cell(i + (__builtin_ctzll(m) >> 3));
       for (; i < i_end; ++i) count_cell(i);
       row_triangles_[std::size_t(r)] = n;
+    }
+    auto mark_center = [&](std::int64_t r, std::int64_t i) {
+      flags[r * l.nx + i] |= mc::kSlotCenter;
+      ++row_vertices_[std::size_t(r)];
+      row_first_[std::size_t(r)] = std::min(row_first_[std::size_t(r)], i);
+      row_last_[std::size_t(r)] = std::max(row_last_[std::size_t(r)], i);
+    };
+    for (const auto& list : centers)
+      for (const auto& [r, i] : list) mark_center(r, i);
+    // The centres of the next slab's first cells, which own vertices of the slice this slab numbers last.
+    if (task.tunnels && l.z1 + 1 < l.nz) {
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads_)
+      for (std::int64_t j = 0; j < l.ny - 1; ++j)
+        for (std::int64_t i = 0; i + 1 < l.nx; ++i)
+          if (mc::cell_needs_center(cases, s, i, j, l.z1, level, task.keep_degenerate))
+            mark_center((l.z1 - l.z0) * l.ny + j, i);
     }
     seconds_.classify += since(t0);
     const auto t1 = Clock::now();
@@ -240,7 +260,7 @@ class CpuEngine final : public SlabEngine {
     const std::uint8_t* flags = flags_.data();
     const std::int64_t owned_rows = (l.z1 - l.z0) * l.ny;
     const mc::SlabValues<float> scalars{task.scalars, l.nx, l.ny, l.nz, task.data_z0};
-    const auto& tables = mc::case_tables();
+    const mc::CaseLookup cases = lookup(task);
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
     std::vector<std::vector<std::uint64_t>> thread_ties(static_cast<std::size_t>(threads_));
     // Vertices and triangles are independent (triangles need only the scanned vertex ids): one parallel region,
@@ -300,7 +320,7 @@ class CpuEngine final : public SlabEngine {
           for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
           const int cas = mc::cell_case(cf);
           if (cas == 0 || cas == 255) return;
-          const auto& e = cell_entry<R>(tables, s, cas, task, i, j, k);
+          const auto& e = mc::case_entry(cases, s, cas, level, i, j, k);
           std::uint64_t first[8];
           // Corner (q, i) starts after the slots before i; corner (q, i + 1) after point i's own slots too.
           for (int c = 0; c < 8; ++c)

@@ -126,10 +126,16 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA_LAUNCH("classifying points");
     if (g.cell_rows > 0) {
       cuda::count_cells_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), table_.as<mc::CaseEntry>(), ambiguous_.as<std::uint8_t>(),
-          task.decider, task.keep_degenerate, row_first_.as<int>(), row_last_.as<int>(),
+          s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, row_first_.as<int>(), row_last_.as<int>(),
+          row_vertices_.as<std::uint32_t>(),
           row_triangles_.as<std::uint32_t>(), counters_.as<unsigned long long>());
       PS_CUDA_LAUNCH("counting triangles");
+    }
+    if (task.tunnels && task.z1 + 1 < task.dims[2] && task.dims[1] > 1) {
+      cuda::next_slab_centers_kernel<T><<<unsigned(task.dims[1] - 1), cuda::kRowThreads>>>(
+          s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, task.z1,
+          row_first_.as<int>(), row_last_.as<int>(), row_vertices_.as<std::uint32_t>());
+      PS_CUDA_LAUNCH("counting the next slab's centre vertices");
     }
     PS_CUDA(cudaDeviceSynchronize(), "classifying the slab");
     seconds_.classify += since(t0);
@@ -186,8 +192,7 @@ class CudaEngine final : public SlabEngine {
     }
     if (nt > 0 && g.cell_rows > 0) {
       cuda::triangle_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), table_.as<mc::CaseEntry>(), ambiguous_.as<std::uint8_t>(),
-          task.decider, task.keep_degenerate, task.flip, row_triangles_.as<std::uint32_t>(),
+          s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, task.flip, row_triangles_.as<std::uint32_t>(),
           row_vertex_base_.as<std::uint64_t>(), row_triangle_base_.as<std::uint64_t>(), row_first_.as<int>(),
           row_last_.as<int>(), out.vertex_base, task.labels ? labels_.as<std::int32_t>() : nullptr,
           triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
@@ -222,7 +227,31 @@ class CudaEngine final : public SlabEngine {
   std::size_t uploaded_bytes_ = 0;
   int uploaded_field_ = -1;
   std::int64_t uploaded_z0_ = -1;
-  core::DeviceBuffer table_, ambiguous_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
+  // The tables of a task's topology; the MC33 tunnel tables are uploaded on first use.
+  mc::CaseLookup lookup(const SlabTask& task) {
+    mc::CaseLookup l;
+    l.entries = table_.as<mc::CaseEntry>();
+    if (task.decider) l.case_flags = ambiguous_.as<std::uint8_t>();
+    if (task.tunnels) {
+      if (!tunnel_entries_.ptr) {
+        const auto& t = mc::tunnel_tables();
+        tunnel_flags_.ensure(256, "allocating the tunnel table");
+        PS_CUDA(cudaMemcpy(tunnel_flags_.ptr, t.case_flags, 256, cudaMemcpyHostToDevice), "uploading the tunnel table");
+        tunnel_block_.ensure(t.block.size() * sizeof(std::uint16_t), "allocating the tunnel table");
+        PS_CUDA(cudaMemcpy(tunnel_block_.ptr, t.block.data(), t.block.size() * sizeof(std::uint16_t),
+                           cudaMemcpyHostToDevice), "uploading the tunnel table");
+        tunnel_entries_.ensure(t.entries.size() * sizeof(mc::CaseEntry), "allocating the tunnel table");
+        PS_CUDA(cudaMemcpy(tunnel_entries_.ptr, t.entries.data(), t.entries.size() * sizeof(mc::CaseEntry),
+                           cudaMemcpyHostToDevice), "uploading the tunnel table");
+      }
+      l.case_flags = tunnel_flags_.as<std::uint8_t>();
+      l.tunnel_block = tunnel_block_.as<std::uint16_t>();
+      l.tunnel_entries = tunnel_entries_.as<mc::CaseEntry>();
+    }
+    return l;
+  }
+
+  core::DeviceBuffer table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
       row_triangle_base_, row_first_, row_last_, scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
       values_, face_labels_;
   UploadKey labels_key_, scalars_key_;

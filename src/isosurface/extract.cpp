@@ -78,7 +78,8 @@ GradientDirection parse_gradient_direction(const std::string& name) {
 CaseTopology parse_case_topology(const std::string& name) {
   if (name == "classic") return CaseTopology::Classic;
   if (name == "decider") return CaseTopology::Decider;
-  throw Error(ErrorKind::InvalidArgument, "topology '" + name + "' is not 'classic' or 'decider'");
+  if (name == "mc33") return CaseTopology::Mc33;
+  throw Error(ErrorKind::InvalidArgument, "topology '" + name + "' is not 'classic', 'decider' or 'mc33'");
 }
 
 namespace {
@@ -268,7 +269,8 @@ iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, 
   task.type = volume.type();
   task.dims = g.dims;
   task.map = world_map(g, o.direction, mirrored);
-  task.decider = o.topology == CaseTopology::Decider;
+  task.decider = o.topology != CaseTopology::Classic;
+  task.tunnels = o.topology == CaseTopology::Mc33;
   task.keep_degenerate = o.keep_degenerate;
   task.flip = (o.direction == GradientDirection::Ascent) != mirrored;
   task.normals = o.normals;

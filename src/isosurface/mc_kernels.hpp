@@ -27,9 +27,10 @@ enum : std::uint8_t {
   kSlotX = 2,
   kSlotY = 4,
   kSlotZ = 8,
-  kSlotMask = 15,
   kInside = 16,
   kOnLevel = 32,
+  kSlotCenter = 64,  // MC33: the cell whose lowest corner is this point has a centre vertex (after the z slot)
+  kSlotMask = 15 | kSlotCenter,
 };
 
 template <class T>
@@ -156,8 +157,91 @@ PS_HD int face_join_mask(int ambiguous, const R* relative) {
   return mask;
 }
 
+// MC33 interior test: which vertical edges of the cell the trilinear interpolant connects through the interior.
+// Each horizontal cross-section at height t is bilinear with corner values linear in t; two diagonal vertical edges
+// connect where both are inside, the other two outside, and the section's saddle is inside:
+// g(t) = p(t)·q(t) − r(t)·s(t) ≥ 0 (the face rule of the decider, so t = 0 and t = 1 agree with the faces).
+// Bits: inside (0,0)-(1,1), inside (1,0)-(0,1), outside (0,0)-(1,1), outside (1,0)-(0,1); vertical edge x | y << 1
+// runs from corner x | y << 1 up to corner 4 + (x | y << 1). Only asked for cells whose surface can hold a tunnel.
+template <class R>
+PS_HD int interior_connections(const R* relative) {
+  for (int c = 0; c < 8; ++c)
+    if (!is_finite(relative[c])) return 0;
+  int bits = 0;
+  for (int diagonal = 0; diagonal < 2; ++diagonal) {
+    const int p = diagonal == 0 ? 0 : 1, q = diagonal == 0 ? 3 : 2, r = diagonal == 0 ? 1 : 0, s = diagonal == 0 ? 2 : 3;
+    for (int side = 0; side < 2; ++side) {
+      // side 0: p, q inside and r, s outside (joined when g >= 0); side 1: the reverse (p, q joined when g > 0).
+      R lo = R(0), hi = R(1);
+      const int edges[4] = {p, q, r, s};
+      for (int n = 0; n < 4; ++n) {
+        const R v0 = relative[edges[n]], v1 = relative[edges[n] + 4];
+        const bool want_inside = (n < 2) == (side == 0);
+        const bool in0 = v0 >= R(0), in1 = v1 >= R(0);
+        if (in0 == want_inside && in1 == want_inside) continue;
+        if (in0 != want_inside && in1 != want_inside) {
+          lo = R(1), hi = R(0);
+          break;
+        }
+        const R cross = v0 / (v0 - v1);  // where the edge meets the level
+        if (in0 == want_inside) hi = cross < hi ? cross : hi;
+        else lo = cross > lo ? cross : lo;
+      }
+      if (lo > hi) continue;
+      auto at = [&](int corner, R t) { return (R(1) - t) * relative[corner] + t * relative[corner + 4]; };
+      auto g = [&](R t) { return at(p, t) * at(q, t) - at(r, t) * at(s, t); };
+      // g is quadratic in t: its largest value on [lo, hi] lies at an end or at the vertex.
+      const R dp = relative[p + 4] - relative[p], dq = relative[q + 4] - relative[q];
+      const R dr = relative[r + 4] - relative[r], ds = relative[s + 4] - relative[s];
+      const R curvature = dp * dq - dr * ds;
+      R best = g(lo) > g(hi) ? g(lo) : g(hi);
+      if (curvature < R(0)) {
+        const R slope0 = relative[p] * dq + relative[q] * dp - relative[r] * ds - relative[s] * dr;
+        const R vertex = -slope0 / (R(2) * curvature);
+        if (vertex > lo && vertex < hi) {
+          const R gv = g(vertex);
+          best = gv > best ? gv : best;
+        }
+      }
+      if (side == 0 ? best >= R(0) : best > R(0)) bits |= 1 << (side * 2 + diagonal);
+    }
+  }
+  return bits;
+}
+
+// Where a cell's triangles come from: the tables, and which ambiguity rules apply.
+struct CaseLookup {
+  const CaseEntry* entries = nullptr;          // [case · 64 + face mask]
+  const std::uint8_t* case_flags = nullptr;    // per case: ambiguous faces (bits 0–5), can tunnel (bit 6); null: classic
+  const std::uint16_t* tunnel_block = nullptr;  // MC33 only: TunnelTables::block and ::entries
+  const CaseEntry* tunnel_entries = nullptr;
+};
+
+// The table entry of a cell: classic, decided faces, or (MC33) decided faces and interior tunnels.
+template <class T>
+PS_HD const CaseEntry& case_entry(const CaseLookup& t, const SlabValues<T>& s, int cas,
+                                  typename RealOf<T>::type level, std::int64_t i, std::int64_t j, std::int64_t k) {
+  using R = typename RealOf<T>::type;
+  if (!t.case_flags) return t.entries[cas * kFaceMasks];
+#if defined(__CUDA_ARCH__)
+  const int flags = __ldg(t.case_flags + cas);
+#else
+  const int flags = t.case_flags[cas];
+#endif
+  if (!flags) return t.entries[cas * kFaceMasks];
+  R rel[8];
+  for (int c = 0; c < 8; ++c) rel[c] = R(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1))) - level;
+  const int mask = face_join_mask(flags & 63, rel);
+  if (flags & 64) {
+    const std::uint16_t block = t.tunnel_block[cas * kFaceMasks + mask];
+    if (block != kNoTunnel) return t.tunnel_entries[int(block) * kInteriorSets + interior_connections(rel)];
+  }
+  return t.entries[cas * kFaceMasks + mask];
+}
+
 // Which vertex a cell edge uses: 16 + corner when an end lies on the level, else the edge itself.
 PS_HD_INT int edge_key(int e, const std::uint8_t* corner_flags) {
+  if (e == kCenterKey) return e;
   const int c0 = edge_lower_corner(e), c1 = c0 | 1 << edge_axis(e);
   if (corner_flags[c0] & kOnLevel) return 16 + c0;
   if (corner_flags[c1] & kOnLevel) return 16 + c1;
@@ -167,6 +251,7 @@ PS_HD_INT int edge_key(int e, const std::uint8_t* corner_flags) {
 // The vertex id of a key, given the first slot id of each corner's point.
 PS_HD_INT std::uint64_t key_vertex(int key, const std::uint8_t* corner_flags, const std::uint64_t* corner_first) {
   if (key >= 16) return corner_first[key - 16];
+  if (key == kCenterKey) return corner_first[0] + std::uint64_t(popcount8(corner_flags[0] & 15u));
   const int c0 = edge_lower_corner(key);
   const unsigned below = (2u << edge_axis(key)) - 1u;  // the point slot and lower axes come first
   return corner_first[c0] + std::uint64_t(popcount8(corner_flags[c0] & below));
@@ -197,6 +282,33 @@ PS_HD int surviving_triangles(const CaseEntry& e, const std::uint8_t* cf, bool k
   int n = 0;
   cell_triangles(e, cf, keep_degenerate, [&](int, int, int, bool) { ++n; });
   return n;
+}
+
+// Whether a surviving triangle of the cell uses its centre vertex (MC33 tunnels).
+PS_HD bool uses_center(const CaseEntry& e, const std::uint8_t* cf, bool keep_degenerate) {
+  if (!e.center) return false;
+  bool used = false;
+  cell_triangles(e, cf, keep_degenerate, [&](int a, int b, int c, bool) {
+    used = used || a == kCenterKey || b == kCenterKey || c == kCenterKey;
+  });
+  return used;
+}
+
+// Whether cell (i, j, k) gets an MC33 centre vertex, from its samples alone: for the cells just past a slab, whose
+// centres the slab's numbering must count although the next slab makes them.
+template <class T>
+PS_HD bool cell_needs_center(const CaseLookup& t, const SlabValues<T>& s, std::int64_t i, std::int64_t j,
+                             std::int64_t k, typename RealOf<T>::type level, bool keep_degenerate) {
+  using R = typename RealOf<T>::type;
+  std::uint8_t cf[8];
+  for (int c = 0; c < 8; ++c) {
+    const R v = R(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1)));
+    cf[c] = v == level ? std::uint8_t(kInside | kOnLevel) : is_inside(v, level) ? std::uint8_t(kInside) : std::uint8_t(0);
+  }
+  const int cas = cell_case(cf);
+  if (cas == 0 || cas == 255) return false;
+  const CaseEntry& e = case_entry(t, s, cas, level, i, j, k);
+  return e.center && uses_center(e, cf, keep_degenerate);
 }
 
 // The label of a cell in a label volume: the most frequent label among its inside corners (the smaller label on a
@@ -285,7 +397,42 @@ PS_HD void store_vertex(const WorldMap& m, const float* idx, const float* g, flo
   for (int r = 0; r < 3; ++r) nrm[r] = n[r] * inv;
 }
 
-// Writes the vertices of point (i, j, k) in slot order: its own sample, then the x, y, z edge crossings; and,
+// The centre vertex of cell (i, j, k), where an MC33 tunnel needs one: the mean of the cell's edge crossings, their
+// gradients and their scalars (as Lewiner et al. place it). Rare, so written for clarity over speed.
+template <class T, class R>
+PS_HD void center_vertex(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, R level,
+                         const WorldMap& m, float* pos, float* nrm, const SlabValues<float>* scalars, float* value) {
+  float idx[3] = {0, 0, 0}, g[3] = {0, 0, 0}, sum = 0;
+  int n = 0;
+  for (int e = 0; e < 12; ++e) {
+    const int c0 = edge_lower_corner(e), axis = edge_axis(e);
+    const std::int64_t p0[3] = {i + (c0 & 1), j + (c0 >> 1 & 1), k + (c0 >> 2 & 1)};
+    std::int64_t p1[3] = {p0[0], p0[1], p0[2]};
+    ++p1[axis];
+    const R a = R(s.at(p0[0], p0[1], p0[2])), b = R(s.at(p1[0], p1[1], p1[2]));
+    if (is_inside(a, level) == is_inside(b, level)) continue;
+    const R t = (is_finite(a) && is_finite(b)) ? (level - a) / (b - a) : R(0.5);
+    R g0[3], g1[3];
+    gradient(s, p0[0], p0[1], p0[2], g0);
+    gradient(s, p1[0], p1[1], p1[2], g1);
+    for (int r = 0; r < 3; ++r) {
+      idx[r] += float(p0[r]) + (r == axis ? float(t) : 0.0f);
+      g[r] += float(g0[r] + t * (g1[r] - g0[r]));
+    }
+    if (scalars) {
+      const float v0 = scalars->at(p0[0], p0[1], p0[2]);
+      sum += v0 + float(t) * (scalars->at(p1[0], p1[1], p1[2]) - v0);
+    }
+    ++n;
+  }
+  const float inv = n > 0 ? 1.0f / float(n) : 0.0f;
+  for (int r = 0; r < 3; ++r) idx[r] = n > 0 ? idx[r] * inv : float(r == 0 ? i : r == 1 ? j : k) + 0.5f;
+  store_vertex(m, idx, g, pos, nrm);
+  if (value) *value = sum * inv;
+}
+
+// Writes the vertices of point (i, j, k) in slot order: its own sample, the x, y, z edge crossings, the centre of
+// the cell it is the lowest corner of (MC33); and,
 // when `scalars` (a second volume on the same slab layout) is given, its values interpolated alike into `values`.
 template <class T, class R>
 PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
@@ -322,6 +469,8 @@ PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j
     if (scalars) values[slot] = s0 + float(t) * (scalars->at(i1, j1, k1) - s0);
     ++slot;
   }
+  if (flags & kSlotCenter) center_vertex(s, i, j, k, level, m, pos + 3 * slot, nrm + 3 * slot, scalars,
+                                         scalars ? values + slot : nullptr);
 }
 
 }  // namespace parasurf::mc

@@ -1,6 +1,7 @@
 // Marching-cubes case tables, generated (not transcribed) from the cube's face rules, for every corner case and
 // every choice of how ambiguous faces connect.
-// Lorensen & Cline 1987 (the cases); Nielson & Hamann 1991 (asymptotic decider for ambiguous faces).
+// Lorensen & Cline 1987 (the cases); Nielson & Hamann 1991 (asymptotic decider for ambiguous faces); Chernyaev 1995
+// and Lewiner et al. 2003 (MC33: tunnels of the trilinear interpolant through a cell's interior).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -8,12 +9,17 @@
 namespace parasurf::mc {
 
 // Corner and edge numbering: see mc_kernels.hpp.
-constexpr int kMaxTriangles = 12;
+constexpr int kMaxTriangles = 16;
+constexpr int kCenterKey = 12;  // the cell's centre vertex (MC33 tunnels), after the twelve edges
 constexpr int kFaceMasks = 64;  // one "join the inside corners" bit per face; face f = 2 · axis + side
+constexpr int kInteriorSets = 16;  // interior connection bits: see interior_connections in mc_kernels.hpp
+constexpr std::uint16_t kNoTunnel = 0xffff;
 
 struct CaseEntry {
   std::uint8_t count;                      // triangles
-  std::uint8_t edges[3 * kMaxTriangles];   // cell edges, three per triangle, wound for outward (descent) normals
+  std::uint8_t edges[3 * kMaxTriangles];   // cell edges (or kCenterKey), three per triangle, wound for outward
+                                           // (descent) normals
+  bool center = false;                     // a triangle uses the centre vertex
 };
 
 struct CaseTables {
@@ -22,7 +28,17 @@ struct CaseTables {
   int max_triangles = 0;
 };
 
-// Built once, on first use (thread-safe).
+// MC33 tunnels, for a case and face mask whose surface can hold one: the block b of entries
+// [b · kInteriorSets + interior connections]; kNoTunnel elsewhere.
+struct TunnelTables {
+  std::vector<std::uint16_t> block;         // [case · 64 + face mask]
+  std::vector<CaseEntry> entries;
+  std::uint8_t case_flags[256];             // ambiguous faces (bits 0–5) and, in bit 6, whether some face mask can tunnel
+  int max_triangles = 0;
+};
+
+// Built once, on first use (thread-safe). The tunnel tables take longer and are built only when asked for.
 const CaseTables& case_tables();
+const TunnelTables& tunnel_tables();
 
 }  // namespace parasurf::mc

@@ -20,6 +20,11 @@ grep -q uniform_triangles "$dir/t.json"
 head -c 400 "$dir/tangle.ply" | grep -aq "element face"
 "$exe" isosurface --field torus --size 40 --level -0.05,0 --topology decider -o "$dir/t2.glb" --json "$dir/i.json" -q
 grep -q '"triangles"' "$dir/i.json"
+"$exe" isosurface --field gyroid --size 48 --topology mc33 --slab-slices 5 -o "$dir/g33.ply" -q
+"$exe" isosurface --field gyroid --size 48 --topology mc33 -o "$dir/g33b.ply" -q
+cmp -s "$dir/g33.ply" "$dir/g33b.ply"
+set +e; "$exe" isosurface --field gyroid --size 8 --topology mc34 -o "$dir/bad.ply" -q 2>"$dir/err.txt"; rc=$?; set -e
+[ $rc -eq 2 ] && grep -q "mc33" "$dir/err.txt" && [ ! -e "$dir/bad.ply" ]
 "$exe" isosurface --field sphere --size 24 -o "$dir/s.stl" -q
 [ "$(stat -c %s "$dir/s.stl")" -gt 1000 ]
 "$exe" isosurface --field sphere --size 24 --slab-slices 3 -o "$dir/s3.stl" -q

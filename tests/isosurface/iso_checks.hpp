@@ -47,6 +47,45 @@ inline std::int64_t iso_euler(const TriangleMesh& m) {
   return iso_used_vertices(m) - iso_edges(m).edges() + m.triangle_count();
 }
 
+// Topological invariants of a mesh: connected pieces, Euler characteristic and boundary loops.
+struct IsoTopology {
+  std::int64_t components = 0, euler = 0, boundary_loops = 0;
+  bool operator==(const IsoTopology&) const = default;
+};
+
+inline IsoTopology iso_topology(const TriangleMesh& m) {
+  const std::size_t n = std::size_t(m.vertex_count());
+  std::vector<std::uint32_t> parent(n), boundary_parent(n);
+  for (std::size_t v = 0; v < n; ++v) parent[v] = boundary_parent[v] = std::uint32_t(v);
+  auto find = [](std::vector<std::uint32_t>& p, std::uint32_t v) {
+    while (p[v] != v) v = p[v] = p[p[v]];
+    return v;
+  };
+  std::unordered_map<std::uint64_t, int> uses;
+  for (std::int64_t t = 0; t < m.triangle_count(); ++t)
+    for (int k = 0; k < 3; ++k) {
+      const std::uint32_t a = m.triangles[3 * t + k], b = m.triangles[3 * t + (k + 1) % 3];
+      parent[find(parent, a)] = find(parent, b);
+      ++uses[std::uint64_t(std::min(a, b)) << 32 | std::max(a, b)];
+    }
+  std::vector<char> on_boundary(n, 0);
+  for (const auto& [e, count] : uses) {
+    if (count != 1) continue;
+    const std::uint32_t a = std::uint32_t(e >> 32), b = std::uint32_t(e);
+    on_boundary[a] = on_boundary[b] = 1;
+    boundary_parent[find(boundary_parent, a)] = find(boundary_parent, b);
+  }
+  IsoTopology topo;
+  std::vector<char> used(n, 0);
+  for (auto v : m.triangles) used[v] = 1;
+  for (std::size_t v = 0; v < n; ++v) {
+    if (used[v] && find(parent, std::uint32_t(v)) == v) ++topo.components;
+    if (on_boundary[v] && find(boundary_parent, std::uint32_t(v)) == v) ++topo.boundary_loops;
+  }
+  topo.euler = iso_euler(m);
+  return topo;
+}
+
 inline double iso_area(const TriangleMesh& m) {
   double area = 0;
   for (std::int64_t t = 0; t < m.triangle_count(); ++t) {

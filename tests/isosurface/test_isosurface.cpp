@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <map>
 #include <numbers>
 #include <random>
 
@@ -89,6 +91,48 @@ TEST(IsoTables, EveryCaseIsClosedAndUsesOnlyCrossingEdges) {
       }
       EXPECT_EQ(e.count == 0, cas == 0 || cas == 255);
     }
+}
+
+TEST(IsoTables, TunnelEntriesAreClosedTubes) {
+  const auto& t = mc::tunnel_tables();
+  ASSERT_FALSE(t.entries.empty());
+  EXPECT_EQ(t.entries.size() % mc::kInteriorSets, 0u);
+  EXPECT_LE(t.max_triangles, mc::kMaxTriangles);
+  int with_center = 0;
+  for (std::size_t n = 0; n < t.entries.size(); ++n) {
+    const auto& e = t.entries[n];
+    // Inside a cell, every edge of its triangles is used once each way, except the loop segments on the cube's
+    // faces, used once (the neighbour uses them the other way); no edge twice the same way.
+    std::map<std::pair<int, int>, int> directed;
+    bool center = false;
+    for (int k = 0; k < e.count; ++k)
+      for (int q = 0; q < 3; ++q) {
+        ++directed[{e.edges[3 * k + q], e.edges[3 * k + (q + 1) % 3]}];
+        center = center || e.edges[3 * k + q] == mc::kCenterKey;
+      }
+    EXPECT_EQ(center, e.center) << "tunnel entry " << n;
+    with_center += center;
+    for (const auto& [edge, count] : directed) {
+      EXPECT_EQ(count, 1) << "tunnel entry " << n << ": a directed edge used twice";
+      EXPECT_NE(edge.first, edge.second);
+      // The centre's spokes are interior edges: used both ways.
+      if (edge.first == mc::kCenterKey || edge.second == mc::kCenterKey)
+        EXPECT_EQ(directed.count({edge.second, edge.first}), 1u) << "tunnel entry " << n << ": an open spoke";
+    }
+  }
+  EXPECT_GT(with_center, 0);
+  // Case 4 (corners 0 and 7 inside): two corner triangles apart, or one tube of six triangles when the interior
+  // connects them (inside, vertical edges (0,0)-(1,1): bit 0).
+  const int cas = 1 | 1 << 7;
+  const std::uint16_t block = t.block[std::size_t(cas) * mc::kFaceMasks];
+  ASSERT_NE(block, mc::kNoTunnel);
+  EXPECT_EQ(t.entries[std::size_t(block) * mc::kInteriorSets].count, 2);
+  EXPECT_EQ(t.entries[std::size_t(block) * mc::kInteriorSets + 1].count, 6);
+  // The interior test: the trilinear cell with f = -1 at the six other corners and +1 at 0 and 7 has its saddle
+  // below zero (apart); raising corners 0 and 7 to 5 joins them.
+  float apart[8] = {1, -1, -1, -1, -1, -1, -1, 1}, joined[8] = {5, -1, -1, -1, -1, -1, -1, 5};
+  EXPECT_EQ(mc::interior_connections(apart) & 1, 0);
+  EXPECT_EQ(mc::interior_connections(joined) & 1, 1);
 }
 
 TEST(Isosurface, TangleFiveCubedMatchesViskores) {
@@ -189,6 +233,86 @@ MemoryVolume integer_volume(std::mt19937_64& rng, int n, int top, std::vector<fl
   return MemoryVolume(g, VoxelType::Float32, keep.data(), "integer volume");
 }
 
+// Random trilinear cells against the topology of their own interpolant, sampled 8 and 16 times finer (where the
+// two samplings agree: a thinner neck than a fine cell can fool them). MC33 must match; the decider alone, which
+// never makes tunnels, must miss some, or the test did not exercise tunnels.
+TEST(Isosurface, Mc33MatchesTheTrilinearTopology) {
+  const auto seed = test::run_seed() ^ 0x3333;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> value(-1, 1);
+  const int n = 5, kTrials = 200;  // random 3^3 interior, outside border so surfaces close
+  int resolved = 0, decider_misses = 0, mc33_misses = 0;
+  std::vector<Device> devs = devices();
+  for (int trial = 0; trial < kTrials; ++trial) {
+    std::vector<double> c(std::size_t(n * n * n), -1.0);
+    for (int k = 1; k + 1 < n; ++k)
+      for (int j = 1; j + 1 < n; ++j)
+        for (int i = 1; i + 1 < n; ++i) c[std::size_t((k * n + j) * n + i)] = value(rng);
+    auto trilinear = [&](double x, double y, double z) {
+      const int i = std::min(int(x), n - 2), j = std::min(int(y), n - 2), k = std::min(int(z), n - 2);
+      const double u = x - i, v = y - j, w = z - k;
+      double f = 0;
+      for (int q = 0; q < 8; ++q)
+        f += c[std::size_t(((k + (q >> 2)) * n + j + (q >> 1 & 1)) * n + i + (q & 1))] * ((q & 1) ? u : 1 - u) *
+             ((q >> 1 & 1) ? v : 1 - v) * ((q >> 2) ? w : 1 - w);
+      return f;
+    };
+    const double hi = n - 1;
+    MemoryVolume coarse = sample(trilinear, {0, 0, 0}, {hi, hi, hi}, {1, 1, 1});
+    IsosurfaceOptions fine_options;
+    fine_options.topology = CaseTopology::Decider;
+    fine_options.device = Device::Cpu;
+    MemoryVolume fine8 = sample(trilinear, {0, 0, 0}, {hi, hi, hi}, {1.0 / 8, 1.0 / 8, 1.0 / 8});
+    MemoryVolume fine16 = sample(trilinear, {0, 0, 0}, {hi, hi, hi}, {1.0 / 16, 1.0 / 16, 1.0 / 16});
+    const auto reference = test::iso_topology(extract(fine16, 0.0, Device::Cpu, fine_options));
+    if (!(test::iso_topology(extract(fine8, 0.0, Device::Cpu, fine_options)) == reference)) continue;
+    ++resolved;
+    IsosurfaceOptions o;
+    o.topology = CaseTopology::Decider;
+    decider_misses += !(test::iso_topology(extract(coarse, 0.0, Device::Cpu, o)) == reference);
+    o.topology = CaseTopology::Mc33;
+    for (Device d : devs) {
+      const TriangleMesh m = extract(coarse, 0.0, d, o);
+      const auto topo = test::iso_topology(m);
+      const bool match = topo == reference;
+      mc33_misses += !match;
+      EXPECT_TRUE(match) << device_name(d) << " seed " << seed << " trial " << trial << ": mc33 gives "
+                         << topo.components << " pieces, Euler " << topo.euler << "; the interpolant has "
+                         << reference.components << " pieces, Euler " << reference.euler;
+      expect_closed_manifold(m, std::string("mc33 trial ") + std::to_string(trial));
+    }
+  }
+  std::printf("mc33 topology: seed %llu, %d of %d random volumes resolved by sampling, decider wrong on %d, mc33 on %d\n",
+              static_cast<unsigned long long>(seed), resolved, kTrials, decider_misses, mc33_misses);
+  EXPECT_GT(resolved, kTrials * 9 / 10);
+  EXPECT_GT(decider_misses, 0) << "no volume needed a tunnel";
+}
+
+// Uniform noise makes every case and face choice: no edge may border more than two triangles, in any topology.
+// (Chords of a cell's polygons that lie in a cube face are taken of a different kind on the face's two sides.)
+TEST(Isosurface, NoiseIsManifoldInEveryTopology) {
+  const auto seed = test::run_seed() ^ 0x4015e;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> value(-1, 1);
+  VolumeGeometry g;
+  g.dims = {36, 30, 33};
+  std::vector<float> data(std::size_t(g.voxel_count()));
+  for (float& v : data) v = value(rng);
+  MemoryVolume noise(g, VoxelType::Float32, data.data(), "noise");
+  for (Device d : devices())
+    for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33}) {
+      IsosurfaceOptions o;
+      o.topology = topo;
+      const TriangleMesh m = extract(noise, 0.0, d, o);
+      const auto e = iso_edges(m);
+      const std::string what = std::string(device_name(d)) + " topology " + std::to_string(int(topo)) + " seed " +
+                               std::to_string(seed);
+      EXPECT_EQ(e.non_manifold, 0) << what;
+      EXPECT_EQ(e.unbalanced - e.boundary, 0) << what << ": only the volume's border may open the surface";
+      EXPECT_EQ(test::iso_used_vertices(m), m.vertex_count()) << what << ": unreferenced vertices";
+    }
+}
+
 TEST(Isosurface, TiesMakeNoHolesNoDuplicatesNoDegenerates) {
   std::mt19937_64 rng(test::run_seed() ^ 0x71e5);
   for (Device d : devices())
@@ -197,7 +321,7 @@ TEST(Isosurface, TiesMakeNoHolesNoDuplicatesNoDegenerates) {
       MemoryVolume v = integer_volume(rng, 12, 1 + trial % 3, data);
       for (double level : {1.0, 2.0}) {
         if (level > 1 + trial % 3) continue;
-        for (auto topo : {CaseTopology::Classic, CaseTopology::Decider}) {
+        for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33}) {
           IsosurfaceOptions o;
           o.topology = topo;
           const TriangleMesh m = extract(v, level, d, o);
@@ -220,23 +344,37 @@ TEST(Isosurface, SlabSplitsGiveTheIdenticalMesh) {
   std::vector<float> data;
   MemoryVolume ties = integer_volume(rng, 11, 2, data);
   auto smooth = synthetic_field("gyroid", {23, 19, 17});
+  // Noise for MC33: tunnels and centre vertices at every height.
+  std::uniform_real_distribution<float> value(-1, 1);
+  VolumeGeometry ng;
+  ng.dims = {14, 13, 12};
+  std::vector<float> noise_data(std::size_t(ng.voxel_count()));
+  for (float& v : noise_data) v = value(rng);
+  MemoryVolume noise(ng, VoxelType::Float32, noise_data.data(), "noise");
   for (Device d : devices())
-    for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), smooth.get()}) {
-      IsosurfaceOptions o;
-      o.levels = {v == &ties ? 1.0 : 0.1, v == &ties ? 2.0 : -0.3};
-      o.device = d;
-      const TriangleMesh whole = extract_isosurface(*v, o);
-      ASSERT_GT(whole.triangle_count(), 0);
-      for (std::int64_t s = 1; s < v->geometry().dims[2]; ++s) {
-        o.slab_slices = s;
-        IsosurfaceReport rep;
-        const TriangleMesh part = extract_isosurface(*v, o, &rep);
-        EXPECT_EQ(rep.slabs, (v->geometry().dims[2] + s - 1) / s);
-        EXPECT_EQ(part.triangles, whole.triangles) << device_name(d) << " " << v->name() << " slabs of " << s;
-        EXPECT_EQ(part.positions, whole.positions) << device_name(d) << " " << v->name() << " slabs of " << s;
-        EXPECT_EQ(part.face_groups, whole.face_groups);
+    for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), smooth.get(), static_cast<VolumeSource*>(&noise)})
+      for (auto topo : {CaseTopology::Classic, CaseTopology::Mc33}) {
+        IsosurfaceOptions o;
+        o.levels = {v == &ties ? 1.0 : 0.1, v == &ties ? 2.0 : -0.3};
+        o.device = d;
+        o.topology = topo;
+        o.scalars = v;
+        const TriangleMesh whole = extract_isosurface(*v, o);
+        ASSERT_GT(whole.triangle_count(), 0);
+        for (std::int64_t s = 1; s < v->geometry().dims[2]; ++s) {
+          o.slab_slices = s;
+          IsosurfaceReport rep;
+          const TriangleMesh part = extract_isosurface(*v, o, &rep);
+          const std::string what = std::string(device_name(d)) + " " + v->name() + " topology " +
+                                   std::to_string(int(topo)) + " slabs of " + std::to_string(s);
+          EXPECT_EQ(rep.slabs, (v->geometry().dims[2] + s - 1) / s);
+          EXPECT_EQ(part.triangles, whole.triangles) << what;
+          EXPECT_EQ(part.positions, whole.positions) << what;
+          EXPECT_EQ(part.normals, whole.normals) << what;
+          EXPECT_EQ(part.vertex_values, whole.vertex_values) << what;
+          EXPECT_EQ(part.face_groups, whole.face_groups) << what;
+        }
       }
-    }
 }
 
 TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
@@ -250,7 +388,7 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
   for (std::size_t i = 0; i < stripes.size(); ++i) stripes[i] = std::int32_t(i / 100 % 4);
   MemoryVolume labels(ties.geometry(), VoxelType::Int32, stripes.data(), "stripes");
   for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), tangle.get()})
-    for (auto topo : {CaseTopology::Classic, CaseTopology::Decider})
+    for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33})
       for (std::int64_t slabs : {0, 7}) {
         IsosurfaceOptions o;
         o.levels = {v == &ties ? 2.0 : 0.5};
