@@ -237,15 +237,16 @@ def upsample_trilinear(volume, factor):
 
 @pytest.mark.parametrize("device", devices())
 def test_lewiner_has_the_trilinear_topology(device):
-    """method="lewiner" (MC33) gives the Euler characteristic of the trilinear interpolant of random volumes,
-    taken from the classic table on the interpolant sampled 8 and 16 times finer (where the two agree)."""
+    """method="lewiner" (MC33) gives the Euler characteristic of the trilinear interpolant of random volumes: that
+    of the interpolant sampled 8 and 16 times finer, where the two agree (a finer grid resolves necks and tunnels
+    whatever its own cell rule; the C++ suite checks the same against the asymptotic decider alone)."""
     seed = int.from_bytes(os.urandom(4), "little")
     rng = np.random.default_rng(seed)
     checked = classic_wrong = 0
-    for trial in range(8):
-        vol = np.full((8, 8, 8), -1.0, np.float32)
-        vol[1:-1, 1:-1, 1:-1] = rng.uniform(-1, 1, (6, 6, 6))
-        fine = [euler_characteristic(parasurf.marching_cubes(upsample_trilinear(vol, f), 0.0, method="lorensen",
+    for trial in range(12):
+        vol = np.full((7, 7, 7), -1.0, np.float32)
+        vol[1:-1, 1:-1, 1:-1] = rng.uniform(-1, 1, (5, 5, 5))
+        fine = [euler_characteristic(parasurf.marching_cubes(upsample_trilinear(vol, f), 0.0, method="lewiner",
                                                              device="cpu")[1]) for f in (8, 16)]
         if fine[0] != fine[1]:
             continue
@@ -253,5 +254,5 @@ def test_lewiner_has_the_trilinear_topology(device):
         faces = parasurf.marching_cubes(vol, 0.0, method="lewiner", device=device)[1]
         assert euler_characteristic(faces) == fine[1], f"seed {seed} trial {trial}"
         classic_wrong += euler_characteristic(parasurf.marching_cubes(vol, 0.0, method="lorensen")[1]) != fine[1]
-    assert checked >= 6, f"seed {seed}: too few volumes resolved by sampling"
+    assert checked >= 8, f"seed {seed}: too few volumes resolved by sampling"
     assert classic_wrong > 0, f"seed {seed}: no volume needed the ambiguities resolved"
