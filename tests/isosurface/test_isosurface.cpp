@@ -288,17 +288,23 @@ TEST(Isosurface, Mc33MatchesTheTrilinearTopology) {
   EXPECT_GT(decider_misses, 0) << "no volume needed a tunnel";
 }
 
+// Uniform noise in [-1, 1] (kept in `keep`).
+MemoryVolume noise_volume(std::mt19937_64& rng, std::array<std::int64_t, 3> dims, std::vector<float>& keep) {
+  std::uniform_real_distribution<float> value(-1, 1);
+  VolumeGeometry g;
+  g.dims = dims;
+  keep.resize(std::size_t(g.voxel_count()));
+  for (float& v : keep) v = value(rng);
+  return MemoryVolume(g, VoxelType::Float32, keep.data(), "noise");
+}
+
 // Uniform noise makes every case and face choice: no edge may border more than two triangles, in any topology.
 // (Chords of a cell's polygons that lie in a cube face are taken of a different kind on the face's two sides.)
 TEST(Isosurface, NoiseIsManifoldInEveryTopology) {
   const auto seed = test::run_seed() ^ 0x4015e;
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> value(-1, 1);
-  VolumeGeometry g;
-  g.dims = {36, 30, 33};
-  std::vector<float> data(std::size_t(g.voxel_count()));
-  for (float& v : data) v = value(rng);
-  MemoryVolume noise(g, VoxelType::Float32, data.data(), "noise");
+  std::vector<float> data;
+  MemoryVolume noise = noise_volume(rng, {36, 30, 33}, data);
   for (Device d : devices())
     for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33}) {
       IsosurfaceOptions o;
@@ -345,12 +351,8 @@ TEST(Isosurface, SlabSplitsGiveTheIdenticalMesh) {
   MemoryVolume ties = integer_volume(rng, 11, 2, data);
   auto smooth = synthetic_field("gyroid", {23, 19, 17});
   // Noise for MC33: tunnels and centre vertices at every height.
-  std::uniform_real_distribution<float> value(-1, 1);
-  VolumeGeometry ng;
-  ng.dims = {14, 13, 12};
-  std::vector<float> noise_data(std::size_t(ng.voxel_count()));
-  for (float& v : noise_data) v = value(rng);
-  MemoryVolume noise(ng, VoxelType::Float32, noise_data.data(), "noise");
+  std::vector<float> noise_data;
+  MemoryVolume noise = noise_volume(rng, {14, 13, 12}, noise_data);
   for (Device d : devices())
     for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), smooth.get(), static_cast<VolumeSource*>(&noise)})
       for (auto topo : {CaseTopology::Classic, CaseTopology::Mc33}) {
