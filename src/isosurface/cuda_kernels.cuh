@@ -1,5 +1,6 @@
-// CUDA kernels of the isosurface engine: one block per grid row, chunks of kRowThreads points, block scans for
-// in-row offsets. The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
+// CUDA kernels of the isosurface engine: counts by one block per grid row (chunks of kRowThreads points, block
+// scans for in-row offsets), then vertices and triangles listed by those scans and computed one per thread (rows
+// hold few of them). The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
 // Pipeline as in Rogeiro 2011 (classify, scan, generate), with Flying-Edges-style edge ownership so that no
 // compaction or vertex merge pass is needed.
 #pragma once
@@ -13,11 +14,15 @@ namespace parasurf::iso::cuda {
 
 constexpr int kRowThreads = 128;
 
-struct IntMin {
-  __device__ __forceinline__ int operator()(int a, int b) const { return a < b ? a : b; }
+// A row's vertex slots and the span of points that hold them.
+struct RowStats {
+  std::uint32_t slots;
+  int first, last;
 };
-struct IntMax {
-  __device__ __forceinline__ int operator()(int a, int b) const { return a > b ? a : b; }
+struct RowStatsMerge {
+  __device__ __forceinline__ RowStats operator()(const RowStats& a, const RowStats& b) const {
+    return {a.slots + b.slots, a.first < b.first ? a.first : b.first, a.last > b.last ? a.last : b.last};
+  }
 };
 
 struct RowGrid {
@@ -34,17 +39,37 @@ __global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s,
                                                             std::uint32_t* __restrict__ row_vertices,
                                                             int* __restrict__ row_first, int* __restrict__ row_last) {
   using R = typename mc::RealOf<T>::type;
-  using Reduce = cub::BlockReduce<std::uint32_t, kRowThreads>;
-  using ReduceInt = cub::BlockReduce<int, kRowThreads>;
+  using Reduce = cub::BlockReduce<RowStats, kRowThreads>;
   __shared__ typename Reduce::TempStorage temp;
-  __shared__ typename ReduceInt::TempStorage temp_lo, temp_hi;
   const std::int64_t r = blockIdx.x;
   const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
   std::uint32_t n = 0;
   int lo = int(g.nx), hi = -1;
   std::uint8_t* f = flags + r * g.nx;
+  // The row and its +y, +z neighbours by strides (point_flags' index arithmetic is 64-bit multiplies per sample).
+  const T* row = s.data + ((k - s.z_begin) * s.ny + j) * s.nx;
+  const std::int64_t sy = j + 1 < s.ny ? s.nx : 0, sz = k + 1 < s.nz ? s.nx * s.ny : 0;
   for (std::int64_t i = threadIdx.x; i < g.nx; i += kRowThreads) {
-    const std::uint8_t v = mc::point_flags<T, R>(s, i, j, k, level);
+    const R x = R(row[i]);
+    std::uint8_t v;
+    if (x == level) {
+      v = mc::point_flags<T, R>(s, i, j, k, level);  // on the level: the rare exact path
+    } else {  // point_flags' other branch, the same tests
+      const bool in = mc::is_inside(x, level);
+      v = in ? std::uint8_t(mc::kInside) : std::uint8_t(0);
+      if (i + 1 < s.nx) {
+        const R w = R(row[i + 1]);
+        if (in != mc::is_inside(w, level) && w != level) v |= mc::kSlotX;
+      }
+      if (sy) {
+        const R w = R(row[i + sy]);
+        if (in != mc::is_inside(w, level) && w != level) v |= mc::kSlotY;
+      }
+      if (sz) {
+        const R w = R(row[i + sz]);
+        if (in != mc::is_inside(w, level) && w != level) v |= mc::kSlotZ;
+      }
+    }
     f[i] = v;
     const int c = mc::slot_count(v);
     n += std::uint32_t(c);
@@ -53,13 +78,11 @@ __global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s,
       hi = max(hi, int(i));
     }
   }
-  const std::uint32_t total = Reduce(temp).Sum(n);
-  const int first = ReduceInt(temp_lo).Reduce(lo, IntMin());
-  const int last = ReduceInt(temp_hi).Reduce(hi, IntMax());
+  const RowStats total = Reduce(temp).Reduce(RowStats{n, lo, hi}, RowStatsMerge());  // one reduction, not three
   if (threadIdx.x == 0) {
-    row_vertices[r] = total;
-    row_first[r] = first;
-    row_last[r] = last;
+    row_vertices[r] = total.slots;
+    row_first[r] = total.first;
+    row_last[r] = total.last;
   }
 }
 
@@ -212,6 +235,61 @@ struct FiveSum {
   }
 };
 
+// Pass 2a, in two kernels: most rows hold a few vertices, so a block per row would idle while a few threads
+// compute them. The first kernel lists every vertex as (row, point, slot) at its id; the second computes one
+// vertex per thread. Points up to 2^21 per row.
+constexpr int kListPointBits = 21;
+__device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t r, std::int64_t i, int slot_bit) {
+  return std::uint64_t(r) << (kListPointBits + 3) | std::uint64_t(i) << 3 | std::uint64_t(slot_bit);
+}
+
+__global__ void __launch_bounds__(kRowThreads) vertex_list_kernel(RowGrid g, const std::uint8_t* __restrict__ flags,
+                                                                  const std::uint32_t* __restrict__ row_vertices,
+                                                                  const std::uint64_t* __restrict__ row_vertex_base,
+                                                                  const int* __restrict__ row_first,
+                                                                  const int* __restrict__ row_last,
+                                                                  std::uint64_t* __restrict__ entries) {
+  using Scan = cub::BlockScan<std::uint32_t, kRowThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  const std::int64_t r = blockIdx.x;
+  if (row_vertices[r] == 0) return;
+  const std::uint8_t* f = flags + r * g.nx;
+  std::uint64_t base = row_vertex_base[r];
+  const std::int64_t last = row_last[r];
+  for (std::int64_t i0 = row_first[r]; i0 <= last; i0 += kRowThreads) {
+    const std::int64_t i = i0 + threadIdx.x;
+    const std::uint8_t fl = i <= last ? f[i] : 0;
+    std::uint32_t offset, chunk;
+    Scan(temp).ExclusiveSum(std::uint32_t(mc::slot_count(fl)), offset, chunk);
+    std::uint64_t v = base + offset;
+    for (unsigned bits = fl & mc::kSlotMask; bits; bits &= bits - 1) entries[v++] = vertex_entry(r, i, __ffs(bits) - 1);
+    base += chunk;
+    __syncthreads();  // the scan's shared storage is reused by the next chunk
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                             typename mc::RealOf<T>::type level, mc::WorldMap map,
+                                                             const std::uint64_t* __restrict__ entries,
+                                                             std::uint64_t count, float* __restrict__ positions,
+                                                             float* __restrict__ normals,
+                                                             const float* __restrict__ scalars,
+                                                             float* __restrict__ values) {
+  using R = typename mc::RealOf<T>::type;
+  const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (v >= count) return;
+  const std::uint64_t e = entries[v];
+  const std::int64_t r = std::int64_t(e >> (kListPointBits + 3));
+  const std::int64_t i = std::int64_t(e >> 3 & ((1u << kListPointBits) - 1));
+  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
+  float scratch[3];
+  const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
+  // One slot bit only: point_vertices writes exactly that vertex.
+  mc::point_vertices<T, R>(s, i, j, k, std::uint8_t(1u << (e & 7)), level, map, positions + 3 * v,
+                           normals ? normals + 3 * v : scratch, scalars ? &sv : nullptr, scalars ? values + v : nullptr);
+}
+
 // Pass 2b: triangles of each cell row. One scan gives, per cell, the slot prefix in the four rows its corners
 // lie in and its first triangle.
 template <class T>
@@ -282,6 +360,112 @@ __global__ void __launch_bounds__(kRowThreads) triangle_kernel(
     tri += chunk.v[4];
     __syncthreads();
   }
+}
+
+// Pass 2b split like 2a: most cell rows hold a few mixed cells. The first kernel runs the row scan and records each
+// mixed cell at its first triangle (its table entry and the vertex id of corners 0, 2, 4, 6's points; the other
+// triangles of the cell are marked as continuations); the second writes each cell's triangles, one thread per
+// triangle slot.
+struct CellRecord {
+  std::uint64_t cell;         // r << 24 | i, or kContinuation
+  std::uint32_t entry;        // index into the case entries, or kTunnelEntry | index into the tunnel entries
+  std::uint32_t first_even[4];  // first vertex id of the points of corners 0, 2, 4, 6
+  std::uint32_t unused;
+};
+constexpr std::uint64_t kContinuation = ~0ull;
+constexpr std::uint32_t kTunnelEntry = 1u << 31;
+
+template <class T>
+__global__ void __launch_bounds__(kRowThreads) cell_list_kernel(
+    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint8_t* __restrict__ flags,
+    mc::CaseLookup cases, bool keep_degenerate, const std::uint32_t* __restrict__ row_triangles,
+    const std::uint64_t* __restrict__ row_vertex_base, const std::uint64_t* __restrict__ row_triangle_base,
+    const int* __restrict__ row_first, const int* __restrict__ row_last, std::uint64_t vertex_base,
+    CellRecord* __restrict__ records) {
+  using Scan = cub::BlockScan<FiveCounts, kRowThreads>;
+  __shared__ typename Scan::TempStorage temp;
+  const std::int64_t r = blockIdx.x;
+  if (row_triangles[r] == 0) return;
+  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
+  const std::int64_t rr[4] = {r, r + 1, r + g.ny, r + g.ny + 1};
+  const std::uint8_t* row[4];
+  std::uint64_t base[4];
+  for (int q = 0; q < 4; ++q) {
+    row[q] = flags + rr[q] * g.nx;
+    base[q] = vertex_base + row_vertex_base[rr[q]];
+  }
+  std::uint64_t tri = row_triangle_base[r];
+  FiveCounts zero;
+  for (int q = 0; q < 5; ++q) zero.v[q] = 0;
+  std::int64_t begin, end;
+  cell_span(g, r, row_first, row_last, begin, end);
+  for (std::int64_t i0 = begin; i0 < end; i0 += kRowThreads) {
+    const std::int64_t i = i0 + threadIdx.x;
+    FiveCounts mine = zero;
+    const mc::CaseEntry* e = nullptr;
+    if (i < end) {
+      std::uint8_t cf[8];
+      for (int q = 0; q < 4; ++q) mine.v[q] = std::uint32_t(mc::slot_count(row[q][i]));
+      load_corners(row, i, cf);
+      const int cas = mc::cell_case(cf);
+      if (cas != 0 && cas != 255) {
+        e = &mc::case_entry(cases, s, cas, level, i, j, k);
+        int unused = 0;
+        mine.v[4] = std::uint32_t(surviving(*e, cf, keep_degenerate, unused));
+      }
+    }
+    FiveCounts prefix, chunk;
+    Scan(temp).ExclusiveScan(mine, prefix, zero, FiveSum(), chunk);
+    if (e && mine.v[4] > 0) {
+      const std::uint64_t t = tri + prefix.v[4];
+      CellRecord rec;
+      rec.cell = std::uint64_t(r) << (kListPointBits + 3) | std::uint64_t(i);
+      const bool tunnel = !(e >= cases.entries && e < cases.entries + 256 * mc::kFaceMasks);
+      rec.entry = tunnel ? kTunnelEntry | std::uint32_t(e - cases.tunnel_entries) : std::uint32_t(e - cases.entries);
+      for (int q = 0; q < 4; ++q) rec.first_even[q] = std::uint32_t(base[q] + prefix.v[q]);
+      rec.unused = 0;
+      records[t] = rec;
+      for (std::uint32_t n = 1; n < mine.v[4]; ++n) records[t + n].cell = kContinuation;
+    }
+    for (int q = 0; q < 4; ++q) base[q] += chunk.v[q];
+    tri += chunk.v[4];
+    __syncthreads();
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(256) cell_triangles_kernel(
+    mc::SlabValues<T> s, RowGrid g, const std::uint8_t* __restrict__ flags, mc::CaseLookup cases, bool keep_degenerate,
+    bool flip, const CellRecord* __restrict__ records, std::uint64_t count, const std::int32_t* __restrict__ labels,
+    std::uint32_t* __restrict__ triangles, std::int32_t* __restrict__ face_labels,
+    unsigned long long* __restrict__ tie_count, std::uint64_t* __restrict__ ties) {
+  const std::uint64_t t0 = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t0 >= count) return;
+  const std::uint64_t cell = records[t0].cell;
+  if (cell == kContinuation) return;
+  const CellRecord rec = records[t0];
+  const std::int64_t r = std::int64_t(cell >> (kListPointBits + 3)), i = std::int64_t(cell & ((1u << kListPointBits) - 1));
+  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
+  const std::uint8_t* row[4] = {flags + r * g.nx, flags + (r + 1) * g.nx, flags + (r + g.ny) * g.nx,
+                                flags + (r + g.ny + 1) * g.nx};
+  std::uint8_t cf[8];
+  load_corners(row, i, cf);
+  const mc::CaseEntry& e = (rec.entry & kTunnelEntry) ? cases.tunnel_entries[rec.entry & ~kTunnelEntry]
+                                                       : cases.entries[rec.entry];
+  std::uint64_t first[8];
+  for (int c = 0; c < 8; ++c)  // the corner at i + 1 follows point i in its row: add point i's own slots
+    first[c] = rec.first_even[c >> 1] + ((c & 1) ? std::uint32_t(mc::slot_count(cf[c & 6])) : 0u);
+  const std::int32_t label = labels ? mc::cell_label_at(labels, g.nx, g.ny, s.z_begin, i, j, k, cf) : 0;
+  std::uint64_t t = t0;
+  mc::cell_triangles(e, cf, keep_degenerate, [&](int a, int b, int c, bool on_level) {
+    std::uint32_t* out = triangles + 3 * t;
+    out[0] = std::uint32_t(mc::key_vertex(a, cf, first));
+    out[1] = std::uint32_t(mc::key_vertex(flip ? c : b, cf, first));
+    out[2] = std::uint32_t(mc::key_vertex(flip ? b : c, cf, first));
+    if (labels) face_labels[t] = label;
+    if (on_level) ties[atomicAdd(tie_count, 1ull)] = t;
+    ++t;
+  });
 }
 
 }  // namespace parasurf::iso::cuda

@@ -182,7 +182,18 @@ class CudaEngine final : public SlabEngine {
     ties_.ensure(std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
     PS_CUDA(cudaMemset(counters_.as<unsigned long long>() + 1, 0, 8), "clearing counters");
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
-    if (nv > 0 && owned_rows > 0) {
+    if (nv > 0 && owned_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
+      vertex_list_.ensure(nv * 8, "allocating the vertex list");
+      cuda::vertex_list_kernel<<<unsigned(owned_rows), cuda::kRowThreads>>>(
+          g, flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(),
+          row_first_.as<int>(), row_last_.as<int>(), vertex_list_.as<std::uint64_t>());
+      PS_CUDA_LAUNCH("listing vertices");
+      cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
+          s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, positions_.as<float>(),
+          task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
+          task.scalars ? values_.as<float>() : nullptr);
+      PS_CUDA_LAUNCH("writing vertices");
+    } else if (nv > 0 && owned_rows > 0) {
       cuda::vertex_kernel<T><<<unsigned(owned_rows), cuda::kRowThreads>>>(
           s, g, R(task.level), task.map, flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(),
           row_vertex_base_.as<std::uint64_t>(), row_first_.as<int>(), row_last_.as<int>(), positions_.as<float>(),
@@ -190,7 +201,22 @@ class CudaEngine final : public SlabEngine {
           task.scalars ? values_.as<float>() : nullptr);
       PS_CUDA_LAUNCH("writing vertices");
     }
-    if (nt > 0 && g.cell_rows > 0) {
+    if (nt > 0 && g.cell_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
+      cell_list_.ensure(nt * sizeof(cuda::CellRecord), "allocating the cell list");
+      const mc::CaseLookup cases = lookup(task);
+      cuda::cell_list_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
+          s, g, R(task.level), flags_.as<std::uint8_t>(), cases, task.keep_degenerate,
+          row_triangles_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(),
+          row_triangle_base_.as<std::uint64_t>(), row_first_.as<int>(), row_last_.as<int>(), out.vertex_base,
+          cell_list_.as<cuda::CellRecord>());
+      PS_CUDA_LAUNCH("listing mixed cells");
+      cuda::cell_triangles_kernel<T><<<unsigned((nt + 255) / 256), 256>>>(
+          s, g, flags_.as<std::uint8_t>(), cases, task.keep_degenerate, task.flip, cell_list_.as<cuda::CellRecord>(),
+          nt, task.labels ? labels_.as<std::int32_t>() : nullptr, triangles_.as<std::uint32_t>(),
+          task.labels ? face_labels_.as<std::int32_t>() : nullptr, counters_.as<unsigned long long>() + 1,
+          ties_.as<std::uint64_t>());
+      PS_CUDA_LAUNCH("writing triangles");
+    } else if (nt > 0 && g.cell_rows > 0) {
       cuda::triangle_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, task.flip, row_triangles_.as<std::uint32_t>(),
           row_vertex_base_.as<std::uint64_t>(), row_triangle_base_.as<std::uint64_t>(), row_first_.as<int>(),
@@ -251,7 +277,7 @@ class CudaEngine final : public SlabEngine {
     return l;
   }
 
-  core::DeviceBuffer table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
+  core::DeviceBuffer vertex_list_, cell_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
       row_triangle_base_, row_first_, row_last_, scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
       values_, face_labels_;
   UploadKey labels_key_, scalars_key_;
