@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # MPI runs (oversubscribed on small machines). isosurface: 2 and 4 ranks give the single-process mesh byte for byte
-# (binary PLY written collectively, OBJ gathered), with cost-balanced and equal ranges; a rank that fails stops
+# (binary PLY written collectively, OBJ gathered), with cost-balanced and equal ranges, and with MC33 on noise; a rank that fails stops
 # every rank with its message and leaves no output; several levels, --scalars and --labels give the same bytes too. tessellate and solve: ranks share the work and rank 0 writes
 # the single-process result byte for byte.
 #   usage: mpi.sh <parasurf executable>
@@ -24,6 +24,21 @@ for field in tangle:56 gyroid:40x48x61; do
     run "$np" "$exe" isosurface --field "$name" --size "$size" --device cpu -q -o "$dir/$name-$np.obj" || fail "$np ranks $name obj"
     cmp -s "$dir/$name-1.obj" "$dir/$name-$np.obj" || fail "$np ranks (obj) differ from one process on $name"
   done
+done
+# MC33 on noise: tunnels and cell-centre vertices at every rank's seam.
+python3 - "$dir" <<'PY'
+import random, struct, sys
+d = sys.argv[1]
+rng = random.Random(33)
+with open(d + "/n.raw", "wb") as f:
+    f.write(struct.pack("<%df" % (23 * 19 * 29), *[rng.uniform(-1, 1) for _ in range(23 * 19 * 29)]))
+with open(d + "/n.mhd", "w") as f:
+    f.write("ObjectType = Image\nNDims = 3\nDimSize = 23 19 29\nElementType = MET_FLOAT\nElementDataFile = n.raw\n")
+PY
+"$exe" isosurface "$dir/n.mhd" --level 0 --topology mc33 --device cpu -q -o "$dir/n-1.ply" || fail "single run, mc33"
+for np in 2 3; do
+  run "$np" "$exe" isosurface "$dir/n.mhd" --level 0 --topology mc33 --device cpu -q -o "$dir/n-$np.ply" || fail "$np ranks, mc33"
+  cmp -s "$dir/n-1.ply" "$dir/n-$np.ply" || fail "$np ranks with mc33 differ from one process"
 done
 # One rank fails: all stop, the message names the rank, no file.
 PARASURF_TEST_FAIL_RANK=1 run 2 "$exe" isosurface --field sphere --size 32 --device cpu -q -o "$dir/broken.ply" >"$dir/log" 2>&1 \
