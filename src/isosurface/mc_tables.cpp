@@ -24,12 +24,20 @@ int edge_between(int c0, int c1) {
 }
 
 // The two faces (bits 2 · axis + side) an edge lies on.
-int edge_faces(int e) {
+int edge_faces_of(int e) {
   const int c = edge_lower_corner(e), axis = edge_axis(e);
   int faces = 0;
   for (int a = 0; a < 3; ++a)
     if (a != axis) faces |= 1 << (2 * a + (c >> a & 1));
   return faces;
+}
+int edge_faces(int e) {
+  static const std::array<int, 12> table = [] {
+    std::array<int, 12> t{};
+    for (int k = 0; k < 12; ++k) t[std::size_t(k)] = edge_faces_of(k);
+    return t;
+  }();
+  return table[std::size_t(e)];
 }
 
 bool flat(int a, int b, int c) { return (edge_faces(a) & edge_faces(b) & edge_faces(c)) != 0; }
@@ -106,7 +114,7 @@ double distance(int e0, int e1) {
 // the cells on the two sides of that face take chords of disjoint kinds, so they never make the same edge: on a
 // face at side 0 of its axis, chords that cut off face corner 0 or 2 or run along the face's first axis; at side 1,
 // the others.
-double cost(int e0, int e1) {
+double chord_cost(int e0, int e1) {
   const int shared = edge_faces(e0) & edge_faces(e1);
   if (!shared) return distance(e0, e1);
   int face = 0;
@@ -124,6 +132,16 @@ double cost(int e0, int e1) {
   }
   if (face % 2 == 1) kind = 1 - kind;
   return distance(e0, e1) + (kind == 0 ? 100.0 : 1000.0);
+}
+// The same from a table: the tube search asks for it millions of times.
+double cost(int e0, int e1) {
+  static const std::array<double, 144> table = [] {
+    std::array<double, 144> t{};
+    for (int a = 0; a < 12; ++a)
+      for (int b = 0; b < 12; ++b) t[std::size_t(a * 12 + b)] = a == b ? 0.0 : chord_cost(a, b);
+    return t;
+  }();
+  return table[std::size_t(e0 * 12 + e1)];
 }
 
 // The triangulation of the polygon p[0..n) (in loop order) with the cheapest chords (see cost) and no flat
