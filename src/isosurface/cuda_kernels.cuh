@@ -1,6 +1,6 @@
-// CUDA kernels of the isosurface engine: counts by one block per grid row (chunks of kRowThreads points, block
-// scans for in-row offsets), then vertices and triangles listed by those scans and computed one per thread (rows
-// hold few of them). The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
+// CUDA kernels of the isosurface engine: counts by one warp per grid row, in-row offsets by one block per row
+// (chunks of kRowThreads points, block scans), which lists the vertices and mixed cells; those are then computed
+// one per thread (rows hold few of them). The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
 // Pipeline as in Rogeiro 2011 (classify, scan, generate), with Flying-Edges-style edge ownership so that no
 // compaction or vertex merge pass is needed.
 #pragma once
@@ -31,7 +31,23 @@ struct RowGrid {
   std::int64_t cell_rows;  // rows whose cells this slab makes (j may be ny − 1: such rows have no cells)
 };
 
-// Pass 1a: flags of every point and the vertex slots per row.
+// Warp-level sums and merges (all 32 lanes take part).
+constexpr int kRowsPerBlock = kRowThreads / 32;  // the counting passes give each row one warp
+__device__ __forceinline__ std::uint32_t warp_sum(std::uint32_t v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ RowStats warp_merge(RowStats a) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const RowStats b{__shfl_xor_sync(0xffffffffu, a.slots, o), __shfl_xor_sync(0xffffffffu, a.first, o),
+                     __shfl_xor_sync(0xffffffffu, a.last, o)};
+    a = RowStatsMerge()(a, b);
+  }
+  return a;
+}
+
+// Pass 1a: flags of every point and the vertex slots per row, one warp per row (a row is a few hundred points:
+// a block per row spent its time in block reductions and scheduling).
 template <class T>
 __global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s, RowGrid g,
                                                             typename mc::RealOf<T>::type level,
@@ -39,17 +55,17 @@ __global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s,
                                                             std::uint32_t* __restrict__ row_vertices,
                                                             int* __restrict__ row_first, int* __restrict__ row_last) {
   using R = typename mc::RealOf<T>::type;
-  using Reduce = cub::BlockReduce<RowStats, kRowThreads>;
-  __shared__ typename Reduce::TempStorage temp;
-  const std::int64_t r = blockIdx.x;
+  const std::int64_t r = std::int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (r >= g.flag_rows) return;
+  const int lane = int(threadIdx.x % 32), nx = int(g.nx);
   const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
   std::uint32_t n = 0;
-  int lo = int(g.nx), hi = -1;
+  int lo = nx, hi = -1;
   std::uint8_t* f = flags + r * g.nx;
   // The row and its +y, +z neighbours by strides (point_flags' index arithmetic is 64-bit multiplies per sample).
   const T* row = s.data + ((k - s.z_begin) * s.ny + j) * s.nx;
   const std::int64_t sy = j + 1 < s.ny ? s.nx : 0, sz = k + 1 < s.nz ? s.nx * s.ny : 0;
-  for (std::int64_t i = threadIdx.x; i < g.nx; i += kRowThreads) {
+  for (int i = lane; i < nx; i += 32) {
     const R x = R(row[i]);
     std::uint8_t v;
     if (x == level) {
@@ -57,7 +73,7 @@ __global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s,
     } else {  // point_flags' other branch, the same tests
       const bool in = mc::is_inside(x, level);
       v = in ? std::uint8_t(mc::kInside) : std::uint8_t(0);
-      if (i + 1 < s.nx) {
+      if (i + 1 < nx) {
         const R w = R(row[i + 1]);
         if (in != mc::is_inside(w, level) && w != level) v |= mc::kSlotX;
       }
@@ -74,12 +90,12 @@ __global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s,
     const int c = mc::slot_count(v);
     n += std::uint32_t(c);
     if (c) {
-      lo = min(lo, int(i));
-      hi = max(hi, int(i));
+      lo = min(lo, i);
+      hi = max(hi, i);
     }
   }
-  const RowStats total = Reduce(temp).Reduce(RowStats{n, lo, hi}, RowStatsMerge());  // one reduction, not three
-  if (threadIdx.x == 0) {
+  const RowStats total = warp_merge(RowStats{n, lo, hi});
+  if (lane == 0) {
     row_vertices[r] = total.slots;
     row_first[r] = total.first;
     row_last[r] = total.last;
@@ -117,7 +133,7 @@ __device__ __forceinline__ void cell_span(const RowGrid& g, std::int64_t r, cons
 }
 
 // Pass 1b: triangles per cell row (and the number that touch on-level samples, for the duplicate check), and the
-// MC33 centre vertices.
+// MC33 centre vertices; one warp per row.
 template <class T>
 __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues<T> s, RowGrid g,
                                                                   typename mc::RealOf<T>::type level,
@@ -127,12 +143,12 @@ __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues
                                                                   std::uint32_t* row_vertices,
                                                                   std::uint32_t* __restrict__ row_triangles,
                                                                   unsigned long long* __restrict__ tie_count) {
-  using Reduce = cub::BlockReduce<std::uint32_t, kRowThreads>;
-  __shared__ typename Reduce::TempStorage temp;
-  const std::int64_t r = blockIdx.x;
+  const std::int64_t r = std::int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
+  if (r >= g.cell_rows) return;
+  const int lane = int(threadIdx.x % 32);
   const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
   if (j + 1 >= g.ny) {
-    if (threadIdx.x == 0) row_triangles[r] = 0;
+    if (lane == 0) row_triangles[r] = 0;
     return;
   }
   const std::uint8_t* row[4] = {flags + r * g.nx, flags + (r + 1) * g.nx, flags + (r + g.ny) * g.nx,
@@ -140,11 +156,11 @@ __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues
   std::int64_t begin, end;
   cell_span(g, r, row_first, row_last, begin, end);
   if (begin >= end) {
-    if (threadIdx.x == 0) row_triangles[r] = 0;
+    if (lane == 0) row_triangles[r] = 0;
     return;
   }
   std::uint32_t n = 0, ties = 0;
-  for (std::int64_t i = begin + threadIdx.x; i < end; i += kRowThreads) {
+  for (std::int64_t i = begin + lane; i < end; i += 32) {
     std::uint8_t cf[8];
     load_corners(row, i, cf);
     const int cas = mc::cell_case(cf);
@@ -153,7 +169,7 @@ __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues
     int t = 0;
     n += std::uint32_t(surviving(e, cf, keep_degenerate, t));
     ties += std::uint32_t(t);
-    // An MC33 centre vertex belongs to the cell's lowest corner. Other blocks may read that flag byte meanwhile:
+    // An MC33 centre vertex belongs to the cell's lowest corner. Other warps may read that flag byte meanwhile:
     // they use only its inside and on-level bits, and their spans only pick cells, which a centre never adds.
     if (e.center && mc::uses_center(e, cf, keep_degenerate)) {
       flags[r * g.nx + i] |= mc::kSlotCenter;
@@ -162,8 +178,8 @@ __global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues
       atomicMax(row_last + r, int(i));
     }
   }
-  const std::uint32_t total = Reduce(temp).Sum(n);
-  if (threadIdx.x == 0) row_triangles[r] = total;
+  const std::uint32_t total = warp_sum(n);
+  if (lane == 0) row_triangles[r] = total;
   if (ties) atomicAdd(tie_count, (unsigned long long)ties);
 }
 

@@ -120,12 +120,13 @@ class CudaEngine final : public SlabEngine {
     row_last_.ensure(rows * 4, "allocating row spans");
     PS_CUDA(cudaMemset(counters_.ptr, 0, 2 * sizeof(unsigned long long)), "clearing counters");
     PS_CUDA(cudaMemset(row_triangles_.ptr, 0, rows * 4), "clearing row counts");
-    cuda::flags_kernel<T><<<unsigned(rows), cuda::kRowThreads>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
+    cuda::flags_kernel<T><<<unsigned((rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock), cuda::kRowThreads>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
                                                                   row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
                                                                   row_last_.as<int>());
     PS_CUDA_LAUNCH("classifying points");
     if (g.cell_rows > 0) {
-      cuda::count_cells_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
+      cuda::count_cells_kernel<T><<<unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock),
+                                         cuda::kRowThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, row_first_.as<int>(), row_last_.as<int>(),
           row_vertices_.as<std::uint32_t>(),
           row_triangles_.as<std::uint32_t>(), counters_.as<unsigned long long>());
