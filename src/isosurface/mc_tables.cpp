@@ -376,33 +376,45 @@ CaseTables make_tables() {
 
 TunnelTables make_tunnel_tables() {
   const CaseTables& base = case_tables();
+  // Cases are independent: built in parallel (each thread memoises its own tubes), then numbered in case order,
+  // so the tables do not depend on the thread count.
+  std::vector<std::vector<std::pair<int, std::array<CaseEntry, kInteriorSets>>>> per_case(256);
+#pragma omp parallel
+  {
+    EntryBuilder builder;
+#pragma omp for schedule(dynamic, 1)
+    for (int cas = 0; cas < 256; ++cas) {
+      const std::uint8_t amb = base.ambiguous_faces[cas];
+      for (int mask = 0; mask < kFaceMasks; ++mask) {
+        if ((mask & amb) != mask) continue;
+        const CaseEntry& e = base.entries[std::size_t(cas) * kFaceMasks + std::size_t(mask)];
+        std::array<CaseEntry, kInteriorSets> block;
+        bool tunnel = false;
+        for (int interior = 0; interior < kInteriorSets; ++interior) {
+          block[std::size_t(interior)] = interior == 0 ? e : builder.build(cas, mask, interior);
+          tunnel = tunnel || !same(block[std::size_t(interior)], e);
+        }
+        if (tunnel) per_case[std::size_t(cas)].emplace_back(mask, block);
+      }
+    }
+  }
   TunnelTables t;
-  EntryBuilder builder;
   t.block.assign(256 * kFaceMasks, kNoTunnel);
   for (int cas = 0; cas < 256; ++cas) {
     const std::uint8_t amb = base.ambiguous_faces[cas];
     t.case_flags[cas] = amb;
-    for (int mask = 0; mask < kFaceMasks; ++mask) {
-      const std::size_t index = std::size_t(cas) * kFaceMasks + std::size_t(mask);
-      if ((mask & amb) != mask) {
-        t.block[index] = t.block[index - std::size_t(mask) + (mask & amb)];
-        continue;
-      }
-      const CaseEntry& e = base.entries[index];
-      CaseEntry block[kInteriorSets];
-      bool tunnel = false;
-      for (int interior = 0; interior < kInteriorSets; ++interior) {
-        block[interior] = interior == 0 ? e : builder.build(cas, mask, interior);
-        tunnel = tunnel || !same(block[interior], e);
-      }
-      if (!tunnel) continue;
-      t.block[index] = std::uint16_t(t.entries.size() / kInteriorSets);
+    for (const auto& [mask, block] : per_case[std::size_t(cas)]) {
+      t.block[std::size_t(cas) * kFaceMasks + std::size_t(mask)] = std::uint16_t(t.entries.size() / kInteriorSets);
       t.case_flags[cas] |= 64;
       for (const CaseEntry& b : block) {
         t.entries.push_back(b);
         if (b.count > t.max_triangles) t.max_triangles = b.count;
       }
     }
+    // Only ambiguous faces have a choice: other bits repeat the block of mask & amb.
+    for (int mask = 0; mask < kFaceMasks; ++mask)
+      if ((mask & amb) != mask)
+        t.block[std::size_t(cas) * kFaceMasks + std::size_t(mask)] = t.block[std::size_t(cas) * kFaceMasks + std::size_t(mask & amb)];
   }
   return t;
 }
