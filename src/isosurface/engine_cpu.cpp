@@ -3,7 +3,11 @@
 // writes each row's vertices and each cell row's triangles at their scanned offsets, so no merge pass is needed.
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
+#include <type_traits>
 #include <cstring>
 #include <memory>
 
@@ -37,6 +41,22 @@ constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x101
 }
 // Bytes 0 .. b of a word.
 [[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
+
+// For 8- and 16-bit samples (exact in float): the smallest sample value that is inside (v >= level), and the
+// value that equals the level (INT_MIN, which no sample takes, when the level is not such a value).
+template <class T>
+int small_int_threshold(float level) {
+  const double c = std::ceil(double(level));
+  if (std::isnan(c)) return std::numeric_limits<int>::max();  // nothing is >= NaN
+  return int(std::clamp(c, double(std::numeric_limits<T>::min()), double(std::numeric_limits<T>::max()) + 1));
+}
+template <class T>
+int small_int_equal(float level) {
+  const double lv = double(level);
+  const bool integral = lv == std::floor(lv) && lv >= double(std::numeric_limits<T>::min()) &&
+                        lv <= double(std::numeric_limits<T>::max());
+  return integral ? int(lv) : std::numeric_limits<int>::min();
+}
 
 // Bytes that are not zeroed when they grow: the sweeps write every byte before anything reads it, so the pages are
 // first touched by all threads in the sweeps instead of by one thread's memset (which cost as much as the sweep).
@@ -131,15 +151,29 @@ class CpuEngine final : public SlabEngine {
       const std::int64_t nx = l.nx;
       const T* PS_RESTRICT v = s.data + ((l.z0 - task.data_z0) * l.ny + r) * nx;
       std::uint8_t* PS_RESTRICT o = in + r * nx;
-      const R top = mc::largest_finite<R>();
       std::uint8_t on = 0, any_in = 0, all_in = 1;
-      for (std::int64_t i = 0; i < nx; ++i) {
-        const R x = R(v[i]);
-        const auto inside = std::uint8_t((x >= level) & (x <= top));  // mc::is_inside without a branch
-        o[i] = inside;
-        on |= std::uint8_t(x == level);
-        any_in |= inside;
-        all_in &= inside;
+      if constexpr (std::is_integral_v<T> && sizeof(T) <= 2) {
+        // 8- and 16-bit samples are exact in float: x >= level is v >= ceil(level), and x == level needs an
+        // integral level. Integer compares vectorise; the float conversion did not.
+        const int thr = small_int_threshold<T>(level), eq = small_int_equal<T>(level);
+        for (std::int64_t i = 0; i < nx; ++i) {
+          const int x = int(v[i]);
+          const auto inside = std::uint8_t(x >= thr);
+          o[i] = inside;
+          on |= std::uint8_t(x == eq);
+          any_in |= inside;
+          all_in &= inside;
+        }
+      } else {
+        const R top = mc::largest_finite<R>();
+        for (std::int64_t i = 0; i < nx; ++i) {
+          const R x = R(v[i]);
+          const auto inside = std::uint8_t((x >= level) & (x <= top));  // mc::is_inside without a branch
+          o[i] = inside;
+          on |= std::uint8_t(x == level);
+          any_in |= inside;
+          all_in &= inside;
+        }
       }
       row_on_level_[std::size_t(r)] = on;
       row_uniform_[std::size_t(r)] = all_in ? 1 : any_in ? 2 : 0;  // all inside, mixed, all outside
@@ -180,9 +214,19 @@ class CpuEngine final : public SlabEngine {
         n += std::uint32_t(y + z);
       }
       row_vertices_[std::size_t(r)] = n;
-      if (n) {
+      if (n) {  // the first and last points with a slot, eight at a time
         std::int64_t lo = 0, hi = l.nx - 1;
+        for (std::uint64_t w; lo + 8 <= l.nx; lo += 8)
+          if ((w = load8(f + lo) & kSlotBytes)) {
+            lo += __builtin_ctzll(w) >> 3;
+            break;
+          }
         while (!(f[lo] & mc::kSlotMask)) ++lo;
+        for (std::uint64_t w; hi >= 7; hi -= 8)
+          if ((w = load8(f + hi - 7) & kSlotBytes)) {
+            hi -= 7 - ((63 - __builtin_clzll(w)) >> 3);
+            break;
+          }
         while (!(f[hi] & mc::kSlotMask)) --hi;
         row_first_[std::size_t(r)] = lo;
         row_last_[std::size_t(r)] = hi;
