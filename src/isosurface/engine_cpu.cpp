@@ -58,6 +58,43 @@ int small_int_equal(float level) {
   return integral ? int(lv) : std::numeric_limits<int>::min();
 }
 
+// Inside bytes of one row (mc::is_inside without a branch), whether a sample equals the level, and whether the
+// row is all inside or has some inside. Separate functions with restrict pointers and local accumulators, so
+// that the loops vectorise.
+template <class T, class R>
+void inside_row(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, R level, std::uint8_t& on_level,
+                std::uint8_t& any_inside, std::uint8_t& all_inside) {
+  const R top = mc::largest_finite<R>();
+  std::uint8_t on = 0, any_in = 0, all_in = 1;
+  for (std::int64_t i = 0; i < nx; ++i) {
+    const R x = R(v[i]);
+    const auto inside = std::uint8_t((x >= level) & (x <= top));
+    o[i] = inside;
+    on |= std::uint8_t(x == level);
+    any_in |= inside;
+    all_in &= inside;
+  }
+  on_level = on, any_inside = any_in, all_inside = all_in;
+}
+
+// The same for 8- and 16-bit samples, which are exact in float: x >= level is v >= ceil(level), and x == level
+// needs an integral level. Integer compares vectorise; the float conversion does not.
+template <class T>
+void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, float level,
+                          std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
+  const int thr = small_int_threshold<T>(level), eq = small_int_equal<T>(level);
+  std::uint8_t on = 0, any_in = 0, all_in = 1;
+  for (std::int64_t i = 0; i < nx; ++i) {
+    const int x = int(v[i]);
+    const auto inside = std::uint8_t(x >= thr);
+    o[i] = inside;
+    on |= std::uint8_t(x == eq);
+    any_in |= inside;
+    all_in &= inside;
+  }
+  on_level = on, any_inside = any_in, all_inside = all_in;
+}
+
 // Bytes that are not zeroed when they grow: the sweeps write every byte before anything reads it, so the pages are
 // first touched by all threads in the sweeps instead of by one thread's memset (which cost as much as the sweep).
 class ByteBuffer {
@@ -152,29 +189,10 @@ class CpuEngine final : public SlabEngine {
       const T* PS_RESTRICT v = s.data + ((l.z0 - task.data_z0) * l.ny + r) * nx;
       std::uint8_t* PS_RESTRICT o = in + r * nx;
       std::uint8_t on = 0, any_in = 0, all_in = 1;
-      if constexpr (std::is_integral_v<T> && sizeof(T) <= 2) {
-        // 8- and 16-bit samples are exact in float: x >= level is v >= ceil(level), and x == level needs an
-        // integral level. Integer compares vectorise; the float conversion did not.
-        const int thr = small_int_threshold<T>(level), eq = small_int_equal<T>(level);
-        for (std::int64_t i = 0; i < nx; ++i) {
-          const int x = int(v[i]);
-          const auto inside = std::uint8_t(x >= thr);
-          o[i] = inside;
-          on |= std::uint8_t(x == eq);
-          any_in |= inside;
-          all_in &= inside;
-        }
-      } else {
-        const R top = mc::largest_finite<R>();
-        for (std::int64_t i = 0; i < nx; ++i) {
-          const R x = R(v[i]);
-          const auto inside = std::uint8_t((x >= level) & (x <= top));  // mc::is_inside without a branch
-          o[i] = inside;
-          on |= std::uint8_t(x == level);
-          any_in |= inside;
-          all_in &= inside;
-        }
-      }
+      if constexpr (std::is_integral_v<T> && sizeof(T) <= 2)
+        inside_row_small_int(v, o, nx, level, on, any_in, all_in);
+      else
+        inside_row(v, o, nx, level, on, any_in, all_in);
       row_on_level_[std::size_t(r)] = on;
       row_uniform_[std::size_t(r)] = all_in ? 1 : any_in ? 2 : 0;  // all inside, mixed, all outside
     }

@@ -217,18 +217,13 @@ struct CaseLookup {
   const CaseEntry* tunnel_entries = nullptr;
 };
 
-// The table entry of a cell: classic, decided faces, or (MC33) decided faces and interior tunnels.
+// The entry of a cell whose case has ambiguous faces or can tunnel: reads its samples. Out of line, so that the
+// common path stays small where it is inlined.
 template <class T>
-PS_HD const CaseEntry& case_entry(const CaseLookup& t, const SlabValues<T>& s, int cas,
-                                  typename RealOf<T>::type level, std::int64_t i, std::int64_t j, std::int64_t k) {
+PS_HD_NOINLINE const CaseEntry& decided_entry(const CaseLookup& t, const SlabValues<T>& s, int cas, int flags,
+                                              typename RealOf<T>::type level, std::int64_t i, std::int64_t j,
+                                              std::int64_t k) {
   using R = typename RealOf<T>::type;
-  if (!t.case_flags) return t.entries[cas * kFaceMasks];
-#if defined(__CUDA_ARCH__)
-  const int flags = __ldg(t.case_flags + cas);
-#else
-  const int flags = t.case_flags[cas];
-#endif
-  if (!flags) return t.entries[cas * kFaceMasks];
   R rel[8];
   for (int c = 0; c < 8; ++c) rel[c] = R(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1))) - level;
   const int mask = face_join_mask(flags & 63, rel);
@@ -237,6 +232,20 @@ PS_HD const CaseEntry& case_entry(const CaseLookup& t, const SlabValues<T>& s, i
     if (block != kNoTunnel) return t.tunnel_entries[int(block) * kInteriorSets + interior_connections(rel)];
   }
   return t.entries[cas * kFaceMasks + mask];
+}
+
+// The table entry of a cell: classic, decided faces, or (MC33) decided faces and interior tunnels.
+template <class T>
+PS_HD const CaseEntry& case_entry(const CaseLookup& t, const SlabValues<T>& s, int cas,
+                                  typename RealOf<T>::type level, std::int64_t i, std::int64_t j, std::int64_t k) {
+  if (!t.case_flags) return t.entries[cas * kFaceMasks];
+#if defined(__CUDA_ARCH__)
+  const int flags = __ldg(t.case_flags + cas);
+#else
+  const int flags = t.case_flags[cas];
+#endif
+  if (!flags) return t.entries[cas * kFaceMasks];
+  return decided_entry(t, s, cas, flags, level, i, j, k);
 }
 
 // Which vertex a cell edge uses: 16 + corner when an end lies on the level, else the edge itself.
@@ -400,7 +409,7 @@ PS_HD void store_vertex(const WorldMap& m, const float* idx, const float* g, flo
 // The centre vertex of cell (i, j, k), where an MC33 tunnel needs one: the mean of the cell's edge crossings, their
 // gradients and their scalars (as Lewiner et al. place it). Rare, so written for clarity over speed.
 template <class T, class R>
-PS_HD void center_vertex(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, R level,
+PS_HD_NOINLINE void center_vertex(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, R level,
                          const WorldMap& m, float* pos, float* nrm, const SlabValues<float>* scalars, float* value) {
   float idx[3] = {0, 0, 0}, g[3] = {0, 0, 0}, sum = 0;
   int n = 0;
