@@ -217,10 +217,10 @@ struct CaseLookup {
   const CaseEntry* tunnel_entries = nullptr;
 };
 
-// The entry of a cell whose case has ambiguous faces or can tunnel: reads its samples. Out of line, so that the
-// common path stays small where it is inlined.
+// The entry of a cell whose case has ambiguous faces or can tunnel: reads its samples. Out of line in CPU loops,
+// so that the common path stays small there.
 template <class T>
-PS_HD_NOINLINE const CaseEntry& decided_entry(const CaseLookup& t, const SlabValues<T>& s, int cas, int flags,
+PS_HD_HOST_NOINLINE const CaseEntry& decided_entry(const CaseLookup& t, const SlabValues<T>& s, int cas, int flags,
                                               typename RealOf<T>::type level, std::int64_t i, std::int64_t j,
                                               std::int64_t k) {
   using R = typename RealOf<T>::type;
@@ -409,7 +409,7 @@ PS_HD void store_vertex(const WorldMap& m, const float* idx, const float* g, flo
 // The centre vertex of cell (i, j, k), where an MC33 tunnel needs one: the mean of the cell's edge crossings, their
 // gradients and their scalars (as Lewiner et al. place it). Rare, so written for clarity over speed.
 template <class T, class R>
-PS_HD_NOINLINE void center_vertex(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, R level,
+PS_HD_HOST_NOINLINE void center_vertex(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, R level,
                          const WorldMap& m, float* pos, float* nrm, const SlabValues<float>* scalars, float* value) {
   float idx[3] = {0, 0, 0}, g[3] = {0, 0, 0}, sum = 0;
   int n = 0;
