@@ -95,6 +95,51 @@ double BernsteinPoly::evaluate(const double* x) const {
   return c[0];
 }
 
+double BernsteinPoly::evaluate_with_gradient(const double* x, double* gradient) const {
+  // Per variable, the Bernstein basis of degree n and its derivative (n (B_{i-1,n-1} - B_{i,n-1})) by the stable
+  // triangular recurrence. Then the variables are contracted last first, carrying the value and the partials of
+  // the variables contracted so far: jets[l * (1 + d) + 0] is the value of prefix l, [.. + 1 + v] its d/dx_v.
+  const int d = variables();
+  thread_local std::vector<double> basis, jets, next;
+  std::size_t total = coef.size();
+  for (int v = d - 1; v >= 0; --v) {
+    const int n = degree[std::size_t(v)];
+    const double t = x[v], s = 1 - t;
+    basis.assign(std::size_t(2 * (n + 1)), 0.0);
+    double* b = basis.data();
+    double* db = b + n + 1;
+    b[0] = 1;
+    for (int r = 1; r < n; ++r) {  // degree n - 1 first, for the derivative
+      for (int i = r; i > 0; --i) b[i] = s * b[i] + t * b[i - 1];
+      b[0] *= s;
+    }
+    for (int i = 0; i <= n; ++i) db[i] = n > 0 ? double(n) * ((i > 0 ? b[i - 1] : 0.0) - (i < n ? b[i] : 0.0)) : 0.0;
+    if (n > 0) {  // raise to degree n
+      for (int i = n; i > 0; --i) b[i] = s * b[i] + t * b[i - 1];
+      b[0] *= s;
+    }
+    const std::size_t width = std::size_t(n + 1), lines = total / width;
+    const int done = d - 1 - v;  // variables already contracted: v + 1 .. d - 1
+    const std::size_t in_stride = v == d - 1 ? 1 : std::size_t(1 + done), out_stride = std::size_t(2 + done);
+    next.assign(lines * out_stride, 0.0);
+    for (std::size_t l = 0; l < lines; ++l) {
+      double* out = next.data() + l * out_stride;
+      for (std::size_t i = 0; i < width; ++i) {
+        const double* in = v == d - 1 ? &coef[l * width + i] : jets.data() + (l * width + i) * in_stride;
+        out[0] += b[i] * in[0];
+        out[1] += db[i] * in[0];  // d/dx_v
+        for (int q = 0; q < done; ++q) out[2 + q] += b[i] * in[1 + q];  // d/dx_{v+1+q}, carried
+      }
+    }
+    std::swap(jets, next);
+    total = lines;
+  }
+  if (d == 0) return coef.empty() ? 0.0 : coef[0];
+  // jets: [value, d/dx_0, d/dx_1, ..., d/dx_{d-1}]
+  for (int v = 0; v < d; ++v) gradient[v] = jets[std::size_t(1 + v)];
+  return jets[0];
+}
+
 BernsteinPoly elevate(const BernsteinPoly& p, int var, int degree) {
   const int n = p.degree[var];
   if (degree < n) throw Error(ErrorKind::InvalidArgument, "elevate: the new degree is lower");

@@ -29,6 +29,8 @@ using solver::Subdivision;
 
 namespace {
 
+constexpr int kMaxVariables = 6;  // the entry points refuse larger systems
+
 struct Cell {
   std::vector<double> lo, hi;
   std::vector<BernsteinPoly> f;  // the equations restricted to the cell, on its own unit box
@@ -79,15 +81,19 @@ struct System {
 bool newton(const System& s, std::vector<double>& x, const std::vector<double>& lo, const std::vector<double>& hi,
             double tolerance, int iterations) {
   const int n = s.n, m = int(s.eq.size());
-  Eigen::MatrixXd jac(m, n);
-  Eigen::VectorXd f(m);
+  // Systems have at most kMaxVariables unknowns: fixed-capacity matrices, no heap per step.
+  using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxVariables, kMaxVariables>;
+  using Vector = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, kMaxVariables, 1>;
+  Matrix jac(m, n);
+  Vector f(m);
   int clamps = 0;
   for (int it = 0; it < iterations; ++it) {
     for (int i = 0; i < m; ++i) {
-      f(i) = s.eq[i].evaluate(x.data());
-      for (int k = 0; k < n; ++k) jac(i, k) = s.d(i, k).evaluate(x.data());
+      double gradient[kMaxVariables];
+      f(i) = s.eq[i].evaluate_with_gradient(x.data(), gradient);  // value and Jacobian row in one pass
+      for (int k = 0; k < n; ++k) jac(i, k) = gradient[k];
     }
-    const Eigen::VectorXd dx = jac.completeOrthogonalDecomposition().solve(-f);
+    const Vector dx = jac.completeOrthogonalDecomposition().solve(-f);
     // Converged only on a small unclamped step: a step stopped by the box is no root.
     const double step = dx.cwiseAbs().maxCoeff();
     if (!std::isfinite(step)) return false;

@@ -52,6 +52,26 @@ TEST(Bernstein, AlgebraMatchesEvaluation) {
   }
 }
 
+TEST(Bernstein, ValueAndGradientInOnePass) {
+  std::mt19937_64 rng(test::run_seed() + 21);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 40; ++trial) {
+    // 1 to 5 variables, degrees 0 to 6 (degree 0 included: a promoted curve's other variables).
+    std::vector<int> degree(std::size_t(1 + trial % 5));
+    for (int& dg : degree) dg = int(rng() % 7);
+    const BernsteinPoly p = random_poly(rng, degree);
+    double x[5], grad[5];
+    for (int k = 0; k < 5; ++k) {
+      for (double& xi : x) xi = u(rng);
+      const double value = p.evaluate_with_gradient(x, grad);
+      // Against de Casteljau and the exact derivative polynomials, to rounding of coefficients of size ~1.
+      EXPECT_NEAR(value, p.evaluate(x), 1e-12) << "trial " << trial;
+      for (int v = 0; v < p.variables(); ++v)
+        EXPECT_NEAR(grad[v], derivative(p, v).evaluate(x), 1e-11) << "trial " << trial << " variable " << v;
+    }
+  }
+}
+
 TEST(Solver, RandomSystemsWithKnownRoots) {
   for (Device engine : test::solver_engines()) {
   SCOPED_TRACE(std::string("engine ") + device_name(engine));
