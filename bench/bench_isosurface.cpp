@@ -410,6 +410,7 @@ void add_bench_isosurface(CLI::App& bench) {
   cmd->add_flag("--quick", a->quick, "Small sizes (CI smoke)");
   cmd->add_option("--json", a->json, "Write the figures as JSON");
   cmd->callback([a] {
+    parse_case_topology(a->topology);  // a bad name stops the run before anything is measured
     if (a->quick) {
       a->sizes = "64";
       a->repeats = 1;
