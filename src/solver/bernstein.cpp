@@ -76,23 +76,44 @@ BernsteinPoly BernsteinPoly::univariate(const std::vector<double>& c, int var, i
   return p;
 }
 
+namespace {
+// The Bernstein basis of degree n at t into b[0..n], by the triangular recurrence of convex combinations (as
+// stable as de Casteljau's).
+void bernstein_basis(int n, double t, double* b) {
+  const double s = 1 - t;
+  b[0] = 1;
+  for (int r = 1; r <= n; ++r) {
+    b[r] = t * b[r - 1];
+    for (int i = r - 1; i > 0; --i) b[i] = s * b[i] + t * b[i - 1];
+    b[0] *= s;
+  }
+}
+}  // namespace
+
 double BernsteinPoly::evaluate(const double* x) const {
-  // de Casteljau along each variable, last variable first, in place in a per-thread buffer.
-  thread_local std::vector<double> c;
-  c.assign(coef.begin(), coef.end());
-  std::size_t total = c.size();
-  for (int v = variables() - 1; v >= 0; --v) {
-    const std::size_t n = std::size_t(degree[v] + 1), lines = total / n;
-    const double t = x[v], s = 1 - t;
+  // The variables contracted last first with their basis values: O(size) work, and the first contraction reads the
+  // coefficients in place.
+  const int d = variables();
+  if (d == 0) return coef.empty() ? 0.0 : coef[0];
+  thread_local std::vector<double> a, b, basis;
+  std::size_t total = coef.size();
+  const double* in = coef.data();
+  for (int v = d - 1; v >= 0; --v) {
+    const int n = degree[std::size_t(v)];
+    if (basis.size() < std::size_t(n + 1)) basis.resize(std::size_t(n + 1));
+    bernstein_basis(n, x[v], basis.data());
+    const std::size_t width = std::size_t(n + 1), lines = total / width;
+    std::vector<double>& out = (v % 2 == 0) ? a : b;
+    if (out.size() < lines) out.resize(lines);
     for (std::size_t l = 0; l < lines; ++l) {
-      double* line = c.data() + l * n;
-      for (std::size_t r = 1; r < n; ++r)
-        for (std::size_t i = 0; i + r < n; ++i) line[i] = s * line[i] + t * line[i + 1];
-      c[l] = line[0];
+      double acc = 0;
+      for (std::size_t i = 0; i < width; ++i) acc += basis[i] * in[l * width + i];
+      out[l] = acc;
     }
+    in = out.data();
     total = lines;
   }
-  return c[0];
+  return in[0];
 }
 
 double BernsteinPoly::evaluate_with_gradient(const double* x, double* gradient) const {
