@@ -171,13 +171,17 @@ BernsteinPoly elevate(const BernsteinPoly& p, int var, int degree) {
   q.coef.assign(q.size(), 0.0);
   const int r = degree - n;
   const auto sp = strides(p.degree), sq = strides(q.degree);
+  std::vector<double> cn(std::size_t(n + 1)), cr(std::size_t(r + 1)), cd(std::size_t(degree + 1));
+  for (int k = 0; k <= n; ++k) cn[std::size_t(k)] = binomial(n, k);
+  for (int k = 0; k <= r; ++k) cr[std::size_t(k)] = binomial(r, k);
+  for (int k = 0; k <= degree; ++k) cd[std::size_t(k)] = binomial(degree, k);
   for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t stride) {
     const std::size_t qbase = same_index(base, sp, sq);
     for (int i = 0; i <= degree; ++i) {
       double acc = 0;
       for (int j = std::max(0, i - r); j <= std::min(n, i); ++j)
-        acc += binomial(n, j) * binomial(r, i - j) * p.coef[base + std::size_t(j) * stride];
-      q.coef[qbase + std::size_t(i) * sq[var]] = acc / binomial(degree, i);
+        acc += cn[std::size_t(j)] * cr[std::size_t(i - j)] * p.coef[base + std::size_t(j) * stride];
+      q.coef[qbase + std::size_t(i) * sq[var]] = acc / cd[std::size_t(i)];
     }
   });
   return q;
@@ -208,28 +212,55 @@ BernsteinPoly operator*(double s, const BernsteinPoly& a) {
 
 BernsteinPoly operator-(const BernsteinPoly& a, const BernsteinPoly& b) { return a + (-1.0) * b; }
 
+namespace {
+// Per variable, the binomials C(degree, i) for i = 0 .. degree.
+std::vector<std::vector<double>> binomial_rows(const std::vector<int>& degree) {
+  std::vector<std::vector<double>> rows(degree.size());
+  for (std::size_t v = 0; v < degree.size(); ++v)
+    for (int i = 0; i <= degree[v]; ++i) rows[v].push_back(binomial(degree[v], i));
+  return rows;
+}
+
+// For every coefficient of a tensor of the given degrees: the product over variables of row[v][index_v] (scale)
+// and the offset of the same multi-index in a tensor with strides `target` (offset).
+void scaled_offsets(const std::vector<int>& degree, const std::vector<std::vector<double>>& rows,
+                    const std::vector<std::size_t>& target, std::vector<double>& scale, std::vector<std::size_t>& offset) {
+  const auto own = strides(degree);
+  std::size_t size = 1;
+  for (int d : degree) size *= std::size_t(d + 1);
+  scale.assign(size, 1.0);
+  offset.assign(size, 0);
+  for (std::size_t p = 0; p < size; ++p)
+    for (std::size_t v = 0; v < degree.size(); ++v) {
+      const std::size_t i = (p / own[v]) % std::size_t(degree[v] + 1);
+      scale[p] *= rows[v][i];
+      offset[p] += i * target[v];
+    }
+}
+}  // namespace
+
 BernsteinPoly operator*(const BernsteinPoly& a, const BernsteinPoly& b) {
+  // In the scaled basis C(n, i) B_i the product is a plain convolution: a_i C(n,i) b_j C(m,j) / C(n+m, i+j).
   check_same_variables(a, b);
   const int nv = a.variables();
   BernsteinPoly r;
   r.degree.resize(std::size_t(nv));
   for (int v = 0; v < nv; ++v) r.degree[v] = a.degree[v] + b.degree[v];
   r.coef.assign(r.size(), 0.0);
-  const auto sa = strides(a.degree), sb = strides(b.degree), sr = strides(r.degree);
-  std::vector<int> ia(static_cast<std::size_t>(nv)), ib(ia.size());
+  const auto sr = strides(r.degree);
+  std::vector<double> scale_a, scale_b, scale_r;
+  std::vector<std::size_t> off_a, off_b, off_r;
+  scaled_offsets(a.degree, binomial_rows(a.degree), sr, scale_a, off_a);
+  scaled_offsets(b.degree, binomial_rows(b.degree), sr, scale_b, off_b);
+  std::vector<double> bs(b.coef.size());
+  for (std::size_t pb = 0; pb < bs.size(); ++pb) bs[pb] = b.coef[pb] * scale_b[pb];
   for (std::size_t pa = 0; pa < a.coef.size(); ++pa) {
-    for (int v = 0; v < nv; ++v) ia[v] = int((pa / sa[v]) % std::size_t(a.degree[v] + 1));
-    for (std::size_t pb = 0; pb < b.coef.size(); ++pb) {
-      double w = a.coef[pa] * b.coef[pb];
-      std::size_t pr = 0;
-      for (int v = 0; v < nv; ++v) {
-        ib[v] = int((pb / sb[v]) % std::size_t(b.degree[v] + 1));
-        w *= binomial(a.degree[v], ia[v]) * binomial(b.degree[v], ib[v]) / binomial(r.degree[v], ia[v] + ib[v]);
-        pr += std::size_t(ia[v] + ib[v]) * sr[v];
-      }
-      r.coef[pr] += w;
-    }
+    const double w = a.coef[pa] * scale_a[pa];
+    double* out = r.coef.data() + off_a[pa];
+    for (std::size_t pb = 0; pb < bs.size(); ++pb) out[off_b[pb]] += w * bs[pb];
   }
+  scaled_offsets(r.degree, binomial_rows(r.degree), sr, scale_r, off_r);
+  for (std::size_t p = 0; p < r.coef.size(); ++p) r.coef[p] /= scale_r[p];
   return r;
 }
 
