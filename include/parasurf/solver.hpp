@@ -27,7 +27,8 @@ struct BernsteinPoly {
   // `variables` (degree 0 in the others): promotion of a curve coordinate to a multivariate system.
   static BernsteinPoly univariate(const std::vector<double>& coefficients, int var, int variables);
   double evaluate(const double* x) const;
-  // The value and the gradient (d/dx_v for every variable v, into gradient[0 .. variables())) in one pass.
+  // The value and the gradient (d/dx_v for every variable v, into gradient[0 .. variables())) in one pass; up to
+  // 7 variables.
   double evaluate_with_gradient(const double* x, double* gradient) const;
 };
 

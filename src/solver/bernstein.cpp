@@ -117,48 +117,46 @@ double BernsteinPoly::evaluate(const double* x) const {
 }
 
 double BernsteinPoly::evaluate_with_gradient(const double* x, double* gradient) const {
-  // Per variable, the Bernstein basis of degree n and its derivative (n (B_{i-1,n-1} - B_{i,n-1})) by the stable
-  // triangular recurrence. Then the variables are contracted last first, carrying the value and the partials of
-  // the variables contracted so far: jets[l * (1 + d) + 0] is the value of prefix l, [.. + 1 + v] its d/dx_v.
+  // Per variable, the Bernstein basis of degree n and its derivative n (B_{i-1,n-1} - B_{i,n-1}). The variables
+  // are contracted last first, carrying the value and the partials of the variables contracted so far:
+  // jets[l * width + 0] is the value of prefix l, [.. + 1 + q] its derivative along variable v + q.
   const int d = variables();
-  thread_local std::vector<double> basis, jets, next;
+  if (d == 0) return coef.empty() ? 0.0 : coef[0];
+  if (d > 7) throw Error(ErrorKind::InvalidArgument, "evaluate_with_gradient: " + std::to_string(d) + " variables; 1..7 supported");
+  thread_local std::vector<double> b, db, jets_a, jets_b;
   std::size_t total = coef.size();
+  const double* in = coef.data();
+  std::size_t in_width = 1;
   for (int v = d - 1; v >= 0; --v) {
     const int n = degree[std::size_t(v)];
-    const double t = x[v], s = 1 - t;
-    basis.assign(std::size_t(2 * (n + 1)), 0.0);
-    double* b = basis.data();
-    double* db = b + n + 1;
-    b[0] = 1;
-    for (int r = 1; r < n; ++r) {  // degree n - 1 first, for the derivative
-      for (int i = r; i > 0; --i) b[i] = s * b[i] + t * b[i - 1];
-      b[0] *= s;
+    const std::size_t width = std::size_t(n + 1), lines = total / width, out_width = in_width + 1;
+    if (b.size() < width) b.resize(width), db.resize(width);
+    if (n == 0) {
+      b[0] = 1, db[0] = 0;
+    } else {
+      bernstein_basis(n - 1, x[v], b.data());
+      for (int i = 0; i <= n; ++i) db[std::size_t(i)] = double(n) * ((i > 0 ? b[std::size_t(i - 1)] : 0.0) - (i < n ? b[std::size_t(i)] : 0.0));
+      bernstein_basis(n, x[v], b.data());
     }
-    for (int i = 0; i <= n; ++i) db[i] = n > 0 ? double(n) * ((i > 0 ? b[i - 1] : 0.0) - (i < n ? b[i] : 0.0)) : 0.0;
-    if (n > 0) {  // raise to degree n
-      for (int i = n; i > 0; --i) b[i] = s * b[i] + t * b[i - 1];
-      b[0] *= s;
-    }
-    const std::size_t width = std::size_t(n + 1), lines = total / width;
-    const int done = d - 1 - v;  // variables already contracted: v + 1 .. d - 1
-    const std::size_t in_stride = v == d - 1 ? 1 : std::size_t(1 + done), out_stride = std::size_t(2 + done);
-    next.assign(lines * out_stride, 0.0);
+    std::vector<double>& jets = (v % 2 == 0) ? jets_a : jets_b;
+    if (jets.size() < lines * out_width) jets.resize(lines * out_width);
     for (std::size_t l = 0; l < lines; ++l) {
-      double* out = next.data() + l * out_stride;
+      double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // value, d/dx_v, then the carried partials (d <= 7)
       for (std::size_t i = 0; i < width; ++i) {
-        const double* in = v == d - 1 ? &coef[l * width + i] : jets.data() + (l * width + i) * in_stride;
-        out[0] += b[i] * in[0];
-        out[1] += db[i] * in[0];  // d/dx_v
-        for (int q = 0; q < done; ++q) out[2 + q] += b[i] * in[1 + q];  // d/dx_{v+1+q}, carried
+        const double* src = in + (l * width + i) * in_width;
+        acc[0] += b[i] * src[0];
+        acc[1] += db[i] * src[0];
+        for (std::size_t q = 1; q < in_width; ++q) acc[1 + q] += b[i] * src[q];
       }
+      std::copy(acc, acc + out_width, jets.data() + l * out_width);
     }
-    std::swap(jets, next);
+    in = jets.data();
+    in_width = out_width;
     total = lines;
   }
-  if (d == 0) return coef.empty() ? 0.0 : coef[0];
-  // jets: [value, d/dx_0, d/dx_1, ..., d/dx_{d-1}]
-  for (int v = 0; v < d; ++v) gradient[v] = jets[std::size_t(1 + v)];
-  return jets[0];
+  // in: [value, d/dx_0, d/dx_1, ..., d/dx_{d-1}]
+  for (int v = 0; v < d; ++v) gradient[v] = in[1 + v];
+  return in[0];
 }
 
 BernsteinPoly elevate(const BernsteinPoly& p, int var, int degree) {
