@@ -56,24 +56,20 @@ int inner_size(const BernsteinPoly& p, int var) {
 struct System {
   const std::vector<BernsteinPoly>& eq;
   int n;  // variables (the equations number eq.size(), n or fewer)
-  // d eq_i / d x_k, formed on first use: most systems of a batch are discarded before any Newton step.
-  struct Derivatives {
-    std::once_flag once;
-    std::vector<std::vector<BernsteinPoly>> d;
-  };
-  std::unique_ptr<Derivatives> lazy = std::make_unique<Derivatives>();
-  const BernsteinPoly& d(int i, int k) const {
-    std::call_once(lazy->once, [&] {
-      lazy->d.resize(eq.size());
-      for (std::size_t e = 0; e < eq.size(); ++e)
-        for (int v = 0; v < n; ++v) lazy->d[e].push_back(derivative(eq[e], v));
-    });
-    return lazy->d[std::size_t(i)][std::size_t(k)];
-  }
   double residual(const std::vector<double>& x) const {
     double r = 0;
     for (const auto& e : eq) r = std::max(r, std::abs(e.evaluate(x.data())));
     return r;
+  }
+  // The equations' values (into f, when given) and their Jacobian at x, each row in one Bernstein pass.
+  template <class Matrix, class Vector>
+  void evaluate_jacobian(const double* x, Matrix& jac, Vector* f) const {
+    for (int i = 0; i < int(eq.size()); ++i) {
+      double gradient[kMaxVariables];
+      const double value = eq[std::size_t(i)].evaluate_with_gradient(x, gradient);
+      if (f) (*f)(i) = value;
+      for (int k = 0; k < n; ++k) jac(i, k) = gradient[k];
+    }
   }
 };
 
@@ -88,11 +84,7 @@ bool newton(const System& s, std::vector<double>& x, const std::vector<double>& 
   Vector f(m);
   int clamps = 0;
   for (int it = 0; it < iterations; ++it) {
-    for (int i = 0; i < m; ++i) {
-      double gradient[kMaxVariables];
-      f(i) = s.eq[i].evaluate_with_gradient(x.data(), gradient);  // value and Jacobian row in one pass
-      for (int k = 0; k < n; ++k) jac(i, k) = gradient[k];
-    }
+    s.evaluate_jacobian(x.data(), jac, &f);
     const Vector dx = jac.completeOrthogonalDecomposition().solve(-f);
     // Converged only on a small unclamped step: a step stopped by the box is no root.
     const double step = dx.cwiseAbs().maxCoeff();
@@ -790,8 +782,7 @@ SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>
     SolutionSample sample{x, res, {}};
     if (m == n - 1) {  // a curve: its direction is the null vector of the Jacobian
       Eigen::MatrixXd jac(m, n);
-      for (int i = 0; i < m; ++i)
-        for (int k = 0; k < n; ++k) jac(i, k) = sys.d(i, k).evaluate(x.data());
+      sys.evaluate_jacobian(x.data(), jac, static_cast<Eigen::VectorXd*>(nullptr));
       const Eigen::JacobiSVD<Eigen::MatrixXd> svd(jac, Eigen::ComputeFullV);
       const Eigen::VectorXd t = svd.matrixV().col(n - 1);
       sample.tangent.assign(t.data(), t.data() + n);
