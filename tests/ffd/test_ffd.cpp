@@ -236,7 +236,10 @@ TEST(Ffd, AccurateEqualsPointFfdOfTheSubdividedInput) {
     for (Device device : test::devices()) {
       SCOPED_TRACE(std::string(device_name(device)) + " trial " + std::to_string(trial));
       check_accurate_against_point<double>(device, sphere, lattice, level, 1e-10, 1e-8);
-      check_accurate_against_point<float>(device, sphere, lattice, level, 2e-6, 2e-5);
+      // Float normals: P_s x P_t sums float terms of the control net's size; where a surface's tangents are ~30x
+      // shorter than its net's spread (seen on pieces of degree 5-6), cancellation leaves up to a few 1e-4 (3.3e-4
+      // worst of 1000 seeds, most runs under 5e-6); a normal computed wrongly is off by 1e-2 or more.
+      check_accurate_against_point<float>(device, sphere, lattice, level, 2e-6, 1e-3);
     }
   }
 }
