@@ -234,7 +234,7 @@ MemoryVolume integer_volume(std::mt19937_64& rng, int n, int top, std::vector<fl
 }
 
 // Random trilinear cells against the topology of their own interpolant, sampled 8 and 16 times finer (where the
-// two samplings agree: a thinner neck than a fine cell can fool them). MC33 must match; the decider alone, which
+// two samplings agree: a thinner neck than a fine cell can fool them; on a disagreement, 32 and 64 times finer). MC33 must match; the decider alone, which
 // never makes tunnels, must miss some, or the test did not exercise tunnels.
 TEST(Isosurface, Mc33MatchesTheTrilinearTopology) {
   const auto seed = test::run_seed() ^ 0x3333;
@@ -274,7 +274,17 @@ TEST(Isosurface, Mc33MatchesTheTrilinearTopology) {
     for (Device d : devs) {
       const TriangleMesh m = extract(coarse, 0.0, d, o);
       const auto topo = test::iso_topology(m);
-      const bool match = topo == reference;
+      bool match = topo == reference;
+      if (!match) {
+        // A tunnel thinner than 1/16 of a cell fools both samplings (seen once in ~1600 volumes): ask 32x and 64x,
+        // and judge by them where they agree.
+        const auto at = [&](double step) {
+          MemoryVolume fine = sample(trilinear, {0, 0, 0}, {hi, hi, hi}, {step, step, step});
+          return test::iso_topology(extract(fine, 0.0, Device::Cpu, fine_options));
+        };
+        const auto finer = at(1.0 / 64);
+        match = finer == at(1.0 / 32) && topo == finer;
+      }
       mc33_misses += !match;
       EXPECT_TRUE(match) << device_name(d) << " seed " << seed << " trial " << trial << ": mc33 gives "
                          << topo.components << " pieces, Euler " << topo.euler << "; the interpolant has "
