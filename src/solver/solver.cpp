@@ -20,6 +20,7 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "point_grid.hpp"
 #include "solver/bernstein_kernels.hpp"
 #include "solver/engine.hpp"
 
@@ -114,6 +115,134 @@ bool satisfies_all(const std::vector<BernsteinPoly>& positive, const std::vector
   return true;
 }
 
+// The polynomial with variable `var` fixed at t (on the unit box): its coefficients contracted along var with the
+// Bernstein basis at t; the other variables keep their order.
+BernsteinPoly fix_variable(const BernsteinPoly& p, int var, double t) {
+  const int d = p.degree[std::size_t(var)];
+  double basis[64];
+  basis[0] = 1;
+  for (int j = 1; j <= d; ++j) {  // B_{i,j}(t) from B_{i,j-1}(t), in place from the top
+    basis[j] = t * basis[j - 1];
+    for (int i = j - 1; i > 0; --i) basis[i] = t * basis[i - 1] + (1 - t) * basis[i];
+    basis[0] *= 1 - t;
+  }
+  const int inner = inner_size(p, var);
+  const std::size_t outer = p.coef.size() / (std::size_t(d + 1) * std::size_t(inner));
+  BernsteinPoly out;
+  for (int v = 0; v < p.variables(); ++v)
+    if (v != var) out.degree.push_back(p.degree[std::size_t(v)]);
+  out.coef.assign(outer * std::size_t(inner), 0.0);
+  for (std::size_t a = 0; a < outer; ++a)
+    for (int i = 0; i <= d; ++i) {
+      const double* src = p.coef.data() + (a * std::size_t(d + 1) + std::size_t(i)) * std::size_t(inner);
+      double* dst = out.coef.data() + a * std::size_t(inner);
+      for (int b = 0; b < inner; ++b) dst[b] += basis[i] * src[b];
+    }
+  return out;
+}
+
+template <class EmitChild>
+void process_cell(const System& sys, const Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
+                  const std::vector<BernsteinPoly>& positive, std::vector<Root>& found,
+                  std::vector<std::pair<std::vector<double>, std::vector<double>>>& unresolved, EmitChild&& emit_child);
+
+using SmallMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxVariables, kMaxVariables>;
+
+// A bound on |dy/dx_k| (max norm) over a cell where F(x_k, y) = 0, from the interval Jacobian: J_y in
+// [mid - rad, mid + rad], J_k in [column_mid - column_rad, column_mid + column_rad]. With Y = mid^-1 and
+// rho = ||I - Y J_y|| < 1, every J_y is regular (so F is one-to-one in y for each x_k, by the mean value theorem)
+// and dy/dx_k = -(I - (I - Y J_y))^-1 Y J_k is at most ||Y J_k|| / (1 - rho). Infinite otherwise.
+double graph_slope_bound(const SmallMatrix& mid, const SmallMatrix& rad, const Eigen::VectorXd& column_mid,
+                         const Eigen::VectorXd& column_rad) {
+  const Eigen::FullPivLU<SmallMatrix> lu(mid);
+  if (!lu.isInvertible()) return INFINITY;
+  const SmallMatrix y = lu.inverse();
+  const SmallMatrix spread = (SmallMatrix::Identity(mid.rows(), mid.cols()) - y * mid).cwiseAbs() + y.cwiseAbs() * rad;
+  const double rho = spread.rowwise().sum().maxCoeff();
+  if (!(rho < 1)) return INFINITY;
+  return ((y * column_mid).cwiseAbs() + y.cwiseAbs() * column_rad).maxCoeff() / (1 - rho);
+}
+
+// A curve cell (variables - 1 equations) where F(x_k, y) = 0 is one-to-one in y over the whole cell holds at most
+// one point of the curve per value of x_k: the curve there is a graph over x_k and needs no more subdivision. The
+// axis taken is the one whose graph is least steep, and only if |dy/dx_k| <= 2 over the cell, so that samples at the
+// global grid x_k = j * step in the cell ([lo, hi), closed at the box's end) lie at most two steps apart in every
+// variable, also across cell faces. Each sample is Newton on the square slice system in y, warm-started from the
+// previous slice; a slice where Newton fails is settled by the square solver (it proves it empty or finds its root).
+bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk::Range* jac, double step, double scale,
+                       const SolverOptions& o, std::vector<Root>& found) {
+  const int n = sys.n;
+  SmallMatrix mid(m, m), rad(m, m);
+  Eigen::VectorXd column_mid(m), column_rad(m);
+  int axis = -1;
+  double flattest = 2.0;
+  for (int skip = 0; skip < n; ++skip) {
+    for (int i = 0; i < m; ++i)
+      for (int k = 0, c = 0; k < n; ++k) {
+        const solverk::Range r = jac[i * n + k];
+        const double w = cell.hi[k] - cell.lo[k];  // local derivatives to the system's box units
+        if (k == skip) {
+          column_mid(i) = 0.5 * (r.lo + r.hi) / w;
+          column_rad(i) = 0.5 * (r.hi - r.lo) / w;
+          continue;
+        }
+        mid(i, c) = 0.5 * (r.lo + r.hi) / w;
+        rad(i, c) = 0.5 * (r.hi - r.lo) / w;
+        ++c;
+      }
+    const double slope = graph_slope_bound(mid, rad, column_mid, column_rad);
+    if (slope <= flattest) flattest = slope, axis = skip;
+  }
+  if (axis < 0) return false;
+  std::vector<BernsteinPoly> slice(static_cast<std::size_t>(m));
+  const System slice_system{slice, m};
+  const std::vector<double> unit_lo(static_cast<std::size_t>(m), 0.0), unit_hi(static_cast<std::size_t>(m), 1.0);
+  const double lo = cell.lo[axis], hi = cell.hi[axis], width = hi - lo;
+  // The curve's point at x_k = g, into `local` (the slice's coordinates in the cell) and `x` (the system's box):
+  // Newton from `warm` when given, else (or when it fails) a depth-first square subdivision of the slice.
+  auto solve_slice = [&](double g, const std::vector<double>* warm, std::vector<double>& local, std::vector<double>& x) {
+    for (int i = 0; i < m; ++i) slice[std::size_t(i)] = fix_variable(cell.f[std::size_t(i)], axis, (g - lo) / width);
+    auto accept = [&](const std::vector<double>& y) {
+      for (int k = 0, c = 0; k < n; ++k) x[k] = k == axis ? g : cell.lo[k] + y[std::size_t(c++)] * (cell.hi[k] - cell.lo[k]);
+      if (!(sys.residual(x) <= 1e-12 * std::max(1.0, scale))) return false;
+      local = y;
+      return true;
+    };
+    std::vector<double> guess = warm ? *warm : local;
+    if (warm && newton(slice_system, guess, unit_lo, unit_hi, o.newton_tolerance, 30) && accept(guess)) return true;
+    for (int i = 0; i < m; ++i) {  // some equation keeps one sign over the slice: empty
+      const Interval r = coef_range(slice[std::size_t(i)]);
+      if (r.lo > 0 || r.hi < 0) return false;
+    }
+    std::vector<Cell> stack{{unit_lo, unit_hi, slice}};
+    std::vector<Root> roots;
+    std::vector<std::pair<std::vector<double>, std::vector<double>>> tiny;
+    for (int nodes = 0; !stack.empty() && roots.empty() && tiny.empty() && nodes < 4096; ++nodes) {
+      const Cell c = std::move(stack.back());
+      stack.pop_back();
+      process_cell(slice_system, c, m, true, 1e-9, scale, o, {}, roots, tiny, [&](Cell&& child) { stack.push_back(std::move(child)); });
+    }
+    if (!roots.empty() && accept(roots[0].x)) return true;
+    for (const auto& [clo, chi] : tiny) {  // a root on the slice's edge, not proved: Newton from the tiny cell
+      for (int c = 0; c < m; ++c) guess[std::size_t(c)] = 0.5 * (clo[std::size_t(c)] + chi[std::size_t(c)]);
+      if (newton(slice_system, guess, unit_lo, unit_hi, o.newton_tolerance, 30) && accept(guess)) return true;
+    }
+    return false;
+  };
+  std::vector<double> y(static_cast<std::size_t>(m), 0.5), x(static_cast<std::size_t>(n)), y_prev;
+  bool warm = false;
+  for (double j = std::ceil(lo / step);; ++j) {
+    const double g = j * step;
+    if (g < lo) continue;
+    if (!(g < hi || (hi >= 1.0 && g <= 1.0))) break;
+    warm = solve_slice(g, warm ? &y_prev : nullptr, y, x);
+    if (!warm) continue;
+    found.push_back({x, sys.residual(x), true, 1});
+    y_prev = y;
+  }
+  return true;
+}
+
 // One cell: excluded, proved (its root refined and kept), kept at the tolerance, or split into two children.
 template <class EmitChild>
 void process_cell(const System& sys, const Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
@@ -156,6 +285,7 @@ void process_cell(const System& sys, const Cell& cell, int m, bool square, doubl
       }
     }
   }
+  if (!square && m == n - 1 && sample_curve_cell(sys, cell, m, jac, 0.5 * tolerance, scale, o, found)) return;
   if (width < tolerance) {
     unresolved.emplace_back(cell.lo, cell.hi);
     return;
@@ -759,22 +889,32 @@ SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>
   out.nodes = sub.nodes;
   double scale = 0;
   for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-  std::vector<SolutionSample> samples(sub.candidates.size());
-  std::vector<char> kept(sub.candidates.size(), 0);
+  const std::size_t cells = sub.candidates.size();
+  std::vector<SolutionSample> samples(cells + sub.proved.size());
+  std::vector<char> kept(samples.size(), 0);
   // Minimum-norm Newton from each cell's centre lands on the nearest part of the set; the cell keeps the point when
   // it lies within half a cell of it (neighbouring cells then cover the set without gaps).
+  // Curve samples already on the set (cells where the curve is a graph over one variable) only get their tangent.
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1)
-  for (std::int64_t c = 0; c < std::int64_t(sub.candidates.size()); ++c) {
-    const auto& [lo, hi] = sub.candidates[std::size_t(c)];
-    std::vector<double> x(static_cast<std::size_t>(n)), blo(lo), bhi(hi);
-    for (int k = 0; k < n; ++k) {
-      const double w = hi[k] - lo[k];
-      x[k] = 0.5 * (lo[k] + hi[k]);
-      blo[k] = std::max(0.0, lo[k] - 0.5 * w);
-      bhi[k] = std::min(1.0, hi[k] + 0.5 * w);
+  for (std::int64_t c = 0; c < std::int64_t(samples.size()); ++c) {
+    std::vector<double> x(static_cast<std::size_t>(n));
+    double res;
+    if (std::size_t(c) < cells) {
+      const auto& [lo, hi] = sub.candidates[std::size_t(c)];
+      std::vector<double> blo(lo), bhi(hi);
+      for (int k = 0; k < n; ++k) {
+        const double w = hi[k] - lo[k];
+        x[k] = 0.5 * (lo[k] + hi[k]);
+        blo[k] = std::max(0.0, lo[k] - 0.5 * w);
+        bhi[k] = std::min(1.0, hi[k] + 0.5 * w);
+      }
+      newton(sys, x, blo, bhi, o.newton_tolerance, 12);
+      res = sys.residual(x);
+    } else {
+      const Root& r = sub.proved[std::size_t(c) - cells];
+      x = r.x;
+      res = r.residual;
     }
-    newton(sys, x, blo, bhi, o.newton_tolerance, 12);
-    const double res = sys.residual(x);
     if (!(res <= 1e-11 * std::max(1.0, scale))) continue;
     bool ok = true;
     for (const auto& q : positive) ok = ok && q.evaluate(x.data()) > 0;
@@ -857,35 +997,9 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
   if (count == 0) return lines;
   const std::size_t n = points[0].size();
   const double reach = 3.0 * spacing;
-  // Buckets of a grid of cell `reach` over the points (sparse, by hash of the integer cell).
-  std::unordered_map<std::uint64_t, std::vector<std::size_t>> grid;
-  auto cell_of = [&](const std::vector<double>& p, std::vector<long long>& c) {
-    c.resize(n);
-    for (std::size_t k = 0; k < n; ++k) c[k] = (long long)std::floor(p[k] / reach);
-  };
-  auto hash = [&](const std::vector<long long>& c) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (long long v : c) h = (h ^ std::uint64_t(v)) * 1099511628211ull;
-    return h;
-  };
-  std::vector<long long> c;
-  for (std::size_t i = 0; i < count; ++i) {
-    cell_of(points[i], c);
-    grid[hash(c)].push_back(i);
-  }
-  auto neighbours = [&](std::size_t i, auto&& visit) {
-    std::vector<long long> base, probe(n);
-    cell_of(points[i], base);
-    std::size_t combos = 1;
-    for (std::size_t k = 0; k < n; ++k) combos *= 3;
-    for (std::size_t code = 0; code < combos; ++code) {
-      std::size_t r = code;
-      for (std::size_t k = 0; k < n; ++k, r /= 3) probe[k] = base[k] + static_cast<long long>(r % 3) - 1;
-      const auto it = grid.find(hash(probe));
-      if (it == grid.end()) continue;
-      for (std::size_t j : it->second) visit(j);
-    }
-  };
+  solver::PointGrid grid(n, reach);
+  for (std::size_t i = 0; i < count; ++i) grid.insert(points[i].data(), i);
+  auto neighbours = [&](std::size_t i, auto&& visit) { grid.near(points[i].data(), visit); };
   auto distance = [&](std::size_t a, std::size_t b) {
     double d = 0;
     for (std::size_t k = 0; k < n; ++k) d += (points[a][k] - points[b][k]) * (points[a][k] - points[b][k]);

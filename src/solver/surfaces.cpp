@@ -11,6 +11,7 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "point_grid.hpp"
 
 namespace parasurf {
 
@@ -158,32 +159,19 @@ int thread_count(const SolverOptions& o) { return o.threads > 0 ? o.threads : om
 
 // Removes near-duplicate points (within `merge` in every coordinate), keeping the first; returns kept indices.
 std::vector<std::size_t> unique_points(const std::vector<std::vector<double>>& pts, double merge) {
-  std::unordered_map<std::uint64_t, std::vector<std::size_t>> grid;
   std::vector<std::size_t> kept;
-  auto key = [&](const std::vector<double>& p, const std::vector<int>& off) {
-    std::uint64_t h = 1469598103934665603ull;
-    for (std::size_t k = 0; k < p.size(); ++k) h = (h ^ std::uint64_t(std::int64_t(std::floor(p[k] / merge)) + off[k])) * 1099511628211ull;
-    return h;
-  };
-  const std::size_t n = pts.empty() ? 0 : pts[0].size();
-  std::vector<int> zero(n, 0), off(n);
-  std::size_t combos = 1;
-  for (std::size_t k = 0; k < n; ++k) combos *= 3;
+  if (pts.empty()) return kept;
+  const std::size_t n = pts[0].size();
+  solver::PointGrid grid(n, merge);
   for (std::size_t i = 0; i < pts.size(); ++i) {
     bool dup = false;
-    for (std::size_t code = 0; code < combos && !dup; ++code) {
-      std::size_t r = code;
-      for (std::size_t k = 0; k < n; ++k, r /= 3) off[k] = int(r % 3) - 1;
-      const auto it = grid.find(key(pts[i], off));
-      if (it == grid.end()) continue;
-      for (std::size_t j : it->second) {
-        double d = 0;
-        for (std::size_t k = 0; k < n; ++k) d = std::max(d, std::abs(pts[i][k] - pts[j][k]));
-        dup = dup || d <= merge;
-      }
-    }
+    grid.near(pts[i].data(), [&](std::size_t j) {
+      double d = 0;
+      for (std::size_t k = 0; k < n; ++k) d = std::max(d, std::abs(pts[i][k] - pts[j][k]));
+      dup = dup || d <= merge;
+    });
     if (dup) continue;
-    grid[key(pts[i], zero)].push_back(i);
+    grid.insert(pts[i].data(), i);
     kept.push_back(i);
   }
   return kept;
