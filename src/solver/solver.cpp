@@ -117,7 +117,7 @@ bool satisfies_all(const std::vector<BernsteinPoly>& positive, const std::vector
 
 // The polynomial with variable `var` fixed at t (on the unit box): its coefficients contracted along var with the
 // Bernstein basis at t; the other variables keep their order.
-BernsteinPoly fix_variable(const BernsteinPoly& p, int var, double t) {
+void fix_variable(const BernsteinPoly& p, int var, double t, BernsteinPoly& out) {
   const int d = p.degree[std::size_t(var)];
   double basis[64];
   basis[0] = 1;
@@ -128,7 +128,7 @@ BernsteinPoly fix_variable(const BernsteinPoly& p, int var, double t) {
   }
   const int inner = inner_size(p, var);
   const std::size_t outer = p.coef.size() / (std::size_t(d + 1) * std::size_t(inner));
-  BernsteinPoly out;
+  out.degree.clear();  // the output's storage is reused from call to call
   for (int v = 0; v < p.variables(); ++v)
     if (v != var) out.degree.push_back(p.degree[std::size_t(v)]);
   out.coef.assign(outer * std::size_t(inner), 0.0);
@@ -138,7 +138,6 @@ BernsteinPoly fix_variable(const BernsteinPoly& p, int var, double t) {
       double* dst = out.coef.data() + a * std::size_t(inner);
       for (int b = 0; b < inner; ++b) dst[b] += basis[i] * src[b];
     }
-  return out;
 }
 
 template <class EmitChild>
@@ -154,9 +153,7 @@ using SmallMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMa
 // and dy/dx_k = -(I - (I - Y J_y))^-1 Y J_k is at most ||Y J_k|| / (1 - rho). Infinite otherwise.
 double graph_slope_bound(const SmallMatrix& mid, const SmallMatrix& rad, const Eigen::VectorXd& column_mid,
                          const Eigen::VectorXd& column_rad) {
-  const Eigen::FullPivLU<SmallMatrix> lu(mid);
-  if (!lu.isInvertible()) return INFINITY;
-  const SmallMatrix y = lu.inverse();
+  const SmallMatrix y = mid.partialPivLu().inverse();  // a singular mid gives non-finite entries, so rho fails below
   const SmallMatrix spread = (SmallMatrix::Identity(mid.rows(), mid.cols()) - y * mid).cwiseAbs() + y.cwiseAbs() * rad;
   const double rho = spread.rowwise().sum().maxCoeff();
   if (!(rho < 1)) return INFINITY;
@@ -201,7 +198,7 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
   // The curve's point at x_k = g, into `local` (the slice's coordinates in the cell) and `x` (the system's box):
   // Newton from `warm` when given, else (or when it fails) a depth-first square subdivision of the slice.
   auto solve_slice = [&](double g, const std::vector<double>* warm, std::vector<double>& local, std::vector<double>& x) {
-    for (int i = 0; i < m; ++i) slice[std::size_t(i)] = fix_variable(cell.f[std::size_t(i)], axis, (g - lo) / width);
+    for (int i = 0; i < m; ++i) fix_variable(cell.f[std::size_t(i)], axis, (g - lo) / width, slice[std::size_t(i)]);
     auto accept = [&](const std::vector<double>& y) {
       for (int k = 0, c = 0; k < n; ++k) x[k] = k == axis ? g : cell.lo[k] + y[std::size_t(c++)] * (cell.hi[k] - cell.lo[k]);
       if (!(sys.residual(x) <= 1e-12 * std::max(1.0, scale))) return false;
@@ -229,16 +226,22 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
     }
     return false;
   };
-  std::vector<double> y(static_cast<std::size_t>(m), 0.5), x(static_cast<std::size_t>(n)), y_prev;
-  bool warm = false;
+  std::vector<double> y(static_cast<std::size_t>(m), 0.5), x(static_cast<std::size_t>(n)), y_prev, y_guess;
+  int run = 0;  // consecutive slices with a point
   for (double j = std::ceil(lo / step);; ++j) {
     const double g = j * step;
     if (g < lo) continue;
     if (!(g < hi || (hi >= 1.0 && g <= 1.0))) break;
-    warm = solve_slice(g, warm ? &y_prev : nullptr, y, x);
-    if (!warm) continue;
-    found.push_back({x, sys.residual(x), true, 1});
+    y_guess = y;  // the last point, extrapolated along the curve when the one before is known
+    if (run >= 2)
+      for (int c = 0; c < m; ++c) y_guess[std::size_t(c)] = std::clamp(2 * y[std::size_t(c)] - y_prev[std::size_t(c)], 0.0, 1.0);
     y_prev = y;
+    if (!solve_slice(g, run > 0 ? &y_guess : nullptr, y, x)) {
+      run = 0;
+      continue;
+    }
+    ++run;
+    found.push_back({x, sys.residual(x), true, 1});
   }
   return true;
 }
