@@ -188,39 +188,55 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
     for (std::size_t b = 0; b < nb; ++b)
       if (box_box_distance(A[a], B[b]) <= upper[a]) relevant[a].push_back(int(b));
   }
-  std::vector<Task> tasks;
+  // What to build, listed first, then built in parallel: products of Bernstein forms are most of the set-up.
+  enum class Kind { Antipodal, KinkAntipodal, TwoKinks, InteriorAndKink, TwoInterior };
+  struct Recipe {
+    Kind kind;
+    int a, b = -1, c = -1;  // pieces of A and B (c: a second piece of B, or a kink)
+    std::size_t k1 = 0, k2 = 0;
+  };
+  std::vector<Recipe> recipes;
   for (std::size_t a = 0; a < na; ++a) {
     if (relevant[a].empty()) continue;
-    const Piece& pa = A[a];
-    // Antipodal pairs: <A - B, A'> = <A - B, B'> = 0, in (t, r).
-    for (int b : relevant[a]) {
-      const Piece& pb = B[std::size_t(b)];
-      const BernsteinPoly dx = coord(pa.x, 0, 2) - coord(pb.x, 1, 2), dy = coord(pa.y, 0, 2) - coord(pb.y, 1, 2);
-      tasks.push_back({{dx * dcoord(pa.x, 0, 2) + dy * dcoord(pa.y, 0, 2), dx * dcoord(pb.x, 1, 2) + dy * dcoord(pb.y, 1, 2)}, int(a),
-                       {convexity(pa, pb, 0, 1, 2)}});
-    }
-    // Antipodal to a kink of B: <A - K, A'> = 0, in t.
-    for (const auto& k : kinks) {
-      const BernsteinPoly e = (coord(pa.x, 0, 1) - BernsteinPoly::constant(1, k.point[0])) * dcoord(pa.x, 0, 1) +
-                              (coord(pa.y, 0, 1) - BernsteinPoly::constant(1, k.point[1])) * dcoord(pa.y, 0, 1);
-      tasks.push_back({{e}, int(a), {}});
-    }
-    // Two kinks equally far: |A - K1|^2 - |A - K2|^2 = 0, in t.
+    for (int b : relevant[a]) recipes.push_back({Kind::Antipodal, int(a), b});
+    for (std::size_t k = 0; k < kinks.size(); ++k) recipes.push_back({Kind::KinkAntipodal, int(a), -1, -1, k});
     for (std::size_t i = 0; i < kinks.size(); ++i)
-      for (std::size_t j = i + 1; j < kinks.size(); ++j) {
-        const auto &k1 = kinks[i].point, &k2 = kinks[j].point;
+      for (std::size_t j = i + 1; j < kinks.size(); ++j) recipes.push_back({Kind::TwoKinks, int(a), -1, -1, i, j});
+    for (int b : relevant[a]) {
+      for (std::size_t k = 0; k < kinks.size(); ++k) recipes.push_back({Kind::InteriorAndKink, int(a), b, -1, k});
+      for (int b2 : relevant[a])
+        if (b2 >= b) recipes.push_back({Kind::TwoInterior, int(a), b, b2});
+    }
+  }
+  auto build = [&](const Recipe& rc) -> Task {
+    const Piece& pa = A[std::size_t(rc.a)];
+    switch (rc.kind) {
+      case Kind::Antipodal: {  // <A - B, A'> = <A - B, B'> = 0, in (t, r)
+        const Piece& pb = B[std::size_t(rc.b)];
+        const BernsteinPoly dx = coord(pa.x, 0, 2) - coord(pb.x, 1, 2), dy = coord(pa.y, 0, 2) - coord(pb.y, 1, 2);
+        return {{dx * dcoord(pa.x, 0, 2) + dy * dcoord(pa.y, 0, 2), dx * dcoord(pb.x, 1, 2) + dy * dcoord(pb.y, 1, 2)}, rc.a,
+                {convexity(pa, pb, 0, 1, 2)}};
+      }
+      case Kind::KinkAntipodal: {  // antipodal to a kink of B: <A - K, A'> = 0, in t
+        const auto& k = kinks[rc.k1];
+        const BernsteinPoly e = (coord(pa.x, 0, 1) - BernsteinPoly::constant(1, k.point[0])) * dcoord(pa.x, 0, 1) +
+                                (coord(pa.y, 0, 1) - BernsteinPoly::constant(1, k.point[1])) * dcoord(pa.y, 0, 1);
+        return {{e}, rc.a, {}};
+      }
+      case Kind::TwoKinks: {  // two kinks equally far: |A - K1|^2 - |A - K2|^2 = 0, in t
+        const auto &k1 = kinks[rc.k1].point, &k2 = kinks[rc.k2].point;
         const BernsteinPoly e = -2.0 * ((k1[0] - k2[0]) * coord(pa.x, 0, 1) + (k1[1] - k2[1]) * coord(pa.y, 0, 1)) +
                                 BernsteinPoly::constant(1, k1[0] * k1[0] + k1[1] * k1[1] - k2[0] * k2[0] - k2[1] * k2[1]);
-        tasks.push_back({{e}, int(a), {}});
+        return {{e}, rc.a, {}};
       }
-    for (int b : relevant[a]) {
-      const Piece& pb = B[std::size_t(b)];
-      const BernsteinPoly foot = (coord(pa.x, 0, 2) - coord(pb.x, 1, 2)) * dcoord(pb.x, 1, 2) + (coord(pa.y, 0, 2) - coord(pb.y, 1, 2)) * dcoord(pb.y, 1, 2);
-      // One closest point interior to piece b, the other at a kink K: |A - B(r)|^2 - |A - K|^2 = 0 (divided by
-      // (r - e) when K is the end e of piece b itself) and the foot condition, in (t, r).
-      for (const auto& k : kinks) {
+      case Kind::InteriorAndKink: {
+        // One closest point interior to piece b, the other at a kink K: |A - B(r)|^2 - |A - K|^2 = 0 (divided by
+        // (r - e) when K is the end e of piece b itself) and the foot condition, in (t, r).
+        const Piece& pb = B[std::size_t(rc.b)];
+        const auto& k = kinks[rc.k1];
+        const BernsteinPoly foot = (coord(pa.x, 0, 2) - coord(pb.x, 1, 2)) * dcoord(pb.x, 1, 2) + (coord(pa.y, 0, 2) - coord(pb.y, 1, 2)) * dcoord(pb.y, 1, 2);
         BernsteinPoly e;
-        const int end = k.piece_after == b ? 0 : (k.piece_before == b ? 1 : -1);
+        const int end = k.piece_after == rc.b ? 0 : (k.piece_before == rc.b ? 1 : -1);
         if (end >= 0) {
           e = BernsteinPoly::univariate(divided_difference_at_end(pb.sq, end, 1, 2).coef, 1, 2) -
               2.0 * (coord(pa.x, 0, 2) * divided_difference_at_end(pb.x, end, 1, 2) + coord(pa.y, 0, 2) * divided_difference_at_end(pb.y, end, 1, 2));
@@ -230,15 +246,13 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
               2.0 * (coord(pa.x, 0, 2) * (coord(pb.x, 1, 2) - BernsteinPoly::constant(2, k.point[0])) +
                      coord(pa.y, 0, 2) * (coord(pb.y, 1, 2) - BernsteinPoly::constant(2, k.point[1])));
         }
-        tasks.push_back({{e, foot}, int(a), {convexity(pa, pb, 0, 1, 2)}});
+        return {{e, foot}, rc.a, {convexity(pa, pb, 0, 1, 2)}};
       }
-      // Two interior closest points (the self-bisector of B), in (t, r, s).
-      for (int b2 : relevant[a]) {
-        if (b2 < b) continue;
-        const Piece& pc = B[std::size_t(b2)];
+      case Kind::TwoInterior: {  // two interior closest points (the self-bisector of B), in (t, r, s)
+        const Piece &pb = B[std::size_t(rc.b)], &pc = B[std::size_t(rc.c)];
         const BernsteinPoly ax = coord(pa.x, 0, 3), ay = coord(pa.y, 0, 3);
         BernsteinPoly e1, e3;
-        if (b2 == b) {  // same piece: (|A - B(r)|^2 - |A - B(s)|^2) / (r - s), and the foot difference / (r - s)
+        if (rc.c == rc.b) {  // same piece: (|A - B(r)|^2 - |A - B(s)|^2) / (r - s), and the foot difference / (r - s)
           e1 = divided_difference(pb.sq, 1, 2, 3) - 2.0 * (ax * divided_difference(pb.x, 1, 2, 3) + ay * divided_difference(pb.y, 1, 2, 3));
           e3 = ax * divided_difference(derivative_coef(pb.x), 1, 2, 3) + ay * divided_difference(derivative_coef(pb.y), 1, 2, 3) -
                divided_difference(pb.dot_dd, 1, 2, 3);
@@ -251,12 +265,16 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
         // diagonal (there it reduces to the foot condition and its derivative), so the diagonal's neighbourhood
         // of width 1e-6 is left out; two closest points that close give no kink in the distance.
         std::vector<BernsteinPoly> order{convexity(pa, pb, 0, 1, 3), convexity(pa, pc, 0, 2, 3)};
-        if (b2 == b)
+        if (rc.c == rc.b)
           order.push_back(BernsteinPoly::univariate({0.0, 1.0}, 2, 3) - BernsteinPoly::univariate({0.0, 1.0}, 1, 3) - BernsteinPoly::constant(3, 1e-6));
-        tasks.push_back({{e1, e2, e3}, int(a), order});
+        return {{e1, e2, e3}, rc.a, order};
       }
     }
-  }
+    return {};
+  };
+  std::vector<Task> tasks(recipes.size());
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && recipes.size() > 1)
+  for (std::int64_t i = 0; i < std::int64_t(recipes.size()); ++i) tasks[std::size_t(i)] = build(recipes[std::size_t(i)]);
   // Solve every system (the CPU engine runs them in parallel, the GPU engines in one traversal per shape), then
   // measure every candidate exactly.
   std::vector<std::vector<BernsteinPoly>> eqs, ineqs;
