@@ -363,7 +363,9 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
     std::vector<std::vector<Root>> found(slots);
     std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(slots);
     const double level_tolerance = tolerance;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1 && frontier.size() > 1)
+    // A thread team costs about as much as a few dozen cells: small levels (the first ones, short traversals) run
+    // on the calling thread.
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1 && frontier.size() >= 32)
     for (std::int64_t c = 0; c < std::int64_t(frontier.size()); ++c) {
       const int tid = omp_get_thread_num();
       process_cell(sys, frontier[std::size_t(c)], m, square, level_tolerance, scale, o, positive, found[tid], unresolved[tid],
@@ -898,7 +900,7 @@ SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>
   // Minimum-norm Newton from each cell's centre lands on the nearest part of the set; the cell keeps the point when
   // it lies within half a cell of it (neighbouring cells then cover the set without gaps).
   // Curve samples already on the set (cells where the curve is a graph over one variable) only get their tangent.
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1 && samples.size() >= 32)
   for (std::int64_t c = 0; c < std::int64_t(samples.size()); ++c) {
     std::vector<double> x(static_cast<std::size_t>(n));
     double res;
