@@ -141,7 +141,7 @@ void fix_variable(const BernsteinPoly& p, int var, double t, BernsteinPoly& out)
 }
 
 template <class EmitChild>
-void process_cell(const System& sys, const Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
+void process_cell(const System& sys, Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
                   const std::vector<BernsteinPoly>& positive, std::vector<Root>& found,
                   std::vector<std::pair<std::vector<double>, std::vector<double>>>& unresolved, EmitChild&& emit_child);
 
@@ -215,7 +215,7 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
     std::vector<Root> roots;
     std::vector<std::pair<std::vector<double>, std::vector<double>>> tiny;
     for (int nodes = 0; !stack.empty() && roots.empty() && tiny.empty() && nodes < 4096; ++nodes) {
-      const Cell c = std::move(stack.back());
+      Cell c = std::move(stack.back());
       stack.pop_back();
       process_cell(slice_system, c, m, true, 1e-9, scale, o, {}, roots, tiny, [&](Cell&& child) { stack.push_back(std::move(child)); });
     }
@@ -246,9 +246,10 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
   return true;
 }
 
-// One cell: excluded, proved (its root refined and kept), kept at the tolerance, or split into two children.
+// One cell: excluded, proved (its root refined and kept), kept at the tolerance, or split into two children. The
+// cell is consumed (its storage passes to a child or a candidate).
 template <class EmitChild>
-void process_cell(const System& sys, const Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
+void process_cell(const System& sys, Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
                   const std::vector<BernsteinPoly>& positive, std::vector<Root>& found,
                   std::vector<std::pair<std::vector<double>, std::vector<double>>>& unresolved, EmitChild&& emit_child) {
   const int n = sys.n;
@@ -290,7 +291,7 @@ void process_cell(const System& sys, const Cell& cell, int m, bool square, doubl
   }
   if (!square && m == n - 1 && sample_curve_cell(sys, cell, m, jac, 0.5 * tolerance, scale, o, found)) return;
   if (width < tolerance) {
-    unresolved.emplace_back(cell.lo, cell.hi);
+    unresolved.emplace_back(std::move(cell.lo), std::move(cell.hi));
     return;
   }
   // Split along the axis where the coefficients vary most, at its midpoint (a variable no equation depends on
@@ -305,17 +306,17 @@ void process_cell(const System& sys, const Cell& cell, int m, bool square, doubl
     if (var > best) best = var, axis = k;
   }
   const double mid = cell.lo[axis] + solverk::kSplitAt * (cell.hi[axis] - cell.lo[axis]);
-  Cell left{cell.lo, cell.hi, {}}, right{cell.lo, cell.hi, {}};
-  left.hi[axis] = mid;
+  // The cell becomes its left child in place (de Casteljau reads each line before writing it); only the right
+  // child is new storage.
+  Cell right = cell;
   right.lo[axis] = mid;
-  left.f = cell.f;
-  right.f = cell.f;
+  cell.hi[axis] = mid;
   for (std::size_t i = 0; i < cell.f.size(); ++i) {
-    const BernsteinPoly& f = cell.f[i];
-    solverk::split_at(f.coef.data(), left.f[i].coef.data(), right.f[i].coef.data(), int(f.coef.size()), f.degree[axis], inner_size(f, axis),
+    BernsteinPoly& f = cell.f[i];
+    solverk::split_at(f.coef.data(), f.coef.data(), right.f[i].coef.data(), int(f.coef.size()), f.degree[axis], inner_size(f, axis),
                       solverk::kSplitAt);
   }
-  emit_child(std::move(left));
+  emit_child(std::move(cell));
   emit_child(std::move(right));
 }
 
