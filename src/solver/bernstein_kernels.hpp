@@ -20,13 +20,24 @@ PS_HD Range coefficient_range(const double* c, int count) {
 // `inner` is the product of (degree + 1) over the variables after var.
 PS_HD Range derivative_range(const double* c, int count, int degree_var, int inner) {
   if (degree_var == 0) return {0.0, 0.0};
-  Range r{1e308, -1e308};
-  const int line = (degree_var + 1) * inner;
-  for (int base = 0; base < count; base += line)
-    for (int i = 0; i < degree_var * inner; ++i) {
-      const double d = degree_var * (c[base + i + inner] - c[base + i]);
-      r.lo = d < r.lo ? d : r.lo, r.hi = d > r.hi ? d : r.hi;
+  // Four running extremes, so that the comparisons do not form one chain (and vectorise).
+  double lo[4] = {1e308, 1e308, 1e308, 1e308}, hi[4] = {-1e308, -1e308, -1e308, -1e308};
+  const int line = (degree_var + 1) * inner, span = degree_var * inner;
+  for (int base = 0; base < count; base += line) {
+    const double* a = c + base;
+    int i = 0;
+    for (; i + 4 <= span; i += 4)
+      for (int l = 0; l < 4; ++l) {
+        const double d = degree_var * (a[i + l + inner] - a[i + l]);
+        lo[l] = d < lo[l] ? d : lo[l], hi[l] = d > hi[l] ? d : hi[l];
+      }
+    for (; i < span; ++i) {
+      const double d = degree_var * (a[i + inner] - a[i]);
+      lo[0] = d < lo[0] ? d : lo[0], hi[0] = d > hi[0] ? d : hi[0];
     }
+  }
+  Range r{lo[0], hi[0]};
+  for (int l = 1; l < 4; ++l) r.lo = lo[l] < r.lo ? lo[l] : r.lo, r.hi = hi[l] > r.hi ? hi[l] : r.hi;
   return r;
 }
 
@@ -35,22 +46,27 @@ PS_HD Range derivative_range(const double* c, int count, int degree_var, int inn
 constexpr double kSplitAt = 0.5 - 1.0 / 3072;
 
 // The parts of p over [0, tau] and [tau, 1] along var (de Casteljau at tau). Lines along var have degree_var + 1
-// coefficients spaced `inner` apart; at most 64 per line.
+// coefficients spaced `inner` apart. The `inner` lines of a block run side by side (contiguous, so the
+// combinations vectorise): the block is copied to `right` first and reduced there in place, each round's first
+// row going to `left`; left may be c itself, whose block is wholly read before any write.
 PS_HD void split_at(const double* c, double* left, double* right, int count, int degree_var, int inner, double tau) {
   const int n = degree_var + 1, line = n * inner;
-  double w[64];
-  for (int base = 0; base < count; base += line)
-    for (int j = 0; j < inner; ++j) {
-      const int at = base + j;
-      for (int i = 0; i < n; ++i) w[i] = c[at + i * inner];
-      left[at] = w[0];
-      right[at + (n - 1) * inner] = w[n - 1];
-      for (int r = 1; r < n; ++r) {
-        for (int i = 0; i + r < n; ++i) w[i] = (1 - tau) * w[i] + tau * w[i + 1];
-        left[at + r * inner] = w[0];
-        right[at + (n - 1 - r) * inner] = w[n - 1 - r];
+  const double keep = 1 - tau;
+  for (int base = 0; base < count; base += line) {
+    const double* src = c + base;
+    double* lo = left + base;
+    double* hi = right + base;
+    for (int k = 0; k < line; ++k) hi[k] = src[k];
+    for (int j = 0; j < inner; ++j) lo[j] = hi[j];
+    for (int r = 1; r < n; ++r) {
+      for (int i = 0; i + r < n; ++i) {
+        double* a = hi + i * inner;
+        const double* b = a + inner;
+        for (int j = 0; j < inner; ++j) a[j] = keep * a[j] + tau * b[j];
       }
+      for (int j = 0; j < inner; ++j) lo[r * inner + j] = hi[j];
     }
+  }
 }
 
 enum class CellTest { Empty, Unique, Unknown };

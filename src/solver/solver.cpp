@@ -42,8 +42,15 @@ struct Interval {
 };
 
 Interval coef_range(const BernsteinPoly& p) {
-  const auto [mn, mx] = std::minmax_element(p.coef.begin(), p.coef.end());
-  return {*mn, *mx};
+  // Four running extremes, so that the comparisons do not form one chain (and vectorise).
+  const double* c = p.coef.data();
+  const std::size_t size = p.coef.size();
+  double lo[4] = {c[0], c[0], c[0], c[0]}, hi[4] = {c[0], c[0], c[0], c[0]};
+  std::size_t i = 0;
+  for (; i + 4 <= size; i += 4)
+    for (int l = 0; l < 4; ++l) lo[l] = c[i + l] < lo[l] ? c[i + l] : lo[l], hi[l] = c[i + l] > hi[l] ? c[i + l] : hi[l];
+  for (; i < size; ++i) lo[0] = c[i] < lo[0] ? c[i] : lo[0], hi[0] = c[i] > hi[0] ? c[i] : hi[0];
+  return {std::min({lo[0], lo[1], lo[2], lo[3]}), std::max({hi[0], hi[1], hi[2], hi[3]})};
 }
 
 int inner_size(const BernsteinPoly& p, int var) {
