@@ -29,27 +29,17 @@ void check_same_variables(const BernsteinPoly& a, const BernsteinPoly& b) {
                                                 std::to_string(b.variables()) + " variables cannot be combined");
 }
 
-// The position, under strides `to`, of the multi-index found at position `at` under strides `from`.
-std::size_t same_index(std::size_t at, const std::vector<std::size_t>& from, const std::vector<std::size_t>& to) {
-  std::size_t out = 0;
-  for (std::size_t v = 0; v < from.size(); ++v) {
-    out += (at / from[v]) * to[v];
-    at %= from[v];
-  }
-  return out;
-}
-
-// Applies f(line, count, stride) to every line of coefficients along `var`.
+// Applies f(base, line, j, stride) to every line of coefficients along `var`, without divisions: base is the
+// line's first coefficient, line the index over the variables before var, j the index over those after it
+// (0 <= j < stride, the spacing of the line's coefficients).
 template <class F>
 void for_each_line(const std::vector<int>& degree, int var, F&& f) {
   const auto st = strides(degree);
-  std::size_t total = 1;
-  for (int d : degree) total *= std::size_t(d + 1);
-  const std::size_t n = std::size_t(degree[var] + 1), stride = st[var];
-  for (std::size_t base = 0; base < total; ++base) {
-    if ((base / stride) % n != 0) continue;  // first element of a line along var
-    f(base, n, stride);
-  }
+  std::size_t outer = 1;
+  for (int v = 0; v < var; ++v) outer *= std::size_t(degree[std::size_t(v)] + 1);
+  const std::size_t n = std::size_t(degree[std::size_t(var)] + 1), stride = st[std::size_t(var)];
+  for (std::size_t o = 0; o < outer; ++o)
+    for (std::size_t j = 0; j < stride; ++j) f(o * n * stride + j, o, j, stride);
 }
 
 }  // namespace
@@ -168,18 +158,17 @@ BernsteinPoly elevate(const BernsteinPoly& p, int var, int degree) {
   q.degree[var] = degree;
   q.coef.assign(q.size(), 0.0);
   const int r = degree - n;
-  const auto sp = strides(p.degree), sq = strides(q.degree);
   std::vector<double> cn(std::size_t(n + 1)), cr(std::size_t(r + 1)), cd(std::size_t(degree + 1));
   for (int k = 0; k <= n; ++k) cn[std::size_t(k)] = binomial(n, k);
   for (int k = 0; k <= r; ++k) cr[std::size_t(k)] = binomial(r, k);
   for (int k = 0; k <= degree; ++k) cd[std::size_t(k)] = binomial(degree, k);
-  for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t stride) {
-    const std::size_t qbase = same_index(base, sp, sq);
+  for_each_line(p.degree, var, [&](std::size_t base, std::size_t line, std::size_t j0, std::size_t stride) {
+    const std::size_t qbase = line * std::size_t(degree + 1) * stride + j0;  // the variables after var keep their strides
     for (int i = 0; i <= degree; ++i) {
       double acc = 0;
       for (int j = std::max(0, i - r); j <= std::min(n, i); ++j)
         acc += cn[std::size_t(j)] * cr[std::size_t(i - j)] * p.coef[base + std::size_t(j) * stride];
-      q.coef[qbase + std::size_t(i) * sq[var]] = acc / cd[std::size_t(i)];
+      q.coef[qbase + std::size_t(i) * stride] = acc / cd[std::size_t(i)];
     }
   });
   return q;
@@ -223,17 +212,26 @@ std::vector<std::vector<double>> binomial_rows(const std::vector<int>& degree) {
 // and the offset of the same multi-index in a tensor with strides `target` (offset).
 void scaled_offsets(const std::vector<int>& degree, const std::vector<std::vector<double>>& rows,
                     const std::vector<std::size_t>& target, std::vector<double>& scale, std::vector<std::size_t>& offset) {
-  const auto own = strides(degree);
+  const std::size_t nv = degree.size();
   std::size_t size = 1;
   for (int d : degree) size *= std::size_t(d + 1);
-  scale.assign(size, 1.0);
-  offset.assign(size, 0);
-  for (std::size_t p = 0; p < size; ++p)
-    for (std::size_t v = 0; v < degree.size(); ++v) {
-      const std::size_t i = (p / own[v]) % std::size_t(degree[v] + 1);
-      scale[p] *= rows[v][i];
-      offset[p] += i * target[v];
+  scale.resize(size);
+  offset.resize(size);
+  std::vector<int> index(nv, 0);  // the multi-index of p, counted like an odometer (last variable fastest)
+  for (std::size_t p = 0; p < size; ++p) {
+    double w = 1;
+    std::size_t at = 0;
+    for (std::size_t v = 0; v < nv; ++v) {
+      w *= rows[v][std::size_t(index[v])];
+      at += std::size_t(index[v]) * target[v];
     }
+    scale[p] = w;
+    offset[p] = at;
+    for (std::size_t v = nv; v-- > 0;) {
+      if (++index[v] <= degree[v]) break;
+      index[v] = 0;
+    }
+  }
 }
 }  // namespace
 
@@ -269,11 +267,10 @@ BernsteinPoly derivative(const BernsteinPoly& p, int var) {
   q.degree = p.degree;
   q.degree[var] = n - 1;
   q.coef.assign(q.size(), 0.0);
-  const auto sp = strides(p.degree), sq = strides(q.degree);
-  for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t stride) {
-    const std::size_t qbase = same_index(base, sp, sq);
+  for_each_line(p.degree, var, [&](std::size_t base, std::size_t line, std::size_t j0, std::size_t stride) {
+    const std::size_t qbase = line * std::size_t(n) * stride + j0;  // the variables after var keep their strides
     for (int i = 0; i < n; ++i)
-      q.coef[qbase + std::size_t(i) * sq[var]] = n * (p.coef[base + std::size_t(i + 1) * stride] - p.coef[base + std::size_t(i) * stride]);
+      q.coef[qbase + std::size_t(i) * stride] = n * (p.coef[base + std::size_t(i + 1) * stride] - p.coef[base + std::size_t(i) * stride]);
   });
   return q;
 }
@@ -297,7 +294,7 @@ BernsteinPoly restrict_to(const BernsteinPoly& p, int var, double a, double b) {
   BernsteinPoly q = p;
   const std::size_t n = std::size_t(p.degree[var] + 1);
   std::vector<double> line(n);
-  for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t stride) {
+  for_each_line(p.degree, var, [&](std::size_t base, std::size_t, std::size_t, std::size_t stride) {
     for (std::size_t i = 0; i < n; ++i) line[i] = q.coef[base + i * stride];
     if (a > 0) split_line(line, a, false);                         // now on [a, 1]
     if (b < 1) split_line(line, a < 1 ? (b - a) / (1 - a) : 1.0, true);  // then [a, b]
