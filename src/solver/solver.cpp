@@ -261,8 +261,10 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
                   std::vector<std::pair<std::vector<double>, std::vector<double>>>& unresolved, EmitChild&& emit_child) {
   const int n = sys.n;
   bool excluded = false;
+  Interval eq_range[kMaxVariables];  // the equations' coefficient ranges, kept for Krawczyk's rounding bound
   for (std::size_t i = 0; i < cell.f.size() && !excluded; ++i) {
     const Interval r = coef_range(cell.f[i]);
+    if (int(i) < m) eq_range[i] = r;
     excluded = int(i) < m ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
   }
   if (excluded) return;
@@ -277,7 +279,7 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
     const double half[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
     for (int i = 0; i < m; ++i) {
       f_mid[i] = eqs[i].evaluate(half);
-      const Interval r = coef_range(eqs[i]);
+      const Interval r = eq_range[i];
       int total = 0;
       for (int d : eqs[i].degree) total += d;
       f_err[i] = solverk::evaluation_error(std::max(std::abs(r.lo), std::abs(r.hi)), total);
