@@ -69,6 +69,11 @@ double box_box_distance(const Piece& a, const Piece& b) {
   const double dx = std::max({b.lo[0] - a.hi[0], 0.0, a.lo[0] - b.hi[0]}), dy = std::max({b.lo[1] - a.hi[1], 0.0, a.lo[1] - b.hi[1]});
   return std::hypot(dx, dy);
 }
+double box_box_farthest(const Piece& a, const Piece& b) {  // the largest distance between points of the two boxes
+  const double dx = std::max(std::abs(a.hi[0] - b.lo[0]), std::abs(b.hi[0] - a.lo[0]));
+  const double dy = std::max(std::abs(a.hi[1] - b.lo[1]), std::abs(b.hi[1] - a.lo[1]));
+  return std::hypot(dx, dy);
+}
 double box_farthest(const Piece& a, const Vec2& p) {  // the farthest point of a's box from p is a corner
   const double dx = std::max(std::abs(a.lo[0] - p[0]), std::abs(a.hi[0] - p[0]));
   const double dy = std::max(std::abs(a.lo[1] - p[1]), std::abs(a.hi[1] - p[1]));
@@ -185,8 +190,10 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
   std::vector<std::vector<int>> relevant(na);
   for (std::size_t a = 0; a < na; ++a) {
     if (upper[a] < known * (1 - 1e-12)) continue;  // this piece cannot hold a larger distance
+    // b may hold a closest point of some A(t) (its box is near enough), and that point may lie at least `known`
+    // away (its box is not wholly within `known` of a's: nearer pairs cannot raise the maximum).
     for (std::size_t b = 0; b < nb; ++b)
-      if (box_box_distance(A[a], B[b]) <= upper[a]) relevant[a].push_back(int(b));
+      if (box_box_distance(A[a], B[b]) <= upper[a] && box_box_farthest(A[a], B[b]) >= known * (1 - 1e-12)) relevant[a].push_back(int(b));
   }
   // What to build, listed first, then built in parallel: products of Bernstein forms are most of the set-up.
   enum class Kind { Antipodal, KinkAntipodal, TwoKinks, InteriorAndKink, TwoInterior };
