@@ -466,7 +466,12 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   std::vector<double> scale(count, 0.0);
   for (std::size_t i = 0; i < count; ++i)
     for (const auto& e : equations[i]) scale[i] = std::max(scale[i], std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-  NodeRing ring(1 << 16);
+  // Room for every root and a few hundred nodes per thread (a full ring only makes workers keep children
+  // themselves); tiny batches, like a closest-point solve, must not pay for initialising a large ring.
+  std::size_t capacity = 1024;
+  while (capacity < (std::size_t(1) << 16) && capacity < count + 256 * std::size_t(o.threads > 0 ? o.threads : omp_get_max_threads()))
+    capacity <<= 1;
+  NodeRing ring(capacity);
   std::atomic<std::int64_t> pending{0}, nodes{0}, candidates{0};
   std::atomic<int> stop{0};  // 1: node limit, 2: time limit
   std::atomic<double> tolerance{o.tolerance};
