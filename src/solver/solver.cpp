@@ -347,6 +347,10 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
   for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  // Per-thread lists, kept from level to level (their storage is reused).
+  std::vector<std::vector<Cell>> children(static_cast<std::size_t>(threads));
+  std::vector<std::vector<Root>> found(static_cast<std::size_t>(threads));
+  std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(static_cast<std::size_t>(threads));
   int level = 0;
   while (!frontier.empty()) {
     if (out.nodes + std::int64_t(frontier.size()) > o.max_nodes) {
@@ -368,10 +372,7 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
         for (int k = 0; k < n; ++k) width = std::max(width, c.hi[k] - c.lo[k]);
       tolerance = std::max(tolerance, 1.01 * width);
     }
-    const std::size_t slots = static_cast<std::size_t>(threads);
-    std::vector<std::vector<Cell>> children(slots);
-    std::vector<std::vector<Root>> found(slots);
-    std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(slots);
+    for (auto& list : children) list.clear();
     const double level_tolerance = tolerance;
     // A thread team costs about as much as a few dozen cells: small levels (the first ones, short traversals) run
     // on the calling thread.
@@ -382,10 +383,16 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
                    [&](Cell&& child) { children[tid].push_back(std::move(child)); });
     }
     frontier.clear();
+    bool one_list = true;  // a level run on one thread: its children list becomes the frontier as it is
+    for (int t = 1; t < threads; ++t) one_list = one_list && children[t].empty();
+    if (one_list) frontier.swap(children[0]);
     for (int t = 0; t < threads; ++t) {
-      for (auto& c : children[t]) frontier.push_back(std::move(c));
+      if (!one_list)
+        for (auto& c : children[t]) frontier.push_back(std::move(c));
       for (auto& r : found[t]) out.proved.push_back(std::move(r));
       for (auto& u : unresolved[t]) out.candidates.push_back(std::move(u));
+      found[t].clear();
+      unresolved[t].clear();
     }
     // A solution curve would fill the levels with cells of the tolerance's size: stop refining early then.
     if (square && out.candidates.size() > 20000 && tolerance < 1e-4) tolerance = 1e-4;
