@@ -17,6 +17,22 @@ double binomial(int n, int k) {
   return r;
 }
 
+// The binomials C(n, 0 .. n): rows of a table made once for n below kBinomialTable (products and elevations ask
+// for them constantly), computed into `spill` beyond it.
+constexpr int kBinomialTable = 128;
+const double* binomial_row(int n, std::vector<double>& spill) {
+  static const std::vector<double> table = [] {
+    std::vector<double> t(std::size_t(kBinomialTable) * kBinomialTable, 0.0);
+    for (int m = 0; m < kBinomialTable; ++m)
+      for (int k = 0; k <= m; ++k) t[std::size_t(m) * kBinomialTable + std::size_t(k)] = binomial(m, k);
+    return t;
+  }();
+  if (n < kBinomialTable) return table.data() + std::size_t(n) * kBinomialTable;
+  spill.resize(std::size_t(n + 1));
+  for (int k = 0; k <= n; ++k) spill[std::size_t(k)] = binomial(n, k);
+  return spill.data();
+}
+
 std::vector<std::size_t> strides(const std::vector<int>& degree) {
   std::vector<std::size_t> s(degree.size(), 1);
   for (int v = int(degree.size()) - 2; v >= 0; --v) s[v] = s[v + 1] * std::size_t(degree[v + 1] + 1);
@@ -158,10 +174,8 @@ BernsteinPoly elevate(const BernsteinPoly& p, int var, int degree) {
   q.degree[var] = degree;
   q.coef.assign(q.size(), 0.0);
   const int r = degree - n;
-  std::vector<double> cn(std::size_t(n + 1)), cr(std::size_t(r + 1)), cd(std::size_t(degree + 1));
-  for (int k = 0; k <= n; ++k) cn[std::size_t(k)] = binomial(n, k);
-  for (int k = 0; k <= r; ++k) cr[std::size_t(k)] = binomial(r, k);
-  for (int k = 0; k <= degree; ++k) cd[std::size_t(k)] = binomial(degree, k);
+  std::vector<double> spill_n, spill_r, spill_d;
+  const double *cn = binomial_row(n, spill_n), *cr = binomial_row(r, spill_r), *cd = binomial_row(degree, spill_d);
   for_each_line(p.degree, var, [&](std::size_t base, std::size_t line, std::size_t j0, std::size_t stride) {
     const std::size_t qbase = line * std::size_t(degree + 1) * stride + j0;  // the variables after var keep their strides
     for (int i = 0; i <= degree; ++i) {
@@ -200,17 +214,18 @@ BernsteinPoly operator*(double s, const BernsteinPoly& a) {
 BernsteinPoly operator-(const BernsteinPoly& a, const BernsteinPoly& b) { return a + (-1.0) * b; }
 
 namespace {
-// Per variable, the binomials C(degree, i) for i = 0 .. degree.
-std::vector<std::vector<double>> binomial_rows(const std::vector<int>& degree) {
-  std::vector<std::vector<double>> rows(degree.size());
-  for (std::size_t v = 0; v < degree.size(); ++v)
-    for (int i = 0; i <= degree[v]; ++i) rows[v].push_back(binomial(degree[v], i));
-  return rows;
-}
+// Per variable, the binomials C(degree, i) for i = 0 .. degree (rows of the table; `spill` holds larger ones).
+struct BinomialRows {
+  std::vector<const double*> row;
+  std::vector<std::vector<double>> spill;
+  explicit BinomialRows(const std::vector<int>& degree) : row(degree.size()), spill(degree.size()) {
+    for (std::size_t v = 0; v < degree.size(); ++v) row[v] = binomial_row(degree[v], spill[v]);
+  }
+};
 
 // For every coefficient of a tensor of the given degrees: the product over variables of row[v][index_v] (scale)
 // and the offset of the same multi-index in a tensor with strides `target` (offset).
-void scaled_offsets(const std::vector<int>& degree, const std::vector<std::vector<double>>& rows,
+void scaled_offsets(const std::vector<int>& degree, const BinomialRows& rows,
                     const std::vector<std::size_t>& target, std::vector<double>& scale, std::vector<std::size_t>& offset) {
   const std::size_t nv = degree.size();
   std::size_t size = 1;
@@ -222,7 +237,7 @@ void scaled_offsets(const std::vector<int>& degree, const std::vector<std::vecto
     double w = 1;
     std::size_t at = 0;
     for (std::size_t v = 0; v < nv; ++v) {
-      w *= rows[v][std::size_t(index[v])];
+      w *= rows.row[v][index[v]];
       at += std::size_t(index[v]) * target[v];
     }
     scale[p] = w;
@@ -246,8 +261,8 @@ BernsteinPoly operator*(const BernsteinPoly& a, const BernsteinPoly& b) {
   const auto sr = strides(r.degree);
   std::vector<double> scale_a, scale_b, scale_r;
   std::vector<std::size_t> off_a, off_b, off_r;
-  scaled_offsets(a.degree, binomial_rows(a.degree), sr, scale_a, off_a);
-  scaled_offsets(b.degree, binomial_rows(b.degree), sr, scale_b, off_b);
+  scaled_offsets(a.degree, BinomialRows(a.degree), sr, scale_a, off_a);
+  scaled_offsets(b.degree, BinomialRows(b.degree), sr, scale_b, off_b);
   std::vector<double> bs(b.coef.size());
   for (std::size_t pb = 0; pb < bs.size(); ++pb) bs[pb] = b.coef[pb] * scale_b[pb];
   for (std::size_t pa = 0; pa < a.coef.size(); ++pa) {
@@ -255,7 +270,7 @@ BernsteinPoly operator*(const BernsteinPoly& a, const BernsteinPoly& b) {
     double* out = r.coef.data() + off_a[pa];
     for (std::size_t pb = 0; pb < bs.size(); ++pb) out[off_b[pb]] += w * bs[pb];
   }
-  scaled_offsets(r.degree, binomial_rows(r.degree), sr, scale_r, off_r);
+  scaled_offsets(r.degree, BinomialRows(r.degree), sr, scale_r, off_r);
   for (std::size_t p = 0; p < r.coef.size(); ++p) r.coef[p] /= scale_r[p];
   return r;
 }
