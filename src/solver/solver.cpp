@@ -259,6 +259,17 @@ template <class EmitChild>
 void process_cell(const System& sys, Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
                   const std::vector<BernsteinPoly>& positive, std::vector<Root>& found,
                   std::vector<std::pair<std::vector<double>, std::vector<double>>>& unresolved, EmitChild&& emit_child) {
+  // A cell that ends here leaves its storage to a later right child on this thread (a split needs one new cell,
+  // and most cells end without splitting): copies into it reuse the vectors' capacity instead of allocating.
+  thread_local std::vector<Cell> spares;
+  bool split = false;
+  struct Recycle {
+    Cell& cell;
+    const bool& split;
+    ~Recycle() {
+      if (!split && spares.size() < 64) spares.push_back(std::move(cell));
+    }
+  } recycle{cell, split};
   const int n = sys.n;
   bool excluded = false;
   Interval eq_range[kMaxVariables];  // the equations' coefficient ranges, kept for Krawczyk's rounding bound
@@ -317,7 +328,15 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
   const double mid = cell.lo[axis] + solverk::kSplitAt * (cell.hi[axis] - cell.lo[axis]);
   // The cell becomes its left child in place (de Casteljau reads each line before writing it); only the right
   // child is new storage.
-  Cell right = cell;
+  Cell right;
+  if (spares.empty()) {
+    right = cell;
+  } else {
+    right = std::move(spares.back());
+    spares.pop_back();
+    right.lo = cell.lo, right.hi = cell.hi, right.f = cell.f;
+  }
+  split = true;
   right.lo[axis] = mid;
   cell.hi[axis] = mid;
   for (std::size_t i = 0; i < cell.f.size(); ++i) {
