@@ -152,13 +152,17 @@ template <class T> PS_HD void cross(const T* a, const T* b, T* out) {
 }
 template <class T> PS_HD T dot3(const T* a, const T* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
+// Whether Su x Sv (squared length len2) is a normal, not a vanishing one, relative to |Su|^2 and |Sv|^2.
+template <class T> PS_HD bool normal_is_regular(T len2, T su2, T sv2) {
+  const T thr = DegenerateThreshold<T>::value * ps_max(su2, sv2);
+  return len2 > thr * thr && len2 > T(0);
+}
+
 // Unit normal Su x Sv; returns false (degenerate) when it vanishes relative to |Su|, |Sv|.
 template <class T> PS_HD bool unit_normal(const T* su, const T* sv, T* nrm) {
   cross(su, sv, nrm);
   const T len2 = dot3(nrm, nrm);
-  const T scale = ps_max(dot3(su, su), dot3(sv, sv));
-  const T thr = DegenerateThreshold<T>::value * scale;
-  if (!(len2 > thr * thr) || !(len2 > T(0))) return false;
+  if (!normal_is_regular(len2, dot3(su, su), dot3(sv, sv))) return false;
   const T inv = T(1) / ps_sqrt(len2);
   for (int c = 0; c < 3; ++c) nrm[c] *= inv;
   return true;

@@ -39,7 +39,8 @@ template <class T> struct BasisTables {
 constexpr int kRowChunk = 64;  // samples of a row handled together
 
 // Homogeneous sums of a row's samples to positions and unit normals (Cartesian division for rational patches
-// only), kern::unit_normal without branches so that it vectorises; returns how many normals degenerated (flagged).
+// only): kern::unit_normal's test without its early return, so that the loop vectorises. Returns how many
+// normals degenerated (flagged in `degenerate`).
 template <class T, bool Rational>
 int finish_row(int count, const T (*h)[kRowChunk], const T (*hu)[kRowChunk], const T (*hv)[kRowChunk], T sign,
                T* __restrict px, T* __restrict py, T* __restrict pz, T* __restrict nx, T* __restrict ny, T* __restrict nz,
@@ -54,16 +55,15 @@ int finish_row(int count, const T (*h)[kRowChunk], const T (*hu)[kRowChunk], con
       su[c] = Rational ? (hu[c][k] - p[c] * hu[3][k]) * iw : hu[c][k];
       sv[c] = Rational ? (hv[c][k] - p[c] * hv[3][k]) * iw : hv[c][k];
     }
-    const T cx = su[1] * sv[2] - su[2] * sv[1], cy = su[2] * sv[0] - su[0] * sv[2], cz = su[0] * sv[1] - su[1] * sv[0];
-    const T len2 = cx * cx + cy * cy + cz * cz;
-    const T su2 = su[0] * su[0] + su[1] * su[1] + su[2] * su[2], sv2 = sv[0] * sv[0] + sv[1] * sv[1] + sv[2] * sv[2];
-    const T thr = kern::DegenerateThreshold<T>::value * (su2 > sv2 ? su2 : sv2);
-    const bool ok = len2 > thr * thr && len2 > T(0);
+    T c[3];
+    kern::cross(su, sv, c);
+    const T len2 = kern::dot3(c, c);
+    const bool ok = kern::normal_is_regular(len2, kern::dot3(su, su), kern::dot3(sv, sv));
     const T inv = sign / std::sqrt(ok ? len2 : T(1));
     degenerate[k] = !ok;
     bad += !ok;
     px[k] = p[0], py[k] = p[1], pz[k] = p[2];
-    nx[k] = cx * inv, ny[k] = cy * inv, nz[k] = cz * inv;
+    nx[k] = c[0] * inv, ny[k] = c[1] * inv, nz[k] = c[2] * inv;
   }
   return bad;
 }

@@ -5,6 +5,7 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/bernstein_kernels.hpp"
 
 namespace parasurf {
 
@@ -82,19 +83,7 @@ BernsteinPoly BernsteinPoly::univariate(const std::vector<double>& c, int var, i
   return p;
 }
 
-namespace {
-// The Bernstein basis of degree n at t into b[0..n], by the triangular recurrence of convex combinations (as
-// stable as de Casteljau's).
-void bernstein_basis(int n, double t, double* b) {
-  const double s = 1 - t;
-  b[0] = 1;
-  for (int r = 1; r <= n; ++r) {
-    b[r] = t * b[r - 1];
-    for (int i = r - 1; i > 0; --i) b[i] = s * b[i] + t * b[i - 1];
-    b[0] *= s;
-  }
-}
-}  // namespace
+using solverk::bernstein_basis;
 
 double BernsteinPoly::evaluate(const double* x) const {
   // The variables contracted last first with their basis values: O(size) work, and the first contraction reads the

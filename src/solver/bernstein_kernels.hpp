@@ -41,6 +41,18 @@ PS_HD Range derivative_range(const double* c, int count, int degree_var, int inn
   return r;
 }
 
+// The Bernstein basis of degree n at t into b[0..n], by the triangular recurrence of convex combinations (as
+// stable as de Casteljau's).
+PS_HD void bernstein_basis(int n, double t, double* b) {
+  const double s = 1 - t;
+  b[0] = 1;
+  for (int r = 1; r <= n; ++r) {
+    b[r] = t * b[r - 1];
+    for (int i = r - 1; i > 0; --i) b[i] = s * b[i] + t * b[i - 1];
+    b[0] *= s;
+  }
+}
+
 // The solver splits cells a little off their middle: roots at simple fractions (1/2, 1/4, 3/4, ...), common in
 // real inputs, would otherwise fall exactly on cell faces, where no test can prove them inside one cell.
 constexpr double kSplitAt = 0.5 - 1.0 / 3072;

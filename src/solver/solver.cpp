@@ -126,13 +126,8 @@ bool satisfies_all(const std::vector<BernsteinPoly>& positive, const std::vector
 // Bernstein basis at t; the other variables keep their order.
 void fix_variable(const BernsteinPoly& p, int var, double t, BernsteinPoly& out) {
   const int d = p.degree[std::size_t(var)];
-  double basis[64];
-  basis[0] = 1;
-  for (int j = 1; j <= d; ++j) {  // B_{i,j}(t) from B_{i,j-1}(t), in place from the top
-    basis[j] = t * basis[j - 1];
-    for (int i = j - 1; i > 0; --i) basis[i] = t * basis[i - 1] + (1 - t) * basis[i];
-    basis[0] *= 1 - t;
-  }
+  double basis[64];  // degrees are at most 63 (check_system)
+  solverk::bernstein_basis(d, t, basis);
   const int inner = inner_size(p, var);
   const std::size_t outer = p.coef.size() / (std::size_t(d + 1) * std::size_t(inner));
   out.degree.clear();  // the output's storage is reused from call to call
