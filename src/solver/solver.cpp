@@ -167,7 +167,8 @@ double graph_slope_bound(const SmallMatrix& mid, const SmallMatrix& rad, const E
 // axis taken is the one whose graph is least steep, and only if |dy/dx_k| <= 2 over the cell, so that samples at the
 // global grid x_k = j * step in the cell ([lo, hi), closed at the box's end) lie at most two steps apart in every
 // variable, also across cell faces. Each sample is Newton on the square slice system in y, warm-started from the
-// previous slice; a slice where Newton fails is settled by the square solver (it proves it empty or finds its root).
+// previous slice; a slice where Newton fails is settled by the square solver (it proves it empty or finds its root;
+// if it cannot within its node budget, the cell is not sampled here but split like any other).
 bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk::Range* jac, double step, double scale,
                        const SolverOptions& o, std::vector<Root>& found) {
   const int n = sys.n;
@@ -197,6 +198,7 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
   const System slice_system{slice, m};
   const std::vector<double> unit_lo(static_cast<std::size_t>(m), 0.0), unit_hi(static_cast<std::size_t>(m), 1.0);
   const double lo = cell.lo[axis], hi = cell.hi[axis], width = hi - lo;
+  bool gave_up = false;  // a slice the square solver could not settle within its node budget
   // The curve's point at x_k = g, into `local` (the slice's coordinates in the cell) and `x` (the system's box):
   // Newton from `warm` when given, else (or when it fails) a depth-first square subdivision of the slice.
   auto solve_slice = [&](double g, const std::vector<double>* warm, std::vector<double>& local, std::vector<double>& x) {
@@ -216,11 +218,13 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
     std::vector<Cell> stack{{unit_lo, unit_hi, slice}};
     std::vector<Root> roots;
     std::vector<std::pair<std::vector<double>, std::vector<double>>> tiny;
-    for (int nodes = 0; !stack.empty() && roots.empty() && tiny.empty() && nodes < 4096; ++nodes) {
+    int nodes = 0;
+    for (; !stack.empty() && roots.empty() && tiny.empty() && nodes < 4096; ++nodes) {
       Cell c = std::move(stack.back());
       stack.pop_back();
       process_cell(slice_system, c, m, true, 1e-9, scale, o, {}, roots, tiny, [&](Cell&& child) { stack.push_back(std::move(child)); });
     }
+    gave_up = gave_up || (nodes == 4096 && roots.empty() && tiny.empty() && !stack.empty());
     if (!roots.empty() && accept(roots[0].x)) return true;
     for (const auto& [clo, chi] : tiny) {  // a root on the slice's edge, not proved: Newton from the tiny cell
       for (int c = 0; c < m; ++c) guess[std::size_t(c)] = 0.5 * (clo[std::size_t(c)] + chi[std::size_t(c)]);
@@ -228,6 +232,7 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
     }
     return false;
   };
+  std::vector<Root> samples;  // kept only if every slice was settled; else the cell is split as any other
   std::vector<double> y(static_cast<std::size_t>(m), 0.5), x(static_cast<std::size_t>(n)), y_prev, y_guess;
   int run = 0;  // consecutive slices with a point
   for (double j = std::ceil(lo / step);; ++j) {
@@ -239,12 +244,14 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
       for (int c = 0; c < m; ++c) y_guess[std::size_t(c)] = std::clamp(2 * y[std::size_t(c)] - y_prev[std::size_t(c)], 0.0, 1.0);
     y_prev = y;
     if (!solve_slice(g, run > 0 ? &y_guess : nullptr, y, x)) {
+      if (gave_up) return false;
       run = 0;
       continue;
     }
     ++run;
-    found.push_back({x, sys.residual(x), true, 1});
+    samples.push_back({x, sys.residual(x), true, 1});
   }
+  for (auto& sample : samples) found.push_back(std::move(sample));
   return true;
 }
 
