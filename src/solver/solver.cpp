@@ -147,6 +147,41 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
                   const std::vector<BernsteinPoly>& positive, std::vector<Root>& found,
                   std::vector<std::pair<std::vector<double>, std::vector<double>>>& unresolved, EmitChild&& emit_child);
 
+// Bézier clipping along one variable (Sederberg & Nishita 1990): with the other variables free, p(t, y) is a convex
+// combination of values in [lo_i, hi_i] (the coefficients' range at index i of `var`), so its graph lies in the hull
+// of the points (i/d, lo_i), (i/d, hi_i), and p vanishes only where that hull meets zero. Narrows [t0, t1]
+// (the unit range of `var`) to that part; false when the hull misses zero.
+bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
+  const int d = p.degree[std::size_t(var)];
+  const int inner = inner_size(p, var);
+  const std::size_t outer = p.coef.size() / (std::size_t(d + 1) * std::size_t(inner));
+  double lo[64], hi[64];
+  for (int i = 0; i <= d; ++i) lo[i] = INFINITY, hi[i] = -INFINITY;
+  for (std::size_t a = 0; a < outer; ++a)
+    for (int i = 0; i <= d; ++i) {
+      const double* src = p.coef.data() + (a * std::size_t(d + 1) + std::size_t(i)) * std::size_t(inner);
+      for (int b = 0; b < inner; ++b) lo[i] = std::min(lo[i], src[b]), hi[i] = std::max(hi[i], src[b]);
+    }
+  // The hull meets the axis between the extreme crossings of the segments that join a point at or below zero with
+  // one at or above it.
+  double a = INFINITY, b = -INFINITY;
+  const double step = d > 0 ? 1.0 / d : 0.0;
+  for (int i = 0; i < 2 * (d + 1); ++i) {
+    const double vi = i & 1 ? hi[i >> 1] : lo[i >> 1];
+    if (!(vi <= 0)) continue;
+    for (int j = 0; j < 2 * (d + 1); ++j) {
+      const double vj = j & 1 ? hi[j >> 1] : lo[j >> 1];
+      if (!(vj >= 0)) continue;
+      const double span = vj - vi, ti = (i >> 1) * step, tj = (j >> 1) * step;
+      const double t = span > 0 ? ti + (tj - ti) * (-vi / span) : ti;
+      a = std::min(a, t), b = std::max(b, t);
+    }
+  }
+  if (!(a <= b)) return false;
+  t0 = std::max(t0, a), t1 = std::min(t1, b);
+  return t0 <= t1;
+}
+
 using SmallMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxVariables, kMaxVariables>;
 
 // A bound on |dy/dx_k| (max norm) over a cell where F(x_k, y) = 0, from the interval Jacobian: J_y in
@@ -194,6 +229,12 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
     if (slope <= flattest) flattest = slope, axis = skip;
   }
   if (axis < 0) return false;
+  // Only the part of the axis where every equation can vanish holds the curve; slices outside it are empty
+  // (a margin covers the clip's rounding).
+  double clip0 = 0, clip1 = 1;
+  for (int i = 0; i < m; ++i)
+    if (!clip_zero_range(cell.f[std::size_t(i)], axis, clip0, clip1)) return true;
+  clip0 -= 1e-9, clip1 += 1e-9;
   std::vector<BernsteinPoly> slice(static_cast<std::size_t>(m));
   const System slice_system{slice, m};
   const std::vector<double> unit_lo(static_cast<std::size_t>(m), 0.0), unit_hi(static_cast<std::size_t>(m), 1.0);
@@ -239,6 +280,10 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
     const double g = j * step;
     if (g < lo) continue;
     if (!(g < hi || (hi >= 1.0 && g <= 1.0))) break;
+    if ((g - lo) / width < clip0 || (g - lo) / width > clip1) {
+      run = 0;
+      continue;
+    }
     y_guess = y;  // the last point, extrapolated along the curve when the one before is known
     if (run >= 2)
       for (int c = 0; c < m; ++c) y_guess[std::size_t(c)] = std::clamp(2 * y[std::size_t(c)] - y_prev[std::size_t(c)], 0.0, 1.0);
