@@ -93,7 +93,14 @@ bool newton(const System& s, std::vector<double>& x, const std::vector<double>& 
   int clamps = 0;
   for (int it = 0; it < iterations; ++it) {
     s.evaluate_jacobian(x.data(), jac, &f);
-    const Vector dx = jac.completeOrthogonalDecomposition().solve(-f);
+    // Square and well conditioned: LU (a few times cheaper); else the minimum-norm least-squares step.
+    Vector dx;
+    bool solved = false;
+    if (m == n) {
+      const Eigen::PartialPivLU<Matrix> lu(jac);
+      if (lu.rcond() > 1e-10) dx = lu.solve(-f), solved = dx.allFinite();
+    }
+    if (!solved) dx = jac.completeOrthogonalDecomposition().solve(-f);
     // Converged only on a small unclamped step: a step stopped by the box is no root.
     const double step = dx.cwiseAbs().maxCoeff();
     if (!std::isfinite(step)) return false;
@@ -182,33 +189,28 @@ bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
   return t0 <= t1;
 }
 
-using SmallMatrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxVariables, kMaxVariables>;
-
 // A bound on |dy/dx_k| (max norm) over a cell where F(x_k, y) = 0, from the interval Jacobian: J_y in
 // [mid - rad, mid + rad], J_k in [column_mid - column_rad, column_mid + column_rad]. With Y = mid^-1 and
 // rho = ||I - Y J_y|| < 1, every J_y is regular (so F is one-to-one in y for each x_k, by the mean value theorem)
 // and dy/dx_k = -(I - (I - Y J_y))^-1 Y J_k is at most ||Y J_k|| / (1 - rho). Infinite otherwise.
-double graph_slope_bound(const SmallMatrix& mid, const SmallMatrix& rad, const Eigen::VectorXd& column_mid,
-                         const Eigen::VectorXd& column_rad) {
-  const SmallMatrix y = mid.partialPivLu().inverse();  // a singular mid gives non-finite entries, so rho fails below
-  const SmallMatrix spread = (SmallMatrix::Identity(mid.rows(), mid.cols()) - y * mid).cwiseAbs() + y.cwiseAbs() * rad;
+template <class Matrix, class Vector>
+double graph_slope_bound(const Matrix& mid, const Matrix& rad, const Vector& column_mid, const Vector& column_rad) {
+  const Matrix y = mid.inverse();
+  if (!y.allFinite()) return INFINITY;  // a singular midpoint Jacobian
+  const Matrix spread = (Matrix::Identity(mid.rows(), mid.cols()) - y * mid).cwiseAbs() + y.cwiseAbs() * rad;
   const double rho = spread.rowwise().sum().maxCoeff();
-  if (!(rho < 1)) return INFINITY;
+  if (!(rho < 1) || !spread.allFinite()) return INFINITY;
   return ((y * column_mid).cwiseAbs() + y.cwiseAbs() * column_rad).maxCoeff() / (1 - rho);
 }
 
-// A curve cell (variables - 1 equations) where F(x_k, y) = 0 is one-to-one in y over the whole cell holds at most
-// one point of the curve per value of x_k: the curve there is a graph over x_k and needs no more subdivision. The
-// axis taken is the one whose graph is least steep, and only if |dy/dx_k| <= 2 over the cell, so that samples at the
-// global grid x_k = j * step in the cell ([lo, hi), closed at the box's end) lie at most two steps apart in every
-// variable, also across cell faces. Each sample is Newton on the square slice system in y, warm-started from the
-// previous slice; a slice where Newton fails is settled by the square solver (it proves it empty or finds its root;
-// if it cannot within its node budget, the cell is not sampled here but split like any other).
-bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk::Range* jac, double step, double scale,
-                       const SolverOptions& o, std::vector<Root>& found) {
-  const int n = sys.n;
-  SmallMatrix mid(m, m), rad(m, m);
-  Eigen::VectorXd column_mid(m), column_rad(m);
+// The variable over which the curve in a cell is a graph with |dy/dx_k| <= 2 (the least steep one), or -1. `M` is
+// the number of equations when known at compile time (fixed-size matrices: closed-form inverses, no heap).
+template <int M>
+int flattest_graph_axis(const Cell& cell, int n, int m, const solverk::Range* jac) {
+  using Matrix = Eigen::Matrix<double, M, M, 0, M == Eigen::Dynamic ? kMaxVariables : M, M == Eigen::Dynamic ? kMaxVariables : M>;
+  using Vector = Eigen::Matrix<double, M, 1, 0, M == Eigen::Dynamic ? kMaxVariables : M, 1>;
+  Matrix mid(m, m), rad(m, m);
+  Vector column_mid(m), column_rad(m);
   int axis = -1;
   double flattest = 2.0;
   for (int skip = 0; skip < n; ++skip) {
@@ -228,6 +230,23 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
     const double slope = graph_slope_bound(mid, rad, column_mid, column_rad);
     if (slope <= flattest) flattest = slope, axis = skip;
   }
+  return axis;
+}
+
+// A curve cell (variables - 1 equations) where F(x_k, y) = 0 is one-to-one in y over the whole cell holds at most
+// one point of the curve per value of x_k: the curve there is a graph over x_k and needs no more subdivision. The
+// axis taken is the one whose graph is least steep, and only if |dy/dx_k| <= 2 over the cell, so that samples at the
+// global grid x_k = j * step in the cell ([lo, hi), closed at the box's end) lie at most two steps apart in every
+// variable, also across cell faces. Each sample is Newton on the square slice system in y, warm-started from the
+// previous slice; a slice where Newton fails is settled by the square solver (it proves it empty or finds its root;
+// if it cannot within its node budget, the cell is not sampled here but split like any other).
+bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk::Range* jac, double step, double scale,
+                       const SolverOptions& o, std::vector<Root>& found) {
+  const int n = sys.n;
+  const int axis = m == 1   ? flattest_graph_axis<1>(cell, n, m, jac)
+                   : m == 2 ? flattest_graph_axis<2>(cell, n, m, jac)
+                   : m == 3 ? flattest_graph_axis<3>(cell, n, m, jac)
+                            : flattest_graph_axis<Eigen::Dynamic>(cell, n, m, jac);
   if (axis < 0) return false;
   // Only the part of the axis where every equation can vanish holds the curve; slices outside it are empty
   // (a margin covers the clip's rounding).
@@ -240,13 +259,15 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
   const std::vector<double> unit_lo(static_cast<std::size_t>(m), 0.0), unit_hi(static_cast<std::size_t>(m), 1.0);
   const double lo = cell.lo[axis], hi = cell.hi[axis], width = hi - lo;
   bool gave_up = false;  // a slice the square solver could not settle within its node budget
+  double residual = 0;  // the last accepted sample's
   // The curve's point at x_k = g, into `local` (the slice's coordinates in the cell) and `x` (the system's box):
   // Newton from `warm` when given, else (or when it fails) a depth-first square subdivision of the slice.
   auto solve_slice = [&](double g, const std::vector<double>* warm, std::vector<double>& local, std::vector<double>& x) {
     for (int i = 0; i < m; ++i) fix_variable(cell.f[std::size_t(i)], axis, (g - lo) / width, slice[std::size_t(i)]);
     auto accept = [&](const std::vector<double>& y) {
       for (int k = 0, c = 0; k < n; ++k) x[k] = k == axis ? g : cell.lo[k] + y[std::size_t(c++)] * (cell.hi[k] - cell.lo[k]);
-      if (!(sys.residual(x) <= 1e-12 * std::max(1.0, scale))) return false;
+      residual = sys.residual(x);
+      if (!(residual <= 1e-12 * std::max(1.0, scale))) return false;
       local = y;
       return true;
     };
@@ -294,7 +315,7 @@ bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk
       continue;
     }
     ++run;
-    samples.push_back({x, sys.residual(x), true, 1});
+    samples.push_back({x, residual, true, 1});
   }
   for (auto& sample : samples) found.push_back(std::move(sample));
   return true;
