@@ -169,10 +169,11 @@ bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
       const double* src = p.coef.data() + (a * std::size_t(d + 1) + std::size_t(i)) * std::size_t(inner);
       for (int b = 0; b < inner; ++b) lo[i] = std::min(lo[i], src[b]), hi[i] = std::max(hi[i], src[b]);
     }
+  if (d == 0) return lo[0] <= 0 && hi[0] >= 0;  // p does not depend on var
   // The hull meets the axis between the extreme crossings of the segments that join a point at or below zero with
   // one at or above it.
   double a = INFINITY, b = -INFINITY;
-  const double step = d > 0 ? 1.0 / d : 0.0;
+  const double step = 1.0 / d;
   for (int i = 0; i < 2 * (d + 1); ++i) {
     const double vi = i & 1 ? hi[i >> 1] : lo[i >> 1];
     if (!(vi <= 0)) continue;
@@ -187,6 +188,44 @@ bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
   if (!(a <= b)) return false;
   t0 = std::max(t0, a), t1 = std::min(t1, b);
   return t0 <= t1;
+}
+
+// Domain reduction of a square system's cell (the projected-polyhedron step of Sherbrooke & Patrikalakis 1993): along
+// each variable, the part where every equation can vanish (clip_zero_range); the cell shrinks to that box, its
+// polynomials restricted by de Casteljau, again while a round at least halves some side. False when a clip is
+// empty (no root in the cell). Near a simple root the box shrinks quadratically, so far fewer cells are split.
+bool clip_cell(Cell& cell, int m, int n) {
+  thread_local std::vector<double> scratch;
+  for (int round = 0; round < 4; ++round) {
+    double t0[kMaxVariables], t1[kMaxVariables], narrowest = 1;
+    for (int k = 0; k < n; ++k) {
+      t0[k] = 0, t1[k] = 1;
+      for (int i = 0; i < m; ++i)
+        if (!clip_zero_range(cell.f[std::size_t(i)], k, t0[k], t1[k])) return false;
+      // A margin keeps roots (which a clip often puts on its edge) off the new box's faces, where the single-root
+      // test could never prove them, and covers the clip's rounding; sides stay above 1e-7 (of the system's box),
+      // where the coefficients' rounding would start to hide the roots from that test.
+      const double margin = 1e-9 + std::max(0.02 * (t1[k] - t0[k]), 1e-7 / (cell.hi[k] - cell.lo[k]));
+      t0[k] = std::max(0.0, t0[k] - margin), t1[k] = std::min(1.0, t1[k] + margin);
+      narrowest = std::min(narrowest, t1[k] - t0[k]);
+    }
+    if (narrowest > 0.8) return true;  // little gained: the cell is split as usual
+    for (int k = 0; k < n; ++k) {
+      const double w = cell.hi[k] - cell.lo[k], lo = cell.lo[k] + t0[k] * w, hi = cell.lo[k] + t1[k] * w;
+      if (t1[k] - t0[k] > 0.95 || !(hi > lo)) continue;
+      for (auto& f : cell.f) {
+        const int count = int(f.coef.size()), d = f.degree[std::size_t(k)], inner = inner_size(f, k);
+        if (d == 0) continue;
+        if (scratch.size() < f.coef.size()) scratch.resize(f.coef.size());
+        double* c = f.coef.data();
+        if (t1[k] < 1) solverk::split_at(c, c, scratch.data(), count, d, inner, t1[k]);  // keep [0, t1]
+        if (t0[k] > 0) solverk::split_at(c, scratch.data(), c, count, d, inner, t0[k] / t1[k]);  // keep [t0, t1] of it
+      }
+      cell.lo[k] = lo, cell.hi[k] = hi;
+    }
+    if (narrowest > 0.5) return true;
+  }
+  return true;
 }
 
 // A bound on |dy/dx_k| (max norm) over a cell where F(x_k, y) = 0, from the interval Jacobian: J_y in
@@ -347,6 +386,10 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
     excluded = int(i) < m ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
   }
   if (excluded) return;
+  if (square) {
+    if (!clip_cell(cell, m, n)) return;
+    for (int i = 0; i < m; ++i) eq_range[i] = coef_range(cell.f[std::size_t(i)]);
+  }
   const BernsteinPoly* eqs = cell.f.data();
   double width = 0;
   for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);

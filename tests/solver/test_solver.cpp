@@ -97,7 +97,7 @@ TEST(Solver, RandomSystemsWithKnownRoots) {
       for (const auto& root : r.roots) found = found || (std::abs(root.x[0] - w[0]) < 1e-12 && std::abs(root.x[1] - w[1]) < 1e-12);
       EXPECT_TRUE(found) << w[0] << "," << w[1];
     }
-    for (const auto& root : r.roots) EXPECT_TRUE(root.proved_single);
+    for (const auto& root : r.roots) EXPECT_TRUE(root.proved_single) << "root " << root.x[0] << "," << root.x[1] << " of a=" << a << " b=" << b << " c=" << c;
   }
   // A double root is reported once, as a tangent.
   const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 1);
