@@ -1,5 +1,6 @@
-// Neighbour search among points of up to 8 coordinates: a sparse grid of cells twice the search radius wide, so
-// that the points within the radius (max norm) of any point lie in at most 2^dims cells, not 3^dims.
+// Neighbour search among points of up to 8 coordinates: a sparse grid of cells four times the search radius wide,
+// so that the points within the radius (max norm) of any point lie in at most 2^dims cells, not 3^dims, and a query
+// straddles a cell face along a given axis only half the time (about 1.5^dims cells visited on average).
 #pragma once
 
 #include <cmath>
@@ -11,7 +12,7 @@ namespace parasurf::solver {
 
 class PointGrid {
  public:
-  PointGrid(std::size_t dims, double radius) : dims_(dims), radius_(radius), width_(2 * radius) {}
+  PointGrid(std::size_t dims, double radius) : dims_(dims), radius_(radius), width_(4 * radius) {}
 
   void insert(const double* p, std::size_t id) {
     long long cell[kMaxDims];

@@ -1037,6 +1037,33 @@ void check_set(const std::vector<BernsteinPoly>& equations, int n, double resolu
   if (!(resolution > 0) || resolution > 0.5) throw Error(ErrorKind::InvalidArgument, "solution sets: resolution must be in (0, 0.5]");
 }
 
+// The unit direction of a curve F = 0 (n - 1 equations in n variables) at x: the Jacobian's null vector, which is
+// its generalised cross product (t_k = (-1)^k times the minor without column k); the SVD's null vector where those
+// minors all vanish (a singular point).
+std::vector<double> curve_tangent(const System& sys, const std::vector<double>& x) {
+  const int n = sys.n, m = n - 1;
+  using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxVariables, kMaxVariables>;
+  Matrix jac(m, n);
+  sys.evaluate_jacobian(x.data(), jac, static_cast<Eigen::VectorXd*>(nullptr));
+  std::vector<double> t(static_cast<std::size_t>(n));
+  double norm = 0;
+  for (int k = 0; k < n; ++k) {
+    Matrix minor(m, m);
+    for (int c = 0, j = 0; c < n; ++c)
+      if (c != k) minor.col(j++) = jac.col(c);
+    t[std::size_t(k)] = (k % 2 ? -1.0 : 1.0) * (m == 0 ? 1.0 : minor.determinant());
+    norm += t[std::size_t(k)] * t[std::size_t(k)];
+  }
+  norm = std::sqrt(norm);
+  if (norm > 1e-300 && std::isfinite(norm)) {
+    for (double& v : t) v /= norm;
+    return t;
+  }
+  const Eigen::JacobiSVD<Matrix> svd(jac, Eigen::ComputeFullV);
+  for (int k = 0; k < n; ++k) t[std::size_t(k)] = svd.matrixV()(k, n - 1);
+  return t;
+}
+
 SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>& positive, const Subdivision& sub, const SolverOptions& o,
                              double resolution, int threads) {
   const std::vector<BernsteinPoly>& equations = sys.eq;
@@ -1077,13 +1104,7 @@ SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>
     for (const auto& q : positive) ok = ok && q.evaluate(x.data()) > 0;
     if (!ok) continue;
     SolutionSample sample{x, res, {}};
-    if (m == n - 1) {  // a curve: its direction is the null vector of the Jacobian
-      Eigen::MatrixXd jac(m, n);
-      sys.evaluate_jacobian(x.data(), jac, static_cast<Eigen::VectorXd*>(nullptr));
-      const Eigen::JacobiSVD<Eigen::MatrixXd> svd(jac, Eigen::ComputeFullV);
-      const Eigen::VectorXd t = svd.matrixV().col(n - 1);
-      sample.tangent.assign(t.data(), t.data() + n);
-    }
+    if (m == n - 1) sample.tangent = curve_tangent(sys, x);
     samples[std::size_t(c)] = std::move(sample);
     kept[std::size_t(c)] = 1;
   }
@@ -1155,31 +1176,40 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
   const std::size_t n = points[0].size();
   const double reach = 3.0 * spacing;
   solver::PointGrid grid(n, reach);
-  for (std::size_t i = 0; i < count; ++i) grid.insert(points[i].data(), i);
-  auto neighbours = [&](std::size_t i, auto&& visit) { grid.near(points[i].data(), visit); };
-  auto distance = [&](std::size_t a, std::size_t b) {
+  std::vector<double> flat(count * n), flat_tangents(count * n);  // contiguous copies: the searches read them often
+  for (std::size_t i = 0; i < count; ++i) {
+    std::copy(points[i].begin(), points[i].end(), flat.begin() + std::ptrdiff_t(i * n));
+    std::copy(tangents[i].begin(), tangents[i].end(), flat_tangents.begin() + std::ptrdiff_t(i * n));
+    grid.insert(points[i].data(), i);
+  }
+  auto point = [&](std::size_t i) { return flat.data() + i * n; };
+  auto neighbours = [&](std::size_t i, auto&& visit) { grid.near(point(i), visit); };
+  auto distance2 = [&](std::size_t a, std::size_t b) {  // squared: the searches compare without roots
+    const double *pa = point(a), *pb = point(b);
     double d = 0;
-    for (std::size_t k = 0; k < n; ++k) d += (points[a][k] - points[b][k]) * (points[a][k] - points[b][k]);
-    return std::sqrt(d);
+    for (std::size_t k = 0; k < n; ++k) d += (pa[k] - pb[k]) * (pa[k] - pb[k]);
+    return d;
   };
+  auto distance = [&](std::size_t a, std::size_t b) { return std::sqrt(distance2(a, b)); };
+  const double reach2 = reach * reach;
   std::vector<char> used(count, 0);
   // The next point along direction `dir` from point i: the nearest unused one ahead within reach.
   auto step = [&](std::size_t i, std::vector<double>& dir) -> long {
     long best = -1;
-    double best_d = reach;
+    double best_d2 = reach2;
     neighbours(i, [&](std::size_t j) {
       if (used[j]) return;
-      const double d = distance(i, j);
-      if (d > best_d || d == 0) return;
+      const double d2 = distance2(i, j);
+      if (d2 > best_d2 || d2 == 0) return;
       double ahead = 0;
-      for (std::size_t k = 0; k < n; ++k) ahead += (points[j][k] - points[i][k]) * dir[k];
-      if (ahead < 0.3 * d) return;
-      best = long(j), best_d = d;
+      for (std::size_t k = 0; k < n; ++k) ahead += (point(j)[k] - point(i)[k]) * dir[k];
+      if (ahead < 0 || ahead * ahead < 0.09 * d2) return;  // ahead >= 0.3 d
+      best = long(j), best_d2 = d2;
     });
     if (best >= 0) {  // carry the direction on, oriented along the step taken
-      const auto& t = tangents[std::size_t(best)];
+      const double* t = flat_tangents.data() + std::size_t(best) * n;
       double along = 0;
-      for (std::size_t k = 0; k < n; ++k) along += t[k] * (points[std::size_t(best)][k] - points[i][k]);
+      for (std::size_t k = 0; k < n; ++k) along += t[k] * (point(std::size_t(best))[k] - point(i)[k]);
       for (std::size_t k = 0; k < n; ++k) dir[k] = along >= 0 ? t[k] : -t[k];
     }
     return best;
@@ -1188,7 +1218,7 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
   std::vector<std::pair<int, std::size_t>> starts;
   for (std::size_t i = 0; i < count; ++i) {
     int near = 0;
-    neighbours(i, [&](std::size_t j) { near += j != i && distance(i, j) <= reach; });
+    neighbours(i, [&](std::size_t j) { near += j != i && distance2(i, j) <= reach2; });
     starts.emplace_back(near, i);
   }
   std::sort(starts.begin(), starts.end());
