@@ -459,82 +459,58 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
   emit_child(std::move(right));
 }
 
-// Level by level: every cell of a level, of every system of the batch, is processed in parallel into per-thread
-// children, roots and candidates, so that a batch whose work sits in a few systems still keeps every thread busy.
+// Level by level: every cell of a level is processed in parallel into per-thread children, roots and candidates.
 // A square system (as many equations as variables) gets the single-root test and Newton; an under-determined one
 // is refined to the tolerance (its cells cover the solution set).
-std::vector<Subdivision> subdivide(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
-                                   const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
-  static const std::vector<BernsteinPoly> none;
-  auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
-  const std::size_t count = systems.size();
-  std::vector<Subdivision> out(count);
-  struct Tagged {
-    Cell cell;
-    std::size_t system;
-  };
-  std::vector<Tagged> frontier;
-  std::vector<double> scale(count, 0.0), tolerance(count, o.tolerance);
-  for (std::size_t s = 0; s < count; ++s) {
-    std::vector<BernsteinPoly> all = equations[s];  // equations first, then the inequalities, restricted together
-    all.insert(all.end(), ineq(s).begin(), ineq(s).end());
-    const int n = systems[s].n;
-    frontier.push_back({{std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), std::move(all)}, s});
-    for (const auto& e : equations[s]) scale[s] = std::max(scale[s], std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
+Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equations, const std::vector<BernsteinPoly>& positive,
+                      const SolverOptions& o, bool square) {
+  const int n = sys.n, m = int(equations.size());
+  Subdivision out;
+  std::vector<Cell> frontier;
+  {
+    std::vector<BernsteinPoly> all = equations;  // equations first, then the inequalities, restricted together
+    all.insert(all.end(), positive.begin(), positive.end());
+    frontier.push_back({std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), all});
   }
+  double tolerance = o.tolerance;
+  double scale = 0;
+  for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
-  // Per-thread lists, kept from level to level (their storage is reused); roots and candidates carry their system.
-  std::vector<std::vector<Tagged>> children(static_cast<std::size_t>(threads));
-  std::vector<std::vector<std::pair<std::size_t, Root>>> found(static_cast<std::size_t>(threads));
-  using Box = std::pair<std::vector<double>, std::vector<double>>;
-  std::vector<std::vector<std::pair<std::size_t, Box>>> unresolved(static_cast<std::size_t>(threads));
-  std::vector<std::int64_t> level_cells(count);
-  std::vector<char> stopped(count, 0);
+  // Per-thread lists, kept from level to level (their storage is reused).
+  std::vector<std::vector<Cell>> children(static_cast<std::size_t>(threads));
+  std::vector<std::vector<Root>> found(static_cast<std::size_t>(threads));
+  std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(static_cast<std::size_t>(threads));
   int level = 0;
   while (!frontier.empty()) {
-    std::fill(level_cells.begin(), level_cells.end(), 0);
-    for (const auto& t : frontier) ++level_cells[t.system];
-    const bool out_of_time = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds;
-    for (std::size_t s = 0; s < count; ++s) {
-      if (level_cells[s] == 0) continue;
-      if (out[s].nodes + level_cells[s] > o.max_nodes) {
-        out[s].status = "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)";
-        stopped[s] = 1;
-      } else if (out_of_time) {
-        out[s].status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
-        stopped[s] = 1;
-      } else {
-        out[s].nodes += level_cells[s];
-        // A solution curve or surface doubles the level's cells at every split: past this many, the level's cells
-        // are taken as they are (a region at this resolution) instead of refining them to the tolerance.
-        if (square && level_cells[s] > 100000) {
-          double width = 0;
-          for (const auto& t : frontier)
-            if (t.system == s)
-              for (int k = 0; k < systems[s].n; ++k) width = std::max(width, t.cell.hi[k] - t.cell.lo[k]);
-          tolerance[s] = std::max(tolerance[s], 1.01 * width);
-        }
-      }
+    if (out.nodes + std::int64_t(frontier.size()) > o.max_nodes) {
+      out.status = "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)";
+      break;
     }
-    if (std::any_of(stopped.begin(), stopped.end(), [](char c) { return c != 0; }))
-      frontier.erase(std::remove_if(frontier.begin(), frontier.end(), [&](const Tagged& t) { return stopped[t.system] != 0; }), frontier.end());
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
+      out.status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
+      break;
+    }
     if (o.progress) o.progress(level, std::int64_t(frontier.size()));
     ++level;
+    out.nodes += std::int64_t(frontier.size());
+    // A solution curve or surface doubles the level's cells at every split: past this many, the level's cells are
+    // taken as they are (a region at this resolution) instead of refining them to the tolerance.
+    if (square && frontier.size() > 100000) {
+      double width = 0;
+      for (const auto& c : frontier)
+        for (int k = 0; k < n; ++k) width = std::max(width, c.hi[k] - c.lo[k]);
+      tolerance = std::max(tolerance, 1.01 * width);
+    }
     for (auto& list : children) list.clear();
+    const double level_tolerance = tolerance;
     // A thread team costs about as much as a few dozen cells: small levels (the first ones, short traversals) run
     // on the calling thread.
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1 && frontier.size() >= 32)
     for (std::int64_t c = 0; c < std::int64_t(frontier.size()); ++c) {
       const int tid = omp_get_thread_num();
-      thread_local std::vector<Root> roots;
-      thread_local std::vector<Box> boxes;
-      roots.clear(), boxes.clear();
-      const std::size_t s = frontier[std::size_t(c)].system;
-      process_cell(systems[s], frontier[std::size_t(c)].cell, int(equations[s].size()), square, tolerance[s], scale[s], o, ineq(s), roots,
-                   boxes, [&](Cell&& child) { children[tid].push_back({std::move(child), s}); });
-      for (auto& r : roots) found[tid].emplace_back(s, std::move(r));
-      for (auto& b : boxes) unresolved[tid].emplace_back(s, std::move(b));
+      process_cell(sys, frontier[std::size_t(c)], m, square, level_tolerance, scale, o, positive, found[tid], unresolved[tid],
+                   [&](Cell&& child) { children[tid].push_back(std::move(child)); });
     }
     frontier.clear();
     bool one_list = true;  // a level run on one thread: its children list becomes the frontier as it is
@@ -543,20 +519,15 @@ std::vector<Subdivision> subdivide(const std::vector<System>& systems, const std
     for (int t = 0; t < threads; ++t) {
       if (!one_list)
         for (auto& c : children[t]) frontier.push_back(std::move(c));
-      for (auto& [s, r] : found[t]) out[s].proved.push_back(std::move(r));
-      for (auto& [s, u] : unresolved[t]) out[s].candidates.push_back(std::move(u));
+      for (auto& r : found[t]) out.proved.push_back(std::move(r));
+      for (auto& u : unresolved[t]) out.candidates.push_back(std::move(u));
       found[t].clear();
       unresolved[t].clear();
     }
     // A solution curve would fill the levels with cells of the tolerance's size: stop refining early then.
-    for (std::size_t s = 0; s < count; ++s)
-      if (square && out[s].candidates.size() > 20000 && tolerance[s] < 1e-4) tolerance[s] = 1e-4;
+    if (square && out.candidates.size() > 20000 && tolerance < 1e-4) tolerance = 1e-4;
   }
-  for (std::size_t s = 0; s < count; ++s) {
-    out[s].tolerance = tolerance[s];
-    // Threads deliver roots in any order: sorted, the results do not depend on the schedule.
-    std::sort(out[s].proved.begin(), out[s].proved.end(), [](const Root& l, const Root& r) { return l.x < r.x; });
-  }
+  out.tolerance = tolerance;
   return out;
 }
 
@@ -750,7 +721,20 @@ std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const
   std::vector<Subdivision> out(count);
   const Device device = resolve_device(o.device);
   if (device == Device::Cpu && o.cpu_scheme == SolverCpuScheme::TaskBuffer) return subdivide_tasks(systems, equations, positive, o, square);
-  if (device == Device::Cpu) return subdivide(systems, equations, positive, o, square);
+  if (device == Device::Cpu) {
+    if (count == 1) {
+      out[0] = subdivide(systems[0], equations[0], ineq(0), o, square);
+      return out;
+    }
+    SolverOptions one = o;
+    one.threads = 1;
+    one.progress = nullptr;
+    const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (std::int64_t i = 0; i < std::int64_t(count); ++i)
+      out[std::size_t(i)] = subdivide(systems[std::size_t(i)], equations[std::size_t(i)], ineq(std::size_t(i)), one, square);
+    return out;
+  }
   std::map<std::vector<int>, std::vector<std::size_t>> shapes;
   for (std::size_t i = 0; i < count; ++i) {
     std::vector<int> key{int(equations[i].size())};
