@@ -579,6 +579,12 @@ class NodeRing {
     }
   }
 
+  // Items in the ring now, about (other threads move the ends while it is read).
+  std::size_t approximate_size() const {
+    const std::size_t tail = tail_.load(std::memory_order_relaxed), head = head_.load(std::memory_order_relaxed);
+    return tail > head ? tail - head : 0;
+  }
+
  private:
   struct Slot {
     std::atomic<std::size_t> seq{0};
@@ -663,10 +669,12 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
           tol = std::max(tol, 1.01 * width);
         }
         const std::size_t before = unresolved[sys].size();
+        // Children stay with their thread (depth first, their coefficients still in its cache) while the ring holds
+        // enough work for idle threads; otherwise they are shared through it.
         process_cell(systems[sys], node->cell, m, square, tol, scale[sys], o, ineq(sys), found[sys], unresolved[sys], [&](Cell&& child) {
           ++pending;
           Node* c = new Node{std::move(child), sys};
-          if (!ring.push(c)) local.push_back(c);
+          if (ring.approximate_size() >= std::size_t(2 * threads) || !ring.push(c)) local.push_back(c);
         });
         if (square && unresolved[sys].size() > before && ++candidates > 20000 && tol < 1e-4) tolerance = 1e-4;
       }
