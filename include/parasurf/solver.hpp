@@ -73,7 +73,7 @@ struct SolverOptions {
   // GPU); Hybrid = the paper's scheme (the GPU subdivides and tests, the CPU reads the results and builds each
   // level's node list); Auto = Cuda when a device is present. Newton and clustering run on the CPU for all.
   Device device = Device::Cpu;
-  SolverCpuScheme cpu_scheme = SolverCpuScheme::Levels;
+  SolverCpuScheme cpu_scheme = SolverCpuScheme::TaskBuffer;
   std::shared_ptr<const SolverTeam> team;  // null: this process alone; batches of one system are never shared
 };
 

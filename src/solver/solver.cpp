@@ -609,82 +609,106 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   std::vector<double> scale(count, 0.0);
   for (std::size_t i = 0; i < count; ++i)
     for (const auto& e : equations[i]) scale[i] = std::max(scale[i], std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-  // Room for every root and a few hundred nodes per thread (a full ring only makes workers keep children
-  // themselves); tiny batches, like a closest-point solve, must not pay for initialising a large ring.
-  std::size_t capacity = 1024;
-  while (capacity < (std::size_t(1) << 16) && capacity < count + 256 * std::size_t(o.threads > 0 ? o.threads : omp_get_max_threads()))
-    capacity <<= 1;
-  NodeRing ring(capacity);
-  std::atomic<std::int64_t> pending{0}, nodes{0}, candidates{0};
-  std::atomic<int> stop{0};  // 1: node limit, 2: time limit
-  std::atomic<double> tolerance{o.tolerance};
-  std::vector<Node*> overflow;  // roots that did not fit in the ring at the start
+  std::vector<Node> seeds;
   for (std::size_t i = 0; i < count; ++i) {
     const int n = systems[i].n;
     std::vector<BernsteinPoly> all = equations[i];
     all.insert(all.end(), ineq(i).begin(), ineq(i).end());
-    Node* root = new Node{{std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), std::move(all)}, i};
-    ++pending;
-    if (!ring.push(root)) overflow.push_back(root);
+    seeds.push_back({{std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), std::move(all)}, i});
+  }
+  // Room for every seed and a few hundred nodes per thread (a full ring only makes workers keep children
+  // themselves); tiny batches must not pay for initialising a large ring.
+  std::size_t capacity = seeds.empty() ? 2 : 1024;
+  while (!seeds.empty() && capacity < (std::size_t(1) << 16) &&
+         capacity < seeds.size() + 256 * std::size_t(o.threads > 0 ? o.threads : omp_get_max_threads()))
+    capacity <<= 1;
+  NodeRing ring(capacity);
+  // pending: nodes handed out through the ring (or as the batch's roots) whose subtrees are not finished. A thread
+  // works through a taken node's subtree on its own stack, sharing children through the ring only while the ring
+  // runs low, and settles its taken nodes when its stack empties: no shared counter per node.
+  std::atomic<std::int64_t> pending{std::int64_t(seeds.size())}, nodes{0}, candidates{0};
+  std::atomic<int> stop{0};  // 1: node limit, 2: time limit
+  std::atomic<double> tolerance{o.tolerance};
+  std::vector<Node*> overflow;  // seeds that did not fit in the ring at the start
+  for (auto& seed : seeds) {
+    Node* node = new Node{std::move(seed)};
+    if (!ring.push(node)) overflow.push_back(node);
   }
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   std::mutex merge;
-#pragma omp parallel num_threads(threads)
+#pragma omp parallel num_threads(threads) if (!seeds.empty())
   {
     std::vector<std::vector<Root>> found(count);
     std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(count);
-    std::vector<Node*> local;
+    std::vector<Node> local;
+    std::vector<std::int64_t> visited(count, 0);  // cells per system
+    std::int64_t taken = 0, seen_here = 0;  // nodes taken from the ring (or the roots' overflow); nodes processed
 #pragma omp critical(parasurf_solver_overflow)
     {
       // The roots that did not fit are shared out at the start.
-      while (!overflow.empty() && local.size() < 64) local.push_back(overflow.back()), overflow.pop_back();
+      while (!overflow.empty() && local.size() < 64) {
+        local.push_back(std::move(*overflow.back()));
+        delete overflow.back();
+        overflow.pop_back();
+        ++taken;
+      }
     }
     for (;;) {
-      Node* node = nullptr;
-      void* item = nullptr;
+      Node node;
       if (!local.empty()) {
-        node = local.back();
+        node = std::move(local.back());
         local.pop_back();
-      } else if (ring.pop(item)) {
-        node = static_cast<Node*>(item);
       } else {
-        if (pending.load() == 0) break;
-        std::this_thread::yield();
-        continue;
-      }
-      const std::int64_t seen = ++nodes;
-      if (!stop.load() && seen > o.max_nodes) stop = 1;
-      if (!stop.load() && (seen & 1023) == 0 &&
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds)
-        stop = 2;
-      if (!stop.load()) {
-        const std::size_t sys = node->system;
-        const int m = int(equations[sys].size());
-        double tol = tolerance.load();
-        // A continuum keeps the ring full: past 100,000 waiting nodes, cells are taken at their size.
-        if (square && pending.load() > 100000) {
-          double width = 0;
-          for (int k = 0; k < systems[sys].n; ++k) width = std::max(width, node->cell.hi[std::size_t(k)] - node->cell.lo[std::size_t(k)]);
-          tol = std::max(tol, 1.01 * width);
+        if (taken > 0) pending -= taken, taken = 0;  // this thread's share of the work is done
+        void* item = nullptr;
+        if (!ring.pop(item)) {
+          if (pending.load() == 0) break;
+          std::this_thread::yield();
+          continue;
         }
-        const std::size_t before = unresolved[sys].size();
-        // Children stay with their thread (depth first, their coefficients still in its cache) while the ring holds
-        // enough work for idle threads; otherwise they are shared through it.
-        process_cell(systems[sys], node->cell, m, square, tol, scale[sys], o, ineq(sys), found[sys], unresolved[sys], [&](Cell&& child) {
-          ++pending;
-          Node* c = new Node{std::move(child), sys};
-          if (ring.approximate_size() >= std::size_t(2 * threads) || !ring.push(c)) local.push_back(c);
-        });
-        if (square && unresolved[sys].size() > before && ++candidates > 20000 && tol < 1e-4) tolerance = 1e-4;
+        node = std::move(*static_cast<Node*>(item));
+        delete static_cast<Node*>(item);
+        ++taken;
       }
-      delete node;
-      --pending;
+      // The node limit and the clock are read every 64 nodes (the limit is approximate by that much per thread).
+      if ((++seen_here & 63) == 0) {
+        if (nodes.fetch_add(64) + 64 > o.max_nodes) stop = 1;
+        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) stop = 2;
+      }
+      if (stop.load(std::memory_order_relaxed)) continue;  // drain without work
+      const std::size_t sys = node.system;
+      ++visited[sys];
+      const int m = int(equations[sys].size());
+      double tol = tolerance.load(std::memory_order_relaxed);
+      // A continuum keeps the ring full: past 100,000 waiting nodes, cells are taken at their size.
+      if (square && pending.load(std::memory_order_relaxed) + std::int64_t(local.size()) > 100000) {
+        double width = 0;
+        for (int k = 0; k < systems[sys].n; ++k) width = std::max(width, node.cell.hi[std::size_t(k)] - node.cell.lo[std::size_t(k)]);
+        tol = std::max(tol, 1.01 * width);
+      }
+      const std::size_t before = unresolved[sys].size();
+      // Children stay with this thread (depth first, their coefficients still in its cache) while the ring holds
+      // enough work for idle threads; otherwise they are shared through it.
+      process_cell(systems[sys], node.cell, m, square, tol, scale[sys], o, ineq(sys), found[sys], unresolved[sys], [&](Cell&& child) {
+        if (ring.approximate_size() < std::size_t(2 * threads)) {
+          Node* shared = new Node{std::move(child), sys};
+          ++pending;
+          if (ring.push(shared)) return;
+          --pending;
+          child = std::move(shared->cell);
+          delete shared;
+        }
+        local.push_back({std::move(child), sys});
+      });
+      if (square && unresolved[sys].size() > before && ++candidates > 20000 && tol < 1e-4) tolerance = 1e-4;
     }
+    nodes += seen_here & 63;
     std::lock_guard<std::mutex> lock(merge);
     for (std::size_t i = 0; i < count; ++i) {
       for (auto& r : found[i]) out[i].proved.push_back(std::move(r));
       for (auto& u : unresolved[i]) out[i].candidates.push_back(std::move(u));
+      out[i].nodes += visited[i];
     }
   }
   const std::string status = stop.load() == 1   ? "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)"
@@ -692,7 +716,6 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
                                                 : "complete";
   for (auto& s : out) {
     s.status = status;
-    s.nodes = nodes.load() / std::int64_t(std::max<std::size_t>(1, count));
     s.tolerance = tolerance.load();
     // Threads deliver in any order: sorted, results do not depend on the schedule.
     std::sort(s.proved.begin(), s.proved.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
