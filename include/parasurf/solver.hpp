@@ -126,9 +126,10 @@ std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vecto
                                                     const std::vector<std::vector<BernsteinPoly>>& positive = {});
 // Orders points of curves into polylines (indices into points): each step goes to the nearest unused point ahead
 // along the curve's tangent within 3 x spacing; a polyline that comes back to its start is closed (first index
-// repeated at the end).
+// repeated at the end). threads: for the neighbour counts (0 = all).
 std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vector<double>>& points,
-                                                     const std::vector<std::vector<double>>& tangents, double spacing);
+                                                     const std::vector<std::vector<double>>& tangents, double spacing,
+                                                     int threads = 0);
 
 // ------------------------------------------------------------------------------------------------ applications
 

@@ -1200,7 +1200,7 @@ std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vecto
 
 
 std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vector<double>>& points,
-                                                     const std::vector<std::vector<double>>& tangents, double spacing) {
+                                                     const std::vector<std::vector<double>>& tangents, double spacing, int threads) {
   const std::size_t count = points.size();
   std::vector<std::vector<std::size_t>> lines;
   if (count == 0) return lines;
@@ -1246,11 +1246,13 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
     return best;
   };
   // Start at points with the fewest neighbours first: the ends of open curves.
-  std::vector<std::pair<int, std::size_t>> starts;
-  for (std::size_t i = 0; i < count; ++i) {
+  std::vector<std::pair<int, std::size_t>> starts(count);
+  const int team = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1 && count >= 1024)
+  for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
     int near = 0;
-    neighbours(i, [&](std::size_t j) { near += j != i && distance2(i, j) <= reach2; });
-    starts.emplace_back(near, i);
+    neighbours(std::size_t(i), [&](std::size_t j) { near += j != std::size_t(i) && distance2(std::size_t(i), j) <= reach2; });
+    starts[std::size_t(i)] = {near, std::size_t(i)};
   }
   std::sort(starts.begin(), starts.end());
   for (const auto& [near, s] : starts) {

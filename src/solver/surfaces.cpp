@@ -11,6 +11,7 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/bernstein_kernels.hpp"
 #include "point_grid.hpp"
 
 namespace parasurf {
@@ -108,8 +109,20 @@ bool boxes_meet(const Vec3& alo, const Vec3& ahi, const Vec3& blo, const Vec3& b
 
 Vec3 piece_point(const SurfacePiece& p, double u, double v) {
   Vec3 out{};
-  const double x[2] = {u, v};
-  for (int k = 0; k < 3; ++k) out[k] = surface_coord(p, k, 0, 1, 2).evaluate(x);
+  if (p.du > 63 || p.dv > 63) {  // beyond the solver's systems (which refuse such degrees)
+    const double x[2] = {u, v};
+    for (int k = 0; k < 3; ++k) out[std::size_t(k)] = surface_coord(p, k, 0, 1, 2).evaluate(x);
+    return out;
+  }
+  double bu[64], bv[64];
+  solverk::bernstein_basis(p.du, u, bu);
+  solverk::bernstein_basis(p.dv, v, bv);
+  for (int k = 0; k < 3; ++k)
+    for (int i = 0; i <= p.du; ++i) {
+      double row = 0;
+      for (int j = 0; j <= p.dv; ++j) row += bv[j] * p.c[std::size_t(k)][std::size_t(i * (p.dv + 1) + j)];
+      out[std::size_t(k)] += bu[i] * row;
+    }
   return out;
 }
 
@@ -158,12 +171,21 @@ SolverOptions quiet(const SolverOptions& o) {
 int thread_count(const SolverOptions& o) { return o.threads > 0 ? o.threads : omp_get_max_threads(); }
 
 // Removes near-duplicate points (within `merge` in every coordinate), keeping the first; returns kept indices.
+// The points are samples of per-piece systems in piece-normalised coordinates (piece index + local parameter),
+// each system's samples already merged: two systems' samples can coincide only where their pieces meet, so only
+// points within `merge` of a piece boundary (an integer coordinate) are compared.
 std::vector<std::size_t> unique_points(const std::vector<std::vector<double>>& pts, double merge) {
   std::vector<std::size_t> kept;
   if (pts.empty()) return kept;
   const std::size_t n = pts[0].size();
   solver::PointGrid grid(n, merge);
   for (std::size_t i = 0; i < pts.size(); ++i) {
+    bool edge = false;
+    for (std::size_t k = 0; k < n; ++k) edge = edge || std::abs(pts[i][k] - std::round(pts[i][k])) <= merge;
+    if (!edge) {
+      kept.push_back(i);
+      continue;
+    }
     bool dup = false;
     grid.near(pts[i].data(), [&](std::size_t j) {
       double d = 0;
@@ -213,7 +235,7 @@ SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSpl
   const std::vector<std::size_t> kept = unique_points(pts, 0.25 * resolution);
   std::vector<std::vector<double>> kp, kt;
   for (std::size_t i : kept) kp.push_back(pts[i]), kt.push_back(tangents[i]);
-  for (const auto& line : link_polylines(kp, kt, resolution)) {
+  for (const auto& line : link_polylines(kp, kt, resolution, o.threads)) {
     IntersectionCurve c;
     c.closed = line.size() > 3 && line.front() == line.back();
     for (std::size_t idx : line) {
@@ -513,7 +535,7 @@ CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& 
   const std::vector<std::size_t> kept = unique_points(pts, 0.25 * resolution);
   std::vector<std::vector<double>> kp, kt;
   for (std::size_t i : kept) kp.push_back(pts[i]), kt.push_back(tangents[i]);
-  for (const auto& line : link_polylines(kp, kt, resolution)) {
+  for (const auto& line : link_polylines(kp, kt, resolution, o.threads)) {
     BisectorCurve c;
     c.closed = line.size() > 3 && line.front() == line.back();
     for (std::size_t idx : line) {
