@@ -7,7 +7,9 @@
 // then measured by an exact closest-point search, so the answer is a true closest-point pair.
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <omp.h>
+#include <thread>
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
@@ -337,8 +339,37 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
 HausdorffResult hausdorff_distance(const BSplineCurve2& a, const BSplineCurve2& b, const SolverOptions& options) {
   const std::vector<Piece> pa = make_pieces(a), pb = make_pieces(b);
   HausdorffResult out;
-  out.a_to_b = one_sided(pa, pb, options, out.candidates, out.status);
-  out.b_to_a = one_sided(pb, pa, options, out.candidates, out.status);
+  const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
+  if (options.device != Device::Cpu || options.team || threads < 4) {
+    out.a_to_b = one_sided(pa, pb, options, out.candidates, out.status);
+    out.b_to_a = one_sided(pb, pa, options, out.candidates, out.status);
+  } else {
+    // The two directions are independent and each is a chain of short parallel phases: run side by side, each
+    // on half the threads (a second thread leads its own OpenMP team), the longer chain sets the time.
+    SolverOptions first = options, second = options;
+    first.threads = threads / 2;
+    second.threads = threads - threads / 2;
+    std::int64_t candidates = 0;
+    std::string status = "complete";
+    std::exception_ptr failure;
+    std::thread other([&] {
+      try {
+        out.b_to_a = one_sided(pb, pa, second, candidates, status);
+      } catch (...) {
+        failure = std::current_exception();
+      }
+    });
+    try {
+      out.a_to_b = one_sided(pa, pb, first, out.candidates, out.status);
+    } catch (...) {
+      other.join();
+      throw;
+    }
+    other.join();
+    if (failure) std::rethrow_exception(failure);
+    out.candidates += candidates;
+    if (status != "complete") out.status = status;
+  }
   out.distance = std::max(out.a_to_b.distance, out.b_to_a.distance);
   return out;
 }
