@@ -1223,20 +1223,28 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
   };
   auto distance = [&](std::size_t a, std::size_t b) { return std::sqrt(distance2(a, b)); };
   const double reach2 = reach * reach;
+  // Every point's neighbours within reach, found once in parallel: the walk below only scans these lists.
+  std::vector<std::vector<std::size_t>> near(count);
+  const int team = threads > 0 ? threads : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(team) if (team > 1 && count >= 1024)
+  for (std::int64_t i = 0; i < std::int64_t(count); ++i)
+    neighbours(std::size_t(i), [&](std::size_t j) {
+      if (j != std::size_t(i) && distance2(std::size_t(i), j) <= reach2) near[std::size_t(i)].push_back(j);
+    });
   std::vector<char> used(count, 0);
   // The next point along direction `dir` from point i: the nearest unused one ahead within reach.
   auto step = [&](std::size_t i, std::vector<double>& dir) -> long {
     long best = -1;
     double best_d2 = reach2;
-    neighbours(i, [&](std::size_t j) {
-      if (used[j]) return;
+    for (std::size_t j : near[i]) {
+      if (used[j]) continue;
       const double d2 = distance2(i, j);
-      if (d2 > best_d2 || d2 == 0) return;
+      if (d2 > best_d2 || d2 == 0) continue;
       double ahead = 0;
       for (std::size_t k = 0; k < n; ++k) ahead += (point(j)[k] - point(i)[k]) * dir[k];
-      if (ahead < 0 || ahead * ahead < 0.09 * d2) return;  // ahead >= 0.3 d
+      if (ahead < 0 || ahead * ahead < 0.09 * d2) continue;  // ahead >= 0.3 d
       best = long(j), best_d2 = d2;
-    });
+    }
     if (best >= 0) {  // carry the direction on, oriented along the step taken
       const double* t = flat_tangents.data() + std::size_t(best) * n;
       double along = 0;
@@ -1246,16 +1254,10 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
     return best;
   };
   // Start at points with the fewest neighbours first: the ends of open curves.
-  std::vector<std::pair<int, std::size_t>> starts(count);
-  const int team = threads > 0 ? threads : omp_get_max_threads();
-#pragma omp parallel for schedule(static) num_threads(team) if (team > 1 && count >= 1024)
-  for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
-    int near = 0;
-    neighbours(std::size_t(i), [&](std::size_t j) { near += j != std::size_t(i) && distance2(std::size_t(i), j) <= reach2; });
-    starts[std::size_t(i)] = {near, std::size_t(i)};
-  }
+  std::vector<std::pair<std::size_t, std::size_t>> starts(count);
+  for (std::size_t i = 0; i < count; ++i) starts[i] = {near[i].size(), i};
   std::sort(starts.begin(), starts.end());
-  for (const auto& [near, s] : starts) {
+  for (const auto& [neighbour_count, s] : starts) {
     if (used[s]) continue;
     used[s] = 1;
     std::vector<std::size_t> forward{s}, backward;
