@@ -190,7 +190,7 @@ bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
   return t0 <= t1;
 }
 
-// Domain reduction of a square system's cell (the projected-polyhedron step of Sherbrooke & Patrikalakis 1993): along
+// Domain reduction of a cell (the projected-polyhedron step of Sherbrooke & Patrikalakis 1993): along
 // each variable, the part where every equation can vanish (clip_zero_range); the cell shrinks to that box, its
 // polynomials restricted by de Casteljau, again while a round at least halves some side. False when a clip is
 // empty (no root in the cell). Near a simple root the box shrinks quadratically, so far fewer cells are split.
@@ -386,10 +386,9 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
     excluded = int(i) < m ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
   }
   if (excluded) return;
-  if (square) {
-    if (!clip_cell(cell, m, n)) return;
-    for (int i = 0; i < m; ++i) eq_range[i] = coef_range(cell.f[std::size_t(i)]);
-  }
+  // Domain reduction, for curves too: the set where every equation vanishes lies in each one's clipped box.
+  if (!clip_cell(cell, m, n)) return;
+  for (int i = 0; i < m; ++i) eq_range[i] = coef_range(cell.f[std::size_t(i)]);
   const BernsteinPoly* eqs = cell.f.data();
   double width = 0;
   for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);
