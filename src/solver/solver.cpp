@@ -605,38 +605,36 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     Cell cell;
     std::size_t system;
   };
+  // Roots enter the ring as their system's index (an odd word; nodes are even pointers). The thread that takes one
+  // copies the system into its first cell and measures its scale, so that set-up is spread over the threads.
   std::vector<double> scale(count, 0.0);
-  for (std::size_t i = 0; i < count; ++i)
+  auto make_root = [&](std::size_t i) {
     for (const auto& e : equations[i]) scale[i] = std::max(scale[i], std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-  std::vector<Node> seeds;
-  for (std::size_t i = 0; i < count; ++i) {
     const int n = systems[i].n;
     std::vector<BernsteinPoly> all = equations[i];
     all.insert(all.end(), ineq(i).begin(), ineq(i).end());
-    seeds.push_back({{std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), std::move(all)}, i});
-  }
-  // Room for every seed and a few hundred nodes per thread (a full ring only makes workers keep children
+    return Node{{std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), std::move(all)}, i};
+  };
+  auto root_item = [](std::size_t i) { return reinterpret_cast<void*>((std::uintptr_t(i) << 1) | 1); };
+  // Room for every root and a few hundred nodes per thread (a full ring only makes workers keep children
   // themselves); tiny batches must not pay for initialising a large ring.
-  std::size_t capacity = seeds.empty() ? 2 : 1024;
-  while (!seeds.empty() && capacity < (std::size_t(1) << 16) &&
-         capacity < seeds.size() + 256 * std::size_t(o.threads > 0 ? o.threads : omp_get_max_threads()))
+  std::size_t capacity = 1024;
+  while (capacity < (std::size_t(1) << 16) && capacity < count + 256 * std::size_t(o.threads > 0 ? o.threads : omp_get_max_threads()))
     capacity <<= 1;
   NodeRing ring(capacity);
   // pending: nodes handed out through the ring (or as the batch's roots) whose subtrees are not finished. A thread
   // works through a taken node's subtree on its own stack, sharing children through the ring only while the ring
   // runs low, and settles its taken nodes when its stack empties: no shared counter per node.
-  std::atomic<std::int64_t> pending{std::int64_t(seeds.size())}, nodes{0}, candidates{0};
+  std::atomic<std::int64_t> pending{std::int64_t(count)}, nodes{0}, candidates{0};
   std::atomic<int> stop{0};  // 1: node limit, 2: time limit
   std::atomic<double> tolerance{o.tolerance};
-  std::vector<Node*> overflow;  // seeds that did not fit in the ring at the start
-  for (auto& seed : seeds) {
-    Node* node = new Node{std::move(seed)};
-    if (!ring.push(node)) overflow.push_back(node);
-  }
+  std::vector<std::size_t> overflow;  // roots that did not fit in the ring at the start
+  for (std::size_t i = 0; i < count; ++i)
+    if (!ring.push(root_item(i))) overflow.push_back(i);
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
   std::mutex merge;
-#pragma omp parallel num_threads(threads) if (!seeds.empty())
+#pragma omp parallel num_threads(threads) if (count > 0)
   {
     std::vector<std::vector<Root>> found(count);
     std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(count);
@@ -647,8 +645,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     {
       // The roots that did not fit are shared out at the start.
       while (!overflow.empty() && local.size() < 64) {
-        local.push_back(std::move(*overflow.back()));
-        delete overflow.back();
+        local.push_back(make_root(overflow.back()));
         overflow.pop_back();
         ++taken;
       }
@@ -666,8 +663,12 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
           std::this_thread::yield();
           continue;
         }
-        node = std::move(*static_cast<Node*>(item));
-        delete static_cast<Node*>(item);
+        if (reinterpret_cast<std::uintptr_t>(item) & 1) {
+          node = make_root(reinterpret_cast<std::uintptr_t>(item) >> 1);
+        } else {
+          node = std::move(*static_cast<Node*>(item));
+          delete static_cast<Node*>(item);
+        }
         ++taken;
       }
       // The node limit and the clock are read every 64 nodes (the limit is approximate by that much per thread).
