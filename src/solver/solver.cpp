@@ -640,7 +640,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(count);
     std::vector<Node> local;
     std::vector<std::int64_t> visited(count, 0);  // cells per system
-    std::int64_t taken = 0, seen_here = 0;  // nodes taken from the ring (or the roots' overflow); nodes processed
+    std::int64_t taken = 0, seen_here = 0, emitted = 0;  // nodes taken from the ring (or the roots' overflow); nodes processed
 #pragma omp critical(parasurf_solver_overflow)
     {
       // The roots that did not fit are shared out at the start.
@@ -691,7 +691,9 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       // Children stay with this thread (depth first, their coefficients still in its cache) while the ring holds
       // enough work for idle threads; otherwise they are shared through it.
       process_cell(systems[sys], node.cell, m, square, tol, scale[sys], o, ineq(sys), found[sys], unresolved[sys], [&](Cell&& child) {
-        if (ring.approximate_size() < std::size_t(2 * threads)) {
+        // The ring's ends are written by every thread's pops and pushes: read them for every 8th child only, or
+        // while this thread has little work of its own anyway.
+        if (((++emitted & 7) == 0 || local.size() < 4) && ring.approximate_size() < std::size_t(2 * threads)) {
           Node* shared = new Node{std::move(child), sys};
           ++pending;
           if (ring.push(shared)) return;
