@@ -48,7 +48,7 @@ void draw_bspline(Plot2D& plot, const BSplineCurve2& c, std::array<float, 3> col
 
 void add_solve(CLI::App& app) {
   struct Args {
-    std::string app, input, json, picture, device = "cpu";
+    std::string app, input, json, picture, device = "cpu", cpu_scheme = "tasks";
     double tolerance = 1e-7;
     double resolution = 0;
     int threads = 0;
@@ -78,6 +78,10 @@ void add_solve(CLI::App& app) {
                   "Engine: cpu (default; fastest for one small problem), cuda (GPU-resident breadth first), hybrid (the "
                   "paper's CPU traversal with GPU subdivision), auto (cuda when a device is present)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "hybrid"}));
+  cmd->add_option("--cpu-scheme", a->cpu_scheme,
+                  "CPU engine's scheme: tasks (default; the paper's lock-free task buffer, depth first per thread) or "
+                  "levels (every cell of a level in parallel; for a batch, one system per thread)")
+      ->check(CLI::IsMember({"tasks", "levels"}));
   cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
   cmd->callback([a] {
     const std::string text = io::read_text_file(a->input, "solver input", 64ull << 20);
@@ -91,6 +95,7 @@ void add_solve(CLI::App& app) {
     o.tolerance = a->tolerance;
     o.threads = a->threads;
     o.device = parse_device(a->device);
+    o.cpu_scheme = a->cpu_scheme == "levels" ? SolverCpuScheme::Levels : SolverCpuScheme::TaskBuffer;
     // Long solves show their subdivision level on a terminal (the fraction is unknown: the bar fills by level).
     if (output_rank()) o.progress = [](int level, std::int64_t) { progress_bar("subdivision", std::min(0.99, level / 60.0)); };
     // Under mpirun the batches of piece systems are shared out; every rank ends with the whole result, rank 0 writes.

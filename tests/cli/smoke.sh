@@ -90,6 +90,9 @@ grep -q '"traps"' "$dir/traps-out.json"
 grep -q '"paper_gpu_ms"' "$dir/bs.json"
 "$exe" solve hausdorff "$dir/solver/hausdorff_10.json" -o "$dir/h.json" --picture "$dir/h.png" >/dev/null
 grep -q '"curve1_to_curve2"' "$dir/h.json" && [ -s "$dir/h.png" ]
+# Both CPU schemes give the same answer, byte for byte.
+"$exe" solve hausdorff "$dir/solver/hausdorff_10.json" -o "$dir/h-levels.json" --cpu-scheme levels >/dev/null
+cmp -s "$dir/h.json" "$dir/h-levels.json"
 "$exe" solve bisector "$dir/solver/hausdorff_5.json" -o "$dir/bis.json" >/dev/null
 grep -q '"closed"' "$dir/bis.json"
 "$exe" solve ssi "$dir/solver/ssi_14x7.json" -o "$dir/ssi.json" --picture "$dir/ssi.png" >/dev/null
