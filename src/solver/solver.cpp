@@ -192,16 +192,18 @@ bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
 
 // Domain reduction of a cell (the projected-polyhedron step of Sherbrooke & Patrikalakis 1993): along
 // each variable, the part where every equation can vanish (clip_zero_range); the cell shrinks to that box, its
-// polynomials restricted by de Casteljau, again while a round at least halves some side. False when a clip is
-// empty (no root in the cell). Near a simple root the box shrinks quadratically, so far fewer cells are split.
-bool clip_cell(Cell& cell, int m, int n) {
+// polynomials restricted by de Casteljau, again while a round at least halves some side. Near a simple root the
+// box shrinks quadratically, so far fewer cells are split.
+enum class Clip { Empty, Unchanged, Shrunk };
+Clip clip_cell(Cell& cell, int m, int n) {
+  Clip result = Clip::Unchanged;
   thread_local std::vector<double> scratch;
   for (int round = 0; round < 4; ++round) {
     double t0[kMaxVariables], t1[kMaxVariables], narrowest = 1;
     for (int k = 0; k < n; ++k) {
       t0[k] = 0, t1[k] = 1;
       for (int i = 0; i < m; ++i)
-        if (!clip_zero_range(cell.f[std::size_t(i)], k, t0[k], t1[k])) return false;
+        if (!clip_zero_range(cell.f[std::size_t(i)], k, t0[k], t1[k])) return Clip::Empty;
       // A margin keeps roots (which a clip often puts on its edge) off the new box's faces, where the single-root
       // test could never prove them, and covers the clip's rounding; sides stay above 1e-7 (of the system's box),
       // where the coefficients' rounding would start to hide the roots from that test.
@@ -209,7 +211,7 @@ bool clip_cell(Cell& cell, int m, int n) {
       t0[k] = std::max(0.0, t0[k] - margin), t1[k] = std::min(1.0, t1[k] + margin);
       narrowest = std::min(narrowest, t1[k] - t0[k]);
     }
-    if (narrowest > 0.8) return true;  // little gained: the cell is split as usual
+    if (narrowest > 0.8) return result;  // little gained: the cell is split as usual
     for (int k = 0; k < n; ++k) {
       const double w = cell.hi[k] - cell.lo[k], lo = cell.lo[k] + t0[k] * w, hi = cell.lo[k] + t1[k] * w;
       if (t1[k] - t0[k] > 0.95 || !(hi > lo)) continue;
@@ -222,10 +224,11 @@ bool clip_cell(Cell& cell, int m, int n) {
         if (t0[k] > 0) solverk::split_at(c, scratch.data(), c, count, d, inner, t0[k] / t1[k]);  // keep [t0, t1] of it
       }
       cell.lo[k] = lo, cell.hi[k] = hi;
+      result = Clip::Shrunk;
     }
-    if (narrowest > 0.5) return true;
+    if (narrowest > 0.5) return result;
   }
-  return true;
+  return result;
 }
 
 // A bound on |dy/dx_k| (max norm) over a cell where F(x_k, y) = 0, from the interval Jacobian: J_y in
@@ -387,8 +390,10 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
   }
   if (excluded) return;
   // Domain reduction, for curves too: the set where every equation vanishes lies in each one's clipped box.
-  if (!clip_cell(cell, m, n)) return;
-  for (int i = 0; i < m; ++i) eq_range[i] = coef_range(cell.f[std::size_t(i)]);
+  const Clip clip = clip_cell(cell, m, n);
+  if (clip == Clip::Empty) return;
+  if (clip == Clip::Shrunk)
+    for (int i = 0; i < m; ++i) eq_range[i] = coef_range(cell.f[std::size_t(i)]);
   const BernsteinPoly* eqs = cell.f.data();
   double width = 0;
   for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);

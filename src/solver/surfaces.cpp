@@ -11,7 +11,6 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
-#include "solver/bernstein_kernels.hpp"
 #include "point_grid.hpp"
 
 namespace parasurf {
@@ -107,23 +106,16 @@ bool boxes_meet(const Vec3& alo, const Vec3& ahi, const Vec3& blo, const Vec3& b
   return true;
 }
 
-Vec3 piece_point(const SurfacePiece& p, double u, double v) {
-  Vec3 out{};
-  if (p.du > 63 || p.dv > 63) {  // beyond the solver's systems (which refuse such degrees)
-    const double x[2] = {u, v};
-    for (int k = 0; k < 3; ++k) out[std::size_t(k)] = surface_coord(p, k, 0, 1, 2).evaluate(x);
-    return out;
-  }
-  double bu[64], bv[64];
-  solverk::bernstein_basis(p.du, u, bu);
-  solverk::bernstein_basis(p.dv, v, bv);
-  for (int k = 0; k < 3; ++k)
-    for (int i = 0; i <= p.du; ++i) {
-      double row = 0;
-      for (int j = 0; j <= p.dv; ++j) row += bv[j] * p.c[std::size_t(k)][std::size_t(i * (p.dv + 1) + j)];
-      out[std::size_t(k)] += bu[i] * row;
-    }
-  return out;
+// A piece's coordinates as polynomials in its (u, v), made once for the points evaluated on it.
+using PieceCoords = std::array<BernsteinPoly, 3>;
+PieceCoords piece_coords(const SurfacePiece& p) {
+  PieceCoords c;
+  for (int k = 0; k < 3; ++k) c[std::size_t(k)] = surface_coord(p, k, 0, 1, 2);
+  return c;
+}
+Vec3 piece_point(const PieceCoords& c, double u, double v) {
+  const double x[2] = {u, v};
+  return {c[0].evaluate(x), c[1].evaluate(x), c[2].evaluate(x)};
 }
 
 // A cone that holds every normal direction of a piece (Sederberg & Meyers' normal cones): the normal Su x Sv is a
@@ -235,6 +227,8 @@ SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSpl
   const std::vector<std::size_t> kept = unique_points(pts, 0.25 * resolution);
   std::vector<std::vector<double>> kp, kt;
   for (std::size_t i : kept) kp.push_back(pts[i]), kt.push_back(tangents[i]);
+  std::vector<PieceCoords> coords(pa.size());
+  for (std::size_t i = 0; i < pa.size(); ++i) coords[i] = piece_coords(pa[i]);
   for (const auto& line : link_polylines(kp, kt, resolution, o.threads)) {
     IntersectionCurve c;
     c.closed = line.size() > 3 && line.front() == line.back();
@@ -243,7 +237,7 @@ SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSpl
       const SurfacePiece &p = pa[std::size_t(pairs[k].first)], &q = pb[std::size_t(pairs[k].second)];
       const auto& x = found[k].samples[s].x;
       c.params.push_back({p.u0 + x[0] * (p.u1 - p.u0), p.v0 + x[1] * (p.v1 - p.v0), q.u0 + x[2] * (q.u1 - q.u0), q.v0 + x[3] * (q.v1 - q.v0)});
-      c.points.push_back(piece_point(p, x[0], x[1]));
+      c.points.push_back(piece_point(coords[std::size_t(pairs[k].first)], x[0], x[1]));
       c.residual = std::max(c.residual, found[k].samples[s].residual);
     }
     out.curves.push_back(std::move(c));
@@ -357,7 +351,7 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
       c.u2 = q.u0 + r.x[2] * (q.u1 - q.u0);
       c.v2 = q.v0 + r.x[3] * (q.v1 - q.v0);
       c.t = m.t0 + r.x[4] * (m.t1 - m.t0);
-      c.point = piece_point(q, r.x[2], r.x[3]);
+      c.point = piece_point(piece_coords(q), r.x[2], r.x[3]);
       c.residual = r.residual;
       c.proved_single = r.proved_single;
       bool dup = false;  // a root on a piece boundary is found by both pieces
