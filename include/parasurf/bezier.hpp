@@ -72,6 +72,7 @@ struct EvalOptions {
   std::int64_t tile_rows = 0;            // hybrid tile height in rows; 0 = automatic
   bool poison_device_buffers = false;    // tests: fill device outputs with NaN before launch
   bool skip_copy_back = false;           // benchmarks: GPU results stay on the device (outputs not filled)
+  std::uint64_t gpu_launch_bytes = 0;    // tests: most bytes of one output array per GPU launch (0: 4 GiB)
 };
 
 // What a run did (for benchmarks and tests).

@@ -21,10 +21,9 @@ constexpr int kWarps = 8;       // warps per block, each on its own rows
 constexpr int kPerPointBlock = 256;
 
 // Rows per thread: accumulators are R x NC x (1 + 2 Order) values; keep them in registers.
-template <class T, int Order> constexpr int rows_per_thread() { return Order >= 2 ? 4 : 8; }
+template <class T, int NC, int Order> constexpr int rows_per_thread() { return Order >= 2 || NC == 4 ? 4 : 8; }
 // float fits 2 blocks of 256 threads per SM in 128 registers; double needs the whole register file
 template <class T> constexpr int min_blocks_per_sm() { return sizeof(T) == 4 ? 2 : 1; }
-template <class T, int Order> constexpr int block_rows() { return kWarps * rows_per_thread<T, Order>(); }
 
 // Device-side view of DynamicTiles (see cuda_backend.hpp): front is a device-memory counter.
 struct DeviceTiles {
@@ -46,112 +45,249 @@ __device__ long long claim_front_tile(const DeviceTiles& d) {
   return (long long)f;
 }
 
+// Values per (k, column) record of the device's Q: q, qv, qvv side by side, padded to whole 16-byte vectors.
+template <class T, int NC, int Order> constexpr int q_record_size() {
+  constexpr int per = 16 / sizeof(T), used = NC * (1 + Order);
+  return (used + per - 1) / per * per;
+}
+
+// R consecutive values as 16-byte vector loads (src 16-byte aligned, R a multiple of 16 bytes); Global: through
+// the read-only cache, else an ordinary (shared-memory) load.
+template <class T, int R, bool Global = false> __device__ __forceinline__ void load_rows(const T* src, T* dst) {
+  static_assert((R * sizeof(T)) % 16 == 0);
+  constexpr int kPer = 16 / sizeof(T);
+#pragma unroll
+  for (int i = 0; i < R / kPer; ++i) {
+    if constexpr (sizeof(T) == 4) {
+      const float4* v = reinterpret_cast<const float4*>(src) + i;
+      const float4 x = Global ? __ldg(v) : *v;
+      dst[4 * i] = x.x, dst[4 * i + 1] = x.y, dst[4 * i + 2] = x.z, dst[4 * i + 3] = x.w;
+    } else {
+      const double2* v = reinterpret_cast<const double2*>(src) + i;
+      const double2 x = Global ? __ldg(v) : *v;
+      dst[2 * i] = x.x, dst[2 * i + 1] = x.y;
+    }
+  }
+}
+
+// Output sets the factored kernel is compiled for; kOutRuntime tests every output pointer at run time.
+enum : int { kOutRuntime = 0, kOutPositions = 1, kOutFirst = 2, kOutNormals = 4, kOutSecond = 8 };
+
+
+// Finishes a sample whose Su x Sv vanished: the limit normal from a second-order re-evaluation. Out of line
+// and called after the register tile is stored, so the rare path holds no registers of the common one.
+template <class T, int NC>
+__device__ __noinline__ void store_degenerate_normal(kern::NetView<T> net, T u, T v, T* n0, T* n1, T* n2) {
+  T nrm[3];
+  kern::degenerate_normal<T, NC>(net, u, v, nrm);
+  *n0 = nrm[0], *n1 = nrm[1], *n2 = nrm[2];
+}
+
+// Stores the R rows (first row `row`, clipped to row_end) of one column from the accumulators, one output
+// group at a time so that each group's test is made once; normals branch-free, degenerate ones fixed last.
+template <class T, int NC, int Order, int R, int Outs>
+__device__ __forceinline__ void store_rows(const Job<T>& job, T (&s)[R][NC], T (&su)[R][NC], T (&sv)[R][NC],
+                                           T (&suu)[R][NC], T (&suv)[R][NC], T (&svv)[R][NC], std::int64_t col,
+                                           std::int64_t row, std::int64_t row_end, std::int64_t out_base,
+                                           const kern::OutView<T>& out) {
+  // Rational nets: the quotient rule, in place (components 0..2 become Cartesian).
+  if constexpr (NC == 4) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      kern::Jet<T, NC> h;
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        h.s[c] = s[r][c], h.su[c] = su[r][c], h.sv[c] = sv[r][c];
+        h.suu[c] = suu[r][c], h.suv[c] = suv[r][c], h.svv[c] = svv[r][c];
+      }
+      const kern::CartJet<T> j = kern::to_cartesian<T, NC, Order>(h);
+#pragma unroll
+      for (int c = 0; c < 3; ++c) {
+        s[r][c] = j.s[c], su[r][c] = j.su[c], sv[r][c] = j.sv[c];
+        suu[r][c] = j.suu[c], suv[r][c] = j.suv[c], svv[r][c] = j.svv[c];
+      }
+    }
+  }
+  const std::int64_t cols = job.cols;
+  const int valid = int(min(std::int64_t(R), row_end - row));
+  std::uint32_t degenerate = 0;  // rows whose Su x Sv vanished, finished last
+  // Normal of row r (branch-free: where it vanished the value is inf or NaN and is overwritten by the fix-up).
+  auto normal_of = [&](int r, T* n) {
+    kern::cross(su[r], sv[r], n);
+    const T len2 = kern::dot3(n, n);
+    const bool ok = kern::normal_is_regular(len2, kern::dot3(su[r], su[r]), kern::dot3(sv[r], sv[r]));
+    const T inv = kern::ps_rsqrt(len2);
+#pragma unroll
+    for (int c = 0; c < 3; ++c) n[c] *= inv;
+    degenerate |= ok ? 0u : 1u << r;
+    return ok;
+  };
+  if constexpr (Outs != kOutRuntime) {
+    // Row by row, every wanted output of the row; addresses are 32-bit byte offsets from the (uniform) array
+    // bases, which the launch guarantees by splitting grids whose arrays pass 4 GiB. Streaming stores (evict
+    // first): the outputs are not read again here, and the basis and Q stay in L2.
+    const std::uint32_t first = std::uint32_t((row - out_base) * cols + col) * std::uint32_t(sizeof(T));
+    const std::uint32_t step = std::uint32_t(cols) * std::uint32_t(sizeof(T));
+    auto put = [&](T* base, std::uint32_t at, T value) {
+      __stcs(reinterpret_cast<T*>(reinterpret_cast<char*>(base) + at), value);
+    };
+    auto row_out = [&](int r) {
+      const std::uint32_t at = first + r * step;
+#pragma unroll
+      for (int c = 0; c < 3; ++c) {
+        if constexpr ((Outs & kOutPositions) != 0) put(out.p[c], at, s[r][c]);
+        if constexpr ((Outs & kOutFirst) != 0) {
+          put(out.du[c], at, su[r][c]);
+          put(out.dv[c], at, sv[r][c]);
+        }
+      }
+      if constexpr (Order >= 1 && (Outs & kOutNormals) != 0) {
+        T n[3];
+        const bool ok = normal_of(r, n);
+#pragma unroll
+        for (int c = 0; c < 3; ++c) put(out.nrm[c], at, n[c]);
+        out.flag[at / sizeof(T)] = ok ? 0 : 1;
+      }
+    };
+    if (valid == R) {
+#pragma unroll
+      for (int r = 0; r < R; ++r) row_out(r);
+    } else {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (r < valid) row_out(r);
+    }
+  } else {
+    // Any output set: one group at a time, each component's pointer tested.
+    const std::int64_t first = (row - out_base) * cols + col;
+    auto put = [&](T* const* group, const T (&a)[R][NC]) {
+#pragma unroll
+      for (int r = 0; r < R; ++r)
+        if (r < valid)
+#pragma unroll
+          for (int c = 0; c < 3; ++c)
+            if (group[c]) group[c][first + r * cols] = a[r][c];
+    };
+    if (out.p[0] || out.p[1] || out.p[2]) put(out.p, s);
+    if constexpr (Order >= 1) {
+      put(out.du, su);
+      put(out.dv, sv);
+      if (out.nrm[0]) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          if (r >= valid) break;
+          T n[3];
+          const bool ok = normal_of(r, n);
+          const std::int64_t i = first + r * cols;
+#pragma unroll
+          for (int c = 0; c < 3; ++c) out.nrm[c][i] = n[c];
+          if (out.flag) out.flag[i] = ok ? 0 : 1;
+        }
+      }
+    }
+    if constexpr (Order >= 2) {
+      put(out.duu, suu);
+      put(out.duv, suv);
+      put(out.dvv, svv);
+    }
+  }
+  while (degenerate) {
+    const int r = __ffs(degenerate) - 1;
+    degenerate &= degenerate - 1;
+    const std::int64_t i = (row + r - out_base) * cols + col;
+    store_degenerate_normal<T, NC>(job.net, kern::grid_param<T>(row + r, job.rows), kern::grid_param<T>(col, job.cols),
+                                   out.nrm[0] + i, out.nrm[1] + i, out.nrm[2] + i);
+  }
+}
+
 // One thread: column `col`, local rows [r_first, r_first + R) of the staged block (rows row0 + r), clipped to
-// row_end. The u-basis rows come from shared memory (broadcast), Q from global (coalesced across lanes).
-template <class T, int NC, int Order, int R>
-__device__ void factored_rows(const Job<T>& job, const T* sb, const T* sdb, const T* sddb, std::int64_t col,
-                              std::int64_t row0, int r_first, std::int64_t row_end, std::int64_t out_base,
-                              const kern::OutView<T>& out) {
+// row_end. The u-basis comes from shared memory, laid out [k][row] so that a thread's R rows are one vector
+// load (broadcast across the warp); Q from global (coalesced across lanes).
+template <class T, int NC, int Order, int R, int Outs>
+__device__ void factored_rows(const Job<T>& job, const T* sb, const T* sdb, const T* sddb, int stage_rows,
+                              std::int64_t col, std::int64_t row0, int r_first, std::int64_t row_end,
+                              std::int64_t out_base, const kern::OutView<T>& out) {
   if (col >= job.cols || row0 + r_first >= row_end) return;
   const int mu = job.net.m + 1;
-  const FactoredColumns<T>& F = job.columns;
   T s[R][NC], su[R][NC], sv[R][NC], suu[R][NC], suv[R][NC], svv[R][NC];
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int c = 0; c < NC; ++c) s[r][c] = su[r][c] = sv[r][c] = suu[r][c] = suv[r][c] = svv[r][c] = T(0);
-  // Q of step k+1 is loaded while step k computes, hiding the load latency at low occupancy.
-  T q[NC], qv[NC] = {}, qvv[NC] = {};
-  auto load_q = [&](int k, T* a, T* b, T* c2) {
+  // Q of step k+1 is loaded while step k computes, hiding the load latency at low occupancy; two record
+  // buffers in turn (the loop is unrolled by two) so that no register copies are needed. Each (k, column)
+  // record holds q, qv, qvv side by side (q_record_size), so a step is one or two vector loads.
+  constexpr int QS = q_record_size<T, NC, Order>();
+  const T* qp = job.columns.q + col * QS;
+  const std::int64_t q_step = job.columns.si;
+  auto step = [&](int k, const T (&rec)[QS]) {
+    T b[R], db[R] = {}, ddb[R] = {};
+    const int e = k * stage_rows + r_first;
+    load_rows<T, R>(sb + e, b);
+    if constexpr (Order >= 1) load_rows<T, R>(sdb + e, db);
+    if constexpr (Order >= 2) load_rows<T, R>(sddb + e, ddb);
 #pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      const std::int64_t o = k * F.si + c * F.sc + col;
-      a[c] = __ldg(F.q + o);
-      if constexpr (Order >= 1) b[c] = __ldg(F.qv + o);
-      if constexpr (Order >= 2) c2[c] = __ldg(F.qvv + o);
-    }
-  };
-  load_q(0, q, qv, qvv);
-  for (int k = 0; k < mu; ++k) {
-    T nq[NC], nqv[NC] = {}, nqvv[NC] = {};
-    load_q(k + 1 < mu ? k + 1 : k, nq, nqv, nqvv);
-#pragma unroll
-    for (int r = 0; r < R; ++r) {
-      const int e = (r_first + r) * mu + k;
-      const T b = sb[e];
-      T db = T(0), ddb = T(0);
-      if constexpr (Order >= 1) db = sdb[e];
-      if constexpr (Order >= 2) ddb = sddb[e];
+    for (int r = 0; r < R; ++r)
 #pragma unroll
       for (int c = 0; c < NC; ++c)
-        kern::factored_step<T, Order>(b, db, ddb, q[c], qv[c], qvv[c], s[r][c], su[r][c], sv[r][c], suu[r][c],
+        kern::factored_step<T, Order>(b[r], db[r], ddb[r], rec[c], rec[Order >= 1 ? NC + c : c],
+                                      rec[Order >= 2 ? 2 * NC + c : c], s[r][c], su[r][c], sv[r][c], suu[r][c],
                                       suv[r][c], svv[r][c]);
-    }
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      q[c] = nq[c];
-      qv[c] = nqv[c];
-      qvv[c] = nqvv[c];
-    }
+  };
+  T even[QS], odd[QS];
+  load_rows<T, QS, true>(qp, even);
+  for (int k = 0; k < mu; k += 2) {
+    if (k + 1 < mu) load_rows<T, QS, true>(qp + (k + 1) * q_step, odd);
+    step(k, even);
+    if (k + 1 >= mu) break;
+    if (k + 2 < mu) load_rows<T, QS, true>(qp + (k + 2) * q_step, even);
+    step(k + 1, odd);
   }
-  const T v = kern::grid_param<T>(col, job.cols);
-#pragma unroll
-  for (int r = 0; r < R; ++r) {
-    const std::int64_t row = row0 + r_first + r;
-    if (row >= row_end) break;
-    kern::Jet<T, NC> h;
-#pragma unroll
-    for (int c = 0; c < NC; ++c) {
-      h.s[c] = s[r][c];
-      h.su[c] = su[r][c];
-      h.sv[c] = sv[r][c];
-      h.suu[c] = suu[r][c];
-      h.suv[c] = suv[r][c];
-      h.svv[c] = svv[r][c];
-    }
-    kern::store_sample<T, NC, Order>(h, out, (row - out_base) * job.cols + col, kern::grid_param<T>(row, job.rows), v,
-                                     job.net);
-  }
+  store_rows<T, NC, Order, R, Outs>(job, s, su, sv, suu, suv, svv, col, row0 + r_first, row_end, out_base, out);
 }
 
 // Whole block: stage the u-basis of rows [row0, row0 + block_rows) in shared memory, then sweep column
 // groups [g0, g1), each warp on its R rows.
-template <class T, int NC, int Order>
+template <class T, int NC, int Order, int R, int Outs>
 __device__ void factored_block(const Job<T>& job, std::int64_t row0, std::int64_t row_end, std::int64_t g0,
-                               std::int64_t g1, std::int64_t out_base, const kern::OutView<T>& out, T* shared) {
-  constexpr int R = rows_per_thread<T, Order>();
-  constexpr int kRows = block_rows<T, Order>();
+                               std::int64_t g1, std::int64_t out_base, const kern::OutView<T>& out, T* shared,
+                               bool stages_again) {
+  constexpr int kRows = kWarps * R;
   const int mu = job.net.m + 1;
   T* sb = shared;
   T* sdb = sb + kRows * mu;
   T* sddb = sdb + kRows * mu;
   const int tid = threadIdx.y * kWarpCols + threadIdx.x;
   for (int e = tid; e < kRows * mu; e += kWarpCols * kWarps) {
-    const std::int64_t row = min(row0 + e / mu, row_end - 1);  // clamped: padding rows are never stored
-    const std::int64_t src = row * mu + e % mu;
+    const int k = e / kRows, r = e % kRows;
+    const std::int64_t row = min(row0 + r, row_end - 1);  // clamped: padding rows are never stored
+    const std::int64_t src = row * mu + k;
     sb[e] = job.tables.bu[src];
     if constexpr (Order >= 1) sdb[e] = job.tables.dbu[src];
     if constexpr (Order >= 2) sddb[e] = job.tables.ddbu[src];
   }
   __syncthreads();
   for (std::int64_t g = g0; g < g1; ++g)
-    factored_rows<T, NC, Order, R>(job, sb, sdb, sddb, g * kWarpCols + threadIdx.x, row0, threadIdx.y * R, row_end,
-                                   out_base, out);
-  __syncthreads();  // the staged rows are free again
+    factored_rows<T, NC, Order, R, Outs>(job, sb, sdb, sddb, kRows, g * kWarpCols + threadIdx.x, row0, threadIdx.y * R,
+                                   row_end, out_base, out);
+  if (stages_again) __syncthreads();  // the staged rows are free again
 }
 
-// Static: block (x: column group, y: row block) covers 32 columns x block_rows rows of [row_begin, row_end).
-// Dynamic: persistent blocks claim tiles of tile_rows rows from the front and sweep all column groups.
-template <class T, int NC, int Order>
-__global__ void __launch_bounds__(kWarpCols* kWarps, min_blocks_per_sm<T>()) factored_kernel(Job<T> job, std::int64_t row_begin,
+// Static: block (x: chunk of `span` column groups, y: row block) covers 32 x span columns and kWarps x R rows of
+// [row_begin, row_end). Dynamic: persistent blocks claim tiles of `span` rows from the front and sweep all
+// column groups.
+template <class T, int NC, int Order, int R, int MinBlocks, int Outs>
+__global__ void __launch_bounds__(kWarpCols* kWarps, MinBlocks) factored_kernel(Job<T> job, std::int64_t row_begin,
                                                                         std::int64_t row_end, kern::OutView<T> out,
-                                                                        DeviceTiles dyn, std::int64_t tile_rows) {
+                                                                        DeviceTiles dyn, std::int64_t span) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* shared = reinterpret_cast<T*>(shared_bytes);
-  constexpr std::int64_t kRows = block_rows<T, Order>();
+  constexpr std::int64_t kRows = kWarps * R;
   if (!dyn.front) {
     const std::int64_t row0 = row_begin + std::int64_t(blockIdx.y) * kRows;
-    factored_block<T, NC, Order>(job, row0, row_end, blockIdx.x, blockIdx.x + 1, row_begin, out, shared);
+    const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
+    const std::int64_t g0 = std::int64_t(blockIdx.x) * span, g1 = min(groups, g0 + span);
+    factored_block<T, NC, Order, R, Outs>(job, row0, row_end, g0, g1, row_begin, out, shared, false);
     return;
   }
   __shared__ long long tile;
@@ -162,9 +298,9 @@ __global__ void __launch_bounds__(kWarpCols* kWarps, min_blocks_per_sm<T>()) fac
     const long long t = tile;
     __syncthreads();  // everyone has read `tile` before the next claim overwrites it
     if (t < 0) return;
-    const std::int64_t t0 = std::int64_t(t) * tile_rows, t1 = min(row_end, t0 + tile_rows);
+    const std::int64_t t0 = std::int64_t(t) * span, t1 = min(row_end, t0 + span);
     for (std::int64_t row0 = t0; row0 < t1; row0 += kRows)
-      factored_block<T, NC, Order>(job, row0, t1, 0, groups, row_begin, out, shared);
+      factored_block<T, NC, Order, R, Outs>(job, row0, t1, 0, groups, row_begin, out, shared, true);
   }
 }
 
@@ -212,11 +348,12 @@ __global__ void table_kernel(int d, std::int64_t count, kern::BinomialRows rows,
 }
 
 template <class T, int NC, int Order>
-__global__ void columns_kernel(Job<T> job, T* q, T* qv, T* qvv) {
+__global__ void columns_kernel(Job<T> job, T* q) {
+  constexpr int QS = q_record_size<T, NC, Order>();
   const std::int64_t j = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j < job.cols)
-    factored_column<T, NC, Order>(job.net, job.tables.bv, job.tables.dbv, job.tables.ddbv, j, q, qv, qvv, 1,
-                                  std::int64_t(NC) * job.cols, job.cols);
+    factored_column<T, NC, Order>(job.net, job.tables.bv, job.tables.dbv, job.tables.ddbv, j, q, q + NC, q + 2 * NC,
+                                  QS, QS * job.cols, 1);
 }
 
 unsigned blocks_for(std::int64_t n, int per_block) { return unsigned((n + per_block - 1) / per_block); }
@@ -364,14 +501,14 @@ Job<T> device_job(Context* ctx, const Inputs<T>& in, bool* level2_built) {
     }
     job.tables = {bu, dbu, ddbu, bv, dbv, ddbv};
     if (in.method == Method::Factored) {
-      const std::size_t per = mu * in.nc * in.cols;
-      ctx->columns.ensure(3 * per * sizeof(T), "allocating the factored columns");
-      T* q = ctx->columns.as<T>();
       dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
-        columns_kernel<T, NC, Order><<<blocks_for(in.cols, 128), 128, 0, ctx->stream>>>(job, q, q + per, q + 2 * per);
+        constexpr int QS = q_record_size<T, NC, Order>();
+        ctx->columns.ensure(mu * in.cols * QS * sizeof(T), "allocating the factored columns");
+        T* q = ctx->columns.as<T>();
+        columns_kernel<T, NC, Order><<<blocks_for(in.cols, 128), 128, 0, ctx->stream>>>(job, q);
+        job.columns = {q, q + NC, q + 2 * NC, QS, std::int64_t(QS) * in.cols, 1};
       });
       PS_CUDA_LAUNCH("launching the factored stage-1 kernel");
-      job.columns = {q, q + per, q + 2 * per, 1, std::int64_t(in.nc) * in.cols, in.cols};
     }
   }
   return job;
@@ -409,18 +546,87 @@ kern::OutView<T> device_outputs(Context* ctx, const kern::OutView<T>& which, std
   return o;
 }
 
+// `out` advanced by `by` samples (null outputs stay null).
+template <class T> kern::OutView<T> shifted(kern::OutView<T> out, std::int64_t by) {
+  T** groups[7] = {out.p, out.du, out.dv, out.nrm, out.duu, out.duv, out.dvv};
+  for (T** g : groups)
+    for (int c = 0; c < 3; ++c)
+      if (g[c]) g[c] += by;
+  if (out.flag) out.flag += by;
+  return out;
+}
+
+// The compile-time output set matching `out`, or kOutRuntime when a group is only partly requested or holds
+// second derivatives.
+template <class T> int output_set(const kern::OutView<T>& out) {
+  int outs = 0;
+  auto group = [&](T* const* g, int bit) {
+    const int n = (g[0] != nullptr) + (g[1] != nullptr) + (g[2] != nullptr);
+    if (n == 3) outs |= bit;
+    else if (n != 0) outs = -1000;
+  };
+  group(out.p, kOutPositions);
+  group(out.du, kOutFirst);
+  group(out.dv, kOutFirst);
+  group(out.nrm, kOutNormals);
+  if ((out.du[0] != nullptr) != (out.dv[0] != nullptr) || (out.nrm[0] != nullptr) != (out.flag != nullptr) ||
+      out.duu[0] || out.duv[0] || out.dvv[0] || outs <= 0)
+    return kOutRuntime;
+  return outs;
+}
+
 template <class T, int NC, int Order>
 void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std::int64_t r1,
-                          const kern::OutView<T>& out, const DeviceTiles& dyn, std::int64_t tile_rows) {
+                          const kern::OutView<T>& out, const DeviceTiles& dyn, std::int64_t tile_rows,
+                          std::uint64_t launch_bytes) {
   const bool counter = dyn.front != nullptr;
   const std::int64_t tiles = dyn.tiles;
   if (job.method == Method::Factored) {
-    const dim3 block(kWarpCols, kWarps);
-    dim3 grid;
-    if (counter) grid = dim3(unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 2)));
-    else grid = dim3(blocks_for(job.cols, kWarpCols), blocks_for(r1 - r0, block_rows<T, Order>()));
-    const std::size_t shared = std::size_t(block_rows<T, Order>()) * (job.net.m + 1) * (Order + 1) * sizeof(T);
-    factored_kernel<T, NC, Order><<<grid, block, shared, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
+    // Rows whose outputs stay below 4 GiB per array (or the caller's limit); dynamic tiles take the 64-bit
+    // path beyond that.
+    constexpr std::uint64_t kNarrowBytes = (std::uint64_t(1) << 32) - 1;
+    const std::uint64_t limit = launch_bytes ? std::min(launch_bytes, kNarrowBytes) : kNarrowBytes;
+    const std::int64_t narrow_rows = std::max<std::int64_t>(1, std::int64_t(limit / (job.cols * sizeof(T))));
+    auto go = [&]<int R, int MinBlocks, int Outs>() {
+      const dim3 block(kWarpCols, kWarps);
+      const std::size_t shared = std::size_t(kWarps * R) * (job.net.m + 1) * (Order + 1) * sizeof(T);
+      if (counter) {
+        const dim3 grid(unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 2)));
+        factored_kernel<T, NC, Order, R, MinBlocks, Outs>
+            <<<grid, block, shared, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
+        return;
+      }
+      // Fixed output sets address the outputs by 32-bit byte offsets: one launch per 4 GiB of each array.
+      const std::int64_t span = Outs == kOutRuntime ? r1 - r0 : narrow_rows;
+      // Each block takes several column groups of its rows, so that staging their basis is paid once: as many
+      // groups as make about one wave of resident blocks.
+      int resident = 0;
+      PS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, factored_kernel<T, NC, Order, R, MinBlocks, Outs>,
+                                                            kWarpCols * kWarps, shared),
+              "querying the surface kernel's occupancy");
+      const std::int64_t slots = std::max<std::int64_t>(1, std::int64_t(resident) * ctx->multiprocessors);
+      const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
+      for (std::int64_t a = r0; a < r1; a += span) {
+        const std::int64_t b = std::min(r1, a + span);
+        const std::int64_t row_blocks = (b - a + kWarps * R - 1) / (kWarps * R);
+        const std::int64_t per_block = std::clamp<std::int64_t>((groups * row_blocks + slots - 1) / slots, 1, groups);
+        const dim3 grid(unsigned((groups + per_block - 1) / per_block), unsigned(row_blocks));
+        factored_kernel<T, NC, Order, R, MinBlocks, Outs>
+            <<<grid, block, shared, ctx->stream>>>(job, a, b, shifted(out, (a - r0) * job.cols), dyn, per_block);
+      }
+    };
+    constexpr int R = rows_per_thread<T, NC, Order>(), MinBlocks = min_blocks_per_sm<T>();
+    // The common output sets get kernels without run-time output tests; the rest test each pointer.
+    const int outs = counter && r1 - r0 > narrow_rows ? kOutRuntime : output_set(out);
+    if constexpr (Order == 0) {
+      if (outs == kOutPositions) return go.template operator()<R, MinBlocks, kOutPositions>();
+    } else if constexpr (Order == 1) {
+      if (outs == (kOutPositions | kOutNormals)) return go.template operator()<R, MinBlocks, kOutPositions | kOutNormals>();
+      if (outs == (kOutPositions | kOutFirst)) return go.template operator()<R, MinBlocks, kOutPositions | kOutFirst>();
+      if (outs == (kOutPositions | kOutFirst | kOutNormals))
+        return go.template operator()<R, MinBlocks, kOutPositions | kOutFirst | kOutNormals>();
+    }
+    go.template operator()<R, MinBlocks, kOutRuntime>();
     return;
   }
   const unsigned grid = counter ? unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 8))
@@ -500,7 +706,7 @@ bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std:
   }
   PS_CUDA(cudaEventRecord(ctx->start, ctx->stream), "recording an event");
   dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
-    launch_sample_kernel<T, NC, Order>(ctx, job, row_begin, row_end, out, dyn, tile_rows);
+    launch_sample_kernel<T, NC, Order>(ctx, job, row_begin, row_end, out, dyn, tile_rows, in.launch_bytes);
   });
   PS_CUDA_LAUNCH("launching the surface kernel");
   PS_CUDA(cudaEventRecord(ctx->stop, ctx->stream), "recording an event");

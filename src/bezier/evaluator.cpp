@@ -176,7 +176,7 @@ static Job<T> prepare_job(const BezierSurface& surface, const EvalRequest& reque
 
 template <class T>
 static bezier::cuda::Inputs<T> cuda_inputs(const Job<T>& job, const typename SurfaceEvaluator<T>::State& st,
-                                           bool poison) {
+                                           const EvalOptions& options) {
   bezier::cuda::Inputs<T> in;
   in.method = job.method;
   in.nc = job.nc;
@@ -193,7 +193,8 @@ static bezier::cuda::Inputs<T> cuda_inputs(const Job<T>& job, const typename Sur
   in.cols = job.cols;
   in.uv = job.uv;
   in.point_count = job.point_count;
-  in.poison = poison;
+  in.poison = options.poison_device_buffers;
+  in.launch_bytes = options.gpu_launch_bytes;
   return in;
 }
 
@@ -238,7 +239,7 @@ static void evaluate_hybrid(typename SurfaceEvaluator<T>::State& st, const EvalO
                             int threads) {
   using State = typename SurfaceEvaluator<T>::State;
   prepare_host_grid(job, st, threads);
-  auto in = cuda_inputs(job, st, options_.poison_device_buffers);
+  auto in = cuda_inputs(job, st, options_);
   const std::int64_t tile_rows = options_.tile_rows > 0 ? options_.tile_rows : 64;
   const std::int64_t tiles = (grid.rows + tile_rows - 1) / tile_rows;
   const std::uint64_t total_bytes = sample_bytes(grid.count(), request, sizeof(T));
@@ -346,7 +347,7 @@ void SurfaceEvaluator<T>::evaluate_grid_into(const BezierSurface& surface, GridS
     prepare_host_grid(job, st, threads);
     bezier::cpu::evaluate_grid_rows<T>(job, 0, grid.rows, host_out, threads);
   } else if (device == Device::Cuda) {
-    auto in = cuda_inputs(job, st, options_.poison_device_buffers);
+    auto in = cuda_inputs(job, st, options_);
     // Rows per launch so that the device outputs fit in 80% of free device memory.
     const std::uint64_t row_bytes = sample_bytes(grid.cols, request, sizeof(T));
     const std::uint64_t free_bytes = bezier::cuda::free_device_memory();
@@ -393,7 +394,7 @@ void SurfaceEvaluator<T>::evaluate_points_into(const BezierSurface& surface, std
     if (device == Device::Cpu)
       bezier::cpu::evaluate_point_list<T>(job, host_out, cpu_thread_count(options_.threads));
     else
-      bezier::cuda::evaluate_points<T>(st.gpu(), cuda_inputs(job, st, options_.poison_device_buffers), host_out,
+      bezier::cuda::evaluate_points<T>(st.gpu(), cuda_inputs(job, st, options_), host_out,
                                        &report_);
   }
   report_.seconds_total = seconds_since(t0);

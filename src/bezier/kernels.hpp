@@ -15,6 +15,15 @@ template <class T> PS_HD T ps_sqrt(T x);
 template <> PS_HD float ps_sqrt<float>(float x) { return __builtin_sqrtf(x); }
 template <> PS_HD double ps_sqrt<double>(double x) { return __builtin_sqrt(x); }
 template <class T> PS_HD T ps_max(T a, T b) { return a > b ? a : b; }
+// 1/sqrt(x): one hardware instruction on the device (within 2 ulp in float), a correctly rounded quotient on the host
+template <class T> PS_HD T ps_rsqrt(T x) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (sizeof(T) == 4) return rsqrtf(x);
+  else return rsqrt(x);
+#else
+  return T(1) / ps_sqrt(x);
+#endif
+}
 
 // Below this |Su x Sv| / max(|Su|^2, |Sv|^2) the normal is declared degenerate.
 template <class T> struct DegenerateThreshold;
@@ -163,7 +172,7 @@ template <class T> PS_HD bool unit_normal(const T* su, const T* sv, T* nrm) {
   cross(su, sv, nrm);
   const T len2 = dot3(nrm, nrm);
   if (!normal_is_regular(len2, dot3(su, su), dot3(sv, sv))) return false;
-  const T inv = T(1) / ps_sqrt(len2);
+  const T inv = ps_rsqrt(len2);
   for (int c = 0; c < 3; ++c) nrm[c] *= inv;
   return true;
 }
@@ -436,10 +445,12 @@ PS_HD_NOINLINE bool degenerate_normal(const NetView<T>& net, T u, T v, T* nrm) {
   return limit_normal(j2, u, v, nrm);
 }
 
+// Stores one sample's outputs, except the normal where Su x Sv vanished: returns false there, and the caller
+// finishes that sample with store_degenerate_normal (kernels defer it so that the rare path holds no registers).
 template <class T, int NC, int Order>
-PS_HD void store_sample(const Jet<T, NC>& h, const OutView<T>& out, std::int64_t idx, T u, T v,
-                        const NetView<T>& net) {
+PS_HD bool store_regular_sample(const Jet<T, NC>& h, const OutView<T>& out, std::int64_t idx) {
   const CartJet<T> j = to_cartesian<T, NC, Order>(h);
+  bool ok = true;
   for (int c = 0; c < 3; ++c)
     if (out.p[c]) out.p[c][idx] = j.s[c];
   if constexpr (Order >= 1) {
@@ -449,13 +460,9 @@ PS_HD void store_sample(const Jet<T, NC>& h, const OutView<T>& out, std::int64_t
     }
     if (out.nrm[0]) {
       T nrm[3];
-      bool ok = unit_normal(j.su, j.sv, nrm);
-      if (!ok) {
-        // rare: take second derivatives here, whatever order the caller asked for
-        if constexpr (Order >= 2) limit_normal(j, u, v, nrm);
-        else degenerate_normal<T, NC>(net, u, v, nrm);
-      }
-      for (int c = 0; c < 3; ++c) out.nrm[c][idx] = nrm[c];
+      ok = unit_normal(j.su, j.sv, nrm);
+      if (ok)
+        for (int c = 0; c < 3; ++c) out.nrm[c][idx] = nrm[c];
       if (out.flag) out.flag[idx] = ok ? 0 : 1;
     }
   }
@@ -465,6 +472,29 @@ PS_HD void store_sample(const Jet<T, NC>& h, const OutView<T>& out, std::int64_t
       if (out.duv[c]) out.duv[c][idx] = j.suv[c];
       if (out.dvv[c]) out.dvv[c][idx] = j.svv[c];
     }
+  }
+  return ok;
+}
+
+// The normal of a sample where Su x Sv vanished: the limit normal from a second-order re-evaluation.
+template <class T, int NC>
+PS_HD void store_degenerate_normal(const NetView<T>& net, T u, T v, const OutView<T>& out, std::int64_t idx) {
+  T nrm[3];
+  degenerate_normal<T, NC>(net, u, v, nrm);
+  for (int c = 0; c < 3; ++c) out.nrm[c][idx] = nrm[c];
+}
+
+template <class T, int NC, int Order>
+PS_HD void store_sample(const Jet<T, NC>& h, const OutView<T>& out, std::int64_t idx, T u, T v,
+                        const NetView<T>& net) {
+  if (store_regular_sample<T, NC, Order>(h, out, idx)) return;
+  if constexpr (Order >= 2) {
+    // the jet at hand has the second derivatives the limit normal needs
+    T nrm[3];
+    limit_normal(to_cartesian<T, NC, Order>(h), u, v, nrm);
+    for (int c = 0; c < 3; ++c) out.nrm[c][idx] = nrm[c];
+  } else {
+    store_degenerate_normal<T, NC>(net, u, v, out, idx);
   }
 }
 
