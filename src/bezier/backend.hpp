@@ -81,21 +81,33 @@ PS_HD void table_row(int d, std::int64_t index, std::int64_t count, const kern::
   }
 }
 
-// One column of stage 1 of the factored method (both backends).
+// Stage 1 of the factored method for column j and row i of the net: Q_i(v_j) and its v-derivatives (NC each).
+template <class T, int NC, int Order>
+PS_HD void factored_entry(const kern::NetView<T>& net, const T* bv, const T* dbv, const T* ddbv, std::int64_t j, int i,
+                          T* q, T* qv, T* qvv) {
+  const int nv = net.n + 1;
+  for (int c = 0; c < NC; ++c) {
+    q[c] = T(0);
+    if constexpr (Order >= 1) qv[c] = T(0);
+    if constexpr (Order >= 2) qvv[c] = T(0);
+  }
+  for (int l = 0; l < nv; ++l) {
+    const T* p = net.P + (std::int64_t(i) * nv + l) * NC;
+    for (int c = 0; c < NC; ++c) {
+      q[c] += p[c] * bv[j * nv + l];
+      if constexpr (Order >= 1) qv[c] += p[c] * dbv[j * nv + l];
+      if constexpr (Order >= 2) qvv[c] += p[c] * ddbv[j * nv + l];
+    }
+  }
+}
+
+// One column of stage 1 of the factored method, stored with strides (the CPU layout).
 template <class T, int NC, int Order>
 PS_HD void factored_column(const kern::NetView<T>& net, const T* bv, const T* dbv, const T* ddbv, std::int64_t j,
                            T* q, T* qv, T* qvv, std::int64_t sj, std::int64_t si, std::int64_t sc) {
-  const int nv = net.n + 1;
   for (int i = 0; i <= net.m; ++i) {
-    T a[NC] = {}, b[NC] = {}, c2[NC] = {};
-    for (int l = 0; l < nv; ++l) {
-      const T* p = net.P + (std::int64_t(i) * nv + l) * NC;
-      for (int c = 0; c < NC; ++c) {
-        a[c] += p[c] * bv[j * nv + l];
-        if constexpr (Order >= 1) b[c] += p[c] * dbv[j * nv + l];
-        if constexpr (Order >= 2) c2[c] += p[c] * ddbv[j * nv + l];
-      }
-    }
+    T a[NC], b[NC], c2[NC];
+    factored_entry<T, NC, Order>(net, bv, dbv, ddbv, j, i, a, b, c2);
     for (int c = 0; c < NC; ++c) {
       const std::int64_t o = j * sj + i * si + c * sc;
       q[o] = a[c];

@@ -3,6 +3,7 @@
 // ours: stage 1 contracts the net with the v basis per column, stage 2 is a rank-(m+1) update per sample,
 // register-tiled over R rows so that each Q load feeds R samples.
 #include <algorithm>
+#include <cuda_pipeline.h>
 #include <vector>
 
 #include "bezier/cuda_backend.hpp"
@@ -45,11 +46,15 @@ __device__ long long claim_front_tile(const DeviceTiles& d) {
   return (long long)f;
 }
 
-// Values per (k, column) record of the device's Q: q, qv, qvv side by side, padded to whole 16-byte vectors.
-template <class T, int NC, int Order> constexpr int q_record_size() {
-  constexpr int per = 16 / sizeof(T), used = NC * (1 + Order);
-  return (used + per - 1) / per * per;
+// Device layout of stage 1 (Q): for each k, the values q (NC), qv (NC), qvv (NC) of every column, in 8-byte units
+// (a float pair or one double) stored unit-major, [k][unit][column], columns padded to whole groups of 32. A
+// group's slice of one (k, unit) is then 256 contiguous bytes, copied straight into shared memory, and each lane
+// reads its unit there without bank conflicts.
+template <class T> constexpr int q_unit_values() { return 8 / int(sizeof(T)); }
+template <class T, int NC, int Order> constexpr int q_units() {
+  return (NC * (1 + Order) + q_unit_values<T>() - 1) / q_unit_values<T>();
 }
+__host__ __device__ inline std::int64_t padded_cols(std::int64_t cols) { return (cols + kWarpCols - 1) / kWarpCols * kWarpCols; }
 
 // R consecutive values as 16-byte vector loads (src 16-byte aligned, R a multiple of 16 bytes); Global: through
 // the read-only cache, else an ordinary (shared-memory) load.
@@ -109,7 +114,7 @@ __device__ __forceinline__ void store_rows(const Job<T>& job, T (&s)[R][NC], T (
     }
   }
   const std::int64_t cols = job.cols;
-  const int valid = int(min(std::int64_t(R), row_end - row));
+  const int valid = col < cols ? int(min(std::int64_t(R), row_end - row)) : 0;  // padding lanes store nothing
   std::uint32_t degenerate = 0;  // rows whose Su x Sv vanished, finished last
   // Normal of row r (branch-free: where it vanished the value is inf or NaN and is overwritten by the fix-up).
   auto normal_of = [&](int r, T* n) {
@@ -200,32 +205,39 @@ __device__ __forceinline__ void store_rows(const Job<T>& job, T (&s)[R][NC], T (
   }
 }
 
-// One thread: column `col`, local rows [r_first, r_first + R) of the staged block (rows row0 + r), clipped to
-// row_end. The u-basis comes from shared memory, laid out [k][row] so that a thread's R rows are one vector
-// load (broadcast across the warp); Q from global (coalesced across lanes).
+// One thread: column `col`, local rows [r_first, r_first + R) of the block's rows (rows row0 + r), clipped to
+// row_end. The u-basis is staged [k][derivative][row], so that a thread's R rows are one vector load (a
+// broadcast across the warp); the group's Q is staged [k][unit][lane] (q_units), one conflict-free 8-byte
+// load per unit.
 template <class T, int NC, int Order, int R, int Outs>
-__device__ void factored_rows(const Job<T>& job, const T* sb, const T* sdb, const T* sddb, int stage_rows,
-                              std::int64_t col, std::int64_t row0, int r_first, std::int64_t row_end,
-                              std::int64_t out_base, const kern::OutView<T>& out) {
-  if (col >= job.cols || row0 + r_first >= row_end) return;
+__device__ void factored_rows(const Job<T>& job, const T* basis, const T* group_q, std::int64_t col, std::int64_t row0,
+                              int r_first, std::int64_t row_end, std::int64_t out_base, const kern::OutView<T>& out) {
+  constexpr int kRows = kWarps * R, U = q_units<T, NC, Order>(), UV = q_unit_values<T>();
   const int mu = job.net.m + 1;
   T s[R][NC], su[R][NC], sv[R][NC], suu[R][NC], suv[R][NC], svv[R][NC];
 #pragma unroll
   for (int r = 0; r < R; ++r)
 #pragma unroll
     for (int c = 0; c < NC; ++c) s[r][c] = su[r][c] = sv[r][c] = suu[r][c] = suv[r][c] = svv[r][c] = T(0);
-  // Q of step k+1 is loaded while step k computes, hiding the load latency at low occupancy; two record
-  // buffers in turn (the loop is unrolled by two) so that no register copies are needed. Each (k, column)
-  // record holds q, qv, qvv side by side (q_record_size), so a step is one or two vector loads.
-  constexpr int QS = q_record_size<T, NC, Order>();
-  const T* qp = job.columns.q + col * QS;
-  const std::int64_t q_step = job.columns.si;
-  auto step = [&](int k, const T (&rec)[QS]) {
+  const T* bp = basis + r_first;
+  const T* qp = group_q + threadIdx.x * UV;
+  constexpr int kUnroll = Order >= 2 ? 1 : 2;  // two steps in flight, except where their registers would spill
+#pragma unroll kUnroll
+  for (int k = 0; k < mu; ++k, bp += (Order + 1) * kRows, qp += U * kWarpCols * UV) {
+    T rec[U * UV];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      if constexpr (UV == 2) {
+        const float2 x = *reinterpret_cast<const float2*>(qp + u * kWarpCols * UV);
+        rec[2 * u] = x.x, rec[2 * u + 1] = x.y;
+      } else {
+        rec[u] = qp[u * kWarpCols];
+      }
+    }
     T b[R], db[R] = {}, ddb[R] = {};
-    const int e = k * stage_rows + r_first;
-    load_rows<T, R>(sb + e, b);
-    if constexpr (Order >= 1) load_rows<T, R>(sdb + e, db);
-    if constexpr (Order >= 2) load_rows<T, R>(sddb + e, ddb);
+    load_rows<T, R>(bp, b);
+    if constexpr (Order >= 1) load_rows<T, R>(bp + kRows, db);
+    if constexpr (Order >= 2) load_rows<T, R>(bp + 2 * kRows, ddb);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
@@ -233,43 +245,58 @@ __device__ void factored_rows(const Job<T>& job, const T* sb, const T* sdb, cons
         kern::factored_step<T, Order>(b[r], db[r], ddb[r], rec[c], rec[Order >= 1 ? NC + c : c],
                                       rec[Order >= 2 ? 2 * NC + c : c], s[r][c], su[r][c], sv[r][c], suu[r][c],
                                       suv[r][c], svv[r][c]);
-  };
-  T even[QS], odd[QS];
-  load_rows<T, QS, true>(qp, even);
-  for (int k = 0; k < mu; k += 2) {
-    if (k + 1 < mu) load_rows<T, QS, true>(qp + (k + 1) * q_step, odd);
-    step(k, even);
-    if (k + 1 >= mu) break;
-    if (k + 2 < mu) load_rows<T, QS, true>(qp + (k + 2) * q_step, even);
-    step(k + 1, odd);
   }
   store_rows<T, NC, Order, R, Outs>(job, s, su, sv, suu, suv, svv, col, row0 + r_first, row_end, out_base, out);
 }
 
-// Whole block: stage the u-basis of rows [row0, row0 + block_rows) in shared memory, then sweep column
-// groups [g0, g1), each warp on its R rows.
+// Shared memory of one block: the staged u-basis and two Q buffers (one being used, the next group's arriving).
+template <class T, int NC, int Order, int R> constexpr std::size_t factored_shared_bytes(int mu) {
+  return (std::size_t(mu) * (Order + 1) * kWarps * R + 2 * std::size_t(mu) * q_units<T, NC, Order>() * kWarpCols *
+                                                            q_unit_values<T>()) * sizeof(T);
+}
+
+// Whole block: stage the u-basis of rows [row0, row0 + kWarps R) in shared memory, then sweep column groups
+// [g0, g1), each warp on its R rows. The next group's Q is copied in (cp.async) while the current one computes.
 template <class T, int NC, int Order, int R, int Outs>
 __device__ void factored_block(const Job<T>& job, std::int64_t row0, std::int64_t row_end, std::int64_t g0,
                                std::int64_t g1, std::int64_t out_base, const kern::OutView<T>& out, T* shared,
                                bool stages_again) {
-  constexpr int kRows = kWarps * R;
+  constexpr int kRows = kWarps * R, U = q_units<T, NC, Order>(), UV = q_unit_values<T>(), kThreads = kWarpCols * kWarps;
   const int mu = job.net.m + 1;
-  T* sb = shared;
-  T* sdb = sb + kRows * mu;
-  T* sddb = sdb + kRows * mu;
+  T* basis = shared;
+  T* q_buffers[2] = {basis + mu * (Order + 1) * kRows, basis + mu * (Order + 1) * kRows + mu * U * kWarpCols * UV};
   const int tid = threadIdx.y * kWarpCols + threadIdx.x;
-  for (int e = tid; e < kRows * mu; e += kWarpCols * kWarps) {
+  for (int e = tid; e < kRows * mu; e += kThreads) {
     const int k = e / kRows, r = e % kRows;
     const std::int64_t row = min(row0 + r, row_end - 1);  // clamped: padding rows are never stored
     const std::int64_t src = row * mu + k;
-    sb[e] = job.tables.bu[src];
-    if constexpr (Order >= 1) sdb[e] = job.tables.dbu[src];
-    if constexpr (Order >= 2) sddb[e] = job.tables.ddbu[src];
+    T* dst = basis + k * (Order + 1) * kRows + r;
+    __pipeline_memcpy_async(dst, job.tables.bu + src, sizeof(T));
+    if constexpr (Order >= 1) __pipeline_memcpy_async(dst + kRows, job.tables.dbu + src, sizeof(T));
+    if constexpr (Order >= 2) __pipeline_memcpy_async(dst + 2 * kRows, job.tables.ddbu + src, sizeof(T));
   }
-  __syncthreads();
-  for (std::int64_t g = g0; g < g1; ++g)
-    factored_rows<T, NC, Order, R, Outs>(job, sb, sdb, sddb, kRows, g * kWarpCols + threadIdx.x, row0, threadIdx.y * R,
-                                   row_end, out_base, out);
+  const std::int64_t stride = padded_cols(job.cols) * UV;  // T values between consecutive (k, unit) slices
+  constexpr int kPer = 16 / sizeof(T), kChunks = kWarpCols * UV / kPer;  // 16-byte copies per slice
+  auto stage_q = [&](std::int64_t g, T* dst) {
+    const T* src = job.columns.q + g * kWarpCols * UV;
+    for (int e = tid; e < mu * U * kChunks; e += kThreads) {
+      const int slice = e / kChunks, part = e % kChunks;
+      __pipeline_memcpy_async(dst + slice * kWarpCols * UV + part * kPer, src + slice * stride + part * kPer, 16);
+    }
+  };
+  stage_q(g0, q_buffers[0]);
+  __pipeline_commit();
+  for (std::int64_t g = g0; g < g1; ++g) {
+    __pipeline_wait_prior(0);
+    __syncthreads();  // this group's Q (and the basis) landed; every warp is done with the other buffer
+    const int cur = int(g - g0) & 1;
+    if (g + 1 < g1) {
+      stage_q(g + 1, q_buffers[cur ^ 1]);
+      __pipeline_commit();
+    }
+    factored_rows<T, NC, Order, R, Outs>(job, basis, q_buffers[cur], g * kWarpCols + threadIdx.x, row0,
+                                         threadIdx.y * R, row_end, out_base, out);
+  }
   if (stages_again) __syncthreads();  // the staged rows are free again
 }
 
@@ -349,11 +376,16 @@ __global__ void table_kernel(int d, std::int64_t count, kern::BinomialRows rows,
 
 template <class T, int NC, int Order>
 __global__ void columns_kernel(Job<T> job, T* q) {
-  constexpr int QS = q_record_size<T, NC, Order>();
+  constexpr int U = q_units<T, NC, Order>(), UV = q_unit_values<T>();
   const std::int64_t j = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (j < job.cols)
-    factored_column<T, NC, Order>(job.net, job.tables.bv, job.tables.dbv, job.tables.ddbv, j, q, q + NC, q + 2 * NC,
-                                  QS, QS * job.cols, 1);
+  if (j >= job.cols) return;
+  const std::int64_t stride = padded_cols(job.cols);
+  for (int i = 0; i <= job.net.m; ++i) {
+    T v[3 * NC > U * UV ? 3 * NC : U * UV] = {};
+    factored_entry<T, NC, Order>(job.net, job.tables.bv, job.tables.dbv, job.tables.ddbv, j, i, v, v + NC, v + 2 * NC);
+    for (int u = 0; u < U; ++u)
+      for (int h = 0; h < UV; ++h) q[((std::int64_t(i) * U + u) * stride + j) * UV + h] = v[u * UV + h];
+  }
 }
 
 unsigned blocks_for(std::int64_t n, int per_block) { return unsigned((n + per_block - 1) / per_block); }
@@ -502,11 +534,11 @@ Job<T> device_job(Context* ctx, const Inputs<T>& in, bool* level2_built) {
     job.tables = {bu, dbu, ddbu, bv, dbv, ddbv};
     if (in.method == Method::Factored) {
       dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
-        constexpr int QS = q_record_size<T, NC, Order>();
-        ctx->columns.ensure(mu * in.cols * QS * sizeof(T), "allocating the factored columns");
+        const std::size_t values = mu * q_units<T, NC, Order>() * padded_cols(in.cols) * q_unit_values<T>();
+        ctx->columns.ensure(values * sizeof(T), "allocating the factored columns");
         T* q = ctx->columns.as<T>();
         columns_kernel<T, NC, Order><<<blocks_for(in.cols, 128), 128, 0, ctx->stream>>>(job, q);
-        job.columns = {q, q + NC, q + 2 * NC, QS, std::int64_t(QS) * in.cols, 1};
+        job.columns = {q, nullptr, nullptr, 0, 0, 0};  // the layout of q_units, not strides
       });
       PS_CUDA_LAUNCH("launching the factored stage-1 kernel");
     }
@@ -589,7 +621,21 @@ void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std:
     const std::int64_t narrow_rows = std::max<std::int64_t>(1, std::int64_t(limit / (job.cols * sizeof(T))));
     auto go = [&]<int R, int MinBlocks, int Outs>() {
       const dim3 block(kWarpCols, kWarps);
-      const std::size_t shared = std::size_t(kWarps * R) * (job.net.m + 1) * (Order + 1) * sizeof(T);
+      const std::size_t shared = factored_shared_bytes<T, NC, Order, R>(job.net.m + 1);
+      auto* kernel = factored_kernel<T, NC, Order, R, MinBlocks, Outs>;
+      int optin = 0;
+      PS_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device),
+              "querying the device's shared memory");
+      if (shared > std::size_t(optin)) {
+        // high degrees on a GPU with little shared memory: the per-point multi-level kernel needs none
+        const unsigned grid = counter ? unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 8))
+                                      : blocks_for((r1 - r0) * job.cols, kPerPointBlock);
+        per_point_kernel<T, NC, Order, Method::Mle>
+            <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
+        return;
+      }
+      PS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)),
+              "allowing the surface kernel its shared memory");
       if (counter) {
         const dim3 grid(unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 2)));
         factored_kernel<T, NC, Order, R, MinBlocks, Outs>
@@ -601,8 +647,7 @@ void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std:
       // Each block takes several column groups of its rows, so that staging their basis is paid once: as many
       // groups as make about one wave of resident blocks.
       int resident = 0;
-      PS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, factored_kernel<T, NC, Order, R, MinBlocks, Outs>,
-                                                            kWarpCols * kWarps, shared),
+      PS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, kWarpCols * kWarps, shared),
               "querying the surface kernel's occupancy");
       const std::int64_t slots = std::max<std::int64_t>(1, std::int64_t(resident) * ctx->multiprocessors);
       const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
