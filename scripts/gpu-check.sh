@@ -2,7 +2,7 @@
 # GPU check, run on the GPU machine from a clean state: configure with CUDA, build, run every test, run the
 # CUDA tests under compute-sanitizer (memcheck, racecheck; the conformance sizes are small), run the
 # benchmarks, and print a summary table last. Full logs go to $OUT (default ./gpu-check-out).
-#   usage: scripts/gpu-check.sh [--quick]
+#   usage: scripts/gpu-check.sh [--quick]   (SURFACE_ONLY=1, SOLVER_ONLY=1, FFD_ONLY=1 or ISO_ONLY=1: stop after that part)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -43,11 +43,23 @@ grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
 solver_filter='Solver.*:Hausdorff.*:SurfaceIntersection.*:Contacts.*:Bisectors.*:Engines.*'
 san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*:IsosurfaceLabels.*:Ffd.*:'"$solver_filter"
 [ "${SOLVER_ONLY:-0}" = 1 ] && san_filter=$solver_filter
+[ "${SURFACE_ONLY:-0}" = 1 ] && san_filter='*cuda_*:*hybrid_*:Properties.*'
 for tool in memcheck racecheck; do
   compute-sanitizer --tool $tool --error-exitcode 99 $tests --gtest_filter="$san_filter" >"$OUT/sanitizer-$tool.log" 2>&1
   rc=$?
   note "compute-sanitizer $tool" "$([ $rc -eq 0 ] && echo 'clean' || echo "rc=$rc") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
 done
+
+# SURFACE_ONLY=1: the GPU matrix of the surface evaluation (all methods), then stop
+if [ "${SURFACE_ONLY:-0}" = 1 ]; then
+  $exe bench surface --devices cuda --budget 0.3 --no-peer --json "$OUT/bench-gpu.json" >"$OUT/bench-gpu.log" 2>&1
+  note "bench gpu" "rc=$?"
+  echo; echo "== GPU rows at 2000^2 (positions + normals)"
+  grep -E "res  2000" "$OUT/bench-gpu.log" | head -60
+  echo; echo "================ summary ================"
+  for row in "${summary[@]}"; do printf '%-28s %s\n' "${row%%|*}" "${row#*|}"; done
+  exit 0
+fi
 
 # subdivision solver: the paper's experiments on the CPU engine (all threads) and both GPU engines
 $exe bench solver ${SOLVER_BENCH_EXTRA:-} --json "$OUT/bench-solver.json" >"$OUT/bench-solver.log" 2>&1

@@ -79,6 +79,14 @@ template <class T, int R, bool Global = false> __device__ __forceinline__ void l
 enum : int { kOutRuntime = 0, kOutPositions = 1, kOutFirst = 2, kOutNormals = 4, kOutSecond = 8 };
 
 
+// 1/sqrt(x) in one instruction; subnormal float inputs flush to zero (their normal is degenerate anyway).
+__device__ __forceinline__ float fast_rsqrt(float x) {
+  float r;
+  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ double fast_rsqrt(double x) { return rsqrt(x); }
+
 // Finishes a sample whose Su x Sv vanished: the limit normal from a second-order re-evaluation. Out of line
 // and called after the register tile is stored, so the rare path holds no registers of the common one.
 template <class T, int NC>
@@ -120,8 +128,10 @@ __device__ __forceinline__ void store_rows(const Job<T>& job, T (&s)[R][NC], T (
   auto normal_of = [&](int r, T* n) {
     kern::cross(su[r], sv[r], n);
     const T len2 = kern::dot3(n, n);
-    const bool ok = kern::normal_is_regular(len2, kern::dot3(su[r], su[r]), kern::dot3(sv[r], sv[r]));
-    const T inv = kern::ps_rsqrt(len2);
+    // kern::normal_is_regular with one max instruction (a NaN derivative leaves len2 NaN: not regular)
+    const T thr = kern::DegenerateThreshold<T>::value * fmax(kern::dot3(su[r], su[r]), kern::dot3(sv[r], sv[r]));
+    const bool ok = len2 > thr * thr && len2 > T(0);
+    const T inv = fast_rsqrt(len2);
 #pragma unroll
     for (int c = 0; c < 3; ++c) n[c] *= inv;
     degenerate |= ok ? 0u : 1u << r;
@@ -215,37 +225,45 @@ __device__ void factored_rows(const Job<T>& job, const T* basis, const T* group_
   constexpr int kRows = kWarps * R, U = q_units<T, NC, Order>(), UV = q_unit_values<T>();
   const int mu = job.net.m + 1;
   T s[R][NC], su[R][NC], sv[R][NC], suu[R][NC], suv[R][NC], svv[R][NC];
-#pragma unroll
-  for (int r = 0; r < R; ++r)
-#pragma unroll
-    for (int c = 0; c < NC; ++c) s[r][c] = su[r][c] = sv[r][c] = suu[r][c] = suv[r][c] = svv[r][c] = T(0);
   const T* bp = basis + r_first;
   const T* qp = group_q + threadIdx.x * UV;
-  constexpr int kUnroll = Order >= 2 ? 1 : 2;  // two steps in flight, except where their registers would spill
-#pragma unroll kUnroll
-  for (int k = 0; k < mu; ++k, bp += (Order + 1) * kRows, qp += U * kWarpCols * UV) {
+  // Step k of the rank-(m+1) update; the first one assigns, so the accumulators need no clearing.
+  auto step = [&]<bool First>(int k) {
+    const T* sb = bp + k * (Order + 1) * kRows;
+    const T* sq = qp + k * U * kWarpCols * UV;
     T rec[U * UV];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if constexpr (UV == 2) {
-        const float2 x = *reinterpret_cast<const float2*>(qp + u * kWarpCols * UV);
+        const float2 x = *reinterpret_cast<const float2*>(sq + u * kWarpCols * UV);
         rec[2 * u] = x.x, rec[2 * u + 1] = x.y;
       } else {
-        rec[u] = qp[u * kWarpCols];
+        rec[u] = sq[u * kWarpCols];
       }
     }
     T b[R], db[R] = {}, ddb[R] = {};
-    load_rows<T, R>(bp, b);
-    if constexpr (Order >= 1) load_rows<T, R>(bp + kRows, db);
-    if constexpr (Order >= 2) load_rows<T, R>(bp + 2 * kRows, ddb);
+    load_rows<T, R>(sb, b);
+    if constexpr (Order >= 1) load_rows<T, R>(sb + kRows, db);
+    if constexpr (Order >= 2) load_rows<T, R>(sb + 2 * kRows, ddb);
 #pragma unroll
     for (int r = 0; r < R; ++r)
 #pragma unroll
-      for (int c = 0; c < NC; ++c)
-        kern::factored_step<T, Order>(b[r], db[r], ddb[r], rec[c], rec[Order >= 1 ? NC + c : c],
-                                      rec[Order >= 2 ? 2 * NC + c : c], s[r][c], su[r][c], sv[r][c], suu[r][c],
-                                      suv[r][c], svv[r][c]);
-  }
+      for (int c = 0; c < NC; ++c) {
+        const T q = rec[c], qv = rec[Order >= 1 ? NC + c : c], qvv = rec[Order >= 2 ? 2 * NC + c : c];
+        if constexpr (First) {
+          s[r][c] = b[r] * q;
+          su[r][c] = db[r] * q, sv[r][c] = b[r] * qv;
+          suu[r][c] = ddb[r] * q, suv[r][c] = db[r] * qv, svv[r][c] = b[r] * qvv;
+        } else {
+          kern::factored_step<T, Order>(b[r], db[r], ddb[r], q, qv, qvv, s[r][c], su[r][c], sv[r][c], suu[r][c],
+                                        suv[r][c], svv[r][c]);
+        }
+      }
+  };
+  step.template operator()<true>(0);
+  constexpr int kUnroll = Order >= 2 ? 1 : 2;  // two steps in flight, except where their registers would spill
+#pragma unroll kUnroll
+  for (int k = 1; k < mu; ++k) step.template operator()<false>(k);
   store_rows<T, NC, Order, R, Outs>(job, s, su, sv, suu, suv, svv, col, row0 + r_first, row_end, out_base, out);
 }
 
@@ -264,7 +282,8 @@ __device__ void factored_block(const Job<T>& job, std::int64_t row0, std::int64_
   constexpr int kRows = kWarps * R, U = q_units<T, NC, Order>(), UV = q_unit_values<T>(), kThreads = kWarpCols * kWarps;
   const int mu = job.net.m + 1;
   T* basis = shared;
-  T* q_buffers[2] = {basis + mu * (Order + 1) * kRows, basis + mu * (Order + 1) * kRows + mu * U * kWarpCols * UV};
+  T* q_buffers = basis + mu * (Order + 1) * kRows;  // two of q_size values (indexed arithmetically, so that the
+  const int q_size = mu * U * kWarpCols * UV;        // compiler keeps the shared address space)
   const int tid = threadIdx.y * kWarpCols + threadIdx.x;
   for (int e = tid; e < kRows * mu; e += kThreads) {
     const int k = e / kRows, r = e % kRows;
@@ -284,17 +303,17 @@ __device__ void factored_block(const Job<T>& job, std::int64_t row0, std::int64_
       __pipeline_memcpy_async(dst + slice * kWarpCols * UV + part * kPer, src + slice * stride + part * kPer, 16);
     }
   };
-  stage_q(g0, q_buffers[0]);
+  stage_q(g0, q_buffers);
   __pipeline_commit();
   for (std::int64_t g = g0; g < g1; ++g) {
     __pipeline_wait_prior(0);
     __syncthreads();  // this group's Q (and the basis) landed; every warp is done with the other buffer
     const int cur = int(g - g0) & 1;
     if (g + 1 < g1) {
-      stage_q(g + 1, q_buffers[cur ^ 1]);
+      stage_q(g + 1, q_buffers + (cur ^ 1) * q_size);
       __pipeline_commit();
     }
-    factored_rows<T, NC, Order, R, Outs>(job, basis, q_buffers[cur], g * kWarpCols + threadIdx.x, row0,
+    factored_rows<T, NC, Order, R, Outs>(job, basis, q_buffers + cur * q_size, g * kWarpCols + threadIdx.x, row0,
                                          threadIdx.y * R, row_end, out_base, out);
   }
   if (stages_again) __syncthreads();  // the staged rows are free again
