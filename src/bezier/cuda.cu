@@ -1,7 +1,8 @@
 // CUDA backend of surface evaluation: thin kernels over the shared per-sample math (kernels.hpp, backend.hpp).
 // Palomar et al. 2017 (per-point methods, Sect. 5.1; CPU-GPU cooperation, Sect. 5.2). The factored kernel is
 // ours: stage 1 contracts the net with the v basis per column, stage 2 is a rank-(m+1) update per sample,
-// register-tiled over R rows so that each Q load feeds R samples.
+// register-tiled over R rows so that each Q load feeds R samples, with the u-basis and each 32-column group's Q
+// staged in shared memory (the next group's copied in by cp.async while this one computes).
 #include <algorithm>
 #include <cuda_pipeline.h>
 #include <vector>
@@ -56,20 +57,19 @@ template <class T, int NC, int Order> constexpr int q_units() {
 }
 __host__ __device__ inline std::int64_t padded_cols(std::int64_t cols) { return (cols + kWarpCols - 1) / kWarpCols * kWarpCols; }
 
-// R consecutive values as 16-byte vector loads (src 16-byte aligned, R a multiple of 16 bytes); Global: through
-// the read-only cache, else an ordinary (shared-memory) load.
-template <class T, int R, bool Global = false> __device__ __forceinline__ void load_rows(const T* src, T* dst) {
+// R consecutive values (of shared memory) as 16-byte vector loads (src 16-byte aligned, R a multiple of 16 bytes).
+template <class T, int R> __device__ __forceinline__ void load_rows(const T* src, T* dst) {
   static_assert((R * sizeof(T)) % 16 == 0);
   constexpr int kPer = 16 / sizeof(T);
 #pragma unroll
   for (int i = 0; i < R / kPer; ++i) {
     if constexpr (sizeof(T) == 4) {
       const float4* v = reinterpret_cast<const float4*>(src) + i;
-      const float4 x = Global ? __ldg(v) : *v;
+      const float4 x = *v;
       dst[4 * i] = x.x, dst[4 * i + 1] = x.y, dst[4 * i + 2] = x.z, dst[4 * i + 3] = x.w;
     } else {
       const double2* v = reinterpret_cast<const double2*>(src) + i;
-      const double2 x = Global ? __ldg(v) : *v;
+      const double2 x = *v;
       dst[2 * i] = x.x, dst[2 * i + 1] = x.y;
     }
   }
