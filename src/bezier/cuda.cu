@@ -90,7 +90,7 @@ __device__ __forceinline__ double fast_rsqrt(double x) { return rsqrt(x); }
 // Finishes a sample whose Su x Sv vanished: the limit normal from a second-order re-evaluation. Out of line
 // and called after the register tile is stored, so the rare path holds no registers of the common one.
 template <class T, int NC>
-__device__ __noinline__ void store_degenerate_normal(kern::NetView<T> net, T u, T v, T* n0, T* n1, T* n2) {
+__device__ __noinline__ void fix_degenerate_normal(kern::NetView<T> net, T u, T v, T* n0, T* n1, T* n2) {
   T nrm[3];
   kern::degenerate_normal<T, NC>(net, u, v, nrm);
   *n0 = nrm[0], *n1 = nrm[1], *n2 = nrm[2];
@@ -210,8 +210,8 @@ __device__ __forceinline__ void store_rows(const Job<T>& job, T (&s)[R][NC], T (
     const int r = __ffs(degenerate) - 1;
     degenerate &= degenerate - 1;
     const std::int64_t i = (row + r - out_base) * cols + col;
-    store_degenerate_normal<T, NC>(job.net, kern::grid_param<T>(row + r, job.rows), kern::grid_param<T>(col, job.cols),
-                                   out.nrm[0] + i, out.nrm[1] + i, out.nrm[2] + i);
+    fix_degenerate_normal<T, NC>(job.net, kern::grid_param<T>(row + r, job.rows), kern::grid_param<T>(col, job.cols),
+                                 out.nrm[0] + i, out.nrm[1] + i, out.nrm[2] + i);
   }
 }
 

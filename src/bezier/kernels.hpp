@@ -446,7 +446,7 @@ PS_HD_NOINLINE bool degenerate_normal(const NetView<T>& net, T u, T v, T* nrm) {
 }
 
 // Stores one sample's outputs, except the normal where Su x Sv vanished: returns false there, and the caller
-// finishes that sample with store_degenerate_normal (kernels defer it so that the rare path holds no registers).
+// finishes that sample with store_degenerate_normal.
 template <class T, int NC, int Order>
 PS_HD bool store_regular_sample(const Jet<T, NC>& h, const OutView<T>& out, std::int64_t idx) {
   const CartJet<T> j = to_cartesian<T, NC, Order>(h);
