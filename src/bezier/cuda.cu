@@ -79,14 +79,6 @@ template <class T, int R> __device__ __forceinline__ void load_rows(const T* src
 enum : int { kOutRuntime = 0, kOutPositions = 1, kOutFirst = 2, kOutNormals = 4, kOutSecond = 8 };
 
 
-// 1/sqrt(x) in one instruction; subnormal float inputs flush to zero (their normal is degenerate anyway).
-__device__ __forceinline__ float fast_rsqrt(float x) {
-  float r;
-  asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
-  return r;
-}
-__device__ __forceinline__ double fast_rsqrt(double x) { return rsqrt(x); }
-
 // Finishes a sample whose Su x Sv vanished: the limit normal from a second-order re-evaluation. Out of line
 // and called after the register tile is stored, so the rare path holds no registers of the common one.
 template <class T, int NC>
@@ -126,14 +118,7 @@ __device__ __forceinline__ void store_rows(const Job<T>& job, T (&s)[R][NC], T (
   std::uint32_t degenerate = 0;  // rows whose Su x Sv vanished, finished last
   // Normal of row r (branch-free: where it vanished the value is inf or NaN and is overwritten by the fix-up).
   auto normal_of = [&](int r, T* n) {
-    kern::cross(su[r], sv[r], n);
-    const T len2 = kern::dot3(n, n);
-    // kern::normal_is_regular with one max instruction (a NaN derivative leaves len2 NaN: not regular)
-    const T thr = kern::DegenerateThreshold<T>::value * fmax(kern::dot3(su[r], su[r]), kern::dot3(sv[r], sv[r]));
-    const bool ok = len2 > thr * thr && len2 > T(0);
-    const T inv = fast_rsqrt(len2);
-#pragma unroll
-    for (int c = 0; c < 3; ++c) n[c] *= inv;
+    const bool ok = kern::unit_normal(su[r], sv[r], n);
     degenerate |= ok ? 0u : 1u << r;
     return ok;
   };
@@ -183,7 +168,7 @@ __device__ __forceinline__ void store_rows(const Job<T>& job, T (&s)[R][NC], T (
           for (int c = 0; c < 3; ++c)
             if (group[c]) group[c][first + r * cols] = a[r][c];
     };
-    if (out.p[0] || out.p[1] || out.p[2]) put(out.p, s);
+    put(out.p, s);
     if constexpr (Order >= 1) {
       put(out.du, su);
       put(out.dv, sv);
@@ -611,17 +596,18 @@ template <class T> kern::OutView<T> shifted(kern::OutView<T> out, std::int64_t b
 // second derivatives.
 template <class T> int output_set(const kern::OutView<T>& out) {
   int outs = 0;
+  bool partial = false;
   auto group = [&](T* const* g, int bit) {
     const int n = (g[0] != nullptr) + (g[1] != nullptr) + (g[2] != nullptr);
     if (n == 3) outs |= bit;
-    else if (n != 0) outs = -1000;
+    partial |= n != 0 && n != 3;
   };
   group(out.p, kOutPositions);
   group(out.du, kOutFirst);
   group(out.dv, kOutFirst);
   group(out.nrm, kOutNormals);
-  if ((out.du[0] != nullptr) != (out.dv[0] != nullptr) || (out.nrm[0] != nullptr) != (out.flag != nullptr) ||
-      out.duu[0] || out.duv[0] || out.dvv[0] || outs <= 0)
+  if (partial || (out.du[0] != nullptr) != (out.dv[0] != nullptr) || (out.nrm[0] != nullptr) != (out.flag != nullptr) ||
+      out.duu[0] || out.duv[0] || out.dvv[0])
     return kOutRuntime;
   return outs;
 }

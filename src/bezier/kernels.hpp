@@ -167,14 +167,14 @@ template <class T> PS_HD bool normal_is_regular(T len2, T su2, T sv2) {
   return len2 > thr * thr && len2 > T(0);
 }
 
-// Unit normal Su x Sv; returns false (degenerate) when it vanishes relative to |Su|, |Sv|.
+// Unit normal Su x Sv; returns false (degenerate) when it vanishes relative to |Su|, |Sv|. Branch-free: where it
+// returns false, nrm holds inf or NaN and the caller replaces it (limit normal, or zero).
 template <class T> PS_HD bool unit_normal(const T* su, const T* sv, T* nrm) {
   cross(su, sv, nrm);
   const T len2 = dot3(nrm, nrm);
-  if (!normal_is_regular(len2, dot3(su, su), dot3(sv, sv))) return false;
   const T inv = ps_rsqrt(len2);
   for (int c = 0; c < 3; ++c) nrm[c] *= inv;
-  return true;
+  return normal_is_regular(len2, dot3(su, su), dot3(sv, sv));
 }
 
 // Limit normal where Su x Sv vanishes: near a collapsed row Sv ~ (u-u0) Suv, near a collapsed column

@@ -39,8 +39,8 @@ template <class T> struct BasisTables {
 constexpr int kRowChunk = 64;  // samples of a row handled together
 
 // Homogeneous sums of a row's samples to positions and unit normals (Cartesian division for rational patches
-// only): kern::unit_normal's test without its early return, so that the loop vectorises. Returns how many
-// normals degenerated (flagged in `degenerate`).
+// only); kern::unit_normal has no branch, so the loop vectorises. Returns how many normals degenerated (flagged
+// in `degenerate`).
 template <class T, bool Rational>
 int finish_row(int count, const T (*h)[kRowChunk], const T (*hu)[kRowChunk], const T (*hv)[kRowChunk], T sign,
                T* __restrict px, T* __restrict py, T* __restrict pz, T* __restrict nx, T* __restrict ny, T* __restrict nz,
@@ -55,15 +55,12 @@ int finish_row(int count, const T (*h)[kRowChunk], const T (*hu)[kRowChunk], con
       su[c] = Rational ? (hu[c][k] - p[c] * hu[3][k]) * iw : hu[c][k];
       sv[c] = Rational ? (hv[c][k] - p[c] * hv[3][k]) * iw : hv[c][k];
     }
-    T c[3];
-    kern::cross(su, sv, c);
-    const T len2 = kern::dot3(c, c);
-    const bool ok = kern::normal_is_regular(len2, kern::dot3(su, su), kern::dot3(sv, sv));
-    const T inv = sign / std::sqrt(ok ? len2 : T(1));
+    T n[3];
+    const bool ok = kern::unit_normal(su, sv, n);  // branch-free; degenerate samples are redone after the row
     degenerate[k] = !ok;
     bad += !ok;
     px[k] = p[0], py[k] = p[1], pz[k] = p[2];
-    nx[k] = c[0] * inv, ny[k] = c[1] * inv, nz[k] = c[2] * inv;
+    nx[k] = sign * n[0], ny[k] = sign * n[1], nz[k] = sign * n[2];
   }
   return bad;
 }
