@@ -9,7 +9,25 @@ exe="$1"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
-run() { timeout 300 mpirun --oversubscribe -np "$@"; }
+# Open MPI 4.1's launcher now and then reports a rank that finished normally as "rank N with PID 0 ... exiting improperly"
+# (its exit race, open-mpi/ompi#7833): such a run, with no message of ours, is run again (at most twice) and says so.
+run() {
+  local log rc attempt
+  log=$(mktemp -p "$dir")
+  for attempt in 1 2 3; do
+    timeout 300 mpirun --oversubscribe -np "$@" >"$log" 2>&1
+    rc=$?
+    if [ "$rc" -ne 0 ] && [ "$attempt" -lt 3 ] && grep -q "with PID 0 on" "$log" && grep -q "exiting improperly" "$log" \
+      && ! grep -q "parasurf: " "$log"; then
+      echo "note: Open MPI's exit race (ompi#7833) on attempt $attempt of: mpirun -np $*; running it again" >&2
+      continue
+    fi
+    break
+  done
+  cat "$log"
+  rm -f "$log"
+  return "$rc"
+}
 fail() { echo "FAIL: $*"; exit 1; }
 for field in tangle:56 gyroid:40x48x61; do
   name=${field%%:*}; size=${field#*:}
