@@ -33,6 +33,7 @@ struct BenchArgs {
 struct Row {
   std::string device, method, precision, scheme;
   int net = 0, threads = 0;
+  bool tensor_cores = false;  // GPU stage 2 on tensor cores (float factored grids)
   std::int64_t resolution = 0;
   double seconds = 0, points_per_s = 0, bytes = 0, gbps = 0, copy_fraction = 0, cpu_share = 0;
 };
@@ -72,6 +73,7 @@ Row measure(const BezierSurface& s, std::int64_t res, Method method, Device devi
   row.gbps = row.bytes / row.seconds * 1e-9;
   row.copy_fraction = copy_bw > 0 ? row.bytes / row.seconds / copy_bw : 0;
   row.cpu_share = share / double(t.size());
+  row.tensor_cores = ev.last_report().gpu_tensor_cores;
   row.resolution = res;
   row.threads = threads;
   row.method = method_name(method);
@@ -86,6 +88,7 @@ void print_row(const Row& r) {
               r.threads, r.seconds * 1e3, r.points_per_s * 1e-6, r.gbps);
   if (r.copy_fraction > 0) std::printf("  %5.1f%% of copy bw", 100 * r.copy_fraction);
   if (r.scheme.rfind("hybrid", 0) == 0) std::printf("  cpu share %.3f", r.cpu_share);
+  if (r.tensor_cores) std::printf("  tensor cores");
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -95,7 +98,7 @@ nlohmann::json to_json(const Row& r) {
           {"scheme", r.scheme},       {"net", r.net},           {"resolution", r.resolution},
           {"threads", r.threads},     {"seconds", r.seconds},   {"points_per_second", r.points_per_s},
           {"output_bytes", r.bytes},  {"gb_per_second", r.gbps}, {"fraction_of_copy_bandwidth", r.copy_fraction},
-          {"cpu_share", r.cpu_share}};
+          {"cpu_share", r.cpu_share}, {"tensor_cores", r.tensor_cores}};
 }
 
 void run_bench(const BenchArgs& a) {
@@ -157,6 +160,11 @@ void run_bench(const BenchArgs& a) {
                                        : measure<float>(s, res, method, dev, int(t), a.budget, copy_bw, extra);
               if (dev == Device::Cpu) r.copy_fraction = 0;
               add(r, dev == Device::Cuda ? "kernel" : "cpu", int(net));
+              // Where the tensor-core path ran, the FP32 kernel beside it.
+              if (r.tensor_cores) {
+                extra.gpu_tensor_cores = false;
+                add(measure<float>(s, res, method, dev, int(t), a.budget, copy_bw, extra), "kernel-fp32", int(net));
+              }
             }
           }
   }

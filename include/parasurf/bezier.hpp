@@ -73,6 +73,9 @@ struct EvalOptions {
   bool poison_device_buffers = false;    // tests: fill device outputs with NaN before launch
   bool skip_copy_back = false;           // benchmarks: GPU results stay on the device (outputs not filled)
   std::uint64_t gpu_launch_bytes = 0;    // tests: most bytes of one output array per GPU launch (0: 4 GiB)
+  // Float grids, factored method, positions / first derivatives / normals: the GPU's stage 2 as TF32 tensor-core
+  // products with split operands (float accuracy; compute capability 8.0+). false: the FP32 kernel.
+  bool gpu_tensor_cores = true;
 };
 
 // What a run did (for benchmarks and tests).
@@ -84,6 +87,7 @@ struct EvalReport {
   double seconds_transfer = 0;     // GPU: device-to-host copy time
   double cpu_share_used = 0;       // hybrid: fraction of samples computed by the CPU
   std::int64_t tiles_cpu = 0, tiles_gpu = 0;
+  bool gpu_tensor_cores = false;   // GPU: stage 2 ran on tensor cores (see EvalOptions::gpu_tensor_cores)
 };
 
 // Sample arrays (structure of arrays).

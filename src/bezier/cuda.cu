@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "bezier/cuda_backend.hpp"
+#include "bezier/cuda_shared.cuh"
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
 #include "core/memory.hpp"
@@ -75,18 +76,6 @@ template <class T, int R> __device__ __forceinline__ void load_rows(const T* src
   }
 }
 
-// Output sets the factored kernel is compiled for; kOutRuntime tests every output pointer at run time.
-enum : int { kOutRuntime = 0, kOutPositions = 1, kOutFirst = 2, kOutNormals = 4, kOutSecond = 8 };
-
-
-// Finishes a sample whose Su x Sv vanished: the limit normal from a second-order re-evaluation. Out of line
-// and called after the register tile is stored, so the rare path holds no registers of the common one.
-template <class T, int NC>
-__device__ __noinline__ void fix_degenerate_normal(kern::NetView<T> net, T u, T v, T* n0, T* n1, T* n2) {
-  T nrm[3];
-  kern::degenerate_normal<T, NC>(net, u, v, nrm);
-  *n0 = nrm[0], *n1 = nrm[1], *n2 = nrm[2];
-}
 
 // Stores the R rows (first row `row`, clipped to row_end) of one column from the accumulators, one output
 // group at a time so that each group's test is made once; normals branch-free, degenerate ones fixed last.
@@ -412,6 +401,8 @@ struct Context {
   std::uint32_t* flags_dev = nullptr;
   std::int64_t flags_tiles = 0, dyn_tiles = 0;
   // the launch in flight
+  int tensor_available = -1;  // tensor-core kernels run here (-1: not asked yet)
+  bool tensor_launched = false;  // the launch in flight took the tensor-core path
   std::int64_t launched_begin = 0, launched_end = 0, cols = 0;
   void* dev_out[22] = {};  // p, du, dv, nrm, duu, duv, dvv (x3 each), flag
   bool pending = false;
@@ -490,7 +481,7 @@ T* const* out_slots(const kern::OutView<T>& o, int k) {
 
 // Device copies of the job's inputs: net, level 2 (cached), stage 1, power tiles.
 template <class T>
-Job<T> device_job(Context* ctx, const Inputs<T>& in, bool* level2_built) {
+Job<T> device_job(Context* ctx, const Inputs<T>& in, bool* level2_built, bool tensor = false) {
   Job<T> job;
   job.method = in.method;
   job.nc = in.nc;
@@ -536,6 +527,15 @@ Job<T> device_job(Context* ctx, const Inputs<T>& in, bool* level2_built) {
       *level2_built = true;
     }
     job.tables = {bu, dbu, ddbu, bv, dbv, ddbv};
+    if constexpr (std::is_same_v<T, float>) {
+      if (tensor) {
+        const std::size_t bytes = tensor::columns_bytes(in.nc, in.order, in.m, in.cols);
+        ctx->columns.ensure(bytes, "allocating the factored columns");
+        job.columns = {ctx->columns.as<float>(), nullptr, nullptr, 0, 0, 0};  // the tensor path's layout
+        tensor::build_columns(job, ctx->columns.as<float>(), ctx->stream);
+        return job;
+      }
+    }
     if (in.method == Method::Factored) {
       dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
         const std::size_t values = mu * q_units<T, NC, Order>() * padded_cols(in.cols) * q_unit_values<T>();
@@ -744,7 +744,13 @@ bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std:
                  const kern::OutView<T>& which, bool dynamic, std::int64_t tile_rows) {
   PS_CUDA(cudaSetDevice(ctx->device), "selecting the CUDA device");
   bool built = false;
-  const Job<T> job = device_job(ctx, in, &built);
+  // Float grids of the factored method with a compiled-in output set run stage 2 on tensor cores.
+  const int outs = output_set(which);
+  bool tensor = std::is_same_v<T, float> && in.tensor_cores && in.method == Method::Factored && !dynamic &&
+                tensor::takes(in.nc, in.order, in.m, row_end - row_begin, outs);
+  if (tensor && ctx->tensor_available < 0) ctx->tensor_available = tensor::available(ctx->device) ? 1 : 0;
+  tensor = tensor && ctx->tensor_available == 1;
+  const Job<T> job = device_job(ctx, in, &built, tensor);
   const kern::OutView<T> out = device_outputs(ctx, which, (row_end - row_begin) * in.cols, in.poison);
   DeviceTiles dyn;
   if (dynamic) {
@@ -755,10 +761,15 @@ bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std:
     dyn.owner = ctx->flags_dev + 2 * ctx->dyn_tiles;
   }
   PS_CUDA(cudaEventRecord(ctx->start, ctx->stream), "recording an event");
-  dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
-    launch_sample_kernel<T, NC, Order>(ctx, job, row_begin, row_end, out, dyn, tile_rows, in.launch_bytes);
-  });
+  if constexpr (std::is_same_v<T, float>) {
+    if (tensor) tensor::launch(job, job.columns.q, row_begin, row_end, out, outs, ctx->multiprocessors, ctx->stream);
+  }
+  if (!tensor)
+    dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
+      launch_sample_kernel<T, NC, Order>(ctx, job, row_begin, row_end, out, dyn, tile_rows, in.launch_bytes);
+    });
   PS_CUDA_LAUNCH("launching the surface kernel");
+  ctx->tensor_launched = tensor;
   PS_CUDA(cudaEventRecord(ctx->stop, ctx->stream), "recording an event");
   ctx->launched_begin = row_begin;
   ctx->launched_end = row_end;
@@ -788,7 +799,10 @@ void finish_grid(Context* ctx, std::int64_t row_begin, std::int64_t row_end, con
     PS_CUDA(cudaEventElapsedTime(&copy_ms, ctx->start, ctx->stop), "timing the copy");
     if (report) report->seconds_transfer += copy_ms * 1e-3;
   }
-  if (report) report->seconds_kernel += kernel_ms * 1e-3;
+  if (report) {
+    report->seconds_kernel += kernel_ms * 1e-3;
+    report->gpu_tensor_cores = report->gpu_tensor_cores || ctx->tensor_launched;
+  }
 }
 
 template <class T>

@@ -1,6 +1,7 @@
 // Geometric properties, the multi-level cache, degenerate normals, backend parity and bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -194,6 +195,7 @@ TEST(Properties, GpuGridSplitIntoLaunchesMatchesOneLaunch) {
     EvalOptions one, split;
     one.device = split.device = Device::Cuda;
     one.poison_device_buffers = split.poison_device_buffers = true;
+    one.gpu_tensor_cores = split.gpu_tensor_cores = false;  // the FP32 kernel is the one that splits
     split.gpu_launch_bytes = std::uint64_t(grid.cols) * sizeof(float) * 37;  // 37 rows per launch
     const auto a = evaluate_grid<float>(s, grid, req, one);
     const auto b = evaluate_grid<float>(s, grid, req, split);
@@ -205,6 +207,59 @@ TEST(Properties, GpuGridSplitIntoLaunchesMatchesOneLaunch) {
       for (float x : b.position[c]) ASSERT_TRUE(std::isfinite(x));
     }
     EXPECT_EQ(a.degenerate, b.degenerate);
+  }
+}
+
+// The tensor-core path (float, 3xTF32) against the FP32 kernel: every k-step layout (u-degrees 1..19 cover 1 to
+// 5 units of 4 terms), rational and not, even and odd row lengths (paired and single stores), each compiled-in
+// output set. Both are float-accurate, so they agree to the conformance tolerance: positions 1e-5 L, first
+// derivatives 1e-5 L d, normal directions 1e-4 where both are regular; the same degenerate flags.
+TEST(Properties, GpuTensorCorePathMatchesFp32Kernel) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937_64 rng(test::run_seed() + 10);
+  const int degrees[] = {1, 3, 4, 7, 8, 11, 12, 15, 16, 19};
+  for (int i = 0; i < 10; ++i) {
+    const int m = degrees[i], n = 1 + int(rng() % 32);
+    const bool rational = i % 3 == 1;
+    BezierSurface s = make_random_surface(m, n, rng(), rational);
+    if (i == 5)  // a collapsed first row: degenerate normals along it
+      for (int j = 0; j <= n; ++j)
+        for (int c = 0; c < 3; ++c) s.points[3 * j + c] = s.points[c];
+    const GridSpec grid = i % 2 == 0 ? GridSpec{517, 389} : GridSpec{130, 66};
+    const int set = i % 4;  // positions; + normals; + first derivatives; + both
+    EvalRequest req;
+    req.normals = set == 1 || set == 3;
+    req.first_derivatives = set >= 2;
+    EvalOptions tc, fp32;
+    tc.device = fp32.device = Device::Cuda;
+    tc.method = fp32.method = Method::Factored;
+    tc.poison_device_buffers = fp32.poison_device_buffers = true;
+    fp32.gpu_tensor_cores = false;
+    EvalReport rt, rf;
+    const auto a = evaluate_grid<float>(s, grid, req, tc, &rt);
+    const auto b = evaluate_grid<float>(s, grid, req, fp32, &rf);
+    SCOPED_TRACE(testing::Message() << "degrees " << m << "x" << n << (rational ? " rational" : "") << ", output set "
+                                    << set << ", grid " << grid.rows << "x" << grid.cols);
+    EXPECT_FALSE(rf.gpu_tensor_cores);
+    if (!rt.gpu_tensor_cores) GTEST_SKIP() << "this GPU or build has no TF32 tensor cores (compute capability < 8.0)";
+    const double L = test::bbox_size(s), d = std::max(m, n);
+    for (int c = 0; c < 3; ++c) {
+      ASSERT_EQ(a.position[c].size(), b.position[c].size());
+      for (std::size_t k = 0; k < a.position[c].size(); ++k)
+        ASSERT_NEAR(a.position[c][k], b.position[c][k], 1e-5 * L) << "sample " << k;
+      for (std::size_t k = 0; k < a.du[c].size(); ++k) {
+        ASSERT_NEAR(a.du[c][k], b.du[c][k], 1e-5 * L * d) << "sample " << k;
+        ASSERT_NEAR(a.dv[c][k], b.dv[c][k], 1e-5 * L * d) << "sample " << k;
+      }
+    }
+    EXPECT_EQ(a.degenerate, b.degenerate);
+    for (std::size_t k = 0; k < a.degenerate.size(); ++k) {
+      const double dot = a.normal[0][k] * b.normal[0][k] + a.normal[1][k] * b.normal[1][k] +
+                         a.normal[2][k] * b.normal[2][k];
+      if (!a.degenerate[k] && !b.degenerate[k]) ASSERT_GT(dot, 1.0 - 1e-4) << "sample " << k;
+      for (int c = 0; c < 3; ++c) ASSERT_TRUE(std::isfinite(a.normal[c][k])) << "sample " << k;
+    }
+    if (i == 5) EXPECT_EQ(a.degenerate[0], 1) << "the collapsed row's normals are not flagged";
   }
 }
 
