@@ -160,10 +160,11 @@ void run_bench(const BenchArgs& a) {
                                        : measure<float>(s, res, method, dev, int(t), a.budget, copy_bw, extra);
               if (dev == Device::Cpu) r.copy_fraction = 0;
               add(r, dev == Device::Cuda ? "kernel" : "cpu", int(net));
-              // Where the tensor-core path ran, the FP32 kernel beside it.
-              if (r.tensor_cores) {
-                extra.gpu_tensor_cores = false;
-                add(measure<float>(s, res, method, dev, int(t), a.budget, copy_bw, extra), "kernel-fp32", int(net));
+              // Float factored grids: the tensor-core path beside the FP32 kernel, where it runs.
+              if (dev == Device::Cuda && method == Method::Factored && prec == "float") {
+                extra.gpu_tensor_cores = true;
+                Row tc = measure<float>(s, res, method, dev, int(t), a.budget, copy_bw, extra);
+                if (tc.tensor_cores) add(tc, "kernel-tc", int(net));
               }
             }
           }

@@ -74,8 +74,8 @@ struct EvalOptions {
   bool skip_copy_back = false;           // benchmarks: GPU results stay on the device (outputs not filled)
   std::uint64_t gpu_launch_bytes = 0;    // tests: most bytes of one output array per GPU launch (0: 4 GiB)
   // Float grids, factored method, positions / first derivatives / normals: the GPU's stage 2 as TF32 tensor-core
-  // products with split operands (float accuracy; compute capability 8.0+). false: the FP32 kernel.
-  bool gpu_tensor_cores = true;
+  // products with split operands (float accuracy; compute capability 8.0+). Opt-in until it has run on a GPU.
+  bool gpu_tensor_cores = false;
 };
 
 // What a run did (for benchmarks and tests).

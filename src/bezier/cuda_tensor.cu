@@ -5,7 +5,8 @@
 // recovers float accuracy: Ootomo & Yokota 2022, "Recovering single precision accuracy from Tensor Cores while
 // surpassing the FP32 theoretical peak performance" (IJHPCA 36(4)). The FP32 kernel in cuda.cu spends ~9 FFMA
 // per sample per term; here a warp's 16 x 8 samples per term pair cost a few MMAs, so the kernel is bound by
-// its stores.
+// its stores. Opt-in (EvalOptions::gpu_tensor_cores) until it has run on a GPU: it was written and compiled for
+// sm_90 in a session without GPU time; Properties.GpuTensorCorePathMatchesFp32Kernel is its check.
 //
 // Fragments (PTX ISA, mma.m16n8k8 / m16n8k4 .tf32, lane = 4 g + t): A a0 (row g, k t), a1 (row g+8, k t),
 // a2 (row g, k t+4), a3 (row g+8, k t+4); B b0 (k t, col g), b1 (k t+4, col g); C c0 (row g, col 2t),

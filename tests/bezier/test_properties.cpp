@@ -195,7 +195,6 @@ TEST(Properties, GpuGridSplitIntoLaunchesMatchesOneLaunch) {
     EvalOptions one, split;
     one.device = split.device = Device::Cuda;
     one.poison_device_buffers = split.poison_device_buffers = true;
-    one.gpu_tensor_cores = split.gpu_tensor_cores = false;  // the FP32 kernel is the one that splits
     split.gpu_launch_bytes = std::uint64_t(grid.cols) * sizeof(float) * 37;  // 37 rows per launch
     const auto a = evaluate_grid<float>(s, grid, req, one);
     const auto b = evaluate_grid<float>(s, grid, req, split);
@@ -234,7 +233,7 @@ TEST(Properties, GpuTensorCorePathMatchesFp32Kernel) {
     tc.device = fp32.device = Device::Cuda;
     tc.method = fp32.method = Method::Factored;
     tc.poison_device_buffers = fp32.poison_device_buffers = true;
-    fp32.gpu_tensor_cores = false;
+    tc.gpu_tensor_cores = true;
     EvalReport rt, rf;
     const auto a = evaluate_grid<float>(s, grid, req, tc, &rt);
     const auto b = evaluate_grid<float>(s, grid, req, fp32, &rf);
