@@ -15,7 +15,7 @@ struct SurfaceArgs {
   std::string input, generator = "wavy", degree = "5x5", resolution = "256x256", method = "auto",
                      precision = "float", device = "auto", output = "surface.ply", obj;
   std::int64_t seed = -1;
-  bool rational = false;
+  bool rational = false, tensor_cores = false;
   int threads = 0;
 };
 
@@ -25,6 +25,7 @@ void run(const SurfaceArgs& a, const BezierSurface& surface, GridSpec grid) {
   opt.method = parse_method(a.method);
   opt.device = parse_device(a.device);
   opt.threads = a.threads;
+  opt.gpu_tensor_cores = a.tensor_cores;
   EvalRequest req;
   req.positions = true;
   req.normals = true;
@@ -42,6 +43,9 @@ void run(const SurfaceArgs& a, const BezierSurface& surface, GridSpec grid) {
   std::printf("surface: degree %dx%d%s, %lldx%lld samples, method %s, device %s, %s\n", surface.degree_u,
               surface.degree_v, surface.rational() ? " rational" : "", (long long)grid.rows, (long long)grid.cols,
               method_name(report.method_used), device_name(report.device_used), a.precision.c_str());
+  if (a.tensor_cores && !report.gpu_tensor_cores)
+    std::printf("note: the tensor-core path did not apply (it takes float grids of the factored method on a GPU of "
+                "compute capability 8.0+, u-degree up to 19)\n");
   std::printf("evaluated in %.3f ms (%.1f Mpoints/s)%s; %lld degenerate normals\n", report.seconds_total * 1e3,
               grid.count() / report.seconds_total * 1e-6, report.seconds_kernel > 0 ? " incl. transfer" : "",
               (long long)degenerate);
@@ -66,6 +70,8 @@ void add_surface(CLI::App& app) {
   cmd->add_option("--precision", args->precision, "float | double")->check(CLI::IsMember({"float", "double"}));
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hybrid");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all)");
+  cmd->add_flag("--tensor-cores", args->tensor_cores,
+                "GPU, float, factored: stage 2 on TF32 tensor cores with split operands (experimental, opt-in)");
   cmd->add_option("--output,-o", args->output, "Mesh file (.ply or .obj)");
   cmd->add_option("--obj", args->obj, "Also write this .obj file");
   cmd->callback([args] {
