@@ -114,6 +114,21 @@ PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const
   }
 }
 
+// The position of one sample alone (a third of eval_sample's work: no derivatives, no normal patch).
+template <class T>
+PS_HD void eval_position(const PatchRecord& r, const T* points, T u, T v, T* p) {
+  const T* P = points + r.cp * 4;
+  T h[4];
+  if (r.flags & kTriangle) {
+    triangle_jet<T, 4>(P, r.du, u, v, h, nullptr, nullptr);
+  } else {
+    const kern::Jet<T, 4> jet = kern::jet_direct<T, 4, 0>(kern::NetView<T>{r.du, r.dv, P}, u, v);
+    for (int c = 0; c < 4; ++c) h[c] = jet.s[c];
+  }
+  const T iw = T(1) / h[3];
+  for (int c = 0; c < 3; ++c) p[c] = h[c] * iw;
+}
+
 // Writes the position and unit normal of one sample (SoA arrays). Returns false where the normal is degenerate
 // (then a limit normal, or zero when even that vanishes).
 template <class T>

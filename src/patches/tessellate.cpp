@@ -55,11 +55,9 @@ double norm3(const double* a) { return std::sqrt(a[0] * a[0] + a[1] * a[1] + a[2
 // ---------------------------------------------------------------- chordal error
 // Largest distance between a patch and one of its triangles, sampled at the inner points of a k-division of the
 // triangle: the surface at the interpolated (u,v) against the interpolated corner positions.
-double triangle_deviation(const patchk::PatchRecord& rec, const double* pts, const double* npts,
-                          const double (&uv)[3][2], const double (&xyz)[3][3], int k) {
-  double buf[6];
-  double* pos[3] = {&buf[0], &buf[1], &buf[2]};
-  double* nrm[3] = {&buf[3], &buf[4], &buf[5]};
+double triangle_deviation(const patchk::PatchRecord& rec, const double* pts, const double (&uv)[3][2],
+                          const double (&xyz)[3][3], int k) {
+  double buf[3];
   double worst = 0;
   for (int a = 0; a <= k; ++a)
     for (int b = 0; a + b <= k; ++b) {
@@ -67,7 +65,7 @@ double triangle_deviation(const patchk::PatchRecord& rec, const double* pts, con
       const double wa = double(a) / k, wb = double(b) / k, wc = 1 - wa - wb;
       const double u = wa * uv[0][0] + wb * uv[1][0] + wc * uv[2][0];
       const double v = wa * uv[0][1] + wb * uv[1][1] + wc * uv[2][1];
-      patchk::eval_sample<double>(rec, pts, npts, u, v, pos, nrm, 0);
+      patchk::eval_position<double>(rec, pts, u, v, buf);
       double d2 = 0;
       for (int c = 0; c < 3; ++c) {
         const double lin = wa * xyz[0][c] + wb * xyz[1][c] + wc * xyz[2][c];
@@ -79,17 +77,13 @@ double triangle_deviation(const patchk::PatchRecord& rec, const double* pts, con
 }
 
 // Largest deviation of one patch from its regular (nu x nv) triangulation, sampled inside every triangle.
-double grid_deviation(const patchk::PatchRecord& rec, const double* pts, const double* npts, int nu, int nv) {
-  double buf[6];
-  double* pos[3] = {&buf[0], &buf[1], &buf[2]};
-  double* nrm[3] = {&buf[3], &buf[4], &buf[5]};
+double grid_deviation(const patchk::PatchRecord& rec, const double* pts, int nu, int nv) {
   const bool tri = rec.flags & patchk::kTriangle;
   std::vector<double> grid(std::size_t(nu + 1) * (nv + 1) * 3);
   for (int i = 0; i <= nu; ++i)
     for (int j = 0; j <= nv; ++j)
       if (!tri || i + j <= nu) {
-        patchk::eval_sample<double>(rec, pts, npts, double(i) / nu, double(j) / nv, pos, nrm, 0);
-        std::copy_n(buf, 3, &grid[(std::size_t(i) * (nv + 1) + j) * 3]);
+        patchk::eval_position<double>(rec, pts, double(i) / nu, double(j) / nv, &grid[(std::size_t(i) * (nv + 1) + j) * 3]);
       }
   double worst = 0;
   auto check = [&](int i0, int j0, int i1, int j1, int i2, int j2) {
@@ -100,7 +94,7 @@ double grid_deviation(const patchk::PatchRecord& rec, const double* pts, const d
       uv[v][1] = double(ij[v][1]) / nv;
       std::copy_n(&grid[(std::size_t(ij[v][0]) * (nv + 1) + ij[v][1]) * 3], 3, xyz[v]);
     }
-    worst = std::max(worst, triangle_deviation(rec, pts, npts, uv, xyz, 3));
+    worst = std::max(worst, triangle_deviation(rec, pts, uv, xyz, 3));
   };
   for (int i = 0; i < nu; ++i)
     for (int j = 0; j < nv; ++j) {
@@ -113,20 +107,20 @@ double grid_deviation(const patchk::PatchRecord& rec, const double* pts, const d
 
 // Segments for a target deviation: measured at (n0, n0), (2 n0, n0) and (n0, 2 n0), fitted to the h^2 model
 // err = A / nu^2 + B / nv^2, then nu = sqrt(2A / target), nv = sqrt(2B / target) (the product's minimum).
-std::pair<int, int> estimate_segments(const Patch& patch, const double* pts, const double* npts, double target) {
+std::pair<int, int> estimate_segments(const Patch& patch, const double* pts, double target) {
   patchk::PatchRecord rec;
   rec.flags = (patch.kind == PatchKind::Triangle ? patchk::kTriangle : 0u);
   rec.du = std::int16_t(patch.degree_u);
   rec.dv = std::int16_t(patch.degree_v);
   rec.cp = patch.offset;
   constexpr int n0 = 6;
-  const double e1 = grid_deviation(rec, pts, npts, n0, n0);
+  const double e1 = grid_deviation(rec, pts, n0, n0);
   if (patch.kind == PatchKind::Triangle) {
     const int n = std::max(1, int(std::ceil(n0 * std::sqrt(e1 / target) - 1e-9)));
     return {std::min(n, kMaxSegments), std::min(n, kMaxSegments)};
   }
-  const double e2 = grid_deviation(rec, pts, npts, 2 * n0, n0);
-  const double e3 = grid_deviation(rec, pts, npts, n0, 2 * n0);
+  const double e2 = grid_deviation(rec, pts, 2 * n0, n0);
+  const double e3 = grid_deviation(rec, pts, n0, 2 * n0);
   double A = std::max(0.0, (4.0 / 3.0) * (e1 - e2)) * n0 * n0;
   double B = std::max(0.0, (4.0 / 3.0) * (e1 - e3)) * n0 * n0;
   if (A + B < e1 * n0 * n0 * 0.5) A = B = 0.5 * e1 * n0 * n0;  // the model does not fit: isotropic
@@ -326,10 +320,10 @@ Plan make_plan(const PatchModel& m, const TessellationOptions& o) {
                                                 " values for " + std::to_string(np) + " patches");
   if (o.tolerance > 0) {
     if (!std::isfinite(o.tolerance)) throw Error(ErrorKind::InvalidArgument, "tolerance must be finite");
-    std::vector<double> pts(m.points.begin(), m.points.end()), npts(m.normal_points.begin(), m.normal_points.end());
+    const std::vector<double> pts(m.points.begin(), m.points.end());
 #pragma omp parallel for schedule(dynamic, 4) num_threads(cpu_thread_count(o.threads))
     for (std::int64_t p = 0; p < np; ++p) {
-      const auto [a, c] = estimate_segments(m.patches[p], pts.data(), npts.data(), 0.8 * o.tolerance);
+      const auto [a, c] = estimate_segments(m.patches[p], pts.data(), 0.8 * o.tolerance);
       pl.nu[p] = a;
       pl.nv[p] = c;
     }
@@ -561,8 +555,10 @@ BatchTiming run_team_batch(const Plan& pl, const TessellationTeam& team, const T
 
 bool team_run(const TessellationOptions& o) { return o.team && o.team->members > 1; }
 
-// Largest sampled parametric deviation of each patch from its triangles (k+1 points per triangle side).
-std::vector<double> plan_deviation(const Plan& pl, int k, int threads, const TessellationTeam* team = nullptr) {
+// Largest sampled parametric deviation of each patch from its triangles (k+1 points per triangle side); with
+// `only`, just the patches it marks (the others get 0).
+std::vector<double> plan_deviation(const Plan& pl, int k, int threads, const TessellationTeam* team = nullptr,
+                                   const std::vector<std::uint8_t>* only = nullptr) {
   const PatchModel& model = *pl.model;
   const auto batch = make_batch<double>(pl);
   SampleStore<double> store;
@@ -588,6 +584,7 @@ std::vector<double> plan_deviation(const Plan& pl, int k, int threads, const Tes
   k = std::max(2, k);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(cpu_thread_count(threads))
   for (std::int64_t p = pa; p < pb; ++p) {
+    if (only && !(*only)[std::size_t(p)]) continue;
     std::vector<Ref> tris;
     triangulate_patch(pl, p, tris);
     for (std::size_t t = 0; t < tris.size(); t += 3) {
@@ -596,8 +593,7 @@ std::vector<double> plan_deviation(const Plan& pl, int k, int threads, const Tes
         param(p, tris[t + v].sample, uv[v][0], uv[v][1]);
         for (int c = 0; c < 3; ++c) xyz[v][c] = store.pos[c][std::size_t(tris[t + v].sample)];
       }
-      worst[p] = std::max(worst[p], triangle_deviation(batch.records[p], batch.points.data(), batch.normal_points.data(),
-                                                       uv, xyz, k));
+      worst[p] = std::max(worst[p], triangle_deviation(batch.records[p], batch.points.data(), uv, xyz, k));
     }
   }
   if (team && team->members > 1) team->exchange(worst.data(), sizeof(double), ranges.patch, true);
@@ -605,13 +601,17 @@ std::vector<double> plan_deviation(const Plan& pl, int k, int threads, const Tes
 }
 
 // The plan for the options: with a tolerance, the a-priori segments are checked by sampling and patches that
-// miss are refined (error ~ h^2) until every one meets 90% of the tolerance.
+// miss are refined (error ~ h^2) until every one meets 90% of the tolerance. The estimate and the refinement
+// aim below the tolerance, so a last pass gives back what the margin cost: each patch tries one segment fewer,
+// along u then along v, and keeps it where its sampled deviation (with the edges its neighbours end with) stays
+// within 95% of the tolerance.
 Plan plan_for(const PatchModel& m, const TessellationOptions& o) {
   Plan pl = make_plan(m, o);
   if (!(o.tolerance > 0)) return pl;
-  const double target = 0.9 * o.tolerance;
+  const double target = 0.9 * o.tolerance, keep = 0.95 * o.tolerance;
+  std::vector<double> dev;
   for (int round = 0; round < 8; ++round) {
-    const auto dev = plan_deviation(pl, 4, o.threads, o.team.get());
+    dev = plan_deviation(pl, 4, o.threads, o.team.get());
     bool changed = false;
     for (std::size_t p = 0; p < dev.size(); ++p) {
       if (dev[p] <= target) continue;
@@ -621,6 +621,48 @@ Plan plan_for(const PatchModel& m, const TessellationOptions& o) {
     }
     if (!changed) break;
     finish_plan(pl);
+  }
+  if (*std::max_element(dev.begin(), dev.end()) > keep) return pl;  // refinement ran out of rounds: no coarsening
+  const auto np = std::int64_t(m.patches.size());
+  for (int step = 0; step < 6; ++step) {
+    const int direction = step % 2;
+    Plan trial = pl;
+    for (std::int64_t p = 0; p < np; ++p) {
+      const bool triangle = m.patches[p].kind == PatchKind::Triangle;
+      if (triangle && direction == 1) continue;  // one segment count for both directions, tried once
+      int& n = direction == 0 ? trial.nu[p] : trial.nv[p];
+      if (n <= 1) continue;
+      --n;
+      if (triangle) trial.nv[p] = n;
+    }
+    // Patches that miss take their segments back, which can only refine their neighbours' shared edges; repeat
+    // until all are within `keep`, or give the whole step up. Only patches whose grid or sides differ from the
+    // plan's are sampled again.
+    bool accepted = false;
+    std::vector<double> d;
+    for (int attempt = 0; attempt < 4 && !accepted; ++attempt) {
+      finish_plan(trial);
+      std::vector<std::uint8_t> differs(std::size_t(np), 0);
+      for (std::int64_t p = 0; p < np; ++p) {
+        bool x = trial.nu[p] != pl.nu[p] || trial.nv[p] != pl.nv[p];
+        for (int sd = 0; sd < patches::side_count(m.patches[p]) && !x; ++sd) x = trial.factor(p, sd) != pl.factor(p, sd);
+        differs[std::size_t(p)] = x;
+      }
+      d = plan_deviation(trial, 4, o.threads, o.team.get(), &differs);
+      accepted = true;
+      for (std::int64_t p = 0; p < np; ++p) {
+        if (!differs[std::size_t(p)]) d[std::size_t(p)] = dev[std::size_t(p)];
+        if (d[std::size_t(p)] <= keep) continue;
+        accepted = false;
+        trial.nu[p] = pl.nu[p];
+        trial.nv[p] = pl.nv[p];
+      }
+    }
+    if (!accepted) break;
+    dev = std::move(d);
+    const bool same = trial.nu == pl.nu && trial.nv == pl.nv;
+    pl = std::move(trial);
+    if (same && direction == 1) break;
   }
   return pl;
 }
