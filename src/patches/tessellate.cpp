@@ -11,6 +11,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -680,31 +681,6 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
                                                 " vertices, above the 2^32 that 32-bit indices hold; lower the resolution");
   core::check_host_allocation(std::uint64_t(pl.vertices) * 48, "a mesh of " + std::to_string(pl.vertices) + " vertices");
   core::resize_for_overwrite(mesh.positions, std::size_t(pl.vertices) * 3);
-  core::resize_for_overwrite(mesh.normals, std::size_t(pl.vertices) * 3);
-  auto put = [&](std::int64_t v, std::int64_t s) {
-    for (int c = 0; c < 3; ++c) {
-      mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(s)]);
-      mesh.normals[std::size_t(v) * 3 + c] = double(st.nrm[c][std::size_t(s)]);
-    }
-  };
-  // interior vertices come from their patch alone
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
-  for (std::int64_t p = 0; p < np; ++p) {
-    if (m.patches[p].kind == PatchKind::Triangle) {
-      const int n = pl.nu[p];
-      for (int b = 1; b < n; ++b)
-        for (int a = 1; a + b < n; ++a) {
-          const Ref r = lattice_ref(pl, p, a, b);
-          put(r.vertex, r.sample);
-        }
-    } else {
-      for (int i = 1; i < pl.nu[p]; ++i)
-        for (int j = 1; j < pl.nv[p]; ++j) {
-          const Ref r = grid_ref(pl, p, i, j);
-          put(r.vertex, r.sample);
-        }
-    }
-  }
   // seam vertices: every ring sample of every patch contributes; the first gives the position, normals are
   // clustered by the crease angle
   struct Contribution {
@@ -735,48 +711,112 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   const double cos_crease = std::cos(o.crease_angle_degrees * 3.14159265358979323846 / 180.0);
   // seam sample -> normal slot (none: the sample's vertex)
   std::vector<std::uint32_t> slot_of_sample(std::size_t(pl.grid_samples + pl.extra_samples), UINT32_MAX);
-  std::vector<double> extra_normals;
+  // Normals clustered per seam vertex in parallel: the first cluster is the vertex's own slot; further clusters
+  // (creases) are gathered per thread in vertex order and numbered after, as a serial sweep would number them.
+  // The normals are allocated once their count is known, so the seam's first clusters wait in seam_normals.
+  struct Crease {
+    std::int64_t vertex;
+    double normal[3];               // unit
+    std::size_t first, count;       // its samples in the thread's crease_samples
+  };
+  const int teams = std::max(1, threads);
+  std::vector<std::vector<Crease>> creases(static_cast<std::size_t>(teams));
+  std::vector<std::vector<std::int64_t>> crease_samples(static_cast<std::size_t>(teams));
+  std::vector<double> seam_normals;
+  core::resize_for_overwrite(seam_normals, std::size_t(seam_vertices) * 3);
   std::int64_t crease_vertices = 0;
-  std::vector<std::array<double, 3>> sums;  // greedy clusters: (sum of normals, slot)
-  std::vector<std::uint32_t> slots;
-  for (std::int64_t v = 0; v < seam_vertices; ++v) {
-    const auto a = std::size_t(seam_first[std::size_t(v)]), b = std::size_t(seam_first[std::size_t(v) + 1]);
-    if (a == b) continue;
-    for (int c = 0; c < 3; ++c) mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(seam[a].sample)]);
-    sums.clear();
-    slots.clear();
-    for (std::size_t k = a; k < b; ++k) {
-      const std::size_t s = std::size_t(seam[k].sample);
-      const double n[3] = {double(st.nrm[0][s]), double(st.nrm[1][s]), double(st.nrm[2][s])};
-      const bool zero = n[0] == 0 && n[1] == 0 && n[2] == 0;
-      int hit = -1;
-      for (std::size_t c = 0; c < sums.size() && hit < 0; ++c) {
-        const double len = norm3(sums[c].data());
-        if (zero || len == 0 || (sums[c][0] * n[0] + sums[c][1] * n[1] + sums[c][2] * n[2]) >= cos_crease * len)
-          hit = int(c);
+#pragma omp parallel num_threads(teams) reduction(+ : crease_vertices)
+  {
+    std::vector<std::array<double, 3>> sums;  // greedy clusters: sum of their normals
+    std::vector<int> cluster;                 // cluster of each contribution of the vertex
+    auto& mine = creases[std::size_t(omp_get_thread_num())];
+    auto& my_samples = crease_samples[std::size_t(omp_get_thread_num())];
+    auto unit = [](const std::array<double, 3>& x, double* out) {
+      const double len = norm3(x.data());
+      for (int c = 0; c < 3; ++c) out[c] = len > 0 ? x[c] / len : 0.0;
+    };
+    // static: each thread's vertices are one ascending block, so the threads' lists in order are in vertex order
+#pragma omp for schedule(static)
+    for (std::int64_t v = 0; v < seam_vertices; ++v) {
+      const auto a = std::size_t(seam_first[std::size_t(v)]), b = std::size_t(seam_first[std::size_t(v) + 1]);
+      double* nv = &seam_normals[std::size_t(v) * 3];
+      if (a == b) {
+        nv[0] = nv[1] = nv[2] = 0.0;
+        continue;
       }
-      if (hit < 0) {
-        hit = int(sums.size());
-        sums.push_back({0, 0, 0});
-        if (hit == 0) {
-          slots.push_back(std::uint32_t(v));
-        } else {
-          slots.push_back(std::uint32_t(pl.vertices + std::int64_t(extra_normals.size() / 3)));
-          extra_normals.insert(extra_normals.end(), {0, 0, 0});
+      for (int c = 0; c < 3; ++c) mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(seam[a].sample)]);
+      sums.clear();
+      cluster.clear();
+      for (std::size_t k = a; k < b; ++k) {
+        const std::size_t s = std::size_t(seam[k].sample);
+        const double n[3] = {double(st.nrm[0][s]), double(st.nrm[1][s]), double(st.nrm[2][s])};
+        const bool zero = n[0] == 0 && n[1] == 0 && n[2] == 0;
+        int hit = -1;
+        for (std::size_t c = 0; c < sums.size() && hit < 0; ++c) {
+          const double len = norm3(sums[c].data());
+          if (zero || len == 0 || (sums[c][0] * n[0] + sums[c][1] * n[1] + sums[c][2] * n[2]) >= cos_crease * len)
+            hit = int(c);
+        }
+        if (hit < 0) {
+          hit = int(sums.size());
+          sums.push_back({0, 0, 0});
+        }
+        for (int c = 0; c < 3; ++c) sums[hit][c] += n[c];
+        cluster.push_back(hit);
+        if (hit == 0) slot_of_sample[s] = std::uint32_t(v);
+      }
+      unit(sums[0], nv);
+      if (sums.size() > 1) {
+        ++crease_vertices;
+        for (std::size_t c = 1; c < sums.size(); ++c) {
+          Crease cr{v, {0, 0, 0}, my_samples.size(), 0};
+          unit(sums[c], cr.normal);
+          for (std::size_t k = a; k < b; ++k)
+            if (cluster[k - a] == int(c)) my_samples.push_back(seam[k].sample), ++cr.count;
+          mine.push_back(cr);
         }
       }
-      for (int c = 0; c < 3; ++c) sums[hit][c] += n[c];
-      slot_of_sample[std::size_t(seam[k].sample)] = slots[hit];
-    }
-    if (sums.size() > 1) ++crease_vertices;
-    for (std::size_t c = 0; c < sums.size(); ++c) {
-      const double len = norm3(sums[c].data());
-      double* dst = slots[c] < pl.vertices ? &mesh.normals[std::size_t(slots[c]) * 3]
-                                           : &extra_normals[std::size_t(slots[c] - pl.vertices) * 3];
-      for (int k = 0; k < 3; ++k) dst[k] = len > 0 ? sums[c][k] / len : 0.0;
     }
   }
-  mesh.normals.insert(mesh.normals.end(), extra_normals.begin(), extra_normals.end());
+  std::size_t extra = 0;
+  for (const auto& list : creases) extra += list.size();
+  core::resize_for_overwrite(mesh.normals, (std::size_t(pl.vertices) + extra) * 3);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::int64_t k = 0; k < seam_vertices * 3; ++k) mesh.normals[std::size_t(k)] = seam_normals[std::size_t(k)];
+  {
+    std::size_t slot = std::size_t(pl.vertices);
+    for (std::size_t t = 0; t < creases.size(); ++t)
+      for (const Crease& cr : creases[t]) {
+        std::copy_n(cr.normal, 3, &mesh.normals[slot * 3]);
+        for (std::size_t k = cr.first; k < cr.first + cr.count; ++k)
+          slot_of_sample[std::size_t(crease_samples[t][k])] = std::uint32_t(slot);
+        ++slot;
+      }
+  }
+  auto put = [&](std::int64_t v, std::int64_t s) {
+    for (int c = 0; c < 3; ++c) {
+      mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(s)]);
+      mesh.normals[std::size_t(v) * 3 + c] = double(st.nrm[c][std::size_t(s)]);
+    }
+  };
+  // interior vertices come from their patch alone
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (std::int64_t p = 0; p < np; ++p) {
+    if (m.patches[p].kind == PatchKind::Triangle) {
+      const int n = pl.nu[p];
+      for (int b = 1; b < n; ++b)
+        for (int a = 1; a + b < n; ++a) {
+          const Ref r = lattice_ref(pl, p, a, b);
+          put(r.vertex, r.sample);
+        }
+    } else {
+      for (int i = 1; i < pl.nu[p]; ++i)
+        for (int j = 1; j < pl.nv[p]; ++j) {
+          const Ref r = grid_ref(pl, p, i, j);
+          put(r.vertex, r.sample);
+        }
+    }
+  }
   auto normal_slot = [&](const Ref& r) -> std::uint32_t {
     const std::uint32_t slot = slot_of_sample[std::size_t(r.sample)];
     return slot != UINT32_MAX ? slot : std::uint32_t(r.vertex);
@@ -793,9 +833,10 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   const std::int64_t nt = tri_first[np];
   core::resize_for_overwrite(mesh.triangles, std::size_t(nt) * 3);
   core::resize_for_overwrite(mesh.triangle_normals, std::size_t(nt) * 3);
-  mesh.face_group.resize(std::size_t(nt));
-  mesh.face_patch.resize(std::size_t(nt));
-  std::vector<std::uint8_t> keep(std::size_t(nt), 1);
+  core::resize_for_overwrite(mesh.face_group, std::size_t(nt));
+  core::resize_for_overwrite(mesh.face_patch, std::size_t(nt));
+  std::vector<std::uint8_t> keep;
+  if (!o.keep_degenerate) core::resize_for_overwrite(keep, std::size_t(nt));
   std::int64_t dropped = 0;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads) reduction(+ : dropped)
   for (std::int64_t p = 0; p < np; ++p) {
@@ -815,7 +856,9 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
         const double* c = &mesh.positions[std::size_t(mesh.triangles[3 * t + 2]) * 3];
         const double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
         const double x[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
-        if (x[0] == 0 && x[1] == 0 && x[2] == 0) keep[t] = 0, ++dropped;
+        const bool zero = x[0] == 0 && x[1] == 0 && x[2] == 0;
+        keep[t] = !zero;
+        dropped += zero;
       }
     }
   }
