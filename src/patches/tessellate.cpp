@@ -689,19 +689,30 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   // Seam vertices are the corners and edge vertices, numbered below the first patch interior: a counting sort by
   // vertex, then by sample within each vertex (the first sample gives the position).
   const std::int64_t seam_vertices = np > 0 ? pl.interior_base[0] : pl.topo.corner_count;
+  // Both passes run over patches in parallel; where a contribution lands within its vertex's run depends on the
+  // threads, and the sort by sample below makes the order deterministic again.
   std::vector<std::int64_t> seam_first(std::size_t(seam_vertices) + 1, 0);
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
   for (std::int64_t p = 0; p < np; ++p)
     for (int s = 0; s < patches::side_count(m.patches[p]); ++s)
-      for (int k = 0; k < pl.factor(p, s); ++k) ++seam_first[std::size_t(side_vertex(pl, p, s, k)) + 1];
+      for (int k = 0; k < pl.factor(p, s); ++k) {
+        std::int64_t& count = seam_first[std::size_t(side_vertex(pl, p, s, k)) + 1];
+#pragma omp atomic
+        ++count;
+      }
   for (std::int64_t v = 0; v < seam_vertices; ++v) seam_first[std::size_t(v) + 1] += seam_first[std::size_t(v)];
   std::vector<Contribution> seam(std::size_t(seam_first.back()));
   {
     std::vector<std::int64_t> fill(seam_first.begin(), seam_first.end() - 1);
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
     for (std::int64_t p = 0; p < np; ++p)
       for (int s = 0; s < patches::side_count(m.patches[p]); ++s)
         for (int k = 0; k < pl.factor(p, s); ++k) {
           const std::int64_t v = side_vertex(pl, p, s, k);
-          seam[std::size_t(fill[std::size_t(v)]++)] = {v, side_sample(pl, p, s, k)};
+          std::int64_t at;
+#pragma omp atomic capture
+          at = fill[std::size_t(v)]++;
+          seam[std::size_t(at)] = {v, side_sample(pl, p, s, k)};
         }
   }
 #pragma omp parallel for schedule(dynamic, 1024) num_threads(threads)
