@@ -7,13 +7,11 @@
 // per sample per term; here a warp's 16 x 8 samples per term pair cost a few MMAs, so the kernel is bound by
 // its stores. Opt-in (EvalOptions::gpu_tensor_cores) until it has run on a GPU: it was written and compiled for
 // sm_90 in a session without GPU time; Properties.GpuTensorCorePathMatchesFp32Kernel is its check.
-//
-// Fragments (PTX ISA, mma.m16n8k8 / m16n8k4 .tf32, lane = 4 g + t): A a0 (row g, k t), a1 (row g+8, k t),
-// a2 (row g, k t+4), a3 (row g+8, k t+4); B b0 (k t, col g), b1 (k t+4, col g); C c0 (row g, col 2t),
-// c1 (row g, col 2t+1), c2 (row g+8, col 2t), c3 (row g+8, col 2t+1). k4 takes a0, a1 and b0 only.
+// The fragment layouts and the index maps are in tensor_layout.hpp.
 #include <algorithm>
 
 #include "bezier/cuda_shared.cuh"
+#include "bezier/tensor_layout.hpp"
 #include "core/cuda_check.hpp"
 
 namespace parasurf::bezier::cuda::tensor {
@@ -25,19 +23,11 @@ constexpr int kRowsPerWarp = 16;
 constexpr int kColsPerGroup = 8;            // one MMA column tile
 constexpr int kMaxUnits = kMaxTerms / 4;    // terms in units of 4 (one k4 step, half a k8 step)
 
-// Terms in units of 4, whole k8 steps, and whether a k4 step finishes them.
-struct Steps {
-  int units, k8;
-  bool tail;
-  __host__ __device__ explicit Steps(int terms) : units((terms + 3) / 4), k8(units / 2), tail(units % 2 != 0) {}
-};
+using tensor_layout::Steps;
+using tensor_layout::record_floats;
 
-// Stage 1 record of one 8-column group: for each k8 step and slot (q channels, then qv channels), a float4
-// per lane (hi(k t), hi(k t+4), lo(k t), lo(k t+4)) of column g; then, for a k4 step, a float2 (hi, lo).
+// Values per (term, column) of stage 1: q per coordinate, then q' per coordinate.
 template <int NC, int Order> constexpr int slots() { return NC * (1 + Order); }
-__host__ __device__ inline std::int64_t record_floats(int slots, const Steps& s) {
-  return std::int64_t(s.k8) * slots * 32 * 4 + (s.tail ? slots * 32 * 2 : 0);
-}
 
 __device__ __forceinline__ std::uint32_t to_tf32(float x) {
   std::uint32_t r;
@@ -127,17 +117,10 @@ __global__ void columns_kernel(Job<float> job, float* q) {
   const int g = int(j % kColsPerGroup);
   for (int e = 0; e < E; ++e) {
     const Split s = split(v[e]);
-    if (k < 8 * st.k8) {
-      const int step = k / 8, within = k % 8, lane = 4 * g + within % 4, half = within / 4;
-      float* f = rec + ((std::int64_t(step) * E + e) * 32 + lane) * 4;
-      f[half] = __uint_as_float(s.hi);
-      f[2 + half] = __uint_as_float(s.lo);
-    } else {
-      const int lane = 4 * g + (k - 8 * st.k8);
-      float* f = rec + std::int64_t(st.k8) * E * 128 + (e * 32 + lane) * 2;
-      f[0] = __uint_as_float(s.hi);
-      f[1] = __uint_as_float(s.lo);
-    }
+    std::int64_t hi, lo;
+    tensor_layout::term_offsets(k, g, e, E, st, &hi, &lo);
+    rec[hi] = __uint_as_float(s.hi);
+    rec[lo] = __uint_as_float(s.lo);
   }
 }
 
@@ -148,11 +131,11 @@ template <int NC, int Order> constexpr int tiles() { return NC * (1 + 2 * Order)
 // k8 step S (units 2S and 2S+1) of every tile.
 template <int NC, int Order, int S, bool First>
 __device__ __forceinline__ void step_k8(float (&acc)[tiles<NC, Order>()][4], const AUnit (&bu)[kMaxUnits],
-                                        const AUnit (&dbu)[kMaxUnits], const float4* rec, int lane) {
+                                        const AUnit (&dbu)[kMaxUnits], const float* rec, int lane) {
   constexpr int E = slots<NC, Order>();
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    const float4 qv = __ldg(rec + (S * E + e) * 32 + lane);
+    const float4 qv = __ldg(reinterpret_cast<const float4*>(rec + tensor_layout::k8_fragment(S, e, E, lane)));
     const int c = e % NC;
     if (e < NC) {
       mma3_k8<First>(acc[c], bu[2 * S], bu[2 * S + 1], qv);
@@ -166,11 +149,12 @@ __device__ __forceinline__ void step_k8(float (&acc)[tiles<NC, Order>()][4], con
 // The k4 step on unit U (the terms' last 4).
 template <int NC, int Order, int U, bool First>
 __device__ __forceinline__ void step_k4(float (&acc)[tiles<NC, Order>()][4], const AUnit (&bu)[kMaxUnits],
-                                        const AUnit (&dbu)[kMaxUnits], const float2* rec, int lane) {
+                                        const AUnit (&dbu)[kMaxUnits], const float* rec, const Steps& st,
+                                        int lane) {
   constexpr int E = slots<NC, Order>();
 #pragma unroll
   for (int e = 0; e < E; ++e) {
-    const float2 qv = __ldg(rec + e * 32 + lane);
+    const float2 qv = __ldg(reinterpret_cast<const float2*>(rec + tensor_layout::k4_fragment(e, E, st, lane)));
     const int c = e % NC;
     if (e < NC) {
       mma3_k4<First>(acc[c], bu[U], qv);
@@ -252,17 +236,18 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
                   kern::OutView<float> out, std::int64_t span) {
 #if __CUDA_ARCH__ >= 800
   constexpr int E = slots<NC, Order>(), kTiles = tiles<NC, Order>();
-  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  const int lane = threadIdx.x;
   const std::int64_t row0 = row_begin + (std::int64_t(blockIdx.y) * kWarps + threadIdx.y) * kRowsPerWarp;
   if (row0 >= row_end) return;  // whole warp; the kernel has no block barrier
   const int mu = job.net.m + 1;
   const Steps st(mu);
   AUnit bu[kMaxUnits], dbu[kMaxUnits];
   {
-    const std::int64_t ra = min(row0 + g, job.rows - 1), rb = min(row0 + g + 8, job.rows - 1);
+    const std::int64_t ra = min(row0 + tensor_layout::lane_row(lane, 0), job.rows - 1);
+    const std::int64_t rb = min(row0 + tensor_layout::lane_row(lane, 1), job.rows - 1);
 #pragma unroll
     for (int u = 0; u < kMaxUnits; ++u) {
-      const int k = 4 * u + t;
+      const int k = tensor_layout::a_term(u, lane);
       float x0 = 0, x1 = 0, y0 = 0, y1 = 0;
       if (k < mu) {
         x0 = __ldg(job.tables.bu + ra * mu + k), x1 = __ldg(job.tables.bu + rb * mu + k);
@@ -275,25 +260,24 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
   const std::int64_t groups = (job.cols + kColsPerGroup - 1) / kColsPerGroup;
   const std::int64_t g0 = std::int64_t(blockIdx.x) * span, g1 = min(groups, g0 + span);
   const std::int64_t stride = record_floats(E, st);
-  const std::int64_t ra = row0 + g, rb = ra + 8;
+  // Accumulator elements 0, 1 are row ra, columns col and col + 1; elements 2, 3 the same columns of row rb.
+  const std::int64_t ra = row0 + tensor_layout::c_row(lane, 0), rb = row0 + tensor_layout::c_row(lane, 2);
   for (std::int64_t j8 = g0; j8 < g1; ++j8) {
     const float* rec = q + j8 * stride;
-    const float4* rec8 = reinterpret_cast<const float4*>(rec);
-    const float2* rec4 = reinterpret_cast<const float2*>(rec + std::int64_t(st.k8) * E * 128);
     float acc[kTiles][4];
     static_assert(kMaxUnits == 5, "the step sequence below covers up to 5 units");
     if (st.k8 == 0) {
-      step_k4<NC, Order, 0, true>(acc, bu, dbu, rec4, lane);
+      step_k4<NC, Order, 0, true>(acc, bu, dbu, rec, st, lane);
     } else {
-      step_k8<NC, Order, 0, true>(acc, bu, dbu, rec8, lane);
+      step_k8<NC, Order, 0, true>(acc, bu, dbu, rec, lane);
       if (st.k8 == 1) {
-        if (st.tail) step_k4<NC, Order, 2, false>(acc, bu, dbu, rec4, lane);
+        if (st.tail) step_k4<NC, Order, 2, false>(acc, bu, dbu, rec, st, lane);
       } else {
-        step_k8<NC, Order, 1, false>(acc, bu, dbu, rec8, lane);
-        if (st.tail) step_k4<NC, Order, 4, false>(acc, bu, dbu, rec4, lane);
+        step_k8<NC, Order, 1, false>(acc, bu, dbu, rec, lane);
+        if (st.tail) step_k4<NC, Order, 4, false>(acc, bu, dbu, rec, st, lane);
       }
     }
-    const std::int64_t col = j8 * kColsPerGroup + 2 * t;
+    const std::int64_t col = j8 * kColsPerGroup + tensor_layout::c_col(lane, 0);
     if (col >= job.cols) continue;
     const bool both = col + 1 < job.cols;
     if (ra < row_end) store_pair<NC, Order, Outs>(job, acc, 0, ra, col, (ra - row_begin) * job.cols + col, both, out);
