@@ -50,9 +50,11 @@ for tool in memcheck racecheck; do
   note "compute-sanitizer $tool" "$([ $rc -eq 0 ] && echo 'clean' || echo "rc=$rc") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
 done
 
-# SURFACE_ONLY=1: the GPU matrix of the surface evaluation (all methods), then stop
+# SURFACE_ONLY=1: the surface kernels against the paper's mle (float rows also time the tensor-core path beside
+# the FP32 kernel), then stop; the matrix of every method is longer than one 10-minute call on the GPU machine
 if [ "${SURFACE_ONLY:-0}" = 1 ]; then
-  $exe bench surface --devices cuda --budget 0.3 --no-peer --json "$OUT/bench-gpu.json" >"$OUT/bench-gpu.log" 2>&1
+  $exe bench surface --devices cuda --methods mle,factored --nets 4,8,12,16,20,32 --resolutions 2000,4096 --budget 0.3 \
+    --no-peer --json "$OUT/bench-gpu.json" >"$OUT/bench-gpu.log" 2>&1
   note "bench gpu" "rc=$?"
   echo; echo "== GPU rows at 2000^2 (positions + normals)"
   grep -E "res  2000" "$OUT/bench-gpu.log" | head -60
