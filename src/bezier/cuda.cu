@@ -76,7 +76,6 @@ template <class T, int R> __device__ __forceinline__ void load_rows(const T* src
   }
 }
 
-
 // Stores the R rows (first row `row`, clipped to row_end) of one column from the accumulators, one output
 // group at a time so that each group's test is made once; normals branch-free, degenerate ones fixed last.
 template <class T, int NC, int Order, int R, int Outs>
