@@ -114,17 +114,22 @@ PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const
   }
 }
 
+// The value of a net of NC components, triangular of degree du or tensor du x dv, at (u, v).
+template <class T, int NC>
+PS_HD void net_value(const T* P, bool triangle, int du, int dv, T u, T v, T* out) {
+  if (triangle) {
+    triangle_jet<T, NC>(P, du, u, v, out, nullptr, nullptr);
+    return;
+  }
+  const kern::Jet<T, NC> jet = kern::jet_direct<T, NC, 0>(kern::NetView<T>{du, dv, P}, u, v);
+  for (int c = 0; c < NC; ++c) out[c] = jet.s[c];
+}
+
 // The position of one sample alone (a third of eval_sample's work: no derivatives, no normal patch).
 template <class T>
 PS_HD void eval_position(const PatchRecord& r, const T* points, T u, T v, T* p) {
-  const T* P = points + r.cp * 4;
   T h[4];
-  if (r.flags & kTriangle) {
-    triangle_jet<T, 4>(P, r.du, u, v, h, nullptr, nullptr);
-  } else {
-    const kern::Jet<T, 4> jet = kern::jet_direct<T, 4, 0>(kern::NetView<T>{r.du, r.dv, P}, u, v);
-    for (int c = 0; c < 4; ++c) h[c] = jet.s[c];
-  }
+  net_value<T, 4>(points + r.cp * 4, (r.flags & kTriangle) != 0, r.du, r.dv, u, v, h);
   const T iw = T(1) / h[3];
   for (int c = 0; c < 3; ++c) p[c] = h[c] * iw;
 }
@@ -159,14 +164,8 @@ PS_HD bool eval_sample(const PatchRecord& r, const T* points, const T* normal_po
   }
   if (r.flags & kNormalPatch) {
     // PN patch: the normal is the value of the normal patch
-    const T* N = normal_points + r.ncp * 3;
     T q[3];
-    if (r.flags & kTriangle) {
-      triangle_jet<T, 3>(N, r.ndu, u, v, q, nullptr, nullptr);
-    } else {
-      const kern::Jet<T, 3> hn = kern::jet_direct<T, 3, 0>(kern::NetView<T>{r.ndu, r.ndv, N}, u, v);
-      for (int c = 0; c < 3; ++c) q[c] = hn.s[c];
-    }
+    net_value<T, 3>(normal_points + r.ncp * 3, (r.flags & kTriangle) != 0, r.ndu, r.ndv, u, v, q);
     const T len2 = kern::dot3(q, q);
     if (len2 > T(0)) {
       const T inv = T(1) / kern::ps_sqrt(len2);
