@@ -263,6 +263,7 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
   // Accumulator elements 0, 1 are row ra, columns col and col + 1; elements 2, 3 the same columns of row rb.
   const std::int64_t ra = row0 + tensor_layout::c_row(lane, 0), rb = row0 + tensor_layout::c_row(lane, 2);
   for (std::int64_t j8 = g0; j8 < g1; ++j8) {
+    __syncwarp();  // mma.sync needs the whole warp: the last group's stores (and fix-ups) may have diverged
     const float* rec = q + j8 * stride;
     float acc[kTiles][4];
     static_assert(kMaxUnits == 5, "the step sequence below covers up to 5 units");
@@ -278,10 +279,11 @@ __global__ void __launch_bounds__(32 * kWarps, 2)
       }
     }
     const std::int64_t col = j8 * kColsPerGroup + tensor_layout::c_col(lane, 0);
-    if (col >= job.cols) continue;
-    const bool both = col + 1 < job.cols;
-    if (ra < row_end) store_pair<NC, Order, Outs>(job, acc, 0, ra, col, (ra - row_begin) * job.cols + col, both, out);
-    if (rb < row_end) store_pair<NC, Order, Outs>(job, acc, 1, rb, col, (rb - row_begin) * job.cols + col, both, out);
+    if (col < job.cols) {
+      const bool both = col + 1 < job.cols;
+      if (ra < row_end) store_pair<NC, Order, Outs>(job, acc, 0, ra, col, (ra - row_begin) * job.cols + col, both, out);
+      if (rb < row_end) store_pair<NC, Order, Outs>(job, acc, 1, rb, col, (rb - row_begin) * job.cols + col, both, out);
+    }
   }
 #endif
 }
