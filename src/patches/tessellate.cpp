@@ -833,11 +833,25 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
     return slot != UINT32_MAX ? slot : std::uint32_t(r.vertex);
   };
   // triangles, per patch in parallel, concatenated in patch order: counted, then written in place
+  // A plain patch (tensor, not zipped, at least 2 x 2 cells, four distinct uncollapsed edges and corners) has no
+  // two equal vertices in a triangle, so it makes all 2 nu nv of them; the others are counted by triangulating.
+  auto plain = [&](std::int64_t p) {
+    if (m.patches[p].kind != PatchKind::Tensor || pl.zipper[p] || pl.nu[p] < 2 || pl.nv[p] < 2) return false;
+    const auto& sides = pl.topo.sides[p];
+    const auto& corners = pl.topo.corners[p];
+    for (int a = 0; a < 4; ++a) {
+      if (pl.topo.edges[sides[a].edge].collapsed) return false;
+      for (int b = a + 1; b < 4; ++b)
+        if (sides[a].edge == sides[b].edge || corners[a] == corners[b]) return false;
+    }
+    return true;
+  };
   std::vector<std::int64_t> tri_first(std::size_t(np) + 1, 0);
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (std::int64_t p = 0; p < np; ++p) {
     std::int64_t count = 0;
-    triangulate_patch(pl, p, [&](const Ref&, const Ref&, const Ref&) { ++count; });
+    if (plain(p)) count = 2 * std::int64_t(pl.nu[p]) * pl.nv[p];
+    else triangulate_patch(pl, p, [&](const Ref&, const Ref&, const Ref&) { ++count; });
     tri_first[std::size_t(p) + 1] = count;
   }
   for (std::int64_t p = 0; p < np; ++p) tri_first[p + 1] += tri_first[p];
@@ -849,15 +863,22 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   std::vector<std::uint8_t> keep;
   if (!o.keep_degenerate) core::resize_for_overwrite(keep, std::size_t(nt));
   std::int64_t dropped = 0;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) reduction(+ : dropped)
+  int miscounted = 0;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) reduction(+ : dropped) reduction(max : miscounted)
   for (std::int64_t p = 0; p < np; ++p) {
     std::size_t t3 = std::size_t(tri_first[p]) * 3;
+    const std::size_t end3 = std::size_t(tri_first[p + 1]) * 3;
     triangulate_patch(pl, p, [&](const Ref& a, const Ref& b, const Ref& c) {
+      if (t3 == end3) {  // more than counted: never overwrite the next patch's triangles
+        miscounted = 1;
+        return;
+      }
       for (const Ref* r : {&a, &b, &c}) {
         mesh.triangles[t3] = std::uint32_t(r->vertex);
         mesh.triangle_normals[t3++] = normal_slot(*r);
       }
     });
+    if (t3 != end3) miscounted = 1;
     for (std::int64_t t = tri_first[p]; t < tri_first[p + 1]; ++t) {
       mesh.face_group[t] = m.patches[p].group;
       mesh.face_patch[t] = std::int32_t(p);
@@ -873,6 +894,9 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
       }
     }
   }
+  if (miscounted)
+    throw Error(ErrorKind::InvalidArgument,
+                "internal error in tessellation: a patch made another number of triangles than it was counted for");
   if (dropped > 0) {  // compaction only where a zero-area triangle was found
     std::int64_t w = 0;
     for (std::int64_t t = 0; t < nt; ++t) {
