@@ -178,9 +178,19 @@ void run(const PatchBenchArgs& a) {
       o.resolution = name == "synthetic" ? 16 : 64;
       o.device = dev;
       o.precision = Precision::Float;
+      // Best of 3 per phase: the first run also pays for faulting in the mesh's fresh pages.
       TessellationReport rep;
-      const PatchMesh mesh = tessellate(m, o, &rep);
-      std::printf("  %-10s %-4s res %3d: %lld points, %lld triangles; plan %.1f ms, evaluate %.1f ms, assemble %.1f ms\n",
+      PatchMesh mesh;
+      for (int run = 0; run < 3; ++run) {
+        TessellationReport r;
+        mesh = tessellate(m, o, &r);
+        if (run == 0) rep = r;
+        rep.seconds_plan = std::min(rep.seconds_plan, r.seconds_plan);
+        rep.seconds_evaluate = std::min(rep.seconds_evaluate, r.seconds_evaluate);
+        rep.seconds_assemble = std::min(rep.seconds_assemble, r.seconds_assemble);
+      }
+      std::printf("  %-10s %-4s res %3d: %lld points, %lld triangles; best of 3: plan %.1f ms, evaluate %.1f ms, "
+                  "assemble %.1f ms\n",
                   name.c_str(), device_name(dev), o.resolution, (long long)rep.evaluated_points,
                   (long long)mesh.triangle_count(), rep.seconds_plan * 1e3, rep.seconds_evaluate * 1e3,
                   rep.seconds_assemble * 1e3);
