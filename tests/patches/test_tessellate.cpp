@@ -220,6 +220,25 @@ TEST(Tessellate, AdaptiveMeetsToleranceWithoutCracksAndWithFewerTriangles) {
   }
 }
 
+// The planner coarsens every patch to within 95 % of the tolerance as it samples (5 points per triangle side);
+// sampled twice as densely, every patch must still be within the tolerance, from coarse to fine tolerances.
+TEST(Tessellate, AdaptiveMeetsToleranceFromCoarseToFine) {
+  const PatchModel teapot = utah_teapot();
+  double lo[3] = {1e300, 1e300, 1e300}, hi[3] = {-1e300, -1e300, -1e300};
+  for (std::size_t k = 0; k < teapot.points.size(); k += 4)
+    for (int c = 0; c < 3; ++c) lo[c] = std::min(lo[c], teapot.points[k + c]), hi[c] = std::max(hi[c], teapot.points[k + c]);
+  const double diag = std::sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                                (hi[2] - lo[2]) * (hi[2] - lo[2]));
+  for (double rel : {3e-2, 1e-3, 5e-5}) {
+    TessellationOptions o;
+    o.tolerance = rel * diag;
+    const auto dev = sampled_patch_deviation(teapot, o, 10);
+    for (std::size_t p = 0; p < dev.size(); ++p) ASSERT_LE(dev[p], o.tolerance) << "tolerance " << rel << " patch " << p;
+    // the coarsening leaves nothing far below the tolerance everywhere: the worst patch is near it
+    EXPECT_GT(*std::max_element(dev.begin(), dev.end()), 0.8 * o.tolerance) << "tolerance " << rel;
+  }
+}
+
 TEST(Tessellate, BatchStrategiesAgreeAcrossBackends) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   PatchModel mixed = utah_teapot();
