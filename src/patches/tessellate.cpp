@@ -345,21 +345,18 @@ struct TriangleList {
   std::vector<Ref> corners;   // 3 per triangle
 };
 
-// Zips the strip between outer side samples (f+1, parameters k/f along the side) and the inner row (q points,
-// parameters inner_t) into triangles with the interior on the left.
-template <class Emit>
-void zip_strip(int f, const std::vector<Ref>& outer, const std::vector<double>& inner_t, const std::vector<Ref>& inner,
-               Emit&& emit) {
+// Zips the strip between the side's samples outer(0..f) (parameters k/f along the side) and the inner row's points
+// inner(0..q-1) (parameters inner_t(j)) into triangles with the interior on the left.
+template <class Outer, class InnerT, class Inner, class Emit>
+void zip_strip(int f, int q, Outer&& outer, InnerT&& inner_t, Inner&& inner, Emit&& emit) {
   int k = 0, j = 0;
-  const int q = int(inner.size());
   while (k < f || j < q - 1) {
-    const bool advance_outer =
-        j == q - 1 || (k < f && double(k + 1) / f <= inner_t[std::size_t(j + 1)]);
+    const bool advance_outer = j == q - 1 || (k < f && double(k + 1) / f <= inner_t(j + 1));
     if (advance_outer) {
-      emit(outer[k], outer[k + 1], inner[j]);
+      emit(outer(k), outer(k + 1), inner(j));
       ++k;
     } else {
-      emit(outer[k], inner[j + 1], inner[j]);
+      emit(outer(k), inner(j + 1), inner(j));
       ++j;
     }
   }
@@ -407,26 +404,20 @@ template <class Triangle> void triangulate_patch(const Plan& pl, std::int64_t p,
     return;
   }
   quads(1, nu - 1, 1, nv - 1);
-  std::vector<Ref> outer, inner;
-  std::vector<double> inner_t;
   for (int s = 0; s < 4; ++s) {
-    const int f = pl.factor(p, s);
-    outer.clear(), inner.clear(), inner_t.clear();
-    for (int k = 0; k <= f; ++k) outer.push_back(side_ref(pl, p, s, k));
-    const int q = (s % 2 == 0) ? nu - 1 : nv - 1;
-    for (int k = 1; k <= q; ++k) {
-      // inner row point k along the side's direction
-      Ref r;
+    const int n = s % 2 == 0 ? nu : nv, q = n - 1;
+    // inner row point j (0..q-1, its point j + 1 along the side's direction) and its parameter along the side
+    auto inner = [&](int j) {
+      const int k = j + 1;
       switch (s) {
-        case 0: r = grid_ref(pl, p, k, 1); break;
-        case 1: r = grid_ref(pl, p, nu - 1, k); break;
-        case 2: r = grid_ref(pl, p, nu - k, nv - 1); break;
-        default: r = grid_ref(pl, p, 1, nv - k); break;
+        case 0: return grid_ref(pl, p, k, 1);
+        case 1: return grid_ref(pl, p, nu - 1, k);
+        case 2: return grid_ref(pl, p, nu - k, nv - 1);
+        default: return grid_ref(pl, p, 1, nv - k);
       }
-      inner.push_back(r);
-      inner_t.push_back(double(k) / (s % 2 == 0 ? nu : nv));
-    }
-    zip_strip(f, outer, inner_t, inner, emit);
+    };
+    zip_strip(pl.factor(p, s), q, [&](int k) { return side_ref(pl, p, s, k); },
+              [&](int j) { return double(j + 1) / n; }, inner, emit);
   }
 }
 
