@@ -22,6 +22,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/tessellate.hpp"
 #include "patches/batch.hpp"
+#include "patches/plan_walk.hpp"
 #include "patches/topology.hpp"
 
 namespace parasurf {
@@ -143,93 +144,50 @@ struct Plan {
   std::int64_t grid_samples = 0, extra_samples = 0, vertices = 0;
   std::vector<std::int64_t> extra_patch;
   std::vector<double> extra_uv;
+  // flat copies for PlanView (finish_plan fills them)
+  std::vector<std::uint8_t> triangle_flags, edge_collapse_flags;
+  std::vector<std::array<std::int32_t, 2>> edge_corner_ids;
 
-  int side_segments(std::int64_t p, int s) const {
-    if (model->patches[p].kind == PatchKind::Triangle) return nu[p];
-    return (s % 2 == 0) ? nu[p] : nv[p];
+  // what patches::side_vertex and the rest read (plan_walk.hpp)
+  bool triangle(std::int64_t p) const { return model->patches[p].kind == PatchKind::Triangle; }
+  bool flipped(std::int64_t p) const { return topo.flipped[p] != 0; }
+  const patches::SideRef& side(std::int64_t p, int s) const { return topo.sides[p][s]; }
+  std::int32_t edge_corner(std::int64_t e, int end) const { return end ? topo.edges[e].corner_b : topo.edges[e].corner_a; }
+  bool edge_collapsed(std::int64_t e) const { return topo.edges[e].collapsed; }
+  int side_segments(std::int64_t p, int s) const { return patches::side_segments(*this, p, s); }
+  int factor(std::int64_t p, int s) const { return patches::side_factor(*this, p, s); }
+
+  patches::PlanView view() const {
+    patches::PlanView v;
+    v.is_triangle = triangle_flags.data(), v.is_flipped = topo.flipped.data(), v.zipper = zipper.data();
+    v.nu = nu.data(), v.nv = nv.data(), v.first = first.data(), v.extra_first = extra_first.data();
+    v.interior_base = interior_base.data(), v.sides = topo.sides.data(), v.edge_factor = edge_factor.data();
+    v.edge_vertex_base = edge_vertex_base.data(), v.edge_corners = edge_corner_ids.data();
+    v.edge_collapse = edge_collapse_flags.data();
+    return v;
   }
-  int factor(std::int64_t p, int s) const { return edge_factor[topo.sides[p][s].edge]; }
 };
 
-struct Ref {
-  std::int64_t vertex;
-  std::int64_t sample;
-};
-
-// Vertex of sample k (0..f, counter-clockwise) of side s.
-std::int64_t side_vertex(const Plan& pl, std::int64_t p, int s, int k) {
-  const auto& sr = pl.topo.sides[p][s];
-  const auto& e = pl.topo.edges[sr.edge];
-  const int f = pl.edge_factor[sr.edge];
-  const int kc = sr.reversed ? f - k : k;
-  if (kc == 0 || e.collapsed) return e.corner_a;
-  if (kc == f) return e.corner_b;
-  return pl.edge_vertex_base[sr.edge] + kc - 1;
-}
-
-std::int64_t tri_index(std::int64_t n, std::int64_t a, std::int64_t b) { return patchk::tri_row_start(n, b) + a; }
-
-// Sample of side sample k of side s.
-std::int64_t side_sample(const Plan& pl, std::int64_t p, int s, int k) {
-  const Patch& patch = pl.model->patches[p];
-  const std::int64_t first = pl.first[p];
-  if (patch.kind == PatchKind::Triangle) {
-    const std::int64_t n = pl.nu[p];
-    if (s == 0) return first + tri_index(n, k, 0);
-    if (s == 1) return first + tri_index(n, n - k, k);
-    return first + tri_index(n, 0, n - k);
-  }
-  const std::int64_t nu = pl.nu[p], nv = pl.nv[p];
-  const int f = pl.factor(p, s);
-  auto grid = [&](std::int64_t i, std::int64_t j) { return first + i * (nv + 1) + j; };
-  auto corner = [&](int c) {
-    switch (c & 3) {
-      case 0: return grid(0, 0);
-      case 1: return grid(nu, 0);
-      case 2: return grid(nu, nv);
-      default: return grid(0, nv);
-    }
-  };
-  if (f != pl.side_segments(p, s)) {
-    if (k == 0) return corner(s);
-    if (k == f) return corner(s + 1);
-    return pl.extra_first[p][s] + k - 1;
-  }
-  switch (s) {
-    case 0: return grid(k, 0);
-    case 1: return grid(nu, k);
-    case 2: return grid(nu - k, nv);
-    default: return grid(0, nv - k);
-  }
-}
-
-Ref side_ref(const Plan& pl, std::int64_t p, int s, int k) { return {side_vertex(pl, p, s, k), side_sample(pl, p, s, k)}; }
-
-// Grid sample (i, j) of a tensor patch.
-Ref grid_ref(const Plan& pl, std::int64_t p, int i, int j) {
-  const int nu = pl.nu[p], nv = pl.nv[p];
-  if (i > 0 && i < nu && j > 0 && j < nv)
-    return {pl.interior_base[p] + std::int64_t(i - 1) * (nv - 1) + (j - 1), pl.first[p] + std::int64_t(i) * (nv + 1) + j};
-  if (j == 0) return side_ref(pl, p, 0, i);
-  if (i == nu) return side_ref(pl, p, 1, j);
-  if (j == nv) return side_ref(pl, p, 2, nu - i);
-  return side_ref(pl, p, 3, nv - j);
-}
-
-// Lattice sample (a, b) of a triangular patch.
-Ref lattice_ref(const Plan& pl, std::int64_t p, int a, int b) {
-  const int n = pl.nu[p];
-  if (b == 0) return side_ref(pl, p, 0, a);
-  if (a + b == n) return side_ref(pl, p, 1, b);
-  if (a == 0) return side_ref(pl, p, 2, n - b);
-  // inner lattice of n-3 segments
-  return {pl.interior_base[p] + tri_index(n - 3, a - 1, b - 1), pl.first[p] + tri_index(n, a, b)};
-}
+using Ref = patches::PlanRef;
+using patches::grid_ref;
+using patches::lattice_ref;
+using patches::side_ref;
+using patches::side_sample;
+using patches::side_vertex;
+using patches::triangulate_patch;
 
 // Edge factors, samples and vertex numbering for the plan's per-patch segments.
 void finish_plan(Plan& pl) {
   const PatchModel& m = *pl.model;
   const auto np = std::int64_t(m.patches.size());
+  pl.triangle_flags.resize(std::size_t(np));
+  for (std::int64_t p = 0; p < np; ++p) pl.triangle_flags[std::size_t(p)] = pl.triangle(p);
+  pl.edge_corner_ids.resize(pl.topo.edges.size());
+  pl.edge_collapse_flags.resize(pl.topo.edges.size());
+  for (std::size_t e = 0; e < pl.topo.edges.size(); ++e) {
+    pl.edge_corner_ids[e] = {pl.topo.edges[e].corner_a, pl.topo.edges[e].corner_b};
+    pl.edge_collapse_flags[e] = pl.topo.edges[e].collapsed;
+  }
   // edge factors: the finest of the sides that meet there; triangles take their finest side everywhere; a zipped
   // patch needs an inner grid (>= 2 segments each way). Repeat until nothing changes (values only grow).
   pl.edge_factor.assign(pl.topo.edges.size(), 1);
@@ -341,86 +299,6 @@ Plan make_plan(const PatchModel& m, const TessellationOptions& o) {
 }
 
 // ---------------------------------------------------------------- triangulation (topology only)
-struct TriangleList {
-  std::vector<Ref> corners;   // 3 per triangle
-};
-
-// Zips the strip between the side's samples outer(0..f) (parameters k/f along the side) and the inner row's points
-// inner(0..q-1) (parameters inner_t(j)) into triangles with the interior on the left.
-template <class Outer, class InnerT, class Inner, class Emit>
-void zip_strip(int f, int q, Outer&& outer, InnerT&& inner_t, Inner&& inner, Emit&& emit) {
-  int k = 0, j = 0;
-  while (k < f || j < q - 1) {
-    const bool advance_outer = j == q - 1 || (k < f && double(k + 1) / f <= inner_t(j + 1));
-    if (advance_outer) {
-      emit(outer(k), outer(k + 1), inner(j));
-      ++k;
-    } else {
-      emit(outer(k), inner(j + 1), inner(j));
-      ++j;
-    }
-  }
-}
-
-// Calls triangle(a, b, c) for each triangle of patch p, counter-clockwise, in a fixed order.
-template <class Triangle> void triangulate_patch(const Plan& pl, std::int64_t p, Triangle&& triangle) {
-  const Patch& patch = pl.model->patches[p];
-  const bool flip = pl.topo.flipped[p];
-  auto emit = [&](Ref a, Ref b, Ref c) {
-    if (a.vertex == b.vertex || b.vertex == c.vertex || a.vertex == c.vertex) return;
-    if (flip) std::swap(b, c);
-    triangle(a, b, c);
-  };
-  if (patch.kind == PatchKind::Triangle) {
-    const int n = pl.nu[p];
-    for (int b = 0; b < n; ++b)
-      for (int a = 0; a + b < n; ++a) {
-        emit(lattice_ref(pl, p, a, b), lattice_ref(pl, p, a + 1, b), lattice_ref(pl, p, a, b + 1));
-        if (a + b + 2 <= n)
-          emit(lattice_ref(pl, p, a + 1, b), lattice_ref(pl, p, a + 1, b + 1), lattice_ref(pl, p, a, b + 1));
-      }
-    return;
-  }
-  const int nu = pl.nu[p], nv = pl.nv[p];
-  thread_local std::vector<Ref> row0, row1;  // grid refs of rows i and i + 1: each looked up once
-  auto quads = [&](int i0, int i1, int j0, int j1) {
-    auto fill = [&](std::vector<Ref>& row, int i) {
-      row.resize(std::size_t(j1 - j0 + 1));
-      for (int j = j0; j <= j1; ++j) row[std::size_t(j - j0)] = grid_ref(pl, p, i, j);
-    };
-    if (i0 < i1) fill(row0, i0);
-    for (int i = i0; i < i1; ++i) {
-      fill(row1, i + 1);
-      for (int j = j0; j < j1; ++j) {
-        const std::size_t k = std::size_t(j - j0);
-        emit(row0[k], row1[k], row0[k + 1]);
-        emit(row1[k], row1[k + 1], row0[k + 1]);
-      }
-      std::swap(row0, row1);
-    }
-  };
-  if (!pl.zipper[p]) {
-    quads(0, nu, 0, nv);
-    return;
-  }
-  quads(1, nu - 1, 1, nv - 1);
-  for (int s = 0; s < 4; ++s) {
-    const int n = s % 2 == 0 ? nu : nv, q = n - 1;
-    // inner row point j (0..q-1, its point j + 1 along the side's direction) and its parameter along the side
-    auto inner = [&](int j) {
-      const int k = j + 1;
-      switch (s) {
-        case 0: return grid_ref(pl, p, k, 1);
-        case 1: return grid_ref(pl, p, nu - 1, k);
-        case 2: return grid_ref(pl, p, nu - k, nv - 1);
-        default: return grid_ref(pl, p, 1, nv - k);
-      }
-    };
-    zip_strip(pl.factor(p, s), q, [&](int k) { return side_ref(pl, p, s, k); },
-              [&](int j) { return double(j + 1) / n; }, inner, emit);
-  }
-}
-
 void triangulate_patch(const Plan& pl, std::int64_t p, std::vector<Ref>& out) {
   triangulate_patch(pl, p, [&](const Ref& a, const Ref& b, const Ref& c) { out.push_back(a), out.push_back(b), out.push_back(c); });
 }
