@@ -509,19 +509,29 @@ Plan plan_for(const PatchModel& m, const TessellationOptions& o) {
     // until all are within `keep`, or give the whole step up. Only patches whose grid or sides differ from the
     // plan's are sampled again.
     bool accepted = false;
-    std::vector<double> d;
+    // A patch's deviation depends on its segments and its sides' factors alone: it is sampled again only where
+    // those differ from the last plan sampled (the accepted plan, then the previous attempt).
+    auto shape = [&](const Plan& q, std::int64_t p) {
+      std::array<int, 6> x{q.nu[p], q.nv[p], 0, 0, 0, 0};
+      for (int sd = 0; sd < patches::side_count(m.patches[p]); ++sd) x[std::size_t(2 + sd)] = q.factor(p, sd);
+      return x;
+    };
+    std::vector<std::array<int, 6>> sampled_shape(static_cast<std::size_t>(np));
+    for (std::int64_t p = 0; p < np; ++p) sampled_shape[std::size_t(p)] = shape(pl, p);
+    std::vector<double> d = dev;
     for (int attempt = 0; attempt < 4 && !accepted; ++attempt) {
       finish_plan(trial);
       std::vector<std::uint8_t> differs(std::size_t(np), 0);
       for (std::int64_t p = 0; p < np; ++p) {
-        bool x = trial.nu[p] != pl.nu[p] || trial.nv[p] != pl.nv[p];
-        for (int sd = 0; sd < patches::side_count(m.patches[p]) && !x; ++sd) x = trial.factor(p, sd) != pl.factor(p, sd);
-        differs[std::size_t(p)] = x;
+        const auto x = shape(trial, p);
+        differs[std::size_t(p)] = x != sampled_shape[std::size_t(p)];
+        sampled_shape[std::size_t(p)] = x;
       }
-      d = plan_deviation(trial, 4, o.threads, o.team.get(), &differs);
+      const auto fresh = plan_deviation(trial, 4, o.threads, o.team.get(), &differs);
+      for (std::int64_t p = 0; p < np; ++p)
+        if (differs[std::size_t(p)]) d[std::size_t(p)] = fresh[std::size_t(p)];
       accepted = true;
       for (std::int64_t p = 0; p < np; ++p) {
-        if (!differs[std::size_t(p)]) d[std::size_t(p)] = dev[std::size_t(p)];
         if (d[std::size_t(p)] <= keep) continue;
         accepted = false;
         trial.nu[p] = pl.nu[p];
