@@ -18,7 +18,7 @@ struct PlanRef {
   std::int64_t sample;
 };
 
-// Device-copyable view of a plan (pointers into the host Plan's arrays, or copies of them on a device).
+// Device-copyable view of a plan: the arrays a kernel needs, copied to the device (no kernel builds one yet).
 struct PlanView {
   const std::uint8_t* is_triangle = nullptr;           // per patch
   const std::uint8_t* is_flipped = nullptr;            // per patch

@@ -144,9 +144,6 @@ struct Plan {
   std::int64_t grid_samples = 0, extra_samples = 0, vertices = 0;
   std::vector<std::int64_t> extra_patch;
   std::vector<double> extra_uv;
-  // flat copies for PlanView (finish_plan fills them)
-  std::vector<std::uint8_t> triangle_flags, edge_collapse_flags;
-  std::vector<std::array<std::int32_t, 2>> edge_corner_ids;
 
   // what patches::side_vertex and the rest read (plan_walk.hpp)
   bool triangle(std::int64_t p) const { return model->patches[p].kind == PatchKind::Triangle; }
@@ -156,16 +153,6 @@ struct Plan {
   bool edge_collapsed(std::int64_t e) const { return topo.edges[e].collapsed; }
   int side_segments(std::int64_t p, int s) const { return patches::side_segments(*this, p, s); }
   int factor(std::int64_t p, int s) const { return patches::side_factor(*this, p, s); }
-
-  patches::PlanView view() const {
-    patches::PlanView v;
-    v.is_triangle = triangle_flags.data(), v.is_flipped = topo.flipped.data(), v.zipper = zipper.data();
-    v.nu = nu.data(), v.nv = nv.data(), v.first = first.data(), v.extra_first = extra_first.data();
-    v.interior_base = interior_base.data(), v.sides = topo.sides.data(), v.edge_factor = edge_factor.data();
-    v.edge_vertex_base = edge_vertex_base.data(), v.edge_corners = edge_corner_ids.data();
-    v.edge_collapse = edge_collapse_flags.data();
-    return v;
-  }
 };
 
 using Ref = patches::PlanRef;
@@ -180,14 +167,6 @@ using patches::triangulate_patch;
 void finish_plan(Plan& pl) {
   const PatchModel& m = *pl.model;
   const auto np = std::int64_t(m.patches.size());
-  pl.triangle_flags.resize(std::size_t(np));
-  for (std::int64_t p = 0; p < np; ++p) pl.triangle_flags[std::size_t(p)] = pl.triangle(p);
-  pl.edge_corner_ids.resize(pl.topo.edges.size());
-  pl.edge_collapse_flags.resize(pl.topo.edges.size());
-  for (std::size_t e = 0; e < pl.topo.edges.size(); ++e) {
-    pl.edge_corner_ids[e] = {pl.topo.edges[e].corner_a, pl.topo.edges[e].corner_b};
-    pl.edge_collapse_flags[e] = pl.topo.edges[e].collapsed;
-  }
   // edge factors: the finest of the sides that meet there; triangles take their finest side everywhere; a zipped
   // patch needs an inner grid (>= 2 segments each way). Repeat until nothing changes (values only grow).
   pl.edge_factor.assign(pl.topo.edges.size(), 1);
