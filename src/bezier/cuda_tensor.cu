@@ -187,10 +187,10 @@ __device__ __forceinline__ void store_pair(const Job<float>& job, const float (&
     for (int c = 0; c < 3; ++c) s[p][c] = cj.s[c], su[p][c] = cj.su[c], sv[p][c] = cj.sv[c];
     if constexpr (Order >= 1 && (Outs & kOutNormals) != 0) ok[p] = kern::unit_normal(su[p], sv[p], n[p]);
   }
-  // Pairs go out as one 8-byte streaming store where the index is even (always, when the row length is).
-  const bool pair = both && (index & 1) == 0;
+  // Pairs go out as one 8-byte streaming store where the address allows it (the arrays of one call may share an
+  // allocation at 4-byte offsets, so the index's parity alone does not say).
   auto put = [&](float* base, float a, float b) {
-    if (pair) {
+    if (both && (reinterpret_cast<std::uintptr_t>(base + index) & 7) == 0) {
       __stcs(reinterpret_cast<float2*>(base + index), make_float2(a, b));
     } else {
       __stcs(base + index, a);
@@ -209,7 +209,7 @@ __device__ __forceinline__ void store_pair(const Job<float>& job, const float (&
 #pragma unroll
     for (int c = 0; c < 3; ++c) put(out.nrm[c], n[0][c], n[1][c]);
     const std::uint8_t f0 = ok[0] ? 0 : 1, f1 = ok[1] ? 0 : 1;
-    if (pair) {
+    if (both && (reinterpret_cast<std::uintptr_t>(out.flag + index) & 1) == 0) {
       *reinterpret_cast<std::uint16_t*>(out.flag + index) = std::uint16_t(f0 | (f1 << 8));  // little-endian
     } else {
       out.flag[index] = f0;

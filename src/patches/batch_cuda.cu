@@ -125,7 +125,8 @@ __global__ void casteljau_kernel(DeviceViews<T> d, const CasteljauTile* __restri
       hu[c] = T(m) * ((T(1) - v) * (q10 - q00) + v * (q11 - q01));
       hv[c] = T(n) * ((T(1) - u) * (q01 - q00) + u * (q11 - q10));
     }
-    patchk::store_homogeneous<T>(r, P, h, hu, hv, u, v, d.pos, d.nrm, r.first + tile.first_sample + slot);
+    patchk::store_homogeneous<T>(
+        r, P, h, hu, hv, [&](T& su, T& sv) { su = u, sv = v; }, d.pos, d.nrm, r.first + tile.first_sample + slot);
   }
 }
 
@@ -189,8 +190,9 @@ __global__ void __launch_bounds__(kTablesBlock) tables_kernel(DeviceViews<T> d, 
       }
     }
     const int i = tile.row0 + row;
-    patchk::store_homogeneous<T>(r, P, h, hu, hv, kern::grid_param<T>(i, r.nu + 1), kern::grid_param<T>(j, nv + 1),
-                                 d.pos, d.nrm, r.first + std::int64_t(i) * (nv + 1) + j);
+    // (u, v) only where the normal is degenerate: two double divisions per sample otherwise
+    auto uv = [&](T& u, T& v) { u = kern::grid_param<T>(i, r.nu + 1), v = kern::grid_param<T>(j, nv + 1); };
+    patchk::store_homogeneous<T>(r, P, h, hu, hv, uv, d.pos, d.nrm, r.first + std::int64_t(i) * (nv + 1) + j);
   }
 }
 

@@ -96,8 +96,9 @@ PS_HD void triangle_jet(const T* P, int d, T s, T t, T* val, T* ds, T* dt) {
 
 // Position and unit normal of a tensor-patch sample from its homogeneous value and first derivatives (quotient
 // rule), the limit normal where Su x Sv vanishes, flipped for reoriented patches; written to SoA arrays.
-template <class T>
-PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const T* hu, const T* hv, T u, T v,
+// `uv(u, v)` gives the sample's parameters; only the rare degenerate path needs them.
+template <class T, class UV>
+PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const T* hu, const T* hv, UV&& uv,
                              T* const* pos, T* const* nrm, std::int64_t out) {
   const T iw = T(1) / h[3];
   T p[3], su[3], sv[3], n[3];
@@ -106,11 +107,21 @@ PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const
     su[c] = (hu[c] - p[c] * hu[3]) * iw;
     sv[c] = (hv[c] - p[c] * hv[3]) * iw;
   }
-  if (!kern::unit_normal(su, sv, n)) kern::degenerate_normal<T, 4>(kern::NetView<T>{r.du, r.dv, P}, u, v, n);
+  if (!kern::unit_normal(su, sv, n)) {
+    T u, v;
+    uv(u, v);
+    kern::degenerate_normal<T, 4>(kern::NetView<T>{r.du, r.dv, P}, u, v, n);
+  }
   const T sign = (r.flags & kFlipped) ? T(-1) : T(1);
   for (int c = 0; c < 3; ++c) {
+#if defined(__CUDA_ARCH__)
+    // streaming stores: the samples are not read again by this kernel, the tables and nets stay in L2
+    __stcs(pos[c] + out, p[c]);
+    __stcs(nrm[c] + out, sign * n[c]);
+#else
     pos[c][out] = p[c];
     nrm[c][out] = sign * n[c];
+#endif
   }
 }
 
