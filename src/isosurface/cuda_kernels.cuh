@@ -46,59 +46,83 @@ __device__ __forceinline__ RowStats warp_merge(RowStats a) {
   return a;
 }
 
-// Pass 1a: flags of every point and the vertex slots per row, one warp per row (a row is a few hundred points:
-// a block per row spent its time in block reductions and scheduling).
+// Pass 1a: flags of every point and the vertex slots per row. A block takes a tile of 32 x 8 points in (i, j) and
+// marches it through kFlagSlices slices along z, keeping each point's next value for the next slice: every sample
+// is read from memory about once (the +x neighbour comes by shuffle, the +y one from the tile in shared memory).
+// One warp per row segment, which adds its row's slots and span by atomics (rows start cleared by flags_clear).
+// A warp per whole row read each sample three times (the row and its +y, +z neighbours) and took half the extraction time.
+constexpr int kFlagTileX = 32, kFlagTileY = 8, kFlagSlices = 16;
+
+__global__ void flags_clear_kernel(std::int64_t rows, int nx, std::uint32_t* __restrict__ row_vertices,
+                                   int* __restrict__ row_first, int* __restrict__ row_last) {
+  const std::int64_t r = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  row_vertices[r] = 0;
+  row_first[r] = nx;
+  row_last[r] = -1;
+}
+
 template <class T>
-__global__ void __launch_bounds__(kRowThreads) flags_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                            typename mc::RealOf<T>::type level,
-                                                            std::uint8_t* __restrict__ flags,
-                                                            std::uint32_t* __restrict__ row_vertices,
-                                                            int* __restrict__ row_first, int* __restrict__ row_last) {
+__global__ void __launch_bounds__(kFlagTileX * kFlagTileY) flags_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                                        typename mc::RealOf<T>::type level,
+                                                                        std::uint8_t* __restrict__ flags,
+                                                                        std::uint32_t* __restrict__ row_vertices,
+                                                                        int* __restrict__ row_first,
+                                                                        int* __restrict__ row_last) {
   using R = typename mc::RealOf<T>::type;
-  const std::int64_t r = std::int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  if (r >= g.flag_rows) return;
-  const int lane = int(threadIdx.x % 32), nx = int(g.nx);
-  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
-  std::uint32_t n = 0;
-  int lo = nx, hi = -1;
-  std::uint8_t* f = flags + r * g.nx;
-  // The row and its +y, +z neighbours by strides (point_flags' index arithmetic is 64-bit multiplies per sample).
-  const T* row = s.data + ((k - s.z_begin) * s.ny + j) * s.nx;
-  const std::int64_t sy = j + 1 < s.ny ? s.nx : 0, sz = k + 1 < s.nz ? s.nx * s.ny : 0;
-  for (int i = lane; i < nx; i += 32) {
-    const R x = R(row[i]);
-    std::uint8_t v;
-    if (x == level) {
-      v = mc::point_flags<T, R>(s, i, j, k, level);  // on the level: the rare exact path
-    } else {  // point_flags' other branch, the same tests
-      const bool in = mc::is_inside(x, level);
-      v = in ? std::uint8_t(mc::kInside) : std::uint8_t(0);
-      if (i + 1 < nx) {
-        const R w = R(row[i + 1]);
-        if (in != mc::is_inside(w, level) && w != level) v |= mc::kSlotX;
+  __shared__ R tile[2][kFlagTileY + 1][kFlagTileX];  // two slices, so that one barrier per slice suffices
+  const int tx = int(threadIdx.x), ty = int(threadIdx.y);
+  const std::int64_t i = std::int64_t(blockIdx.x) * kFlagTileX + tx;
+  const std::int64_t j = std::int64_t(blockIdx.y) * kFlagTileY + ty;
+  const std::int64_t halo_j = std::int64_t(blockIdx.y) * kFlagTileY + kFlagTileY;
+  const std::int64_t k_end = g.z0 + g.flag_rows / g.ny;
+  const std::int64_t k_begin = g.z0 + std::int64_t(blockIdx.z) * kFlagSlices;
+  const std::int64_t k_stop = min(k_begin + kFlagSlices, k_end);
+  const bool here = i < g.nx && j < g.ny;
+  const bool east_inside = i + 1 < g.nx, north_inside = j + 1 < g.ny;
+  // Pointers advance by a plane per slice: index arithmetic in 64 bits per sample cost more than the tests.
+  const std::int64_t plane = s.nx * s.ny;
+  const T* at = s.data + ((k_begin - s.z_begin) * s.ny + min(j, g.ny - 1)) * s.nx + min(i, g.nx - 1);
+  const T* halo = s.data + ((k_begin - s.z_begin) * s.ny + min(halo_j, g.ny - 1)) * s.nx + min(i, g.nx - 1);
+  std::uint8_t* out = flags + ((k_begin - g.z0) * g.ny + j) * g.nx + i;
+  std::int64_t r = (k_begin - g.z0) * g.ny + j;
+  R cur = here ? R(*at) : R(0);
+  for (std::int64_t k = k_begin; k < k_stop; ++k, at += plane, halo += plane, out += plane, r += g.ny) {
+    const int b = int(k & 1);
+    tile[b][ty][tx] = cur;
+    if (ty == 0) tile[b][kFlagTileY][tx] = i < g.nx && halo_j < g.ny ? R(*halo) : R(0);
+    const bool has_z = k + 1 < s.nz;
+    const R next = here && has_z ? R(at[plane]) : R(0);
+    __syncthreads();
+    R east = __shfl_down_sync(0xffffffffu, cur, 1);
+    if (tx == kFlagTileX - 1 && here && east_inside) east = R(at[1]);
+    const R north = tile[b][ty + 1][tx];
+    std::uint8_t v = 0;
+    if (here) {
+      if (cur == level) {
+        v = mc::point_flags<T, R>(s, i, j, k, level);  // on the level: the rare exact path
+      } else {  // point_flags' other branch, the same tests
+        const bool in = mc::is_inside(cur, level);
+        v = in ? std::uint8_t(mc::kInside) : std::uint8_t(0);
+        if (east_inside && in != mc::is_inside(east, level) && east != level) v |= mc::kSlotX;
+        if (north_inside && in != mc::is_inside(north, level) && north != level) v |= mc::kSlotY;
+        if (has_z && in != mc::is_inside(next, level) && next != level) v |= mc::kSlotZ;
       }
-      if (sy) {
-        const R w = R(row[i + sy]);
-        if (in != mc::is_inside(w, level) && w != level) v |= mc::kSlotY;
-      }
-      if (sz) {
-        const R w = R(row[i + sz]);
-        if (in != mc::is_inside(w, level) && w != level) v |= mc::kSlotZ;
-      }
+      *out = v;
     }
-    f[i] = v;
+    // The row segment's slots and span: most segments have none, and a ballot says so at once.
     const int c = mc::slot_count(v);
-    n += std::uint32_t(c);
-    if (c) {
-      lo = min(lo, i);
-      hi = max(hi, i);
+    const std::uint32_t with = __ballot_sync(0xffffffffu, c != 0);
+    if (with) {
+      const std::uint32_t slots = __reduce_add_sync(0xffffffffu, std::uint32_t(c));
+      if (tx == 0) {
+        const int base = int(blockIdx.x) * kFlagTileX;
+        atomicAdd(row_vertices + r, slots);
+        atomicMin(row_first + r, base + __ffs(int(with)) - 1);
+        atomicMax(row_last + r, base + 31 - __clz(int(with)));
+      }
     }
-  }
-  const RowStats total = warp_merge(RowStats{n, lo, hi});
-  if (lane == 0) {
-    row_vertices[r] = total.slots;
-    row_first[r] = total.first;
-    row_last[r] = total.last;
+    cur = next;
   }
 }
 

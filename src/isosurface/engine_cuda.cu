@@ -120,10 +120,20 @@ class CudaEngine final : public SlabEngine {
     row_last_.ensure(rows * 4, "allocating row spans");
     PS_CUDA(cudaMemset(counters_.ptr, 0, 2 * sizeof(unsigned long long)), "clearing counters");
     PS_CUDA(cudaMemset(row_triangles_.ptr, 0, rows * 4), "clearing row counts");
-    cuda::flags_kernel<T><<<unsigned((rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock), cuda::kRowThreads>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
-                                                                  row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
-                                                                  row_last_.as<int>());
+    if (rows > 0) {
+    cuda::flags_clear_kernel<<<unsigned((rows + 255) / 256), 256>>>(std::int64_t(rows), int(g.nx),
+                                                                   row_vertices_.as<std::uint32_t>(),
+                                                                   row_first_.as<int>(), row_last_.as<int>());
+    PS_CUDA_LAUNCH("clearing row counts");
+    const std::int64_t slices = std::int64_t(rows) / g.ny;
+    const dim3 tiles(unsigned((g.nx + cuda::kFlagTileX - 1) / cuda::kFlagTileX),
+                     unsigned((g.ny + cuda::kFlagTileY - 1) / cuda::kFlagTileY),
+                     unsigned((slices + cuda::kFlagSlices - 1) / cuda::kFlagSlices));
+    cuda::flags_kernel<T><<<tiles, dim3(cuda::kFlagTileX, cuda::kFlagTileY)>>>(
+        s, g, R(task.level), flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
+        row_last_.as<int>());
     PS_CUDA_LAUNCH("classifying points");
+    }
     if (g.cell_rows > 0) {
       cuda::count_cells_kernel<T><<<unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock),
                                          cuda::kRowThreads>>>(
