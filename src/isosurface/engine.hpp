@@ -52,6 +52,10 @@ class SlabEngine {
   // Appends the slab-relative indices of triangles that touch a sample on the level (candidates for duplicates).
   virtual void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& tie_triangles) = 0;
   virtual StageSeconds seconds() const = 0;
+  // Makes the task's samples ready for count() (on a GPU: resident on the device, from a finished prefetch when
+  // it matches). Then prefetch() may start on another thread with the next task, while this one is processed.
+  virtual void stage(const SlabTask& task) { (void)task; }
+  virtual void prefetch(const SlabTask& next) { (void)next; }
   // Bytes of work arrays per point of a slab (beyond the samples), for slab sizing.
   virtual double work_bytes_per_point() const = 0;
 };

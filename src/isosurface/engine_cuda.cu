@@ -61,6 +61,52 @@ class CudaEngine final : public SlabEngine {
     return {t.dims[0], t.dims[1], t.z0, (flag_z1 - t.z0) * t.dims[1], (cell_z1 - t.z0) * t.dims[1]};
   }
 
+  // Which samples a device buffer holds.
+  struct SampleKey {
+    const void* host = nullptr;
+    std::size_t bytes = 0;
+    std::int64_t z0 = -1;
+    int field = -1;
+    bool operator==(const SampleKey&) const = default;
+  };
+  static SampleKey key_of(const SlabTask& t) {
+    const std::size_t bytes = std::size_t(t.data_z1 - t.data_z0) * std::size_t(t.dims[0] * t.dims[1]) *
+                              voxel_bytes(t.type);
+    return {t.data, bytes, t.data_z0, t.field};
+  }
+
+ public:
+  void stage(const SlabTask& task) override {
+    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
+    if (staged_.host && staged_ == key_of(task)) {  // uploaded ahead: the buffers trade places
+      std::swap(data_.ptr, staging_.ptr);
+      std::swap(data_.bytes, staging_.bytes);
+      uploaded_field_ = task.field;
+      uploaded_ = task.data;
+      uploaded_bytes_ = staged_.bytes;
+      uploaded_z0_ = task.data_z0;
+    }
+    staged_ = {};
+    core::visit_voxel_type(task.type, [&](auto tag) { device_values<decltype(tag)>(task); });
+  }
+  // Runs on the driver's prefetch thread: a stream of its own that does not wait for the kernels of the slab in
+  // flight (the legacy default stream would), into the buffer that is not in use.
+  void prefetch(const SlabTask& next) override {
+    if (next.field >= 0 || !next.data) return;
+    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
+    const SampleKey key = key_of(next);
+    if (!copy_stream_) PS_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "creating the upload stream");
+    staging_.ensure(key.bytes, "allocating the next slab's samples");
+    PS_CUDA(cudaMemcpyAsync(staging_.ptr, next.data, key.bytes, cudaMemcpyHostToDevice, copy_stream_),
+            "uploading the next slab's samples");
+    PS_CUDA(cudaStreamSynchronize(copy_stream_), "uploading the next slab's samples");
+    staged_ = key;
+  }
+  ~CudaEngine() override {
+    if (copy_stream_) cudaStreamDestroy(copy_stream_);
+  }
+
+ private:
   template <class T>
   mc::SlabValues<T> device_values(const SlabTask& t) {
     const std::size_t bytes = std::size_t(t.data_z1 - t.data_z0) * std::size_t(t.dims[0] * t.dims[1]) * sizeof(T);
@@ -260,6 +306,9 @@ class CudaEngine final : public SlabEngine {
   StageSeconds seconds_;
   SlabCounts counts_;
   unsigned long long tie_total_ = 0;
+  cudaStream_t copy_stream_ = nullptr;
+  core::DeviceBuffer staging_;  // the next slab's samples, uploaded ahead
+  SampleKey staged_;
   const void* uploaded_ = nullptr;
   std::size_t uploaded_bytes_ = 0;
   int uploaded_field_ = -1;

@@ -367,11 +367,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const std::size_t extra_raw = std::max(o.labels ? voxel_bytes(o.labels->type()) : 0,
                                          o.scalars ? voxel_bytes(o.scalars->type()) : 0);
   const std::size_t extra_bytes = (o.labels ? 4 : 0) + (o.scalars ? 4 : 0);
-  const double per_slice =
-      double(slice_points) * (double(vbytes) + engine->work_bytes_per_point() + double(extra_raw + extra_bytes));
   const void* resident = volume.resident_data();
   // Built-in fields are computed by the CUDA engine on the GPU (the gyroid's sines would differ from the host's).
   const bool on_device = field_on_device(volume, device);
+  // On a GPU the next streamed slab's samples are uploaded while this slab is processed: a second copy there.
+  const double sample_copies = device == Device::Cuda && !on_device && !resident ? 2.0 : 1.0;
+  const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point() +
+                                                   double(extra_raw + extra_bytes));
   std::int64_t S = o.slab_slices;
   if (S <= 0) {
     std::uint64_t budget = o.memory_budget;
@@ -454,8 +456,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
 
   // One slab's levels appended to `into` (vertex ids continue from what `into` holds).
-  auto run_slab = [&](iso::SlabEngine& eng, iso::SlabTask t, std::int64_t s, SlabBuffers& buf,
-                      std::vector<LevelMesh>& into, std::uint64_t& vertices_so_far) {
+  // Slab s's task: its slices and where its samples (and labels, scalars) lie on the host.
+  auto task_of = [&](iso::SlabTask t, std::int64_t s, SlabBuffers& buf) {
     const auto sp = span_of(s);
     t.z0 = sp[0];
     t.z1 = sp[1];
@@ -465,6 +467,11 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
                       : on_device ? nullptr : buf.data.data();
     t.labels = o.labels ? buf.labels.data() : nullptr;
     t.scalars = o.scalars ? buf.scalars.data() : nullptr;
+    return t;
+  };
+  auto run_slab = [&](iso::SlabEngine& eng, const iso::SlabTask& task_in, std::int64_t s, SlabBuffers& buf,
+                      std::vector<LevelMesh>& into, std::uint64_t& vertices_so_far) {
+    iso::SlabTask t = task_of(task_in, s, buf);
     for (std::size_t L = 0; L < levels.size(); ++L) {
       t.level = levels[L];
       const iso::SlabCounts c = eng.count(t);
@@ -593,14 +600,21 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     }
   } else {
   std::uint64_t vertices_total = 0;
+  // Streamed into pinned buffers, the device samples of slab s + 1 go up on the prefetch thread, after its read,
+  // while slab s is processed; staging slab s first means that upload never lands in a buffer slab s still needs.
+  // (From pageable memory, a volume resident on the host, the early upload made 1024^3 slower on the H200 host,
+  // competing with the mesh downloads, so those slabs go up when their turn comes.)
+  const bool upload_ahead = device == Device::Cuda && !on_device && !resident && buffers[0].data.pinned();
   for (std::int64_t s = 0; s < slab_count; ++s) {
     std::thread prefetch;
     Error prefetch_error(ErrorKind::Io, "");
     bool prefetch_failed = false;
-    if (streamed && s + 1 < slab_count) {
+    if (upload_ahead) engine->stage(task_of(task, s, buffers[s % 2]));
+    if ((streamed || upload_ahead) && s + 1 < slab_count) {
       prefetch = std::thread([&, s] {
         try {
-          read_slab(s + 1, buffers[(s + 1) % 2]);
+          if (streamed) read_slab(s + 1, buffers[(s + 1) % 2]);
+          if (upload_ahead) engine->prefetch(task_of(task, s + 1, buffers[(s + 1) % 2]));
         } catch (const Error& e) {
           prefetch_error = e;
           prefetch_failed = true;
