@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <numbers>
 #include <random>
@@ -12,6 +14,7 @@
 #include "isosurface/mc_tables.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
+#include "parasurf/volume.hpp"
 #include "support.hpp"
 
 namespace parasurf {
@@ -429,6 +432,47 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
         for (std::size_t i = 0; i < c.vertex_values.size(); ++i)
           ASSERT_NEAR(g.vertex_values[i], c.vertex_values[i], 1e-5) << v->name();
       }
+}
+
+// A volume streamed from a file goes through pinned slab buffers, and on a GPU the next slab is uploaded while
+// this one is processed: every slab size gives the mesh of the volume held whole in memory.
+TEST(Isosurface, StreamedSlabsUploadedAheadGiveTheIdenticalMesh) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x5eed);
+  std::vector<float> data;
+  MemoryVolume noise = noise_volume(rng, {21, 17, 23}, data);
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("parasurf_streamed_" + std::to_string(test::run_seed() % 1000000) + ".raw");
+  {
+    std::ofstream f(path, std::ios::binary);
+    f.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size() * sizeof(float)));
+    ASSERT_TRUE(f.good());
+  }
+  RawVolumeOptions raw;
+  raw.dims = noise.geometry().dims;
+  raw.type = VoxelType::Float32;
+  const auto streamed = open_raw_volume(path.string(), raw);
+  ASSERT_EQ(streamed->resident_data(), nullptr);  // else this test would not stream
+  for (Device d : devices())
+    for (auto topo : {CaseTopology::Classic, CaseTopology::Mc33}) {
+      IsosurfaceOptions o;
+      o.levels = {0.1, -0.4};
+      o.device = d;
+      o.topology = topo;
+      const TriangleMesh whole = extract_isosurface(noise, o);
+      ASSERT_GT(whole.triangle_count(), 0);
+      for (std::int64_t s : {1, 2, 3, 5, 22}) {
+        o.slab_slices = s;
+        IsosurfaceReport rep;
+        const TriangleMesh part = extract_isosurface(*streamed, o, &rep);
+        const std::string what = std::string(device_name(d)) + " topology " + std::to_string(int(topo)) +
+                                 " streamed slabs of " + std::to_string(s);
+        EXPECT_EQ(rep.slabs, (23 + s - 1) / s) << what;
+        EXPECT_EQ(part.triangles, whole.triangles) << what;
+        EXPECT_EQ(part.positions, whole.positions) << what;
+        EXPECT_EQ(part.normals, whole.normals) << what;
+      }
+    }
+  std::filesystem::remove(path);
 }
 
 TEST(Isosurface, EveryVoxelTypeGivesTheSameTopology) {
