@@ -241,8 +241,9 @@ class CudaEngine final : public SlabEngine {
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
     if (nv > 0 && owned_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
       vertex_list_.ensure(nv * 8, "allocating the vertex list");
-      cuda::vertex_list_kernel<<<unsigned(owned_rows), cuda::kRowThreads>>>(
-          g, flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(),
+      cuda::vertex_list_kernel<<<unsigned((owned_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock),
+                                 cuda::kRowThreads>>>(
+          g, std::int64_t(owned_rows), flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(),
           row_first_.as<int>(), row_last_.as<int>(), vertex_list_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("listing vertices");
       cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
@@ -261,7 +262,8 @@ class CudaEngine final : public SlabEngine {
     if (nt > 0 && g.cell_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
       cell_list_.ensure(nt * sizeof(cuda::CellRecord), "allocating the cell list");
       const mc::CaseLookup cases = lookup(task);
-      cuda::cell_list_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
+      cuda::cell_list_kernel<T><<<unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock),
+                                  cuda::kRowThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), cases, task.keep_degenerate,
           row_triangles_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(),
           row_triangle_base_.as<std::uint64_t>(), row_first_.as<int>(), row_last_.as<int>(), out.vertex_base,
