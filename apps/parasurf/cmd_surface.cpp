@@ -71,7 +71,7 @@ void add_surface(CLI::App& app) {
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hybrid");
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all)");
   cmd->add_flag("--tensor-cores", args->tensor_cores,
-                "GPU, float, factored: stage 2 on TF32 tensor cores with split operands (experimental, opt-in)");
+                "GPU, float, factored: stage 2 on TF32 tensor cores with split operands (opt-in; slower than the FP32 kernel on the H200)");
   cmd->add_option("--output,-o", args->output, "Mesh file (.ply or .obj)");
   cmd->add_option("--obj", args->obj, "Also write this .obj file");
   cmd->callback([args] {

@@ -74,7 +74,8 @@ struct EvalOptions {
   bool skip_copy_back = false;           // benchmarks: GPU results stay on the device (outputs not filled)
   std::uint64_t gpu_launch_bytes = 0;    // tests: most bytes of one output array per GPU launch (0: 4 GiB)
   // Float grids, factored method, positions / first derivatives / normals: the GPU's stage 2 as TF32 tensor-core
-  // products with split operands (float accuracy; compute capability 8.0+). Opt-in until it has run on a GPU.
+  // products with split operands (float accuracy; compute capability 8.0+). Opt-in: slower than the FP32 kernel on
+  // the H200 (docs/performance.md).
   bool gpu_tensor_cores = false;
 };
 
