@@ -134,35 +134,53 @@ __global__ void casteljau_kernel(DeviceViews<T> d, const CasteljauTile* __restri
 struct TablesTile {
   std::int32_t patch;
   std::int32_t row0, rows;   // rows of u samples
-  std::int32_t pad;
+  std::int32_t patches;      // whole small patches, consecutive and alike, that share the block (0: one)
   std::int64_t tab_u, tab_v; // offsets of (segments+1) x (degree+1) values, then as many derivatives
 };
 
-template <class T>
-__global__ void __launch_bounds__(kTablesBlock) tables_kernel(DeviceViews<T> d, const TablesTile* __restrict__ tiles,
+// Small patches of large batches are packed several to a block (consecutive, same degrees and segments, so the
+// same tables; the Packed instance): alone, a patch of 9 x 9 or 17 x 17 samples left the block's fixed work (its
+// net, stage 1, two barriers) most of its time. Packing measured slower from 33 x 33 samples up, and on batches
+// too small to fill the GPU.
+constexpr int kTablesMaxPatches = 16;
+constexpr std::int64_t kTablesPackSamples = 512;   // most samples of a patch that is packed
+constexpr std::size_t kTablesPackBatch = 4096;     // fewest patches of a batch whose small patches are packed
+
+template <class T, bool Packed>
+__global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_kernel(DeviceViews<T> d, const TablesTile* __restrict__ tiles,
                                                               const T* __restrict__ tables) {
   extern __shared__ unsigned char smem_raw[];
+  __shared__ patchk::PatchRecord recs[Packed ? kTablesMaxPatches : 1];
   T* smem = reinterpret_cast<T*>(smem_raw);
   const TablesTile tile = tiles[blockIdx.x];
-  const patchk::PatchRecord r = d.rec[tile.patch];
-  const int m = r.du, n = r.dv, nv = r.nv;
+  const int count = Packed ? tile.patches : 1;
+  if constexpr (Packed) {
+    if (int(threadIdx.x) < count) recs[threadIdx.x] = d.rec[tile.patch + int(threadIdx.x)];
+    __syncthreads();
+  }
+  const patchk::PatchRecord r0 = Packed ? recs[0] : d.rec[tile.patch];  // a tile's patches share degrees, segments
+  const int m = r0.du, n = r0.dv, nv = r0.nv;
   const int net = (m + 1) * (n + 1) * 4;
-  const T* P = d.points + r.cp * 4;
-  T* sp = smem;                     // control points
-  T* q = sp + net;                  // rows x (n+1) x 4 values
-  T* qu = q + tile.rows * (n + 1) * 4;  // and u-derivatives
-  for (int k = threadIdx.x; k < net; k += blockDim.x) sp[k] = P[k];
+  const int q_per_patch = tile.rows * (n + 1);      // stage-1 entries of one patch
+  const int samples_per_patch = tile.rows * (nv + 1);
+  T* sp = smem;                               // control points, patch after patch
+  T* q = sp + count * net;                    // per patch: rows x (n+1) x 4 values
+  T* qu = q + count * q_per_patch * 4;        // and u-derivatives
+  for (int k = threadIdx.x; k < count * net; k += blockDim.x)
+    sp[k] = Packed ? d.points[recs[k / net].cp * 4 + k % net] : d.points[r0.cp * 4 + k];
   __syncthreads();
   const T* bu = tables + tile.tab_u;
-  const T* dbu = bu + std::int64_t(r.nu + 1) * (m + 1);
-  for (int k = threadIdx.x; k < tile.rows * (n + 1); k += blockDim.x) {
-    const int row = k / (n + 1), col = k % (n + 1);
+  const T* dbu = bu + std::int64_t(r0.nu + 1) * (m + 1);
+  for (int k = threadIdx.x; k < count * q_per_patch; k += blockDim.x) {
+    const int pi = Packed ? k / q_per_patch : 0, within = Packed ? k % q_per_patch : k;
+    const int row = within / (n + 1), col = within % (n + 1);
     const int i = tile.row0 + row;
+    const T* pp = sp + pi * net;
     T acc[4] = {}, accu[4] = {};
     for (int a = 0; a <= m; ++a) {
       const T w = bu[i * (m + 1) + a], dw = dbu[i * (m + 1) + a];
       for (int c = 0; c < 4; ++c) {
-        const T p = sp[(a * (n + 1) + col) * 4 + c];
+        const T p = pp[(a * (n + 1) + col) * 4 + c];
         acc[c] += w * p;
         accu[c] += dw * p;
       }
@@ -175,12 +193,13 @@ __global__ void __launch_bounds__(kTablesBlock) tables_kernel(DeviceViews<T> d, 
   __syncthreads();
   const T* bv = tables + tile.tab_v;
   const T* dbv = bv + std::int64_t(nv + 1) * (n + 1);
-  const int samples = tile.rows * (nv + 1);
-  for (int k = threadIdx.x; k < samples; k += blockDim.x) {
-    const int row = k / (nv + 1), j = k % (nv + 1);
+  for (int k = threadIdx.x; k < count * samples_per_patch; k += blockDim.x) {
+    const int pi = Packed ? k / samples_per_patch : 0, within = Packed ? k % samples_per_patch : k;
+    const int row = within / (nv + 1), j = within % (nv + 1);
+    const patchk::PatchRecord& r = Packed ? recs[pi] : r0;
     T h[4] = {}, hu[4] = {}, hv[4] = {};
-    const T* qr = q + row * (n + 1) * 4;
-    const T* qur = qu + row * (n + 1) * 4;
+    const T* qr = q + (pi * q_per_patch + row * (n + 1)) * 4;
+    const T* qur = qu + (pi * q_per_patch + row * (n + 1)) * 4;
     for (int b = 0; b <= n; ++b) {
       const T w = bv[j * (n + 1) + b], dw = dbv[j * (n + 1) + b];
       for (int c = 0; c < 4; ++c) {
@@ -192,7 +211,8 @@ __global__ void __launch_bounds__(kTablesBlock) tables_kernel(DeviceViews<T> d, 
     const int i = tile.row0 + row;
     // (u, v) only where the normal is degenerate: two double divisions per sample otherwise
     auto uv = [&](T& u, T& v) { u = kern::grid_param<T>(i, r.nu + 1), v = kern::grid_param<T>(j, nv + 1); };
-    patchk::store_homogeneous<T>(r, P, h, hu, hv, uv, d.pos, d.nrm, r.first + std::int64_t(i) * (nv + 1) + j);
+    patchk::store_homogeneous<T>(r, d.points + r.cp * 4, h, hu, hv, uv, d.pos, d.nrm,
+                                 r.first + std::int64_t(i) * (nv + 1) + j);
   }
 }
 
@@ -216,7 +236,8 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   // which patches each kernel takes
   std::vector<std::int32_t> others;
   std::vector<CasteljauTile> ctiles;
-  std::vector<TablesTile> ttiles;
+  std::vector<TablesTile> ttiles, ptiles;  // tables tiles: single patches (or parts), packed small patches
+  std::size_t packed_smem = 0;
   std::vector<T> tables;
   std::size_t smem_bytes = 0;
   std::map<std::pair<int, int>, std::int64_t> table_of;  // (degree, segments) -> offset
@@ -251,13 +272,34 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
       int rows = std::max(1, (8 * kTablesBlock) / (r.nv + 1));
       rows = std::min<int>({rows, r.nu + 1, int((kTablesSharedBudget - net_bytes) / row_bytes)});
       const auto tu = table(m, r.nu), tv = table(n, r.nv);
+      const std::size_t patch_bytes = net_bytes + std::size_t(rows) * row_bytes;
+      const std::int64_t samples = std::int64_t(rows) * (r.nv + 1);
+      if (rows == r.nu + 1 && samples <= kTablesPackSamples && batch.records.size() >= kTablesPackBatch) {
+        // a small whole patch: joins the last packed tile if that holds its likes, else starts one
+        if (!ptiles.empty()) {
+          TablesTile& last = ptiles.back();
+          const auto& lr = batch.records[last.patch];
+          if (last.patch + last.patches == p && last.patches < kTablesMaxPatches && lr.du == r.du && lr.dv == r.dv &&
+              lr.nu == r.nu && lr.nv == r.nv && (last.patches + 1) * samples <= 8 * kTablesBlock &&
+              std::size_t(last.patches + 1) * patch_bytes <= kTablesSharedBudget) {
+            ++last.patches;
+            packed_smem = std::max(packed_smem, std::size_t(last.patches) * patch_bytes);
+            continue;
+          }
+        }
+        ptiles.push_back({p, 0, rows, 1, tu, tv});
+        packed_smem = std::max(packed_smem, patch_bytes);
+        continue;
+      }
       for (int i = 0; i <= r.nu; i += rows)
-        ttiles.push_back({p, i, std::min(rows, r.nu + 1 - i), 0, tu, tv});
-      smem_bytes = std::max(smem_bytes, net_bytes + std::size_t(rows) * row_bytes);
+        ttiles.push_back({p, i, std::min(rows, r.nu + 1 - i), 1, tu, tv});
+      smem_bytes = std::max(smem_bytes, patch_bytes);
       continue;
     }
     others.push_back(p);
   }
+  const std::size_t single_tiles = ttiles.size();  // the packed tiles follow them in one upload
+  ttiles.insert(ttiles.end(), ptiles.begin(), ptiles.end());
   std::vector<std::int64_t> sel_first(others.size() + 1, 0);
   for (std::size_t k = 0; k < others.size(); ++k) sel_first[k + 1] = sel_first[k] + patchk::sample_count(batch.records[others[k]]);
 
@@ -311,12 +353,19 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
     casteljau_kernel<T><<<unsigned(ctiles.size()), kBlock, smem_bytes, stream>>>(dv, d_ctiles.as<CasteljauTile>());
     PS_CUDA_LAUNCH("launching the de Casteljau patch kernel");
   }
-  if (!ttiles.empty()) {
-    PS_CUDA(cudaFuncSetAttribute(tables_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)),
+  if (single_tiles > 0) {
+    PS_CUDA(cudaFuncSetAttribute(tables_kernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)),
             "configuring the tables kernel");
-    tables_kernel<T><<<unsigned(ttiles.size()), kTablesBlock, smem_bytes, stream>>>(dv, d_ttiles.as<TablesTile>(),
-                                                                                     d_tables.as<T>());
+    tables_kernel<T, false><<<unsigned(single_tiles), kTablesBlock, smem_bytes, stream>>>(
+        dv, d_ttiles.as<TablesTile>(), d_tables.as<T>());
     PS_CUDA_LAUNCH("launching the tables patch kernel");
+  }
+  if (ttiles.size() > single_tiles) {
+    PS_CUDA(cudaFuncSetAttribute(tables_kernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(packed_smem)),
+            "configuring the packed tables kernel");
+    tables_kernel<T, true><<<unsigned(ttiles.size() - single_tiles), kTablesBlock, packed_smem, stream>>>(
+        dv, d_ttiles.as<TablesTile>() + single_tiles, d_tables.as<T>());
+    PS_CUDA_LAUNCH("launching the packed tables patch kernel");
   }
   if (!others.empty()) {
     const std::int64_t n = sel_first.back();

@@ -289,6 +289,52 @@ TEST(Tessellate, BatchStrategiesAgreeAcrossBackends) {
   }
 }
 
+// Large batches of small patches go to the GPU several to a block: runs of alike patches form the packs, and
+// every change of degree, segments or kind (triangles, rational, flipped) breaks a run. Copies of the teapot (and
+// the shared triangle and sphere models) one after another make a batch over the packing threshold.
+TEST(Tessellate, PackedSmallPatchesMatchTheCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  PatchModel one = utah_teapot();
+  for (const char* name : {"tri1.bv", "sphere.bv"})
+    if (const auto t = shared_model(name); !t.patches.empty()) {
+      for (auto p : t.patches) {
+        p.offset += std::int64_t(one.points.size() / 4);
+        p.group = -1;
+        one.patches.push_back(p);
+      }
+      one.points.insert(one.points.end(), t.points.begin(), t.points.end());
+    }
+  PatchModel many = one;
+  many.patches.clear();
+  while (many.patches.size() < 5000) many.patches.insert(many.patches.end(), one.patches.begin(), one.patches.end());
+  for (int n : {1, 6, 15, 40}) {  // 40: too many samples to pack, the single-patch kernel beside packed runs
+    BatchOptions cpu;
+    cpu.device = Device::Cpu;
+    BatchOptions gpu;
+    gpu.device = Device::Cuda;
+    gpu.strategy = PatchStrategy::Tables;
+    PatchSamples<double> ref, d;
+    evaluate_patch_grids<double>(many, {{n, n + 2}}, cpu, &ref);
+    evaluate_patch_grids<double>(many, {{n, n + 2}}, gpu, &d);
+    PatchSamples<float> reff, f;
+    evaluate_patch_grids<float>(many, {{n, n + 2}}, cpu, &reff);
+    evaluate_patch_grids<float>(many, {{n, n + 2}}, gpu, &f);
+    ASSERT_EQ(d.count(), ref.count());
+    ASSERT_EQ(f.count(), ref.count());
+    double wd = 0, wf = 0, wn = 0;
+    for (int c = 0; c < 3; ++c)
+      for (std::int64_t k = 0; k < ref.count(); ++k) {
+        wd = std::max(wd, std::abs(d.position[c][k] - ref.position[c][k]));
+        wf = std::max(wf, double(std::abs(f.position[c][k] - reff.position[c][k])));
+        wn = std::max(wn, std::abs(d.normal[c][k] - ref.normal[c][k]));
+      }
+    // the tolerances of BatchStrategiesAgreeAcrossBackends
+    EXPECT_LE(wd, 1e-12) << "n=" << n;
+    EXPECT_LE(wn, 1e-9) << "n=" << n;
+    EXPECT_LE(wf, 1e-5) << "n=" << n;
+  }
+}
+
 TEST(Tessellate, WritersProduceReadableFiles) {
   TessellationOptions o;
   o.resolution = 4;
