@@ -139,8 +139,8 @@ struct TablesTile {
 };
 
 // Small patches of large batches are packed several to a block (consecutive, same degrees and segments, so the
-// same tables; the Packed instance): alone, a patch of 9 x 9 or 17 x 17 samples left the block's fixed work (its
-// net, stage 1, two barriers) most of its time. Packing measured slower from 33 x 33 samples up, and on batches
+// same tables; the Packed instance): alone, a patch of 8 x 8 or 16 x 16 samples left the block's fixed work (its
+// net, stage 1, two barriers) most of its time. Packing measured slower from 32 x 32 samples up, and on batches
 // too small to fill the GPU.
 constexpr int kTablesMaxPatches = 16;
 constexpr std::int64_t kTablesPackSamples = 512;   // most samples of a patch that is packed
