@@ -239,6 +239,24 @@ TEST(Tessellate, AdaptiveMeetsToleranceFromCoarseToFine) {
   }
 }
 
+// GPU samples against the CPU's in both precisions: teapot-sized coordinates are O(3), so 1e-12 absolute in
+// double and 1e-5 in float; unit normals 1e-9 in double.
+void expect_batch_matches(const PatchSamples<double>& d, const PatchSamples<double>& ref, const PatchSamples<float>& f,
+                          const PatchSamples<float>& reff, const std::string& what) {
+  ASSERT_EQ(d.count(), ref.count()) << what;
+  ASSERT_EQ(f.count(), reff.count()) << what;
+  double wd = 0, wf = 0, wn = 0;
+  for (int c = 0; c < 3; ++c)
+    for (std::int64_t k = 0; k < ref.count(); ++k) {
+      wd = std::max(wd, std::abs(d.position[c][k] - ref.position[c][k]));
+      wf = std::max(wf, double(std::abs(f.position[c][k] - reff.position[c][k])));
+      wn = std::max(wn, std::abs(d.normal[c][k] - ref.normal[c][k]));
+    }
+  EXPECT_LE(wd, 1e-12) << what;
+  EXPECT_LE(wn, 1e-9) << what;
+  EXPECT_LE(wf, 1e-5) << what;
+}
+
 TEST(Tessellate, BatchStrategiesAgreeAcrossBackends) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   PatchModel mixed = utah_teapot();
@@ -273,18 +291,7 @@ TEST(Tessellate, BatchStrategiesAgreeAcrossBackends) {
       evaluate_patch_grids<double>(mixed, {{n, n + 2}}, g, &d);
       PatchSamples<float> f;
       evaluate_patch_grids<float>(mixed, {{n, n + 2}}, g, &f);
-      ASSERT_EQ(d.count(), ref.count());
-      double wd = 0, wf = 0, wn = 0;
-      for (int c = 0; c < 3; ++c)
-        for (std::int64_t k = 0; k < ref.count(); ++k) {
-          wd = std::max(wd, std::abs(d.position[c][k] - ref.position[c][k]));
-          wf = std::max(wf, double(std::abs(f.position[c][k] - reff.position[c][k])));
-          wn = std::max(wn, std::abs(d.normal[c][k] - ref.normal[c][k]));
-        }
-      // teapot coordinates are O(3): 1e-12 absolute in double, 1e-5 in float; unit normals 1e-9 / 1e-4
-      EXPECT_LE(wd, 1e-12) << patch_strategy_name(st) << " n=" << n;
-      EXPECT_LE(wn, 1e-9) << patch_strategy_name(st) << " n=" << n;
-      EXPECT_LE(wf, 1e-5) << patch_strategy_name(st) << " n=" << n;
+      expect_batch_matches(d, ref, f, reff, std::string(patch_strategy_name(st)) + " n=" + std::to_string(n));
     }
   }
 }
@@ -319,19 +326,7 @@ TEST(Tessellate, PackedSmallPatchesMatchTheCpu) {
     PatchSamples<float> reff, f;
     evaluate_patch_grids<float>(many, {{n, n + 2}}, cpu, &reff);
     evaluate_patch_grids<float>(many, {{n, n + 2}}, gpu, &f);
-    ASSERT_EQ(d.count(), ref.count());
-    ASSERT_EQ(f.count(), ref.count());
-    double wd = 0, wf = 0, wn = 0;
-    for (int c = 0; c < 3; ++c)
-      for (std::int64_t k = 0; k < ref.count(); ++k) {
-        wd = std::max(wd, std::abs(d.position[c][k] - ref.position[c][k]));
-        wf = std::max(wf, double(std::abs(f.position[c][k] - reff.position[c][k])));
-        wn = std::max(wn, std::abs(d.normal[c][k] - ref.normal[c][k]));
-      }
-    // the tolerances of BatchStrategiesAgreeAcrossBackends
-    EXPECT_LE(wd, 1e-12) << "n=" << n;
-    EXPECT_LE(wn, 1e-9) << "n=" << n;
-    EXPECT_LE(wf, 1e-5) << "n=" << n;
+    expect_batch_matches(d, ref, f, reff, "packed n=" + std::to_string(n));
   }
 }
 
