@@ -277,21 +277,27 @@ TEST(Isosurface, Mc33MatchesTheTrilinearTopology) {
     for (Device d : devs) {
       const TriangleMesh m = extract(coarse, 0.0, d, o);
       const auto topo = test::iso_topology(m);
-      bool match = topo == reference;
+      bool match = topo == reference, settled = true;
       if (!match) {
         // A tunnel thinner than 1/16 of a cell fools both samplings (seen once in ~1600 volumes): ask 32x and 64x,
-        // and judge by them where they agree.
+        // and judge by them where they agree; where they disagree too, sampling cannot settle this interpolant.
         const auto at = [&](double step) {
           MemoryVolume fine = sample(trilinear, {0, 0, 0}, {hi, hi, hi}, {step, step, step});
           return test::iso_topology(extract(fine, 0.0, Device::Cpu, fine_options));
         };
         const auto finer = at(1.0 / 64);
-        match = finer == at(1.0 / 32) && topo == finer;
+        settled = finer == at(1.0 / 32);
+        match = topo == finer;
+        if (!settled)
+          std::printf("mc33 topology: seed %llu trial %d not settled by 32x and 64x sampling either; not judged\n",
+                      static_cast<unsigned long long>(seed), trial);
       }
-      mc33_misses += !match;
-      EXPECT_TRUE(match) << device_name(d) << " seed " << seed << " trial " << trial << ": mc33 gives "
-                         << topo.components << " pieces, Euler " << topo.euler << "; the interpolant has "
-                         << reference.components << " pieces, Euler " << reference.euler;
+      if (settled) {
+        mc33_misses += !match;
+        EXPECT_TRUE(match) << device_name(d) << " seed " << seed << " trial " << trial << ": mc33 gives "
+                           << topo.components << " pieces, Euler " << topo.euler << "; the interpolant has "
+                           << reference.components << " pieces, Euler " << reference.euler;
+      }
       expect_closed_manifold(m, std::string("mc33 trial ") + std::to_string(trial));
     }
   }
