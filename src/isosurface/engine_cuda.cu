@@ -167,18 +167,25 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaMemset(counters_.ptr, 0, 2 * sizeof(unsigned long long)), "clearing counters");
     PS_CUDA(cudaMemset(row_triangles_.ptr, 0, rows * 4), "clearing row counts");
     if (rows > 0) {
-    cuda::flags_clear_kernel<<<unsigned((rows + 255) / 256), 256>>>(std::int64_t(rows), int(g.nx),
-                                                                   row_vertices_.as<std::uint32_t>(),
-                                                                   row_first_.as<int>(), row_last_.as<int>());
-    PS_CUDA_LAUNCH("clearing row counts");
-    const std::int64_t slices = std::int64_t(rows) / g.ny;
-    const dim3 tiles(unsigned((g.nx + cuda::kFlagTileX - 1) / cuda::kFlagTileX),
-                     unsigned((g.ny + cuda::kFlagTileY - 1) / cuda::kFlagTileY),
-                     unsigned((slices + cuda::kFlagSlices - 1) / cuda::kFlagSlices));
-    cuda::flags_kernel<T><<<tiles, dim3(cuda::kFlagTileX, cuda::kFlagTileY)>>>(
-        s, g, R(task.level), flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
-        row_last_.as<int>());
-    PS_CUDA_LAUNCH("classifying points");
+      cuda::flags_clear_kernel<<<unsigned((rows + 255) / 256), 256>>>(std::int64_t(rows), int(g.nx),
+                                                                     row_vertices_.as<std::uint32_t>(),
+                                                                     row_first_.as<int>(), row_last_.as<int>());
+      PS_CUDA_LAUNCH("clearing row counts");
+      const std::int64_t slices = std::int64_t(rows) / g.ny;
+      const std::int64_t tiles_y = (g.ny + cuda::kFlagTileY - 1) / cuda::kFlagTileY;
+      const std::int64_t tiles_z = (slices + cuda::kFlagSlices - 1) / cuda::kFlagSlices;
+      if (tiles_y > 65535 || tiles_z > 65535)  // the grid's y and z limits
+        throw Error(ErrorKind::LimitReached,
+                    "the CUDA isosurface engine takes at most " + std::to_string(65535 * cuda::kFlagTileY) +
+                        " samples along y and " + std::to_string(65535 * cuda::kFlagSlices) +
+                        " slices per slab; this slab has " + std::to_string(g.ny) + " and " +
+                        std::to_string(slices) + " (use --device cpu)");
+      const dim3 tiles(unsigned((g.nx + cuda::kFlagTileX - 1) / cuda::kFlagTileX), unsigned(tiles_y),
+                       unsigned(tiles_z));
+      cuda::flags_kernel<T><<<tiles, dim3(cuda::kFlagTileX, cuda::kFlagTileY)>>>(
+          s, g, R(task.level), flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
+          row_last_.as<int>());
+      PS_CUDA_LAUNCH("classifying points");
     }
     if (g.cell_rows > 0) {
       cuda::count_cells_kernel<T><<<unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock),

@@ -134,7 +134,7 @@ __global__ void casteljau_kernel(DeviceViews<T> d, const CasteljauTile* __restri
 struct TablesTile {
   std::int32_t patch;
   std::int32_t row0, rows;   // rows of u samples
-  std::int32_t patches;      // whole small patches, consecutive and alike, that share the block (0: one)
+  std::int32_t patches;      // packed tiles: the whole small patches, consecutive and alike, in the block
   std::int64_t tab_u, tab_v; // offsets of (segments+1) x (degree+1) values, then as many derivatives
 };
 
