@@ -182,7 +182,16 @@ class CpuEngine final : public SlabEngine {
     row_on_level_.assign(std::size_t(inside_rows), 0);
     row_uniform_.resize(std::size_t(inside_rows));
     std::uint8_t* in = inside_.data();
-#pragma omp parallel for schedule(static) num_threads(threads_)
+    std::uint8_t* flags = flags_.data();
+    const mc::CaseLookup cases = lookup(task);
+    const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
+    // Cells with an MC33 centre vertex, as (row, cell): marked after the loop, which reads the flags they change.
+    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> centers(task.tunnels ? std::size_t(threads_) : 0u);
+    // The three passes share one parallel region: on small volumes, starting a region per pass cost more than the
+    // barriers between the passes.
+#pragma omp parallel num_threads(threads_)
+    {
+#pragma omp for schedule(static)
     for (std::int64_t r = 0; r < inside_rows; ++r) {
       // Locals and restrict: byte stores could alias anything, which would stop the loop from vectorising.
       const std::int64_t nx = l.nx;
@@ -197,8 +206,7 @@ class CpuEngine final : public SlabEngine {
       row_uniform_[std::size_t(r)] = all_in ? 1 : any_in ? 2 : 0;  // all inside, mixed, all outside
     }
     // Sweep 2: flags from inside bytes (x, y, z crossings by xor); rows near on-level samples take the exact path.
-    std::uint8_t* flags = flags_.data();
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads_)
+#pragma omp for schedule(dynamic, 64)
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
       std::uint8_t* f = flags + r * l.nx;
@@ -250,11 +258,7 @@ class CpuEngine final : public SlabEngine {
         row_last_[std::size_t(r)] = hi;
       }
     }
-    const mc::CaseLookup cases = lookup(task);
-    const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
-    // Cells with an MC33 centre vertex, as (row, cell): marked after the loop, which reads the flags they change.
-    std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> centers(task.tunnels ? std::size_t(threads_) : 0u);
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads_)
+#pragma omp for schedule(dynamic, 64)
     for (std::int64_t r = 0; r < cell_rows; ++r) {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
       if (j + 1 >= l.ny) continue;
@@ -277,6 +281,7 @@ class CpuEngine final : public SlabEngine {
         for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_cell(i + (__builtin_ctzll(m) >> 3));
       for (; i < i_end; ++i) count_cell(i);
       row_triangles_[std::size_t(r)] = n;
+    }
     }
     auto mark_center = [&](std::int64_t r, std::int64_t i) {
       flags[r * l.nx + i] |= mc::kSlotCenter;
