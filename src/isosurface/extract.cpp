@@ -370,8 +370,9 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const void* resident = volume.resident_data();
   // Built-in fields are computed by the CUDA engine on the GPU (the gyroid's sines would differ from the host's).
   const bool on_device = field_on_device(volume, device);
-  // On a GPU the next streamed slab's samples are uploaded while this slab is processed: a second copy there.
-  const double sample_copies = device == Device::Cuda && !on_device && !resident ? 2.0 : 1.0;
+  // On one GPU the next streamed slab's samples are uploaded while this slab is processed: a second copy there.
+  // (Several GPUs upload each slab in its turn.)
+  const double sample_copies = device == Device::Cuda && !on_device && !resident && gpus.size() <= 1 ? 2.0 : 1.0;
   const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point() +
                                                    double(extra_raw + extra_bytes));
   std::int64_t S = o.slab_slices;
