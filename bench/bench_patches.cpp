@@ -170,35 +170,45 @@ void run(const PatchBenchArgs& a) {
     }
   }
 
-  // tessellation phases: evaluation vs welding and assembly
+  // tessellation phases: evaluation vs welding and assembly (on CUDA: on the GPU, and on the host for comparison)
   std::printf("\ntessellation (welded mesh) phases:\n");
   for (const auto& [name, m] : models) {
-    for (Device dev : devs) {
-      TessellationOptions o;
-      o.resolution = name == "synthetic" ? 16 : 64;
-      o.device = dev;
-      o.precision = Precision::Float;
-      // Best of 3 per phase: the first run also pays for faulting in the mesh's fresh pages.
-      TessellationReport rep;
-      PatchMesh mesh;
-      for (int run = 0; run < 3; ++run) {
-        TessellationReport r;
-        mesh = tessellate(m, o, &r);
-        if (run == 0) rep = r;
-        rep.seconds_plan = std::min(rep.seconds_plan, r.seconds_plan);
-        rep.seconds_evaluate = std::min(rep.seconds_evaluate, r.seconds_evaluate);
-        rep.seconds_assemble = std::min(rep.seconds_assemble, r.seconds_assemble);
+    for (Device dev : devs)
+      for (bool on_device : {true, false}) {
+        if (on_device && dev != Device::Cuda) continue;
+        TessellationOptions o;
+        o.resolution = name == "synthetic" ? 16 : 64;
+        o.device = dev;
+        o.precision = Precision::Float;
+        o.assemble_on_device = on_device;
+        // Best of 3 per phase: the first run also pays for faulting in the mesh's fresh pages.
+        TessellationReport rep;
+        PatchMesh mesh;
+        for (int run = 0; run < 3; ++run) {
+          TessellationReport r;
+          mesh = tessellate(m, o, &r);
+          if (run == 0) rep = r;
+          rep.seconds_plan = std::min(rep.seconds_plan, r.seconds_plan);
+          rep.seconds_evaluate = std::min(rep.seconds_evaluate, r.seconds_evaluate);
+          rep.seconds_assemble = std::min(rep.seconds_assemble, r.seconds_assemble);
+          rep.seconds_download = std::min(rep.seconds_download, r.seconds_download);
+        }
+        const char* where = rep.assembled_on_device ? "gpu" : "host";
+        std::printf("  %-10s %-4s res %3d: %lld points, %lld triangles; best of 3: plan %.1f ms, evaluate %.1f ms, "
+                    "assemble (%s) %.1f ms = %.2fx evaluate",
+                    name.c_str(), device_name(dev), o.resolution, (long long)rep.evaluated_points,
+                    (long long)mesh.triangle_count(), rep.seconds_plan * 1e3, rep.seconds_evaluate * 1e3, where,
+                    rep.seconds_assemble * 1e3, rep.seconds_assemble / std::max(rep.seconds_evaluate, 1e-9));
+        if (rep.assembled_on_device) std::printf(", mesh download %.1f ms", rep.seconds_download * 1e3);
+        if (on_device && !rep.assembled_on_device) std::printf(" (device assembly declined: %s)", rep.assembly_note.c_str());
+        std::printf("\n");
+        doc["tessellation"].push_back({{"model", name}, {"device", device_name(dev)}, {"resolution", o.resolution},
+                                       {"points", rep.evaluated_points}, {"triangles", mesh.triangle_count()},
+                                       {"assembled_on", where}, {"plan_seconds", rep.seconds_plan},
+                                       {"evaluate_seconds", rep.seconds_evaluate},
+                                       {"assemble_seconds", rep.seconds_assemble},
+                                       {"download_seconds", rep.seconds_download}});
       }
-      std::printf("  %-10s %-4s res %3d: %lld points, %lld triangles; best of 3: plan %.1f ms, evaluate %.1f ms, "
-                  "assemble %.1f ms\n",
-                  name.c_str(), device_name(dev), o.resolution, (long long)rep.evaluated_points,
-                  (long long)mesh.triangle_count(), rep.seconds_plan * 1e3, rep.seconds_evaluate * 1e3,
-                  rep.seconds_assemble * 1e3);
-      doc["tessellation"].push_back({{"model", name}, {"device", device_name(dev)}, {"resolution", o.resolution},
-                                     {"points", rep.evaluated_points}, {"triangles", mesh.triangle_count()},
-                                     {"plan_seconds", rep.seconds_plan}, {"evaluate_seconds", rep.seconds_evaluate},
-                                     {"assemble_seconds", rep.seconds_assemble}});
-    }
   }
   if (!a.json.empty()) {
     write_report(a.json, doc.dump(1) + "\n");

@@ -17,7 +17,7 @@ struct TessellateArgs {
   std::string input, output, precision = "double", device = "auto", strategy = "auto", json;
   int resolution = 16;
   double tolerance = 0, crease = 30;
-  bool keep_degenerate = false, no_orient = false, compare_uniform = false;
+  bool keep_degenerate = false, no_orient = false, compare_uniform = false, host_assembly = false;
   int threads = 0;
 };
 
@@ -56,6 +56,8 @@ void add_tessellate(CLI::App& app) {
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
   cmd->add_option("--strategy", a->strategy, "GPU strategy: auto | direct | casteljau | tables");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  cmd->add_flag("--host-assembly", a->host_assembly,
+                "On CUDA: copy the samples back and weld on the host's threads (default: weld on the GPU)");
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");
   cmd->callback([a] {
     if (a->output.empty()) a->output = default_output(a->input);
@@ -73,6 +75,7 @@ void add_tessellate(CLI::App& app) {
     o.device = parse_device(a->device);
     o.strategy = parse_patch_strategy(a->strategy);
     o.threads = a->threads;
+    o.assemble_on_device = !a->host_assembly;
     if (output_rank()) o.progress = [](double f) { progress_bar("tessellation", f); };  // drawn only on a terminal
     o.team = mpi_tessellation_team();  // under mpirun: every rank evaluates its share of the patches
     const PatchModel model = a->input.empty() ? utah_teapot() : read_patch_model(a->input);
@@ -81,7 +84,8 @@ void add_tessellate(CLI::App& app) {
     if (!output_rank()) return;  // rank 0 assembles and writes
     const TriangleMesh out = to_triangle_mesh(mesh);
     write_mesh(a->output, out);
-    const double total = rep.seconds_plan + rep.seconds_evaluate + rep.seconds_exchange + rep.seconds_assemble;
+    const double total =
+        rep.seconds_plan + rep.seconds_evaluate + rep.seconds_exchange + rep.seconds_assemble + rep.seconds_download;
     std::printf("model: %s\n", model.name.c_str());
     std::printf("patches: %lld (%lld tensor-product, %lld triangular), polyhedron faces: %lld\n", (long long)rep.patches,
                 (long long)rep.tensor_patches, (long long)rep.triangular_patches, (long long)rep.polyhedron_faces);
@@ -95,8 +99,11 @@ void add_tessellate(CLI::App& app) {
     std::printf("points evaluated: %lld on %s (%s, %s); mesh: %lld vertices, %lld triangles\n",
                 (long long)rep.evaluated_points, device_name(rep.device), rep.strategy.c_str(), a->precision.c_str(),
                 (long long)mesh.vertex_count(), (long long)mesh.triangle_count());
-    std::printf("time: %.2f ms (plan %.2f, evaluate %.2f, assemble %.2f)\n", total * 1e3,
-                rep.seconds_plan * 1e3, rep.seconds_evaluate * 1e3, rep.seconds_assemble * 1e3);
+    std::printf("time: %.2f ms (plan %.2f, evaluate %.2f, assemble on the %s %.2f", total * 1e3, rep.seconds_plan * 1e3,
+                rep.seconds_evaluate * 1e3, rep.assembled_on_device ? "GPU" : "host", rep.seconds_assemble * 1e3);
+    if (rep.assembled_on_device) std::printf(", mesh download %.2f", rep.seconds_download * 1e3);
+    std::printf(")\n");
+    if (!rep.assembly_note.empty()) std::printf("assembled on the host: %s\n", rep.assembly_note.c_str());
     if (o.team)
       std::printf("MPI: %d ranks; rank 0 evaluated %lld of the patches, gathered the others' samples in %.2f ms\n",
                   o.team->members, (long long)rep.own_patches, rep.seconds_exchange * 1e3);
@@ -105,7 +112,9 @@ void add_tessellate(CLI::App& app) {
                         {"triangles", mesh.triangle_count()},        {"device", device_name(rep.device)},
                         {"strategy", rep.strategy},    {"seconds", total},
                         {"shared_edges", rep.shared_edges}, {"open_edges", rep.open_edges},
-                        {"mpi_ranks", o.team ? o.team->members : 1}, {"seconds_exchange", rep.seconds_exchange}};
+                        {"mpi_ranks", o.team ? o.team->members : 1}, {"seconds_exchange", rep.seconds_exchange},
+                        {"assembled_on", rep.assembled_on_device ? "gpu" : "host"},
+                        {"seconds_assemble", rep.seconds_assemble}, {"seconds_download", rep.seconds_download}};
     if (o.tolerance > 0) {
       j["tolerance"] = o.tolerance;
       if (a->compare_uniform) {

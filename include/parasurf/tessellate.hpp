@@ -47,6 +47,9 @@ struct TessellationOptions {
   Device device = Device::Auto;
   int threads = 0;                      // CPU threads, 0 = all
   PatchStrategy strategy = PatchStrategy::Auto;
+  // CUDA runs: weld and assemble on the GPU from samples that stay there (false: on the host's threads, after the
+  // samples are copied back). Either way the same mesh; the host takes over where the GPU lacks the memory.
+  bool assemble_on_device = true;
   std::shared_ptr<const TessellationTeam> team;  // null: this process alone
   // Fraction done, called after each phase (planned, evaluated, assembled), for long batches.
   std::function<void(double)> progress;
@@ -75,6 +78,9 @@ struct TessellationReport {
   int min_segments = 0, max_segments = 0;       // over patches and directions
   double seconds_plan = 0, seconds_evaluate = 0, seconds_assemble = 0;
   double seconds_exchange = 0;                  // team runs: completing the samples from the other members
+  bool assembled_on_device = false;             // seconds_assemble is GPU time (the samples never left it)
+  double seconds_download = 0;                  // assembled on the device: the mesh copied to host memory
+  std::string assembly_note;                    // why the host assembled where the device was asked to
   std::int64_t own_patches = 0;                 // team runs: the patches this member evaluated
   Device device = Device::Cpu;
   std::string strategy;

@@ -1,6 +1,7 @@
 // Internal entry points of the patch-batch backends: the same description for CPU and CUDA.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "parasurf/tessellate.hpp"
@@ -33,9 +34,13 @@ template <class T> void evaluate(const HostBatch<T>& batch, const SampleViews<T>
 
 namespace cuda {
 bool available();
+// Called with the samples' device views after evaluation, while they live; true when it consumed them (no copy
+// back), false to have them copied back as without it.
+template <class T> using OnDevice = std::function<bool(const SampleViews<T>& device_samples)>;
 // Uploads, evaluates and (copy_back) downloads; kernel time measured by events.
 template <class T>
-BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back);
+BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,
+                     const OnDevice<T>& on_device = {});
 }
 
 }  // namespace parasurf::patches

@@ -224,7 +224,8 @@ template <class T> void upload(DeviceBuffer& buf, const void* src, std::size_t b
 }  // namespace
 
 template <class T>
-BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back) {
+BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,
+                     const OnDevice<T>& on_device) {
   if (!available()) throw Error(ErrorKind::Device, "no CUDA device is available");
   if (strategy == PatchStrategy::Auto) strategy = PatchStrategy::Tables;
   BatchTiming timing;
@@ -384,6 +385,11 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   float ms = 0;
   PS_CUDA(cudaEventElapsedTime(&ms, e0, e1), "timing the patch batch");
   timing.kernel_seconds = ms * 1e-3;
+  if (on_device) {
+    SampleViews<T> views;
+    for (int c = 0; c < 3; ++c) views.pos[c] = dv.pos[c], views.nrm[c] = dv.nrm[c];
+    if (on_device(views)) copy_back = false;
+  }
   if (copy_back) {
     for (int c = 0; c < 3; ++c) {
       PS_CUDA(cudaMemcpyAsync(host_out.pos[c], dv.pos[c], std::size_t(total) * sizeof(T), cudaMemcpyDeviceToHost, stream),
@@ -397,7 +403,9 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   return timing;
 }
 
-template BatchTiming evaluate<float>(const HostBatch<float>&, PatchStrategy, const SampleViews<float>&, bool);
-template BatchTiming evaluate<double>(const HostBatch<double>&, PatchStrategy, const SampleViews<double>&, bool);
+template BatchTiming evaluate<float>(const HostBatch<float>&, PatchStrategy, const SampleViews<float>&, bool,
+                                     const OnDevice<float>&);
+template BatchTiming evaluate<double>(const HostBatch<double>&, PatchStrategy, const SampleViews<double>&, bool,
+                                      const OnDevice<double>&);
 
 }  // namespace parasurf::patches::cuda

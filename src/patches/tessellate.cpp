@@ -21,6 +21,7 @@
 #include "core/memory.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/tessellate.hpp"
+#include "patches/assemble.hpp"
 #include "patches/batch.hpp"
 #include "patches/plan_walk.hpp"
 #include "patches/topology.hpp"
@@ -527,6 +528,124 @@ Plan plan_for(const PatchModel& m, const TessellationOptions& o) {
 }
 
 // ---------------------------------------------------------------- assembly
+// A plain patch (tensor, not zipped, at least 2 x 2 cells, four distinct uncollapsed edges and corners) has no two
+// equal vertices in a triangle, so it makes all 2 nu nv of its grid triangles.
+bool plain_patch(const Plan& pl, std::int64_t p) {
+  if (pl.model->patches[p].kind != PatchKind::Tensor || pl.zipper[p] || pl.nu[p] < 2 || pl.nv[p] < 2) return false;
+  const auto& sides = pl.topo.sides[p];
+  const auto& corners = pl.topo.corners[p];
+  for (int a = 0; a < 4; ++a) {
+    if (pl.topo.edges[sides[a].edge].collapsed) return false;
+    for (int b = a + 1; b < 4; ++b)
+      if (sides[a].edge == sides[b].edge || corners[a] == corners[b]) return false;
+  }
+  return true;
+}
+
+void check_mesh_size(const Plan& pl) {
+  if (pl.vertices >= (std::int64_t(1) << 32))
+    throw Error(ErrorKind::InvalidArgument, "the mesh would have " + std::to_string(pl.vertices) +
+                                                " vertices, above the 2^32 that 32-bit indices hold; lower the resolution");
+  core::check_host_allocation(std::uint64_t(pl.vertices) * 48, "a mesh of " + std::to_string(pl.vertices) + " vertices");
+}
+
+// Patches a closed component turned outward (counted against the orientation the topology chose).
+void count_flips(const Plan& pl, const std::vector<double>& volume, TessellationReport* rep) {
+  if (!rep) return;
+  for (std::size_t p = 0; p < pl.topo.component.size(); ++p) {
+    const auto c = std::size_t(pl.topo.component[p]);
+    const bool outward_flip = pl.topo.component_closed[c] && !volume.empty() && volume[c] < 0;
+    rep->flipped_patches += (pl.topo.flipped[p] != 0) != outward_flip;
+  }
+}
+
+// polyhedra: their own vertices, one flat normal per face (fans of convex faces); then the group names
+void append_polyhedra(PatchMesh& mesh, const PatchModel& m, TessellationReport* rep) {
+  for (const auto& poly : m.polyhedra) {
+    const auto base = std::uint32_t(mesh.positions.size() / 3);
+    mesh.positions.insert(mesh.positions.end(), poly.vertices.begin(), poly.vertices.end());
+    for (std::size_t f = 0; f + 1 < poly.face_starts.size(); ++f) {
+      const auto s0 = poly.face_starts[f], s1 = poly.face_starts[f + 1];
+      // Newell's normal of the polygon
+      double n[3] = {0, 0, 0};
+      for (auto k = s0; k < s1; ++k) {
+        const double* a = &poly.vertices[std::size_t(poly.face_indices[k]) * 3];
+        const double* b = &poly.vertices[std::size_t(poly.face_indices[k + 1 < s1 ? k + 1 : s0]) * 3];
+        n[0] += (a[1] - b[1]) * (a[2] + b[2]);
+        n[1] += (a[2] - b[2]) * (a[0] + b[0]);
+        n[2] += (a[0] - b[0]) * (a[1] + b[1]);
+      }
+      const double len = norm3(n);
+      const auto slot = std::uint32_t(mesh.normals.size() / 3);
+      for (int c = 0; c < 3; ++c) mesh.normals.push_back(len > 0 ? n[c] / len : 0.0);
+      for (auto k = s0 + 1; k + 1 < s1; ++k) {
+        const std::uint32_t tri[3] = {base + std::uint32_t(poly.face_indices[s0]), base + std::uint32_t(poly.face_indices[k]),
+                                      base + std::uint32_t(poly.face_indices[k + 1])};
+        if (tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2]) continue;
+        mesh.triangles.insert(mesh.triangles.end(), tri, tri + 3);
+        mesh.triangle_normals.insert(mesh.triangle_normals.end(), {slot, slot, slot});
+        mesh.face_group.push_back(poly.group);
+        mesh.face_patch.push_back(-1);
+        if (rep) ++rep->polyhedron_faces;
+      }
+    }
+  }
+  for (const auto& g : m.groups) mesh.group_names.push_back(g.name);
+}
+
+// The plan as the device assembly reads it: host arrays kept alive with the view that points into them.
+struct DeviceAssemblyInput {
+  patches::AssemblyPlan plan;
+  std::vector<std::uint8_t> is_triangle, plain, edge_collapse;
+  std::vector<std::array<std::int32_t, 2>> edge_corners;
+  std::vector<std::int32_t> group;
+};
+
+void fill_device_assembly_input(const Plan& pl, const TessellationOptions& o, DeviceAssemblyInput& in) {
+  const PatchModel& m = *pl.model;
+  const auto np = std::int64_t(m.patches.size());
+  in.is_triangle.resize(std::size_t(np));
+  in.plain.resize(std::size_t(np));
+  in.group.resize(std::size_t(np));
+  for (std::int64_t p = 0; p < np; ++p) {
+    in.is_triangle[std::size_t(p)] = m.patches[p].kind == PatchKind::Triangle;
+    in.plain[std::size_t(p)] = plain_patch(pl, p);
+    in.group[std::size_t(p)] = m.patches[p].group;
+  }
+  in.edge_collapse.resize(pl.topo.edges.size());
+  in.edge_corners.resize(pl.topo.edges.size());
+  for (std::size_t e = 0; e < pl.topo.edges.size(); ++e) {
+    in.edge_collapse[e] = pl.topo.edges[e].collapsed;
+    in.edge_corners[e] = {pl.topo.edges[e].corner_a, pl.topo.edges[e].corner_b};
+  }
+  patches::AssemblyPlan& a = in.plan;
+  a.view.is_triangle = in.is_triangle.data();
+  a.view.is_flipped = pl.topo.flipped.data();
+  a.view.zipper = pl.zipper.data();
+  a.view.nu = pl.nu.data();
+  a.view.nv = pl.nv.data();
+  a.view.first = pl.first.data();
+  a.view.extra_first = pl.extra_first.data();
+  a.view.interior_base = pl.interior_base.data();
+  a.view.sides = pl.topo.sides.data();
+  a.view.edge_factor = pl.edge_factor.data();
+  a.view.edge_vertex_base = pl.edge_vertex_base.data();
+  a.view.edge_corners = in.edge_corners.data();
+  a.view.edge_collapse = in.edge_collapse.data();
+  a.plain = in.plain.data();
+  a.group = in.group.data();
+  a.component = pl.topo.component.data();
+  a.component_closed = pl.topo.component_closed;
+  a.patches = np;
+  a.edges = std::int64_t(pl.topo.edges.size());
+  a.seam_vertices = np > 0 ? pl.interior_base[0] : pl.topo.corner_count;
+  a.vertices = pl.vertices;
+  a.samples = pl.grid_samples + pl.extra_samples;
+  a.cos_crease = std::cos(o.crease_angle_degrees * 3.14159265358979323846 / 180.0);
+  a.keep_degenerate = o.keep_degenerate;
+  a.orient = o.orient;
+}
+
 template <class T>
 PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationOptions& o, TessellationReport* rep) {
   const PatchModel& m = *pl.model;
@@ -534,10 +653,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   // A team's member 0 assembles alone once the others are done: it may take the node's cores.
   const int threads = team_run(o) && o.team->assembly_threads > 0 ? o.team->assembly_threads : cpu_thread_count(o.threads);
   PatchMesh mesh;
-  if (pl.vertices >= (std::int64_t(1) << 32))
-    throw Error(ErrorKind::InvalidArgument, "the mesh would have " + std::to_string(pl.vertices) +
-                                                " vertices, above the 2^32 that 32-bit indices hold; lower the resolution");
-  core::check_host_allocation(std::uint64_t(pl.vertices) * 48, "a mesh of " + std::to_string(pl.vertices) + " vertices");
+  check_mesh_size(pl);
   core::resize_for_overwrite(mesh.positions, std::size_t(pl.vertices) * 3);
   // seam vertices: every ring sample of every patch contributes; the first gives the position, normals are
   // clustered by the crease angle
@@ -611,6 +727,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
       double* nv = &seam_normals[std::size_t(v) * 3];
       if (a == b) {
         nv[0] = nv[1] = nv[2] = 0.0;
+        for (int c = 0; c < 3; ++c) mesh.positions[std::size_t(v) * 3 + c] = 0.0;
         continue;
       }
       for (int c = 0; c < 3; ++c) mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(seam[a].sample)]);
@@ -693,22 +810,11 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   // triangles, per patch in parallel, concatenated in patch order: counted, then written in place
   // A plain patch (tensor, not zipped, at least 2 x 2 cells, four distinct uncollapsed edges and corners) has no
   // two equal vertices in a triangle, so it makes all 2 nu nv of them; the others are counted by triangulating.
-  auto plain = [&](std::int64_t p) {
-    if (m.patches[p].kind != PatchKind::Tensor || pl.zipper[p] || pl.nu[p] < 2 || pl.nv[p] < 2) return false;
-    const auto& sides = pl.topo.sides[p];
-    const auto& corners = pl.topo.corners[p];
-    for (int a = 0; a < 4; ++a) {
-      if (pl.topo.edges[sides[a].edge].collapsed) return false;
-      for (int b = a + 1; b < 4; ++b)
-        if (sides[a].edge == sides[b].edge || corners[a] == corners[b]) return false;
-    }
-    return true;
-  };
   std::vector<std::int64_t> tri_first(std::size_t(np) + 1, 0);
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (std::int64_t p = 0; p < np; ++p) {
     std::int64_t count = 0;
-    if (plain(p)) count = 2 * std::int64_t(pl.nu[p]) * pl.nv[p];
+    if (plain_patch(pl, p)) count = 2 * std::int64_t(pl.nu[p]) * pl.nv[p];
     else triangulate_patch(pl, p, [&](const Ref&, const Ref&, const Ref&) { ++count; });
     tri_first[std::size_t(p) + 1] = count;
   }
@@ -810,44 +916,9 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
       for (std::size_t s = 0; s < flip_slot.size(); ++s)
         if (flip_slot[s])
           for (int k = 0; k < 3; ++k) mesh.normals[s * 3 + k] = -mesh.normals[s * 3 + k];
-    if (rep)
-      for (std::int64_t p = 0; p < np; ++p) {
-        const auto c = std::size_t(pl.topo.component[std::size_t(p)]);
-        const bool outward_flip = pl.topo.component_closed[c] && volume[c] < 0;
-        rep->flipped_patches += (pl.topo.flipped[p] != 0) != outward_flip;
-      }
+    count_flips(pl, volume, rep);
   }
-  // polyhedra: their own vertices, one flat normal per face (fans of convex faces)
-  for (const auto& poly : m.polyhedra) {
-    const auto base = std::uint32_t(mesh.positions.size() / 3);
-    mesh.positions.insert(mesh.positions.end(), poly.vertices.begin(), poly.vertices.end());
-    for (std::size_t f = 0; f + 1 < poly.face_starts.size(); ++f) {
-      const auto s0 = poly.face_starts[f], s1 = poly.face_starts[f + 1];
-      // Newell's normal of the polygon
-      double n[3] = {0, 0, 0};
-      for (auto k = s0; k < s1; ++k) {
-        const double* a = &poly.vertices[std::size_t(poly.face_indices[k]) * 3];
-        const double* b = &poly.vertices[std::size_t(poly.face_indices[k + 1 < s1 ? k + 1 : s0]) * 3];
-        n[0] += (a[1] - b[1]) * (a[2] + b[2]);
-        n[1] += (a[2] - b[2]) * (a[0] + b[0]);
-        n[2] += (a[0] - b[0]) * (a[1] + b[1]);
-      }
-      const double len = norm3(n);
-      const auto slot = std::uint32_t(mesh.normals.size() / 3);
-      for (int c = 0; c < 3; ++c) mesh.normals.push_back(len > 0 ? n[c] / len : 0.0);
-      for (auto k = s0 + 1; k + 1 < s1; ++k) {
-        const std::uint32_t tri[3] = {base + std::uint32_t(poly.face_indices[s0]), base + std::uint32_t(poly.face_indices[k]),
-                                      base + std::uint32_t(poly.face_indices[k + 1])};
-        if (tri[0] == tri[1] || tri[1] == tri[2] || tri[0] == tri[2]) continue;
-        mesh.triangles.insert(mesh.triangles.end(), tri, tri + 3);
-        mesh.triangle_normals.insert(mesh.triangle_normals.end(), {slot, slot, slot});
-        mesh.face_group.push_back(poly.group);
-        mesh.face_patch.push_back(-1);
-        if (rep) ++rep->polyhedron_faces;
-      }
-    }
-  }
-  for (const auto& g : m.groups) mesh.group_names.push_back(g.name);
+  append_polyhedra(mesh, m, rep);
   if (rep) rep->crease_vertices = crease_vertices;
   return mesh;
 }
@@ -878,17 +949,62 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
   const Device device = pick_device(o.device);
   t0 = Clock::now();
   BatchTiming timing;
-  double seconds_exchange = 0;
+  double seconds_exchange = 0, seconds_given_up = 0;
   if (team_run(o)) {
     const TeamRanges ranges = team_ranges(pl, o.team->members);
     timing = run_team_batch<T>(pl, *o.team, ranges, store, device, o.strategy, o.threads, false, &seconds_exchange);
     if (rep) rep->own_patches = ranges.patch[std::size_t(o.team->member) + 1] - ranges.patch[std::size_t(o.team->member)];
+  } else if (device == Device::Cuda && o.assemble_on_device) {
+    // The samples stay on the device, where the mesh is welded and assembled; where the device cannot (memory),
+    // they come back and the host assembles as below.
+    check_mesh_size(pl);
+    DeviceAssemblyInput input;
+    fill_device_assembly_input(pl, o, input);
+    patches::AssemblyOutcome outcome;
+    double consumer_seconds = 0, attempt_seconds = 0;
+    PatchMesh device_mesh;
+    const std::int64_t samples = pl.grid_samples + pl.extra_samples;
+    const patches::cuda::OnDevice<T> consume = [&](const patches::SampleViews<T>& on_device) {
+      const auto c0 = Clock::now();
+      outcome = patches::cuda::assemble<T>(input.plan, on_device, device_mesh);
+      attempt_seconds = since(c0);
+      if (!outcome.done) {
+        core::check_host_allocation(std::uint64_t(samples) * 6 * sizeof(T), std::to_string(samples) + " patch samples");
+        for (int c = 0; c < 3; ++c)
+          core::resize_for_overwrite(store.pos[c], std::size_t(samples)), core::resize_for_overwrite(store.nrm[c], std::size_t(samples));
+        patches::cuda::download<T>(on_device, store.views(), samples);
+      }
+      consumer_seconds = since(c0);
+      return true;
+    };
+    timing = patches::cuda::evaluate<T>(make_batch<T>(pl), o.strategy, patches::SampleViews<T>{}, false, consume);
+    if (rep) {
+      rep->own_patches = rep->patches;
+      rep->seconds_evaluate = since(t0) - consumer_seconds;
+      rep->device = timing.device;
+      rep->strategy = patch_strategy_name(timing.strategy);
+      rep->assembly_note = outcome.why_not;
+    }
+    if (outcome.done) {
+      if (o.progress) o.progress(0.4);
+      if (rep) {
+        rep->assembled_on_device = true;
+        rep->seconds_assemble = outcome.seconds_device;
+        rep->seconds_download = outcome.seconds_download;
+        rep->crease_vertices = outcome.crease_vertices;
+      }
+      if (o.orient) count_flips(pl, outcome.component_volume, rep);
+      append_polyhedra(device_mesh, model, rep);
+      if (o.progress) o.progress(1.0);
+      return device_mesh;
+    }
+    seconds_given_up = attempt_seconds;  // not evaluation: the device's try, before the samples came back
   } else {
     timing = run_batch<T>(make_batch<T>(pl), store, device, o.strategy, o.threads, true);
     if (rep) rep->own_patches = rep->patches;
   }
   if (rep) {
-    rep->seconds_evaluate = since(t0) - seconds_exchange;
+    rep->seconds_evaluate = since(t0) - seconds_exchange - seconds_given_up;
     rep->seconds_exchange = seconds_exchange;
     rep->device = timing.device;
     rep->strategy = patch_strategy_name(timing.strategy);

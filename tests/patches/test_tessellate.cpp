@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <random>
 
 #include "mesh_checks.hpp"
 #include "parasurf/bezier.hpp"
@@ -328,6 +329,95 @@ TEST(Tessellate, PackedSmallPatchesMatchTheCpu) {
     evaluate_patch_grids<float>(many, {{n, n + 2}}, gpu, &f);
     expect_batch_matches(d, ref, f, reff, "packed n=" + std::to_string(n));
   }
+}
+
+// Patches of `from` appended to `to` (control points copied, groups dropped).
+void append_patches(PatchModel& to, const PatchModel& from) {
+  for (auto p : from.patches) {
+    p.offset += std::int64_t(to.points.size() / 4);
+    p.group = -1;
+    to.patches.push_back(p);
+  }
+  to.points.insert(to.points.end(), from.points.begin(), from.points.end());
+}
+
+// Welding and assembly on the GPU, from samples that never leave it, against the host's assembly of the same
+// CUDA samples: the same vertices, normal slots, triangles in the same order, groups and patches, crease and flip
+// counts. Models: the teapot (collapsed edges), plus the shared triangle and sphere models, an inside-out sphere
+// (a closed component turned outward), a patch squashed to a line (every triangle of zero area), a random sheet,
+// with uniform, random per-patch (zipped sides) and adaptive resolutions, at two crease angles.
+TEST(Tessellate, DeviceAssemblyMatchesTheHostAssembly) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const std::uint64_t seed = test::run_seed();
+  std::printf("seed %llu (set PARASURF_TEST_SEED to repeat)\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  PatchModel mixed = utah_teapot();
+  for (const char* name : {"tri1.bv", "sphere.bv"})
+    if (const auto t = shared_model(name); !t.patches.empty()) append_patches(mixed, t);
+  const PatchModel sphere = shared_model("sphere.bv");
+  if (!sphere.patches.empty()) {
+    PatchModel inside_out = sphere;
+    for (std::size_t k = 0; k < inside_out.points.size(); k += 4) inside_out.points[k] = -inside_out.points[k] + 5 * inside_out.points[k + 3];
+    append_patches(mixed, inside_out);
+  }
+  {
+    PatchModel line = utah_teapot();
+    line.patches.resize(1);
+    for (std::size_t k = 0; k < line.points.size(); k += 4) line.points[k + 1] = line.points[k + 2] = 0.0, line.points[k] += 20;
+    append_patches(mixed, line);
+  }
+  append_patches(mixed, synthetic_bicubic_model(60, seed));
+  std::vector<int> random_resolution(mixed.patches.size());
+  for (int& r : random_resolution) r = 1 + int(rng() % 12);
+  struct Case {
+    const char* name;
+    int resolution;
+    bool per_patch;
+    double tolerance, crease;
+    bool keep_degenerate;
+  };
+  const Case cases[] = {{"uniform 9", 9, false, 0, 30, false},     {"uniform 2, keep degenerate", 2, false, 0, 30, true},
+                        {"random per patch", 0, true, 0, 30, false}, {"adaptive", 0, false, 2e-3, 30, false},
+                        {"crease 5 degrees", 7, false, 0, 5, false}};
+  for (const Case& c : cases)
+    for (Precision precision : {Precision::Float, Precision::Double}) {
+      SCOPED_TRACE(std::string(c.name) + (precision == Precision::Float ? ", float" : ", double"));
+      TessellationOptions o;
+      o.device = Device::Cuda;
+      o.precision = precision;
+      o.resolution = c.per_patch ? 16 : std::max(c.resolution, 1);
+      if (c.per_patch) o.patch_resolution = random_resolution;
+      o.tolerance = c.tolerance;
+      o.crease_angle_degrees = c.crease;
+      o.keep_degenerate = c.keep_degenerate;
+      TessellationReport host_rep, device_rep;
+      o.assemble_on_device = false;
+      const PatchMesh host = tessellate(mixed, o, &host_rep);
+      o.assemble_on_device = true;
+      const PatchMesh dev = tessellate(mixed, o, &device_rep);
+      EXPECT_FALSE(host_rep.assembled_on_device);
+      ASSERT_TRUE(device_rep.assembled_on_device) << device_rep.assembly_note;
+      ASSERT_GT(host.triangle_count(), 0);
+      EXPECT_EQ(dev.positions, host.positions);
+      EXPECT_EQ(dev.triangles, host.triangles);
+      EXPECT_EQ(dev.triangle_normals, host.triangle_normals);
+      EXPECT_EQ(dev.face_group, host.face_group);
+      EXPECT_EQ(dev.face_patch, host.face_patch);
+      EXPECT_EQ(dev.group_names, host.group_names);
+      EXPECT_EQ(device_rep.crease_vertices, host_rep.crease_vertices);
+      EXPECT_EQ(device_rep.flipped_patches, host_rep.flipped_patches);
+      EXPECT_EQ(device_rep.polyhedron_faces, host_rep.polyhedron_faces);
+      ASSERT_EQ(dev.normals.size(), host.normals.size());
+      double worst = 0;  // the crease sums are the same sums, up to the host's fused multiply-adds
+      for (std::size_t k = 0; k < dev.normals.size(); ++k) worst = std::max(worst, std::abs(dev.normals[k] - host.normals[k]));
+      EXPECT_LE(worst, 1e-12);
+      if (c.keep_degenerate) {
+        std::int64_t zero = 0;
+        for (std::int64_t t = 0; t < dev.triangle_count(); ++t) zero += test::triangle_area(dev, t) == 0.0;
+        EXPECT_GT(zero, 0) << "the line patch's triangles are kept";
+      }
+      if (!sphere.patches.empty()) EXPECT_GE(host_rep.flipped_patches, std::int64_t(sphere.patches.size())) << "the inside-out sphere turns outward";
+    }
 }
 
 TEST(Tessellate, WritersProduceReadableFiles) {

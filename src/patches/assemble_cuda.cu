@@ -1,0 +1,649 @@
+// Device welding and assembly of a tessellation (assemble.hpp). The steps of the host's assemble(), each a kernel
+// or a CUB scan, over samples that stay on the device:
+//  1. seam contributions (every side sample of every patch) counted per seam vertex, scanned, placed, then sorted
+//     by sample within their vertex, so that the first sample gives the position as on the host;
+//  2. greedy normal clusters per seam vertex by the crease angle; extra clusters (creases) numbered by a scan in
+//     vertex order, after the vertices, as the host's serial numbering does;
+//  3. interior vertices from their patch alone;
+//  4. triangles counted per patch (by formula for plain patches), scanned, written per cell (plain patches) or by
+//     the shared triangulation walk (the others), with the zero-area flag;
+//  5. outward orientation of closed components from per-patch sums that the host adds up per component;
+//  6. zero-area triangles compacted away in order, and the mesh copied to host memory.
+#include <cub/device/device_scan.cuh>
+#include <thrust/iterator/transform_iterator.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
+#include "core/memory.hpp"
+#include "patches/assemble.hpp"
+
+namespace parasurf::patches::cuda {
+
+using core::DeviceBuffer;
+using ull = unsigned long long;
+
+namespace {
+
+constexpr int kMaxClusters = 8;  // normal clusters per seam vertex; more falls back to the host
+constexpr int kThreads = 256;
+constexpr int kPatchThreads = 128;
+
+struct DevicePlan {
+  PlanView v;
+  const std::uint8_t* plain;
+  const std::int32_t* group;
+  const std::int32_t* component;
+  std::int64_t np;
+};
+
+struct TriangleOut {
+  std::uint32_t* vertex;
+  std::uint32_t* normal;
+  std::int32_t* group;
+  std::int32_t* patch;
+  std::uint8_t* keep;  // null: keep every triangle
+};
+
+// Rounded double arithmetic without contraction: the same expression the host writes, evaluated term by term.
+__device__ inline double mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ inline double add(double a, double b) { return __dadd_rn(a, b); }
+__device__ inline double sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ inline double length3(const double* a) { return sqrt(add(add(mul(a[0], a[0]), mul(a[1], a[1])), mul(a[2], a[2]))); }
+
+unsigned blocks_for(std::int64_t n, int per_block) { return unsigned(std::max<std::int64_t>(1, (n + per_block - 1) / per_block)); }
+
+// ---------------------------------------------------------------- seam vertices
+__global__ void seam_count_kernel(DevicePlan d, ull* count) {
+  const std::int64_t p = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int lane = int(threadIdx.x & 31);
+  if (p >= d.np) return;
+  const int sides = d.v.triangle(p) ? 3 : 4;
+  for (int s = 0; s < sides; ++s) {
+    const int f = side_factor(d.v, p, s);
+    for (int k = lane; k < f; k += 32) atomicAdd(&count[side_vertex(d.v, p, s, k)], 1ull);
+  }
+}
+
+__global__ void seam_fill_kernel(DevicePlan d, ull* cursor, std::int64_t* seam_sample) {
+  const std::int64_t p = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int lane = int(threadIdx.x & 31);
+  if (p >= d.np) return;
+  const int sides = d.v.triangle(p) ? 3 : 4;
+  for (int s = 0; s < sides; ++s) {
+    const int f = side_factor(d.v, p, s);
+    for (int k = lane; k < f; k += 32) {
+      const ull at = atomicAdd(&cursor[side_vertex(d.v, p, s, k)], 1ull);
+      seam_sample[at] = side_sample(d.v, p, s, k);
+    }
+  }
+}
+
+template <class T> __device__ inline void sample_normal(const SampleViews<T>& st, std::int64_t s, double* n) {
+  for (int c = 0; c < 3; ++c) n[c] = double(st.nrm[c][s]);
+}
+
+// Sorts the vertex's contributions by sample, takes the position from the first and assigns the normal clusters
+// greedily in that order (a contribution joins the first cluster within the crease angle of its running sum).
+template <class T>
+__global__ void seam_cluster_kernel(SampleViews<T> st, const ull* first, std::int64_t* seam_sample, std::uint8_t* cluster_of,
+                                    ull* extra, double* positions, double cos_crease, std::int64_t seam_vertices,
+                                    int* overflow, ull* crease_vertices) {
+  const std::int64_t v = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (v >= seam_vertices) return;
+  const ull a = first[v], b = first[v + 1];
+  extra[v] = 0;
+  if (a == b) {
+    for (int c = 0; c < 3; ++c) positions[v * 3 + c] = 0.0;
+    return;
+  }
+  for (ull i = a + 1; i < b; ++i) {
+    const std::int64_t x = seam_sample[i];
+    ull j = i;
+    for (; j > a && seam_sample[j - 1] > x; --j) seam_sample[j] = seam_sample[j - 1];
+    seam_sample[j] = x;
+  }
+  for (int c = 0; c < 3; ++c) positions[v * 3 + c] = double(st.pos[c][seam_sample[a]]);
+  double sums[kMaxClusters][3];
+  int clusters = 0;
+  for (ull k = a; k < b; ++k) {
+    double n[3];
+    sample_normal(st, seam_sample[k], n);
+    const bool zero = n[0] == 0 && n[1] == 0 && n[2] == 0;
+    int hit = -1;
+    for (int c = 0; c < clusters && hit < 0; ++c) {
+      const double len = length3(sums[c]);
+      const double dot = add(add(mul(sums[c][0], n[0]), mul(sums[c][1], n[1])), mul(sums[c][2], n[2]));
+      if (zero || len == 0 || dot >= mul(cos_crease, len)) hit = c;
+    }
+    if (hit < 0) {
+      if (clusters == kMaxClusters) {
+        atomicExch(overflow, 1);
+        return;
+      }
+      hit = clusters++;
+      sums[hit][0] = sums[hit][1] = sums[hit][2] = 0.0;
+    }
+    for (int c = 0; c < 3; ++c) sums[hit][c] = add(sums[hit][c], n[c]);
+    cluster_of[k] = std::uint8_t(hit);
+  }
+  extra[v] = ull(clusters - 1);
+  if (clusters > 1) atomicAdd(crease_vertices, 1ull);
+}
+
+// Unit normal of each cluster, summed in contribution order as the clustering summed it; cluster 0 is the vertex's
+// own slot, cluster c > 0 the slot after the vertices that the scan of extra clusters gave it.
+template <class T>
+__global__ void seam_normal_kernel(SampleViews<T> st, const ull* first, const std::int64_t* seam_sample,
+                                   const std::uint8_t* cluster_of, const ull* crease_first, double* normals,
+                                   std::uint32_t* slot_of_sample, std::int64_t seam_vertices, std::int64_t vertices) {
+  const std::int64_t v = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (v >= seam_vertices) return;
+  const ull a = first[v], b = first[v + 1];
+  if (a == b) {
+    for (int c = 0; c < 3; ++c) normals[v * 3 + c] = 0.0;
+    return;
+  }
+  const int clusters = 1 + int(crease_first[v + 1] - crease_first[v]);
+  for (int cl = 0; cl < clusters; ++cl) {
+    const std::int64_t slot = cl == 0 ? v : vertices + std::int64_t(crease_first[v]) + cl - 1;
+    double sum[3] = {0.0, 0.0, 0.0};
+    for (ull k = a; k < b; ++k) {
+      if (cluster_of[k] != cl) continue;
+      double n[3];
+      sample_normal(st, seam_sample[k], n);
+      for (int c = 0; c < 3; ++c) sum[c] = add(sum[c], n[c]);
+      slot_of_sample[seam_sample[k]] = std::uint32_t(slot);
+    }
+    const double len = length3(sum);
+    for (int c = 0; c < 3; ++c) normals[slot * 3 + c] = len > 0 ? sum[c] / len : 0.0;
+  }
+}
+
+// ---------------------------------------------------------------- interior vertices
+template <class T> __device__ inline void put_vertex(const SampleViews<T>& st, const PlanRef& r, double* positions, double* normals) {
+  for (int c = 0; c < 3; ++c) {
+    positions[r.vertex * 3 + c] = double(st.pos[c][r.sample]);
+    normals[r.vertex * 3 + c] = double(st.nrm[c][r.sample]);
+  }
+}
+
+template <class T> __global__ void interior_kernel(DevicePlan d, SampleViews<T> st, double* positions, double* normals) {
+  const std::int64_t p = blockIdx.x;
+  if (d.v.triangle(p)) {
+    const int n = d.v.nu[p];
+    for (int b = 1 + int(threadIdx.x); b < n; b += blockDim.x)
+      for (int a = 1; a + b < n; ++a) put_vertex(st, lattice_ref(d.v, p, a, b), positions, normals);
+    return;
+  }
+  const int nu = d.v.nu[p], nv = d.v.nv[p];
+  const int inner = (nu - 1) * (nv - 1);
+  for (int k = int(threadIdx.x); k < inner; k += blockDim.x)
+    put_vertex(st, grid_ref(d.v, p, 1 + k / (nv - 1), 1 + k % (nv - 1)), positions, normals);
+}
+
+// ---------------------------------------------------------------- triangles
+__global__ void triangle_count_kernel(DevicePlan d, ull* count) {
+  const std::int64_t p = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= d.np) return;
+  if (d.plain[p]) {
+    count[p] = 2ull * ull(d.v.nu[p]) * ull(d.v.nv[p]);
+    return;
+  }
+  ull n = 0;
+  triangulate_patch(d.v, p, [&](const PlanRef&, const PlanRef&, const PlanRef&) { ++n; });
+  count[p] = n;
+}
+
+__device__ inline std::uint32_t normal_slot(const std::uint32_t* slot_of_sample, const PlanRef& r) {
+  const std::uint32_t slot = slot_of_sample[r.sample];
+  return slot != 0xffffffffu ? slot : std::uint32_t(r.vertex);
+}
+
+__device__ inline bool zero_area(const double* positions, std::uint32_t ia, std::uint32_t ib, std::uint32_t ic) {
+  const double* a = positions + std::size_t(ia) * 3;
+  const double* b = positions + std::size_t(ib) * 3;
+  const double* c = positions + std::size_t(ic) * 3;
+  const double e1[3] = {sub(b[0], a[0]), sub(b[1], a[1]), sub(b[2], a[2])};
+  const double e2[3] = {sub(c[0], a[0]), sub(c[1], a[1]), sub(c[2], a[2])};
+  return sub(mul(e1[1], e2[2]), mul(e1[2], e2[1])) == 0 && sub(mul(e1[2], e2[0]), mul(e1[0], e2[2])) == 0 &&
+         sub(mul(e1[0], e2[1]), mul(e1[1], e2[0])) == 0;
+}
+
+__device__ inline void write_triangle(const DevicePlan& d, const TriangleOut& out, const std::uint32_t* slot_of_sample,
+                                      const double* positions, std::int64_t p, ull t, const PlanRef& a, const PlanRef& b,
+                                      const PlanRef& c) {
+  const PlanRef* refs[3] = {&a, &b, &c};
+  for (int k = 0; k < 3; ++k) {
+    out.vertex[t * 3 + k] = std::uint32_t(refs[k]->vertex);
+    out.normal[t * 3 + k] = normal_slot(slot_of_sample, *refs[k]);
+  }
+  out.group[t] = d.group[p];
+  out.patch[t] = std::int32_t(p);
+  if (out.keep) out.keep[t] = !zero_area(positions, std::uint32_t(a.vertex), std::uint32_t(b.vertex), std::uint32_t(c.vertex));
+}
+
+// Plain patches: one thread per cell, its two triangles where the host's row-by-row walk puts them.
+__global__ void plain_triangles_kernel(DevicePlan d, const ull* tri_first, const std::uint32_t* slot_of_sample,
+                                       const double* positions, TriangleOut out) {
+  const std::int64_t p = blockIdx.x;
+  if (!d.plain[p]) return;
+  const int nu = d.v.nu[p], nv = d.v.nv[p];
+  const bool flip = d.v.flipped(p);
+  const ull base = tri_first[p];
+  for (int cell = int(threadIdx.x); cell < nu * nv; cell += blockDim.x) {
+    const int i = cell / nv, j = cell % nv;
+    const PlanRef a0 = grid_ref(d.v, p, i, j), a1 = grid_ref(d.v, p, i + 1, j);
+    const PlanRef b0 = grid_ref(d.v, p, i, j + 1), b1 = grid_ref(d.v, p, i + 1, j + 1);
+    const ull t = base + 2ull * ull(cell);
+    if (flip) {
+      write_triangle(d, out, slot_of_sample, positions, p, t, a0, b0, a1);
+      write_triangle(d, out, slot_of_sample, positions, p, t + 1, a1, b0, b1);
+    } else {
+      write_triangle(d, out, slot_of_sample, positions, p, t, a0, a1, b0);
+      write_triangle(d, out, slot_of_sample, positions, p, t + 1, a1, b1, b0);
+    }
+  }
+}
+
+// The other patches (triangles, zipped sides, collapsed or repeated edges): the shared walk, one thread a patch.
+__global__ void general_triangles_kernel(DevicePlan d, const std::int32_t* list, std::int64_t count, const ull* tri_first,
+                                         const std::uint32_t* slot_of_sample, const double* positions, TriangleOut out,
+                                         int* miscounted) {
+  const std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= count) return;
+  const std::int64_t p = list[k];
+  ull t = tri_first[p];
+  const ull end = tri_first[p + 1];
+  triangulate_patch(d.v, p, [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
+    if (t == end) {  // more than counted: never overwrite the next patch's triangles
+      atomicExch(miscounted, 1);
+      return;
+    }
+    write_triangle(d, out, slot_of_sample, positions, p, t++, a, b, c);
+  });
+  if (t != end) atomicExch(miscounted, 1);
+}
+
+// ---------------------------------------------------------------- orientation
+// Per patch: the sum of its kept triangles' first corners and their count (the component's centre).
+__global__ void patch_centre_kernel(DevicePlan d, const ull* tri_first, TriangleOut out, const double* positions,
+                                    double* sums) {
+  const std::int64_t p = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= d.np) return;
+  double s[4] = {0, 0, 0, 0};
+  for (ull t = tri_first[p]; t < tri_first[p + 1]; ++t) {
+    if (out.keep && !out.keep[t]) continue;
+    const double* a = positions + std::size_t(out.vertex[t * 3]) * 3;
+    for (int c = 0; c < 3; ++c) s[c] = add(s[c], a[c]);
+    s[3] += 1;
+  }
+  for (int c = 0; c < 4; ++c) sums[p * 4 + c] = s[c];
+}
+
+// Per patch of a closed component: six times the signed volume its kept triangles span with the centre.
+__global__ void patch_volume_kernel(DevicePlan d, const ull* tri_first, TriangleOut out, const double* positions,
+                                    const double* centre, const std::uint8_t* closed, double* volume) {
+  const std::int64_t p = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (p >= d.np) return;
+  const std::int32_t comp = d.component[p];
+  double sum = 0;
+  if (closed[comp])
+    for (ull t = tri_first[p]; t < tri_first[p + 1]; ++t) {
+      if (out.keep && !out.keep[t]) continue;
+      double q[3][3];
+      for (int v = 0; v < 3; ++v)
+        for (int c = 0; c < 3; ++c) q[v][c] = sub(positions[std::size_t(out.vertex[t * 3 + v]) * 3 + c], centre[comp * 3 + c]);
+      sum += q[0][0] * (q[1][1] * q[2][2] - q[1][2] * q[2][1]) - q[0][1] * (q[1][0] * q[2][2] - q[1][2] * q[2][0]) +
+             q[0][2] * (q[1][0] * q[2][1] - q[1][1] * q[2][0]);
+    }
+  volume[p] = sum;
+}
+
+__global__ void flip_kernel(DevicePlan d, TriangleOut out, ull triangles, const std::uint8_t* flip, std::uint8_t* flip_slot) {
+  const ull t = ull(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= triangles || !flip[d.component[out.patch[t]]]) return;
+  const std::uint32_t v = out.vertex[t * 3 + 1], n = out.normal[t * 3 + 1];
+  out.vertex[t * 3 + 1] = out.vertex[t * 3 + 2], out.vertex[t * 3 + 2] = v;
+  out.normal[t * 3 + 1] = out.normal[t * 3 + 2], out.normal[t * 3 + 2] = n;
+  if (out.keep && !out.keep[t]) return;  // a dropped triangle turns no normal
+  for (int k = 0; k < 3; ++k) flip_slot[out.normal[t * 3 + k]] = 1;
+}
+
+__global__ void negate_kernel(double* normals, const std::uint8_t* flip_slot, std::int64_t slots) {
+  const std::int64_t s = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= slots || !flip_slot[s]) return;
+  for (int c = 0; c < 3; ++c) normals[s * 3 + c] = -normals[s * 3 + c];
+}
+
+// ---------------------------------------------------------------- compaction
+__global__ void compact_kernel(TriangleOut in, const ull* kept_before, ull triangles, TriangleOut out) {
+  const ull t = ull(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (t >= triangles || !in.keep[t]) return;
+  const ull w = kept_before[t];
+  for (int k = 0; k < 3; ++k) {
+    out.vertex[w * 3 + k] = in.vertex[t * 3 + k];
+    out.normal[w * 3 + k] = in.normal[t * 3 + k];
+  }
+  out.group[w] = in.group[t];
+  out.patch[w] = in.patch[t];
+}
+
+struct ToCount {
+  __host__ __device__ ull operator()(std::uint8_t x) const { return ull(x); }
+};
+
+// Exclusive sum of n values into out (n entries), through CUB; temp grows as needed.
+template <class In> void exclusive_sum(In in, ull* out, std::int64_t n, DeviceBuffer& temp, cudaStream_t s, const char* what) {
+  std::size_t bytes = 0;
+  PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n, s), what);
+  temp.ensure(std::max<std::size_t>(bytes, 16), what);
+  PS_CUDA(cub::DeviceScan::ExclusiveSum(temp.ptr, bytes, in, out, n, s), what);
+}
+
+template <class X> void upload(DeviceBuffer& buf, const X* src, std::int64_t n, cudaStream_t s, const char* what) {
+  const std::size_t bytes = std::size_t(n) * sizeof(X);
+  buf.ensure(std::max<std::size_t>(bytes, 16), what);
+  if (bytes) PS_CUDA(cudaMemcpyAsync(buf.ptr, src, bytes, cudaMemcpyHostToDevice, s), what);
+}
+
+ull read_back(const ull* device_value, cudaStream_t s, const char* what) {
+  ull x = 0;
+  PS_CUDA(cudaMemcpyAsync(&x, device_value, sizeof x, cudaMemcpyDeviceToHost, s), what);
+  PS_CUDA(cudaStreamSynchronize(s), what);
+  return x;
+}
+
+struct StreamGuard {
+  cudaStream_t s = nullptr;
+  ~StreamGuard() {
+    if (s) cudaStreamDestroy(s);
+  }
+};
+
+}  // namespace
+
+template <class T>
+AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, PatchMesh& mesh) {
+  using Clock = std::chrono::steady_clock;
+  AssemblyOutcome outcome;
+  const auto t0 = Clock::now();
+  const std::int64_t np = plan.patches, ne = plan.edges, seam = plan.seam_vertices, nverts = plan.vertices;
+  StreamGuard guard;
+  PS_CUDA(cudaStreamCreateWithFlags(&guard.s, cudaStreamNonBlocking), "creating the assembly stream");
+  const cudaStream_t s = guard.s;
+
+  // the plan on the device
+  DeviceBuffer d_tri, d_flip, d_zip, d_nu, d_nv, d_first, d_xfirst, d_ibase, d_sides, d_factor, d_ebase, d_ecorner,
+      d_ecollapse, d_plain, d_group, d_comp;
+  const PlanView& h = plan.view;
+  upload(d_tri, h.is_triangle, np, s, "uploading the plan");
+  upload(d_flip, h.is_flipped, np, s, "uploading the plan");
+  upload(d_zip, h.zipper, np, s, "uploading the plan");
+  upload(d_nu, h.nu, np, s, "uploading the plan");
+  upload(d_nv, h.nv, np, s, "uploading the plan");
+  upload(d_first, h.first, np + 1, s, "uploading the plan");
+  upload(d_xfirst, h.extra_first, np, s, "uploading the plan");
+  upload(d_ibase, h.interior_base, np, s, "uploading the plan");
+  upload(d_sides, h.sides, np, s, "uploading the plan");
+  upload(d_factor, h.edge_factor, ne, s, "uploading the plan");
+  upload(d_ebase, h.edge_vertex_base, ne, s, "uploading the plan");
+  upload(d_ecorner, h.edge_corners, ne, s, "uploading the plan");
+  upload(d_ecollapse, h.edge_collapse, ne, s, "uploading the plan");
+  upload(d_plain, plan.plain, np, s, "uploading the plan");
+  upload(d_group, plan.group, np, s, "uploading the plan");
+  upload(d_comp, plan.component, np, s, "uploading the plan");
+  DevicePlan d{};
+  d.v.is_triangle = d_tri.as<std::uint8_t>();
+  d.v.is_flipped = d_flip.as<std::uint8_t>();
+  d.v.zipper = d_zip.as<std::uint8_t>();
+  d.v.nu = d_nu.as<int>();
+  d.v.nv = d_nv.as<int>();
+  d.v.first = d_first.as<std::int64_t>();
+  d.v.extra_first = d_xfirst.as<std::array<std::int64_t, 4>>();
+  d.v.interior_base = d_ibase.as<std::int64_t>();
+  d.v.sides = d_sides.as<std::array<SideRef, 4>>();
+  d.v.edge_factor = d_factor.as<int>();
+  d.v.edge_vertex_base = d_ebase.as<std::int64_t>();
+  d.v.edge_corners = d_ecorner.as<std::array<std::int32_t, 2>>();
+  d.v.edge_collapse = d_ecollapse.as<std::uint8_t>();
+  d.plain = d_plain.as<std::uint8_t>();
+  d.group = d_group.as<std::int32_t>();
+  d.component = d_comp.as<std::int32_t>();
+  d.np = np;
+
+  // counts first (seam contributions, triangles), so that the rest is sized, and checked, before it is allocated
+  DeviceBuffer d_seam_count, d_seam_first, d_tri_count, d_tri_first, d_temp, d_flags;
+  d_seam_count.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam counts");
+  PS_CUDA(cudaMemsetAsync(d_seam_count.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing seam counts");
+  d_tri_count.ensure(std::size_t(np + 1) * sizeof(ull), "allocating triangle counts");
+  PS_CUDA(cudaMemsetAsync(d_tri_count.ptr, 0, std::size_t(np + 1) * sizeof(ull), s), "clearing triangle counts");
+  d_flags.ensure(2 * sizeof(int) + sizeof(ull), "allocating flags");
+  PS_CUDA(cudaMemsetAsync(d_flags.ptr, 0, 2 * sizeof(int) + sizeof(ull), s), "clearing flags");
+  int* d_overflow = d_flags.as<int>();
+  int* d_miscounted = d_flags.as<int>() + 1;
+  ull* d_creases = reinterpret_cast<ull*>(d_flags.as<int>() + 2);
+  if (np > 0) {
+    seam_count_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_seam_count.as<ull>());
+    PS_CUDA_LAUNCH("launching the seam count kernel");
+    triangle_count_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_count.as<ull>());
+    PS_CUDA_LAUNCH("launching the triangle count kernel");
+  }
+  d_seam_first.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam offsets");
+  exclusive_sum(d_seam_count.as<ull>(), d_seam_first.as<ull>(), seam + 1, d_temp, s, "scanning seam counts");
+  d_tri_first.ensure(std::size_t(np + 1) * sizeof(ull), "allocating triangle offsets");
+  exclusive_sum(d_tri_count.as<ull>(), d_tri_first.as<ull>(), np + 1, d_temp, s, "scanning triangle counts");
+  const auto contributions = std::int64_t(read_back(d_seam_first.as<ull>() + seam, s, "counting seam contributions"));
+  const auto nt = std::int64_t(read_back(d_tri_first.as<ull>() + np, s, "counting triangles"));
+
+  // memory: what follows holds at once (normals with room for a crease cluster per contribution at most)
+  const std::uint64_t tri_bytes = std::uint64_t(nt) * (3 * 4 + 3 * 4 + 4 + 4 + 1) + 8;
+  const std::uint64_t need = std::uint64_t(contributions) * (8 + 1) + std::uint64_t(seam + 1) * 8 * 2 +
+                             std::uint64_t(plan.samples) * 4 + std::uint64_t(nverts) * 24 +
+                             std::uint64_t(nverts + contributions) * 24 + tri_bytes +
+                             (plan.keep_degenerate ? 0 : std::uint64_t(nt) * (8 + 3 * 4 + 3 * 4 + 4 + 4)) + (64u << 20);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "querying device memory");
+  if (need > free_bytes) {
+    outcome.why_not = "device assembly needs " + std::to_string(need >> 20) + " MiB, " + std::to_string(free_bytes >> 20) +
+                      " MiB are free";
+    return outcome;
+  }
+
+  // 1-2. seam vertices: placed, sorted, clustered, numbered
+  DeviceBuffer d_cursor, d_seam_sample, d_cluster, d_crease_first, d_positions, d_slot;
+  DeviceBuffer& d_extra = d_seam_count;  // the counts are scanned: their room holds the extra clusters
+  d_cursor.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam cursors");
+  PS_CUDA(cudaMemcpyAsync(d_cursor.ptr, d_seam_first.ptr, std::size_t(seam + 1) * sizeof(ull), cudaMemcpyDeviceToDevice, s),
+          "copying seam offsets");
+  d_seam_sample.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)) * 8, "allocating seam contributions");
+  d_cluster.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)), "allocating seam clusters");
+  d_positions.ensure(std::size_t(std::max<std::int64_t>(nverts, 1)) * 24, "allocating mesh positions");
+  if (np > 0) {
+    seam_fill_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_cursor.as<ull>(), d_seam_sample.as<std::int64_t>());
+    PS_CUDA_LAUNCH("launching the seam fill kernel");
+  }
+  PS_CUDA(cudaMemsetAsync(d_extra.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing crease counts");
+  if (seam > 0) {
+    seam_cluster_kernel<T><<<blocks_for(seam, kThreads), kThreads, 0, s>>>(
+        st, d_seam_first.as<ull>(), d_seam_sample.as<std::int64_t>(), d_cluster.as<std::uint8_t>(), d_extra.as<ull>(),
+        d_positions.as<double>(), plan.cos_crease, seam, d_overflow, d_creases);
+    PS_CUDA_LAUNCH("launching the seam cluster kernel");
+  }
+  int overflow = 0;
+  PS_CUDA(cudaMemcpyAsync(&overflow, d_overflow, sizeof overflow, cudaMemcpyDeviceToHost, s), "reading the cluster flag");
+  d_crease_first.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating crease offsets");
+  exclusive_sum(d_extra.as<ull>(), d_crease_first.as<ull>(), seam + 1, d_temp, s, "scanning crease clusters");
+  const auto extra_normals = std::int64_t(read_back(d_crease_first.as<ull>() + seam, s, "counting crease clusters"));
+  if (overflow) {
+    outcome.why_not = "a seam vertex has more than " + std::to_string(kMaxClusters) + " normal clusters";
+    return outcome;
+  }
+  outcome.crease_vertices = std::int64_t(read_back(d_creases, s, "counting crease vertices"));
+  const std::int64_t slots = nverts + extra_normals;
+  DeviceBuffer d_normals;
+  d_normals.ensure(std::size_t(std::max<std::int64_t>(slots, 1)) * 24, "allocating mesh normals");
+  d_slot.ensure(std::size_t(std::max<std::int64_t>(plan.samples, 1)) * 4, "allocating the normal slot of each sample");
+  PS_CUDA(cudaMemsetAsync(d_slot.ptr, 0xff, std::size_t(plan.samples) * 4, s), "clearing normal slots");
+  if (seam > 0) {
+    seam_normal_kernel<T><<<blocks_for(seam, kThreads), kThreads, 0, s>>>(
+        st, d_seam_first.as<ull>(), d_seam_sample.as<std::int64_t>(), d_cluster.as<std::uint8_t>(),
+        d_crease_first.as<ull>(), d_normals.as<double>(), d_slot.as<std::uint32_t>(), seam, nverts);
+    PS_CUDA_LAUNCH("launching the seam normal kernel");
+  }
+
+  // 3. interior vertices
+  if (np > 0) {
+    interior_kernel<T><<<unsigned(np), kPatchThreads, 0, s>>>(d, st, d_positions.as<double>(), d_normals.as<double>());
+    PS_CUDA_LAUNCH("launching the interior vertex kernel");
+  }
+
+  // 4. triangles
+  DeviceBuffer d_tv, d_tn, d_tg, d_tp, d_keep, d_general;
+  d_tv.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 12, "allocating triangles");
+  d_tn.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 12, "allocating triangle normals");
+  d_tg.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 4, "allocating face groups");
+  d_tp.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 4, "allocating face patches");
+  if (!plan.keep_degenerate) {
+    d_keep.ensure(std::size_t(nt) + 8, "allocating triangle flags");
+    PS_CUDA(cudaMemsetAsync(d_keep.ptr, 0, std::size_t(nt) + 8, s), "clearing triangle flags");
+  }
+  TriangleOut tri{d_tv.as<std::uint32_t>(), d_tn.as<std::uint32_t>(), d_tg.as<std::int32_t>(), d_tp.as<std::int32_t>(),
+                  plan.keep_degenerate ? nullptr : d_keep.as<std::uint8_t>()};
+  std::vector<std::int32_t> general;
+  for (std::int64_t p = 0; p < np; ++p)
+    if (!plan.plain[p]) general.push_back(std::int32_t(p));
+  if (np > 0) {
+    plain_triangles_kernel<<<unsigned(np), kPatchThreads, 0, s>>>(d, d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(),
+                                                                   d_positions.as<double>(), tri);
+    PS_CUDA_LAUNCH("launching the plain triangle kernel");
+  }
+  if (!general.empty()) {
+    upload(d_general, general.data(), std::int64_t(general.size()), s, "uploading the patch list");
+    general_triangles_kernel<<<blocks_for(std::int64_t(general.size()), 64), 64, 0, s>>>(
+        d, d_general.as<std::int32_t>(), std::int64_t(general.size()), d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(),
+        d_positions.as<double>(), tri, d_miscounted);
+    PS_CUDA_LAUNCH("launching the triangle kernel");
+  }
+  int miscounted = 0;
+  PS_CUDA(cudaMemcpyAsync(&miscounted, d_miscounted, sizeof miscounted, cudaMemcpyDeviceToHost, s), "reading the count flag");
+  PS_CUDA(cudaStreamSynchronize(s), "assembling triangles");
+  if (miscounted)
+    throw Error(ErrorKind::InvalidArgument,
+                "internal error in tessellation: a patch made another number of triangles than it was counted for");
+
+  // 5. closed components face outward
+  const auto nc = std::int64_t(plan.component_closed.size());
+  const bool any_closed = plan.orient && std::find(plan.component_closed.begin(), plan.component_closed.end(), 1) !=
+                                             plan.component_closed.end();
+  if (any_closed && np > 0) {
+    DeviceBuffer d_sums, d_centre, d_closed, d_volume, d_cflip, d_flip_slot;
+    d_sums.ensure(std::size_t(np) * 32, "allocating patch sums");
+    patch_centre_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_first.as<ull>(), tri,
+                                                                       d_positions.as<double>(), d_sums.as<double>());
+    PS_CUDA_LAUNCH("launching the patch centre kernel");
+    std::vector<double> sums(static_cast<std::size_t>(np) * 4);
+    PS_CUDA(cudaMemcpyAsync(sums.data(), d_sums.ptr, sums.size() * 8, cudaMemcpyDeviceToHost, s), "reading patch sums");
+    PS_CUDA(cudaStreamSynchronize(s), "reading patch sums");
+    std::vector<double> centre(std::size_t(nc) * 3, 0.0), count(std::size_t(nc), 0.0);
+    for (std::int64_t p = 0; p < np; ++p) {
+      const auto c = std::size_t(plan.component[p]);
+      for (int k = 0; k < 3; ++k) centre[c * 3 + k] += sums[std::size_t(p) * 4 + k];
+      count[c] += sums[std::size_t(p) * 4 + 3];
+    }
+    for (std::size_t c = 0; c < std::size_t(nc); ++c)
+      for (int k = 0; k < 3; ++k) centre[c * 3 + k] /= std::max(count[c], 1.0);
+    upload(d_centre, centre.data(), nc * 3, s, "uploading component centres");
+    upload(d_closed, plan.component_closed.data(), nc, s, "uploading closed components");
+    d_volume.ensure(std::size_t(np) * 8, "allocating patch volumes");
+    patch_volume_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_first.as<ull>(), tri, d_positions.as<double>(),
+                                                                       d_centre.as<double>(), d_closed.as<std::uint8_t>(),
+                                                                       d_volume.as<double>());
+    PS_CUDA_LAUNCH("launching the patch volume kernel");
+    std::vector<double> volume(static_cast<std::size_t>(np));
+    PS_CUDA(cudaMemcpyAsync(volume.data(), d_volume.ptr, volume.size() * 8, cudaMemcpyDeviceToHost, s), "reading patch volumes");
+    PS_CUDA(cudaStreamSynchronize(s), "reading patch volumes");
+    outcome.component_volume.assign(std::size_t(nc), 0.0);
+    for (std::int64_t p = 0; p < np; ++p) outcome.component_volume[std::size_t(plan.component[p])] += volume[std::size_t(p)];
+    std::vector<std::uint8_t> flip(std::size_t(nc), 0);
+    bool any = false;
+    for (std::size_t c = 0; c < std::size_t(nc); ++c) {
+      flip[c] = plan.component_closed[c] && outcome.component_volume[c] < 0;
+      any = any || flip[c];
+    }
+    if (any && nt > 0) {
+      upload(d_cflip, flip.data(), nc, s, "uploading component flips");
+      d_flip_slot.ensure(std::size_t(slots) + 8, "allocating normal flips");
+      PS_CUDA(cudaMemsetAsync(d_flip_slot.ptr, 0, std::size_t(slots) + 8, s), "clearing normal flips");
+      flip_kernel<<<blocks_for(nt, kThreads), kThreads, 0, s>>>(d, tri, ull(nt), d_cflip.as<std::uint8_t>(),
+                                                                 d_flip_slot.as<std::uint8_t>());
+      PS_CUDA_LAUNCH("launching the flip kernel");
+      negate_kernel<<<blocks_for(slots, kThreads), kThreads, 0, s>>>(d_normals.as<double>(), d_flip_slot.as<std::uint8_t>(), slots);
+      PS_CUDA_LAUNCH("launching the normal flip kernel");
+    }
+  }
+
+  // 6. zero-area triangles out, in order
+  std::int64_t kept = nt;
+  DeviceBuffer c_tv, c_tn, c_tg, c_tp, d_kept_before;
+  if (!plan.keep_degenerate && nt > 0) {
+    d_kept_before.ensure(std::size_t(nt + 1) * sizeof(ull), "allocating triangle offsets");
+    auto counts = thrust::make_transform_iterator(d_keep.as<std::uint8_t>(), ToCount{});
+    exclusive_sum(counts, d_kept_before.as<ull>(), nt + 1, d_temp, s, "scanning kept triangles");
+    kept = std::int64_t(read_back(d_kept_before.as<ull>() + nt, s, "counting kept triangles"));
+    if (kept < nt) {
+      c_tv.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 12, "allocating triangles");
+      c_tn.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 12, "allocating triangle normals");
+      c_tg.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 4, "allocating face groups");
+      c_tp.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 4, "allocating face patches");
+      const TriangleOut to{c_tv.as<std::uint32_t>(), c_tn.as<std::uint32_t>(), c_tg.as<std::int32_t>(),
+                           c_tp.as<std::int32_t>(), nullptr};
+      compact_kernel<<<blocks_for(nt, kThreads), kThreads, 0, s>>>(tri, d_kept_before.as<ull>(), ull(nt), to);
+      PS_CUDA_LAUNCH("launching the compaction kernel");
+      tri = to;
+    }
+  }
+  PS_CUDA(cudaStreamSynchronize(s), "assembling the mesh on the device");
+  const auto t1 = Clock::now();
+  outcome.seconds_device = std::chrono::duration<double>(t1 - t0).count();
+
+  // the mesh to host memory
+  core::resize_for_overwrite(mesh.positions, std::size_t(nverts) * 3);
+  core::resize_for_overwrite(mesh.normals, std::size_t(slots) * 3);
+  core::resize_for_overwrite(mesh.triangles, std::size_t(kept) * 3);
+  core::resize_for_overwrite(mesh.triangle_normals, std::size_t(kept) * 3);
+  core::resize_for_overwrite(mesh.face_group, std::size_t(kept));
+  core::resize_for_overwrite(mesh.face_patch, std::size_t(kept));
+  const auto t2 = Clock::now();
+  auto down = [&](void* to, const void* from, std::size_t bytes) {
+    if (bytes) PS_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, s), "copying the mesh to the host");
+  };
+  down(mesh.positions.data(), d_positions.ptr, mesh.positions.size() * 8);
+  down(mesh.normals.data(), d_normals.ptr, mesh.normals.size() * 8);
+  down(mesh.triangles.data(), tri.vertex, mesh.triangles.size() * 4);
+  down(mesh.triangle_normals.data(), tri.normal, mesh.triangle_normals.size() * 4);
+  down(mesh.face_group.data(), tri.group, mesh.face_group.size() * 4);
+  down(mesh.face_patch.data(), tri.patch, mesh.face_patch.size() * 4);
+  PS_CUDA(cudaStreamSynchronize(s), "copying the mesh to the host");
+  outcome.seconds_download = std::chrono::duration<double>(Clock::now() - t2).count();
+  outcome.done = true;
+  return outcome;
+}
+
+template <class T> void download(const SampleViews<T>& device_samples, const SampleViews<T>& host, std::int64_t n) {
+  for (int c = 0; c < 3; ++c) {
+    PS_CUDA(cudaMemcpy(host.pos[c], device_samples.pos[c], std::size_t(n) * sizeof(T), cudaMemcpyDeviceToHost),
+            "copying patch samples to the host");
+    PS_CUDA(cudaMemcpy(host.nrm[c], device_samples.nrm[c], std::size_t(n) * sizeof(T), cudaMemcpyDeviceToHost),
+            "copying patch samples to the host");
+  }
+}
+
+template void download<float>(const SampleViews<float>&, const SampleViews<float>&, std::int64_t);
+template void download<double>(const SampleViews<double>&, const SampleViews<double>&, std::int64_t);
+template AssemblyOutcome assemble<float>(const AssemblyPlan&, const SampleViews<float>&, PatchMesh&);
+template AssemblyOutcome assemble<double>(const AssemblyPlan&, const SampleViews<double>&, PatchMesh&);
+
+}  // namespace parasurf::patches::cuda
