@@ -5,10 +5,12 @@
 //  2. greedy normal clusters per seam vertex by the crease angle; extra clusters (creases) numbered by a scan in
 //     vertex order, after the vertices, as the host's serial numbering does;
 //  3. interior vertices from their patch alone;
-//  4. triangles counted per patch (by formula for plain patches), scanned, written per cell (plain patches) or by
-//     the shared triangulation walk (the others), with the zero-area flag;
+//  4. triangles counted per patch (by formula for plain patches), scanned, written per cell (plain patches, and
+//     the others' cells through a block scan), with the zero-area flag;
 //  5. outward orientation of closed components from per-patch sums that the host adds up per component;
 //  6. zero-area triangles compacted away in order, and the mesh copied to host memory.
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -16,16 +18,40 @@
 #include <chrono>
 
 #include "core/cuda_check.hpp"
-#include "core/device_buffer.hpp"
 #include "core/memory.hpp"
 #include "patches/assemble.hpp"
 
 namespace parasurf::patches::cuda {
 
-using core::DeviceBuffer;
 using ull = unsigned long long;
 
 namespace {
+
+// Stream-ordered allocation from the device's memory pool: an assembly takes some thirty buffers, and plain
+// cudaMalloc / cudaFree (which synchronises the device) for each cost more than a small model's whole assembly.
+struct DeviceBuffer {
+  cudaStream_t stream;
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  explicit DeviceBuffer(cudaStream_t s) : stream(s) {}
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr) cudaFreeAsync(ptr, stream);
+  }
+  void ensure(std::size_t n, const char* what) {
+    if (n <= bytes) return;
+    if (ptr) PS_CUDA(cudaFreeAsync(ptr, stream), what);
+    ptr = nullptr;
+    bytes = 0;
+    PS_CUDA(cudaMallocAsync(&ptr, n, stream), what);
+    bytes = n;
+  }
+  template <class T> T* as() const { return static_cast<T*>(ptr); }
+};
+
+// Memory the pool keeps between assemblies (beyond it, freed memory goes back to the device at synchronisation).
+constexpr std::uint64_t kPoolKeep = 256ull << 20;
 
 constexpr int kMaxClusters = 8;  // normal clusters per seam vertex; more falls back to the host
 constexpr int kThreads = 256;
@@ -185,16 +211,34 @@ template <class T> __global__ void interior_kernel(DevicePlan d, SampleViews<T> 
 }
 
 // ---------------------------------------------------------------- triangles
-__global__ void triangle_count_kernel(DevicePlan d, ull* count) {
+__global__ void plain_count_kernel(DevicePlan d, ull* count) {
   const std::int64_t p = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (p >= d.np) return;
-  if (d.plain[p]) {
-    count[p] = 2ull * ull(d.v.nu[p]) * ull(d.v.nv[p]);
-    return;
+  if (p < d.np && d.plain[p]) count[p] = 2ull * ull(d.v.nu[p]) * ull(d.v.nv[p]);
+}
+
+// The other patches, one block a patch: the kept triangles of the cells summed over the block, plus a zipped
+// patch's border strips or a triangular patch's lattice walked by one thread.
+__global__ void general_count_kernel(DevicePlan d, const std::int32_t* list, ull* count) {
+  using Reduce = cub::BlockReduce<int, kPatchThreads>;
+  __shared__ typename Reduce::TempStorage reduce_temp;
+  const std::int64_t p = list[blockIdx.x];
+  int mine = 0;
+  auto tally = [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
+    mine += take_triangle(d.v, p, a, b, c, [](const PlanRef&, const PlanRef&, const PlanRef&) {});
+  };
+  if (!d.v.triangle(p)) {
+    int i0, i1, j0, j1;
+    cell_range(d.v, p, i0, i1, j0, j1);
+    const int columns = max(j1 - j0, 0), cells = max(i1 - i0, 0) * columns;
+    for (int cell = int(threadIdx.x); cell < cells; cell += kPatchThreads)
+      cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, tally);
   }
-  ull n = 0;
-  triangulate_patch(d.v, p, [&](const PlanRef&, const PlanRef&, const PlanRef&) { ++n; });
-  count[p] = n;
+  if (threadIdx.x == 0) {
+    if (d.v.triangle(p)) triangulate_patch(d.v, p, [&](const PlanRef&, const PlanRef&, const PlanRef&) { ++mine; });
+    else if (d.v.zipper[p]) zipped_sides(d.v, p, tally);
+  }
+  const int total = Reduce(reduce_temp).Sum(mine);
+  if (threadIdx.x == 0) count[p] = ull(total);
 }
 
 __device__ inline std::uint32_t normal_slot(const std::uint32_t* slot_of_sample, const PlanRef& r) {
@@ -248,22 +292,54 @@ __global__ void plain_triangles_kernel(DevicePlan d, const ull* tri_first, const
   }
 }
 
-// The other patches (triangles, zipped sides, collapsed or repeated edges): the shared walk, one thread a patch.
-__global__ void general_triangles_kernel(DevicePlan d, const std::int32_t* list, std::int64_t count, const ull* tri_first,
+// The other patches (collapsed or repeated edges, zipped sides, triangles), one block a patch: the cells in chunks
+// of the block, each cell's kept triangles (0 to 2) placed by a block scan in the walk's row-by-row order; then
+// a zipped patch's border strips, and a triangular patch's lattice, by one thread (short walks).
+__global__ void general_triangles_kernel(DevicePlan d, const std::int32_t* list, const ull* tri_first,
                                          const std::uint32_t* slot_of_sample, const double* positions, TriangleOut out,
                                          int* miscounted) {
-  const std::int64_t k = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (k >= count) return;
-  const std::int64_t p = list[k];
-  ull t = tri_first[p];
+  using Scan = cub::BlockScan<int, kPatchThreads>;
+  __shared__ typename Scan::TempStorage scan_temp;
+  __shared__ ull cursor;
+  const std::int64_t p = list[blockIdx.x];
   const ull end = tri_first[p + 1];
-  triangulate_patch(d.v, p, [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
-    if (t == end) {  // more than counted: never overwrite the next patch's triangles
+  if (threadIdx.x == 0) cursor = tri_first[p];
+  __syncthreads();
+  auto put = [&](ull& t, const PlanRef& a, const PlanRef& b, const PlanRef& c) {
+    if (t >= end) {  // more than counted: never overwrite the next patch's triangles
       atomicExch(miscounted, 1);
       return;
     }
     write_triangle(d, out, slot_of_sample, positions, p, t++, a, b, c);
-  });
+  };
+  if (!d.v.triangle(p)) {
+    int i0, i1, j0, j1;
+    cell_range(d.v, p, i0, i1, j0, j1);
+    const int columns = max(j1 - j0, 0), cells = max(i1 - i0, 0) * columns;
+    for (int chunk = 0; chunk < cells; chunk += kPatchThreads) {
+      const int cell = chunk + int(threadIdx.x);
+      int kept = 0;
+      auto count = [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
+        kept += take_triangle(d.v, p, a, b, c, [](const PlanRef&, const PlanRef&, const PlanRef&) {});
+      };
+      if (cell < cells) cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, count);
+      int before = 0, total = 0;
+      Scan(scan_temp).ExclusiveSum(kept, before, total);
+      ull t = cursor + ull(before);
+      if (cell < cells)
+        cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
+          take_triangle(d.v, p, a, b, c, [&](const PlanRef& x, const PlanRef& y, const PlanRef& z) { put(t, x, y, z); });
+        });
+      __syncthreads();  // every thread has read the cursor and the scan's storage
+      if (threadIdx.x == 0) cursor += ull(total);
+      __syncthreads();
+    }
+  }
+  if (threadIdx.x != 0) return;
+  ull t = cursor;
+  auto emit = [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) { put(t, a, b, c); };
+  if (d.v.triangle(p)) triangulate_patch(d.v, p, emit);
+  else if (d.v.zipper[p]) zipped_sides(d.v, p, [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) { take_triangle(d.v, p, a, b, c, emit); });
   if (t != end) atomicExch(miscounted, 1);
 }
 
@@ -374,10 +450,18 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   StreamGuard guard;
   PS_CUDA(cudaStreamCreateWithFlags(&guard.s, cudaStreamNonBlocking), "creating the assembly stream");
   const cudaStream_t s = guard.s;
+  {
+    int device = 0;
+    cudaMemPool_t pool = nullptr;
+    PS_CUDA(cudaGetDevice(&device), "finding the device");
+    PS_CUDA(cudaDeviceGetDefaultMemPool(&pool, device), "finding the device's memory pool");
+    std::uint64_t keep = kPoolKeep;
+    PS_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "configuring the memory pool");
+  }
 
   // the plan on the device
-  DeviceBuffer d_tri, d_flip, d_zip, d_nu, d_nv, d_first, d_xfirst, d_ibase, d_sides, d_factor, d_ebase, d_ecorner,
-      d_ecollapse, d_plain, d_group, d_comp;
+  DeviceBuffer d_tri{s}, d_flip{s}, d_zip{s}, d_nu{s}, d_nv{s}, d_first{s}, d_xfirst{s}, d_ibase{s}, d_sides{s};
+  DeviceBuffer d_factor{s}, d_ebase{s}, d_ecorner{s}, d_ecollapse{s}, d_plain{s}, d_group{s}, d_comp{s};
   const PlanView& h = plan.view;
   upload(d_tri, h.is_triangle, np, s, "uploading the plan");
   upload(d_flip, h.is_flipped, np, s, "uploading the plan");
@@ -415,7 +499,11 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   d.np = np;
 
   // counts first (seam contributions, triangles), so that the rest is sized, and checked, before it is allocated
-  DeviceBuffer d_seam_count, d_seam_first, d_tri_count, d_tri_first, d_temp, d_flags;
+  std::vector<std::int32_t> general;  // the patches that are not plain
+  for (std::int64_t p = 0; p < np; ++p)
+    if (!plan.plain[p]) general.push_back(std::int32_t(p));
+  DeviceBuffer d_general{s};
+  DeviceBuffer d_seam_count{s}, d_seam_first{s}, d_tri_count{s}, d_tri_first{s}, d_temp{s}, d_flags{s};
   d_seam_count.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam counts");
   PS_CUDA(cudaMemsetAsync(d_seam_count.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing seam counts");
   d_tri_count.ensure(std::size_t(np + 1) * sizeof(ull), "allocating triangle counts");
@@ -428,7 +516,12 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   if (np > 0) {
     seam_count_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_seam_count.as<ull>());
     PS_CUDA_LAUNCH("launching the seam count kernel");
-    triangle_count_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_count.as<ull>());
+    plain_count_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_count.as<ull>());
+    PS_CUDA_LAUNCH("launching the triangle count kernel");
+  }
+  if (!general.empty()) {
+    upload(d_general, general.data(), std::int64_t(general.size()), s, "uploading the patch list");
+    general_count_kernel<<<unsigned(general.size()), kPatchThreads, 0, s>>>(d, d_general.as<std::int32_t>(), d_tri_count.as<ull>());
     PS_CUDA_LAUNCH("launching the triangle count kernel");
   }
   d_seam_first.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam offsets");
@@ -453,7 +546,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
 
   // 1-2. seam vertices: placed, sorted, clustered, numbered
-  DeviceBuffer d_cursor, d_seam_sample, d_cluster, d_crease_first, d_positions, d_slot;
+  DeviceBuffer d_cursor{s}, d_seam_sample{s}, d_cluster{s}, d_crease_first{s}, d_positions{s}, d_slot{s};
   DeviceBuffer& d_extra = d_seam_count;  // the counts are scanned: their room holds the extra clusters
   d_cursor.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam cursors");
   PS_CUDA(cudaMemcpyAsync(d_cursor.ptr, d_seam_first.ptr, std::size_t(seam + 1) * sizeof(ull), cudaMemcpyDeviceToDevice, s),
@@ -483,7 +576,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
   outcome.crease_vertices = std::int64_t(read_back(d_creases, s, "counting crease vertices"));
   const std::int64_t slots = nverts + extra_normals;
-  DeviceBuffer d_normals;
+  DeviceBuffer d_normals{s};
   d_normals.ensure(std::size_t(std::max<std::int64_t>(slots, 1)) * 24, "allocating mesh normals");
   d_slot.ensure(std::size_t(std::max<std::int64_t>(plan.samples, 1)) * 4, "allocating the normal slot of each sample");
   PS_CUDA(cudaMemsetAsync(d_slot.ptr, 0xff, std::size_t(plan.samples) * 4, s), "clearing normal slots");
@@ -501,7 +594,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
 
   // 4. triangles
-  DeviceBuffer d_tv, d_tn, d_tg, d_tp, d_keep, d_general;
+  DeviceBuffer d_tv{s}, d_tn{s}, d_tg{s}, d_tp{s}, d_keep{s};
   d_tv.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 12, "allocating triangles");
   d_tn.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 12, "allocating triangle normals");
   d_tg.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 4, "allocating face groups");
@@ -512,19 +605,15 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
   TriangleOut tri{d_tv.as<std::uint32_t>(), d_tn.as<std::uint32_t>(), d_tg.as<std::int32_t>(), d_tp.as<std::int32_t>(),
                   plan.keep_degenerate ? nullptr : d_keep.as<std::uint8_t>()};
-  std::vector<std::int32_t> general;
-  for (std::int64_t p = 0; p < np; ++p)
-    if (!plan.plain[p]) general.push_back(std::int32_t(p));
   if (np > 0) {
     plain_triangles_kernel<<<unsigned(np), kPatchThreads, 0, s>>>(d, d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(),
                                                                    d_positions.as<double>(), tri);
     PS_CUDA_LAUNCH("launching the plain triangle kernel");
   }
   if (!general.empty()) {
-    upload(d_general, general.data(), std::int64_t(general.size()), s, "uploading the patch list");
-    general_triangles_kernel<<<blocks_for(std::int64_t(general.size()), 64), 64, 0, s>>>(
-        d, d_general.as<std::int32_t>(), std::int64_t(general.size()), d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(),
-        d_positions.as<double>(), tri, d_miscounted);
+    general_triangles_kernel<<<unsigned(general.size()), kPatchThreads, 0, s>>>(
+        d, d_general.as<std::int32_t>(), d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(), d_positions.as<double>(), tri,
+        d_miscounted);
     PS_CUDA_LAUNCH("launching the triangle kernel");
   }
   int miscounted = 0;
@@ -539,7 +628,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   const bool any_closed = plan.orient && std::find(plan.component_closed.begin(), plan.component_closed.end(), 1) !=
                                              plan.component_closed.end();
   if (any_closed && np > 0) {
-    DeviceBuffer d_sums, d_centre, d_closed, d_volume, d_cflip, d_flip_slot;
+    DeviceBuffer d_sums{s}, d_centre{s}, d_closed{s}, d_volume{s}, d_cflip{s}, d_flip_slot{s};
     d_sums.ensure(std::size_t(np) * 32, "allocating patch sums");
     patch_centre_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_first.as<ull>(), tri,
                                                                        d_positions.as<double>(), d_sums.as<double>());
@@ -587,7 +676,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
 
   // 6. zero-area triangles out, in order
   std::int64_t kept = nt;
-  DeviceBuffer c_tv, c_tn, c_tg, c_tp, d_kept_before;
+  DeviceBuffer c_tv{s}, c_tn{s}, c_tg{s}, c_tp{s}, d_kept_before{s};
   if (!plan.keep_degenerate && nt > 0) {
     d_kept_before.ensure(std::size_t(nt + 1) * sizeof(ull), "allocating triangle offsets");
     auto counts = thrust::make_transform_iterator(d_keep.as<std::uint8_t>(), ToCount{});

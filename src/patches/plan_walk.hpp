@@ -134,46 +134,37 @@ PS_HD void zip_strip(int f, int q, Outer&& outer, InnerT&& inner_t, Inner&& inne
   }
 }
 
-// Calls triangle(a, b, c) for each triangle of patch p, counter-clockwise, in a fixed order; triangles with two
-// equal vertices (at collapsed edges) are left out.
-template <class P, class Triangle> PS_HD void triangulate_patch(const P& pl, std::int64_t p, Triangle&& triangle) {
-  const bool flip = pl.flipped(p);
-  auto emit = [&](PlanRef a, PlanRef b, PlanRef c) {
-    if (a.vertex == b.vertex || b.vertex == c.vertex || a.vertex == c.vertex) return;
-    if (flip) {
-      const PlanRef t = b;
-      b = c, c = t;
-    }
-    triangle(a, b, c);
-  };
-  if (pl.triangle(p)) {
-    const int n = pl.nu[p];
-    for (int b = 0; b < n; ++b)
-      for (int a = 0; a + b < n; ++a) {
-        emit(lattice_ref(pl, p, a, b), lattice_ref(pl, p, a + 1, b), lattice_ref(pl, p, a, b + 1));
-        if (a + b + 2 <= n)
-          emit(lattice_ref(pl, p, a + 1, b), lattice_ref(pl, p, a + 1, b + 1), lattice_ref(pl, p, a, b + 1));
-      }
-    return;
+// A triangle of patch p as the mesh takes it: none where two vertices are one (at collapsed edges), and the
+// second and third corners swapped on a flipped patch. Returns whether it was taken.
+template <class P, class Triangle>
+PS_HD bool take_triangle(const P& pl, std::int64_t p, PlanRef a, PlanRef b, PlanRef c, Triangle&& triangle) {
+  if (a.vertex == b.vertex || b.vertex == c.vertex || a.vertex == c.vertex) return false;
+  if (pl.flipped(p)) {
+    const PlanRef t = b;
+    b = c, c = t;
   }
+  triangle(a, b, c);
+  return true;
+}
+
+// The grid cells a tensor patch triangulates two triangles each: all, or the inner grid of a zipped patch.
+template <class P> PS_HD void cell_range(const P& pl, std::int64_t p, int& i0, int& i1, int& j0, int& j1) {
+  const bool zip = pl.zipper[p] != 0;
+  i0 = zip ? 1 : 0, i1 = zip ? pl.nu[p] - 1 : pl.nu[p];
+  j0 = zip ? 1 : 0, j1 = zip ? pl.nv[p] - 1 : pl.nv[p];
+}
+
+// The two triangles of grid cell (i, j), before take_triangle.
+template <class P, class Emit> PS_HD void cell_triangles(const P& pl, std::int64_t p, int i, int j, Emit&& emit) {
+  const PlanRef a0 = grid_ref(pl, p, i, j), a1 = grid_ref(pl, p, i + 1, j);
+  const PlanRef b0 = grid_ref(pl, p, i, j + 1), b1 = grid_ref(pl, p, i + 1, j + 1);
+  emit(a0, a1, b0);
+  emit(a1, b1, b0);
+}
+
+// The border strips of a zipped patch, sides 0..3, before take_triangle.
+template <class P, class Emit> PS_HD void zipped_sides(const P& pl, std::int64_t p, Emit&& emit) {
   const int nu = pl.nu[p], nv = pl.nv[p];
-  // Cells of rows [i0, i1) and columns [j0, j1), two triangles each; a row's refs are carried to the next row.
-  auto quads = [&](int i0, int i1, int j0, int j1) {
-    for (int i = i0; i < i1; ++i) {
-      PlanRef a0 = grid_ref(pl, p, i, j0), a1 = grid_ref(pl, p, i + 1, j0);
-      for (int j = j0; j < j1; ++j) {
-        const PlanRef b0 = grid_ref(pl, p, i, j + 1), b1 = grid_ref(pl, p, i + 1, j + 1);
-        emit(a0, a1, b0);
-        emit(a1, b1, b0);
-        a0 = b0, a1 = b1;
-      }
-    }
-  };
-  if (!pl.zipper[p]) {
-    quads(0, nu, 0, nv);
-    return;
-  }
-  quads(1, nu - 1, 1, nv - 1);
   for (int s = 0; s < 4; ++s) {
     const int n = s % 2 == 0 ? nu : nv, q = n - 1;
     // inner row point j (0..q-1, its point j + 1 along the side's direction)
@@ -189,6 +180,35 @@ template <class P, class Triangle> PS_HD void triangulate_patch(const P& pl, std
     zip_strip(side_factor(pl, p, s), q, [&](int k) { return side_ref(pl, p, s, k); },
               [&](int j) { return double(j + 1) / n; }, inner, emit);
   }
+}
+
+// Calls triangle(a, b, c) for each triangle of patch p, counter-clockwise, in a fixed order: the triangular
+// lattice row by row; a tensor patch's cells row by row (two triangles each), then a zipped patch's border strips.
+template <class P, class Triangle> PS_HD void triangulate_patch(const P& pl, std::int64_t p, Triangle&& triangle) {
+  auto emit = [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) { take_triangle(pl, p, a, b, c, triangle); };
+  if (pl.triangle(p)) {
+    const int n = pl.nu[p];
+    for (int b = 0; b < n; ++b)
+      for (int a = 0; a + b < n; ++a) {
+        emit(lattice_ref(pl, p, a, b), lattice_ref(pl, p, a + 1, b), lattice_ref(pl, p, a, b + 1));
+        if (a + b + 2 <= n)
+          emit(lattice_ref(pl, p, a + 1, b), lattice_ref(pl, p, a + 1, b + 1), lattice_ref(pl, p, a, b + 1));
+      }
+    return;
+  }
+  int i0, i1, j0, j1;
+  cell_range(pl, p, i0, i1, j0, j1);
+  // a row's refs are carried to the next cell (cell_triangles' order)
+  for (int i = i0; i < i1; ++i) {
+    PlanRef a0 = grid_ref(pl, p, i, j0), a1 = grid_ref(pl, p, i + 1, j0);
+    for (int j = j0; j < j1; ++j) {
+      const PlanRef b0 = grid_ref(pl, p, i, j + 1), b1 = grid_ref(pl, p, i + 1, j + 1);
+      emit(a0, a1, b0);
+      emit(a1, b1, b0);
+      a0 = b0, a1 = b1;
+    }
+  }
+  if (pl.zipper[p]) zipped_sides(pl, p, emit);
 }
 
 }  // namespace parasurf::patches
