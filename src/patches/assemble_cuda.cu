@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "core/cuda_check.hpp"
 #include "core/memory.hpp"
@@ -63,6 +64,12 @@ struct DevicePlan {
   const std::int32_t* group;
   const std::int32_t* component;
   std::int64_t np;
+};
+
+struct Flags {
+  int overflow;      // a seam vertex with more normal clusters than kMaxClusters
+  int miscounted;    // a patch wrote another number of triangles than it counted
+  ull creases;       // seam vertices with more than one normal cluster
 };
 
 struct TriangleOut {
@@ -425,12 +432,6 @@ template <class X> void upload(DeviceBuffer& buf, const X* src, std::int64_t n, 
   if (bytes) PS_CUDA(cudaMemcpyAsync(buf.ptr, src, bytes, cudaMemcpyHostToDevice, s), what);
 }
 
-ull read_back(const ull* device_value, cudaStream_t s, const char* what) {
-  ull x = 0;
-  PS_CUDA(cudaMemcpyAsync(&x, device_value, sizeof x, cudaMemcpyDeviceToHost, s), what);
-  PS_CUDA(cudaStreamSynchronize(s), what);
-  return x;
-}
 
 struct StreamGuard {
   cudaStream_t s = nullptr;
@@ -459,60 +460,61 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     PS_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "configuring the memory pool");
   }
 
-  // the plan on the device
-  DeviceBuffer d_tri{s}, d_flip{s}, d_zip{s}, d_nu{s}, d_nv{s}, d_first{s}, d_xfirst{s}, d_ibase{s}, d_sides{s};
-  DeviceBuffer d_factor{s}, d_ebase{s}, d_ecorner{s}, d_ecollapse{s}, d_plain{s}, d_group{s}, d_comp{s};
-  const PlanView& h = plan.view;
-  upload(d_tri, h.is_triangle, np, s, "uploading the plan");
-  upload(d_flip, h.is_flipped, np, s, "uploading the plan");
-  upload(d_zip, h.zipper, np, s, "uploading the plan");
-  upload(d_nu, h.nu, np, s, "uploading the plan");
-  upload(d_nv, h.nv, np, s, "uploading the plan");
-  upload(d_first, h.first, np + 1, s, "uploading the plan");
-  upload(d_xfirst, h.extra_first, np, s, "uploading the plan");
-  upload(d_ibase, h.interior_base, np, s, "uploading the plan");
-  upload(d_sides, h.sides, np, s, "uploading the plan");
-  upload(d_factor, h.edge_factor, ne, s, "uploading the plan");
-  upload(d_ebase, h.edge_vertex_base, ne, s, "uploading the plan");
-  upload(d_ecorner, h.edge_corners, ne, s, "uploading the plan");
-  upload(d_ecollapse, h.edge_collapse, ne, s, "uploading the plan");
-  upload(d_plain, plan.plain, np, s, "uploading the plan");
-  upload(d_group, plan.group, np, s, "uploading the plan");
-  upload(d_comp, plan.component, np, s, "uploading the plan");
-  DevicePlan d{};
-  d.v.is_triangle = d_tri.as<std::uint8_t>();
-  d.v.is_flipped = d_flip.as<std::uint8_t>();
-  d.v.zipper = d_zip.as<std::uint8_t>();
-  d.v.nu = d_nu.as<int>();
-  d.v.nv = d_nv.as<int>();
-  d.v.first = d_first.as<std::int64_t>();
-  d.v.extra_first = d_xfirst.as<std::array<std::int64_t, 4>>();
-  d.v.interior_base = d_ibase.as<std::int64_t>();
-  d.v.sides = d_sides.as<std::array<SideRef, 4>>();
-  d.v.edge_factor = d_factor.as<int>();
-  d.v.edge_vertex_base = d_ebase.as<std::int64_t>();
-  d.v.edge_corners = d_ecorner.as<std::array<std::int32_t, 2>>();
-  d.v.edge_collapse = d_ecollapse.as<std::uint8_t>();
-  d.plain = d_plain.as<std::uint8_t>();
-  d.group = d_group.as<std::int32_t>();
-  d.component = d_comp.as<std::int32_t>();
-  d.np = np;
-
-  // counts first (seam contributions, triangles), so that the rest is sized, and checked, before it is allocated
+  // the plan on the device, in one upload
   std::vector<std::int32_t> general;  // the patches that are not plain
   for (std::int64_t p = 0; p < np; ++p)
     if (!plan.plain[p]) general.push_back(std::int32_t(p));
-  DeviceBuffer d_general{s};
+  std::vector<unsigned char> staged;
+  auto stage = [&](const void* src, std::int64_t n, std::size_t size) {
+    const std::size_t at = (staged.size() + 15) & ~std::size_t(15);
+    staged.resize(at + std::size_t(n) * size);
+    if (n > 0) std::memcpy(staged.data() + at, src, std::size_t(n) * size);
+    return at;
+  };
+  const PlanView& h = plan.view;
+  const std::size_t o_tri = stage(h.is_triangle, np, 1), o_flip = stage(h.is_flipped, np, 1), o_zip = stage(h.zipper, np, 1);
+  const std::size_t o_nu = stage(h.nu, np, 4), o_nv = stage(h.nv, np, 4), o_first = stage(h.first, np + 1, 8);
+  const std::size_t o_xfirst = stage(h.extra_first, np, 32), o_ibase = stage(h.interior_base, np, 8);
+  const std::size_t o_sides = stage(h.sides, np, sizeof(std::array<SideRef, 4>)), o_factor = stage(h.edge_factor, ne, 4);
+  const std::size_t o_ebase = stage(h.edge_vertex_base, ne, 8), o_ecorner = stage(h.edge_corners, ne, 8);
+  const std::size_t o_ecollapse = stage(h.edge_collapse, ne, 1), o_plain = stage(plan.plain, np, 1);
+  const std::size_t o_group = stage(plan.group, np, 4), o_comp = stage(plan.component, np, 4);
+  const std::size_t o_general = stage(general.data(), std::int64_t(general.size()), 4);
+  DeviceBuffer d_plan{s};
+  d_plan.ensure(std::max<std::size_t>(staged.size(), 16), "uploading the plan");
+  PS_CUDA(cudaMemcpyAsync(d_plan.ptr, staged.data(), staged.size(), cudaMemcpyHostToDevice, s), "uploading the plan");
+  auto at = [&](std::size_t offset) { return static_cast<unsigned char*>(d_plan.ptr) + offset; };
+  DevicePlan d{};
+  d.v.is_triangle = at(o_tri);
+  d.v.is_flipped = at(o_flip);
+  d.v.zipper = at(o_zip);
+  d.v.nu = reinterpret_cast<const int*>(at(o_nu));
+  d.v.nv = reinterpret_cast<const int*>(at(o_nv));
+  d.v.first = reinterpret_cast<const std::int64_t*>(at(o_first));
+  d.v.extra_first = reinterpret_cast<const std::array<std::int64_t, 4>*>(at(o_xfirst));
+  d.v.interior_base = reinterpret_cast<const std::int64_t*>(at(o_ibase));
+  d.v.sides = reinterpret_cast<const std::array<SideRef, 4>*>(at(o_sides));
+  d.v.edge_factor = reinterpret_cast<const int*>(at(o_factor));
+  d.v.edge_vertex_base = reinterpret_cast<const std::int64_t*>(at(o_ebase));
+  d.v.edge_corners = reinterpret_cast<const std::array<std::int32_t, 2>*>(at(o_ecorner));
+  d.v.edge_collapse = at(o_ecollapse);
+  d.plain = at(o_plain);
+  d.group = reinterpret_cast<const std::int32_t*>(at(o_group));
+  d.component = reinterpret_cast<const std::int32_t*>(at(o_comp));
+  d.np = np;
+  const auto* d_general = reinterpret_cast<const std::int32_t*>(at(o_general));
+
+  // counts first (seam contributions, triangles), so that the rest is sized, and checked, before it is allocated
   DeviceBuffer d_seam_count{s}, d_seam_first{s}, d_tri_count{s}, d_tri_first{s}, d_temp{s}, d_flags{s};
   d_seam_count.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam counts");
   PS_CUDA(cudaMemsetAsync(d_seam_count.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing seam counts");
   d_tri_count.ensure(std::size_t(np + 1) * sizeof(ull), "allocating triangle counts");
   PS_CUDA(cudaMemsetAsync(d_tri_count.ptr, 0, std::size_t(np + 1) * sizeof(ull), s), "clearing triangle counts");
-  d_flags.ensure(2 * sizeof(int) + sizeof(ull), "allocating flags");
-  PS_CUDA(cudaMemsetAsync(d_flags.ptr, 0, 2 * sizeof(int) + sizeof(ull), s), "clearing flags");
-  int* d_overflow = d_flags.as<int>();
-  int* d_miscounted = d_flags.as<int>() + 1;
-  ull* d_creases = reinterpret_cast<ull*>(d_flags.as<int>() + 2);
+  d_flags.ensure(sizeof(Flags), "allocating flags");
+  PS_CUDA(cudaMemsetAsync(d_flags.ptr, 0, sizeof(Flags), s), "clearing flags");
+  int* d_overflow = &d_flags.as<Flags>()->overflow;
+  int* d_miscounted = &d_flags.as<Flags>()->miscounted;
+  ull* d_creases = &d_flags.as<Flags>()->creases;
   if (np > 0) {
     seam_count_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_seam_count.as<ull>());
     PS_CUDA_LAUNCH("launching the seam count kernel");
@@ -520,16 +522,18 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     PS_CUDA_LAUNCH("launching the triangle count kernel");
   }
   if (!general.empty()) {
-    upload(d_general, general.data(), std::int64_t(general.size()), s, "uploading the patch list");
-    general_count_kernel<<<unsigned(general.size()), kPatchThreads, 0, s>>>(d, d_general.as<std::int32_t>(), d_tri_count.as<ull>());
+    general_count_kernel<<<unsigned(general.size()), kPatchThreads, 0, s>>>(d, d_general, d_tri_count.as<ull>());
     PS_CUDA_LAUNCH("launching the triangle count kernel");
   }
   d_seam_first.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam offsets");
   exclusive_sum(d_seam_count.as<ull>(), d_seam_first.as<ull>(), seam + 1, d_temp, s, "scanning seam counts");
   d_tri_first.ensure(std::size_t(np + 1) * sizeof(ull), "allocating triangle offsets");
   exclusive_sum(d_tri_count.as<ull>(), d_tri_first.as<ull>(), np + 1, d_temp, s, "scanning triangle counts");
-  const auto contributions = std::int64_t(read_back(d_seam_first.as<ull>() + seam, s, "counting seam contributions"));
-  const auto nt = std::int64_t(read_back(d_tri_first.as<ull>() + np, s, "counting triangles"));
+  ull totals[2] = {0, 0};  // seam contributions, triangles
+  PS_CUDA(cudaMemcpyAsync(&totals[0], d_seam_first.as<ull>() + seam, sizeof(ull), cudaMemcpyDeviceToHost, s), "counting");
+  PS_CUDA(cudaMemcpyAsync(&totals[1], d_tri_first.as<ull>() + np, sizeof(ull), cudaMemcpyDeviceToHost, s), "counting");
+  PS_CUDA(cudaStreamSynchronize(s), "counting seam contributions and triangles");
+  const auto contributions = std::int64_t(totals[0]), nt = std::int64_t(totals[1]);
 
   // memory: what follows holds at once (normals with room for a crease cluster per contribution at most)
   const std::uint64_t tri_bytes = std::uint64_t(nt) * (3 * 4 + 3 * 4 + 4 + 4 + 1) + 8;
@@ -565,16 +569,20 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
         d_positions.as<double>(), plan.cos_crease, seam, d_overflow, d_creases);
     PS_CUDA_LAUNCH("launching the seam cluster kernel");
   }
-  int overflow = 0;
-  PS_CUDA(cudaMemcpyAsync(&overflow, d_overflow, sizeof overflow, cudaMemcpyDeviceToHost, s), "reading the cluster flag");
   d_crease_first.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating crease offsets");
   exclusive_sum(d_extra.as<ull>(), d_crease_first.as<ull>(), seam + 1, d_temp, s, "scanning crease clusters");
-  const auto extra_normals = std::int64_t(read_back(d_crease_first.as<ull>() + seam, s, "counting crease clusters"));
-  if (overflow) {
+  Flags flags{};
+  ull extra_total = 0;
+  PS_CUDA(cudaMemcpyAsync(&flags, d_flags.ptr, sizeof flags, cudaMemcpyDeviceToHost, s), "reading the cluster flags");
+  PS_CUDA(cudaMemcpyAsync(&extra_total, d_crease_first.as<ull>() + seam, sizeof(ull), cudaMemcpyDeviceToHost, s),
+          "counting crease clusters");
+  PS_CUDA(cudaStreamSynchronize(s), "clustering seam normals");
+  if (flags.overflow) {
     outcome.why_not = "a seam vertex has more than " + std::to_string(kMaxClusters) + " normal clusters";
     return outcome;
   }
-  outcome.crease_vertices = std::int64_t(read_back(d_creases, s, "counting crease vertices"));
+  outcome.crease_vertices = std::int64_t(flags.creases);
+  const auto extra_normals = std::int64_t(extra_total);
   const std::int64_t slots = nverts + extra_normals;
   DeviceBuffer d_normals{s};
   d_normals.ensure(std::size_t(std::max<std::int64_t>(slots, 1)) * 24, "allocating mesh normals");
@@ -612,22 +620,29 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
   if (!general.empty()) {
     general_triangles_kernel<<<unsigned(general.size()), kPatchThreads, 0, s>>>(
-        d, d_general.as<std::int32_t>(), d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(), d_positions.as<double>(), tri,
+        d, d_general, d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(), d_positions.as<double>(), tri,
         d_miscounted);
     PS_CUDA_LAUNCH("launching the triangle kernel");
   }
-  int miscounted = 0;
-  PS_CUDA(cudaMemcpyAsync(&miscounted, d_miscounted, sizeof miscounted, cudaMemcpyDeviceToHost, s), "reading the count flag");
-  PS_CUDA(cudaStreamSynchronize(s), "assembling triangles");
-  if (miscounted)
-    throw Error(ErrorKind::InvalidArgument,
-                "internal error in tessellation: a patch made another number of triangles than it was counted for");
+  // read where the host waits anyway: before orientation (which follows the triangles), else with the kept count
+  bool counts_checked = false;
+  auto check_counts = [&](const ull* also = nullptr, ull* to = nullptr) {
+    int miscounted = 0;
+    PS_CUDA(cudaMemcpyAsync(&miscounted, d_miscounted, sizeof miscounted, cudaMemcpyDeviceToHost, s), "reading the count flag");
+    if (also) PS_CUDA(cudaMemcpyAsync(to, also, sizeof(ull), cudaMemcpyDeviceToHost, s), "reading a count");
+    PS_CUDA(cudaStreamSynchronize(s), "assembling triangles");
+    counts_checked = true;
+    if (miscounted)
+      throw Error(ErrorKind::InvalidArgument,
+                  "internal error in tessellation: a patch made another number of triangles than it was counted for");
+  };
 
   // 5. closed components face outward
   const auto nc = std::int64_t(plan.component_closed.size());
   const bool any_closed = plan.orient && std::find(plan.component_closed.begin(), plan.component_closed.end(), 1) !=
                                              plan.component_closed.end();
   if (any_closed && np > 0) {
+    check_counts();
     DeviceBuffer d_sums{s}, d_centre{s}, d_closed{s}, d_volume{s}, d_cflip{s}, d_flip_slot{s};
     d_sums.ensure(std::size_t(np) * 32, "allocating patch sums");
     patch_centre_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_first.as<ull>(), tri,
@@ -681,7 +696,9 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     d_kept_before.ensure(std::size_t(nt + 1) * sizeof(ull), "allocating triangle offsets");
     auto counts = thrust::make_transform_iterator(d_keep.as<std::uint8_t>(), ToCount{});
     exclusive_sum(counts, d_kept_before.as<ull>(), nt + 1, d_temp, s, "scanning kept triangles");
-    kept = std::int64_t(read_back(d_kept_before.as<ull>() + nt, s, "counting kept triangles"));
+    ull kept_total = 0;
+    check_counts(d_kept_before.as<ull>() + nt, &kept_total);
+    kept = std::int64_t(kept_total);
     if (kept < nt) {
       c_tv.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 12, "allocating triangles");
       c_tn.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 12, "allocating triangle normals");
@@ -694,6 +711,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
       tri = to;
     }
   }
+  if (!counts_checked) check_counts();
   PS_CUDA(cudaStreamSynchronize(s), "assembling the mesh on the device");
   const auto t1 = Clock::now();
   outcome.seconds_device = std::chrono::duration<double>(t1 - t0).count();

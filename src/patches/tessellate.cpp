@@ -958,8 +958,10 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     // The samples stay on the device, where the mesh is welded and assembled; where the device cannot (memory),
     // they come back and the host assembles as below.
     check_mesh_size(pl);
+    const auto f0 = Clock::now();
     DeviceAssemblyInput input;
     fill_device_assembly_input(pl, o, input);
+    const double fill_seconds = since(f0);  // assembly's share, though it runs before the evaluation
     patches::AssemblyOutcome outcome;
     double consumer_seconds = 0, attempt_seconds = 0;
     PatchMesh device_mesh;
@@ -980,7 +982,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     timing = patches::cuda::evaluate<T>(make_batch<T>(pl), o.strategy, patches::SampleViews<T>{}, false, consume);
     if (rep) {
       rep->own_patches = rep->patches;
-      rep->seconds_evaluate = since(t0) - consumer_seconds;
+      rep->seconds_evaluate = since(t0) - consumer_seconds - fill_seconds;
       rep->device = timing.device;
       rep->strategy = patch_strategy_name(timing.strategy);
       rep->assembly_note = outcome.why_not;
@@ -989,7 +991,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
       if (o.progress) o.progress(0.4);
       if (rep) {
         rep->assembled_on_device = true;
-        rep->seconds_assemble = outcome.seconds_device;
+        rep->seconds_assemble = outcome.seconds_device + fill_seconds;
         rep->seconds_download = outcome.seconds_download;
         rep->crease_vertices = outcome.crease_vertices;
       }
@@ -998,7 +1000,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
       if (o.progress) o.progress(1.0);
       return device_mesh;
     }
-    seconds_given_up = attempt_seconds;  // not evaluation: the device's try, before the samples came back
+    seconds_given_up = attempt_seconds + fill_seconds;  // not evaluation: the device's try
   } else {
     timing = run_batch<T>(make_batch<T>(pl), store, device, o.strategy, o.threads, true);
     if (rep) rep->own_patches = rep->patches;
