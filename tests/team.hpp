@@ -61,6 +61,7 @@ class ThreadTeam {
           work(k);
         } catch (...) {
           failures[std::size_t(k)] = std::current_exception();
+          sync_.arrive_and_drop();  // the others' exchanges stop waiting for this member: a failure, not a hang
         }
       });
     for (auto& t : threads) t.join();
