@@ -638,8 +638,8 @@ void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std:
             <<<grid, kPerPointBlock, 0, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
         return;
       }
-      PS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)),
-              "allowing the surface kernel its shared memory");
+      core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), shared,
+                                        "allowing the surface kernel its shared memory");
       if (counter) {
         const dim3 grid(unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 2)));
         factored_kernel<T, NC, Order, R, MinBlocks, Outs>

@@ -23,3 +23,25 @@ namespace parasurf::core {
 
 // After a kernel launch: launch-configuration errors now, execution errors at the next synchronisation.
 #define PS_CUDA_LAUNCH(what) PS_CUDA(cudaGetLastError(), what)
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace parasurf::core {
+
+// Raises a kernel's dynamic shared memory limit on the current device to at least `bytes`, never lowers it: the
+// attribute belongs to the process, so a lower value set by one thread would fail another's launch in flight.
+inline void allow_dynamic_shared_memory(const void* kernel, std::size_t bytes, const char* what) {
+  static std::mutex guard;
+  static std::map<std::pair<int, const void*>, std::size_t> allowed;
+  int device = 0;
+  PS_CUDA(cudaGetDevice(&device), what);
+  const std::lock_guard<std::mutex> lock(guard);
+  std::size_t& now = allowed[{device, kernel}];
+  if (bytes <= now) return;
+  PS_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)), what);
+  now = bytes;
+}
+
+}  // namespace parasurf::core

@@ -349,21 +349,21 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   }
   PS_CUDA(cudaEventRecord(e0, stream), "recording an event");
   if (!ctiles.empty()) {
-    PS_CUDA(cudaFuncSetAttribute(casteljau_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)),
-            "configuring the de Casteljau kernel");
+    core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(casteljau_kernel<T>), smem_bytes,
+                                      "configuring the de Casteljau kernel");
     casteljau_kernel<T><<<unsigned(ctiles.size()), kBlock, smem_bytes, stream>>>(dv, d_ctiles.as<CasteljauTile>());
     PS_CUDA_LAUNCH("launching the de Casteljau patch kernel");
   }
   if (single_tiles > 0) {
-    PS_CUDA(cudaFuncSetAttribute(tables_kernel<T, false>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem_bytes)),
-            "configuring the tables kernel");
+    core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(tables_kernel<T, false>), smem_bytes,
+                                      "configuring the tables kernel");
     tables_kernel<T, false><<<unsigned(single_tiles), kTablesBlock, smem_bytes, stream>>>(
         dv, d_ttiles.as<TablesTile>(), d_tables.as<T>());
     PS_CUDA_LAUNCH("launching the tables patch kernel");
   }
   if (ttiles.size() > single_tiles) {
-    PS_CUDA(cudaFuncSetAttribute(tables_kernel<T, true>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(packed_smem)),
-            "configuring the packed tables kernel");
+    core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(tables_kernel<T, true>), packed_smem,
+                                      "configuring the packed tables kernel");
     tables_kernel<T, true><<<unsigned(ttiles.size() - single_tiles), kTablesBlock, packed_smem, stream>>>(
         dv, d_ttiles.as<TablesTile>() + single_tiles, d_tables.as<T>());
     PS_CUDA_LAUNCH("launching the packed tables patch kernel");
