@@ -607,6 +607,7 @@ void fill_device_assembly_input(const Plan& pl, const TessellationOptions& o, De
   in.is_triangle.resize(std::size_t(np));
   in.plain.resize(std::size_t(np));
   in.group.resize(std::size_t(np));
+#pragma omp parallel for schedule(static) num_threads(cpu_thread_count(o.threads))
   for (std::int64_t p = 0; p < np; ++p) {
     in.is_triangle[std::size_t(p)] = m.patches[p].kind == PatchKind::Triangle;
     in.plain[std::size_t(p)] = plain_patch(pl, p);
@@ -614,6 +615,7 @@ void fill_device_assembly_input(const Plan& pl, const TessellationOptions& o, De
   }
   in.edge_collapse.resize(pl.topo.edges.size());
   in.edge_corners.resize(pl.topo.edges.size());
+#pragma omp parallel for schedule(static) num_threads(cpu_thread_count(o.threads))
   for (std::size_t e = 0; e < pl.topo.edges.size(); ++e) {
     in.edge_collapse[e] = pl.topo.edges[e].collapsed;
     in.edge_corners[e] = {pl.topo.edges[e].corner_a, pl.topo.edges[e].corner_b};
