@@ -192,6 +192,7 @@ void run(const PatchBenchArgs& a) {
           rep.seconds_evaluate = std::min(rep.seconds_evaluate, r.seconds_evaluate);
           rep.seconds_assemble = std::min(rep.seconds_assemble, r.seconds_assemble);
           rep.seconds_download = std::min(rep.seconds_download, r.seconds_download);
+          std::copy(std::begin(r.seconds_assembly_phases), std::end(r.seconds_assembly_phases), rep.seconds_assembly_phases);
         }
         const char* where = rep.assembled_on_device ? "gpu" : "host";
         std::printf("  %-10s %-4s res %3d: %lld points, %lld triangles; best of 3: plan %.1f ms, evaluate %.1f ms, "
@@ -199,7 +200,12 @@ void run(const PatchBenchArgs& a) {
                     name.c_str(), device_name(dev), o.resolution, (long long)rep.evaluated_points,
                     (long long)mesh.triangle_count(), rep.seconds_plan * 1e3, rep.seconds_evaluate * 1e3, where,
                     rep.seconds_assemble * 1e3, rep.seconds_assemble / std::max(rep.seconds_evaluate, 1e-9));
-        if (rep.assembled_on_device) std::printf(", mesh download %.1f ms", rep.seconds_download * 1e3);
+        if (rep.assembled_on_device) {
+          const double* ph = rep.seconds_assembly_phases;
+          std::printf(", mesh download %.1f ms\n      gpu assembly phases (last run): plan %.2f, upload %.2f, counts %.2f, seams "
+                      "%.2f, vertices+triangles %.2f ms",
+                      rep.seconds_download * 1e3, ph[0] * 1e3, ph[1] * 1e3, ph[2] * 1e3, ph[3] * 1e3, ph[4] * 1e3);
+        }
         if (on_device && !rep.assembled_on_device) std::printf(" (device assembly declined: %s)", rep.assembly_note.c_str());
         std::printf("\n");
         doc["tessellation"].push_back({{"model", name}, {"device", device_name(dev)}, {"resolution", o.resolution},
@@ -207,7 +213,9 @@ void run(const PatchBenchArgs& a) {
                                        {"assembled_on", where}, {"plan_seconds", rep.seconds_plan},
                                        {"evaluate_seconds", rep.seconds_evaluate},
                                        {"assemble_seconds", rep.seconds_assemble},
-                                       {"download_seconds", rep.seconds_download}});
+                                       {"download_seconds", rep.seconds_download},
+                                       {"assembly_phase_seconds", std::vector<double>(std::begin(rep.seconds_assembly_phases),
+                                                                                      std::end(rep.seconds_assembly_phases))}});
       }
   }
   if (!a.json.empty()) {

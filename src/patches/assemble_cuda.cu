@@ -483,6 +483,12 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   DeviceBuffer d_plan{s};
   d_plan.ensure(std::max<std::size_t>(staged.size(), 16), "uploading the plan");
   PS_CUDA(cudaMemcpyAsync(d_plan.ptr, staged.data(), staged.size(), cudaMemcpyHostToDevice, s), "uploading the plan");
+  auto lap = [&, last = t0](int phase) mutable {
+    const auto now = Clock::now();
+    outcome.phase_seconds[phase] = std::chrono::duration<double>(now - last).count();
+    last = now;
+  };
+  lap(0);
   auto at = [&](std::size_t offset) { return static_cast<unsigned char*>(d_plan.ptr) + offset; };
   DevicePlan d{};
   d.v.is_triangle = at(o_tri);
@@ -533,6 +539,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   PS_CUDA(cudaMemcpyAsync(&totals[0], d_seam_first.as<ull>() + seam, sizeof(ull), cudaMemcpyDeviceToHost, s), "counting");
   PS_CUDA(cudaMemcpyAsync(&totals[1], d_tri_first.as<ull>() + np, sizeof(ull), cudaMemcpyDeviceToHost, s), "counting");
   PS_CUDA(cudaStreamSynchronize(s), "counting seam contributions and triangles");
+  lap(1);
   const auto contributions = std::int64_t(totals[0]), nt = std::int64_t(totals[1]);
 
   // memory: what follows holds at once (normals with room for a crease cluster per contribution at most)
@@ -577,6 +584,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   PS_CUDA(cudaMemcpyAsync(&extra_total, d_crease_first.as<ull>() + seam, sizeof(ull), cudaMemcpyDeviceToHost, s),
           "counting crease clusters");
   PS_CUDA(cudaStreamSynchronize(s), "clustering seam normals");
+  lap(2);
   if (flags.overflow) {
     outcome.why_not = "a seam vertex has more than " + std::to_string(kMaxClusters) + " normal clusters";
     return outcome;
@@ -713,6 +721,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
   if (!counts_checked) check_counts();
   PS_CUDA(cudaStreamSynchronize(s), "assembling the mesh on the device");
+  lap(3);
   const auto t1 = Clock::now();
   outcome.seconds_device = std::chrono::duration<double>(t1 - t0).count();
 

@@ -996,6 +996,8 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
         rep->seconds_assemble = outcome.seconds_device + fill_seconds;
         rep->seconds_download = outcome.seconds_download;
         rep->crease_vertices = outcome.crease_vertices;
+        rep->seconds_assembly_phases[0] = fill_seconds;
+        for (int k = 0; k < 4; ++k) rep->seconds_assembly_phases[k + 1] = outcome.phase_seconds[k];
       }
       if (o.orient) count_flips(pl, outcome.component_volume, rep);
       append_polyhedra(device_mesh, model, rep);
