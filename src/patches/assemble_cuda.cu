@@ -1,7 +1,7 @@
 // Device welding and assembly of a tessellation (assemble.hpp). The steps of the host's assemble(), each a kernel
 // or a CUB scan, over samples that stay on the device:
 //  1. seam contributions (every side sample of every patch) counted per seam vertex, scanned, placed, then sorted
-//     by sample within their vertex, so that the first sample gives the position as on the host;
+//     by sample within their vertex (a CUB segmented sort), so that the first gives the position as on the host;
 //  2. greedy normal clusters per seam vertex by the crease angle; extra clusters (creases) numbered by a scan in
 //     vertex order, after the vertices, as the host's serial numbering does;
 //  3. interior vertices from their patch alone;
@@ -12,10 +12,12 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/device/device_segmented_sort.cuh>
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "core/cuda_check.hpp"
@@ -118,10 +120,10 @@ template <class T> __device__ inline void sample_normal(const SampleViews<T>& st
   for (int c = 0; c < 3; ++c) n[c] = double(st.nrm[c][s]);
 }
 
-// Sorts the vertex's contributions by sample, takes the position from the first and assigns the normal clusters
-// greedily in that order (a contribution joins the first cluster within the crease angle of its running sum).
+// Takes the position from the vertex's first contribution (they are sorted by sample) and assigns the normal
+// clusters greedily in that order (a contribution joins the first cluster within the crease angle of its sum).
 template <class T>
-__global__ void seam_cluster_kernel(SampleViews<T> st, const ull* first, std::int64_t* seam_sample, std::uint8_t* cluster_of,
+__global__ void seam_cluster_kernel(SampleViews<T> st, const ull* first, const std::int64_t* seam_sample, std::uint8_t* cluster_of,
                                     ull* extra, double* positions, double cos_crease, std::int64_t seam_vertices,
                                     int* overflow, ull* crease_vertices) {
   const std::int64_t v = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -131,12 +133,6 @@ __global__ void seam_cluster_kernel(SampleViews<T> st, const ull* first, std::in
   if (a == b) {
     for (int c = 0; c < 3; ++c) positions[v * 3 + c] = 0.0;
     return;
-  }
-  for (ull i = a + 1; i < b; ++i) {
-    const std::int64_t x = seam_sample[i];
-    ull j = i;
-    for (; j > a && seam_sample[j - 1] > x; --j) seam_sample[j] = seam_sample[j - 1];
-    seam_sample[j] = x;
   }
   for (int c = 0; c < 3; ++c) positions[v * 3 + c] = double(st.pos[c][seam_sample[a]]);
   double sums[kMaxClusters][3];
@@ -447,10 +443,20 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   using Clock = std::chrono::steady_clock;
   AssemblyOutcome outcome;
   const auto t0 = Clock::now();
+#ifdef PS_ASSEMBLY_TRACE  // development: wall time of each host step
+  auto trace = [last = t0](const char* what) mutable {
+    const auto now = Clock::now();
+    std::fprintf(stderr, "  assembly %-12s %.3f ms\n", what, std::chrono::duration<double>(now - last).count() * 1e3);
+    last = now;
+  };
+#else
+  auto trace = [](const char*) {};
+#endif
   const std::int64_t np = plan.patches, ne = plan.edges, seam = plan.seam_vertices, nverts = plan.vertices;
   StreamGuard guard;
   PS_CUDA(cudaStreamCreateWithFlags(&guard.s, cudaStreamNonBlocking), "creating the assembly stream");
   const cudaStream_t s = guard.s;
+  trace("stream");
   {
     int device = 0;
     cudaMemPool_t pool = nullptr;
@@ -461,14 +467,22 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
 
   // the plan on the device, in one upload
+  trace("pool");
   std::vector<std::int32_t> general;  // the patches that are not plain
   for (std::int64_t p = 0; p < np; ++p)
     if (!plan.plain[p]) general.push_back(std::int32_t(p));
-  std::vector<unsigned char> staged;
+  trace("general");
+  // staged in one host block, sized first, filled by all threads
+  struct Piece {
+    const void* src;
+    std::size_t bytes, at;
+  };
+  std::vector<Piece> pieces;
+  std::size_t staged_bytes = 0;
   auto stage = [&](const void* src, std::int64_t n, std::size_t size) {
-    const std::size_t at = (staged.size() + 15) & ~std::size_t(15);
-    staged.resize(at + std::size_t(n) * size);
-    if (n > 0) std::memcpy(staged.data() + at, src, std::size_t(n) * size);
+    const std::size_t at = (staged_bytes + 15) & ~std::size_t(15);
+    pieces.push_back({src, std::size_t(std::max<std::int64_t>(n, 0)) * size, at});
+    staged_bytes = at + pieces.back().bytes;
     return at;
   };
   const PlanView& h = plan.view;
@@ -480,9 +494,17 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   const std::size_t o_ecollapse = stage(h.edge_collapse, ne, 1), o_plain = stage(plan.plain, np, 1);
   const std::size_t o_group = stage(plan.group, np, 4), o_comp = stage(plan.component, np, 4);
   const std::size_t o_general = stage(general.data(), std::int64_t(general.size()), 4);
+  std::vector<unsigned char> staged;
+  core::resize_for_overwrite(staged, std::max<std::size_t>(staged_bytes, 16));
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::size_t k = 0; k < pieces.size(); ++k)
+    if (pieces[k].bytes) std::memcpy(staged.data() + pieces[k].at, pieces[k].src, pieces[k].bytes);
+  trace("staged");
   DeviceBuffer d_plan{s};
-  d_plan.ensure(std::max<std::size_t>(staged.size(), 16), "uploading the plan");
+  d_plan.ensure(staged.size(), "uploading the plan");
+  trace("plan malloc");
   PS_CUDA(cudaMemcpyAsync(d_plan.ptr, staged.data(), staged.size(), cudaMemcpyHostToDevice, s), "uploading the plan");
+  trace("plan upload");
   auto lap = [&, last = t0](int phase) mutable {
     const auto now = Clock::now();
     outcome.phase_seconds[phase] = std::chrono::duration<double>(now - last).count();
@@ -544,7 +566,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
 
   // memory: what follows holds at once (normals with room for a crease cluster per contribution at most)
   const std::uint64_t tri_bytes = std::uint64_t(nt) * (3 * 4 + 3 * 4 + 4 + 4 + 1) + 8;
-  const std::uint64_t need = std::uint64_t(contributions) * (8 + 1) + std::uint64_t(seam + 1) * 8 * 2 +
+  const std::uint64_t need = std::uint64_t(contributions) * (8 + 8 + 1) + std::uint64_t(seam + 1) * 8 * 2 +
                              std::uint64_t(plan.samples) * 4 + std::uint64_t(nverts) * 24 +
                              std::uint64_t(nverts + contributions) * 24 + tri_bytes +
                              (plan.keep_degenerate ? 0 : std::uint64_t(nt) * (8 + 3 * 4 + 3 * 4 + 4 + 4)) + (64u << 20);
@@ -557,17 +579,30 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
 
   // 1-2. seam vertices: placed, sorted, clustered, numbered
-  DeviceBuffer d_cursor{s}, d_seam_sample{s}, d_cluster{s}, d_crease_first{s}, d_positions{s}, d_slot{s};
+  DeviceBuffer d_cursor{s}, d_seam_placed{s}, d_seam_sample{s}, d_cluster{s}, d_crease_first{s}, d_positions{s}, d_slot{s};
   DeviceBuffer& d_extra = d_seam_count;  // the counts are scanned: their room holds the extra clusters
   d_cursor.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam cursors");
   PS_CUDA(cudaMemcpyAsync(d_cursor.ptr, d_seam_first.ptr, std::size_t(seam + 1) * sizeof(ull), cudaMemcpyDeviceToDevice, s),
           "copying seam offsets");
   d_seam_sample.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)) * 8, "allocating seam contributions");
+  d_seam_placed.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)) * 8, "allocating seam contributions");
   d_cluster.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)), "allocating seam clusters");
   d_positions.ensure(std::size_t(std::max<std::int64_t>(nverts, 1)) * 24, "allocating mesh positions");
   if (np > 0) {
-    seam_fill_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_cursor.as<ull>(), d_seam_sample.as<std::int64_t>());
+    seam_fill_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_cursor.as<ull>(), d_seam_placed.as<std::int64_t>());
     PS_CUDA_LAUNCH("launching the seam fill kernel");
+  }
+  // within each vertex, atomics placed the contributions in any order: by sample, as the host has them
+  if (contributions > 0) {
+    std::size_t bytes = 0;
+    const ull* begin = d_seam_first.as<ull>();
+    PS_CUDA(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, d_seam_placed.as<std::int64_t>(), d_seam_sample.as<std::int64_t>(),
+                                               contributions, seam, begin, begin + 1, s),
+            "sizing the seam sort");
+    d_temp.ensure(std::max<std::size_t>(bytes, 16), "sorting seam contributions");
+    PS_CUDA(cub::DeviceSegmentedSort::SortKeys(d_temp.ptr, bytes, d_seam_placed.as<std::int64_t>(), d_seam_sample.as<std::int64_t>(),
+                                               contributions, seam, begin, begin + 1, s),
+            "sorting seam contributions");
   }
   PS_CUDA(cudaMemsetAsync(d_extra.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing crease counts");
   if (seam > 0) {
