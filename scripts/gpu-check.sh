@@ -2,7 +2,8 @@
 # GPU check, run on the GPU machine from a clean state: configure with CUDA, build, run every test, run the
 # CUDA tests under compute-sanitizer (memcheck, racecheck; the conformance sizes are small), run the
 # benchmarks, and print a summary table last. Full logs go to $OUT (default ./gpu-check-out).
-#   usage: scripts/gpu-check.sh [--quick]   (SURFACE_ONLY=1, SOLVER_ONLY=1, FFD_ONLY=1 or ISO_ONLY=1: stop after that part)
+#   usage: scripts/gpu-check.sh [--quick]   (SURFACE_ONLY=1, SOLVER_ONLY=1, FFD_ONLY=1 or ISO_ONLY=1: stop after that part;
+#   PATCHES_ONLY=1: the patch-model sanitizers and benchmark alone)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -41,9 +42,10 @@ note "ctest skipped" "$skipped"
 grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
 
 solver_filter='Solver.*:Hausdorff.*:SurfaceIntersection.*:Contacts.*:Bisectors.*:Engines.*'
-san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Packed*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*:IsosurfaceLabels.*:Ffd.*:'"$solver_filter"
+san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Packed*:Tessellate.DeviceAssembly*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*:IsosurfaceLabels.*:Ffd.*:'"$solver_filter"
 [ "${SOLVER_ONLY:-0}" = 1 ] && san_filter=$solver_filter
 [ "${SURFACE_ONLY:-0}" = 1 ] && san_filter='*cuda_*:*hybrid_*:Properties.*'
+[ "${PATCHES_ONLY:-0}" = 1 ] && san_filter='Tessellate.*:Teapot.*:BSpline.*:BezierView.*'
 for tool in memcheck racecheck; do
   compute-sanitizer --tool $tool --error-exitcode 99 $tests --gtest_filter="$san_filter" >"$OUT/sanitizer-$tool.log" 2>&1
   rc=$?
@@ -58,6 +60,19 @@ if [ "${SURFACE_ONLY:-0}" = 1 ]; then
   note "bench gpu" "rc=$?"
   echo; echo "== GPU rows at 2000^2 (positions + normals)"
   grep -E "res  2000" "$OUT/bench-gpu.log" | head -60
+  echo; echo "================ summary ================"
+  for row in "${summary[@]}"; do printf '%-28s %s\n' "${row%%|*}" "${row#*|}"; done
+  exit 0
+fi
+
+if [ "${PATCHES_ONLY:-0}" = 1 ]; then
+  $exe bench patches --no-peer --devices cuda --resolutions 8,16,32,128,256 --patches 100000 --budget 0.2 \
+    --json "$OUT/bench-patches.json" \
+    >"$OUT/bench-patches.log" 2>&1
+  note "bench patches" "rc=$?"
+  echo; echo "== patch batches (GPU rows)"
+  grep -E "cuda:|skipped" "$OUT/bench-patches.log" | head -60
+  grep -A18 "tessellation" "$OUT/bench-patches.log"
   echo; echo "================ summary ================"
   for row in "${summary[@]}"; do printf '%-28s %s\n' "${row%%|*}" "${row#*|}"; done
   exit 0
@@ -104,7 +119,7 @@ $exe bench patches --no-peer $pq --json "$OUT/bench-patches.json" >"$OUT/bench-p
 note "bench patches" "rc=$?"
 echo; echo "== patch batches (GPU rows)"
 grep -E "cuda:|skipped" "$OUT/bench-patches.log" | head -60
-grep -A12 "tessellation" "$OUT/bench-patches.log"
+grep -A18 "tessellation" "$OUT/bench-patches.log"
 fi
 
 if [ $quick -eq 0 ]; then

@@ -59,6 +59,7 @@ constexpr std::uint64_t kPoolKeep = 256ull << 20;
 constexpr int kMaxClusters = 8;  // normal clusters per seam vertex; more falls back to the host
 constexpr int kThreads = 256;
 constexpr int kPatchThreads = 128;
+constexpr int kGeneralThreads = 512;  // the other patches: fewer rounds of the block scan on large patches
 
 struct DevicePlan {
   PlanView v;
@@ -221,8 +222,8 @@ __global__ void plain_count_kernel(DevicePlan d, ull* count) {
 
 // The other patches, one block a patch: the kept triangles of the cells summed over the block, plus a zipped
 // patch's border strips or a triangular patch's lattice walked by one thread.
-__global__ void general_count_kernel(DevicePlan d, const std::int32_t* list, ull* count) {
-  using Reduce = cub::BlockReduce<int, kPatchThreads>;
+__global__ void __launch_bounds__(kGeneralThreads) general_count_kernel(DevicePlan d, const std::int32_t* list, ull* count) {
+  using Reduce = cub::BlockReduce<int, kGeneralThreads>;
   __shared__ typename Reduce::TempStorage reduce_temp;
   const std::int64_t p = list[blockIdx.x];
   int mine = 0;
@@ -233,7 +234,7 @@ __global__ void general_count_kernel(DevicePlan d, const std::int32_t* list, ull
     int i0, i1, j0, j1;
     cell_range(d.v, p, i0, i1, j0, j1);
     const int columns = max(j1 - j0, 0), cells = max(i1 - i0, 0) * columns;
-    for (int cell = int(threadIdx.x); cell < cells; cell += kPatchThreads)
+    for (int cell = int(threadIdx.x); cell < cells; cell += kGeneralThreads)
       cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, tally);
   }
   if (threadIdx.x == 0) {
@@ -298,10 +299,10 @@ __global__ void plain_triangles_kernel(DevicePlan d, const ull* tri_first, const
 // The other patches (collapsed or repeated edges, zipped sides, triangles), one block a patch: the cells in chunks
 // of the block, each cell's kept triangles (0 to 2) placed by a block scan in the walk's row-by-row order; then
 // a zipped patch's border strips, and a triangular patch's lattice, by one thread (short walks).
-__global__ void general_triangles_kernel(DevicePlan d, const std::int32_t* list, const ull* tri_first,
+__global__ void __launch_bounds__(kGeneralThreads) general_triangles_kernel(DevicePlan d, const std::int32_t* list, const ull* tri_first,
                                          const std::uint32_t* slot_of_sample, const double* positions, TriangleOut out,
                                          int* miscounted) {
-  using Scan = cub::BlockScan<int, kPatchThreads>;
+  using Scan = cub::BlockScan<int, kGeneralThreads>;
   __shared__ typename Scan::TempStorage scan_temp;
   __shared__ ull cursor;
   const std::int64_t p = list[blockIdx.x];
@@ -319,7 +320,7 @@ __global__ void general_triangles_kernel(DevicePlan d, const std::int32_t* list,
     int i0, i1, j0, j1;
     cell_range(d.v, p, i0, i1, j0, j1);
     const int columns = max(j1 - j0, 0), cells = max(i1 - i0, 0) * columns;
-    for (int chunk = 0; chunk < cells; chunk += kPatchThreads) {
+    for (int chunk = 0; chunk < cells; chunk += kGeneralThreads) {
       const int cell = chunk + int(threadIdx.x);
       int kept = 0;
       auto count = [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
@@ -550,7 +551,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     PS_CUDA_LAUNCH("launching the triangle count kernel");
   }
   if (!general.empty()) {
-    general_count_kernel<<<unsigned(general.size()), kPatchThreads, 0, s>>>(d, d_general, d_tri_count.as<ull>());
+    general_count_kernel<<<unsigned(general.size()), kGeneralThreads, 0, s>>>(d, d_general, d_tri_count.as<ull>());
     PS_CUDA_LAUNCH("launching the triangle count kernel");
   }
   d_seam_first.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam offsets");
@@ -589,19 +590,20 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   d_cluster.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)), "allocating seam clusters");
   d_positions.ensure(std::size_t(std::max<std::int64_t>(nverts, 1)) * 24, "allocating mesh positions");
   if (np > 0) {
-    seam_fill_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_cursor.as<ull>(), d_seam_placed.as<std::int64_t>());
+    seam_fill_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_cursor.as<ull>(),
+                                                                         d_seam_placed.as<std::int64_t>());
     PS_CUDA_LAUNCH("launching the seam fill kernel");
   }
   // within each vertex, atomics placed the contributions in any order: by sample, as the host has them
   if (contributions > 0) {
     std::size_t bytes = 0;
     const ull* begin = d_seam_first.as<ull>();
-    PS_CUDA(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, d_seam_placed.as<std::int64_t>(), d_seam_sample.as<std::int64_t>(),
-                                               contributions, seam, begin, begin + 1, s),
+    const std::int64_t* placed = d_seam_placed.as<std::int64_t>();
+    std::int64_t* sorted = d_seam_sample.as<std::int64_t>();
+    PS_CUDA(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, placed, sorted, contributions, seam, begin, begin + 1, s),
             "sizing the seam sort");
     d_temp.ensure(std::max<std::size_t>(bytes, 16), "sorting seam contributions");
-    PS_CUDA(cub::DeviceSegmentedSort::SortKeys(d_temp.ptr, bytes, d_seam_placed.as<std::int64_t>(), d_seam_sample.as<std::int64_t>(),
-                                               contributions, seam, begin, begin + 1, s),
+    PS_CUDA(cub::DeviceSegmentedSort::SortKeys(d_temp.ptr, bytes, placed, sorted, contributions, seam, begin, begin + 1, s),
             "sorting seam contributions");
   }
   PS_CUDA(cudaMemsetAsync(d_extra.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing crease counts");
@@ -662,7 +664,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     PS_CUDA_LAUNCH("launching the plain triangle kernel");
   }
   if (!general.empty()) {
-    general_triangles_kernel<<<unsigned(general.size()), kPatchThreads, 0, s>>>(
+    general_triangles_kernel<<<unsigned(general.size()), kGeneralThreads, 0, s>>>(
         d, d_general, d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(), d_positions.as<double>(), tri,
         d_miscounted);
     PS_CUDA_LAUNCH("launching the triangle kernel");
