@@ -107,8 +107,9 @@ void run(const PatchBenchArgs& a) {
                         m.patches.size(), (long long)side, prec.c_str(), gpu ? "cuda" : "cpu", "", points, gpu ? "" : "cpu-");
             continue;
           }
+          const bool hybrid = dev == Device::Hybrid;  // all threads and the GPU, dynamic scheme
           const std::vector<std::string> strategies = gpu ? split(a.strategies) : std::vector<std::string>{"tables"};
-          const std::vector<std::int64_t> thr = gpu ? std::vector<std::int64_t>{0} : threads;
+          const std::vector<std::int64_t> thr = gpu || hybrid ? std::vector<std::int64_t>{0} : threads;
           for (const auto& st : strategies)
             for (const auto t : thr) {
               BatchOptions o;
@@ -127,12 +128,16 @@ void run(const PatchBenchArgs& a) {
               const double pps = points / r.kernel_seconds;
               const double gbps = pps * double(bytes_per_point) * 1e-9;
               const double frac = gpu && copy_bw > 0 ? pps * double(bytes_per_point) / copy_bw : 0;
-              std::printf("%-10s %7zu %5lld %-6s %-9s %3s %12.4g %10.1f %8.1f %7.1f%%\n", name.c_str(), m.patches.size(),
-                          (long long)side, prec.c_str(), gpu ? ("cuda:" + st).c_str() : "cpu", gpu ? "" : std::to_string(t).c_str(),
+              const std::string label = gpu ? "cuda:" + st : hybrid ? "hybrid" : "cpu";
+              std::printf("%-10s %7zu %5lld %-6s %-9s %3s %12.4g %10.1f %8.1f %7.1f%%", name.c_str(), m.patches.size(),
+                          (long long)side, prec.c_str(), label.c_str(), gpu || hybrid ? "" : std::to_string(t).c_str(),
                           points, pps * 1e-6, gbps, frac * 100);
+              if (hybrid) std::printf("  (CPU took %.1f%% of the samples)", r.cpu_share * 100);
+              std::printf("\n");
               rows.push_back({{"model", name}, {"patches", m.patches.size()}, {"points_per_side", side},
                               {"precision", prec}, {"device", device_name(dev)}, {"strategy", st},
                               {"threads", gpu ? 0 : t}, {"points", points}, {"seconds", r.kernel_seconds},
+                              {"cpu_share", r.cpu_share},
                               {"points_per_second", pps}, {"output_bytes_per_point", bytes_per_point},
                               {"fraction_of_copy_bandwidth", frac}});
             }

@@ -18,6 +18,8 @@ struct TessellateArgs {
   int resolution = 16;
   double tolerance = 0, crease = 30;
   bool keep_degenerate = false, no_orient = false, compare_uniform = false, host_assembly = false;
+  std::string hybrid_scheme = "dynamic";
+  double cpu_share = -1;
   int threads = 0;
 };
 
@@ -53,7 +55,12 @@ void add_tessellate(CLI::App& app) {
   cmd->add_flag("--compare-uniform", a->compare_uniform,
                 "With --tolerance: also find the uniform resolution that meets it and report its triangle count");
   cmd->add_option("--precision", a->precision, "float | double")->check(CLI::IsMember({"float", "double"}));
-  cmd->add_option("--device", a->device, "auto | cpu | cuda");
+  cmd->add_option("--device", a->device, "auto | cpu | cuda | hybrid (CPU threads and the GPU evaluate together)");
+  cmd->add_option("--hybrid-scheme", a->hybrid_scheme,
+                  "hybrid: dynamic (runs of patches taken on the fly by both) or static (a fixed CPU share)")
+      ->check(CLI::IsMember({"static", "dynamic"}));
+  cmd->add_option("--cpu-share", a->cpu_share, "hybrid static: fraction of the samples for the CPU (default: profiled)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--strategy", a->strategy, "GPU strategy: auto | direct | casteljau | tables");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_flag("--host-assembly", a->host_assembly,
@@ -76,6 +83,8 @@ void add_tessellate(CLI::App& app) {
     o.strategy = parse_patch_strategy(a->strategy);
     o.threads = a->threads;
     o.assemble_on_device = !a->host_assembly;
+    o.hybrid_scheme = a->hybrid_scheme == "static" ? HybridScheme::Static : HybridScheme::Dynamic;
+    o.cpu_share = a->cpu_share;
     if (output_rank()) o.progress = [](double f) { progress_bar("tessellation", f); };  // drawn only on a terminal
     o.team = mpi_tessellation_team();  // under mpirun: every rank evaluates its share of the patches
     const PatchModel model = a->input.empty() ? utah_teapot() : read_patch_model(a->input);
@@ -104,6 +113,8 @@ void add_tessellate(CLI::App& app) {
     if (rep.assembled_on_device) std::printf(", mesh download %.2f", rep.seconds_download * 1e3);
     std::printf(")\n");
     if (!rep.assembly_note.empty()) std::printf("assembled on the host: %s\n", rep.assembly_note.c_str());
+    if (rep.device == Device::Hybrid)
+      std::printf("hybrid (%s): the CPU evaluated %.1f%% of the samples\n", a->hybrid_scheme.c_str(), rep.cpu_share * 100);
     if (o.team)
       std::printf("MPI: %d ranks; rank 0 evaluated %lld of the patches, gathered the others' samples in %.2f ms\n",
                   o.team->members, (long long)rep.own_patches, rep.seconds_exchange * 1e3);

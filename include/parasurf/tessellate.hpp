@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "parasurf/bezier.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/io.hpp"
 #include "parasurf/patches.hpp"
@@ -47,6 +48,10 @@ struct TessellationOptions {
   Device device = Device::Auto;
   int threads = 0;                      // CPU threads, 0 = all
   PatchStrategy strategy = PatchStrategy::Auto;
+  // Device::Hybrid: how CPU threads and the GPU share the evaluation; the static scheme's CPU fraction of the
+  // samples (< 0: measured by a profiling round). The assembly then runs on the host.
+  HybridScheme hybrid_scheme = HybridScheme::Dynamic;
+  double cpu_share = -1;
   // CUDA runs: weld and assemble on the GPU from samples that stay there (false: on the host's threads, after the
   // samples are copied back). Either way the same mesh; the host takes over where the GPU lacks the memory.
   bool assemble_on_device = true;
@@ -87,6 +92,7 @@ struct TessellationReport {
   std::int64_t own_patches = 0;                 // team runs: the patches this member evaluated
   Device device = Device::Cpu;
   std::string strategy;
+  double cpu_share = 0;                         // Hybrid: fraction of the samples the CPU evaluated
 };
 
 PatchMesh tessellate(const PatchModel& model, const TessellationOptions& options, TessellationReport* report = nullptr);
@@ -118,6 +124,8 @@ struct BatchOptions {
   Device device = Device::Auto;
   int threads = 0;
   PatchStrategy strategy = PatchStrategy::Auto;
+  HybridScheme hybrid_scheme = HybridScheme::Dynamic;  // Device::Hybrid (see TessellationOptions)
+  double cpu_share = -1;
   bool copy_back = true;   // false: leave the samples on the device (benchmarks)
 };
 
@@ -126,6 +134,7 @@ struct BatchTiming {
   double total_seconds = 0;   // with uploads and copies
   Device device = Device::Cpu;
   PatchStrategy strategy = PatchStrategy::Tables;
+  double cpu_share = 0;       // Hybrid: fraction of the samples the CPU evaluated
 };
 
 // segments: per patch (n_u, n_v) pairs, or one pair for all. Throws Error when the output would not fit in memory.

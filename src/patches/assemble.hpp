@@ -42,7 +42,7 @@ namespace cuda {
 // written, where the device lacks the memory or a seam vertex has more normal clusters than it holds.
 template <class T>
 AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& device_samples, PatchMesh& mesh);
-// Copies n samples from the device to host arrays (the host assembly's fallback).
+// Copies n samples from the device to host arrays (the host assembly's fallback, the hybrid batches).
 template <class T> void download(const SampleViews<T>& device_samples, const SampleViews<T>& host, std::int64_t n);
 }  // namespace cuda
 

@@ -30,6 +30,10 @@ template <class T> struct SampleViews {
 
 namespace cpu {
 template <class T> void evaluate(const HostBatch<T>& batch, const SampleViews<T>& out, int threads);
+// Records [record_begin, record_end) and listed points [point_begin, point_end) only, into the whole batch's outputs.
+template <class T>
+void evaluate_range(const HostBatch<T>& batch, const SampleViews<T>& out, int threads, std::int64_t record_begin,
+                    std::int64_t record_end, std::int64_t point_begin, std::int64_t point_end);
 }
 
 namespace cuda {
@@ -42,5 +46,16 @@ template <class T>
 BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,
                      const OnDevice<T>& on_device = {});
 }
+
+namespace hybrid {
+// CPU threads and the GPU on one batch, into host outputs (the schemes of the surface engine, Palomar et al.
+// Sect. 5.2, over contiguous runs of patches): Static gives the CPU the last `cpu_share` of the samples (< 0: a
+// profiling round first measures both sides on a chunk each); Dynamic cuts the batch into chunks that the GPU takes
+// from the front, half of what is left each time, and the CPU's threads from the back, one at a time, until they
+// meet. BatchTiming::cpu_share reports the CPU's share of the samples.
+template <class T>
+BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& out, int threads,
+                     HybridScheme scheme, double cpu_share);
+}  // namespace hybrid
 
 }  // namespace parasurf::patches

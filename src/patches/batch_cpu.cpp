@@ -140,14 +140,21 @@ void tensor_tables(const patchk::PatchRecord& r, const T* P, const SampleViews<T
 }  // namespace
 
 template <class T> void evaluate(const HostBatch<T>& batch, const SampleViews<T>& out, int threads) {
-  const auto count = std::int64_t(batch.records.size());
+  evaluate_range(batch, out, threads, 0, std::int64_t(batch.records.size()), 0, std::int64_t(batch.point_patch.size()));
+}
+
+template <class T>
+void evaluate_range(const HostBatch<T>& batch, const SampleViews<T>& out, int threads, std::int64_t record_begin,
+                    std::int64_t record_end, std::int64_t point_begin, std::int64_t point_end) {
   const T* pts = batch.points.data();
   const T* npts = batch.normal_points.data();
   BasisTables<T> tables;
-  for (const auto& r : batch.records)
+  for (std::int64_t p = record_begin; p < record_end; ++p) {
+    const patchk::PatchRecord& r = batch.records[std::size_t(p)];
     if (!(r.flags & (patchk::kTriangle | patchk::kNormalPatch))) tables.add(r.du, r.nu), tables.add(r.dv, r.nv);
+  }
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
-  for (std::int64_t p = 0; p < count; ++p) {
+  for (std::int64_t p = record_begin; p < record_end; ++p) {
     const patchk::PatchRecord& r = batch.records[p];
     if (!(r.flags & (patchk::kTriangle | patchk::kNormalPatch))) {
       const T* P = pts + r.cp * 4;
@@ -168,9 +175,8 @@ template <class T> void evaluate(const HostBatch<T>& batch, const SampleViews<T>
       patchk::eval_sample<T>(r, pts, npts, u, v, out.pos, out.nrm, r.first + k);
     }
   }
-  const auto extra = std::int64_t(batch.point_patch.size());
 #pragma omp parallel for schedule(static) num_threads(threads)
-  for (std::int64_t k = 0; k < extra; ++k) {
+  for (std::int64_t k = point_begin; k < point_end; ++k) {
     const patchk::PatchRecord& r = batch.records[batch.point_patch[k]];
     patchk::eval_sample<T>(r, pts, npts, T(batch.point_uv[2 * k]), T(batch.point_uv[2 * k + 1]), out.pos, out.nrm,
                            batch.samples + k);
@@ -179,5 +185,9 @@ template <class T> void evaluate(const HostBatch<T>& batch, const SampleViews<T>
 
 template void evaluate<float>(const HostBatch<float>&, const SampleViews<float>&, int);
 template void evaluate<double>(const HostBatch<double>&, const SampleViews<double>&, int);
+template void evaluate_range<float>(const HostBatch<float>&, const SampleViews<float>&, int, std::int64_t, std::int64_t,
+                                    std::int64_t, std::int64_t);
+template void evaluate_range<double>(const HostBatch<double>&, const SampleViews<double>&, int, std::int64_t, std::int64_t,
+                                     std::int64_t, std::int64_t);
 
 }  // namespace parasurf::patches::cpu

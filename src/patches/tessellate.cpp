@@ -356,17 +356,20 @@ Device pick_device(Device requested) {
   if (requested == Device::Cuda && !patches::cuda::available())
     throw Error(ErrorKind::Device, "--device cuda: no CUDA device is available (or CUDA was not built)");
   if (requested == Device::Auto) return patches::cuda::available() ? Device::Cuda : Device::Cpu;
-  if (requested == Device::Hybrid) return patches::cuda::available() ? Device::Cuda : Device::Cpu;
+  if (requested == Device::Hybrid && !patches::cuda::available())
+    throw Error(ErrorKind::Device, "--device hybrid: no CUDA device is available (or CUDA was not built)");
   return requested;
 }
 
 template <class T>
 BatchTiming run_batch(const patches::HostBatch<T>& batch, SampleStore<T>& store, Device device, PatchStrategy strategy,
-                      int threads, bool copy_back) {
+                      int threads, bool copy_back, HybridScheme scheme = HybridScheme::Dynamic, double cpu_share = -1) {
   const std::int64_t n = batch.total();
   core::check_host_allocation(std::uint64_t(n) * 6 * sizeof(T), std::to_string(n) + " patch samples");
   for (int c = 0; c < 3; ++c) core::resize_for_overwrite(store.pos[c], std::size_t(n)), core::resize_for_overwrite(store.nrm[c], std::size_t(n));
   if (device == Device::Cuda) return patches::cuda::evaluate<T>(batch, strategy, store.views(), copy_back);
+  if (device == Device::Hybrid)
+    return patches::hybrid::evaluate<T>(batch, strategy, store.views(), cpu_thread_count(threads), scheme, cpu_share);
   BatchTiming t;
   const auto t0 = Clock::now();
   patches::cpu::evaluate<T>(batch, store.views(), cpu_thread_count(threads));
@@ -1006,7 +1009,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     }
     seconds_given_up = attempt_seconds + fill_seconds;  // not evaluation: the device's try
   } else {
-    timing = run_batch<T>(make_batch<T>(pl), store, device, o.strategy, o.threads, true);
+    timing = run_batch<T>(make_batch<T>(pl), store, device, o.strategy, o.threads, true, o.hybrid_scheme, o.cpu_share);
     if (rep) rep->own_patches = rep->patches;
   }
   if (rep) {
@@ -1014,6 +1017,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     rep->seconds_exchange = seconds_exchange;
     rep->device = timing.device;
     rep->strategy = patch_strategy_name(timing.strategy);
+    rep->cpu_share = timing.cpu_share;
   }
   if (o.progress) o.progress(0.4);
   if (team_run(o) && o.team->member != 0) return PatchMesh{};  // member 0 assembles
@@ -1098,7 +1102,8 @@ BatchTiming evaluate_patch_grids(const PatchModel& model, const std::vector<std:
   }
   if (out)  // reuse the caller's arrays: no fresh pages to fault in when the sizes match
     for (int c = 0; c < 3; ++c) store.pos[c] = std::move(out->position[c]), store.nrm[c] = std::move(out->normal[c]);
-  BatchTiming t = run_batch<T>(batch, store, device, options.strategy, options.threads, true);
+  BatchTiming t = run_batch<T>(batch, store, device, options.strategy, options.threads, true, options.hybrid_scheme,
+                               options.cpu_share);
   if (out) {
     for (int c = 0; c < 3; ++c) out->position[c] = std::move(store.pos[c]), out->normal[c] = std::move(store.nrm[c]);
     out->first = pl.first;

@@ -417,6 +417,70 @@ TEST(Tessellate, DeviceAssemblyMatchesTheHostAssembly) {
     }
 }
 
+// CPU threads and the GPU together (Device::Hybrid), both schemes, against the CPU alone: batches of thousands of
+// patches (several chunks each way), and tessellations with zipped sides, whose side samples are listed points.
+TEST(Tessellate, HybridSchemesMatchTheCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const std::uint64_t seed = test::run_seed();
+  PatchModel mixed = utah_teapot();
+  for (const char* name : {"tri1.bv", "sphere.bv"})
+    if (const auto t = shared_model(name); !t.patches.empty()) append_patches(mixed, t);
+  append_patches(mixed, synthetic_bicubic_model(3000, seed));
+  struct Scheme {
+    const char* name;
+    HybridScheme scheme;
+    double share;
+  };
+  const Scheme schemes[] = {{"static 0.3", HybridScheme::Static, 0.3},
+                            {"static profiled", HybridScheme::Static, -1},
+                            {"dynamic", HybridScheme::Dynamic, -1}};
+  for (int n : {5, 17}) {
+    BatchOptions cpu;
+    cpu.device = Device::Cpu;
+    PatchSamples<double> ref;
+    PatchSamples<float> reff;
+    evaluate_patch_grids<double>(mixed, {{n, n + 2}}, cpu, &ref);
+    evaluate_patch_grids<float>(mixed, {{n, n + 2}}, cpu, &reff);
+    for (const Scheme& sc : schemes) {
+      BatchOptions h;
+      h.device = Device::Hybrid;
+      h.hybrid_scheme = sc.scheme;
+      h.cpu_share = sc.share;
+      PatchSamples<double> d;
+      PatchSamples<float> f;
+      const BatchTiming td = evaluate_patch_grids<double>(mixed, {{n, n + 2}}, h, &d);
+      evaluate_patch_grids<float>(mixed, {{n, n + 2}}, h, &f);
+      expect_batch_matches(d, ref, f, reff, std::string(sc.name) + " n=" + std::to_string(n));
+      EXPECT_EQ(td.device, Device::Hybrid);
+      EXPECT_GE(td.cpu_share, 0.0);
+      EXPECT_LE(td.cpu_share, 1.0);
+      if (sc.share > 0) EXPECT_NEAR(td.cpu_share, sc.share, 0.02) << "runs of patches split at the asked share";
+    }
+  }
+  // tessellation: the same triangles as the CPU's, positions to rounding
+  for (double tol : {0.0, 2e-3}) {
+    TessellationOptions o;
+    o.resolution = 9;
+    o.tolerance = tol;
+    o.device = Device::Cpu;
+    const PatchMesh reference = tessellate(mixed, o);
+    for (const Scheme& sc : schemes) {
+      SCOPED_TRACE(std::string(sc.name) + ", tolerance " + std::to_string(tol));
+      o.device = Device::Hybrid;
+      o.hybrid_scheme = sc.scheme;
+      o.cpu_share = sc.share;
+      TessellationReport rep;
+      const PatchMesh m = tessellate(mixed, o, &rep);
+      EXPECT_EQ(rep.device, Device::Hybrid);
+      ASSERT_EQ(m.triangles, reference.triangles);
+      ASSERT_EQ(m.positions.size(), reference.positions.size());
+      double worst = 0;
+      for (std::size_t k = 0; k < m.positions.size(); ++k) worst = std::max(worst, std::abs(m.positions[k] - reference.positions[k]));
+      EXPECT_LE(worst, 1e-12);
+    }
+  }
+}
+
 TEST(Tessellate, WritersProduceReadableFiles) {
   TessellationOptions o;
   o.resolution = 4;
