@@ -59,8 +59,6 @@ template <class T> struct Runs {
 template <class T> class GpuSide {
  public:
   GpuSide(const HostBatch<T>& b, PatchStrategy strategy, const SampleViews<T>& out) : runs_{b}, strategy_(strategy), out_(out) {
-    sub_.points = b.points;
-    sub_.normal_points = b.normal_points;
     sub_.max_degree = b.max_degree;
   }
   void evaluate(std::int64_t ra, std::int64_t rb) {
@@ -68,7 +66,22 @@ template <class T> class GpuSide {
     const HostBatch<T>& b = runs_.b;
     const std::int64_t base = runs_.first(ra), xa = runs_.point(ra), xb = runs_.point(rb);
     sub_.records.assign(b.records.begin() + ra, b.records.begin() + rb);
-    for (auto& r : sub_.records) r.first -= base;
+    // only the control points the run reads go up (a square net of the larger degree bounds every kind's count)
+    const auto points = std::int64_t(b.points.size() / 4), normals = std::int64_t(b.normal_points.size() / 3);
+    std::int64_t lo = points, hi = 0, nlo = normals, nhi = 0;
+    for (const auto& r : sub_.records) {
+      const std::int64_t side = std::max(r.du, r.dv) + 1, nside = std::max(r.ndu, r.ndv) + 1;
+      lo = std::min(lo, r.cp), hi = std::max(hi, std::min(points, r.cp + side * side));
+      if (r.flags & patchk::kNormalPatch) nlo = std::min(nlo, r.ncp), nhi = std::max(nhi, std::min(normals, r.ncp + nside * nside));
+    }
+    lo = std::min(lo, hi), nlo = std::min(nlo, nhi);
+    sub_.points.assign(b.points.begin() + 4 * lo, b.points.begin() + 4 * hi);
+    sub_.normal_points.assign(b.normal_points.begin() + 3 * nlo, b.normal_points.begin() + 3 * nhi);
+    for (auto& r : sub_.records) {
+      r.first -= base;
+      r.cp -= lo;
+      if (r.flags & patchk::kNormalPatch) r.ncp -= nlo;
+    }
     sub_.samples = runs_.first(rb) - base;
     sub_.point_patch.clear();
     for (std::int64_t x = xa; x < xb; ++x) sub_.point_patch.push_back(b.point_patch[std::size_t(x)] - ra);
