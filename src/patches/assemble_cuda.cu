@@ -92,29 +92,28 @@ __device__ inline double length3(const double* a) { return sqrt(add(add(mul(a[0]
 unsigned blocks_for(std::int64_t n, int per_block) { return unsigned(std::max<std::int64_t>(1, (n + per_block - 1) / per_block)); }
 
 // ---------------------------------------------------------------- seam vertices
-__global__ void seam_count_kernel(DevicePlan d, ull* count) {
-  const std::int64_t p = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const int lane = int(threadIdx.x & 31);
-  if (p >= d.np) return;
+// Every side sample (s, k) of the warp's patch, the lanes taking turns (a side's last sample is the next side's first).
+template <class F> __device__ void for_side_samples(const DevicePlan& d, std::int64_t p, int lane, F&& f) {
   const int sides = d.v.triangle(p) ? 3 : 4;
   for (int s = 0; s < sides; ++s) {
-    const int f = side_factor(d.v, p, s);
-    for (int k = lane; k < f; k += 32) atomicAdd(&count[side_vertex(d.v, p, s, k)], 1ull);
+    const int factor = side_factor(d.v, p, s);
+    for (int k = lane; k < factor; k += 32) f(s, k);
   }
+}
+
+__global__ void seam_count_kernel(DevicePlan d, ull* count) {
+  const std::int64_t p = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  if (p >= d.np) return;
+  for_side_samples(d, p, int(threadIdx.x & 31), [&](int s, int k) { atomicAdd(&count[side_vertex(d.v, p, s, k)], 1ull); });
 }
 
 __global__ void seam_fill_kernel(DevicePlan d, ull* cursor, std::int64_t* seam_sample) {
   const std::int64_t p = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
-  const int lane = int(threadIdx.x & 31);
   if (p >= d.np) return;
-  const int sides = d.v.triangle(p) ? 3 : 4;
-  for (int s = 0; s < sides; ++s) {
-    const int f = side_factor(d.v, p, s);
-    for (int k = lane; k < f; k += 32) {
-      const ull at = atomicAdd(&cursor[side_vertex(d.v, p, s, k)], 1ull);
-      seam_sample[at] = side_sample(d.v, p, s, k);
-    }
-  }
+  for_side_samples(d, p, int(threadIdx.x & 31), [&](int s, int k) {
+    const ull at = atomicAdd(&cursor[side_vertex(d.v, p, s, k)], 1ull);
+    seam_sample[at] = side_sample(d.v, p, s, k);
+  });
 }
 
 template <class T> __device__ inline void sample_normal(const SampleViews<T>& st, std::int64_t s, double* n) {
