@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstring>
 
 #include "core/cuda_check.hpp"
@@ -443,20 +442,10 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   using Clock = std::chrono::steady_clock;
   AssemblyOutcome outcome;
   const auto t0 = Clock::now();
-#ifdef PS_ASSEMBLY_TRACE  // development: wall time of each host step
-  auto trace = [last = t0](const char* what) mutable {
-    const auto now = Clock::now();
-    std::fprintf(stderr, "  assembly %-12s %.3f ms\n", what, std::chrono::duration<double>(now - last).count() * 1e3);
-    last = now;
-  };
-#else
-  auto trace = [](const char*) {};
-#endif
   const std::int64_t np = plan.patches, ne = plan.edges, seam = plan.seam_vertices, nverts = plan.vertices;
   StreamGuard guard;
   PS_CUDA(cudaStreamCreateWithFlags(&guard.s, cudaStreamNonBlocking), "creating the assembly stream");
   const cudaStream_t s = guard.s;
-  trace("stream");
   {
     int device = 0;
     cudaMemPool_t pool = nullptr;
@@ -467,11 +456,9 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
 
   // the plan on the device, in one upload
-  trace("pool");
   std::vector<std::int32_t> general;  // the patches that are not plain
   for (std::int64_t p = 0; p < np; ++p)
     if (!plan.plain[p]) general.push_back(std::int32_t(p));
-  trace("general");
   // staged in one host block, sized first, filled by all threads
   struct Piece {
     const void* src;
@@ -499,12 +486,9 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
 #pragma omp parallel for schedule(dynamic, 1)
   for (std::size_t k = 0; k < pieces.size(); ++k)
     if (pieces[k].bytes) std::memcpy(staged.data() + pieces[k].at, pieces[k].src, pieces[k].bytes);
-  trace("staged");
   DeviceBuffer d_plan{s};
   d_plan.ensure(staged.size(), "uploading the plan");
-  trace("plan malloc");
   PS_CUDA(cudaMemcpyAsync(d_plan.ptr, staged.data(), staged.size(), cudaMemcpyHostToDevice, s), "uploading the plan");
-  trace("plan upload");
   auto lap = [&, last = t0](int phase) mutable {
     const auto now = Clock::now();
     outcome.phase_seconds[phase] = std::chrono::duration<double>(now - last).count();

@@ -113,7 +113,7 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   std::exception_ptr gpu_failure;  // read after join
   std::atomic<bool> gpu_failed{false};  // read by the CPU side while the GPU side runs
   auto on_gpu = [&](auto&& work) {
-    return std::thread([&, work] {
+    return std::jthread([&, work] {  // joins on the way out, also when the CPU side throws
       try {
         work();
       } catch (...) {
@@ -134,7 +134,7 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
       const auto bounds = runs.chunks(32);
       const std::int64_t g1 = bounds[1], c0 = bounds[bounds.size() - 2];
       double gpu_seconds = 0, cpu_seconds = 0;
-      std::thread g = on_gpu([&] {
+      std::jthread g = on_gpu([&] {
         const auto s0 = Clock::now();
         gpu.evaluate(0, g1);
         gpu_seconds = since(s0);
@@ -151,7 +151,7 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
       rb = c0 > g1 ? c0 : n;
     }
     const std::int64_t k = runs.split(ra, rb, std::max(cpu_share, 0.0));
-    std::thread g = on_gpu([&] { gpu.evaluate(ra, k); });
+    std::jthread g = on_gpu([&] { gpu.evaluate(ra, k); });
     if (k < rb) on_cpu(k, rb);
     g.join();
     if (gpu_failure) std::rethrow_exception(gpu_failure);
@@ -160,7 +160,7 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
     const auto bounds = runs.chunks(64);
     std::mutex guard;
     std::size_t front = 0, back = bounds.size() - 1;
-    std::thread g = on_gpu([&] {
+    std::jthread g = on_gpu([&] {
       for (;;) {
         std::size_t a, z;
         {
