@@ -22,6 +22,16 @@ PatchModel shared_model(const std::string& name) {
   return read_patch_model(path);
 }
 
+// Patches of `from` appended to `to` (control points copied, groups dropped).
+void append_patches(PatchModel& to, const PatchModel& from) {
+  for (auto p : from.patches) {
+    p.offset += std::int64_t(to.points.size() / 4);
+    p.group = -1;
+    to.patches.push_back(p);
+  }
+  to.points.insert(to.points.end(), from.points.begin(), from.points.end());
+}
+
 #define REQUIRE_MODEL(m, file)                                                        \
   const PatchModel m = shared_model(file);                                            \
   if (m.patches.empty()) GTEST_SKIP() << "shared data bezier/" file " not found (set PARASURF_DATA)"
@@ -261,22 +271,8 @@ void expect_batch_matches(const PatchSamples<double>& d, const PatchSamples<doub
 TEST(Tessellate, BatchStrategiesAgreeAcrossBackends) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   PatchModel mixed = utah_teapot();
-  if (const auto t = shared_model("tri1.bv"); !t.patches.empty()) {
-    for (auto p : t.patches) {
-      p.offset += std::int64_t(mixed.points.size() / 4);
-      p.group = -1;
-      mixed.patches.push_back(p);
-    }
-    mixed.points.insert(mixed.points.end(), t.points.begin(), t.points.end());
-  }
-  if (const auto s = shared_model("sphere.bv"); !s.patches.empty()) {
-    for (auto p : s.patches) {
-      p.offset += std::int64_t(mixed.points.size() / 4);
-      p.group = -1;
-      mixed.patches.push_back(p);
-    }
-    mixed.points.insert(mixed.points.end(), s.points.begin(), s.points.end());
-  }
+  for (const char* name : {"tri1.bv", "sphere.bv"})
+    if (const auto t = shared_model(name); !t.patches.empty()) append_patches(mixed, t);
   for (int n : {1, 5, 33}) {
     BatchOptions cpu;
     cpu.device = Device::Cpu;
@@ -304,14 +300,7 @@ TEST(Tessellate, PackedSmallPatchesMatchTheCpu) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   PatchModel one = utah_teapot();
   for (const char* name : {"tri1.bv", "sphere.bv"})
-    if (const auto t = shared_model(name); !t.patches.empty()) {
-      for (auto p : t.patches) {
-        p.offset += std::int64_t(one.points.size() / 4);
-        p.group = -1;
-        one.patches.push_back(p);
-      }
-      one.points.insert(one.points.end(), t.points.begin(), t.points.end());
-    }
+    if (const auto t = shared_model(name); !t.patches.empty()) append_patches(one, t);
   PatchModel many = one;
   many.patches.clear();
   while (many.patches.size() < 5000) many.patches.insert(many.patches.end(), one.patches.begin(), one.patches.end());
@@ -329,16 +318,6 @@ TEST(Tessellate, PackedSmallPatchesMatchTheCpu) {
     evaluate_patch_grids<float>(many, {{n, n + 2}}, gpu, &f);
     expect_batch_matches(d, ref, f, reff, "packed n=" + std::to_string(n));
   }
-}
-
-// Patches of `from` appended to `to` (control points copied, groups dropped).
-void append_patches(PatchModel& to, const PatchModel& from) {
-  for (auto p : from.patches) {
-    p.offset += std::int64_t(to.points.size() / 4);
-    p.group = -1;
-    to.patches.push_back(p);
-  }
-  to.points.insert(to.points.end(), from.points.begin(), from.points.end());
 }
 
 // Welding and assembly on the GPU, from samples that never leave it, against the host's assembly of the same
