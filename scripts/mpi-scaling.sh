@@ -15,6 +15,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 IFS=, read -ra list <<<"$ranks"
 first=${list[0]}
 seconds() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print(j['seconds']['total'])" "$1"; }
+# After start-up: from the moment every rank's engine has started (GPU context, buffers) to the mesh in host memory;
+# one process: its total less its setup.
+after_start() {
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1]))['seconds']; print(s['after_start'] if 'after_start' in s else s['total'] - s['setup'])" "$1"
+}
 # The slowest rank's phases (multi-rank runs), to stderr: where the time of a run goes.
 phases() {
   python3 - "$1" >&2 <<'PY'
@@ -42,22 +47,24 @@ one() {  # ranks, size, tag
   done
   rm -f "$json.try"
   phases "$json"
-  echo "$best"
+  echo "$best $(after_start "$json")"
 }
-printf '%-8s %-6s %-16s %10s %9s %10s\n' scaling ranks size seconds speed-up efficiency
+printf '%-8s %-6s %-16s %10s %9s %10s  %s\n' scaling ranks size seconds speed-up efficiency "| after start-up: seconds, efficiency"
 SCALING=${SCALING:-both}
 base=""
 [ "$SCALING" = weak ] && list_strong=() || list_strong=("${list[@]}")
 [ "$SCALING" = strong ] && list_weak=() || list_weak=("${list[@]}")
 for np in "${list_strong[@]}"; do
-  t=$(one "$np" "$n" strong) || { echo "$t"; exit 1; }
-  [ -z "$base" ] && base=$t
-  python3 -c "t=$t; b=$base; r=$np/$first; print(f'strong   {$np:<6d} {\"$n^3\":<16s} {t:10.3f} {b/t:9.2f} {b/t/r*100:9.1f}%')"
+  r=$(one "$np" "$n" strong) || { echo "$r"; exit 1; }
+  read -r t a <<<"$r"
+  [ -z "$base" ] && base=$t && base_a=$a
+  python3 -c "t=$t; b=$base; a=$a; ba=$base_a; r=$np/$first; print(f'strong   {$np:<6d} {\"$n^3\":<16s} {t:10.3f} {b/t:9.2f} {b/t/r*100:9.1f}%  | {a:.3f} {ba/a/r*100:.1f}%')"
 done
 base=""
 for np in "${list_weak[@]}"; do
   nz=$(( n * np / first ))
-  t=$(one "$np" "${n}x${n}x${nz}" weak) || { echo "$t"; exit 1; }
-  [ -z "$base" ] && base=$t
-  python3 -c "t=$t; b=$base; print(f'weak     {$np:<6d} {\"${n}x${n}x${nz}\":<16s} {t:10.3f} {\"-\":>9s} {b/t*100:9.1f}%')"
+  r=$(one "$np" "${n}x${n}x${nz}" weak) || { echo "$r"; exit 1; }
+  read -r t a <<<"$r"
+  [ -z "$base" ] && base=$t && base_a=$a
+  python3 -c "t=$t; b=$base; a=$a; ba=$base_a; print(f'weak     {$np:<6d} {\"${n}x${n}x${nz}\":<16s} {t:10.3f} {\"-\":>9s} {b/t*100:9.1f}%  | {a:.3f} {ba/a*100:.1f}%')"
 done

@@ -40,6 +40,11 @@ struct IsosurfaceOptions {
   std::vector<std::int32_t> exclude_labels;  // triangles with these labels are dropped (needs labels)
   // A second volume on the same grid, interpolated to every vertex (mesh.vertex_values).
   VolumeSource* scalars = nullptr;
+  // Triangles expected (one level), e.g. from a cost pass: on a GPU, the host mesh is reserved and faulted in while
+  // the GPU starts. 0: estimated there from the formula of a built-in field, else not reserved ahead.
+  std::uint64_t expected_triangles = 0;
+  // Called once the engine has started (GPU context, buffers), before the first slab: MPI runs meet there.
+  std::function<void()> started;
 };
 
 // A distinct colour per label from a built-in table (label 0 grey; 1–20 a qualitative table; beyond, hues spread

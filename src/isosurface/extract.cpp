@@ -132,7 +132,19 @@ struct LevelMesh {
   std::vector<std::uint32_t> triangles;
   std::vector<std::int32_t> labels;
   std::vector<std::uint64_t> ties;
+  // What the slabs wrote: the arrays may be longer (sized ahead, reserve_expected_mesh) until trim().
+  std::uint64_t vertices = 0, triangle_count = 0;
+  void trim() {
+    positions.resize(3 * vertices);
+    if (!normals.empty()) normals.resize(3 * vertices);
+    triangles.resize(3 * triangle_count);
+  }
 };
+
+// Room for n values: arrays sized ahead serve as they are, others grow as slabs come.
+template <class T> void make_room(std::vector<T>& v, std::size_t n) {
+  if (n > v.size()) core::resize_for_overwrite(v, n);
+}
 
 // Ties can fold two sheets onto the same samples: identical triangles then come in pairs that cancel.
 std::int64_t remove_duplicate_ties(LevelMesh& m) {
@@ -285,6 +297,34 @@ bool field_on_device(const VolumeSource& volume, Device device) {
   return device == Device::Cuda && !volume.resident_data() && volume.builtin_field() >= 0 && volume.builtin_field() != iso::kGyroid;
 }
 
+// Marching cubes makes about two triangles and one vertex per active cell (the surface's Euler characteristic is
+// small next to its size); the estimate of active cells comes from the cost pass of the load balance.
+void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m) {
+  try {
+    std::uint64_t triangles = o.expected_triangles;
+    if (triangles == 0 && volume.builtin_field() >= 0 && !volume.resident_data()) {
+      const std::int64_t layers = std::min(ze, volume.geometry().dims[2] - 1) - zb;
+      if (layers <= 0) return;
+      const auto cost = iso::layer_costs(volume, o, zb, zb + layers, std::max<std::int64_t>(1, layers / 64));
+      for (auto c : cost) triangles += 2 * std::uint64_t(c);
+      if (triangles < (1u << 20)) return;  // small meshes are cheap to grow
+    }
+    triangles += triangles / 8;           // the sampled count errs by a few percent either way
+    const std::uint64_t vertices = triangles / 2;
+    const std::uint64_t bytes = vertices * (o.normals ? 24 : 12) + triangles * 12;
+    if (bytes > core::available_host_memory() / 2) return;
+    auto reserve = [](auto& v, std::uint64_t n) {
+      v.reserve(std::size_t(n));
+      core::prefault(v.data(), n * sizeof(v[0]));
+      v.resize(std::size_t(n));  // its zeroing too, while the GPU starts: the slabs then only write
+    };
+    reserve(m.positions, 3 * vertices);
+    if (o.normals) reserve(m.normals, 3 * vertices);
+    reserve(m.triangles, 3 * triangles);
+  } catch (...) {  // only a hint: the mesh grows as usual
+  }
+}
+
 // The whole volume (parts null), or the part whose grid points [zb, ze) own the vertices (an MPI rank's share): then
 // one part per level, each with its ties returned instead of resolved, and the last cell layer's triangles refer
 // to the next part's first vertices by ids that continue past this part's own.
@@ -351,6 +391,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       throw Error(ErrorKind::InvalidArgument, "a CUDA device is listed twice");
   }
   if (device == Device::Cuda && gpus.empty()) gpus = {0};
+  // A GPU takes a while to start (its context, a lock the driver holds host-wide): meanwhile the host mesh of the
+  // expected size is reserved and faulted in on the CPU, so that it is not done after each slab's count.
+  std::vector<LevelMesh> meshes(levels.size());
+  std::jthread reserving;
+  // (On the CPU, which starts at once, only when asked.)
+  if (gpus.size() <= 1 && levels.size() == 1 && !o.labels && !o.scalars && (device == Device::Cuda || o.expected_triangles > 0))
+    reserving = std::jthread([&] { reserve_expected_mesh(volume, o, zb, ze, meshes[0]); });
   std::unique_ptr<iso::SlabEngine> engine =
       device == Device::Cuda ? iso::make_cuda_engine(gpus[0]) : iso::make_cpu_engine(o.threads);
   rep.device = engine->name();
@@ -449,7 +496,9 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     }
   };
   double read_seconds = 0, host_mesh_seconds = 0;
+  if (reserving.joinable()) reserving.join();
   rep.seconds_setup = since(start);
+  if (o.started) o.started();
   if (streamed && gpus.size() <= 1) {
     const auto t = Clock::now();
     read_slab(0, buffers[0]);
@@ -477,7 +526,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       t.level = levels[L];
       const iso::SlabCounts c = eng.count(t);
       LevelMesh& m = into[L];
-      const std::uint64_t v0 = m.positions.size() / 3, t0 = m.triangles.size() / 3;
+      const std::uint64_t v0 = m.vertices, t0 = m.triangle_count;
       if (vertices_so_far + c.vertices > std::numeric_limits<std::uint32_t>::max())
         throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
       const std::uint64_t grow = c.vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) +
@@ -485,11 +534,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
                                             " more vertices and " + std::to_string(c.triangles) + " triangles");
       const auto grow_start = Clock::now();
-      core::resize_for_overwrite(m.positions, 3 * (v0 + c.vertices));
-      if (o.normals) core::resize_for_overwrite(m.normals, 3 * (v0 + c.vertices));
-      core::resize_for_overwrite(m.triangles, 3 * (t0 + c.triangles));
+      make_room(m.positions, 3 * (v0 + c.vertices));
+      if (o.normals) make_room(m.normals, 3 * (v0 + c.vertices));
+      make_room(m.triangles, 3 * (t0 + c.triangles));
       if (o.scalars) m.values.resize(v0 + c.vertices);
       if (o.labels) m.labels.resize(t0 + c.triangles);
+      m.vertices = v0 + c.vertices;
+      m.triangle_count = t0 + c.triangles;
       if (gpus.size() <= 1) host_mesh_seconds += since(grow_start);  // (several GPUs: workers run concurrently)
       iso::MeshTail tail;
       tail.positions = m.positions.data() + 3 * v0;
@@ -505,7 +556,6 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     }
   };
 
-  std::vector<LevelMesh> meshes(levels.size());
   iso::StageSeconds multi_seconds;
   if (gpus.size() > 1) {
     // Several GPUs: a worker per GPU claims the next slab, reads it (reads in z order, one at a time, as streamed
@@ -539,6 +589,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
             }
             std::uint64_t local = 0;
             run_slab(*eng, task, s, buf, per_slab[std::size_t(s)], local);
+            for (auto& m : per_slab[std::size_t(s)]) m.trim();
             std::lock_guard<std::mutex> lock(error_mutex);
             ++done;
             if (o.progress) o.progress(double(done) / double(slab_count));
@@ -639,7 +690,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     }
     if (o.progress) o.progress(double(s + 1) / double(slab_count));
   }
-
+  for (auto& m : meshes) m.trim();
   }
   // Stage times and the report, as the run ends.
   auto finish_report = [&] {

@@ -398,6 +398,35 @@ TEST(Isosurface, SlabSplitsGiveTheIdenticalMesh) {
       }
 }
 
+// The host mesh reserved ahead from an expected size (MPI's cost pass) must not change the mesh, whether the guess is
+// short (the arrays grow), right, or long (they are trimmed), in one slab or several.
+TEST(Isosurface, ExpectedSizeReservedAheadGivesTheIdenticalMesh) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x5e5e);
+  std::vector<float> noise_data;
+  MemoryVolume noise = noise_volume(rng, {21, 18, 16}, noise_data);
+  auto tangle = synthetic_field("tangle", {40, 36, 33});
+  for (Device d : devices())
+    for (VolumeSource* v : {static_cast<VolumeSource*>(&noise), tangle.get()}) {
+      IsosurfaceOptions o;
+      o.levels = {v == &noise ? 0.1 : 0.5};
+      o.device = d;
+      const TriangleMesh whole = extract_isosurface(*v, o);
+      const std::uint64_t n = std::uint64_t(whole.triangle_count());
+      ASSERT_GT(n, 100u);
+      for (std::uint64_t guess : {n / 3, n, 3 * n})
+        for (std::int64_t slab : {std::int64_t(0), std::int64_t(5)}) {
+          o.expected_triangles = guess;
+          o.slab_slices = slab;
+          const TriangleMesh m = extract_isosurface(*v, o);
+          const std::string what = std::string(device_name(d)) + " " + v->name() + " guess " + std::to_string(guess) + " of " +
+                                   std::to_string(n) + ", slabs of " + std::to_string(slab);
+          EXPECT_EQ(m.triangles, whole.triangles) << what;
+          EXPECT_EQ(m.positions, whole.positions) << what;
+          EXPECT_EQ(m.normals, whole.normals) << what;
+        }
+    }
+}
+
 TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   std::mt19937_64 rng(test::run_seed() ^ 0xc0da);
