@@ -256,7 +256,8 @@ void add_isosurface(CLI::App& app) {
                                        {"generate", rep.seconds_generate},
                                        {"copy", rep.seconds_copy},
                                        {"setup", rep.seconds_setup},
-                                       {"host_mesh", rep.seconds_host_mesh}}}};
+                                       {"host_mesh", rep.seconds_host_mesh},
+                                       {"host_mesh_ahead", rep.seconds_host_mesh_ahead}}}};
       write_report(a->json, j.dump(2) + "\n");
     }
     if (mesh.triangle_count() == 0) {

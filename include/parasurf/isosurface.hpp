@@ -62,6 +62,7 @@ struct IsosurfaceReport {
          seconds_total = 0;
   double seconds_setup = 0;       // engine start (a CUDA context) and buffers, before the first slab
   double seconds_host_mesh = 0;   // growing the host mesh arrays for each slab's output
+  double seconds_host_mesh_ahead = 0;  // sizing them ahead while the engine started (within seconds_setup)
   std::uint64_t peak_slab_bytes = 0;  // host bytes held for samples and work arrays at once
 };
 

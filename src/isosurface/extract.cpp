@@ -299,7 +299,14 @@ bool field_on_device(const VolumeSource& volume, Device device) {
 
 // Marching cubes makes about two triangles and one vertex per active cell (the surface's Euler characteristic is
 // small next to its size); the estimate of active cells comes from the cost pass of the load balance.
-void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m) {
+void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m,
+                           double& seconds) {
+  const auto start = Clock::now();
+  struct Timed {
+    double& seconds;
+    Clock::time_point start;
+    ~Timed() { seconds = since(start); }
+  } timed{seconds, start};
   try {
     std::uint64_t triangles = o.expected_triangles;
     if (triangles == 0 && volume.builtin_field() >= 0 && !volume.resident_data()) {
@@ -316,11 +323,14 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
     auto reserve = [](auto& v, std::uint64_t n) {
       v.reserve(std::size_t(n));
       core::prefault(v.data(), n * sizeof(v[0]));
-      v.resize(std::size_t(n));  // its zeroing too, while the GPU starts: the slabs then only write
     };
     reserve(m.positions, 3 * vertices);
     if (o.normals) reserve(m.normals, 3 * vertices);
     reserve(m.triangles, 3 * triangles);
+    // Their zeroing (vector::resize) too, while the GPU starts, so that the slabs only write; one thread per array.
+    std::jthread positions([&] { m.positions.resize(std::size_t(3 * vertices)); });
+    std::jthread normals([&] { if (o.normals) m.normals.resize(std::size_t(3 * vertices)); });
+    m.triangles.resize(std::size_t(3 * triangles));
   } catch (...) {  // only a hint: the mesh grows as usual
   }
 }
@@ -397,7 +407,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   std::jthread reserving;
   // (On the CPU, which starts at once, only when asked.)
   if (gpus.size() <= 1 && levels.size() == 1 && !o.labels && !o.scalars && (device == Device::Cuda || o.expected_triangles > 0))
-    reserving = std::jthread([&] { reserve_expected_mesh(volume, o, zb, ze, meshes[0]); });
+    reserving = std::jthread([&] { reserve_expected_mesh(volume, o, zb, ze, meshes[0], rep.seconds_host_mesh_ahead); });
   std::unique_ptr<iso::SlabEngine> engine =
       device == Device::Cuda ? iso::make_cuda_engine(gpus[0]) : iso::make_cpu_engine(o.threads);
   rep.device = engine->name();

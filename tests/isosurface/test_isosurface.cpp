@@ -469,6 +469,30 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
       }
 }
 
+// A mesh of tens of MB: on the GPU its host arrays are sized ahead from the field's formula while the engine starts,
+// and its download crosses several pinned staging chunks. It must arrive as the CPU makes it.
+TEST(Isosurface, LargeCudaMeshArrivesIntact) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  auto tangle = synthetic_field("tangle", {600, 560, 520});
+  IsosurfaceOptions o;
+  o.levels = {0.5};
+  o.device = Device::Cpu;
+  const TriangleMesh c = extract_isosurface(*tangle, o);
+  o.device = Device::Cuda;
+  IsosurfaceReport rep;
+  const TriangleMesh g = extract_isosurface(*tangle, o, &rep);
+  ASSERT_GT(c.triangles.size() * 4, std::size_t(32) << 20) << "the triangles should span several 16 MiB chunks";
+  EXPECT_GT(rep.seconds_host_mesh_ahead, 0.0) << "the host mesh should have been sized ahead";
+  ASSERT_EQ(g.triangles, c.triangles);
+  ASSERT_EQ(g.positions.size(), c.positions.size());
+  ASSERT_EQ(g.normals.size(), c.normals.size());
+  double worst = 0, worst_n = 0;
+  for (std::size_t i = 0; i < c.positions.size(); ++i) worst = std::max(worst, double(std::fabs(c.positions[i] - g.positions[i])));
+  for (std::size_t i = 0; i < c.normals.size(); ++i) worst_n = std::max(worst_n, double(std::fabs(c.normals[i] - g.normals[i])));
+  EXPECT_LT(worst, 1e-5) << "positions differ only by rounding";
+  EXPECT_LT(worst_n, 1e-4);
+}
+
 // A volume streamed from a file goes through pinned slab buffers, and on a GPU the next slab is uploaded while
 // this one is processed: every slab size gives the mesh of the volume held whole in memory.
 TEST(Isosurface, StreamedSlabsUploadedAheadGiveTheIdenticalMesh) {
