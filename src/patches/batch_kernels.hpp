@@ -97,10 +97,20 @@ PS_HD void triangle_jet(const T* P, int d, T s, T t, T* val, T* ds, T* dt) {
 // Position and unit normal of a tensor-patch sample from its homogeneous value and first derivatives (quotient
 // rule), the limit normal where Su x Sv vanishes, flipped for reoriented patches; written to SoA arrays.
 // `uv(u, v)` gives the sample's parameters; only the rare degenerate path needs them.
+#if defined(__CUDA_ARCH__)
+// 1 / x correctly rounded, as the host's division gives it, without the general division's numerator handling.
+__device__ __forceinline__ float rcp_rn(float x) { return __frcp_rn(x); }
+__device__ __forceinline__ double rcp_rn(double x) { return __drcp_rn(x); }
+#endif
+
 template <class T, class UV>
 PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const T* hu, const T* hv, UV&& uv,
                              T* const* pos, T* const* nrm, std::int64_t out) {
+#if defined(__CUDA_ARCH__)
+  const T iw = rcp_rn(h[3]);
+#else
   const T iw = T(1) / h[3];
+#endif
   T p[3], su[3], sv[3], n[3];
   for (int c = 0; c < 3; ++c) {
     p[c] = h[c] * iw;
