@@ -157,6 +157,27 @@ __device__ __forceinline__ void load4(const double* p, double* v) {
   v[0] = a.x, v[1] = a.y, v[2] = b.x, v[3] = b.y;
 }
 
+// A block-strided loop's index k = (patch * rows + row) * cols + col, advanced by the stride without the two integer
+// divisions per step that recomputing it takes (tens of instructions each, against ~150 for a whole sample).
+struct StridedIndex {
+  int patch, row, col;
+  int step_patch, step_row, step_col;
+  __device__ StridedIndex(int k, int stride, int rows, int cols) {
+    const int per_patch = rows * cols;
+    patch = k / per_patch, row = k % per_patch / cols, col = k % cols;
+    step_patch = stride / per_patch, step_row = stride % per_patch / cols, step_col = stride % cols;
+  }
+  __device__ void advance(int rows, int cols) {
+    col += step_col;
+    const bool carry = col >= cols;
+    col -= carry ? cols : 0;
+    row += step_row + (carry ? 1 : 0);
+    const bool carry_row = row >= rows;
+    row -= carry_row ? rows : 0;
+    patch += step_patch + (carry_row ? 1 : 0);
+  }
+};
+
 template <class T, bool Packed>
 __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_kernel(DeviceViews<T> d, const TablesTile* __restrict__ tiles,
                                                               const T* __restrict__ tables) {
@@ -173,7 +194,6 @@ __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_k
   const int m = r0.du, n = r0.dv, nv = r0.nv;
   const int net = (m + 1) * (n + 1) * 4;
   const int q_per_patch = tile.rows * (n + 1);      // stage-1 entries of one patch
-  const int samples_per_patch = tile.rows * (nv + 1);
   T* sp = smem;                               // control points, patch after patch
   T* q = sp + count * net;                    // per patch: rows x (n+1) x 4 values
   T* qu = q + count * q_per_patch * 4;        // and u-derivatives
@@ -182,9 +202,8 @@ __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_k
   __syncthreads();
   const T* bu = tables + tile.tab_u;
   const T* dbu = bu + std::int64_t(r0.nu + 1) * (m + 1);
-  for (int k = threadIdx.x; k < count * q_per_patch; k += blockDim.x) {
-    const int pi = Packed ? k / q_per_patch : 0, within = Packed ? k % q_per_patch : k;
-    const int row = within / (n + 1), col = within % (n + 1);
+  // Stage 1, entry k of patch pi: row `row` of u samples against column `col` of the net.
+  auto stage1 = [&](int k, int pi, int row, int col) {
     const int i = tile.row0 + row;
     const T* pp = sp + pi * net;
     T acc[4] = {}, accu[4] = {};
@@ -201,13 +220,24 @@ __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_k
       q[k * 4 + c] = acc[c];
       qu[k * 4 + c] = accu[c];
     }
+  };
+  // Packed float: the index steps without dividing (H200: 16 x 16 samples 39 -> 43 % of the copy bandwidth). One
+  // patch, and double: divided, in a loop the compiler unrolls (measured 1 % faster so).
+  constexpr bool stepped = Packed && sizeof(T) == 4;
+  if constexpr (stepped) {
+    StridedIndex e(threadIdx.x, blockDim.x, tile.rows, n + 1);
+    for (int k = threadIdx.x; k < count * q_per_patch; k += blockDim.x, e.advance(tile.rows, n + 1)) stage1(k, e.patch, e.row, e.col);
+  } else {
+    for (int k = threadIdx.x; k < count * q_per_patch; k += blockDim.x) {
+      const int within = Packed ? k % q_per_patch : k;
+      stage1(k, Packed ? k / q_per_patch : 0, within / (n + 1), within % (n + 1));
+    }
   }
   __syncthreads();
   const T* bv = tables + tile.tab_v;
   const T* dbv = bv + std::int64_t(nv + 1) * (n + 1);
-  for (int k = threadIdx.x; k < count * samples_per_patch; k += blockDim.x) {
-    const int pi = Packed ? k / samples_per_patch : 0, within = Packed ? k % samples_per_patch : k;
-    const int row = within / (nv + 1), j = within % (nv + 1);
+  // Stage 2, sample (row, j) of patch pi.
+  auto stage2 = [&](int pi, int row, int j) {
     const patchk::PatchRecord& r = Packed ? recs[pi] : r0;
     T h[4] = {}, hu[4] = {}, hv[4] = {};
     const T* qr = q + (pi * q_per_patch + row * (n + 1)) * 4;
@@ -228,6 +258,16 @@ __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_k
     auto uv = [&](T& u, T& v) { u = kern::grid_param<T>(i, r.nu + 1), v = kern::grid_param<T>(j, nv + 1); };
     patchk::store_homogeneous<T>(r, d.points + r.cp * 4, h, hu, hv, uv, d.pos, d.nrm,
                                  r.first + std::int64_t(i) * (nv + 1) + j);
+  };
+  const int samples_per_patch = tile.rows * (nv + 1);
+  if constexpr (stepped) {
+    // Every sample of the tile's patches, until the patch index passes them.
+    for (StridedIndex s(threadIdx.x, blockDim.x, tile.rows, nv + 1); s.patch < count; s.advance(tile.rows, nv + 1)) stage2(s.patch, s.row, s.col);
+  } else {
+    for (int k = threadIdx.x; k < count * samples_per_patch; k += blockDim.x) {
+      const int within = Packed ? k % samples_per_patch : k;
+      stage2(Packed ? k / samples_per_patch : 0, within / (nv + 1), within % (nv + 1));
+    }
   }
 }
 
