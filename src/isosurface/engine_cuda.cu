@@ -5,7 +5,6 @@
 #include <chrono>
 
 #include "core/cuda_check.hpp"
-#include "core/staged_copy.hpp"
 #include "core/device_buffer.hpp"
 #include "isosurface/cuda_kernels.cuh"
 #include "core/voxel_dispatch.hpp"
@@ -295,10 +294,10 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
-    // The mesh lands in the caller's ordinary memory: staged through pinned buffers, emptied by the host's threads.
-    if (out.positions) core::download_to_pageable(out.positions, positions_.ptr, nv * 12);
-    if (out.normals && task.normals) core::download_to_pageable(out.normals, normals_.ptr, nv * 12);
-    if (out.triangles) core::download_to_pageable(out.triangles, triangles_.ptr, nt * 12);
+    if (out.positions) PS_CUDA(cudaMemcpy(out.positions, positions_.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading vertices");
+    if (out.normals && task.normals)
+      PS_CUDA(cudaMemcpy(out.normals, normals_.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading normals");
+    if (out.triangles) PS_CUDA(cudaMemcpy(out.triangles, triangles_.ptr, nt * 12, cudaMemcpyDeviceToHost), "downloading triangles");
     if (out.values && task.scalars)
       PS_CUDA(cudaMemcpy(out.values, values_.ptr, nv * 4, cudaMemcpyDeviceToHost), "downloading vertex values");
     if (out.face_labels && task.labels)
