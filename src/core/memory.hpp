@@ -15,8 +15,8 @@ void check_host_allocation(std::uint64_t bytes, const std::string& what);
 
 std::string format_bytes(std::uint64_t bytes);
 
-// Faults in the pages of [p, p + bytes) with all threads (Linux MADV_POPULATE_WRITE; contents unchanged). The
-// first touch of a large fresh allocation by one thread costs more than filling it afterwards.
+// Faults in the pages of [p, p + bytes) in one system call (Linux MADV_POPULATE_WRITE; contents unchanged), with
+// all threads from 64 MiB: a trap per page at first touch costs more than filling the pages afterwards.
 void prefault(void* p, std::uint64_t bytes);
 
 // v.resize(n) for a vector of plain values whose new part is about to be overwritten: fresh pages are faulted in

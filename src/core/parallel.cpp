@@ -52,7 +52,12 @@ void prefault(void* p, std::uint64_t bytes) {
   constexpr std::uintptr_t page = 4096;
   const std::uintptr_t from = (reinterpret_cast<std::uintptr_t>(p) + page - 1) & ~(page - 1);
   const std::uintptr_t to = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(page - 1);
-  if (to <= from || to - from < (std::uintptr_t(64) << 20)) return;  // small: one thread's touch is cheap enough
+  if (to <= from) return;
+  if (to - from < (std::uintptr_t(64) << 20)) {
+    // Small: one call on this thread, cheaper than a trap per page (a few µs each in a virtual machine).
+    madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);  // older kernels: EINVAL, no harm
+    return;
+  }
   // Transparent huge pages where the system allows them on request: a 512th of the faults.
   madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
   const int threads = cpu_thread_count(0);
@@ -61,7 +66,7 @@ void prefault(void* p, std::uint64_t bytes) {
 #pragma omp parallel for num_threads(threads)
   for (int k = 0; k < threads; ++k) {
     const std::uintptr_t a = from + std::uintptr_t(k) * chunk, b = std::min(to, a + chunk);
-    if (a < b) madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_WRITE);  // older kernels: EINVAL, no harm
+    if (a < b) madvise(reinterpret_cast<void*>(a), b - a, MADV_POPULATE_WRITE);
   }
 #else
   (void)p, (void)bytes;
