@@ -316,6 +316,7 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
       for (auto c : cost) triangles += 2 * std::uint64_t(c);
       if (triangles < (1u << 20)) return;  // small meshes are cheap to grow
     }
+    if (triangles == 0) return;
     triangles += triangles / 8;           // the sampled count errs by a few percent either way
     const std::uint64_t vertices = triangles / 2;
     const std::uint64_t bytes = vertices * (o.normals ? 24 : 12) + triangles * 12;
@@ -405,8 +406,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   // expected size is reserved and faulted in on the CPU, so that it is not done after each slab's count.
   std::vector<LevelMesh> meshes(levels.size());
   std::jthread reserving;
-  // (On the CPU, which starts at once, only when asked.)
-  if (gpus.size() <= 1 && levels.size() == 1 && !o.labels && !o.scalars && (device == Device::Cuda || o.expected_triangles > 0))
+  // The size is given (MPI's cost pass), or estimated from a built-in field's formula on a GPU. (On the CPU, which
+  // starts at once, only when given.)
+  const bool estimable = device == Device::Cuda && volume.builtin_field() >= 0 && !volume.resident_data();
+  if (gpus.size() <= 1 && levels.size() == 1 && !o.labels && !o.scalars && (o.expected_triangles > 0 || estimable))
     reserving = std::jthread([&] { reserve_expected_mesh(volume, o, zb, ze, meshes[0], rep.seconds_host_mesh_ahead); });
   std::unique_ptr<iso::SlabEngine> engine =
       device == Device::Cuda ? iso::make_cuda_engine(gpus[0]) : iso::make_cpu_engine(o.threads);
