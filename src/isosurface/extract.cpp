@@ -302,11 +302,6 @@ bool field_on_device(const VolumeSource& volume, Device device) {
 void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m,
                            double& seconds) {
   const auto start = Clock::now();
-  struct Timed {
-    double& seconds;
-    Clock::time_point start;
-    ~Timed() { seconds = since(start); }
-  } timed{seconds, start};
   try {
     std::uint64_t triangles = o.expected_triangles;
     if (triangles == 0 && volume.builtin_field() >= 0 && !volume.resident_data()) {
@@ -329,9 +324,12 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
     if (o.normals) reserve(m.normals, 3 * vertices);
     reserve(m.triangles, 3 * triangles);
     // Their zeroing (vector::resize) too, while the GPU starts, so that the slabs only write; one thread per array.
-    std::jthread positions([&] { m.positions.resize(std::size_t(3 * vertices)); });
-    std::jthread normals([&] { if (o.normals) m.normals.resize(std::size_t(3 * vertices)); });
-    m.triangles.resize(std::size_t(3 * triangles));
+    {
+      std::jthread positions([&] { m.positions.resize(std::size_t(3 * vertices)); });
+      std::jthread normals([&] { if (o.normals) m.normals.resize(std::size_t(3 * vertices)); });
+      m.triangles.resize(std::size_t(3 * triangles));
+    }
+    seconds = since(start);  // (only when the arrays were sized ahead)
   } catch (...) {  // only a hint: the mesh grows as usual
   }
 }

@@ -417,12 +417,14 @@ TEST(Isosurface, ExpectedSizeReservedAheadGivesTheIdenticalMesh) {
         for (std::int64_t slab : {std::int64_t(0), std::int64_t(5)}) {
           o.expected_triangles = guess;
           o.slab_slices = slab;
-          const TriangleMesh m = extract_isosurface(*v, o);
+          IsosurfaceReport rep;
+          const TriangleMesh m = extract_isosurface(*v, o, &rep);
           const std::string what = std::string(device_name(d)) + " " + v->name() + " guess " + std::to_string(guess) + " of " +
                                    std::to_string(n) + ", slabs of " + std::to_string(slab);
           EXPECT_EQ(m.triangles, whole.triangles) << what;
           EXPECT_EQ(m.positions, whole.positions) << what;
           EXPECT_EQ(m.normals, whole.normals) << what;
+          EXPECT_GT(rep.seconds_host_mesh_ahead, 0.0) << what << ": the arrays should have been sized ahead";
         }
     }
 }
