@@ -865,7 +865,11 @@ std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOpti
   std::vector<std::int64_t> out(std::size_t(std::max<std::int64_t>(0, z_end - z_begin)), 0);
   if (z_begin >= z_end) return out;
   stride = std::max<std::int64_t>(1, stride);
-  const std::int64_t k = std::max<std::int64_t>(1, std::min(nx, ny) / 512);
+  // Every k-th cell: k = size / 512, or more where the layers counted would take this rank's threads more than about
+  // a million cells each (a few ms of formula evaluations), as for small volumes on ranks of one thread.
+  const double counted = double((z_end - z_begin + stride - 1) / stride) * double(nx - 1) * double(ny - 1);
+  const std::int64_t k = std::max({std::int64_t(1), std::min(nx, ny) / 512,
+                                   std::int64_t(std::ceil(std::sqrt(counted / (1e6 * cpu_thread_count(0)))))});
   auto value = [&](std::int64_t x, std::int64_t y, std::int64_t z) {
     return float(field_value(field, field_coordinate(g.origin[0], g.spacing[0], x), field_coordinate(g.origin[1], g.spacing[1], y),
                              field_coordinate(g.origin[2], g.spacing[2], z)));

@@ -36,8 +36,8 @@ std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, const std
                                                  std::int64_t z_end, std::int64_t stride = 1);
 
 // The cost of each cell layer for balancing ranks, summed over the levels: active cells as above, or, for a built-in
-// field, the active cells among every k-th cell in x and y (k = min(nx, ny) / 512, at least 1) times k^2, from the
-// field's formula.
+// field, the active cells among every k-th cell in x and y times k^2, from the field's formula (k = min(nx, ny) / 512,
+// at least 1, larger where the layers counted would pass about a million cells per thread).
 std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
                                       std::int64_t z_end, std::int64_t stride = 1);
 
