@@ -40,8 +40,8 @@ struct IsosurfaceOptions {
   std::vector<std::int32_t> exclude_labels;  // triangles with these labels are dropped (needs labels)
   // A second volume on the same grid, interpolated to every vertex (mesh.vertex_values).
   VolumeSource* scalars = nullptr;
-  // Triangles expected (one level), e.g. from a cost pass: on a GPU, the host mesh is reserved and faulted in while
-  // the GPU starts. 0: estimated there from the formula of a built-in field, else not reserved ahead.
+  // Triangles expected (one level), e.g. from a cost pass: the host mesh is reserved and faulted in while the engine
+  // starts (a GPU's start takes a while). 0: on a GPU, estimated from a built-in field's formula, else not reserved.
   std::uint64_t expected_triangles = 0;
   // Called once the engine has started (GPU context, buffers), before the first slab: MPI runs meet there.
   std::function<void()> started;

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include "core/memory.hpp"
 #include "isosurface/mc_kernels.hpp"
 #include "parasurf/volume.hpp"
 
