@@ -46,13 +46,14 @@ __device__ __forceinline__ RowStats warp_merge(RowStats a) {
   return a;
 }
 
-// Pass 1a: flags of every point and the vertex slots per row. A block takes a tile of 32 x 8 points in (i, j) and
-// marches it through kFlagSlices slices along z, keeping each point's next value for the next slice: every sample
-// is read from memory about once (the +x neighbour comes by shuffle, the +y one from the tile in shared memory).
-// One warp per row segment, which adds its row's slots and span by atomics (rows start cleared by flags_clear).
-// A warp per whole row read each sample three times (the row and its +y, +z neighbours) and took half the extraction
-// time; a brick loaded whole into shared memory first was slower (1.03 against 0.85 ms at 512^3 under the profiler).
-constexpr int kFlagTileX = 32, kFlagTileY = 8, kFlagSlices = 16;
+// Pass 1a: flags of every point and the vertex slots per row. A thread takes kFlagPoints consecutive points of a
+// row (one vector load where the rows are aligned), a block 32 x 8 such runs in (i, j), and marches them through
+// kFlagSlices slices along z, keeping each run's next slice for the next step: every sample is read from memory about
+// once (the +x neighbour of the run's last point comes by shuffle, the +y row from L1, where the thread above it
+// loaded it two slices earlier). One warp per row segment, which adds its row's slots and span by atomics (rows start
+// cleared by flags_clear). One point per thread spent most of its instructions on the loop, its pointers, its
+// barrier and the row's ballot: 0.85 ms at 512^3 under the profiler, issue-bound with DRAM 16 % busy.
+constexpr int kFlagPoints = 4, kFlagWarpPoints = 32 * kFlagPoints, kFlagTileY = 8, kFlagSlices = 16;
 
 __global__ void flags_clear_kernel(std::int64_t rows, int nx, std::uint32_t* __restrict__ row_vertices,
                                    int* __restrict__ row_first, int* __restrict__ row_last) {
@@ -63,71 +64,130 @@ __global__ void flags_clear_kernel(std::int64_t rows, int nx, std::uint32_t* __r
   row_last[r] = -1;
 }
 
-template <class T>
-__global__ void __launch_bounds__(kFlagTileX * kFlagTileY) flags_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                                        typename mc::RealOf<T>::type level,
-                                                                        std::uint8_t* __restrict__ flags,
-                                                                        std::uint32_t* __restrict__ row_vertices,
-                                                                        int* __restrict__ row_first,
-                                                                        int* __restrict__ row_last) {
+// kFlagPoints samples as one vector (the address aligned to its size) or one by one (count of them valid).
+template <class T> struct alignas(kFlagPoints * sizeof(T)) FlagRun {
+  T v[kFlagPoints];
+};
+template <class T, class R, bool Aligned>
+__device__ __forceinline__ void load_run(const T* __restrict__ at, int count, R (&out)[kFlagPoints]) {
+  if constexpr (Aligned) {
+    const FlagRun<T> run = *reinterpret_cast<const FlagRun<T>*>(at);
+#pragma unroll
+    for (int p = 0; p < kFlagPoints; ++p) out[p] = R(run.v[p]);
+  } else {
+#pragma unroll
+    for (int p = 0; p < kFlagPoints; ++p) out[p] = p < count ? R(at[p]) : R(0);
+  }
+}
+
+// Which samples of a run are inside (bit p for point p) and which lie on the level (bit 4 + p).
+constexpr int kOnShift = kFlagPoints;
+template <class R>
+__device__ __forceinline__ std::uint32_t classify_run(const R (&v)[kFlagPoints], R level) {
+  std::uint32_t bits = 0;
+#pragma unroll
+  for (int p = 0; p < kFlagPoints; ++p)
+    bits |= (mc::is_inside(v[p], level) ? 1u << p : 0u) | (v[p] == level ? 1u << (kOnShift + p) : 0u);
+  return bits;
+}
+// Bit p of m (p < 4) to bit 0 of byte p: the four shifted copies of m do not overlap, so nothing carries.
+static_assert(kFlagPoints == 4, "spread_bits and the packed flag word take four points");
+__device__ __forceinline__ std::uint32_t spread_bits(std::uint32_t m) { return (m * 0x00204081u) & 0x01010101u; }
+
+// Aligned: nx is a multiple of kFlagPoints and the samples and flags start on a run's alignment, so a run is
+// always whole and loads and stores as one vector.
+template <class T, bool Aligned>
+__global__ void __launch_bounds__(32 * kFlagTileY) flags_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                                 typename mc::RealOf<T>::type level,
+                                                                 std::uint8_t* __restrict__ flags,
+                                                                 std::uint32_t* __restrict__ row_vertices,
+                                                                 int* __restrict__ row_first,
+                                                                 int* __restrict__ row_last) {
   using R = typename mc::RealOf<T>::type;
-  __shared__ R tile[2][kFlagTileY + 1][kFlagTileX];  // two slices, so that one barrier per slice suffices
-  const int tx = int(threadIdx.x), ty = int(threadIdx.y);
-  const std::int64_t i = std::int64_t(blockIdx.x) * kFlagTileX + tx;
-  const std::int64_t j = std::int64_t(blockIdx.y) * kFlagTileY + ty;
-  const std::int64_t halo_j = std::int64_t(blockIdx.y) * kFlagTileY + kFlagTileY;
+  const int lane = int(threadIdx.x);
+  const std::int64_t i0 = std::int64_t(blockIdx.x) * kFlagWarpPoints + kFlagPoints * lane;
+  const std::int64_t j = std::int64_t(blockIdx.y) * kFlagTileY + threadIdx.y;
   const std::int64_t k_end = g.z0 + g.flag_rows / g.ny;
   const std::int64_t k_begin = g.z0 + std::int64_t(blockIdx.z) * kFlagSlices;
   const std::int64_t k_stop = min(k_begin + kFlagSlices, k_end);
-  const bool here = i < g.nx && j < g.ny;
-  const bool east_inside = i + 1 < g.nx, north_inside = j + 1 < g.ny;
+  // Points of this run inside the grid (0 for runs past the row's end or rows past the grid).
+  const int count = j < g.ny ? int(max(std::int64_t(0), min(std::int64_t(kFlagPoints), g.nx - i0))) : 0;
+  const bool has_north = j + 1 < g.ny, has_after_east = i0 + kFlagPoints < g.nx;
   // Pointers advance by a plane per slice: index arithmetic in 64 bits per sample cost more than the tests.
   const std::int64_t plane = s.nx * s.ny;
-  const T* at = s.data + ((k_begin - s.z_begin) * s.ny + min(j, g.ny - 1)) * s.nx + min(i, g.nx - 1);
-  const T* halo = s.data + ((k_begin - s.z_begin) * s.ny + min(halo_j, g.ny - 1)) * s.nx + min(i, g.nx - 1);
-  std::uint8_t* out = flags + ((k_begin - g.z0) * g.ny + j) * g.nx + i;
+  const T* at = s.data + ((k_begin - s.z_begin) * s.ny + min(j, g.ny - 1)) * s.nx + (count > 0 ? i0 : 0);
+  std::uint8_t* out = flags + ((k_begin - g.z0) * g.ny + j) * g.nx + i0;
   std::int64_t r = (k_begin - g.z0) * g.ny + j;
-  // Two slices ahead in flight (measured the same as one: 0.85-0.88 ms at 512^3 under the profiler, where the SM
-  // issue is 66 % busy and DRAM 16 %).
-  R cur = here ? R(*at) : R(0);
-  R next = here && k_begin + 1 < s.nz ? R(at[plane]) : R(0);
-  for (std::int64_t k = k_begin; k < k_stop; ++k, at += plane, halo += plane, out += plane, r += g.ny) {
-    const int b = int(k & 1);
-    const R after = here && k + 2 < s.nz && k + 1 < k_stop ? R(at[2 * plane]) : R(0);
-    tile[b][ty][tx] = cur;
-    if (ty == 0) tile[b][kFlagTileY][tx] = i < g.nx && halo_j < g.ny ? R(*halo) : R(0);
-    const bool has_z = k + 1 < s.nz;
-    __syncthreads();
-    R east = __shfl_down_sync(0xffffffffu, cur, 1);
-    if (tx == kFlagTileX - 1 && here && east_inside) east = R(at[1]);
-    const R north = tile[b][ty + 1][tx];
-    std::uint8_t v = 0;
-    if (here) {
-      if (cur == level) {
-        v = mc::point_flags<T, R>(s, i, j, k, level);  // on the level: the rare exact path
-      } else {  // point_flags' other branch, the same tests
-        const bool in = mc::is_inside(cur, level);
-        v = in ? std::uint8_t(mc::kInside) : std::uint8_t(0);
-        if (east_inside && in != mc::is_inside(east, level) && east != level) v |= mc::kSlotX;
-        if (north_inside && in != mc::is_inside(north, level) && north != level) v |= mc::kSlotY;
-        if (has_z && in != mc::is_inside(next, level) && next != level) v |= mc::kSlotZ;
-      }
-      *out = v;
+  // The classes of this slice and the next are carried from step to step; each sample is classified once as
+  // `after` and once as `north`.
+  std::uint32_t cur = 0, next = 0;
+  {
+    R v[kFlagPoints] = {};
+    if (count > 0) load_run<T, R, Aligned>(at, count, v);
+    cur = classify_run(v, level);
+    if (count > 0 && k_begin + 1 < s.nz) {
+      load_run<T, R, Aligned>(at + plane, count, v);
+      next = classify_run(v, level);
+    }
+  }
+  constexpr std::uint32_t kLow = (1u << kFlagPoints) - 1u, kLast = kFlagPoints - 1;
+  const std::uint32_t valid = (1u << count) - 1u;
+  const std::uint32_t has_east = valid >> 1 | (has_after_east ? 1u << kLast : 0u);
+  for (std::int64_t k = k_begin; k < k_stop; ++k, at += plane, out += plane, r += g.ny) {
+    R after[kFlagPoints] = {}, north[kFlagPoints] = {};
+    if (count > 0 && k + 2 < s.nz && k + 1 < k_stop) load_run<T, R, Aligned>(at + 2 * plane, count, after);
+    if (count > 0 && has_north) load_run<T, R, Aligned>(at + s.nx, count, north);
+    // The point after the run: the next lane's first, or (last lane) a load.
+    std::uint32_t east = __shfl_down_sync(0xffffffffu, cur, 1);
+    if (lane == 31 && count == kFlagPoints && has_after_east) {
+      const R e = R(at[kFlagPoints]);
+      east = (mc::is_inside(e, level) ? 1u : 0u) | (e == level ? 1u << kOnShift : 0u);
+    }
+    const std::uint32_t north_bits = classify_run(north, level);
+    // point_flags' first branch for four points at once, as bit masks: a crossing to a neighbour on the level is
+    // left to that neighbour's vertex.
+    const std::uint32_t in = cur & kLow, on = cur >> kOnShift & kLow;
+    const std::uint32_t right = (cur >> 1 & ~(1u << kLast | 1u << (kOnShift + kLast))) | (east & (1u | 1u << kOnShift)) << kLast;
+    const std::uint32_t x = (in ^ (right & kLow)) & ~(right >> kOnShift) & has_east;
+    const std::uint32_t y = has_north ? (in ^ (north_bits & kLow)) & ~(north_bits >> kOnShift) : 0u;
+    const std::uint32_t z = k + 1 < s.nz ? (in ^ (next & kLow)) & ~(next >> kOnShift) : 0u;
+    std::uint32_t word = (spread_bits(in) * mc::kInside | spread_bits(x) * mc::kSlotX | spread_bits(y) * mc::kSlotY |
+                          spread_bits(z) * mc::kSlotZ) &
+                         spread_bits(valid) * 0xffu;
+    if (on & valid) {  // on the level: the rare exact path
+#pragma unroll
+      for (int p = 0; p < kFlagPoints; ++p)
+        if ((on & valid) >> p & 1u) {
+          const std::uint32_t f = mc::point_flags<T, R>(s, i0 + p, j, k, level);
+          word = (word & ~(0xffu << (8 * p))) | f << (8 * p);
+        }
+    }
+    if constexpr (Aligned) {
+      if (count > 0) *reinterpret_cast<std::uint32_t*>(out) = word;
+    } else {
+#pragma unroll
+      for (int p = 0; p < kFlagPoints; ++p)
+        if (p < count) out[p] = std::uint8_t(word >> (8 * p));
     }
     // The row segment's slots and span: most segments have none, and a ballot says so at once.
-    const int c = mc::slot_count(v);
-    const std::uint32_t with = __ballot_sync(0xffffffffu, c != 0);
+    constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
+    const std::uint32_t slotted = word & kSlotBytes;
+    const std::uint32_t with = __ballot_sync(0xffffffffu, slotted != 0);
     if (with) {
-      const std::uint32_t slots = __reduce_add_sync(0xffffffffu, std::uint32_t(c));
-      if (tx == 0) {
-        const int base = int(blockIdx.x) * kFlagTileX;
+      const std::uint32_t slots = __reduce_add_sync(0xffffffffu, std::uint32_t(__popc(slotted)));
+      const int low = __ffs(int(with)) - 1, high = 31 - __clz(int(with));
+      // The first and last slotted point of the run: the lowest and highest nonzero byte.
+      const int first = __shfl_sync(0xffffffffu, slotted ? (__ffs(int(slotted)) - 1) >> 3 : 0, low);
+      const int last = __shfl_sync(0xffffffffu, slotted ? (31 - __clz(int(slotted))) >> 3 : 0, high);
+      if (lane == 0) {
+        const int base = int(blockIdx.x) * kFlagWarpPoints;
         atomicAdd(row_vertices + r, slots);
-        atomicMin(row_first + r, base + __ffs(int(with)) - 1);
-        atomicMax(row_last + r, base + 31 - __clz(int(with)));
+        atomicMin(row_first + r, base + kFlagPoints * low + first);
+        atomicMax(row_last + r, base + kFlagPoints * high + last);
       }
     }
     cur = next;
-    next = after;
+    next = classify_run(after, level);
   }
 }
 

@@ -180,11 +180,21 @@ class CudaEngine final : public SlabEngine {
                         " samples along y and " + std::to_string(65535 * cuda::kFlagSlices) +
                         " slices per slab; this slab has " + std::to_string(g.ny) + " and " +
                         std::to_string(slices) + " (use --device cpu)");
-      const dim3 tiles(unsigned((g.nx + cuda::kFlagTileX - 1) / cuda::kFlagTileX), unsigned(tiles_y),
+      const dim3 tiles(unsigned((g.nx + cuda::kFlagWarpPoints - 1) / cuda::kFlagWarpPoints), unsigned(tiles_y),
                        unsigned(tiles_z));
-      cuda::flags_kernel<T><<<tiles, dim3(cuda::kFlagTileX, cuda::kFlagTileY)>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
-          row_last_.as<int>());
+      const dim3 block(32, cuda::kFlagTileY);
+      // Whole runs of samples and flags load and store as vectors where every row starts on a run's alignment.
+      const bool aligned = g.nx % cuda::kFlagPoints == 0 &&
+                           reinterpret_cast<std::uintptr_t>(s.data) % sizeof(cuda::FlagRun<T>) == 0 &&
+                           reinterpret_cast<std::uintptr_t>(flags_.ptr) % cuda::kFlagPoints == 0;
+      if (aligned)
+        cuda::flags_kernel<T, true><<<tiles, block>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
+                                                      row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
+                                                      row_last_.as<int>());
+      else
+        cuda::flags_kernel<T, false><<<tiles, block>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
+                                                       row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
+                                                       row_last_.as<int>());
       PS_CUDA_LAUNCH("classifying points");
     }
     if (g.cell_rows > 0) {

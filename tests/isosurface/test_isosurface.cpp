@@ -432,18 +432,23 @@ TEST(Isosurface, ExpectedSizeReservedAheadGivesTheIdenticalMesh) {
 TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   std::mt19937_64 rng(test::run_seed() ^ 0xc0da);
-  std::vector<float> data;
+  // Rows of 30 and 61 samples take the classification's scalar path, rows of 32 and 64 its vector loads.
+  std::vector<float> data, data32;
   MemoryVolume ties = integer_volume(rng, 30, 3, data);
+  MemoryVolume ties32 = integer_volume(rng, 32, 3, data32);
   auto tangle = synthetic_field("tangle", {61, 47, 53});
+  auto tangle64 = synthetic_field("tangle", {64, 47, 53});
   // Labels and scalars of the tie volume: stripes, and the samples themselves.
   std::vector<std::int32_t> stripes(data.size());
   for (std::size_t i = 0; i < stripes.size(); ++i) stripes[i] = std::int32_t(i / 100 % 4);
   MemoryVolume labels(ties.geometry(), VoxelType::Int32, stripes.data(), "stripes");
-  for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), tangle.get()})
+  for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), static_cast<VolumeSource*>(&ties32), tangle.get(),
+                          tangle64.get()})
     for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33})
       for (std::int64_t slabs : {0, 7}) {
+        const bool integer = v == &ties || v == &ties32;
         IsosurfaceOptions o;
-        o.levels = {v == &ties ? 2.0 : 0.5};
+        o.levels = {integer ? 2.0 : 0.5};
         o.topology = topo;
         o.slab_slices = slabs;
         if (v == &ties) {
