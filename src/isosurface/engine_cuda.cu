@@ -56,6 +56,10 @@ class CudaEngine final : public SlabEngine {
   }
 
  private:
+  // Whether every row of flags starts on a 4-byte word, so the passes can read four points' flags as one word.
+  bool flag_runs(const cuda::RowGrid& g) const {
+    return g.nx % cuda::kFlagPoints == 0 && reinterpret_cast<std::uintptr_t>(flags_.ptr) % cuda::kFlagPoints == 0;
+  }
   cuda::RowGrid grid(const SlabTask& t) const {
     const std::int64_t flag_z1 = std::min(t.z1 + 1, t.dims[2]), cell_z1 = std::min(t.z1, t.dims[2] - 1);
     return {t.dims[0], t.dims[1], t.z0, (flag_z1 - t.z0) * t.dims[1], (cell_z1 - t.z0) * t.dims[1]};
@@ -184,9 +188,7 @@ class CudaEngine final : public SlabEngine {
                        unsigned(tiles_z));
       const dim3 block(32, cuda::kFlagTileY);
       // Whole runs of samples and flags load and store as vectors where every row starts on a run's alignment.
-      const bool aligned = g.nx % cuda::kFlagPoints == 0 &&
-                           reinterpret_cast<std::uintptr_t>(s.data) % sizeof(cuda::FlagRun<T>) == 0 &&
-                           reinterpret_cast<std::uintptr_t>(flags_.ptr) % cuda::kFlagPoints == 0;
+      const bool aligned = flag_runs(g) && reinterpret_cast<std::uintptr_t>(s.data) % sizeof(cuda::FlagRun<T>) == 0;
       if (aligned)
         cuda::flags_kernel<T, true><<<tiles, block>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
                                                       row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
@@ -198,11 +200,12 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA_LAUNCH("classifying points");
     }
     if (g.cell_rows > 0) {
-      cuda::count_cells_kernel<T><<<unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock),
-                                         cuda::kRowThreads>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, row_first_.as<int>(), row_last_.as<int>(),
-          row_vertices_.as<std::uint32_t>(),
-          row_triangles_.as<std::uint32_t>(), counters_.as<unsigned long long>());
+      const unsigned blocks = unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock);
+      auto* kernel = flag_runs(g) ? cuda::count_cells_kernel<T, true> : cuda::count_cells_kernel<T, false>;
+      kernel<<<blocks, cuda::kRowThreads>>>(s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task),
+                                            task.keep_degenerate, row_first_.as<int>(), row_last_.as<int>(),
+                                            row_vertices_.as<std::uint32_t>(), row_triangles_.as<std::uint32_t>(),
+                                            counters_.as<unsigned long long>());
       PS_CUDA_LAUNCH("counting triangles");
     }
     if (task.tunnels && task.z1 + 1 < task.dims[2] && task.dims[1] > 1) {
@@ -279,8 +282,8 @@ class CudaEngine final : public SlabEngine {
     if (nt > 0 && g.cell_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
       cell_list_.ensure(nt * sizeof(cuda::CellRecord), "allocating the cell list");
       const mc::CaseLookup cases = lookup(task);
-      cuda::cell_list_kernel<T><<<unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock),
-                                  cuda::kRowThreads>>>(
+      auto* list = flag_runs(g) ? cuda::cell_list_kernel<T, true> : cuda::cell_list_kernel<T, false>;
+      list<<<unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock), cuda::kRowThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), cases, task.keep_degenerate,
           row_triangles_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(),
           row_triangle_base_.as<std::uint64_t>(), row_first_.as<int>(), row_last_.as<int>(), out.vertex_base,
