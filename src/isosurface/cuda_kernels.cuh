@@ -191,6 +191,22 @@ __global__ void __launch_bounds__(32 * kFlagTileY) flags_kernel(mc::SlabValues<T
   }
 }
 
+// The slab's totals after the row scans, gathered on the device so that one copy brings them home (five copies of a
+// few bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction).
+struct SlabTotals {
+  unsigned long long vertices, triangles, ties;
+};
+__global__ void totals_kernel(const std::uint64_t* __restrict__ row_vertex_base,
+                              const std::uint32_t* __restrict__ row_vertices,
+                              const std::uint64_t* __restrict__ row_triangle_base,
+                              const std::uint32_t* __restrict__ row_triangles, std::int64_t rows, std::int64_t owned,
+                              const unsigned long long* __restrict__ tie_count, SlabTotals* __restrict__ out) {
+  // Vertices of the owned rows only (the slab's extra slice belongs to the next slab); all triangles.
+  out->vertices = owned < rows ? row_vertex_base[owned] : row_vertex_base[rows - 1] + row_vertices[rows - 1];
+  out->triangles = row_triangle_base[rows - 1] + row_triangles[rows - 1];
+  out->ties = *tie_count;
+}
+
 __device__ __forceinline__ void load_corners(const std::uint8_t* const* row, std::int64_t i, std::uint8_t* cf) {
   for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
 }
@@ -423,6 +439,9 @@ __device__ __forceinline__ std::uint32_t warp_exclusive(std::uint32_t mine, int 
 }
 
 // One warp per row (a block per row idled on the rows' few vertices and on its barriers).
+// Runs (rows aligned, as in count_cells_kernel): a lane takes four points as one flag word, and chunks of 128 points
+// without a slot are skipped whole.
+template <bool Runs>
 __global__ void __launch_bounds__(kRowThreads) vertex_list_kernel(RowGrid g, std::int64_t rows,
                                                                   const std::uint8_t* __restrict__ flags,
                                                                   const std::uint32_t* __restrict__ row_vertices,
@@ -435,15 +454,34 @@ __global__ void __launch_bounds__(kRowThreads) vertex_list_kernel(RowGrid g, std
   const int lane = int(threadIdx.x % 32);
   const std::uint8_t* f = flags + r * g.nx;
   std::uint64_t base = row_vertex_base[r];
-  const std::int64_t last = row_last[r];
-  for (std::int64_t i0 = row_first[r]; i0 <= last; i0 += 32) {
-    const std::int64_t i = i0 + lane;
-    const std::uint8_t fl = i <= last ? f[i] : 0;
-    std::uint32_t chunk;
-    const std::uint32_t offset = warp_exclusive(std::uint32_t(mc::slot_count(fl)), lane, chunk);
-    std::uint64_t v = base + offset;
-    for (unsigned bits = fl & mc::kSlotMask; bits; bits &= bits - 1) entries[v++] = vertex_entry(r, i, __ffs(bits) - 1);
-    base += chunk;
+  if constexpr (Runs) {
+    // No point before row_first or after row_last holds a slot, so whole words need no masking.
+    constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
+    const int last = row_last[r];
+    for (int run0 = row_first[r] & ~(kFlagPoints - 1); run0 <= last; run0 += kFlagWarpPoints) {
+      const int i0 = run0 + kFlagPoints * lane;
+      const std::uint32_t slots = i0 <= last ? *reinterpret_cast<const std::uint32_t*>(f + i0) & kSlotBytes : 0u;
+      if (!__any_sync(0xffffffffu, slots != 0)) continue;
+      std::uint32_t chunk;
+      const std::uint32_t offset = warp_exclusive(std::uint32_t(__popc(slots)), lane, chunk);
+      std::uint64_t v = base + offset;
+      for (std::uint32_t bits = slots; bits; bits &= bits - 1) {
+        const int bit = __ffs(int(bits)) - 1;
+        entries[v++] = vertex_entry(r, i0 + (bit >> 3), bit & 7);
+      }
+      base += chunk;
+    }
+  } else {
+    const std::int64_t last = row_last[r];
+    for (std::int64_t i0 = row_first[r]; i0 <= last; i0 += 32) {
+      const std::int64_t i = i0 + lane;
+      const std::uint8_t fl = i <= last ? f[i] : 0;
+      std::uint32_t chunk;
+      const std::uint32_t offset = warp_exclusive(std::uint32_t(mc::slot_count(fl)), lane, chunk);
+      std::uint64_t v = base + offset;
+      for (unsigned bits = fl & mc::kSlotMask; bits; bits &= bits - 1) entries[v++] = vertex_entry(r, i, __ffs(bits) - 1);
+      base += chunk;
+    }
   }
 }
 

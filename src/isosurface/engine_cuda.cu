@@ -219,21 +219,20 @@ class CudaEngine final : public SlabEngine {
     const auto t1 = Clock::now();
     scan(row_vertices_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(), rows);
     scan(row_triangles_.as<std::uint32_t>(), row_triangle_base_.as<std::uint64_t>(), rows);
-    // Totals: vertices of the owned rows (the extra slice belongs to the next slab), all triangles.
-    const std::size_t owned = std::size_t((task.z1 - task.z0) * task.dims[1]);
-    std::uint64_t vb = 0, tb = 0;
-    std::uint32_t vl = 0, tl = 0;
-    if (owned < rows) {
-      PS_CUDA(cudaMemcpy(&vb, row_vertex_base_.as<std::uint64_t>() + owned, 8, cudaMemcpyDeviceToHost), "reading totals");
-    } else {
-      PS_CUDA(cudaMemcpy(&vb, row_vertex_base_.as<std::uint64_t>() + rows - 1, 8, cudaMemcpyDeviceToHost), "reading totals");
-      PS_CUDA(cudaMemcpy(&vl, row_vertices_.as<std::uint32_t>() + rows - 1, 4, cudaMemcpyDeviceToHost), "reading totals");
+    const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]);
+    cuda::SlabTotals totals{};
+    if (rows > 0) {
+      totals_.ensure(sizeof(cuda::SlabTotals), "allocating the slab totals");
+      cuda::totals_kernel<<<1, 1>>>(row_vertex_base_.as<std::uint64_t>(), row_vertices_.as<std::uint32_t>(),
+                                    row_triangle_base_.as<std::uint64_t>(), row_triangles_.as<std::uint32_t>(),
+                                    std::int64_t(rows), owned, counters_.as<unsigned long long>(),
+                                    totals_.as<cuda::SlabTotals>());
+      PS_CUDA_LAUNCH("gathering the slab totals");
+      PS_CUDA(cudaMemcpy(&totals, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
     }
-    PS_CUDA(cudaMemcpy(&tb, row_triangle_base_.as<std::uint64_t>() + rows - 1, 8, cudaMemcpyDeviceToHost), "reading totals");
-    PS_CUDA(cudaMemcpy(&tl, row_triangles_.as<std::uint32_t>() + rows - 1, 4, cudaMemcpyDeviceToHost), "reading totals");
-    PS_CUDA(cudaMemcpy(&tie_total_, counters_.ptr, 8, cudaMemcpyDeviceToHost), "reading totals");
+    tie_total_ = totals.ties;
     seconds_.scan += since(t1);
-    counts_ = {vb + vl, tb + tl};
+    counts_ = {totals.vertices, totals.triangles};
     return counts_;
   }
 
@@ -261,8 +260,8 @@ class CudaEngine final : public SlabEngine {
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
     if (nv > 0 && owned_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
       vertex_list_.ensure(nv * 8, "allocating the vertex list");
-      cuda::vertex_list_kernel<<<unsigned((owned_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock),
-                                 cuda::kRowThreads>>>(
+      auto* list = flag_runs(g) ? cuda::vertex_list_kernel<true> : cuda::vertex_list_kernel<false>;
+      list<<<unsigned((owned_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock), cuda::kRowThreads>>>(
           g, std::int64_t(owned_rows), flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(),
           row_first_.as<int>(), row_last_.as<int>(), vertex_list_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("listing vertices");
@@ -359,7 +358,7 @@ class CudaEngine final : public SlabEngine {
     return l;
   }
 
-  core::DeviceBuffer vertex_list_, cell_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
+  core::DeviceBuffer totals_, vertex_list_, cell_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
       row_triangle_base_, row_first_, row_last_, scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
       values_, face_labels_;
   UploadKey labels_key_, scalars_key_;
