@@ -553,15 +553,17 @@ TEST(Isosurface, EveryVoxelTypeGivesTheSameTopology) {
       }
   VolumeGeometry g;
   g.dims = {n, n, n};
-  TriangleMesh reference;
+  // A level that samples equal (ties) and one that none equals.
+  TriangleMesh reference, reference_between;
   auto run = [&](auto tag, VoxelType type) {
     using T = decltype(tag);
     std::vector<T> data(values.begin(), values.end());
     MemoryVolume v(g, type, data.data());
     for (Device d : devices()) {
-      const TriangleMesh m = extract(v, 40, d);
-      if (reference.triangles.empty()) reference = m;
+      const TriangleMesh m = extract(v, 40, d), between = extract(v, 40.5, d);
+      if (reference.triangles.empty()) reference = m, reference_between = between;
       EXPECT_EQ(m.triangles, reference.triangles) << voxel_type_name(type) << " " << device_name(d);
+      EXPECT_EQ(between.triangles, reference_between.triangles) << voxel_type_name(type) << " " << device_name(d) << " at 40.5";
     }
   };
   run(std::uint8_t{}, VoxelType::UInt8);
@@ -573,6 +575,7 @@ TEST(Isosurface, EveryVoxelTypeGivesTheSameTopology) {
   run(float{}, VoxelType::Float32);
   run(double{}, VoxelType::Float64);
   EXPECT_GT(reference.triangle_count(), 100);
+  EXPECT_GT(reference_between.triangle_count(), 100);
 }
 
 TEST(Isosurface, NonFiniteSamplesAreNeverInside) {
