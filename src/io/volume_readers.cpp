@@ -237,12 +237,20 @@ std::unique_ptr<VolumeSource> open_data(const std::string& name, const std::stri
   if (enc == Encoding::Deflate)
     return std::make_unique<FileVolume>(name, g, type, big_endian,
                                         std::make_unique<io::InflateStream>(data_path, offset, inflated_skip));
-  // ASCII: parse every number now (text volumes are small by nature).
+  // ASCII: parse every number now (text volumes are small by nature). Each value takes a character and all but
+  // the last a separator, so a header whose count the file cannot hold is refused before anything is allocated.
+  const std::uint64_t n_values = std::uint64_t(g.voxel_count());
+  const std::uint64_t have = file_size(data_path);
+  if (have < offset || have - offset < 2 * n_values - 1)
+    parse_fail(name, "ASCII data is truncated: the header asks for " + std::to_string(n_values) +
+                         " values, which take at least " + std::to_string(2 * n_values - 1) + " bytes, and '" +
+                         data_path + "' holds " + std::to_string(have > offset ? have - offset : 0) +
+                         " after the header");
   std::ifstream in(data_path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Io, "cannot open '" + data_path + "'");
   in.seekg(std::streamoff(offset));
   std::vector<char> bytes(static_cast<std::size_t>(need));
-  const std::size_t n = std::size_t(g.voxel_count());
+  const std::size_t n = std::size_t(n_values);
   std::string token;
   for (std::size_t i = 0; i < n; ++i) {
     if (!(in >> token))
