@@ -1,6 +1,7 @@
-// CUDA kernels of the isosurface engine: counts by one warp per grid row, in-row offsets by one block per row
-// (chunks of kRowThreads points, block scans), which lists the vertices and mixed cells; those are then computed
-// one per thread (rows hold few of them). The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
+// CUDA kernels of the isosurface engine: point flags by 2-D tiles of four-point runs marching along z, cell counts
+// and the vertex and cell lists by one warp per grid row (four points a lane where rows align, warp scans), and the
+// vertices and triangles one per thread (rows hold few of them). The per-point and per-cell math is mc_kernels.hpp,
+// shared with the CPU engine.
 // Pipeline as in Rogeiro 2011 (classify, scan, generate), with Flying-Edges-style edge ownership so that no
 // compaction or vertex merge pass is needed.
 #pragma once
