@@ -83,14 +83,18 @@ __device__ __forceinline__ void load_run(const T* __restrict__ at, int count, R 
 
 // Which samples of a run are inside (bit p for point p) and which lie on the level (bit 4 + p).
 constexpr int kOnShift = kFlagPoints;
+template <class R> __device__ __forceinline__ std::uint32_t classify_sample(R v, R level) {
+  return (mc::is_inside(v, level) ? 1u : 0u) | (v == level ? 1u << kOnShift : 0u);
+}
 template <class R>
 __device__ __forceinline__ std::uint32_t classify_run(const R (&v)[kFlagPoints], R level) {
   std::uint32_t bits = 0;
 #pragma unroll
-  for (int p = 0; p < kFlagPoints; ++p)
-    bits |= (mc::is_inside(v[p], level) ? 1u << p : 0u) | (v[p] == level ? 1u << (kOnShift + p) : 0u);
+  for (int p = 0; p < kFlagPoints; ++p) bits |= classify_sample(v[p], level) << p;
   return bits;
 }
+// Bytes of a flag word, four points' flags, masked to their vertex slots.
+constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
 // Bit p of m (p < 4) to bit 0 of byte p: the four shifted copies of m do not overlap, so nothing carries.
 static_assert(kFlagPoints == 4, "spread_bits and the packed flag word take four points");
 __device__ __forceinline__ std::uint32_t spread_bits(std::uint32_t m) { return (m * 0x00204081u) & 0x01010101u; }
@@ -141,8 +145,7 @@ __global__ void __launch_bounds__(32 * kFlagTileY) flags_kernel(mc::SlabValues<T
     // The point after the run: the next lane's first, or (last lane) a load.
     std::uint32_t east = __shfl_down_sync(0xffffffffu, cur, 1);
     if (lane == 31 && count == kFlagPoints && has_after_east) {
-      const R e = R(at[kFlagPoints]);
-      east = (mc::is_inside(e, level) ? 1u : 0u) | (e == level ? 1u << kOnShift : 0u);
+      east = classify_sample(R(at[kFlagPoints]), level);
     }
     const std::uint32_t north_bits = classify_run(north, level);
     // point_flags' first branch for four points at once, as bit masks: a crossing to a neighbour on the level is
@@ -171,7 +174,6 @@ __global__ void __launch_bounds__(32 * kFlagTileY) flags_kernel(mc::SlabValues<T
         if (p < count) out[p] = std::uint8_t(word >> (8 * p));
     }
     // The row segment's slots and span: most segments have none, and a ballot says so at once.
-    constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
     const std::uint32_t slotted = word & kSlotBytes;
     const std::uint32_t with = __ballot_sync(0xffffffffu, slotted != 0);
     if (with) {
@@ -252,7 +254,6 @@ __device__ __forceinline__ void load_run_words(const std::uint8_t* const* row, i
     for (int q = 0; q < 4; ++q) after[q] = row[q][i0 + kFlagPoints];
 }
 __device__ __forceinline__ bool run_has_slots(const std::uint32_t (&w)[4], const std::uint32_t (&after)[4]) {
-  constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
   return (((w[0] | w[1] | w[2] | w[3]) & kSlotBytes) | ((after[0] | after[1] | after[2] | after[3]) & mc::kSlotMask)) != 0;
 }
 // The corner flags of cell i0 + c, in cell_case's order.
@@ -457,7 +458,6 @@ __global__ void __launch_bounds__(kRowThreads) vertex_list_kernel(RowGrid g, std
   std::uint64_t base = row_vertex_base[r];
   if constexpr (Runs) {
     // No point before row_first or after row_last holds a slot, so whole words need no masking.
-    constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
     const int last = row_last[r];
     for (int run0 = row_first[r] & ~(kFlagPoints - 1); run0 <= last; run0 += kFlagWarpPoints) {
       const int i0 = run0 + kFlagPoints * lane;
@@ -630,7 +630,6 @@ __global__ void __launch_bounds__(kRowThreads) cell_list_kernel(
     for (std::uint32_t n = 1; n < tris; ++n) records[t + n].cell = kContinuation;
   };
   if constexpr (Runs) {
-    constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
     const int first_cell = int(begin), stop = int(end);
     for (int run0 = first_cell & ~(kFlagPoints - 1); run0 < stop; run0 += kFlagWarpPoints) {
       const int i0 = run0 + kFlagPoints * lane;
