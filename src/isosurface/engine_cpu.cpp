@@ -39,6 +39,36 @@ constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x101
   for (int q = 1; q < 4; ++q) diff |= (a ^ (load8(row[q] + i) & kInsideBytes)) | (a ^ (load8(row[q] + i + 1) & kInsideBytes));
   return diff;
 }
+// The triangles of a cell none of whose corners lies on the level, straight from its entry: each vertex id is the
+// first slot of the edge's lower corner plus the slots that come before the edge's axis there (mc::key_vertex
+// without its on-level cases). through[q]: the slots of row q up to and including the cell's lower points.
+[[gnu::always_inline]] inline void emit_plain_triangles(const mc::CaseEntry& e, const std::uint8_t* cf,
+                                                        const std::uint64_t* row_base, const std::uint32_t* through,
+                                                        bool flip, std::uint32_t* out) {
+  // Per key (12 edges, then the centre): the edge's lower corner in bits 0-2 and, in bits 3-7, the slots that
+  // precede its vertex at that corner (the point slot and the lower axes; the centre comes after x, y and z).
+  static constexpr std::uint8_t kKeySlot[13] = {0 | 1 << 3, 2 | 1 << 3, 4 | 1 << 3, 6 | 1 << 3,
+                                                0 | 3 << 3, 1 | 3 << 3, 4 | 3 << 3, 5 | 3 << 3,
+                                                0 | 7 << 3, 1 | 7 << 3, 2 | 7 << 3, 3 | 7 << 3,
+                                                0 | 15 << 3};
+  std::uint64_t first[8];
+  for (int q = 0; q < 4; ++q) {
+    const std::uint64_t after = row_base[q] + through[q];
+    first[2 * q] = after - std::uint64_t(mc::slot_count(cf[2 * q]));
+    first[2 * q + 1] = after;
+  }
+  auto id = [&](int key) {
+    const int c = kKeySlot[key] & 7;
+    return std::uint32_t(first[c] + std::uint64_t(mc::popcount8(cf[c] & (kKeySlot[key] >> 3))));
+  };
+  const int b = flip ? 2 : 1, c = flip ? 1 : 2;
+  for (int n = 0; n < e.count; ++n, out += 3) {
+    out[0] = id(e.edges[3 * n]);
+    out[b] = id(e.edges[3 * n + 1]);
+    out[c] = id(e.edges[3 * n + 2]);
+  }
+}
+
 // Bytes 0 .. b of a word.
 [[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
 
@@ -388,6 +418,11 @@ class CpuEngine final : public SlabEngine {
           const int cas = mc::cell_case(cf);
           if (cas == 0 || cas == 255) return;
           const auto& e = mc::case_entry(cases, s, cas, level, i, j, k);
+          if (!task.labels && !mc::touches_level(cf)) {  // no ties, no labels: every triangle of the entry, as it is
+            emit_plain_triangles(e, cf, base, through, task.flip, out.triangles + 3 * t);
+            t += e.count;
+            return;
+          }
           std::uint64_t first[8];
           // Corner (q, i) starts after the slots before i; corner (q, i + 1) after point i's own slots too.
           for (int c = 0; c < 8; ++c)

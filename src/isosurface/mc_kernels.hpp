@@ -211,7 +211,7 @@ PS_HD int interior_connections(const R* relative) {
 
 // Where a cell's triangles come from: the tables, and which ambiguity rules apply.
 struct CaseLookup {
-  const CaseEntry* entries = nullptr;          // [case · 64 + face mask]
+  const CaseEntry* entries = nullptr;          // [entry_index(case, face mask)]
   const std::uint8_t* case_flags = nullptr;    // per case: ambiguous faces (bits 0–5), can tunnel (bit 6); null: classic
   const std::uint16_t* tunnel_block = nullptr;  // MC33 only: TunnelTables::block and ::entries
   const CaseEntry* tunnel_entries = nullptr;
@@ -231,20 +231,20 @@ PS_HD_HOST_NOINLINE const CaseEntry& decided_entry(const CaseLookup& t, const Sl
     const std::uint16_t block = t.tunnel_block[cas * kFaceMasks + mask];
     if (block != kNoTunnel) return t.tunnel_entries[int(block) * kInteriorSets + interior_connections(rel)];
   }
-  return t.entries[cas * kFaceMasks + mask];
+  return t.entries[entry_index(cas, mask)];
 }
 
 // The table entry of a cell: classic, decided faces, or (MC33) decided faces and interior tunnels.
 template <class T>
 PS_HD const CaseEntry& case_entry(const CaseLookup& t, const SlabValues<T>& s, int cas,
                                   typename RealOf<T>::type level, std::int64_t i, std::int64_t j, std::int64_t k) {
-  if (!t.case_flags) return t.entries[cas * kFaceMasks];
+  if (!t.case_flags) return t.entries[entry_index(cas, 0)];
 #if defined(__CUDA_ARCH__)
   const int flags = __ldg(t.case_flags + cas);
 #else
   const int flags = t.case_flags[cas];
 #endif
-  if (!flags) return t.entries[cas * kFaceMasks];
+  if (!flags) return t.entries[entry_index(cas, 0)];
   return decided_entry(t, s, cas, flags, level, i, j, k);
 }
 

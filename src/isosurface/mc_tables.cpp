@@ -366,8 +366,8 @@ CaseTables make_tables() {
     t.ambiguous_faces[cas] = amb;
     for (int mask = 0; mask < kFaceMasks; ++mask) {
       // Only ambiguous faces have a choice; other bits repeat the entry of mask & amb.
-      const std::size_t index = std::size_t(cas) * kFaceMasks + std::size_t(mask);
-      t.entries[index] = (mask & amb) == mask ? builder.build(cas, mask, 0) : t.entries[index - std::size_t(mask) + (mask & amb)];
+      const std::size_t index = std::size_t(entry_index(cas, mask));
+      t.entries[index] = (mask & amb) == mask ? builder.build(cas, mask, 0) : t.entries[std::size_t(entry_index(cas, mask & amb))];
       if (t.entries[index].count > t.max_triangles) t.max_triangles = t.entries[index].count;
     }
   }
@@ -387,7 +387,7 @@ TunnelTables make_tunnel_tables() {
       const std::uint8_t amb = base.ambiguous_faces[cas];
       for (int mask = 0; mask < kFaceMasks; ++mask) {
         if ((mask & amb) != mask) continue;
-        const CaseEntry& e = base.entries[std::size_t(cas) * kFaceMasks + std::size_t(mask)];
+        const CaseEntry& e = base.entries[std::size_t(entry_index(cas, mask))];
         std::array<CaseEntry, kInteriorSets> block;
         bool tunnel = false;
         for (int interior = 0; interior < kInteriorSets; ++interior) {

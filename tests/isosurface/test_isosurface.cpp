@@ -79,7 +79,7 @@ TEST(IsoTables, EveryCaseIsClosedAndUsesOnlyCrossingEdges) {
   EXPECT_LE(t.max_triangles, mc::kMaxTriangles);
   for (int cas = 0; cas < 256; ++cas)
     for (int mask = 0; mask < mc::kFaceMasks; ++mask) {
-      const auto& e = t.entries[std::size_t(cas * mc::kFaceMasks + mask)];
+      const auto& e = t.entries[std::size_t(mc::entry_index(cas, mask))];
       int uses[12] = {};
       for (int n = 0; n < 3 * e.count; ++n) {
         const int edge = e.edges[n];
