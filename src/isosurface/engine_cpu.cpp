@@ -69,6 +69,17 @@ constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x101
   }
 }
 
+// The case of cell i between four flag rows from their inside bits (bit 4 of each flag byte), two bytes a row.
+[[gnu::always_inline]] inline int cell_case_of(const std::uint8_t* const* row, std::int64_t i) {
+  int cas = 0;
+  for (int q = 0; q < 4; ++q) {
+    std::uint16_t w;
+    std::memcpy(&w, row[q] + i, 2);
+    cas |= int((w >> 4 & 1u) | (w >> 11 & 2u)) << (2 * q);
+  }
+  return cas;
+}
+
 // Bytes 0 .. b of a word.
 [[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
 
@@ -214,6 +225,7 @@ class CpuEngine final : public SlabEngine {
     std::uint8_t* in = inside_.data();
     std::uint8_t* flags = flags_.data();
     const mc::CaseLookup cases = lookup(task);
+    const std::uint8_t* classic_triangles = mc::case_tables().classic_triangles;
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
     // Cells with an MC33 centre vertex, as (row, cell): marked after the loop, which reads the flags they change.
     std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> centers(task.tunnels ? std::size_t(threads_) : 0u);
@@ -306,10 +318,26 @@ class CpuEngine final : public SlabEngine {
         if (e.center && mc::uses_center(e, cf, task.keep_degenerate))
           centers[std::size_t(omp_get_thread_num())].emplace_back(r, i);
       };
+      // No corner on the level and no MC33 centres: a case's triangles are its entry's, read from a byte table
+      // unless the case has ambiguous faces to decide.
+      const std::size_t q0 = std::size_t(r), q2 = std::size_t(r + l.ny);
+      const bool plain = !task.tunnels && !(row_on_level_[q0] | row_on_level_[q0 + 1] | row_on_level_[q2] |
+                                           row_on_level_[q2 + 1]);
+      auto count_plain = [&](std::int64_t i) __attribute__((always_inline)) {
+        const int cas = cell_case_of(row, i);
+        if (cases.case_flags && cases.case_flags[cas]) count_cell(i);
+        else n += classic_triangles[cas];
+      };
       std::int64_t i = i_begin;
-      for (; i + 8 <= i_end; i += 8)  // the mixed cells among eight
-        for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_cell(i + (__builtin_ctzll(m) >> 3));
-      for (; i < i_end; ++i) count_cell(i);
+      if (plain) {
+        for (; i + 8 <= i_end; i += 8)
+          for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_plain(i + (__builtin_ctzll(m) >> 3));
+        for (; i < i_end; ++i) count_plain(i);  // (cases 0 and 255 have no triangles)
+      } else {
+        for (; i + 8 <= i_end; i += 8)  // the mixed cells among eight
+          for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_cell(i + (__builtin_ctzll(m) >> 3));
+        for (; i < i_end; ++i) count_cell(i);
+      }
       row_triangles_[std::size_t(r)] = n;
     }
     }
@@ -412,7 +440,7 @@ class CpuEngine final : public SlabEngine {
         std::uint64_t t = row_triangle_base_[std::size_t(r)];
         const auto [i_begin, i_end] = cell_span(r, l);
         // Cell i's triangles; through[q]: the slots of row q's points up to and including i (from the span's start).
-        auto emit_cell = [&](std::int64_t i, const std::uint32_t* through) {
+        auto emit_cell = [&](std::int64_t i, const std::uint32_t* through) __attribute__((always_inline)) {
           std::uint8_t cf[8];
           for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
           const int cas = mc::cell_case(cf);

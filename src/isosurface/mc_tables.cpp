@@ -370,6 +370,7 @@ CaseTables make_tables() {
       t.entries[index] = (mask & amb) == mask ? builder.build(cas, mask, 0) : t.entries[std::size_t(entry_index(cas, mask & amb))];
       if (t.entries[index].count > t.max_triangles) t.max_triangles = t.entries[index].count;
     }
+    t.classic_triangles[cas] = t.entries[std::size_t(entry_index(cas, 0))].count;
   }
   return t;
 }

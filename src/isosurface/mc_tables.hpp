@@ -29,6 +29,7 @@ constexpr int entry_index(int cas, int face_mask) { return face_mask * 256 + cas
 struct CaseTables {
   std::vector<CaseEntry> entries;          // [entry_index(case, face mask)]
   std::uint8_t ambiguous_faces[256];       // faces where the case has four crossings
+  std::uint8_t classic_triangles[256];     // triangles of each case's classic entry (face mask 0)
   int max_triangles = 0;
 };
 
