@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <initializer_list>
 
 #include "core/cuda_check.hpp"
 #include "core/memory.hpp"
@@ -652,17 +653,37 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
         d_miscounted);
     PS_CUDA_LAUNCH("launching the triangle kernel");
   }
-  // read where the host waits anyway: before orientation (which follows the triangles), else with the kept count
-  bool counts_checked = false;
-  auto check_counts = [&](const ull* also = nullptr, ull* to = nullptr) {
+  // The kept triangles are scanned now (flips leave the flags as they are), so that their total comes back with the
+  // orientation's last read; the count check rides on the first read. Each read is one host wait.
+  const bool compacting = !plan.keep_degenerate && nt > 0;
+  DeviceBuffer d_kept_before{s};
+  if (compacting) {
+    d_kept_before.ensure(std::size_t(nt + 1) * sizeof(ull), "allocating triangle offsets");
+    auto counts = thrust::make_transform_iterator(d_keep.as<std::uint8_t>(), ToCount{});
+    exclusive_sum(counts, d_kept_before.as<ull>(), nt + 1, d_temp, s, "scanning kept triangles");
+  }
+  ull kept_total = ull(nt);
+  bool counts_checked = false, kept_read = !compacting;
+  struct Read {
+    void* to;
+    const void* from;
+    std::size_t bytes;
+  };
+  auto read_back = [&](std::initializer_list<Read> reads, bool with_kept, const char* what) {
     int miscounted = 0;
-    PS_CUDA(cudaMemcpyAsync(&miscounted, d_miscounted, sizeof miscounted, cudaMemcpyDeviceToHost, s), "reading the count flag");
-    if (also) PS_CUDA(cudaMemcpyAsync(to, also, sizeof(ull), cudaMemcpyDeviceToHost, s), "reading a count");
-    PS_CUDA(cudaStreamSynchronize(s), "assembling triangles");
-    counts_checked = true;
-    if (miscounted)
+    if (!counts_checked)
+      PS_CUDA(cudaMemcpyAsync(&miscounted, d_miscounted, sizeof miscounted, cudaMemcpyDeviceToHost, s), "reading the count flag");
+    for (const Read& r : reads)
+      if (r.bytes) PS_CUDA(cudaMemcpyAsync(r.to, r.from, r.bytes, cudaMemcpyDeviceToHost, s), what);
+    if (with_kept && !kept_read)
+      PS_CUDA(cudaMemcpyAsync(&kept_total, d_kept_before.as<ull>() + nt, sizeof(ull), cudaMemcpyDeviceToHost, s),
+              "reading the kept triangle count");
+    PS_CUDA(cudaStreamSynchronize(s), what);
+    kept_read = kept_read || with_kept;
+    if (!counts_checked && miscounted)
       throw Error(ErrorKind::InvalidArgument,
                   "internal error in tessellation: a patch made another number of triangles than it was counted for");
+    counts_checked = true;
   };
 
   // 5. closed components face outward
@@ -670,15 +691,13 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   const bool any_closed = plan.orient && std::find(plan.component_closed.begin(), plan.component_closed.end(), 1) !=
                                              plan.component_closed.end();
   if (any_closed && np > 0) {
-    check_counts();
     DeviceBuffer d_sums{s}, d_centre{s}, d_closed{s}, d_volume{s}, d_cflip{s}, d_flip_slot{s};
     d_sums.ensure(std::size_t(np) * 32, "allocating patch sums");
     patch_centre_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_first.as<ull>(), tri,
                                                                        d_positions.as<double>(), d_sums.as<double>());
     PS_CUDA_LAUNCH("launching the patch centre kernel");
     std::vector<double> sums(static_cast<std::size_t>(np) * 4);
-    PS_CUDA(cudaMemcpyAsync(sums.data(), d_sums.ptr, sums.size() * 8, cudaMemcpyDeviceToHost, s), "reading patch sums");
-    PS_CUDA(cudaStreamSynchronize(s), "reading patch sums");
+    read_back({{sums.data(), d_sums.ptr, sums.size() * 8}}, false, "reading patch sums");
     std::vector<double> centre(std::size_t(nc) * 3, 0.0), count(std::size_t(nc), 0.0);
     for (std::int64_t p = 0; p < np; ++p) {
       const auto c = std::size_t(plan.component[p]);
@@ -695,8 +714,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
                                                                        d_volume.as<double>());
     PS_CUDA_LAUNCH("launching the patch volume kernel");
     std::vector<double> volume(static_cast<std::size_t>(np));
-    PS_CUDA(cudaMemcpyAsync(volume.data(), d_volume.ptr, volume.size() * 8, cudaMemcpyDeviceToHost, s), "reading patch volumes");
-    PS_CUDA(cudaStreamSynchronize(s), "reading patch volumes");
+    read_back({{volume.data(), d_volume.ptr, volume.size() * 8}}, true, "reading patch volumes");
     outcome.component_volume.assign(std::size_t(nc), 0.0);
     for (std::int64_t p = 0; p < np; ++p) outcome.component_volume[std::size_t(plan.component[p])] += volume[std::size_t(p)];
     std::vector<std::uint8_t> flip(std::size_t(nc), 0);
@@ -719,13 +737,9 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
 
   // 6. zero-area triangles out, in order
   std::int64_t kept = nt;
-  DeviceBuffer c_tv{s}, c_tn{s}, c_tg{s}, c_tp{s}, d_kept_before{s};
-  if (!plan.keep_degenerate && nt > 0) {
-    d_kept_before.ensure(std::size_t(nt + 1) * sizeof(ull), "allocating triangle offsets");
-    auto counts = thrust::make_transform_iterator(d_keep.as<std::uint8_t>(), ToCount{});
-    exclusive_sum(counts, d_kept_before.as<ull>(), nt + 1, d_temp, s, "scanning kept triangles");
-    ull kept_total = 0;
-    check_counts(d_kept_before.as<ull>() + nt, &kept_total);
+  DeviceBuffer c_tv{s}, c_tn{s}, c_tg{s}, c_tp{s};
+  if (compacting) {
+    if (!kept_read) read_back({}, true, "assembling triangles");
     kept = std::int64_t(kept_total);
     if (kept < nt) {
       c_tv.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 12, "allocating triangles");
@@ -739,7 +753,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
       tri = to;
     }
   }
-  if (!counts_checked) check_counts();
+  if (!counts_checked) read_back({}, false, "assembling triangles");
   PS_CUDA(cudaStreamSynchronize(s), "assembling the mesh on the device");
   lap(3);
   const auto t1 = Clock::now();
