@@ -26,7 +26,8 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 // Eight flag bytes at once (most cells and points of a row have nothing to do: skipping them 8 by 8 is most of
 // the speed of the sweeps below).
-constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x1010101010101010ull;
+constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x1010101010101010ull,
+                        kOnLevelBytes = 0x2020202020202020ull;
 [[gnu::always_inline]] inline std::uint64_t load8(const std::uint8_t* p) {
   std::uint64_t w;
   std::memcpy(&w, p, 8);
@@ -70,15 +71,20 @@ constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x101
   }
 }
 
-// The case of cell i between four flag rows from their inside bits (bit 4 of each flag byte), two bytes a row.
-[[gnu::always_inline]] inline int cell_case_of(const std::uint8_t* const* row, std::int64_t i) {
-  int cas = 0;
+// The flag bytes of cell i's eight corners in corner order (byte c: corner c), two bytes a row.
+[[gnu::always_inline]] inline std::uint64_t corner_flags8(const std::uint8_t* const* row, std::int64_t i) {
+  std::uint64_t w = 0;
   for (int q = 0; q < 4; ++q) {
-    std::uint16_t w;
-    std::memcpy(&w, row[q] + i, 2);
-    cas |= int((w >> 4 & 1u) | (w >> 11 & 2u)) << (2 * q);
+    std::uint16_t pair;
+    std::memcpy(&pair, row[q] + i, 2);
+    w |= std::uint64_t(pair) << (16 * q);
   }
-  return cas;
+  return w;
+}
+// mc::cell_case of those bytes: the inside bits (bit 4 of each byte) gathered into one byte by a multiply, whose
+// partial products land each byte's bit on its own place in the top byte and carry nothing into it.
+[[gnu::always_inline]] inline int case_of_corners(std::uint64_t corners) {
+  return int((((corners >> 4) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
 }
 
 // Bytes 0 .. b of a word.
@@ -329,7 +335,7 @@ class CpuEngine final : public SlabEngine {
       const bool plain = !task.tunnels && !(row_on_level_[q0] | row_on_level_[q0 + 1] | row_on_level_[q2] |
                                            row_on_level_[q2 + 1]);
       auto count_plain = [&](std::int64_t i) __attribute__((always_inline)) {
-        const int cas = cell_case_of(row, i);
+        const int cas = case_of_corners(corner_flags8(row, i));
         if (cases.case_flags && cases.case_flags[cas]) count_cell(i);
         else n += classic_triangles[cas];
       };
@@ -446,12 +452,13 @@ class CpuEngine final : public SlabEngine {
         const auto [i_begin, i_end] = cell_span(r, l);
         // Cell i's triangles; through[q]: the slots of row q's points up to and including i (from the span's start).
         auto emit_cell = [&](std::int64_t i, const std::uint32_t* through) __attribute__((always_inline)) {
+          const std::uint64_t corners = corner_flags8(row, i);
           std::uint8_t cf[8];
-          for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
-          const int cas = mc::cell_case(cf);
+          std::memcpy(cf, &corners, 8);
+          const int cas = case_of_corners(corners);
           if (cas == 0 || cas == 255) return;
           const auto& e = mc::case_entry(cases, s, cas, level, i, j, k);
-          if (!task.labels && !mc::touches_level(cf)) {  // no ties, no labels: every triangle of the entry, as it is
+          if (!task.labels && !(corners & kOnLevelBytes)) {  // no ties, no labels: every triangle of the entry, as it is
             emit_plain_triangles(e, cf, base, through, task.flip, out.triangles + 3 * t);
             t += e.count;
             return;
