@@ -199,17 +199,22 @@ template <class T> __device__ inline void put_vertex(const SampleViews<T>& st, c
   }
 }
 
+// The per-patch kernels below take patch blockIdx.x, shared by gridDim.y blocks (patch_grid): a model of a few
+// patches would otherwise leave most of the GPU idle while each block walks its patch.
+__device__ inline int patch_thread() { return int(blockIdx.y * blockDim.x + threadIdx.x); }
+__device__ inline int patch_stride() { return int(gridDim.y * blockDim.x); }
+
 template <class T> __global__ void interior_kernel(DevicePlan d, SampleViews<T> st, double* positions, double* normals) {
   const std::int64_t p = blockIdx.x;
   if (d.v.triangle(p)) {
     const int n = d.v.nu[p];
-    for (int b = 1 + int(threadIdx.x); b < n; b += blockDim.x)
+    for (int b = 1 + patch_thread(); b < n; b += patch_stride())
       for (int a = 1; a + b < n; ++a) put_vertex(st, lattice_ref(d.v, p, a, b), positions, normals);
     return;
   }
   const int nu = d.v.nu[p], nv = d.v.nv[p];
   const int inner = (nu - 1) * (nv - 1);
-  for (int k = int(threadIdx.x); k < inner; k += blockDim.x)
+  for (int k = patch_thread(); k < inner; k += patch_stride())
     put_vertex(st, grid_ref(d.v, p, 1 + k / (nv - 1), 1 + k % (nv - 1)), positions, normals);
 }
 
@@ -280,7 +285,7 @@ __global__ void plain_triangles_kernel(DevicePlan d, const ull* tri_first, const
   const int nu = d.v.nu[p], nv = d.v.nv[p];
   const bool flip = d.v.flipped(p);
   const ull base = tri_first[p];
-  for (int cell = int(threadIdx.x); cell < nu * nv; cell += blockDim.x) {
+  for (int cell = patch_thread(); cell < nu * nv; cell += patch_stride()) {
     const int i = cell / nv, j = cell % nv;
     const PlanRef a0 = grid_ref(d.v, p, i, j), a1 = grid_ref(d.v, p, i + 1, j);
     const PlanRef b0 = grid_ref(d.v, p, i, j + 1), b1 = grid_ref(d.v, p, i + 1, j + 1);
@@ -428,6 +433,20 @@ template <class X> void upload(DeviceBuffer& buf, const X* src, std::int64_t n, 
   if (bytes) PS_CUDA(cudaMemcpyAsync(buf.ptr, src, bytes, cudaMemcpyHostToDevice, s), what);
 }
 
+
+// Patches across blockIdx.x and, when there are fewer patches than a GPU holds blocks at once, several blocks a
+// patch across blockIdx.y: up to one per kPatchThreads cells of the largest patch (a block beyond a smaller patch's
+// cells does nothing).
+dim3 patch_grid(const PlanView& h, std::int64_t np) {
+  constexpr std::int64_t kBlocksWanted = 2048;
+  if (np <= 0 || np >= kBlocksWanted) return dim3(unsigned(std::max<std::int64_t>(np, 1)), 1);
+  std::int64_t cells = 1;
+  for (std::int64_t p = 0; p < np; ++p)
+    cells = std::max(cells, std::max<std::int64_t>(h.nu[p] + 1, 1) * std::max<std::int64_t>(h.nv[p] + 1, 1));
+  const std::int64_t per = std::min<std::int64_t>({(kBlocksWanted + np - 1) / np, (cells + kPatchThreads - 1) / kPatchThreads,
+                                                   65535});
+  return dim3(unsigned(np), unsigned(std::max<std::int64_t>(per, 1)));
+}
 
 struct StreamGuard {
   cudaStream_t s = nullptr;
@@ -625,8 +644,9 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
 
   // 3. interior vertices
+  const dim3 per_patch = patch_grid(plan.view, np);
   if (np > 0) {
-    interior_kernel<T><<<unsigned(np), kPatchThreads, 0, s>>>(d, st, d_positions.as<double>(), d_normals.as<double>());
+    interior_kernel<T><<<per_patch, kPatchThreads, 0, s>>>(d, st, d_positions.as<double>(), d_normals.as<double>());
     PS_CUDA_LAUNCH("launching the interior vertex kernel");
   }
 
@@ -643,7 +663,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   TriangleOut tri{d_tv.as<std::uint32_t>(), d_tn.as<std::uint32_t>(), d_tg.as<std::int32_t>(), d_tp.as<std::int32_t>(),
                   plan.keep_degenerate ? nullptr : d_keep.as<std::uint8_t>()};
   if (np > 0) {
-    plain_triangles_kernel<<<unsigned(np), kPatchThreads, 0, s>>>(d, d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(),
+    plain_triangles_kernel<<<per_patch, kPatchThreads, 0, s>>>(d, d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(),
                                                                    d_positions.as<double>(), tri);
     PS_CUDA_LAUNCH("launching the plain triangle kernel");
   }
