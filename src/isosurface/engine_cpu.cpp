@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -72,6 +73,7 @@ constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x101
 }
 
 // The flag bytes of cell i's eight corners in corner order (byte c: corner c), two bytes a row.
+static_assert(std::endian::native == std::endian::little, "corner words are read and split as little-endian bytes");
 [[gnu::always_inline]] inline std::uint64_t corner_flags8(const std::uint8_t* const* row, std::int64_t i) {
   std::uint64_t w = 0;
   for (int q = 0; q < 4; ++q) {

@@ -8,6 +8,7 @@
 #pragma once
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #if !defined(__CUDA_ARCH__) && defined(__SSE__)
 #include <immintrin.h>
@@ -408,8 +409,11 @@ PS_HD void store_vertex(const WorldMap& m, const float* idx, const float* g, flo
 #if defined(__CUDA_ARCH__) || !defined(__SSE__)
   const float inv = len2 > 0 ? 1.0f / std::sqrt(len2) : 0.0f;
 #else  // the estimate and one Newton step (relative error about 1e-7): sqrt then divide held the vertex loop's retirement
+  // (subnormal and infinite lengths, which the estimate maps to infinity and zero, take the exact form)
   const float e = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(len2)));
-  const float inv = len2 > 0 ? e * (1.5f - 0.5f * len2 * e * e) : 0.0f;
+  const float inv = (len2 >= std::numeric_limits<float>::min() && len2 <= std::numeric_limits<float>::max())
+                        ? e * (1.5f - 0.5f * len2 * e * e)
+                        : len2 > 0 ? 1.0f / std::sqrt(len2) : 0.0f;
 #endif
   for (int r = 0; r < 3; ++r) nrm[r] = n[r] * inv;
 }
