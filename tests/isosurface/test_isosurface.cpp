@@ -595,6 +595,24 @@ TEST(Isosurface, NonFiniteSamplesAreNeverInside) {
   }
 }
 
+// Samples of 1e-20 scale have gradients whose squared length is subnormal in float: the normals must still be unit
+// vectors (the CPU's fast reciprocal square root does not cover that range and must fall back).
+TEST(Isosurface, TinySampleScalesGiveUnitNormals) {
+  for (double scale : {1e-20, 1e-3, 1e15}) {
+    auto f = [scale](double x, double y, double z) { return scale * (0.6 - std::sqrt(x * x + y * y + z * z)); };
+    MemoryVolume v = sample(f, {-1, -1, -1}, {1, 1, 1}, {0.1, 0.1, 0.1});
+    for (Device d : devices()) {
+      const TriangleMesh m = extract(v, 0.0, d);
+      ASSERT_GT(m.vertex_count(), 0);
+      for (std::size_t i = 0; i < m.normals.size(); i += 3) {
+        const double len = std::sqrt(double(m.normals[i]) * m.normals[i] + double(m.normals[i + 1]) * m.normals[i + 1] +
+                                     double(m.normals[i + 2]) * m.normals[i + 2]);
+        ASSERT_NEAR(len, 1.0, 1e-5) << "scale " << scale << ", " << device_name(d) << ", vertex " << i / 3;
+      }
+    }
+  }
+}
+
 TEST(Isosurface, LevelsRangesAndErrors) {
   auto v = synthetic_field("sphere", {16, 16, 16});
   IsosurfaceOptions o;
