@@ -14,9 +14,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/ffd.hpp"
 
-#ifndef PARASURF_GIT_COMMIT
-#define PARASURF_GIT_COMMIT "unknown"
-#endif
+#include "parasurf_commit.h"
 
 namespace parasurf::cli {
 

@@ -12,6 +12,7 @@
 #include <random>
 
 #include "bench_util.hpp"
+#include "parasurf_commit.h"
 #include "isosurface/engine.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/device.hpp"
@@ -437,6 +438,7 @@ void add_bench_isosurface(CLI::App& bench) {
     }
     if (!a->json.empty()) {
       nlohmann::json j = {{"benchmark", "isosurface"},
+                          {"commit", PARASURF_GIT_COMMIT},
                           {"cpu_threads", cpu_thread_count(a->threads)},
                           {"copy_bandwidth_bytes_per_second", copy_bw},
                           {"results", results},

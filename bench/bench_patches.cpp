@@ -13,9 +13,7 @@
 #include "parasurf/tessellate.hpp"
 #include "peers.hpp"
 
-#ifndef PARASURF_GIT_COMMIT
-#define PARASURF_GIT_COMMIT "unknown"
-#endif
+#include "parasurf_commit.h"
 
 namespace parasurf::cli {
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_util.hpp"
+#include "parasurf_commit.h"
 #include "parasurf/commands.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/solver.hpp"
@@ -261,7 +262,7 @@ void add_bench_solver(CLI::App& bench) {
     std::printf("  results: Hausdorff = candidates measured, contacts = points, SSI = polyline points, ray traps = traps, "
                 "bisector = samples\n");
     if (!a->json.empty())
-      write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"gpu", gpu}, {"threads", threads}, {"results", rows}}.dump(2) + "\n");
+      write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"commit", PARASURF_GIT_COMMIT}, {"gpu", gpu}, {"threads", threads}, {"results", rows}}.dump(2) + "\n");
   });
 }
 

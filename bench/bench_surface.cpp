@@ -15,9 +15,7 @@
 #include "bench_util.hpp"
 #include "peers.hpp"
 
-#ifndef PARASURF_GIT_COMMIT
-#define PARASURF_GIT_COMMIT "unknown"
-#endif
+#include "parasurf_commit.h"
 
 namespace parasurf::cli {
 
