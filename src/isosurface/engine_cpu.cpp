@@ -108,9 +108,9 @@ int small_int_equal(float level) {
   return integral ? int(lv) : std::numeric_limits<int>::min();
 }
 
-// Inside bytes of one row (mc::is_inside without a branch), whether a sample equals the level, and whether the
-// row is all inside or has some inside. Separate functions with restrict pointers and local accumulators, so
-// that the loops vectorise.
+// Inside bytes of one row (bit 0: mc::is_inside without a branch; bit 1: the sample equals the level), whether a
+// sample equals the level, and whether the row is all inside or has some inside. Separate functions with restrict
+// pointers and local accumulators, so that the loops vectorise.
 template <class T, class R>
 void inside_row(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, R level, std::uint8_t& on_level,
                 std::uint8_t& any_inside, std::uint8_t& all_inside) {
@@ -118,9 +118,9 @@ void inside_row(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_
   std::uint8_t on = 0, any_in = 0, all_in = 1;
   for (std::int64_t i = 0; i < nx; ++i) {
     const R x = R(v[i]);
-    const auto inside = std::uint8_t((x >= level) & (x <= top));
-    o[i] = inside;
-    on |= std::uint8_t(x == level);
+    const auto inside = std::uint8_t((x >= level) & (x <= top)), equal = std::uint8_t(x == level);
+    o[i] = std::uint8_t(inside | equal << 1);
+    on |= equal;
     any_in |= inside;
     all_in &= inside;
   }
@@ -136,13 +136,37 @@ void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, s
   std::uint8_t on = 0, any_in = 0, all_in = 1;
   for (std::int64_t i = 0; i < nx; ++i) {
     const int x = int(v[i]);
-    const auto inside = std::uint8_t(x >= thr);
-    o[i] = inside;
-    on |= std::uint8_t(x == eq);
+    const auto inside = std::uint8_t(x >= thr), equal = std::uint8_t(x == eq);
+    o[i] = std::uint8_t(inside | equal << 1);
+    on |= equal;
     any_in |= inside;
     all_in &= inside;
   }
   on_level = on, any_inside = any_in, all_inside = all_in;
+}
+
+// mc::point_flags of a row near samples on the level, from inside bytes (bit 0 inside, bit 1 on the level) of the row
+// a and of its -y, +y, -z, +z neighbour rows: a crossing whose far end lies on the level leaves no slot (that
+// sample's vertex serves it), and a sample on the level carries the vertex when one of its six neighbours is
+// outside. Returns the row's slots. Branch-free inside the row, so that the loop vectorises.
+inline std::uint32_t exact_row_flags(const std::uint8_t* PS_RESTRICT a, const std::uint8_t* PS_RESTRICT ym,
+                                     const std::uint8_t* PS_RESTRICT yp, const std::uint8_t* PS_RESTRICT zm,
+                                     const std::uint8_t* PS_RESTRICT zp, std::uint8_t* PS_RESTRICT f, std::int64_t nx) {
+  // left, right: the -x and +x neighbours' bytes; a missing neighbour is given as an inside one, not on the level.
+  auto point = [&](std::int64_t i, std::uint8_t left, std::uint8_t right, std::uint8_t right_exists) {
+    const std::uint8_t A = a[i], B = yp[i], C = zp[i];
+    const std::uint8_t x = std::uint8_t((A ^ right) & ~(right >> 1) & right_exists & 1);
+    const std::uint8_t y = std::uint8_t((A ^ B) & ~(B >> 1) & 1), z = std::uint8_t((A ^ C) & ~(C >> 1) & 1);
+    const std::uint8_t outside = std::uint8_t(~(left & right & ym[i] & B & zm[i] & C) & 1);
+    const std::uint8_t on = std::uint8_t(-(A >> 1 & 1));  // 0xff on the level
+    const std::uint8_t crossing = std::uint8_t((A & 1) << 4 | x << 1 | y << 2 | z << 3);
+    f[i] = std::uint8_t((on & (mc::kInside | mc::kOnLevel | outside)) | (~on & crossing));
+    return std::uint32_t((on & outside) | (~on & (x + y + z)));
+  };
+  if (nx == 1) return point(0, 1, 1, 0);
+  std::uint32_t n = point(0, 1, a[1], 1);
+  for (std::int64_t i = 1; i + 1 < nx; ++i) n += point(i, a[i - 1], a[i + 1], 1);
+  return n + point(nx - 1, a[nx - 2], 1, 0);
 }
 
 // Bytes that are not zeroed when they grow: the sweeps write every byte before anything reads it, so the pages are
@@ -273,6 +297,9 @@ class CpuEngine final : public SlabEngine {
                          uc = has_z ? row_uniform_[std::size_t(r + l.ny)] : ua;
       if (!exact && ua != 2 && ua == ub && ua == uc) {  // the row and its +y, +z rows all on one side: no slots
         std::memset(f, ua << 4, std::size_t(l.nx));
+      } else if (exact && j >= 1 && has_y && k > l.z0 && has_z) {  // the six neighbour rows are in `in`
+        const std::uint8_t* a = in + r * l.nx;
+        n = exact_row_flags(a, a - l.nx, a + l.nx, a - l.ny * l.nx, a + l.ny * l.nx, f, l.nx);
       } else if (exact) {
         for (std::int64_t i = 0; i < l.nx; ++i) {
           f[i] = mc::point_flags<T, R>(s, i, j, k, level);
