@@ -504,7 +504,8 @@ class CpuEngine final : public SlabEngine {
             tri[1] = std::uint32_t(mc::key_vertex(task.flip ? c : b, cf, first));
             tri[2] = std::uint32_t(mc::key_vertex(task.flip ? b : c, cf, first));
             if (out.face_labels) out.face_labels[t] = label;
-            if (on_level) my_ties.push_back(t);
+            // only triangles in a cell face can have a twin from the neighbouring cell
+            if (on_level && (mc::key_faces(a) & mc::key_faces(b) & mc::key_faces(c))) my_ties.push_back(t);
             ++t;
           });
         };

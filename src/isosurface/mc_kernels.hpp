@@ -270,6 +270,19 @@ PS_HD_INT std::uint64_t key_vertex(int key, const std::uint8_t* corner_flags, co
   return corner_first[c0] + std::uint64_t(popcount8(corner_flags[c0] & below));
 }
 
+// The cell faces a vertex key lies on, one bit per face 2 · axis + side: an edge lies on two faces, a corner
+// sample on three, the centre on none. A triangle can also be made by a neighbouring cell (a coincident tie) only
+// when it lies in a face, that is when its three keys share one.
+PS_HD_INT int key_faces(int key) {
+  if (key == kCenterKey) return 0;
+  const bool corner = key >= 16;
+  const int c = corner ? key - 16 : edge_lower_corner(key), along = corner ? -1 : edge_axis(key);
+  int faces = 0;
+  for (int a = 0; a < 3; ++a)
+    if (a != along) faces |= 1 << (2 * a + (c >> a & 1));
+  return faces;
+}
+
 PS_HD_INT bool touches_level(const std::uint8_t* cf) {
   return ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & kOnLevel) != 0;
 }
