@@ -148,25 +148,33 @@ void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, s
 // mc::point_flags of a row near samples on the level, from inside bytes (bit 0 inside, bit 1 on the level) of the row
 // a and of its -y, +y, -z, +z neighbour rows: a crossing whose far end lies on the level leaves no slot (that
 // sample's vertex serves it), and a sample on the level carries the vertex when one of its six neighbours is
-// outside. Returns the row's slots. Branch-free inside the row, so that the loop vectorises.
+// outside. exact_point: one point from its byte A, the -x, +x neighbours' L, R (a missing one given as 1: inside, not
+// on the level; has_r: whether the +x edge exists), and the -y/+y, -z/+z ones; returns its slots. Branch-free
+// arithmetic, so that the row loop vectorises.
+[[gnu::always_inline]] inline std::uint8_t exact_point(std::uint8_t A, std::uint8_t L, std::uint8_t R, std::uint8_t has_r,
+                                                       std::uint8_t Ym, std::uint8_t Yp, std::uint8_t Zm, std::uint8_t Zp,
+                                                       std::uint8_t& flag) {
+  const std::uint8_t x = std::uint8_t((A ^ R) & ~(R >> 1) & has_r & 1);
+  const std::uint8_t y = std::uint8_t((A ^ Yp) & ~(Yp >> 1) & 1), z = std::uint8_t((A ^ Zp) & ~(Zp >> 1) & 1);
+  const std::uint8_t outside = std::uint8_t(~(L & R & Ym & Yp & Zm & Zp) & 1);
+  const std::uint8_t on = std::uint8_t(0 - (A >> 1 & 1));  // 0xff on the level
+  const std::uint8_t crossing = std::uint8_t((A & 1) << 4 | x << 1 | y << 2 | z << 3);
+  flag = std::uint8_t((on & (mc::kInside | mc::kOnLevel | outside)) | (~on & crossing));
+  return std::uint8_t((on & outside) | (~on & (x + y + z)));
+}
 inline std::uint32_t exact_row_flags(const std::uint8_t* PS_RESTRICT a, const std::uint8_t* PS_RESTRICT ym,
                                      const std::uint8_t* PS_RESTRICT yp, const std::uint8_t* PS_RESTRICT zm,
                                      const std::uint8_t* PS_RESTRICT zp, std::uint8_t* PS_RESTRICT f, std::int64_t nx) {
-  // left, right: the -x and +x neighbours' bytes; a missing neighbour is given as an inside one, not on the level.
-  auto point = [&](std::int64_t i, std::uint8_t left, std::uint8_t right, std::uint8_t right_exists) {
-    const std::uint8_t A = a[i], B = yp[i], C = zp[i];
-    const std::uint8_t x = std::uint8_t((A ^ right) & ~(right >> 1) & right_exists & 1);
-    const std::uint8_t y = std::uint8_t((A ^ B) & ~(B >> 1) & 1), z = std::uint8_t((A ^ C) & ~(C >> 1) & 1);
-    const std::uint8_t outside = std::uint8_t(~(left & right & ym[i] & B & zm[i] & C) & 1);
-    const std::uint8_t on = std::uint8_t(-(A >> 1 & 1));  // 0xff on the level
-    const std::uint8_t crossing = std::uint8_t((A & 1) << 4 | x << 1 | y << 2 | z << 3);
-    f[i] = std::uint8_t((on & (mc::kInside | mc::kOnLevel | outside)) | (~on & crossing));
-    return std::uint32_t((on & outside) | (~on & (x + y + z)));
-  };
-  if (nx == 1) return point(0, 1, 1, 0);
-  std::uint32_t n = point(0, 1, a[1], 1);
-  for (std::int64_t i = 1; i + 1 < nx; ++i) n += point(i, a[i - 1], a[i + 1], 1);
-  return n + point(nx - 1, a[nx - 2], 1, 0);
+  const std::int64_t last = nx - 1;
+  if (last == 0) return exact_point(a[0], 1, 1, 0, ym[0], yp[0], zm[0], zp[0], f[0]);
+  std::uint32_t n = exact_point(a[0], 1, a[1], 1, ym[0], yp[0], zm[0], zp[0], f[0]);
+  n += exact_point(a[last], a[last - 1], 1, 0, ym[last], yp[last], zm[last], zp[last], f[last]);
+  for (std::int64_t i = 1; i < last; ++i) {
+    std::uint8_t flag;
+    n += exact_point(a[i], a[i - 1], a[i + 1], 1, ym[i], yp[i], zm[i], zp[i], flag);
+    f[i] = flag;
+  }
+  return n;
 }
 
 // Bytes that are not zeroed when they grow: the sweeps write every byte before anything reads it, so the pages are
