@@ -155,18 +155,15 @@ std::int64_t remove_duplicate_ties(LevelMesh& m) {
   std::vector<std::uint64_t> drop = iso::coincident_tie_drops(corners, m.ties);
   if (drop.empty()) return 0;
   std::sort(drop.begin(), drop.end());
-  std::size_t w = 0, d = 0;
+  // The kept runs between dropped triangles move down, a run at a time (drops are few).
   const std::size_t n = m.triangles.size() / 3;
-  for (std::size_t t = 0; t < n; ++t) {
-    if (d < drop.size() && drop[d] == t) {
-      ++d;
-      continue;
-    }
-    if (w != t) {
-      std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 3 * sizeof(std::uint32_t));
-      if (!m.labels.empty()) m.labels[w] = m.labels[t];
-    }
-    ++w;
+  std::size_t w = std::size_t(drop[0]);
+  for (std::size_t d = 0; d < drop.size(); ++d) {
+    const std::size_t from = std::size_t(drop[d]) + 1, to = d + 1 < drop.size() ? std::size_t(drop[d + 1]) : n;
+    if (from >= to) continue;
+    std::memmove(&m.triangles[3 * w], &m.triangles[3 * from], 3 * (to - from) * sizeof(std::uint32_t));
+    if (!m.labels.empty()) std::memmove(&m.labels[w], &m.labels[from], (to - from) * sizeof(m.labels[0]));
+    w += to - from;
   }
   m.triangles.resize(3 * w);
   if (!m.labels.empty()) m.labels.resize(w);
