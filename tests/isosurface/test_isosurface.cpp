@@ -236,6 +236,47 @@ MemoryVolume integer_volume(std::mt19937_64& rng, int n, int top, std::vector<fl
   return MemoryVolume(g, VoxelType::Float32, keep.data(), "integer volume");
 }
 
+// Coincident tie pairs are cut out of the triangle array: each remaining triangle keeps its own label. Labels are
+// blocks of two x columns (neighbours in the triangle array mostly lie in other blocks), so a triangle strictly
+// inside a cell column of one block must carry that block's label.
+TEST(Isosurface, CoincidentTiePairsLeaveLabelsWithTheirTriangles) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x1abe1);
+  constexpr int n = 14;
+  for (Device d : devices()) {
+    std::int64_t removed = 0, checked = 0;
+    for (int trial = 0; trial < 12; ++trial) {
+      std::vector<float> data;
+      MemoryVolume v = integer_volume(rng, n, 1 + trial % 2, data);
+      std::vector<std::int32_t> blocks(data.size());
+      for (std::size_t at = 0; at < blocks.size(); ++at) blocks[at] = 1 + std::int32_t(at % n / 2);
+      MemoryVolume labels(v.geometry(), VoxelType::Int32, blocks.data(), "x blocks");
+      IsosurfaceOptions o;
+      o.levels = {1.0};
+      o.device = d;
+      IsosurfaceReport rep;
+      const TriangleMesh plain = extract_isosurface(v, o);
+      o.labels = &labels;
+      const TriangleMesh m = extract_isosurface(v, o, &rep);
+      const std::string what = std::string(device_name(d)) + " trial " + std::to_string(trial);
+      removed += rep.duplicates_removed;
+      ASSERT_EQ(m.triangles, plain.triangles) << what << ": labels must not change the triangles";
+      ASSERT_EQ(m.face_labels.size(), std::size_t(m.triangle_count())) << what;
+      for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
+        double x = 0;
+        for (int c = 0; c < 3; ++c) x += m.positions[3 * std::size_t(m.triangles[3 * std::size_t(t) + std::size_t(c)])] / 3;
+        const double column = std::floor(x);
+        if (x == column) continue;  // in an x face: either neighbouring cell
+        const int i = int(column);
+        if (i % 2) continue;  // the cell spans two blocks
+        ASSERT_EQ(m.face_labels[std::size_t(t)], 1 + i / 2) << what << ", triangle " << t;
+        ++checked;
+      }
+    }
+    EXPECT_GT(removed, 0) << device_name(d) << ": no coincident pair was cut, so the test proves nothing";
+    EXPECT_GT(checked, 1000) << device_name(d);
+  }
+}
+
 // Random trilinear cells against the topology of their own interpolant, sampled 8 and 16 times finer (where the
 // two samplings agree: a thinner neck than a fine cell can fool them; on a disagreement, 32 and 64 times finer). MC33 must match; the decider alone, which
 // never makes tunnels, must miss some, or the test did not exercise tunnels.
