@@ -506,14 +506,31 @@ class CpuEngine final : public SlabEngine {
             first[c] = base[c >> 1] + through[c >> 1] - ((c & 1) ? 0u : std::uint32_t(mc::slot_count(cf[c & 6])));
           const std::int32_t label =
               task.labels ? mc::cell_label_at(task.labels, l.nx, l.ny, task.data_z0, i, j, k, cf) : 0;
+          // Tie triangles that can have a coincident twin, listed for the pair check: those in a cell face (the
+          // neighbouring cell can make the same one) and those whose keys another triangle of this cell also
+          // collapsed to. The rest cannot be repeated anywhere.
+          std::uint32_t cell_keys[mc::kMaxTriangles];
+          std::uint64_t cell_ids[mc::kMaxTriangles];
+          bool listed[mc::kMaxTriangles];
+          int cell_ties = 0;
           mc::cell_triangles(e, cf, task.keep_degenerate, [&](int a, int b, int c, bool on_level) {
             std::uint32_t* tri = out.triangles + 3 * t;
             tri[0] = std::uint32_t(mc::key_vertex(a, cf, first));
             tri[1] = std::uint32_t(mc::key_vertex(task.flip ? c : b, cf, first));
             tri[2] = std::uint32_t(mc::key_vertex(task.flip ? b : c, cf, first));
             if (out.face_labels) out.face_labels[t] = label;
-            // only triangles in a cell face can have a twin from the neighbouring cell
-            if (on_level && (mc::key_faces(a) & mc::key_faces(b) & mc::key_faces(c))) my_ties.push_back(t);
+            if (on_level) {
+              const int lo = std::min({a, b, c}), hi = std::max({a, b, c}), mid = a + b + c - lo - hi;
+              const std::uint32_t keys = std::uint32_t(lo | mid << 5 | hi << 10);  // keys are below 32
+              bool listed_now = (mc::key_faces(a) & mc::key_faces(b) & mc::key_faces(c)) != 0;
+              for (int q = 0; q < cell_ties; ++q)
+                if (cell_keys[q] == keys) {
+                  listed_now = true;
+                  if (!listed[q]) my_ties.push_back(cell_ids[q]), listed[q] = true;
+                }
+              if (listed_now) my_ties.push_back(t);
+              cell_keys[cell_ties] = keys, cell_ids[cell_ties] = t, listed[cell_ties] = listed_now, ++cell_ties;
+            }
             ++t;
           });
         };
