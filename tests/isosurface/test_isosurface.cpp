@@ -236,6 +236,57 @@ MemoryVolume integer_volume(std::mt19937_64& rng, int n, int top, std::vector<fl
   return MemoryVolume(g, VoxelType::Float32, keep.data(), "integer volume");
 }
 
+// Every single cell with a corner on the level 1, its corners taking the values 0, 1, 2 (classic) or 0 .. 3 (the
+// decider and MC33 tunnels also read the magnitudes), in every topology: coincident triangles the cell makes itself
+// (MC33 tunnel triangles can collapse onto the same corners and centre) must cancel, and none may be degenerate.
+// Then pairs of cells sharing a face, with random values, for twins across the face.
+TEST(Isosurface, EveryTiePatternOfACellLeavesNoCoincidentTriangles) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x7e57);
+  for (Device d : devices()) {
+    std::int64_t cut = 0;
+    for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33}) {
+      // classic: corners below, on or above the level (3^8); decider and MC33 also read the magnitudes: 0 .. 3 (4^8)
+      const int base = topo == CaseTopology::Classic ? 3 : 4;
+      const int patterns = base == 3 ? 6561 : 65536;
+      for (int pattern = 0; pattern < patterns; ++pattern) {
+        VolumeGeometry g;
+        g.dims = {2, 2, 2};
+        std::vector<float> values(8);
+        for (int c = 0, p = pattern; c < 8; ++c, p /= base) values[std::size_t(c)] = float(p % base);
+        if (std::count(values.begin(), values.end(), 1.0f) == 0) continue;  // no tie
+        MemoryVolume v(g, values, "cell");
+        IsosurfaceOptions o;
+        o.topology = topo;
+        o.levels = {1.0};
+        o.device = d;
+        IsosurfaceReport rep;
+        const TriangleMesh m = extract_isosurface(v, o, &rep);
+        cut += rep.duplicates_removed;
+        const auto [degenerate, duplicates] = test::iso_degenerate_and_duplicates(m);
+        ASSERT_EQ(duplicates, 0) << device_name(d) << " pattern " << pattern;
+        ASSERT_EQ(degenerate, 0) << device_name(d) << " pattern " << pattern;
+      }
+      for (int trial = 0; trial < 3000; ++trial) {
+        VolumeGeometry g;
+        g.dims = {3, 2, 2};
+        std::vector<float> values(12);
+        for (auto& x : values) x = float(rng() % 3);
+        values[rng() % 12] = 1.0f;
+        MemoryVolume v(g, values, "two cells");
+        IsosurfaceOptions o;
+        o.topology = topo;
+        o.levels = {1.0};
+        o.device = d;
+        IsosurfaceReport rep;
+        const TriangleMesh m = extract_isosurface(v, o, &rep);
+        cut += rep.duplicates_removed;
+        ASSERT_EQ(test::iso_degenerate_and_duplicates(m).second, 0) << device_name(d) << " two cells, trial " << trial;
+      }
+    }
+    EXPECT_GT(cut, 0) << device_name(d) << ": no coincident pair arose, so the test proves nothing";
+  }
+}
+
 // Coincident tie pairs are cut out of the triangle array: each remaining triangle keeps its own label. Labels are
 // blocks of two x columns (neighbours in the triangle array mostly lie in other blocks), so a triangle strictly
 // inside a cell column of one block must carry that block's label.
