@@ -488,18 +488,10 @@ class CpuEngine final : public SlabEngine {
         std::uint64_t t = row_triangle_base_[std::size_t(r)];
         const auto [i_begin, i_end] = cell_span(r, l);
         // Cell i's triangles; through[q]: the slots of row q's points up to and including i (from the span's start).
-        auto emit_cell = [&](std::int64_t i, const std::uint32_t* through) __attribute__((always_inline)) {
-          const std::uint64_t corners = corner_flags8(row, i);
-          std::uint8_t cf[8];
-          std::memcpy(cf, &corners, 8);
-          const int cas = case_of_corners(corners);
-          if (cas == 0 || cas == 255) return;
-          const auto& e = mc::case_entry(cases, s, cas, level, i, j, k);
-          if (!task.labels && !(corners & kOnLevelBytes)) {  // no ties, no labels: every triangle of the entry, as it is
-            emit_plain_triangles(e, cf, base, through, task.flip, out.triangles + 3 * t);
-            t += e.count;
-            return;
-          }
+        // The triangles of a cell with a corner on the level or a label: degenerate ones dropped, ties listed. Out
+        // of line, so that the common path below stays small.
+        auto emit_general = [&](std::int64_t i, const std::uint32_t* through, const std::uint8_t* cf,
+                                const mc::CaseEntry& e) __attribute__((noinline)) {
           std::uint64_t first[8];
           // Corner (q, i) starts after the slots before i; corner (q, i + 1) after point i's own slots too.
           for (int c = 0; c < 8; ++c)
@@ -533,6 +525,20 @@ class CpuEngine final : public SlabEngine {
             }
             ++t;
           });
+        };
+        auto emit_cell = [&](std::int64_t i, const std::uint32_t* through) __attribute__((always_inline)) {
+          const std::uint64_t corners = corner_flags8(row, i);
+          std::uint8_t cf[8];
+          std::memcpy(cf, &corners, 8);
+          const int cas = case_of_corners(corners);
+          if (cas == 0 || cas == 255) return;
+          const auto& e = mc::case_entry(cases, s, cas, level, i, j, k);
+          if (!task.labels && !(corners & kOnLevelBytes)) {  // no ties, no labels: every triangle of the entry, as it is
+            emit_plain_triangles(e, cf, base, through, task.flip, out.triangles + 3 * t);
+            t += e.count;
+            return;
+          }
+          emit_general(i, through, cf, e);
         };
         std::uint32_t before[4] = {0, 0, 0, 0};  // slots of the points before i in each row (none before the span)
         std::int64_t i = i_begin;
