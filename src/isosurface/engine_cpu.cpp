@@ -366,26 +366,22 @@ class CpuEngine final : public SlabEngine {
         if (e.center && mc::uses_center(e, cf, task.keep_degenerate))
           centers[std::size_t(omp_get_thread_num())].emplace_back(r, i);
       };
-      // No corner on the level and no MC33 centres: a case's triangles are its entry's, read from a byte table
-      // unless the case has ambiguous faces to decide.
+      // A cell with no corner on the level whose case has no ambiguity to decide (which also rules out MC33 centres)
+      // has its classic entry's triangles: counted from a byte table, without the entry.
+      // Rows none of whose corners lie on the level skip that test.
       const std::size_t q0 = std::size_t(r), q2 = std::size_t(r + l.ny);
-      const bool plain = !task.tunnels && !(row_on_level_[q0] | row_on_level_[q0 + 1] | row_on_level_[q2] |
-                                           row_on_level_[q2 + 1]);
-      auto count_plain = [&](std::int64_t i) __attribute__((always_inline)) {
-        const int cas = case_of_corners(corner_flags8(row, i));
-        if (cases.case_flags && cases.case_flags[cas]) count_cell(i);
+      const std::uint64_t level_bytes =
+          (row_on_level_[q0] | row_on_level_[q0 + 1] | row_on_level_[q2] | row_on_level_[q2 + 1]) ? kOnLevelBytes : 0;
+      auto count_fast = [&](std::int64_t i) __attribute__((always_inline)) {
+        const std::uint64_t corners = corner_flags8(row, i);
+        const int cas = case_of_corners(corners);
+        if ((corners & level_bytes) || (cases.case_flags && cases.case_flags[cas])) count_cell(i);
         else n += classic_triangles[cas];
       };
       std::int64_t i = i_begin;
-      if (plain) {
-        for (; i + 8 <= i_end; i += 8)
-          for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_plain(i + (__builtin_ctzll(m) >> 3));
-        for (; i < i_end; ++i) count_plain(i);  // (cases 0 and 255 have no triangles)
-      } else {
-        for (; i + 8 <= i_end; i += 8)  // the mixed cells among eight
-          for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_cell(i + (__builtin_ctzll(m) >> 3));
-        for (; i < i_end; ++i) count_cell(i);
-      }
+      for (; i + 8 <= i_end; i += 8)  // the mixed cells among eight
+        for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_fast(i + (__builtin_ctzll(m) >> 3));
+      for (; i < i_end; ++i) count_fast(i);  // (cases 0 and 255 have no triangles)
       row_triangles_[std::size_t(r)] = n;
     }
     }
