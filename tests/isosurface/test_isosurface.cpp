@@ -245,42 +245,37 @@ TEST(Isosurface, EveryTiePatternOfACellLeavesNoCoincidentTriangles) {
   for (Device d : devices()) {
     std::int64_t cut = 0;
     for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33}) {
+      // Extracts values on a grid of dims at level 1 (counting the pairs cut) and returns its degenerate and
+      // duplicate triangles.
+      auto leftovers = [&](std::array<std::int64_t, 3> dims, std::vector<float> values) {
+        VolumeGeometry g;
+        g.dims = dims;
+        MemoryVolume v(g, std::move(values), "cells");
+        IsosurfaceOptions o;
+        o.topology = topo;
+        o.levels = {1.0};
+        o.device = d;
+        IsosurfaceReport rep;
+        const TriangleMesh m = extract_isosurface(v, o, &rep);
+        cut += rep.duplicates_removed;
+        return test::iso_degenerate_and_duplicates(m);
+      };
       // classic: corners below, on or above the level (3^8); decider and MC33 also read the magnitudes: 0 .. 3 (4^8)
       const int base = topo == CaseTopology::Classic ? 3 : 4;
       const int patterns = base == 3 ? 6561 : 65536;
       for (int pattern = 0; pattern < patterns; ++pattern) {
-        VolumeGeometry g;
-        g.dims = {2, 2, 2};
         std::vector<float> values(8);
         for (int c = 0, p = pattern; c < 8; ++c, p /= base) values[std::size_t(c)] = float(p % base);
         if (std::count(values.begin(), values.end(), 1.0f) == 0) continue;  // no tie
-        MemoryVolume v(g, values, "cell");
-        IsosurfaceOptions o;
-        o.topology = topo;
-        o.levels = {1.0};
-        o.device = d;
-        IsosurfaceReport rep;
-        const TriangleMesh m = extract_isosurface(v, o, &rep);
-        cut += rep.duplicates_removed;
-        const auto [degenerate, duplicates] = test::iso_degenerate_and_duplicates(m);
+        const auto [degenerate, duplicates] = leftovers({2, 2, 2}, values);
         ASSERT_EQ(duplicates, 0) << device_name(d) << " pattern " << pattern;
         ASSERT_EQ(degenerate, 0) << device_name(d) << " pattern " << pattern;
       }
       for (int trial = 0; trial < 3000; ++trial) {
-        VolumeGeometry g;
-        g.dims = {3, 2, 2};
         std::vector<float> values(12);
         for (auto& x : values) x = float(rng() % 3);
-        values[rng() % 12] = 1.0f;
-        MemoryVolume v(g, values, "two cells");
-        IsosurfaceOptions o;
-        o.topology = topo;
-        o.levels = {1.0};
-        o.device = d;
-        IsosurfaceReport rep;
-        const TriangleMesh m = extract_isosurface(v, o, &rep);
-        cut += rep.duplicates_removed;
-        ASSERT_EQ(test::iso_degenerate_and_duplicates(m).second, 0) << device_name(d) << " two cells, trial " << trial;
+        values[rng() % 12] = 1.0f;  // a tie, and the level within the data
+        ASSERT_EQ(leftovers({3, 2, 2}, values).second, 0) << device_name(d) << " two cells, trial " << trial;
       }
     }
     EXPECT_GT(cut, 0) << device_name(d) << ": no coincident pair arose, so the test proves nothing";
