@@ -42,33 +42,29 @@ constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x101
   for (int q = 1; q < 4; ++q) diff |= (a ^ (load8(row[q] + i) & kInsideBytes)) | (a ^ (load8(row[q] + i + 1) & kInsideBytes));
   return diff;
 }
-// The triangles of a cell none of whose corners lies on the level, straight from its entry: each vertex id is the
-// first slot of the edge's lower corner plus the slots that come before the edge's axis there (mc::key_vertex
-// without its on-level cases). through[q]: the slots of row q up to and including the cell's lower points.
-[[gnu::always_inline]] inline void emit_plain_triangles(const mc::CaseEntry& e, const std::uint8_t* cf,
-                                                        const std::uint64_t* row_base, const std::uint32_t* through,
-                                                        bool flip, std::uint32_t* out) {
-  // Per key (12 edges, then the centre): the edge's lower corner in bits 0-2 and, in bits 3-7, the slots that
-  // precede its vertex at that corner (the point slot and the lower axes; the centre comes after x, y and z).
-  static constexpr std::uint8_t kKeySlot[13] = {0 | 1 << 3, 2 | 1 << 3, 4 | 1 << 3, 6 | 1 << 3,
-                                                0 | 3 << 3, 1 | 3 << 3, 4 | 3 << 3, 5 | 3 << 3,
-                                                0 | 7 << 3, 1 | 7 << 3, 2 | 7 << 3, 3 | 7 << 3,
-                                                0 | 15 << 3};
-  std::uint64_t first[8];
+// The first vertex slot of each corner's point of a cell: corner (q, i) starts after the slots before point i of row
+// q, corner (q, i + 1) after point i's own slots too. through[q]: the slots of row q up to and including point i.
+[[gnu::always_inline]] inline void corner_first_slots(const std::uint8_t* cf, const std::uint64_t* row_base,
+                                                      const std::uint32_t* through, std::uint64_t* first) {
   for (int q = 0; q < 4; ++q) {
     const std::uint64_t after = row_base[q] + through[q];
     first[2 * q] = after - std::uint64_t(mc::slot_count(cf[2 * q]));
     first[2 * q + 1] = after;
   }
-  auto id = [&](int key) {
-    const int c = kKeySlot[key] & 7;
-    return std::uint32_t(first[c] + std::uint64_t(mc::popcount8(cf[c] & (kKeySlot[key] >> 3))));
-  };
+}
+
+// The triangles of a cell none of whose corners lies on the level, straight from its entry: no key maps to an
+// on-level sample, no triangle collapses, none is a tie.
+[[gnu::always_inline]] inline void emit_plain_triangles(const mc::CaseEntry& e, const std::uint8_t* cf,
+                                                        const std::uint64_t* row_base, const std::uint32_t* through,
+                                                        bool flip, std::uint32_t* out) {
+  std::uint64_t first[8];
+  corner_first_slots(cf, row_base, through, first);
   const int b = flip ? 2 : 1, c = flip ? 1 : 2;
   for (int n = 0; n < e.count; ++n, out += 3) {
-    out[0] = id(e.edges[3 * n]);
-    out[b] = id(e.edges[3 * n + 1]);
-    out[c] = id(e.edges[3 * n + 2]);
+    out[0] = std::uint32_t(mc::edge_key_vertex(e.edges[3 * n], cf, first));
+    out[b] = std::uint32_t(mc::edge_key_vertex(e.edges[3 * n + 1], cf, first));
+    out[c] = std::uint32_t(mc::edge_key_vertex(e.edges[3 * n + 2], cf, first));
   }
 }
 
@@ -489,9 +485,7 @@ class CpuEngine final : public SlabEngine {
         auto emit_general = [&](std::int64_t i, const std::uint32_t* through, const std::uint8_t* cf,
                                 const mc::CaseEntry& e) __attribute__((noinline)) {
           std::uint64_t first[8];
-          // Corner (q, i) starts after the slots before i; corner (q, i + 1) after point i's own slots too.
-          for (int c = 0; c < 8; ++c)
-            first[c] = base[c >> 1] + through[c >> 1] - ((c & 1) ? 0u : std::uint32_t(mc::slot_count(cf[c & 6])));
+          corner_first_slots(cf, base, through, first);
           const std::int32_t label =
               task.labels ? mc::cell_label_at(task.labels, l.nx, l.ny, task.data_z0, i, j, k, cf) : 0;
           // Tie triangles that can have a coincident twin, listed for the pair check: those in a cell face (the

@@ -96,6 +96,19 @@ TEST(IsoTables, EveryCaseIsClosedAndUsesOnlyCrossingEdges) {
     }
 }
 
+// The CPU's table form of key_vertex for edge and centre keys gives key_vertex's ids, for random corner flags and
+// first slots (every slot bit pattern of each corner).
+TEST(IsoTables, EdgeKeyTableMatchesKeyVertex) {
+  std::mt19937_64 rng(test::run_seed() ^ 0xed9e);
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::uint8_t cf[8];
+    std::uint64_t first[8];
+    for (int c = 0; c < 8; ++c) cf[c] = std::uint8_t(rng()), first[c] = rng() >> 8;
+    for (int key = 0; key <= mc::kCenterKey; ++key)
+      ASSERT_EQ(mc::edge_key_vertex(key, cf, first), mc::key_vertex(key, cf, first)) << "key " << key;
+  }
+}
+
 TEST(IsoTables, TunnelEntriesAreClosedTubes) {
   const auto& t = mc::tunnel_tables();
   ASSERT_FALSE(t.entries.empty());
