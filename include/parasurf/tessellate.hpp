@@ -85,8 +85,8 @@ struct TessellationReport {
   double seconds_exchange = 0;                  // team runs: completing the samples from the other members
   bool assembled_on_device = false;             // seconds_assemble is GPU time (the samples never left it)
   double seconds_download = 0;                  // assembled on the device: the mesh copied to host memory
-  // assembled on the device: host preparation of the plan, then its GPU phases (plan upload, counts, seam
-  // clusters, vertices and triangles), wall time between the host's waits
+  // assembled on the device, host wall time: preparation of the plan; sizes and plan upload; counts and seams
+  // launched; vertices, triangles and compaction launched; the wait for the device to finish
   double seconds_assembly_phases[5] = {0, 0, 0, 0, 0};
   std::string assembly_note;                    // why the host assembled where the device was asked to
   std::int64_t own_patches = 0;                 // team runs: the patches this member evaluated

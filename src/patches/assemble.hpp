@@ -31,8 +31,8 @@ struct AssemblyOutcome {
   std::int64_t crease_vertices = 0;
   std::vector<double> component_volume;   // when orient found a closed component; else empty
   double seconds_device = 0;              // welding and assembly on the device
-  // its phases (wall time between the host's waits): plan upload; counts; seam clusters; vertices, triangles,
-  // orientation and compaction
+  // its phases, host wall time: sizes and plan upload; counts and seams launched; vertices, triangles and
+  // compaction launched (with the orientation's two waits where it runs); the wait for the device to finish
   double phase_seconds[4] = {0, 0, 0, 0};
   double seconds_download = 0;            // the mesh copied to host memory
 };

@@ -1,7 +1,8 @@
 // Device welding and assembly of a tessellation (assemble.hpp). The steps of the host's assemble(), each a kernel
-// or a CUB scan, over samples that stay on the device:
-//  1. seam contributions (every side sample of every patch) counted per seam vertex, scanned, placed, then sorted
-//     by sample within their vertex (a CUB segmented sort), so that the first gives the position as on the host;
+// or a CUB scan, over samples that stay on the device; buffers are sized from the plan before the first kernel, so
+// that the host waits once, at the end (twice more where closed components are oriented):
+//  1. seam contributions (every side sample of every patch) counted per seam vertex, scanned, placed as (vertex,
+//     sample) keys and radix sorted, so that each vertex's first contribution gives the position as on the host;
 //  2. greedy normal clusters per seam vertex by the crease angle; extra clusters (creases) numbered by a scan in
 //     vertex order, after the vertices, as the host's serial numbering does;
 //  3. interior vertices from their patch alone;
@@ -12,10 +13,11 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
-#include <cub/device/device_segmented_sort.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <initializer_list>
@@ -107,14 +109,23 @@ __global__ void seam_count_kernel(DevicePlan d, ull* count) {
   for_side_samples(d, p, int(threadIdx.x & 31), [&](int s, int k) { atomicAdd(&count[side_vertex(d.v, p, s, k)], 1ull); });
 }
 
-__global__ void seam_fill_kernel(DevicePlan d, ull* cursor, std::int64_t* seam_sample) {
+// Each contribution as the key (vertex, sample), the vertex above sample_bits, in its vertex's range in any order.
+__global__ void seam_fill_kernel(DevicePlan d, ull* cursor, ull* key, int sample_bits) {
   const std::int64_t p = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   if (p >= d.np) return;
   for_side_samples(d, p, int(threadIdx.x & 31), [&](int s, int k) {
-    const ull at = atomicAdd(&cursor[side_vertex(d.v, p, s, k)], 1ull);
-    seam_sample[at] = side_sample(d.v, p, s, k);
+    const std::int64_t v = side_vertex(d.v, p, s, k);
+    const ull at = atomicAdd(&cursor[v], 1ull);
+    key[at] = (ull(v) << sample_bits) | ull(side_sample(d.v, p, s, k));
   });
 }
+
+// The sorted contributions: k's sample is its key's low bits.
+struct SeamKeys {
+  const ull* key;
+  ull sample_mask;
+  __device__ std::int64_t sample(ull k) const { return std::int64_t(key[k] & sample_mask); }
+};
 
 template <class T> __device__ inline void sample_normal(const SampleViews<T>& st, std::int64_t s, double* n) {
   for (int c = 0; c < 3; ++c) n[c] = double(st.nrm[c][s]);
@@ -123,7 +134,7 @@ template <class T> __device__ inline void sample_normal(const SampleViews<T>& st
 // Takes the position from the vertex's first contribution (they are sorted by sample) and assigns the normal
 // clusters greedily in that order (a contribution joins the first cluster within the crease angle of its sum).
 template <class T>
-__global__ void seam_cluster_kernel(SampleViews<T> st, const ull* first, const std::int64_t* seam_sample, std::uint8_t* cluster_of,
+__global__ void seam_cluster_kernel(SampleViews<T> st, const ull* first, SeamKeys seam, std::uint8_t* cluster_of,
                                     ull* extra, double* positions, double cos_crease, std::int64_t seam_vertices,
                                     int* overflow, ull* crease_vertices) {
   const std::int64_t v = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -134,12 +145,13 @@ __global__ void seam_cluster_kernel(SampleViews<T> st, const ull* first, const s
     for (int c = 0; c < 3; ++c) positions[v * 3 + c] = 0.0;
     return;
   }
-  for (int c = 0; c < 3; ++c) positions[v * 3 + c] = double(st.pos[c][seam_sample[a]]);
+  const std::int64_t first_sample = seam.sample(a);
+  for (int c = 0; c < 3; ++c) positions[v * 3 + c] = double(st.pos[c][first_sample]);
   double sums[kMaxClusters][3];
   int clusters = 0;
   for (ull k = a; k < b; ++k) {
     double n[3];
-    sample_normal(st, seam_sample[k], n);
+    sample_normal(st, seam.sample(k), n);
     const bool zero = n[0] == 0 && n[1] == 0 && n[2] == 0;
     int hit = -1;
     for (int c = 0; c < clusters && hit < 0; ++c) {
@@ -165,7 +177,7 @@ __global__ void seam_cluster_kernel(SampleViews<T> st, const ull* first, const s
 // Unit normal of each cluster, summed in contribution order as the clustering summed it; cluster 0 is the vertex's
 // own slot, cluster c > 0 the slot after the vertices that the scan of extra clusters gave it.
 template <class T>
-__global__ void seam_normal_kernel(SampleViews<T> st, const ull* first, const std::int64_t* seam_sample,
+__global__ void seam_normal_kernel(SampleViews<T> st, const ull* first, SeamKeys seam,
                                    const std::uint8_t* cluster_of, const ull* crease_first, double* normals,
                                    std::uint32_t* slot_of_sample, std::int64_t seam_vertices, std::int64_t vertices) {
   const std::int64_t v = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -181,10 +193,11 @@ __global__ void seam_normal_kernel(SampleViews<T> st, const ull* first, const st
     double sum[3] = {0.0, 0.0, 0.0};
     for (ull k = a; k < b; ++k) {
       if (cluster_of[k] != cl) continue;
+      const std::int64_t sample = seam.sample(k);
       double n[3];
-      sample_normal(st, seam_sample[k], n);
+      sample_normal(st, sample, n);
       for (int c = 0; c < 3; ++c) sum[c] = add(sum[c], n[c]);
-      slot_of_sample[seam_sample[k]] = std::uint32_t(slot);
+      slot_of_sample[sample] = std::uint32_t(slot);
     }
     const double len = length3(sum);
     for (int c = 0; c < 3; ++c) normals[slot * 3 + c] = len > 0 ? sum[c] / len : 0.0;
@@ -303,18 +316,18 @@ __global__ void plain_triangles_kernel(DevicePlan d, const ull* tri_first, const
 // The other patches (collapsed or repeated edges, zipped sides, triangles), one block a patch: the cells in chunks
 // of the block, each cell's kept triangles (0 to 2) placed by a block scan in the walk's row-by-row order; then
 // a zipped patch's border strips, and a triangular patch's lattice, by one thread (short walks).
-__global__ void __launch_bounds__(kGeneralThreads) general_triangles_kernel(DevicePlan d, const std::int32_t* list, const ull* tri_first,
-                                         const std::uint32_t* slot_of_sample, const double* positions, TriangleOut out,
-                                         int* miscounted) {
+__global__ void __launch_bounds__(kGeneralThreads)
+    general_triangles_kernel(DevicePlan d, const std::int32_t* list, const ull* tri_first, ull room,
+                             const std::uint32_t* slot_of_sample, const double* positions, TriangleOut out, int* miscounted) {
   using Scan = cub::BlockScan<int, kGeneralThreads>;
   __shared__ typename Scan::TempStorage scan_temp;
   __shared__ ull cursor;
   const std::int64_t p = list[blockIdx.x];
-  const ull end = tri_first[p + 1];
+  const ull end = min(tri_first[p + 1], room);
   if (threadIdx.x == 0) cursor = tri_first[p];
   __syncthreads();
   auto put = [&](ull& t, const PlanRef& a, const PlanRef& b, const PlanRef& c) {
-    if (t >= end) {  // more than counted: never overwrite the next patch's triangles
+    if (t >= end) {  // more than counted (or than the room): never overwrite the next patch's triangles
       atomicExch(miscounted, 1);
       return;
     }
@@ -386,9 +399,9 @@ __global__ void patch_volume_kernel(DevicePlan d, const ull* tri_first, Triangle
   volume[p] = sum;
 }
 
-__global__ void flip_kernel(DevicePlan d, TriangleOut out, ull triangles, const std::uint8_t* flip, std::uint8_t* flip_slot) {
+__global__ void flip_kernel(DevicePlan d, TriangleOut out, const ull* triangles, const std::uint8_t* flip, std::uint8_t* flip_slot) {
   const ull t = ull(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= triangles || !flip[d.component[out.patch[t]]]) return;
+  if (t >= *triangles || !flip[d.component[out.patch[t]]]) return;
   const std::uint32_t v = out.vertex[t * 3 + 1], n = out.normal[t * 3 + 1];
   out.vertex[t * 3 + 1] = out.vertex[t * 3 + 2], out.vertex[t * 3 + 2] = v;
   out.normal[t * 3 + 1] = out.normal[t * 3 + 2], out.normal[t * 3 + 2] = n;
@@ -403,9 +416,11 @@ __global__ void negate_kernel(double* normals, const std::uint8_t* flip_slot, st
 }
 
 // ---------------------------------------------------------------- compaction
-__global__ void compact_kernel(TriangleOut in, const ull* kept_before, ull triangles, TriangleOut out) {
+// Over the room of the triangles; nothing to do where every triangle made was kept.
+__global__ void compact_kernel(TriangleOut in, const ull* kept_before, ull room, const ull* made, const ull* kept,
+                               TriangleOut out) {
   const ull t = ull(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= triangles || !in.keep[t]) return;
+  if (t >= room || *kept == *made || !in.keep[t]) return;
   const ull w = kept_before[t];
   for (int k = 0; k < 3; ++k) {
     out.vertex[w * 3 + k] = in.vertex[t * 3 + k];
@@ -414,6 +429,12 @@ __global__ void compact_kernel(TriangleOut in, const ull* kept_before, ull trian
   out.group[w] = in.group[t];
   out.patch[w] = in.patch[t];
 }
+
+struct Read {
+  void* to;
+  const void* from;
+  std::size_t bytes;
+};
 
 struct ToCount {
   __host__ __device__ ull operator()(std::uint8_t x) const { return ull(x); }
@@ -463,6 +484,39 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   AssemblyOutcome outcome;
   const auto t0 = Clock::now();
   const std::int64_t np = plan.patches, ne = plan.edges, seam = plan.seam_vertices, nverts = plan.vertices;
+  const PlanView& h = plan.view;
+
+  // Sizes from the plan alone: the seam contributions exactly, the triangles bounded by what the walk offers. Every
+  // buffer is sized, and the memory checked, before the first kernel; the host then waits for the device only at
+  // the end (and for the orientation's sums, on models with closed components).
+  std::vector<std::int32_t> general;  // the patches that are not plain
+  std::int64_t contributions = 0, tri_bound = 0;
+  for (std::int64_t p = 0; p < np; ++p) {
+    if (!plan.plain[p]) general.push_back(std::int32_t(p));
+    for (int s = 0; s < (h.triangle(p) ? 3 : 4); ++s) contributions += side_factor(h, p, s);
+    tri_bound += triangles_offered(h, p);
+  }
+  // seam contributions are sorted by one key, the vertex above the sample
+  const int sample_bits = std::max(1, int(std::bit_width(std::uint64_t(std::max<std::int64_t>(plan.samples, 1)))));
+  const int key_bits = sample_bits + int(std::bit_width(std::uint64_t(std::max<std::int64_t>(seam, 1))));
+  if (key_bits > 64) {
+    outcome.why_not = "seam sort keys of " + std::to_string(key_bits) + " bits (at most 64)";
+    return outcome;
+  }
+  const std::int64_t slot_bound = nverts + contributions;  // normal slots: a crease cluster per contribution at most
+  const std::uint64_t tri_bytes = std::uint64_t(tri_bound) * (3 * 4 + 3 * 4 + 4 + 4 + 1) + 8;
+  const std::uint64_t need = std::uint64_t(contributions) * (8 + 8 + 1) + std::uint64_t(seam + 1) * 8 * 3 +
+                             std::uint64_t(plan.samples) * 4 + std::uint64_t(nverts) * 24 + std::uint64_t(slot_bound) * 25 +
+                             tri_bytes + (plan.keep_degenerate ? 0 : std::uint64_t(tri_bound) * (8 + 3 * 4 + 3 * 4 + 4 + 4)) +
+                             (64u << 20);
+  std::size_t free_bytes = 0, total_bytes = 0;
+  PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "querying device memory");
+  if (need > free_bytes) {
+    outcome.why_not = "device assembly needs " + std::to_string(need >> 20) + " MiB, " + std::to_string(free_bytes >> 20) +
+                      " MiB are free";
+    return outcome;
+  }
+
   StreamGuard guard;
   PS_CUDA(cudaStreamCreateWithFlags(&guard.s, cudaStreamNonBlocking), "creating the assembly stream");
   const cudaStream_t s = guard.s;
@@ -475,11 +529,8 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     PS_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "configuring the memory pool");
   }
 
-  // the plan on the device, in one upload
-  std::vector<std::int32_t> general;  // the patches that are not plain
-  for (std::int64_t p = 0; p < np; ++p)
-    if (!plan.plain[p]) general.push_back(std::int32_t(p));
-  // staged in one host block, sized first, filled by all threads
+  // the plan on the device, in one upload, staged in one host block, sized first, filled by all threads on large
+  // models
   struct Piece {
     const void* src;
     std::size_t bytes, at;
@@ -492,7 +543,6 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     staged_bytes = at + pieces.back().bytes;
     return at;
   };
-  const PlanView& h = plan.view;
   const std::size_t o_tri = stage(h.is_triangle, np, 1), o_flip = stage(h.is_flipped, np, 1), o_zip = stage(h.zipper, np, 1);
   const std::size_t o_nu = stage(h.nu, np, 4), o_nv = stage(h.nv, np, 4), o_first = stage(h.first, np + 1, 8);
   const std::size_t o_xfirst = stage(h.extra_first, np, 32), o_ibase = stage(h.interior_base, np, 8);
@@ -503,7 +553,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   const std::size_t o_general = stage(general.data(), std::int64_t(general.size()), 4);
   std::vector<unsigned char> staged;
   core::resize_for_overwrite(staged, std::max<std::size_t>(staged_bytes, 16));
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (staged_bytes > (std::size_t(1) << 20))
   for (std::size_t k = 0; k < pieces.size(); ++k)
     if (pieces[k].bytes) std::memcpy(staged.data() + pieces[k].at, pieces[k].src, pieces[k].bytes);
   DeviceBuffer d_plan{s};
@@ -536,7 +586,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   d.np = np;
   const auto* d_general = reinterpret_cast<const std::int32_t*>(at(o_general));
 
-  // counts first (seam contributions, triangles), so that the rest is sized, and checked, before it is allocated
+  // counts (seam contributions per vertex, triangles per patch) and their offsets, on the device
   DeviceBuffer d_seam_count{s}, d_seam_first{s}, d_tri_count{s}, d_tri_first{s}, d_temp{s}, d_flags{s};
   d_seam_count.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam counts");
   PS_CUDA(cudaMemsetAsync(d_seam_count.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing seam counts");
@@ -561,87 +611,56 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   exclusive_sum(d_seam_count.as<ull>(), d_seam_first.as<ull>(), seam + 1, d_temp, s, "scanning seam counts");
   d_tri_first.ensure(std::size_t(np + 1) * sizeof(ull), "allocating triangle offsets");
   exclusive_sum(d_tri_count.as<ull>(), d_tri_first.as<ull>(), np + 1, d_temp, s, "scanning triangle counts");
-  ull totals[2] = {0, 0};  // seam contributions, triangles
-  PS_CUDA(cudaMemcpyAsync(&totals[0], d_seam_first.as<ull>() + seam, sizeof(ull), cudaMemcpyDeviceToHost, s), "counting");
-  PS_CUDA(cudaMemcpyAsync(&totals[1], d_tri_first.as<ull>() + np, sizeof(ull), cudaMemcpyDeviceToHost, s), "counting");
-  PS_CUDA(cudaStreamSynchronize(s), "counting seam contributions and triangles");
-  lap(1);
-  const auto contributions = std::int64_t(totals[0]), nt = std::int64_t(totals[1]);
-
-  // memory: what follows holds at once (normals with room for a crease cluster per contribution at most)
-  const std::uint64_t tri_bytes = std::uint64_t(nt) * (3 * 4 + 3 * 4 + 4 + 4 + 1) + 8;
-  const std::uint64_t need = std::uint64_t(contributions) * (8 + 8 + 1) + std::uint64_t(seam + 1) * 8 * 2 +
-                             std::uint64_t(plan.samples) * 4 + std::uint64_t(nverts) * 24 +
-                             std::uint64_t(nverts + contributions) * 24 + tri_bytes +
-                             (plan.keep_degenerate ? 0 : std::uint64_t(nt) * (8 + 3 * 4 + 3 * 4 + 4 + 4)) + (64u << 20);
-  std::size_t free_bytes = 0, total_bytes = 0;
-  PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "querying device memory");
-  if (need > free_bytes) {
-    outcome.why_not = "device assembly needs " + std::to_string(need >> 20) + " MiB, " + std::to_string(free_bytes >> 20) +
-                      " MiB are free";
-    return outcome;
-  }
+  const ull* d_nt = d_tri_first.as<ull>() + np;  // the triangles made: known on the device only
 
   // 1-2. seam vertices: placed, sorted, clustered, numbered
-  DeviceBuffer d_cursor{s}, d_seam_placed{s}, d_seam_sample{s}, d_cluster{s}, d_crease_first{s}, d_positions{s}, d_slot{s};
+  DeviceBuffer d_cursor{s}, d_seam_placed{s}, d_seam_key{s}, d_cluster{s}, d_crease_first{s}, d_positions{s}, d_slot{s};
   DeviceBuffer& d_extra = d_seam_count;  // the counts are scanned: their room holds the extra clusters
   d_cursor.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam cursors");
   PS_CUDA(cudaMemcpyAsync(d_cursor.ptr, d_seam_first.ptr, std::size_t(seam + 1) * sizeof(ull), cudaMemcpyDeviceToDevice, s),
           "copying seam offsets");
-  d_seam_sample.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)) * 8, "allocating seam contributions");
   d_seam_placed.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)) * 8, "allocating seam contributions");
+  d_seam_key.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)) * 8, "allocating seam contributions");
   d_cluster.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)), "allocating seam clusters");
   d_positions.ensure(std::size_t(std::max<std::int64_t>(nverts, 1)) * 24, "allocating mesh positions");
   if (np > 0) {
-    seam_fill_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_cursor.as<ull>(),
-                                                                         d_seam_placed.as<std::int64_t>());
+    seam_fill_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_cursor.as<ull>(), d_seam_placed.as<ull>(),
+                                                                         sample_bits);
     PS_CUDA_LAUNCH("launching the seam fill kernel");
   }
-  // within each vertex, atomics placed the contributions in any order: by sample, as the host has them
+  // Atomics placed each vertex's contributions in any order: one radix sort of (vertex, sample) keys puts them in
+  // sample order, as the host has them (a segmented sort would wait on the host to partition its segments).
   if (contributions > 0) {
     std::size_t bytes = 0;
-    const ull* begin = d_seam_first.as<ull>();
-    const std::int64_t* placed = d_seam_placed.as<std::int64_t>();
-    std::int64_t* sorted = d_seam_sample.as<std::int64_t>();
-    PS_CUDA(cub::DeviceSegmentedSort::SortKeys(nullptr, bytes, placed, sorted, contributions, seam, begin, begin + 1, s),
+    PS_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, d_seam_placed.as<ull>(), d_seam_key.as<ull>(), contributions, 0,
+                                           key_bits, s),
             "sizing the seam sort");
     d_temp.ensure(std::max<std::size_t>(bytes, 16), "sorting seam contributions");
-    PS_CUDA(cub::DeviceSegmentedSort::SortKeys(d_temp.ptr, bytes, placed, sorted, contributions, seam, begin, begin + 1, s),
+    PS_CUDA(cub::DeviceRadixSort::SortKeys(d_temp.ptr, bytes, d_seam_placed.as<ull>(), d_seam_key.as<ull>(), contributions, 0,
+                                           key_bits, s),
             "sorting seam contributions");
   }
+  const SeamKeys keys{d_seam_key.as<ull>(), (sample_bits == 64 ? ~0ull : (1ull << sample_bits) - 1)};
   PS_CUDA(cudaMemsetAsync(d_extra.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing crease counts");
   if (seam > 0) {
     seam_cluster_kernel<T><<<blocks_for(seam, kThreads), kThreads, 0, s>>>(
-        st, d_seam_first.as<ull>(), d_seam_sample.as<std::int64_t>(), d_cluster.as<std::uint8_t>(), d_extra.as<ull>(),
-        d_positions.as<double>(), plan.cos_crease, seam, d_overflow, d_creases);
+        st, d_seam_first.as<ull>(), keys, d_cluster.as<std::uint8_t>(), d_extra.as<ull>(), d_positions.as<double>(),
+        plan.cos_crease, seam, d_overflow, d_creases);
     PS_CUDA_LAUNCH("launching the seam cluster kernel");
   }
   d_crease_first.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating crease offsets");
   exclusive_sum(d_extra.as<ull>(), d_crease_first.as<ull>(), seam + 1, d_temp, s, "scanning crease clusters");
-  Flags flags{};
-  ull extra_total = 0;
-  PS_CUDA(cudaMemcpyAsync(&flags, d_flags.ptr, sizeof flags, cudaMemcpyDeviceToHost, s), "reading the cluster flags");
-  PS_CUDA(cudaMemcpyAsync(&extra_total, d_crease_first.as<ull>() + seam, sizeof(ull), cudaMemcpyDeviceToHost, s),
-          "counting crease clusters");
-  PS_CUDA(cudaStreamSynchronize(s), "clustering seam normals");
-  lap(2);
-  if (flags.overflow) {
-    outcome.why_not = "a seam vertex has more than " + std::to_string(kMaxClusters) + " normal clusters";
-    return outcome;
-  }
-  outcome.crease_vertices = std::int64_t(flags.creases);
-  const auto extra_normals = std::int64_t(extra_total);
-  const std::int64_t slots = nverts + extra_normals;
   DeviceBuffer d_normals{s};
-  d_normals.ensure(std::size_t(std::max<std::int64_t>(slots, 1)) * 24, "allocating mesh normals");
+  d_normals.ensure(std::size_t(std::max<std::int64_t>(slot_bound, 1)) * 24, "allocating mesh normals");
   d_slot.ensure(std::size_t(std::max<std::int64_t>(plan.samples, 1)) * 4, "allocating the normal slot of each sample");
   PS_CUDA(cudaMemsetAsync(d_slot.ptr, 0xff, std::size_t(plan.samples) * 4, s), "clearing normal slots");
   if (seam > 0) {
     seam_normal_kernel<T><<<blocks_for(seam, kThreads), kThreads, 0, s>>>(
-        st, d_seam_first.as<ull>(), d_seam_sample.as<std::int64_t>(), d_cluster.as<std::uint8_t>(),
-        d_crease_first.as<ull>(), d_normals.as<double>(), d_slot.as<std::uint32_t>(), seam, nverts);
+        st, d_seam_first.as<ull>(), keys, d_cluster.as<std::uint8_t>(), d_crease_first.as<ull>(), d_normals.as<double>(),
+        d_slot.as<std::uint32_t>(), seam, nverts);
     PS_CUDA_LAUNCH("launching the seam normal kernel");
   }
+  lap(1);
 
   // 3. interior vertices
   const dim3 per_patch = patch_grid(plan.view, np);
@@ -650,15 +669,15 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     PS_CUDA_LAUNCH("launching the interior vertex kernel");
   }
 
-  // 4. triangles
+  // 4. triangles, in room for the bound
   DeviceBuffer d_tv{s}, d_tn{s}, d_tg{s}, d_tp{s}, d_keep{s};
-  d_tv.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 12, "allocating triangles");
-  d_tn.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 12, "allocating triangle normals");
-  d_tg.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 4, "allocating face groups");
-  d_tp.ensure(std::size_t(std::max<std::int64_t>(nt, 1)) * 4, "allocating face patches");
+  d_tv.ensure(std::size_t(std::max<std::int64_t>(tri_bound, 1)) * 12, "allocating triangles");
+  d_tn.ensure(std::size_t(std::max<std::int64_t>(tri_bound, 1)) * 12, "allocating triangle normals");
+  d_tg.ensure(std::size_t(std::max<std::int64_t>(tri_bound, 1)) * 4, "allocating face groups");
+  d_tp.ensure(std::size_t(std::max<std::int64_t>(tri_bound, 1)) * 4, "allocating face patches");
   if (!plan.keep_degenerate) {
-    d_keep.ensure(std::size_t(nt) + 8, "allocating triangle flags");
-    PS_CUDA(cudaMemsetAsync(d_keep.ptr, 0, std::size_t(nt) + 8, s), "clearing triangle flags");
+    d_keep.ensure(std::size_t(tri_bound) + 8, "allocating triangle flags");
+    PS_CUDA(cudaMemsetAsync(d_keep.ptr, 0, std::size_t(tri_bound) + 8, s), "clearing triangle flags");
   }
   TriangleOut tri{d_tv.as<std::uint32_t>(), d_tn.as<std::uint32_t>(), d_tg.as<std::int32_t>(), d_tp.as<std::int32_t>(),
                   plan.keep_degenerate ? nullptr : d_keep.as<std::uint8_t>()};
@@ -669,37 +688,29 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   }
   if (!general.empty()) {
     general_triangles_kernel<<<unsigned(general.size()), kGeneralThreads, 0, s>>>(
-        d, d_general, d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(), d_positions.as<double>(), tri,
+        d, d_general, d_tri_first.as<ull>(), ull(tri_bound), d_slot.as<std::uint32_t>(), d_positions.as<double>(), tri,
         d_miscounted);
     PS_CUDA_LAUNCH("launching the triangle kernel");
   }
-  // The kept triangles are scanned now (flips leave the flags as they are), so that their total comes back with the
-  // orientation's last read; the count check rides on the first read. Each read is one host wait.
-  const bool compacting = !plan.keep_degenerate && nt > 0;
+  // The kept triangles are scanned over the bound's room (flags past the triangles made stay 0; flips leave them as
+  // they are).
+  const bool compacting = !plan.keep_degenerate && tri_bound > 0;
   DeviceBuffer d_kept_before{s};
   if (compacting) {
-    d_kept_before.ensure(std::size_t(nt + 1) * sizeof(ull), "allocating triangle offsets");
+    d_kept_before.ensure(std::size_t(tri_bound + 1) * sizeof(ull), "allocating triangle offsets");
     auto counts = thrust::make_transform_iterator(d_keep.as<std::uint8_t>(), ToCount{});
-    exclusive_sum(counts, d_kept_before.as<ull>(), nt + 1, d_temp, s, "scanning kept triangles");
+    exclusive_sum(counts, d_kept_before.as<ull>(), tri_bound + 1, d_temp, s, "scanning kept triangles");
   }
-  ull kept_total = ull(nt);
-  bool counts_checked = false, kept_read = !compacting;
-  struct Read {
-    void* to;
-    const void* from;
-    std::size_t bytes;
-  };
-  auto read_back = [&](std::initializer_list<Read> reads, bool with_kept, const char* what) {
+  const ull* d_kept = compacting ? d_kept_before.as<ull>() + tri_bound : nullptr;
+  bool counts_checked = false;
+  // One host wait; the first also checks the triangle counts (the orientation's kernels read the triangles).
+  auto read_back = [&](std::initializer_list<Read> reads, const char* what) {
     int miscounted = 0;
     if (!counts_checked)
       PS_CUDA(cudaMemcpyAsync(&miscounted, d_miscounted, sizeof miscounted, cudaMemcpyDeviceToHost, s), "reading the count flag");
     for (const Read& r : reads)
       if (r.bytes) PS_CUDA(cudaMemcpyAsync(r.to, r.from, r.bytes, cudaMemcpyDeviceToHost, s), what);
-    if (with_kept && !kept_read)
-      PS_CUDA(cudaMemcpyAsync(&kept_total, d_kept_before.as<ull>() + nt, sizeof(ull), cudaMemcpyDeviceToHost, s),
-              "reading the kept triangle count");
     PS_CUDA(cudaStreamSynchronize(s), what);
-    kept_read = kept_read || with_kept;
     if (!counts_checked && miscounted)
       throw Error(ErrorKind::InvalidArgument,
                   "internal error in tessellation: a patch made another number of triangles than it was counted for");
@@ -717,7 +728,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
                                                                        d_positions.as<double>(), d_sums.as<double>());
     PS_CUDA_LAUNCH("launching the patch centre kernel");
     std::vector<double> sums(static_cast<std::size_t>(np) * 4);
-    read_back({{sums.data(), d_sums.ptr, sums.size() * 8}}, false, "reading patch sums");
+    read_back({{sums.data(), d_sums.ptr, sums.size() * 8}}, "reading patch sums");
     std::vector<double> centre(std::size_t(nc) * 3, 0.0), count(std::size_t(nc), 0.0);
     for (std::int64_t p = 0; p < np; ++p) {
       const auto c = std::size_t(plan.component[p]);
@@ -734,7 +745,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
                                                                        d_volume.as<double>());
     PS_CUDA_LAUNCH("launching the patch volume kernel");
     std::vector<double> volume(static_cast<std::size_t>(np));
-    read_back({{volume.data(), d_volume.ptr, volume.size() * 8}}, true, "reading patch volumes");
+    read_back({{volume.data(), d_volume.ptr, volume.size() * 8}}, "reading patch volumes");
     outcome.component_volume.assign(std::size_t(nc), 0.0);
     for (std::int64_t p = 0; p < np; ++p) outcome.component_volume[std::size_t(plan.component[p])] += volume[std::size_t(p)];
     std::vector<std::uint8_t> flip(std::size_t(nc), 0);
@@ -743,41 +754,57 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
       flip[c] = plan.component_closed[c] && outcome.component_volume[c] < 0;
       any = any || flip[c];
     }
-    if (any && nt > 0) {
+    if (any && tri_bound > 0) {
       upload(d_cflip, flip.data(), nc, s, "uploading component flips");
-      d_flip_slot.ensure(std::size_t(slots) + 8, "allocating normal flips");
-      PS_CUDA(cudaMemsetAsync(d_flip_slot.ptr, 0, std::size_t(slots) + 8, s), "clearing normal flips");
-      flip_kernel<<<blocks_for(nt, kThreads), kThreads, 0, s>>>(d, tri, ull(nt), d_cflip.as<std::uint8_t>(),
-                                                                 d_flip_slot.as<std::uint8_t>());
+      d_flip_slot.ensure(std::size_t(slot_bound) + 8, "allocating normal flips");
+      PS_CUDA(cudaMemsetAsync(d_flip_slot.ptr, 0, std::size_t(slot_bound) + 8, s), "clearing normal flips");
+      flip_kernel<<<blocks_for(tri_bound, kThreads), kThreads, 0, s>>>(d, tri, d_nt, d_cflip.as<std::uint8_t>(),
+                                                                        d_flip_slot.as<std::uint8_t>());
       PS_CUDA_LAUNCH("launching the flip kernel");
-      negate_kernel<<<blocks_for(slots, kThreads), kThreads, 0, s>>>(d_normals.as<double>(), d_flip_slot.as<std::uint8_t>(), slots);
+      negate_kernel<<<blocks_for(slot_bound, kThreads), kThreads, 0, s>>>(d_normals.as<double>(),
+                                                                           d_flip_slot.as<std::uint8_t>(), slot_bound);
       PS_CUDA_LAUNCH("launching the normal flip kernel");
     }
   }
 
-  // 6. zero-area triangles out, in order
-  std::int64_t kept = nt;
+  // 6. zero-area triangles out, in order, where there are any (the kernel compares the two totals on the device)
   DeviceBuffer c_tv{s}, c_tn{s}, c_tg{s}, c_tp{s};
+  TriangleOut compacted{};
   if (compacting) {
-    if (!kept_read) read_back({}, true, "assembling triangles");
-    kept = std::int64_t(kept_total);
-    if (kept < nt) {
-      c_tv.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 12, "allocating triangles");
-      c_tn.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 12, "allocating triangle normals");
-      c_tg.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 4, "allocating face groups");
-      c_tp.ensure(std::size_t(std::max<std::int64_t>(kept, 1)) * 4, "allocating face patches");
-      const TriangleOut to{c_tv.as<std::uint32_t>(), c_tn.as<std::uint32_t>(), c_tg.as<std::int32_t>(),
-                           c_tp.as<std::int32_t>(), nullptr};
-      compact_kernel<<<blocks_for(nt, kThreads), kThreads, 0, s>>>(tri, d_kept_before.as<ull>(), ull(nt), to);
-      PS_CUDA_LAUNCH("launching the compaction kernel");
-      tri = to;
-    }
+    c_tv.ensure(std::size_t(tri_bound) * 12, "allocating triangles");
+    c_tn.ensure(std::size_t(tri_bound) * 12, "allocating triangle normals");
+    c_tg.ensure(std::size_t(tri_bound) * 4, "allocating face groups");
+    c_tp.ensure(std::size_t(tri_bound) * 4, "allocating face patches");
+    compacted = {c_tv.as<std::uint32_t>(), c_tn.as<std::uint32_t>(), c_tg.as<std::int32_t>(), c_tp.as<std::int32_t>(), nullptr};
+    compact_kernel<<<blocks_for(tri_bound, kThreads), kThreads, 0, s>>>(tri, d_kept_before.as<ull>(), ull(tri_bound), d_nt,
+                                                                         d_kept, compacted);
+    PS_CUDA_LAUNCH("launching the compaction kernel");
   }
-  if (!counts_checked) read_back({}, false, "assembling triangles");
-  PS_CUDA(cudaStreamSynchronize(s), "assembling the mesh on the device");
+  lap(2);
+
+  // the one wait: flags and totals
+  Flags flags{};
+  ull totals[3] = {0, 0, 0};  // triangles made, kept, extra normal clusters
+  read_back({{&flags, d_flags.ptr, sizeof flags},
+             {&totals[0], d_nt, sizeof(ull)},
+             {&totals[1], d_kept, d_kept ? sizeof(ull) : 0},
+             {&totals[2], d_crease_first.as<ull>() + seam, sizeof(ull)}},
+            "assembling the mesh on the device");
   lap(3);
   const auto t1 = Clock::now();
   outcome.seconds_device = std::chrono::duration<double>(t1 - t0).count();
+  if (flags.overflow) {
+    outcome.why_not = "a seam vertex has more than " + std::to_string(kMaxClusters) + " normal clusters";
+    return outcome;
+  }
+  if (flags.miscounted || totals[0] > ull(tri_bound))
+    throw Error(ErrorKind::InvalidArgument,
+                "internal error in tessellation: a patch made another number of triangles than it was counted for");
+  outcome.crease_vertices = std::int64_t(flags.creases);
+  const auto nt = std::int64_t(totals[0]);
+  const std::int64_t kept = compacting ? std::int64_t(totals[1]) : nt;
+  const std::int64_t slots = nverts + std::int64_t(totals[2]);
+  if (compacting && kept < nt) tri = compacted;
 
   // the mesh to host memory
   core::resize_for_overwrite(mesh.positions, std::size_t(nverts) * 3);

@@ -211,4 +211,16 @@ template <class P, class Triangle> PS_HD void triangulate_patch(const P& pl, std
   if (pl.zipper[p]) zipped_sides(pl, p, emit);
 }
 
+// How many triangles triangulate_patch offers take_triangle for patch p: a bound of the ones it keeps, known from
+// the plan alone (a zip strip of f outer and q inner points advances f + q - 1 times; a zipped side has q = n - 1).
+template <class P> PS_HD std::int64_t triangles_offered(const P& pl, std::int64_t p) {
+  if (pl.triangle(p)) return std::int64_t(pl.nu[p]) * pl.nu[p];
+  int i0, i1, j0, j1;
+  cell_range(pl, p, i0, i1, j0, j1);
+  std::int64_t n = 2 * std::int64_t(i1 > i0 ? i1 - i0 : 0) * (j1 > j0 ? j1 - j0 : 0);
+  if (pl.zipper[p])
+    for (int s = 0; s < 4; ++s) n += side_factor(pl, p, s) + (s % 2 == 0 ? pl.nu[p] : pl.nv[p]) - 2;
+  return n;
+}
+
 }  // namespace parasurf::patches

@@ -815,14 +815,19 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   // triangles, per patch in parallel, concatenated in patch order: counted, then written in place
   // A plain patch (tensor, not zipped, at least 2 x 2 cells, four distinct uncollapsed edges and corners) has no
   // two equal vertices in a triangle, so it makes all 2 nu nv of them; the others are counted by triangulating.
+  // The device sizes its buffers by patches::triangles_offered before it counts: every host assembly checks it.
   std::vector<std::int64_t> tri_first(std::size_t(np) + 1, 0);
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  int over_bound = 0;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) reduction(max : over_bound)
   for (std::int64_t p = 0; p < np; ++p) {
     std::int64_t count = 0;
     if (plain_patch(pl, p)) count = 2 * std::int64_t(pl.nu[p]) * pl.nv[p];
     else triangulate_patch(pl, p, [&](const Ref&, const Ref&, const Ref&) { ++count; });
     tri_first[std::size_t(p) + 1] = count;
+    if (count > patches::triangles_offered(pl, p)) over_bound = 1;
   }
+  if (over_bound)
+    throw Error(ErrorKind::InvalidArgument, "internal error in tessellation: a patch made more triangles than its bound");
   for (std::int64_t p = 0; p < np; ++p) tri_first[p + 1] += tri_first[p];
   const std::int64_t nt = tri_first[np];
   core::resize_for_overwrite(mesh.triangles, std::size_t(nt) * 3);
