@@ -14,13 +14,16 @@
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
 #include <bit>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
+#include <vector>
 
 #include "core/cuda_check.hpp"
 #include "core/memory.hpp"
@@ -109,13 +112,14 @@ __global__ void seam_count_kernel(DevicePlan d, ull* count) {
   for_side_samples(d, p, int(threadIdx.x & 31), [&](int s, int k) { atomicAdd(&count[side_vertex(d.v, p, s, k)], 1ull); });
 }
 
-// Each contribution as the key (vertex, sample), the vertex above sample_bits, in its vertex's range in any order.
-__global__ void seam_fill_kernel(DevicePlan d, ull* cursor, ull* key, int sample_bits) {
+// Each contribution as the key (vertex, sample), the vertex above sample_bits, in its vertex's range in any order:
+// the vertex's count, counted down, gives the places.
+__global__ void seam_fill_kernel(DevicePlan d, const ull* first, ull* count, ull* key, int sample_bits) {
   const std::int64_t p = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   if (p >= d.np) return;
   for_side_samples(d, p, int(threadIdx.x & 31), [&](int s, int k) {
     const std::int64_t v = side_vertex(d.v, p, s, k);
-    const ull at = atomicAdd(&cursor[v], 1ull);
+    const ull at = first[v] + atomicAdd(&count[v], ~0ull) - 1;  // adding 2^64 - 1 subtracts one
     key[at] = (ull(v) << sample_bits) | ull(side_sample(d.v, p, s, k));
   });
 }
@@ -131,76 +135,152 @@ template <class T> __device__ inline void sample_normal(const SampleViews<T>& st
   for (int c = 0; c < 3; ++c) n[c] = double(st.nrm[c][s]);
 }
 
+// Walks the contributions [a, b) of the thread's seam vertex in order: f(k, sample, normal, tag[k]) until it returns
+// false. Every thread of the warp calls it (live or not). Most vertices have a few contributions, walked by their
+// thread; from kStagedFrom on (the poles: hundreds), the warp loads them 32 at a time into shared memory for that
+// thread, which would otherwise wait on two dependent loads per contribution.
+constexpr int kStagedFrom = 17;
+
+template <class T, class F>
+__device__ void walk_contributions(const SampleViews<T>& st, const SeamKeys& seam, const std::uint8_t* tag, bool live,
+                                   ull a, ull b, F&& f) {
+  __shared__ double staged_normal[kThreads / 32][32][3];
+  __shared__ std::int64_t staged_sample[kThreads / 32][32];
+  __shared__ std::uint8_t staged_tag[kThreads / 32][32];
+  const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+  const bool many = live && b - a >= ull(kStagedFrom);
+  if (live && !many)
+    for (ull k = a; k < b; ++k) {
+      const std::int64_t sample = seam.sample(k);
+      double n[3];
+      sample_normal(st, sample, n);
+      if (!f(k, sample, n, tag ? tag[k] : std::uint8_t(0))) break;
+    }
+  for (unsigned todo = __ballot_sync(~0u, many); todo != 0; todo &= todo - 1) {
+    const int owner = __ffs(todo) - 1;
+    const ull oa = __shfl_sync(~0u, a, owner), ob = __shfl_sync(~0u, b, owner);
+    bool going = true;
+    for (ull chunk = oa; chunk < ob; chunk += 32) {
+      const ull k = chunk + ull(lane);
+      if (k < ob) {
+        const std::int64_t sample = seam.sample(k);
+        staged_sample[warp][lane] = sample;
+        sample_normal(st, sample, staged_normal[warp][lane]);
+        staged_tag[warp][lane] = tag ? tag[k] : std::uint8_t(0);
+      }
+      __syncwarp();
+      if (lane == owner)
+        for (int j = 0; going && j < 32 && chunk + ull(j) < ob; ++j)
+          going = f(chunk + ull(j), staged_sample[warp][j], staged_normal[warp][j], staged_tag[warp][j]);
+      __syncwarp();
+    }
+  }
+}
+
+// Whether a contribution with normal n joins the cluster whose normal sum is sum: zero normals and empty sums join
+// anything; else dot(sum, n) >= cos_crease * |sum|, rounded as the host rounds it. Where cos_crease > 0 the squares
+// of the two sides decide it without the square root unless they agree to 1e-12 (the rounding of either side moves
+// it by a few units of 2^-53): the poles' hundreds of contributions are walked one after another.
+__device__ inline bool joins(const double* sum, const double* n, bool zero, double cos_crease, double cos_squared) {
+  const double sq = add(add(mul(sum[0], sum[0]), mul(sum[1], sum[1])), mul(sum[2], sum[2]));
+  if (zero || sq == 0) return true;
+  const double dot = add(add(mul(sum[0], n[0]), mul(sum[1], n[1])), mul(sum[2], n[2]));
+  if (cos_crease > 0) {
+    if (dot < 0) return false;
+    const double lhs = mul(dot, dot), rhs = mul(cos_squared, sq);
+    if (lhs > 1e-200 && rhs > 1e-200) {
+      if (lhs > rhs * (1 + 1e-12)) return true;
+      if (lhs < rhs * (1 - 1e-12)) return false;
+    }
+  }
+  return dot >= mul(cos_crease, sqrt(sq));
+}
+
 // Takes the position from the vertex's first contribution (they are sorted by sample) and assigns the normal
 // clusters greedily in that order (a contribution joins the first cluster within the crease angle of its sum).
+// Cluster 0, which nearly every contribution joins, keeps its sum in registers and is tested alone first: the
+// poles walk hundreds of contributions one after another.
 template <class T>
-__global__ void seam_cluster_kernel(SampleViews<T> st, const ull* first, SeamKeys seam, std::uint8_t* cluster_of,
-                                    ull* extra, double* positions, double cos_crease, std::int64_t seam_vertices,
-                                    int* overflow, ull* crease_vertices) {
+__global__ void __launch_bounds__(kThreads)
+    seam_cluster_kernel(SampleViews<T> st, const ull* first, SeamKeys seam, std::uint8_t* cluster_of, ull* extra,
+                        double* positions, double cos_crease, std::int64_t seam_vertices, int* overflow,
+                        ull* crease_vertices) {
   const std::int64_t v = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (v >= seam_vertices) return;
-  const ull a = first[v], b = first[v + 1];
-  extra[v] = 0;
-  if (a == b) {
-    for (int c = 0; c < 3; ++c) positions[v * 3 + c] = 0.0;
-    return;
+  const bool live = v < seam_vertices;
+  const ull a = live ? first[v] : 0, b = live ? first[v + 1] : 0;
+  if (live) {
+    extra[v] = 0;
+    if (a == b)
+      for (int c = 0; c < 3; ++c) positions[v * 3 + c] = 0.0;
   }
-  const std::int64_t first_sample = seam.sample(a);
-  for (int c = 0; c < 3; ++c) positions[v * 3 + c] = double(st.pos[c][first_sample]);
-  double sums[kMaxClusters][3];
+  const double cos_squared = mul(cos_crease, cos_crease);
+  double sum0[3] = {0.0, 0.0, 0.0};
+  double sums[kMaxClusters][3];  // clusters 1 and up (creases): rare
   int clusters = 0;
-  for (ull k = a; k < b; ++k) {
-    double n[3];
-    sample_normal(st, seam.sample(k), n);
+  bool overflowed = false;
+  walk_contributions(st, seam, nullptr, live, a, b, [&](ull k, std::int64_t sample, const double* n, std::uint8_t) {
+    if (k == a)
+      for (int c = 0; c < 3; ++c) positions[v * 3 + c] = double(st.pos[c][sample]);
     const bool zero = n[0] == 0 && n[1] == 0 && n[2] == 0;
-    int hit = -1;
-    for (int c = 0; c < clusters && hit < 0; ++c) {
-      const double len = length3(sums[c]);
-      const double dot = add(add(mul(sums[c][0], n[0]), mul(sums[c][1], n[1])), mul(sums[c][2], n[2]));
-      if (zero || len == 0 || dot >= mul(cos_crease, len)) hit = c;
-    }
+    int hit = clusters > 0 && joins(sum0, n, zero, cos_crease, cos_squared) ? 0 : -1;
+    for (int c = 1; c < clusters && hit < 0; ++c)
+      if (joins(sums[c], n, zero, cos_crease, cos_squared)) hit = c;
     if (hit < 0) {
       if (clusters == kMaxClusters) {
         atomicExch(overflow, 1);
-        return;
+        overflowed = true;
+        return false;
       }
       hit = clusters++;
-      sums[hit][0] = sums[hit][1] = sums[hit][2] = 0.0;
+      if (hit > 0) sums[hit][0] = sums[hit][1] = sums[hit][2] = 0.0;
     }
-    for (int c = 0; c < 3; ++c) sums[hit][c] = add(sums[hit][c], n[c]);
+    if (hit == 0)
+      for (int c = 0; c < 3; ++c) sum0[c] = add(sum0[c], n[c]);
+    else
+      for (int c = 0; c < 3; ++c) sums[hit][c] = add(sums[hit][c], n[c]);
     cluster_of[k] = std::uint8_t(hit);
-  }
+    return true;
+  });
+  if (!live || a == b || overflowed) return;
   extra[v] = ull(clusters - 1);
   if (clusters > 1) atomicAdd(crease_vertices, 1ull);
 }
 
-// Unit normal of each cluster, summed in contribution order as the clustering summed it; cluster 0 is the vertex's
-// own slot, cluster c > 0 the slot after the vertices that the scan of extra clusters gave it.
+// Unit normal of each cluster, its contributions summed in order as the clustering summed them; cluster 0 is the
+// vertex's own slot, cluster c > 0 the slot after the vertices that the scan of extra clusters gave it.
 template <class T>
-__global__ void seam_normal_kernel(SampleViews<T> st, const ull* first, SeamKeys seam,
-                                   const std::uint8_t* cluster_of, const ull* crease_first, double* normals,
-                                   std::uint32_t* slot_of_sample, std::int64_t seam_vertices, std::int64_t vertices) {
+__global__ void __launch_bounds__(kThreads)
+    seam_normal_kernel(SampleViews<T> st, const ull* first, SeamKeys seam, const std::uint8_t* cluster_of,
+                       const ull* crease_first, double* normals, std::uint32_t* slot_of_sample, std::int64_t seam_vertices,
+                       std::int64_t vertices) {
   const std::int64_t v = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (v >= seam_vertices) return;
-  const ull a = first[v], b = first[v + 1];
-  if (a == b) {
-    for (int c = 0; c < 3; ++c) normals[v * 3 + c] = 0.0;
-    return;
-  }
-  const int clusters = 1 + int(crease_first[v + 1] - crease_first[v]);
-  for (int cl = 0; cl < clusters; ++cl) {
-    const std::int64_t slot = cl == 0 ? v : vertices + std::int64_t(crease_first[v]) + cl - 1;
-    double sum[3] = {0.0, 0.0, 0.0};
-    for (ull k = a; k < b; ++k) {
-      if (cluster_of[k] != cl) continue;
-      const std::int64_t sample = seam.sample(k);
-      double n[3];
-      sample_normal(st, sample, n);
-      for (int c = 0; c < 3; ++c) sum[c] = add(sum[c], n[c]);
-      slot_of_sample[sample] = std::uint32_t(slot);
+  const bool live = v < seam_vertices;
+  const ull a = live ? first[v] : 0, b = live ? first[v + 1] : 0;
+  const int clusters = live && a < b ? 1 + int(crease_first[v + 1] - crease_first[v]) : 0;
+  const std::int64_t extra_base = live ? vertices + std::int64_t(crease_first[v]) - 1 : 0;
+  double sum0[3] = {0.0, 0.0, 0.0};  // cluster 0 in registers, as in the clustering
+  double sum[kMaxClusters][3];
+  for (int cl = 1; cl < clusters; ++cl) sum[cl][0] = sum[cl][1] = sum[cl][2] = 0.0;
+  walk_contributions(st, seam, cluster_of, live, a, b, [&](ull, std::int64_t sample, const double* n, std::uint8_t cl) {
+    if (cl >= clusters) return true;  // left by a clustering that overflowed: the host assembles instead
+    if (cl == 0) {
+      for (int c = 0; c < 3; ++c) sum0[c] = add(sum0[c], n[c]);
+      slot_of_sample[sample] = std::uint32_t(v);
+    } else {
+      for (int c = 0; c < 3; ++c) sum[cl][c] = add(sum[cl][c], n[c]);
+      slot_of_sample[sample] = std::uint32_t(extra_base + cl);
     }
-    const double len = length3(sum);
-    for (int c = 0; c < 3; ++c) normals[slot * 3 + c] = len > 0 ? sum[c] / len : 0.0;
+    return true;
+  });
+  if (!live) return;
+  if (a == b)
+    for (int c = 0; c < 3; ++c) normals[v * 3 + c] = 0.0;
+  for (int cl = 0; cl < clusters; ++cl) {
+    double s[3];
+    for (int c = 0; c < 3; ++c) s[c] = cl == 0 ? sum0[c] : sum[cl][c];
+    const std::int64_t slot = cl == 0 ? v : extra_base + cl;
+    const double len = length3(s);
+    for (int c = 0; c < 3; ++c) normals[slot * 3 + c] = len > 0 ? s[c] / len : 0.0;
   }
 }
 
@@ -237,29 +317,42 @@ __global__ void plain_count_kernel(DevicePlan d, ull* count) {
   if (p < d.np && d.plain[p]) count[p] = 2ull * ull(d.v.nu[p]) * ull(d.v.nv[p]);
 }
 
-// The other patches, one block a patch: the kept triangles of the cells summed over the block, plus a zipped
-// patch's border strips or a triangular patch's lattice walked by one thread.
-__global__ void __launch_bounds__(kGeneralThreads) general_count_kernel(DevicePlan d, const std::int32_t* list, ull* count) {
+// The other patches (collapsed or repeated edges, zipped sides, triangles) by chunks of kGeneralThreads cells, one
+// block a (patch, chunk): the kept triangles of each chunk, added to the patch's count; block (p, 0) also counts a
+// zipped patch's border strips or a triangular patch's lattice (one thread: short walks).
+__device__ inline int general_cells(const DevicePlan& d, std::int64_t p, int& i0, int& j0, int& columns) {
+  int i1, j1;
+  cell_range(d.v, p, i0, i1, j0, j1);
+  columns = max(j1 - j0, 0);
+  return d.v.triangle(p) ? 0 : max(i1 - i0, 0) * columns;
+}
+
+__global__ void __launch_bounds__(kGeneralThreads)
+    general_count_kernel(DevicePlan d, const std::int32_t* list, int chunks, ull* chunk_count, ull* count) {
   using Reduce = cub::BlockReduce<int, kGeneralThreads>;
   __shared__ typename Reduce::TempStorage reduce_temp;
   const std::int64_t p = list[blockIdx.x];
-  int mine = 0;
-  auto tally = [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
-    mine += take_triangle(d.v, p, a, b, c, [](const PlanRef&, const PlanRef&, const PlanRef&) {});
-  };
-  if (!d.v.triangle(p)) {
-    int i0, i1, j0, j1;
-    cell_range(d.v, p, i0, i1, j0, j1);
-    const int columns = max(j1 - j0, 0), cells = max(i1 - i0, 0) * columns;
-    for (int cell = int(threadIdx.x); cell < cells; cell += kGeneralThreads)
-      cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, tally);
+  int i0, j0, columns;
+  const int cells = general_cells(d, p, i0, j0, columns);
+  for (int chunk = int(blockIdx.y); chunk < chunks; chunk += int(gridDim.y)) {
+    const int cell = chunk * kGeneralThreads + int(threadIdx.x);
+    int mine = 0, walk = 0;
+    auto tally = [&](int& n) {
+      return [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
+        n += take_triangle(d.v, p, a, b, c, [](const PlanRef&, const PlanRef&, const PlanRef&) {});
+      };
+    };
+    if (cell < cells) cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, tally(mine));
+    const int total = Reduce(reduce_temp).Sum(mine);
+    __syncthreads();  // the reduction's storage is used again in the next chunk
+    if (threadIdx.x != 0) continue;
+    if (chunk == 0) {
+      if (d.v.triangle(p)) triangulate_patch(d.v, p, [&](const PlanRef&, const PlanRef&, const PlanRef&) { ++walk; });
+      else if (d.v.zipper[p]) zipped_sides(d.v, p, tally(walk));
+    }
+    chunk_count[std::size_t(blockIdx.x) * chunks + chunk] = ull(total);
+    if (total + walk > 0) atomicAdd(&count[p], ull(total + walk));
   }
-  if (threadIdx.x == 0) {
-    if (d.v.triangle(p)) triangulate_patch(d.v, p, [&](const PlanRef&, const PlanRef&, const PlanRef&) { ++mine; });
-    else if (d.v.zipper[p]) zipped_sides(d.v, p, tally);
-  }
-  const int total = Reduce(reduce_temp).Sum(mine);
-  if (threadIdx.x == 0) count[p] = ull(total);
 }
 
 __device__ inline std::uint32_t normal_slot(const std::uint32_t* slot_of_sample, const PlanRef& r) {
@@ -313,19 +406,19 @@ __global__ void plain_triangles_kernel(DevicePlan d, const ull* tri_first, const
   }
 }
 
-// The other patches (collapsed or repeated edges, zipped sides, triangles), one block a patch: the cells in chunks
-// of the block, each cell's kept triangles (0 to 2) placed by a block scan in the walk's row-by-row order; then
-// a zipped patch's border strips, and a triangular patch's lattice, by one thread (short walks).
+// The other patches, one block a (patch, chunk) as they were counted: a chunk's kept triangles (0 to 2 a cell) placed
+// by a block scan in the walk's row-by-row order, after the chunks before it (chunk_first, scanned over all chunks);
+// then, by block (p, 0), a zipped patch's border strips or a triangular patch's lattice.
 __global__ void __launch_bounds__(kGeneralThreads)
-    general_triangles_kernel(DevicePlan d, const std::int32_t* list, const ull* tri_first, ull room,
-                             const std::uint32_t* slot_of_sample, const double* positions, TriangleOut out, int* miscounted) {
+    general_triangles_kernel(DevicePlan d, const std::int32_t* list, int chunks, const ull* chunk_first,
+                             const ull* tri_first, ull room, const std::uint32_t* slot_of_sample, const double* positions,
+                             TriangleOut out, int* miscounted) {
   using Scan = cub::BlockScan<int, kGeneralThreads>;
   __shared__ typename Scan::TempStorage scan_temp;
-  __shared__ ull cursor;
   const std::int64_t p = list[blockIdx.x];
+  const ull* firsts = chunk_first + std::size_t(blockIdx.x) * chunks;
+  const ull base = tri_first[p] - firsts[0];
   const ull end = min(tri_first[p + 1], room);
-  if (threadIdx.x == 0) cursor = tri_first[p];
-  __syncthreads();
   auto put = [&](ull& t, const PlanRef& a, const PlanRef& b, const PlanRef& c) {
     if (t >= end) {  // more than counted (or than the room): never overwrite the next patch's triangles
       atomicExch(miscounted, 1);
@@ -333,31 +426,27 @@ __global__ void __launch_bounds__(kGeneralThreads)
     }
     write_triangle(d, out, slot_of_sample, positions, p, t++, a, b, c);
   };
-  if (!d.v.triangle(p)) {
-    int i0, i1, j0, j1;
-    cell_range(d.v, p, i0, i1, j0, j1);
-    const int columns = max(j1 - j0, 0), cells = max(i1 - i0, 0) * columns;
-    for (int chunk = 0; chunk < cells; chunk += kGeneralThreads) {
-      const int cell = chunk + int(threadIdx.x);
-      int kept = 0;
-      auto count = [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
-        kept += take_triangle(d.v, p, a, b, c, [](const PlanRef&, const PlanRef&, const PlanRef&) {});
-      };
-      if (cell < cells) cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, count);
-      int before = 0, total = 0;
-      Scan(scan_temp).ExclusiveSum(kept, before, total);
-      ull t = cursor + ull(before);
-      if (cell < cells)
-        cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
-          take_triangle(d.v, p, a, b, c, [&](const PlanRef& x, const PlanRef& y, const PlanRef& z) { put(t, x, y, z); });
-        });
-      __syncthreads();  // every thread has read the cursor and the scan's storage
-      if (threadIdx.x == 0) cursor += ull(total);
-      __syncthreads();
-    }
+  int i0, j0, columns;
+  const int cells = general_cells(d, p, i0, j0, columns);
+  for (int chunk = int(blockIdx.y); chunk < chunks; chunk += int(gridDim.y)) {
+    if (chunk * kGeneralThreads >= cells) break;
+    const int cell = chunk * kGeneralThreads + int(threadIdx.x);
+    int kept = 0;
+    auto count = [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
+      kept += take_triangle(d.v, p, a, b, c, [](const PlanRef&, const PlanRef&, const PlanRef&) {});
+    };
+    if (cell < cells) cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, count);
+    int before = 0;
+    Scan(scan_temp).ExclusiveSum(kept, before);
+    __syncthreads();  // the scan's storage is used again in the next chunk
+    ull t = base + firsts[chunk] + ull(before);
+    if (cell < cells)
+      cell_triangles(d.v, p, i0 + cell / columns, j0 + cell % columns, [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) {
+        take_triangle(d.v, p, a, b, c, [&](const PlanRef& x, const PlanRef& y, const PlanRef& z) { put(t, x, y, z); });
+      });
   }
-  if (threadIdx.x != 0) return;
-  ull t = cursor;
+  if (blockIdx.y != 0 || threadIdx.x != 0) return;
+  ull t = base + firsts[chunks];
   auto emit = [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) { put(t, a, b, c); };
   if (d.v.triangle(p)) triangulate_patch(d.v, p, emit);
   else if (d.v.zipper[p]) zipped_sides(d.v, p, [&](const PlanRef& a, const PlanRef& b, const PlanRef& c) { take_triangle(d.v, p, a, b, c, emit); });
@@ -420,7 +509,7 @@ __global__ void negate_kernel(double* normals, const std::uint8_t* flip_slot, st
 __global__ void compact_kernel(TriangleOut in, const ull* kept_before, ull room, const ull* made, const ull* kept,
                                TriangleOut out) {
   const ull t = ull(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= room || *kept == *made || !in.keep[t]) return;
+  if (t >= room || t >= *made || *kept == *made || !in.keep[t]) return;
   const ull w = kept_before[t];
   for (int k = 0; k < 3; ++k) {
     out.vertex[w * 3 + k] = in.vertex[t * 3 + k];
@@ -436,17 +525,56 @@ struct Read {
   std::size_t bytes;
 };
 
-struct ToCount {
-  __host__ __device__ ull operator()(std::uint8_t x) const { return ull(x); }
+// Triangle t's keep flag as a count, 0 past the triangles made (the flags' room is the bound, not cleared).
+struct KeptFlag {
+  const std::uint8_t* keep;
+  const ull* made;
+  __host__ __device__ ull operator()(std::int64_t t) const { return ull(t) < *made ? ull(keep[t]) : 0ull; }
 };
 
-// Exclusive sum of n values into out (n entries), through CUB; temp grows as needed.
-template <class In> void exclusive_sum(In in, ull* out, std::int64_t n, DeviceBuffer& temp, cudaStream_t s, const char* what) {
+// CUB's scratch for an exclusive sum of n values, and the sum itself (temp sized by the first).
+template <class In> std::size_t scan_bytes(In in, ull* out, std::int64_t n, const char* what) {
   std::size_t bytes = 0;
-  PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n, s), what);
-  temp.ensure(std::max<std::size_t>(bytes, 16), what);
-  PS_CUDA(cub::DeviceScan::ExclusiveSum(temp.ptr, bytes, in, out, n, s), what);
+  if (n > 0) PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n, cudaStream_t(nullptr)), what);
+  return bytes;
 }
+template <class In>
+void exclusive_sum(In in, ull* out, std::int64_t n, void* temp, std::size_t temp_bytes, cudaStream_t s, const char* what) {
+  if (n > 0) PS_CUDA(cub::DeviceScan::ExclusiveSum(temp, temp_bytes, in, out, n, s), what);
+}
+
+// Triangles up to which the compacted copy's room is taken ahead of the counts (default 2^22, 117 MB); the
+// environment variable PARASURF_COMPACT_AHEAD_TRIANGLES sets it (the tests take both paths).
+std::int64_t compact_ahead_limit() {
+  const char* text = std::getenv("PARASURF_COMPACT_AHEAD_TRIANGLES");
+  if (!text || !*text) return std::int64_t(1) << 22;
+  char* end = nullptr;
+  const long long value = std::strtoll(text, &end, 10);
+  return end && *end == 0 && value >= 0 ? std::int64_t(value) : std::int64_t(1) << 22;
+}
+
+// An assembly's device buffers carved from one stream-ordered allocation: each cudaMallocAsync costs the host a few
+// microseconds, and a small model's whole assembly is a few hundred.
+class Arena {
+ public:
+  template <class X> void want(X*& ptr, std::int64_t count) {
+    wants_.push_back({reinterpret_cast<void**>(&ptr), bytes_});
+    bytes_ += (std::size_t(std::max<std::int64_t>(count, 1)) * sizeof(X) + 255) & ~std::size_t(255);
+  }
+  std::size_t bytes() const { return bytes_; }
+  void carve(DeviceBuffer& buf, const char* what) {
+    buf.ensure(std::max<std::size_t>(bytes_, 256), what);
+    for (const auto& w : wants_) *w.ptr = static_cast<unsigned char*>(buf.ptr) + w.offset;
+  }
+
+ private:
+  struct Want {
+    void** ptr;
+    std::size_t offset;
+  };
+  std::vector<Want> wants_;
+  std::size_t bytes_ = 0;
+};
 
 template <class X> void upload(DeviceBuffer& buf, const X* src, std::int64_t n, cudaStream_t s, const char* what) {
   const std::size_t bytes = std::size_t(n) * sizeof(X);
@@ -469,12 +597,37 @@ dim3 patch_grid(const PlanView& h, std::int64_t np) {
   return dim3(unsigned(np), unsigned(std::max<std::int64_t>(per, 1)));
 }
 
-struct StreamGuard {
-  cudaStream_t s = nullptr;
-  ~StreamGuard() {
-    if (s) cudaStreamDestroy(s);
+
+// Per host thread, kept between assemblies: a stream (creating one costs microseconds) and a pinned block for the
+// plan's upload (from pageable memory the copy is staged by the driver and waits).
+struct ThreadResources {
+  cudaStream_t stream = nullptr;
+  void* pinned = nullptr;
+  std::size_t pinned_bytes = 0;
+  ~ThreadResources() {
+    if (pinned) cudaFreeHost(pinned);
+    if (stream) cudaStreamDestroy(stream);
+  }
+  cudaStream_t get_stream() {
+    if (!stream) PS_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "creating the assembly stream");
+    return stream;
+  }
+  // Room for bytes, or null above the size worth keeping pinned (the caller stages in pageable memory).
+  unsigned char* staging(std::size_t bytes) {
+    constexpr std::size_t kKeepPinned = std::size_t(16) << 20;
+    if (bytes > kKeepPinned) return nullptr;
+    if (bytes > pinned_bytes) {
+      if (pinned) PS_CUDA(cudaFreeHost(pinned), "freeing the plan's staging block");
+      pinned = nullptr;
+      pinned_bytes = 0;
+      const std::size_t want = std::max(bytes, std::size_t(1) << 20);
+      PS_CUDA(cudaMallocHost(&pinned, want), "allocating the plan's staging block");
+      pinned_bytes = want;
+    }
+    return static_cast<unsigned char*>(pinned);
   }
 };
+thread_local ThreadResources thread_resources;
 
 }  // namespace
 
@@ -486,16 +639,23 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   const std::int64_t np = plan.patches, ne = plan.edges, seam = plan.seam_vertices, nverts = plan.vertices;
   const PlanView& h = plan.view;
 
-  // Sizes from the plan alone: the seam contributions exactly, the triangles bounded by what the walk offers. Every
-  // buffer is sized, and the memory checked, before the first kernel; the host then waits for the device only at
-  // the end (and for the orientation's sums, on models with closed components).
+  // Sizes from the plan alone: the seam contributions exactly, the triangles bounded by what the walk offers, the
+  // other patches' chunks. Every buffer is carved, and the memory checked, before the first kernel; the host then
+  // waits for the device only at the end (and for the orientation's sums, on models with closed components).
   std::vector<std::int32_t> general;  // the patches that are not plain
-  std::int64_t contributions = 0, tri_bound = 0;
+  std::int64_t contributions = 0, tri_bound = 0, chunks = 1;
   for (std::int64_t p = 0; p < np; ++p) {
-    if (!plan.plain[p]) general.push_back(std::int32_t(p));
     for (int s = 0; s < (h.triangle(p) ? 3 : 4); ++s) contributions += side_factor(h, p, s);
     tri_bound += triangles_offered(h, p);
+    if (plan.plain[p]) continue;
+    general.push_back(std::int32_t(p));
+    if (h.triangle(p)) continue;
+    int i0, i1, j0, j1;
+    cell_range(h, p, i0, i1, j0, j1);
+    const std::int64_t cells = std::int64_t(std::max(i1 - i0, 0)) * std::max(j1 - j0, 0);
+    chunks = std::max(chunks, (cells + kGeneralThreads - 1) / kGeneralThreads);
   }
+  const auto ng = std::int64_t(general.size());
   // seam contributions are sorted by one key, the vertex above the sample
   const int sample_bits = std::max(1, int(std::bit_width(std::uint64_t(std::max<std::int64_t>(plan.samples, 1)))));
   const int key_bits = sample_bits + int(std::bit_width(std::uint64_t(std::max<std::int64_t>(seam, 1))));
@@ -504,11 +664,66 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     return outcome;
   }
   const std::int64_t slot_bound = nverts + contributions;  // normal slots: a crease cluster per contribution at most
-  const std::uint64_t tri_bytes = std::uint64_t(tri_bound) * (3 * 4 + 3 * 4 + 4 + 4 + 1) + 8;
-  const std::uint64_t need = std::uint64_t(contributions) * (8 + 8 + 1) + std::uint64_t(seam + 1) * 8 * 3 +
-                             std::uint64_t(plan.samples) * 4 + std::uint64_t(nverts) * 24 + std::uint64_t(slot_bound) * 25 +
-                             tri_bytes + (plan.keep_degenerate ? 0 : std::uint64_t(tri_bound) * (8 + 3 * 4 + 3 * 4 + 4 + 4)) +
-                             (64u << 20);
+  const bool compacting = !plan.keep_degenerate && tri_bound > 0;
+  // the compacted triangles' room, held ahead (no host wait) up to a size; beyond it, taken once the totals show a
+  // dropped triangle
+  const bool compact_ahead = compacting && tri_bound <= compact_ahead_limit();
+
+  Arena arena;
+  ull *seam_count = nullptr, *seam_first = nullptr, *tri_count = nullptr, *tri_first = nullptr, *chunk_count = nullptr,
+      *chunk_first = nullptr, *seam_placed = nullptr, *seam_key = nullptr, *crease_first = nullptr, *kept_before = nullptr;
+  Flags* flags_d = nullptr;
+  std::uint8_t *cluster = nullptr, *keep = nullptr;
+  double *positions = nullptr, *normals = nullptr;
+  std::uint32_t *slot = nullptr, *tv = nullptr, *tn = nullptr, *cv = nullptr, *cn = nullptr;
+  std::int32_t *tg = nullptr, *tp = nullptr, *cg = nullptr, *cp = nullptr;
+  unsigned char* temp = nullptr;
+  // cleared together: the counts and the flags
+  arena.want(seam_count, seam + 1);
+  arena.want(tri_count, np + 1);
+  arena.want(flags_d, 1);
+  const std::size_t cleared_bytes = arena.bytes();
+  arena.want(seam_first, seam + 1);
+  arena.want(tri_first, np + 1);
+  arena.want(chunk_count, ng * chunks + 1);
+  arena.want(chunk_first, ng * chunks + 1);
+  arena.want(seam_placed, contributions);
+  arena.want(seam_key, contributions);
+  arena.want(cluster, contributions);
+  arena.want(crease_first, seam + 1);
+  arena.want(positions, nverts * 3);
+  arena.want(normals, slot_bound * 3);
+  arena.want(slot, plan.samples);
+  arena.want(tv, tri_bound * 3);
+  arena.want(tn, tri_bound * 3);
+  arena.want(tg, tri_bound);
+  arena.want(tp, tri_bound);
+  if (!plan.keep_degenerate) arena.want(keep, tri_bound + 8);
+  if (compacting) arena.want(kept_before, tri_bound + 1);
+  if (compact_ahead) {
+    arena.want(cv, tri_bound * 3);
+    arena.want(cn, tri_bound * 3);
+    arena.want(cg, tri_bound);
+    arena.want(cp, tri_bound);
+  }
+  // CUB's scratch, the largest of its five calls (sizing reads no device memory)
+  std::size_t temp_bytes = std::max({scan_bytes(seam_count, seam_first, seam + 1, "sizing a scan"),
+                                     scan_bytes(tri_count, tri_first, np + 1, "sizing a scan"),
+                                     scan_bytes(chunk_count, chunk_first, ng * chunks + 1, "sizing a scan")});
+  const ull* d_nt_sizing = nullptr;
+  auto kept_flags = thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0), KeptFlag{keep, d_nt_sizing});
+  if (compacting) temp_bytes = std::max(temp_bytes, scan_bytes(kept_flags, kept_before, tri_bound + 1, "sizing a scan"));
+  if (contributions > 0) {
+    std::size_t bytes = 0;
+    PS_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, seam_placed, seam_key, contributions, 0, key_bits, cudaStream_t(nullptr)),
+            "sizing the seam sort");
+    temp_bytes = std::max(temp_bytes, bytes);
+  }
+  arena.want(temp, std::int64_t(temp_bytes));
+  const bool any_closed = plan.orient && np > 0 &&
+                          std::find(plan.component_closed.begin(), plan.component_closed.end(), 1) != plan.component_closed.end();
+  const std::uint64_t need = arena.bytes() + (any_closed ? std::uint64_t(np) * 40 + std::uint64_t(slot_bound) + 4096 : 0) +
+                             (compacting && !compact_ahead ? std::uint64_t(tri_bound) * 32 : 0) + (64u << 20);
   std::size_t free_bytes = 0, total_bytes = 0;
   PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "querying device memory");
   if (need > free_bytes) {
@@ -517,20 +732,23 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     return outcome;
   }
 
-  StreamGuard guard;
-  PS_CUDA(cudaStreamCreateWithFlags(&guard.s, cudaStreamNonBlocking), "creating the assembly stream");
-  const cudaStream_t s = guard.s;
+  const cudaStream_t s = thread_resources.get_stream();
+  PS_CUDA(cudaStreamSynchronize(s), "waiting for an earlier assembly");  // its upload may still read the staging block
   {
     int device = 0;
     cudaMemPool_t pool = nullptr;
     PS_CUDA(cudaGetDevice(&device), "finding the device");
     PS_CUDA(cudaDeviceGetDefaultMemPool(&pool, device), "finding the device's memory pool");
-    std::uint64_t keep = kPoolKeep;
-    PS_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "configuring the memory pool");
+    std::uint64_t keep_bytes = kPoolKeep;
+    PS_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_bytes), "configuring the memory pool");
   }
+  DeviceBuffer d_arena{s};
+  arena.carve(d_arena, "allocating the assembly's buffers");
+  const ull* d_nt = tri_first + np;  // the triangles made: known on the device only
+  const ull* d_kept = compacting ? kept_before + tri_bound : nullptr;
 
-  // the plan on the device, in one upload, staged in one host block, sized first, filled by all threads on large
-  // models
+  // the plan on the device, in one upload, staged in one host block (pinned unless large), sized first, filled by
+  // all threads on large models
   struct Piece {
     const void* src;
     std::size_t bytes, at;
@@ -550,15 +768,20 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   const std::size_t o_ebase = stage(h.edge_vertex_base, ne, 8), o_ecorner = stage(h.edge_corners, ne, 8);
   const std::size_t o_ecollapse = stage(h.edge_collapse, ne, 1), o_plain = stage(plan.plain, np, 1);
   const std::size_t o_group = stage(plan.group, np, 4), o_comp = stage(plan.component, np, 4);
-  const std::size_t o_general = stage(general.data(), std::int64_t(general.size()), 4);
-  std::vector<unsigned char> staged;
-  core::resize_for_overwrite(staged, std::max<std::size_t>(staged_bytes, 16));
+  const std::size_t o_general = stage(general.data(), ng, 4);
+  staged_bytes = std::max<std::size_t>(staged_bytes, 16);
+  std::vector<unsigned char> pageable;
+  unsigned char* staged = thread_resources.staging(staged_bytes);
+  if (!staged) {
+    core::resize_for_overwrite(pageable, staged_bytes);
+    staged = pageable.data();
+  }
 #pragma omp parallel for schedule(dynamic, 1) if (staged_bytes > (std::size_t(1) << 20))
   for (std::size_t k = 0; k < pieces.size(); ++k)
-    if (pieces[k].bytes) std::memcpy(staged.data() + pieces[k].at, pieces[k].src, pieces[k].bytes);
+    if (pieces[k].bytes) std::memcpy(staged + pieces[k].at, pieces[k].src, pieces[k].bytes);
   DeviceBuffer d_plan{s};
-  d_plan.ensure(staged.size(), "uploading the plan");
-  PS_CUDA(cudaMemcpyAsync(d_plan.ptr, staged.data(), staged.size(), cudaMemcpyHostToDevice, s), "uploading the plan");
+  d_plan.ensure(staged_bytes, "uploading the plan");
+  PS_CUDA(cudaMemcpyAsync(d_plan.ptr, staged, staged_bytes, cudaMemcpyHostToDevice, s), "uploading the plan");
   auto lap = [&, last = t0](int phase) mutable {
     const auto now = Clock::now();
     outcome.phase_seconds[phase] = std::chrono::duration<double>(now - last).count();
@@ -586,78 +809,48 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   d.np = np;
   const auto* d_general = reinterpret_cast<const std::int32_t*>(at(o_general));
 
-  // counts (seam contributions per vertex, triangles per patch) and their offsets, on the device
-  DeviceBuffer d_seam_count{s}, d_seam_first{s}, d_tri_count{s}, d_tri_first{s}, d_temp{s}, d_flags{s};
-  d_seam_count.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam counts");
-  PS_CUDA(cudaMemsetAsync(d_seam_count.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing seam counts");
-  d_tri_count.ensure(std::size_t(np + 1) * sizeof(ull), "allocating triangle counts");
-  PS_CUDA(cudaMemsetAsync(d_tri_count.ptr, 0, std::size_t(np + 1) * sizeof(ull), s), "clearing triangle counts");
-  d_flags.ensure(sizeof(Flags), "allocating flags");
-  PS_CUDA(cudaMemsetAsync(d_flags.ptr, 0, sizeof(Flags), s), "clearing flags");
-  int* d_overflow = &d_flags.as<Flags>()->overflow;
-  int* d_miscounted = &d_flags.as<Flags>()->miscounted;
-  ull* d_creases = &d_flags.as<Flags>()->creases;
+  // counts (seam contributions per vertex, triangles per patch and per chunk of the other patches) and their offsets
+  PS_CUDA(cudaMemsetAsync(seam_count, 0, cleared_bytes, s), "clearing counts");
+  int* d_overflow = &flags_d->overflow;
+  int* d_miscounted = &flags_d->miscounted;
+  ull* d_creases = &flags_d->creases;
+  const dim3 general_grid(unsigned(std::max<std::int64_t>(ng, 1)), unsigned(std::min<std::int64_t>(chunks, 65535)));
   if (np > 0) {
-    seam_count_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_seam_count.as<ull>());
+    seam_count_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, seam_count);
     PS_CUDA_LAUNCH("launching the seam count kernel");
-    plain_count_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_count.as<ull>());
+    plain_count_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, tri_count);
     PS_CUDA_LAUNCH("launching the triangle count kernel");
   }
-  if (!general.empty()) {
-    general_count_kernel<<<unsigned(general.size()), kGeneralThreads, 0, s>>>(d, d_general, d_tri_count.as<ull>());
+  if (ng > 0) {
+    general_count_kernel<<<general_grid, kGeneralThreads, 0, s>>>(d, d_general, int(chunks), chunk_count, tri_count);
     PS_CUDA_LAUNCH("launching the triangle count kernel");
   }
-  d_seam_first.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam offsets");
-  exclusive_sum(d_seam_count.as<ull>(), d_seam_first.as<ull>(), seam + 1, d_temp, s, "scanning seam counts");
-  d_tri_first.ensure(std::size_t(np + 1) * sizeof(ull), "allocating triangle offsets");
-  exclusive_sum(d_tri_count.as<ull>(), d_tri_first.as<ull>(), np + 1, d_temp, s, "scanning triangle counts");
-  const ull* d_nt = d_tri_first.as<ull>() + np;  // the triangles made: known on the device only
+  exclusive_sum(seam_count, seam_first, seam + 1, temp, temp_bytes, s, "scanning seam counts");
+  exclusive_sum(tri_count, tri_first, np + 1, temp, temp_bytes, s, "scanning triangle counts");
+  if (ng > 0) exclusive_sum(chunk_count, chunk_first, ng * chunks + 1, temp, temp_bytes, s, "scanning chunk counts");
 
-  // 1-2. seam vertices: placed, sorted, clustered, numbered
-  DeviceBuffer d_cursor{s}, d_seam_placed{s}, d_seam_key{s}, d_cluster{s}, d_crease_first{s}, d_positions{s}, d_slot{s};
-  DeviceBuffer& d_extra = d_seam_count;  // the counts are scanned: their room holds the extra clusters
-  d_cursor.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating seam cursors");
-  PS_CUDA(cudaMemcpyAsync(d_cursor.ptr, d_seam_first.ptr, std::size_t(seam + 1) * sizeof(ull), cudaMemcpyDeviceToDevice, s),
-          "copying seam offsets");
-  d_seam_placed.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)) * 8, "allocating seam contributions");
-  d_seam_key.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)) * 8, "allocating seam contributions");
-  d_cluster.ensure(std::size_t(std::max<std::int64_t>(contributions, 1)), "allocating seam clusters");
-  d_positions.ensure(std::size_t(std::max<std::int64_t>(nverts, 1)) * 24, "allocating mesh positions");
+  // 1-2. seam vertices: placed (each vertex's count counting down), sorted, clustered, numbered
   if (np > 0) {
-    seam_fill_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, d_cursor.as<ull>(), d_seam_placed.as<ull>(),
-                                                                         sample_bits);
+    seam_fill_kernel<<<blocks_for(np * 32, kThreads), kThreads, 0, s>>>(d, seam_first, seam_count, seam_placed, sample_bits);
     PS_CUDA_LAUNCH("launching the seam fill kernel");
   }
   // Atomics placed each vertex's contributions in any order: one radix sort of (vertex, sample) keys puts them in
   // sample order, as the host has them (a segmented sort would wait on the host to partition its segments).
-  if (contributions > 0) {
-    std::size_t bytes = 0;
-    PS_CUDA(cub::DeviceRadixSort::SortKeys(nullptr, bytes, d_seam_placed.as<ull>(), d_seam_key.as<ull>(), contributions, 0,
-                                           key_bits, s),
-            "sizing the seam sort");
-    d_temp.ensure(std::max<std::size_t>(bytes, 16), "sorting seam contributions");
-    PS_CUDA(cub::DeviceRadixSort::SortKeys(d_temp.ptr, bytes, d_seam_placed.as<ull>(), d_seam_key.as<ull>(), contributions, 0,
-                                           key_bits, s),
+  if (contributions > 0)
+    PS_CUDA(cub::DeviceRadixSort::SortKeys(temp, temp_bytes, seam_placed, seam_key, contributions, 0, key_bits, s),
             "sorting seam contributions");
-  }
-  const SeamKeys keys{d_seam_key.as<ull>(), (sample_bits == 64 ? ~0ull : (1ull << sample_bits) - 1)};
-  PS_CUDA(cudaMemsetAsync(d_extra.ptr, 0, std::size_t(seam + 1) * sizeof(ull), s), "clearing crease counts");
+  const SeamKeys keys{seam_key, (sample_bits == 64 ? ~0ull : (1ull << sample_bits) - 1)};
+  ull* extra = seam_count;  // counted down to zero by the fill: its room holds the extra clusters
   if (seam > 0) {
-    seam_cluster_kernel<T><<<blocks_for(seam, kThreads), kThreads, 0, s>>>(
-        st, d_seam_first.as<ull>(), keys, d_cluster.as<std::uint8_t>(), d_extra.as<ull>(), d_positions.as<double>(),
-        plan.cos_crease, seam, d_overflow, d_creases);
+    seam_cluster_kernel<T><<<blocks_for(seam, kThreads), kThreads, 0, s>>>(st, seam_first, keys, cluster, extra, positions,
+                                                                            plan.cos_crease, seam, d_overflow, d_creases);
     PS_CUDA_LAUNCH("launching the seam cluster kernel");
   }
-  d_crease_first.ensure(std::size_t(seam + 1) * sizeof(ull), "allocating crease offsets");
-  exclusive_sum(d_extra.as<ull>(), d_crease_first.as<ull>(), seam + 1, d_temp, s, "scanning crease clusters");
-  DeviceBuffer d_normals{s};
-  d_normals.ensure(std::size_t(std::max<std::int64_t>(slot_bound, 1)) * 24, "allocating mesh normals");
-  d_slot.ensure(std::size_t(std::max<std::int64_t>(plan.samples, 1)) * 4, "allocating the normal slot of each sample");
-  PS_CUDA(cudaMemsetAsync(d_slot.ptr, 0xff, std::size_t(plan.samples) * 4, s), "clearing normal slots");
+  exclusive_sum(extra, crease_first, seam + 1, temp, temp_bytes, s, "scanning crease clusters");
+  PS_CUDA(cudaMemsetAsync(slot, 0xff, std::size_t(plan.samples) * 4, s), "clearing normal slots");
   if (seam > 0) {
-    seam_normal_kernel<T><<<blocks_for(seam, kThreads), kThreads, 0, s>>>(
-        st, d_seam_first.as<ull>(), keys, d_cluster.as<std::uint8_t>(), d_crease_first.as<ull>(), d_normals.as<double>(),
-        d_slot.as<std::uint32_t>(), seam, nverts);
+    seam_normal_kernel<T><<<blocks_for(seam, kThreads), kThreads, 0, s>>>(st, seam_first, keys, cluster, crease_first,
+                                                                           normals, slot, seam, nverts);
     PS_CUDA_LAUNCH("launching the seam normal kernel");
   }
   lap(1);
@@ -665,43 +858,25 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   // 3. interior vertices
   const dim3 per_patch = patch_grid(plan.view, np);
   if (np > 0) {
-    interior_kernel<T><<<per_patch, kPatchThreads, 0, s>>>(d, st, d_positions.as<double>(), d_normals.as<double>());
+    interior_kernel<T><<<per_patch, kPatchThreads, 0, s>>>(d, st, positions, normals);
     PS_CUDA_LAUNCH("launching the interior vertex kernel");
   }
 
   // 4. triangles, in room for the bound
-  DeviceBuffer d_tv{s}, d_tn{s}, d_tg{s}, d_tp{s}, d_keep{s};
-  d_tv.ensure(std::size_t(std::max<std::int64_t>(tri_bound, 1)) * 12, "allocating triangles");
-  d_tn.ensure(std::size_t(std::max<std::int64_t>(tri_bound, 1)) * 12, "allocating triangle normals");
-  d_tg.ensure(std::size_t(std::max<std::int64_t>(tri_bound, 1)) * 4, "allocating face groups");
-  d_tp.ensure(std::size_t(std::max<std::int64_t>(tri_bound, 1)) * 4, "allocating face patches");
-  if (!plan.keep_degenerate) {
-    d_keep.ensure(std::size_t(tri_bound) + 8, "allocating triangle flags");
-    PS_CUDA(cudaMemsetAsync(d_keep.ptr, 0, std::size_t(tri_bound) + 8, s), "clearing triangle flags");
-  }
-  TriangleOut tri{d_tv.as<std::uint32_t>(), d_tn.as<std::uint32_t>(), d_tg.as<std::int32_t>(), d_tp.as<std::int32_t>(),
-                  plan.keep_degenerate ? nullptr : d_keep.as<std::uint8_t>()};
+  TriangleOut tri{tv, tn, tg, tp, plan.keep_degenerate ? nullptr : keep};
   if (np > 0) {
-    plain_triangles_kernel<<<per_patch, kPatchThreads, 0, s>>>(d, d_tri_first.as<ull>(), d_slot.as<std::uint32_t>(),
-                                                                   d_positions.as<double>(), tri);
+    plain_triangles_kernel<<<per_patch, kPatchThreads, 0, s>>>(d, tri_first, slot, positions, tri);
     PS_CUDA_LAUNCH("launching the plain triangle kernel");
   }
-  if (!general.empty()) {
-    general_triangles_kernel<<<unsigned(general.size()), kGeneralThreads, 0, s>>>(
-        d, d_general, d_tri_first.as<ull>(), ull(tri_bound), d_slot.as<std::uint32_t>(), d_positions.as<double>(), tri,
-        d_miscounted);
+  if (ng > 0) {
+    general_triangles_kernel<<<general_grid, kGeneralThreads, 0, s>>>(d, d_general, int(chunks), chunk_first, tri_first,
+                                                                      ull(tri_bound), slot, positions, tri, d_miscounted);
     PS_CUDA_LAUNCH("launching the triangle kernel");
   }
-  // The kept triangles are scanned over the bound's room (flags past the triangles made stay 0; flips leave them as
-  // they are).
-  const bool compacting = !plan.keep_degenerate && tri_bound > 0;
-  DeviceBuffer d_kept_before{s};
-  if (compacting) {
-    d_kept_before.ensure(std::size_t(tri_bound + 1) * sizeof(ull), "allocating triangle offsets");
-    auto counts = thrust::make_transform_iterator(d_keep.as<std::uint8_t>(), ToCount{});
-    exclusive_sum(counts, d_kept_before.as<ull>(), tri_bound + 1, d_temp, s, "scanning kept triangles");
-  }
-  const ull* d_kept = compacting ? d_kept_before.as<ull>() + tri_bound : nullptr;
+  // the kept triangles scanned over the bound's room (flags past the triangles made count 0; flips leave them)
+  if (compacting)
+    exclusive_sum(thrust::make_transform_iterator(thrust::counting_iterator<std::int64_t>(0), KeptFlag{keep, d_nt}),
+                  kept_before, tri_bound + 1, temp, temp_bytes, s, "scanning kept triangles");
   bool counts_checked = false;
   // One host wait; the first also checks the triangle counts (the orientation's kernels read the triangles).
   auto read_back = [&](std::initializer_list<Read> reads, const char* what) {
@@ -719,13 +894,10 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
 
   // 5. closed components face outward
   const auto nc = std::int64_t(plan.component_closed.size());
-  const bool any_closed = plan.orient && std::find(plan.component_closed.begin(), plan.component_closed.end(), 1) !=
-                                             plan.component_closed.end();
-  if (any_closed && np > 0) {
+  if (any_closed) {
     DeviceBuffer d_sums{s}, d_centre{s}, d_closed{s}, d_volume{s}, d_cflip{s}, d_flip_slot{s};
     d_sums.ensure(std::size_t(np) * 32, "allocating patch sums");
-    patch_centre_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_first.as<ull>(), tri,
-                                                                       d_positions.as<double>(), d_sums.as<double>());
+    patch_centre_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, tri_first, tri, positions, d_sums.as<double>());
     PS_CUDA_LAUNCH("launching the patch centre kernel");
     std::vector<double> sums(static_cast<std::size_t>(np) * 4);
     read_back({{sums.data(), d_sums.ptr, sums.size() * 8}}, "reading patch sums");
@@ -740,9 +912,8 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     upload(d_centre, centre.data(), nc * 3, s, "uploading component centres");
     upload(d_closed, plan.component_closed.data(), nc, s, "uploading closed components");
     d_volume.ensure(std::size_t(np) * 8, "allocating patch volumes");
-    patch_volume_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, d_tri_first.as<ull>(), tri, d_positions.as<double>(),
-                                                                       d_centre.as<double>(), d_closed.as<std::uint8_t>(),
-                                                                       d_volume.as<double>());
+    patch_volume_kernel<<<blocks_for(np, kThreads), kThreads, 0, s>>>(d, tri_first, tri, positions, d_centre.as<double>(),
+                                                                       d_closed.as<std::uint8_t>(), d_volume.as<double>());
     PS_CUDA_LAUNCH("launching the patch volume kernel");
     std::vector<double> volume(static_cast<std::size_t>(np));
     read_back({{volume.data(), d_volume.ptr, volume.size() * 8}}, "reading patch volumes");
@@ -761,38 +932,29 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
       flip_kernel<<<blocks_for(tri_bound, kThreads), kThreads, 0, s>>>(d, tri, d_nt, d_cflip.as<std::uint8_t>(),
                                                                         d_flip_slot.as<std::uint8_t>());
       PS_CUDA_LAUNCH("launching the flip kernel");
-      negate_kernel<<<blocks_for(slot_bound, kThreads), kThreads, 0, s>>>(d_normals.as<double>(),
-                                                                           d_flip_slot.as<std::uint8_t>(), slot_bound);
+      negate_kernel<<<blocks_for(slot_bound, kThreads), kThreads, 0, s>>>(normals, d_flip_slot.as<std::uint8_t>(), slot_bound);
       PS_CUDA_LAUNCH("launching the normal flip kernel");
     }
   }
 
   // 6. zero-area triangles out, in order, where there are any (the kernel compares the two totals on the device)
-  DeviceBuffer c_tv{s}, c_tn{s}, c_tg{s}, c_tp{s};
-  TriangleOut compacted{};
-  if (compacting) {
-    c_tv.ensure(std::size_t(tri_bound) * 12, "allocating triangles");
-    c_tn.ensure(std::size_t(tri_bound) * 12, "allocating triangle normals");
-    c_tg.ensure(std::size_t(tri_bound) * 4, "allocating face groups");
-    c_tp.ensure(std::size_t(tri_bound) * 4, "allocating face patches");
-    compacted = {c_tv.as<std::uint32_t>(), c_tn.as<std::uint32_t>(), c_tg.as<std::int32_t>(), c_tp.as<std::int32_t>(), nullptr};
-    compact_kernel<<<blocks_for(tri_bound, kThreads), kThreads, 0, s>>>(tri, d_kept_before.as<ull>(), ull(tri_bound), d_nt,
-                                                                         d_kept, compacted);
+  TriangleOut compacted{cv, cn, cg, cp, nullptr};
+  auto compact = [&](ull room) {
+    compact_kernel<<<blocks_for(std::int64_t(room), kThreads), kThreads, 0, s>>>(tri, kept_before, room, d_nt, d_kept,
+                                                                                compacted);
     PS_CUDA_LAUNCH("launching the compaction kernel");
-  }
+  };
+  if (compact_ahead) compact(ull(tri_bound));
   lap(2);
 
   // the one wait: flags and totals
   Flags flags{};
   ull totals[3] = {0, 0, 0};  // triangles made, kept, extra normal clusters
-  read_back({{&flags, d_flags.ptr, sizeof flags},
+  read_back({{&flags, flags_d, sizeof flags},
              {&totals[0], d_nt, sizeof(ull)},
              {&totals[1], d_kept, d_kept ? sizeof(ull) : 0},
-             {&totals[2], d_crease_first.as<ull>() + seam, sizeof(ull)}},
+             {&totals[2], crease_first + seam, sizeof(ull)}},
             "assembling the mesh on the device");
-  lap(3);
-  const auto t1 = Clock::now();
-  outcome.seconds_device = std::chrono::duration<double>(t1 - t0).count();
   if (flags.overflow) {
     outcome.why_not = "a seam vertex has more than " + std::to_string(kMaxClusters) + " normal clusters";
     return outcome;
@@ -804,7 +966,22 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   const auto nt = std::int64_t(totals[0]);
   const std::int64_t kept = compacting ? std::int64_t(totals[1]) : nt;
   const std::int64_t slots = nverts + std::int64_t(totals[2]);
-  if (compacting && kept < nt) tri = compacted;
+  DeviceBuffer c_tv{s}, c_tn{s}, c_tg{s}, c_tp{s};
+  if (compacting && kept < nt) {
+    if (!compact_ahead) {
+      c_tv.ensure(std::size_t(kept) * 12 + 16, "allocating triangles");
+      c_tn.ensure(std::size_t(kept) * 12 + 16, "allocating triangle normals");
+      c_tg.ensure(std::size_t(kept) * 4 + 16, "allocating face groups");
+      c_tp.ensure(std::size_t(kept) * 4 + 16, "allocating face patches");
+      compacted = {c_tv.as<std::uint32_t>(), c_tn.as<std::uint32_t>(), c_tg.as<std::int32_t>(), c_tp.as<std::int32_t>(), nullptr};
+      compact(ull(nt));
+      PS_CUDA(cudaStreamSynchronize(s), "compacting triangles");
+    }
+    tri = compacted;
+  }
+  lap(3);
+  const auto t1 = Clock::now();
+  outcome.seconds_device = std::chrono::duration<double>(t1 - t0).count();
 
   // the mesh to host memory
   core::resize_for_overwrite(mesh.positions, std::size_t(nverts) * 3);
@@ -817,8 +994,8 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   auto down = [&](void* to, const void* from, std::size_t bytes) {
     if (bytes) PS_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, s), "copying the mesh to the host");
   };
-  down(mesh.positions.data(), d_positions.ptr, mesh.positions.size() * 8);
-  down(mesh.normals.data(), d_normals.ptr, mesh.normals.size() * 8);
+  down(mesh.positions.data(), positions, mesh.positions.size() * 8);
+  down(mesh.normals.data(), normals, mesh.normals.size() * 8);
   down(mesh.triangles.data(), tri.vertex, mesh.triangles.size() * 4);
   down(mesh.triangle_normals.data(), tri.normal, mesh.triangle_normals.size() * 4);
   down(mesh.face_group.data(), tri.group, mesh.face_group.size() * 4);
