@@ -669,7 +669,9 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   // dropped triangle
   const bool compact_ahead = compacting && tri_bound <= compact_ahead_limit();
 
-  Arena arena;
+  // Two allocations: the triangles' (most of the memory) is taken once the first kernels are queued, so that the
+  // device works while the host maps its pages.
+  Arena arena, late;
   ull *seam_count = nullptr, *seam_first = nullptr, *tri_count = nullptr, *tri_first = nullptr, *chunk_count = nullptr,
       *chunk_first = nullptr, *seam_placed = nullptr, *seam_key = nullptr, *crease_first = nullptr, *kept_before = nullptr;
   Flags* flags_d = nullptr;
@@ -694,17 +696,17 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   arena.want(positions, nverts * 3);
   arena.want(normals, slot_bound * 3);
   arena.want(slot, plan.samples);
-  arena.want(tv, tri_bound * 3);
-  arena.want(tn, tri_bound * 3);
-  arena.want(tg, tri_bound);
-  arena.want(tp, tri_bound);
-  if (!plan.keep_degenerate) arena.want(keep, tri_bound + 8);
-  if (compacting) arena.want(kept_before, tri_bound + 1);
+  late.want(tv, tri_bound * 3);
+  late.want(tn, tri_bound * 3);
+  late.want(tg, tri_bound);
+  late.want(tp, tri_bound);
+  if (!plan.keep_degenerate) late.want(keep, tri_bound + 8);
+  if (compacting) late.want(kept_before, tri_bound + 1);
   if (compact_ahead) {
-    arena.want(cv, tri_bound * 3);
-    arena.want(cn, tri_bound * 3);
-    arena.want(cg, tri_bound);
-    arena.want(cp, tri_bound);
+    late.want(cv, tri_bound * 3);
+    late.want(cn, tri_bound * 3);
+    late.want(cg, tri_bound);
+    late.want(cp, tri_bound);
   }
   // CUB's scratch, the largest of its five calls (sizing reads no device memory)
   std::size_t temp_bytes = std::max({scan_bytes(seam_count, seam_first, seam + 1, "sizing a scan"),
@@ -722,7 +724,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   arena.want(temp, std::int64_t(temp_bytes));
   const bool any_closed = plan.orient && np > 0 &&
                           std::find(plan.component_closed.begin(), plan.component_closed.end(), 1) != plan.component_closed.end();
-  const std::uint64_t need = arena.bytes() + (any_closed ? std::uint64_t(np) * 40 + std::uint64_t(slot_bound) + 4096 : 0) +
+  const std::uint64_t need = arena.bytes() + late.bytes() + (any_closed ? std::uint64_t(np) * 40 + std::uint64_t(slot_bound) + 4096 : 0) +
                              (compacting && !compact_ahead ? std::uint64_t(tri_bound) * 32 : 0) + (64u << 20);
   std::size_t free_bytes = 0, total_bytes = 0;
   PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "querying device memory");
@@ -745,7 +747,6 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   DeviceBuffer d_arena{s};
   arena.carve(d_arena, "allocating the assembly's buffers");
   const ull* d_nt = tri_first + np;  // the triangles made: known on the device only
-  const ull* d_kept = compacting ? kept_before + tri_bound : nullptr;
 
   // the plan on the device, in one upload, staged in one host block (pinned unless large), sized first, filled by
   // all threads on large models
@@ -854,6 +855,10 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     PS_CUDA_LAUNCH("launching the seam normal kernel");
   }
   lap(1);
+
+  DeviceBuffer d_late{s};
+  late.carve(d_late, "allocating the assembly's triangles");
+  const ull* d_kept = compacting ? kept_before + tri_bound : nullptr;
 
   // 3. interior vertices
   const dim3 per_patch = patch_grid(plan.view, np);
