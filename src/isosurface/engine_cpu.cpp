@@ -85,6 +85,41 @@ static_assert(std::endian::native == std::endian::little, "corner words are read
   return int((((corners >> 4) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
 }
 
+// The corners on the level (bit c: corner c) of those bytes, gathered the same way from their kOnLevel bits.
+[[gnu::always_inline]] inline int level_mask_of_corners(std::uint64_t corners) {
+  static_assert(mc::kOnLevel == 32, "the on-level bit is bit 5 of a flag byte");
+  return int((((corners >> 5) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
+}
+
+// mc::cell_triangles with the edge keys from mc::kLevelEdgeKey: the cells with a corner on the level (and, with
+// mask 0, those with a label) visit their surviving triangles as keys, in the entry's order.
+template <class Visit>
+[[gnu::always_inline]] inline void level_cell_triangles(const mc::CaseEntry& e, int level_mask, bool keep_degenerate,
+                                                        Visit&& visit) {
+  const std::uint8_t* key = mc::kLevelEdgeKey.key[level_mask];
+  for (int n = 0; n < e.count; ++n) {
+    const int a = key[e.edges[3 * n]], b = key[e.edges[3 * n + 1]], c = key[e.edges[3 * n + 2]];
+    if (!keep_degenerate && (a == b || b == c || a == c)) continue;
+    visit(a, b, c, (a | b | c) >= 16);  // keys are below 32: a corner key sets bit 4
+  }
+}
+
+// mc::key_vertex with the edge and centre keys from mc::edge_key_vertex's table.
+[[gnu::always_inline]] inline std::uint64_t any_key_vertex(int key, const std::uint8_t* cf, const std::uint64_t* first) {
+  return key >= 16 ? first[key - 16] : mc::edge_key_vertex(key, cf, first);
+}
+
+// mc::key_faces of every key (a test compares them).
+struct KeyFaces {
+  std::uint8_t faces[32];
+};
+const KeyFaces kKeyFaces = [] {
+  KeyFaces t{};
+  for (int key = 0; key < 32; ++key)
+    if (key <= mc::kCenterKey || (key >= 16 && key < 24)) t.faces[key] = std::uint8_t(mc::key_faces(key));
+  return t;
+}();
+
 // Bytes 0 .. b of a word.
 [[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
 
@@ -352,13 +387,14 @@ class CpuEngine final : public SlabEngine {
                                     flags + (r + l.ny + 1) * l.nx};
       const auto [i_begin, i_end] = cell_span(r, l);
       std::uint32_t n = 0;
-      auto count_cell = [&](std::int64_t i) {
-        std::uint8_t cf[8];
-        for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
-        const int cas = mc::cell_case(cf);
+      auto count_cell = [&](std::int64_t i, std::uint64_t corners, int cas) {
         if (cas == 0 || cas == 255) return;
         const auto& e = mc::case_entry(cases, s, cas, level, i, j, k);
-        n += std::uint32_t(mc::surviving_triangles(e, cf, task.keep_degenerate));
+        int kept = 0;
+        level_cell_triangles(e, level_mask_of_corners(corners), task.keep_degenerate, [&](int, int, int, bool) { ++kept; });
+        n += std::uint32_t(kept);
+        std::uint8_t cf[8];
+        std::memcpy(cf, &corners, 8);
         if (e.center && mc::uses_center(e, cf, task.keep_degenerate))
           centers[std::size_t(omp_get_thread_num())].emplace_back(r, i);
       };
@@ -371,7 +407,7 @@ class CpuEngine final : public SlabEngine {
       auto count_fast = [&](std::int64_t i) __attribute__((always_inline)) {
         const std::uint64_t corners = corner_flags8(row, i);
         const int cas = case_of_corners(corners);
-        if ((corners & level_bytes) || (cases.case_flags && cases.case_flags[cas])) count_cell(i);
+        if ((corners & level_bytes) || (cases.case_flags && cases.case_flags[cas])) count_cell(i, corners, cas);
         else n += classic_triangles[cas];
       };
       std::int64_t i = i_begin;
@@ -482,7 +518,7 @@ class CpuEngine final : public SlabEngine {
         // Cell i's triangles; through[q]: the slots of row q's points up to and including i (from the span's start).
         // The triangles of a cell with a corner on the level or a label: degenerate ones dropped, ties listed. Out
         // of line, so that the common path below stays small.
-        auto emit_general = [&](std::int64_t i, const std::uint32_t* through, const std::uint8_t* cf,
+        auto emit_general = [&](std::int64_t i, const std::uint32_t* through, const std::uint8_t* cf, int level_mask,
                                 const mc::CaseEntry& e) __attribute__((noinline)) {
           std::uint64_t first[8];
           corner_first_slots(cf, base, through, first);
@@ -495,16 +531,16 @@ class CpuEngine final : public SlabEngine {
           std::uint64_t cell_ids[mc::kMaxTriangles];
           bool listed[mc::kMaxTriangles];
           int cell_ties = 0;
-          mc::cell_triangles(e, cf, task.keep_degenerate, [&](int a, int b, int c, bool on_level) {
+          level_cell_triangles(e, level_mask, task.keep_degenerate, [&](int a, int b, int c, bool on_level) {
             std::uint32_t* tri = out.triangles + 3 * t;
-            tri[0] = std::uint32_t(mc::key_vertex(a, cf, first));
-            tri[1] = std::uint32_t(mc::key_vertex(task.flip ? c : b, cf, first));
-            tri[2] = std::uint32_t(mc::key_vertex(task.flip ? b : c, cf, first));
+            tri[0] = std::uint32_t(any_key_vertex(a, cf, first));
+            tri[1] = std::uint32_t(any_key_vertex(task.flip ? c : b, cf, first));
+            tri[2] = std::uint32_t(any_key_vertex(task.flip ? b : c, cf, first));
             if (out.face_labels) out.face_labels[t] = label;
             if (on_level) {
               const int lo = std::min({a, b, c}), hi = std::max({a, b, c}), mid = a + b + c - lo - hi;
               const std::uint32_t keys = std::uint32_t(lo | mid << 5 | hi << 10);  // keys are below 32
-              bool listed_now = (mc::key_faces(a) & mc::key_faces(b) & mc::key_faces(c)) != 0;
+              bool listed_now = (kKeyFaces.faces[a] & kKeyFaces.faces[b] & kKeyFaces.faces[c]) != 0;
               for (int q = 0; q < cell_ties; ++q)
                 if (cell_keys[q] == keys) {
                   listed_now = true;
@@ -528,7 +564,7 @@ class CpuEngine final : public SlabEngine {
             t += e.count;
             return;
           }
-          emit_general(i, through, cf, e);
+          emit_general(i, through, cf, level_mask_of_corners(corners), e);
         };
         std::uint32_t before[4] = {0, 0, 0, 0};  // slots of the points before i in each row (none before the span)
         std::int64_t i = i_begin;

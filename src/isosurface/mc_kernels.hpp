@@ -294,6 +294,27 @@ PS_HD_INT int key_faces(int key) {
   return faces;
 }
 
+// edge_key as a table for the CPU's cells with corners on the level: kLevelEdgeKey[m][key] for on-level corner mask
+// m (bit c: corner c) and keys 0-12 (a test compares it with edge_key for every mask and key).
+struct LevelEdgeKeys {
+  std::uint8_t key[256][16];
+};
+constexpr LevelEdgeKeys make_level_edge_keys() {
+  LevelEdgeKeys t{};
+  for (int m = 0; m < 256; ++m)
+    for (int e = 0; e < 16; ++e) {
+      if (e >= kCenterKey) {
+        t.key[m][e] = std::uint8_t(e);
+        continue;
+      }
+      const int axis = e >> 2, p = e & 3;  // edge_lower_corner and edge_axis, which are not constexpr
+      const int c0 = axis == 0 ? p << 1 : axis == 1 ? ((p & 1) | (p >> 1) << 2) : p, c1 = c0 | 1 << axis;
+      t.key[m][e] = std::uint8_t(m >> c0 & 1 ? 16 + c0 : m >> c1 & 1 ? 16 + c1 : e);
+    }
+  return t;
+}
+inline constexpr LevelEdgeKeys kLevelEdgeKey = make_level_edge_keys();
+
 PS_HD_INT bool touches_level(const std::uint8_t* cf) {
   return ((cf[0] | cf[1] | cf[2] | cf[3] | cf[4] | cf[5] | cf[6] | cf[7]) & kOnLevel) != 0;
 }

@@ -109,6 +109,20 @@ TEST(IsoTables, EdgeKeyTableMatchesKeyVertex) {
   }
 }
 
+// The CPU's table of edge keys for cells with corners on the level gives edge_key's keys, for every on-level mask
+// (corner flags with and without the other bits) and every edge and centre key.
+TEST(IsoTables, LevelEdgeKeyTableMatchesEdgeKey) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x1e7e1);
+  for (int mask = 0; mask < 256; ++mask)
+    for (int trial = 0; trial < 4; ++trial) {
+      std::uint8_t cf[8];
+      for (int c = 0; c < 8; ++c)
+        cf[c] = std::uint8_t((trial ? rng() & ~std::uint64_t(mc::kOnLevel) : 0) | (mask >> c & 1 ? mc::kOnLevel | mc::kInside : 0));
+      for (int key = 0; key <= mc::kCenterKey; ++key)
+        ASSERT_EQ(int(mc::kLevelEdgeKey.key[mask][key]), mc::edge_key(key, cf)) << "mask " << mask << ", key " << key;
+    }
+}
+
 TEST(IsoTables, TunnelEntriesAreClosedTubes) {
   const auto& t = mc::tunnel_tables();
   ASSERT_FALSE(t.entries.empty());
