@@ -182,30 +182,40 @@ void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, s
 // outside. exact_point: one point from its byte A, the -x, +x neighbours' L, R (a missing one given as 1: inside, not
 // on the level; has_r: whether the +x edge exists), and the -y/+y, -z/+z ones; returns its slots. Branch-free
 // arithmetic, so that the row loop vectorises.
-[[gnu::always_inline]] inline std::uint8_t exact_point(std::uint8_t A, std::uint8_t L, std::uint8_t R, std::uint8_t has_r,
-                                                       std::uint8_t Ym, std::uint8_t Yp, std::uint8_t Zm, std::uint8_t Zp,
-                                                       std::uint8_t& flag) {
+[[gnu::always_inline]] inline void exact_point(std::uint8_t A, std::uint8_t L, std::uint8_t R, std::uint8_t has_r,
+                                              std::uint8_t Ym, std::uint8_t Yp, std::uint8_t Zm, std::uint8_t Zp,
+                                              std::uint8_t& flag) {
   const std::uint8_t x = std::uint8_t((A ^ R) & ~(R >> 1) & has_r & 1);
   const std::uint8_t y = std::uint8_t((A ^ Yp) & ~(Yp >> 1) & 1), z = std::uint8_t((A ^ Zp) & ~(Zp >> 1) & 1);
   const std::uint8_t outside = std::uint8_t(~(L & R & Ym & Yp & Zm & Zp) & 1);
   const std::uint8_t on = std::uint8_t(0 - (A >> 1 & 1));  // 0xff on the level
   const std::uint8_t crossing = std::uint8_t((A & 1) << 4 | x << 1 | y << 2 | z << 3);
   flag = std::uint8_t((on & (mc::kInside | mc::kOnLevel | outside)) | (~on & crossing));
-  return std::uint8_t((on & outside) | (~on & (x + y + z)));
+}
+// The vertex slots of a row of flags, eight bytes at a time (summing them in the flag loops widened every byte).
+inline std::uint32_t row_slots(const std::uint8_t* f, std::int64_t nx) {
+  std::uint32_t n = 0;
+  std::int64_t i = 0;
+  for (; i + 8 <= nx; i += 8) n += std::uint32_t(__builtin_popcountll(load8(f + i) & kSlotBytes));
+  for (; i < nx; ++i) n += std::uint32_t(mc::slot_count(f[i]));
+  return n;
 }
 inline std::uint32_t exact_row_flags(const std::uint8_t* PS_RESTRICT a, const std::uint8_t* PS_RESTRICT ym,
                                      const std::uint8_t* PS_RESTRICT yp, const std::uint8_t* PS_RESTRICT zm,
                                      const std::uint8_t* PS_RESTRICT zp, std::uint8_t* PS_RESTRICT f, std::int64_t nx) {
   const std::int64_t last = nx - 1;
-  if (last == 0) return exact_point(a[0], 1, 1, 0, ym[0], yp[0], zm[0], zp[0], f[0]);
-  std::uint32_t n = exact_point(a[0], 1, a[1], 1, ym[0], yp[0], zm[0], zp[0], f[0]);
-  n += exact_point(a[last], a[last - 1], 1, 0, ym[last], yp[last], zm[last], zp[last], f[last]);
+  if (last == 0) {
+    exact_point(a[0], 1, 1, 0, ym[0], yp[0], zm[0], zp[0], f[0]);
+    return row_slots(f, nx);
+  }
+  exact_point(a[0], 1, a[1], 1, ym[0], yp[0], zm[0], zp[0], f[0]);
+  exact_point(a[last], a[last - 1], 1, 0, ym[last], yp[last], zm[last], zp[last], f[last]);
   for (std::int64_t i = 1; i < last; ++i) {
     std::uint8_t flag;
-    n += exact_point(a[i], a[i - 1], a[i + 1], 1, ym[i], yp[i], zm[i], zp[i], flag);
+    exact_point(a[i], a[i - 1], a[i + 1], 1, ym[i], yp[i], zm[i], zp[i], flag);
     f[i] = flag;
   }
-  return n;
+  return row_slots(f, nx);
 }
 
 // Bytes that are not zeroed when they grow: the sweeps write every byte before anything reads it, so the pages are
@@ -354,11 +364,10 @@ class CpuEngine final : public SlabEngine {
           const std::uint8_t x = std::uint8_t(a[i] ^ a[i + 1]);
           const std::uint8_t y = std::uint8_t(a[i] ^ b[i]), z = std::uint8_t(a[i] ^ c[i]);
           f[i] = std::uint8_t(a[i] << 4 | x << 1 | y << 2 | z << 3);
-          n += std::uint32_t(x + y + z);
         }
         const std::uint8_t y = std::uint8_t(a[last] ^ b[last]), z = std::uint8_t(a[last] ^ c[last]);
         f[last] = std::uint8_t(a[last] << 4 | y << 2 | z << 3);
-        n += std::uint32_t(y + z);
+        n = row_slots(f, l.nx);
       }
       row_vertices_[std::size_t(r)] = n;
       if (n) {  // the first and last points with a slot, eight at a time
