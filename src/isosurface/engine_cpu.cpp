@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <chrono>
 #include <cmath>
@@ -119,6 +120,11 @@ const KeyFaces kKeyFaces = [] {
     if (key <= mc::kCenterKey || (key >= 16 && key < 24)) t.faces[key] = std::uint8_t(mc::key_faces(key));
   return t;
 }();
+
+// The surviving triangles of the classic entry of case c with on-level corner mask m (degenerate ones dropped), plus
+// one, at [c << 8 | m]; 0 until a cell first needs it. Filled as extractions meet them: a count is the same wherever
+// it is computed, so relaxed stores from several threads agree.
+std::atomic<std::uint8_t> level_count_memo[256 * 256];
 
 // Bytes 0 .. b of a word.
 [[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
@@ -413,11 +419,25 @@ class CpuEngine final : public SlabEngine {
       const std::size_t q0 = std::size_t(r), q2 = std::size_t(r + l.ny);
       const std::uint64_t level_bytes =
           (row_on_level_[q0] | row_on_level_[q0 + 1] | row_on_level_[q2] | row_on_level_[q2 + 1]) ? kOnLevelBytes : 0;
+      // Classic cells with corners on the level take their count from the memo (one count per case and on-level mask).
+      const bool memo_level_counts = !cases.case_flags && !task.keep_degenerate;
       auto count_fast = [&](std::int64_t i) __attribute__((always_inline)) {
         const std::uint64_t corners = corner_flags8(row, i);
         const int cas = case_of_corners(corners);
-        if ((corners & level_bytes) || (cases.case_flags && cases.case_flags[cas])) count_cell(i, corners, cas);
-        else n += classic_triangles[cas];
+        if ((corners & level_bytes) && memo_level_counts) {
+          const int om = level_mask_of_corners(corners);
+          std::atomic<std::uint8_t>& memo = level_count_memo[cas << 8 | om];
+          int kept = memo.load(std::memory_order_relaxed);
+          if (kept == 0) {
+            level_cell_triangles(cases.entries[mc::entry_index(cas, 0)], om, false, [&](int, int, int, bool) { ++kept; });
+            memo.store(std::uint8_t(++kept), std::memory_order_relaxed);
+          }
+          n += std::uint32_t(kept - 1);
+        } else if ((corners & level_bytes) || (cases.case_flags && cases.case_flags[cas])) {
+          count_cell(i, corners, cas);
+        } else {
+          n += classic_triangles[cas];
+        }
       };
       std::int64_t i = i_begin;
       for (; i + 8 <= i_end; i += 8)  // the mixed cells among eight
