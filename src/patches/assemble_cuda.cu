@@ -6,8 +6,8 @@
 //  2. greedy normal clusters per seam vertex by the crease angle; extra clusters (creases) numbered by a scan in
 //     vertex order, after the vertices, as the host's serial numbering does;
 //  3. interior vertices from their patch alone;
-//  4. triangles counted per patch (by formula for plain patches), scanned, written per cell (plain patches, and
-//     the others' cells through a block scan), with the zero-area flag;
+//  4. triangles counted per patch (by formula for plain patches, by chunks of cells for the others), scanned,
+//     written per cell (plain patches, and the others' chunks through a block scan), with the zero-area flag;
 //  5. outward orientation of closed components from per-patch sums that the host adds up per component;
 //  6. zero-area triangles compacted away in order, and the mesh copied to host memory.
 #include <cub/block/block_reduce.cuh>
@@ -35,8 +35,8 @@ using ull = unsigned long long;
 
 namespace {
 
-// Stream-ordered allocation from the device's memory pool: an assembly takes some thirty buffers, and plain
-// cudaMalloc / cudaFree (which synchronises the device) for each cost more than a small model's whole assembly.
+// Stream-ordered allocation from the device's memory pool: plain cudaMalloc / cudaFree (which synchronises the
+// device) cost more than a small model's whole assembly.
 struct DeviceBuffer {
   cudaStream_t stream;
   void* ptr = nullptr;
