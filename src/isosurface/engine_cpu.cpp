@@ -198,6 +198,10 @@ void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, s
   const std::uint8_t crossing = std::uint8_t((A & 1) << 4 | x << 1 | y << 2 | z << 3);
   flag = std::uint8_t((on & (mc::kInside | mc::kOnLevel | outside)) | (~on & crossing));
 }
+// Points a row's flag loops take at once: short rows (48 samples, say) would otherwise spend most of their time in
+// the vectorised loop's scalar remainder.
+constexpr int kRowChunk = 16;
+
 // The vertex slots of a row of flags, eight bytes at a time (summing them in the flag loops widened every byte).
 inline std::uint32_t row_slots(const std::uint8_t* f, std::int64_t nx) {
   std::uint32_t n = 0;
@@ -216,11 +220,44 @@ inline std::uint32_t exact_row_flags(const std::uint8_t* PS_RESTRICT a, const st
   }
   exact_point(a[0], 1, a[1], 1, ym[0], yp[0], zm[0], zp[0], f[0]);
   exact_point(a[last], a[last - 1], 1, 0, ym[last], yp[last], zm[last], zp[last], f[last]);
-  for (std::int64_t i = 1; i < last; ++i) {
+  auto point = [&](std::int64_t i) __attribute__((always_inline)) {
     std::uint8_t flag;
     exact_point(a[i], a[i - 1], a[i + 1], 1, ym[i], yp[i], zm[i], zp[i], flag);
     f[i] = flag;
+  };
+  if (last - 1 < kRowChunk) {
+    for (std::int64_t i = 1; i < last; ++i) point(i);
+  } else {
+    for (std::int64_t i0 = 1;; i0 += kRowChunk) {  // whole vectors only: the last chunk overlaps the one before
+      if (i0 + kRowChunk > last) i0 = last - kRowChunk;
+      for (int q = 0; q < kRowChunk; ++q) point(i0 + q);
+      if (i0 + kRowChunk == last) break;
+    }
   }
+  return row_slots(f, nx);
+}
+
+// Flags of a row none of whose points or +y, +z neighbours lies on the level, from the inside bytes of the row (a)
+// and of its +y (b) and +z (c) rows: x, y, z crossings by xor. Returns its vertex slots.
+inline std::uint32_t xor_row_flags(const std::uint8_t* PS_RESTRICT a, const std::uint8_t* PS_RESTRICT b,
+                                   const std::uint8_t* PS_RESTRICT c, std::uint8_t* PS_RESTRICT f, std::int64_t nx) {
+  const std::int64_t last = nx - 1;  // no +x edge
+  auto point = [&](std::int64_t i) __attribute__((always_inline)) {
+    const std::uint8_t x = std::uint8_t(a[i] ^ a[i + 1]);
+    const std::uint8_t y = std::uint8_t(a[i] ^ b[i]), z = std::uint8_t(a[i] ^ c[i]);
+    f[i] = std::uint8_t(a[i] << 4 | x << 1 | y << 2 | z << 3);
+  };
+  if (last < kRowChunk) {
+    for (std::int64_t i = 0; i < last; ++i) point(i);
+  } else {
+    for (std::int64_t i0 = 0;; i0 += kRowChunk) {  // whole vectors only: the last chunk overlaps the one before
+      if (i0 + kRowChunk > last) i0 = last - kRowChunk;
+      for (int q = 0; q < kRowChunk; ++q) point(i0 + q);
+      if (i0 + kRowChunk == last) break;
+    }
+  }
+  const std::uint8_t y = std::uint8_t(a[last] ^ b[last]), z = std::uint8_t(a[last] ^ c[last]);
+  f[last] = std::uint8_t(a[last] << 4 | y << 2 | z << 3);
   return row_slots(f, nx);
 }
 
@@ -362,18 +399,7 @@ class CpuEngine final : public SlabEngine {
         }
       } else {
         const std::uint8_t* a = in + r * l.nx;
-        const std::uint8_t* b = has_y ? in + (r + 1) * l.nx : a;
-        const std::uint8_t* c = has_z ? in + (r + l.ny) * l.nx : a;
-        // The last point has no +x edge: kept out of the loop so that the loop vectorises.
-        const std::int64_t last = l.nx - 1;
-        for (std::int64_t i = 0; i < last; ++i) {
-          const std::uint8_t x = std::uint8_t(a[i] ^ a[i + 1]);
-          const std::uint8_t y = std::uint8_t(a[i] ^ b[i]), z = std::uint8_t(a[i] ^ c[i]);
-          f[i] = std::uint8_t(a[i] << 4 | x << 1 | y << 2 | z << 3);
-        }
-        const std::uint8_t y = std::uint8_t(a[last] ^ b[last]), z = std::uint8_t(a[last] ^ c[last]);
-        f[last] = std::uint8_t(a[last] << 4 | y << 2 | z << 3);
-        n = row_slots(f, l.nx);
+        n = xor_row_flags(a, has_y ? in + (r + 1) * l.nx : a, has_z ? in + (r + l.ny) * l.nx : a, f, l.nx);
       }
       row_vertices_[std::size_t(r)] = n;
       if (n) {  // the first and last points with a slot, eight at a time
