@@ -237,6 +237,25 @@ inline std::uint32_t exact_row_flags(const std::uint8_t* PS_RESTRICT a, const st
   return row_slots(f, nx);
 }
 
+// The same for 8-bit unsigned samples, compared as bytes (the int compares above widen every sample to 32 bits):
+// v >= thr as max(v, thr) == v, with thresholds 0 and 256 (everything and nothing inside) as masks.
+inline void inside_row_uint8(const std::uint8_t* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx,
+                             float level, std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
+  const int thr = small_int_threshold<std::uint8_t>(level), eq = small_int_equal<std::uint8_t>(level);
+  const std::uint8_t t = std::uint8_t(std::clamp(thr, 0, 255)), e = std::uint8_t(eq < 0 ? 0 : eq);
+  const std::uint8_t never_in = thr > 255 ? 0 : 1, never_eq = eq < 0 ? 0 : 1;  // 0: the test can never hold
+  std::uint8_t on = 0, any_in = 0, all_in = 1;
+  for (std::int64_t i = 0; i < nx; ++i) {
+    const std::uint8_t x = v[i];
+    const auto inside = std::uint8_t((std::max(x, t) == x) & never_in), equal = std::uint8_t((x == e) & never_eq);
+    o[i] = std::uint8_t(inside | equal << 1);
+    on |= equal;
+    any_in |= inside;
+    all_in &= inside;
+  }
+  on_level = on, any_inside = any_in, all_inside = all_in;
+}
+
 // Flags of a row none of whose points or +y, +z neighbours lies on the level, from the inside bytes of the row (a)
 // and of its +y (b) and +z (c) rows: x, y, z crossings by xor. Returns its vertex slots.
 inline std::uint32_t xor_row_flags(const std::uint8_t* PS_RESTRICT a, const std::uint8_t* PS_RESTRICT b,
@@ -369,7 +388,9 @@ class CpuEngine final : public SlabEngine {
       const T* PS_RESTRICT v = s.data + ((l.z0 - task.data_z0) * l.ny + r) * nx;
       std::uint8_t* PS_RESTRICT o = in + r * nx;
       std::uint8_t on = 0, any_in = 0, all_in = 1;
-      if constexpr (std::is_integral_v<T> && sizeof(T) <= 2)
+      if constexpr (std::is_same_v<T, std::uint8_t>)
+        inside_row_uint8(v, o, nx, level, on, any_in, all_in);
+      else if constexpr (std::is_integral_v<T> && sizeof(T) <= 2)
         inside_row_small_int(v, o, nx, level, on, any_in, all_in);
       else
         inside_row(v, o, nx, level, on, any_in, all_in);
