@@ -783,6 +783,11 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       out.group_colors.insert(out.group_colors.end(), c.begin(), c.end());
     }
   }
+  if (out.triangles.empty()) {  // samples on the level whose triangles all collapsed leave vertices: none is used
+    out.positions.clear();
+    out.normals.clear();
+    out.vertex_values.clear();
+  }
   rep.vertices = out.vertex_count();
   rep.triangles = out.triangle_count();
 

@@ -752,6 +752,15 @@ TEST(Isosurface, LevelsRangesAndErrors) {
   MemoryVolume constant(cube, std::vector<float>(64, 2.0f));
   o.levels = {2.0};
   EXPECT_EQ(extract_isosurface(constant, o).triangle_count(), 0);
+  // A single maximum equal to the level: its vertex's triangles all collapse, and the mesh is empty, vertices too.
+  std::vector<float> peak(27, 0.0f);
+  peak[13] = 2.0f;
+  cube.dims = {3, 3, 3};
+  MemoryVolume single(cube, peak);
+  const TriangleMesh none = extract_isosurface(single, o);
+  EXPECT_EQ(none.triangle_count(), 0);
+  EXPECT_EQ(none.vertex_count(), 0);
+  EXPECT_TRUE(none.normals.empty());
   // Several levels: one face group per level; no level: the middle of the range.
   o.levels = {0.0, 0.3};
   const TriangleMesh two = extract_isosurface(*v, o);
