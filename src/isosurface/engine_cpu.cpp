@@ -202,6 +202,20 @@ void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, s
 // the vectorised loop's scalar remainder.
 constexpr int kRowChunk = 16;
 
+// point(i) for i in [begin, end) in whole chunks of kRowChunk, the last one overlapping the one before (point must
+// give the same result when called twice); shorter ranges point by point.
+template <class Point> [[gnu::always_inline]] inline void for_row_chunks(std::int64_t begin, std::int64_t end, Point&& point) {
+  if (end - begin < kRowChunk) {
+    for (std::int64_t i = begin; i < end; ++i) point(i);
+    return;
+  }
+  for (std::int64_t i0 = begin;; i0 += kRowChunk) {
+    if (i0 + kRowChunk > end) i0 = end - kRowChunk;
+    for (int q = 0; q < kRowChunk; ++q) point(i0 + q);
+    if (i0 + kRowChunk == end) break;
+  }
+}
+
 // The vertex slots of a row of flags, eight bytes at a time (summing them in the flag loops widened every byte).
 inline std::uint32_t row_slots(const std::uint8_t* f, std::int64_t nx) {
   std::uint32_t n = 0;
@@ -225,15 +239,7 @@ inline std::uint32_t exact_row_flags(const std::uint8_t* PS_RESTRICT a, const st
     exact_point(a[i], a[i - 1], a[i + 1], 1, ym[i], yp[i], zm[i], zp[i], flag);
     f[i] = flag;
   };
-  if (last - 1 < kRowChunk) {
-    for (std::int64_t i = 1; i < last; ++i) point(i);
-  } else {
-    for (std::int64_t i0 = 1;; i0 += kRowChunk) {  // whole vectors only: the last chunk overlaps the one before
-      if (i0 + kRowChunk > last) i0 = last - kRowChunk;
-      for (int q = 0; q < kRowChunk; ++q) point(i0 + q);
-      if (i0 + kRowChunk == last) break;
-    }
-  }
+  for_row_chunks(1, last, point);
   return row_slots(f, nx);
 }
 
@@ -266,15 +272,7 @@ inline std::uint32_t xor_row_flags(const std::uint8_t* PS_RESTRICT a, const std:
     const std::uint8_t y = std::uint8_t(a[i] ^ b[i]), z = std::uint8_t(a[i] ^ c[i]);
     f[i] = std::uint8_t(a[i] << 4 | x << 1 | y << 2 | z << 3);
   };
-  if (last < kRowChunk) {
-    for (std::int64_t i = 0; i < last; ++i) point(i);
-  } else {
-    for (std::int64_t i0 = 0;; i0 += kRowChunk) {  // whole vectors only: the last chunk overlaps the one before
-      if (i0 + kRowChunk > last) i0 = last - kRowChunk;
-      for (int q = 0; q < kRowChunk; ++q) point(i0 + q);
-      if (i0 + kRowChunk == last) break;
-    }
-  }
+  for_row_chunks(0, last, point);
   const std::uint8_t y = std::uint8_t(a[last] ^ b[last]), z = std::uint8_t(a[last] ^ c[last]);
   f[last] = std::uint8_t(a[last] << 4 | y << 2 | z << 3);
   return row_slots(f, nx);
