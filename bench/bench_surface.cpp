@@ -32,6 +32,7 @@ struct Row {
   std::string device, method, precision, scheme;
   int net = 0, threads = 0;
   bool tensor_cores = false;  // GPU stage 2 on tensor cores (float factored grids)
+  bool rows_folded = false;   // GPU rows u and 1 - u in one contraction (factored whole grids)
   std::int64_t resolution = 0;
   double seconds = 0, points_per_s = 0, bytes = 0, gbps = 0, copy_fraction = 0, cpu_share = 0;
 };
@@ -72,6 +73,7 @@ Row measure(const BezierSurface& s, std::int64_t res, Method method, Device devi
   row.copy_fraction = copy_bw > 0 ? row.bytes / row.seconds / copy_bw : 0;
   row.cpu_share = share / double(t.size());
   row.tensor_cores = ev.last_report().gpu_tensor_cores;
+  row.rows_folded = ev.last_report().gpu_rows_folded;
   row.resolution = res;
   row.threads = threads;
   row.method = method_name(method);
@@ -87,6 +89,7 @@ void print_row(const Row& r) {
   if (r.copy_fraction > 0) std::printf("  %5.1f%% of copy bw", 100 * r.copy_fraction);
   if (r.scheme.rfind("hybrid", 0) == 0) std::printf("  cpu share %.3f", r.cpu_share);
   if (r.tensor_cores) std::printf("  tensor cores");
+  if (r.rows_folded) std::printf("  rows folded");
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -96,7 +99,7 @@ nlohmann::json to_json(const Row& r) {
           {"scheme", r.scheme},       {"net", r.net},           {"resolution", r.resolution},
           {"threads", r.threads},     {"seconds", r.seconds},   {"points_per_second", r.points_per_s},
           {"output_bytes", r.bytes},  {"gb_per_second", r.gbps}, {"fraction_of_copy_bandwidth", r.copy_fraction},
-          {"cpu_share", r.cpu_share}, {"tensor_cores", r.tensor_cores}};
+          {"cpu_share", r.cpu_share}, {"tensor_cores", r.tensor_cores}, {"rows_folded", r.rows_folded}};
 }
 
 void run_bench(const BenchArgs& a) {
@@ -158,7 +161,14 @@ void run_bench(const BenchArgs& a) {
                                        : measure<float>(s, res, method, dev, int(t), a.budget, copy_bw, extra);
               if (dev == Device::Cpu) r.copy_fraction = 0;
               add(r, dev == Device::Cuda ? "kernel" : "cpu", int(net));
-              // Float factored grids: the tensor-core path beside the FP32 kernel, where it runs.
+              // Factored grids: the unfolded kernel, and for float the tensor-core path, beside the default.
+              if (dev == Device::Cuda && method == Method::Factored) {
+                EvalOptions plain = extra;
+                plain.gpu_fold_rows = false;
+                add(prec == "double" ? measure<double>(s, res, method, dev, int(t), a.budget, copy_bw, plain)
+                                     : measure<float>(s, res, method, dev, int(t), a.budget, copy_bw, plain),
+                    "kernel-unfolded", int(net));
+              }
               if (dev == Device::Cuda && method == Method::Factored && prec == "float") {
                 extra.gpu_tensor_cores = true;
                 Row tc = measure<float>(s, res, method, dev, int(t), a.budget, copy_bw, extra);

@@ -77,6 +77,9 @@ struct EvalOptions {
   // products with split operands (float accuracy; compute capability 8.0+). Opt-in: slower than the FP32 kernel on
   // the H200 (docs/performance.md).
   bool gpu_tensor_cores = false;
+  // Whole uniform grids, factored method, order <= 1: the GPU evaluates rows u and 1 - u together (the Bernstein
+  // basis is symmetric), half the multiply-adds. False runs the unfolded kernel (benchmarks, tests).
+  bool gpu_fold_rows = true;
 };
 
 // What a run did (for benchmarks and tests).
@@ -89,6 +92,7 @@ struct EvalReport {
   double cpu_share_used = 0;       // hybrid: fraction of samples computed by the CPU
   std::int64_t tiles_cpu = 0, tiles_gpu = 0;
   bool gpu_tensor_cores = false;   // GPU: stage 2 ran on tensor cores (see EvalOptions::gpu_tensor_cores)
+  bool gpu_rows_folded = false;    // GPU: rows u and 1 - u ran as one contraction (see EvalOptions::gpu_fold_rows)
 };
 
 // Sample arrays (structure of arrays).

@@ -2,7 +2,8 @@
 // Palomar et al. 2017 (per-point methods, Sect. 5.1; CPU-GPU cooperation, Sect. 5.2). The factored kernel is
 // ours: stage 1 contracts the net with the v basis per column, stage 2 is a rank-(m+1) update per sample,
 // register-tiled over R rows so that each Q load feeds R samples, with the u-basis and each 32-column group's Q
-// staged in shared memory (the next group's copied in by cp.async while this one computes).
+// staged in shared memory (the next group's copied in by cp.async while this one computes). Whole uniform grids
+// fold rows u and 1 - u into one contraction (B_k(1 - u) = B_{m-k}(u)), which halves stage 2's multiply-adds.
 #include <algorithm>
 #include <cuda_pipeline.h>
 #include <vector>
@@ -58,22 +59,55 @@ template <class T, int NC, int Order> constexpr int q_units() {
 }
 __host__ __device__ inline std::int64_t padded_cols(std::int64_t cols) { return (cols + kWarpCols - 1) / kWarpCols * kWarpCols; }
 
-// R consecutive values (of shared memory) as 16-byte vector loads (src 16-byte aligned, R a multiple of 16 bytes).
+// R consecutive values (of shared memory) as 16-byte vector loads (src 16-byte aligned, R a multiple of 16 bytes),
+// or 8-byte ones for two floats.
 template <class T, int R> __device__ __forceinline__ void load_rows(const T* src, T* dst) {
-  static_assert((R * sizeof(T)) % 16 == 0);
-  constexpr int kPer = 16 / sizeof(T);
+  if constexpr (sizeof(T) == 4 && R == 2) {
+    const float2 x = *reinterpret_cast<const float2*>(src);
+    dst[0] = x.x, dst[1] = x.y;
+    return;
+  } else {
+    static_assert((R * sizeof(T)) % 16 == 0);
+    constexpr int kPer = 16 / sizeof(T);
 #pragma unroll
-  for (int i = 0; i < R / kPer; ++i) {
-    if constexpr (sizeof(T) == 4) {
-      const float4* v = reinterpret_cast<const float4*>(src) + i;
-      const float4 x = *v;
-      dst[4 * i] = x.x, dst[4 * i + 1] = x.y, dst[4 * i + 2] = x.z, dst[4 * i + 3] = x.w;
-    } else {
-      const double2* v = reinterpret_cast<const double2*>(src) + i;
-      const double2 x = *v;
-      dst[2 * i] = x.x, dst[2 * i + 1] = x.y;
+    for (int i = 0; i < R / kPer; ++i) {
+      if constexpr (sizeof(T) == 4) {
+        const float4* v = reinterpret_cast<const float4*>(src) + i;
+        const float4 x = *v;
+        dst[4 * i] = x.x, dst[4 * i + 1] = x.y, dst[4 * i + 2] = x.z, dst[4 * i + 3] = x.w;
+      } else {
+        const double2* v = reinterpret_cast<const double2*>(src) + i;
+        const double2 x = *v;
+        dst[2 * i] = x.x, dst[2 * i + 1] = x.y;
+      }
     }
   }
+}
+
+// Stores one sample of a compiled-in output set (Cartesian values) at byte offset `at` of each output array;
+// false where Su x Sv vanished (that normal is inf or NaN, and the caller fixes it after the tile). Streaming
+// stores (evict first): the outputs are not read again here, and the basis and Q stay in L2.
+template <class T, int Order, int Outs>
+__device__ __forceinline__ bool store_sample_at(const kern::OutView<T>& out, std::uint32_t at, const T* s, const T* su,
+                                                const T* sv) {
+  auto put = [&](T* base, T value) { __stcs(reinterpret_cast<T*>(reinterpret_cast<char*>(base) + at), value); };
+#pragma unroll
+  for (int c = 0; c < 3; ++c) {
+    if constexpr ((Outs & kOutPositions) != 0) put(out.p[c], s[c]);
+    if constexpr ((Outs & kOutFirst) != 0) {
+      put(out.du[c], su[c]);
+      put(out.dv[c], sv[c]);
+    }
+  }
+  bool ok = true;
+  if constexpr (Order >= 1 && (Outs & kOutNormals) != 0) {
+    T n[3];
+    ok = kern::unit_normal(su, sv, n);
+#pragma unroll
+    for (int c = 0; c < 3; ++c) put(out.nrm[c], n[c]);
+    out.flag[at / sizeof(T)] = ok ? 0 : 1;
+  }
+  return ok;
 }
 
 // Stores the R rows (first row `row`, clipped to row_end) of one column from the accumulators, one output
@@ -112,30 +146,11 @@ __device__ __forceinline__ void store_rows(const Job<T>& job, T (&s)[R][NC], T (
   };
   if constexpr (Outs != kOutRuntime) {
     // Row by row, every wanted output of the row; addresses are 32-bit byte offsets from the (uniform) array
-    // bases, which the launch guarantees by splitting grids whose arrays pass 4 GiB. Streaming stores (evict
-    // first): the outputs are not read again here, and the basis and Q stay in L2.
+    // bases, which the launch guarantees by splitting grids whose arrays pass 4 GiB.
     const std::uint32_t first = std::uint32_t((row - out_base) * cols + col) * std::uint32_t(sizeof(T));
     const std::uint32_t step = std::uint32_t(cols) * std::uint32_t(sizeof(T));
-    auto put = [&](T* base, std::uint32_t at, T value) {
-      __stcs(reinterpret_cast<T*>(reinterpret_cast<char*>(base) + at), value);
-    };
     auto row_out = [&](int r) {
-      const std::uint32_t at = first + r * step;
-#pragma unroll
-      for (int c = 0; c < 3; ++c) {
-        if constexpr ((Outs & kOutPositions) != 0) put(out.p[c], at, s[r][c]);
-        if constexpr ((Outs & kOutFirst) != 0) {
-          put(out.du[c], at, su[r][c]);
-          put(out.dv[c], at, sv[r][c]);
-        }
-      }
-      if constexpr (Order >= 1 && (Outs & kOutNormals) != 0) {
-        T n[3];
-        const bool ok = normal_of(r, n);
-#pragma unroll
-        for (int c = 0; c < 3; ++c) put(out.nrm[c], at, n[c]);
-        out.flag[at / sizeof(T)] = ok ? 0 : 1;
-      }
+      if (!store_sample_at<T, Order, Outs>(out, first + r * step, s[r], su[r], sv[r])) degenerate |= 1u << r;
     };
     if (valid == R) {
 #pragma unroll
@@ -188,6 +203,19 @@ __device__ __forceinline__ void store_rows(const Job<T>& job, T (&s)[R][NC], T (
   }
 }
 
+// One lane's Q record of a staged step: U units of 8 bytes, one conflict-free load each.
+template <class T, int U> __device__ __forceinline__ void load_record(const T* sq, T (&rec)[U * q_unit_values<T>()]) {
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    if constexpr (sizeof(T) == 4) {
+      const float2 x = *reinterpret_cast<const float2*>(sq + u * kWarpCols * 2);
+      rec[2 * u] = x.x, rec[2 * u + 1] = x.y;
+    } else {
+      rec[u] = sq[u * kWarpCols];
+    }
+  }
+}
+
 // One thread: column `col`, local rows [r_first, r_first + R) of the block's rows (rows row0 + r), clipped to
 // row_end. The u-basis is staged [k][derivative][row], so that a thread's R rows are one vector load (a
 // broadcast across the warp); the group's Q is staged [k][unit][lane] (q_units), one conflict-free 8-byte
@@ -203,17 +231,8 @@ __device__ void factored_rows(const Job<T>& job, const T* basis, const T* group_
   // Step k of the rank-(m+1) update; the first one assigns, so the accumulators need no clearing.
   auto step = [&]<bool First>(int k) {
     const T* sb = bp + k * (Order + 1) * kRows;
-    const T* sq = qp + k * U * kWarpCols * UV;
     T rec[U * UV];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      if constexpr (UV == 2) {
-        const float2 x = *reinterpret_cast<const float2*>(sq + u * kWarpCols * UV);
-        rec[2 * u] = x.x, rec[2 * u + 1] = x.y;
-      } else {
-        rec[u] = sq[u * kWarpCols];
-      }
-    }
+    load_record<T, U>(qp + k * U * kWarpCols * UV, rec);
     T b[R], db[R] = {}, ddb[R] = {};
     load_rows<T, R>(sb, b);
     if constexpr (Order >= 1) load_rows<T, R>(sb + kRows, db);
@@ -240,38 +259,158 @@ __device__ void factored_rows(const Job<T>& job, const T* basis, const T* group_
   store_rows<T, NC, Order, R, Outs>(job, s, su, sv, suu, suv, svv, col, row0 + r_first, row_end, out_base, out);
 }
 
+// Folded stage 2 (whole uniform grid, order <= 1). Row r < ceil(rows/2) and its mirror rows-1-r (u' = 1 - u)
+// share one contraction over k <= m/2: with p = b_k + b_{m-k}, n = b_k - b_{m-k} (the middle term: b, 0) and
+// E = (Q_k + Q_{m-k})/2, D = (Q_k - Q_{m-k})/2 (middle: Q, 0), S(u) = sum pE + nD and S(1-u) = sum pE - nD;
+// Su(1-u) = -(sum dp E - dn D), Sv like S with the v-derivatives of E and D. One thread: column `col`, pairs
+// [pair0 + r_first, + R) of the staged pairs, clipped to the half, except pair 0 (the edge rows, exact from stage
+// 1); basis staged [k][p n dp dn][pair], Q as records 2k (E) and 2k+1 (D).
+template <class T, int NC, int Order, int R, int Outs>
+__device__ void folded_rows(const Job<T>& job, const T* basis, const T* group_q, std::int64_t col, std::int64_t pair0,
+                            int r_first, const kern::OutView<T>& out) {
+  static_assert(Order <= 1 && Outs != kOutRuntime);
+  constexpr int kPairs = kWarps * R, U = q_units<T, NC, Order>(), UV = q_unit_values<T>(), kKinds = 2 * (Order + 1);
+  const int steps = (job.net.m + 2) / 2;
+  T es[R][NC], ds[R][NC], esu[R][NC], dsu[R][NC], esv[R][NC], dsv[R][NC];
+  const T* bp = basis + r_first;
+  const T* qp = group_q + threadIdx.x * UV;
+  auto step = [&]<bool First>(int k) {
+    const T* sb = bp + k * kKinds * kPairs;
+    T e[U * UV], d[U * UV];
+    load_record<T, U>(qp + 2 * k * U * kWarpCols * UV, e);
+    load_record<T, U>(qp + (2 * k + 1) * U * kWarpCols * UV, d);
+    T bpl[R], bmi[R];
+    [[maybe_unused]] T dbpl[R], dbmi[R];
+    load_rows<T, R>(sb, bpl);
+    load_rows<T, R>(sb + kPairs, bmi);
+    if constexpr (Order >= 1) {
+      load_rows<T, R>(sb + 2 * kPairs, dbpl);
+      load_rows<T, R>(sb + 3 * kPairs, dbmi);
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < NC; ++c) {
+        const T eq = e[c], dq = d[c];
+        if constexpr (First) {
+          es[r][c] = bpl[r] * eq, ds[r][c] = bmi[r] * dq;
+        } else {
+          es[r][c] += bpl[r] * eq, ds[r][c] += bmi[r] * dq;
+        }
+        if constexpr (Order >= 1) {
+          const T eqv = e[NC + c], dqv = d[NC + c];
+          if constexpr (First) {
+            esu[r][c] = dbpl[r] * eq, dsu[r][c] = dbmi[r] * dq;
+            esv[r][c] = bpl[r] * eqv, dsv[r][c] = bmi[r] * dqv;
+          } else {
+            esu[r][c] += dbpl[r] * eq, dsu[r][c] += dbmi[r] * dq;
+            esv[r][c] += bpl[r] * eqv, dsv[r][c] += bmi[r] * dqv;
+          }
+        }
+      }
+  };
+  step.template operator()<true>(0);
+#pragma unroll 2
+  for (int k = 1; k < steps; ++k) step.template operator()<false>(k);
+
+  const std::int64_t rows = job.rows, cols = job.cols, first_pair = pair0 + r_first;
+  // pairs of this thread inside the upper half, and those whose mirror is another row (not the middle one)
+  const int upper = col < cols ? int(max(std::int64_t(0), min(std::int64_t(R), (rows + 1) / 2 - first_pair))) : 0;
+  const int lower = col < cols ? int(max(std::int64_t(0), min(std::int64_t(R), rows / 2 - first_pair))) : 0;
+  const std::uint32_t step_bytes = std::uint32_t(cols) * std::uint32_t(sizeof(T));
+  const std::uint32_t top = std::uint32_t(first_pair * cols + col) * std::uint32_t(sizeof(T));
+  const std::uint32_t bottom = std::uint32_t((rows - 1 - first_pair) * cols + col) * std::uint32_t(sizeof(T));
+  std::uint32_t degenerate = 0;  // bit r: row first_pair + r; bit R + r: its mirror
+  auto row_out = [&](int r, bool mirror) {
+    kern::Jet<T, NC> h;
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+      h.s[c] = mirror ? es[r][c] - ds[r][c] : es[r][c] + ds[r][c];
+      h.su[c] = mirror ? dsu[r][c] - esu[r][c] : esu[r][c] + dsu[r][c];
+      h.sv[c] = mirror ? esv[r][c] - dsv[r][c] : esv[r][c] + dsv[r][c];
+      h.suu[c] = h.suv[c] = h.svv[c] = T(0);
+    }
+    const kern::CartJet<T> j = kern::to_cartesian<T, NC, Order>(h);
+    const std::uint32_t at = mirror ? bottom - r * step_bytes : top + r * step_bytes;
+    if (!store_sample_at<T, Order, Outs>(out, at, j.s, j.su, j.sv)) degenerate |= 1u << (mirror ? R + r : r);
+  };
+  if (lower == R && first_pair > 0) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) row_out(r, false), row_out(r, true);
+  } else {
+    const int edge = first_pair == 0 ? 1 : 0;  // rows 0 and rows - 1 came from stage 1
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      if (r >= edge && r < upper) row_out(r, false);
+      if (r >= edge && r < lower) row_out(r, true);
+    }
+  }
+  while (degenerate) {
+    const int bit = __ffs(degenerate) - 1;
+    degenerate &= degenerate - 1;
+    const std::int64_t row = bit < R ? first_pair + bit : rows - 1 - (first_pair + bit - R);
+    const std::int64_t i = row * cols + col;
+    fix_degenerate_normal<T, NC>(job.net, kern::grid_param<T>(row, rows), kern::grid_param<T>(col, cols),
+                                 out.nrm[0] + i, out.nrm[1] + i, out.nrm[2] + i);
+  }
+}
+
+// Per block: basis values per staged row (steps x kinds) and Q records per column, plain or folded.
+template <int Order, bool Folded> __host__ __device__ constexpr int basis_per_row(int mu) {
+  return Folded ? (mu + 1) / 2 * 2 * (Order + 1) : mu * (Order + 1);
+}
+template <bool Folded> __host__ __device__ constexpr int q_records(int mu) { return Folded ? (mu + 1) / 2 * 2 : mu; }
+
 // Shared memory of one block: the staged u-basis and two Q buffers (one being used, the next group's arriving).
-template <class T, int NC, int Order, int R> constexpr std::size_t factored_shared_bytes(int mu) {
-  return (std::size_t(mu) * (Order + 1) * kWarps * R + 2 * std::size_t(mu) * q_units<T, NC, Order>() * kWarpCols *
-                                                            q_unit_values<T>()) * sizeof(T);
+template <class T, int NC, int Order, int R, bool Folded> constexpr std::size_t factored_shared_bytes(int mu) {
+  return (std::size_t(basis_per_row<Order, Folded>(mu)) * kWarps * R +
+          2 * std::size_t(q_records<Folded>(mu)) * q_units<T, NC, Order>() * kWarpCols * q_unit_values<T>()) *
+         sizeof(T);
 }
 
 // Whole block: stage the u-basis of rows [row0, row0 + kWarps R) in shared memory, then sweep column groups
 // [g0, g1), each warp on its R rows. The next group's Q is copied in (cp.async) while the current one computes.
-template <class T, int NC, int Order, int R, int Outs>
+// Folded, the rows are pairs [row0, row_end) of the upper half and the basis is staged as sums and differences.
+template <class T, int NC, int Order, int R, int Outs, bool Folded>
 __device__ void factored_block(const Job<T>& job, std::int64_t row0, std::int64_t row_end, std::int64_t g0,
                                std::int64_t g1, std::int64_t out_base, const kern::OutView<T>& out, T* shared,
                                bool stages_again) {
   constexpr int kRows = kWarps * R, U = q_units<T, NC, Order>(), UV = q_unit_values<T>(), kThreads = kWarpCols * kWarps;
-  const int mu = job.net.m + 1;
+  const int mu = job.net.m + 1, records = q_records<Folded>(mu);
   T* basis = shared;
-  T* q_buffers = basis + mu * (Order + 1) * kRows;  // two of q_size values (indexed arithmetically, so that the
-  const int q_size = mu * U * kWarpCols * UV;        // compiler keeps the shared address space)
+  T* q_buffers = basis + basis_per_row<Order, Folded>(mu) * kRows;  // two of q_size values (indexed arithmetically,
+  const int q_size = records * U * kWarpCols * UV;                   // so the compiler keeps the shared space)
   const int tid = threadIdx.y * kWarpCols + threadIdx.x;
-  for (int e = tid; e < kRows * mu; e += kThreads) {
-    const int k = e / kRows, r = e % kRows;
-    const std::int64_t row = min(row0 + r, row_end - 1);  // clamped: padding rows are never stored
-    const std::int64_t src = row * mu + k;
-    T* dst = basis + k * (Order + 1) * kRows + r;
-    __pipeline_memcpy_async(dst, job.tables.bu + src, sizeof(T));
-    if constexpr (Order >= 1) __pipeline_memcpy_async(dst + kRows, job.tables.dbu + src, sizeof(T));
-    if constexpr (Order >= 2) __pipeline_memcpy_async(dst + 2 * kRows, job.tables.ddbu + src, sizeof(T));
+  if constexpr (Folded) {
+    const int steps = (mu + 1) / 2;
+    for (int e = tid; e < kRows * steps; e += kThreads) {
+      const int k = e / kRows, r = e % kRows, mirror = mu - 1 - k;
+      const std::int64_t src = min(row0 + r, row_end - 1) * mu;  // clamped: padding pairs are never stored
+      T* dst = basis + k * 2 * (Order + 1) * kRows + r;
+      auto fold = [&](const T* table, T* to) {
+        const T a = table[src + k], b = table[src + mirror];
+        to[0] = k == mirror ? a : a + b;
+        to[kRows] = k == mirror ? T(0) : a - b;
+      };
+      fold(job.tables.bu, dst);
+      if constexpr (Order >= 1) fold(job.tables.dbu, dst + 2 * kRows);
+    }
+  } else {
+    for (int e = tid; e < kRows * mu; e += kThreads) {
+      const int k = e / kRows, r = e % kRows;
+      const std::int64_t row = min(row0 + r, row_end - 1);  // clamped: padding rows are never stored
+      const std::int64_t src = row * mu + k;
+      T* dst = basis + k * (Order + 1) * kRows + r;
+      __pipeline_memcpy_async(dst, job.tables.bu + src, sizeof(T));
+      if constexpr (Order >= 1) __pipeline_memcpy_async(dst + kRows, job.tables.dbu + src, sizeof(T));
+      if constexpr (Order >= 2) __pipeline_memcpy_async(dst + 2 * kRows, job.tables.ddbu + src, sizeof(T));
+    }
   }
   const std::int64_t stride = padded_cols(job.cols) * UV;  // T values between consecutive (k, unit) slices
   constexpr int kPer = 16 / sizeof(T), kChunks = kWarpCols * UV / kPer;  // 16-byte copies per slice
   auto stage_q = [&](std::int64_t g, T* dst) {
     const T* src = job.columns.q + g * kWarpCols * UV;
-    for (int e = tid; e < mu * U * kChunks; e += kThreads) {
+    for (int e = tid; e < records * U * kChunks; e += kThreads) {
       const int slice = e / kChunks, part = e % kChunks;
       __pipeline_memcpy_async(dst + slice * kWarpCols * UV + part * kPer, src + slice * stride + part * kPer, 16);
     }
@@ -286,40 +425,46 @@ __device__ void factored_block(const Job<T>& job, std::int64_t row0, std::int64_
       stage_q(g + 1, q_buffers + (cur ^ 1) * q_size);
       __pipeline_commit();
     }
-    factored_rows<T, NC, Order, R, Outs>(job, basis, q_buffers + cur * q_size, g * kWarpCols + threadIdx.x, row0,
-                                         threadIdx.y * R, row_end, out_base, out);
+    if constexpr (Folded)
+      folded_rows<T, NC, Order, R, Outs>(job, basis, q_buffers + cur * q_size, g * kWarpCols + threadIdx.x, row0,
+                                         threadIdx.y * R, out);
+    else
+      factored_rows<T, NC, Order, R, Outs>(job, basis, q_buffers + cur * q_size, g * kWarpCols + threadIdx.x, row0,
+                                           threadIdx.y * R, row_end, out_base, out);
   }
   if (stages_again) __syncthreads();  // the staged rows are free again
 }
 
 // Static: block (x: chunk of `span` column groups, y: row block) covers 32 x span columns and kWarps x R rows of
 // [row_begin, row_end). Dynamic: persistent blocks claim tiles of `span` rows from the front and sweep all
-// column groups.
-template <class T, int NC, int Order, int R, int MinBlocks, int Outs>
+// column groups. Folded (static only): the rows are the pairs of the upper half, row_end = ceil(rows/2).
+template <class T, int NC, int Order, int R, int MinBlocks, int Outs, bool Folded>
 __global__ void __launch_bounds__(kWarpCols* kWarps, MinBlocks) factored_kernel(Job<T> job, std::int64_t row_begin,
                                                                         std::int64_t row_end, kern::OutView<T> out,
                                                                         DeviceTiles dyn, std::int64_t span) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* shared = reinterpret_cast<T*>(shared_bytes);
   constexpr std::int64_t kRows = kWarps * R;
-  if (!dyn.front) {
+  if (Folded || !dyn.front) {
     const std::int64_t row0 = row_begin + std::int64_t(blockIdx.y) * kRows;
     const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
     const std::int64_t g0 = std::int64_t(blockIdx.x) * span, g1 = min(groups, g0 + span);
-    factored_block<T, NC, Order, R, Outs>(job, row0, row_end, g0, g1, row_begin, out, shared, false);
+    factored_block<T, NC, Order, R, Outs, Folded>(job, row0, row_end, g0, g1, row_begin, out, shared, false);
     return;
   }
-  __shared__ long long tile;
-  const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
-  for (;;) {
-    if (threadIdx.x == 0 && threadIdx.y == 0) tile = claim_front_tile(dyn);
-    __syncthreads();
-    const long long t = tile;
-    __syncthreads();  // everyone has read `tile` before the next claim overwrites it
-    if (t < 0) return;
-    const std::int64_t t0 = std::int64_t(t) * span, t1 = min(row_end, t0 + span);
-    for (std::int64_t row0 = t0; row0 < t1; row0 += kRows)
-      factored_block<T, NC, Order, R, Outs>(job, row0, t1, 0, groups, row_begin, out, shared, true);
+  if constexpr (!Folded) {
+    __shared__ long long tile;
+    const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
+    for (;;) {
+      if (threadIdx.x == 0 && threadIdx.y == 0) tile = claim_front_tile(dyn);
+      __syncthreads();
+      const long long t = tile;
+      __syncthreads();  // everyone has read `tile` before the next claim overwrites it
+      if (t < 0) return;
+      const std::int64_t t0 = std::int64_t(t) * span, t1 = min(row_end, t0 + span);
+      for (std::int64_t row0 = t0; row0 < t1; row0 += kRows)
+        factored_block<T, NC, Order, R, Outs, false>(job, row0, t1, 0, groups, row_begin, out, shared, true);
+    }
   }
 }
 
@@ -366,17 +511,66 @@ __global__ void table_kernel(int d, std::int64_t count, kern::BinomialRows rows,
   if (i < count) table_row<T, Order>(d, i, count, &rows, b, db, ddb);
 }
 
-template <class T, int NC, int Order>
-__global__ void columns_kernel(Job<T> job, T* q) {
-  constexpr int U = q_units<T, NC, Order>(), UV = q_unit_values<T>();
+// Stage 1 per column j; folded, record 2k holds E = (Q_k + Q_{m-k})/2 and record 2k+1 D = (Q_k - Q_{m-k})/2
+// (the middle record of an odd count: Q and 0), each with its v-derivatives, and the edge rows u = 0 and 1 are
+// stored here from Q_0, Q_1, Q_{m-1}, Q_m: exact boundary curves (E + D would round), which stage 2 skips.
+template <class T, int NC, int Order, bool Folded>
+__global__ void columns_kernel(Job<T> job, T* q, kern::OutView<T> edge_out) {
+  constexpr int U = q_units<T, NC, Order>(), UV = q_unit_values<T>(), kValues = 3 * NC > U * UV ? 3 * NC : U * UV;
   const std::int64_t j = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= job.cols) return;
   const std::int64_t stride = padded_cols(job.cols);
-  for (int i = 0; i <= job.net.m; ++i) {
-    T v[3 * NC > U * UV ? 3 * NC : U * UV] = {};
-    factored_entry<T, NC, Order>(job.net, job.tables.bv, job.tables.dbv, job.tables.ddbv, j, i, v, v + NC, v + 2 * NC);
+  auto put = [&](int record, const T (&v)[kValues]) {
     for (int u = 0; u < U; ++u)
-      for (int h = 0; h < UV; ++h) q[((std::int64_t(i) * U + u) * stride + j) * UV + h] = v[u * UV + h];
+      for (int h = 0; h < UV; ++h) q[((std::int64_t(record) * U + u) * stride + j) * UV + h] = v[u * UV + h];
+  };
+  const int m = job.net.m;
+  T edge[4][kValues] = {};  // Q_0, Q_1, Q_{m-1}, Q_m with their v-derivatives (folded)
+  auto entry = [&](int i, T* v) {
+    factored_entry<T, NC, Order>(job.net, job.tables.bv, job.tables.dbv, job.tables.ddbv, j, i, v, v + NC, v + 2 * NC);
+    for (int x = 0; x < kValues && Folded; ++x) {
+      if (i == 0) edge[0][x] = v[x];
+      if (i == 1) edge[1][x] = v[x];
+      if (i == m - 1) edge[2][x] = v[x];
+      if (i == m) edge[3][x] = v[x];
+    }
+  };
+  if constexpr (Folded) {
+    for (int k = 0; 2 * k <= m; ++k) {
+      T a[kValues] = {}, b[kValues] = {};
+      entry(k, a);
+      if (k != m - k) entry(m - k, b);
+      T e[kValues], d[kValues];
+      for (int x = 0; x < kValues; ++x) {
+        e[x] = k == m - k ? a[x] : T(0.5) * (a[x] + b[x]);
+        d[x] = k == m - k ? T(0) : T(0.5) * (a[x] - b[x]);
+      }
+      put(2 * k, e);
+      put(2 * k + 1, d);
+    }
+    // S(0, v) = Q_0, Su = m (Q_1 - Q_0), Sv = Q_0'; S(1, v) = Q_m, Su = m (Q_m - Q_{m-1}), Sv = Q_m'
+    const T v_at = kern::grid_param<T>(j, job.cols);
+    for (int end = 0; end < 2; ++end) {
+      const T* at = edge[end ? 3 : 0];
+      const T* next = edge[end ? 2 : 1];
+      kern::Jet<T, NC> h;
+      kern::clear(h);
+      for (int c = 0; c < NC; ++c) {
+        h.s[c] = at[c];
+        if constexpr (Order >= 1) {
+          h.su[c] = T(m) * (end ? at[c] - next[c] : next[c] - at[c]);
+          h.sv[c] = at[NC + c];
+        }
+      }
+      const std::int64_t row = end ? job.rows - 1 : 0;
+      kern::store_sample<T, NC, Order>(h, edge_out, row * job.cols + j, T(end), v_at, job.net);
+    }
+  } else {
+    for (int i = 0; i <= m; ++i) {
+      T values[kValues] = {};
+      entry(i, values);
+      put(i, values);
+    }
   }
 }
 
@@ -402,6 +596,7 @@ struct Context {
   // the launch in flight
   int tensor_available = -1;  // tensor-core kernels run here (-1: not asked yet)
   bool tensor_launched = false;  // the launch in flight took the tensor-core path
+  bool folded_launched = false;  // the launch in flight folded rows u and 1 - u
   std::int64_t launched_begin = 0, launched_end = 0, cols = 0;
   void* dev_out[22] = {};  // p, du, dv, nrm, duu, duv, dvv (x3 each), flag
   bool pending = false;
@@ -479,8 +674,11 @@ T* const* out_slots(const kern::OutView<T>& o, int k) {
 }
 
 // Device copies of the job's inputs: net, level 2 (cached), stage 1, power tiles.
+// Folded (edge_out given), stage 1 also stores the grid's edge rows there.
 template <class T>
-Job<T> device_job(Context* ctx, const Inputs<T>& in, bool* level2_built, bool tensor = false) {
+Job<T> device_job(Context* ctx, const Inputs<T>& in, bool* level2_built, bool tensor = false,
+                  const kern::OutView<T>* edge_out = nullptr) {
+  const bool folded = edge_out != nullptr;
   Job<T> job;
   job.method = in.method;
   job.nc = in.nc;
@@ -537,10 +735,13 @@ Job<T> device_job(Context* ctx, const Inputs<T>& in, bool* level2_built, bool te
     }
     if (in.method == Method::Factored) {
       dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
-        const std::size_t values = mu * q_units<T, NC, Order>() * padded_cols(in.cols) * q_unit_values<T>();
+        const std::size_t records = folded ? q_records<true>(int(mu)) : mu;
+        const std::size_t values = records * q_units<T, NC, Order>() * padded_cols(in.cols) * q_unit_values<T>();
         ctx->columns.ensure(values * sizeof(T), "allocating the factored columns");
         T* q = ctx->columns.as<T>();
-        columns_kernel<T, NC, Order><<<blocks_for(in.cols, 128), 128, 0, ctx->stream>>>(job, q);
+        const unsigned blocks = blocks_for(in.cols, 128);
+        if (folded) columns_kernel<T, NC, Order, true><<<blocks, 128, 0, ctx->stream>>>(job, q, *edge_out);
+        else columns_kernel<T, NC, Order, false><<<blocks, 128, 0, ctx->stream>>>(job, q, {});
         job.columns = {q, nullptr, nullptr, 0, 0, 0};  // the layout of q_units, not strides
       });
       PS_CUDA_LAUNCH("launching the factored stage-1 kernel");
@@ -611,22 +812,27 @@ template <class T> int output_set(const kern::OutView<T>& out) {
   return outs;
 }
 
+// Rows whose outputs stay below 4 GiB per array (or the caller's limit): the factored kernels of fixed output sets
+// address them by 32-bit byte offsets.
+template <class T> std::int64_t narrow_rows(std::int64_t cols, std::uint64_t launch_bytes) {
+  constexpr std::uint64_t kNarrowBytes = (std::uint64_t(1) << 32) - 1;
+  const std::uint64_t limit = launch_bytes ? std::min(launch_bytes, kNarrowBytes) : kNarrowBytes;
+  return std::max<std::int64_t>(1, std::int64_t(limit / (std::uint64_t(cols) * sizeof(T))));
+}
+
 template <class T, int NC, int Order>
 void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std::int64_t r1,
                           const kern::OutView<T>& out, const DeviceTiles& dyn, std::int64_t tile_rows,
-                          std::uint64_t launch_bytes) {
+                          std::uint64_t launch_bytes, bool folded, bool* ran_folded) {
   const bool counter = dyn.front != nullptr;
   const std::int64_t tiles = dyn.tiles;
   if (job.method == Method::Factored) {
-    // Rows whose outputs stay below 4 GiB per array (or the caller's limit); dynamic tiles take the 64-bit
-    // path beyond that.
-    constexpr std::uint64_t kNarrowBytes = (std::uint64_t(1) << 32) - 1;
-    const std::uint64_t limit = launch_bytes ? std::min(launch_bytes, kNarrowBytes) : kNarrowBytes;
-    const std::int64_t narrow_rows = std::max<std::int64_t>(1, std::int64_t(limit / (job.cols * sizeof(T))));
-    auto go = [&]<int R, int MinBlocks, int Outs>() {
+    // Dynamic tiles take the 64-bit path beyond the narrow rows.
+    const std::int64_t narrow = narrow_rows<T>(job.cols, launch_bytes);
+    auto go = [&]<int R, int MinBlocks, int Outs, bool Folded>() {
       const dim3 block(kWarpCols, kWarps);
-      const std::size_t shared = factored_shared_bytes<T, NC, Order, R>(job.net.m + 1);
-      auto* kernel = factored_kernel<T, NC, Order, R, MinBlocks, Outs>;
+      const std::size_t shared = factored_shared_bytes<T, NC, Order, R, Folded>(job.net.m + 1);
+      auto* kernel = factored_kernel<T, NC, Order, R, MinBlocks, Outs, Folded>;
       int optin = 0;
       PS_CUDA(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx->device),
               "querying the device's shared memory");
@@ -640,14 +846,15 @@ void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std:
       }
       core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), shared,
                                         "allowing the surface kernel its shared memory");
+      *ran_folded = Folded;
       if (counter) {
         const dim3 grid(unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 2)));
-        factored_kernel<T, NC, Order, R, MinBlocks, Outs>
-            <<<grid, block, shared, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
+        kernel<<<grid, block, shared, ctx->stream>>>(job, r0, r1, out, dyn, tile_rows);
         return;
       }
-      // Fixed output sets address the outputs by 32-bit byte offsets: one launch per 4 GiB of each array.
-      const std::int64_t span = Outs == kOutRuntime ? r1 - r0 : narrow_rows;
+      // One launch per 4 GiB of each array; folded, the upper half's pairs in one launch (the caller checked).
+      const std::int64_t end = Folded ? (r1 + 1) / 2 : r1;
+      const std::int64_t span = Folded || Outs == kOutRuntime ? end - r0 : narrow;
       // Each block takes several column groups of its rows, so that staging their basis is paid once: as many
       // groups as make about one wave of resident blocks.
       int resident = 0;
@@ -655,27 +862,31 @@ void launch_sample_kernel(Context* ctx, const Job<T>& job, std::int64_t r0, std:
               "querying the surface kernel's occupancy");
       const std::int64_t slots = std::max<std::int64_t>(1, std::int64_t(resident) * ctx->multiprocessors);
       const std::int64_t groups = (job.cols + kWarpCols - 1) / kWarpCols;
-      for (std::int64_t a = r0; a < r1; a += span) {
-        const std::int64_t b = std::min(r1, a + span);
+      for (std::int64_t a = r0; a < end; a += span) {
+        const std::int64_t b = std::min(end, a + span);
         const std::int64_t row_blocks = (b - a + kWarps * R - 1) / (kWarps * R);
         const std::int64_t per_block = std::clamp<std::int64_t>((groups * row_blocks + slots - 1) / slots, 1, groups);
         const dim3 grid(unsigned((groups + per_block - 1) / per_block), unsigned(row_blocks));
-        factored_kernel<T, NC, Order, R, MinBlocks, Outs>
-            <<<grid, block, shared, ctx->stream>>>(job, a, b, shifted(out, (a - r0) * job.cols), dyn, per_block);
+        kernel<<<grid, block, shared, ctx->stream>>>(job, a, b, shifted(out, (a - r0) * job.cols), dyn, per_block);
       }
     };
     constexpr int R = rows_per_thread<T, NC, Order>(), MinBlocks = min_blocks_per_sm<T>();
-    // The common output sets get kernels without run-time output tests; the rest test each pointer.
-    const int outs = counter && r1 - r0 > narrow_rows ? kOutRuntime : output_set(out);
+    // The common output sets get kernels without run-time output tests; the rest test each pointer. Folded
+    // kernels hold R/2 pairs of rows per thread: as many samples as the plain ones.
+    const int outs = counter && r1 - r0 > narrow ? kOutRuntime : output_set(out);
+    auto fixed = [&]<int Outs>() {
+      if (folded) return go.template operator()<R / 2, MinBlocks, Outs, true>();
+      go.template operator()<R, MinBlocks, Outs, false>();
+    };
     if constexpr (Order == 0) {
-      if (outs == kOutPositions) return go.template operator()<R, MinBlocks, kOutPositions>();
+      if (outs == kOutPositions) return fixed.template operator()<kOutPositions>();
     } else if constexpr (Order == 1) {
-      if (outs == (kOutPositions | kOutNormals)) return go.template operator()<R, MinBlocks, kOutPositions | kOutNormals>();
-      if (outs == (kOutPositions | kOutFirst)) return go.template operator()<R, MinBlocks, kOutPositions | kOutFirst>();
+      if (outs == (kOutPositions | kOutNormals)) return fixed.template operator()<kOutPositions | kOutNormals>();
+      if (outs == (kOutPositions | kOutFirst)) return fixed.template operator()<kOutPositions | kOutFirst>();
       if (outs == (kOutPositions | kOutFirst | kOutNormals))
-        return go.template operator()<R, MinBlocks, kOutPositions | kOutFirst | kOutNormals>();
+        return fixed.template operator()<kOutPositions | kOutFirst | kOutNormals>();
     }
-    go.template operator()<R, MinBlocks, kOutRuntime>();
+    go.template operator()<R, MinBlocks, kOutRuntime, false>();
     return;
   }
   const unsigned grid = counter ? unsigned(std::min<std::int64_t>(tiles, std::int64_t(ctx->multiprocessors) * 8))
@@ -749,8 +960,12 @@ bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std:
                 tensor::takes(in.nc, in.order, in.m, row_end - row_begin, outs);
   if (tensor && ctx->tensor_available < 0) ctx->tensor_available = tensor::available(ctx->device) ? 1 : 0;
   tensor = tensor && ctx->tensor_available == 1;
-  const Job<T> job = device_job(ctx, in, &built, tensor);
+  // Whole grids of a fixed output set fold rows u and 1 - u (needs both halves in one narrow launch).
+  const bool folded = in.fold_rows && in.method == Method::Factored && !tensor && !dynamic && row_begin == 0 &&
+                      row_end == in.rows && in.order <= 1 && outs != kOutRuntime &&
+                      in.rows <= narrow_rows<T>(in.cols, in.launch_bytes);
   const kern::OutView<T> out = device_outputs(ctx, which, (row_end - row_begin) * in.cols, in.poison);
+  const Job<T> job = device_job(ctx, in, &built, tensor, folded ? &out : nullptr);
   DeviceTiles dyn;
   if (dynamic) {
     dyn.front = ctx->front.as<unsigned long long>();
@@ -760,15 +975,18 @@ bool launch_grid(Context* ctx, const Inputs<T>& in, std::int64_t row_begin, std:
     dyn.owner = ctx->flags_dev + 2 * ctx->dyn_tiles;
   }
   PS_CUDA(cudaEventRecord(ctx->start, ctx->stream), "recording an event");
+  bool ran_folded = false;
   if constexpr (std::is_same_v<T, float>) {
     if (tensor) tensor::launch(job, job.columns.q, row_begin, row_end, out, outs, ctx->multiprocessors, ctx->stream);
   }
   if (!tensor)
     dispatch_nc_order(in.nc, in.order, [&]<int NC, int Order>() {
-      launch_sample_kernel<T, NC, Order>(ctx, job, row_begin, row_end, out, dyn, tile_rows, in.launch_bytes);
+      launch_sample_kernel<T, NC, Order>(ctx, job, row_begin, row_end, out, dyn, tile_rows, in.launch_bytes, folded,
+                                         &ran_folded);
     });
   PS_CUDA_LAUNCH("launching the surface kernel");
   ctx->tensor_launched = tensor;
+  ctx->folded_launched = ran_folded;
   PS_CUDA(cudaEventRecord(ctx->stop, ctx->stream), "recording an event");
   ctx->launched_begin = row_begin;
   ctx->launched_end = row_end;
@@ -801,6 +1019,7 @@ void finish_grid(Context* ctx, std::int64_t row_begin, std::int64_t row_end, con
   if (report) {
     report->seconds_kernel += kernel_ms * 1e-3;
     report->gpu_tensor_cores = report->gpu_tensor_cores || ctx->tensor_launched;
+    report->gpu_rows_folded = report->gpu_rows_folded || ctx->folded_launched;
   }
 }
 

@@ -25,6 +25,7 @@ template <class T> struct Inputs {
   bool poison = false;                        // fill device outputs with NaN first (tests)
   std::uint64_t launch_bytes = 0;             // most bytes of one output array per launch (0: 4 GiB)
   bool tensor_cores = false;                  // float factored grids may run stage 2 on tensor cores
+  bool fold_rows = true;                      // factored whole grids fold rows u and 1 - u into one contraction
 };
 
 // Tile ownership of the dynamic CPU+GPU scheme, in pinned host memory mapped into the device. GPU blocks take

@@ -196,6 +196,7 @@ static bezier::cuda::Inputs<T> cuda_inputs(const Job<T>& job, const typename Sur
   in.poison = options.poison_device_buffers;
   in.launch_bytes = options.gpu_launch_bytes;
   in.tensor_cores = options.gpu_tensor_cores;
+  in.fold_rows = options.gpu_fold_rows;
   return in;
 }
 

@@ -196,6 +196,7 @@ TEST(Properties, GpuGridSplitIntoLaunchesMatchesOneLaunch) {
     one.device = split.device = Device::Cuda;
     one.poison_device_buffers = split.poison_device_buffers = true;
     split.gpu_launch_bytes = std::uint64_t(grid.cols) * sizeof(float) * 37;  // 37 rows per launch
+    one.gpu_fold_rows = false;  // the folded kernel needs one launch; this compares the unfolded one split
     const auto a = evaluate_grid<float>(s, grid, req, one);
     const auto b = evaluate_grid<float>(s, grid, req, split);
     SCOPED_TRACE(testing::Message() << "output set " << set);
@@ -261,6 +262,78 @@ TEST(Properties, GpuTensorCorePathMatchesFp32Kernel) {
     if (i == 5) EXPECT_EQ(a.degenerate[0], 1) << "the collapsed row's normals are not flagged";
   }
 }
+
+// Whole grids fold rows u and 1 - u into one contraction on the GPU. Against the unfolded kernel: odd and even
+// term counts (the middle term), odd and even row counts (the middle row), grids of one block and of several,
+// every compiled-in output set, rational and not, a collapsed first or last row. Tolerances as in conformance:
+// positions 1e-5 L (double 1e-12 L), first derivatives times d, normal directions 1e-4 (1e-10) where regular;
+// the edge rows' positions bit for bit.
+template <class T> void folded_matches_unfolded() {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937_64 rng(test::run_seed() + 11);
+  const int degrees[] = {1, 2, 3, 4, 15, 16, 31, 32};
+  const GridSpec grids[] = {{2, 33}, {3, 7}, {64, 40}, {65, 97}, {129, 130}, {130, 129}, {517, 389}, {1001, 64}};
+  const double tol = sizeof(T) == 4 ? 1e-5 : 1e-12, ntol = sizeof(T) == 4 ? 1e-4 : 1e-10;
+  for (int i = 0; i < 8; ++i) {
+    const int m = degrees[i], n = 1 + int(rng() % 32);
+    const bool rational = i % 3 == 1;
+    BezierSurface s = make_random_surface(m, n, rng(), rational);
+    const bool collapse = i == 5 || i == 6;  // first row, then last row: flagged degenerate normals
+    const int row = i == 5 ? 0 : m;
+    if (collapse)
+      for (int j = 0; j <= n; ++j)
+        for (int c = 0; c < 3; ++c) s.points[3 * (row * (n + 1) + j) + c] = s.points[3 * row * (n + 1) + c];
+    const GridSpec grid = grids[i];
+    const int set = i % 4;  // positions; + normals; + first derivatives; + both
+    EvalRequest req;
+    req.normals = set == 1 || set == 3 || collapse;
+    req.first_derivatives = set >= 2;
+    EvalOptions folded, plain;
+    folded.device = plain.device = Device::Cuda;
+    folded.method = plain.method = Method::Factored;
+    folded.poison_device_buffers = plain.poison_device_buffers = true;
+    plain.gpu_fold_rows = false;
+    EvalReport rf, rp;
+    const auto a = evaluate_grid<T>(s, grid, req, folded, &rf);
+    const auto b = evaluate_grid<T>(s, grid, req, plain, &rp);
+    SCOPED_TRACE(testing::Message() << "degrees " << m << "x" << n << (rational ? " rational" : "") << ", output set "
+                                    << set << ", grid " << grid.rows << "x" << grid.cols);
+    EXPECT_TRUE(rf.gpu_rows_folded);
+    EXPECT_FALSE(rp.gpu_rows_folded);
+    const double L = test::bbox_size(s), d = std::max(m, n);
+    for (int c = 0; c < 3; ++c) {
+      ASSERT_EQ(a.position[c].size(), b.position[c].size());
+      for (std::size_t k = 0; k < a.position[c].size(); ++k)
+        ASSERT_NEAR(a.position[c][k], b.position[c][k], tol * L) << "sample " << k;
+      for (std::size_t k = 0; k < a.du[c].size(); ++k) {
+        ASSERT_NEAR(a.du[c][k], b.du[c][k], tol * L * d) << "sample " << k;
+        ASSERT_NEAR(a.dv[c][k], b.dv[c][k], tol * L * d) << "sample " << k;
+      }
+    }
+    // the edge rows u = 0 and 1 are the boundary curves, exactly as the unfolded kernel gives them
+    const std::int64_t last = (grid.rows - 1) * grid.cols;
+    for (int c = 0; c < 3; ++c)
+      for (std::int64_t j = 0; j < grid.cols; ++j) {
+        ASSERT_EQ(a.position[c][j], b.position[c][j]) << "row 0, column " << j;
+        ASSERT_EQ(a.position[c][last + j], b.position[c][last + j]) << "last row, column " << j;
+      }
+    EXPECT_EQ(a.degenerate, b.degenerate);
+    for (std::size_t k = 0; k < a.degenerate.size(); ++k) {
+      const double dot = a.normal[0][k] * b.normal[0][k] + a.normal[1][k] * b.normal[1][k] +
+                         a.normal[2][k] * b.normal[2][k];
+      if (!a.degenerate[k] && !b.degenerate[k]) ASSERT_GT(dot, 1.0 - ntol) << "sample " << k;
+      for (int c = 0; c < 3; ++c) ASSERT_TRUE(std::isfinite(a.normal[c][k])) << "sample " << k;
+    }
+    if (collapse) {
+      const std::int64_t first = i == 5 ? 0 : (grid.rows - 1) * grid.cols;
+      for (std::int64_t j = 0; j < grid.cols; ++j)
+        ASSERT_EQ(a.degenerate[first + j], 1) << "the collapsed row's normal at column " << j << " is not flagged";
+    }
+  }
+}
+
+TEST(Properties, GpuFoldedRowsMatchUnfoldedKernelFloat) { folded_matches_unfolded<float>(); }
+TEST(Properties, GpuFoldedRowsMatchUnfoldedKernelDouble) { folded_matches_unfolded<double>(); }
 
 TEST(BadInput, ApiRejectsWithClearMessages) {
   auto expect_error = [](auto&& f, const std::string& needle) {
