@@ -55,7 +55,7 @@ done
 # SURFACE_ONLY=1: the surface kernels against the paper's mle (float rows also time the tensor-core path beside
 # the FP32 kernel), then stop; the matrix of every method is longer than one 10-minute call on the GPU machine
 if [ "${SURFACE_ONLY:-0}" = 1 ]; then
-  $exe bench surface --devices cuda --methods mle,factored --nets 4,8,12,16,20,32 --resolutions 2000,4096 --budget 0.3 \
+  $exe bench surface --devices cuda --methods mle,factored --nets 4,8,12,13,16,17,20,32,33 --resolutions 2000,4096 --budget 0.3 \
     --no-peer --json "$OUT/bench-gpu.json" >"$OUT/bench-gpu.log" 2>&1
   note "bench gpu" "rc=$?"
   echo; echo "== GPU rows at 2000^2 (positions + normals)"
