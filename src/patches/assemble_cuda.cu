@@ -141,9 +141,15 @@ template <class T> __device__ inline void sample_normal(const SampleViews<T>& st
 // thread, which would otherwise wait on two dependent loads per contribution.
 constexpr int kStagedFrom = 17;
 
-template <class T, class F>
+// A staged chunk's hook, called by the whole warp before the owner walks the chunk: how many of its first
+// contributions it took itself (none here).
+struct TakesNone {
+  __device__ int operator()(int, ull, int, const std::int64_t*, const double (*)[3]) const { return 0; }
+};
+
+template <class T, class F, class Hook = TakesNone>
 __device__ void walk_contributions(const SampleViews<T>& st, const SeamKeys& seam, const std::uint8_t* tag, bool live,
-                                   ull a, ull b, F&& f) {
+                                   ull a, ull b, F&& f, Hook&& hook = {}) {
   __shared__ double staged_normal[kThreads / 32][32][3];
   __shared__ std::int64_t staged_sample[kThreads / 32][32];
   __shared__ std::uint8_t staged_tag[kThreads / 32][32];
@@ -169,8 +175,10 @@ __device__ void walk_contributions(const SampleViews<T>& st, const SeamKeys& sea
         staged_tag[warp][lane] = tag ? tag[k] : std::uint8_t(0);
       }
       __syncwarp();
+      const int count = int(min(ull(32), ob - chunk));
+      const int taken = __shfl_sync(~0u, int(going), owner) ? hook(owner, chunk, count, staged_sample[warp], staged_normal[warp]) : 0;
       if (lane == owner)
-        for (int j = 0; going && j < 32 && chunk + ull(j) < ob; ++j)
+        for (int j = taken; going && j < count; ++j)
           going = f(chunk + ull(j), staged_sample[warp][j], staged_normal[warp][j], staged_tag[warp][j]);
       __syncwarp();
     }
@@ -218,6 +226,40 @@ __global__ void __launch_bounds__(kThreads)
   double sums[kMaxClusters][3];  // clusters 1 and up (creases): rare
   int clusters = 0;
   bool overflowed = false;
+  // A pole's chunk of 32, speculatively: the owner sums the normals in order as if every one joined cluster 0,
+  // then the lanes test them against those prefix sums at once. The leading run that joins is taken as the serial
+  // walk would take it (the same sums in the same order); the owner walks the rest of the chunk one by one.
+  __shared__ double prefix[kThreads / 32][33][3];
+  auto speculate = [&](int owner, ull chunk, int count, const std::int64_t* samples, const double (*normals)[3]) {
+    const int lane = int(threadIdx.x & 31), warp = int(threadIdx.x >> 5);
+    if (lane == owner) {
+      double s[3] = {sum0[0], sum0[1], sum0[2]};
+      for (int j = 0; j < count; ++j)
+        for (int c = 0; c < 3; ++c) prefix[warp][j][c] = s[c], s[c] = add(s[c], normals[j][c]);
+      for (int c = 0; c < 3; ++c) prefix[warp][count][c] = s[c];
+    }
+    __syncwarp();
+    bool fails = false;  // an empty sum (the first contribution) joins: cluster 0 is then made for it
+    if (lane < count) {
+      const double* n = normals[lane];
+      fails = !joins(prefix[warp][lane], n, n[0] == 0 && n[1] == 0 && n[2] == 0, cos_crease, cos_squared);
+    }
+    const unsigned failed = __ballot_sync(~0u, fails);
+    const int taken = failed ? __ffs(failed) - 1 : count;
+    const std::int64_t owner_v = __shfl_sync(~0u, v, owner);
+    const ull owner_a = __shfl_sync(~0u, a, owner);
+    if (lane < taken) {
+      cluster_of[chunk + ull(lane)] = 0;
+      if (chunk + ull(lane) == owner_a)
+        for (int c = 0; c < 3; ++c) positions[owner_v * 3 + c] = double(st.pos[c][samples[lane]]);
+    }
+    if (lane == owner && taken > 0) {
+      for (int c = 0; c < 3; ++c) sum0[c] = prefix[warp][taken][c];
+      clusters = max(clusters, 1);
+    }
+    __syncwarp();  // the prefix sums are read before the next chunk's
+    return taken;
+  };
   walk_contributions(st, seam, nullptr, live, a, b, [&](ull k, std::int64_t sample, const double* n, std::uint8_t) {
     if (k == a)
       for (int c = 0; c < 3; ++c) positions[v * 3 + c] = double(st.pos[c][sample]);
@@ -240,7 +282,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int c = 0; c < 3; ++c) sums[hit][c] = add(sums[hit][c], n[c]);
     cluster_of[k] = std::uint8_t(hit);
     return true;
-  });
+  }, speculate);
   if (!live || a == b || overflowed) return;
   extra[v] = ull(clusters - 1);
   if (clusters > 1) atomicAdd(crease_vertices, 1ull);

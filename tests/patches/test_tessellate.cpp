@@ -358,7 +358,9 @@ TEST(Tessellate, DeviceAssemblyMatchesTheHostAssembly) {
   };
   const Case cases[] = {{"uniform 9", 9, false, 0, 30, false},     {"uniform 2, keep degenerate", 2, false, 0, 30, true},
                         {"random per patch", 0, true, 0, 30, false}, {"adaptive", 0, false, 2e-3, 30, false},
-                        {"crease 5 degrees", 7, false, 0, 5, false}};
+                        {"crease 5 degrees", 7, false, 0, 5, false},
+                        // poles of 164 and more contributions: several staged chunks, speculation broken by creases
+                        {"uniform 40, crease 5 degrees", 40, false, 0, 5, false}};
   for (const Case& c : cases)
     for (Precision precision : {Precision::Float, Precision::Double}) {
       SCOPED_TRACE(std::string(c.name) + (precision == Precision::Float ? ", float" : ", double"));
