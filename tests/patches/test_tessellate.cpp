@@ -347,6 +347,13 @@ TEST(Tessellate, DeviceAssemblyMatchesTheHostAssembly) {
     append_patches(mixed, line);
   }
   append_patches(mixed, synthetic_bicubic_model(60, seed));
+  // A square pyramid's four faces as bilinear patches collapsed at the apex: an apex of four normal clusters, so
+  // that the speculative clustering of its many contributions breaks off and the serial walk takes over.
+  append_patches(mixed, parse_bezierview("5 1 1\n1 -1 9  1 1 9  0 0 10  0 0 10\n"
+                                         "5 1 1\n1 1 9  -1 1 9  0 0 10  0 0 10\n"
+                                         "5 1 1\n-1 1 9  -1 -1 9  0 0 10  0 0 10\n"
+                                         "5 1 1\n-1 -1 9  1 -1 9  0 0 10  0 0 10\n",
+                                         "pyramid"));
   std::vector<int> random_resolution(mixed.patches.size());
   for (int& r : random_resolution) r = 1 + int(rng() % 12);
   struct Case {
