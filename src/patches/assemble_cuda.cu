@@ -58,8 +58,16 @@ struct DeviceBuffer {
   template <class T> T* as() const { return static_cast<T*>(ptr); }
 };
 
-// Memory the pool keeps between assemblies (beyond it, freed memory goes back to the device at synchronisation).
-constexpr std::uint64_t kPoolKeep = 256ull << 20;
+// Memory the pool keeps between assemblies; beyond it, freed memory goes back to the device at synchronisation and
+// the next assembly maps it again (100,000 patches at 16 segments: 4 GB, 6 ms of the host's time on an H100). A
+// quarter of the device by default, or PARASURF_ASSEMBLY_POOL_KEEP_MB. The driver gives what the pool keeps back to
+// plain allocations that need it (test DeviceMemory.PoolKeptForAssembliesYieldsToPlainAllocations).
+std::uint64_t pool_keep_bytes(std::uint64_t device_bytes) {
+  const char* text = std::getenv("PARASURF_ASSEMBLY_POOL_KEEP_MB");
+  char* end = nullptr;
+  const long long value = text && *text ? std::strtoll(text, &end, 10) : -1;
+  return end && *end == 0 && value >= 0 ? std::uint64_t(value) << 20 : device_bytes / 4;
+}
 
 constexpr int kMaxClusters = 8;  // normal clusters per seam vertex; more falls back to the host
 constexpr int kThreads = 256;
@@ -770,6 +778,16 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
                              (compacting && !compact_ahead ? std::uint64_t(tri_bound) * 32 : 0) + (64u << 20);
   std::size_t free_bytes = 0, total_bytes = 0;
   PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "querying device memory");
+  int device = 0;
+  cudaMemPool_t pool = nullptr;
+  PS_CUDA(cudaGetDevice(&device), "finding the device");
+  PS_CUDA(cudaDeviceGetDefaultMemPool(&pool, device), "finding the device's memory pool");
+  {
+    std::uint64_t reserved = 0, used = 0;  // what the pool kept from earlier assemblies is free for this one
+    PS_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved), "querying the memory pool");
+    PS_CUDA(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used), "querying the memory pool");
+    if (reserved > used) free_bytes += std::size_t(reserved - used);
+  }
   if (need > free_bytes) {
     outcome.why_not = "device assembly needs " + std::to_string(need >> 20) + " MiB, " + std::to_string(free_bytes >> 20) +
                       " MiB are free";
@@ -779,11 +797,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   const cudaStream_t s = thread_resources.get_stream();
   PS_CUDA(cudaStreamSynchronize(s), "waiting for an earlier assembly");  // its upload may still read the staging block
   {
-    int device = 0;
-    cudaMemPool_t pool = nullptr;
-    PS_CUDA(cudaGetDevice(&device), "finding the device");
-    PS_CUDA(cudaDeviceGetDefaultMemPool(&pool, device), "finding the device's memory pool");
-    std::uint64_t keep_bytes = kPoolKeep;
+    std::uint64_t keep_bytes = pool_keep_bytes(total_bytes);
     PS_CUDA(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_bytes), "configuring the memory pool");
   }
   DeviceBuffer d_arena{s};

@@ -8,6 +8,9 @@
 #include <random>
 
 #include "mesh_checks.hpp"
+#if PARASURF_HAVE_CUDA
+#include "core/device_buffer.hpp"
+#endif
 #include "parasurf/bezier.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/tessellate.hpp"
@@ -414,6 +417,38 @@ TEST(Tessellate, DeviceAssemblyMatchesTheHostAssembly) {
       }
       if (!sphere.patches.empty()) EXPECT_GE(host_rep.flipped_patches, std::int64_t(sphere.patches.size())) << "the inside-out sphere turns outward";
     }
+}
+
+// The device assembly lets the stream-ordered pool keep its memory between assemblies (a quarter of the device). That
+// relies on the driver giving what the pool keeps back to a plain allocation that needs it: here the pool holds 60 %
+// of the free memory and a DeviceBuffer then takes half of it (on the H100 this passes without any trim of ours).
+TEST(DeviceMemory, PoolKeptForAssembliesYieldsToPlainAllocations) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+#if PARASURF_HAVE_CUDA
+  int device = 0;
+  cudaMemPool_t pool = nullptr;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetDefaultMemPool(&pool, device), cudaSuccess);
+  std::uint64_t threshold = 0, keep_all = ~std::uint64_t(0);
+  ASSERT_EQ(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), cudaSuccess);
+  ASSERT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all), cudaSuccess);
+  std::size_t free0 = 0, total = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free0, &total), cudaSuccess);
+  void* held = nullptr;
+  ASSERT_EQ(cudaMallocAsync(&held, free0 / 10 * 6, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaFreeAsync(held, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(nullptr), cudaSuccess);
+  std::size_t free1 = 0;
+  ASSERT_EQ(cudaMemGetInfo(&free1, &total), cudaSuccess);
+  EXPECT_LT(free1, free0 / 2) << "the pool did not keep the freed memory";
+  {
+    core::DeviceBuffer buffer;
+    EXPECT_NO_THROW(buffer.ensure(free0 / 2, "allocating half the device's free memory"));
+    EXPECT_NE(buffer.ptr, nullptr);
+  }
+  EXPECT_EQ(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold), cudaSuccess);
+  EXPECT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
+#endif
 }
 
 // CPU threads and the GPU together (Device::Hybrid), both schemes, against the CPU alone: batches of thousands of
