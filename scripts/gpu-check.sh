@@ -3,7 +3,7 @@
 # CUDA tests under compute-sanitizer (memcheck, racecheck; the conformance sizes are small), run the
 # benchmarks, and print a summary table last. Full logs go to $OUT (default ./gpu-check-out).
 #   usage: scripts/gpu-check.sh [--quick]   (SURFACE_ONLY=1, SOLVER_ONLY=1, FFD_ONLY=1 or ISO_ONLY=1: stop after that part;
-#   PATCHES_ONLY=1: the patch-model sanitizers and benchmark alone)
+#   PATCHES_ONLY=1: the patch-model sanitizers and benchmark alone; SURFACE_RESOLUTIONS=2000,4096 widens the surface bench)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -11,7 +11,9 @@ mkdir -p "$OUT"
 quick=0; [ "${1:-}" = "--quick" ] && quick=1
 [ -d .data ] && export PARASURF_DATA=$PWD/.data
 declare -a summary
-note() { summary+=("$1|$2"); }
+# Each row also goes to $OUT/summary.txt at once, so a run cut off by a time limit still says what it finished.
+: >"$OUT/summary.txt"
+note() { summary+=("$1|$2"); printf '%-28s %s\n' "$1" "$2" >>"$OUT/summary.txt"; }
 
 rm -rf build-gpu
 t0=$(date +%s)
@@ -35,7 +37,7 @@ tests=build-gpu/tests/parasurf_tests
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 $exe info --bandwidth | tee "$OUT/info.txt"
 
-(cd build-gpu && ctest --output-on-failure -j4) >"$OUT/ctest.log" 2>&1
+(cd build-gpu && ctest --output-on-failure -j"$(( $(nproc) / 2 ))") >"$OUT/ctest.log" 2>&1
 note "ctest (all tests)" "$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
 skipped=$(grep -c "Skipped" "$OUT/ctest.log")
 note "ctest skipped" "$skipped"
@@ -55,7 +57,7 @@ done
 # SURFACE_ONLY=1: the surface kernels against the paper's mle (float rows also time the tensor-core path beside
 # the FP32 kernel), then stop; the matrix of every method is longer than one 10-minute call on the GPU machine
 if [ "${SURFACE_ONLY:-0}" = 1 ]; then
-  $exe bench surface --devices cuda --methods mle,factored --nets 4,8,12,13,16,17,20,32,33 --resolutions 2000,4096 --budget 0.3 \
+  $exe bench surface --devices cuda --methods mle,factored --nets 4,8,12,13,16,17,20,32,33 --resolutions "${SURFACE_RESOLUTIONS:-2000}" --budget 0.3 \
     --no-peer --json "$OUT/bench-gpu.json" >"$OUT/bench-gpu.log" 2>&1
   note "bench gpu" "rc=$?"
   echo; echo "== GPU rows at 2000^2 (positions + normals)"
