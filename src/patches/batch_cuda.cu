@@ -178,9 +178,13 @@ struct StridedIndex {
   }
 };
 
-template <class T, bool Packed>
+// Rational = false: every patch of the launch is polynomial (w = 1), so three components are summed and the quotient
+// rule is skipped, as the CPU backend does (a quarter fewer multiply-adds and no reciprocal on a kernel bound by
+// instructions). A separate instance, not a branch: both paths in one kernel spilled registers.
+template <class T, bool Packed, bool Rational>
 __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_kernel(DeviceViews<T> d, const TablesTile* __restrict__ tiles,
                                                               const T* __restrict__ tables) {
+  constexpr int NC = Rational ? 4 : 3;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ patchk::PatchRecord recs[Packed ? kTablesMaxPatches : 1];
   T* smem = reinterpret_cast<T*>(smem_raw);
@@ -211,7 +215,7 @@ __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_k
       const T w = bu[i * (m + 1) + a], dw = dbu[i * (m + 1) + a];
       T p[4];
       load4(pp + (a * (n + 1) + col) * 4, p);
-      for (int c = 0; c < 4; ++c) {
+      for (int c = 0; c < NC; ++c) {
         acc[c] += w * p[c];
         accu[c] += dw * p[c];
       }
@@ -242,22 +246,33 @@ __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_k
     T h[4] = {}, hu[4] = {}, hv[4] = {};
     const T* qr = q + (pi * q_per_patch + row * (n + 1)) * 4;
     const T* qur = qu + (pi * q_per_patch + row * (n + 1)) * 4;
-    for (int b = 0; b <= n; ++b) {
+    auto term = [&](int b) {
       const T w = bv[j * (n + 1) + b], dw = dbv[j * (n + 1) + b];
       T qb[4], qub[4];
       load4(qr + b * 4, qb);
       load4(qur + b * 4, qub);
-      for (int c = 0; c < 4; ++c) {
+      for (int c = 0; c < NC; ++c) {
         h[c] += w * qb[c];
         hv[c] += dw * qb[c];
         hu[c] += w * qub[c];
       }
+    };
+    if constexpr (Packed && !Rational) {
+      // unrolled by the compiler's default, this instance spilled registers (36 bytes) and ran slower than the
+      // rational one
+#pragma unroll 2
+      for (int b = 0; b <= n; ++b) term(b);
+    } else {
+      for (int b = 0; b <= n; ++b) term(b);
     }
     const int i = tile.row0 + row;
     // (u, v) only where the normal is degenerate: two double divisions per sample otherwise
     auto uv = [&](T& u, T& v) { u = kern::grid_param<T>(i, r.nu + 1), v = kern::grid_param<T>(j, nv + 1); };
-    patchk::store_homogeneous<T>(r, d.points + r.cp * 4, h, hu, hv, uv, d.pos, d.nrm,
-                                 r.first + std::int64_t(i) * (nv + 1) + j);
+    const std::int64_t out = r.first + std::int64_t(i) * (nv + 1) + j;
+    if constexpr (Rational)
+      patchk::store_homogeneous<T>(r, d.points + r.cp * 4, h, hu, hv, uv, d.pos, d.nrm, out);
+    else
+      patchk::store_cartesian<T>(r, d.points + r.cp * 4, h, hu, hv, uv, d.pos, d.nrm, out);
   };
   const int samples_per_patch = tile.rows * (nv + 1);
   if constexpr (stepped) {
@@ -292,7 +307,8 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   // which patches each kernel takes
   std::vector<std::int32_t> others;
   std::vector<CasteljauTile> ctiles;
-  std::vector<TablesTile> ttiles, ptiles;  // tables tiles: single patches (or parts), packed small patches
+  // tables tiles by [packed][rational]: single patches (or parts) and packed small patches, polynomial and rational
+  std::vector<TablesTile> tile_lists[2][2];
   std::size_t packed_smem = 0;
   std::vector<T> tables;
   std::size_t smem_bytes = 0;
@@ -328,10 +344,12 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
       int rows = std::max(1, (8 * kTablesBlock) / (r.nv + 1));
       rows = std::min<int>({rows, r.nu + 1, int((kTablesSharedBudget - net_bytes) / row_bytes)});
       const auto tu = table(m, r.nu), tv = table(n, r.nv);
+      const int rational = (r.flags & patchk::kRational) ? 1 : 0;
       const std::size_t patch_bytes = net_bytes + std::size_t(rows) * row_bytes;
       const std::int64_t samples = std::int64_t(rows) * (r.nv + 1);
       if (rows == r.nu + 1 && samples <= kTablesPackSamples && batch.records.size() >= kTablesPackBatch) {
         // a small whole patch: joins the last packed tile if that holds its likes, else starts one
+        auto& ptiles = tile_lists[1][rational];
         if (!ptiles.empty()) {
           TablesTile& last = ptiles.back();
           const auto& lr = batch.records[last.patch];
@@ -348,14 +366,20 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
         continue;
       }
       for (int i = 0; i <= r.nu; i += rows)
-        ttiles.push_back({p, i, std::min(rows, r.nu + 1 - i), 1, tu, tv});
+        tile_lists[0][rational].push_back({p, i, std::min(rows, r.nu + 1 - i), 1, tu, tv});
       smem_bytes = std::max(smem_bytes, patch_bytes);
       continue;
     }
     others.push_back(p);
   }
-  const std::size_t single_tiles = ttiles.size();  // the packed tiles follow them in one upload
-  ttiles.insert(ttiles.end(), ptiles.begin(), ptiles.end());
+  // one upload: the four lists one after the other
+  std::vector<TablesTile> ttiles;
+  std::size_t tile_offset[2][2];
+  for (int packed = 0; packed < 2; ++packed)
+    for (int rational = 0; rational < 2; ++rational) {
+      tile_offset[packed][rational] = ttiles.size();
+      ttiles.insert(ttiles.end(), tile_lists[packed][rational].begin(), tile_lists[packed][rational].end());
+    }
   std::vector<std::int64_t> sel_first(others.size() + 1, 0);
   for (std::size_t k = 0; k < others.size(); ++k) sel_first[k + 1] = sel_first[k] + patchk::sample_count(batch.records[others[k]]);
 
@@ -409,20 +433,18 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
     casteljau_kernel<T><<<unsigned(ctiles.size()), kBlock, smem_bytes, stream>>>(dv, d_ctiles.as<CasteljauTile>());
     PS_CUDA_LAUNCH("launching the de Casteljau patch kernel");
   }
-  if (single_tiles > 0) {
-    core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(tables_kernel<T, false>), smem_bytes,
-                                      "configuring the tables kernel");
-    tables_kernel<T, false><<<unsigned(single_tiles), kTablesBlock, smem_bytes, stream>>>(
-        dv, d_ttiles.as<TablesTile>(), d_tables.as<T>());
-    PS_CUDA_LAUNCH("launching the tables patch kernel");
-  }
-  if (ttiles.size() > single_tiles) {
-    core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(tables_kernel<T, true>), packed_smem,
-                                      "configuring the packed tables kernel");
-    tables_kernel<T, true><<<unsigned(ttiles.size() - single_tiles), kTablesBlock, packed_smem, stream>>>(
-        dv, d_ttiles.as<TablesTile>() + single_tiles, d_tables.as<T>());
-    PS_CUDA_LAUNCH("launching the packed tables patch kernel");
-  }
+  auto launch_tables = [&](auto kernel, int packed, int rational, std::size_t smem, const char* what) {
+    const std::size_t count = tile_lists[packed][rational].size();
+    if (count == 0) return;
+    core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem, "configuring the tables kernel");
+    kernel<<<unsigned(count), kTablesBlock, smem, stream>>>(dv, d_ttiles.as<TablesTile>() + tile_offset[packed][rational],
+                                                           d_tables.as<T>());
+    PS_CUDA_LAUNCH(what);
+  };
+  launch_tables(tables_kernel<T, false, false>, 0, 0, smem_bytes, "launching the tables patch kernel");
+  launch_tables(tables_kernel<T, false, true>, 0, 1, smem_bytes, "launching the rational tables patch kernel");
+  launch_tables(tables_kernel<T, true, false>, 1, 0, packed_smem, "launching the packed tables patch kernel");
+  launch_tables(tables_kernel<T, true, true>, 1, 1, packed_smem, "launching the packed rational tables patch kernel");
   if (!others.empty()) {
     const std::int64_t n = sel_first.back();
     direct_kernel<T><<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, stream>>>(

@@ -103,20 +103,12 @@ __device__ __forceinline__ float rcp_rn(float x) { return __frcp_rn(x); }
 __device__ __forceinline__ double rcp_rn(double x) { return __drcp_rn(x); }
 #endif
 
+// Position, first derivatives -> position and unit normal in the SoA arrays (the limit normal where Su x Sv
+// vanishes, flipped for reoriented patches).
 template <class T, class UV>
-PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const T* hu, const T* hv, UV&& uv,
-                             T* const* pos, T* const* nrm, std::int64_t out) {
-#if defined(__CUDA_ARCH__)
-  const T iw = rcp_rn(h[3]);
-#else
-  const T iw = T(1) / h[3];
-#endif
-  T p[3], su[3], sv[3], n[3];
-  for (int c = 0; c < 3; ++c) {
-    p[c] = h[c] * iw;
-    su[c] = (hu[c] - p[c] * hu[3]) * iw;
-    sv[c] = (hv[c] - p[c] * hv[3]) * iw;
-  }
+PS_HD void store_cartesian(const PatchRecord& r, const T* P, const T* p, const T* su, const T* sv, UV&& uv,
+                           T* const* pos, T* const* nrm, std::int64_t out) {
+  T n[3];
   if (!kern::unit_normal(su, sv, n)) {
     T u, v;
     uv(u, v);
@@ -133,6 +125,23 @@ PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const
     nrm[c][out] = sign * n[c];
 #endif
   }
+}
+
+template <class T, class UV>
+PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const T* hu, const T* hv, UV&& uv,
+                             T* const* pos, T* const* nrm, std::int64_t out) {
+#if defined(__CUDA_ARCH__)
+  const T iw = rcp_rn(h[3]);
+#else
+  const T iw = T(1) / h[3];
+#endif
+  T p[3], su[3], sv[3];
+  for (int c = 0; c < 3; ++c) {
+    p[c] = h[c] * iw;
+    su[c] = (hu[c] - p[c] * hu[3]) * iw;
+    sv[c] = (hv[c] - p[c] * hv[3]) * iw;
+  }
+  store_cartesian<T>(r, P, p, su, sv, uv, pos, nrm, out);
 }
 
 // The value of a net of NC components, triangular of degree du or tensor du x dv, at (u, v).
