@@ -7,6 +7,7 @@
 // Triangular and PN patches, and patches a strategy cannot hold, go through the direct kernel in the same run.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <map>
 #include <vector>
 
@@ -131,6 +132,10 @@ __global__ void casteljau_kernel(DeviceViews<T> d, const CasteljauTile* __restri
 }
 
 // ---------------------------------------------------------------- tables + sum factorisation
+// Basis table rows hold degree + 1 values padded to a multiple of four, so that a thread reads four terms' values
+// (and four derivatives) as one vector load each: the kernel is bound by its load instructions, not their bytes.
+__host__ __device__ constexpr int basis_stride(int degree) { return (degree + 4) & ~3; }
+
 struct TablesTile {
   std::int32_t patch;
   std::int32_t row0, rows;   // rows of u samples
@@ -178,12 +183,66 @@ struct StridedIndex {
   }
 };
 
+// Samples whose Su x Sv vanished, listed by the tables kernel as (patch << 32 | local sample) and given their limit
+// normal by a second kernel: a call to the limit-normal code inside the hot kernel made the compiler keep registers
+// across it (float instances spilled, double ones needed 120-128 registers against 76-92 without it).
+struct DegenerateList {
+  std::uint64_t* samples;
+  unsigned int* count;
+  unsigned int capacity;
+  __device__ void add(int patch, std::int64_t local) const {
+    const unsigned int slot = atomicAdd(count, 1u);
+    if (slot < capacity) samples[slot] = std::uint64_t(std::uint32_t(patch)) << 32 | std::uint32_t(local);
+  }
+};
+
+// PARASURF_DEGENERATE_LIST_CAPACITY lowers the list's room, so that tests reach the scan.
+std::int64_t degenerate_list_capacity() {
+  if (const char* env = std::getenv("PARASURF_DEGENERATE_LIST_CAPACITY")) {
+    const long long v = std::atoll(env);
+    if (v >= 0) return v;
+  }
+  return std::int64_t(1) << 20;
+}
+
+template <class T> __device__ void write_limit_normal(const DeviceViews<T>& d, int patch, std::int64_t local) {
+  const patchk::PatchRecord r = d.rec[patch];
+  const int i = int(local / (r.nv + 1)), j = int(local % (r.nv + 1));
+  T n[3];
+  kern::degenerate_normal<T, 4>(kern::NetView<T>{r.du, r.dv, d.points + r.cp * 4}, kern::grid_param<T>(i, r.nu + 1),
+                                kern::grid_param<T>(j, r.nv + 1), n);
+  const T sign = (r.flags & patchk::kFlipped) ? T(-1) : T(1);
+  for (int c = 0; c < 3; ++c) d.nrm[c][r.first + local] = sign * n[c];
+}
+
+template <class T> __global__ void listed_normals_kernel(DeviceViews<T> d, DegenerateList degenerate) {
+  const unsigned int n = min(*degenerate.count, degenerate.capacity);
+  for (unsigned int k = blockIdx.x * blockDim.x + threadIdx.x; k < n; k += gridDim.x * blockDim.x) {
+    const std::uint64_t e = degenerate.samples[k];
+    write_limit_normal(d, int(e >> 32), std::int64_t(e & 0xffffffffu));
+  }
+}
+
+// When the list overflowed: every sample of the tiles whose normal is still zero (a limit normal that vanishes too
+// is zero again, so repeating one is harmless).
+template <class T> __global__ void scanned_normals_kernel(DeviceViews<T> d, const TablesTile* __restrict__ tiles) {
+  const TablesTile tile = tiles[blockIdx.x];
+  for (int pi = 0; pi < tile.patches; ++pi) {
+    const patchk::PatchRecord r = d.rec[tile.patch + pi];
+    const std::int64_t begin = std::int64_t(tile.row0) * (r.nv + 1), end = begin + std::int64_t(tile.rows) * (r.nv + 1);
+    for (std::int64_t local = begin + threadIdx.x; local < end; local += blockDim.x) {
+      const std::int64_t o = r.first + local;
+      if (d.nrm[0][o] == T(0) && d.nrm[1][o] == T(0) && d.nrm[2][o] == T(0)) write_limit_normal(d, tile.patch + pi, local);
+    }
+  }
+}
+
 // Rational = false: every patch of the launch is polynomial (w = 1), so three components are summed and the quotient
 // rule is skipped, as the CPU backend does (a quarter fewer multiply-adds and no reciprocal on a kernel bound by
 // instructions). A separate instance, not a branch: both paths in one kernel spilled registers.
 template <class T, bool Packed, bool Rational>
 __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_kernel(DeviceViews<T> d, const TablesTile* __restrict__ tiles,
-                                                              const T* __restrict__ tables) {
+                                                              const T* __restrict__ tables, DegenerateList degenerate) {
   constexpr int NC = Rational ? 4 : 3;
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ patchk::PatchRecord recs[Packed ? kTablesMaxPatches : 1];
@@ -204,20 +263,27 @@ __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_k
   for (int k = threadIdx.x; k < count * net; k += blockDim.x)
     sp[k] = Packed ? d.points[recs[k / net].cp * 4 + k % net] : d.points[r0.cp * 4 + k];
   __syncthreads();
+  const int su = basis_stride(m), sv = basis_stride(n);
   const T* bu = tables + tile.tab_u;
-  const T* dbu = bu + std::int64_t(r0.nu + 1) * (m + 1);
+  const T* dbu = bu + std::int64_t(r0.nu + 1) * su;
   // Stage 1, entry k of patch pi: row `row` of u samples against column `col` of the net.
   auto stage1 = [&](int k, int pi, int row, int col) {
     const int i = tile.row0 + row;
     const T* pp = sp + pi * net;
     T acc[4] = {}, accu[4] = {};
-    for (int a = 0; a <= m; ++a) {
-      const T w = bu[i * (m + 1) + a], dw = dbu[i * (m + 1) + a];
-      T p[4];
-      load4(pp + (a * (n + 1) + col) * 4, p);
-      for (int c = 0; c < NC; ++c) {
-        acc[c] += w * p[c];
-        accu[c] += dw * p[c];
+    for (int a0 = 0; a0 <= m; a0 += 4) {
+      T w[4], dw[4];
+      load4(bu + i * su + a0, w);
+      load4(dbu + i * su + a0, dw);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (a0 + e > m) break;
+        T p[4];
+        load4(pp + ((a0 + e) * (n + 1) + col) * 4, p);
+        for (int c = 0; c < NC; ++c) {
+          acc[c] += w[e] * p[c];
+          accu[c] += dw[e] * p[c];
+        }
       }
     }
     for (int c = 0; c < 4; ++c) {
@@ -239,40 +305,49 @@ __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_k
   }
   __syncthreads();
   const T* bv = tables + tile.tab_v;
-  const T* dbv = bv + std::int64_t(nv + 1) * (n + 1);
+  const T* dbv = bv + std::int64_t(nv + 1) * sv;
   // Stage 2, sample (row, j) of patch pi.
   auto stage2 = [&](int pi, int row, int j) {
     const patchk::PatchRecord& r = Packed ? recs[pi] : r0;
     T h[4] = {}, hu[4] = {}, hv[4] = {};
     const T* qr = q + (pi * q_per_patch + row * (n + 1)) * 4;
     const T* qur = qu + (pi * q_per_patch + row * (n + 1)) * 4;
-    auto term = [&](int b) {
-      const T w = bv[j * (n + 1) + b], dw = dbv[j * (n + 1) + b];
-      T qb[4], qub[4];
-      load4(qr + b * 4, qb);
-      load4(qur + b * 4, qub);
-      for (int c = 0; c < NC; ++c) {
-        h[c] += w * qb[c];
-        hv[c] += dw * qb[c];
-        hu[c] += w * qub[c];
+    for (int b0 = 0; b0 <= n; b0 += 4) {
+      T w[4], dw[4];
+      load4(bv + j * sv + b0, w);
+      load4(dbv + j * sv + b0, dw);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (b0 + e > n) break;
+        T qb[4], qub[4];
+        load4(qr + (b0 + e) * 4, qb);
+        load4(qur + (b0 + e) * 4, qub);
+        for (int c = 0; c < NC; ++c) {
+          h[c] += w[e] * qb[c];
+          hv[c] += dw[e] * qb[c];
+          hu[c] += w[e] * qub[c];
+        }
       }
-    };
-    if constexpr (Packed && !Rational) {
-      // unrolled by the compiler's default, this instance spilled registers (36 bytes) and ran slower than the
-      // rational one
-#pragma unroll 2
-      for (int b = 0; b <= n; ++b) term(b);
-    } else {
-      for (int b = 0; b <= n; ++b) term(b);
     }
     const int i = tile.row0 + row;
-    // (u, v) only where the normal is degenerate: two double divisions per sample otherwise
-    auto uv = [&](T& u, T& v) { u = kern::grid_param<T>(i, r.nu + 1), v = kern::grid_param<T>(j, nv + 1); };
-    const std::int64_t out = r.first + std::int64_t(i) * (nv + 1) + j;
-    if constexpr (Rational)
-      patchk::store_homogeneous<T>(r, d.points + r.cp * 4, h, hu, hv, uv, d.pos, d.nrm, out);
-    else
-      patchk::store_cartesian<T>(r, d.points + r.cp * 4, h, hu, hv, uv, d.pos, d.nrm, out);
+    T p[3], su[3], sv[3], nrm[3];
+    if constexpr (Rational) {
+      patchk::homogeneous_to_cartesian(h, hu, hv, p, su, sv);
+    } else {
+      for (int c = 0; c < 3; ++c) p[c] = h[c], su[c] = hu[c], sv[c] = hv[c];
+    }
+    const std::int64_t local = std::int64_t(i) * (nv + 1) + j;
+    if (!kern::unit_normal(su, sv, nrm)) {
+      nrm[0] = nrm[1] = nrm[2] = T(0);
+      degenerate.add(tile.patch + (Packed ? pi : 0), local);
+    }
+    const T sign = (r.flags & patchk::kFlipped) ? T(-1) : T(1);
+    const std::int64_t out = r.first + local;
+    for (int c = 0; c < 3; ++c) {
+      // streaming stores: the samples are not read again by this kernel, the tables and nets stay in L2
+      __stcs(d.pos[c] + out, p[c]);
+      __stcs(d.nrm[c] + out, sign * nrm[c]);
+    }
   };
   const int samples_per_patch = tile.rows * (nv + 1);
   if constexpr (stepped) {
@@ -314,13 +389,15 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   std::size_t smem_bytes = 0;
   std::map<std::pair<int, int>, std::int64_t> table_of;  // (degree, segments) -> offset
   auto table = [&](int deg, int seg) {
-    auto [it, fresh] = table_of.try_emplace({deg, seg}, std::int64_t(tables.size()));
+    const std::size_t start = (tables.size() + 3) & ~std::size_t(3);  // rows start on 16 (float) or 32 bytes
+    auto [it, fresh] = table_of.try_emplace({deg, seg}, std::int64_t(start));
     if (fresh) {
-      tables.resize(tables.size() + std::size_t(seg + 1) * (deg + 1) * 2);
+      const int stride = basis_stride(deg);
+      tables.resize(start + std::size_t(seg + 1) * stride * 2, T(0));  // the padding terms are zeros
       T* b = tables.data() + it->second;
-      T* db = b + std::size_t(seg + 1) * (deg + 1);
+      T* db = b + std::size_t(seg + 1) * stride;
       for (int i = 0; i <= seg; ++i)
-        kern::bernstein_jet<T, 1>(deg, kern::grid_param<T>(i, seg + 1), b + i * (deg + 1), db + i * (deg + 1), nullptr);
+        kern::bernstein_jet<T, 1>(deg, kern::grid_param<T>(i, seg + 1), b + i * stride, db + i * stride, nullptr);
     }
     return it->second;
   };
@@ -380,6 +457,12 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
       tile_offset[packed][rational] = ttiles.size();
       ttiles.insert(ttiles.end(), tile_lists[packed][rational].begin(), tile_lists[packed][rational].end());
     }
+  // Room for the tables kernel's degenerate samples: all of them up to a million (8 MiB; a sampled collapsed edge
+  // has a row of them per patch); past that, a scan of the tiles' normals finds them.
+  std::int64_t tables_samples = 0;
+  for (const TablesTile& t : ttiles)
+    tables_samples += std::int64_t(t.patches) * t.rows * (batch.records[std::size_t(t.patch)].nv + 1);
+  const auto degenerate_capacity = unsigned(std::min<std::int64_t>(tables_samples, degenerate_list_capacity()));
   std::vector<std::int64_t> sel_first(others.size() + 1, 0);
   for (std::size_t k = 0; k < others.size(); ++k) sel_first[k + 1] = sel_first[k] + patchk::sample_count(batch.records[others[k]]);
 
@@ -388,7 +471,7 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   const std::size_t out_bytes = std::size_t(total) * 6 * sizeof(T);
   const std::size_t in_bytes = batch.points.size() * sizeof(T) + batch.records.size() * sizeof(patchk::PatchRecord) +
                                tables.size() * sizeof(T) + ctiles.size() * sizeof(CasteljauTile) +
-                               ttiles.size() * sizeof(TablesTile);
+                               ttiles.size() * sizeof(TablesTile) + std::size_t(degenerate_capacity) * 8 + 16;
   if (out_bytes + in_bytes + (64 << 20) > free_bytes)
     throw Error(ErrorKind::OutOfMemory, "patch batch needs " + std::to_string((out_bytes + in_bytes) >> 20) +
                                             " MiB of device memory, " + std::to_string(free_bytes >> 20) +
@@ -409,7 +492,7 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   PS_CUDA(cudaEventCreate(&e0), "creating an event");
   PS_CUDA(cudaEventCreate(&e1), "creating an event");
   const auto wall0 = std::chrono::steady_clock::now();
-  DeviceBuffer d_rec, d_pts, d_npts, d_out, d_sel, d_self, d_ctiles, d_ttiles, d_tables, d_ppatch, d_puv;
+  DeviceBuffer d_rec, d_pts, d_npts, d_out, d_sel, d_self, d_ctiles, d_ttiles, d_tables, d_ppatch, d_puv, d_degenerate;
   upload<T>(d_rec, batch.records.data(), batch.records.size() * sizeof(patchk::PatchRecord), "uploading patch records", stream);
   upload<T>(d_pts, batch.points.data(), batch.points.size() * sizeof(T), "uploading control points", stream);
   upload<T>(d_npts, batch.normal_points.data(), batch.normal_points.size() * sizeof(T), "uploading normal control points", stream);
@@ -426,6 +509,10 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
     dv.pos[c] = d_out.as<T>() + std::size_t(total) * c;
     dv.nrm[c] = d_out.as<T>() + std::size_t(total) * (3 + c);
   }
+  d_degenerate.ensure(16 + std::size_t(degenerate_capacity) * 8, "allocating the degenerate-sample list");
+  const DegenerateList degenerate{reinterpret_cast<std::uint64_t*>(d_degenerate.as<unsigned char>() + 16),
+                                  d_degenerate.as<unsigned int>(), degenerate_capacity};
+  PS_CUDA(cudaMemsetAsync(degenerate.count, 0, sizeof(unsigned int), stream), "clearing the degenerate-sample count");
   PS_CUDA(cudaEventRecord(e0, stream), "recording an event");
   if (!ctiles.empty()) {
     core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(casteljau_kernel<T>), smem_bytes,
@@ -438,13 +525,17 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
     if (count == 0) return;
     core::allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), smem, "configuring the tables kernel");
     kernel<<<unsigned(count), kTablesBlock, smem, stream>>>(dv, d_ttiles.as<TablesTile>() + tile_offset[packed][rational],
-                                                           d_tables.as<T>());
+                                                           d_tables.as<T>(), degenerate);
     PS_CUDA_LAUNCH(what);
   };
   launch_tables(tables_kernel<T, false, false>, 0, 0, smem_bytes, "launching the tables patch kernel");
   launch_tables(tables_kernel<T, false, true>, 0, 1, smem_bytes, "launching the rational tables patch kernel");
   launch_tables(tables_kernel<T, true, false>, 1, 0, packed_smem, "launching the packed tables patch kernel");
   launch_tables(tables_kernel<T, true, true>, 1, 1, packed_smem, "launching the packed rational tables patch kernel");
+  if (!ttiles.empty()) {
+    listed_normals_kernel<T><<<64, kBlock, 0, stream>>>(dv, degenerate);
+    PS_CUDA_LAUNCH("launching the limit-normal kernel");
+  }
   if (!others.empty()) {
     const std::int64_t n = sel_first.back();
     direct_kernel<T><<<unsigned((n + kBlock - 1) / kBlock), kBlock, 0, stream>>>(
@@ -462,6 +553,17 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
   float ms = 0;
   PS_CUDA(cudaEventElapsedTime(&ms, e0, e1), "timing the patch batch");
   timing.kernel_seconds = ms * 1e-3;
+  if (!ttiles.empty()) {
+    unsigned int listed = 0;
+    PS_CUDA(cudaMemcpy(&listed, degenerate.count, sizeof listed, cudaMemcpyDeviceToHost), "reading the degenerate-sample count");
+    if (listed > degenerate_capacity) {
+      const auto t0 = std::chrono::steady_clock::now();
+      scanned_normals_kernel<T><<<unsigned(ttiles.size()), kBlock, 0, stream>>>(dv, d_ttiles.as<TablesTile>());
+      PS_CUDA_LAUNCH("launching the limit-normal scan");
+      PS_CUDA(cudaStreamSynchronize(stream), "finding degenerate normals");
+      timing.kernel_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+  }
   if (on_device) {
     SampleViews<T> views;
     for (int c = 0; c < 3; ++c) views.pos[c] = dv.pos[c], views.nrm[c] = dv.nrm[c];

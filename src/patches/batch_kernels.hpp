@@ -127,20 +127,26 @@ PS_HD void store_cartesian(const PatchRecord& r, const T* P, const T* p, const T
   }
 }
 
-template <class T, class UV>
-PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const T* hu, const T* hv, UV&& uv,
-                             T* const* pos, T* const* nrm, std::int64_t out) {
+// Homogeneous value and first derivatives -> Cartesian position and derivatives (quotient rule).
+template <class T>
+PS_HD void homogeneous_to_cartesian(const T* h, const T* hu, const T* hv, T* p, T* su, T* sv) {
 #if defined(__CUDA_ARCH__)
   const T iw = rcp_rn(h[3]);
 #else
   const T iw = T(1) / h[3];
 #endif
-  T p[3], su[3], sv[3];
   for (int c = 0; c < 3; ++c) {
     p[c] = h[c] * iw;
     su[c] = (hu[c] - p[c] * hu[3]) * iw;
     sv[c] = (hv[c] - p[c] * hv[3]) * iw;
   }
+}
+
+template <class T, class UV>
+PS_HD void store_homogeneous(const PatchRecord& r, const T* P, const T* h, const T* hu, const T* hv, UV&& uv,
+                             T* const* pos, T* const* nrm, std::int64_t out) {
+  T p[3], su[3], sv[3];
+  homogeneous_to_cartesian(h, hu, hv, p, su, sv);
   store_cartesian<T>(r, P, p, su, sv, uv, pos, nrm, out);
 }
 

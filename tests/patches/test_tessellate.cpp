@@ -324,6 +324,47 @@ TEST(Tessellate, PackedSmallPatchesMatchTheCpu) {
   }
 }
 
+// The tables kernel leaves the samples whose Su x Sv vanishes (the teapot's poles, the sphere's) to a second kernel
+// that gives them their limit normal, from a list; when the list is full, a scan of the tiles finds the rest. Both
+// ways, single and packed tiles, against the CPU's limit normals.
+TEST(Tessellate, DegenerateNormalsListedOrScannedMatchTheCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  PatchModel one = utah_teapot();
+  if (const auto t = shared_model("sphere.bv"); !t.patches.empty()) append_patches(one, t);
+  PatchModel many = one;
+  many.patches.clear();
+  while (many.patches.size() < 5000) many.patches.insert(many.patches.end(), one.patches.begin(), one.patches.end());
+  struct Restore {
+    ~Restore() { ::unsetenv("PARASURF_DEGENERATE_LIST_CAPACITY"); }
+  } restore;
+  for (const PatchModel* model : {&one, &many})
+    for (int n : {6, 40})
+      for (const char* capacity : {"", "7", "0"}) {
+        if (*capacity) ::setenv("PARASURF_DEGENERATE_LIST_CAPACITY", capacity, 1);
+        else ::unsetenv("PARASURF_DEGENERATE_LIST_CAPACITY");
+        BatchOptions cpu;
+        cpu.device = Device::Cpu;
+        BatchOptions gpu;
+        gpu.device = Device::Cuda;
+        gpu.strategy = PatchStrategy::Tables;
+        PatchSamples<double> ref, d;
+        evaluate_patch_grids<double>(*model, {{n, n}}, cpu, &ref);
+        evaluate_patch_grids<double>(*model, {{n, n}}, gpu, &d);
+        PatchSamples<float> reff, f;
+        evaluate_patch_grids<float>(*model, {{n, n}}, cpu, &reff);
+        evaluate_patch_grids<float>(*model, {{n, n}}, gpu, &f);
+        const std::string what = std::to_string(model->patches.size()) + " patches, n=" + std::to_string(n) +
+                                 ", list capacity " + (*capacity ? capacity : "default");
+        expect_batch_matches(d, ref, f, reff, what);
+        // float normals too (expect_batch_matches compares double ones): a pole left without its limit normal is zero
+        double worstf = 0;
+        for (int c = 0; c < 3; ++c)
+          for (std::int64_t k = 0; k < ref.count(); ++k)
+            worstf = std::max(worstf, double(std::abs(f.normal[c][k] - reff.normal[c][k])));
+        EXPECT_LE(worstf, 1e-3) << what;
+      }
+}
+
 // Welding and assembly on the GPU, from samples that never leave it, against the host's assembly of the same
 // CUDA samples, bit for bit: the same vertices and normals, normal slots, triangles in the same order, groups and
 // patches, crease and flip counts. Models: the teapot (collapsed edges), plus the shared triangle and sphere models, an inside-out sphere
