@@ -285,7 +285,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     for (std::size_t L = 0; L < levels; ++L) base[L] += before, before += total[L];
     return before;
   };
-  const std::uint64_t all_v = number(own_v, v_base, total_v, "numbering vertices");
+  std::uint64_t all_v = number(own_v, v_base, total_v, "numbering vertices");
   if (all_v > 0xffffffffull) throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
   for (std::size_t L = 0; L < levels; ++L) {
     auto& tris = parts[L].mesh.triangles;
@@ -347,6 +347,53 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   if (rep.duplicates_removed) {
     for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
     number(own_t, t_base, total_t, "numbering triangles");
+  }
+  // Vertices left unused (a sample on the level whose triangles all collapsed, or cancelled ties), as one process
+  // removes them: each rank lists its own vertices that its triangles do not use; a rank's last cell layer uses
+  // the next rank's first vertices, so every rank strikes the listed ones its triangles use; the rest go, and
+  // every corner drops by the removed ids below it.
+  int maybe_unused = 0;
+  for (std::size_t L = 0; L < levels; ++L)
+    maybe_unused |= int((parts[L].point_vertices && !o.keep_degenerate) || !parts[L].ties.empty());
+  check(MPI_Allreduce(MPI_IN_PLACE, &maybe_unused, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "looking for unused vertices");
+  if (maybe_unused) {
+    std::vector<std::uint64_t> mine;
+    for (std::size_t L = 0; L < levels; ++L) {
+      const auto own = iso::unreferenced_vertices(parts[L].mesh.triangles, v_base[L], own_v[L]);
+      mine.insert(mine.end(), own.begin(), own.end());
+    }
+    int n = int(mine.size());
+    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
+    check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), "sharing unused vertices");
+    int total = 0;
+    for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
+    std::vector<std::uint64_t> listed(static_cast<std::size_t>(total));
+    check(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, listed.data(), counts.data(), displs.data(), MPI_UINT64_T, MPI_COMM_WORLD),
+          "sharing unused vertices");
+    std::sort(listed.begin(), listed.end());
+    std::vector<std::uint8_t> used(listed.size(), 0);
+    if (!listed.empty())
+      for (std::size_t L = 0; L < levels; ++L)
+        for (const std::uint32_t v : parts[L].mesh.triangles) {
+          if (v >= v_base[L] && v < v_base[L] + own_v[L]) continue;  // own vertices: listed only if unused
+          const auto it = std::lower_bound(listed.begin(), listed.end(), std::uint64_t(v));
+          if (it != listed.end() && *it == v) used[std::size_t(it - listed.begin())] = 1;
+        }
+    check(MPI_Allreduce(MPI_IN_PLACE, used.data(), int(used.size()), MPI_UINT8_T, MPI_MAX, MPI_COMM_WORLD),
+          "sharing unused vertices");
+    std::vector<std::uint64_t> removed;
+    for (std::size_t k = 0; k < listed.size(); ++k)
+      if (!used[k]) removed.push_back(listed[k]);
+    if (!removed.empty()) {
+      for (std::size_t L = 0; L < levels; ++L) {
+        std::vector<std::uint64_t> own;
+        for (auto v : removed)
+          if (v >= v_base[L] && v < v_base[L] + own_v[L]) own.push_back(v);
+        iso::remove_vertices(parts[L].mesh, v_base[L], own, removed);
+        own_v[L] = std::uint64_t(parts[L].mesh.vertex_count());
+      }
+      all_v = number(own_v, v_base, total_v, "numbering vertices");
+    }
   }
   // Groups as in one process: with labels, the (level, label) pairs of the whole mesh in order, each with its
   // label's colour; else, with several levels, one group per level.

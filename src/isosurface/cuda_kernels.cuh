@@ -382,7 +382,8 @@ __global__ void __launch_bounds__(kRowThreads) vertex_kernel(mc::SlabValues<T> s
                                                              const int* __restrict__ row_last,
                                                              float* __restrict__ positions, float* __restrict__ normals,
                                                              const float* __restrict__ scalars,
-                                                             float* __restrict__ values) {
+                                                             float* __restrict__ values,
+                                                             unsigned long long* __restrict__ points) {
   using R = typename mc::RealOf<T>::type;
   using Scan = cub::BlockScan<std::uint32_t, kRowThreads>;
   __shared__ typename Scan::TempStorage temp;
@@ -397,6 +398,7 @@ __global__ void __launch_bounds__(kRowThreads) vertex_kernel(mc::SlabValues<T> s
     const std::uint8_t fl = i <= last ? f[i] : 0;
     std::uint32_t offset, chunk;
     Scan(temp).ExclusiveSum(std::uint32_t(mc::slot_count(fl)), offset, chunk);
+    if (fl & mc::kSlotPoint) *points = 1;  // every writer stores the same value
     if (fl & mc::kSlotMask) {
       const std::uint64_t v = base + offset;
       float scratch[12];
@@ -493,11 +495,13 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
                                                              std::uint64_t count, float* __restrict__ positions,
                                                              float* __restrict__ normals,
                                                              const float* __restrict__ scalars,
-                                                             float* __restrict__ values) {
+                                                             float* __restrict__ values,
+                                                             unsigned long long* __restrict__ points) {
   using R = typename mc::RealOf<T>::type;
   const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (v >= count) return;
   const std::uint64_t e = entries[v];
+  if ((e & 7) == 0) *points = 1;  // slot bit 0: a sample on the level (every writer stores the same value)
   const std::int64_t r = std::int64_t(e >> (kListPointBits + 3));
   const std::int64_t i = std::int64_t(e >> 3 & ((1u << kListPointBits) - 1));
   const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;

@@ -52,6 +52,9 @@ class SlabEngine {
   // Appends the slab-relative indices of triangles that touch a sample on the level (candidates for duplicates).
   virtual void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& tie_triangles) = 0;
   virtual StageSeconds seconds() const = 0;
+  // Whether the last generate() wrote a vertex at a sample on the level: only such a vertex can be left unused,
+  // when every triangle around it collapses and is dropped.
+  virtual bool point_vertices() const = 0;
   // Makes the task's samples ready for count() (on a GPU: resident on the device, from a finished prefetch when
   // it matches). Then prefetch() may start on another thread with the next task, while this one is processed.
   virtual void stage(const SlabTask& task) { (void)task; }

@@ -302,6 +302,7 @@ class CpuEngine final : public SlabEngine {
   explicit CpuEngine(int threads) : threads_(cpu_thread_count(threads)) {}
   std::string name() const override { return "cpu (" + std::to_string(threads_) + " threads)"; }
   StageSeconds seconds() const override { return seconds_; }
+  bool point_vertices() const override { return point_vertices_; }
   double work_bytes_per_point() const override { return 2.0; }
 
   SlabCounts count(const SlabTask& task) override {
@@ -538,11 +539,13 @@ class CpuEngine final : public SlabEngine {
     const mc::CaseLookup cases = lookup(task);
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
     std::vector<std::vector<std::uint64_t>> thread_ties(static_cast<std::size_t>(threads_));
+    int any_point = 0;
     // Vertices and triangles are independent (triangles need only the scanned vertex ids): one parallel region,
     // no barrier between the two loops.
 #pragma omp parallel num_threads(threads_)
     {
       float scratch_normals[12];
+      int saw_point = 0;
 #pragma omp for schedule(dynamic, 64) nowait
       for (std::int64_t r = 0; r < owned_rows; ++r) {
         if (row_vertices_[std::size_t(r)] == 0) continue;
@@ -564,6 +567,7 @@ class CpuEngine final : public SlabEngine {
           mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
                                    task.scalars ? &scalars : nullptr, out.values ? out.values + v : nullptr);
           v += std::uint64_t(mc::slot_count(f[i]));
+          saw_point |= f[i] & mc::kSlotPoint;
         };
         std::int64_t i = row_first_[std::size_t(r)];
         for (; i + 8 <= last + 1; i += 8)  // the points with slots among eight, lowest first
@@ -574,6 +578,10 @@ class CpuEngine final : public SlabEngine {
           }
         for (; i <= last; ++i)
           if (f[i] & mc::kSlotMask) emit(i);
+      }
+      if (saw_point) {
+#pragma omp atomic write
+        any_point = 1;
       }
       auto& my_ties = thread_ties[std::size_t(omp_get_thread_num())];
 #pragma omp for schedule(dynamic, 64)
@@ -660,10 +668,12 @@ class CpuEngine final : public SlabEngine {
       }
     }
     for (auto& v : thread_ties) ties.insert(ties.end(), v.begin(), v.end());
+    point_vertices_ = any_point != 0;
     seconds_.generate += since(t0);
   }
 
   int threads_;
+  bool point_vertices_ = false;
   StageSeconds seconds_;
   ByteBuffer flags_, inside_;
   std::vector<std::uint8_t> row_on_level_, row_uniform_;

@@ -40,10 +40,11 @@ class CudaEngine final : public SlabEngine {
             "uploading the case table");
     ambiguous_.ensure(256, "allocating the ambiguity table");
     PS_CUDA(cudaMemcpy(ambiguous_.ptr, t.ambiguous_faces, 256, cudaMemcpyHostToDevice), "uploading the ambiguity table");
-    counters_.ensure(2 * sizeof(unsigned long long), "allocating counters");
+    counters_.ensure(3 * sizeof(unsigned long long), "allocating counters");  // ties (count, list), point vertices
   }
   std::string name() const override { return name_; }
   StageSeconds seconds() const override { return seconds_; }
+  bool point_vertices() const override { return point_vertices_; }
   double work_bytes_per_point() const override { return 1.0; }
 
   SlabCounts count(const SlabTask& task) override {
@@ -256,7 +257,8 @@ class CudaEngine final : public SlabEngine {
     if (task.labels) face_labels_.ensure(std::max<std::size_t>(1, nt * 4), "allocating triangle labels");
     triangles_.ensure(std::max<std::size_t>(1, nt * 12), "allocating triangles");
     ties_.ensure(std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
-    PS_CUDA(cudaMemset(counters_.as<unsigned long long>() + 1, 0, 8), "clearing counters");
+    PS_CUDA(cudaMemset(counters_.as<unsigned long long>() + 1, 0, 16), "clearing counters");
+    unsigned long long* points = counters_.as<unsigned long long>() + 2;
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
     if (nv > 0 && owned_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
       vertex_list_.ensure(nv * 8, "allocating the vertex list");
@@ -268,14 +270,14 @@ class CudaEngine final : public SlabEngine {
       cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
           s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, positions_.as<float>(),
           task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
-          task.scalars ? values_.as<float>() : nullptr);
+          task.scalars ? values_.as<float>() : nullptr, points);
       PS_CUDA_LAUNCH("writing vertices");
     } else if (nv > 0 && owned_rows > 0) {
       cuda::vertex_kernel<T><<<unsigned(owned_rows), cuda::kRowThreads>>>(
           s, g, R(task.level), task.map, flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(),
           row_vertex_base_.as<std::uint64_t>(), row_first_.as<int>(), row_last_.as<int>(), positions_.as<float>(),
           task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
-          task.scalars ? values_.as<float>() : nullptr);
+          task.scalars ? values_.as<float>() : nullptr, points);
       PS_CUDA_LAUNCH("writing vertices");
     }
     if (nt > 0 && g.cell_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
@@ -314,6 +316,13 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cudaMemcpy(out.values, values_.ptr, nv * 4, cudaMemcpyDeviceToHost), "downloading vertex values");
     if (out.face_labels && task.labels)
       PS_CUDA(cudaMemcpy(out.face_labels, face_labels_.ptr, nt * 4, cudaMemcpyDeviceToHost), "downloading triangle labels");
+    // Only a mesh bound for the host asks (a resident one is left as it is).
+    point_vertices_ = true;
+    if (out.positions) {
+      unsigned long long any = 0;
+      PS_CUDA(cudaMemcpy(&any, points, sizeof any, cudaMemcpyDeviceToHost), "reading the point-vertex flag");
+      point_vertices_ = any != 0;
+    }
     if (tie_total_ > 0) {
       const std::size_t base = ties.size();
       ties.resize(base + tie_total_);
@@ -327,6 +336,7 @@ class CudaEngine final : public SlabEngine {
   StageSeconds seconds_;
   SlabCounts counts_;
   unsigned long long tie_total_ = 0;
+  bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
   core::DeviceBuffer staging_;  // the next slab's samples, uploaded ahead
   SampleKey staged_;

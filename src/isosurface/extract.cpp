@@ -132,6 +132,7 @@ struct LevelMesh {
   std::vector<std::uint32_t> triangles;
   std::vector<std::int32_t> labels;
   std::vector<std::uint64_t> ties;
+  bool point_vertices = false;  // some vertex sits on a sample equal to the level (it may have lost its triangles)
   // What the slabs wrote: the arrays may be longer (sized ahead, reserve_expected_mesh) until trim().
   std::uint64_t vertices = 0, triangle_count = 0;
   void trim() {
@@ -560,6 +561,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       std::vector<std::uint64_t> ties;
       eng.generate(t, tail, ties);
       for (auto x : ties) m.ties.push_back(t0 + x);
+      m.point_vertices = m.point_vertices || eng.point_vertices();
       vertices_so_far += c.vertices;
     }
   };
@@ -656,7 +658,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
         part.normals = {};
         part.triangles = {};
       }
-      for (auto& p : per_slab) m.ties.insert(m.ties.end(), p[L].ties.begin(), p[L].ties.end());
+      for (auto& p : per_slab) {
+        m.ties.insert(m.ties.end(), p[L].ties.begin(), p[L].ties.end());
+        m.point_vertices = m.point_vertices || p[L].point_vertices;
+      }
     }
   } else {
   std::uint64_t vertices_total = 0;
@@ -716,6 +721,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     for (std::size_t L = 0; L < meshes.size(); ++L) {
       iso::IsosurfacePart& p = (*parts)[L];
       p.ties = std::move(meshes[L].ties);
+      p.point_vertices = meshes[L].point_vertices;
       p.mesh.positions = std::move(meshes[L].positions);
       p.mesh.normals = std::move(meshes[L].normals);
       p.mesh.triangles = std::move(meshes[L].triangles);
@@ -730,8 +736,11 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   // One mesh: levels in order, ids shifted; ties folded into pairs removed.
   TriangleMesh out;
   std::uint64_t nv = 0, nt = 0;
+  bool maybe_unused = false;  // some vertex may have lost all its triangles
   for (auto& m : meshes) {
-    rep.duplicates_removed += remove_duplicate_ties(m);
+    const std::int64_t dropped = remove_duplicate_ties(m);
+    rep.duplicates_removed += dropped;
+    maybe_unused = maybe_unused || (m.point_vertices && !o.keep_degenerate) || dropped > 0;
     nv += m.positions.size() / 3;
     nt += m.triangles.size() / 3;
   }
@@ -759,6 +768,11 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       shift += std::uint32_t(m.positions.size() / 3);
       m = LevelMesh{};
     }
+  }
+  if (maybe_unused) {
+    // A sample on the level whose triangles all collapsed (and were dropped) leaves a vertex no triangle uses.
+    const std::vector<std::uint64_t> unused = iso::unreferenced_vertices(out.triangles, 0, std::uint64_t(out.vertex_count()));
+    iso::remove_vertices(out, 0, unused, unused);
   }
   if (o.labels) {
     exclude_labels(out, o.exclude_labels);
@@ -817,6 +831,59 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
 }
 
 namespace iso {
+
+std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
+                                                 std::uint64_t count) {
+  std::vector<std::uint8_t> used(count, 0);
+  const auto n = std::int64_t(triangles.size());
+#pragma omp parallel for schedule(static) num_threads(cpu_thread_count(0))
+  for (std::int64_t k = 0; k < n; ++k) {
+    const std::uint64_t v = std::uint64_t(triangles[std::size_t(k)]) - first;  // below first: wraps past count
+    if (v < count) std::atomic_ref<std::uint8_t>(used[v]).store(1, std::memory_order_relaxed);
+  }
+  std::vector<std::uint64_t> unused;
+  for (std::uint64_t v = 0; v < count; ++v)
+    if (!used[v]) unused.push_back(first + v);
+  return unused;
+}
+
+void remove_vertices(TriangleMesh& m, std::uint64_t first, const std::vector<std::uint64_t>& own_removed,
+                     const std::vector<std::uint64_t>& all_removed) {
+  if (all_removed.empty()) return;
+  // shift[v - first]: the removed ids below own vertex v, in one sequential walk; a corner past this mesh's own
+  // vertices (MPI: the next rank's first ones) searches the list.
+  const std::uint64_t nv = std::uint64_t(m.vertex_count());
+  std::vector<std::uint32_t> shift(nv);
+  std::size_t below = std::size_t(std::lower_bound(all_removed.begin(), all_removed.end(), first) - all_removed.begin());
+  for (std::uint64_t u = 0; u < nv; ++u) {
+    while (below < all_removed.size() && all_removed[below] < first + u) ++below;
+    shift[u] = std::uint32_t(below);
+  }
+  const auto n = std::int64_t(m.triangles.size());
+#pragma omp parallel for schedule(static) num_threads(cpu_thread_count(0))
+  for (std::int64_t k = 0; k < n; ++k) {
+    std::uint32_t& v = m.triangles[std::size_t(k)];
+    const std::uint64_t u = std::uint64_t(v) - first;  // below first: wraps past nv
+    v -= u < nv ? shift[u]
+                : std::uint32_t(std::lower_bound(all_removed.begin(), all_removed.end(), std::uint64_t(v)) - all_removed.begin());
+  }
+  if (own_removed.empty()) return;
+  // The runs between removed vertices move down, a run at a time (removed vertices are few).
+  auto compact = [&](auto& values, std::size_t per_vertex) {
+    if (values.empty()) return;
+    std::uint64_t w = own_removed.front() - first;
+    for (std::size_t d = 0; d < own_removed.size(); ++d) {
+      const std::uint64_t from = own_removed[d] - first + 1, to = d + 1 < own_removed.size() ? own_removed[d + 1] - first : nv;
+      if (from < to)
+        std::memmove(&values[per_vertex * w], &values[per_vertex * from], per_vertex * (to - from) * sizeof(values[0]));
+      w += to - from;
+    }
+    values.resize(per_vertex * w);
+  };
+  compact(m.positions, 3);
+  compact(m.normals, 3);
+  compact(m.vertex_values, 1);
+}
 
 std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids) {
   struct Key {

@@ -15,6 +15,7 @@ struct IsosurfacePart {
   // part's own (mesh.vertex_count()).
   TriangleMesh mesh;
   std::vector<std::uint64_t> ties;  // triangles that may cancel with a coincident one (samples equal to the level)
+  bool point_vertices = false;      // a vertex sits on a sample equal to the level: it may be used by no triangle
 };
 
 // One part per level of options.levels (which must be given), scalars as vertex values, labels as face labels
@@ -29,6 +30,16 @@ std::string level_group_name(double level);
 // Which tie triangles cancel (sorted ids): coincident ones (the same three vertices) in pairs, an odd group keeping
 // its first. corners: the three vertex ids of each tie, in the order of ids.
 std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids);
+
+// Vertices of ids [first, first + count) that no corner in `triangles` refers to, ascending. Marks in parallel.
+std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
+                                                 std::uint64_t count);
+
+// Removes this mesh's vertices of the ascending ids `own_removed` (its first vertex has id `first`) and renumbers
+// every triangle corner v to v minus the ids in `all_removed` below v (the removed vertices of every mesh that
+// shares the numbering; `own_removed` is part of it).
+void remove_vertices(TriangleMesh& m, std::uint64_t first, const std::vector<std::uint64_t>& own_removed,
+                     const std::vector<std::uint64_t>& all_removed);
 
 // Cells crossing each level in each cell layer z of [z_begin, z_end), summed over the levels (the cheap first pass
 // of the load balance): every stride-th layer is counted and stands for the layers up to the next one.

@@ -58,6 +58,22 @@ for np in 2 3; do
   run "$np" "$exe" isosurface "$dir/n.mhd" --level 0 --topology mc33 --device cpu -q -o "$dir/n-$np.ply" || fail "$np ranks, mc33"
   cmp -s "$dir/n-1.ply" "$dir/n-$np.ply" || fail "$np ranks with mc33 differ from one process"
 done
+# Integer samples at integer levels: ties, coincident triangles that cancel across seams, and samples on the level
+# whose triangles all collapse, whose vertices every run removes.
+python3 - "$dir" <<'PY'
+import random, struct, sys
+d = sys.argv[1]
+rng = random.Random(7)
+with open(d + "/t.raw", "wb") as f:
+    f.write(bytes(rng.randint(0, 3) for _ in range(21 * 17 * 26)))
+with open(d + "/t.mhd", "w") as f:
+    f.write("ObjectType = Image\nNDims = 3\nDimSize = 21 17 26\nElementType = MET_UCHAR\nElementDataFile = t.raw\n")
+PY
+"$exe" isosurface "$dir/t.mhd" --level 1,2 --device cpu -q -o "$dir/t-1.ply" || fail "single run, ties"
+for np in 2 3; do
+  run "$np" "$exe" isosurface "$dir/t.mhd" --level 1,2 --device cpu -q -o "$dir/t-$np.ply" || fail "$np ranks, ties"
+  cmp -s "$dir/t-1.ply" "$dir/t-$np.ply" || fail "$np ranks with ties differ from one process"
+done
 # One rank fails: all stop, the message names the rank, no file.
 PARASURF_TEST_FAIL_RANK=1 run 2 "$exe" isosurface --field sphere --size 32 --device cpu -q -o "$dir/broken.ply" >"$dir/log" 2>&1 \
   && fail "a failing rank did not fail the run"

@@ -129,4 +129,11 @@ inline std::pair<std::int64_t, std::int64_t> iso_degenerate_and_duplicates(const
   return {degenerate, dup};
 }
 
+// Vertices that no triangle refers to (a welded mesh has none).
+inline std::int64_t iso_unused_vertices(const TriangleMesh& m) {
+  std::vector<char> used(std::size_t(m.vertex_count()), 0);
+  for (auto v : m.triangles) used[v] = 1;
+  return std::int64_t(std::count(used.begin(), used.end(), 0));
+}
+
 }  // namespace parasurf::test

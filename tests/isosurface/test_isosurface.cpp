@@ -472,9 +472,38 @@ TEST(Isosurface, TiesMakeNoHolesNoDuplicatesNoDegenerates) {
           const auto [degenerate, duplicates] = test::iso_degenerate_and_duplicates(m);
           EXPECT_EQ(degenerate, 0) << what;
           EXPECT_EQ(duplicates, 0) << what;
+          EXPECT_EQ(test::iso_unused_vertices(m), 0) << what << ": a vertex whose triangles all collapsed";
           EXPECT_GT(m.triangle_count(), 0) << what;
         }
       }
+    }
+}
+
+// A sample equal to the level amid samples below it gets a vertex, and every triangle around it collapses onto that
+// vertex and is dropped; no tie triangle survives to cancel. The vertex must go too: the mesh is that of the volume
+// without the lone sample, on every backend, at several slab splits (a slab may hold the lone sample alone).
+TEST(Isosurface, ALoneSampleOnTheLevelLeavesNoVertex) {
+  const int n = 12;
+  VolumeGeometry g;
+  g.dims = {n, n, n};
+  std::vector<float> with(std::size_t(n) * n * n, 0.0f), without;
+  for (int k = 2; k < 6; ++k)
+    for (int j = 2; j < 6; ++j)
+      for (int i = 2; i < 6; ++i) with[std::size_t((k * n + j) * n + i)] = 2.0f;  // a block: a real surface
+  without = with;
+  with[std::size_t((8 * n + 8) * n + 8)] = 1.0f;  // the lone sample on the level
+  MemoryVolume v_with(g, VoxelType::Float32, with.data(), "lone sample"), v_without(g, VoxelType::Float32, without.data(), "block");
+  for (Device d : devices())
+    for (std::int64_t slab : {0, 1, 3}) {
+      IsosurfaceOptions o;
+      o.slab_slices = slab;
+      const TriangleMesh a = extract(v_with, 1.0, d, o), b = extract(v_without, 1.0, d, o);
+      const std::string what = std::string(device_name(d)) + ", slabs of " + std::to_string(slab);
+      EXPECT_EQ(test::iso_unused_vertices(a), 0) << what;
+      EXPECT_EQ(a.vertex_count(), b.vertex_count()) << what;
+      EXPECT_EQ(a.triangles, b.triangles) << what;
+      EXPECT_EQ(a.positions, b.positions) << what;
+      EXPECT_GT(a.triangle_count(), 0) << what;
     }
 }
 
