@@ -48,6 +48,18 @@ void check(int rc, const char* what) {
 
 double now() { return MPI_Wtime(); }
 
+// Every rank's `mine`, concatenated in rank order, on every rank.
+template <class T> std::vector<T> all_gather(const std::vector<T>& mine, MPI_Datatype type, const char* what) {
+  const int n = int(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
+  check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), what);
+  int total = 0;
+  for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
+  std::vector<T> all(static_cast<std::size_t>(total));
+  check(MPI_Allgatherv(mine.data(), n, type, all.data(), counts.data(), displs.data(), type, MPI_COMM_WORLD), what);
+  return all;
+}
+
 // Equal-cost z boundaries: points [b[r], b[r+1]) own rank r's vertices. The cost of cell layer z is its active
 // cells plus a share (cell_weight per cell) for reading and classifying the layer at all.
 std::vector<std::int64_t> balance(const std::vector<std::int64_t>& active, std::int64_t nz, std::int64_t slice_cells, int ranks,
@@ -362,14 +374,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
       const auto own = iso::unreferenced_vertices(parts[L].mesh.triangles, v_base[L], own_v[L]);
       mine.insert(mine.end(), own.begin(), own.end());
     }
-    int n = int(mine.size());
-    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
-    check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), "sharing unused vertices");
-    int total = 0;
-    for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
-    std::vector<std::uint64_t> listed(static_cast<std::size_t>(total));
-    check(MPI_Allgatherv(mine.data(), n, MPI_UINT64_T, listed.data(), counts.data(), displs.data(), MPI_UINT64_T, MPI_COMM_WORLD),
-          "sharing unused vertices");
+    std::vector<std::uint64_t> listed = all_gather(mine, MPI_UINT64_T, "sharing unused vertices");
     std::sort(listed.begin(), listed.end());
     std::vector<std::uint8_t> used(listed.size(), 0);
     if (!listed.empty())
@@ -407,14 +412,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
       labels.erase(std::unique(labels.begin(), labels.end()), labels.end());
       for (auto label : labels) mine.insert(mine.end(), {std::int32_t(L), label});
     }
-    int n = int(mine.size());
-    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
-    check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), "sharing the labels");
-    int total = 0;
-    for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
-    std::vector<std::int32_t> all(static_cast<std::size_t>(total));
-    check(MPI_Allgatherv(mine.data(), n, MPI_INT32_T, all.data(), counts.data(), displs.data(), MPI_INT32_T, MPI_COMM_WORLD),
-          "sharing the labels");
+    const std::vector<std::int32_t> all = all_gather(mine, MPI_INT32_T, "sharing the labels");
     std::vector<std::pair<std::int32_t, std::int32_t>> distinct;
     for (std::size_t k = 0; k + 1 < all.size(); k += 2) distinct.push_back({all[k], all[k + 1]});
     std::sort(distinct.begin(), distinct.end());
