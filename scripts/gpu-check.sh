@@ -38,7 +38,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 $exe info --bandwidth | tee "$OUT/info.txt"
 
 # Several test processes share the cores: idle OpenMP threads must sleep, not spin (spinning made one test 100x slower)
-(cd build-gpu && OMP_WAIT_POLICY=PASSIVE ctest --output-on-failure -j"$(( $(nproc) / 2 ))") >"$OUT/ctest.log" 2>&1
+(cd build-gpu && OMP_WAIT_POLICY=PASSIVE ctest --output-on-failure -j"$(( $(nproc) > 1 ? $(nproc) / 2 : 1 ))") >"$OUT/ctest.log" 2>&1
 note "ctest (all tests)" "$(grep -E 'tests passed|tests failed' "$OUT/ctest.log" | tail -1)"
 skipped=$(grep -c "Skipped" "$OUT/ctest.log")
 note "ctest skipped" "$skipped"
