@@ -1,69 +1,34 @@
-// CUDA kernels of the isosurface engine: point flags by 2-D tiles of four-point runs marching along z, cell counts
-// and the vertex and cell lists by one warp per grid row (four points a lane where rows align, warp scans), and the
-// vertices and triangles one per thread (rows hold few of them). The per-point and per-cell math is mc_kernels.hpp,
-// shared with the CPU engine.
+// CUDA kernels of the isosurface engine. Pass 1 gives every point its flags (inside, on the level, which vertex slots
+// it owns) by 2-D tiles of four-point runs marching along z, and every segment of 32 points of a row its inside bits
+// and slot count; pass 1b counts each segment of 32 cells' triangles from those bits. One scan per count gives each
+// segment its first vertex and first triangle, so the generation passes run one thread per segment, independently:
+// no pass walks a whole row. The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
 // Pipeline as in Rogeiro 2011 (classify, scan, generate), with Flying-Edges-style edge ownership so that no
 // compaction or vertex merge pass is needed.
 #pragma once
-#include <cub/block/block_reduce.cuh>
-#include <cub/block/block_scan.cuh>
-
 #include "isosurface/mc_kernels.hpp"
 #include "isosurface/mc_tables.hpp"
 
 namespace parasurf::iso::cuda {
 
-constexpr int kRowThreads = 128;
-
-// A row's vertex slots and the span of points that hold them.
-struct RowStats {
-  std::uint32_t slots;
-  int first, last;
-};
-struct RowStatsMerge {
-  __device__ __forceinline__ RowStats operator()(const RowStats& a, const RowStats& b) const {
-    return {a.slots + b.slots, a.first < b.first ? a.first : b.first, a.last > b.last ? a.last : b.last};
-  }
-};
+constexpr int kSegmentThreads = 256;
+constexpr int kSegmentPoints = 32;  // a segment's inside bits fill one 32-bit word
 
 struct RowGrid {
   std::int64_t nx, ny, z0;
   std::int64_t flag_rows;  // rows (j, k) with k in [z0, flag_z1)
   std::int64_t cell_rows;  // rows whose cells this slab makes (j may be ny − 1: such rows have no cells)
+  std::int64_t segments;   // segments per row: ceil(nx / 32)
 };
 
-// Warp-level sums and merges (all 32 lanes take part).
-constexpr int kRowsPerBlock = kRowThreads / 32;  // the counting passes give each row one warp
-__device__ __forceinline__ std::uint32_t warp_sum(std::uint32_t v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
-__device__ __forceinline__ RowStats warp_merge(RowStats a) {
-  for (int o = 16; o > 0; o >>= 1) {
-    const RowStats b{__shfl_xor_sync(0xffffffffu, a.slots, o), __shfl_xor_sync(0xffffffffu, a.first, o),
-                     __shfl_xor_sync(0xffffffffu, a.last, o)};
-    a = RowStatsMerge()(a, b);
-  }
-  return a;
-}
-
-// Pass 1a: flags of every point and the vertex slots per row. A thread takes kFlagPoints consecutive points of a
-// row (one vector load where the rows are aligned), a block 32 x 8 such runs in (i, j), and marches them through
-// kFlagSlices slices along z, keeping each run's next slice for the next step: every sample is read from memory about
-// once (the +x neighbour of the run's last point comes by shuffle, the +y row from L1, where the thread above it
-// loaded it two slices earlier). One warp per row segment, which adds its row's slots and span by atomics (rows start
-// cleared by flags_clear). One point per thread spent most of its instructions on the loop, its pointers, its
-// barrier and the row's ballot: 0.85 ms at 512^3 under the profiler, issue-bound with DRAM 16 % busy.
+// Pass 1a: flags of every point, and per segment of 32 points its inside bits and vertex slots. A thread takes
+// kFlagPoints consecutive points of a row (one vector load where the rows are aligned), a block 32 x 8 such runs in
+// (i, j), and marches them through kFlagSlices slices along z, keeping each run's next slice for the next step:
+// every sample is read from memory about once (the +x neighbour of the run's last point comes by shuffle, the +y row
+// from L1, where the thread above it loaded it two slices earlier). Eight lanes make a segment, whose bits and count
+// they reduce together; no atomics. One point per thread spent most of its instructions on the loop, its pointers,
+// its barrier and the row's ballot: 0.85 ms at 512^3 under the profiler, issue-bound with DRAM 16 % busy.
 constexpr int kFlagPoints = 4, kFlagWarpPoints = 32 * kFlagPoints, kFlagTileY = 8, kFlagSlices = 16;
-
-__global__ void flags_clear_kernel(std::int64_t rows, int nx, std::uint32_t* __restrict__ row_vertices,
-                                   int* __restrict__ row_first, int* __restrict__ row_last) {
-  const std::int64_t r = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (r >= rows) return;
-  row_vertices[r] = 0;
-  row_first[r] = nx;
-  row_last[r] = -1;
-}
 
 // kFlagPoints samples as one vector (the address aligned to its size) or one by one (count of them valid).
 template <class T> struct alignas(kFlagPoints * sizeof(T)) FlagRun {
@@ -105,9 +70,8 @@ template <class T, bool Aligned>
 __global__ void __launch_bounds__(32 * kFlagTileY) flags_kernel(mc::SlabValues<T> s, RowGrid g,
                                                                  typename mc::RealOf<T>::type level,
                                                                  std::uint8_t* __restrict__ flags,
-                                                                 std::uint32_t* __restrict__ row_vertices,
-                                                                 int* __restrict__ row_first,
-                                                                 int* __restrict__ row_last) {
+                                                                 std::uint32_t* __restrict__ segment_inside,
+                                                                 std::uint32_t* __restrict__ segment_vertices) {
   using R = typename mc::RealOf<T>::type;
   const int lane = int(threadIdx.x);
   const std::int64_t i0 = std::int64_t(blockIdx.x) * kFlagWarpPoints + kFlagPoints * lane;
@@ -122,7 +86,11 @@ __global__ void __launch_bounds__(32 * kFlagTileY) flags_kernel(mc::SlabValues<T
   const std::int64_t plane = s.nx * s.ny;
   const T* at = s.data + ((k_begin - s.z_begin) * s.ny + min(j, g.ny - 1)) * s.nx + (count > 0 ? i0 : 0);
   std::uint8_t* out = flags + ((k_begin - g.z0) * g.ny + j) * g.nx + i0;
-  std::int64_t r = (k_begin - g.z0) * g.ny + j;
+  // This lane's segment, and whether the lane writes it (the first of its eight, on the grid).
+  const std::int64_t segment = std::int64_t(blockIdx.x) * (kFlagWarpPoints / kSegmentPoints) + lane / 8;
+  const bool writes = lane % 8 == 0 && j < g.ny && segment * kSegmentPoints < g.nx;
+  const unsigned group = 0xffu << (lane & ~7);
+  std::int64_t at_segment = ((k_begin - g.z0) * g.ny + j) * g.segments + segment;
   // The classes of this slice and the next are carried from step to step; each sample is classified once as
   // `after` and once as `north`.
   std::uint32_t cur = 0, next = 0;
@@ -138,7 +106,7 @@ __global__ void __launch_bounds__(32 * kFlagTileY) flags_kernel(mc::SlabValues<T
   constexpr std::uint32_t kLow = (1u << kFlagPoints) - 1u, kLast = kFlagPoints - 1;
   const std::uint32_t valid = (1u << count) - 1u;
   const std::uint32_t has_east = valid >> 1 | (has_after_east ? 1u << kLast : 0u);
-  for (std::int64_t k = k_begin; k < k_stop; ++k, at += plane, out += plane, r += g.ny) {
+  for (std::int64_t k = k_begin; k < k_stop; ++k, at += plane, out += plane, at_segment += g.ny * g.segments) {
     R after[kFlagPoints] = {}, north[kFlagPoints] = {};
     if (count > 0 && k + 2 < s.nz && k + 1 < k_stop) load_run<T, R, Aligned>(at + 2 * plane, count, after);
     if (count > 0 && has_north) load_run<T, R, Aligned>(at + s.nx, count, north);
@@ -173,317 +141,179 @@ __global__ void __launch_bounds__(32 * kFlagTileY) flags_kernel(mc::SlabValues<T
       for (int p = 0; p < kFlagPoints; ++p)
         if (p < count) out[p] = std::uint8_t(word >> (8 * p));
     }
-    // The row segment's slots and span: most segments have none, and a ballot says so at once.
-    const std::uint32_t slotted = word & kSlotBytes;
-    const std::uint32_t with = __ballot_sync(0xffffffffu, slotted != 0);
-    if (with) {
-      const std::uint32_t slots = __reduce_add_sync(0xffffffffu, std::uint32_t(__popc(slotted)));
-      const int low = __ffs(int(with)) - 1, high = 31 - __clz(int(with));
-      // The first and last slotted point of the run: the lowest and highest nonzero byte.
-      const int first = __shfl_sync(0xffffffffu, slotted ? (__ffs(int(slotted)) - 1) >> 3 : 0, low);
-      const int last = __shfl_sync(0xffffffffu, slotted ? (31 - __clz(int(slotted))) >> 3 : 0, high);
-      if (lane == 0) {
-        const int base = int(blockIdx.x) * kFlagWarpPoints;
-        atomicAdd(row_vertices + r, slots);
-        atomicMin(row_first + r, base + kFlagPoints * low + first);
-        atomicMax(row_last + r, base + kFlagPoints * high + last);
-      }
+    // The segment's inside bits (bit 4 of each flag byte, gathered as spread_bits spreads) and slot count.
+    const std::uint32_t inside = ((word >> 4 & 0x01010101u) * 0x00204081u) >> 21 & 0xfu;
+    const std::uint32_t bits = __reduce_or_sync(group, inside << (kFlagPoints * (lane % 8)));
+    const std::uint32_t slots = __reduce_add_sync(group, std::uint32_t(__popc(word & kSlotBytes)));
+    if (writes) {
+      segment_inside[at_segment] = bits;
+      segment_vertices[at_segment] = slots;
     }
     cur = next;
     next = classify_run(after, level);
   }
 }
 
-// The slab's totals after the row scans, gathered on the device so that one copy brings them home (five copies of a
-// few bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction).
+// The slab's totals after the scans, gathered on the device so that one copy brings them home (five copies of a few
+// bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction).
 struct SlabTotals {
   unsigned long long vertices, triangles, ties;
 };
-__global__ void totals_kernel(const std::uint64_t* __restrict__ row_vertex_base,
-                              const std::uint32_t* __restrict__ row_vertices,
-                              const std::uint64_t* __restrict__ row_triangle_base,
-                              const std::uint32_t* __restrict__ row_triangles, std::int64_t rows, std::int64_t owned,
+__global__ void totals_kernel(const std::uint64_t* __restrict__ vertex_base, const std::uint32_t* __restrict__ vertices,
+                              std::int64_t vertex_segments, std::int64_t owned_segments,
+                              const std::uint64_t* __restrict__ triangle_base,
+                              const std::uint32_t* __restrict__ triangles, std::int64_t triangle_segments,
                               const unsigned long long* __restrict__ tie_count, SlabTotals* __restrict__ out) {
   // Vertices of the owned rows only (the slab's extra slice belongs to the next slab); all triangles.
-  out->vertices = owned < rows ? row_vertex_base[owned] : row_vertex_base[rows - 1] + row_vertices[rows - 1];
-  out->triangles = row_triangle_base[rows - 1] + row_triangles[rows - 1];
+  const std::int64_t last = vertex_segments - 1;
+  out->vertices = owned_segments <= last ? vertex_base[owned_segments] : vertex_base[last] + vertices[last];
+  out->triangles =
+      triangle_segments > 0 ? triangle_base[triangle_segments - 1] + triangles[triangle_segments - 1] : 0;
   out->ties = *tie_count;
 }
 
-__device__ __forceinline__ void load_corners(const std::uint8_t* const* row, std::int64_t i, std::uint8_t* cf) {
-  for (int c = 0; c < 8; ++c) cf[c] = row[c >> 1][i + (c & 1)];
+// The segment a thread takes, as (row, segment in the row); false past the last one.
+__device__ __forceinline__ bool segment_of_thread(const RowGrid& g, std::int64_t count, std::int64_t& at,
+                                                  std::int64_t& r, std::int64_t& segment) {
+  at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (at >= count) return false;
+  r = at / g.segments;
+  segment = at - r * g.segments;
+  return true;
 }
 
-// Surviving triangles of a cell, and how many of them touch an on-level sample.
-__device__ __forceinline__ int surviving(const mc::CaseEntry& e, const std::uint8_t* cf, bool keep_degenerate,
-                                         int& ties) {
-  ties = 0;
-  if (!mc::touches_level(cf)) return e.count;
-  int n = 0;
-  mc::cell_triangles(e, cf, keep_degenerate, [&](int, int, int, bool on_level) {
-    ++n;
-    ties += on_level ? 1 : 0;
-  });
+// The four point rows a cell row's corners lie in, in cell_case's corner order (q = corner >> 1).
+__device__ __forceinline__ void corner_rows(const RowGrid& g, std::int64_t r, std::int64_t (&rows)[4]) {
+  rows[0] = r;
+  rows[1] = r + 1;
+  rows[2] = r + g.ny;
+  rows[3] = r + g.ny + 1;
+}
+
+// Bit b: whether cell 32 · segment + b of cell row r is mixed (some corners inside, some not), from the inside bits
+// alone. Only mixed cells make triangles or centre vertices.
+__device__ __forceinline__ std::uint32_t mixed_cells(const RowGrid& g, const std::uint32_t* __restrict__ inside,
+                                                     std::int64_t r, std::int64_t segment) {
+  std::int64_t rows[4];
+  corner_rows(g, r, rows);
+  const bool has_next = segment + 1 < g.segments;
+  std::uint32_t any = 0, all = ~0u;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const std::uint32_t low = inside[rows[q] * g.segments + segment];
+    const std::uint32_t next = has_next ? inside[rows[q] * g.segments + segment + 1] : 0u;
+    const std::uint32_t high = low >> 1 | next << 31;  // corner i + 1 of cell i
+    any |= low | high;
+    all &= low & high;
+  }
+  const std::int64_t cells = g.nx - 1 - segment * kSegmentPoints;  // cells of the row from this segment on
+  const std::uint32_t valid = cells >= kSegmentPoints ? ~0u : cells > 0 ? (1u << cells) - 1u : 0u;
+  return any & ~all & valid;
+}
+
+__device__ __forceinline__ void load_corners(const std::uint8_t* flags, const RowGrid& g, const std::int64_t (&rows)[4],
+                                             std::int64_t i, std::uint8_t* cf) {
+#pragma unroll
+  for (int c = 0; c < 8; ++c) cf[c] = flags[rows[c >> 1] * g.nx + i + (c & 1)];
+}
+
+// Vertex slots of the flag bytes [begin, end) (offsets from `flags`, which is word-aligned), a word at a time.
+__device__ __forceinline__ std::uint32_t slots_between(const std::uint8_t* flags, std::int64_t begin, std::int64_t end) {
+  if (begin >= end) return 0;
+  const auto* words = reinterpret_cast<const std::uint32_t*>(flags);
+  const std::int64_t first = begin >> 2, last = end >> 2;
+  const std::uint32_t head = ~0u << (8 * (begin & 3)), tail = (end & 3) ? (1u << (8 * (end & 3))) - 1u : 0u;
+  if (first == last) return std::uint32_t(__popc(words[first] & kSlotBytes & head & tail));
+  std::uint32_t n = std::uint32_t(__popc(words[first] & kSlotBytes & head));
+  for (std::int64_t w = first + 1; w < last; ++w) n += std::uint32_t(__popc(words[w] & kSlotBytes));
+  if (tail) n += std::uint32_t(__popc(words[last] & kSlotBytes & tail));
   return n;
 }
 
-// Cells of row r that can be mixed: a crossing of cell i leaves a slot at point i or i + 1 of its four rows.
-__device__ __forceinline__ void cell_span(const RowGrid& g, std::int64_t r, const int* __restrict__ row_first,
-                                          const int* __restrict__ row_last, std::int64_t& begin, std::int64_t& end) {
-  int lo = int(g.nx), hi = -1;
-  const std::int64_t rr[4] = {r, r + 1, r + g.ny, r + g.ny + 1};
-  for (int q = 0; q < 4; ++q) {
-    lo = min(lo, row_first[rr[q]]);
-    hi = max(hi, row_last[rr[q]]);
-  }
-  begin = lo > 0 ? lo - 1 : 0;
-  end = min(std::int64_t(hi) + 1, g.nx - 1);
-}
-
-// Runs of kFlagPoints cells (count and list passes, rows aligned): the flag words of points i0 .. i0 + 3 in the four
-// rows of a cell row, and the byte of point i0 + 4 (the next lane's first, or a load by the last lane). Lanes whose
-// run starts past `stop` (which is at most nx - 1) read nothing and hold zeros.
-__device__ __forceinline__ void load_run_words(const std::uint8_t* const* row, int i0, int stop, int lane,
-                                               std::uint32_t (&w)[4], std::uint32_t (&after)[4]) {
-#pragma unroll
-  for (int q = 0; q < 4; ++q) w[q] = i0 <= stop ? *reinterpret_cast<const std::uint32_t*>(row[q] + i0) : 0u;
-#pragma unroll
-  for (int q = 0; q < 4; ++q) after[q] = __shfl_down_sync(0xffffffffu, w[q], 1) & 0xffu;
-  if (lane == 31 && i0 + kFlagPoints <= stop)
-#pragma unroll
-    for (int q = 0; q < 4; ++q) after[q] = row[q][i0 + kFlagPoints];
-}
-__device__ __forceinline__ bool run_has_slots(const std::uint32_t (&w)[4], const std::uint32_t (&after)[4]) {
-  return (((w[0] | w[1] | w[2] | w[3]) & kSlotBytes) | ((after[0] | after[1] | after[2] | after[3]) & mc::kSlotMask)) != 0;
-}
-// The corner flags of cell i0 + c, in cell_case's order.
-__device__ __forceinline__ void run_corners(const std::uint32_t (&w)[4], const std::uint32_t (&after)[4], int c,
-                                            std::uint8_t* cf) {
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    cf[2 * q] = std::uint8_t(w[q] >> (8 * c));
-    cf[2 * q + 1] = std::uint8_t(c + 1 < kFlagPoints ? w[q] >> (8 * c + 8) : after[q]);
-  }
-}
-
-// One mixed cell of pass 1b: its surviving triangles and on-level ones, and (MC33) its centre vertex. An MC33 centre
-// vertex belongs to the cell's lowest corner. Other warps may read that flag byte meanwhile: they use only its
-// inside and on-level bits, and their spans only pick cells, which a centre never adds.
+// Pass 1b: the surviving triangles of each segment of 32 cells (and how many touch on-level samples, for the
+// duplicate check), and the MC33 centre vertices. One thread per segment: the inside bits of its four corner rows
+// find its mixed cells at once, and only those read their corners' flag bytes. A centre vertex belongs to the
+// cell's lowest corner, in this segment; other threads may read that flag byte meanwhile, but use only its inside
+// and on-level bits.
 template <class T>
-__device__ __forceinline__ void count_cell(const mc::SlabValues<T>& s, const RowGrid& g,
-                                           typename mc::RealOf<T>::type level, std::uint8_t* flags,
-                                           const mc::CaseLookup& cases, bool keep_degenerate, std::int64_t r,
-                                           std::int64_t i, std::int64_t j, std::int64_t k, const std::uint8_t* cf,
-                                           int* row_first, int* row_last, std::uint32_t* row_vertices,
-                                           std::uint32_t& n, std::uint32_t& ties) {
-  const int cas = mc::cell_case(cf);
-  if (cas == 0 || cas == 255) return;
-  const auto& e = mc::case_entry(cases, s, cas, level, i, j, k);
-  int t = 0;
-  n += std::uint32_t(surviving(e, cf, keep_degenerate, t));
-  ties += std::uint32_t(t);
-  if (e.center && mc::uses_center(e, cf, keep_degenerate)) {
-    flags[r * g.nx + i] |= mc::kSlotCenter;
-    atomicAdd(row_vertices + r, 1u);
-    atomicMin(row_first + r, int(i));
-    atomicMax(row_last + r, int(i));
-  }
-}
-
-// Pass 1b: triangles per cell row (and the number that touch on-level samples, for the duplicate check), and the
-// MC33 centre vertices; one warp per row. Runs: nx is a multiple of kFlagPoints and the flags start aligned, so a
-// lane reads its four cells' corners as one word per row (the corner after them from the next lane) and skips the
-// four at once where none of those corners holds a slot (a centre bit set meanwhile by another warp only adds a
-// candidate); otherwise a lane takes one cell and reads its 8 corner bytes. Runs halve the instructions per cell
-// (H200, 512^3 tangle: extraction 1.19-1.21 -> 1.12-1.13 ms with the cell list's runs).
-template <class T, bool Runs>
-__global__ void __launch_bounds__(kRowThreads) count_cells_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                                  typename mc::RealOf<T>::type level,
-                                                                  std::uint8_t* flags,
-                                                                  mc::CaseLookup cases, bool keep_degenerate,
-                                                                  int* row_first, int* row_last,
-                                                                  std::uint32_t* row_vertices,
-                                                                  std::uint32_t* __restrict__ row_triangles,
-                                                                  unsigned long long* __restrict__ tie_count) {
-  const std::int64_t r = std::int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  if (r >= g.cell_rows) return;
-  const int lane = int(threadIdx.x % 32);
+__global__ void __launch_bounds__(kSegmentThreads) count_cells_kernel(
+    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, std::uint8_t* flags,
+    const std::uint32_t* __restrict__ inside, mc::CaseLookup cases, bool keep_degenerate,
+    std::uint32_t* segment_vertices, std::uint32_t* __restrict__ segment_triangles,
+    unsigned long long* __restrict__ tie_count) {
+  std::int64_t at, r, segment;
+  if (!segment_of_thread(g, g.cell_rows * g.segments, at, r, segment)) return;
   const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
-  if (j + 1 >= g.ny) {
-    if (lane == 0) row_triangles[r] = 0;
-    return;
-  }
-  const std::uint8_t* row[4] = {flags + r * g.nx, flags + (r + 1) * g.nx, flags + (r + g.ny) * g.nx,
-                                flags + (r + g.ny + 1) * g.nx};
-  std::int64_t begin, end;
-  cell_span(g, r, row_first, row_last, begin, end);
-  if (begin >= end) {
-    if (lane == 0) row_triangles[r] = 0;
-    return;
-  }
-  std::uint32_t n = 0, ties = 0;
-  if constexpr (Runs) {
-    const int first = int(begin), stop = int(end);
-    for (int run0 = first & ~(kFlagPoints - 1); run0 < stop; run0 += kFlagWarpPoints) {
-      const int i0 = run0 + kFlagPoints * lane;
-      std::uint32_t w[4], after[4];
-      load_run_words(row, i0, stop, lane, w, after);
-      // Every mixed cell has a slotted corner (an edge from an inside to an outside corner leaves a crossing slot,
-      // or a point slot on its end that lies on the level), so runs whose corners hold none are skipped.
-      if (!run_has_slots(w, after)) continue;
-#pragma unroll
-      for (int c = 0; c < kFlagPoints; ++c) {
-        if (i0 + c < first || i0 + c >= stop) continue;
-        std::uint8_t cf[8];
-        run_corners(w, after, c, cf);
-        count_cell(s, g, level, flags, cases, keep_degenerate, r, i0 + c, j, k, cf, row_first, row_last, row_vertices,
-                   n, ties);
+  std::uint32_t n = 0, ties = 0, centres = 0;
+  if (j + 1 < g.ny) {
+    std::int64_t rows[4];
+    corner_rows(g, r, rows);
+    for (std::uint32_t mixed = mixed_cells(g, inside, r, segment); mixed; mixed &= mixed - 1) {
+      const std::int64_t i = segment * kSegmentPoints + __ffs(int(mixed)) - 1;
+      std::uint8_t cf[8];
+      load_corners(flags, g, rows, i, cf);
+      const auto& e = mc::case_entry(cases, s, mc::cell_case(cf), level, i, j, k);
+      if (!mc::touches_level(cf)) {
+        n += e.count;
+      } else {
+        mc::cell_triangles(e, cf, keep_degenerate, [&](int, int, int, bool on_level) {
+          ++n;
+          ties += on_level ? 1u : 0u;
+        });
+      }
+      if (e.center && mc::uses_center(e, cf, keep_degenerate)) {
+        flags[r * g.nx + i] |= mc::kSlotCenter;
+        ++centres;
       }
     }
-  } else {
-    for (std::int64_t i = begin + lane; i < end; i += 32) {
-      std::uint8_t cf[8];
-      load_corners(row, i, cf);
-      count_cell(s, g, level, flags, cases, keep_degenerate, r, i, j, k, cf, row_first, row_last, row_vertices, n, ties);
-    }
   }
-  const std::uint32_t total = warp_sum(n);
-  if (lane == 0) row_triangles[r] = total;
+  segment_triangles[at] = n;
+  if (centres) segment_vertices[at] += centres;
   if (ties) atomicAdd(tie_count, (unsigned long long)ties);
 }
 
 // Pass 1c (MC33 only): the centre vertices of the next slab's first cells (slice k), which own vertices of the
-// slice this slab numbers last. One block per row j of that slice.
+// slice this slab numbers last. One thread per segment of that slice.
 template <class T>
-__global__ void __launch_bounds__(kRowThreads) next_slab_centers_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                                        typename mc::RealOf<T>::type level,
-                                                                        std::uint8_t* flags, mc::CaseLookup cases,
-                                                                        bool keep_degenerate, std::int64_t k,
-                                                                        int* row_first, int* row_last,
-                                                                        std::uint32_t* row_vertices) {
-  const std::int64_t j = blockIdx.x, r = (k - g.z0) * g.ny + j;
-  for (std::int64_t i = threadIdx.x; i + 1 < g.nx; i += kRowThreads)
+__global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
+    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, std::uint8_t* flags, mc::CaseLookup cases,
+    bool keep_degenerate, std::int64_t k, std::uint32_t* __restrict__ segment_vertices) {
+  std::int64_t at, j, segment;
+  if (!segment_of_thread(g, (g.ny - 1) * g.segments, at, j, segment)) return;
+  const std::int64_t r = (k - g.z0) * g.ny + j;
+  const std::int64_t end = min((segment + 1) * kSegmentPoints, g.nx - 1);
+  std::uint32_t centres = 0;
+  for (std::int64_t i = segment * kSegmentPoints; i < end; ++i)
     if (mc::cell_needs_center(cases, s, i, j, k, level, keep_degenerate)) {
       flags[r * g.nx + i] |= mc::kSlotCenter;
-      atomicAdd(row_vertices + r, 1u);
-      atomicMin(row_first + r, int(i));
-      atomicMax(row_last + r, int(i));
+      ++centres;
     }
+  if (centres) segment_vertices[r * g.segments + segment] += centres;
 }
 
-// Pass 2a: the vertices of each owned row, at the row's scanned offset plus the in-row prefix.
-template <class T>
-__global__ void __launch_bounds__(kRowThreads) vertex_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                             typename mc::RealOf<T>::type level, mc::WorldMap map,
-                                                             const std::uint8_t* __restrict__ flags,
-                                                             const std::uint32_t* __restrict__ row_vertices,
-                                                             const std::uint64_t* __restrict__ row_vertex_base,
-                                                             const int* __restrict__ row_first,
-                                                             const int* __restrict__ row_last,
-                                                             float* __restrict__ positions, float* __restrict__ normals,
-                                                             const float* __restrict__ scalars,
-                                                             float* __restrict__ values,
-                                                             unsigned long long* __restrict__ points) {
-  using R = typename mc::RealOf<T>::type;
-  using Scan = cub::BlockScan<std::uint32_t, kRowThreads>;
-  __shared__ typename Scan::TempStorage temp;
-  const std::int64_t r = blockIdx.x;
-  if (row_vertices[r] == 0) return;
-  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
-  const std::uint8_t* f = flags + r * g.nx;
-  std::uint64_t base = row_vertex_base[r];
-  const std::int64_t last = row_last[r];
-  for (std::int64_t i0 = row_first[r]; i0 <= last; i0 += kRowThreads) {
-    const std::int64_t i = i0 + threadIdx.x;
-    const std::uint8_t fl = i <= last ? f[i] : 0;
-    std::uint32_t offset, chunk;
-    Scan(temp).ExclusiveSum(std::uint32_t(mc::slot_count(fl)), offset, chunk);
-    if (fl & mc::kSlotPoint) *points = 1;  // every writer stores the same value
-    if (fl & mc::kSlotMask) {
-      const std::uint64_t v = base + offset;
-      float scratch[12];
-      const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
-      mc::point_vertices<T, R>(s, i, j, k, fl, level, map, positions + 3 * v, normals ? normals + 3 * v : scratch,
-                               scalars ? &sv : nullptr, scalars ? values + v : nullptr);
-    }
-    base += chunk;
-    __syncthreads();  // the scan's shared storage is reused by the next chunk
-  }
+// Pass 2a, in two kernels: the first lists every vertex of a segment as (segment, point, slot) at its id; the second
+// computes one vertex per thread (a segment holds from none to a hundred, so a thread per segment would idle).
+__device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, std::int64_t b, int slot_bit) {
+  return std::uint64_t(at) << 8 | std::uint64_t(b) << 3 | std::uint64_t(slot_bit);
 }
 
-struct FiveCounts {
-  std::uint32_t v[5];
-};
-struct FiveSum {
-  __device__ __forceinline__ FiveCounts operator()(const FiveCounts& a, const FiveCounts& b) const {
-    FiveCounts c;
-    for (int q = 0; q < 5; ++q) c.v[q] = a.v[q] + b.v[q];
-    return c;
-  }
-};
-
-// Pass 2a, in two kernels: most rows hold a few vertices, so a block per row would idle while a few threads
-// compute them. The first kernel lists every vertex as (row, point, slot) at its id; the second computes one
-// vertex per thread. Points up to 2^21 per row.
-constexpr int kListPointBits = 21;
-__device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t r, std::int64_t i, int slot_bit) {
-  return std::uint64_t(r) << (kListPointBits + 3) | std::uint64_t(i) << 3 | std::uint64_t(slot_bit);
-}
-
-// Exclusive prefix of a count over the warp's lanes, and the warp's total.
-__device__ __forceinline__ std::uint32_t warp_exclusive(std::uint32_t mine, int lane, std::uint32_t& total) {
-  std::uint32_t inc = mine;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const std::uint32_t x = __shfl_up_sync(0xffffffffu, inc, o);
-    if (lane >= o) inc += x;
-  }
-  total = __shfl_sync(0xffffffffu, inc, 31);
-  return inc - mine;
-}
-
-// One warp per row (a block per row idled on the rows' few vertices and on its barriers).
-// Runs (rows aligned, as in count_cells_kernel): a lane takes four points as one flag word, and chunks of 128 points
-// without a slot are skipped whole.
-template <bool Runs>
-__global__ void __launch_bounds__(kRowThreads) vertex_list_kernel(RowGrid g, std::int64_t rows,
-                                                                  const std::uint8_t* __restrict__ flags,
-                                                                  const std::uint32_t* __restrict__ row_vertices,
-                                                                  const std::uint64_t* __restrict__ row_vertex_base,
-                                                                  const int* __restrict__ row_first,
-                                                                  const int* __restrict__ row_last,
-                                                                  std::uint64_t* __restrict__ entries) {
-  const std::int64_t r = std::int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  if (r >= rows || row_vertices[r] == 0) return;  // whole warp
-  const int lane = int(threadIdx.x % 32);
-  const std::uint8_t* f = flags + r * g.nx;
-  std::uint64_t base = row_vertex_base[r];
-  if constexpr (Runs) {
-    // No point before row_first or after row_last holds a slot, so whole words need no masking.
-    const int last = row_last[r];
-    for (int run0 = row_first[r] & ~(kFlagPoints - 1); run0 <= last; run0 += kFlagWarpPoints) {
-      const int i0 = run0 + kFlagPoints * lane;
-      const std::uint32_t slots = i0 <= last ? *reinterpret_cast<const std::uint32_t*>(f + i0) & kSlotBytes : 0u;
-      if (!__any_sync(0xffffffffu, slots != 0)) continue;
-      std::uint32_t chunk;
-      const std::uint32_t offset = warp_exclusive(std::uint32_t(__popc(slots)), lane, chunk);
-      std::uint64_t v = base + offset;
-      for (std::uint32_t bits = slots; bits; bits &= bits - 1) {
-        const int bit = __ffs(int(bits)) - 1;
-        entries[v++] = vertex_entry(r, i0 + (bit >> 3), bit & 7);
-      }
-      base += chunk;
-    }
-  } else {
-    const std::int64_t last = row_last[r];
-    for (std::int64_t i0 = row_first[r]; i0 <= last; i0 += 32) {
-      const std::int64_t i = i0 + lane;
-      const std::uint8_t fl = i <= last ? f[i] : 0;
-      std::uint32_t chunk;
-      const std::uint32_t offset = warp_exclusive(std::uint32_t(mc::slot_count(fl)), lane, chunk);
-      std::uint64_t v = base + offset;
-      for (unsigned bits = fl & mc::kSlotMask; bits; bits &= bits - 1) entries[v++] = vertex_entry(r, i, __ffs(bits) - 1);
-      base += chunk;
+__global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(
+    RowGrid g, std::int64_t owned_rows, const std::uint8_t* __restrict__ flags,
+    const std::uint32_t* __restrict__ segment_vertices, const std::uint64_t* __restrict__ vertex_base,
+    std::uint64_t* __restrict__ entries) {
+  std::int64_t at, r, segment;
+  if (!segment_of_thread(g, owned_rows * g.segments, at, r, segment) || segment_vertices[at] == 0) return;
+  std::uint64_t v = vertex_base[at];
+  const std::int64_t begin = r * g.nx + segment * kSegmentPoints;
+  const std::int64_t end = r * g.nx + min((segment + 1) * kSegmentPoints, g.nx);
+  const auto* words = reinterpret_cast<const std::uint32_t*>(flags);
+  for (std::int64_t w = begin >> 2; w << 2 < end; ++w) {
+    std::uint32_t slots = words[w] & kSlotBytes;
+    if (w << 2 < begin) slots &= ~0u << (8 * (begin & 3));  // bytes of the row before this segment
+    if ((w + 1) << 2 > end) slots &= (1u << (8 * (end & 3))) - 1u;  // and after it
+    for (; slots; slots &= slots - 1) {
+      const int bit = __ffs(int(slots)) - 1;
+      entries[v++] = vertex_entry(at, (w << 2) + (bit >> 3) - begin, bit & 7);
     }
   }
 }
@@ -502,8 +332,8 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
   if (v >= count) return;
   const std::uint64_t e = entries[v];
   if ((e & 7) == 0) *points = 1;  // slot bit 0: a sample on the level (every writer stores the same value)
-  const std::int64_t r = std::int64_t(e >> (kListPointBits + 3));
-  const std::int64_t i = std::int64_t(e >> 3 & ((1u << kListPointBits) - 1));
+  const std::int64_t at = std::int64_t(e >> 8), r = at / g.segments;
+  const std::int64_t i = (at - r * g.segments) * kSegmentPoints + std::int64_t(e >> 3 & 31);
   const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
   float scratch[3];
   const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
@@ -512,241 +342,162 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
                            normals ? normals + 3 * v : scratch, scalars ? &sv : nullptr, scalars ? values + v : nullptr);
 }
 
-// Pass 2b: triangles of each cell row. One scan gives, per cell, the slot prefix in the four rows its corners
-// lie in and its first triangle.
+// Exclusive prefix of a count over the warp's lanes, and the warp's total.
+__device__ __forceinline__ std::uint32_t warp_exclusive(std::uint32_t mine, int lane, std::uint32_t& total) {
+  std::uint32_t inc = mine;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t x = __shfl_up_sync(0xffffffffu, inc, o);
+    if (lane >= o) inc += x;
+  }
+  total = __shfl_sync(0xffffffffu, inc, 31);
+  return inc - mine;
+}
+
+// The position of the n-th (from 0) set bit of m, which has more than n.
+__device__ __forceinline__ int nth_set_bit(std::uint32_t m, std::uint32_t n) {
+  int at = 0;
+#pragma unroll
+  for (int half = 16; half > 0; half >>= 1) {
+    const std::uint32_t low = m & ((1u << half) - 1u), in_low = std::uint32_t(__popc(low));
+    if (n >= in_low) {
+      n -= in_low;
+      m >>= half;
+      at += half;
+    } else {
+      m = low;
+    }
+  }
+  return at;
+}
+
+// a[c] with c known only at run time, by selects: indexing the array would put it in local memory.
+__device__ __forceinline__ std::uint64_t pick(const std::uint64_t (&a)[8], int c) {
+  std::uint64_t v = a[0];
+#pragma unroll
+  for (int n = 1; n < 8; ++n) v = c == n ? a[n] : v;
+  return v;
+}
+
+// key_vertex for a cell none of whose corners lies on the level (keys are its edges and centre), with the corner
+// flags packed in a word (byte c: corner c) so that nothing is indexed at run time.
+__device__ __forceinline__ std::uint64_t edge_vertex(int key, std::uint64_t corner_flags, const std::uint64_t (&first)[8]) {
+  if (key == mc::kCenterKey) return first[0] + std::uint32_t(__popc(std::uint32_t(corner_flags) & 15u));
+  const int c0 = mc::edge_lower_corner(key);
+  const std::uint32_t below = (2u << mc::edge_axis(key)) - 1u;  // the point slot and lower axes come first
+  return pick(first, c0) + std::uint32_t(__popc(std::uint32_t(corner_flags >> (8 * c0)) & below));
+}
+
+// Pass 2b: the triangles of each segment of 32 cells, from its scanned first triangle. A segment holds from none to
+// 32 mixed cells, so a thread per segment would leave most lanes idle while a few walk their cells (0.49 ms at 512^3
+// under the profiler): the warp deals its 32 segments' mixed cells out to its lanes, 32 at a time, in segment order.
+// A cell's first triangle is the warp's first plus the triangles of the cells dealt before it; the first vertex of a
+// corner's point is its row segment's first vertex plus the slots of the points before it in the segment.
 template <class T>
-__global__ void __launch_bounds__(kRowThreads) triangle_kernel(
+__global__ void __launch_bounds__(kSegmentThreads) triangle_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint8_t* __restrict__ flags,
-    mc::CaseLookup cases, bool keep_degenerate, bool flip, const std::uint32_t* __restrict__ row_triangles,
-    const std::uint64_t* __restrict__ row_vertex_base, const std::uint64_t* __restrict__ row_triangle_base,
-    const int* __restrict__ row_first, const int* __restrict__ row_last, std::uint64_t vertex_base,
+    const std::uint32_t* __restrict__ inside, mc::CaseLookup cases, bool keep_degenerate, bool flip,
+    const std::uint32_t* __restrict__ segment_triangles, const std::uint64_t* __restrict__ vertex_base,
+    const std::uint64_t* __restrict__ triangle_base, std::uint64_t slab_vertex_base,
     const std::int32_t* __restrict__ labels, std::uint32_t* __restrict__ triangles,
     std::int32_t* __restrict__ face_labels, unsigned long long* __restrict__ tie_count,
     std::uint64_t* __restrict__ ties) {
-  using Scan = cub::BlockScan<FiveCounts, kRowThreads>;
-  __shared__ typename Scan::TempStorage temp;
-  const std::int64_t r = blockIdx.x;
-  if (row_triangles[r] == 0) return;
-  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
-  const std::int64_t rr[4] = {r, r + 1, r + g.ny, r + g.ny + 1};
-  const std::uint8_t* row[4];
-  std::uint64_t base[4];
-  for (int q = 0; q < 4; ++q) {
-    row[q] = flags + rr[q] * g.nx;
-    base[q] = vertex_base + row_vertex_base[rr[q]];
+  const int lane = int(threadIdx.x % 32);
+  const std::int64_t count = g.cell_rows * g.segments;
+  const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, warp_first = at - lane;
+  if (warp_first >= count) return;  // whole warp
+  std::uint32_t mixed = 0;
+  if (at < count && segment_triangles[at] != 0) {
+    const std::int64_t r = at / g.segments;
+    mixed = mixed_cells(g, inside, r, at - r * g.segments);
   }
-  std::uint64_t tri = row_triangle_base[r];
-  FiveCounts zero;
-  for (int q = 0; q < 5; ++q) zero.v[q] = 0;
-  // No row has a slot before `begin`, so the in-row prefixes start at zero there.
-  std::int64_t begin, end;
-  cell_span(g, r, row_first, row_last, begin, end);
-  for (std::int64_t i0 = begin; i0 < end; i0 += kRowThreads) {
-    const std::int64_t i = i0 + threadIdx.x;
-    FiveCounts mine = zero;
-    std::uint8_t cf[8];
-    int cas = 0;
+  std::uint32_t cells;
+  const std::uint32_t first_cell = warp_exclusive(std::uint32_t(__popc(mixed)), lane, cells);
+  if (cells == 0) return;  // whole warp
+  // The warp's segments are consecutive, so its triangles are too, from its first segment's.
+  std::uint64_t t_next = triangle_base[warp_first];
+  for (std::uint32_t dealt = 0; dealt < cells; dealt += 32) {
+    const std::uint32_t c = dealt + std::uint32_t(lane);
+    // The lane whose segment holds cell c: the last with first_cell <= c (first_cell does not decrease).
+    int owner = 0;
+#pragma unroll
+    for (int step = 16; step > 0; step >>= 1) {
+      const std::uint32_t probe = __shfl_sync(0xffffffffu, first_cell, owner + step);
+      if (probe <= c) owner += step;
+    }
+    const std::uint32_t owner_mixed = __shfl_sync(0xffffffffu, mixed, owner);
+    const std::uint32_t owner_first = __shfl_sync(0xffffffffu, first_cell, owner);
+    std::uint32_t tris = 0;
     const mc::CaseEntry* e = nullptr;
-    if (i < end) {
-      for (int q = 0; q < 4; ++q) mine.v[q] = std::uint32_t(mc::slot_count(row[q][i]));
-      load_corners(row, i, cf);
-      cas = mc::cell_case(cf);
-      if (cas != 0 && cas != 255) {
-        e = &mc::case_entry(cases, s, cas, level, i, j, k);
-        int unused = 0;
-        mine.v[4] = std::uint32_t(surviving(*e, cf, keep_degenerate, unused));
+    std::uint8_t cf[8];
+    std::int64_t seg_at = 0, r = 0, i = 0;
+    if (c < cells) {
+      seg_at = warp_first + owner;
+      r = seg_at / g.segments;
+      const std::int64_t segment = seg_at - r * g.segments;
+      i = segment * kSegmentPoints + nth_set_bit(owner_mixed, c - owner_first);
+      std::int64_t rows[4];
+      corner_rows(g, r, rows);
+      load_corners(flags, g, rows, i, cf);
+      e = &mc::case_entry(cases, s, mc::cell_case(cf), level, i, r % g.ny, g.z0 + r / g.ny);
+      if (!mc::touches_level(cf)) {
+        tris = e->count;
+      } else {
+        std::uint8_t cf_copy[8];  // indexed at run time: a copy keeps cf itself in registers
+#pragma unroll
+        for (int n = 0; n < 8; ++n) cf_copy[n] = cf[n];
+        tris = std::uint32_t(mc::surviving_triangles(*e, cf_copy, keep_degenerate));
       }
     }
-    FiveCounts prefix, chunk;
-    Scan(temp).ExclusiveScan(mine, prefix, zero, FiveSum(), chunk);
-    if (e && mine.v[4] > 0) {
+    std::uint32_t dealt_tris;
+    const std::uint32_t before = warp_exclusive(tris, lane, dealt_tris);
+    if (tris > 0) {
+      const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny, segment_start = i & ~std::int64_t(kSegmentPoints - 1);
+      std::int64_t rows[4];
+      corner_rows(g, r, rows);
       std::uint64_t first[8];
-      for (int c = 0; c < 8; ++c) {
-        const int q = c >> 1;
-        // The corner at i + 1 follows point i in its row: add point i's own slots.
-        first[c] = base[q] + prefix.v[q] + ((c & 1) ? mine.v[q] : 0u);
+      const std::int64_t segment = seg_at - r * g.segments;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        first[2 * q] = slab_vertex_base + vertex_base[rows[q] * g.segments + segment] +
+                       slots_between(flags, rows[q] * g.nx + segment_start, rows[q] * g.nx + i);
+        first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));  // point i + 1 follows point i
       }
       const std::int32_t label = labels ? mc::cell_label_at(labels, g.nx, g.ny, s.z_begin, i, j, k, cf) : 0;
-      std::uint64_t t = tri + prefix.v[4];
-      mc::cell_triangles(*e, cf, keep_degenerate, [&](int a, int b, int c, bool on_level) {
-        std::uint32_t* out = triangles + 3 * t;
-        out[0] = std::uint32_t(mc::key_vertex(a, cf, first));
-        out[1] = std::uint32_t(mc::key_vertex(flip ? c : b, cf, first));
-        out[2] = std::uint32_t(mc::key_vertex(flip ? b : c, cf, first));
-        if (labels) face_labels[t] = label;
-        if (on_level) ties[atomicAdd(tie_count, 1ull)] = t;
-        ++t;
-      });
-    }
-    for (int q = 0; q < 4; ++q) base[q] += chunk.v[q];
-    tri += chunk.v[4];
-    __syncthreads();
-  }
-}
-
-// Pass 2b split like 2a: most cell rows hold a few mixed cells. The first kernel runs the row scan and records each
-// mixed cell at its first triangle (its table entry and the vertex id of corners 0, 2, 4, 6's points; the other
-// triangles of the cell are marked as continuations); the second writes each cell's triangles, one thread per
-// triangle slot.
-struct CellRecord {
-  std::uint64_t cell;         // r << 24 | i, or kContinuation
-  std::uint32_t entry;        // index into the case entries, or kTunnelEntry | index into the tunnel entries
-  std::uint32_t first_even[4];  // first vertex id of the points of corners 0, 2, 4, 6
-  std::uint32_t unused;
-};
-constexpr std::uint64_t kContinuation = ~0ull;
-constexpr std::uint32_t kTunnelEntry = 1u << 31;
-
-// One warp per cell row. The four rows' slot counts (at most 5 per point, so at most 160 per 32 lanes) share one
-// 32-bit word, a byte each, so the warp scans two words instead of five.
-// Runs (as in count_cells_kernel): a lane takes four cells and their points, whose slots it counts with one popcount
-// per row (at most 20 per lane, 640 per warp: two rows to a word, 16 bits each), so the warp scans three words for
-// 128 cells, and skips the 128 at once where none of their corners holds a slot.
-template <class T, bool Runs>
-__global__ void __launch_bounds__(kRowThreads) cell_list_kernel(
-    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint8_t* __restrict__ flags,
-    mc::CaseLookup cases, bool keep_degenerate, const std::uint32_t* __restrict__ row_triangles,
-    const std::uint64_t* __restrict__ row_vertex_base, const std::uint64_t* __restrict__ row_triangle_base,
-    const int* __restrict__ row_first, const int* __restrict__ row_last, std::uint64_t vertex_base,
-    CellRecord* __restrict__ records) {
-  const std::int64_t r = std::int64_t(blockIdx.x) * kRowsPerBlock + threadIdx.x / 32;
-  if (r >= g.cell_rows || row_triangles[r] == 0) return;  // whole warp
-  const int lane = int(threadIdx.x % 32);
-  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
-  const std::int64_t rr[4] = {r, r + 1, r + g.ny, r + g.ny + 1};
-  const std::uint8_t* row[4];
-  std::uint64_t base[4];
-  for (int q = 0; q < 4; ++q) {
-    row[q] = flags + rr[q] * g.nx;
-    base[q] = vertex_base + row_vertex_base[rr[q]];
-  }
-  std::uint64_t tri = row_triangle_base[r];
-  std::int64_t begin, end;
-  cell_span(g, r, row_first, row_last, begin, end);
-  auto record = [&](const mc::CaseEntry* e, std::int64_t i, std::uint64_t t, std::uint32_t tris, const std::uint64_t* first) {
-    CellRecord rec;
-    rec.cell = std::uint64_t(r) << (kListPointBits + 3) | std::uint64_t(i);
-    const bool tunnel = !(e >= cases.entries && e < cases.entries + 256 * mc::kFaceMasks);
-    rec.entry = tunnel ? kTunnelEntry | std::uint32_t(e - cases.tunnel_entries) : std::uint32_t(e - cases.entries);
-    for (int q = 0; q < 4; ++q) rec.first_even[q] = std::uint32_t(first[q]);
-    rec.unused = 0;
-    records[t] = rec;
-    for (std::uint32_t n = 1; n < tris; ++n) records[t + n].cell = kContinuation;
-  };
-  if constexpr (Runs) {
-    const int first_cell = int(begin), stop = int(end);
-    for (int run0 = first_cell & ~(kFlagPoints - 1); run0 < stop; run0 += kFlagWarpPoints) {
-      const int i0 = run0 + kFlagPoints * lane;
-      std::uint32_t w[4], after[4];
-      load_run_words(row, i0, stop, lane, w, after);
-      const bool candidate = run_has_slots(w, after);
-      // A chunk whose points and cells hold nothing moves neither the vertex nor the triangle offsets.
-      if (!__any_sync(0xffffffffu, candidate)) continue;
-      // Each mixed cell of the span: its table entry and surviving triangles (slotted runs only: see count_cells).
-      const mc::CaseEntry* e[kFlagPoints];
-      std::uint32_t tris[kFlagPoints], lane_tris = 0;
+      std::uint64_t t = t_next + before;
+      if (!mc::touches_level(cf)) {
+        std::uint64_t packed = 0;
 #pragma unroll
-      for (int c = 0; c < kFlagPoints; ++c) {
-        e[c] = nullptr;
-        tris[c] = 0;
-        if (!candidate || i0 + c < first_cell || i0 + c >= stop) continue;
-        std::uint8_t cf[8];
-        run_corners(w, after, c, cf);
-        const int cas = mc::cell_case(cf);
-        if (cas == 0 || cas == 255) continue;
-        e[c] = &mc::case_entry(cases, s, cas, level, i0 + c, j, k);
-        int unused = 0;
-        tris[c] = std::uint32_t(surviving(*e[c], cf, keep_degenerate, unused));
-        lane_tris += tris[c];
-      }
-      // Slots of the run's points (at most 20 a row, 640 a warp: two rows to a word, 16 bits each).
-      std::uint32_t count[4];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) count[q] = std::uint32_t(__popc(w[q] & kSlotBytes));
-      std::uint32_t chunk01, chunk23, tris_chunk;
-      const std::uint32_t prefix01 = warp_exclusive(count[0] | count[1] << 16, lane, chunk01);
-      const std::uint32_t prefix23 = warp_exclusive(count[2] | count[3] << 16, lane, chunk23);
-      const std::uint32_t tris_prefix = warp_exclusive(lane_tris, lane, tris_chunk);
-      const std::uint32_t prefix[4] = {prefix01 & 0xffffu, prefix01 >> 16, prefix23 & 0xffffu, prefix23 >> 16};
-      std::uint64_t t = tri + tris_prefix;
-#pragma unroll
-      for (int c = 0; c < kFlagPoints; ++c) {
-        if (tris[c] == 0) continue;
-        std::uint64_t first[4];
-        const std::uint32_t before = (1u << (8 * c)) - 1u;  // the run's points ahead of this cell's
-#pragma unroll
-        for (int q = 0; q < 4; ++q) first[q] = base[q] + prefix[q] + std::uint32_t(__popc(w[q] & kSlotBytes & before));
-        record(e[c], i0 + c, t, tris[c], first);
-        t += tris[c];
-      }
-      const std::uint32_t chunk[4] = {chunk01 & 0xffffu, chunk01 >> 16, chunk23 & 0xffffu, chunk23 >> 16};
-#pragma unroll
-      for (int q = 0; q < 4; ++q) base[q] += chunk[q];
-      tri += tris_chunk;
-    }
-  } else {
-    for (std::int64_t i0 = begin; i0 < end; i0 += 32) {
-      const std::int64_t i = i0 + lane;
-      std::uint32_t slots = 0, tris = 0;
-      const mc::CaseEntry* e = nullptr;
-      if (i < end) {
-        std::uint8_t cf[8];
-        for (int q = 0; q < 4; ++q) slots |= std::uint32_t(mc::slot_count(row[q][i])) << (8 * q);
-        load_corners(row, i, cf);
-        const int cas = mc::cell_case(cf);
-        if (cas != 0 && cas != 255) {
-          e = &mc::case_entry(cases, s, cas, level, i, j, k);
-          int unused = 0;
-          tris = std::uint32_t(surviving(*e, cf, keep_degenerate, unused));
+        for (int n = 0; n < 8; ++n) packed |= std::uint64_t(cf[n]) << (8 * n);
+        for (int n = 0; n < e->count; ++n, ++t) {
+          const int a = e->edges[3 * n], b = e->edges[3 * n + 1], c2 = e->edges[3 * n + 2];
+          std::uint32_t* out = triangles + 3 * t;
+          out[0] = std::uint32_t(edge_vertex(a, packed, first));
+          out[1] = std::uint32_t(edge_vertex(flip ? c2 : b, packed, first));
+          out[2] = std::uint32_t(edge_vertex(flip ? b : c2, packed, first));
+          if (labels) face_labels[t] = label;
         }
+      } else {  // on the level: the general path, on copies indexed at run time
+        std::uint8_t cf_copy[8];
+        std::uint64_t first_copy[8];
+#pragma unroll
+        for (int n = 0; n < 8; ++n) {
+          cf_copy[n] = cf[n];
+          first_copy[n] = first[n];
+        }
+        mc::cell_triangles(*e, cf_copy, keep_degenerate, [&](int a, int b, int c2, bool on_level) {
+          std::uint32_t* out = triangles + 3 * t;
+          out[0] = std::uint32_t(mc::key_vertex(a, cf_copy, first_copy));
+          out[1] = std::uint32_t(mc::key_vertex(flip ? c2 : b, cf_copy, first_copy));
+          out[2] = std::uint32_t(mc::key_vertex(flip ? b : c2, cf_copy, first_copy));
+          if (labels) face_labels[t] = label;
+          if (on_level) ties[atomicAdd(tie_count, 1ull)] = t;
+          ++t;
+        });
       }
-      std::uint32_t slots_chunk, tris_chunk;
-      const std::uint32_t slots_prefix = warp_exclusive(slots, lane, slots_chunk);
-      const std::uint32_t tris_prefix = warp_exclusive(tris, lane, tris_chunk);
-      if (e && tris > 0) {
-        std::uint64_t first[4];
-        for (int q = 0; q < 4; ++q) first[q] = base[q] + (slots_prefix >> (8 * q) & 0xffu);
-        record(e, i, tri + tris_prefix, tris, first);
-      }
-      for (int q = 0; q < 4; ++q) base[q] += slots_chunk >> (8 * q) & 0xffu;
-      tri += tris_chunk;
     }
+    t_next += dealt_tris;
   }
-}
-
-template <class T>
-__global__ void __launch_bounds__(256) cell_triangles_kernel(
-    mc::SlabValues<T> s, RowGrid g, const std::uint8_t* __restrict__ flags, mc::CaseLookup cases, bool keep_degenerate,
-    bool flip, const CellRecord* __restrict__ records, std::uint64_t count, const std::int32_t* __restrict__ labels,
-    std::uint32_t* __restrict__ triangles, std::int32_t* __restrict__ face_labels,
-    unsigned long long* __restrict__ tie_count, std::uint64_t* __restrict__ ties) {
-  const std::uint64_t t0 = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t0 >= count) return;
-  const std::uint64_t cell = records[t0].cell;
-  if (cell == kContinuation) return;
-  const CellRecord rec = records[t0];
-  const std::int64_t r = std::int64_t(cell >> (kListPointBits + 3)), i = std::int64_t(cell & ((1u << kListPointBits) - 1));
-  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
-  const std::uint8_t* row[4] = {flags + r * g.nx, flags + (r + 1) * g.nx, flags + (r + g.ny) * g.nx,
-                                flags + (r + g.ny + 1) * g.nx};
-  std::uint8_t cf[8];
-  load_corners(row, i, cf);
-  const mc::CaseEntry& e = (rec.entry & kTunnelEntry) ? cases.tunnel_entries[rec.entry & ~kTunnelEntry]
-                                                       : cases.entries[rec.entry];
-  std::uint64_t first[8];
-  for (int c = 0; c < 8; ++c)  // the corner at i + 1 follows point i in its row: add point i's own slots
-    first[c] = rec.first_even[c >> 1] + ((c & 1) ? std::uint32_t(mc::slot_count(cf[c & 6])) : 0u);
-  const std::int32_t label = labels ? mc::cell_label_at(labels, g.nx, g.ny, s.z_begin, i, j, k, cf) : 0;
-  std::uint64_t t = t0;
-  mc::cell_triangles(e, cf, keep_degenerate, [&](int a, int b, int c, bool on_level) {
-    std::uint32_t* out = triangles + 3 * t;
-    out[0] = std::uint32_t(mc::key_vertex(a, cf, first));
-    out[1] = std::uint32_t(mc::key_vertex(flip ? c : b, cf, first));
-    out[2] = std::uint32_t(mc::key_vertex(flip ? b : c, cf, first));
-    if (labels) face_labels[t] = label;
-    if (on_level) ties[atomicAdd(tie_count, 1ull)] = t;
-    ++t;
-  });
 }
 
 }  // namespace parasurf::iso::cuda

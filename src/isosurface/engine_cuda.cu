@@ -1,4 +1,4 @@
-// CUDA slab engine: uploads a slab, runs classify → row scan (CUB) → generate, and downloads the mesh tail.
+// CUDA slab engine: uploads a slab, runs classify → segment scans (CUB) → generate, and downloads the mesh tail.
 // Work arrays grow to the largest slab and are reused; every call is checked.
 #include <cub/device/device_scan.cuh>
 
@@ -45,7 +45,7 @@ class CudaEngine final : public SlabEngine {
   std::string name() const override { return name_; }
   StageSeconds seconds() const override { return seconds_; }
   bool point_vertices() const override { return point_vertices_; }
-  double work_bytes_per_point() const override { return 1.0; }
+  double work_bytes_per_point() const override { return 2.0; }  // flags, plus segment bits, counts and offsets
 
   SlabCounts count(const SlabTask& task) override {
     PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");  // the calling thread may have another
@@ -63,7 +63,8 @@ class CudaEngine final : public SlabEngine {
   }
   cuda::RowGrid grid(const SlabTask& t) const {
     const std::int64_t flag_z1 = std::min(t.z1 + 1, t.dims[2]), cell_z1 = std::min(t.z1, t.dims[2] - 1);
-    return {t.dims[0], t.dims[1], t.z0, (flag_z1 - t.z0) * t.dims[1], (cell_z1 - t.z0) * t.dims[1]};
+    return {t.dims[0], t.dims[1], t.z0, (flag_z1 - t.z0) * t.dims[1], (cell_z1 - t.z0) * t.dims[1],
+            (t.dims[0] + cuda::kSegmentPoints - 1) / cuda::kSegmentPoints};
   }
 
   // Which samples a device buffer holds.
@@ -161,21 +162,17 @@ class CudaEngine final : public SlabEngine {
     const auto s = device_values<T>(task);
     const auto t0 = Clock::now();
     const auto g = grid(task);
-    const std::size_t rows = std::size_t(g.flag_rows);
-    flags_.ensure(rows * std::size_t(g.nx), "allocating point flags");
-    row_vertices_.ensure(rows * 4, "allocating row counts");
-    row_triangles_.ensure(rows * 4, "allocating row counts");
-    row_vertex_base_.ensure(rows * 8, "allocating row offsets");
-    row_triangle_base_.ensure(rows * 8, "allocating row offsets");
-    row_first_.ensure(rows * 4, "allocating row spans");
-    row_last_.ensure(rows * 4, "allocating row spans");
+    const std::size_t rows = std::size_t(g.flag_rows), segments = rows * std::size_t(g.segments);
+    const std::size_t cell_segments = std::size_t(g.cell_rows * g.segments);
+    // Whole words: the passes read the flags a 32-bit word at a time.
+    flags_.ensure((rows * std::size_t(g.nx) + 7) / 4 * 4, "allocating point flags");
+    segment_inside_.ensure(segments * 4, "allocating segment bits");
+    segment_vertices_.ensure(segments * 4, "allocating segment counts");
+    segment_triangles_.ensure(segments * 4, "allocating segment counts");
+    vertex_base_.ensure(segments * 8, "allocating segment offsets");
+    triangle_base_.ensure(segments * 8, "allocating segment offsets");
     PS_CUDA(cudaMemset(counters_.ptr, 0, 2 * sizeof(unsigned long long)), "clearing counters");
-    PS_CUDA(cudaMemset(row_triangles_.ptr, 0, rows * 4), "clearing row counts");
     if (rows > 0) {
-      cuda::flags_clear_kernel<<<unsigned((rows + 255) / 256), 256>>>(std::int64_t(rows), int(g.nx),
-                                                                     row_vertices_.as<std::uint32_t>(),
-                                                                     row_first_.as<int>(), row_last_.as<int>());
-      PS_CUDA_LAUNCH("clearing row counts");
       const std::int64_t slices = std::int64_t(rows) / g.ny;
       const std::int64_t tiles_y = (g.ny + cuda::kFlagTileY - 1) / cuda::kFlagTileY;
       const std::int64_t tiles_z = (slices + cuda::kFlagSlices - 1) / cuda::kFlagSlices;
@@ -190,44 +187,37 @@ class CudaEngine final : public SlabEngine {
       const dim3 block(32, cuda::kFlagTileY);
       // Whole runs of samples and flags load and store as vectors where every row starts on a run's alignment.
       const bool aligned = flag_runs(g) && reinterpret_cast<std::uintptr_t>(s.data) % sizeof(cuda::FlagRun<T>) == 0;
-      if (aligned)
-        cuda::flags_kernel<T, true><<<tiles, block>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
-                                                      row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
-                                                      row_last_.as<int>());
-      else
-        cuda::flags_kernel<T, false><<<tiles, block>>>(s, g, R(task.level), flags_.as<std::uint8_t>(),
-                                                       row_vertices_.as<std::uint32_t>(), row_first_.as<int>(),
-                                                       row_last_.as<int>());
+      auto* kernel = aligned ? cuda::flags_kernel<T, true> : cuda::flags_kernel<T, false>;
+      kernel<<<tiles, block>>>(s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(),
+                               segment_vertices_.as<std::uint32_t>());
       PS_CUDA_LAUNCH("classifying points");
     }
-    if (g.cell_rows > 0) {
-      const unsigned blocks = unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock);
-      auto* kernel = flag_runs(g) ? cuda::count_cells_kernel<T, true> : cuda::count_cells_kernel<T, false>;
-      kernel<<<blocks, cuda::kRowThreads>>>(s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task),
-                                            task.keep_degenerate, row_first_.as<int>(), row_last_.as<int>(),
-                                            row_vertices_.as<std::uint32_t>(), row_triangles_.as<std::uint32_t>(),
-                                            counters_.as<unsigned long long>());
+    if (cell_segments > 0) {
+      cuda::count_cells_kernel<T><<<blocks_for(cell_segments), cuda::kSegmentThreads>>>(
+          s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
+          task.keep_degenerate, segment_vertices_.as<std::uint32_t>(), segment_triangles_.as<std::uint32_t>(),
+          counters_.as<unsigned long long>());
       PS_CUDA_LAUNCH("counting triangles");
     }
     if (task.tunnels && task.z1 + 1 < task.dims[2] && task.dims[1] > 1) {
-      cuda::next_slab_centers_kernel<T><<<unsigned(task.dims[1] - 1), cuda::kRowThreads>>>(
+      cuda::next_slab_centers_kernel<T><<<blocks_for(std::size_t((g.ny - 1) * g.segments)), cuda::kSegmentThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, task.z1,
-          row_first_.as<int>(), row_last_.as<int>(), row_vertices_.as<std::uint32_t>());
+          segment_vertices_.as<std::uint32_t>());
       PS_CUDA_LAUNCH("counting the next slab's centre vertices");
     }
     PS_CUDA(cudaDeviceSynchronize(), "classifying the slab");
     seconds_.classify += since(t0);
     const auto t1 = Clock::now();
-    scan(row_vertices_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(), rows);
-    scan(row_triangles_.as<std::uint32_t>(), row_triangle_base_.as<std::uint64_t>(), rows);
-    const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]);
+    scan(segment_vertices_.as<std::uint32_t>(), vertex_base_.as<std::uint64_t>(), segments);
+    scan(segment_triangles_.as<std::uint32_t>(), triangle_base_.as<std::uint64_t>(), cell_segments);
+    const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]) * g.segments;
     cuda::SlabTotals totals{};
     if (rows > 0) {
       totals_.ensure(sizeof(cuda::SlabTotals), "allocating the slab totals");
-      cuda::totals_kernel<<<1, 1>>>(row_vertex_base_.as<std::uint64_t>(), row_vertices_.as<std::uint32_t>(),
-                                    row_triangle_base_.as<std::uint64_t>(), row_triangles_.as<std::uint32_t>(),
-                                    std::int64_t(rows), owned, counters_.as<unsigned long long>(),
-                                    totals_.as<cuda::SlabTotals>());
+      cuda::totals_kernel<<<1, 1>>>(vertex_base_.as<std::uint64_t>(), segment_vertices_.as<std::uint32_t>(),
+                                    std::int64_t(segments), owned, triangle_base_.as<std::uint64_t>(),
+                                    segment_triangles_.as<std::uint32_t>(), std::int64_t(cell_segments),
+                                    counters_.as<unsigned long long>(), totals_.as<cuda::SlabTotals>());
       PS_CUDA_LAUNCH("gathering the slab totals");
       PS_CUDA(cudaMemcpy(&totals, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
     }
@@ -237,11 +227,15 @@ class CudaEngine final : public SlabEngine {
     return counts_;
   }
 
+  static unsigned blocks_for(std::size_t threads) {
+    return unsigned((threads + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads);
+  }
   void scan(const std::uint32_t* in, std::uint64_t* out, std::size_t n) {
+    if (n == 0) return;
     std::size_t temp = 0;
-    PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp, in, out, n), "sizing the row scan");
+    PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp, in, out, n), "sizing the segment scan");
     scan_temp_.ensure(temp, "allocating the row scan");
-    PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp_.ptr, temp, in, out, n), "scanning rows");
+    PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp_.ptr, temp, in, out, n), "scanning segments");
   }
 
   template <class T>
@@ -260,47 +254,23 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaMemset(counters_.as<unsigned long long>() + 1, 0, 16), "clearing counters");
     unsigned long long* points = counters_.as<unsigned long long>() + 2;
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
-    if (nv > 0 && owned_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
+    if (nv > 0 && owned_rows > 0) {
       vertex_list_.ensure(nv * 8, "allocating the vertex list");
-      auto* list = flag_runs(g) ? cuda::vertex_list_kernel<true> : cuda::vertex_list_kernel<false>;
-      list<<<unsigned((owned_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock), cuda::kRowThreads>>>(
-          g, std::int64_t(owned_rows), flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(),
-          row_first_.as<int>(), row_last_.as<int>(), vertex_list_.as<std::uint64_t>());
+      cuda::vertex_list_kernel<<<blocks_for(std::size_t(owned_rows * g.segments)), cuda::kSegmentThreads>>>(
+          g, owned_rows, flags_.as<std::uint8_t>(), segment_vertices_.as<std::uint32_t>(),
+          vertex_base_.as<std::uint64_t>(), vertex_list_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("listing vertices");
       cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
           s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, positions_.as<float>(),
           task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
           task.scalars ? values_.as<float>() : nullptr, points);
       PS_CUDA_LAUNCH("writing vertices");
-    } else if (nv > 0 && owned_rows > 0) {
-      cuda::vertex_kernel<T><<<unsigned(owned_rows), cuda::kRowThreads>>>(
-          s, g, R(task.level), task.map, flags_.as<std::uint8_t>(), row_vertices_.as<std::uint32_t>(),
-          row_vertex_base_.as<std::uint64_t>(), row_first_.as<int>(), row_last_.as<int>(), positions_.as<float>(),
-          task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
-          task.scalars ? values_.as<float>() : nullptr, points);
-      PS_CUDA_LAUNCH("writing vertices");
     }
-    if (nt > 0 && g.cell_rows > 0 && task.dims[0] < (std::int64_t(1) << cuda::kListPointBits)) {
-      cell_list_.ensure(nt * sizeof(cuda::CellRecord), "allocating the cell list");
-      const mc::CaseLookup cases = lookup(task);
-      auto* list = flag_runs(g) ? cuda::cell_list_kernel<T, true> : cuda::cell_list_kernel<T, false>;
-      list<<<unsigned((g.cell_rows + cuda::kRowsPerBlock - 1) / cuda::kRowsPerBlock), cuda::kRowThreads>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), cases, task.keep_degenerate,
-          row_triangles_.as<std::uint32_t>(), row_vertex_base_.as<std::uint64_t>(),
-          row_triangle_base_.as<std::uint64_t>(), row_first_.as<int>(), row_last_.as<int>(), out.vertex_base,
-          cell_list_.as<cuda::CellRecord>());
-      PS_CUDA_LAUNCH("listing mixed cells");
-      cuda::cell_triangles_kernel<T><<<unsigned((nt + 255) / 256), 256>>>(
-          s, g, flags_.as<std::uint8_t>(), cases, task.keep_degenerate, task.flip, cell_list_.as<cuda::CellRecord>(),
-          nt, task.labels ? labels_.as<std::int32_t>() : nullptr, triangles_.as<std::uint32_t>(),
-          task.labels ? face_labels_.as<std::int32_t>() : nullptr, counters_.as<unsigned long long>() + 1,
-          ties_.as<std::uint64_t>());
-      PS_CUDA_LAUNCH("writing triangles");
-    } else if (nt > 0 && g.cell_rows > 0) {
-      cuda::triangle_kernel<T><<<unsigned(g.cell_rows), cuda::kRowThreads>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, task.flip, row_triangles_.as<std::uint32_t>(),
-          row_vertex_base_.as<std::uint64_t>(), row_triangle_base_.as<std::uint64_t>(), row_first_.as<int>(),
-          row_last_.as<int>(), out.vertex_base, task.labels ? labels_.as<std::int32_t>() : nullptr,
+    if (nt > 0 && g.cell_rows > 0) {
+      cuda::triangle_kernel<T><<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads>>>(
+          s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
+          task.keep_degenerate, task.flip, segment_triangles_.as<std::uint32_t>(), vertex_base_.as<std::uint64_t>(),
+          triangle_base_.as<std::uint64_t>(), out.vertex_base, task.labels ? labels_.as<std::int32_t>() : nullptr,
           triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
           counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("writing triangles");
@@ -368,8 +338,9 @@ class CudaEngine final : public SlabEngine {
     return l;
   }
 
-  core::DeviceBuffer totals_, vertex_list_, cell_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_, counters_, data_, flags_, row_vertices_, row_triangles_, row_vertex_base_,
-      row_triangle_base_, row_first_, row_last_, scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
+  core::DeviceBuffer totals_, vertex_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
+      counters_, data_, flags_, segment_inside_, segment_vertices_, segment_triangles_, vertex_base_, triangle_base_,
+      scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
       values_, face_labels_;
   UploadKey labels_key_, scalars_key_;
 };
