@@ -172,13 +172,24 @@ __global__ void totals_kernel(const std::uint64_t* __restrict__ vertex_base, con
   out->ties = *tie_count;
 }
 
+// n / d and its remainder, in 32 bits where both fit (a 64-bit division is a long subroutine on the GPU).
+__device__ __forceinline__ std::int64_t divide(std::int64_t n, std::int64_t d, std::int64_t& remainder) {
+  if (((n | d) >> 32) == 0) {
+    const std::uint32_t q = std::uint32_t(n) / std::uint32_t(d);
+    remainder = n - std::int64_t(q) * d;
+    return q;
+  }
+  const std::int64_t q = n / d;
+  remainder = n - q * d;
+  return q;
+}
+
 // The segment a thread takes, as (row, segment in the row); false past the last one.
 __device__ __forceinline__ bool segment_of_thread(const RowGrid& g, std::int64_t count, std::int64_t& at,
                                                   std::int64_t& r, std::int64_t& segment) {
   at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (at >= count) return false;
-  r = at / g.segments;
-  segment = at - r * g.segments;
+  r = divide(at, g.segments, segment);
   return true;
 }
 
@@ -230,45 +241,125 @@ __device__ __forceinline__ std::uint32_t slots_between(const std::uint8_t* flags
   return n;
 }
 
+// Exclusive prefix of a count over the warp's lanes, and the warp's total.
+__device__ __forceinline__ std::uint32_t warp_exclusive(std::uint32_t mine, int lane, std::uint32_t& total) {
+  std::uint32_t inc = mine;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const std::uint32_t x = __shfl_up_sync(0xffffffffu, inc, o);
+    if (lane >= o) inc += x;
+  }
+  total = __shfl_sync(0xffffffffu, inc, 31);
+  return inc - mine;
+}
+
+// The position of the n-th (from 0) set bit of m, which has more than n.
+__device__ __forceinline__ int nth_set_bit(std::uint32_t m, std::uint32_t n) {
+  int at = 0;
+#pragma unroll
+  for (int half = 16; half > 0; half >>= 1) {
+    const std::uint32_t low = m & ((1u << half) - 1u), in_low = std::uint32_t(__popc(low));
+    if (n >= in_low) {
+      n -= in_low;
+      m >>= half;
+      at += half;
+    } else {
+      m = low;
+    }
+  }
+  return at;
+}
+
+// The warp's mixed cells dealt out to its lanes, 32 a round, in segment order (a segment holds from none to 32, so
+// a thread per segment would leave most lanes idle while a few walk their cells). `round(has, owner, r, i)` runs on
+// every lane each round, so it may use warp collectives: `has` says whether the lane holds a cell this round, cell i
+// of row r, from the segment of lane `owner`. The warp's segments are consecutive from warp_first.
+template <class Round>
+__device__ __forceinline__ void deal_mixed_cells(const RowGrid& g, std::int64_t warp_first, int lane,
+                                                 std::uint32_t mixed, Round&& round) {
+  std::uint32_t cells;
+  const std::uint32_t first_cell = warp_exclusive(std::uint32_t(__popc(mixed)), lane, cells);
+  for (std::uint32_t dealt = 0; dealt < cells; dealt += 32) {
+    const std::uint32_t c = dealt + std::uint32_t(lane);
+    // The lane whose segment holds cell c: the last with first_cell <= c (first_cell does not decrease).
+    int owner = 0;
+#pragma unroll
+    for (int step = 16; step > 0; step >>= 1) {
+      const std::uint32_t probe = __shfl_sync(0xffffffffu, first_cell, owner + step);
+      if (probe <= c) owner += step;
+    }
+    const std::uint32_t owner_mixed = __shfl_sync(0xffffffffu, mixed, owner);
+    const std::uint32_t owner_first = __shfl_sync(0xffffffffu, first_cell, owner);
+    const bool has = c < cells;
+    std::int64_t r = 0, i = 0;
+    if (has) {
+      std::int64_t segment;
+      r = divide(warp_first + owner, g.segments, segment);
+      i = segment * kSegmentPoints + nth_set_bit(owner_mixed, c - owner_first);
+    }
+    round(has, owner, r, i);
+  }
+}
+
 // Pass 1b: the surviving triangles of each segment of 32 cells (and how many touch on-level samples, for the
-// duplicate check), and the MC33 centre vertices. One thread per segment: the inside bits of its four corner rows
-// find its mixed cells at once, and only those read their corners' flag bytes. A centre vertex belongs to the
-// cell's lowest corner, in this segment; other threads may read that flag byte meanwhile, but use only its inside
-// and on-level bits.
+// duplicate check), and the MC33 centre vertices. The inside bits of a segment's four corner rows find its mixed
+// cells at once; the warp deals them out, and only they read their corners' flag bytes. A centre vertex belongs to
+// the cell's lowest corner, in the segment; other threads may read that flag byte meanwhile, but use only its
+// inside and on-level bits.
 template <class T>
 __global__ void __launch_bounds__(kSegmentThreads) count_cells_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, std::uint8_t* flags,
     const std::uint32_t* __restrict__ inside, mc::CaseLookup cases, bool keep_degenerate,
     std::uint32_t* segment_vertices, std::uint32_t* __restrict__ segment_triangles,
     unsigned long long* __restrict__ tie_count) {
-  std::int64_t at, r, segment;
-  if (!segment_of_thread(g, g.cell_rows * g.segments, at, r, segment)) return;
-  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
-  std::uint32_t n = 0, ties = 0, centres = 0;
-  if (j + 1 < g.ny) {
+  __shared__ std::uint32_t warp_triangles[kSegmentThreads], warp_centres[kSegmentThreads];
+  const int lane = int(threadIdx.x % 32);
+  const std::int64_t count = g.cell_rows * g.segments;
+  const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, warp_first = at - lane;
+  if (warp_first >= count) return;  // whole warp
+  std::uint32_t mixed = 0;
+  if (at < count) {
+    std::int64_t segment, j;
+    const std::int64_t r = divide(at, g.segments, segment);
+    divide(r, g.ny, j);
+    if (j + 1 < g.ny) mixed = mixed_cells(g, inside, r, segment);
+  }
+  // Counts by segment, in shared memory: the lanes of a round add to the segments of their cells.
+  std::uint32_t* triangles_of = warp_triangles + (threadIdx.x - lane);
+  std::uint32_t* centres_of = warp_centres + (threadIdx.x - lane);
+  triangles_of[lane] = 0;
+  centres_of[lane] = 0;
+  __syncwarp();
+  std::uint32_t ties = 0;
+  deal_mixed_cells(g, warp_first, lane, mixed, [&](bool has, int owner, std::int64_t r, std::int64_t i) {
+    if (!has) return;
+    std::int64_t j;
+    const std::int64_t k = g.z0 + divide(r, g.ny, j);
     std::int64_t rows[4];
     corner_rows(g, r, rows);
-    for (std::uint32_t mixed = mixed_cells(g, inside, r, segment); mixed; mixed &= mixed - 1) {
-      const std::int64_t i = segment * kSegmentPoints + __ffs(int(mixed)) - 1;
-      std::uint8_t cf[8];
-      load_corners(flags, g, rows, i, cf);
-      const auto& e = mc::case_entry(cases, s, mc::cell_case(cf), level, i, j, k);
-      if (!mc::touches_level(cf)) {
-        n += e.count;
-      } else {
-        mc::cell_triangles(e, cf, keep_degenerate, [&](int, int, int, bool on_level) {
-          ++n;
-          ties += on_level ? 1u : 0u;
-        });
-      }
-      if (e.center && mc::uses_center(e, cf, keep_degenerate)) {
-        flags[r * g.nx + i] |= mc::kSlotCenter;
-        ++centres;
-      }
+    std::uint8_t cf[8];
+    load_corners(flags, g, rows, i, cf);
+    const auto& e = mc::case_entry(cases, s, mc::cell_case(cf), level, i, j, k);
+    std::uint32_t n = 0;
+    if (!mc::touches_level(cf)) {
+      n = e.count;
+    } else {
+      mc::cell_triangles(e, cf, keep_degenerate, [&](int, int, int, bool on_level) {
+        ++n;
+        ties += on_level ? 1u : 0u;
+      });
     }
+    atomicAdd(triangles_of + owner, n);
+    if (e.center && mc::uses_center(e, cf, keep_degenerate)) {
+      flags[r * g.nx + i] |= mc::kSlotCenter;
+      atomicAdd(centres_of + owner, 1u);
+    }
+  });
+  __syncwarp();
+  if (at < count) {
+    segment_triangles[at] = triangles_of[lane];
+    if (centres_of[lane]) segment_vertices[at] += centres_of[lane];
   }
-  segment_triangles[at] = n;
-  if (centres) segment_vertices[at] += centres;
   if (ties) atomicAdd(tie_count, (unsigned long long)ties);
 }
 
@@ -332,43 +423,15 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
   if (v >= count) return;
   const std::uint64_t e = entries[v];
   if ((e & 7) == 0) *points = 1;  // slot bit 0: a sample on the level (every writer stores the same value)
-  const std::int64_t at = std::int64_t(e >> 8), r = at / g.segments;
-  const std::int64_t i = (at - r * g.segments) * kSegmentPoints + std::int64_t(e >> 3 & 31);
-  const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny;
+  std::int64_t segment, j;
+  const std::int64_t r = divide(std::int64_t(e >> 8), g.segments, segment);
+  const std::int64_t i = segment * kSegmentPoints + std::int64_t(e >> 3 & 31);
+  const std::int64_t k = g.z0 + divide(r, g.ny, j);
   float scratch[3];
   const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
   // One slot bit only: point_vertices writes exactly that vertex.
   mc::point_vertices<T, R>(s, i, j, k, std::uint8_t(1u << (e & 7)), level, map, positions + 3 * v,
                            normals ? normals + 3 * v : scratch, scalars ? &sv : nullptr, scalars ? values + v : nullptr);
-}
-
-// Exclusive prefix of a count over the warp's lanes, and the warp's total.
-__device__ __forceinline__ std::uint32_t warp_exclusive(std::uint32_t mine, int lane, std::uint32_t& total) {
-  std::uint32_t inc = mine;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const std::uint32_t x = __shfl_up_sync(0xffffffffu, inc, o);
-    if (lane >= o) inc += x;
-  }
-  total = __shfl_sync(0xffffffffu, inc, 31);
-  return inc - mine;
-}
-
-// The position of the n-th (from 0) set bit of m, which has more than n.
-__device__ __forceinline__ int nth_set_bit(std::uint32_t m, std::uint32_t n) {
-  int at = 0;
-#pragma unroll
-  for (int half = 16; half > 0; half >>= 1) {
-    const std::uint32_t low = m & ((1u << half) - 1u), in_low = std::uint32_t(__popc(low));
-    if (n >= in_low) {
-      n -= in_low;
-      m >>= half;
-      at += half;
-    } else {
-      m = low;
-    }
-  }
-  return at;
 }
 
 // a[c] with c known only at run time, by selects: indexing the array would put it in local memory.
@@ -408,38 +471,24 @@ __global__ void __launch_bounds__(kSegmentThreads) triangle_kernel(
   if (warp_first >= count) return;  // whole warp
   std::uint32_t mixed = 0;
   if (at < count && segment_triangles[at] != 0) {
-    const std::int64_t r = at / g.segments;
-    mixed = mixed_cells(g, inside, r, at - r * g.segments);
+    std::int64_t segment;
+    const std::int64_t r = divide(at, g.segments, segment);
+    mixed = mixed_cells(g, inside, r, segment);
   }
-  std::uint32_t cells;
-  const std::uint32_t first_cell = warp_exclusive(std::uint32_t(__popc(mixed)), lane, cells);
-  if (cells == 0) return;  // whole warp
+  if (!__any_sync(0xffffffffu, mixed != 0)) return;  // whole warp
   // The warp's segments are consecutive, so its triangles are too, from its first segment's.
   std::uint64_t t_next = triangle_base[warp_first];
-  for (std::uint32_t dealt = 0; dealt < cells; dealt += 32) {
-    const std::uint32_t c = dealt + std::uint32_t(lane);
-    // The lane whose segment holds cell c: the last with first_cell <= c (first_cell does not decrease).
-    int owner = 0;
-#pragma unroll
-    for (int step = 16; step > 0; step >>= 1) {
-      const std::uint32_t probe = __shfl_sync(0xffffffffu, first_cell, owner + step);
-      if (probe <= c) owner += step;
-    }
-    const std::uint32_t owner_mixed = __shfl_sync(0xffffffffu, mixed, owner);
-    const std::uint32_t owner_first = __shfl_sync(0xffffffffu, first_cell, owner);
+  deal_mixed_cells(g, warp_first, lane, mixed, [&](bool has, int, std::int64_t r, std::int64_t i) {
     std::uint32_t tris = 0;
     const mc::CaseEntry* e = nullptr;
     std::uint8_t cf[8];
-    std::int64_t seg_at = 0, r = 0, i = 0;
-    if (c < cells) {
-      seg_at = warp_first + owner;
-      r = seg_at / g.segments;
-      const std::int64_t segment = seg_at - r * g.segments;
-      i = segment * kSegmentPoints + nth_set_bit(owner_mixed, c - owner_first);
+    std::int64_t j = 0, k = 0;
+    if (has) {
+      k = g.z0 + divide(r, g.ny, j);
       std::int64_t rows[4];
       corner_rows(g, r, rows);
       load_corners(flags, g, rows, i, cf);
-      e = &mc::case_entry(cases, s, mc::cell_case(cf), level, i, r % g.ny, g.z0 + r / g.ny);
+      e = &mc::case_entry(cases, s, mc::cell_case(cf), level, i, j, k);
       if (!mc::touches_level(cf)) {
         tris = e->count;
       } else {
@@ -452,11 +501,11 @@ __global__ void __launch_bounds__(kSegmentThreads) triangle_kernel(
     std::uint32_t dealt_tris;
     const std::uint32_t before = warp_exclusive(tris, lane, dealt_tris);
     if (tris > 0) {
-      const std::int64_t k = g.z0 + r / g.ny, j = r % g.ny, segment_start = i & ~std::int64_t(kSegmentPoints - 1);
+      const std::int64_t segment_start = i & ~std::int64_t(kSegmentPoints - 1);
+      const std::int64_t segment = segment_start / kSegmentPoints;
       std::int64_t rows[4];
       corner_rows(g, r, rows);
       std::uint64_t first[8];
-      const std::int64_t segment = seg_at - r * g.segments;
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         first[2 * q] = slab_vertex_base + vertex_base[rows[q] * g.segments + segment] +
@@ -497,7 +546,7 @@ __global__ void __launch_bounds__(kSegmentThreads) triangle_kernel(
       }
     }
     t_next += dealt_tris;
-  }
+  });
 }
 
 }  // namespace parasurf::iso::cuda
