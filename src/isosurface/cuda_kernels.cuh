@@ -18,159 +18,9 @@ struct RowGrid {
   std::int64_t nx, ny, z0;
   std::int64_t flag_rows;  // rows (j, k) with k in [z0, flag_z1)
   std::int64_t cell_rows;  // rows whose cells this slab makes (j may be ny − 1: such rows have no cells)
+  std::int64_t mask_rows;  // rows with inside and on-level bits: the flag rows and the slice after them
   std::int64_t segments;   // segments per row: ceil(nx / 32)
 };
-
-// Pass 1a: flags of every point, and per segment of 32 points its inside bits and vertex slots. A thread takes
-// kFlagPoints consecutive points of a row (one vector load where the rows are aligned), a block 32 x 8 such runs in
-// (i, j), and marches them through kFlagSlices slices along z, keeping each run's next slice for the next step:
-// every sample is read from memory about once (the +x neighbour of the run's last point comes by shuffle, the +y row
-// from L1, where the thread above it loaded it two slices earlier). Eight lanes make a segment, whose bits and count
-// they reduce together; no atomics. One point per thread spent most of its instructions on the loop, its pointers,
-// its barrier and the row's ballot: 0.85 ms at 512^3 under the profiler, issue-bound with DRAM 16 % busy.
-constexpr int kFlagPoints = 4, kFlagWarpPoints = 32 * kFlagPoints, kFlagTileY = 8, kFlagSlices = 16;
-
-// kFlagPoints samples as one vector (the address aligned to its size) or one by one (count of them valid).
-template <class T> struct alignas(kFlagPoints * sizeof(T)) FlagRun {
-  T v[kFlagPoints];
-};
-template <class T, class R, bool Aligned>
-__device__ __forceinline__ void load_run(const T* __restrict__ at, int count, R (&out)[kFlagPoints]) {
-  if constexpr (Aligned) {
-    const FlagRun<T> run = *reinterpret_cast<const FlagRun<T>*>(at);
-#pragma unroll
-    for (int p = 0; p < kFlagPoints; ++p) out[p] = R(run.v[p]);
-  } else {
-#pragma unroll
-    for (int p = 0; p < kFlagPoints; ++p) out[p] = p < count ? R(at[p]) : R(0);
-  }
-}
-
-// Which samples of a run are inside (bit p for point p) and which lie on the level (bit 4 + p).
-constexpr int kOnShift = kFlagPoints;
-template <class R> __device__ __forceinline__ std::uint32_t classify_sample(R v, R level) {
-  return (mc::is_inside(v, level) ? 1u : 0u) | (v == level ? 1u << kOnShift : 0u);
-}
-template <class R>
-__device__ __forceinline__ std::uint32_t classify_run(const R (&v)[kFlagPoints], R level) {
-  std::uint32_t bits = 0;
-#pragma unroll
-  for (int p = 0; p < kFlagPoints; ++p) bits |= classify_sample(v[p], level) << p;
-  return bits;
-}
-// Bytes of a flag word, four points' flags, masked to their vertex slots.
-constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
-// Bit p of m (p < 4) to bit 0 of byte p: the four shifted copies of m do not overlap, so nothing carries.
-static_assert(kFlagPoints == 4, "spread_bits and the packed flag word take four points");
-__device__ __forceinline__ std::uint32_t spread_bits(std::uint32_t m) { return (m * 0x00204081u) & 0x01010101u; }
-
-// Aligned: nx is a multiple of kFlagPoints and the samples and flags start on a run's alignment, so a run is
-// always whole and loads and stores as one vector.
-template <class T, bool Aligned>
-__global__ void __launch_bounds__(32 * kFlagTileY) flags_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                                 typename mc::RealOf<T>::type level,
-                                                                 std::uint8_t* __restrict__ flags,
-                                                                 std::uint32_t* __restrict__ segment_inside,
-                                                                 std::uint32_t* __restrict__ segment_vertices) {
-  using R = typename mc::RealOf<T>::type;
-  const int lane = int(threadIdx.x);
-  const std::int64_t i0 = std::int64_t(blockIdx.x) * kFlagWarpPoints + kFlagPoints * lane;
-  const std::int64_t j = std::int64_t(blockIdx.y) * kFlagTileY + threadIdx.y;
-  const std::int64_t k_end = g.z0 + g.flag_rows / g.ny;
-  const std::int64_t k_begin = g.z0 + std::int64_t(blockIdx.z) * kFlagSlices;
-  const std::int64_t k_stop = min(k_begin + kFlagSlices, k_end);
-  // Points of this run inside the grid (0 for runs past the row's end or rows past the grid).
-  const int count = j < g.ny ? int(max(std::int64_t(0), min(std::int64_t(kFlagPoints), g.nx - i0))) : 0;
-  const bool has_north = j + 1 < g.ny, has_after_east = i0 + kFlagPoints < g.nx;
-  // Pointers advance by a plane per slice: index arithmetic in 64 bits per sample cost more than the tests.
-  const std::int64_t plane = s.nx * s.ny;
-  const T* at = s.data + ((k_begin - s.z_begin) * s.ny + min(j, g.ny - 1)) * s.nx + (count > 0 ? i0 : 0);
-  std::uint8_t* out = flags + ((k_begin - g.z0) * g.ny + j) * g.nx + i0;
-  // This lane's segment, and whether the lane writes it (the first of its eight, on the grid).
-  const std::int64_t segment = std::int64_t(blockIdx.x) * (kFlagWarpPoints / kSegmentPoints) + lane / 8;
-  const bool writes = lane % 8 == 0 && j < g.ny && segment * kSegmentPoints < g.nx;
-  const unsigned group = 0xffu << (lane & ~7);
-  std::int64_t at_segment = ((k_begin - g.z0) * g.ny + j) * g.segments + segment;
-  // The classes of this slice and the next are carried from step to step; each sample is classified once as
-  // `after` and once as `north`.
-  std::uint32_t cur = 0, next = 0;
-  {
-    R v[kFlagPoints] = {};
-    if (count > 0) load_run<T, R, Aligned>(at, count, v);
-    cur = classify_run(v, level);
-    if (count > 0 && k_begin + 1 < s.nz) {
-      load_run<T, R, Aligned>(at + plane, count, v);
-      next = classify_run(v, level);
-    }
-  }
-  constexpr std::uint32_t kLow = (1u << kFlagPoints) - 1u, kLast = kFlagPoints - 1;
-  const std::uint32_t valid = (1u << count) - 1u;
-  const std::uint32_t has_east = valid >> 1 | (has_after_east ? 1u << kLast : 0u);
-  for (std::int64_t k = k_begin; k < k_stop; ++k, at += plane, out += plane, at_segment += g.ny * g.segments) {
-    R after[kFlagPoints] = {}, north[kFlagPoints] = {};
-    if (count > 0 && k + 2 < s.nz && k + 1 < k_stop) load_run<T, R, Aligned>(at + 2 * plane, count, after);
-    if (count > 0 && has_north) load_run<T, R, Aligned>(at + s.nx, count, north);
-    // The point after the run: the next lane's first, or (last lane) a load.
-    std::uint32_t east = __shfl_down_sync(0xffffffffu, cur, 1);
-    if (lane == 31 && count == kFlagPoints && has_after_east) {
-      east = classify_sample(R(at[kFlagPoints]), level);
-    }
-    const std::uint32_t north_bits = classify_run(north, level);
-    // point_flags' first branch for four points at once, as bit masks: a crossing to a neighbour on the level is
-    // left to that neighbour's vertex.
-    const std::uint32_t in = cur & kLow, on = cur >> kOnShift & kLow;
-    const std::uint32_t right = (cur >> 1 & ~(1u << kLast | 1u << (kOnShift + kLast))) | (east & (1u | 1u << kOnShift)) << kLast;
-    const std::uint32_t x = (in ^ (right & kLow)) & ~(right >> kOnShift) & has_east;
-    const std::uint32_t y = has_north ? (in ^ (north_bits & kLow)) & ~(north_bits >> kOnShift) : 0u;
-    const std::uint32_t z = k + 1 < s.nz ? (in ^ (next & kLow)) & ~(next >> kOnShift) : 0u;
-    std::uint32_t word = (spread_bits(in) * mc::kInside | spread_bits(x) * mc::kSlotX | spread_bits(y) * mc::kSlotY |
-                          spread_bits(z) * mc::kSlotZ) &
-                         spread_bits(valid) * 0xffu;
-    if (on & valid) {  // on the level: the rare exact path
-#pragma unroll
-      for (int p = 0; p < kFlagPoints; ++p)
-        if ((on & valid) >> p & 1u) {
-          const std::uint32_t f = mc::point_flags<T, R>(s, i0 + p, j, k, level);
-          word = (word & ~(0xffu << (8 * p))) | f << (8 * p);
-        }
-    }
-    if constexpr (Aligned) {
-      if (count > 0) *reinterpret_cast<std::uint32_t*>(out) = word;
-    } else {
-#pragma unroll
-      for (int p = 0; p < kFlagPoints; ++p)
-        if (p < count) out[p] = std::uint8_t(word >> (8 * p));
-    }
-    // The segment's inside bits (bit 4 of each flag byte, gathered as spread_bits spreads) and slot count.
-    const std::uint32_t inside = ((word >> 4 & 0x01010101u) * 0x00204081u) >> 21 & 0xfu;
-    const std::uint32_t bits = __reduce_or_sync(group, inside << (kFlagPoints * (lane % 8)));
-    const std::uint32_t slots = __reduce_add_sync(group, std::uint32_t(__popc(word & kSlotBytes)));
-    if (writes) {
-      segment_inside[at_segment] = bits;
-      segment_vertices[at_segment] = slots;
-    }
-    cur = next;
-    next = classify_run(after, level);
-  }
-}
-
-// The slab's totals after the scans, gathered on the device so that one copy brings them home (five copies of a few
-// bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction).
-struct SlabTotals {
-  unsigned long long vertices, triangles, ties;
-};
-__global__ void totals_kernel(const std::uint64_t* __restrict__ vertex_base, const std::uint32_t* __restrict__ vertices,
-                              std::int64_t vertex_segments, std::int64_t owned_segments,
-                              const std::uint64_t* __restrict__ triangle_base,
-                              const std::uint32_t* __restrict__ triangles, std::int64_t triangle_segments,
-                              const unsigned long long* __restrict__ tie_count, SlabTotals* __restrict__ out) {
-  // Vertices of the owned rows only (the slab's extra slice belongs to the next slab); all triangles.
-  const std::int64_t last = vertex_segments - 1;
-  out->vertices = owned_segments <= last ? vertex_base[owned_segments] : vertex_base[last] + vertices[last];
-  out->triangles =
-      triangle_segments > 0 ? triangle_base[triangle_segments - 1] + triangles[triangle_segments - 1] : 0;
-  out->ties = *tie_count;
-}
 
 // n / d and its remainder, in 32 bits where both fit (a 64-bit division is a long subroutine on the GPU).
 __device__ __forceinline__ std::int64_t divide(std::int64_t n, std::int64_t d, std::int64_t& remainder) {
@@ -191,6 +41,174 @@ __device__ __forceinline__ bool segment_of_thread(const RowGrid& g, std::int64_t
   if (at >= count) return false;
   r = divide(at, g.segments, segment);
   return true;
+}
+
+// Pass 1a: which samples are inside and which lie on the level, one bit each, per segment of 32 points. A warp takes
+// 128 points of a row, lane l the points l + 32 p, so that each ballot is one segment's word, and marches them
+// through kFlagSlices slices. Per point this is a load, two compares and a share of two ballots; the flag bytes of
+// session 10's kernel, computed here point by point, cost 59 instructions a point (0.44 ms at 512^3 float32 under
+// the profiler) and are now made per segment from the bits (pass 1b).
+constexpr int kClassifyPoints = 4 * kSegmentPoints, kFlagTileY = 8, kFlagSlices = 16;
+template <class T>
+__global__ void __launch_bounds__(32 * kFlagTileY) classify_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                                   typename mc::RealOf<T>::type level,
+                                                                   std::uint32_t* __restrict__ inside,
+                                                                   std::uint32_t* __restrict__ on_level) {
+  using R = typename mc::RealOf<T>::type;
+  const int lane = int(threadIdx.x);
+  const std::int64_t j = std::int64_t(blockIdx.y) * kFlagTileY + threadIdx.y;
+  if (j >= g.ny) return;  // whole warp
+  const std::int64_t i0 = std::int64_t(blockIdx.x) * kClassifyPoints + lane;
+  const std::int64_t segment0 = std::int64_t(blockIdx.x) * (kClassifyPoints / kSegmentPoints);
+  const std::int64_t k_end = g.z0 + g.mask_rows / g.ny;
+  const std::int64_t k_begin = g.z0 + std::int64_t(blockIdx.z) * kFlagSlices;
+  const std::int64_t k_stop = min(k_begin + kFlagSlices, k_end);
+  const std::int64_t plane = s.nx * s.ny, row_segments = g.ny * g.segments;
+  bool valid[4];
+#pragma unroll
+  for (int p = 0; p < 4; ++p) valid[p] = i0 + kSegmentPoints * p < g.nx;
+  // Lane p < 4 writes segment segment0 + p.
+  const bool writes = lane < 4 && segment0 + lane < g.segments;
+  const T* at = s.data + ((k_begin - s.z_begin) * s.ny + j) * s.nx + min(i0, g.nx - 1);
+  std::int64_t out = ((k_begin - g.z0) * g.ny + j) * g.segments + segment0 + lane;
+  // Slices in groups of kGroup, every load of a group issued before its ballots: the stores of the bits might alias
+  // the samples for all the compiler knows, so it would not move the next slice's loads above them.
+  constexpr int kGroup = 4;
+  for (std::int64_t k = k_begin; k < k_stop; k += kGroup) {
+    R v[kGroup][4];
+#pragma unroll
+    for (int z = 0; z < kGroup; ++z)
+#pragma unroll
+      for (int p = 0; p < 4; ++p) v[z][p] = valid[p] && k + z < k_stop ? R(at[z * plane + kSegmentPoints * p]) : R(0);
+#pragma unroll
+    for (int z = 0; z < kGroup; ++z) {
+      std::uint32_t in_word = 0, on_word = 0;
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        const std::uint32_t in_bits = __ballot_sync(0xffffffffu, valid[p] && mc::is_inside(v[z][p], level));
+        const std::uint32_t on_bits = __ballot_sync(0xffffffffu, valid[p] && v[z][p] == level);
+        in_word = lane == p ? in_bits : in_word;
+        on_word = lane == p ? on_bits : on_word;
+      }
+      if (writes && k + z < k_stop) {
+        inside[out + z * row_segments] = in_word;
+        on_level[out + z * row_segments] = on_word;
+      }
+    }
+    at += kGroup * plane;
+    out += kGroup * row_segments;
+  }
+}
+
+// Bit p of m (p < 4) to bit 0 of byte p: the four shifted copies of m do not overlap, so nothing carries.
+__device__ __forceinline__ std::uint32_t spread_bits(std::uint32_t m) { return (m * 0x00204081u) & 0x01010101u; }
+// Bytes of a flag word, four points' flags, masked to their vertex slots.
+constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
+
+// Pass 1b: the flag byte of every point (what point_flags gives) and the vertex slots of each segment, from the bits
+// of the segment, its +x neighbour and the rows at +y and +z; one thread per segment. A crossing to a neighbour on
+// the level is left to that neighbour's vertex; points on the level take point_flags' exact path (they are rare).
+// Layout: kFlagBytes stores byte by byte; kFlagWords (nx a multiple of 4: every row's flags start on a word) stores
+// a word at a time; kFlagStaged (nx a multiple of 32: a warp's 32 segments are 1 KB of consecutive flags) stages
+// the warp's flags in shared memory and stores them as whole 128-byte lines, where a thread's own eight words at a
+// 32-byte stride cost the kernel 0.32 ms at 512^3 under the profiler, latency-bound.
+enum FlagLayout { kFlagBytes, kFlagWords, kFlagStaged };
+template <class T, int Layout>
+__global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                               typename mc::RealOf<T>::type level,
+                                                               const std::uint32_t* __restrict__ inside,
+                                                               const std::uint32_t* __restrict__ on_level,
+                                                               std::uint8_t* __restrict__ flags,
+                                                               std::uint32_t* __restrict__ segment_vertices) {
+  using R = typename mc::RealOf<T>::type;
+  constexpr int kWords = kSegmentPoints / 4;
+  constexpr int kPitch = kWords + 1;  // a thread's words at an odd pitch: its eight stores hit distinct banks
+  __shared__ std::uint32_t staged[Layout == kFlagStaged ? kSegmentThreads * kPitch : 1];
+  const std::int64_t count = g.flag_rows * g.segments;
+  const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int lane = int(threadIdx.x % 32);
+  if (at - lane >= count) return;  // whole warp
+  const bool live = at < count;
+  std::int64_t segment = 0, j = 0, r = 0, k = 0;
+  std::uint32_t words[kWords] = {};
+  std::int64_t points = 0;
+  if (live) {
+    r = divide(at, g.segments, segment);
+    k = g.z0 + divide(r, g.ny, j);
+    const std::int64_t i0 = segment * kSegmentPoints;
+    points = min(std::int64_t(kSegmentPoints), g.nx - i0);
+    const std::uint32_t valid = points == kSegmentPoints ? ~0u : (1u << points) - 1u;
+    const std::uint32_t has_east = valid >> 1 | (i0 + kSegmentPoints < g.nx ? 1u << 31 : 0u);
+    const std::uint32_t in = inside[at], on = on_level[at];
+    const bool has_next = segment + 1 < g.segments;
+    const std::uint32_t east_in = in >> 1 | (has_next ? inside[at + 1] << 31 : 0u);
+    const std::uint32_t east_on = on >> 1 | (has_next ? on_level[at + 1] << 31 : 0u);
+    const std::uint32_t off = ~on;
+    const std::uint32_t x = off & (in ^ east_in) & ~east_on & has_east;
+    std::uint32_t y = 0, z = 0, point = 0;
+    if (j + 1 < g.ny) y = off & (in ^ inside[at + g.segments]) & ~on_level[at + g.segments] & valid;
+    if (k + 1 < s.nz) {
+      const std::int64_t above = at + g.ny * g.segments;
+      z = off & (in ^ inside[above]) & ~on_level[above] & valid;
+    }
+    for (std::uint32_t m = on & valid; m; m &= m - 1) {
+      const int b = __ffs(int(m)) - 1;
+      if (mc::point_flags<T, R>(s, i0 + b, j, k, level) & mc::kSlotPoint) point |= 1u << b;
+    }
+    segment_vertices[at] = std::uint32_t(__popc(x) + __popc(y) + __popc(z) + __popc(point));
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) {
+      const int shift = 4 * q;
+      words[q] = spread_bits(in >> shift & 15u) * mc::kInside | spread_bits(on >> shift & 15u) * mc::kOnLevel |
+                 spread_bits(x >> shift & 15u) * mc::kSlotX | spread_bits(y >> shift & 15u) * mc::kSlotY |
+                 spread_bits(z >> shift & 15u) * mc::kSlotZ | spread_bits(point >> shift & 15u) * mc::kSlotPoint;
+    }
+  }
+  if constexpr (Layout == kFlagStaged) {
+    // The warp's flags are consecutive from its first segment's (rows hold whole segments).
+    std::uint32_t* mine = staged + (threadIdx.x - lane) * kPitch;
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) mine[lane * kPitch + q] = words[q];
+    __syncwarp();
+    auto* out = reinterpret_cast<std::uint32_t*>(flags) + (at - lane) * kWords;
+    const std::int64_t segments_left = count - (at - lane);
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) {
+      const int w = q * 32 + lane;
+      if (w / kWords < segments_left) out[w] = mine[w / kWords * kPitch + w % kWords];
+    }
+  } else if (live) {
+    std::uint8_t* out = flags + r * g.nx + segment * kSegmentPoints;
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) {
+      const int shift = 4 * q;
+      if constexpr (Layout == kFlagWords) {
+        if (shift < points) *reinterpret_cast<std::uint32_t*>(out + shift) = words[q];
+      } else {
+#pragma unroll
+        for (int p = 0; p < 4; ++p)
+          if (shift + p < points) out[shift + p] = std::uint8_t(words[q] >> (8 * p));
+      }
+    }
+  }
+}
+
+// The slab's totals after the scans, gathered on the device so that one copy brings them home (five copies of a few
+// bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction).
+struct SlabTotals {
+  unsigned long long vertices, triangles, ties;
+};
+__global__ void totals_kernel(const std::uint64_t* __restrict__ vertex_base, const std::uint32_t* __restrict__ vertices,
+                              std::int64_t vertex_segments, std::int64_t owned_segments,
+                              const std::uint64_t* __restrict__ triangle_base,
+                              const std::uint32_t* __restrict__ triangles, std::int64_t triangle_segments,
+                              const unsigned long long* __restrict__ tie_count, SlabTotals* __restrict__ out) {
+  // Vertices of the owned rows only (the slab's extra slice belongs to the next slab); all triangles.
+  const std::int64_t last = vertex_segments - 1;
+  out->vertices = owned_segments <= last ? vertex_base[owned_segments] : vertex_base[last] + vertices[last];
+  out->triangles =
+      triangle_segments > 0 ? triangle_base[triangle_segments - 1] + triangles[triangle_segments - 1] : 0;
+  out->ties = *tie_count;
 }
 
 // The four point rows a cell row's corners lie in, in cell_case's corner order (q = corner >> 1).

@@ -57,13 +57,15 @@ class CudaEngine final : public SlabEngine {
   }
 
  private:
-  // Whether every row of flags starts on a 4-byte word, so the passes can read four points' flags as one word.
-  bool flag_runs(const cuda::RowGrid& g) const {
-    return g.nx % cuda::kFlagPoints == 0 && reinterpret_cast<std::uintptr_t>(flags_.ptr) % cuda::kFlagPoints == 0;
-  }
   cuda::RowGrid grid(const SlabTask& t) const {
     const std::int64_t flag_z1 = std::min(t.z1 + 1, t.dims[2]), cell_z1 = std::min(t.z1, t.dims[2] - 1);
-    return {t.dims[0], t.dims[1], t.z0, (flag_z1 - t.z0) * t.dims[1], (cell_z1 - t.z0) * t.dims[1],
+    const std::int64_t mask_z1 = std::min(t.z1 + 2, t.dims[2]);
+    return {t.dims[0],
+            t.dims[1],
+            t.z0,
+            (flag_z1 - t.z0) * t.dims[1],
+            (cell_z1 - t.z0) * t.dims[1],
+            (mask_z1 - t.z0) * t.dims[1],
             (t.dims[0] + cuda::kSegmentPoints - 1) / cuda::kSegmentPoints};
   }
 
@@ -164,16 +166,18 @@ class CudaEngine final : public SlabEngine {
     const auto g = grid(task);
     const std::size_t rows = std::size_t(g.flag_rows), segments = rows * std::size_t(g.segments);
     const std::size_t cell_segments = std::size_t(g.cell_rows * g.segments);
+    const std::size_t mask_segments = std::size_t(g.mask_rows * g.segments);
     // Whole words: the passes read the flags a 32-bit word at a time.
     flags_.ensure((rows * std::size_t(g.nx) + 7) / 4 * 4, "allocating point flags");
-    segment_inside_.ensure(segments * 4, "allocating segment bits");
+    segment_inside_.ensure(mask_segments * 4, "allocating segment bits");
+    segment_on_level_.ensure(mask_segments * 4, "allocating segment bits");
     segment_vertices_.ensure(segments * 4, "allocating segment counts");
     segment_triangles_.ensure(segments * 4, "allocating segment counts");
     vertex_base_.ensure(segments * 8, "allocating segment offsets");
     triangle_base_.ensure(segments * 8, "allocating segment offsets");
     PS_CUDA(cudaMemset(counters_.ptr, 0, 2 * sizeof(unsigned long long)), "clearing counters");
     if (rows > 0) {
-      const std::int64_t slices = std::int64_t(rows) / g.ny;
+      const std::int64_t slices = g.mask_rows / g.ny;
       const std::int64_t tiles_y = (g.ny + cuda::kFlagTileY - 1) / cuda::kFlagTileY;
       const std::int64_t tiles_z = (slices + cuda::kFlagSlices - 1) / cuda::kFlagSlices;
       if (tiles_y > 65535 || tiles_z > 65535)  // the grid's y and z limits
@@ -182,15 +186,19 @@ class CudaEngine final : public SlabEngine {
                         " samples along y and " + std::to_string(65535 * cuda::kFlagSlices) +
                         " slices per slab; this slab has " + std::to_string(g.ny) + " and " +
                         std::to_string(slices) + " (use --device cpu)");
-      const dim3 tiles(unsigned((g.nx + cuda::kFlagWarpPoints - 1) / cuda::kFlagWarpPoints), unsigned(tiles_y),
+      const dim3 tiles(unsigned((g.nx + cuda::kClassifyPoints - 1) / cuda::kClassifyPoints), unsigned(tiles_y),
                        unsigned(tiles_z));
-      const dim3 block(32, cuda::kFlagTileY);
-      // Whole runs of samples and flags load and store as vectors where every row starts on a run's alignment.
-      const bool aligned = flag_runs(g) && reinterpret_cast<std::uintptr_t>(s.data) % sizeof(cuda::FlagRun<T>) == 0;
-      auto* kernel = aligned ? cuda::flags_kernel<T, true> : cuda::flags_kernel<T, false>;
-      kernel<<<tiles, block>>>(s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(),
-                               segment_vertices_.as<std::uint32_t>());
+      cuda::classify_kernel<T><<<tiles, dim3(32, cuda::kFlagTileY)>>>(
+          s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>());
       PS_CUDA_LAUNCH("classifying points");
+      // Rows of flags start on a word where nx is a multiple of 4 (the buffer itself is aligned).
+      auto* kernel = g.nx % cuda::kSegmentPoints == 0 ? cuda::flags_kernel<T, cuda::kFlagStaged>
+                     : g.nx % 4 == 0                   ? cuda::flags_kernel<T, cuda::kFlagWords>
+                                                       : cuda::flags_kernel<T, cuda::kFlagBytes>;
+      kernel<<<blocks_for(segments), cuda::kSegmentThreads>>>(
+          s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
+          flags_.as<std::uint8_t>(), segment_vertices_.as<std::uint32_t>());
+      PS_CUDA_LAUNCH("flagging points");
     }
     if (cell_segments > 0) {
       cuda::count_cells_kernel<T><<<blocks_for(cell_segments), cuda::kSegmentThreads>>>(
@@ -339,7 +347,7 @@ class CudaEngine final : public SlabEngine {
   }
 
   core::DeviceBuffer totals_, vertex_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
-      counters_, data_, flags_, segment_inside_, segment_vertices_, segment_triangles_, vertex_base_, triangle_base_,
+      counters_, data_, flags_, segment_inside_, segment_on_level_, segment_vertices_, segment_triangles_, vertex_base_, triangle_base_,
       scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
       values_, face_labels_;
   UploadKey labels_key_, scalars_key_;
