@@ -100,6 +100,66 @@ __global__ void __launch_bounds__(32 * kFlagTileY) classify_kernel(mc::SlabValue
   }
 }
 
+// Pass 1a where rows hold whole 16-byte runs (nx a multiple of 16 / sizeof(T), samples aligned): a lane loads 16
+// bytes, P samples, and the G = 32 / P lanes of a segment gather their bits with one reduction per word. For 1-byte
+// samples, a lane's four ballot loads above fetched 4 bytes a slice: too few bytes in flight (DRAM 10 % busy, 0.47 ms
+// at 512^3 uint8 under the profiler).
+template <class T>
+__global__ void __launch_bounds__(32 * kFlagTileY) classify_runs_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                                        typename mc::RealOf<T>::type level,
+                                                                        std::uint32_t* __restrict__ inside,
+                                                                        std::uint32_t* __restrict__ on_level) {
+  using R = typename mc::RealOf<T>::type;
+  constexpr int P = 16 / int(sizeof(T)), G = 32 / P;
+  static_assert(P >= 2 && P <= 16, "samples of 1 to 8 bytes");
+  struct alignas(16) Run {
+    T v[P];
+  };
+  const int lane = int(threadIdx.x);
+  const std::int64_t j = std::int64_t(blockIdx.y) * kFlagTileY + threadIdx.y;
+  if (j >= g.ny) return;  // whole warp
+  const std::int64_t i0 = std::int64_t(blockIdx.x) * (32 * P) + P * lane;
+  const bool has = i0 < g.nx;
+  const std::int64_t k_end = g.z0 + g.mask_rows / g.ny;
+  const std::int64_t k_begin = g.z0 + std::int64_t(blockIdx.z) * kFlagSlices;
+  const std::int64_t k_stop = min(k_begin + kFlagSlices, k_end);
+  const std::int64_t plane = s.nx * s.ny, row_segments = g.ny * g.segments;
+  const bool writes = has && lane % G == 0;
+  const unsigned group = unsigned((1ull << G) - 1u) << (lane - lane % G);
+  const int shift = P * (lane % G);
+  const T* at = s.data + ((k_begin - s.z_begin) * s.ny + j) * s.nx + (has ? i0 : 0);
+  std::int64_t out = ((k_begin - g.z0) * g.ny + j) * g.segments + i0 / kSegmentPoints;
+  constexpr int kGroup = 4;  // slices whose loads are issued together (see classify_kernel)
+  for (std::int64_t k = k_begin; k < k_stop; k += kGroup) {
+    Run v[kGroup];
+#pragma unroll
+    for (int z = 0; z < kGroup; ++z) {
+      if (has && k + z < k_stop) v[z] = *reinterpret_cast<const Run*>(at + z * plane);
+      else
+#pragma unroll
+        for (int p = 0; p < P; ++p) v[z].v[p] = T(0);
+    }
+#pragma unroll
+    for (int z = 0; z < kGroup; ++z) {
+      std::uint32_t in = 0, on = 0;
+#pragma unroll
+      for (int p = 0; p < P; ++p) {
+        const R x = R(v[z].v[p]);
+        in |= (mc::is_inside(x, level) ? 1u : 0u) << p;
+        on |= (x == level ? 1u : 0u) << p;
+      }
+      const std::uint32_t in_word = __reduce_or_sync(group, has ? in << shift : 0u);
+      const std::uint32_t on_word = __reduce_or_sync(group, has ? on << shift : 0u);
+      if (writes && k + z < k_stop) {
+        inside[out + z * row_segments] = in_word;
+        on_level[out + z * row_segments] = on_word;
+      }
+    }
+    at += kGroup * plane;
+    out += kGroup * row_segments;
+  }
+}
+
 // Bit p of m (p < 4) to bit 0 of byte p: the four shifted copies of m do not overlap, so nothing carries.
 __device__ __forceinline__ std::uint32_t spread_bits(std::uint32_t m) { return (m * 0x00204081u) & 0x01010101u; }
 // Bytes of a flag word, four points' flags, masked to their vertex slots.
@@ -319,6 +379,18 @@ __device__ __forceinline__ void deal_mixed_cells(const RowGrid& g, std::int64_t 
   }
 }
 
+// Slots of the points before point n (0..31) of a segment, from its eight flag words.
+__device__ __forceinline__ std::uint32_t slots_before(const std::uint32_t (&w)[kSegmentPoints / 4], int n) {
+  std::uint32_t total = 0;
+#pragma unroll
+  for (int q = 0; q < kSegmentPoints / 4; ++q) {
+    const int bytes = min(max(n - 4 * q, 0), 4);  // of this word's four points, those before n
+    const std::uint32_t mask = bytes == 4 ? ~0u : (1u << (8 * bytes)) - 1u;
+    total += std::uint32_t(__popc(w[q] & kSlotBytes & mask));
+  }
+  return total;
+}
+
 // Pass 1b: the surviving triangles of each segment of 32 cells (and how many touch on-level samples, for the
 // duplicate check), and the MC33 centre vertices. The inside bits of a segment's four corner rows find its mixed
 // cells at once; the warp deals them out, and only they read their corners' flag bytes. A centre vertex belongs to
@@ -474,7 +546,7 @@ __device__ __forceinline__ std::uint64_t edge_vertex(int key, std::uint64_t corn
 // under the profiler): the warp deals its 32 segments' mixed cells out to its lanes, 32 at a time, in segment order.
 // A cell's first triangle is the warp's first plus the triangles of the cells dealt before it; the first vertex of a
 // corner's point is its row segment's first vertex plus the slots of the points before it in the segment.
-template <class T>
+template <class T, bool Whole>
 __global__ void __launch_bounds__(kSegmentThreads) triangle_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint8_t* __restrict__ flags,
     const std::uint32_t* __restrict__ inside, mc::CaseLookup cases, bool keep_degenerate, bool flip,
@@ -523,11 +595,24 @@ __global__ void __launch_bounds__(kSegmentThreads) triangle_kernel(
       const std::int64_t segment = segment_start / kSegmentPoints;
       std::int64_t rows[4];
       corner_rows(g, r, rows);
+      // Whole: rows hold whole segments (nx a multiple of 32), so a segment's 32 flag bytes are two aligned 16-byte
+      // vectors. Each corner row's eight words load at once, and give the slots before the cell without a walk.
+      std::uint32_t words[4][kSegmentPoints / 4];
+      if constexpr (Whole) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const auto* v = reinterpret_cast<const uint4*>(flags + rows[q] * g.nx + segment_start);
+          const uint4 a = v[0], b = v[1];
+          words[q][0] = a.x, words[q][1] = a.y, words[q][2] = a.z, words[q][3] = a.w;
+          words[q][4] = b.x, words[q][5] = b.y, words[q][6] = b.z, words[q][7] = b.w;
+        }
+      }
       std::uint64_t first[8];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         first[2 * q] = slab_vertex_base + vertex_base[rows[q] * g.segments + segment] +
-                       slots_between(flags, rows[q] * g.nx + segment_start, rows[q] * g.nx + i);
+                       (Whole ? slots_before(words[q], int(i - segment_start))
+                              : slots_between(flags, rows[q] * g.nx + segment_start, rows[q] * g.nx + i));
         first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));  // point i + 1 follows point i
       }
       const std::int32_t label = labels ? mc::cell_label_at(labels, g.nx, g.ny, s.z_begin, i, j, k, cf) : 0;
