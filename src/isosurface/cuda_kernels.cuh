@@ -219,9 +219,23 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
 #pragma unroll
     for (int q = 0; q < kWords; ++q) {
       const int shift = 4 * q;
-      words[q] = spread_bits(in >> shift & 15u) * mc::kInside | spread_bits(on >> shift & 15u) * mc::kOnLevel |
-                 spread_bits(x >> shift & 15u) * mc::kSlotX | spread_bits(y >> shift & 15u) * mc::kSlotY |
-                 spread_bits(z >> shift & 15u) * mc::kSlotZ | spread_bits(point >> shift & 15u) * mc::kSlotPoint;
+      words[q] = spread_bits(in >> shift & 15u) * mc::kInside;
+    }
+    // Most segments have no crossing, and few a sample on the level: empty bit planes are skipped.
+    if (x | y | z) {
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) {
+        const int shift = 4 * q;
+        words[q] |= spread_bits(x >> shift & 15u) * mc::kSlotX | spread_bits(y >> shift & 15u) * mc::kSlotY |
+                    spread_bits(z >> shift & 15u) * mc::kSlotZ;
+      }
+    }
+    if (on) {
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) {
+        const int shift = 4 * q;
+        words[q] |= spread_bits(on >> shift & 15u) * mc::kOnLevel | spread_bits(point >> shift & 15u) * mc::kSlotPoint;
+      }
     }
   }
   if constexpr (Layout == kFlagStaged) {
@@ -478,6 +492,7 @@ __device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, std::int6
   return std::uint64_t(at) << 8 | std::uint64_t(b) << 3 | std::uint64_t(slot_bit);
 }
 
+template <bool Whole>
 __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(
     RowGrid g, std::int64_t owned_rows, const std::uint8_t* __restrict__ flags,
     const std::uint32_t* __restrict__ segment_vertices, const std::uint64_t* __restrict__ vertex_base,
@@ -486,6 +501,18 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(
   if (!segment_of_thread(g, owned_rows * g.segments, at, r, segment) || segment_vertices[at] == 0) return;
   std::uint64_t v = vertex_base[at];
   const std::int64_t begin = r * g.nx + segment * kSegmentPoints;
+  if constexpr (Whole) {  // rows hold whole segments: the segment's flags are two aligned 16-byte vectors
+    const auto* run = reinterpret_cast<const uint4*>(flags + begin);
+    const uint4 a = run[0], b = run[1];
+    const std::uint32_t words[kSegmentPoints / 4] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+    for (int q = 0; q < kSegmentPoints / 4; ++q)
+      for (std::uint32_t slots = words[q] & kSlotBytes; slots; slots &= slots - 1) {
+        const int bit = __ffs(int(slots)) - 1;
+        entries[v++] = vertex_entry(at, 4 * q + (bit >> 3), bit & 7);
+      }
+    return;
+  }
   const std::int64_t end = r * g.nx + min((segment + 1) * kSegmentPoints, g.nx);
   const auto* words = reinterpret_cast<const std::uint32_t*>(flags);
   for (std::int64_t w = begin >> 2; w << 2 < end; ++w) {

@@ -269,7 +269,8 @@ class CudaEngine final : public SlabEngine {
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
     if (nv > 0 && owned_rows > 0) {
       vertex_list_.ensure(nv * 8, "allocating the vertex list");
-      cuda::vertex_list_kernel<<<blocks_for(std::size_t(owned_rows * g.segments)), cuda::kSegmentThreads>>>(
+      auto* list = g.nx % cuda::kSegmentPoints == 0 ? cuda::vertex_list_kernel<true> : cuda::vertex_list_kernel<false>;
+      list<<<blocks_for(std::size_t(owned_rows * g.segments)), cuda::kSegmentThreads>>>(
           g, owned_rows, flags_.as<std::uint8_t>(), segment_vertices_.as<std::uint32_t>(),
           vertex_base_.as<std::uint64_t>(), vertex_list_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("listing vertices");
