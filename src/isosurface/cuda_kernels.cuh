@@ -22,6 +22,12 @@ struct RowGrid {
   std::int64_t segments;   // segments per row: ceil(nx / 32)
 };
 
+// A segment's counts, and their scanned offsets, are one 64-bit word: vertices in the low half, triangles in the
+// high half, so that one scan gives both (a slab's vertex ids are 32-bit already, as the mesh's indices are).
+constexpr int kTriangleShift = 32;
+__device__ __forceinline__ std::uint32_t vertices_of(std::uint64_t c) { return std::uint32_t(c); }
+__device__ __forceinline__ std::uint32_t triangles_of(std::uint64_t c) { return std::uint32_t(c >> kTriangleShift); }
+
 // n / d and its remainder, in 32 bits where both fit (a 64-bit division is a long subroutine on the GPU).
 __device__ __forceinline__ std::int64_t divide(std::int64_t n, std::int64_t d, std::int64_t& remainder) {
   if (((n | d) >> 32) == 0) {
@@ -179,7 +185,7 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
                                                                const std::uint32_t* __restrict__ inside,
                                                                const std::uint32_t* __restrict__ on_level,
                                                                std::uint8_t* __restrict__ flags,
-                                                               std::uint32_t* __restrict__ segment_vertices) {
+                                                               std::uint64_t* __restrict__ segment_counts) {
   using R = typename mc::RealOf<T>::type;
   constexpr int kWords = kSegmentPoints / 4;
   constexpr int kPitch = kWords + 1;  // a thread's words at an odd pitch: its eight stores hit distinct banks
@@ -215,7 +221,7 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
       const int b = __ffs(int(m)) - 1;
       if (mc::point_flags<T, R>(s, i0 + b, j, k, level) & mc::kSlotPoint) point |= 1u << b;
     }
-    segment_vertices[at] = std::uint32_t(__popc(x) + __popc(y) + __popc(z) + __popc(point));
+    segment_counts[at] = std::uint64_t(__popc(x) + __popc(y) + __popc(z) + __popc(point));  // no triangles yet
 #pragma unroll
     for (int q = 0; q < kWords; ++q) {
       const int shift = 4 * q;
@@ -272,16 +278,13 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
 struct SlabTotals {
   unsigned long long vertices, triangles, ties;
 };
-__global__ void totals_kernel(const std::uint64_t* __restrict__ vertex_base, const std::uint32_t* __restrict__ vertices,
-                              std::int64_t vertex_segments, std::int64_t owned_segments,
-                              const std::uint64_t* __restrict__ triangle_base,
-                              const std::uint32_t* __restrict__ triangles, std::int64_t triangle_segments,
+__global__ void totals_kernel(const std::uint64_t* __restrict__ bases, const std::uint64_t* __restrict__ counts,
+                              std::int64_t segments, std::int64_t owned_segments,
                               const unsigned long long* __restrict__ tie_count, SlabTotals* __restrict__ out) {
   // Vertices of the owned rows only (the slab's extra slice belongs to the next slab); all triangles.
-  const std::int64_t last = vertex_segments - 1;
-  out->vertices = owned_segments <= last ? vertex_base[owned_segments] : vertex_base[last] + vertices[last];
-  out->triangles =
-      triangle_segments > 0 ? triangle_base[triangle_segments - 1] + triangles[triangle_segments - 1] : 0;
+  const std::uint64_t all = bases[segments - 1] + counts[segments - 1];
+  out->vertices = vertices_of(owned_segments < segments ? bases[owned_segments] : all);
+  out->triangles = triangles_of(all);
   out->ties = *tie_count;
 }
 
@@ -414,8 +417,7 @@ template <class T>
 __global__ void __launch_bounds__(kSegmentThreads) count_cells_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, std::uint8_t* flags,
     const std::uint32_t* __restrict__ inside, mc::CaseLookup cases, bool keep_degenerate,
-    std::uint32_t* segment_vertices, std::uint32_t* __restrict__ segment_triangles,
-    unsigned long long* __restrict__ tie_count) {
+    std::uint64_t* __restrict__ segment_counts, unsigned long long* __restrict__ tie_count) {
   __shared__ std::uint32_t warp_triangles[kSegmentThreads], warp_centres[kSegmentThreads];
   const int lane = int(threadIdx.x % 32);
   const std::int64_t count = g.cell_rows * g.segments;
@@ -429,10 +431,10 @@ __global__ void __launch_bounds__(kSegmentThreads) count_cells_kernel(
     if (j + 1 < g.ny) mixed = mixed_cells(g, inside, r, segment);
   }
   // Counts by segment, in shared memory: the lanes of a round add to the segments of their cells.
-  std::uint32_t* triangles_of = warp_triangles + (threadIdx.x - lane);
-  std::uint32_t* centres_of = warp_centres + (threadIdx.x - lane);
-  triangles_of[lane] = 0;
-  centres_of[lane] = 0;
+  std::uint32_t* segment_triangles = warp_triangles + (threadIdx.x - lane);
+  std::uint32_t* segment_centres = warp_centres + (threadIdx.x - lane);
+  segment_triangles[lane] = 0;
+  segment_centres[lane] = 0;
   __syncwarp();
   std::uint32_t ties = 0;
   deal_mixed_cells(g, warp_first, lane, mixed, [&](bool has, int owner, std::int64_t r, std::int64_t i) {
@@ -453,16 +455,15 @@ __global__ void __launch_bounds__(kSegmentThreads) count_cells_kernel(
         ties += on_level ? 1u : 0u;
       });
     }
-    atomicAdd(triangles_of + owner, n);
+    atomicAdd(segment_triangles + owner, n);
     if (e.center && mc::uses_center(e, cf, keep_degenerate)) {
       flags[r * g.nx + i] |= mc::kSlotCenter;
-      atomicAdd(centres_of + owner, 1u);
+      atomicAdd(segment_centres + owner, 1u);
     }
   });
   __syncwarp();
   if (at < count) {
-    segment_triangles[at] = triangles_of[lane];
-    if (centres_of[lane]) segment_vertices[at] += centres_of[lane];
+    segment_counts[at] += (std::uint64_t(segment_triangles[lane]) << kTriangleShift) + segment_centres[lane];
   }
   if (ties) atomicAdd(tie_count, (unsigned long long)ties);
 }
@@ -472,7 +473,7 @@ __global__ void __launch_bounds__(kSegmentThreads) count_cells_kernel(
 template <class T>
 __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, std::uint8_t* flags, mc::CaseLookup cases,
-    bool keep_degenerate, std::int64_t k, std::uint32_t* __restrict__ segment_vertices) {
+    bool keep_degenerate, std::int64_t k, std::uint64_t* __restrict__ segment_counts) {
   std::int64_t at, j, segment;
   if (!segment_of_thread(g, (g.ny - 1) * g.segments, at, j, segment)) return;
   const std::int64_t r = (k - g.z0) * g.ny + j;
@@ -483,7 +484,7 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
       flags[r * g.nx + i] |= mc::kSlotCenter;
       ++centres;
     }
-  if (centres) segment_vertices[r * g.segments + segment] += centres;
+  if (centres) segment_counts[r * g.segments + segment] += centres;
 }
 
 // Pass 2a, in two kernels: the first lists every vertex of a segment as (segment, point, slot) at its id; the second
@@ -495,11 +496,11 @@ __device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, std::int6
 template <bool Whole>
 __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(
     RowGrid g, std::int64_t owned_rows, const std::uint8_t* __restrict__ flags,
-    const std::uint32_t* __restrict__ segment_vertices, const std::uint64_t* __restrict__ vertex_base,
+    const std::uint64_t* __restrict__ segment_counts, const std::uint64_t* __restrict__ bases,
     std::uint64_t* __restrict__ entries) {
   std::int64_t at, r, segment;
-  if (!segment_of_thread(g, owned_rows * g.segments, at, r, segment) || segment_vertices[at] == 0) return;
-  std::uint64_t v = vertex_base[at];
+  if (!segment_of_thread(g, owned_rows * g.segments, at, r, segment) || vertices_of(segment_counts[at]) == 0) return;
+  std::uint64_t v = vertices_of(bases[at]);
   const std::int64_t begin = r * g.nx + segment * kSegmentPoints;
   if constexpr (Whole) {  // rows hold whole segments: the segment's flags are two aligned 16-byte vectors
     const auto* run = reinterpret_cast<const uint4*>(flags + begin);
@@ -577,8 +578,8 @@ template <class T, bool Whole>
 __global__ void __launch_bounds__(kSegmentThreads) triangle_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint8_t* __restrict__ flags,
     const std::uint32_t* __restrict__ inside, mc::CaseLookup cases, bool keep_degenerate, bool flip,
-    const std::uint32_t* __restrict__ segment_triangles, const std::uint64_t* __restrict__ vertex_base,
-    const std::uint64_t* __restrict__ triangle_base, std::uint64_t slab_vertex_base,
+    const std::uint64_t* __restrict__ segment_counts, const std::uint64_t* __restrict__ bases,
+    std::uint64_t slab_vertex_base,
     const std::int32_t* __restrict__ labels, std::uint32_t* __restrict__ triangles,
     std::int32_t* __restrict__ face_labels, unsigned long long* __restrict__ tie_count,
     std::uint64_t* __restrict__ ties) {
@@ -587,14 +588,14 @@ __global__ void __launch_bounds__(kSegmentThreads) triangle_kernel(
   const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, warp_first = at - lane;
   if (warp_first >= count) return;  // whole warp
   std::uint32_t mixed = 0;
-  if (at < count && segment_triangles[at] != 0) {
+  if (at < count && triangles_of(segment_counts[at]) != 0) {
     std::int64_t segment;
     const std::int64_t r = divide(at, g.segments, segment);
     mixed = mixed_cells(g, inside, r, segment);
   }
   if (!__any_sync(0xffffffffu, mixed != 0)) return;  // whole warp
   // The warp's segments are consecutive, so its triangles are too, from its first segment's.
-  std::uint64_t t_next = triangle_base[warp_first];
+  std::uint64_t t_next = triangles_of(bases[warp_first]);
   deal_mixed_cells(g, warp_first, lane, mixed, [&](bool has, int, std::int64_t r, std::int64_t i) {
     std::uint32_t tris = 0;
     const mc::CaseEntry* e = nullptr;
@@ -637,7 +638,7 @@ __global__ void __launch_bounds__(kSegmentThreads) triangle_kernel(
       std::uint64_t first[8];
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        first[2 * q] = slab_vertex_base + vertex_base[rows[q] * g.segments + segment] +
+        first[2 * q] = slab_vertex_base + vertices_of(bases[rows[q] * g.segments + segment]) +
                        (Whole ? slots_before(words[q], int(i - segment_start))
                               : slots_between(flags, rows[q] * g.nx + segment_start, rows[q] * g.nx + i));
         first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));  // point i + 1 follows point i

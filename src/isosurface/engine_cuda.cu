@@ -171,10 +171,8 @@ class CudaEngine final : public SlabEngine {
     flags_.ensure((rows * std::size_t(g.nx) + 7) / 4 * 4, "allocating point flags");
     segment_inside_.ensure(mask_segments * 4, "allocating segment bits");
     segment_on_level_.ensure(mask_segments * 4, "allocating segment bits");
-    segment_vertices_.ensure(segments * 4, "allocating segment counts");
-    segment_triangles_.ensure(segments * 4, "allocating segment counts");
-    vertex_base_.ensure(segments * 8, "allocating segment offsets");
-    triangle_base_.ensure(segments * 8, "allocating segment offsets");
+    segment_counts_.ensure(segments * 8, "allocating segment counts");
+    segment_bases_.ensure(segments * 8, "allocating segment offsets");
     PS_CUDA(cudaMemset(counters_.ptr, 0, 2 * sizeof(unsigned long long)), "clearing counters");
     if (rows > 0) {
       const std::int64_t slices = g.mask_rows / g.ny;
@@ -202,35 +200,32 @@ class CudaEngine final : public SlabEngine {
                                                        : cuda::flags_kernel<T, cuda::kFlagBytes>;
       kernel<<<blocks_for(segments), cuda::kSegmentThreads>>>(
           s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
-          flags_.as<std::uint8_t>(), segment_vertices_.as<std::uint32_t>());
+          flags_.as<std::uint8_t>(), segment_counts_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("flagging points");
     }
     if (cell_segments > 0) {
       cuda::count_cells_kernel<T><<<blocks_for(cell_segments), cuda::kSegmentThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
-          task.keep_degenerate, segment_vertices_.as<std::uint32_t>(), segment_triangles_.as<std::uint32_t>(),
-          counters_.as<unsigned long long>());
+          task.keep_degenerate, segment_counts_.as<std::uint64_t>(), counters_.as<unsigned long long>());
       PS_CUDA_LAUNCH("counting triangles");
     }
     if (task.tunnels && task.z1 + 1 < task.dims[2] && task.dims[1] > 1) {
       cuda::next_slab_centers_kernel<T><<<blocks_for(std::size_t((g.ny - 1) * g.segments)), cuda::kSegmentThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, task.z1,
-          segment_vertices_.as<std::uint32_t>());
+          segment_counts_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("counting the next slab's centre vertices");
     }
     PS_CUDA(cudaDeviceSynchronize(), "classifying the slab");
     seconds_.classify += since(t0);
     const auto t1 = Clock::now();
-    scan(segment_vertices_.as<std::uint32_t>(), vertex_base_.as<std::uint64_t>(), segments);
-    scan(segment_triangles_.as<std::uint32_t>(), triangle_base_.as<std::uint64_t>(), cell_segments);
+    scan(segment_counts_.as<std::uint64_t>(), segment_bases_.as<std::uint64_t>(), segments);
     const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]) * g.segments;
     cuda::SlabTotals totals{};
     if (rows > 0) {
       totals_.ensure(sizeof(cuda::SlabTotals), "allocating the slab totals");
-      cuda::totals_kernel<<<1, 1>>>(vertex_base_.as<std::uint64_t>(), segment_vertices_.as<std::uint32_t>(),
-                                    std::int64_t(segments), owned, triangle_base_.as<std::uint64_t>(),
-                                    segment_triangles_.as<std::uint32_t>(), std::int64_t(cell_segments),
-                                    counters_.as<unsigned long long>(), totals_.as<cuda::SlabTotals>());
+      cuda::totals_kernel<<<1, 1>>>(segment_bases_.as<std::uint64_t>(), segment_counts_.as<std::uint64_t>(),
+                                    std::int64_t(segments), owned, counters_.as<unsigned long long>(),
+                                    totals_.as<cuda::SlabTotals>());
       PS_CUDA_LAUNCH("gathering the slab totals");
       PS_CUDA(cudaMemcpy(&totals, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
     }
@@ -243,7 +238,7 @@ class CudaEngine final : public SlabEngine {
   static unsigned blocks_for(std::size_t threads) {
     return unsigned((threads + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads);
   }
-  void scan(const std::uint32_t* in, std::uint64_t* out, std::size_t n) {
+  void scan(const std::uint64_t* in, std::uint64_t* out, std::size_t n) {
     if (n == 0) return;
     std::size_t temp = 0;
     PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp, in, out, n), "sizing the segment scan");
@@ -271,8 +266,8 @@ class CudaEngine final : public SlabEngine {
       vertex_list_.ensure(nv * 8, "allocating the vertex list");
       auto* list = g.nx % cuda::kSegmentPoints == 0 ? cuda::vertex_list_kernel<true> : cuda::vertex_list_kernel<false>;
       list<<<blocks_for(std::size_t(owned_rows * g.segments)), cuda::kSegmentThreads>>>(
-          g, owned_rows, flags_.as<std::uint8_t>(), segment_vertices_.as<std::uint32_t>(),
-          vertex_base_.as<std::uint64_t>(), vertex_list_.as<std::uint64_t>());
+          g, owned_rows, flags_.as<std::uint8_t>(), segment_counts_.as<std::uint64_t>(),
+          segment_bases_.as<std::uint64_t>(), vertex_list_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("listing vertices");
       cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
           s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, positions_.as<float>(),
@@ -284,8 +279,8 @@ class CudaEngine final : public SlabEngine {
       auto* triangles = g.nx % cuda::kSegmentPoints == 0 ? cuda::triangle_kernel<T, true> : cuda::triangle_kernel<T, false>;
       triangles<<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
-          task.keep_degenerate, task.flip, segment_triangles_.as<std::uint32_t>(), vertex_base_.as<std::uint64_t>(),
-          triangle_base_.as<std::uint64_t>(), out.vertex_base, task.labels ? labels_.as<std::int32_t>() : nullptr,
+          task.keep_degenerate, task.flip, segment_counts_.as<std::uint64_t>(), segment_bases_.as<std::uint64_t>(),
+          out.vertex_base, task.labels ? labels_.as<std::int32_t>() : nullptr,
           triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
           counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("writing triangles");
@@ -354,7 +349,7 @@ class CudaEngine final : public SlabEngine {
   }
 
   core::DeviceBuffer totals_, vertex_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
-      counters_, data_, flags_, segment_inside_, segment_on_level_, segment_vertices_, segment_triangles_, vertex_base_, triangle_base_,
+      counters_, data_, flags_, segment_inside_, segment_on_level_, segment_counts_, segment_bases_,
       scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
       values_, face_labels_;
   UploadKey labels_key_, scalars_key_;
