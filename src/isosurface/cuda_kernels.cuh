@@ -171,108 +171,6 @@ __device__ __forceinline__ std::uint32_t spread_bits(std::uint32_t m) { return (
 // Bytes of a flag word, four points' flags, masked to their vertex slots.
 constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
 
-// Pass 1b: the flag byte of every point (what point_flags gives) and the vertex slots of each segment, from the bits
-// of the segment, its +x neighbour and the rows at +y and +z; one thread per segment. A crossing to a neighbour on
-// the level is left to that neighbour's vertex; points on the level take point_flags' exact path (they are rare).
-// Layout: kFlagBytes stores byte by byte; kFlagWords (nx a multiple of 4: every row's flags start on a word) stores
-// a word at a time; kFlagStaged (nx a multiple of 32: a warp's 32 segments are 1 KB of consecutive flags) stages
-// the warp's flags in shared memory and stores them as whole 128-byte lines, where a thread's own eight words at a
-// 32-byte stride cost the kernel 0.32 ms at 512^3 under the profiler, latency-bound.
-enum FlagLayout { kFlagBytes, kFlagWords, kFlagStaged };
-template <class T, int Layout>
-__global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                               typename mc::RealOf<T>::type level,
-                                                               const std::uint32_t* __restrict__ inside,
-                                                               const std::uint32_t* __restrict__ on_level,
-                                                               std::uint8_t* __restrict__ flags,
-                                                               std::uint64_t* __restrict__ segment_counts) {
-  using R = typename mc::RealOf<T>::type;
-  constexpr int kWords = kSegmentPoints / 4;
-  constexpr int kPitch = kWords + 1;  // a thread's words at an odd pitch: its eight stores hit distinct banks
-  __shared__ std::uint32_t staged[Layout == kFlagStaged ? kSegmentThreads * kPitch : 1];
-  const std::int64_t count = g.flag_rows * g.segments;
-  const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  const int lane = int(threadIdx.x % 32);
-  if (at - lane >= count) return;  // whole warp
-  const bool live = at < count;
-  std::int64_t segment = 0, j = 0, r = 0, k = 0;
-  std::uint32_t words[kWords] = {};
-  std::int64_t points = 0;
-  if (live) {
-    r = divide(at, g.segments, segment);
-    k = g.z0 + divide(r, g.ny, j);
-    const std::int64_t i0 = segment * kSegmentPoints;
-    points = min(std::int64_t(kSegmentPoints), g.nx - i0);
-    const std::uint32_t valid = points == kSegmentPoints ? ~0u : (1u << points) - 1u;
-    const std::uint32_t has_east = valid >> 1 | (i0 + kSegmentPoints < g.nx ? 1u << 31 : 0u);
-    const std::uint32_t in = inside[at], on = on_level[at];
-    const bool has_next = segment + 1 < g.segments;
-    const std::uint32_t east_in = in >> 1 | (has_next ? inside[at + 1] << 31 : 0u);
-    const std::uint32_t east_on = on >> 1 | (has_next ? on_level[at + 1] << 31 : 0u);
-    const std::uint32_t off = ~on;
-    const std::uint32_t x = off & (in ^ east_in) & ~east_on & has_east;
-    std::uint32_t y = 0, z = 0, point = 0;
-    if (j + 1 < g.ny) y = off & (in ^ inside[at + g.segments]) & ~on_level[at + g.segments] & valid;
-    if (k + 1 < s.nz) {
-      const std::int64_t above = at + g.ny * g.segments;
-      z = off & (in ^ inside[above]) & ~on_level[above] & valid;
-    }
-    for (std::uint32_t m = on & valid; m; m &= m - 1) {
-      const int b = __ffs(int(m)) - 1;
-      if (mc::point_flags<T, R>(s, i0 + b, j, k, level) & mc::kSlotPoint) point |= 1u << b;
-    }
-    segment_counts[at] = std::uint64_t(__popc(x) + __popc(y) + __popc(z) + __popc(point));  // no triangles yet
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) {
-      const int shift = 4 * q;
-      words[q] = spread_bits(in >> shift & 15u) * mc::kInside;
-    }
-    // Most segments have no crossing, and few a sample on the level: empty bit planes are skipped.
-    if (x | y | z) {
-#pragma unroll
-      for (int q = 0; q < kWords; ++q) {
-        const int shift = 4 * q;
-        words[q] |= spread_bits(x >> shift & 15u) * mc::kSlotX | spread_bits(y >> shift & 15u) * mc::kSlotY |
-                    spread_bits(z >> shift & 15u) * mc::kSlotZ;
-      }
-    }
-    if (on) {
-#pragma unroll
-      for (int q = 0; q < kWords; ++q) {
-        const int shift = 4 * q;
-        words[q] |= spread_bits(on >> shift & 15u) * mc::kOnLevel | spread_bits(point >> shift & 15u) * mc::kSlotPoint;
-      }
-    }
-  }
-  if constexpr (Layout == kFlagStaged) {
-    // The warp's flags are consecutive from its first segment's (rows hold whole segments).
-    std::uint32_t* mine = staged + (threadIdx.x - lane) * kPitch;
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) mine[lane * kPitch + q] = words[q];
-    __syncwarp();
-    auto* out = reinterpret_cast<std::uint32_t*>(flags) + (at - lane) * kWords;
-    const std::int64_t segments_left = count - (at - lane);
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) {
-      const int w = q * 32 + lane;
-      if (w / kWords < segments_left) out[w] = mine[w / kWords * kPitch + w % kWords];
-    }
-  } else if (live) {
-    std::uint8_t* out = flags + r * g.nx + segment * kSegmentPoints;
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) {
-      const int shift = 4 * q;
-      if constexpr (Layout == kFlagWords) {
-        if (shift < points) *reinterpret_cast<std::uint32_t*>(out + shift) = words[q];
-      } else {
-#pragma unroll
-        for (int p = 0; p < 4; ++p)
-          if (shift + p < points) out[shift + p] = std::uint8_t(words[q] >> (8 * p));
-      }
-    }
-  }
-}
-
 // The slab's totals after the scans, gathered on the device so that one copy brings them home (five copies of a few
 // bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction).
 struct SlabTotals {
@@ -408,27 +306,101 @@ __device__ __forceinline__ std::uint32_t slots_before(const std::uint32_t (&w)[k
   return total;
 }
 
-// Pass 1b: the surviving triangles of each segment of 32 cells (and how many touch on-level samples, for the
-// duplicate check), and the MC33 centre vertices. The inside bits of a segment's four corner rows find its mixed
-// cells at once; the warp deals them out, and only they read their corners' flag bytes. A centre vertex belongs to
-// the cell's lowest corner, in the segment; other threads may read that flag byte meanwhile, but use only its
-// inside and on-level bits.
-template <class T>
-__global__ void __launch_bounds__(kSegmentThreads) count_cells_kernel(
-    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, std::uint8_t* flags,
-    const std::uint32_t* __restrict__ inside, mc::CaseLookup cases, bool keep_degenerate,
-    std::uint64_t* __restrict__ segment_counts, unsigned long long* __restrict__ tie_count) {
+// The inside and on-level bits of cell i's corners in cell_case's order, from the segment bits: what the counting
+// needs of their flag bytes, which other warps of pass 1b are still writing.
+__device__ __forceinline__ void corner_bits(const RowGrid& g, const std::uint32_t* __restrict__ inside,
+                                            const std::uint32_t* __restrict__ on_level, const std::int64_t (&rows)[4],
+                                            std::int64_t i, std::uint8_t* cf) {
+#pragma unroll
+  for (int c = 0; c < 8; ++c) {
+    const std::int64_t point = i + (c & 1), at = rows[c >> 1] * g.segments + point / kSegmentPoints;
+    const int bit = int(point % kSegmentPoints);
+    cf[c] = std::uint8_t((inside[at] >> bit & 1u) * mc::kInside | (on_level[at] >> bit & 1u) * mc::kOnLevel);
+  }
+}
+
+// Pass 1b: the flag byte of every point (what point_flags gives) and the vertex slots of each segment, from the bits
+// of the segment, its +x neighbour and the rows at +y and +z; one thread per segment. A crossing to a neighbour on
+// the level is left to that neighbour's vertex; points on the level take point_flags' exact path (they are rare).
+// The same pass counts the segment's cells' surviving triangles (and how many touch on-level samples, for the
+// duplicate check) and MC33 centre vertices: the inside bits of its four corner rows find its mixed cells at once,
+// the warp deals them out to its lanes, and each reads its corners' bits. (A pass of its own for the counts took
+// 0.08 ms at 512^3 float32 under the profiler, mostly reloading what this one holds.) A centre vertex belongs to the
+// cell's lowest corner, in the segment.
+// Layout: kFlagBytes stores byte by byte; kFlagWords (nx a multiple of 4: every row's flags start on a word) stores
+// a word at a time; kFlagStaged (nx a multiple of 32: a warp's 32 segments are 1 KB of consecutive flags) stages
+// the warp's flags in shared memory and stores them as whole 128-byte lines, where a thread's own eight words at a
+// 32-byte stride cost the kernel 0.32 ms at 512^3 under the profiler, latency-bound.
+enum FlagLayout { kFlagBytes, kFlagWords, kFlagStaged };
+template <class T, int Layout>
+__global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                               typename mc::RealOf<T>::type level,
+                                                               const std::uint32_t* __restrict__ inside,
+                                                               const std::uint32_t* __restrict__ on_level,
+                                                               mc::CaseLookup cases, bool keep_degenerate,
+                                                               std::uint8_t* __restrict__ flags,
+                                                               std::uint64_t* __restrict__ segment_counts,
+                                                               unsigned long long* __restrict__ tie_count) {
+  using R = typename mc::RealOf<T>::type;
+  constexpr int kWords = kSegmentPoints / 4;
   __shared__ std::uint32_t warp_triangles[kSegmentThreads], warp_centres[kSegmentThreads];
+  constexpr int kPitch = kWords + 1;  // a thread's words at an odd pitch: its eight stores hit distinct banks
+  __shared__ std::uint32_t staged[Layout == kFlagStaged ? kSegmentThreads * kPitch : 1];
+  const std::int64_t count = g.flag_rows * g.segments;
+  const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int lane = int(threadIdx.x % 32);
-  const std::int64_t count = g.cell_rows * g.segments;
-  const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, warp_first = at - lane;
-  if (warp_first >= count) return;  // whole warp
-  std::uint32_t mixed = 0;
-  if (at < count) {
-    std::int64_t segment, j;
-    const std::int64_t r = divide(at, g.segments, segment);
-    divide(r, g.ny, j);
-    if (j + 1 < g.ny) mixed = mixed_cells(g, inside, r, segment);
+  if (at - lane >= count) return;  // whole warp
+  const bool live = at < count;
+  std::int64_t segment = 0, j = 0, r = 0, k = 0;
+  std::uint32_t words[kWords] = {};
+  std::int64_t points = 0;
+  std::uint32_t vertices = 0, mixed = 0;
+  if (live) {
+    r = divide(at, g.segments, segment);
+    k = g.z0 + divide(r, g.ny, j);
+    const std::int64_t i0 = segment * kSegmentPoints;
+    points = min(std::int64_t(kSegmentPoints), g.nx - i0);
+    const std::uint32_t valid = points == kSegmentPoints ? ~0u : (1u << points) - 1u;
+    const std::uint32_t has_east = valid >> 1 | (i0 + kSegmentPoints < g.nx ? 1u << 31 : 0u);
+    const std::uint32_t in = inside[at], on = on_level[at];
+    const bool has_next = segment + 1 < g.segments;
+    const std::uint32_t east_in = in >> 1 | (has_next ? inside[at + 1] << 31 : 0u);
+    const std::uint32_t east_on = on >> 1 | (has_next ? on_level[at + 1] << 31 : 0u);
+    const std::uint32_t off = ~on;
+    const std::uint32_t x = off & (in ^ east_in) & ~east_on & has_east;
+    std::uint32_t y = 0, z = 0, point = 0;
+    if (j + 1 < g.ny) y = off & (in ^ inside[at + g.segments]) & ~on_level[at + g.segments] & valid;
+    if (k + 1 < s.nz) {
+      const std::int64_t above = at + g.ny * g.segments;
+      z = off & (in ^ inside[above]) & ~on_level[above] & valid;
+    }
+    for (std::uint32_t m = on & valid; m; m &= m - 1) {
+      const int b = __ffs(int(m)) - 1;
+      if (mc::point_flags<T, R>(s, i0 + b, j, k, level) & mc::kSlotPoint) point |= 1u << b;
+    }
+    vertices = std::uint32_t(__popc(x) + __popc(y) + __popc(z) + __popc(point));
+    if (r < g.cell_rows && j + 1 < g.ny) mixed = mixed_cells(g, inside, r, segment);
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) {
+      const int shift = 4 * q;
+      words[q] = spread_bits(in >> shift & 15u) * mc::kInside;
+    }
+    // Most segments have no crossing, and few a sample on the level: empty bit planes are skipped.
+    if (x | y | z) {
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) {
+        const int shift = 4 * q;
+        words[q] |= spread_bits(x >> shift & 15u) * mc::kSlotX | spread_bits(y >> shift & 15u) * mc::kSlotY |
+                    spread_bits(z >> shift & 15u) * mc::kSlotZ;
+      }
+    }
+    if (on) {
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) {
+        const int shift = 4 * q;
+        words[q] |= spread_bits(on >> shift & 15u) * mc::kOnLevel | spread_bits(point >> shift & 15u) * mc::kSlotPoint;
+      }
+    }
   }
   // Counts by segment, in shared memory: the lanes of a round add to the segments of their cells.
   std::uint32_t* segment_triangles = warp_triangles + (threadIdx.x - lane);
@@ -437,15 +409,15 @@ __global__ void __launch_bounds__(kSegmentThreads) count_cells_kernel(
   segment_centres[lane] = 0;
   __syncwarp();
   std::uint32_t ties = 0;
-  deal_mixed_cells(g, warp_first, lane, mixed, [&](bool has, int owner, std::int64_t r, std::int64_t i) {
+  deal_mixed_cells(g, at - lane, lane, mixed, [&](bool has, int owner, std::int64_t cell_r, std::int64_t i) {
     if (!has) return;
-    std::int64_t j;
-    const std::int64_t k = g.z0 + divide(r, g.ny, j);
+    std::int64_t cell_j;
+    const std::int64_t cell_k = g.z0 + divide(cell_r, g.ny, cell_j);
     std::int64_t rows[4];
-    corner_rows(g, r, rows);
+    corner_rows(g, cell_r, rows);
     std::uint8_t cf[8];
-    load_corners(flags, g, rows, i, cf);
-    const auto& e = mc::case_entry(cases, s, mc::cell_case(cf), level, i, j, k);
+    corner_bits(g, inside, on_level, rows, i, cf);
+    const auto& e = mc::case_entry(cases, s, mc::cell_case(cf), level, i, cell_j, cell_k);
     std::uint32_t n = 0;
     if (!mc::touches_level(cf)) {
       n = e.count;
@@ -456,16 +428,45 @@ __global__ void __launch_bounds__(kSegmentThreads) count_cells_kernel(
       });
     }
     atomicAdd(segment_triangles + owner, n);
-    if (e.center && mc::uses_center(e, cf, keep_degenerate)) {
-      flags[r * g.nx + i] |= mc::kSlotCenter;
-      atomicAdd(segment_centres + owner, 1u);
-    }
+    if (e.center && mc::uses_center(e, cf, keep_degenerate)) atomicOr(segment_centres + owner, 1u << (i % kSegmentPoints));
   });
   __syncwarp();
-  if (at < count) {
-    segment_counts[at] += (std::uint64_t(segment_triangles[lane]) << kTriangleShift) + segment_centres[lane];
-  }
   if (ties) atomicAdd(tie_count, (unsigned long long)ties);
+  if (live) {
+    const std::uint32_t centres = segment_centres[lane];
+    segment_counts[at] = (std::uint64_t(segment_triangles[lane]) << kTriangleShift) + vertices + std::uint32_t(__popc(centres));
+    if (centres) {
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) words[q] |= spread_bits(centres >> (4 * q) & 15u) * mc::kSlotCenter;
+    }
+  }
+  if constexpr (Layout == kFlagStaged) {
+    // The warp's flags are consecutive from its first segment's (rows hold whole segments).
+    std::uint32_t* mine = staged + (threadIdx.x - lane) * kPitch;
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) mine[lane * kPitch + q] = words[q];
+    __syncwarp();
+    auto* out = reinterpret_cast<std::uint32_t*>(flags) + (at - lane) * kWords;
+    const std::int64_t segments_left = count - (at - lane);
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) {
+      const int w = q * 32 + lane;
+      if (w / kWords < segments_left) out[w] = mine[w / kWords * kPitch + w % kWords];
+    }
+  } else if (live) {
+    std::uint8_t* out = flags + r * g.nx + segment * kSegmentPoints;
+#pragma unroll
+    for (int q = 0; q < kWords; ++q) {
+      const int shift = 4 * q;
+      if constexpr (Layout == kFlagWords) {
+        if (shift < points) *reinterpret_cast<std::uint32_t*>(out + shift) = words[q];
+      } else {
+#pragma unroll
+        for (int p = 0; p < 4; ++p)
+          if (shift + p < points) out[shift + p] = std::uint8_t(words[q] >> (8 * p));
+      }
+    }
+  }
 }
 
 // Pass 1c (MC33 only): the centre vertices of the next slab's first cells (slice k), which own vertices of the

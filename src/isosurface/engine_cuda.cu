@@ -41,6 +41,11 @@ class CudaEngine final : public SlabEngine {
     ambiguous_.ensure(256, "allocating the ambiguity table");
     PS_CUDA(cudaMemcpy(ambiguous_.ptr, t.ambiguous_faces, 256, cudaMemcpyHostToDevice), "uploading the ambiguity table");
     counters_.ensure(3 * sizeof(unsigned long long), "allocating counters");  // ties (count, list), point vertices
+    // The classification is timed by events and the totals come home into pinned memory: a host synchronisation
+    // between the passes, and a copy through the driver's pageable staging, each cost microseconds per slab.
+    PS_CUDA(cudaEventCreate(&classify_start_), "creating timing events");
+    PS_CUDA(cudaEventCreate(&classify_end_), "creating timing events");
+    PS_CUDA(cudaMallocHost(&totals_host_, sizeof(cuda::SlabTotals)), "allocating the slab totals");
   }
   std::string name() const override { return name_; }
   StageSeconds seconds() const override { return seconds_; }
@@ -112,6 +117,9 @@ class CudaEngine final : public SlabEngine {
   }
   ~CudaEngine() override {
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
+    if (classify_start_) cudaEventDestroy(classify_start_);
+    if (classify_end_) cudaEventDestroy(classify_end_);
+    if (totals_host_) cudaFreeHost(totals_host_);
   }
 
  private:
@@ -163,9 +171,9 @@ class CudaEngine final : public SlabEngine {
     using R = typename mc::RealOf<T>::type;
     const auto s = device_values<T>(task);
     const auto t0 = Clock::now();
+    PS_CUDA(cudaEventRecord(classify_start_), "timing the classification");
     const auto g = grid(task);
     const std::size_t rows = std::size_t(g.flag_rows), segments = rows * std::size_t(g.segments);
-    const std::size_t cell_segments = std::size_t(g.cell_rows * g.segments);
     const std::size_t mask_segments = std::size_t(g.mask_rows * g.segments);
     // Whole words: the passes read the flags a 32-bit word at a time.
     flags_.ensure((rows * std::size_t(g.nx) + 7) / 4 * 4, "allocating point flags");
@@ -200,14 +208,9 @@ class CudaEngine final : public SlabEngine {
                                                        : cuda::flags_kernel<T, cuda::kFlagBytes>;
       kernel<<<blocks_for(segments), cuda::kSegmentThreads>>>(
           s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
-          flags_.as<std::uint8_t>(), segment_counts_.as<std::uint64_t>());
-      PS_CUDA_LAUNCH("flagging points");
-    }
-    if (cell_segments > 0) {
-      cuda::count_cells_kernel<T><<<blocks_for(cell_segments), cuda::kSegmentThreads>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
-          task.keep_degenerate, segment_counts_.as<std::uint64_t>(), counters_.as<unsigned long long>());
-      PS_CUDA_LAUNCH("counting triangles");
+          lookup(task), task.keep_degenerate, flags_.as<std::uint8_t>(), segment_counts_.as<std::uint64_t>(),
+          counters_.as<unsigned long long>());
+      PS_CUDA_LAUNCH("flagging points and counting triangles");
     }
     if (task.tunnels && task.z1 + 1 < task.dims[2] && task.dims[1] > 1) {
       cuda::next_slab_centers_kernel<T><<<blocks_for(std::size_t((g.ny - 1) * g.segments)), cuda::kSegmentThreads>>>(
@@ -215,9 +218,7 @@ class CudaEngine final : public SlabEngine {
           segment_counts_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("counting the next slab's centre vertices");
     }
-    PS_CUDA(cudaDeviceSynchronize(), "classifying the slab");
-    seconds_.classify += since(t0);
-    const auto t1 = Clock::now();
+    PS_CUDA(cudaEventRecord(classify_end_), "timing the classification");
     scan(segment_counts_.as<std::uint64_t>(), segment_bases_.as<std::uint64_t>(), segments);
     const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]) * g.segments;
     cuda::SlabTotals totals{};
@@ -227,10 +228,15 @@ class CudaEngine final : public SlabEngine {
                                     std::int64_t(segments), owned, counters_.as<unsigned long long>(),
                                     totals_.as<cuda::SlabTotals>());
       PS_CUDA_LAUNCH("gathering the slab totals");
-      PS_CUDA(cudaMemcpy(&totals, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
+      PS_CUDA(cudaMemcpy(totals_host_, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
+      totals = *totals_host_;
     }
+    PS_CUDA(cudaEventSynchronize(classify_end_), "classifying the slab");
+    float classify_ms = 0;
+    PS_CUDA(cudaEventElapsedTime(&classify_ms, classify_start_, classify_end_), "timing the classification");
     tie_total_ = totals.ties;
-    seconds_.scan += since(t1);
+    seconds_.classify += classify_ms * 1e-3;
+    seconds_.scan += std::max(0.0, since(t0) - classify_ms * 1e-3);
     counts_ = {totals.vertices, totals.triangles};
     return counts_;
   }
@@ -318,6 +324,8 @@ class CudaEngine final : public SlabEngine {
   unsigned long long tie_total_ = 0;
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
+  cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr;
+  cuda::SlabTotals* totals_host_ = nullptr;
   core::DeviceBuffer staging_;  // the next slab's samples, uploaded ahead
   SampleKey staged_;
   const void* uploaded_ = nullptr;
