@@ -49,6 +49,9 @@ san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float
 [ "${SOLVER_ONLY:-0}" = 1 ] && san_filter=$solver_filter
 [ "${SURFACE_ONLY:-0}" = 1 ] && san_filter='*cuda_*:*hybrid_*:Properties.*'
 [ "${PATCHES_ONLY:-0}" = 1 ] && san_filter='Tessellate.*:Teapot.*:BSpline.*:BezierView.*'
+# ISO_ONLY=1: the CUDA isosurface tests that compare with the CPU, the tie, MC33, slab, label and every-type cases
+# (the whole Isosurface suite under racecheck is longer than one 10-minute call)
+[ "${ISO_ONLY:-0}" = 1 ] && san_filter='Isosurface.CpuAndCudaGiveTheSameMesh:Isosurface.EveryVoxelTypeGivesTheSameTopology:Isosurface.TiesMakeNoHolesNoDuplicatesNoDegenerates:Isosurface.ALoneSampleOnTheLevelLeavesNoVertex:Isosurface.Mc33MatchesTheTrilinearTopology:Isosurface.SlabSplitsGiveTheIdenticalMesh:Isosurface.NonFiniteSamplesAreNeverInside:IsosurfaceLabels.*:LabelBoundaries.CpuAndCudaGiveTheSameMesh'
 # memcheck and racecheck run side by side (each is host-bound and the host has cores to spare)
 declare -A san_pid
 for tool in memcheck racecheck; do
@@ -87,6 +90,7 @@ if [ "${PATCHES_ONLY:-0}" = 1 ]; then
   exit 0
 fi
 
+if [ "${ISO_ONLY:-0}" != 1 ]; then
 # subdivision solver: the paper's experiments on the CPU engine (all threads) and both GPU engines
 $exe bench solver ${SOLVER_BENCH_EXTRA:-} --json "$OUT/bench-solver.json" >"$OUT/bench-solver.log" 2>&1
 note "bench solver" "rc=$?"
@@ -110,6 +114,7 @@ if [ "${FFD_ONLY:-0}" = 1 ]; then
   for row in "${summary[@]}"; do printf '%-28s %s\n' "${row%%|*}" "${row#*|}"; done
   exit 0
 fi
+fi  # ISO_ONLY skips the solver and FFD benchmarks
 
 # isosurfaces: CPU, CUDA (end to end and resident), GPU floor, scikit-image (VTK is not on this machine)
 isizes="256,512"; [ $quick -eq 1 ] && isizes="128,512"
