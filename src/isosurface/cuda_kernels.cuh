@@ -1,8 +1,9 @@
-// CUDA kernels of the isosurface engine. Pass 1 gives every point its flags (inside, on the level, which vertex slots
-// it owns) by 2-D tiles of four-point runs marching along z, and every segment of 32 points of a row its inside bits
-// and slot count; pass 1b counts each segment of 32 cells' triangles from those bits. One scan per count gives each
-// segment its first vertex and first triangle, so the generation passes run one thread per segment, independently:
-// no pass walks a whole row. The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
+// CUDA kernels of the isosurface engine, by segments of 32 points of a row. Pass 1a gives every sample two bits,
+// inside and on the level, by warp ballots marching along z; pass 1b makes each segment's flag bytes (which vertex
+// slots its points own) and counts its vertices and its cells' triangles from those bits. One scan gives every
+// segment its first vertex and first triangle, so the generation passes (2a vertices, 2b triangles) run per segment
+// and deal a warp's work out to its lanes: no pass walks a whole row. The per-point and per-cell math is
+// mc_kernels.hpp, shared with the CPU engine.
 // Pipeline as in Rogeiro 2011 (classify, scan, generate), with Flying-Edges-style edge ownership so that no
 // compaction or vertex merge pass is needed.
 #pragma once

@@ -1,4 +1,4 @@
-// CUDA slab engine: uploads a slab, runs classify → segment scans (CUB) → generate, and downloads the mesh tail.
+// CUDA slab engine: uploads a slab, runs classify → segment scan (CUB) → generate, and downloads the mesh tail.
 // Work arrays grow to the largest slab and are reused; every call is checked.
 #include <cub/device/device_scan.cuh>
 
