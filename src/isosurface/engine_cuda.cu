@@ -1,6 +1,8 @@
 // CUDA slab engine: uploads a slab, runs classify → segment scan (CUB) → generate, and downloads the mesh tail.
 // Work arrays grow to the largest slab and are reused; every call is checked.
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <chrono>
 
@@ -23,6 +25,12 @@ __global__ void fill_field_kernel(float* out, int which, long long nx, long long
   const long long i = at % nx, j = (at / nx) % ny, k = z0 + at / (nx * ny);
   out[at] = float(field_value(which, field_coordinate(ox, sx, i), field_coordinate(oy, sy, j), field_coordinate(oz, sz, k)));
 }
+
+// One half of a segment's packed counts (cuda_kernels.cuh: vertices low, triangles high), widened for a 64-bit sum.
+struct HalfOf {
+  int shift;
+  __host__ __device__ std::uint64_t operator()(std::uint64_t c) const { return c >> shift & 0xffffffffull; }
+};
 
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -219,6 +227,7 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA_LAUNCH("counting the next slab's centre vertices");
     }
     PS_CUDA(cudaEventRecord(classify_end_), "timing the classification");
+    check_slab_fits_32_bits(segments);
     scan(segment_counts_.as<std::uint64_t>(), segment_bases_.as<std::uint64_t>(), segments);
     const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]) * g.segments;
     cuda::SlabTotals totals{};
@@ -241,6 +250,30 @@ class CudaEngine final : public SlabEngine {
     return counts_;
   }
 
+  // The scan adds vertex and triangle counts in the two halves of one word, which holds only while a slab has fewer
+  // than 2^32 of each (the mesh's indices are 32-bit anyway). Slabs too small to reach that are not checked; larger
+  // ones are summed in 64 bits first, so that a hostile volume meets an error instead of a carry.
+  void check_slab_fits_32_bits(std::size_t segments) {
+    constexpr std::uint64_t kMaxVertices = cuda::kSegmentPoints * 5;  // five slots a point
+    constexpr std::uint64_t kMaxTriangles = std::uint64_t(cuda::kSegmentPoints) * mc::kMaxTriangles;
+    constexpr std::uint64_t kLimit = 0xffffffffull;
+    if (segments == 0 || std::uint64_t(segments) * std::max(kMaxVertices, kMaxTriangles) <= kLimit) return;
+    std::uint64_t sums[2] = {};
+    totals_.ensure(2 * sizeof(std::uint64_t), "allocating the slab totals");
+    for (int half = 0; half < 2; ++half) {
+      const auto in = thrust::make_transform_iterator(segment_counts_.as<std::uint64_t>(), HalfOf{32 * half});
+      auto* out = totals_.as<std::uint64_t>() + half;
+      std::size_t temp = 0;
+      PS_CUDA(cub::DeviceReduce::Sum(nullptr, temp, in, out, segments), "sizing the slab sum");
+      scan_temp_.ensure(temp, "allocating the slab sum");
+      PS_CUDA(cub::DeviceReduce::Sum(scan_temp_.ptr, temp, in, out, segments), "summing the slab counts");
+    }
+    PS_CUDA(cudaMemcpy(sums, totals_.ptr, sizeof sums, cudaMemcpyDeviceToHost), "reading the slab sums");
+    if (sums[0] > kLimit || sums[1] > kLimit)
+      throw Error(ErrorKind::LimitReached, "an isosurface slab has " + std::to_string(sums[0]) + " vertices and " +
+                                               std::to_string(sums[1]) +
+                                               " triangles; the mesh's 32-bit indices allow at most 4294967295");
+  }
   static unsigned blocks_for(std::size_t threads) {
     return unsigned((threads + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads);
   }
