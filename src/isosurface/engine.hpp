@@ -55,6 +55,8 @@ class SlabEngine {
   // Whether the last generate() wrote a vertex at a sample on the level: only such a vertex can be left unused,
   // when every triangle around it collapses and is dropped.
   virtual bool point_vertices() const = 0;
+  // Coincident tie triangles the engine dropped itself, in all slabs so far (it then lists none of them as ties).
+  virtual std::uint64_t coincident_removed() const { return 0; }
   // Makes the task's samples ready for count() (on a GPU: resident on the device, from a finished prefetch when
   // it matches). Then prefetch() may start on another thread with the next task, while this one is processed.
   virtual void stage(const SlabTask& task) { (void)task; }
@@ -64,6 +66,9 @@ class SlabEngine {
 };
 
 std::unique_ptr<SlabEngine> make_cpu_engine(int threads);
+// Tests: false makes the CPU engine list its ties for the pass over the whole mesh, as the CUDA engine does, instead
+// of resolving them in its count pass (the two must give the same mesh).
+void set_cpu_local_ties(bool on);
 std::unique_ptr<SlabEngine> make_cuda_engine(int device);  // throws Error(Device) when CUDA is missing
 bool cuda_engine_built();
 // Free device memory in bytes for slab sizing (0 without CUDA).

@@ -16,6 +16,7 @@
 #include "core/memory.hpp"
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
+#include "isosurface/level_cells.hpp"
 #include "isosurface/mc_tables.hpp"
 #include "parasurf/device.hpp"
 
@@ -92,6 +93,14 @@ static_assert(std::endian::native == std::endian::little, "corner words are read
   return int((((corners >> 5) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
 }
 
+// The corners that carry a point vertex (bit c: corner c), gathered from their kSlotPoint bits.
+[[gnu::always_inline]] inline int point_slot_mask_of_corners(std::uint64_t corners) {
+  static_assert(mc::kSlotPoint == 1, "the point slot is bit 0 of a flag byte");
+  return int(((corners & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
+}
+
+std::atomic<bool> local_ties_enabled{true};
+
 // mc::cell_triangles with the edge keys from mc::kLevelEdgeKey: the cells with a corner on the level (and, with
 // mask 0, those with a label) visit their surviving triangles as keys, in the entry's order.
 template <class Visit>
@@ -121,10 +130,44 @@ const KeyFaces kKeyFaces = [] {
   return t;
 }();
 
-// The surviving triangles of the classic entry of case c with on-level corner mask m (degenerate ones dropped), plus
-// one, at [c << 8 | m]; 0 until a cell first needs it. Filled as extractions meet them: a count is the same wherever
-// it is computed, so relaxed stores from several threads agree.
-std::atomic<std::uint8_t> level_count_memo[256 * 256];
+}  // namespace
+
+const std::array<level_cells::Summary, 65536>& level_cells::summaries() {
+  static const std::array<Summary, 65536> table = [] {
+    std::array<Summary, 65536> t{};
+    for (int cas = 1; cas < 255; ++cas)
+      for (int om = 0; om < 256; ++om) {
+        if (om & ~cas) continue;  // a corner on the level is inside
+        Summary& sum = t[std::size_t(cas << 8 | om)];
+        Triangle tri[mc::kMaxTriangles];
+        const int n = surviving(cas, om, tri);
+        sum.kept = std::uint8_t(n);
+        for (int a = 0; a < n; ++a) {
+          for (int k : tri[a].keys) sum.referenced |= 1u << k;
+          if (!tri[a].on_level) continue;
+          sum.paired = sum.paired || common_faces(tri[a]) != 0;
+          for (int b = 0; b < a; ++b) sum.paired = sum.paired || std::equal(tri[a].keys, tri[a].keys + 3, tri[b].keys);
+        }
+        // Slots of the cell: crossing edges, and on-level corners next to an outside corner. (An unused point vertex
+        // is unused in every cell around it, among them those holding its outside neighbour: listing it from those
+        // alone suffices, and spares the many cells where an on-level corner merely lies amid inside ones.)
+        std::uint32_t slots = 0;
+        for (int c = 0; c < 8; ++c)
+          for (int axis = 0; axis < 3; ++axis)
+            if ((om >> c & 1) && !(cas >> (c ^ 1 << axis) & 1)) slots |= 1u << (16 + c);
+        for (int e = 0; e < 12; ++e) {
+          const int c0 = mc::edge_lower_corner(e), c1 = c0 | 1 << mc::edge_axis(e);
+          if ((cas >> c0 & 1) != (cas >> c1 & 1) && !(om >> c0 & 1) && !(om >> c1 & 1)) slots |= 1u << e;
+        }
+        sum.orphanable = slots & ~sum.referenced;
+        sum.slots = slots;
+      }
+    return t;
+  }();
+  return table;
+}
+
+namespace {
 
 // Bytes 0 .. b of a word.
 [[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
@@ -303,6 +346,7 @@ class CpuEngine final : public SlabEngine {
   std::string name() const override { return "cpu (" + std::to_string(threads_) + " threads)"; }
   StageSeconds seconds() const override { return seconds_; }
   bool point_vertices() const override { return point_vertices_; }
+  std::uint64_t coincident_removed() const override { return coincident_dropped_; }
   double work_bytes_per_point() const override { return 2.0; }
 
   SlabCounts count(const SlabTask& task) override {
@@ -376,10 +420,28 @@ class CpuEngine final : public SlabEngine {
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
     // Cells with an MC33 centre vertex, as (row, cell): marked after the loop, which reads the flags they change.
     std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> centers(task.tunnels ? std::size_t(threads_) : 0u);
+    // Classic cells without kept degenerates resolve their ties here (level_cells.hpp); other topologies list them
+    // for the pass over the whole mesh.
+    const bool local = resolves_ties_locally(task);
+    const auto& summaries = level_cells::summaries();
+    std::vector<std::vector<std::int64_t>> unused_slots(static_cast<std::size_t>(threads_));  // slot ids, below
+    std::uint64_t dropped = 0;
     // The three passes share one parallel region: on small volumes, starting a region per pass cost more than the
     // barriers between the passes.
-#pragma omp parallel num_threads(threads_)
+#pragma omp parallel num_threads(threads_) reduction(+ : dropped)
     {
+    std::vector<std::int64_t>& my_unused = unused_slots[std::size_t(omp_get_thread_num())];
+    // The case and on-level mask of a cell: from the flag bytes where its corners have them, else from its samples.
+    auto cell_bits = [&](std::int64_t ci, std::int64_t cj, std::int64_t ck, int& cas, int& om) {
+      if (ck >= l.z0 && ck + 1 < l.flag_z1) {
+        const std::uint8_t* base = flags + ((ck - l.z0) * l.ny + cj) * l.nx;
+        const std::uint8_t* rows[4] = {base, base + l.nx, base + l.ny * l.nx, base + (l.ny + 1) * l.nx};
+        const std::uint64_t corners = corner_flags8(rows, ci);
+        cas = case_of_corners(corners), om = level_mask_of_corners(corners);
+        return;
+      }
+      level_cells::sample_cell_bits(s, level, ci, cj, ck, cas, om);
+    };
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < inside_rows; ++r) {
       // Locals and restrict: byte stores could alias anything, which would stop the loop from vectorising.
@@ -465,20 +527,32 @@ class CpuEngine final : public SlabEngine {
       const std::size_t q0 = std::size_t(r), q2 = std::size_t(r + l.ny);
       const std::uint64_t level_bytes =
           (row_on_level_[q0] | row_on_level_[q0 + 1] | row_on_level_[q2] | row_on_level_[q2 + 1]) ? kOnLevelBytes : 0;
-      // Classic cells with corners on the level take their count from the memo (one count per case and on-level mask).
-      const bool memo_level_counts = !cases.case_flags && !task.keep_degenerate;
+      // Classic cells with corners on the level take their count from the summary of their case and on-level mask,
+      // and list the slots they leave unused (which other cells may use); cells whose tie triangles may cancel
+      // resolve them here.
       auto count_fast = [&](std::int64_t i) __attribute__((always_inline)) {
         const std::uint64_t corners = corner_flags8(row, i);
         const int cas = case_of_corners(corners);
-        if ((corners & level_bytes) && memo_level_counts) {
+        if ((corners & level_bytes) && local) {
           const int om = level_mask_of_corners(corners);
-          std::atomic<std::uint8_t>& memo = level_count_memo[cas << 8 | om];
-          int kept = memo.load(std::memory_order_relaxed);
-          if (kept == 0) {
-            level_cell_triangles(cases.entries[mc::entry_index(cas, 0)], om, false, [&](int, int, int, bool) { ++kept; });
-            memo.store(std::uint8_t(++kept), std::memory_order_relaxed);
+          const level_cells::Summary& sum = summaries[std::size_t(cas << 8 | om)];
+          const std::uint32_t slot_keys = 0xFFFu | std::uint32_t(point_slot_mask_of_corners(corners)) << 16;
+          std::uint32_t kept = sum.kept, unused = sum.orphanable & slot_keys;
+          if (sum.paired) {
+            kept = std::uint32_t(std::popcount(level_cells::kept_triangles(s, level, i, j, k, cas, om)));
+            dropped += sum.kept - kept;
+            unused = sum.slots & slot_keys;  // all its slots: let the check decide
           }
-          n += std::uint32_t(kept - 1);
+          n += kept;
+          // Slots this cell leaves unused: kept when another cell around them uses them, else listed to lose
+          // their vertex (all flags are final here; the slot bits are cleared after the loop).
+          for (; unused; unused &= unused - 1) {
+            const int key = std::countr_zero(unused), c = key >= 16 ? key - 16 : mc::edge_lower_corner(key);
+            const int axis = key >= 16 ? -1 : mc::edge_axis(key);
+            const std::int64_t pi = i + (c & 1), pj = j + (c >> 1 & 1), pk = k + (c >> 2 & 1);
+            if (!level_cells::slot_used(s, level, pi, pj, pk, axis, cell_bits))
+              my_unused.push_back(4 * (((pk - l.z0) * l.ny + pj) * l.nx + pi) + 1 + axis);
+          }
         } else if ((corners & level_bytes) || (cases.case_flags && cases.case_flags[cas])) {
           count_cell(i, corners, cas);
         } else {
@@ -500,6 +574,7 @@ class CpuEngine final : public SlabEngine {
     };
     for (const auto& list : centers)
       for (const auto& [r, i] : list) mark_center(r, i);
+    if (local) drop_unused_slots<T>(task, l, unused_slots);
     // The centres of the next slab's first cells, which own vertices of the slice this slab numbers last.
     if (task.tunnels && l.z1 + 1 < l.nz) {
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads_)
@@ -508,6 +583,7 @@ class CpuEngine final : public SlabEngine {
           if (mc::cell_needs_center(cases, s, i, j, l.z1, level, task.keep_degenerate))
             mark_center((l.z1 - l.z0) * l.ny + j, i);
     }
+    coincident_dropped_ += dropped;
     seconds_.classify += since(t0);
     const auto t1 = Clock::now();
     row_vertex_base_.resize(std::size_t(rows));
@@ -526,6 +602,57 @@ class CpuEngine final : public SlabEngine {
     return {slab_vertices, tri};
   }
 
+  // Classic cells, no degenerate triangles kept: the count pass resolves coincident ties and unused slots.
+  static bool resolves_ties_locally(const SlabTask& t) {
+    return !t.decider && !t.tunnels && !t.keep_degenerate && local_ties_enabled.load(std::memory_order_relaxed);
+  }
+
+  // Slots that no surviving triangle uses lose their vertex, so that none is left unused in the mesh: those the
+  // cell loop found (`found`: 4 · (flag row · nx + i) + 0 for the point or 1 + axis) and, at the slab's ends, slots
+  // whose cells lie in the previous or next slab, checked here: the point vertices of the first slice, and the point
+  // and z slots of the next slab's first slice, which this slab's numbering counts. Both slabs decide a shared
+  // slice's slots alike, from the same samples.
+  template <class T>
+  void drop_unused_slots(const SlabTask& task, const Layout& l, std::vector<std::vector<std::int64_t>>& found) {
+    using R = typename mc::RealOf<T>::type;
+    const auto s = values<T>(task);
+    const R level = R(task.level);
+    std::vector<std::int64_t> slots;
+    for (auto& list : found) slots.insert(slots.end(), list.begin(), list.end());
+    const std::int64_t inside_rows = std::int64_t(row_on_level_.size());
+    auto on_level_near = [&](std::int64_t r) {  // rows r - 1 .. r + 1 of r's slice and of the next one
+      bool near = false;
+      for (std::int64_t dz : {std::int64_t(0), l.ny})
+        for (std::int64_t dy = -1; dy <= 1; ++dy) {
+          const std::int64_t q = r + dz + dy, j = r % l.ny + dy;
+          near = near || (j >= 0 && j < l.ny && q < inside_rows && row_on_level_[std::size_t(q)]);
+        }
+      return near;
+    };
+    auto check_slice = [&](std::int64_t z, std::uint8_t wanted, bool all_rows) {
+      for (std::int64_t r = (z - l.z0) * l.ny, end = r + l.ny; r < end; ++r) {
+        if (!all_rows && !on_level_near(r)) continue;
+        const std::uint8_t* f = flags_.data() + r * l.nx;
+        for (std::int64_t i = 0; i < l.nx; ++i)
+          for (int type = 0; type < 4; ++type)
+            if ((f[i] & wanted & (1 << type)) && !level_cells::slot_used(s, level, i, r % l.ny, z, type - 1))
+              slots.push_back(4 * (r * l.nx + i) + type);
+      }
+    };
+    if (l.z0 > 0) {  // no cell of this slab lies below the first slice; with no cell at all (the last slice), x, y too
+      if (l.z0 + 1 < l.nz) check_slice(l.z0, mc::kSlotPoint, false);
+      else check_slice(l.z0, mc::kSlotPoint | mc::kSlotX | mc::kSlotY, true);
+    }
+    if (l.z1 < l.nz) check_slice(l.z1, mc::kSlotPoint | mc::kSlotZ, false);  // cells above it: the next slab's
+    std::sort(slots.begin(), slots.end());
+    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+    for (const std::int64_t slot : slots) {
+      const std::int64_t point = slot >> 2;
+      flags_.data()[point] &= std::uint8_t(~(1 << (slot & 3)));
+      --row_vertices_[std::size_t(point / l.nx)];
+    }
+  }
+
   template <class T>
   void generate_t(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) {
     using R = typename mc::RealOf<T>::type;
@@ -540,6 +667,8 @@ class CpuEngine final : public SlabEngine {
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
     std::vector<std::vector<std::uint64_t>> thread_ties(static_cast<std::size_t>(threads_));
     int any_point = 0;
+    const bool local = resolves_ties_locally(task);
+    const auto& summaries = level_cells::summaries();
     // Vertices and triangles are independent (triangles need only the scanned vertex ids): one parallel region,
     // no barrier between the two loops.
 #pragma omp parallel num_threads(threads_)
@@ -613,13 +742,22 @@ class CpuEngine final : public SlabEngine {
           std::uint64_t cell_ids[mc::kMaxTriangles];
           bool listed[mc::kMaxTriangles];
           int cell_ties = 0;
+          // Resolved here instead (the count pass made the same decisions): the triangles of kept_bits survive.
+          std::uint32_t kept_bits = ~0u;
+          if (local && level_mask) {
+            const int cas = mc::cell_case(cf);
+            if (summaries[std::size_t(cas << 8 | level_mask)].paired)
+              kept_bits = level_cells::kept_triangles(s, level, i, j, k, cas, level_mask);
+          }
+          int surviving = -1;
           level_cell_triangles(e, level_mask, task.keep_degenerate, [&](int a, int b, int c, bool on_level) {
+            if (!(kept_bits >> ++surviving & 1)) return;
             std::uint32_t* tri = out.triangles + 3 * t;
             tri[0] = std::uint32_t(any_key_vertex(a, cf, first));
             tri[1] = std::uint32_t(any_key_vertex(task.flip ? c : b, cf, first));
             tri[2] = std::uint32_t(any_key_vertex(task.flip ? b : c, cf, first));
             if (out.face_labels) out.face_labels[t] = label;
-            if (on_level) {
+            if (on_level && !local) {
               const int lo = std::min({a, b, c}), hi = std::max({a, b, c}), mid = a + b + c - lo - hi;
               const std::uint32_t keys = std::uint32_t(lo | mid << 5 | hi << 10);  // keys are below 32
               bool listed_now = (kKeyFaces.faces[a] & kKeyFaces.faces[b] & kKeyFaces.faces[c]) != 0;
@@ -668,12 +806,13 @@ class CpuEngine final : public SlabEngine {
       }
     }
     for (auto& v : thread_ties) ties.insert(ties.end(), v.begin(), v.end());
-    point_vertices_ = any_point != 0;
+    point_vertices_ = any_point != 0 && !local;  // locally resolved: no slot is left unused
     seconds_.generate += since(t0);
   }
 
   int threads_;
   bool point_vertices_ = false;
+  std::uint64_t coincident_dropped_ = 0;
   StageSeconds seconds_;
   ByteBuffer flags_, inside_;
   std::vector<std::uint8_t> row_on_level_, row_uniform_;
@@ -685,5 +824,7 @@ class CpuEngine final : public SlabEngine {
 }  // namespace
 
 std::unique_ptr<SlabEngine> make_cpu_engine(int threads) { return std::make_unique<CpuEngine>(threads); }
+
+void set_cpu_local_ties(bool on) { local_ties_enabled.store(on, std::memory_order_relaxed); }
 
 }  // namespace parasurf::iso

@@ -715,7 +715,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     rep.seconds_copy = sec.upload + sec.download;
     rep.seconds_total = since(start);
     rep.seconds_host_mesh = host_mesh_seconds;
-    if (report) *report = rep;
+    if (report) {
+      *report = rep;
+      if (engine) report->duplicates_removed += std::int64_t(engine->coincident_removed());
+    }
   };
   if (parts) {
     for (std::size_t L = 0; L < meshes.size(); ++L) {
