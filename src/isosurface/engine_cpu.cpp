@@ -114,10 +114,6 @@ template <class Visit>
   }
 }
 
-// mc::key_vertex with the edge and centre keys from mc::edge_key_vertex's table.
-[[gnu::always_inline]] inline std::uint64_t any_key_vertex(int key, const std::uint8_t* cf, const std::uint64_t* first) {
-  return key >= 16 ? first[key - 16] : mc::edge_key_vertex(key, cf, first);
-}
 
 // mc::key_faces of every key (a test compares them).
 struct KeyFaces {
@@ -132,18 +128,28 @@ const KeyFaces kKeyFaces = [] {
 
 }  // namespace
 
-const std::array<level_cells::Summary, 65536>& level_cells::summaries() {
-  static const std::array<Summary, 65536> table = [] {
-    std::array<Summary, 65536> t{};
+const level_cells::Tables& level_cells::tables() {
+  static const std::unique_ptr<const Tables> built = [] {  // 1.3 MB: on the heap, not a thread's stack
+    auto owned = std::make_unique<Tables>();
+    Tables& t = *owned;
+    const auto& entries = mc::case_tables().entries;
     for (int cas = 1; cas < 255; ++cas)
       for (int om = 0; om < 256; ++om) {
         if (om & ~cas) continue;  // a corner on the level is inside
-        Summary& sum = t[std::size_t(cas << 8 | om)];
+        Summary& sum = t.summary[cell_index(cas, om)];
+        sum.first = std::uint32_t(t.triangles.size());
+        const mc::CaseEntry& e = entries[std::size_t(mc::entry_index(cas, 0))];
+        level_cell_triangles(e, om, false, [&](int a, int b, int c, bool on_level) {
+          t.triangles.push_back({{std::uint8_t(a), std::uint8_t(b), std::uint8_t(c)}, on_level});
+          sum.referenced |= 1u << a | 1u << b | 1u << c;
+        });
+        sum.kept = std::uint8_t(t.triangles.size() - sum.first);
         Triangle tri[mc::kMaxTriangles];
-        const int n = surviving(cas, om, tri);
-        sum.kept = std::uint8_t(n);
+        const int n = std::min<int>(sum.kept, mc::kMaxTriangles);
         for (int a = 0; a < n; ++a) {
-          for (int k : tri[a].keys) sum.referenced |= 1u << k;
+          const LevelTriangle& lt = t.triangles[sum.first + std::size_t(a)];
+          tri[a] = {{lt.key[0], lt.key[1], lt.key[2]}, lt.on_level};
+          std::sort(tri[a].keys, tri[a].keys + 3);
           if (!tri[a].on_level) continue;
           sum.paired = sum.paired || common_faces(tri[a]) != 0;
           for (int b = 0; b < a; ++b) sum.paired = sum.paired || std::equal(tri[a].keys, tri[a].keys + 3, tri[b].keys);
@@ -161,10 +167,14 @@ const std::array<level_cells::Summary, 65536>& level_cells::summaries() {
         }
         sum.orphanable = slots & ~sum.referenced;
         sum.slots = slots;
+        // An unpaired cell that left a crossing edge unused would need the edge checked: it takes the paired path.
+        if (sum.orphanable & 0xFFFFu) sum.paired = true;
+        t.word[cell_index(cas, om)] = sum.first | std::uint32_t(sum.kept) << kKeptShift | (sum.paired ? kPairedBit : 0) |
+                                      (sum.orphanable >> 16) << kOrphanShift;
       }
-    return t;
+    return owned;
   }();
-  return table;
+  return *built;
 }
 
 namespace {
@@ -423,7 +433,8 @@ class CpuEngine final : public SlabEngine {
     // Classic cells without kept degenerates resolve their ties here (level_cells.hpp); other topologies list them
     // for the pass over the whole mesh.
     const bool local = resolves_ties_locally(task);
-    const auto& summaries = level_cells::summaries();
+    const auto& summaries = level_cells::tables().summary;
+    const std::uint32_t* cell_words = level_cells::tables().word.data();
     std::vector<std::vector<std::int64_t>> unused_slots(static_cast<std::size_t>(threads_));  // slot ids, below
     std::uint64_t dropped = 0;
     // The three passes share one parallel region: on small volumes, starting a region per pass cost more than the
@@ -431,6 +442,12 @@ class CpuEngine final : public SlabEngine {
 #pragma omp parallel num_threads(threads_) reduction(+ : dropped)
     {
     std::vector<std::int64_t>& my_unused = unused_slots[std::size_t(omp_get_thread_num())];
+    struct SlotAnswer {
+      std::int64_t slot = -1;
+      bool unused = false;
+    };
+    constexpr std::size_t kSlotMemo = 256;
+    std::array<SlotAnswer, kSlotMemo> slot_memo{};
     // The case and on-level mask of a cell: from the flag bytes where its corners have them, else from its samples.
     auto cell_bits = [&](std::int64_t ci, std::int64_t cj, std::int64_t ck, int& cas, int& om) {
       if (ck >= l.z0 && ck + 1 < l.flag_z1) {
@@ -535,13 +552,16 @@ class CpuEngine final : public SlabEngine {
         const int cas = case_of_corners(corners);
         if ((corners & level_bytes) && local) {
           const int om = level_mask_of_corners(corners);
-          const level_cells::Summary& sum = summaries[std::size_t(cas << 8 | om)];
-          const std::uint32_t slot_keys = 0xFFFu | std::uint32_t(point_slot_mask_of_corners(corners)) << 16;
-          std::uint32_t kept = sum.kept, unused = sum.orphanable & slot_keys;
-          if (sum.paired) {
+          const std::size_t at = level_cells::cell_index(cas, om);
+          const std::uint32_t word = cell_words[at];
+          std::uint32_t kept = word >> level_cells::kKeptShift & level_cells::kKeptMask;
+          std::uint32_t unused = (word >> level_cells::kOrphanShift & std::uint32_t(point_slot_mask_of_corners(corners))) << 16;
+          if (word & level_cells::kPairedBit) {
+            const std::uint32_t all = kept;
             kept = std::uint32_t(std::popcount(level_cells::kept_triangles(s, level, i, j, k, cas, om)));
-            dropped += sum.kept - kept;
-            unused = sum.slots & slot_keys;  // all its slots: let the check decide
+            dropped += all - kept;
+            // all its slots: let the check decide
+            unused = summaries[at].slots & (0xFFFu | std::uint32_t(point_slot_mask_of_corners(corners)) << 16);
           }
           n += kept;
           // Slots this cell leaves unused: kept when another cell around them uses them, else listed to lose
@@ -550,8 +570,12 @@ class CpuEngine final : public SlabEngine {
             const int key = std::countr_zero(unused), c = key >= 16 ? key - 16 : mc::edge_lower_corner(key);
             const int axis = key >= 16 ? -1 : mc::edge_axis(key);
             const std::int64_t pi = i + (c & 1), pj = j + (c >> 1 & 1), pk = k + (c >> 2 & 1);
-            if (!level_cells::slot_used(s, level, pi, pj, pk, axis, cell_bits))
-              my_unused.push_back(4 * (((pk - l.z0) * l.ny + pj) * l.nx + pi) + 1 + axis);
+            const std::int64_t slot = 4 * (((pk - l.z0) * l.ny + pj) * l.nx + pi) + 1 + axis;
+            // Neighbouring cells list the same slots: the last answers are kept, a few per slot.
+            SlotAnswer& memo = slot_memo[std::size_t((slot ^ slot >> 9) & (kSlotMemo - 1))];
+            if (memo.slot != slot)
+              memo = {slot, !level_cells::slot_used(s, level, pi, pj, pk, axis, cell_bits)};
+            if (memo.unused) my_unused.push_back(slot);
           }
         } else if ((corners & level_bytes) || (cases.case_flags && cases.case_flags[cas])) {
           count_cell(i, corners, cas);
@@ -668,7 +692,8 @@ class CpuEngine final : public SlabEngine {
     std::vector<std::vector<std::uint64_t>> thread_ties(static_cast<std::size_t>(threads_));
     int any_point = 0;
     const bool local = resolves_ties_locally(task);
-    const auto& summaries = level_cells::summaries();
+    const std::uint32_t* cell_words = level_cells::tables().word.data();
+    const level_cells::LevelTriangle* level_triangles = level_cells::tables().triangles.data();
     // Vertices and triangles are independent (triangles need only the scanned vertex ids): one parallel region,
     // no barrier between the two loops.
 #pragma omp parallel num_threads(threads_)
@@ -742,22 +767,13 @@ class CpuEngine final : public SlabEngine {
           std::uint64_t cell_ids[mc::kMaxTriangles];
           bool listed[mc::kMaxTriangles];
           int cell_ties = 0;
-          // Resolved here instead (the count pass made the same decisions): the triangles of kept_bits survive.
-          std::uint32_t kept_bits = ~0u;
-          if (local && level_mask) {
-            const int cas = mc::cell_case(cf);
-            if (summaries[std::size_t(cas << 8 | level_mask)].paired)
-              kept_bits = level_cells::kept_triangles(s, level, i, j, k, cas, level_mask);
-          }
-          int surviving = -1;
           level_cell_triangles(e, level_mask, task.keep_degenerate, [&](int a, int b, int c, bool on_level) {
-            if (!(kept_bits >> ++surviving & 1)) return;
             std::uint32_t* tri = out.triangles + 3 * t;
-            tri[0] = std::uint32_t(any_key_vertex(a, cf, first));
-            tri[1] = std::uint32_t(any_key_vertex(task.flip ? c : b, cf, first));
-            tri[2] = std::uint32_t(any_key_vertex(task.flip ? b : c, cf, first));
+            tri[0] = std::uint32_t(mc::edge_key_vertex(a, cf, first));
+            tri[1] = std::uint32_t(mc::edge_key_vertex(task.flip ? c : b, cf, first));
+            tri[2] = std::uint32_t(mc::edge_key_vertex(task.flip ? b : c, cf, first));
             if (out.face_labels) out.face_labels[t] = label;
-            if (on_level && !local) {
+            if (on_level) {
               const int lo = std::min({a, b, c}), hi = std::max({a, b, c}), mid = a + b + c - lo - hi;
               const std::uint32_t keys = std::uint32_t(lo | mid << 5 | hi << 10);  // keys are below 32
               bool listed_now = (kKeyFaces.faces[a] & kKeyFaces.faces[b] & kKeyFaces.faces[c]) != 0;
@@ -772,6 +788,28 @@ class CpuEngine final : public SlabEngine {
             ++t;
           });
         };
+        // A cell with a corner on the level, its ties resolved in the count pass: its surviving triangles from the
+        // table, less the coincident ones the count pass dropped too.
+        auto emit_level = [&](std::int64_t i, const std::uint32_t* through, const std::uint8_t* cf, int cas,
+                              int level_mask) __attribute__((always_inline)) {
+          std::uint64_t first[8];
+          corner_first_slots(cf, base, through, first);
+          const std::int32_t label =
+              task.labels ? mc::cell_label_at(task.labels, l.nx, l.ny, task.data_z0, i, j, k, cf) : 0;
+          const std::uint32_t word = cell_words[level_cells::cell_index(cas, level_mask)];
+          const std::uint32_t kept_bits =
+              (word & level_cells::kPairedBit) ? level_cells::kept_triangles(s, level, i, j, k, cas, level_mask) : ~0u;
+          const level_cells::LevelTriangle* lt = level_triangles + (word & level_cells::kFirstMask);
+          for (int n = 0, kept = int(word >> level_cells::kKeptShift & level_cells::kKeptMask); n < kept; ++n) {
+            if (!(kept_bits >> n & 1)) continue;
+            std::uint32_t* tri = out.triangles + 3 * t;
+            tri[0] = std::uint32_t(mc::edge_key_vertex(lt[n].key[0], cf, first));
+            tri[1] = std::uint32_t(mc::edge_key_vertex(lt[n].key[task.flip ? 2 : 1], cf, first));
+            tri[2] = std::uint32_t(mc::edge_key_vertex(lt[n].key[task.flip ? 1 : 2], cf, first));
+            if (out.face_labels) out.face_labels[t] = label;
+            ++t;
+          }
+        };
         auto emit_cell = [&](std::int64_t i, const std::uint32_t* through) __attribute__((always_inline)) {
           const std::uint64_t corners = corner_flags8(row, i);
           std::uint8_t cf[8];
@@ -782,6 +820,10 @@ class CpuEngine final : public SlabEngine {
           if (!task.labels && !(corners & kOnLevelBytes)) {  // no ties, no labels: every triangle of the entry, as it is
             emit_plain_triangles(e, cf, base, through, task.flip, out.triangles + 3 * t);
             t += e.count;
+            return;
+          }
+          if (local && (corners & kOnLevelBytes)) {
+            emit_level(i, through, cf, cas, level_mask_of_corners(corners));
             return;
           }
           emit_general(i, through, cf, level_mask_of_corners(corners), e);

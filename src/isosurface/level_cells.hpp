@@ -11,11 +11,18 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "isosurface/mc_kernels.hpp"
 #include "isosurface/mc_tables.hpp"
 
 namespace parasurf::iso::level_cells {
+
+// A triangle that survives the collapse, its vertex keys in the entry's winding order.
+struct LevelTriangle {
+  std::uint8_t key[3];
+  bool on_level;  // a key is an on-level corner
+};
 
 // What a classic cell with case `cas` and on-level corner mask `om` keeps, from the table alone: bits are keys
 // (edges 0-11, corners 16-23).
@@ -23,12 +30,35 @@ struct Summary {
   std::uint32_t referenced = 0;  // keys used by a triangle that survives the collapse
   std::uint32_t slots = 0;       // crossing edges, and on-level corners next to an outside corner
   std::uint32_t orphanable = 0;  // those slots that no surviving triangle uses
-  std::uint8_t kept = 0;         // surviving triangles
+  std::uint32_t first = 0;       // its surviving triangles: Tables::triangles[first, first + kept)
+  std::uint8_t kept = 0;
   bool paired = false;           // a surviving tie triangle lies in a face or repeats another: may cancel
 };
 
-// [cas << 8 | om] for om within the inside corners of cas; built once (thread-safe).
-const std::array<Summary, 65536>& summaries();
+// A cell's corners as a base-3 number (0 outside, 1 inside, 2 on the level): the 3^8 cases with on-level corners.
+constexpr std::array<std::uint16_t, 256> kTernary = [] {
+  std::array<std::uint16_t, 256> t{};
+  for (int m = 0; m < 256; ++m)
+    for (int c = 0, power = 1; c < 8; ++c, power *= 3) t[std::size_t(m)] = std::uint16_t(t[std::size_t(m)] + (m >> c & 1) * power);
+  return t;
+}();
+inline std::size_t cell_index(int cas, int om) { return std::size_t(kTernary[std::size_t(cas)]) + kTernary[std::size_t(om)]; }
+
+// What the cell loops read of a Summary, in one word (26 KB for all cells, where the summaries take 130 KB):
+constexpr std::uint32_t kFirstMask = 0x1FFFF;  // bits 0-16: first
+constexpr int kKeptShift = 17;                 // bits 17-21: kept
+constexpr std::uint32_t kKeptMask = 31;
+constexpr std::uint32_t kPairedBit = 1u << 22;
+constexpr int kOrphanShift = 23;               // bits 23-30: the orphanable corners (unpaired cells orphan no edge)
+static_assert(6561 * mc::kMaxTriangles <= kFirstMask + 1 && mc::kMaxTriangles <= kKeptMask, "cell words too narrow");
+
+struct Tables {
+  std::array<Summary, 6561> summary;  // [cell_index(cas, om)], om within the inside corners of cas
+  std::array<std::uint32_t, 6561> word;
+  std::vector<LevelTriangle> triangles;
+};
+// Built once, on first use (thread-safe).
+const Tables& tables();
 
 // The key of a cell's edge along `axis` from corner c0 (whose bit `axis` is 0): the inverse of edge_lower_corner and
 // edge_axis.
@@ -51,16 +81,15 @@ struct Triangle {
 
 // The surviving triangles of a classic cell, in table order, keys sorted; returns their count.
 inline int surviving(int cas, int om, Triangle* out) {
-  const mc::CaseEntry& e = mc::case_tables().entries[std::size_t(mc::entry_index(cas, 0))];
-  const std::uint8_t* key = mc::kLevelEdgeKey.key[om];
-  int n = 0;
-  for (int t = 0; t < e.count; ++t) {
-    int k3[3] = {key[e.edges[3 * t]], key[e.edges[3 * t + 1]], key[e.edges[3 * t + 2]]};
-    if (k3[0] == k3[1] || k3[1] == k3[2] || k3[0] == k3[2]) continue;
+  const Tables& t = tables();
+  const Summary& sum = t.summary[cell_index(cas, om)];
+  for (int n = 0; n < sum.kept; ++n) {
+    const LevelTriangle& lt = t.triangles[sum.first + std::size_t(n)];
+    int k3[3] = {lt.key[0], lt.key[1], lt.key[2]};
     std::sort(k3, k3 + 3);
-    out[n++] = {{k3[0], k3[1], k3[2]}, k3[2] >= 16};
+    out[n] = {{k3[0], k3[1], k3[2]}, lt.on_level};
   }
-  return n;
+  return sum.kept;
 }
 
 inline int common_faces(const Triangle& t) {
@@ -127,7 +156,7 @@ std::uint32_t kept_triangles(const mc::SlabValues<T>& s, typename mc::RealOf<T>:
 template <class T, class CellBits>
 bool slot_used(const mc::SlabValues<T>& s, typename mc::RealOf<T>::type level, std::int64_t i, std::int64_t j,
                std::int64_t k, int axis, CellBits&& cell_bits) {
-  const auto& table = summaries();
+  const auto& table = tables().summary;
   const std::int64_t p[3] = {i, j, k}, size[3] = {s.nx - 1, s.ny - 1, s.nz - 1};
   for (int o = 0; o < 8; ++o) {
     std::int64_t cell[3];
@@ -145,7 +174,7 @@ bool slot_used(const mc::SlabValues<T>& s, typename mc::RealOf<T>::type level, s
     int cas, om;
     cell_bits(cell[0], cell[1], cell[2], cas, om);
     if (cas == 0 || cas == 255) continue;
-    const Summary& sum = table[std::size_t(cas << 8 | om)];
+    const Summary& sum = table[cell_index(cas, om)];
     if (!(sum.referenced >> key & 1)) continue;
     if (!sum.paired) return true;
     Triangle tri[mc::kMaxTriangles];

@@ -270,11 +270,13 @@ PS_HD_INT std::uint64_t key_vertex(int key, const std::uint8_t* corner_flags, co
   return corner_first[c0] + std::uint64_t(popcount8(corner_flags[c0] & below));
 }
 
-// key_vertex for the keys below 16 (the twelve edges and the centre) from a table instead of the arithmetic, for the
-// CPU's loop over cells none of whose corners lies on the level: per key, the lower corner in bits 0-2 and, in bits
-// 3-7, the slots before its vertex there (the same values as key_vertex's; a test compares them for every key).
-constexpr std::uint8_t kEdgeKeySlot[13] = {0 | 1 << 3, 2 | 1 << 3, 4 | 1 << 3, 6 | 1 << 3, 0 | 3 << 3, 1 | 3 << 3, 4 | 3 << 3,
-                                           5 | 3 << 3, 0 | 7 << 3, 1 | 7 << 3, 2 | 7 << 3, 3 | 7 << 3, 0 | 15 << 3};
+// key_vertex from a table instead of the arithmetic and branches, for the CPU's cell loops: per key, the corner in
+// bits 0-2 and, in bits 3-7, the slots before its vertex there (the same values as key_vertex's; a test compares them
+// for every key). Edges and the centre count the lower corner's earlier slots; an on-level corner (keys 16-23) is its
+// point's first slot. Keys 13-15 are unused.
+constexpr std::uint8_t kEdgeKeySlot[24] = {0 | 1 << 3, 2 | 1 << 3, 4 | 1 << 3, 6 | 1 << 3, 0 | 3 << 3, 1 | 3 << 3,
+                                           4 | 3 << 3, 5 | 3 << 3, 0 | 7 << 3, 1 | 7 << 3, 2 | 7 << 3, 3 | 7 << 3,
+                                           0 | 15 << 3, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7};
 [[gnu::always_inline]] inline std::uint64_t edge_key_vertex(int key, const std::uint8_t* corner_flags,
                                                             const std::uint64_t* corner_first) {
   const int c = kEdgeKeySlot[key] & 7;

@@ -105,8 +105,9 @@ TEST(IsoTables, EdgeKeyTableMatchesKeyVertex) {
     std::uint8_t cf[8];
     std::uint64_t first[8];
     for (int c = 0; c < 8; ++c) cf[c] = std::uint8_t(rng()), first[c] = rng() >> 8;
-    for (int key = 0; key <= mc::kCenterKey; ++key)
-      ASSERT_EQ(mc::edge_key_vertex(key, cf, first), mc::key_vertex(key, cf, first)) << "key " << key;
+    for (int key = 0; key < 24; ++key)
+      if (key <= mc::kCenterKey || key >= 16)
+        ASSERT_EQ(mc::edge_key_vertex(key, cf, first), mc::key_vertex(key, cf, first)) << "key " << key;
   }
 }
 
