@@ -144,15 +144,28 @@ const level_cells::Tables& level_cells::tables() {
           sum.referenced |= 1u << a | 1u << b | 1u << c;
         });
         sum.kept = std::uint8_t(t.triangles.size() - sum.first);
-        Triangle tri[mc::kMaxTriangles];
-        const int n = std::min<int>(sum.kept, mc::kMaxTriangles);
-        for (int a = 0; a < n; ++a) {
-          const LevelTriangle& lt = t.triangles[sum.first + std::size_t(a)];
-          tri[a] = {{lt.key[0], lt.key[1], lt.key[2]}, lt.on_level};
-          std::sort(tri[a].keys, tri[a].keys + 3);
-          if (!tri[a].on_level) continue;
-          sum.paired = sum.paired || common_faces(tri[a]) != 0;
-          for (int b = 0; b < a; ++b) sum.paired = sum.paired || std::equal(tri[a].keys, tri[a].keys + 3, tri[b].keys);
+        LevelTriangle* tri = t.triangles.data() + sum.first;
+        std::array<std::array<int, 3>, mc::kMaxTriangles> sorted{};
+        for (int a = 0; a < sum.kept; ++a) {
+          LevelTriangle& x = tri[a];
+          sorted[std::size_t(a)] = {x.key[0], x.key[1], x.key[2]};
+          std::sort(sorted[std::size_t(a)].begin(), sorted[std::size_t(a)].end());
+          if (!x.on_level) continue;
+          const int faces = mc::key_faces(x.key[0]) & mc::key_faces(x.key[1]) & mc::key_faces(x.key[2]);
+          if (faces) {  // (three distinct keys share at most one face)
+            x.face = std::uint8_t(std::countr_zero(unsigned(faces)));
+            int ids[3] = {face_id(x.key[0], x.face), face_id(x.key[1], x.face), face_id(x.key[2], x.face)};
+            std::sort(ids, ids + 3);
+            x.face_ids = std::uint16_t(ids[0] | ids[1] << 5 | ids[2] << 10);
+          }
+        }
+        for (int a = 0; a < sum.kept; ++a) {
+          LevelTriangle& x = tri[a];
+          if (!x.on_level) continue;
+          for (int b = 0; b < sum.kept; ++b)
+            if (b != a && sorted[std::size_t(b)] == sorted[std::size_t(a)])
+              ++x.same, x.same_before = std::uint8_t(x.same_before + (b < a));
+          sum.paired = sum.paired || x.face != kNoFace || x.same > 1;
         }
         // Slots of the cell: crossing edges, and on-level corners next to an outside corner. (An unused point vertex
         // is unused in every cell around it, among them those holding its outside neighbour: listing it from those
@@ -169,6 +182,7 @@ const level_cells::Tables& level_cells::tables() {
         sum.slots = slots;
         // An unpaired cell that left a crossing edge unused would need the edge checked: it takes the paired path.
         if (sum.orphanable & 0xFFFFu) sum.paired = true;
+        t.corner_refs[cell_index(cas, om)] = std::uint8_t(sum.referenced >> 16);
         t.word[cell_index(cas, om)] = sum.first | std::uint32_t(sum.kept) << kKeptShift | (sum.paired ? kPairedBit : 0) |
                                       (sum.orphanable >> 16) << kOrphanShift;
       }
@@ -369,10 +383,12 @@ class CpuEngine final : public SlabEngine {
  private:
   struct Layout {
     std::int64_t nx, ny, nz, z0, z1, flag_z1, cell_z1;
+    std::int64_t cells[3];  // the grid's cells along each axis
     std::int64_t flag_rows() const { return (flag_z1 - z0) * ny; }
   };
   static Layout layout(const SlabTask& t) {
-    Layout l{t.dims[0], t.dims[1], t.dims[2], t.z0, t.z1, std::min(t.z1 + 1, t.dims[2]), std::min(t.z1, t.dims[2] - 1)};
+    Layout l{t.dims[0], t.dims[1], t.dims[2], t.z0, t.z1, std::min(t.z1 + 1, t.dims[2]), std::min(t.z1, t.dims[2] - 1),
+             {t.dims[0] - 1, t.dims[1] - 1, t.dims[2] - 1}};
     return l;
   }
 
@@ -435,30 +451,29 @@ class CpuEngine final : public SlabEngine {
     const bool local = resolves_ties_locally(task);
     const auto& summaries = level_cells::tables().summary;
     const std::uint32_t* cell_words = level_cells::tables().word.data();
-    std::vector<std::vector<std::int64_t>> unused_slots(static_cast<std::size_t>(threads_));  // slot ids, below
+    const std::uint8_t* corner_refs = level_cells::tables().corner_refs.data();
+    const level_cells::LevelTriangle* level_triangles = level_cells::tables().triangles.data();
+    // Slot ids (drop_unused_slots): edges found unused, and points that some cell left unused.
+    std::vector<std::vector<std::int64_t>> unused_slots(static_cast<std::size_t>(threads_));
+    std::vector<std::vector<std::int64_t>> unused_points(static_cast<std::size_t>(threads_));
+    // point_used[flag row · nx + i]: 1 once a kept triangle of a cell of this slab uses the point's vertex. Only
+    // rows holding on-level samples are read, and they are zeroed in the flag sweep.
+    point_used_.resize(std::size_t(rows * l.nx));
+    std::uint8_t* point_used = point_used_.data();
     std::uint64_t dropped = 0;
     // The three passes share one parallel region: on small volumes, starting a region per pass cost more than the
     // barriers between the passes.
 #pragma omp parallel num_threads(threads_) reduction(+ : dropped)
     {
     std::vector<std::int64_t>& my_unused = unused_slots[std::size_t(omp_get_thread_num())];
+    std::vector<std::int64_t>& my_points = unused_points[std::size_t(omp_get_thread_num())];
     struct SlotAnswer {
       std::int64_t slot = -1;
       bool unused = false;
     };
     constexpr std::size_t kSlotMemo = 256;
     std::array<SlotAnswer, kSlotMemo> slot_memo{};
-    // The case and on-level mask of a cell: from the flag bytes where its corners have them, else from its samples.
-    auto cell_bits = [&](std::int64_t ci, std::int64_t cj, std::int64_t ck, int& cas, int& om) {
-      if (ck >= l.z0 && ck + 1 < l.flag_z1) {
-        const std::uint8_t* base = flags + ((ck - l.z0) * l.ny + cj) * l.nx;
-        const std::uint8_t* rows[4] = {base, base + l.nx, base + l.ny * l.nx, base + (l.ny + 1) * l.nx};
-        const std::uint64_t corners = corner_flags8(rows, ci);
-        cas = case_of_corners(corners), om = level_mask_of_corners(corners);
-        return;
-      }
-      level_cells::sample_cell_bits(s, level, ci, cj, ck, cas, om);
-    };
+    const auto cell_bits = cell_bits_of(l, flags, s, level);
 #pragma omp for schedule(static)
     for (std::int64_t r = 0; r < inside_rows; ++r) {
       // Locals and restrict: byte stores could alias anything, which would stop the loop from vectorising.
@@ -480,6 +495,7 @@ class CpuEngine final : public SlabEngine {
     for (std::int64_t r = 0; r < rows; ++r) {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
       std::uint8_t* f = flags + r * l.nx;
+      if (local && row_on_level_[std::size_t(r)]) std::memset(point_used + r * l.nx, 0, std::size_t(l.nx));
       const bool has_y = j + 1 < l.ny, has_z = k + 1 < l.nz;
       const bool exact = row_on_level_[std::size_t(r)] || (has_y && row_on_level_[std::size_t(r + 1)]) ||
                          (has_z && row_on_level_[std::size_t(r + l.ny)]);
@@ -554,27 +570,44 @@ class CpuEngine final : public SlabEngine {
           const int om = level_mask_of_corners(corners);
           const std::size_t at = level_cells::cell_index(cas, om);
           const std::uint32_t word = cell_words[at];
+          const std::uint32_t points = std::uint32_t(point_slot_mask_of_corners(corners));
           std::uint32_t kept = word >> level_cells::kKeptShift & level_cells::kKeptMask;
-          std::uint32_t unused = (word >> level_cells::kOrphanShift & std::uint32_t(point_slot_mask_of_corners(corners))) << 16;
+          std::uint32_t used_points = corner_refs[at] & points;
+          std::uint32_t maybe_unused_points = word >> level_cells::kOrphanShift & points, edges = 0;
           if (word & level_cells::kPairedBit) {
-            const std::uint32_t all = kept;
-            kept = std::uint32_t(std::popcount(level_cells::kept_triangles(s, level, i, j, k, cas, om)));
+            const std::uint32_t all = kept, kept_bits = level_cells::kept_triangles(cell_bits, i, j, k, l.cells, cas, om);
+            kept = std::uint32_t(std::popcount(kept_bits));
             dropped += all - kept;
-            // all its slots: let the check decide
-            unused = summaries[at].slots & (0xFFFu | std::uint32_t(point_slot_mask_of_corners(corners)) << 16);
+            // Its slots all checked: the kept triangles' corners mark their points, and its crossing edges are
+            // checked here against the cells around them.
+            const level_cells::LevelTriangle* lt = level_triangles + (word & level_cells::kFirstMask);
+            std::uint32_t keys = 0;
+            for (std::uint32_t n = 0; n < all; ++n)
+              if (kept_bits >> n & 1) keys |= 1u << lt[n].key[0] | 1u << lt[n].key[1] | 1u << lt[n].key[2];
+            used_points = keys >> 16 & points;
+            maybe_unused_points = summaries[at].slots >> 16 & points;
+            edges = summaries[at].slots & 0xFFFu;
           }
           n += kept;
-          // Slots this cell leaves unused: kept when another cell around them uses them, else listed to lose
-          // their vertex (all flags are final here; the slot bits are cleared after the loop).
-          for (; unused; unused &= unused - 1) {
-            const int key = std::countr_zero(unused), c = key >= 16 ? key - 16 : mc::edge_lower_corner(key);
-            const int axis = key >= 16 ? -1 : mc::edge_axis(key);
+          // Points a kept triangle of this cell uses are marked; those it leaves unused are listed, to lose their
+          // vertex after the loop if no cell around them marked them.
+          for (; used_points; used_points &= used_points - 1) {
+            const int c = std::countr_zero(used_points);
+            std::atomic_ref<std::uint8_t>(point_used[(r + (c >> 1 & 1) + (c >> 2 & 1) * l.ny) * l.nx + i + (c & 1)])
+                .store(1, std::memory_order_relaxed);
+          }
+          for (; maybe_unused_points; maybe_unused_points &= maybe_unused_points - 1) {
+            const int c = std::countr_zero(maybe_unused_points);
+            my_points.push_back(4 * ((r + (c >> 1 & 1) + (c >> 2 & 1) * l.ny) * l.nx + i + (c & 1)));
+          }
+          // Edges (only cells whose ties cancel can leave one unused): checked at once against every cell around.
+          for (; edges; edges &= edges - 1) {
+            const int key = std::countr_zero(edges), c = mc::edge_lower_corner(key), axis = mc::edge_axis(key);
             const std::int64_t pi = i + (c & 1), pj = j + (c >> 1 & 1), pk = k + (c >> 2 & 1);
             const std::int64_t slot = 4 * (((pk - l.z0) * l.ny + pj) * l.nx + pi) + 1 + axis;
-            // Neighbouring cells list the same slots: the last answers are kept, a few per slot.
+            // Neighbouring cells list the same edges: the last answers are kept, a few per slot.
             SlotAnswer& memo = slot_memo[std::size_t((slot ^ slot >> 9) & (kSlotMemo - 1))];
-            if (memo.slot != slot)
-              memo = {slot, !level_cells::slot_used(s, level, pi, pj, pk, axis, cell_bits)};
+            if (memo.slot != slot) memo = {slot, !level_cells::slot_used(pi, pj, pk, axis, l.cells, cell_bits)};
             if (memo.unused) my_unused.push_back(slot);
           }
         } else if ((corners & level_bytes) || (cases.case_flags && cases.case_flags[cas])) {
@@ -598,7 +631,7 @@ class CpuEngine final : public SlabEngine {
     };
     for (const auto& list : centers)
       for (const auto& [r, i] : list) mark_center(r, i);
-    if (local) drop_unused_slots<T>(task, l, unused_slots);
+    if (local) drop_unused_slots<T>(task, l, unused_slots, unused_points);
     // The centres of the next slab's first cells, which own vertices of the slice this slab numbers last.
     if (task.tunnels && l.z1 + 1 < l.nz) {
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads_)
@@ -626,6 +659,22 @@ class CpuEngine final : public SlabEngine {
     return {slab_vertices, tri};
   }
 
+  // The case and on-level mask of a cell (cell_bits(i, j, k, cas, om)): from the flag bytes where its corners have
+  // them, else from its samples.
+  template <class T, class R>
+  static auto cell_bits_of(const Layout& l, const std::uint8_t* flags, const mc::SlabValues<T>& s, R level) {
+    return [&l, flags, s, level](std::int64_t ci, std::int64_t cj, std::int64_t ck, int& cas, int& om) {
+      if (ck >= l.z0 && ck + 1 < l.flag_z1) {
+        const std::uint8_t* base = flags + ((ck - l.z0) * l.ny + cj) * l.nx;
+        const std::uint8_t* rows[4] = {base, base + l.nx, base + l.ny * l.nx, base + (l.ny + 1) * l.nx};
+        const std::uint64_t corners = corner_flags8(rows, ci);
+        cas = case_of_corners(corners), om = level_mask_of_corners(corners);
+        return;
+      }
+      level_cells::sample_cell_bits(s, level, ci, cj, ck, cas, om);
+    };
+  }
+
   // Classic cells, no degenerate triangles kept: the count pass resolves coincident ties and unused slots.
   static bool resolves_ties_locally(const SlabTask& t) {
     return !t.decider && !t.tunnels && !t.keep_degenerate && local_ties_enabled.load(std::memory_order_relaxed);
@@ -637,12 +686,24 @@ class CpuEngine final : public SlabEngine {
   // and z slots of the next slab's first slice, which this slab's numbering counts. Both slabs decide a shared
   // slice's slots alike, from the same samples.
   template <class T>
-  void drop_unused_slots(const SlabTask& task, const Layout& l, std::vector<std::vector<std::int64_t>>& found) {
+  void drop_unused_slots(const SlabTask& task, const Layout& l, const std::vector<std::vector<std::int64_t>>& found,
+                         const std::vector<std::vector<std::int64_t>>& points) {
     using R = typename mc::RealOf<T>::type;
     const auto s = values<T>(task);
     const R level = R(task.level);
     std::vector<std::int64_t> slots;
     for (auto& list : found) slots.insert(slots.end(), list.begin(), list.end());
+    // Points some cell left unused: where every cell around them lies in this slab, the marks decide (2: listed);
+    // in the first and last slices, the checks below do.
+    std::uint8_t* point_used = point_used_.data();
+    const auto cell_bits = cell_bits_of(l, flags_.data(), s, level);
+    for (const auto& list : points)
+      for (const std::int64_t slot : list) {
+        const std::int64_t point = slot >> 2, k = l.z0 + point / l.nx / l.ny;
+        if ((k == l.z0 && l.z0 > 0) || k >= l.z1 || point_used[point]) continue;
+        point_used[point] = 2;
+        slots.push_back(slot);
+      }
     const std::int64_t inside_rows = std::int64_t(row_on_level_.size());
     auto on_level_near = [&](std::int64_t r) {  // rows r - 1 .. r + 1 of r's slice and of the next one
       bool near = false;
@@ -659,12 +720,12 @@ class CpuEngine final : public SlabEngine {
         const std::uint8_t* f = flags_.data() + r * l.nx;
         for (std::int64_t i = 0; i < l.nx; ++i)
           for (int type = 0; type < 4; ++type)
-            if ((f[i] & wanted & (1 << type)) && !level_cells::slot_used(s, level, i, r % l.ny, z, type - 1))
+            if ((f[i] & wanted & (1 << type)) && !level_cells::slot_used(i, r % l.ny, z, type - 1, l.cells, cell_bits))
               slots.push_back(4 * (r * l.nx + i) + type);
       }
     };
     if (l.z0 > 0) {  // no cell of this slab lies below the first slice; with no cell at all (the last slice), x, y too
-      if (l.z0 + 1 < l.nz) check_slice(l.z0, mc::kSlotPoint, false);
+      if (l.z0 + 1 < l.nz) check_slice(l.z0, mc::kSlotPoint, false);  // (the marks miss the previous slab's cells)
       else check_slice(l.z0, mc::kSlotPoint | mc::kSlotX | mc::kSlotY, true);
     }
     if (l.z1 < l.nz) check_slice(l.z1, mc::kSlotPoint | mc::kSlotZ, false);  // cells above it: the next slab's
@@ -694,6 +755,7 @@ class CpuEngine final : public SlabEngine {
     const bool local = resolves_ties_locally(task);
     const std::uint32_t* cell_words = level_cells::tables().word.data();
     const level_cells::LevelTriangle* level_triangles = level_cells::tables().triangles.data();
+    const auto cell_bits = cell_bits_of(l, flags, s, level);
     // Vertices and triangles are independent (triangles need only the scanned vertex ids): one parallel region,
     // no barrier between the two loops.
 #pragma omp parallel num_threads(threads_)
@@ -798,7 +860,7 @@ class CpuEngine final : public SlabEngine {
               task.labels ? mc::cell_label_at(task.labels, l.nx, l.ny, task.data_z0, i, j, k, cf) : 0;
           const std::uint32_t word = cell_words[level_cells::cell_index(cas, level_mask)];
           const std::uint32_t kept_bits =
-              (word & level_cells::kPairedBit) ? level_cells::kept_triangles(s, level, i, j, k, cas, level_mask) : ~0u;
+              (word & level_cells::kPairedBit) ? level_cells::kept_triangles(cell_bits, i, j, k, l.cells, cas, level_mask) : ~0u;
           const level_cells::LevelTriangle* lt = level_triangles + (word & level_cells::kFirstMask);
           for (int n = 0, kept = int(word >> level_cells::kKeptShift & level_cells::kKeptMask); n < kept; ++n) {
             if (!(kept_bits >> n & 1)) continue;
@@ -856,7 +918,7 @@ class CpuEngine final : public SlabEngine {
   bool point_vertices_ = false;
   std::uint64_t coincident_dropped_ = 0;
   StageSeconds seconds_;
-  ByteBuffer flags_, inside_;
+  ByteBuffer flags_, inside_, point_used_;
   std::vector<std::uint8_t> row_on_level_, row_uniform_;
   std::vector<std::int64_t> row_first_, row_last_;
   std::vector<std::uint32_t> row_vertices_, row_triangles_;

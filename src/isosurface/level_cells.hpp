@@ -8,7 +8,6 @@
 // lies in, and that neighbour also touches each of its vertices. A group of identical triangles cancels when it is
 // even and keeps its first member (cell order, then table order) when odd, as the global pass over listed ties does.
 #pragma once
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -18,11 +17,27 @@
 
 namespace parasurf::iso::level_cells {
 
-// A triangle that survives the collapse, its vertex keys in the entry's winding order.
+constexpr std::uint8_t kNoFace = 0xFF;
+
+// A triangle that survives the collapse, its vertex keys in the entry's winding order, with what pairing it needs.
 struct LevelTriangle {
   std::uint8_t key[3];
-  bool on_level;  // a key is an on-level corner
+  bool on_level;                // a key is an on-level corner
+  std::uint8_t face = kNoFace;  // the cell face (2 · axis + side) its three keys lie on, if any
+  std::uint8_t same = 1;        // the cell's triangles with the same keys, itself included
+  std::uint8_t same_before = 0;  // of those, the ones before it in table order
+  std::uint16_t face_ids = 0;   // on a face: its keys as ids the neighbour across that face gives the same vertices
 };
+
+// A key on face f as an id shared with the neighbour across f (whose corners there differ in bit `axis` only): a
+// corner its position without that bit, an edge 8 + that position + 8 · its axis.
+constexpr int face_id(int key, int face) {
+  const int axis = face >> 1;
+  if (key >= 16) return (key - 16) & ~(1 << axis);
+  const int e_axis = key >> 2, p = key & 3;  // edge_lower_corner and edge_axis, which are not constexpr
+  const int c0 = e_axis == 0 ? p << 1 : e_axis == 1 ? ((p & 1) | (p >> 1) << 2) : p;
+  return 8 + (c0 & ~(1 << axis)) + 8 * e_axis;
+}
 
 // What a classic cell with case `cas` and on-level corner mask `om` keeps, from the table alone: bits are keys
 // (edges 0-11, corners 16-23).
@@ -55,6 +70,7 @@ static_assert(6561 * mc::kMaxTriangles <= kFirstMask + 1 && mc::kMaxTriangles <=
 struct Tables {
   std::array<Summary, 6561> summary;  // [cell_index(cas, om)], om within the inside corners of cas
   std::array<std::uint32_t, 6561> word;
+  std::array<std::uint8_t, 6561> corner_refs;  // the on-level corners its surviving triangles use (bit c: corner c)
   std::vector<LevelTriangle> triangles;
 };
 // Built once, on first use (thread-safe).
@@ -67,35 +83,6 @@ constexpr int edge_of(int c0, int axis) {
   return 4 * axis + p;
 }
 
-// A vertex key of cell (i, j, k) as a grid entity: 4 · point index + 0 (the point) or 1 + axis (its edge).
-inline std::int64_t entity(int key, std::int64_t i, std::int64_t j, std::int64_t k, std::int64_t nx, std::int64_t ny) {
-  const int c = key >= 16 ? key - 16 : mc::edge_lower_corner(key);
-  const std::int64_t point = ((k + (c >> 2 & 1)) * ny + j + (c >> 1 & 1)) * nx + i + (c & 1);
-  return 4 * point + (key >= 16 ? 0 : 1 + mc::edge_axis(key));
-}
-
-struct Triangle {
-  int keys[3];  // sorted
-  bool on_level;
-};
-
-// The surviving triangles of a classic cell, in table order, keys sorted; returns their count.
-inline int surviving(int cas, int om, Triangle* out) {
-  const Tables& t = tables();
-  const Summary& sum = t.summary[cell_index(cas, om)];
-  for (int n = 0; n < sum.kept; ++n) {
-    const LevelTriangle& lt = t.triangles[sum.first + std::size_t(n)];
-    int k3[3] = {lt.key[0], lt.key[1], lt.key[2]};
-    std::sort(k3, k3 + 3);
-    out[n] = {{k3[0], k3[1], k3[2]}, lt.on_level};
-  }
-  return sum.kept;
-}
-
-inline int common_faces(const Triangle& t) {
-  return mc::key_faces(t.keys[0]) & mc::key_faces(t.keys[1]) & mc::key_faces(t.keys[2]);
-}
-
 // The case and on-level corner mask of cell (i, j, k) from its samples.
 template <class T>
 void sample_cell_bits(const mc::SlabValues<T>& s, typename mc::RealOf<T>::type level, std::int64_t i, std::int64_t j,
@@ -106,42 +93,34 @@ void sample_cell_bits(const mc::SlabValues<T>& s, typename mc::RealOf<T>::type l
   for (int c = 0; c < 8; ++c) om |= (cf[c] & mc::kOnLevel) ? 1 << c : 0;
 }
 
-// The kept bits (bit n: surviving triangle n in table order) of classic cell (i, j, k) once coincident groups are
-// resolved, its samples read from s. only_key >= 0 decides only the triangles that use that key (the others are
-// reported kept): their twins lie in cells touching that key's vertex, so the samples read stay within one slice of
-// it. cas, om: the cell's case and on-level mask.
-template <class T>
-std::uint32_t kept_triangles(const mc::SlabValues<T>& s, typename mc::RealOf<T>::type level, std::int64_t i,
-                             std::int64_t j, std::int64_t k, int cas, int om, int only_key = -1) {
-  Triangle tri[mc::kMaxTriangles];
-  const int n = surviving(cas, om, tri);
-  std::uint32_t kept = (1u << n) - 1;
-  const std::int64_t cell[3] = {i, j, k}, size[3] = {s.nx - 1, s.ny - 1, s.nz - 1};
-  for (int a = 0; a < n; ++a) {
-    if (!tri[a].on_level) continue;
-    if (only_key >= 0 && tri[a].keys[0] != only_key && tri[a].keys[1] != only_key && tri[a].keys[2] != only_key) continue;
-    int group = 1, before = 0;
-    for (int b = 0; b < n; ++b)
-      if (b != a && std::equal(tri[a].keys, tri[a].keys + 3, tri[b].keys)) ++group, before += b < a;
-    const int faces = common_faces(tri[a]);
-    if (faces) {
-      const int f = __builtin_ctz(unsigned(faces)), axis = f >> 1, side = f & 1;
+// The kept bits (bit n: surviving triangle n in table order) of classic cell (i, j, k), of case cas and on-level mask
+// om, once coincident groups are resolved. only_key >= 0 decides only the triangles that use that key (the others
+// are reported kept): their twins lie in cells touching that key's vertex. cell_bits(i, j, k, cas, om) gives a
+// neighbour's case and mask; cells: the grid's cells along each axis.
+template <class CellBits>
+std::uint32_t kept_triangles(CellBits&& cell_bits, std::int64_t i, std::int64_t j, std::int64_t k,
+                             const std::int64_t* cells, int cas, int om, int only_key = -1) {
+  const Tables& t = tables();
+  const Summary& sum = t.summary[cell_index(cas, om)];
+  const LevelTriangle* tri = t.triangles.data() + sum.first;
+  std::uint32_t kept = (1u << sum.kept) - 1;
+  for (int a = 0; a < sum.kept; ++a) {
+    const LevelTriangle& x = tri[a];
+    if (!x.on_level || (x.same == 1 && x.face == kNoFace)) continue;
+    if (only_key >= 0 && x.key[0] != only_key && x.key[1] != only_key && x.key[2] != only_key) continue;
+    int group = x.same, before = x.same_before;
+    if (x.face != kNoFace) {
+      const int axis = x.face >> 1, side = x.face & 1;
       std::int64_t at[3] = {i, j, k};
       at[axis] += side ? 1 : -1;
-      if (at[axis] >= 0 && at[axis] < size[axis]) {
+      if (at[axis] >= 0 && at[axis] < cells[axis]) {
         int ncas, nom;
-        sample_cell_bits(s, level, at[0], at[1], at[2], ncas, nom);
-        std::int64_t mine[3];
-        for (int q = 0; q < 3; ++q) mine[q] = entity(tri[a].keys[q], cell[0], cell[1], cell[2], s.nx, s.ny);
-        std::sort(mine, mine + 3);
-        Triangle other[mc::kMaxTriangles];
-        const int m = ncas == 0 || ncas == 255 ? 0 : surviving(ncas, nom, other);
-        for (int b = 0; b < m; ++b) {
-          if (!other[b].on_level) continue;
-          std::int64_t theirs[3];
-          for (int q = 0; q < 3; ++q) theirs[q] = entity(other[b].keys[q], at[0], at[1], at[2], s.nx, s.ny);
-          std::sort(theirs, theirs + 3);
-          if (std::equal(mine, mine + 3, theirs)) ++group, before += side == 0;  // the -side neighbour comes first
+        cell_bits(at[0], at[1], at[2], ncas, nom);
+        if (ncas != 0 && ncas != 255) {
+          const Summary& other = t.summary[cell_index(ncas, nom)];
+          const LevelTriangle* y = t.triangles.data() + other.first;
+          for (int b = 0; b < other.kept; ++b)
+            if (y[b].face == (x.face ^ 1) && y[b].face_ids == x.face_ids) ++group, before += side == 0;  // -side first
         }
       }
     }
@@ -152,12 +131,12 @@ std::uint32_t kept_triangles(const mc::SlabValues<T>& s, typename mc::RealOf<T>:
 
 // Whether a triangle that survives everything uses the slot of point (i, j, k): its point vertex (axis < 0) or its
 // edge along axis. Every existing cell around that vertex is visited; cell_bits(i, j, k, cas, om) gives a cell's case
-// and on-level mask (from flag bytes where the caller has them), and pairs are resolved from the samples.
-template <class T, class CellBits>
-bool slot_used(const mc::SlabValues<T>& s, typename mc::RealOf<T>::type level, std::int64_t i, std::int64_t j,
-               std::int64_t k, int axis, CellBits&& cell_bits) {
-  const auto& table = tables().summary;
-  const std::int64_t p[3] = {i, j, k}, size[3] = {s.nx - 1, s.ny - 1, s.nz - 1};
+// and on-level mask (from flag bytes where the caller has them, else from the samples).
+template <class CellBits>
+bool slot_used(std::int64_t i, std::int64_t j, std::int64_t k, int axis, const std::int64_t* cells,
+               CellBits&& cell_bits) {
+  const Tables& t = tables();
+  const std::int64_t p[3] = {i, j, k};
   for (int o = 0; o < 8; ++o) {
     std::int64_t cell[3];
     int c = 0;
@@ -167,30 +146,22 @@ bool slot_used(const mc::SlabValues<T>& s, typename mc::RealOf<T>::type level, s
       if (q == axis && back) exists = false;  // an edge along axis starts at the point: only the cells above
       cell[q] = p[q] - back;
       c |= back << q;
-      exists = exists && cell[q] >= 0 && cell[q] < size[q];
+      exists = exists && cell[q] >= 0 && cell[q] < cells[q];
     }
     if (!exists) continue;
     const int key = axis < 0 ? 16 + c : edge_of(c, axis);
     int cas, om;
     cell_bits(cell[0], cell[1], cell[2], cas, om);
     if (cas == 0 || cas == 255) continue;
-    const Summary& sum = table[cell_index(cas, om)];
+    const Summary& sum = t.summary[cell_index(cas, om)];
     if (!(sum.referenced >> key & 1)) continue;
     if (!sum.paired) return true;
-    Triangle tri[mc::kMaxTriangles];
-    const int n = surviving(cas, om, tri);
-    const std::uint32_t kept = kept_triangles(s, level, cell[0], cell[1], cell[2], cas, om, key);
-    for (int t = 0; t < n; ++t)
-      if ((kept >> t & 1) && (tri[t].keys[0] == key || tri[t].keys[1] == key || tri[t].keys[2] == key)) return true;
+    const std::uint32_t kept = kept_triangles(cell_bits, cell[0], cell[1], cell[2], cells, cas, om, key);
+    const LevelTriangle* tri = t.triangles.data() + sum.first;
+    for (int n = 0; n < sum.kept; ++n)
+      if ((kept >> n & 1) && (tri[n].key[0] == key || tri[n].key[1] == key || tri[n].key[2] == key)) return true;
   }
   return false;
-}
-template <class T>
-bool slot_used(const mc::SlabValues<T>& s, typename mc::RealOf<T>::type level, std::int64_t i, std::int64_t j,
-               std::int64_t k, int axis) {
-  return slot_used(s, level, i, j, k, axis, [&](std::int64_t ci, std::int64_t cj, std::int64_t ck, int& cas, int& om) {
-    sample_cell_bits(s, level, ci, cj, ck, cas, om);
-  });
 }
 
 }  // namespace parasurf::iso::level_cells
