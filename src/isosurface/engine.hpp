@@ -52,8 +52,9 @@ class SlabEngine {
   // Appends the slab-relative indices of triangles that touch a sample on the level (candidates for duplicates).
   virtual void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& tie_triangles) = 0;
   virtual StageSeconds seconds() const = 0;
-  // Whether the last generate() wrote a vertex at a sample on the level: only such a vertex can be left unused,
-  // when every triangle around it collapses and is dropped.
+  // Whether the last generate() may have left a vertex unused: only a vertex at a sample on the level can be, when
+  // every triangle around it collapses and is dropped. (The CPU engine, when it settles ties in its count pass,
+  // leaves none.)
   virtual bool point_vertices() const = 0;
   // Coincident tie triangles the engine dropped itself, in all slabs so far (it then lists none of them as ties).
   virtual std::uint64_t coincident_removed() const { return 0; }

@@ -1,6 +1,8 @@
 // CPU slab engine: OpenMP over grid rows. Pass 1 classifies every point once (one byte: inside, on-level, owned
 // vertex slots) and counts vertices and triangles per row; an exclusive scan over rows sizes the output; pass 2
 // writes each row's vertices and each cell row's triangles at their scanned offsets, so no merge pass is needed.
+// With the classic table, pass 1 also settles the ties (samples equal to the level) cell by cell: coincident pairs
+// and the vertices left unused (level_cells.hpp), so no pass over the finished mesh is needed either.
 #include <omp.h>
 
 #include <algorithm>
@@ -129,7 +131,7 @@ const KeyFaces kKeyFaces = [] {
 }  // namespace
 
 const level_cells::Tables& level_cells::tables() {
-  static const std::unique_ptr<const Tables> built = [] {  // 1.3 MB: on the heap, not a thread's stack
+  static const std::unique_ptr<const Tables> built = [] {  // 170 KB: on the heap, not a thread's stack
     auto owned = std::make_unique<Tables>();
     Tables& t = *owned;
     const auto& entries = mc::case_tables().entries;
