@@ -351,12 +351,14 @@ inline std::uint32_t xor_row_flags(const std::uint8_t* PS_RESTRICT a, const std:
 // first touched by all threads in the sweeps instead of by one thread's memset (which cost as much as the sweep).
 class ByteBuffer {
  public:
+  // sparse: only a few rows are ever written (so its pages stay untouched, and unfaulted, elsewhere).
+  explicit ByteBuffer(bool sparse = false) : sparse_(sparse) {}
   void resize(std::size_t n) {
     if (n <= capacity_) return;
     data_.reset(new std::uint8_t[n]), capacity_ = n;
     // Large buffers come fresh from the system on every extraction: faulted in by all threads, on huge pages where
     // allowed (at 512^3, a trap per page in the sweeps took two thirds of the classification on 16 cores).
-    if (n >= (std::size_t(64) << 20)) core::prefault(data_.get(), n);
+    if (!sparse_ && n >= (std::size_t(64) << 20)) core::prefault(data_.get(), n);
   }
   std::uint8_t* data() { return data_.get(); }
   const std::uint8_t* data() const { return data_.get(); }
@@ -364,6 +366,7 @@ class ByteBuffer {
  private:
   std::unique_ptr<std::uint8_t[]> data_;
   std::size_t capacity_ = 0;
+  bool sparse_;
 };
 
 class CpuEngine final : public SlabEngine {
@@ -373,7 +376,8 @@ class CpuEngine final : public SlabEngine {
   StageSeconds seconds() const override { return seconds_; }
   bool point_vertices() const override { return point_vertices_; }
   std::uint64_t coincident_removed() const override { return coincident_dropped_; }
-  double work_bytes_per_point() const override { return 2.0; }
+  // Flag and inside bytes; the point marks of ties (a third byte) are touched only in rows on the level.
+  double work_bytes_per_point() const override { return 3.0; }
 
   SlabCounts count(const SlabTask& task) override {
     return core::visit_voxel_type(task.type, [&](auto tag) { return count_t<decltype(tag)>(task); });
@@ -460,7 +464,7 @@ class CpuEngine final : public SlabEngine {
     std::vector<std::vector<std::int64_t>> unused_points(static_cast<std::size_t>(threads_));
     // point_used[flag row · nx + i]: 1 once a kept triangle of a cell of this slab uses the point's vertex. Only
     // rows holding on-level samples are read, and they are zeroed in the flag sweep.
-    point_used_.resize(std::size_t(rows * l.nx));
+    if (local) point_used_.resize(std::size_t(rows * l.nx));
     std::uint8_t* point_used = point_used_.data();
     std::uint64_t dropped = 0;
     // The three passes share one parallel region: on small volumes, starting a region per pass cost more than the
@@ -920,7 +924,7 @@ class CpuEngine final : public SlabEngine {
   bool point_vertices_ = false;
   std::uint64_t coincident_dropped_ = 0;
   StageSeconds seconds_;
-  ByteBuffer flags_, inside_, point_used_;
+  ByteBuffer flags_, inside_, point_used_{true};  // point_used_: rows with samples on the level only
   std::vector<std::uint8_t> row_on_level_, row_uniform_;
   std::vector<std::int64_t> row_first_, row_last_;
   std::vector<std::uint32_t> row_vertices_, row_triangles_;
