@@ -263,7 +263,11 @@ TEST(Ffd, PointAndUpsampledFollowTheVolume) {
       for (std::size_t i = 0; i < p.size(); ++i) worst = std::max(worst, std::abs(p[i] - expect[i]));
       EXPECT_LE(worst, 1e-12) << device_name(device) << " " << ffd_method_name(method);
       for (std::size_t v = 0; v < n.size() / 3; ++v)
-        ASSERT_NEAR(n[3 * v] * n[3 * v] + n[3 * v + 1] * n[3 * v + 1] + n[3 * v + 2] * n[3 * v + 2], 1.0, 1e-9);
+        ASSERT_NEAR(n[3 * v] * n[3 * v] + n[3 * v + 1] * n[3 * v + 1] + n[3 * v + 2] * n[3 * v + 2], 1.0, 1e-9)
+            << device_name(device) << " " << ffd_method_name(method) << " vertex " << v << " of " << n.size() / 3
+            << " at " << p[3 * v] << " " << p[3 * v + 1] << " " << p[3 * v + 2] << ", rest normal "
+            << session.rest_face_normals()[3 * v] << " " << session.rest_face_normals()[3 * v + 1] << " "
+            << session.rest_face_normals()[3 * v + 2];
     }
 }
 
