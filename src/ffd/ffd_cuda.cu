@@ -94,10 +94,13 @@ __global__ void gather_kernel(const T* __restrict__ record_points, const std::in
 
 unsigned blocks_for(std::int64_t n) { return unsigned((n + kBlock - 1) / kBlock); }
 
+// On the session's stream, so that its kernels run after the data has landed: a cudaMemcpy from pageable memory
+// may return before its DMA completes, and the legacy stream does not order a non-blocking stream's work (on a
+// busy GPU the last vertices' rest normals were read before they arrived, and came out zero).
 template <class V>
-void upload(DeviceBuffer& buf, const std::vector<V>& v, const char* what) {
+void upload(DeviceBuffer& buf, const std::vector<V>& v, const char* what, cudaStream_t stream) {
   buf.ensure(std::max<std::size_t>(1, v.size() * sizeof(V)), what);
-  if (!v.empty()) PS_CUDA(cudaMemcpy(buf.ptr, v.data(), v.size() * sizeof(V), cudaMemcpyHostToDevice), what);
+  if (!v.empty()) PS_CUDA(cudaMemcpyAsync(buf.ptr, v.data(), v.size() * sizeof(V), cudaMemcpyHostToDevice, stream), what);
 }
 
 template <class T>
@@ -109,26 +112,27 @@ class CudaSessionImpl final : public CudaSession<T> {
     PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the FFD stream");
     n_vertices_ = d.vertex_count;
     n_controls_ = d.control_point_count;
-    upload(knots_, d.knots, "uploading the lattice knots");
+    upload(knots_, d.knots, "uploading the lattice knots", stream_);
     control_points_.ensure(std::size_t(3 * n_controls_) * sizeof(T), "allocating the lattice control points");
     out_.ensure(std::max<std::size_t>(1, std::size_t(3 * n_vertices_) * sizeof(T)), "allocating the FFD positions");
     out_normals_.ensure(std::max<std::size_t>(1, std::size_t(3 * n_vertices_) * sizeof(T)), "allocating the FFD normals");
     if (method_ != FfdMethod::Accurate) {
-      upload(rest_, d.rest_positions, "uploading the rest positions");
-      upload(rest_normals_, d.rest_normals, "uploading the rest normals");
+      upload(rest_, d.rest_positions, "uploading the rest positions", stream_);
+      upload(rest_normals_, d.rest_normals, "uploading the rest normals", stream_);
     } else {
       n_samples_ = d.sample_count;
       n_surfaces_ = std::int64_t(d.surfaces.size());
       n_records_ = std::int64_t(d.records.size());
       record_points_.ensure(std::max<std::size_t>(1, std::size_t(6 * n_records_) * sizeof(T)), "allocating the FFD record points");
-      upload(surfaces_, d.surfaces, "uploading the Bezier surfaces");
-      upload(knots_exact_, d.knots_exact, "uploading the lattice knots (double)");
+      upload(surfaces_, d.surfaces, "uploading the Bezier surfaces", stream_);
+      upload(knots_exact_, d.knots_exact, "uploading the lattice knots (double)", stream_);
       control_points_exact_.ensure(std::size_t(3 * n_controls_) * sizeof(double), "allocating the lattice control points (double)");
-      upload(records_, d.records, "uploading the vertex records");
-      upload(offsets_, d.record_offsets, "uploading the vertex record offsets");
-      upload(inverse_, d.inverse_table, "uploading the reconstruction matrices");
+      upload(records_, d.records, "uploading the vertex records", stream_);
+      upload(offsets_, d.record_offsets, "uploading the vertex record offsets", stream_);
+      upload(inverse_, d.inverse_table, "uploading the reconstruction matrices", stream_);
       controls_.ensure(std::max<std::size_t>(1, std::size_t(3 * n_samples_) * sizeof(T)), "allocating the FFD control points");
     }
+    PS_CUDA(cudaStreamSynchronize(stream_), "uploading the FFD session");  // (the host's vectors may go after this)
     lattice_.knots = knots_.as<T>();
     lattice_.control_points = control_points_.as<T>();
     exact_.knots = knots_exact_.as<double>();
