@@ -31,12 +31,10 @@ struct LevelTriangle {
 
 // A key on face f as an id shared with the neighbour across f (whose corners there differ in bit `axis` only): a
 // corner its position without that bit, an edge 8 + that position + 8 · its axis.
-constexpr int face_id(int key, int face) {
+inline int face_id(int key, int face) {
   const int axis = face >> 1;
   if (key >= 16) return (key - 16) & ~(1 << axis);
-  const int e_axis = key >> 2, p = key & 3;  // edge_lower_corner and edge_axis, which are not constexpr
-  const int c0 = e_axis == 0 ? p << 1 : e_axis == 1 ? ((p & 1) | (p >> 1) << 2) : p;
-  return 8 + (c0 & ~(1 << axis)) + 8 * e_axis;
+  return 8 + (mc::edge_lower_corner(key) & ~(1 << axis)) + 8 * mc::edge_axis(key);
 }
 
 // What a classic cell with case `cas` and on-level corner mask `om` keeps, from the table alone: bits are keys
