@@ -660,15 +660,27 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
   MemoryVolume ties32 = integer_volume(rng, 32, 3, data32);
   auto tangle = synthetic_field("tangle", {61, 47, 53});
   auto tangle64 = synthetic_field("tangle", {64, 47, 53});
+  // Integer plateaus, rows of 64: wide regions on the level 2 beside regions inside (3) and outside (1), so that many
+  // segments with no vertex of their own hold samples on the level (the GPU leaves such segments' flags unstored).
+  std::vector<float> plateau_data(std::size_t(64) * 24 * 20);
+  std::uniform_real_distribution<double> phase(0.0, 6.28);
+  const double px = phase(rng), py = phase(rng), pz = phase(rng);
+  for (std::size_t n = 0; n < plateau_data.size(); ++n) {
+    const double x = double(n % 64), y = double(n / 64 % 24), z = double(n / (64 * 24));
+    plateau_data[n] = float(std::round(2.0 + 1.4 * std::sin(0.21 * x + px) * std::sin(0.33 * y + py) * std::sin(0.27 * z + pz)));
+  }
+  VolumeGeometry plateau_grid;
+  plateau_grid.dims = {64, 24, 20};
+  MemoryVolume plateaus(plateau_grid, VoxelType::Float32, plateau_data.data(), "integer plateaus");
   // Labels and scalars of the tie volume: stripes, and the samples themselves.
   std::vector<std::int32_t> stripes(data.size());
   for (std::size_t i = 0; i < stripes.size(); ++i) stripes[i] = std::int32_t(i / 100 % 4);
   MemoryVolume labels(ties.geometry(), VoxelType::Int32, stripes.data(), "stripes");
   for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), static_cast<VolumeSource*>(&ties32), tangle.get(),
-                          tangle64.get()})
+                          tangle64.get(), static_cast<VolumeSource*>(&plateaus)})
     for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33})
       for (std::int64_t slabs : {0, 7}) {
-        const bool integer = v == &ties || v == &ties32;
+        const bool integer = v == &ties || v == &ties32 || v == &plateaus;
         IsosurfaceOptions o;
         o.levels = {integer ? 2.0 : 0.5};
         o.topology = topo;
@@ -679,6 +691,7 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
         }
         o.device = Device::Cpu;
         const TriangleMesh c = extract_isosurface(*v, o);
+        ASSERT_GT(c.triangle_count(), 0) << v->name();
         o.device = Device::Cuda;
         const TriangleMesh g = extract_isosurface(*v, o);
         ASSERT_EQ(g.triangles, c.triangles) << v->name();
@@ -696,6 +709,66 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
         for (std::size_t i = 0; i < c.vertex_values.size(); ++i)
           ASSERT_NEAR(g.vertex_values[i], c.vertex_values[i], 1e-5) << v->name();
       }
+}
+
+// The CUDA engine keeps its work arrays and uploaded samples from slab to slab. Reused over slabs and levels whose
+// meshes grow and shrink, with vertex bases, it must give exactly what a fresh engine gives. (It caught a variant
+// that made meshes into earlier slabs' arrays before the totals came home and lost z-edge normals.)
+TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const std::array<std::int64_t, 3> dims{64, 40, 36};
+  auto tangle = synthetic_field("tangle", dims);
+  std::vector<float> samples(std::size_t(dims[0] * dims[1] * dims[2]));
+  tangle->read_slices(0, dims[2], samples.data());
+  struct Mesh {
+    std::vector<float> positions, normals;
+    std::vector<std::uint32_t> triangles;
+  };
+  auto run = [&](iso::SlabEngine& engine, std::int64_t z0, std::int64_t z1, double level, std::uint64_t base) {
+    iso::SlabTask t;
+    t.dims = dims;
+    t.z0 = z0;
+    t.z1 = z1;
+    t.data_z0 = std::max<std::int64_t>(0, z0 - 1);
+    t.data_z1 = std::min(dims[2], z1 + 2);
+    t.data = samples.data() + t.data_z0 * dims[0] * dims[1];
+    t.level = level;
+    for (int i = 0; i < 9; ++i) t.map.jacobian[i] = t.map.normal_matrix[i] = i % 4 == 0 ? 1.0f : 0.0f;
+    engine.stage(t);
+    const iso::SlabCounts c = engine.count(t);
+    Mesh m;
+    m.positions.resize(3 * c.vertices);
+    m.normals.resize(3 * c.vertices);
+    m.triangles.resize(3 * c.triangles);
+    iso::MeshTail out;
+    out.positions = m.positions.data();
+    out.normals = m.normals.data();
+    out.triangles = m.triangles.data();
+    out.vertex_base = base;
+    std::vector<std::uint64_t> ties;
+    engine.generate(t, out, ties);
+    return m;
+  };
+  auto reused = iso::make_cuda_engine(0);
+  struct Step {
+    std::int64_t z0, z1;
+    double level;
+    std::uint64_t base;
+  };
+  // A thin slab first, then the whole volume (larger arrays), smaller slabs, other levels.
+  for (const Step& st : {Step{16, 19, 0.5, 0}, Step{0, 36, 0.5, 0}, Step{0, 36, 0.5, 0}, Step{10, 20, 0.5, 123456},
+                         Step{0, 36, 0.3, 0}, Step{20, 36, 0.9, 77}, Step{0, 36, 0.1, 5}}) {
+    const Mesh got = run(*reused, st.z0, st.z1, st.level, st.base);
+    auto fresh = iso::make_cuda_engine(0);
+    Mesh want = run(*fresh, st.z0, st.z1, st.level, 0);
+    for (auto& v : want.triangles) v += std::uint32_t(st.base);
+    const std::string what = "slices [" + std::to_string(st.z0) + ", " + std::to_string(st.z1) + ") at level " +
+                             std::to_string(st.level) + ", vertex base " + std::to_string(st.base);
+    ASSERT_GT(want.triangles.size(), 0u) << what;
+    EXPECT_EQ(got.triangles, want.triangles) << what;
+    EXPECT_EQ(got.positions, want.positions) << what;
+    EXPECT_EQ(got.normals, want.normals) << what;
+  }
 }
 
 // A mesh of tens of MB: on the GPU its host arrays are sized ahead from the field's formula while the engine starts
