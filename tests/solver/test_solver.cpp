@@ -99,6 +99,21 @@ TEST(Solver, RandomSystemsWithKnownRoots) {
     }
     for (const auto& root : r.roots) EXPECT_TRUE(root.proved_single) << "root " << root.x[0] << "," << root.x[1] << " of a=" << a << " b=" << b << " c=" << c;
   }
+  {
+    // A simple root at dyadic coordinates lies on the faces of the cells of every bisection level: the engines
+    // that bisect without clipping leave it in a cluster of unresolved cells, which must still prove it single.
+    const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 2), y = BernsteinPoly::univariate({0, 1}, 1, 2);
+    auto k = [](double v) { return BernsteinPoly::constant(2, v); };
+    const BernsteinPoly f1 = (x - k(0.5)) + 0.2 * (y - k(0.25)), f2 = (y - k(0.25)) - 0.3 * (x - k(0.5));
+    const SolveResult r = solve_system({f1 * (x - k(0.8125)), f2}, o);
+    ASSERT_EQ(r.roots.size(), 2u);
+    for (const auto& root : r.roots) {
+      EXPECT_TRUE(root.proved_single) << "root " << root.x[0] << "," << root.x[1];
+      EXPECT_EQ(root.multiplicity_hint, 1) << "root " << root.x[0] << "," << root.x[1];
+    }
+    EXPECT_NEAR(r.roots[0].x[0], 0.5, 1e-12);
+    EXPECT_NEAR(r.roots[0].x[1], 0.25, 1e-12);
+  }
   // A double root is reported once, as a tangent.
   const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 1);
   const BernsteinPoly sq = (x - BernsteinPoly::constant(1, 0.3)) * (x - BernsteinPoly::constant(1, 0.3));
