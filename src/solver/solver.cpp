@@ -190,55 +190,6 @@ bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
   return t0 <= t1;
 }
 
-// The polynomials (on their unit box) restricted to [t0, t1] along variable k, by de Casteljau in place.
-void restrict_axis(std::vector<BernsteinPoly>& polys, int k, double t0, double t1) {
-  thread_local std::vector<double> scratch;
-  for (auto& f : polys) {
-    const int count = int(f.coef.size()), d = f.degree[std::size_t(k)], inner = inner_size(f, k);
-    if (d == 0) continue;
-    if (scratch.size() < f.coef.size()) scratch.resize(f.coef.size());
-    double* c = f.coef.data();
-    if (t1 < 1) solverk::split_at(c, c, scratch.data(), count, d, inner, t1);  // keep [0, t1]
-    if (t0 > 0) solverk::split_at(c, scratch.data(), c, count, d, inner, t0 / t1);  // keep [t0, t1] of it
-  }
-}
-
-// Krawczyk's test (bernstein_kernels.hpp) on a square system's equations restricted to a cell, with their
-// coefficient ranges (for the rounding bound of the values at the centre) and local derivative ranges.
-solverk::CellTest square_cell_test(const BernsteinPoly* eqs, int n, const Interval* eq_range, const solverk::Range* jac) {
-  double f_mid[kMaxVariables], f_err[kMaxVariables];
-  const double half[kMaxVariables] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
-  for (int i = 0; i < n; ++i) {
-    f_mid[i] = eqs[i].evaluate(half);
-    int total = 0;
-    for (int d : eqs[i].degree) total += d;
-    f_err[i] = solverk::evaluation_error(std::max(std::abs(eq_range[i].lo), std::abs(eq_range[i].hi)), total);
-  }
-  return solverk::krawczyk_test(n, jac, f_mid, f_err);
-}
-
-// Whether Krawczyk's test proves exactly one root of the square system in the box [lo, hi] of its unit box. The
-// subdivision's cells often leave a simple root on their faces, where the test cannot succeed on any of them (the
-// GPU engines, which bisect without clipping, most of all): the box around the cluster they leave has it inside.
-bool proved_one_root_in(const System& sys, const std::vector<double>& lo, const std::vector<double>& hi) {
-  const int n = sys.n;
-  if (int(sys.eq.size()) != n) return false;
-  std::vector<BernsteinPoly> f = sys.eq;
-  for (int k = 0; k < n; ++k) {
-    if (!(lo[std::size_t(k)] >= 0 && hi[std::size_t(k)] <= 1 && hi[std::size_t(k)] > lo[std::size_t(k)])) return false;
-    restrict_axis(f, k, lo[std::size_t(k)], hi[std::size_t(k)]);
-  }
-  Interval range[kMaxVariables];
-  solverk::Range jac[kMaxVariables * kMaxVariables];
-  for (int i = 0; i < n; ++i) {
-    const BernsteinPoly& e = f[std::size_t(i)];
-    range[i] = coef_range(e);
-    for (int k = 0; k < n; ++k)
-      jac[i * n + k] = solverk::derivative_range(e.coef.data(), int(e.coef.size()), e.degree[std::size_t(k)], inner_size(e, k));
-  }
-  return square_cell_test(f.data(), n, range, jac) == solverk::CellTest::Unique;
-}
-
 // Domain reduction of a cell (the projected-polyhedron step of Sherbrooke & Patrikalakis 1993): along
 // each variable, the part where every equation can vanish (clip_zero_range); the cell shrinks to that box, its
 // polynomials restricted by de Casteljau, again while a round at least halves some side. Near a simple root the
@@ -246,6 +197,7 @@ bool proved_one_root_in(const System& sys, const std::vector<double>& lo, const 
 enum class Clip { Empty, Unchanged, Shrunk };
 Clip clip_cell(Cell& cell, int m, int n) {
   Clip result = Clip::Unchanged;
+  thread_local std::vector<double> scratch;
   for (int round = 0; round < 4; ++round) {
     double t0[kMaxVariables], t1[kMaxVariables], narrowest = 1;
     for (int k = 0; k < n; ++k) {
@@ -263,7 +215,14 @@ Clip clip_cell(Cell& cell, int m, int n) {
     for (int k = 0; k < n; ++k) {
       const double w = cell.hi[k] - cell.lo[k], lo = cell.lo[k] + t0[k] * w, hi = cell.lo[k] + t1[k] * w;
       if (t1[k] - t0[k] > 0.95 || !(hi > lo)) continue;
-      restrict_axis(cell.f, k, t0[k], t1[k]);
+      for (auto& f : cell.f) {
+        const int count = int(f.coef.size()), d = f.degree[std::size_t(k)], inner = inner_size(f, k);
+        if (d == 0) continue;
+        if (scratch.size() < f.coef.size()) scratch.resize(f.coef.size());
+        double* c = f.coef.data();
+        if (t1[k] < 1) solverk::split_at(c, c, scratch.data(), count, d, inner, t1[k]);  // keep [0, t1]
+        if (t0[k] > 0) solverk::split_at(c, scratch.data(), c, count, d, inner, t0[k] / t1[k]);  // keep [t0, t1] of it
+      }
       cell.lo[k] = lo, cell.hi[k] = hi;
       result = Clip::Shrunk;
     }
@@ -442,7 +401,16 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
   for (int i = 0; i < m; ++i)
     for (int k = 0; k < n; ++k) jac[i * n + k] = solverk::derivative_range(eqs[i].coef.data(), int(eqs[i].coef.size()), eqs[i].degree[k], inner_size(eqs[i], k));
   if (square) {
-    const solverk::CellTest test = square_cell_test(eqs, n, eq_range, jac);
+    double f_mid[6], f_err[6];
+    const double half[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+    for (int i = 0; i < m; ++i) {
+      f_mid[i] = eqs[i].evaluate(half);
+      const Interval r = eq_range[i];
+      int total = 0;
+      for (int d : eqs[i].degree) total += d;
+      f_err[i] = solverk::evaluation_error(std::max(std::abs(r.lo), std::abs(r.hi)), total);
+    }
+    const solverk::CellTest test = solverk::krawczyk_test(n, jac, f_mid, f_err);
     if (test == solverk::CellTest::Empty) return;
     if (test == solverk::CellTest::Unique) {
       std::vector<double> x(static_cast<std::size_t>(n));
@@ -862,7 +830,12 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   for (const auto& [lo, hi] : sub.unique) {  // cells of the GPU engines proved to hold one root
     std::vector<double> x(static_cast<std::size_t>(n));
     for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
-    if (newton(sys, x, lo, hi, o.newton_tolerance, 30) && sys.residual(x) <= 1e-12 * std::max(1.0, scale)) {
+    // The root's existence and uniqueness are proved: Newton (kept in the cell) only refines it, and the residual
+    // decides. Its step test may never pass where the Jacobian is nearly singular (two roots 3.6e-4 apart: the
+    // rounding of f, divided by a small derivative, keeps the steps near 1e-14), and these cells are larger than the
+    // CPU engine's clipped ones.
+    newton(sys, x, lo, hi, o.newton_tolerance, 30);
+    if (sys.residual(x) <= 1e-12 * std::max(1.0, scale)) {
       if (satisfies(x)) add_root({x, sys.residual(x), true, 1});
     } else {
       candidates.emplace_back(lo, hi);
@@ -933,17 +906,7 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
     newton(sys, x, lo, hi, o.newton_tolerance, 100);
     double res = sys.residual(x);
     if (!(res < 1e-3 * centroid_res)) x = centroid, res = centroid_res;  // Newton only counts when it clearly helped
-    // A simple root the cells left on their faces: the cluster's box, widened by half its extent each way (and
-    // kept in the unit box), holds exactly one root when Krawczyk's test says so. A tangent root never passes:
-    // its Jacobian is singular.
-    std::vector<double> box_lo(lo), box_hi(hi);
-    for (int k = 0; k < n; ++k) {
-      const double pad = std::max(0.5 * (hi[k] - lo[k]), 1e-9);
-      box_lo[k] = std::max(0.0, lo[k] - pad), box_hi[k] = std::min(1.0, hi[k] + pad);
-    }
-    const bool single = proved_one_root_in(sys, box_lo, box_hi);
-    if (single) newton(sys, x, box_lo, box_hi, o.newton_tolerance, 30), res = sys.residual(x);
-    if (satisfies(x)) add_root({x, res, single, single ? 1 : 2});
+    if (satisfies(x)) add_root({x, res, false, 2});
   }
   std::sort(result.roots.begin(), result.roots.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
   return result;

@@ -100,19 +100,19 @@ TEST(Solver, RandomSystemsWithKnownRoots) {
     for (const auto& root : r.roots) EXPECT_TRUE(root.proved_single) << "root " << root.x[0] << "," << root.x[1] << " of a=" << a << " b=" << b << " c=" << c;
   }
   {
-    // A simple root at dyadic coordinates lies on the faces of the cells of every bisection level: the engines
-    // that bisect without clipping leave it in a cluster of unresolved cells, which must still prove it single.
+    // Two simple roots 3.6e-4 apart (from a seed that failed on the GPU engines): the cell proved to hold one of them
+    // is large enough there that Newton's step test never passed, and the root was reported as an unproved tangent.
+    const double a = 0.60711508118424662, b = 0.60747760489990688, c = 0.22863662077322511;
     const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 2), y = BernsteinPoly::univariate({0, 1}, 1, 2);
     auto k = [](double v) { return BernsteinPoly::constant(2, v); };
-    const BernsteinPoly f1 = (x - k(0.5)) + 0.2 * (y - k(0.25)), f2 = (y - k(0.25)) - 0.3 * (x - k(0.5));
-    const SolveResult r = solve_system({f1 * (x - k(0.8125)), f2}, o);
+    const SolveResult r = solve_system({(x - k(a)) * (x - k(b)), y - k(c) + 0.1 * (x - k(a))}, o);
     ASSERT_EQ(r.roots.size(), 2u);
     for (const auto& root : r.roots) {
       EXPECT_TRUE(root.proved_single) << "root " << root.x[0] << "," << root.x[1];
       EXPECT_EQ(root.multiplicity_hint, 1) << "root " << root.x[0] << "," << root.x[1];
     }
-    EXPECT_NEAR(r.roots[0].x[0], 0.5, 1e-12);
-    EXPECT_NEAR(r.roots[0].x[1], 0.25, 1e-12);
+    EXPECT_NEAR(r.roots[0].x[0], a, 1e-12);
+    EXPECT_NEAR(r.roots[1].x[0], b, 1e-12);
   }
   // A double root is reported once, as a tangent.
   const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 1);
