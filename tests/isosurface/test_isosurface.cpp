@@ -661,7 +661,8 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
   auto tangle = synthetic_field("tangle", {61, 47, 53});
   auto tangle64 = synthetic_field("tangle", {64, 47, 53});
   // Integer plateaus, rows of 64: wide regions on the level 2 beside regions inside (3) and outside (1), so that many
-  // segments with no vertex of their own hold samples on the level (the GPU leaves such segments' flags unstored).
+  // segments with no vertex of their own hold samples on the level (a flag layout that skipped such segments, tried in
+  // session 13, had to rebuild their on-level bits).
   std::vector<float> plateau_data(std::size_t(64) * 24 * 20);
   std::uniform_real_distribution<double> phase(0.0, 6.28);
   const double px = phase(rng), py = phase(rng), pz = phase(rng);
