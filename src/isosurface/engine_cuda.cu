@@ -26,7 +26,7 @@ __global__ void fill_field_kernel(float* out, int which, long long nx, long long
   out[at] = float(field_value(which, field_coordinate(ox, sx, i), field_coordinate(oy, sy, j), field_coordinate(oz, sz, k)));
 }
 
-// One half of a segment's packed counts (cuda_kernels.cuh: vertices low, triangles high), widened for a 64-bit sum.
+// One half of a group's packed counts (cuda_kernels.cuh: vertices low, triangles high), widened for a 64-bit sum.
 struct HalfOf {
   int shift;
   __host__ __device__ std::uint64_t operator()(std::uint64_t c) const { return c >> shift & 0xffffffffull; }
@@ -187,9 +187,20 @@ class CudaEngine final : public SlabEngine {
     flags_.ensure((rows * std::size_t(g.nx) + 7) / 4 * 4, "allocating point flags");
     segment_inside_.ensure(mask_segments * 4, "allocating segment bits");
     segment_on_level_.ensure(mask_segments * 4, "allocating segment bits");
-    segment_counts_.ensure(segments * 8, "allocating segment counts");
-    segment_bases_.ensure(segments * 8, "allocating segment offsets");
-    PS_CUDA(cudaMemset(counters_.ptr, 0, 2 * sizeof(unsigned long long)), "clearing counters");
+    const std::size_t groups = (segments + cuda::kGroupSegments - 1) / cuda::kGroupSegments;
+    segment_local_.ensure(segments * 4, "allocating segment offsets");
+    group_counts_.ensure(groups * 8, "allocating segment counts");
+    group_bases_.ensure(groups * 8, "allocating segment offsets");
+    const bool next_centres = task.tunnels && task.z1 + 1 < task.dims[2] && task.dims[1] > 1;
+    if (next_centres) {
+      next_centres_.ensure(std::size_t((g.ny - 1) * g.segments) * 4, "allocating the next slab's centre vertices");
+      cuda::next_slab_centers_kernel<T><<<blocks_for(std::size_t((g.ny - 1) * g.segments)), cuda::kSegmentThreads>>>(
+          s, g, R(task.level), lookup(task), task.keep_degenerate, task.z1, next_centres_.as<std::uint32_t>());
+      PS_CUDA_LAUNCH("counting the next slab's centre vertices");
+    }
+    // All three counters, the generation's too: a generation always follows its count, and a clear between the
+    // passes would wait on the host's round trip for the totals.
+    PS_CUDA(cudaMemset(counters_.ptr, 0, 3 * sizeof(unsigned long long)), "clearing counters");
     if (rows > 0) {
       const std::int64_t slices = g.mask_rows / g.ny;
       const std::int64_t tiles_y = (g.ny + cuda::kFlagTileY - 1) / cuda::kFlagTileY;
@@ -216,25 +227,19 @@ class CudaEngine final : public SlabEngine {
                                                        : cuda::flags_kernel<T, cuda::kFlagBytes>;
       kernel<<<blocks_for(segments), cuda::kSegmentThreads>>>(
           s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
-          lookup(task), task.keep_degenerate, flags_.as<std::uint8_t>(), segment_counts_.as<std::uint64_t>(),
-          counters_.as<unsigned long long>());
+          lookup(task), task.keep_degenerate, flags_.as<std::uint8_t>(), segment_local_.as<std::uint32_t>(),
+          group_counts_.as<std::uint64_t>(), next_centres ? next_centres_.as<std::uint32_t>() : nullptr,
+          next_centres ? task.z1 : -1, counters_.as<unsigned long long>());
       PS_CUDA_LAUNCH("flagging points and counting triangles");
     }
-    if (task.tunnels && task.z1 + 1 < task.dims[2] && task.dims[1] > 1) {
-      cuda::next_slab_centers_kernel<T><<<blocks_for(std::size_t((g.ny - 1) * g.segments)), cuda::kSegmentThreads>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), lookup(task), task.keep_degenerate, task.z1,
-          segment_counts_.as<std::uint64_t>());
-      PS_CUDA_LAUNCH("counting the next slab's centre vertices");
-    }
     PS_CUDA(cudaEventRecord(classify_end_), "timing the classification");
-    check_slab_fits_32_bits(segments);
-    scan(segment_counts_.as<std::uint64_t>(), segment_bases_.as<std::uint64_t>(), segments);
+    check_slab_fits_32_bits(groups);
+    scan(group_counts_.as<std::uint64_t>(), group_bases_.as<std::uint64_t>(), groups);
     const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]) * g.segments;
     cuda::SlabTotals totals{};
     if (rows > 0) {
       totals_.ensure(sizeof(cuda::SlabTotals), "allocating the slab totals");
-      cuda::totals_kernel<<<1, 1>>>(segment_bases_.as<std::uint64_t>(), segment_counts_.as<std::uint64_t>(),
-                                    std::int64_t(segments), owned, counters_.as<unsigned long long>(),
+      cuda::totals_kernel<<<1, 1>>>(segment_scan(segments), owned, counters_.as<unsigned long long>(),
                                     totals_.as<cuda::SlabTotals>());
       PS_CUDA_LAUNCH("gathering the slab totals");
       PS_CUDA(cudaMemcpy(totals_host_, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
@@ -253,20 +258,21 @@ class CudaEngine final : public SlabEngine {
   // The scan adds vertex and triangle counts in the two halves of one word, which holds only while a slab has fewer
   // than 2^32 of each (the mesh's indices are 32-bit anyway). Slabs too small to reach that are not checked; larger
   // ones are summed in 64 bits first, so that a hostile volume meets an error instead of a carry.
-  void check_slab_fits_32_bits(std::size_t segments) {
-    constexpr std::uint64_t kMaxVertices = cuda::kSegmentPoints * 5;  // five slots a point
-    constexpr std::uint64_t kMaxTriangles = std::uint64_t(cuda::kSegmentPoints) * mc::kMaxTriangles;
+  void check_slab_fits_32_bits(std::size_t groups) {
+    constexpr std::uint64_t kGroupPoints = std::uint64_t(cuda::kGroupSegments) * cuda::kSegmentPoints;
+    constexpr std::uint64_t kMaxVertices = kGroupPoints * 5;  // five slots a point
+    constexpr std::uint64_t kMaxTriangles = kGroupPoints * mc::kMaxTriangles;
     constexpr std::uint64_t kLimit = 0xffffffffull;
-    if (segments == 0 || std::uint64_t(segments) * std::max(kMaxVertices, kMaxTriangles) <= kLimit) return;
+    if (groups == 0 || std::uint64_t(groups) * std::max(kMaxVertices, kMaxTriangles) <= kLimit) return;
     std::uint64_t sums[2] = {};
     totals_.ensure(2 * sizeof(std::uint64_t), "allocating the slab totals");
     for (int half = 0; half < 2; ++half) {
-      const auto in = thrust::make_transform_iterator(segment_counts_.as<std::uint64_t>(), HalfOf{32 * half});
+      const auto in = thrust::make_transform_iterator(group_counts_.as<std::uint64_t>(), HalfOf{32 * half});
       auto* out = totals_.as<std::uint64_t>() + half;
       std::size_t temp = 0;
-      PS_CUDA(cub::DeviceReduce::Sum(nullptr, temp, in, out, segments), "sizing the slab sum");
+      PS_CUDA(cub::DeviceReduce::Sum(nullptr, temp, in, out, groups), "sizing the slab sum");
       scan_temp_.ensure(temp, "allocating the slab sum");
-      PS_CUDA(cub::DeviceReduce::Sum(scan_temp_.ptr, temp, in, out, segments), "summing the slab counts");
+      PS_CUDA(cub::DeviceReduce::Sum(scan_temp_.ptr, temp, in, out, groups), "summing the slab counts");
     }
     PS_CUDA(cudaMemcpy(sums, totals_.ptr, sizeof sums, cudaMemcpyDeviceToHost), "reading the slab sums");
     if (sums[0] > kLimit || sums[1] > kLimit)
@@ -276,6 +282,10 @@ class CudaEngine final : public SlabEngine {
   }
   static unsigned blocks_for(std::size_t threads) {
     return unsigned((threads + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads);
+  }
+  cuda::SegmentScan segment_scan(std::size_t segments) const {
+    return {segment_local_.as<std::uint32_t>(), group_counts_.as<std::uint64_t>(), group_bases_.as<std::uint64_t>(),
+            std::int64_t(segments)};
   }
   void scan(const std::uint64_t* in, std::uint64_t* out, std::size_t n) {
     if (n == 0) return;
@@ -298,15 +308,14 @@ class CudaEngine final : public SlabEngine {
     if (task.labels) face_labels_.ensure(std::max<std::size_t>(1, nt * 4), "allocating triangle labels");
     triangles_.ensure(std::max<std::size_t>(1, nt * 12), "allocating triangles");
     ties_.ensure(std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
-    PS_CUDA(cudaMemset(counters_.as<unsigned long long>() + 1, 0, 16), "clearing counters");
     unsigned long long* points = counters_.as<unsigned long long>() + 2;
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
     if (nv > 0 && owned_rows > 0) {
       vertex_list_.ensure(nv * 8, "allocating the vertex list");
       auto* list = g.nx % cuda::kSegmentPoints == 0 ? cuda::vertex_list_kernel<true> : cuda::vertex_list_kernel<false>;
       list<<<blocks_for(std::size_t(owned_rows * g.segments)), cuda::kSegmentThreads>>>(
-          g, owned_rows, flags_.as<std::uint8_t>(), segment_counts_.as<std::uint64_t>(),
-          segment_bases_.as<std::uint64_t>(), vertex_list_.as<std::uint64_t>());
+          g, owned_rows, flags_.as<std::uint8_t>(), segment_scan(std::size_t(g.flag_rows * g.segments)),
+          vertex_list_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("listing vertices");
       cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
           s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, positions_.as<float>(),
@@ -318,8 +327,7 @@ class CudaEngine final : public SlabEngine {
       auto* triangles = g.nx % cuda::kSegmentPoints == 0 ? cuda::triangle_kernel<T, true> : cuda::triangle_kernel<T, false>;
       triangles<<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
-          task.keep_degenerate, task.flip, segment_counts_.as<std::uint64_t>(), segment_bases_.as<std::uint64_t>(),
-          out.vertex_base, task.labels ? labels_.as<std::int32_t>() : nullptr,
+          task.keep_degenerate, task.flip, segment_scan(std::size_t(g.flag_rows * g.segments)), out.vertex_base, task.labels ? labels_.as<std::int32_t>() : nullptr,
           triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
           counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("writing triangles");
@@ -390,7 +398,8 @@ class CudaEngine final : public SlabEngine {
   }
 
   core::DeviceBuffer totals_, vertex_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
-      counters_, data_, flags_, segment_inside_, segment_on_level_, segment_counts_, segment_bases_,
+      counters_, data_, flags_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,
+      next_centres_,
       scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
       values_, face_labels_;
   UploadKey labels_key_, scalars_key_;
