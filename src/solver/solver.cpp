@@ -830,12 +830,12 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   for (const auto& [lo, hi] : sub.unique) {  // cells of the GPU engines proved to hold one root
     std::vector<double> x(static_cast<std::size_t>(n));
     for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
-    // The root's existence and uniqueness are proved: Newton (kept in the cell) only refines it, and the residual
-    // decides. Its step test may never pass where the Jacobian is nearly singular (two roots 3.6e-4 apart: the
-    // rounding of f, divided by a small derivative, keeps the steps near 1e-14), and these cells are larger than the
-    // CPU engine's clipped ones.
-    newton(sys, x, lo, hi, o.newton_tolerance, 30);
-    if (sys.residual(x) <= 1e-12 * std::max(1.0, scale)) {
+    // The root's existence and uniqueness are proved: Newton (kept in the cell) only refines it. Its step test may
+    // never pass where the Jacobian is nearly singular (two roots 3.6e-4 apart: the rounding of f, divided by a
+    // small derivative, keeps the steps near 1e-14), so a few more steps may settle below 1e-10 instead; the last
+    // step then bounds the distance to the root, and the residual must be small too.
+    const bool settled = newton(sys, x, lo, hi, o.newton_tolerance, 30) || newton(sys, x, lo, hi, 1e-10, 5);
+    if (settled && sys.residual(x) <= 1e-12 * std::max(1.0, scale)) {
       if (satisfies(x)) add_root({x, sys.residual(x), true, 1});
     } else {
       candidates.emplace_back(lo, hi);
