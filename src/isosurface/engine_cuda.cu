@@ -327,7 +327,8 @@ class CudaEngine final : public SlabEngine {
       auto* triangles = g.nx % cuda::kSegmentPoints == 0 ? cuda::triangle_kernel<T, true> : cuda::triangle_kernel<T, false>;
       triangles<<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
-          task.keep_degenerate, task.flip, segment_scan(std::size_t(g.flag_rows * g.segments)), out.vertex_base, task.labels ? labels_.as<std::int32_t>() : nullptr,
+          task.keep_degenerate, task.flip, segment_scan(std::size_t(g.flag_rows * g.segments)), out.vertex_base,
+          task.labels ? labels_.as<std::int32_t>() : nullptr,
           triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
           counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("writing triangles");
