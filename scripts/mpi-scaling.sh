@@ -2,7 +2,8 @@
 # Strong and weak scaling of MPI isosurface runs (tangle field generated per rank, nothing read from disk).
 # Strong: one N^3 field on 1, 2, ..., P ranks. Weak: N x N x (N/P0 * ranks) so every rank keeps the same share.
 # Prints a table (time, speed-up, efficiency) and writes every run's JSON report to $OUT (default ./mpi-scaling).
-# SCALING=strong or weak runs only that half.
+# SCALING=strong or weak runs only that half. PLY_DIR=dir writes the (deleted) meshes there instead of $OUT: a local
+# disk, where $OUT is slow (a weak 4-rank run at 2048^3 writes 3.5 GB).
 # REPEATS=k (default 1) runs each case k times and keeps the fastest (its JSON report too): the first touch of fresh
 # host memory and of a GPU after idling cost more than they do in steady use.
 #   usage: scripts/mpi-scaling.sh <parasurf> <N> <ranks, comma-separated> [device: cpu|cuda] [extra isosurface args]
@@ -10,7 +11,8 @@ set -uo pipefail
 exe="$1"; n="$2"; ranks="$3"; device="${4:-cpu}"; shift 4 2>/dev/null || shift $#
 extra=("$@")
 OUT=${OUT:-$PWD/mpi-scaling}
-mkdir -p "$OUT"
+PLY_DIR=${PLY_DIR:-$OUT}
+mkdir -p "$OUT" "$PLY_DIR"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 IFS=, read -ra list <<<"$ranks"
 first=${list[0]}
@@ -39,8 +41,8 @@ one() {  # ranks, size, tag
   local json="$OUT/$tag-np$np.json" best="" k
   for ((k = 0; k < REPEATS; ++k)); do
     timeout 590 mpirun --oversubscribe --bind-to none -np "$np" "$exe" isosurface --field tangle --size "$size" --device "$device" \
-      --balance cost -q -o "$OUT/$tag-np$np.ply" --json "$json.try" "${extra[@]}" >"$OUT/$tag-np$np.log" 2>&1 || { echo "run failed: $tag np=$np"; tail -5 "$OUT/$tag-np$np.log"; return 1; }
-    rm -f "$OUT/$tag-np$np.ply"
+      --balance cost -q -o "$PLY_DIR/$tag-np$np.ply" --json "$json.try" "${extra[@]}" >"$OUT/$tag-np$np.log" 2>&1 || { echo "run failed: $tag np=$np"; tail -5 "$OUT/$tag-np$np.log"; return 1; }
+    rm -f "$PLY_DIR/$tag-np$np.ply"
     local t; t=$(seconds "$json.try")
     echo "    try $((k + 1)): $t s" >&2
     if [ -z "$best" ] || python3 -c "import sys; sys.exit(0 if $t < $best else 1)"; then best=$t; mv "$json.try" "$json"; fi

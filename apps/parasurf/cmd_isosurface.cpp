@@ -257,7 +257,9 @@ void add_isosurface(CLI::App& app) {
                                        {"copy", rep.seconds_copy},
                                        {"setup", rep.seconds_setup},
                                        {"host_mesh", rep.seconds_host_mesh},
-                                       {"host_mesh_ahead", rep.seconds_host_mesh_ahead}}}};
+                                       {"host_mesh_ahead", rep.seconds_host_mesh_ahead},
+                                       {"engine_start", rep.seconds_engine_start}, {"upload", rep.seconds_upload},
+                                       {"download", rep.seconds_download}}}};
       write_report(a->json, j.dump(2) + "\n");
     }
     if (mesh.triangle_count() == 0) {

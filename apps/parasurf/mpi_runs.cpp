@@ -20,6 +20,7 @@
 
 #include "core/memory.hpp"
 #include "io/ply_layout.hpp"
+#include "isosurface/engine.hpp"
 #include "isosurface/part.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
@@ -36,6 +37,10 @@ int g_rank = 0, g_size = 1;
 bool g_initialised = false;
 int g_local_rank = 0, g_local_size = 1;  // on this rank's node
 double g_start = 0;  // MPI_Wtime when MPI_Init began
+// Marks on the host-wide clock (CLOCK_MONOTONIC): the report's timeline of every rank's phases, comparable across ranks
+// of a node.
+double mark() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double g_mark_init_begin = 0, g_mark_init_end = 0;
 
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) {
@@ -120,7 +125,9 @@ void mpi_begin() {
   if (g_initialised) return;
   int provided = 0;
   const auto before = std::chrono::steady_clock::now();
+  g_mark_init_begin = mark();
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "starting MPI");
+  g_mark_init_end = mark();
   g_start = MPI_Wtime() - std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
@@ -236,6 +243,8 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   if (const char* fail = std::getenv("PARASURF_TEST_FAIL_RANK"))  // fault injection for the tests
     if (std::atoi(fail) == g_rank)
       throw Error(ErrorKind::Io, volume.name() + ": rank " + std::to_string(g_rank) + " could not read its slices (injected by PARASURF_TEST_FAIL_RANK)");
+  const double m_t0 = mark();
+  double m_costs = 0, m_gathered = 0, m_part_begin = 0, m_ready = 0, m_part_end = 0;
 
   // First pass: active cells per layer, each rank over an equal share, then equal-cost ranges.
   const std::int64_t layers = nz - 1;
@@ -247,6 +256,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     const std::int64_t a = layers * g_rank / g_size, b = layers * (g_rank + 1) / g_size;
     // About 64 layers counted over the whole volume: enough to see where the surface is, a small part of the work.
     const std::vector<std::int64_t> mine = iso::layer_costs(volume, o, a, b, std::max<std::int64_t>(1, layers / 64));
+    m_costs = mark();
     std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
     for (int r = 0; r < g_size; ++r) {
       displs[std::size_t(r)] = int(layers * r / g_size);
@@ -255,6 +265,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::vector<std::int64_t> all(static_cast<std::size_t>(layers));
     check(MPI_Allgatherv(mine.data(), int(mine.size()), MPI_INT64_T, all.data(), counts.data(), displs.data(), MPI_INT64_T, MPI_COMM_WORLD),
           "sharing the active-cell counts");
+    m_gathered = mark();
     // Classifying a cell against making an active cell's triangles and bringing them home: about 1:50 for a CPU or
     // samples read from a file, 1:500 for a field computed on the GPU (H200: 15 ps a cell, 7 ns an active cell).
     const double cell_weight = device == Device::Cuda && volume.builtin_field() >= 0 ? 0.002 : 0.02;
@@ -275,15 +286,31 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   o.started = [&] {
     check(MPI_Barrier(MPI_COMM_WORLD), "waiting for every rank's engine");
     t_ready = now();
+    m_ready = mark();
     met = true;
   };
 
   // Second pass: this rank's part of every level.
   IsosurfaceReport rep;
   double t_part = now();
-  std::vector<iso::IsosurfacePart> parts = iso::extract_isosurface_parts(volume, o, zb, ze, &rep);
+  m_part_begin = mark();
+  // The engine (its GPU memory) is released while the mesh is written, not before the ranks number it.
+  std::unique_ptr<iso::SlabEngine> engine;
+  // With one level, every rank takes part in one prefix sum of the vertex counts: a part in one slab while it runs,
+  // before its triangles are written (which then need no renumbering), any other part after it.
+  bool vertices_numbered = false;
+  const iso::NumberVertices number_vertices = [&](std::uint64_t vertices) {
+    std::uint64_t first = 0;
+    check(MPI_Exscan(&vertices, &first, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "numbering vertices");
+    vertices_numbered = true;
+    return g_rank == 0 ? 0 : first;
+  };
+  std::vector<iso::IsosurfacePart> parts =
+      iso::extract_isosurface_parts(volume, o, zb, ze, &rep, &engine, o.levels.size() == 1 ? number_vertices : iso::NumberVertices{});
   if (!met) o.started();
+  if (o.levels.size() == 1 && !vertices_numbered) number_vertices(std::uint64_t(parts[0].mesh.vertex_count()));
   t_part = now() - t_part;
+  m_part_end = mark();
   const std::size_t levels = o.levels.size();
   const int count = int(levels);
   // Global ids: level by level, and within a level rank by rank, as one process orders them.
@@ -302,11 +329,14 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   for (std::size_t L = 0; L < levels; ++L) {
     auto& tris = parts[L].mesh.triangles;
     const auto shift = std::uint32_t(v_base[L]);
+    if (!parts[L].global_ids) {
 #pragma omp parallel for schedule(static)
-    for (std::int64_t k = 0; k < std::int64_t(tris.size()); ++k) tris[std::size_t(k)] += shift;
+      for (std::int64_t k = 0; k < std::int64_t(tris.size()); ++k) tris[std::size_t(k)] += shift;
+    }
     own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
   }
   number(own_t, t_base, total_t, "numbering triangles");
+  const double m_numbered_ids = mark();
 
   // Coincident tie triangles cancel within each level across the whole mesh, as in one process: rank 0 decides.
   rep.duplicates_removed = 0;
@@ -402,6 +432,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   }
   // Groups as in one process: with labels, the (level, label) pairs of the whole mesh in order, each with its
   // label's colour; else, with several levels, one group per level.
+  const double m_ties = mark();
   std::vector<std::string> group_names;
   std::vector<float> group_colors;
   if (o.labels) {
@@ -440,9 +471,11 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   std::uint64_t all_t = 0, mine_v = 0, mine_t = 0;
   for (std::size_t L = 0; L < levels; ++L) all_t += total_t[L], mine_v += own_v[L], mine_t += own_t[L];
   const double t_extract = now() - t0;
+  const double m_numbered = mark();
 
   // Output.
   const double t_write0 = now();
+  std::jthread release([e = std::move(engine)]() mutable { e.reset(); });
   const std::string partial = out + ".partial";
   io::PlyLayout layout;
   layout.normals = o.normals;
@@ -525,10 +558,13 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     double extract, seconds_read;
     std::int64_t zb, ze, vertices, triangles;
     double startup, balance, part, setup, classify, scan, generate, copy, host_mesh, numbering, after_start, host_mesh_ahead;
+    double marks[11], engine_start, upload, download, part_total;
   } mine{t_extract, rep.seconds_read, zb, ze, std::int64_t(mine_v), std::int64_t(mine_t),
          t0 - g_start, t_balance, t_part, rep.seconds_setup, rep.seconds_classify, rep.seconds_scan, rep.seconds_generate,
          rep.seconds_copy, rep.seconds_host_mesh, t_extract - t_balance - t_part, t0 + t_extract - t_ready,
-         rep.seconds_host_mesh_ahead};
+         rep.seconds_host_mesh_ahead,
+         {g_mark_init_begin, g_mark_init_end, m_t0, m_costs, m_gathered, m_part_begin, m_ready, m_part_end, m_numbered_ids, m_ties, m_numbered},
+         rep.seconds_engine_start, rep.seconds_upload, rep.seconds_download, rep.seconds_total};
   std::vector<RankFigures> figures(static_cast<std::size_t>(g_size));
   check(MPI_Gather(&mine, int(sizeof mine), MPI_BYTE, figures.data(), int(sizeof mine), MPI_BYTE, 0, MPI_COMM_WORLD), "gathering figures");
   if (g_rank != 0) return;
@@ -557,6 +593,16 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::printf("wrote %s (%llu vertices, %llu triangles)\n", out.c_str(), (unsigned long long)total_v_all, (unsigned long long)total_t_all);
   }
   if (!json.empty()) {
+    double first = 1e300;
+    for (const auto& f : figures) first = std::min(first, f.marks[0]);
+    auto timeline = [&](const double* m) {
+      static const char* names[11] = {"mpi_init", "mpi_ready", "start", "costs_counted", "costs_shared", "part_start",
+                                      "engines_ready", "part_done", "ids_numbered", "ties_settled", "numbered"};
+      nlohmann::json t;
+      for (int k = 0; k < 11; ++k)
+        if (m[k] > 0) t[names[k]] = m[k] - first;
+      return t;
+    };
     nlohmann::json ranks = nlohmann::json::array();
     for (const auto& f : figures)
       ranks.push_back({{"z_begin", f.zb}, {"z_end", f.ze}, {"vertices", f.vertices}, {"triangles", f.triangles}, {"seconds", f.extract},
@@ -564,7 +610,10 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
                                    {"part_read", f.seconds_read}, {"part_classify", f.classify}, {"part_scan", f.scan},
                                    {"part_generate", f.generate}, {"part_copy", f.copy}, {"part_host_mesh", f.host_mesh},
                                    {"part_host_mesh_ahead", f.host_mesh_ahead},
-                                   {"numbering_and_ties", f.numbering}, {"after_start", f.after_start}}}});
+                                   {"numbering_and_ties", f.numbering}, {"after_start", f.after_start},
+                                   {"part_engine_start", f.engine_start}, {"part_upload", f.upload}, {"part_download", f.download},
+                                   {"part_after_report", f.part - f.part_total}}},
+                       {"timeline", timeline(f.marks)}});
     const nlohmann::json j = {{"volume", volume.name()}, {"dims", g.dims}, {"levels", o.levels}, {"mpi_ranks", g_size},
                               {"device", device_name(device)}, {"balance", balance_mode}, {"vertices", total_v_all},
                               {"triangles", total_t_all}, {"ranks", ranks},

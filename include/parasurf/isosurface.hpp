@@ -63,6 +63,8 @@ struct IsosurfaceReport {
   double seconds_setup = 0;       // engine start (a CUDA context) and buffers, before the first slab
   double seconds_host_mesh = 0;   // growing the host mesh arrays for each slab's output
   double seconds_host_mesh_ahead = 0;  // sizing them ahead while the engine started (within seconds_setup)
+  double seconds_engine_start = 0;     // making the engine (a CUDA context, its tables), within seconds_setup
+  double seconds_upload = 0, seconds_download = 0;  // the two halves of seconds_copy
   std::uint64_t peak_slab_bytes = 0;  // host bytes held for samples and work arrays at once
 };
 

@@ -62,6 +62,9 @@ class SlabEngine {
   // it matches). Then prefetch() may start on another thread with the next task, while this one is processed.
   virtual void stage(const SlabTask& task) { (void)task; }
   virtual void prefetch(const SlabTask& next) { (void)next; }
+  // Allocates ahead what a slab like `largest` needs (on a GPU: its samples, work arrays, and the mesh arrays of about
+  // `expected_triangles`), so that the engine's start-up, not the first slab, pays for it. Arrays still grow as needed.
+  virtual void prepare(const SlabTask& largest, std::uint64_t expected_triangles) { (void)largest, (void)expected_triangles; }
   // Bytes of work arrays per point of a slab (beyond the samples), for slab sizing.
   virtual double work_bytes_per_point() const = 0;
 };

@@ -124,6 +124,7 @@ class CudaEngine final : public SlabEngine {
     staged_ = key;
   }
   ~CudaEngine() override {
+    cudaSetDevice(device_);  // the releasing thread may have another (MPI ranks release it on a helper thread)
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
     if (classify_start_) cudaEventDestroy(classify_start_);
     if (classify_end_) cudaEventDestroy(classify_end_);
@@ -182,15 +183,8 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaEventRecord(classify_start_), "timing the classification");
     const auto g = grid(task);
     const std::size_t rows = std::size_t(g.flag_rows), segments = rows * std::size_t(g.segments);
-    const std::size_t mask_segments = std::size_t(g.mask_rows * g.segments);
-    // Whole words: the passes read the flags a 32-bit word at a time.
-    flags_.ensure((rows * std::size_t(g.nx) + 7) / 4 * 4, "allocating point flags");
-    segment_inside_.ensure(mask_segments * 4, "allocating segment bits");
-    segment_on_level_.ensure(mask_segments * 4, "allocating segment bits");
     const std::size_t groups = (segments + cuda::kGroupSegments - 1) / cuda::kGroupSegments;
-    segment_local_.ensure(segments * 4, "allocating segment offsets");
-    group_counts_.ensure(groups * 8, "allocating segment counts");
-    group_bases_.ensure(groups * 8, "allocating segment offsets");
+    ensure_work_arrays(g);
     const bool next_centres = task.tunnels && task.z1 + 1 < task.dims[2] && task.dims[1] > 1;
     if (next_centres) {
       next_centres_.ensure(std::size_t((g.ny - 1) * g.segments) * 4, "allocating the next slab's centre vertices");
@@ -265,6 +259,46 @@ class CudaEngine final : public SlabEngine {
     constexpr std::uint64_t kLimit = 0xffffffffull;
     if (groups == 0 || std::uint64_t(groups) * std::max(kMaxVertices, kMaxTriangles) <= kLimit) return;
     std::uint64_t sums[2] = {};
+    sum_halves(groups);
+    PS_CUDA(cudaMemcpy(sums, totals_.ptr, sizeof sums, cudaMemcpyDeviceToHost), "reading the slab sums");
+    if (sums[0] > kLimit || sums[1] > kLimit)
+      throw Error(ErrorKind::LimitReached, "an isosurface slab has " + std::to_string(sums[0]) + " vertices and " +
+                                               std::to_string(sums[1]) +
+                                               " triangles; the mesh's 32-bit indices allow at most 4294967295");
+  }
+  // The classification's and the scan's arrays for a slab of grid g.
+  void ensure_work_arrays(const cuda::RowGrid& g) {
+    const std::size_t rows = std::size_t(g.flag_rows), segments = rows * std::size_t(g.segments);
+    const std::size_t mask_segments = std::size_t(g.mask_rows * g.segments);
+    // Whole words: the passes read the flags a 32-bit word at a time.
+    flags_.ensure((rows * std::size_t(g.nx) + 7) / 4 * 4, "allocating point flags");
+    segment_inside_.ensure(mask_segments * 4, "allocating segment bits");
+    segment_on_level_.ensure(mask_segments * 4, "allocating segment bits");
+    const std::size_t groups = (segments + cuda::kGroupSegments - 1) / cuda::kGroupSegments;
+    segment_local_.ensure(segments * 4, "allocating segment offsets");
+    group_counts_.ensure(groups * 8, "allocating segment counts");
+    group_bases_.ensure(groups * 8, "allocating segment offsets");
+  }
+
+ public:
+  void prepare(const SlabTask& t, std::uint64_t expected_triangles) override {
+    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
+    data_.ensure(std::size_t(t.data_z1 - t.data_z0) * std::size_t(t.dims[0] * t.dims[1]) * voxel_bytes(t.type),
+                 "allocating the slab samples");
+    ensure_work_arrays(grid(t));
+    load_kernels(t.type);
+    // About one vertex for two triangles (the vertex list holds 8 bytes a vertex).
+    const std::size_t nt = std::size_t(expected_triangles), nv = nt / 2;
+    if (nt == 0) return;
+    positions_.ensure(nv * 12, "allocating vertices");
+    if (t.normals) normals_.ensure(nv * 12, "allocating normals");
+    vertex_list_.ensure(nv * 8, "allocating the vertex list");
+    triangles_.ensure(nt * 12, "allocating triangles");
+  }
+
+ private:
+  // The vertex and triangle halves of the first `groups` group counts, summed in 64 bits into totals_[0] and [1].
+  void sum_halves(std::size_t groups) {
     totals_.ensure(2 * sizeof(std::uint64_t), "allocating the slab totals");
     for (int half = 0; half < 2; ++half) {
       const auto in = thrust::make_transform_iterator(group_counts_.as<std::uint64_t>(), HalfOf{32 * half});
@@ -274,11 +308,34 @@ class CudaEngine final : public SlabEngine {
       scan_temp_.ensure(temp, "allocating the slab sum");
       PS_CUDA(cub::DeviceReduce::Sum(scan_temp_.ptr, temp, in, out, groups), "summing the slab counts");
     }
-    PS_CUDA(cudaMemcpy(sums, totals_.ptr, sizeof sums, cudaMemcpyDeviceToHost), "reading the slab sums");
-    if (sums[0] > kLimit || sums[1] > kLimit)
-      throw Error(ErrorKind::LimitReached, "an isosurface slab has " + std::to_string(sums[0]) + " vertices and " +
-                                               std::to_string(sums[1]) +
-                                               " triangles; the mesh's 32-bit indices allow at most 4294967295");
+  }
+  // Lazy loading (the CUDA default) loads a kernel, and its module first, at the first launch: 7-9 ms inside the
+  // first slab on an H200. Asking for the attributes of every kernel a slab of this type may launch loads them now;
+  // CUB's scan and sum kernels load by running them on one word.
+  void load_kernels(VoxelType type) {
+    cudaFuncAttributes a{};
+    auto load = [&](const void* kernel) { PS_CUDA(cudaFuncGetAttributes(&a, kernel), "loading the isosurface kernels"); };
+    load(reinterpret_cast<const void*>(fill_field_kernel));
+    load(reinterpret_cast<const void*>(cuda::totals_kernel));
+    load(reinterpret_cast<const void*>(cuda::vertex_list_kernel<true>));
+    load(reinterpret_cast<const void*>(cuda::vertex_list_kernel<false>));
+    core::visit_voxel_type(type, [&](auto tag) {
+      using T = decltype(tag);
+      load(reinterpret_cast<const void*>(cuda::classify_kernel<T>));
+      load(reinterpret_cast<const void*>(cuda::classify_runs_kernel<T>));
+      load(reinterpret_cast<const void*>(cuda::flags_kernel<T, cuda::kFlagStaged>));
+      load(reinterpret_cast<const void*>(cuda::flags_kernel<T, cuda::kFlagWords>));
+      load(reinterpret_cast<const void*>(cuda::flags_kernel<T, cuda::kFlagBytes>));
+      load(reinterpret_cast<const void*>(cuda::next_slab_centers_kernel<T>));
+      load(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>));
+      load(reinterpret_cast<const void*>(cuda::triangle_kernel<T, true>));
+      load(reinterpret_cast<const void*>(cuda::triangle_kernel<T, false>));
+    });
+    if (!group_counts_.ptr) return;
+    PS_CUDA(cudaMemset(group_counts_.ptr, 0, sizeof(std::uint64_t)), "loading the scan kernels");
+    scan(group_counts_.as<std::uint64_t>(), group_bases_.as<std::uint64_t>(), 1);
+    sum_halves(1);
+    PS_CUDA(cudaDeviceSynchronize(), "loading the isosurface kernels");
   }
   static unsigned blocks_for(std::size_t threads) {
     return unsigned((threads + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads);

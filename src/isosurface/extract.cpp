@@ -133,6 +133,7 @@ struct LevelMesh {
   std::vector<std::int32_t> labels;
   std::vector<std::uint64_t> ties;
   bool point_vertices = false;  // some vertex sits on a sample equal to the level (it may have lost its triangles)
+  bool global_ids = false;      // its triangles were written with global vertex ids (iso::NumberVertices)
   // What the slabs wrote: the arrays may be longer (sized ahead, reserve_expected_mesh) until trim().
   std::uint64_t vertices = 0, triangle_count = 0;
   void trim() {
@@ -298,7 +299,7 @@ bool field_on_device(const VolumeSource& volume, Device device) {
 // Marching cubes makes about two triangles and one vertex per active cell (the surface's Euler characteristic is
 // small next to its size); the estimate of active cells comes from the cost pass of the load balance.
 void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m,
-                           double& seconds) {
+                           double& seconds, std::uint64_t& expected) {
   const auto start = Clock::now();
   try {
     std::uint64_t triangles = o.expected_triangles;
@@ -311,6 +312,7 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
     }
     if (triangles == 0) return;
     triangles += triangles / 8;           // the sampled count errs by a few percent either way
+    expected = triangles;
     const std::uint64_t vertices = triangles / 2;
     const std::uint64_t bytes = vertices * (o.normals ? 24 : 12) + triangles * 12;
     if (bytes > core::available_host_memory() / 2) return;
@@ -336,7 +338,9 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
 // one part per level, each with its ties returned instead of resolved, and the last cell layer's triangles refer
 // to the next part's first vertices by ids that continue past this part's own.
 TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report, std::int64_t zb,
-                          std::int64_t ze, std::vector<iso::IsosurfacePart>* parts) {
+                          std::int64_t ze, std::vector<iso::IsosurfacePart>* parts,
+                          std::unique_ptr<iso::SlabEngine>* keep_engine = nullptr,
+                          const iso::NumberVertices& number_vertices = {}) {
   const auto start = Clock::now();
   IsosurfaceReport rep;
   const auto& g = volume.geometry();
@@ -402,13 +406,16 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   // expected size is reserved and faulted in on the CPU, so that it is not done after each slab's count.
   std::vector<LevelMesh> meshes(levels.size());
   std::jthread reserving;
+  std::uint64_t expected_triangles = 0;  // of the whole part, when reserving estimated it
   // The size is given (MPI's cost pass), or estimated from a built-in field's formula on a GPU. (On the CPU, which
   // starts at once, only when given.)
   const bool estimable = device == Device::Cuda && volume.builtin_field() >= 0 && !volume.resident_data();
   if (gpus.size() <= 1 && levels.size() == 1 && !o.labels && !o.scalars && (o.expected_triangles > 0 || estimable))
-    reserving = std::jthread([&] { reserve_expected_mesh(volume, o, zb, ze, meshes[0], rep.seconds_host_mesh_ahead); });
+    reserving = std::jthread([&] { reserve_expected_mesh(volume, o, zb, ze, meshes[0], rep.seconds_host_mesh_ahead, expected_triangles); });
+  const auto engine_start = Clock::now();
   std::unique_ptr<iso::SlabEngine> engine =
       device == Device::Cuda ? iso::make_cuda_engine(gpus[0]) : iso::make_cpu_engine(o.threads);
+  rep.seconds_engine_start = since(engine_start);
   rep.device = engine->name();
   if (gpus.size() > 1) {
     rep.device = "cuda";
@@ -506,6 +513,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   };
   double read_seconds = 0, host_mesh_seconds = 0;
   if (reserving.joinable()) reserving.join();
+  // The engine's arrays for the first slab (none is larger) and its share of the expected mesh, before the start.
+  if (gpus.size() <= 1) {
+    iso::SlabTask first = task;
+    const auto sp = span_of(0);
+    first.z0 = sp[0], first.z1 = sp[1], first.data_z0 = sp[2], first.data_z1 = sp[3];
+    engine->prepare(first, expected_triangles * std::uint64_t(S) / std::uint64_t(std::max<std::int64_t>(1, part)));
+  }
   rep.seconds_setup = since(start);
   if (o.started) o.started();
   if (streamed && gpus.size() <= 1) {
@@ -556,6 +570,12 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
       tail.triangles = m.triangles.data() + 3 * t0;
       tail.vertex_base = v0;
+      if (number_vertices && parts && slab_count == 1 && levels.size() == 1 && gpus.size() <= 1) {
+        tail.vertex_base = number_vertices(c.vertices);
+        if (tail.vertex_base + c.vertices > std::numeric_limits<std::uint32_t>::max())
+          throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+        m.global_ids = true;
+      }
       tail.values = o.scalars ? m.values.data() + v0 : nullptr;
       tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
       std::vector<std::uint64_t> ties;
@@ -713,6 +733,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     rep.seconds_scan = sec.scan;
     rep.seconds_generate = sec.generate;
     rep.seconds_copy = sec.upload + sec.download;
+    rep.seconds_upload = sec.upload;
+    rep.seconds_download = sec.download;
     rep.seconds_total = since(start);
     rep.seconds_host_mesh = host_mesh_seconds;
     if (report) {
@@ -724,6 +746,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     for (std::size_t L = 0; L < meshes.size(); ++L) {
       iso::IsosurfacePart& p = (*parts)[L];
       p.ties = std::move(meshes[L].ties);
+      p.global_ids = meshes[L].global_ids;
       p.point_vertices = meshes[L].point_vertices;
       p.mesh.positions = std::move(meshes[L].positions);
       p.mesh.normals = std::move(meshes[L].normals);
@@ -734,6 +757,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       rep.triangles += p.mesh.triangle_count();
     }
     finish_report();
+    if (keep_engine) *keep_engine = std::move(engine);
     return TriangleMesh{};
   }
   // One mesh: levels in order, ids shifted; ties folded into pairs removed.
@@ -916,13 +940,21 @@ std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>
 }
 
 std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin,
-                                                    std::int64_t z_end, IsosurfaceReport* report) {
+                                                    std::int64_t z_end, IsosurfaceReport* report,
+                                                    std::unique_ptr<SlabEngine>* keep_engine,
+                                                    const NumberVertices& number_vertices) {
   std::vector<IsosurfacePart> parts;
-  extract_impl(volume, o, report, z_begin, z_end, &parts);
+  extract_impl(volume, o, report, z_begin, z_end, &parts, keep_engine, number_vertices);
   return parts;
 }
 
 std::string level_group_name(double level) { return level_name(level); }
+
+// The layer that stands for the layers [from, to) of a sampled count: the middle one, so that a count that rises or
+// falls along z errs both ways within the block instead of lagging a whole stride (which shifted MPI ranges).
+namespace {
+std::int64_t middle_layer(std::int64_t from, std::int64_t to) { return from + (to - from - 1) / 2; }
+}  // namespace
 
 std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin, std::int64_t z_end,
                                       std::int64_t stride) {
@@ -946,7 +978,8 @@ std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOpti
     return float(field_value(field, field_coordinate(g.origin[0], g.spacing[0], x), field_coordinate(g.origin[1], g.spacing[1], y),
                              field_coordinate(g.origin[2], g.spacing[2], z)));
   };
-  for (std::int64_t z = z_begin; z < z_end; z += stride) {
+  for (std::int64_t z0 = z_begin; z0 < z_end; z0 += stride) {
+    const std::int64_t z = middle_layer(z0, std::min(z_end, z0 + stride));
     std::int64_t count = 0;
 #pragma omp parallel for schedule(static) reduction(+ : count) num_threads(cpu_thread_count(0))
     for (std::int64_t y = 0; y < ny - 1; y += k)
@@ -959,7 +992,7 @@ std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOpti
           count += in && outside;
         }
       }
-    for (std::int64_t l = z; l < std::min(z_end, z + stride); ++l) out[std::size_t(l - z_begin)] = count * k * k;
+    for (std::int64_t l = z0; l < std::min(z_end, z0 + stride); ++l) out[std::size_t(l - z_begin)] = count * k * k;
   }
   return out;
 }
@@ -975,8 +1008,9 @@ std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, const std
   stride = std::max<std::int64_t>(1, stride);
   std::vector<char> raw;
   std::vector<float> f(2 * slice);
-  // Every stride-th layer is counted (two slices read); the layers after it take its count.
-  for (std::int64_t z = z_begin; z < z_end; z += stride) {
+  // One layer in every stride (two slices read), its middle one, gives its count to all of them.
+  for (std::int64_t z0 = z_begin; z0 < z_end; z0 += stride) {
+    const std::int64_t z = middle_layer(z0, std::min(z_end, z0 + stride));
     const void* samples;
     if (const void* all = volume.resident_data()) {
       samples = static_cast<const char*>(all) + std::uint64_t(z) * slice * voxel_bytes(volume.type());
@@ -1001,7 +1035,7 @@ std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, const std
           count += in && outside;
         }
       }
-    for (std::int64_t k = z; k < std::min(z_end, z + stride); ++k) out[std::size_t(k - z_begin)] = count;
+    for (std::int64_t k = z0; k < std::min(z_end, z0 + stride); ++k) out[std::size_t(k - z_begin)] = count;
   }
   return out;
 }

@@ -3,6 +3,8 @@
 // run, so concatenating the parts (vertex ids shifted by the vertices before each part) gives the whole run's mesh.
 #pragma once
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,10 +12,14 @@
 
 namespace parasurf::iso {
 
+class SlabEngine;
+
 struct IsosurfacePart {
   // Triangles of the last cell layer refer to the next part's first vertices by ids that continue past this
-  // part's own (mesh.vertex_count()).
+  // part's own (mesh.vertex_count()). The ids start at 0, or at the global id of the part's first vertex when
+  // global_ids is set (see NumberVertices).
   TriangleMesh mesh;
+  bool global_ids = false;
   std::vector<std::uint64_t> ties;  // triangles that may cancel with a coincident one (samples equal to the level)
   bool point_vertices = false;      // a vertex sits on a sample equal to the level: it may be used by no triangle
 };
@@ -21,8 +27,17 @@ struct IsosurfacePart {
 // One part per level of options.levels (which must be given), scalars as vertex values, labels as face labels
 // (no excluded labels, no groups: the caller groups over all parts); any engine
 // (CPU, one GPU), streamed slab by slab within the part, every level from one read of each slab.
+// With keep_engine, the engine (and its device memory) is handed to the caller to release when it suits, instead of
+// before returning: an MPI rank releases it while the mesh is written.
+// The global id of a part's first vertex, given the part's vertex count (for MPI: a prefix sum over the ranks). A part
+// of one level that fits one slab calls it between counting and writing, and its triangles are written with global
+// ids, so that nothing is renumbered afterwards; other parts never call it.
+using NumberVertices = std::function<std::uint64_t(std::uint64_t vertices)>;
+
 std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
-                                                    std::int64_t z_end, IsosurfaceReport* report = nullptr);
+                                                    std::int64_t z_end, IsosurfaceReport* report = nullptr,
+                                                    std::unique_ptr<SlabEngine>* keep_engine = nullptr,
+                                                    const NumberVertices& number_vertices = {});
 
 // The face group name a whole run gives a level when it extracts several ("level 0.5").
 std::string level_group_name(double level);
@@ -42,7 +57,7 @@ void remove_vertices(TriangleMesh& m, std::uint64_t first, const std::vector<std
                      const std::vector<std::uint64_t>& all_removed);
 
 // Cells crossing each level in each cell layer z of [z_begin, z_end), summed over the levels (the cheap first pass
-// of the load balance): every stride-th layer is counted and stands for the layers up to the next one.
+// of the load balance): the middle layer of every stride is counted and stands for all of them.
 std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, const std::vector<double>& levels, std::int64_t z_begin,
                                                  std::int64_t z_end, std::int64_t stride = 1);
 
