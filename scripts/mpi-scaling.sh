@@ -44,7 +44,7 @@ one() {  # ranks, size, tag
       --balance cost -q -o "$PLY_DIR/$tag-np$np.ply" --json "$json.try" "${extra[@]}" >"$OUT/$tag-np$np.log" 2>&1 || { echo "run failed: $tag np=$np"; tail -5 "$OUT/$tag-np$np.log"; return 1; }
     rm -f "$PLY_DIR/$tag-np$np.ply"
     local t; t=$(seconds "$json.try")
-    echo "    try $((k + 1)): $t s" >&2
+    echo "    try $((k + 1)): $t s (after start-up $(after_start "$json.try") s)" >&2
     if [ -z "$best" ] || python3 -c "import sys; sys.exit(0 if $t < $best else 1)"; then best=$t; mv "$json.try" "$json"; fi
   done
   rm -f "$json.try"
