@@ -5,6 +5,9 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <chrono>
+#include <mutex>
+#include <set>
+#include <utility>
 
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
@@ -311,8 +314,12 @@ class CudaEngine final : public SlabEngine {
   }
   // Lazy loading (the CUDA default) loads a kernel, and its module first, at the first launch: 7-9 ms inside the
   // first slab on an H200. Asking for the attributes of every kernel a slab of this type may launch loads them now;
-  // CUB's scan and sum kernels load by running them on one word.
+  // CUB's scan and sum kernels load by running them on one word. Once per device and voxel type in a process.
   void load_kernels(VoxelType type) {
+    static std::mutex mutex;
+    static std::set<std::pair<int, VoxelType>> loaded;
+    std::lock_guard<std::mutex> lock(mutex);
+    if (loaded.count({device_, type})) return;
     cudaFuncAttributes a{};
     auto load = [&](const void* kernel) { PS_CUDA(cudaFuncGetAttributes(&a, kernel), "loading the isosurface kernels"); };
     load(reinterpret_cast<const void*>(fill_field_kernel));
@@ -331,11 +338,13 @@ class CudaEngine final : public SlabEngine {
       load(reinterpret_cast<const void*>(cuda::triangle_kernel<T, true>));
       load(reinterpret_cast<const void*>(cuda::triangle_kernel<T, false>));
     });
-    if (!group_counts_.ptr) return;
-    PS_CUDA(cudaMemset(group_counts_.ptr, 0, sizeof(std::uint64_t)), "loading the scan kernels");
-    scan(group_counts_.as<std::uint64_t>(), group_bases_.as<std::uint64_t>(), 1);
-    sum_halves(1);
-    PS_CUDA(cudaDeviceSynchronize(), "loading the isosurface kernels");
+    if (group_counts_.ptr) {  // (always: a slab has at least one row)
+      PS_CUDA(cudaMemset(group_counts_.ptr, 0, sizeof(std::uint64_t)), "loading the scan kernels");
+      scan(group_counts_.as<std::uint64_t>(), group_bases_.as<std::uint64_t>(), 1);
+      sum_halves(1);
+      PS_CUDA(cudaDeviceSynchronize(), "loading the isosurface kernels");
+    }
+    loaded.insert({device_, type});
   }
   static unsigned blocks_for(std::size_t threads) {
     return unsigned((threads + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads);
