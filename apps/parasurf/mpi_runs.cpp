@@ -36,11 +36,10 @@ namespace {
 int g_rank = 0, g_size = 1;
 bool g_initialised = false;
 int g_local_rank = 0, g_local_size = 1;  // on this rank's node
-double g_start = 0;  // MPI_Wtime when MPI_Init began
 // Marks on the host-wide clock (CLOCK_MONOTONIC): the report's timeline of every rank's phases, comparable across ranks
 // of a node.
 double mark() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-double g_mark_init_begin = 0, g_mark_init_end = 0;
+double g_mark_init_begin = 0, g_mark_init_end = 0;  // MPI_Init's start and end
 
 void check(int rc, const char* what) {
   if (rc != MPI_SUCCESS) {
@@ -124,11 +123,9 @@ void mpi_pick_gpu() {
 void mpi_begin() {
   if (g_initialised) return;
   int provided = 0;
-  const auto before = std::chrono::steady_clock::now();
   g_mark_init_begin = mark();
   check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "starting MPI");
   g_mark_init_end = mark();
-  g_start = MPI_Wtime() - std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   g_initialised = true;
@@ -560,7 +557,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     double startup, balance, part, setup, classify, scan, generate, copy, host_mesh, numbering, after_start, host_mesh_ahead;
     double marks[11], engine_start, upload, download, part_total;
   } mine{t_extract, rep.seconds_read, zb, ze, std::int64_t(mine_v), std::int64_t(mine_t),
-         t0 - g_start, t_balance, t_part, rep.seconds_setup, rep.seconds_classify, rep.seconds_scan, rep.seconds_generate,
+         m_t0 - g_mark_init_begin, t_balance, t_part, rep.seconds_setup, rep.seconds_classify, rep.seconds_scan, rep.seconds_generate,
          rep.seconds_copy, rep.seconds_host_mesh, t_extract - t_balance - t_part, t0 + t_extract - t_ready,
          rep.seconds_host_mesh_ahead,
          {g_mark_init_begin, g_mark_init_end, m_t0, m_costs, m_gathered, m_part_begin, m_ready, m_part_end, m_numbered_ids, m_ties, m_numbered},
