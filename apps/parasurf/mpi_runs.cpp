@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -39,6 +40,12 @@ int g_local_rank = 0, g_local_size = 1;  // on this rank's node
 // Marks on the host-wide clock (CLOCK_MONOTONIC): the report's timeline of every rank's phases, comparable across ranks
 // of a node.
 double mark() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+// The timeline's marks in order (the first four slabs' meshes home; later slabs are left out).
+constexpr int kMarks = 17;
+constexpr const char* kMarkNames[kMarks] = {"mpi_init", "mpi_ready", "start", "costs_counted", "costs_shared", "part_start",
+                                            "engines_ready", "slab1_home", "slab2_home", "slab3_home", "slab4_home",
+                                            "part_extracted", "part_done", "ids_numbered", "ties_gathered", "ties_settled",
+                                            "numbered"};
 double g_mark_init_begin = 0, g_mark_init_end = 0;  // MPI_Init's start and end
 
 void check(int rc, const char* what) {
@@ -304,6 +311,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   };
   std::vector<iso::IsosurfacePart> parts =
       iso::extract_isosurface_parts(volume, o, zb, ze, &rep, &engine, o.levels.size() == 1 ? number_vertices : iso::NumberVertices{});
+  const double m_extracted = mark();
   if (!met) o.started();
   if (o.levels.size() == 1 && !vertices_numbered) number_vertices(std::uint64_t(parts[0].mesh.vertex_count()));
   t_part = now() - t_part;
@@ -334,6 +342,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   }
   number(own_t, t_base, total_t, "numbering triangles");
   const double m_numbered_ids = mark();
+  double m_ties_gathered = 0;
 
   // Coincident tie triangles cancel within each level across the whole mesh, as in one process: rank 0 decides.
   rep.duplicates_removed = 0;
@@ -383,6 +392,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     m.triangles.resize(3 * w);
     if (labelled) m.face_labels.resize(w);
   }
+  m_ties_gathered = mark();
   if (rep.duplicates_removed) {
     for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
     number(own_t, t_base, total_t, "numbering triangles");
@@ -405,12 +415,16 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::sort(listed.begin(), listed.end());
     std::vector<std::uint8_t> used(listed.size(), 0);
     if (!listed.empty())
-      for (std::size_t L = 0; L < levels; ++L)
-        for (const std::uint32_t v : parts[L].mesh.triangles) {
+      for (std::size_t L = 0; L < levels; ++L) {
+        const std::vector<std::uint32_t>& corners = parts[L].mesh.triangles;
+#pragma omp parallel for schedule(static)
+        for (std::int64_t k = 0; k < std::int64_t(corners.size()); ++k) {
+          const std::uint32_t v = corners[std::size_t(k)];
           if (v >= v_base[L] && v < v_base[L] + own_v[L]) continue;  // own vertices: listed only if unused
           const auto it = std::lower_bound(listed.begin(), listed.end(), std::uint64_t(v));
-          if (it != listed.end() && *it == v) used[std::size_t(it - listed.begin())] = 1;
+          if (it != listed.end() && *it == v) std::atomic_ref<std::uint8_t>(used[std::size_t(it - listed.begin())]).store(1, std::memory_order_relaxed);
         }
+      }
     check(MPI_Allreduce(MPI_IN_PLACE, used.data(), int(used.size()), MPI_UINT8_T, MPI_MAX, MPI_COMM_WORLD),
           "sharing unused vertices");
     std::vector<std::uint64_t> removed;
@@ -551,16 +565,18 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   const std::uint64_t total_v_all = all_v, total_t_all = all_t;
 
   // Report: per-rank ranges and times on rank 0.
+  auto slab_home = [&](std::size_t k) { return k < rep.seconds_slab_done.size() ? m_part_begin + rep.seconds_slab_done[k] : 0.0; };
   struct RankFigures {
     double extract, seconds_read;
     std::int64_t zb, ze, vertices, triangles;
     double startup, balance, part, setup, classify, scan, generate, copy, host_mesh, numbering, after_start, host_mesh_ahead;
-    double marks[11], engine_start, upload, download, part_total;
+    double marks[kMarks], engine_start, upload, download, part_total;
   } mine{t_extract, rep.seconds_read, zb, ze, std::int64_t(mine_v), std::int64_t(mine_t),
          m_t0 - g_mark_init_begin, t_balance, t_part, rep.seconds_setup, rep.seconds_classify, rep.seconds_scan, rep.seconds_generate,
          rep.seconds_copy, rep.seconds_host_mesh, t_extract - t_balance - t_part, t0 + t_extract - t_ready,
          rep.seconds_host_mesh_ahead,
-         {g_mark_init_begin, g_mark_init_end, m_t0, m_costs, m_gathered, m_part_begin, m_ready, m_part_end, m_numbered_ids, m_ties, m_numbered},
+         {g_mark_init_begin, g_mark_init_end, m_t0, m_costs, m_gathered, m_part_begin, m_ready, slab_home(0), slab_home(1), slab_home(2),
+          slab_home(3), m_extracted, m_part_end, m_numbered_ids, m_ties_gathered, m_ties, m_numbered},
          rep.seconds_engine_start, rep.seconds_upload, rep.seconds_download, rep.seconds_total};
   std::vector<RankFigures> figures(static_cast<std::size_t>(g_size));
   check(MPI_Gather(&mine, int(sizeof mine), MPI_BYTE, figures.data(), int(sizeof mine), MPI_BYTE, 0, MPI_COMM_WORLD), "gathering figures");
@@ -593,11 +609,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     double first = 1e300;
     for (const auto& f : figures) first = std::min(first, f.marks[0]);
     auto timeline = [&](const double* m) {
-      static const char* names[11] = {"mpi_init", "mpi_ready", "start", "costs_counted", "costs_shared", "part_start",
-                                      "engines_ready", "part_done", "ids_numbered", "ties_settled", "numbered"};
       nlohmann::json t;
-      for (int k = 0; k < 11; ++k)
-        if (m[k] > 0) t[names[k]] = m[k] - first;
+      for (int k = 0; k < kMarks; ++k)
+        if (m[k] > 0) t[kMarkNames[k]] = m[k] - first;
       return t;
     };
     nlohmann::json ranks = nlohmann::json::array();

@@ -66,6 +66,7 @@ struct IsosurfaceReport {
   double seconds_engine_start = 0;     // making the engine (a CUDA context, its tables), within seconds_setup
   double seconds_upload = 0, seconds_download = 0;  // the two halves of seconds_copy
   std::uint64_t peak_slab_bytes = 0;  // host bytes held for samples and work arrays at once
+  std::vector<double> seconds_slab_done;  // when each slab's mesh was home, from the run's start (one GPU or CPU)
 };
 
 // One mesh for all levels: face_groups holds the level index of each triangle when there are several levels.

@@ -570,11 +570,20 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
       tail.triangles = m.triangles.data() + 3 * t0;
       tail.vertex_base = v0;
-      if (number_vertices && parts && slab_count == 1 && levels.size() == 1 && gpus.size() <= 1) {
-        tail.vertex_base = number_vertices(c.vertices);
-        if (tail.vertex_base + c.vertices > std::numeric_limits<std::uint32_t>::max())
+      // The part's last slab knows the part's vertex count: its triangles are written with global ids, and the
+      // earlier slabs' (already home) take the same base on the host while this slab is generated.
+      std::jthread shift_earlier;
+      if (number_vertices && parts && s == slab_count - 1 && levels.size() == 1 && gpus.size() <= 1) {
+        const std::uint64_t base = number_vertices(v0 + c.vertices);
+        if (base + v0 + c.vertices > std::numeric_limits<std::uint32_t>::max())
           throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+        tail.vertex_base = base + v0;
         m.global_ids = true;
+        if (base > 0 && t0 > 0)
+          shift_earlier = std::jthread([corners = m.triangles.data(), n = std::int64_t(3 * t0), shift = std::uint32_t(base)] {
+#pragma omp parallel for schedule(static) num_threads(4)
+            for (std::int64_t k = 0; k < n; ++k) corners[k] += shift;
+          });
       }
       tail.values = o.scalars ? m.values.data() + v0 : nullptr;
       tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
@@ -721,6 +730,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       read_seconds += since(t);  // only the part of the read that did not overlap
       if (prefetch_failed) throw prefetch_error;
     }
+    rep.seconds_slab_done.push_back(since(start));
     if (o.progress) o.progress(double(s + 1) / double(slab_count));
   }
   for (auto& m : meshes) m.trim();
@@ -869,8 +879,13 @@ std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t
     if (v < count) std::atomic_ref<std::uint8_t>(used[v]).store(1, std::memory_order_relaxed);
   }
   std::vector<std::uint64_t> unused;
-  for (std::uint64_t v = 0; v < count; ++v)
-    if (!used[v]) unused.push_back(first + v);
+  const std::uint8_t* const marks = used.data();
+  for (std::uint64_t v = 0; v < count; ++v) {  // unused vertices are rare: memchr skips the marked ones fast
+    const auto* hit = static_cast<const std::uint8_t*>(std::memchr(marks + v, 0, count - v));
+    if (!hit) break;
+    v = std::uint64_t(hit - marks);
+    unused.push_back(first + v);
+  }
   return unused;
 }
 

@@ -30,8 +30,9 @@ struct IsosurfacePart {
 // With keep_engine, the engine (and its device memory) is handed to the caller to release when it suits, instead of
 // before returning: an MPI rank releases it while the mesh is written.
 // The global id of a part's first vertex, given the part's vertex count (for MPI: a prefix sum over the ranks). A part
-// of one level that fits one slab calls it between counting and writing, and its triangles are written with global
-// ids, so that nothing is renumbered afterwards; other parts never call it.
+// of one level on one engine calls it at its last slab, between counting and writing: that slab's triangles are
+// written with global ids and the earlier slabs' are shifted meanwhile, so nothing is renumbered afterwards. Parts
+// of several levels never call it.
 using NumberVertices = std::function<std::uint64_t(std::uint64_t vertices)>;
 
 std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
