@@ -300,25 +300,16 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   m_part_begin = mark();
   // The engine (its GPU memory) is released while the mesh is written, not before the ranks number it.
   std::unique_ptr<iso::SlabEngine> engine;
-  // With one level, every rank takes part in one prefix sum of the vertex counts: a part in one slab while it runs,
-  // before its triangles are written (which then need no renumbering), any other part after it.
-  bool vertices_numbered = false;
-  const iso::NumberVertices number_vertices = [&](std::uint64_t vertices) {
-    std::uint64_t first = 0;
-    check(MPI_Exscan(&vertices, &first, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), "numbering vertices");
-    vertices_numbered = true;
-    return g_rank == 0 ? 0 : first;
-  };
-  std::vector<iso::IsosurfacePart> parts =
-      iso::extract_isosurface_parts(volume, o, zb, ze, &rep, &engine, o.levels.size() == 1 ? number_vertices : iso::NumberVertices{});
+  std::vector<iso::IsosurfacePart> parts = iso::extract_isosurface_parts(volume, o, zb, ze, &rep, &engine);
   const double m_extracted = mark();
   if (!met) o.started();
-  if (o.levels.size() == 1 && !vertices_numbered) number_vertices(std::uint64_t(parts[0].mesh.vertex_count()));
   t_part = now() - t_part;
   m_part_end = mark();
   const std::size_t levels = o.levels.size();
   const int count = int(levels);
-  // Global ids: level by level, and within a level rank by rank, as one process orders them.
+  // Global ids: level by level, and within a level rank by rank, as one process orders them. A part's triangles keep
+  // their ids from 0 (a corner v is vertex v_base + v): the writer adds the base as it packs them, and nothing waits
+  // for the other ranks before then.
   std::vector<std::uint64_t> own_v(levels), own_t(levels), v_base(levels, 0), t_base(levels, 0), total_v(levels), total_t(levels);
   for (std::size_t L = 0; L < levels; ++L) own_v[L] = std::uint64_t(parts[L].mesh.vertex_count());
   auto number = [&](const std::vector<std::uint64_t>& own, std::vector<std::uint64_t>& base, std::vector<std::uint64_t>& total, const char* what) {
@@ -331,15 +322,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   };
   std::uint64_t all_v = number(own_v, v_base, total_v, "numbering vertices");
   if (all_v > 0xffffffffull) throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-  for (std::size_t L = 0; L < levels; ++L) {
-    auto& tris = parts[L].mesh.triangles;
-    const auto shift = std::uint32_t(v_base[L]);
-    if (!parts[L].global_ids) {
-#pragma omp parallel for schedule(static)
-      for (std::int64_t k = 0; k < std::int64_t(tris.size()); ++k) tris[std::size_t(k)] += shift;
-    }
-    own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
-  }
+  for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
   number(own_t, t_base, total_t, "numbering triangles");
   const double m_numbered_ids = mark();
   double m_ties_gathered = 0;
@@ -352,7 +335,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::vector<std::uint32_t> corners;
     for (auto t : parts[L].ties) {
       ids.push_back(t_base[L] + t);
-      corners.insert(corners.end(), &m.triangles[3 * t], &m.triangles[3 * t] + 3);
+      for (int c = 0; c < 3; ++c) corners.push_back(std::uint32_t(v_base[L] + m.triangles[3 * t + std::size_t(c)]));
     }
     int n = int(ids.size());
     std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size)), counts3(static_cast<std::size_t>(g_size)), displs3(static_cast<std::size_t>(g_size));
@@ -408,8 +391,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   if (maybe_unused) {
     std::vector<std::uint64_t> mine;
     for (std::size_t L = 0; L < levels; ++L) {
-      const auto own = iso::unreferenced_vertices(parts[L].mesh.triangles, v_base[L], own_v[L]);
-      mine.insert(mine.end(), own.begin(), own.end());
+      for (const auto v : iso::unreferenced_vertices(parts[L].mesh.triangles, 0, own_v[L])) mine.push_back(v_base[L] + v);
     }
     std::vector<std::uint64_t> listed = all_gather(mine, MPI_UINT64_T, "sharing unused vertices");
     std::sort(listed.begin(), listed.end());
@@ -419,9 +401,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
         const std::vector<std::uint32_t>& corners = parts[L].mesh.triangles;
 #pragma omp parallel for schedule(static)
         for (std::int64_t k = 0; k < std::int64_t(corners.size()); ++k) {
-          const std::uint32_t v = corners[std::size_t(k)];
-          if (v >= v_base[L] && v < v_base[L] + own_v[L]) continue;  // own vertices: listed only if unused
-          const auto it = std::lower_bound(listed.begin(), listed.end(), std::uint64_t(v));
+          if (corners[std::size_t(k)] < own_v[L]) continue;  // own vertices: listed only if unused
+          const std::uint64_t v = v_base[L] + corners[std::size_t(k)];
+          const auto it = std::lower_bound(listed.begin(), listed.end(), v);
           if (it != listed.end() && *it == v) std::atomic_ref<std::uint8_t>(used[std::size_t(it - listed.begin())]).store(1, std::memory_order_relaxed);
         }
       }
@@ -516,7 +498,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
         layout.pack_vertices(m, c * kChunk, std::min(nv, (c + 1) * kChunk), vbuf.data() + std::size_t(c * kChunk) * vbytes);
 #pragma omp parallel for schedule(static)
       for (std::int64_t c = 0; c < (nt + kChunk - 1) / kChunk; ++c)
-        layout.pack_faces(m, c * kChunk, std::min(nt, (c + 1) * kChunk), 0, fbuf.data() + std::size_t(c * kChunk) * fbytes);
+        layout.pack_faces(m, c * kChunk, std::min(nt, (c + 1) * kChunk), std::uint32_t(v_base[L]), fbuf.data() + std::size_t(c * kChunk) * fbytes);
       // Every rank takes part in as many collective writes as the rank with the most pieces of this level.
       const std::uint64_t pieces = std::max<std::uint64_t>(1, (std::max(vbuf.size(), fbuf.size()) + (1u << 30) - 1) >> 30);
       std::uint64_t rounds = 0;
@@ -552,7 +534,11 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
       gather(m.positions, whole.positions, MPI_FLOAT);
       if (layout.normals) gather(m.normals, whole.normals, MPI_FLOAT);
       if (layout.values) gather(m.vertex_values, whole.vertex_values, MPI_FLOAT);
-      gather(m.triangles, whole.triangles, MPI_UINT32_T);
+      std::vector<std::uint32_t> corners(m.triangles.size());
+      const auto base = std::uint32_t(v_base[L]);
+#pragma omp parallel for schedule(static)
+      for (std::int64_t k = 0; k < std::int64_t(corners.size()); ++k) corners[std::size_t(k)] = m.triangles[std::size_t(k)] + base;
+      gather(corners, whole.triangles, MPI_UINT32_T);
       if (layout.groups) gather(m.face_groups, whole.face_groups, MPI_INT32_T);
       if (layout.labels) gather(m.face_labels, whole.face_labels, MPI_INT32_T);
     }

@@ -133,7 +133,6 @@ struct LevelMesh {
   std::vector<std::int32_t> labels;
   std::vector<std::uint64_t> ties;
   bool point_vertices = false;  // some vertex sits on a sample equal to the level (it may have lost its triangles)
-  bool global_ids = false;      // its triangles were written with global vertex ids (iso::NumberVertices)
   // What the slabs wrote: the arrays may be longer (sized ahead, reserve_expected_mesh) until trim().
   std::uint64_t vertices = 0, triangle_count = 0;
   void trim() {
@@ -339,8 +338,7 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
 // to the next part's first vertices by ids that continue past this part's own.
 TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report, std::int64_t zb,
                           std::int64_t ze, std::vector<iso::IsosurfacePart>* parts,
-                          std::unique_ptr<iso::SlabEngine>* keep_engine = nullptr,
-                          const iso::NumberVertices& number_vertices = {}) {
+                          std::unique_ptr<iso::SlabEngine>* keep_engine = nullptr) {
   const auto start = Clock::now();
   IsosurfaceReport rep;
   const auto& g = volume.geometry();
@@ -570,21 +568,6 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
       tail.triangles = m.triangles.data() + 3 * t0;
       tail.vertex_base = v0;
-      // The part's last slab knows the part's vertex count: its triangles are written with global ids, and the
-      // earlier slabs' (already home) take the same base on the host while this slab is generated.
-      std::jthread shift_earlier;
-      if (number_vertices && parts && s == slab_count - 1 && levels.size() == 1 && gpus.size() <= 1) {
-        const std::uint64_t base = number_vertices(v0 + c.vertices);
-        if (base + v0 + c.vertices > std::numeric_limits<std::uint32_t>::max())
-          throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-        tail.vertex_base = base + v0;
-        m.global_ids = true;
-        if (base > 0 && t0 > 0)
-          shift_earlier = std::jthread([corners = m.triangles.data(), n = std::int64_t(3 * t0), shift = std::uint32_t(base)] {
-#pragma omp parallel for schedule(static) num_threads(4)
-            for (std::int64_t k = 0; k < n; ++k) corners[k] += shift;
-          });
-      }
       tail.values = o.scalars ? m.values.data() + v0 : nullptr;
       tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
       std::vector<std::uint64_t> ties;
@@ -756,7 +739,6 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     for (std::size_t L = 0; L < meshes.size(); ++L) {
       iso::IsosurfacePart& p = (*parts)[L];
       p.ties = std::move(meshes[L].ties);
-      p.global_ids = meshes[L].global_ids;
       p.point_vertices = meshes[L].point_vertices;
       p.mesh.positions = std::move(meshes[L].positions);
       p.mesh.normals = std::move(meshes[L].normals);
@@ -889,42 +871,88 @@ std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t
   return unused;
 }
 
+namespace {
+// Keeps the items (of `per` values each) of [0, n) whose indices are not in `removed` (ascending), moved down in
+// place by chunks in parallel: a chunk's items move down by at most k = removed.size(), into the last k of the
+// chunk before, so every chunk saves those first.
+template <class T>
+void compact_in_place(std::vector<T>& values, std::size_t per, const std::vector<std::uint64_t>& removed, std::uint64_t n) {
+  const std::uint64_t k = removed.size();
+  if (k == 0 || values.empty()) return;
+  const std::uint64_t chunk = std::max<std::uint64_t>(std::uint64_t(1) << 16, 2 * k);
+  const auto chunks = std::int64_t((n + chunk - 1) / chunk);
+  std::vector<T> saved(std::size_t(chunks) * k * per);
+  T* const v = values.data();
+  auto range = [&](std::int64_t c, std::uint64_t& a, std::uint64_t& tail, std::uint64_t& b) {
+    a = std::uint64_t(c) * chunk;
+    b = std::min(n, a + chunk);
+    tail = b - std::min(k, b - a);
+  };
+#pragma omp parallel num_threads(cpu_thread_count(0))
+  {
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      std::uint64_t a, tail, b;
+      range(c, a, tail, b);
+      std::memcpy(&saved[std::size_t(c) * k * per], v + tail * per, (b - tail) * per * sizeof(T));
+    }
+#pragma omp for schedule(static)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+      std::uint64_t a, tail, b;
+      range(c, a, tail, b);
+      auto d = std::uint64_t(std::lower_bound(removed.begin(), removed.end(), a) - removed.begin());  // removed below i
+      for (std::uint64_t i = a; i < tail;) {  // runs between removed items, in ascending order (they only move down)
+        const std::uint64_t stop = d < k && removed[d] < tail ? removed[d] : tail;
+        if (stop > i && d > 0) std::memmove(v + (i - d) * per, v + i * per, (stop - i) * per * sizeof(T));
+        if (stop < tail) ++d;
+        i = stop < tail ? stop + 1 : tail;
+      }
+      for (std::uint64_t i = tail; i < b; ++i) {  // the saved last items
+        while (d < k && removed[d] < i) ++d;
+        if (d < k && removed[d] == i) continue;
+        std::memcpy(v + (i - d) * per, &saved[(std::size_t(c) * k + (i - tail)) * per], per * sizeof(T));
+      }
+    }
+  }
+  values.resize((n - k) * per);
+}
+}  // namespace
+
 void remove_vertices(TriangleMesh& m, std::uint64_t first, const std::vector<std::uint64_t>& own_removed,
                      const std::vector<std::uint64_t>& all_removed) {
-  if (all_removed.empty()) return;
-  // shift[v - first]: the removed ids below own vertex v, in one sequential walk; a corner past this mesh's own
-  // vertices (MPI: the next rank's first ones) searches the list.
+  // Only the removed ids from `first` on move a corner down.
+  const auto from = std::lower_bound(all_removed.begin(), all_removed.end(), first);
+  const std::vector<std::uint64_t> after(from, all_removed.end());
+  if (after.empty()) return;
   const std::uint64_t nv = std::uint64_t(m.vertex_count());
-  std::vector<std::uint32_t> shift(nv);
-  std::size_t below = std::size_t(std::lower_bound(all_removed.begin(), all_removed.end(), first) - all_removed.begin());
-  for (std::uint64_t u = 0; u < nv; ++u) {
-    while (below < all_removed.size() && all_removed[below] < first + u) ++below;
-    shift[u] = std::uint32_t(below);
-  }
   const auto n = std::int64_t(m.triangles.size());
+  // A few removed ids (the usual case) are searched for each corner; many, through a table of the removed ids below
+  // each own vertex.
+  std::vector<std::uint32_t> shift;
+  if (after.size() > 4096) {
+    shift.resize(nv);
+    const std::int64_t blocks = std::int64_t((nv + 65535) / 65536);
+#pragma omp parallel for schedule(static) num_threads(cpu_thread_count(0))
+    for (std::int64_t c = 0; c < blocks; ++c) {
+      const std::uint64_t u0 = std::uint64_t(c) * 65536, u1 = std::min(nv, u0 + 65536);
+      auto below = std::size_t(std::lower_bound(after.begin(), after.end(), first + u0) - after.begin());
+      for (std::uint64_t u = u0; u < u1; ++u) {
+        while (below < after.size() && after[below] < first + u) ++below;
+        shift[u] = std::uint32_t(below);
+      }
+    }
+  }
 #pragma omp parallel for schedule(static) num_threads(cpu_thread_count(0))
   for (std::int64_t k = 0; k < n; ++k) {
     std::uint32_t& v = m.triangles[std::size_t(k)];
-    const std::uint64_t u = std::uint64_t(v) - first;  // below first: wraps past nv
-    v -= u < nv ? shift[u]
-                : std::uint32_t(std::lower_bound(all_removed.begin(), all_removed.end(), std::uint64_t(v)) - all_removed.begin());
+    v -= v < shift.size() ? shift[v] : std::uint32_t(std::lower_bound(after.begin(), after.end(), first + v) - after.begin());
   }
   if (own_removed.empty()) return;
-  // The runs between removed vertices move down, a run at a time (removed vertices are few).
-  auto compact = [&](auto& values, std::size_t per_vertex) {
-    if (values.empty()) return;
-    std::uint64_t w = own_removed.front() - first;
-    for (std::size_t d = 0; d < own_removed.size(); ++d) {
-      const std::uint64_t from = own_removed[d] - first + 1, to = d + 1 < own_removed.size() ? own_removed[d + 1] - first : nv;
-      if (from < to)
-        std::memmove(&values[per_vertex * w], &values[per_vertex * from], per_vertex * (to - from) * sizeof(values[0]));
-      w += to - from;
-    }
-    values.resize(per_vertex * w);
-  };
-  compact(m.positions, 3);
-  compact(m.normals, 3);
-  compact(m.vertex_values, 1);
+  std::vector<std::uint64_t> local(own_removed.size());
+  for (std::size_t d = 0; d < own_removed.size(); ++d) local[d] = own_removed[d] - first;
+  compact_in_place(m.positions, 3, local, nv);
+  compact_in_place(m.normals, 3, local, nv);
+  compact_in_place(m.vertex_values, 1, local, nv);
 }
 
 std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids) {
@@ -956,10 +984,9 @@ std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>
 
 std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin,
                                                     std::int64_t z_end, IsosurfaceReport* report,
-                                                    std::unique_ptr<SlabEngine>* keep_engine,
-                                                    const NumberVertices& number_vertices) {
+                                                    std::unique_ptr<SlabEngine>* keep_engine) {
   std::vector<IsosurfacePart> parts;
-  extract_impl(volume, o, report, z_begin, z_end, &parts, keep_engine, number_vertices);
+  extract_impl(volume, o, report, z_begin, z_end, &parts, keep_engine);
   return parts;
 }
 

@@ -3,7 +3,6 @@
 // run, so concatenating the parts (vertex ids shifted by the vertices before each part) gives the whole run's mesh.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,11 +14,10 @@ namespace parasurf::iso {
 class SlabEngine;
 
 struct IsosurfacePart {
+  // Vertex ids start at 0, the part's first vertex (the caller adds the vertices before the part as it writes).
   // Triangles of the last cell layer refer to the next part's first vertices by ids that continue past this
-  // part's own (mesh.vertex_count()). The ids start at 0, or at the global id of the part's first vertex when
-  // global_ids is set (see NumberVertices).
+  // part's own (mesh.vertex_count()).
   TriangleMesh mesh;
-  bool global_ids = false;
   std::vector<std::uint64_t> ties;  // triangles that may cancel with a coincident one (samples equal to the level)
   bool point_vertices = false;      // a vertex sits on a sample equal to the level: it may be used by no triangle
 };
@@ -29,16 +27,9 @@ struct IsosurfacePart {
 // (CPU, one GPU), streamed slab by slab within the part, every level from one read of each slab.
 // With keep_engine, the engine (and its device memory) is handed to the caller to release when it suits, instead of
 // before returning: an MPI rank releases it while the mesh is written.
-// The global id of a part's first vertex, given the part's vertex count (for MPI: a prefix sum over the ranks). A part
-// of one level on one engine calls it at its last slab, between counting and writing: that slab's triangles are
-// written with global ids and the earlier slabs' are shifted meanwhile, so nothing is renumbered afterwards. Parts
-// of several levels never call it.
-using NumberVertices = std::function<std::uint64_t(std::uint64_t vertices)>;
-
 std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
                                                     std::int64_t z_end, IsosurfaceReport* report = nullptr,
-                                                    std::unique_ptr<SlabEngine>* keep_engine = nullptr,
-                                                    const NumberVertices& number_vertices = {});
+                                                    std::unique_ptr<SlabEngine>* keep_engine = nullptr);
 
 // The face group name a whole run gives a level when it extracts several ("level 0.5").
 std::string level_group_name(double level);
@@ -51,9 +42,10 @@ std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>
 std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
                                                  std::uint64_t count);
 
-// Removes this mesh's vertices of the ascending ids `own_removed` (its first vertex has id `first`) and renumbers
-// every triangle corner v to v minus the ids in `all_removed` below v (the removed vertices of every mesh that
-// shares the numbering; `own_removed` is part of it).
+// Removes this mesh's vertices of the ascending ids `own_removed` (its first vertex has id `first`; a triangle
+// corner v stands for vertex first + v, past the mesh's own vertices too) and renumbers every corner v to v minus
+// the ids of `all_removed` in [first, first + v) (the removed vertices of every mesh that shares the numbering;
+// `own_removed` is part of it). Both passes run on all threads.
 void remove_vertices(TriangleMesh& m, std::uint64_t first, const std::vector<std::uint64_t>& own_removed,
                      const std::vector<std::uint64_t>& all_removed);
 

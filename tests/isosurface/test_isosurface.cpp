@@ -13,6 +13,7 @@
 #include "isosurface/iso_checks.hpp"
 #include "isosurface/mc_kernels.hpp"
 #include "isosurface/mc_tables.hpp"
+#include "isosurface/part.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
 #include "parasurf/volume.hpp"
@@ -95,6 +96,54 @@ TEST(IsoTables, EveryCaseIsClosedAndUsesOnlyCrossingEdges) {
       }
       EXPECT_EQ(e.count == 0, cas == 0 || cas == 255);
     }
+}
+
+// Removing vertices from a part of a shared numbering (MPI ranks): corners count from the part's first vertex and
+// may point past its own vertices (the next part's); the kept vertices keep their order, and every corner drops by
+// the removed ids between the part's first vertex and its own. Against a plain walk, for few removed vertices (a
+// search per corner) and many (a table), chunks of every size against the removed ones.
+TEST(IsoParts, RemovedVerticesRenumberCornersAndCompactInPlace) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x4e30);
+  for (int trial = 0; trial < 24; ++trial) {
+    const std::uint64_t nv = 1 + rng() % (trial < 12 ? 3000 : 300000), first = rng() % 1000, after = rng() % 500;
+    const std::uint64_t k_own = trial % 3 == 0 ? 0 : 1 + rng() % (trial % 2 ? 6 : 9000);
+    std::vector<std::uint64_t> own, all;
+    for (std::uint64_t j = 0; j < k_own; ++j) own.push_back(first + rng() % nv);
+    std::sort(own.begin(), own.end());
+    own.erase(std::unique(own.begin(), own.end()), own.end());
+    all = own;
+    for (int j = 0; j < 5; ++j) all.push_back(rng() % (first + 1));              // a part before this one
+    for (int j = 0; j < 5 && after; ++j) all.push_back(first + nv + rng() % after);  // the next one
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    TriangleMesh m;
+    for (std::uint64_t v = 0; v < nv; ++v) {
+      for (int a = 0; a < 3; ++a) m.positions.push_back(float(v) + 0.25f * float(a)), m.normals.push_back(-float(v) - 0.25f * float(a));
+      m.vertex_values.push_back(float(v));
+    }
+    for (int t = 0; t < 3000; ++t) m.triangles.push_back(std::uint32_t(rng() % (nv + after)));
+    const TriangleMesh before = m;
+    iso::remove_vertices(m, first, own, all);
+    std::vector<std::uint64_t> kept;
+    for (std::uint64_t v = 0; v < nv; ++v)
+      if (!std::binary_search(own.begin(), own.end(), first + v)) kept.push_back(v);
+    ASSERT_EQ(m.vertex_count(), std::int64_t(kept.size())) << "trial " << trial;
+    ASSERT_EQ(m.normals.size(), m.positions.size());
+    ASSERT_EQ(m.vertex_values.size(), kept.size());
+    for (std::size_t j = 0; j < kept.size(); ++j) {
+      for (int a = 0; a < 3; ++a) {
+        ASSERT_EQ(m.positions[3 * j + std::size_t(a)], before.positions[3 * kept[j] + std::size_t(a)]) << "trial " << trial << ", vertex " << j;
+        ASSERT_EQ(m.normals[3 * j + std::size_t(a)], before.normals[3 * kept[j] + std::size_t(a)]);
+      }
+      ASSERT_EQ(m.vertex_values[j], before.vertex_values[kept[j]]);
+    }
+    for (std::size_t c = 0; c < m.triangles.size(); ++c) {
+      const std::uint64_t v = before.triangles[c];
+      std::uint32_t drop = 0;
+      for (auto r : all) drop += r >= first && r < first + v;
+      ASSERT_EQ(m.triangles[c], std::uint32_t(v - drop)) << "trial " << trial << ", corner " << c;
+    }
+  }
 }
 
 // The CPU's table form of key_vertex for edge and centre keys gives key_vertex's ids, for random corner flags and
