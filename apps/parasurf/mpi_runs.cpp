@@ -9,7 +9,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -390,22 +389,17 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   check(MPI_Allreduce(MPI_IN_PLACE, &maybe_unused, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "looking for unused vertices");
   if (maybe_unused) {
     std::vector<std::uint64_t> mine;
-    for (std::size_t L = 0; L < levels; ++L) {
-      for (const auto v : iso::unreferenced_vertices(parts[L].mesh.triangles, 0, own_v[L])) mine.push_back(v_base[L] + v);
-    }
+    std::vector<std::vector<std::uint32_t>> foreign(levels);  // corners on the next rank's vertices
+    for (std::size_t L = 0; L < levels; ++L)
+      for (const auto v : iso::unreferenced_vertices(parts[L].mesh.triangles, 0, own_v[L], &foreign[L])) mine.push_back(v_base[L] + v);
     std::vector<std::uint64_t> listed = all_gather(mine, MPI_UINT64_T, "sharing unused vertices");
     std::sort(listed.begin(), listed.end());
     std::vector<std::uint8_t> used(listed.size(), 0);
-    if (!listed.empty())
-      for (std::size_t L = 0; L < levels; ++L) {
-        const std::vector<std::uint32_t>& corners = parts[L].mesh.triangles;
-#pragma omp parallel for schedule(static)
-        for (std::int64_t k = 0; k < std::int64_t(corners.size()); ++k) {
-          if (corners[std::size_t(k)] < own_v[L]) continue;  // own vertices: listed only if unused
-          const std::uint64_t v = v_base[L] + corners[std::size_t(k)];
-          const auto it = std::lower_bound(listed.begin(), listed.end(), v);
-          if (it != listed.end() && *it == v) std::atomic_ref<std::uint8_t>(used[std::size_t(it - listed.begin())]).store(1, std::memory_order_relaxed);
-        }
+    for (std::size_t L = 0; L < levels; ++L)
+      for (const std::uint32_t corner : foreign[L]) {  // (own vertices are listed only if unused)
+        const std::uint64_t v = v_base[L] + corner;
+        const auto it = std::lower_bound(listed.begin(), listed.end(), v);
+        if (it != listed.end() && *it == v) used[std::size_t(it - listed.begin())] = 1;
       }
     check(MPI_Allreduce(MPI_IN_PLACE, used.data(), int(used.size()), MPI_UINT8_T, MPI_MAX, MPI_COMM_WORLD),
           "sharing unused vertices");

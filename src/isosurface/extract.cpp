@@ -852,13 +852,32 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
 namespace iso {
 
 std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
-                                                 std::uint64_t count) {
+                                                 std::uint64_t count, std::vector<std::uint32_t>* beyond) {
   std::vector<std::uint8_t> used(count, 0);
   const auto n = std::int64_t(triangles.size());
-#pragma omp parallel for schedule(static) num_threads(cpu_thread_count(0))
-  for (std::int64_t k = 0; k < n; ++k) {
-    const std::uint64_t v = std::uint64_t(triangles[std::size_t(k)]) - first;  // below first: wraps past count
-    if (v < count) std::atomic_ref<std::uint8_t>(used[v]).store(1, std::memory_order_relaxed);
+  std::mutex beyond_mutex;
+#pragma omp parallel num_threads(cpu_thread_count(0))
+  {
+    std::vector<std::uint32_t> past;
+#pragma omp for schedule(static) nowait
+    for (std::int64_t k = 0; k < n; ++k) {
+      const std::uint32_t corner = triangles[std::size_t(k)];
+      const std::uint64_t v = std::uint64_t(corner) - first;  // below first: wraps past count
+      if (v < count)
+        std::atomic_ref<std::uint8_t>(used[v]).store(1, std::memory_order_relaxed);
+      else if (beyond && corner >= first + count)
+        past.push_back(corner);
+    }
+    if (beyond && !past.empty()) {
+      std::sort(past.begin(), past.end());
+      past.erase(std::unique(past.begin(), past.end()), past.end());
+      std::lock_guard<std::mutex> lock(beyond_mutex);
+      beyond->insert(beyond->end(), past.begin(), past.end());
+    }
+  }
+  if (beyond) {
+    std::sort(beyond->begin(), beyond->end());
+    beyond->erase(std::unique(beyond->begin(), beyond->end()), beyond->end());
   }
   std::vector<std::uint64_t> unused;
   const std::uint8_t* const marks = used.data();

@@ -39,8 +39,9 @@ std::string level_group_name(double level);
 std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids);
 
 // Vertices of ids [first, first + count) that no corner in `triangles` refers to, ascending. Marks in parallel.
+// With `beyond`, the same pass lists the distinct corners past them (first + count and up), ascending.
 std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
-                                                 std::uint64_t count);
+                                                 std::uint64_t count, std::vector<std::uint32_t>* beyond = nullptr);
 
 // Removes this mesh's vertices of the ascending ids `own_removed` (its first vertex has id `first`; a triangle
 // corner v stands for vertex first + v, past the mesh's own vertices too) and renumbers every corner v to v minus

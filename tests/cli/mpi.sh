@@ -75,6 +75,24 @@ with open(d + "/t.raw", "wb") as f:
 with open(d + "/t.mhd", "w") as f:
     f.write("ObjectType = Image\nNDims = 3\nDimSize = 21 17 26\nElementType = MET_UCHAR\nElementDataFile = t.raw\n")
 PY
+# A sample on the level in the first slice of rank 1, whose only triangles lie in rank 0's last cell layer: rank 1
+# lists its vertex as unused, and rank 0's use of it must keep it, while a lone one on the level in rank 0 goes (the
+# decider leaves such vertices to the ranks, where the classic table on the CPU resolves them within the slab).
+python3 - "$dir" <<'PY'
+import sys
+d = sys.argv[1]
+values = []
+for z in range(7):
+    for y in range(5):
+        for x in range(5):
+            values.append((1 if (x, y) == (2, 2) else 3) if z == 3 else 3 if z > 3 else (2 if (x + y) % 2 else 0) if z == 2
+                          else 1 if (x, y, z) == (2, 2, 0) else 0)  # (a lone sample on the level, whose vertex goes)
+open(d + "/seam.raw", "wb").write(bytes(values))
+open(d + "/seam.mhd", "w").write("ObjectType = Image\nNDims = 3\nDimSize = 5 5 7\nElementType = MET_UCHAR\nElementDataFile = seam.raw\n")
+PY
+"$exe" isosurface "$dir/seam.mhd" --level 1 --topology decider --device cpu -q -o "$dir/seam-1.ply" || fail "single run, seam vertex"
+run 2 "$exe" isosurface "$dir/seam.mhd" --level 1 --topology decider --device cpu --balance equal -q -o "$dir/seam-2.ply" || fail "2 ranks, seam vertex"
+cmp -s "$dir/seam-1.ply" "$dir/seam-2.ply" || fail "2 ranks drop a vertex on the level that only the rank before uses"
 "$exe" isosurface "$dir/t.mhd" --level 1,2 --device cpu -q -o "$dir/t-1.ply" || fail "single run, ties"
 for np in 2 3; do
   run "$np" "$exe" isosurface "$dir/t.mhd" --level 1,2 --device cpu -q -o "$dir/t-$np.ply" || fail "$np ranks, ties"
