@@ -40,11 +40,11 @@ int g_local_rank = 0, g_local_size = 1;  // on this rank's node
 // of a node.
 double mark() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 // The timeline's marks in order (the first four slabs' meshes home; later slabs are left out).
-constexpr int kMarks = 17;
+constexpr int kMarks = 20;
 constexpr const char* kMarkNames[kMarks] = {"mpi_init", "mpi_ready", "start", "costs_counted", "costs_shared", "part_start",
                                             "engines_ready", "slab1_home", "slab2_home", "slab3_home", "slab4_home",
-                                            "part_extracted", "part_done", "ids_numbered", "ties_gathered", "ties_settled",
-                                            "numbered"};
+                                            "part_extracted", "part_done", "ids_numbered", "ties_gathered", "unused_listed",
+                                            "unused_shared", "unused_removed", "ties_settled", "numbered"};
 double g_mark_init_begin = 0, g_mark_init_end = 0;  // MPI_Init's start and end
 
 void check(int rc, const char* what) {
@@ -324,7 +324,8 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
   number(own_t, t_base, total_t, "numbering triangles");
   const double m_numbered_ids = mark();
-  double m_ties_gathered = 0;
+  double m_ties_gathered = 0, m_unused_listed = 0, m_unused_shared = 0, m_unused_removed = 0;
+  std::uint64_t vertices_removed = 0;
 
   // Coincident tie triangles cancel within each level across the whole mesh, as in one process: rank 0 decides.
   rep.duplicates_removed = 0;
@@ -392,6 +393,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::vector<std::vector<std::uint32_t>> foreign(levels);  // corners on the next rank's vertices
     for (std::size_t L = 0; L < levels; ++L)
       for (const auto v : iso::unreferenced_vertices(parts[L].mesh.triangles, 0, own_v[L], &foreign[L])) mine.push_back(v_base[L] + v);
+    m_unused_listed = mark();
     std::vector<std::uint64_t> listed = all_gather(mine, MPI_UINT64_T, "sharing unused vertices");
     std::sort(listed.begin(), listed.end());
     std::vector<std::uint8_t> used(listed.size(), 0);
@@ -404,6 +406,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     check(MPI_Allreduce(MPI_IN_PLACE, used.data(), int(used.size()), MPI_UINT8_T, MPI_MAX, MPI_COMM_WORLD),
           "sharing unused vertices");
     std::vector<std::uint64_t> removed;
+    m_unused_shared = mark();
     for (std::size_t k = 0; k < listed.size(); ++k)
       if (!used[k]) removed.push_back(listed[k]);
     if (!removed.empty()) {
@@ -415,6 +418,8 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
         own_v[L] = std::uint64_t(parts[L].mesh.vertex_count());
       }
       all_v = number(own_v, v_base, total_v, "numbering vertices");
+      m_unused_removed = mark();
+      vertices_removed = removed.size();
     }
   }
   // Groups as in one process: with labels, the (level, label) pairs of the whole mesh in order, each with its
@@ -556,7 +561,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
          rep.seconds_copy, rep.seconds_host_mesh, t_extract - t_balance - t_part, t0 + t_extract - t_ready,
          rep.seconds_host_mesh_ahead,
          {g_mark_init_begin, g_mark_init_end, m_t0, m_costs, m_gathered, m_part_begin, m_ready, slab_home(0), slab_home(1), slab_home(2),
-          slab_home(3), m_extracted, m_part_end, m_numbered_ids, m_ties_gathered, m_ties, m_numbered},
+          slab_home(3), m_extracted, m_part_end, m_numbered_ids, m_ties_gathered, m_unused_listed, m_unused_shared, m_unused_removed, m_ties, m_numbered},
          rep.seconds_engine_start, rep.seconds_upload, rep.seconds_download, rep.seconds_total};
   std::vector<RankFigures> figures(static_cast<std::size_t>(g_size));
   check(MPI_Gather(&mine, int(sizeof mine), MPI_BYTE, figures.data(), int(sizeof mine), MPI_BYTE, 0, MPI_COMM_WORLD), "gathering figures");
@@ -607,7 +612,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
                        {"timeline", timeline(f.marks)}});
     const nlohmann::json j = {{"volume", volume.name()}, {"dims", g.dims}, {"levels", o.levels}, {"mpi_ranks", g_size},
                               {"device", device_name(device)}, {"balance", balance_mode}, {"vertices", total_v_all},
-                              {"triangles", total_t_all}, {"ranks", ranks},
+                              {"triangles", total_t_all}, {"unused_vertices_removed", vertices_removed}, {"ranks", ranks},
                               {"seconds", {{"total", slowest}, {"slowest_rank", slowest}, {"mean_rank", mean},
                                            {"after_start", slowest_after_start},
                                            {"balance", t_balance}, {"write", t_write}}}};
