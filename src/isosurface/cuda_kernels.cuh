@@ -602,6 +602,29 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
                            normals ? normals + 3 * v : scratch, scalars ? &sv : nullptr, scalars ? values + v : nullptr);
 }
 
+// Whether every vertex on a sample equal to the level is used by the slab's own triangles, in three passes: mark the
+// point vertices (slot bit 0 of their list entry), clear the marks of every corner's vertex, and flag a mark left.
+// Such a vertex is usually used, and the host's pass over the whole mesh for unused vertices can then be skipped.
+__global__ void __launch_bounds__(256) mark_point_vertices_kernel(const std::uint64_t* __restrict__ entries,
+                                                                 std::uint64_t count, std::uint8_t* __restrict__ marks) {
+  const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (v < count) marks[v] = (entries[v] & 7) == 0;
+}
+// Corners hold vertex_base + the slab's vertex; those past the slab's vertices (the next slab's) are left out.
+__global__ void __launch_bounds__(256) clear_used_marks_kernel(const std::uint32_t* __restrict__ corners, std::uint64_t count,
+                                                              std::uint32_t vertex_base, std::uint64_t vertices,
+                                                              std::uint8_t* __restrict__ marks) {
+  const std::uint64_t c = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (c >= count) return;
+  const std::uint32_t v = corners[c] - vertex_base;
+  if (v < vertices && marks[v]) marks[v] = 0;
+}
+__global__ void __launch_bounds__(256) any_mark_kernel(const std::uint8_t* __restrict__ marks, std::uint64_t count,
+                                                       unsigned long long* __restrict__ any) {
+  const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (__any_sync(0xffffffffu, v < count && marks[v]) && (threadIdx.x & 31) == 0) *any = 1;
+}
+
 // a[c] with c known only at run time, by selects: indexing the array would put it in local memory.
 __device__ __forceinline__ std::uint64_t pick(const std::uint64_t (&a)[8], int c) {
   std::uint64_t v = a[0];

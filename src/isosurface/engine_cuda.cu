@@ -326,6 +326,9 @@ class CudaEngine final : public SlabEngine {
     load(reinterpret_cast<const void*>(cuda::totals_kernel));
     load(reinterpret_cast<const void*>(cuda::vertex_list_kernel<true>));
     load(reinterpret_cast<const void*>(cuda::vertex_list_kernel<false>));
+    load(reinterpret_cast<const void*>(cuda::mark_point_vertices_kernel));
+    load(reinterpret_cast<const void*>(cuda::clear_used_marks_kernel));
+    load(reinterpret_cast<const void*>(cuda::any_mark_kernel));
     core::visit_voxel_type(type, [&](auto tag) {
       using T = decltype(tag);
       load(reinterpret_cast<const void*>(cuda::classify_kernel<T>));
@@ -345,6 +348,26 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cudaDeviceSynchronize(), "loading the isosurface kernels");
     }
     loaded.insert({device_, type});
+  }
+  // Whether some vertex on a sample equal to the level is used by none of the slab's triangles (which are still on
+  // the device), reusing the point-vertex counter for the answer.
+  bool point_vertex_unused(std::uint64_t vertex_base, std::size_t nv, std::size_t nt) {
+    point_marks_.ensure(nv, "allocating point-vertex marks");
+    auto* marks = point_marks_.as<std::uint8_t>();
+    unsigned long long* any = counters_.as<unsigned long long>() + 2;
+    PS_CUDA(cudaMemset(any, 0, sizeof(unsigned long long)), "clearing the point-vertex flag");
+    cuda::mark_point_vertices_kernel<<<unsigned((nv + 255) / 256), 256>>>(vertex_list_.as<std::uint64_t>(), nv, marks);
+    PS_CUDA_LAUNCH("marking point vertices");
+    if (nt > 0) {
+      cuda::clear_used_marks_kernel<<<unsigned((3 * nt + 255) / 256), 256>>>(triangles_.as<std::uint32_t>(), 3 * nt,
+                                                                             std::uint32_t(vertex_base), nv, marks);
+      PS_CUDA_LAUNCH("clearing used point vertices");
+    }
+    cuda::any_mark_kernel<<<unsigned((nv + 255) / 256), 256>>>(marks, nv, any);
+    PS_CUDA_LAUNCH("looking for unused point vertices");
+    unsigned long long result = 0;
+    PS_CUDA(cudaMemcpy(&result, any, sizeof result, cudaMemcpyDeviceToHost), "reading the unused point-vertex flag");
+    return result != 0;
   }
   static unsigned blocks_for(std::size_t threads) {
     return unsigned((threads + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads);
@@ -415,6 +438,7 @@ class CudaEngine final : public SlabEngine {
     if (out.positions) {
       unsigned long long any = 0;
       PS_CUDA(cudaMemcpy(&any, points, sizeof any, cudaMemcpyDeviceToHost), "reading the point-vertex flag");
+      if (any != 0 && nv > 0 && owned_rows > 0) any = point_vertex_unused(out.vertex_base, nv, nt);
       point_vertices_ = any != 0;
     }
     if (tie_total_ > 0) {
@@ -468,7 +492,7 @@ class CudaEngine final : public SlabEngine {
       counters_, data_, flags_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,
       next_centres_,
       scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
-      values_, face_labels_;
+      values_, face_labels_, point_marks_;
   UploadKey labels_key_, scalars_key_;
 };
 
