@@ -384,9 +384,10 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   // removes them: each rank lists its own vertices that its triangles do not use; a rank's last cell layer uses
   // the next rank's first vertices, so every rank strikes the listed ones its triangles use; the rest go, and
   // every corner drops by the removed ids below it.
-  int maybe_unused = 0;
+  // (Tie candidates that all survived leave every vertex its triangles: only cancelled ones count, as in one process.)
+  int maybe_unused = int(rep.duplicates_removed > 0);  // the same on every rank (rank 0 shared the drops)
   for (std::size_t L = 0; L < levels; ++L)
-    maybe_unused |= int((parts[L].point_vertices && !o.keep_degenerate) || !parts[L].ties.empty());
+    maybe_unused |= int(parts[L].point_vertices && !o.keep_degenerate);
   check(MPI_Allreduce(MPI_IN_PLACE, &maybe_unused, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "looking for unused vertices");
   if (maybe_unused) {
     std::vector<std::uint64_t> mine;
