@@ -887,7 +887,8 @@ TEST(Isosurface, StreamedSlabsUploadedAheadGiveTheIdenticalMesh) {
 }
 
 TEST(Isosurface, EveryVoxelTypeGivesTheSameTopology) {
-  // A uint8 ball and the same values in every type: identical meshes.
+  // A uint8 ball and the same values in every type: identical meshes, and the same normals (central differences of
+  // integers are exact in every type), with one level and with two.
   const int n = 20;
   std::vector<double> values(std::size_t(n) * n * n);
   for (int k = 0; k < n; ++k)
@@ -899,16 +900,31 @@ TEST(Isosurface, EveryVoxelTypeGivesTheSameTopology) {
   VolumeGeometry g;
   g.dims = {n, n, n};
   // A level that samples equal (ties) and one that none equals.
-  TriangleMesh reference, reference_between;
+  TriangleMesh reference, reference_between, reference_two;
+  auto worst = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double w = a.size() == b.size() ? 0.0 : 1e30;
+    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) w = std::max(w, double(std::fabs(a[i] - b[i])));
+    return w;
+  };
   auto run = [&](auto tag, VoxelType type) {
     using T = decltype(tag);
     std::vector<T> data(values.begin(), values.end());
     MemoryVolume v(g, type, data.data());
     for (Device d : devices()) {
+      const std::string what = std::string(voxel_type_name(type)) + " " + device_name(d);
       const TriangleMesh m = extract(v, 40, d), between = extract(v, 40.5, d);
-      if (reference.triangles.empty()) reference = m, reference_between = between;
-      EXPECT_EQ(m.triangles, reference.triangles) << voxel_type_name(type) << " " << device_name(d);
-      EXPECT_EQ(between.triangles, reference_between.triangles) << voxel_type_name(type) << " " << device_name(d) << " at 40.5";
+      IsosurfaceOptions o;
+      o.levels = {40.5, 70.5};
+      o.device = d;
+      const TriangleMesh two = extract_isosurface(v, o);
+      if (reference.triangles.empty()) reference = m, reference_between = between, reference_two = two;
+      EXPECT_EQ(m.triangles, reference.triangles) << what;
+      EXPECT_EQ(between.triangles, reference_between.triangles) << what << " at 40.5";
+      EXPECT_EQ(two.triangles, reference_two.triangles) << what << " at 40.5 and 70.5";
+      EXPECT_LT(worst(m.normals, reference.normals), 1e-4) << what;
+      EXPECT_LT(worst(between.normals, reference_between.normals), 1e-4) << what << " at 40.5";
+      EXPECT_LT(worst(two.normals, reference_two.normals), 1e-4) << what << " at 40.5 and 70.5";
+      EXPECT_LT(worst(two.positions, reference_two.positions), 1e-4) << what << " at 40.5 and 70.5";
     }
   };
   run(std::uint8_t{}, VoxelType::UInt8);
