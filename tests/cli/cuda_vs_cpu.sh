@@ -3,9 +3,10 @@
 # same integer values) and a built-in field, one level and two. Faces must be equal, positions within 1e-5 and
 # normals within 1e-4 of the CPU's; under mpirun (when present), 2 ranks on the GPU write the one-process file byte for
 # byte. Skips (77) where parasurf has no usable CUDA device.
-#   usage: cuda_vs_cpu.sh <parasurf executable>
+#   usage: cuda_vs_cpu.sh <parasurf executable> [mpi|no-mpi]   (mpi: the build has MPI and mpirun runs it)
 set -uo pipefail
 exe="$1"
+mpi="${2:-no-mpi}"
 info=$("$exe" info 2>/dev/null)
 if ! grep -q "^cuda:0" <<<"$info"; then
   echo "SKIPPED: no usable CUDA device ($(grep '^cuda' <<<"$info" | head -1))"
@@ -56,7 +57,7 @@ for input in "u8.mhd:1" "u8.mhd:1,2" "f32.mhd:1,2" "field:0.5" "field:0.4,0.6"; 
   "$exe" isosurface "${args[@]}" --level "$levels" --device cuda -q -o "$dir/$tag-cuda.ply" || fail "CUDA run on $src at $levels"
   echo "$src at $levels:"
   compare "$dir/$tag-cpu.ply" "$dir/$tag-cuda.ply" || fail "CUDA against the CPU on $src at $levels"
-  if command -v mpirun >/dev/null; then
+  if [ "$mpi" = mpi ] && command -v mpirun >/dev/null; then
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 120 mpirun --oversubscribe -np 2 "$exe" isosurface \
       "${args[@]}" --level "$levels" --device cuda -q -o "$dir/$tag-cuda2.ply" >"$dir/mpi.log" 2>&1 \
       || { cat "$dir/mpi.log"; fail "2 ranks on the GPU on $src at $levels"; }
