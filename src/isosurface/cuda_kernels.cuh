@@ -595,11 +595,10 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
   const std::int64_t r = divide(std::int64_t(e >> 8), g.segments, segment);
   const std::int64_t i = segment * kSegmentPoints + std::int64_t(e >> 3 & 31);
   const std::int64_t k = g.z0 + divide(r, g.ny, j);
-  float scratch[3];
   const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
   // One slot bit only: point_vertices writes exactly that vertex.
   mc::point_vertices<T, R>(s, i, j, k, std::uint8_t(1u << (e & 7)), level, map, positions + 3 * v,
-                           normals ? normals + 3 * v : scratch, scalars ? &sv : nullptr, scalars ? values + v : nullptr);
+                           normals ? normals + 3 * v : nullptr, scalars ? &sv : nullptr, scalars ? values + v : nullptr);
 }
 
 // Whether every vertex on a sample equal to the level is used by the slab's own triangles, in three passes: mark the

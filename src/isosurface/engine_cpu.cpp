@@ -766,7 +766,6 @@ class CpuEngine final : public SlabEngine {
     // no barrier between the two loops.
 #pragma omp parallel num_threads(threads_)
     {
-      float scratch_normals[12];
       int saw_point = 0;
 #pragma omp for schedule(dynamic, 64) nowait
       for (std::int64_t r = 0; r < owned_rows; ++r) {
@@ -785,7 +784,7 @@ class CpuEngine final : public SlabEngine {
         std::uint64_t v = row_vertex_base_[std::size_t(r)];
         const std::int64_t last = row_last_[std::size_t(r)];
         auto emit = [&](std::int64_t i) {
-          float* nrm = out.normals ? out.normals + 3 * v : scratch_normals;
+          float* nrm = out.normals ? out.normals + 3 * v : nullptr;
           mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
                                    task.scalars ? &scalars : nullptr, out.values ? out.values + v : nullptr);
           v += std::uint64_t(mc::slot_count(f[i]));

@@ -453,9 +453,11 @@ PS_HD void gradient_inner(const T* p, std::int64_t sy, std::int64_t sz, R* g) {
   }
 }
 
+// nrm may be null: no normal is wanted.
 PS_HD void store_vertex(const WorldMap& m, const float* idx, const float* g, float* pos, float* nrm) {
   for (int r = 0; r < 3; ++r)
     pos[r] = m.origin[r] + m.jacobian[r * 3] * idx[0] + m.jacobian[r * 3 + 1] * idx[1] + m.jacobian[r * 3 + 2] * idx[2];
+  if (!nrm) return;
   float n[3];
   for (int r = 0; r < 3; ++r)
     n[r] = m.normal_matrix[r * 3] * g[0] + m.normal_matrix[r * 3 + 1] * g[1] + m.normal_matrix[r * 3 + 2] * g[2];
@@ -487,9 +489,11 @@ PS_HD_HOST_NOINLINE void center_vertex(const SlabValues<T>& s, std::int64_t i, s
     const R a = R(s.at(p0[0], p0[1], p0[2])), b = R(s.at(p1[0], p1[1], p1[2]));
     if (is_inside(a, level) == is_inside(b, level)) continue;
     const R t = (is_finite(a) && is_finite(b)) ? (level - a) / (b - a) : R(0.5);
-    R g0[3], g1[3];
-    gradient(s, p0[0], p0[1], p0[2], g0);
-    gradient(s, p1[0], p1[1], p1[2], g1);
+    R g0[3] = {}, g1[3] = {};
+    if (nrm) {
+      gradient(s, p0[0], p0[1], p0[2], g0);
+      gradient(s, p1[0], p1[1], p1[2], g1);
+    }
     for (int r = 0; r < 3; ++r) {
       idx[r] += float(p0[r]) + (r == axis ? float(t) : 0.0f);
       g[r] += float(g0[r] + t * (g1[r] - g0[r]));
@@ -507,8 +511,10 @@ PS_HD_HOST_NOINLINE void center_vertex(const SlabValues<T>& s, std::int64_t i, s
 }
 
 // Writes the vertices of point (i, j, k) in slot order: its own sample, the x, y, z edge crossings, the centre of
-// the cell it is the lowest corner of (MC33); and,
+// the cell it is the lowest corner of (MC33); their normals unless `nrm` is null (no gradient is then computed); and,
 // when `scalars` (a second volume on the same slab layout) is given, its values interpolated alike into `values`.
+// (A null `nrm`, not a scratch array: nvcc 13.0 at -O3 dropped every normal store of the integer-type kernels when
+// the CUDA kernel passed `normals ? normals + 3 * v : scratch`, which left the normals of uint8 volumes unwritten.)
 template <class T, class R>
 PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
                           R level, const WorldMap& m, float* pos, float* nrm, const SlabValues<float>* scalars = nullptr,
@@ -517,9 +523,11 @@ PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j
   const bool inner = i >= 1 && i + 2 < s.nx && j >= 1 && j + 2 < s.ny && k >= 1 && k + 2 < s.nz;
   const std::int64_t sy = s.nx, sz = s.nx * s.ny;
   const T* p = inner ? &s.data[((k - s.z_begin) * s.ny + j) * s.nx + i] : nullptr;
-  R g0[3];
-  if (inner) gradient_inner<T, R>(p, sy, sz, g0);
-  else gradient(s, i, j, k, g0);
+  R g0[3] = {};
+  if (nrm) {
+    if (inner) gradient_inner<T, R>(p, sy, sz, g0);
+    else gradient(s, i, j, k, g0);
+  }
   int slot = 0;
   const float s0 = scalars ? scalars->at(i, j, k) : 0.0f;
   if (flags & kSlotPoint) {
@@ -534,17 +542,19 @@ PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j
     const std::int64_t i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
     const R b = R(s.at(i1, j1, k1));
     R t = (is_finite(a) && is_finite(b)) ? (level - a) / (b - a) : R(0.5);
-    R g1[3];
-    if (inner) gradient_inner<T, R>(p + (axis == 0 ? 1 : axis == 1 ? sy : sz), sy, sz, g1);
-    else gradient(s, i1, j1, k1, g1);
+    R g1[3] = {};
+    if (nrm) {
+      if (inner) gradient_inner<T, R>(p + (axis == 0 ? 1 : axis == 1 ? sy : sz), sy, sz, g1);
+      else gradient(s, i1, j1, k1, g1);
+    }
     float idx[3] = {float(i), float(j), float(k)}, g[3];
     idx[axis] += float(t);
     for (int r = 0; r < 3; ++r) g[r] = float(g0[r] + t * (g1[r] - g0[r]));
-    store_vertex(m, idx, g, pos + 3 * slot, nrm + 3 * slot);
+    store_vertex(m, idx, g, pos + 3 * slot, nrm ? nrm + 3 * slot : nullptr);
     if (scalars) values[slot] = s0 + float(t) * (scalars->at(i1, j1, k1) - s0);
     ++slot;
   }
-  if (flags & kSlotCenter) center_vertex(s, i, j, k, level, m, pos + 3 * slot, nrm + 3 * slot, scalars,
+  if (flags & kSlotCenter) center_vertex(s, i, j, k, level, m, pos + 3 * slot, nrm ? nrm + 3 * slot : nullptr, scalars,
                                          scalars ? values + slot : nullptr);
 }
 
