@@ -149,18 +149,62 @@ __global__ void __launch_bounds__(32 * kFlagTileY) classify_kernel(mc::SlabValue
 // Pass 1a where rows hold whole 16-byte runs (nx a multiple of 16 / sizeof(T), samples aligned): a lane loads 16
 // bytes, P samples, and the G = 32 / P lanes of a segment gather their bits with one reduction per word. For 1-byte
 // samples, a lane's four ballot loads above fetched 4 bytes a slice: too few bytes in flight (DRAM 10 % busy, 0.47 ms
-// at 512^3 uint8 under the profiler).
+// at 512^3 uint8 under the profiler). Only 1- and 2-byte samples take this pass, and those are integers: they are
+// compared four or two to a word (SIMD video instructions) against the level's integer threshold, where converting
+// and comparing each sample as a float cost 358 instructions a warp and slice (0.32 ms at 512^3 uint8 on an H200,
+// DRAM 11 % busy).
+template <class T>
+struct IntegerLevel {
+  std::uint32_t threshold = 0;  // ceil(level), replicated into each lane of a word
+  bool none_inside = false;     // ceil(level) above every value of T (or a NaN level)
+  bool may_equal = false;       // the level is an integer that T holds
+};
+template <class T>
+__device__ __forceinline__ IntegerLevel<T> integer_level(float level) {
+  static_assert(std::is_integral_v<T> && sizeof(T) <= 2, "1- and 2-byte integers");
+  constexpr float lo = float(std::numeric_limits<T>::min()), hi = float(std::numeric_limits<T>::max());
+  IntegerLevel<T> l;
+  const float c = ceilf(level);
+  if (!(c <= hi)) {  // above every value, or NaN: nothing is inside (is_inside fails on a NaN level too)
+    l.none_inside = true;
+    return l;
+  }
+  const float t = fmaxf(c, lo);  // at or below the smallest value: everything is inside
+  l.may_equal = c == level && c >= lo;
+  const auto lane = std::uint32_t(static_cast<std::make_unsigned_t<T>>(T(t)));
+  l.threshold = sizeof(T) == 1 ? lane * 0x01010101u : lane * 0x00010001u;
+  return l;
+}
+// Per-lane masks (all ones where true) of a word's samples: >= and == against the threshold's lanes.
+template <class T>
+__device__ __forceinline__ std::uint32_t lanes_at_least(std::uint32_t w, std::uint32_t t) {
+  if constexpr (std::is_same_v<T, std::uint8_t>) return __vcmpgeu4(w, t);
+  else if constexpr (std::is_same_v<T, std::int8_t>) return __vcmpges4(w, t);
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return __vcmpgeu2(w, t);
+  else return __vcmpges2(w, t);
+}
+template <class T>
+__device__ __forceinline__ std::uint32_t lanes_equal(std::uint32_t w, std::uint32_t t) {
+  if constexpr (sizeof(T) == 1) return __vcmpeq4(w, t);
+  else return __vcmpeq2(w, t);
+}
+// One bit per lane of a lane mask, lane p to bit p: bytes' low bits gathered by a multiply (distinct partial
+// products, so nothing carries into bits 24-27), halfwords' by a shift.
+template <class T>
+__device__ __forceinline__ std::uint32_t lane_bits(std::uint32_t mask) {
+  if constexpr (sizeof(T) == 1) return ((mask & 0x01010101u) * 0x01020408u) >> 24;
+  else return (mask & 1u) | (mask >> 15 & 2u);
+}
+
 template <class T>
 __global__ void __launch_bounds__(32 * kFlagTileY) classify_runs_kernel(mc::SlabValues<T> s, RowGrid g,
                                                                         typename mc::RealOf<T>::type level,
                                                                         std::uint32_t* __restrict__ inside,
                                                                         std::uint32_t* __restrict__ on_level) {
-  using R = typename mc::RealOf<T>::type;
   constexpr int P = 16 / int(sizeof(T)), G = 32 / P;
-  static_assert(P >= 2 && P <= 16, "samples of 1 to 8 bytes");
-  struct alignas(16) Run {
-    T v[P];
-  };
+  static_assert(std::is_integral_v<T> && P >= 8 && P <= 16, "1- and 2-byte integer samples");
+  constexpr int kPerWord = 4 / int(sizeof(T));
+  const IntegerLevel<T> l = integer_level<T>(float(level));
   const int lane = int(threadIdx.x);
   const std::int64_t j = std::int64_t(blockIdx.y) * kFlagTileY + threadIdx.y;
   if (j >= g.ny) return;  // whole warp
@@ -177,22 +221,20 @@ __global__ void __launch_bounds__(32 * kFlagTileY) classify_runs_kernel(mc::Slab
   std::int64_t out = ((k_begin - g.z0) * g.ny + j) * g.segments + i0 / kSegmentPoints;
   constexpr int kGroup = 4;  // slices whose loads are issued together (see classify_kernel)
   for (std::int64_t k = k_begin; k < k_stop; k += kGroup) {
-    Run v[kGroup];
+    uint4 v[kGroup];
+#pragma unroll
+    for (int z = 0; z < kGroup; ++z)
+      v[z] = has && k + z < k_stop ? *reinterpret_cast<const uint4*>(at + z * plane) : make_uint4(0, 0, 0, 0);
 #pragma unroll
     for (int z = 0; z < kGroup; ++z) {
-      if (has && k + z < k_stop) v[z] = *reinterpret_cast<const Run*>(at + z * plane);
-      else
-#pragma unroll
-        for (int p = 0; p < P; ++p) v[z].v[p] = T(0);
-    }
-#pragma unroll
-    for (int z = 0; z < kGroup; ++z) {
+      const std::uint32_t words[4] = {v[z].x, v[z].y, v[z].z, v[z].w};
       std::uint32_t in = 0, on = 0;
 #pragma unroll
-      for (int p = 0; p < P; ++p) {
-        const R x = R(v[z].v[p]);
-        in |= (mc::is_inside(x, level) ? 1u : 0u) << p;
-        on |= (x == level ? 1u : 0u) << p;
+      for (int q = 0; q < 4; ++q) in |= lane_bits<T>(lanes_at_least<T>(words[q], l.threshold)) << (kPerWord * q);
+      if (l.none_inside) in = 0;
+      if (l.may_equal) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) on |= lane_bits<T>(lanes_equal<T>(words[q], l.threshold)) << (kPerWord * q);
       }
       const std::uint32_t in_word = __reduce_or_sync(group, has ? in << shift : 0u);
       const std::uint32_t on_word = __reduce_or_sync(group, has ? on << shift : 0u);

@@ -888,55 +888,62 @@ TEST(Isosurface, StreamedSlabsUploadedAheadGiveTheIdenticalMesh) {
 
 TEST(Isosurface, EveryVoxelTypeGivesTheSameTopology) {
   // A uint8 ball and the same values in every type: identical meshes, and the same normals (central differences of
-  // integers are exact in every type), with one level and with two.
-  const int n = 20;
-  std::vector<double> values(std::size_t(n) * n * n);
-  for (int k = 0; k < n; ++k)
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < n; ++i) {
-        const double r = std::sqrt((i - 9.5) * (i - 9.5) + (j - 9.2) * (j - 9.2) + (k - 9.7) * (k - 9.7));
-        values[std::size_t((k * n + j) * n + i)] = std::max(0.0, std::round(100 - 12 * r));
+  // integers are exact in every type), with one level and with two. Rows of 20 samples take the CUDA engine's
+  // sample-by-sample classification; rows of 32, its 16-byte runs for 1- and 2-byte integers (compared as integers).
+  // Signed types also run shifted down by 50, below zero, at levels shifted alike: the same meshes.
+  for (const int n : {20, 32}) {
+    std::vector<double> values(std::size_t(n) * n * n);
+    for (int k = 0; k < n; ++k)
+      for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+          const double r = std::sqrt((i - 9.5) * (i - 9.5) + (j - 9.2) * (j - 9.2) + (k - 9.7) * (k - 9.7));
+          values[std::size_t((k * n + j) * n + i)] = std::max(0.0, std::round(100 - 12 * r));
+        }
+    VolumeGeometry g;
+    g.dims = {n, n, n};
+    // A level that samples equal (ties) and one that none equals.
+    TriangleMesh reference, reference_between, reference_two;
+    auto worst = [](const std::vector<float>& a, const std::vector<float>& b) {
+      double w = a.size() == b.size() ? 0.0 : 1e30;
+      for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) w = std::max(w, double(std::fabs(a[i] - b[i])));
+      return w;
+    };
+    auto run = [&](auto tag, VoxelType type) {
+      using T = decltype(tag);
+      for (const double offset : std::is_signed_v<T> ? std::vector<double>{0.0, -50.0} : std::vector<double>{0.0}) {
+        std::vector<T> data(values.size());
+        for (std::size_t i = 0; i < values.size(); ++i) data[i] = T(values[i] + offset);
+        MemoryVolume v(g, type, data.data());
+        for (Device d : devices()) {
+          const std::string what = std::string(voxel_type_name(type)) + " " + device_name(d) + " n " +
+                                   std::to_string(n) + " offset " + std::to_string(int(offset));
+          const TriangleMesh m = extract(v, 40 + offset, d), between = extract(v, 40.5 + offset, d);
+          IsosurfaceOptions o;
+          o.levels = {40.5 + offset, 70.5 + offset};
+          o.device = d;
+          const TriangleMesh two = extract_isosurface(v, o);
+          if (reference.triangles.empty()) reference = m, reference_between = between, reference_two = two;
+          EXPECT_EQ(m.triangles, reference.triangles) << what;
+          EXPECT_EQ(between.triangles, reference_between.triangles) << what << " at 40.5";
+          EXPECT_EQ(two.triangles, reference_two.triangles) << what << " at 40.5 and 70.5";
+          EXPECT_LT(worst(m.normals, reference.normals), 1e-4) << what;
+          EXPECT_LT(worst(between.normals, reference_between.normals), 1e-4) << what << " at 40.5";
+          EXPECT_LT(worst(two.normals, reference_two.normals), 1e-4) << what << " at 40.5 and 70.5";
+          EXPECT_LT(worst(two.positions, reference_two.positions), 1e-4) << what << " at 40.5 and 70.5";
+        }
       }
-  VolumeGeometry g;
-  g.dims = {n, n, n};
-  // A level that samples equal (ties) and one that none equals.
-  TriangleMesh reference, reference_between, reference_two;
-  auto worst = [](const std::vector<float>& a, const std::vector<float>& b) {
-    double w = a.size() == b.size() ? 0.0 : 1e30;
-    for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) w = std::max(w, double(std::fabs(a[i] - b[i])));
-    return w;
-  };
-  auto run = [&](auto tag, VoxelType type) {
-    using T = decltype(tag);
-    std::vector<T> data(values.begin(), values.end());
-    MemoryVolume v(g, type, data.data());
-    for (Device d : devices()) {
-      const std::string what = std::string(voxel_type_name(type)) + " " + device_name(d);
-      const TriangleMesh m = extract(v, 40, d), between = extract(v, 40.5, d);
-      IsosurfaceOptions o;
-      o.levels = {40.5, 70.5};
-      o.device = d;
-      const TriangleMesh two = extract_isosurface(v, o);
-      if (reference.triangles.empty()) reference = m, reference_between = between, reference_two = two;
-      EXPECT_EQ(m.triangles, reference.triangles) << what;
-      EXPECT_EQ(between.triangles, reference_between.triangles) << what << " at 40.5";
-      EXPECT_EQ(two.triangles, reference_two.triangles) << what << " at 40.5 and 70.5";
-      EXPECT_LT(worst(m.normals, reference.normals), 1e-4) << what;
-      EXPECT_LT(worst(between.normals, reference_between.normals), 1e-4) << what << " at 40.5";
-      EXPECT_LT(worst(two.normals, reference_two.normals), 1e-4) << what << " at 40.5 and 70.5";
-      EXPECT_LT(worst(two.positions, reference_two.positions), 1e-4) << what << " at 40.5 and 70.5";
-    }
-  };
-  run(std::uint8_t{}, VoxelType::UInt8);
-  run(std::int8_t{}, VoxelType::Int8);
-  run(std::uint16_t{}, VoxelType::UInt16);
-  run(std::int16_t{}, VoxelType::Int16);
-  run(std::uint32_t{}, VoxelType::UInt32);
-  run(std::int32_t{}, VoxelType::Int32);
-  run(float{}, VoxelType::Float32);
-  run(double{}, VoxelType::Float64);
-  EXPECT_GT(reference.triangle_count(), 100);
-  EXPECT_GT(reference_between.triangle_count(), 100);
+    };
+    run(std::uint8_t{}, VoxelType::UInt8);
+    run(std::int8_t{}, VoxelType::Int8);
+    run(std::uint16_t{}, VoxelType::UInt16);
+    run(std::int16_t{}, VoxelType::Int16);
+    run(std::uint32_t{}, VoxelType::UInt32);
+    run(std::int32_t{}, VoxelType::Int32);
+    run(float{}, VoxelType::Float32);
+    run(double{}, VoxelType::Float64);
+    EXPECT_GT(reference.triangle_count(), 100);
+    EXPECT_GT(reference_between.triangle_count(), 100);
+  }
 }
 
 TEST(Isosurface, NonFiniteSamplesAreNeverInside) {
