@@ -56,6 +56,9 @@ class CudaEngine final : public SlabEngine {
     // between the passes, and a copy through the driver's pageable staging, each cost microseconds per slab.
     PS_CUDA(cudaEventCreate(&classify_start_), "creating timing events");
     PS_CUDA(cudaEventCreate(&classify_end_), "creating timing events");
+    PS_CUDA(cudaStreamCreateWithFlags(&triangle_stream_, cudaStreamNonBlocking), "creating the triangle stream");
+    PS_CUDA(cudaEventCreateWithFlags(&scanned_, cudaEventDisableTiming), "creating stream events");
+    PS_CUDA(cudaEventCreateWithFlags(&triangles_done_, cudaEventDisableTiming), "creating stream events");
     PS_CUDA(cudaMallocHost(&totals_host_, sizeof(cuda::SlabTotals)), "allocating the slab totals");
   }
   std::string name() const override { return name_; }
@@ -131,6 +134,9 @@ class CudaEngine final : public SlabEngine {
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
     if (classify_start_) cudaEventDestroy(classify_start_);
     if (classify_end_) cudaEventDestroy(classify_end_);
+    if (triangle_stream_) cudaStreamDestroy(triangle_stream_);
+    if (scanned_) cudaEventDestroy(scanned_);
+    if (triangles_done_) cudaEventDestroy(triangles_done_);
     if (totals_host_) cudaFreeHost(totals_host_);
   }
 
@@ -401,8 +407,22 @@ class CudaEngine final : public SlabEngine {
     ties_.ensure(std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
     unsigned long long* points = counters_.as<unsigned long long>() + 2;
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
+    if (nv > 0 && owned_rows > 0) vertex_list_.ensure(nv * 8, "allocating the vertex list");  // (before the streams fork)
+    const bool side = nt > 0 && g.cell_rows > 0;
+    if (side) {
+      PS_CUDA(cudaEventRecord(scanned_, 0), "ordering the triangle pass");
+      PS_CUDA(cudaStreamWaitEvent(triangle_stream_, scanned_, 0), "ordering the triangle pass");
+      auto* triangles = g.nx % cuda::kSegmentPoints == 0 ? cuda::triangle_kernel<T, true> : cuda::triangle_kernel<T, false>;
+      triangles<<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads, 0, triangle_stream_>>>(
+          s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
+          task.keep_degenerate, task.flip, segment_scan(std::size_t(g.flag_rows * g.segments)), out.vertex_base,
+          task.labels ? labels_.as<std::int32_t>() : nullptr,
+          triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
+          counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
+      PS_CUDA_LAUNCH("writing triangles");
+      PS_CUDA(cudaEventRecord(triangles_done_, triangle_stream_), "ordering the triangle pass");
+    }
     if (nv > 0 && owned_rows > 0) {
-      vertex_list_.ensure(nv * 8, "allocating the vertex list");
       auto* list = g.nx % cuda::kSegmentPoints == 0 ? cuda::vertex_list_kernel<true> : cuda::vertex_list_kernel<false>;
       list<<<blocks_for(std::size_t(owned_rows * g.segments)), cuda::kSegmentThreads>>>(
           g, owned_rows, flags_.as<std::uint8_t>(), segment_scan(std::size_t(g.flag_rows * g.segments)),
@@ -414,16 +434,7 @@ class CudaEngine final : public SlabEngine {
           task.scalars ? values_.as<float>() : nullptr, points);
       PS_CUDA_LAUNCH("writing vertices");
     }
-    if (nt > 0 && g.cell_rows > 0) {
-      auto* triangles = g.nx % cuda::kSegmentPoints == 0 ? cuda::triangle_kernel<T, true> : cuda::triangle_kernel<T, false>;
-      triangles<<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
-          task.keep_degenerate, task.flip, segment_scan(std::size_t(g.flag_rows * g.segments)), out.vertex_base,
-          task.labels ? labels_.as<std::int32_t>() : nullptr,
-          triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
-          counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
-      PS_CUDA_LAUNCH("writing triangles");
-    }
+    if (side) PS_CUDA(cudaStreamWaitEvent(0, triangles_done_, 0), "joining the triangle pass");
     PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
@@ -459,6 +470,10 @@ class CudaEngine final : public SlabEngine {
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr;
+  // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and
+  // the scan, and each is bound by latency at partial occupancy, so the two overlap.
+  cudaStream_t triangle_stream_ = nullptr;
+  cudaEvent_t scanned_ = nullptr, triangles_done_ = nullptr;
   cuda::SlabTotals* totals_host_ = nullptr;
   core::DeviceBuffer staging_;  // the next slab's samples, uploaded ahead
   SampleKey staged_;
