@@ -471,7 +471,8 @@ class CudaEngine final : public SlabEngine {
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr;
   // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and
-  // the scan, and each is bound by latency at partial occupancy, so the two overlap.
+  // the scan, and each is bound by latency at partial occupancy, so they overlap a little (512^3 float32 on an H200:
+  // 0.531-0.539 against 0.538-0.544 ms).
   cudaStream_t triangle_stream_ = nullptr;
   cudaEvent_t scanned_ = nullptr, triangles_done_ = nullptr;
   cuda::SlabTotals* totals_host_ = nullptr;
