@@ -454,7 +454,7 @@ PS_HD void gradient_inner(const T* p, std::int64_t sy, std::int64_t sz, R* g) {
 }
 
 // nrm may be null: no normal is wanted.
-PS_HD void store_vertex(const WorldMap& m, const float* idx, const float* g, float* pos, float* nrm) {
+PS_HD_HOST_INLINE void store_vertex(const WorldMap& m, const float* idx, const float* g, float* pos, float* nrm) {
   for (int r = 0; r < 3; ++r)
     pos[r] = m.origin[r] + m.jacobian[r * 3] * idx[0] + m.jacobian[r * 3 + 1] * idx[1] + m.jacobian[r * 3 + 2] * idx[2];
   if (!nrm) return;
@@ -516,7 +516,7 @@ PS_HD_HOST_NOINLINE void center_vertex(const SlabValues<T>& s, std::int64_t i, s
 // (A null `nrm`, not a scratch array: nvcc 13.0 at -O3 dropped every normal store of the integer-type kernels when
 // the CUDA kernel passed `normals ? normals + 3 * v : scratch`, which left the normals of uint8 volumes unwritten.)
 template <class T, class R>
-PS_HD void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
+PS_HD_HOST_INLINE void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
                           R level, const WorldMap& m, float* pos, float* nrm, const SlabValues<float>* scalars = nullptr,
                           float* values = nullptr) {
   // Away from the volume's faces (the point and its +x, +y, +z neighbours have all six neighbours): direct strides.
