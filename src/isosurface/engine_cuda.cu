@@ -79,13 +79,16 @@ class CudaEngine final : public SlabEngine {
   cuda::RowGrid grid(const SlabTask& t) const {
     const std::int64_t flag_z1 = std::min(t.z1 + 1, t.dims[2]), cell_z1 = std::min(t.z1, t.dims[2] - 1);
     const std::int64_t mask_z1 = std::min(t.z1 + 2, t.dims[2]);
+    const std::int64_t segments = (t.dims[0] + cuda::kSegmentPoints - 1) / cuda::kSegmentPoints;
     return {t.dims[0],
             t.dims[1],
             t.z0,
             (flag_z1 - t.z0) * t.dims[1],
             (cell_z1 - t.z0) * t.dims[1],
             (mask_z1 - t.z0) * t.dims[1],
-            (t.dims[0] + cuda::kSegmentPoints - 1) / cuda::kSegmentPoints};
+            segments,
+            core::FastDivisor(segments),
+            core::FastDivisor(t.dims[1])};
   }
 
   // Which samples a device buffer holds.
