@@ -286,35 +286,17 @@ __device__ __forceinline__ void corner_rows(const RowGrid& g, std::int64_t r, st
 
 // Bit b: whether cell 32 · segment + b of cell row r is mixed (some corners inside, some not), from the inside bits
 // alone. Only mixed cells make triangles or centre vertices.
-// The words of a segment's four corner rows (corner_rows' order) and of the segment after it in each (0 past the
-// row's end): one bit plane around a cell row's segment.
-struct CornerRowWords {
-  std::uint32_t low[4] = {0, 0, 0, 0}, next[4] = {0, 0, 0, 0};
-};
-__device__ __forceinline__ CornerRowWords corner_row_words(const RowGrid& g, const std::uint32_t* __restrict__ plane,
-                                                           std::int64_t r, std::int64_t segment) {
+__device__ __forceinline__ std::uint32_t mixed_cells(const RowGrid& g, const std::uint32_t* __restrict__ inside,
+                                                     std::int64_t r, std::int64_t segment) {
   std::int64_t rows[4];
   corner_rows(g, r, rows);
   const bool has_next = segment + 1 < g.segments;
-  CornerRowWords w;
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    w.low[q] = plane[rows[q] * g.segments + segment];
-    w.next[q] = has_next ? plane[rows[q] * g.segments + segment + 1] : 0u;
-  }
-  return w;
-}
-
-__device__ __forceinline__ std::uint32_t mixed_cells(const RowGrid& g, const std::uint32_t* __restrict__ inside,
-                                                     std::int64_t r, std::int64_t segment,
-                                                     CornerRowWords* words = nullptr) {
-  const CornerRowWords w = corner_row_words(g, inside, r, segment);
-  if (words) *words = w;
   std::uint32_t any = 0, all = ~0u;
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
-    const std::uint32_t low = w.low[q];
-    const std::uint32_t high = low >> 1 | w.next[q] << 31;  // corner i + 1 of cell i
+    const std::uint32_t low = inside[rows[q] * g.segments + segment];
+    const std::uint32_t next = has_next ? inside[rows[q] * g.segments + segment + 1] : 0u;
+    const std::uint32_t high = low >> 1 | next << 31;  // corner i + 1 of cell i
     any |= low | high;
     all &= low & high;
   }
@@ -414,27 +396,17 @@ __device__ __forceinline__ std::uint32_t slots_before(const std::uint32_t (&w)[k
   return total;
 }
 
-// The inside and on-level bits of the corners of cell b (0..31) of a segment, in cell_case's order, from the words
-// of its corner rows: what the counting needs of their flag bytes, which other warps of pass 1b are still writing.
-__device__ __forceinline__ void corner_bits(const CornerRowWords& in, const CornerRowWords& on, int b,
-                                            std::uint8_t* cf) {
+// The inside and on-level bits of cell i's corners in cell_case's order, from the segment bits: what the counting
+// needs of their flag bytes, which other warps of pass 1b are still writing.
+__device__ __forceinline__ void corner_bits(const RowGrid& g, const std::uint32_t* __restrict__ inside,
+                                            const std::uint32_t* __restrict__ on_level, const std::int64_t (&rows)[4],
+                                            std::int64_t i, std::uint8_t* cf) {
 #pragma unroll
   for (int c = 0; c < 8; ++c) {
-    const int q = c >> 1, shift = b + (c & 1);  // 32: bit 0 of the next segment (the clamped funnel shift)
-    const std::uint32_t inside = __funnelshift_rc(in.low[q], in.next[q], shift) & 1u;
-    const std::uint32_t level = __funnelshift_rc(on.low[q], on.next[q], shift) & 1u;
-    cf[c] = std::uint8_t(inside * mc::kInside | level * mc::kOnLevel);
+    const std::int64_t point = i + (c & 1), at = rows[c >> 1] * g.segments + point / kSegmentPoints;
+    const int bit = int(point % kSegmentPoints);
+    cf[c] = std::uint8_t((inside[at] >> bit & 1u) * mc::kInside | (on_level[at] >> bit & 1u) * mc::kOnLevel);
   }
-}
-// `words` of lane `owner`, for every lane of the warp.
-__device__ __forceinline__ CornerRowWords shuffle_words(const CornerRowWords& words, int owner) {
-  CornerRowWords w;
-#pragma unroll
-  for (int q = 0; q < 4; ++q) {
-    w.low[q] = __shfl_sync(0xffffffffu, words.low[q], owner);
-    w.next[q] = __shfl_sync(0xffffffffu, words.next[q], owner);
-  }
-  return w;
 }
 
 // Pass 1b: the flag byte of every point (what point_flags gives) and the vertex slots of each segment, from the bits
@@ -477,7 +449,6 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
   // The segment's bit planes: inside, on the level, vertex slots x, y, z and point.
   std::uint32_t in = 0, on = 0, x = 0, y = 0, z = 0, point = 0;
   std::uint32_t vertices = 0, mixed = 0;
-  CornerRowWords in_rows, on_rows;  // the inside and on-level words around the segment's cells
   if (live) {
     r = g.by_segments.quotient(at, segment);
     k = g.z0 + g.by_rows.quotient(r, j);
@@ -501,7 +472,7 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
       if (mc::point_flags<T, R>(s, i0 + b, j, k, level) & mc::kSlotPoint) point |= 1u << b;
     }
     vertices = std::uint32_t(__popc(x) + __popc(y) + __popc(z) + __popc(point));
-    if (r < g.cell_rows && j + 1 < g.ny) mixed = mixed_cells(g, inside, r, segment, &in_rows);
+    if (r < g.cell_rows && j + 1 < g.ny) mixed = mixed_cells(g, inside, r, segment);
   }
   // Counts by segment, in shared memory: the lanes of a round add to the segments of their cells.
   std::uint32_t* segment_triangles = warp_triangles + (threadIdx.x - lane);
@@ -510,26 +481,14 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
   segment_centres[lane] = 0;
   __syncwarp();
   std::uint32_t ties = 0;
-  // The dealt cells' corner bits come from their segments' lanes by shuffles, which cost less than loads with 64-bit
-  // addresses (those loads were a tenth of the pass's instructions). Samples on the level are rare: their words are
-  // loaded, and shuffled, only where the warp has some.
-  const bool any_mixed = __any_sync(0xffffffffu, mixed != 0);
-  bool any_on = false;
-  if (any_mixed) {
-    if (mixed) on_rows = corner_row_words(g, on_level, r, segment);
-    std::uint32_t some = 0;
-#pragma unroll
-    for (int q = 0; q < 4; ++q) some |= on_rows.low[q] | on_rows.next[q];
-    any_on = __any_sync(0xffffffffu, some != 0);
-  }
   deal_mixed_cells(g, at - lane, lane, mixed, [&](bool has, int owner, std::int64_t cell_r, std::int64_t i) {
-    const CornerRowWords owner_in = shuffle_words(in_rows, owner);
-    const CornerRowWords owner_on = any_on ? shuffle_words(on_rows, owner) : CornerRowWords{};
     if (!has) return;
     std::int64_t cell_j;
     const std::int64_t cell_k = g.z0 + g.by_rows.quotient(cell_r, cell_j);
+    std::int64_t rows[4];
+    corner_rows(g, cell_r, rows);
     std::uint8_t cf[8];
-    corner_bits(owner_in, owner_on, int(i % kSegmentPoints), cf);
+    corner_bits(g, inside, on_level, rows, i, cf);
     const auto& e = mc::case_entry(cases, s, mc::cell_case(cf), level, i, cell_j, cell_k);
     std::uint32_t n = 0;
     if (!mc::touches_level(cf)) {
