@@ -157,17 +157,19 @@ __global__ void __launch_bounds__(32 * kFlagTileY) classify_kernel(mc::SlabValue
 // comparing each sample as a float, with a reduction over a partial warp mask per word, took 0.32 ms at 512^3 uint8
 // on an H200 (358 instructions a warp and slice, DRAM 11 % busy); the word compares 0.15 ms; with shuffles too,
 // 0.041 ms (79 instructions, DRAM 81 % busy).
+// The sample types that take classify_runs_kernel: 1- and 2-byte integers.
 template <class T>
+inline constexpr bool kWordCompareType = std::is_integral_v<T> && sizeof(T) <= 2;
 struct IntegerLevel {
   std::uint32_t threshold = 0;  // ceil(level), replicated into each lane of a word
   bool none_inside = false;     // ceil(level) above every value of T (or a NaN level)
   bool may_equal = false;       // the level is an integer that T holds
 };
 template <class T>
-__device__ __forceinline__ IntegerLevel<T> integer_level(float level) {
-  static_assert(std::is_integral_v<T> && sizeof(T) <= 2, "1- and 2-byte integers");
+__device__ __forceinline__ IntegerLevel integer_level(float level) {
+  static_assert(kWordCompareType<T>, "1- and 2-byte integers");
   constexpr float lo = float(std::numeric_limits<T>::min()), hi = float(std::numeric_limits<T>::max());
-  IntegerLevel<T> l;
+  IntegerLevel l;
   const float c = ceilf(level);
   if (!(c <= hi)) {  // above every value, or NaN: nothing is inside (is_inside fails on a NaN level too)
     l.none_inside = true;
@@ -206,9 +208,9 @@ __global__ void __launch_bounds__(32 * kFlagTileY) classify_runs_kernel(mc::Slab
                                                                         std::uint32_t* __restrict__ inside,
                                                                         std::uint32_t* __restrict__ on_level) {
   constexpr int P = 16 / int(sizeof(T)), G = 32 / P;
-  static_assert(std::is_integral_v<T> && P >= 8 && P <= 16, "1- and 2-byte integer samples");
+  static_assert(kWordCompareType<T>, "1- and 2-byte integer samples");
   constexpr int kPerWord = 4 / int(sizeof(T));
-  const IntegerLevel<T> l = integer_level<T>(float(level));
+  const IntegerLevel l = integer_level<T>(float(level));
   const int lane = int(threadIdx.x);
   const std::int64_t j = std::int64_t(blockIdx.y) * kFlagTileY + threadIdx.y;
   if (j >= g.ny) return;  // whole warp

@@ -220,7 +220,7 @@ class CudaEngine final : public SlabEngine {
       // 1- and 2-byte samples in rows of whole 16-byte runs load as vectors (a sample a lane moves too few bytes);
       // wider ones a sample a lane, which measured faster for float32 (0.21 against 0.28 ms at 512^3, H100).
       constexpr std::int64_t run = 16 / sizeof(T);
-      constexpr bool kRunTypes = std::is_integral_v<T> && sizeof(T) <= 2;  // (those are integers)
+      constexpr bool kRunTypes = cuda::kWordCompareType<T>;
       const bool runs = kRunTypes && g.nx % run == 0 && reinterpret_cast<std::uintptr_t>(s.data) % 16 == 0;
       const std::int64_t warp_points = runs ? 32 * run : cuda::kClassifyPoints;
       const dim3 tiles(unsigned((g.nx + warp_points - 1) / warp_points), unsigned(tiles_y), unsigned(tiles_z));
@@ -343,7 +343,7 @@ class CudaEngine final : public SlabEngine {
     core::visit_voxel_type(type, [&](auto tag) {
       using T = decltype(tag);
       load(reinterpret_cast<const void*>(cuda::classify_kernel<T>));
-      if constexpr (std::is_integral_v<T> && sizeof(T) <= 2) load(reinterpret_cast<const void*>(cuda::classify_runs_kernel<T>));
+      if constexpr (cuda::kWordCompareType<T>) load(reinterpret_cast<const void*>(cuda::classify_runs_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::flags_kernel<T, cuda::kFlagStaged>));
       load(reinterpret_cast<const void*>(cuda::flags_kernel<T, cuda::kFlagWords>));
       load(reinterpret_cast<const void*>(cuda::flags_kernel<T, cuda::kFlagBytes>));
