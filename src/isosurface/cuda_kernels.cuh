@@ -730,12 +730,32 @@ __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
     std::uint32_t tris = 0;
     const mc::CaseEntry* e = nullptr;
     std::uint8_t cf[8];
+    // The first vertex of each corner's point: the corner row's segment's first plus the slots before the point.
+    // The mesh's indices are 32-bit: 32-bit arithmetic keeps the same low bits with half the work.
+    std::uint32_t first[8];
     std::int64_t j = 0, k = 0;
+    const std::int64_t segment_start = i & ~std::int64_t(kSegmentPoints - 1);
+    const std::int64_t segment = segment_start / kSegmentPoints;
     if (has) {
       k = g.z0 + g.by_rows.quotient(r, j);
       std::int64_t rows[4];
       corner_rows(g, r, rows);
       load_corners(flags, g, rows, i, cf);
+      if constexpr (Whole) {
+        // Rows hold whole segments (nx a multiple of 32), so a segment's 32 flag bytes are two aligned 16-byte
+        // vectors: each corner row's eight words load at once, beside the corners' bytes and before the case lookup
+        // (which waits on those bytes), and give the slots before the cell without a walk.
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const auto* v = reinterpret_cast<const uint4*>(flags + rows[q] * g.nx + segment_start);
+          const uint4 a = v[0], b = v[1];
+          const std::uint32_t words[kSegmentPoints / 4] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+          first[2 * q] = std::uint32_t(slab_vertex_base) +
+                         vertices_of(segment_first(scan, rows[q] * g.segments + segment)) +
+                         slots_before(words, int(i - segment_start));
+          first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));  // point i + 1 follows i
+        }
+      }
       e = &mc::case_entry(cases, s, mc::cell_case(cf), level, i, j, k);
       if (!mc::touches_level(cf)) {
         tris = e->count;
@@ -749,30 +769,16 @@ __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
     std::uint32_t dealt_tris;
     const std::uint32_t before = warp_exclusive(tris, lane, dealt_tris);
     if (tris > 0) {
-      const std::int64_t segment_start = i & ~std::int64_t(kSegmentPoints - 1);
-      const std::int64_t segment = segment_start / kSegmentPoints;
-      std::int64_t rows[4];
-      corner_rows(g, r, rows);
-      // Whole: rows hold whole segments (nx a multiple of 32), so a segment's 32 flag bytes are two aligned 16-byte
-      // vectors. Each corner row's eight words load at once, and give the slots before the cell without a walk.
-      std::uint32_t words[4][kSegmentPoints / 4];
-      if constexpr (Whole) {
+      if constexpr (!Whole) {
+        std::int64_t rows[4];
+        corner_rows(g, r, rows);
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
-          const auto* v = reinterpret_cast<const uint4*>(flags + rows[q] * g.nx + segment_start);
-          const uint4 a = v[0], b = v[1];
-          words[q][0] = a.x, words[q][1] = a.y, words[q][2] = a.z, words[q][3] = a.w;
-          words[q][4] = b.x, words[q][5] = b.y, words[q][6] = b.z, words[q][7] = b.w;
+          first[2 * q] = std::uint32_t(slab_vertex_base) +
+                         vertices_of(segment_first(scan, rows[q] * g.segments + segment)) +
+                         slots_between(flags, rows[q] * g.nx + segment_start, rows[q] * g.nx + i);
+          first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));
         }
-      }
-      // The mesh's indices are 32-bit: first vertices in 32-bit arithmetic keep the same low bits with half the work.
-      std::uint32_t first[8];
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        first[2 * q] = std::uint32_t(slab_vertex_base) + vertices_of(segment_first(scan, rows[q] * g.segments + segment)) +
-                       (Whole ? slots_before(words[q], int(i - segment_start))
-                              : slots_between(flags, rows[q] * g.nx + segment_start, rows[q] * g.nx + i));
-        first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));  // point i + 1 follows point i
       }
       const std::int32_t label = labels ? mc::cell_label_at(labels, g.nx, g.ny, s.z_begin, i, j, k, cf) : 0;
       std::uint64_t t = t_next + before;
