@@ -309,8 +309,8 @@ constexpr LevelEdgeKeys make_level_edge_keys() {
         t.key[m][e] = std::uint8_t(e);
         continue;
       }
-      const int axis = e >> 2, p = e & 3;  // edge_lower_corner and edge_axis, which are not constexpr
-      const int c0 = axis == 0 ? p << 1 : axis == 1 ? ((p & 1) | (p >> 1) << 2) : p, c1 = c0 | 1 << axis;
+      // edge_axis and edge_lower_corner, which are not constexpr, from the same constant
+      const int axis = e >> 2, c0 = int(kEdgeLowerCorners >> (4 * e) & 7u), c1 = c0 | 1 << axis;
       t.key[m][e] = std::uint8_t(m >> c0 & 1 ? 16 + c0 : m >> c1 & 1 ? 16 + c1 : e);
     }
   return t;
