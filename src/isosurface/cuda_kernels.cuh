@@ -24,6 +24,11 @@ struct RowGrid {
   std::int64_t segments;   // segments per row: ceil(nx / 32)
   core::FastDivisor by_segments, by_rows;  // divisions by segments and by ny
 };
+// Rows of flags are padded to whole segments, so that a segment's 32 flag bytes are two aligned 16-byte vectors and
+// a warp's 32 segments one kilobyte: the byte of point i of row r.
+__host__ __device__ __forceinline__ std::int64_t flag_at(const RowGrid& g, std::int64_t r, std::int64_t i) {
+  return r * g.segments * kSegmentPoints + i;
+}
 
 // Counts are scanned by groups of 32 segments, a warp's: pass 1b gives each group its vertex and triangle counts as
 // one 64-bit word (vertices in the low half, triangles in the high half, so that one scan gives both; a slab's
@@ -310,20 +315,7 @@ __device__ __forceinline__ std::uint32_t mixed_cells(const RowGrid& g, const std
 __device__ __forceinline__ void load_corners(const std::uint8_t* flags, const RowGrid& g, const std::int64_t (&rows)[4],
                                              std::int64_t i, std::uint8_t* cf) {
 #pragma unroll
-  for (int c = 0; c < 8; ++c) cf[c] = flags[rows[c >> 1] * g.nx + i + (c & 1)];
-}
-
-// Vertex slots of the flag bytes [begin, end) (offsets from `flags`, which is word-aligned), a word at a time.
-__device__ __forceinline__ std::uint32_t slots_between(const std::uint8_t* flags, std::int64_t begin, std::int64_t end) {
-  if (begin >= end) return 0;
-  const auto* words = reinterpret_cast<const std::uint32_t*>(flags);
-  const std::int64_t first = begin >> 2, last = end >> 2;
-  const std::uint32_t head = ~0u << (8 * (begin & 3)), tail = (end & 3) ? (1u << (8 * (end & 3))) - 1u : 0u;
-  if (first == last) return std::uint32_t(__popc(words[first] & kSlotBytes & head & tail));
-  std::uint32_t n = std::uint32_t(__popc(words[first] & kSlotBytes & head));
-  for (std::int64_t w = first + 1; w < last; ++w) n += std::uint32_t(__popc(words[w] & kSlotBytes));
-  if (tail) n += std::uint32_t(__popc(words[last] & kSlotBytes & tail));
-  return n;
+  for (int c = 0; c < 8; ++c) cf[c] = flags[flag_at(g, rows[c >> 1], i + (c & 1))];
 }
 
 // Exclusive prefix of a count over the warp's lanes, and the warp's total.
@@ -355,35 +347,44 @@ __device__ __forceinline__ int nth_set_bit(std::uint32_t m, std::uint32_t n) {
   return at;
 }
 
-// The warp's mixed cells dealt out to its lanes, 32 a round, in segment order (a segment holds from none to 32, so
-// a thread per segment would leave most lanes idle while a few walk their cells). `round(has, owner, r, i)` runs on
-// every lane each round, so it may use warp collectives: `has` says whether the lane holds a cell this round, cell i
-// of row r, from the segment of lane `owner`. The warp's segments are consecutive from warp_first.
+// The warp's items dealt out to its lanes, 32 a round, in lane order: lane l holds `mine` items, and a few lanes may
+// hold most of the warp's, so a thread per lane's items would leave the others idle. `round(has, owner, n, item)`
+// runs on every lane each round, so it may use warp collectives: `has` says whether the lane holds an item this
+// round, the n-th (from 0) of lane `owner`'s, which is the warp's item-th.
 template <class Round>
-__device__ __forceinline__ void deal_mixed_cells(const RowGrid& g, std::int64_t warp_first, int lane,
-                                                 std::uint32_t mixed, Round&& round) {
-  std::uint32_t cells;
-  const std::uint32_t first_cell = warp_exclusive(std::uint32_t(__popc(mixed)), lane, cells);
-  for (std::uint32_t dealt = 0; dealt < cells; dealt += 32) {
+__device__ __forceinline__ void deal_items(int lane, std::uint32_t mine, Round&& round) {
+  std::uint32_t items;
+  const std::uint32_t first = warp_exclusive(mine, lane, items);
+  for (std::uint32_t dealt = 0; dealt < items; dealt += 32) {
     const std::uint32_t c = dealt + std::uint32_t(lane);
-    // The lane whose segment holds cell c: the last with first_cell <= c (first_cell does not decrease).
+    // The lane that holds item c: the last with first <= c (first does not decrease).
     int owner = 0;
 #pragma unroll
     for (int step = 16; step > 0; step >>= 1) {
-      const std::uint32_t probe = __shfl_sync(0xffffffffu, first_cell, owner + step);
+      const std::uint32_t probe = __shfl_sync(0xffffffffu, first, owner + step);
       if (probe <= c) owner += step;
     }
+    const std::uint32_t owner_first = __shfl_sync(0xffffffffu, first, owner);
+    round(c < items, owner, c - owner_first, c);
+  }
+}
+
+// The warp's mixed cells (bit b of lane l's `mixed`: cell 32 s + b of the row of its segment s) dealt out to its
+// lanes: `round(has, owner, r, i)` gets cell i of row r, from the segment of lane `owner`. The warp's segments are
+// consecutive from warp_first.
+template <class Round>
+__device__ __forceinline__ void deal_mixed_cells(const RowGrid& g, std::int64_t warp_first, int lane,
+                                                 std::uint32_t mixed, Round&& round) {
+  deal_items(lane, std::uint32_t(__popc(mixed)), [&](bool has, int owner, std::uint32_t n, std::uint32_t) {
     const std::uint32_t owner_mixed = __shfl_sync(0xffffffffu, mixed, owner);
-    const std::uint32_t owner_first = __shfl_sync(0xffffffffu, first_cell, owner);
-    const bool has = c < cells;
     std::int64_t r = 0, i = 0;
     if (has) {
       std::int64_t segment;
       r = g.by_segments.quotient(warp_first + owner, segment);
-      i = segment * kSegmentPoints + nth_set_bit(owner_mixed, c - owner_first);
+      i = segment * kSegmentPoints + nth_set_bit(owner_mixed, n);
     }
     round(has, owner, r, i);
-  }
+  });
 }
 
 // Slots of the points before point n (0..31) of a segment, from its eight flag words.
@@ -419,12 +420,10 @@ __device__ __forceinline__ void corner_bits(const RowGrid& g, const std::uint32_
 // the warp deals them out to its lanes, and each reads its corners' bits. (A pass of its own for the counts took
 // 0.08 ms at 512^3 float32 under the profiler, mostly reloading what this one holds.) A centre vertex belongs to the
 // cell's lowest corner, in the segment.
-// Layout: kFlagBytes stores byte by byte; kFlagWords (nx a multiple of 4: every row's flags start on a word) stores
-// a word at a time; kFlagStaged (nx a multiple of 32: a warp's 32 segments are 1 KB of consecutive flags) stages
-// the warp's flags in shared memory and stores them as whole 128-byte lines, where a thread's own eight words at a
-// 32-byte stride cost the kernel 0.32 ms at 512^3 under the profiler, latency-bound.
-enum FlagLayout { kFlagBytes, kFlagWords, kFlagStaged };
-template <class T, int Layout>
+// A warp's 32 segments are 1 KB of consecutive flags (flag_at): the warp stages them in shared memory and stores them
+// as whole 128-byte lines, where a thread's own eight words at a 32-byte stride cost the kernel 0.32 ms at 512^3
+// under the profiler, latency-bound.
+template <class T>
 __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T> s, RowGrid g,
                                                                typename mc::RealOf<T>::type level,
                                                                const std::uint32_t* __restrict__ inside,
@@ -440,7 +439,7 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
   constexpr int kWords = kSegmentPoints / 4;
   __shared__ std::uint32_t warp_triangles[kSegmentThreads], warp_centres[kSegmentThreads];
   constexpr int kPitch = kWords + 1;  // a thread's words at an odd pitch: its eight stores hit distinct banks
-  __shared__ std::uint32_t staged[Layout == kFlagStaged ? kSegmentThreads * kPitch : 1];
+  __shared__ std::uint32_t staged[kSegmentThreads * kPitch];
   const std::int64_t count = g.flag_rows * g.segments;
   const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int lane = int(threadIdx.x % 32);
@@ -543,38 +542,23 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
 #pragma unroll
     for (int q = 0; q < kWords; ++q) words[q] |= spread_bits(centres >> (4 * q) & 15u) * mc::kSlotCenter;
   }
-  if constexpr (Layout == kFlagStaged) {
-    // The warp's flags are consecutive from its first segment's (rows hold whole segments).
-    std::uint32_t* mine = staged + (threadIdx.x - lane) * kPitch;
+  // The warp's flags are consecutive from its first segment's.
+  std::uint32_t* mine = staged + (threadIdx.x - lane) * kPitch;
 #pragma unroll
-    for (int q = 0; q < kWords; ++q) mine[lane * kPitch + q] = words[q];
-    __syncwarp();
-    // Word q · 32 + lane of the warp's flags: segment 4q + lane / 8, its word lane % 8.
-    std::uint32_t* out = reinterpret_cast<std::uint32_t*>(flags) + (at - lane) * kWords + lane;
-    const std::uint32_t* from = mine + (lane / kWords) * kPitch + lane % kWords;
-    constexpr int kSegmentsPerStore = 32 / kWords;
-    if (count - (at - lane) >= 32) {  // all the warp's segments: no check per store
+  for (int q = 0; q < kWords; ++q) mine[lane * kPitch + q] = words[q];
+  __syncwarp();
+  // Word q · 32 + lane of the warp's flags: segment 4q + lane / 8, its word lane % 8.
+  std::uint32_t* out = reinterpret_cast<std::uint32_t*>(flags) + (at - lane) * kWords + lane;
+  const std::uint32_t* from = mine + (lane / kWords) * kPitch + lane % kWords;
+  constexpr int kSegmentsPerStore = 32 / kWords;
+  if (count - (at - lane) >= 32) {  // all the warp's segments: no check per store
 #pragma unroll
-      for (int q = 0; q < kWords; ++q) out[q * 32] = from[q * kSegmentsPerStore * kPitch];
-    } else {
-      const int segments_left = int(count - (at - lane));
+    for (int q = 0; q < kWords; ++q) out[q * 32] = from[q * kSegmentsPerStore * kPitch];
+  } else {
+    const int segments_left = int(count - (at - lane));
 #pragma unroll
-      for (int q = 0; q < kWords; ++q)
-        if (q * kSegmentsPerStore + lane / kWords < segments_left) out[q * 32] = from[q * kSegmentsPerStore * kPitch];
-    }
-  } else if (live) {
-    std::uint8_t* out = flags + r * g.nx + segment * kSegmentPoints;
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) {
-      const int shift = 4 * q;
-      if constexpr (Layout == kFlagWords) {
-        if (shift < points) *reinterpret_cast<std::uint32_t*>(out + shift) = words[q];
-      } else {
-#pragma unroll
-        for (int p = 0; p < 4; ++p)
-          if (shift + p < points) out[shift + p] = std::uint8_t(words[q] >> (8 * p));
-      }
-    }
+    for (int q = 0; q < kWords; ++q)
+      if (q * kSegmentsPerStore + lane / kWords < segments_left) out[q * 32] = from[q * kSegmentsPerStore * kPitch];
   }
 }
 
@@ -593,80 +577,75 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
   next_centres[at] = centres;
 }
 
-// Pass 2a, in two kernels: the first lists every vertex of a segment as (segment, point, slot) at its id; the second
-// computes one vertex per thread (a segment holds from none to a hundred, so a thread per segment would idle).
-__device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, std::int64_t b, int slot_bit) {
-  return std::uint64_t(at) << 8 | std::uint64_t(b) << 3 | std::uint64_t(slot_bit);
-}
-
-template <bool Whole>
-__global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(
-    RowGrid g, std::int64_t owned_rows, const std::uint8_t* __restrict__ flags, SegmentScan scan,
-    std::uint64_t* __restrict__ entries) {
+// Pass 2a: the vertices of each group of 32 segments, a warp's, from the group's scanned first vertex. A segment
+// holds from none to 160 vertices, so a thread per segment would leave most lanes idle while a few walk their slots:
+// the warp deals its vertices out to its lanes, 32 at a time, in id order (point by point in a segment, slot by slot
+// in a point). A list of every vertex's segment, point and slot, written by a pass of its own for this one to read,
+// took 35 us of 0.47 ms at 512^3 float32 on an H200. `point_marks`, where given, gets 1 for a vertex on a sample
+// equal to the level and 0 for the others.
+template <class T>
+__global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
+    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, mc::WorldMap map,
+    std::int64_t owned_segments, const std::uint8_t* __restrict__ flags, SegmentScan scan,
+    float* __restrict__ positions, float* __restrict__ normals, const float* __restrict__ scalars,
+    float* __restrict__ values, unsigned long long* __restrict__ points, std::uint8_t* __restrict__ point_marks) {
+  using R = typename mc::RealOf<T>::type;
+  constexpr int kWords = kSegmentPoints / 4, kPitch = kWords + 1;  // an odd pitch: a lane's words in distinct banks
+  __shared__ std::uint32_t slot_words[kSegmentThreads * kPitch];
   const int lane = int(threadIdx.x % 32);
-  const std::uint32_t vertices = local_vertices(
-      warp_segment_count(scan, std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, lane));  // before lanes leave
-  std::int64_t at, r, segment;
-  if (!segment_of_thread(g, owned_rows * g.segments, at, r, segment) || vertices == 0) return;
-  std::uint64_t v = vertices_of(segment_first(scan, at));
-  const std::int64_t begin = r * g.nx + segment * kSegmentPoints;
-  if constexpr (Whole) {  // rows hold whole segments: the segment's flags are two aligned 16-byte vectors
-    const auto* run = reinterpret_cast<const uint4*>(flags + begin);
+  const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, warp_first = at - lane;
+  if (warp_first >= owned_segments) return;  // whole warp
+  // Vertices of the owned rows only (the slab's last slice belongs to the next slab); every lane shuffles.
+  const std::uint32_t count = local_vertices(warp_segment_count(scan, at, lane));
+  const std::uint32_t vertices = at < owned_segments ? count : 0u;
+  if (!__any_sync(0xffffffffu, vertices != 0)) return;  // whole warp
+  std::uint32_t* words = slot_words + (threadIdx.x - lane) * kPitch;  // the warp's: lane l's from l · kPitch
+  std::uint32_t starts[2] = {0, 0};  // byte q % 4 of starts[q / 4]: the segment's slots before its word q
+  if (vertices != 0) {
+    const auto* run = reinterpret_cast<const uint4*>(flags + at * kSegmentPoints);  // = flag_at(g, r, 32 · segment)
     const uint4 a = run[0], b = run[1];
-    const std::uint32_t words[kSegmentPoints / 4] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    const std::uint32_t w[kWords] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    std::uint32_t before = 0;
 #pragma unroll
-    for (int q = 0; q < kSegmentPoints / 4; ++q)
-      for (std::uint32_t slots = words[q] & kSlotBytes; slots; slots &= slots - 1) {
-        const int bit = __ffs(int(slots)) - 1;
-        entries[v++] = vertex_entry(at, 4 * q + (bit >> 3), bit & 7);
-      }
-    return;
-  }
-  const std::int64_t end = r * g.nx + min((segment + 1) * kSegmentPoints, g.nx);
-  const auto* words = reinterpret_cast<const std::uint32_t*>(flags);
-  for (std::int64_t w = begin >> 2; w << 2 < end; ++w) {
-    std::uint32_t slots = words[w] & kSlotBytes;
-    if (w << 2 < begin) slots &= ~0u << (8 * (begin & 3));  // bytes of the row before this segment
-    if ((w + 1) << 2 > end) slots &= (1u << (8 * (end & 3))) - 1u;  // and after it
-    for (; slots; slots &= slots - 1) {
-      const int bit = __ffs(int(slots)) - 1;
-      entries[v++] = vertex_entry(at, (w << 2) + (bit >> 3) - begin, bit & 7);
+    for (int q = 0; q < kWords; ++q) {
+      const std::uint32_t slots = w[q] & kSlotBytes;
+      words[lane * kPitch + q] = slots;
+      starts[q / 4] |= before << (8 * (q % 4));
+      before += std::uint32_t(__popc(slots));
     }
   }
-}
-
-template <class T>
-__global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                             typename mc::RealOf<T>::type level, mc::WorldMap map,
-                                                             const std::uint64_t* __restrict__ entries,
-                                                             std::uint64_t count, float* __restrict__ positions,
-                                                             float* __restrict__ normals,
-                                                             const float* __restrict__ scalars,
-                                                             float* __restrict__ values,
-                                                             unsigned long long* __restrict__ points) {
-  using R = typename mc::RealOf<T>::type;
-  const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (v >= count) return;
-  const std::uint64_t e = entries[v];
-  if ((e & 7) == 0) *points = 1;  // slot bit 0: a sample on the level (every writer stores the same value)
-  std::int64_t segment, j;
-  const std::int64_t r = g.by_segments.quotient(std::int64_t(e >> 8), segment);
-  const std::int64_t i = segment * kSegmentPoints + std::int64_t(e >> 3 & 31);
-  const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
+  __syncwarp();
+  const std::uint64_t warp_vertex = vertices_of(scan.group_bases[warp_first / kGroupSegments]);
   const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
-  // One slot bit only: point_vertices writes exactly that vertex.
-  mc::point_vertices<T, R>(s, i, j, k, std::uint8_t(1u << (e & 7)), level, map, positions + 3 * v,
-                           normals ? normals + 3 * v : nullptr, scalars ? &sv : nullptr, scalars ? values + v : nullptr);
+  deal_items(lane, vertices, [&](bool has, int owner, std::uint32_t n, std::uint32_t item) {
+    const std::uint32_t owner_starts[2] = {__shfl_sync(0xffffffffu, starts[0], owner),
+                                           __shfl_sync(0xffffffffu, starts[1], owner)};
+    if (!has) return;
+    // The word that holds slot n: the last whose start is at most n (a word with no slot starts where the next does).
+    int q = 0;
+    std::uint32_t start = 0;
+#pragma unroll
+    for (int w = 1; w < kWords; ++w) {
+      const std::uint32_t from = owner_starts[w / 4] >> (8 * (w % 4)) & 255u;
+      if (from <= n) q = w, start = from;
+    }
+    const int bit = nth_set_bit(words[owner * kPitch + q], n - start);
+    const int slot = bit & 7;
+    std::int64_t segment, j;
+    const std::int64_t r = g.by_segments.quotient(warp_first + owner, segment);
+    const std::int64_t i = segment * kSegmentPoints + 4 * q + (bit >> 3);
+    const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
+    const std::uint64_t v = warp_vertex + item;
+    if (slot == 0) *points = 1;  // a sample on the level (every writer stores the same value)
+    if (point_marks) point_marks[v] = slot == 0;
+    mc::slot_vertex<T, R>(s, i, j, k, slot, level, map, positions + 3 * v, normals ? normals + 3 * v : nullptr,
+                          scalars ? &sv : nullptr, scalars ? values + v : nullptr);
+  });
 }
 
-// Whether every vertex on a sample equal to the level is used by the slab's own triangles, in three passes: mark the
-// point vertices (slot bit 0 of their list entry), clear the marks of every corner's vertex, and flag a mark left.
-// Such a vertex is usually used, and the host's pass over the whole mesh for unused vertices can then be skipped.
-__global__ void __launch_bounds__(256) mark_point_vertices_kernel(const std::uint64_t* __restrict__ entries,
-                                                                 std::uint64_t count, std::uint8_t* __restrict__ marks) {
-  const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (v < count) marks[v] = (entries[v] & 7) == 0;
-}
+// Whether every vertex on a sample equal to the level is used by the slab's own triangles: the vertex pass marks
+// the point vertices, these two passes clear the marks of every corner's vertex and flag a mark left. Such a vertex
+// is usually used, and the host's pass over the whole mesh for unused vertices can then be skipped.
 // Corners hold vertex_base + the slab's vertex; those past the slab's vertices (the next slab's) are left out.
 __global__ void __launch_bounds__(256) clear_used_marks_kernel(const std::uint32_t* __restrict__ corners, std::uint64_t count,
                                                               std::uint32_t vertex_base, std::uint64_t vertices,
@@ -704,7 +683,7 @@ __device__ __forceinline__ std::uint32_t edge_vertex(int key, std::uint64_t corn
 // under the profiler): the warp deals its 32 segments' mixed cells out to its lanes, 32 at a time, in segment order.
 // A cell's first triangle is the warp's first plus the triangles of the cells dealt before it; the first vertex of a
 // corner's point is its row segment's first vertex plus the slots of the points before it in the segment.
-template <class T, bool Whole>
+template <class T>
 __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint8_t* __restrict__ flags,
     const std::uint32_t* __restrict__ inside, mc::CaseLookup cases, bool keep_degenerate, bool flip,
@@ -741,20 +720,18 @@ __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
       std::int64_t rows[4];
       corner_rows(g, r, rows);
       load_corners(flags, g, rows, i, cf);
-      if constexpr (Whole) {
-        // Rows hold whole segments (nx a multiple of 32), so a segment's 32 flag bytes are two aligned 16-byte
-        // vectors: each corner row's eight words load at once, beside the corners' bytes and before the case lookup
-        // (which waits on those bytes), and give the slots before the cell without a walk.
+      // A segment's 32 flag bytes are two aligned 16-byte vectors (flag_at): each corner row's eight words load
+      // at once, beside the corners' bytes and before the case lookup (which waits on those bytes), and give the
+      // slots before the cell without a walk.
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const auto* v = reinterpret_cast<const uint4*>(flags + rows[q] * g.nx + segment_start);
-          const uint4 a = v[0], b = v[1];
-          const std::uint32_t words[kSegmentPoints / 4] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-          first[2 * q] = std::uint32_t(slab_vertex_base) +
-                         vertices_of(segment_first(scan, rows[q] * g.segments + segment)) +
-                         slots_before(words, int(i - segment_start));
-          first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));  // point i + 1 follows i
-        }
+      for (int q = 0; q < 4; ++q) {
+        const auto* v = reinterpret_cast<const uint4*>(flags + flag_at(g, rows[q], segment_start));
+        const uint4 a = v[0], b = v[1];
+        const std::uint32_t words[kSegmentPoints / 4] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+        first[2 * q] = std::uint32_t(slab_vertex_base) +
+                       vertices_of(segment_first(scan, rows[q] * g.segments + segment)) +
+                       slots_before(words, int(i - segment_start));
+        first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));  // point i + 1 follows i
       }
       e = &mc::case_entry(cases, s, mc::cell_case(cf), level, i, j, k);
       if (!mc::touches_level(cf)) {
@@ -769,17 +746,6 @@ __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
     std::uint32_t dealt_tris;
     const std::uint32_t before = warp_exclusive(tris, lane, dealt_tris);
     if (tris > 0) {
-      if constexpr (!Whole) {
-        std::int64_t rows[4];
-        corner_rows(g, r, rows);
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          first[2 * q] = std::uint32_t(slab_vertex_base) +
-                         vertices_of(segment_first(scan, rows[q] * g.segments + segment)) +
-                         slots_between(flags, rows[q] * g.nx + segment_start, rows[q] * g.nx + i);
-          first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));
-        }
-      }
       const std::int32_t label = labels ? mc::cell_label_at(labels, g.nx, g.ny, s.z_begin, i, j, k, cf) : 0;
       std::uint64_t t = t_next + before;
       if (!mc::touches_level(cf)) {

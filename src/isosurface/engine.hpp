@@ -65,8 +65,8 @@ class SlabEngine {
   // Allocates ahead what a slab like `largest` needs (on a GPU: its samples, work arrays, and the mesh arrays of about
   // `expected_triangles`), so that the engine's start-up, not the first slab, pays for it. Arrays still grow as needed.
   virtual void prepare(const SlabTask& largest, std::uint64_t expected_triangles) { (void)largest, (void)expected_triangles; }
-  // Bytes of work arrays per point of a slab (beyond the samples), for slab sizing.
-  virtual double work_bytes_per_point() const = 0;
+  // Bytes of work arrays per point of a slab (beyond the samples) whose rows hold nx points, for slab sizing.
+  virtual double work_bytes_per_point(std::int64_t nx) const = 0;
 };
 
 std::unique_ptr<SlabEngine> make_cpu_engine(int threads);

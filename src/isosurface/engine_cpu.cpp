@@ -377,7 +377,7 @@ class CpuEngine final : public SlabEngine {
   bool point_vertices() const override { return point_vertices_; }
   std::uint64_t coincident_removed() const override { return coincident_dropped_; }
   // Flag and inside bytes; the point marks of ties (a third byte) are touched only in rows on the level.
-  double work_bytes_per_point() const override { return 3.0; }
+  double work_bytes_per_point(std::int64_t) const override { return 3.0; }
 
   SlabCounts count(const SlabTask& task) override {
     return core::visit_voxel_type(task.type, [&](auto tag) { return count_t<decltype(tag)>(task); });

@@ -64,7 +64,12 @@ class CudaEngine final : public SlabEngine {
   std::string name() const override { return name_; }
   StageSeconds seconds() const override { return seconds_; }
   bool point_vertices() const override { return point_vertices_; }
-  double work_bytes_per_point() const override { return 2.0; }  // flags, plus segment bits, counts and offsets
+  // Per segment of 32 points: 32 flag bytes, two words of bits, a word of offsets and a share of its group's counts,
+  // over the points a segment holds in a row of nx (rows are padded to whole segments).
+  double work_bytes_per_point(std::int64_t nx) const override {
+    const double segments = double((nx + cuda::kSegmentPoints - 1) / cuda::kSegmentPoints);
+    return std::max(2.0, 48.0 * segments / double(std::max<std::int64_t>(nx, 1)));
+  }
 
   SlabCounts count(const SlabTask& task) override {
     PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");  // the calling thread may have another
@@ -229,11 +234,7 @@ class CudaEngine final : public SlabEngine {
       classify<<<tiles, dim3(32, cuda::kFlagTileY)>>>(s, g, R(task.level), segment_inside_.as<std::uint32_t>(),
                                                       segment_on_level_.as<std::uint32_t>());
       PS_CUDA_LAUNCH("classifying points");
-      // Rows of flags start on a word where nx is a multiple of 4 (the buffer itself is aligned).
-      auto* kernel = g.nx % cuda::kSegmentPoints == 0 ? cuda::flags_kernel<T, cuda::kFlagStaged>
-                     : g.nx % 4 == 0                   ? cuda::flags_kernel<T, cuda::kFlagWords>
-                                                       : cuda::flags_kernel<T, cuda::kFlagBytes>;
-      kernel<<<blocks_for(segments), cuda::kSegmentThreads>>>(
+      cuda::flags_kernel<T><<<blocks_for(segments), cuda::kSegmentThreads>>>(
           s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
           lookup(task), task.keep_degenerate, flags_.as<std::uint8_t>(), segment_local_.as<std::uint32_t>(),
           group_counts_.as<std::uint64_t>(), next_centres ? next_centres_.as<std::uint32_t>() : nullptr,
@@ -284,8 +285,7 @@ class CudaEngine final : public SlabEngine {
   void ensure_work_arrays(const cuda::RowGrid& g) {
     const std::size_t rows = std::size_t(g.flag_rows), segments = rows * std::size_t(g.segments);
     const std::size_t mask_segments = std::size_t(g.mask_rows * g.segments);
-    // Whole words: the passes read the flags a 32-bit word at a time.
-    flags_.ensure((rows * std::size_t(g.nx) + 7) / 4 * 4, "allocating point flags");
+    flags_.ensure(segments * cuda::kSegmentPoints, "allocating point flags");  // rows padded to whole segments
     segment_inside_.ensure(mask_segments * 4, "allocating segment bits");
     segment_on_level_.ensure(mask_segments * 4, "allocating segment bits");
     const std::size_t groups = (segments + cuda::kGroupSegments - 1) / cuda::kGroupSegments;
@@ -301,12 +301,11 @@ class CudaEngine final : public SlabEngine {
                  "allocating the slab samples");
     ensure_work_arrays(grid(t));
     load_kernels(t.type);
-    // About one vertex for two triangles (the vertex list holds 8 bytes a vertex).
+    // About one vertex for two triangles.
     const std::size_t nt = std::size_t(expected_triangles), nv = nt / 2;
     if (nt == 0) return;
     positions_.ensure(nv * 12, "allocating vertices");
     if (t.normals) normals_.ensure(nv * 12, "allocating normals");
-    vertex_list_.ensure(nv * 8, "allocating the vertex list");
     triangles_.ensure(nt * 12, "allocating triangles");
   }
 
@@ -335,22 +334,16 @@ class CudaEngine final : public SlabEngine {
     auto load = [&](const void* kernel) { PS_CUDA(cudaFuncGetAttributes(&a, kernel), "loading the isosurface kernels"); };
     load(reinterpret_cast<const void*>(fill_field_kernel));
     load(reinterpret_cast<const void*>(cuda::totals_kernel));
-    load(reinterpret_cast<const void*>(cuda::vertex_list_kernel<true>));
-    load(reinterpret_cast<const void*>(cuda::vertex_list_kernel<false>));
-    load(reinterpret_cast<const void*>(cuda::mark_point_vertices_kernel));
     load(reinterpret_cast<const void*>(cuda::clear_used_marks_kernel));
     load(reinterpret_cast<const void*>(cuda::any_mark_kernel));
     core::visit_voxel_type(type, [&](auto tag) {
       using T = decltype(tag);
       load(reinterpret_cast<const void*>(cuda::classify_kernel<T>));
       if constexpr (cuda::kWordCompareType<T>) load(reinterpret_cast<const void*>(cuda::classify_runs_kernel<T>));
-      load(reinterpret_cast<const void*>(cuda::flags_kernel<T, cuda::kFlagStaged>));
-      load(reinterpret_cast<const void*>(cuda::flags_kernel<T, cuda::kFlagWords>));
-      load(reinterpret_cast<const void*>(cuda::flags_kernel<T, cuda::kFlagBytes>));
+      load(reinterpret_cast<const void*>(cuda::flags_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::next_slab_centers_kernel<T>));
-      load(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>));
-      load(reinterpret_cast<const void*>(cuda::triangle_kernel<T, true>));
-      load(reinterpret_cast<const void*>(cuda::triangle_kernel<T, false>));
+      load(reinterpret_cast<const void*>(cuda::vertex_kernel<T>));
+      load(reinterpret_cast<const void*>(cuda::triangle_kernel<T>));
     });
     if (group_counts_.ptr) {  // (always: a slab has at least one row)
       PS_CUDA(cudaMemset(group_counts_.ptr, 0, sizeof(std::uint64_t)), "loading the scan kernels");
@@ -361,14 +354,11 @@ class CudaEngine final : public SlabEngine {
     loaded.insert({device_, type});
   }
   // Whether some vertex on a sample equal to the level is used by none of the slab's triangles (which are still on
-  // the device), reusing the point-vertex counter for the answer.
+  // the device), from the vertex pass's point marks, reusing the point-vertex counter for the answer.
   bool point_vertex_unused(std::uint64_t vertex_base, std::size_t nv, std::size_t nt) {
-    point_marks_.ensure(nv, "allocating point-vertex marks");
     auto* marks = point_marks_.as<std::uint8_t>();
     unsigned long long* any = counters_.as<unsigned long long>() + 2;
     PS_CUDA(cudaMemset(any, 0, sizeof(unsigned long long)), "clearing the point-vertex flag");
-    cuda::mark_point_vertices_kernel<<<unsigned((nv + 255) / 256), 256>>>(vertex_list_.as<std::uint64_t>(), nv, marks);
-    PS_CUDA_LAUNCH("marking point vertices");
     if (nt > 0) {
       cuda::clear_used_marks_kernel<<<unsigned((3 * nt + 255) / 256), 256>>>(triangles_.as<std::uint32_t>(), 3 * nt,
                                                                              std::uint32_t(vertex_base), nv, marks);
@@ -410,13 +400,14 @@ class CudaEngine final : public SlabEngine {
     ties_.ensure(std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
     unsigned long long* points = counters_.as<unsigned long long>() + 2;
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
-    if (nv > 0 && owned_rows > 0) vertex_list_.ensure(nv * 8, "allocating the vertex list");  // (before the streams fork)
+    // A mesh bound for the host is checked for unused vertices on samples equal to the level (below).
+    const bool marks = out.positions && nv > 0 && owned_rows > 0;
+    if (marks) point_marks_.ensure(nv, "allocating point-vertex marks");  // (before the streams fork)
     const bool side = nt > 0 && g.cell_rows > 0;
     if (side) {
       PS_CUDA(cudaEventRecord(scanned_, 0), "ordering the triangle pass");
       PS_CUDA(cudaStreamWaitEvent(triangle_stream_, scanned_, 0), "ordering the triangle pass");
-      auto* triangles = g.nx % cuda::kSegmentPoints == 0 ? cuda::triangle_kernel<T, true> : cuda::triangle_kernel<T, false>;
-      triangles<<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads, 0, triangle_stream_>>>(
+      cuda::triangle_kernel<T><<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads, 0, triangle_stream_>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
           task.keep_degenerate, task.flip, segment_scan(std::size_t(g.flag_rows * g.segments)), out.vertex_base,
           task.labels ? labels_.as<std::int32_t>() : nullptr,
@@ -426,15 +417,12 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cudaEventRecord(triangles_done_, triangle_stream_), "ordering the triangle pass");
     }
     if (nv > 0 && owned_rows > 0) {
-      auto* list = g.nx % cuda::kSegmentPoints == 0 ? cuda::vertex_list_kernel<true> : cuda::vertex_list_kernel<false>;
-      list<<<blocks_for(std::size_t(owned_rows * g.segments)), cuda::kSegmentThreads>>>(
-          g, owned_rows, flags_.as<std::uint8_t>(), segment_scan(std::size_t(g.flag_rows * g.segments)),
-          vertex_list_.as<std::uint64_t>());
-      PS_CUDA_LAUNCH("listing vertices");
-      cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
-          s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, positions_.as<float>(),
+      const std::int64_t owned_segments = owned_rows * g.segments;
+      cuda::vertex_kernel<T><<<blocks_for(std::size_t(owned_segments)), cuda::kSegmentThreads>>>(
+          s, g, R(task.level), task.map, owned_segments, flags_.as<std::uint8_t>(),
+          segment_scan(std::size_t(g.flag_rows * g.segments)), positions_.as<float>(),
           task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
-          task.scalars ? values_.as<float>() : nullptr, points);
+          task.scalars ? values_.as<float>() : nullptr, points, marks ? point_marks_.as<std::uint8_t>() : nullptr);
       PS_CUDA_LAUNCH("writing vertices");
     }
     if (side) PS_CUDA(cudaStreamWaitEvent(0, triangles_done_, 0), "joining the triangle pass");
@@ -509,7 +497,7 @@ class CudaEngine final : public SlabEngine {
     return l;
   }
 
-  core::DeviceBuffer totals_, vertex_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
+  core::DeviceBuffer totals_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
       counters_, data_, flags_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,
       next_centres_,
       scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,

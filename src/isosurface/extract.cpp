@@ -434,7 +434,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   // On one GPU the next streamed slab's samples are uploaded while this slab is processed: a second copy there.
   // (Several GPUs upload each slab in its turn.)
   const double sample_copies = device == Device::Cuda && !on_device && !resident && gpus.size() <= 1 ? 2.0 : 1.0;
-  const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point() +
+  const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point(nx) +
                                                    double(extra_raw + extra_bytes));
   std::int64_t S = o.slab_slices;
   if (S <= 0) {
@@ -486,7 +486,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     if (o.scalars) buffers[b].scalars.resize(slab_points);
   }
   rep.peak_slab_bytes = buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw +
-                        std::uint64_t(double(S + 1) * double(slice_points) * engine->work_bytes_per_point());
+                        std::uint64_t(double(S + 1) * double(slice_points) * engine->work_bytes_per_point(nx));
   const bool streamed = (!resident && !on_device) || o.labels || o.scalars;
   // Reads run one at a time (slab k + 1 on the prefetch thread while slab k is processed), so `raw` is shared.
   std::vector<char> raw;

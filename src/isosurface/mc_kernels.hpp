@@ -509,6 +509,37 @@ PS_HD_HOST_NOINLINE void center_vertex(const SlabValues<T>& s, std::int64_t i, s
   if (value) *value = sum * inv;
 }
 
+// The vertex where the edge from point (i, j, k) along `axis` crosses the level, from the point's sample `a`, its
+// gradient g0 (when `nrm` is given) and its scalar s0; `inner` and `p` as point_vertices finds them. One body for
+// every axis: a GPU warp whose lanes hold crossings along different axes runs it once, not once per axis.
+template <class T, class R>
+PS_HD_HOST_INLINE void crossing_vertex(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k,
+                                       int axis, R a, const R* g0, bool inner, const T* p, R level, const WorldMap& m,
+                                       float* pos, float* nrm, const SlabValues<float>* scalars, float s0,
+                                       float* value) {
+  const std::int64_t i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
+  const R b = R(s.at(i1, j1, k1));
+  const R t = (is_finite(a) && is_finite(b)) ? (level - a) / (b - a) : R(0.5);
+  R g1[3] = {};
+  if (nrm) {
+    if (inner) gradient_inner<T, R>(p + (axis == 0 ? 1 : axis == 1 ? s.nx : s.nx * s.ny), s.nx, s.nx * s.ny, g1);
+    else gradient(s, i1, j1, k1, g1);
+  }
+  float idx[3] = {float(i), float(j), float(k)}, g[3];
+  for (int r = 0; r < 3; ++r) {
+    idx[r] += r == axis ? float(t) : 0.0f;  // selects: an index known at run time would put idx in memory
+    g[r] = float(g0[r] + t * (g1[r] - g0[r]));
+  }
+  store_vertex(m, idx, g, pos, nrm);
+  if (scalars) *value = s0 + float(t) * (scalars->at(i1, j1, k1) - s0);
+}
+
+// Whether point (i, j, k) and its +x, +y, +z neighbours have all six neighbours (the gradients may use direct strides).
+template <class T>
+PS_HD bool inner_point(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k) {
+  return i >= 1 && i + 2 < s.nx && j >= 1 && j + 2 < s.ny && k >= 1 && k + 2 < s.nz;
+}
+
 // Writes the vertices of point (i, j, k) in slot order: its own sample, the x, y, z edge crossings, the centre of
 // the cell it is the lowest corner of (MC33); their normals unless `nrm` is null (no gradient is then computed); and,
 // when `scalars` (a second volume on the same slab layout) is given, its values interpolated alike into `values`.
@@ -518,13 +549,11 @@ template <class T, class R>
 PS_HD_HOST_INLINE void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
                           R level, const WorldMap& m, float* pos, float* nrm, const SlabValues<float>* scalars = nullptr,
                           float* values = nullptr) {
-  // Away from the volume's faces (the point and its +x, +y, +z neighbours have all six neighbours): direct strides.
-  const bool inner = i >= 1 && i + 2 < s.nx && j >= 1 && j + 2 < s.ny && k >= 1 && k + 2 < s.nz;
-  const std::int64_t sy = s.nx, sz = s.nx * s.ny;
+  const bool inner = inner_point(s, i, j, k);
   const T* p = inner ? &s.data[((k - s.z_begin) * s.ny + j) * s.nx + i] : nullptr;
   R g0[3] = {};
   if (nrm) {
-    if (inner) gradient_inner<T, R>(p, sy, sz, g0);
+    if (inner) gradient_inner<T, R>(p, s.nx, s.nx * s.ny, g0);
     else gradient(s, i, j, k, g0);
   }
   int slot = 0;
@@ -538,23 +567,35 @@ PS_HD_HOST_INLINE void point_vertices(const SlabValues<T>& s, std::int64_t i, st
   const R a = R(s.at(i, j, k));
   for (int axis = 0; axis < 3; ++axis) {
     if (!(flags & (kSlotX << axis))) continue;
-    const std::int64_t i1 = i + (axis == 0), j1 = j + (axis == 1), k1 = k + (axis == 2);
-    const R b = R(s.at(i1, j1, k1));
-    R t = (is_finite(a) && is_finite(b)) ? (level - a) / (b - a) : R(0.5);
-    R g1[3] = {};
-    if (nrm) {
-      if (inner) gradient_inner<T, R>(p + (axis == 0 ? 1 : axis == 1 ? sy : sz), sy, sz, g1);
-      else gradient(s, i1, j1, k1, g1);
-    }
-    float idx[3] = {float(i), float(j), float(k)}, g[3];
-    idx[axis] += float(t);
-    for (int r = 0; r < 3; ++r) g[r] = float(g0[r] + t * (g1[r] - g0[r]));
-    store_vertex(m, idx, g, pos + 3 * slot, nrm ? nrm + 3 * slot : nullptr);
-    if (scalars) values[slot] = s0 + float(t) * (scalars->at(i1, j1, k1) - s0);
+    crossing_vertex(s, i, j, k, axis, a, g0, inner, p, level, m, pos + 3 * slot, nrm ? nrm + 3 * slot : nullptr,
+                    scalars, s0, scalars ? values + slot : nullptr);
     ++slot;
   }
   if (flags & kSlotCenter) center_vertex(s, i, j, k, level, m, pos + 3 * slot, nrm ? nrm + 3 * slot : nullptr, scalars,
                                          scalars ? values + slot : nullptr);
+}
+
+// The one vertex of point (i, j, k) in slot `slot_bit` (a bit of its flags): what point_vertices writes for that
+// slot alone, with the x, y and z crossings on one path.
+template <class T, class R>
+PS_HD_HOST_INLINE void slot_vertex(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, int slot_bit,
+                                   R level, const WorldMap& m, float* pos, float* nrm,
+                                   const SlabValues<float>* scalars, float* value) {
+  static_assert(kSlotX == 2 && kSlotY == 4 && kSlotZ == 8, "the crossings' slots are bits 1, 2 and 3");
+  const int axis = slot_bit - 1;
+  if (axis < 0 || axis > 2) {     // a sample on the level or a centre: rare
+    point_vertices<T, R>(s, i, j, k, std::uint8_t(1u << slot_bit), level, m, pos, nrm, scalars, value);
+    return;
+  }
+  const bool inner = inner_point(s, i, j, k);
+  const T* p = inner ? &s.data[((k - s.z_begin) * s.ny + j) * s.nx + i] : nullptr;
+  R g0[3] = {};
+  if (nrm) {
+    if (inner) gradient_inner<T, R>(p, s.nx, s.nx * s.ny, g0);
+    else gradient(s, i, j, k, g0);
+  }
+  crossing_vertex(s, i, j, k, axis, R(s.at(i, j, k)), g0, inner, p, level, m, pos, nrm, scalars,
+                  scalars ? scalars->at(i, j, k) : 0.0f, value);
 }
 
 }  // namespace parasurf::mc
