@@ -271,16 +271,17 @@ constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
 // The slab's totals after the scans, gathered on the device so that one copy brings them home (five copies of a few
 // bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction).
 struct SlabTotals {
-  unsigned long long vertices, triangles, ties;
+  unsigned long long vertices, triangles, ties, vertex_segments;
 };
 __global__ void totals_kernel(SegmentScan scan, std::int64_t owned_segments,
-                              const unsigned long long* __restrict__ tie_count, SlabTotals* __restrict__ out) {
+                              const unsigned long long* __restrict__ counters, SlabTotals* __restrict__ out) {
   // Vertices of the owned rows only (the slab's extra slice belongs to the next slab); all triangles.
   const std::int64_t last = (scan.segments - 1) / kGroupSegments;
   const std::uint64_t all = scan.group_bases[last] + scan.group_counts[last];
   out->vertices = vertices_of(owned_segments < scan.segments ? segment_first(scan, owned_segments) : all);
   out->triangles = triangles_of(all);
-  out->ties = *tie_count;
+  out->ties = counters[0];
+  out->vertex_segments = counters[3];
 }
 
 // The four point rows a cell row's corners lie in, in cell_case's corner order (q = corner >> 1).
@@ -434,7 +435,9 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
                                                                std::uint64_t* __restrict__ group_counts,
                                                                const std::uint32_t* __restrict__ next_centres,
                                                                std::int64_t next_centres_k,
-                                                               unsigned long long* __restrict__ tie_count) {
+                                                               unsigned long long* __restrict__ tie_count,
+                                                               std::uint32_t* __restrict__ vertex_segments,
+                                                               unsigned long long* __restrict__ vertex_segment_count) {
   using R = typename mc::RealOf<T>::type;
   constexpr int kWords = kSegmentPoints / 4;
   __shared__ std::uint32_t warp_triangles[kSegmentThreads], warp_centres[kSegmentThreads];
@@ -509,7 +512,16 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
   if (live) {
     centres = segment_centres[lane];
     if (k == next_centres_k && j + 1 < g.ny) centres |= next_centres[j * g.segments + segment];
-    counts = pack_local(vertices + std::uint32_t(__popc(centres)), segment_triangles[lane]);
+    vertices += std::uint32_t(__popc(centres));
+    counts = pack_local(vertices, segment_triangles[lane]);
+  }
+  // The segments that own vertices, listed in any order for the vertex pass (a tenth of them at 512^3).
+  const std::uint32_t listed = __ballot_sync(0xffffffffu, vertices != 0);
+  if (listed) {
+    unsigned long long first = 0;
+    if (lane == 0) first = atomicAdd(vertex_segment_count, (unsigned long long)__popc(listed));
+    first = __shfl_sync(0xffffffffu, first, 0);
+    if (vertices) vertex_segments[first + __popc(listed & ((1u << lane) - 1u))] = std::uint32_t(at);
   }
   // The warp's segments are one group (blocks hold whole warps, so groups start at multiples of 32).
   std::uint32_t group_total;
@@ -577,49 +589,50 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
   next_centres[at] = centres;
 }
 
-// Pass 2a: the vertices of each group of 32 segments, a warp's, from the group's scanned first vertex. A segment
-// holds from none to 160 vertices, so a thread per segment would leave most lanes idle while a few walk their slots:
-// the warp deals its vertices out to its lanes, 32 at a time, in id order (point by point in a segment, slot by slot
-// in a point). A list of every vertex's segment, point and slot, written by a pass of its own for this one to read,
-// took 35 us of 0.47 ms at 512^3 float32 on an H200. `point_marks`, where given, gets 1 for a vertex on a sample
-// equal to the level and 0 for the others.
+// Pass 2a: the vertices of the segments pass 1b listed, 32 segments a warp, from each segment's scanned first vertex.
+// A segment holds from one to 160 vertices, so a thread per segment would leave most lanes idle while a few walk
+// their slots: the warp deals its vertices out to its lanes, 32 at a time. (A list of every vertex's segment, point
+// and slot, written by a pass over every segment, took 35 us of 0.47 ms at 512^3 float32 on an H200; the same
+// dealing over all of a group's 32 segments, 8 vertices on average there, kept three lanes in four idle.)
+// `point_marks`, where given, gets 1 for a vertex on a sample equal to the level and 0 for the others.
 template <class T>
 __global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, mc::WorldMap map,
-    std::int64_t owned_segments, const std::uint8_t* __restrict__ flags, SegmentScan scan,
-    float* __restrict__ positions, float* __restrict__ normals, const float* __restrict__ scalars,
-    float* __restrict__ values, unsigned long long* __restrict__ points, std::uint8_t* __restrict__ point_marks) {
+    const std::uint32_t* __restrict__ vertex_segments, std::uint64_t listed, std::int64_t owned_segments,
+    const std::uint8_t* __restrict__ flags, SegmentScan scan, float* __restrict__ positions,
+    float* __restrict__ normals, const float* __restrict__ scalars, float* __restrict__ values,
+    unsigned long long* __restrict__ points, std::uint8_t* __restrict__ point_marks) {
   using R = typename mc::RealOf<T>::type;
   constexpr int kWords = kSegmentPoints / 4, kPitch = kWords + 1;  // an odd pitch: a lane's words in distinct banks
   __shared__ std::uint32_t slot_words[kSegmentThreads * kPitch];
   const int lane = int(threadIdx.x % 32);
-  const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, warp_first = at - lane;
-  if (warp_first >= owned_segments) return;  // whole warp
-  // Vertices of the owned rows only (the slab's last slice belongs to the next slab); every lane shuffles.
-  const std::uint32_t count = local_vertices(warp_segment_count(scan, at, lane));
-  const std::uint32_t vertices = at < owned_segments ? count : 0u;
-  if (!__any_sync(0xffffffffu, vertices != 0)) return;  // whole warp
+  const std::uint64_t a = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (a - lane >= listed) return;  // whole warp
+  // Vertices of the owned rows only (the slab's last slice belongs to the next slab).
+  const std::int64_t at = a < listed ? std::int64_t(vertex_segments[a]) : owned_segments;
   std::uint32_t* words = slot_words + (threadIdx.x - lane) * kPitch;  // the warp's: lane l's from l · kPitch
   std::uint32_t starts[2] = {0, 0};  // byte q % 4 of starts[q / 4]: the segment's slots before its word q
-  if (vertices != 0) {
+  std::uint32_t vertices = 0, first = 0;
+  if (at < owned_segments) {
+    first = vertices_of(segment_first(scan, at));
     const auto* run = reinterpret_cast<const uint4*>(flags + at * kSegmentPoints);  // = flag_at(g, r, 32 · segment)
-    const uint4 a = run[0], b = run[1];
-    const std::uint32_t w[kWords] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    std::uint32_t before = 0;
+    const uint4 x = run[0], y = run[1];
+    const std::uint32_t w[kWords] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
 #pragma unroll
     for (int q = 0; q < kWords; ++q) {
       const std::uint32_t slots = w[q] & kSlotBytes;
       words[lane * kPitch + q] = slots;
-      starts[q / 4] |= before << (8 * (q % 4));
-      before += std::uint32_t(__popc(slots));
+      starts[q / 4] |= vertices << (8 * (q % 4));
+      vertices += std::uint32_t(__popc(slots));
     }
   }
   __syncwarp();
-  const std::uint64_t warp_vertex = vertices_of(scan.group_bases[warp_first / kGroupSegments]);
   const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
-  deal_items(lane, vertices, [&](bool has, int owner, std::uint32_t n, std::uint32_t item) {
+  deal_items(lane, vertices, [&](bool has, int owner, std::uint32_t n, std::uint32_t) {
     const std::uint32_t owner_starts[2] = {__shfl_sync(0xffffffffu, starts[0], owner),
                                            __shfl_sync(0xffffffffu, starts[1], owner)};
+    const std::uint32_t owner_first = __shfl_sync(0xffffffffu, first, owner);
+    const std::int64_t owner_at = __shfl_sync(0xffffffffu, at, owner);
     if (!has) return;
     // The word that holds slot n: the last whose start is at most n (a word with no slot starts where the next does).
     int q = 0;
@@ -632,10 +645,10 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
     const int bit = nth_set_bit(words[owner * kPitch + q], n - start);
     const int slot = bit & 7;
     std::int64_t segment, j;
-    const std::int64_t r = g.by_segments.quotient(warp_first + owner, segment);
+    const std::int64_t r = g.by_segments.quotient(owner_at, segment);
     const std::int64_t i = segment * kSegmentPoints + 4 * q + (bit >> 3);
     const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
-    const std::uint64_t v = warp_vertex + item;
+    const std::uint64_t v = owner_first + n;
     if (slot == 0) *points = 1;  // a sample on the level (every writer stores the same value)
     if (point_marks) point_marks[v] = slot == 0;
     mc::slot_vertex<T, R>(s, i, j, k, slot, level, map, positions + 3 * v, normals ? normals + 3 * v : nullptr,

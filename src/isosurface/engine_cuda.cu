@@ -51,7 +51,8 @@ class CudaEngine final : public SlabEngine {
             "uploading the case table");
     ambiguous_.ensure(256, "allocating the ambiguity table");
     PS_CUDA(cudaMemcpy(ambiguous_.ptr, t.ambiguous_faces, 256, cudaMemcpyHostToDevice), "uploading the ambiguity table");
-    counters_.ensure(3 * sizeof(unsigned long long), "allocating counters");  // ties (count, list), point vertices
+    // ties (count, list), point vertices, segments listed for the vertex pass
+    counters_.ensure(kCounters * sizeof(unsigned long long), "allocating counters");
     // The classification is timed by events and the totals come home into pinned memory: a host synchronisation
     // between the passes, and a copy through the driver's pageable staging, each cost microseconds per slab.
     PS_CUDA(cudaEventCreate(&classify_start_), "creating timing events");
@@ -64,11 +65,11 @@ class CudaEngine final : public SlabEngine {
   std::string name() const override { return name_; }
   StageSeconds seconds() const override { return seconds_; }
   bool point_vertices() const override { return point_vertices_; }
-  // Per segment of 32 points: 32 flag bytes, two words of bits, a word of offsets and a share of its group's counts,
-  // over the points a segment holds in a row of nx (rows are padded to whole segments).
+  // Per segment of 32 points: 32 flag bytes, two words of bits, a word of offsets, a share of its group's counts and
+  // its place in the vertex pass's list, over the points it holds in a row of nx (rows are padded to whole segments).
   double work_bytes_per_point(std::int64_t nx) const override {
     const double segments = double((nx + cuda::kSegmentPoints - 1) / cuda::kSegmentPoints);
-    return std::max(2.0, 48.0 * segments / double(std::max<std::int64_t>(nx, 1)));
+    return std::max(2.0, 52.0 * segments / double(std::max<std::int64_t>(nx, 1)));
   }
 
   SlabCounts count(const SlabTask& task) override {
@@ -211,7 +212,7 @@ class CudaEngine final : public SlabEngine {
     }
     // All three counters, the generation's too: a generation always follows its count, and a clear between the
     // passes would wait on the host's round trip for the totals.
-    PS_CUDA(cudaMemset(counters_.ptr, 0, 3 * sizeof(unsigned long long)), "clearing counters");
+    PS_CUDA(cudaMemset(counters_.ptr, 0, kCounters * sizeof(unsigned long long)), "clearing counters");
     if (rows > 0) {
       const std::int64_t slices = g.mask_rows / g.ny;
       const std::int64_t tiles_y = (g.ny + cuda::kFlagTileY - 1) / cuda::kFlagTileY;
@@ -238,7 +239,8 @@ class CudaEngine final : public SlabEngine {
           s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
           lookup(task), task.keep_degenerate, flags_.as<std::uint8_t>(), segment_local_.as<std::uint32_t>(),
           group_counts_.as<std::uint64_t>(), next_centres ? next_centres_.as<std::uint32_t>() : nullptr,
-          next_centres ? task.z1 : -1, counters_.as<unsigned long long>());
+          next_centres ? task.z1 : -1, counters_.as<unsigned long long>(), vertex_segments_.as<std::uint32_t>(),
+          counters_.as<unsigned long long>() + 3);
       PS_CUDA_LAUNCH("flagging points and counting triangles");
     }
     PS_CUDA(cudaEventRecord(classify_end_), "timing the classification");
@@ -258,6 +260,7 @@ class CudaEngine final : public SlabEngine {
     float classify_ms = 0;
     PS_CUDA(cudaEventElapsedTime(&classify_ms, classify_start_, classify_end_), "timing the classification");
     tie_total_ = totals.ties;
+    vertex_segments_listed_ = totals.vertex_segments;
     seconds_.classify += classify_ms * 1e-3;
     seconds_.scan += std::max(0.0, since(t0) - classify_ms * 1e-3);
     counts_ = {totals.vertices, totals.triangles};
@@ -290,6 +293,11 @@ class CudaEngine final : public SlabEngine {
     segment_on_level_.ensure(mask_segments * 4, "allocating segment bits");
     const std::size_t groups = (segments + cuda::kGroupSegments - 1) / cuda::kGroupSegments;
     segment_local_.ensure(segments * 4, "allocating segment offsets");
+    // Segments are listed by 32-bit index: 2^32 segments would hold 137 G points, far more than a GPU holds.
+    if (segments > 0xffffffffull)
+      throw Error(ErrorKind::LimitReached, "a CUDA isosurface slab has " + std::to_string(segments) +
+                                               " row segments of 32 points; at most 4294967295 fit");
+    vertex_segments_.ensure(segments * 4, "allocating the vertex segment list");
     group_counts_.ensure(groups * 8, "allocating segment counts");
     group_bases_.ensure(groups * 8, "allocating segment offsets");
   }
@@ -417,10 +425,10 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cudaEventRecord(triangles_done_, triangle_stream_), "ordering the triangle pass");
     }
     if (nv > 0 && owned_rows > 0) {
-      const std::int64_t owned_segments = owned_rows * g.segments;
-      cuda::vertex_kernel<T><<<blocks_for(std::size_t(owned_segments)), cuda::kSegmentThreads>>>(
-          s, g, R(task.level), task.map, owned_segments, flags_.as<std::uint8_t>(),
-          segment_scan(std::size_t(g.flag_rows * g.segments)), positions_.as<float>(),
+      cuda::vertex_kernel<T><<<blocks_for(std::size_t(vertex_segments_listed_)), cuda::kSegmentThreads>>>(
+          s, g, R(task.level), task.map, vertex_segments_.as<std::uint32_t>(), vertex_segments_listed_,
+          owned_rows * g.segments, flags_.as<std::uint8_t>(), segment_scan(std::size_t(g.flag_rows * g.segments)),
+          positions_.as<float>(),
           task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
           task.scalars ? values_.as<float>() : nullptr, points, marks ? point_marks_.as<std::uint8_t>() : nullptr);
       PS_CUDA_LAUNCH("writing vertices");
@@ -457,7 +465,8 @@ class CudaEngine final : public SlabEngine {
   std::string name_;
   StageSeconds seconds_;
   SlabCounts counts_;
-  unsigned long long tie_total_ = 0;
+  unsigned long long tie_total_ = 0, vertex_segments_listed_ = 0;
+  static constexpr int kCounters = 4;
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr;
@@ -498,7 +507,7 @@ class CudaEngine final : public SlabEngine {
   }
 
   core::DeviceBuffer totals_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
-      counters_, data_, flags_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,
+      counters_, data_, flags_, vertex_segments_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,
       next_centres_,
       scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
       values_, face_labels_, point_marks_;
