@@ -515,7 +515,7 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
     vertices += std::uint32_t(__popc(centres));
     counts = pack_local(vertices, segment_triangles[lane]);
   }
-  // The segments that own vertices, listed in any order for the vertex pass (a tenth of them at 512^3).
+  // The segments that own vertices, listed in any order for the vertex passes.
   const std::uint32_t listed = __ballot_sync(0xffffffffu, vertices != 0);
   if (listed) {
     unsigned long long first = 0;
@@ -589,20 +589,21 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
   next_centres[at] = centres;
 }
 
-// Pass 2a: the vertices of the segments pass 1b listed, 32 segments a warp, from each segment's scanned first vertex.
-// A segment holds from one to 160 vertices, so a thread per segment would leave most lanes idle while a few walk
-// their slots: the warp deals its vertices out to its lanes, 32 at a time. (A list of every vertex's segment, point
-// and slot, written by a pass over every segment, took 35 us of 0.47 ms at 512^3 float32 on an H200; the same
-// dealing over all of a group's 32 segments, 8 vertices on average there, kept three lanes in four idle.)
-// `point_marks`, where given, gets 1 for a vertex on a sample equal to the level and 0 for the others.
-template <class T>
-__global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
-    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, mc::WorldMap map,
-    const std::uint32_t* __restrict__ vertex_segments, std::uint64_t listed, std::int64_t owned_segments,
-    const std::uint8_t* __restrict__ flags, SegmentScan scan, float* __restrict__ positions,
-    float* __restrict__ normals, const float* __restrict__ scalars, float* __restrict__ values,
-    unsigned long long* __restrict__ points, std::uint8_t* __restrict__ point_marks) {
-  using R = typename mc::RealOf<T>::type;
+// Pass 2a, in two kernels. The first lists every vertex of the segments pass 1b listed as (segment, point, slot) at
+// its id, 32 segments a warp: a segment holds from one to 160 vertices, so a thread per segment would leave most
+// lanes idle while a few walk their slots, and the warp deals its vertices out to its lanes, 32 at a time. The
+// second computes one vertex a thread. (A list kernel over every segment took 35 us of 0.47 ms at 512^3 float32 on
+// an H200; one kernel that computed the vertices as it dealt them, 75 us against 86 for the two: its warps went
+// through their rounds one after another, at 28 % occupancy.)
+__device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, std::int64_t point, int slot_bit) {
+  return std::uint64_t(at) << 8 | std::uint64_t(point) << 3 | std::uint64_t(slot_bit);
+}
+
+__global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std::uint32_t* __restrict__ vertex_segments,
+                                                                      std::uint64_t listed, std::int64_t owned_segments,
+                                                                      const std::uint8_t* __restrict__ flags,
+                                                                      SegmentScan scan,
+                                                                      std::uint64_t* __restrict__ entries) {
   constexpr int kWords = kSegmentPoints / 4, kPitch = kWords + 1;  // an odd pitch: a lane's words in distinct banks
   __shared__ std::uint32_t slot_words[kSegmentThreads * kPitch];
   const int lane = int(threadIdx.x % 32);
@@ -627,7 +628,6 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
     }
   }
   __syncwarp();
-  const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
   deal_items(lane, vertices, [&](bool has, int owner, std::uint32_t n, std::uint32_t) {
     const std::uint32_t owner_starts[2] = {__shfl_sync(0xffffffffu, starts[0], owner),
                                            __shfl_sync(0xffffffffu, starts[1], owner)};
@@ -643,17 +643,35 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
       if (from <= n) q = w, start = from;
     }
     const int bit = nth_set_bit(words[owner * kPitch + q], n - start);
-    const int slot = bit & 7;
-    std::int64_t segment, j;
-    const std::int64_t r = g.by_segments.quotient(owner_at, segment);
-    const std::int64_t i = segment * kSegmentPoints + 4 * q + (bit >> 3);
-    const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
-    const std::uint64_t v = owner_first + n;
-    if (slot == 0) *points = 1;  // a sample on the level (every writer stores the same value)
-    if (point_marks) point_marks[v] = slot == 0;
-    mc::slot_vertex<T, R>(s, i, j, k, slot, level, map, positions + 3 * v, normals ? normals + 3 * v : nullptr,
-                          scalars ? &sv : nullptr, scalars ? values + v : nullptr);
+    entries[owner_first + n] = vertex_entry(owner_at, 4 * q + (bit >> 3), bit & 7);
   });
+}
+
+// `point_marks`, where given, gets 1 for a vertex on a sample equal to the level and 0 for the others.
+template <class T>
+__global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s, RowGrid g,
+                                                             typename mc::RealOf<T>::type level, mc::WorldMap map,
+                                                             const std::uint64_t* __restrict__ entries,
+                                                             std::uint64_t count, float* __restrict__ positions,
+                                                             float* __restrict__ normals,
+                                                             const float* __restrict__ scalars,
+                                                             float* __restrict__ values,
+                                                             unsigned long long* __restrict__ points,
+                                                             std::uint8_t* __restrict__ point_marks) {
+  using R = typename mc::RealOf<T>::type;
+  const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (v >= count) return;
+  const std::uint64_t e = entries[v];
+  const int slot = int(e & 7);
+  if (slot == 0) *points = 1;  // a sample on the level (every writer stores the same value)
+  if (point_marks) point_marks[v] = slot == 0;
+  std::int64_t segment, j;
+  const std::int64_t r = g.by_segments.quotient(std::int64_t(e >> 8), segment);
+  const std::int64_t i = segment * kSegmentPoints + std::int64_t(e >> 3 & 31);
+  const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
+  const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
+  mc::slot_vertex<T, R>(s, i, j, k, slot, level, map, positions + 3 * v, normals ? normals + 3 * v : nullptr,
+                        scalars ? &sv : nullptr, scalars ? values + v : nullptr);
 }
 
 // Whether every vertex on a sample equal to the level is used by the slab's own triangles: the vertex pass marks

@@ -309,11 +309,12 @@ class CudaEngine final : public SlabEngine {
                  "allocating the slab samples");
     ensure_work_arrays(grid(t));
     load_kernels(t.type);
-    // About one vertex for two triangles.
+    // About one vertex for two triangles (the vertex list holds 8 bytes a vertex).
     const std::size_t nt = std::size_t(expected_triangles), nv = nt / 2;
     if (nt == 0) return;
     positions_.ensure(nv * 12, "allocating vertices");
     if (t.normals) normals_.ensure(nv * 12, "allocating normals");
+    vertex_list_.ensure(nv * 8, "allocating the vertex list");
     triangles_.ensure(nt * 12, "allocating triangles");
   }
 
@@ -342,6 +343,7 @@ class CudaEngine final : public SlabEngine {
     auto load = [&](const void* kernel) { PS_CUDA(cudaFuncGetAttributes(&a, kernel), "loading the isosurface kernels"); };
     load(reinterpret_cast<const void*>(fill_field_kernel));
     load(reinterpret_cast<const void*>(cuda::totals_kernel));
+    load(reinterpret_cast<const void*>(cuda::vertex_list_kernel));
     load(reinterpret_cast<const void*>(cuda::clear_used_marks_kernel));
     load(reinterpret_cast<const void*>(cuda::any_mark_kernel));
     core::visit_voxel_type(type, [&](auto tag) {
@@ -350,7 +352,7 @@ class CudaEngine final : public SlabEngine {
       if constexpr (cuda::kWordCompareType<T>) load(reinterpret_cast<const void*>(cuda::classify_runs_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::flags_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::next_slab_centers_kernel<T>));
-      load(reinterpret_cast<const void*>(cuda::vertex_kernel<T>));
+      load(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::triangle_kernel<T>));
     });
     if (group_counts_.ptr) {  // (always: a slab has at least one row)
@@ -411,6 +413,7 @@ class CudaEngine final : public SlabEngine {
     // A mesh bound for the host is checked for unused vertices on samples equal to the level (below).
     const bool marks = out.positions && nv > 0 && owned_rows > 0;
     if (marks) point_marks_.ensure(nv, "allocating point-vertex marks");  // (before the streams fork)
+    if (nv > 0 && owned_rows > 0) vertex_list_.ensure(nv * 8, "allocating the vertex list");
     const bool side = nt > 0 && g.cell_rows > 0;
     if (side) {
       PS_CUDA(cudaEventRecord(scanned_, 0), "ordering the triangle pass");
@@ -425,10 +428,13 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cudaEventRecord(triangles_done_, triangle_stream_), "ordering the triangle pass");
     }
     if (nv > 0 && owned_rows > 0) {
-      cuda::vertex_kernel<T><<<blocks_for(std::size_t(vertex_segments_listed_)), cuda::kSegmentThreads>>>(
-          s, g, R(task.level), task.map, vertex_segments_.as<std::uint32_t>(), vertex_segments_listed_,
-          owned_rows * g.segments, flags_.as<std::uint8_t>(), segment_scan(std::size_t(g.flag_rows * g.segments)),
-          positions_.as<float>(),
+      cuda::vertex_list_kernel<<<blocks_for(std::size_t(vertex_segments_listed_)), cuda::kSegmentThreads>>>(
+          vertex_segments_.as<std::uint32_t>(), vertex_segments_listed_, owned_rows * g.segments,
+          flags_.as<std::uint8_t>(), segment_scan(std::size_t(g.flag_rows * g.segments)),
+          vertex_list_.as<std::uint64_t>());
+      PS_CUDA_LAUNCH("listing vertices");
+      cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
+          s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, positions_.as<float>(),
           task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
           task.scalars ? values_.as<float>() : nullptr, points, marks ? point_marks_.as<std::uint8_t>() : nullptr);
       PS_CUDA_LAUNCH("writing vertices");
@@ -506,7 +512,7 @@ class CudaEngine final : public SlabEngine {
     return l;
   }
 
-  core::DeviceBuffer totals_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
+  core::DeviceBuffer totals_, vertex_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
       counters_, data_, flags_, vertex_segments_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,
       next_centres_,
       scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
