@@ -589,29 +589,22 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
   next_centres[at] = centres;
 }
 
-// Pass 2a, in two kernels. The first lists every vertex of the segments pass 1b listed as (segment, point, slot) at
-// its id, 32 segments a warp: a segment holds from one to 160 vertices, so a thread per segment would leave most
-// lanes idle while a few walk their slots, and the warp deals its vertices out to its lanes, 32 at a time. The
-// second computes one vertex a thread. (A list kernel over every segment took 35 us of 0.47 ms at 512^3 float32 on
-// an H200; one kernel that computed the vertices as it dealt them, 75 us against 86 for the two: its warps went
-// through their rounds one after another, at 28 % occupancy.)
-__device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, std::int64_t point, int slot_bit) {
-  return std::uint64_t(at) << 8 | std::uint64_t(point) << 3 | std::uint64_t(slot_bit);
-}
-
-__global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std::uint32_t* __restrict__ vertex_segments,
-                                                                      std::uint64_t listed, std::int64_t owned_segments,
-                                                                      const std::uint8_t* __restrict__ flags,
-                                                                      SegmentScan scan,
-                                                                      std::uint64_t* __restrict__ entries) {
-  constexpr int kWords = kSegmentPoints / 4, kPitch = kWords + 1;  // an odd pitch: a lane's words in distinct banks
-  __shared__ std::uint32_t slot_words[kSegmentThreads * kPitch];
+// Pass 2a: the vertices of the segments pass 1b listed, 32 segments a warp. A segment holds from one to 160
+// vertices, so a thread per segment would leave most lanes idle while a few walk their slots: the warp deals its
+// vertices out to its lanes, 32 at a time, and `emit(v, at, point, slot)` runs on each lane that holds one (vertex v:
+// slot bit `slot` of point `point` of segment `at`). `words` is the warp's kSegmentThreads · kSlotPitch shared words.
+// Every lane of the warp calls it.
+constexpr int kSlotPitch = kSegmentPoints / 4 + 1;  // a segment's eight flag words at an odd pitch: distinct banks
+template <class Emit>
+__device__ __forceinline__ void deal_listed_vertices(const std::uint32_t* __restrict__ vertex_segments,
+                                                     std::uint64_t listed, std::int64_t owned_segments,
+                                                     const std::uint8_t* __restrict__ flags, const SegmentScan& scan,
+                                                     std::uint32_t* words, Emit&& emit) {
+  constexpr int kWords = kSegmentPoints / 4;
   const int lane = int(threadIdx.x % 32);
   const std::uint64_t a = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (a - lane >= listed) return;  // whole warp
   // Vertices of the owned rows only (the slab's last slice belongs to the next slab).
   const std::int64_t at = a < listed ? std::int64_t(vertex_segments[a]) : owned_segments;
-  std::uint32_t* words = slot_words + (threadIdx.x - lane) * kPitch;  // the warp's: lane l's from l · kPitch
   std::uint32_t starts[2] = {0, 0};  // byte q % 4 of starts[q / 4]: the segment's slots before its word q
   std::uint32_t vertices = 0, first = 0;
   if (at < owned_segments) {
@@ -622,7 +615,7 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std:
 #pragma unroll
     for (int q = 0; q < kWords; ++q) {
       const std::uint32_t slots = w[q] & kSlotBytes;
-      words[lane * kPitch + q] = slots;
+      words[lane * kSlotPitch + q] = slots;
       starts[q / 4] |= vertices << (8 * (q % 4));
       vertices += std::uint32_t(__popc(slots));
     }
@@ -642,12 +635,80 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std:
       const std::uint32_t from = owner_starts[w / 4] >> (8 * (w % 4)) & 255u;
       if (from <= n) q = w, start = from;
     }
-    const int bit = nth_set_bit(words[owner * kPitch + q], n - start);
-    entries[owner_first + n] = vertex_entry(owner_at, 4 * q + (bit >> 3), bit & 7);
+    const int bit = nth_set_bit(words[owner * kSlotPitch + q], n - start);
+    emit(std::uint64_t(owner_first) + n, owner_at, 4 * q + (bit >> 3), bit & 7);
   });
 }
 
-// `point_marks`, where given, gets 1 for a vertex on a sample equal to the level and 0 for the others.
+// Where a vertex goes and what it needs besides its place: `point_marks`, where given, gets 1 for a vertex on a
+// sample equal to the level and 0 for the others.
+struct VertexOut {
+  float* positions;
+  float* normals;
+  const float* scalars;
+  float* values;
+  unsigned long long* points;
+  std::uint8_t* point_marks;
+};
+template <class T>
+__device__ __forceinline__ void write_vertex(const mc::SlabValues<T>& s, const RowGrid& g,
+                                             typename mc::RealOf<T>::type level, const mc::WorldMap& map,
+                                             const VertexOut& out, std::uint64_t v, std::int64_t at, int point,
+                                             int slot) {
+  using R = typename mc::RealOf<T>::type;
+  if (slot == 0) *out.points = 1;  // a sample on the level (every writer stores the same value)
+  if (out.point_marks) out.point_marks[v] = slot == 0;
+  std::int64_t segment, j;
+  const std::int64_t r = g.by_segments.quotient(at, segment);
+  const std::int64_t i = segment * kSegmentPoints + point;
+  const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
+  const mc::SlabValues<float> sv{out.scalars, s.nx, s.ny, s.nz, s.z_begin};
+  mc::slot_vertex<T, R>(s, i, j, k, slot, level, map, out.positions + 3 * v,
+                        out.normals ? out.normals + 3 * v : nullptr, out.scalars ? &sv : nullptr,
+                        out.scalars ? out.values + v : nullptr);
+}
+
+// The vertex kernels take their outputs as parameters of their own: taken as one VertexOut, the compute kernel needed
+// 74 registers against 64.
+// One kernel: each lane computes the vertices dealt to it. Its warps go through their rounds one after another, at
+// 28 % occupancy (76 registers), so it suits slabs of few vertices, where it saves a launch and the list's round
+// trip through memory.
+template <class T>
+__global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
+    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, mc::WorldMap map,
+    const std::uint32_t* __restrict__ vertex_segments, std::uint64_t listed, std::int64_t owned_segments,
+    const std::uint8_t* __restrict__ flags, SegmentScan scan, float* __restrict__ positions,
+    float* __restrict__ normals, const float* __restrict__ scalars, float* __restrict__ values,
+    unsigned long long* __restrict__ points, std::uint8_t* __restrict__ point_marks) {
+  __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
+  const int lane = int(threadIdx.x % 32);
+  if (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x - lane >= listed) return;  // whole warp
+  const VertexOut out{positions, normals, scalars, values, points, point_marks};
+  deal_listed_vertices(vertex_segments, listed, owned_segments, flags, scan,
+                       slot_words + (threadIdx.x - lane) * kSlotPitch,
+                       [&](std::uint64_t v, std::int64_t at, int point, int slot) {
+                         write_vertex(s, g, level, map, out, v, at, point, slot);
+                       });
+}
+
+// Two kernels: the first lists every vertex as (segment, point, slot) at its id, the second computes one a thread.
+__device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, int point, int slot_bit) {
+  return std::uint64_t(at) << 8 | std::uint64_t(point) << 3 | std::uint64_t(slot_bit);
+}
+__global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std::uint32_t* __restrict__ vertex_segments,
+                                                                      std::uint64_t listed, std::int64_t owned_segments,
+                                                                      const std::uint8_t* __restrict__ flags,
+                                                                      SegmentScan scan,
+                                                                      std::uint64_t* __restrict__ entries) {
+  __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
+  const int lane = int(threadIdx.x % 32);
+  if (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x - lane >= listed) return;  // whole warp
+  deal_listed_vertices(vertex_segments, listed, owned_segments, flags, scan,
+                       slot_words + (threadIdx.x - lane) * kSlotPitch,
+                       [&](std::uint64_t v, std::int64_t at, int point, int slot) {
+                         entries[v] = vertex_entry(at, point, slot);
+                       });
+}
 template <class T>
 __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s, RowGrid g,
                                                              typename mc::RealOf<T>::type level, mc::WorldMap map,
@@ -658,20 +719,11 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
                                                              float* __restrict__ values,
                                                              unsigned long long* __restrict__ points,
                                                              std::uint8_t* __restrict__ point_marks) {
-  using R = typename mc::RealOf<T>::type;
   const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (v >= count) return;
   const std::uint64_t e = entries[v];
-  const int slot = int(e & 7);
-  if (slot == 0) *points = 1;  // a sample on the level (every writer stores the same value)
-  if (point_marks) point_marks[v] = slot == 0;
-  std::int64_t segment, j;
-  const std::int64_t r = g.by_segments.quotient(std::int64_t(e >> 8), segment);
-  const std::int64_t i = segment * kSegmentPoints + std::int64_t(e >> 3 & 31);
-  const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
-  const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
-  mc::slot_vertex<T, R>(s, i, j, k, slot, level, map, positions + 3 * v, normals ? normals + 3 * v : nullptr,
-                        scalars ? &sv : nullptr, scalars ? values + v : nullptr);
+  const VertexOut out{positions, normals, scalars, values, points, point_marks};
+  write_vertex(s, g, level, map, out, v, std::int64_t(e >> 8), int(e >> 3 & 31), int(e & 7));
 }
 
 // Whether every vertex on a sample equal to the level is used by the slab's own triangles: the vertex pass marks

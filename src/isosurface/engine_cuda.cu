@@ -45,6 +45,7 @@ class CudaEngine final : public SlabEngine {
     cudaDeviceProp p{};
     PS_CUDA(cudaGetDeviceProperties(&p, device), "reading device properties");
     name_ = std::string("cuda ") + std::to_string(device) + " (" + p.name + ")";
+    multiprocessors_ = p.multiProcessorCount;
     const auto& t = mc::case_tables();
     table_.ensure(t.entries.size() * sizeof(mc::CaseEntry), "allocating the case table");
     PS_CUDA(cudaMemcpy(table_.ptr, t.entries.data(), t.entries.size() * sizeof(mc::CaseEntry), cudaMemcpyHostToDevice),
@@ -353,6 +354,7 @@ class CudaEngine final : public SlabEngine {
       load(reinterpret_cast<const void*>(cuda::flags_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::next_slab_centers_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>));
+      load(reinterpret_cast<const void*>(cuda::vertex_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::triangle_kernel<T>));
     });
     if (group_counts_.ptr) {  // (always: a slab has at least one row)
@@ -413,7 +415,11 @@ class CudaEngine final : public SlabEngine {
     // A mesh bound for the host is checked for unused vertices on samples equal to the level (below).
     const bool marks = out.positions && nv > 0 && owned_rows > 0;
     if (marks) point_marks_.ensure(nv, "allocating point-vertex marks");  // (before the streams fork)
-    if (nv > 0 && owned_rows > 0) vertex_list_.ensure(nv * 8, "allocating the vertex list");
+    // One vertex kernel for slabs of few vertices, two for many (H200, 132 multiprocessors: one kernel 0.113-0.115
+    // ms against 0.119-0.120 at 256^3 uint8 with 283,512 vertices, 0.166-0.170 against 0.171-0.179 on spm152 with
+    // 806,254; two 0.450-0.460 against 0.465-0.471 at 512^3 float32 with 1,109,904).
+    const bool one_vertex_kernel = nv <= kOneKernelVerticesPerMultiprocessor * std::size_t(multiprocessors_);
+    if (nv > 0 && owned_rows > 0 && !one_vertex_kernel) vertex_list_.ensure(nv * 8, "allocating the vertex list");
     const bool side = nt > 0 && g.cell_rows > 0;
     if (side) {
       PS_CUDA(cudaEventRecord(scanned_, 0), "ordering the triangle pass");
@@ -428,15 +434,26 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cudaEventRecord(triangles_done_, triangle_stream_), "ordering the triangle pass");
     }
     if (nv > 0 && owned_rows > 0) {
-      cuda::vertex_list_kernel<<<blocks_for(std::size_t(vertex_segments_listed_)), cuda::kSegmentThreads>>>(
-          vertex_segments_.as<std::uint32_t>(), vertex_segments_listed_, owned_rows * g.segments,
-          flags_.as<std::uint8_t>(), segment_scan(std::size_t(g.flag_rows * g.segments)),
-          vertex_list_.as<std::uint64_t>());
-      PS_CUDA_LAUNCH("listing vertices");
-      cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
-          s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, positions_.as<float>(),
-          task.normals ? normals_.as<float>() : nullptr, task.scalars ? scalars_.as<float>() : nullptr,
-          task.scalars ? values_.as<float>() : nullptr, points, marks ? point_marks_.as<std::uint8_t>() : nullptr);
+      const cuda::VertexOut vertex_out{positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
+                                       task.scalars ? scalars_.as<float>() : nullptr,
+                                       task.scalars ? values_.as<float>() : nullptr, points,
+                                       marks ? point_marks_.as<std::uint8_t>() : nullptr};
+      const auto scanned = segment_scan(std::size_t(g.flag_rows * g.segments));
+      const unsigned list_blocks = blocks_for(std::size_t(vertex_segments_listed_));
+      if (one_vertex_kernel) {
+        cuda::vertex_kernel<T><<<list_blocks, cuda::kSegmentThreads>>>(
+            s, g, R(task.level), task.map, vertex_segments_.as<std::uint32_t>(), vertex_segments_listed_,
+            owned_rows * g.segments, flags_.as<std::uint8_t>(), scanned, vertex_out.positions, vertex_out.normals,
+            vertex_out.scalars, vertex_out.values, vertex_out.points, vertex_out.point_marks);
+      } else {
+        cuda::vertex_list_kernel<<<list_blocks, cuda::kSegmentThreads>>>(
+            vertex_segments_.as<std::uint32_t>(), vertex_segments_listed_, owned_rows * g.segments,
+            flags_.as<std::uint8_t>(), scanned, vertex_list_.as<std::uint64_t>());
+        PS_CUDA_LAUNCH("listing vertices");
+        cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
+            s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, vertex_out.positions,
+            vertex_out.normals, vertex_out.scalars, vertex_out.values, vertex_out.points, vertex_out.point_marks);
+      }
       PS_CUDA_LAUNCH("writing vertices");
     }
     if (side) PS_CUDA(cudaStreamWaitEvent(0, triangles_done_, 0), "joining the triangle pass");
@@ -473,6 +490,8 @@ class CudaEngine final : public SlabEngine {
   SlabCounts counts_;
   unsigned long long tie_total_ = 0, vertex_segments_listed_ = 0;
   static constexpr int kCounters = 4;
+  static constexpr std::size_t kOneKernelVerticesPerMultiprocessor = 7000;
+  int multiprocessors_ = 1;
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr;
