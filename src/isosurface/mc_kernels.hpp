@@ -583,7 +583,7 @@ PS_HD_HOST_INLINE void slot_vertex(const SlabValues<T>& s, std::int64_t i, std::
                                    const SlabValues<float>* scalars, float* value) {
   static_assert(kSlotX == 2 && kSlotY == 4 && kSlotZ == 8, "the crossings' slots are bits 1, 2 and 3");
   const int axis = slot_bit - 1;
-  if (axis < 0 || axis > 2) {     // a sample on the level or a centre: rare
+  if (axis < 0 || axis > 2) {  // a sample on the level or a centre: rare
     point_vertices<T, R>(s, i, j, k, std::uint8_t(1u << slot_bit), level, m, pos, nrm, scalars, value);
     return;
   }
