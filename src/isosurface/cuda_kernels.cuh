@@ -1,11 +1,11 @@
 // CUDA kernels of the isosurface engine, by segments of 32 points of a row. Pass 1a gives every sample two bits,
 // inside and on the level, by warp ballots marching along z; pass 1b makes each segment's flag bytes (which vertex
-// slots its points own) and counts its vertices and its cells' triangles from those bits. One scan, by groups of 32
-// segments, gives every segment its first vertex and first triangle, so the generation passes (2a vertices, 2b
-// triangles) run per segment and deal a warp's work out to its lanes: no pass walks a whole row. The per-point and
-// per-cell math is mc_kernels.hpp, shared with the CPU engine.
-// Pipeline as in Rogeiro 2011 (classify, scan, generate), with Flying-Edges-style edge ownership so that no
-// compaction or vertex merge pass is needed.
+// slots its points own), counts its vertices and its cells' triangles from those bits, and lists the segments that
+// own vertices. One scan, by groups of 32 segments, gives every segment its first vertex and first triangle, so the
+// generation passes (2a vertices, over the listed segments; 2b triangles, over all) deal a warp's work out to its
+// lanes: no pass walks a whole row. The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
+// Pipeline as in Rogeiro 2011 (classify, scan, compact, generate), with Flying-Edges-style edge ownership so that no
+// vertex merge pass is needed.
 #pragma once
 #include "core/fast_divide.hpp"
 #include "isosurface/mc_kernels.hpp"
@@ -592,7 +592,7 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
 // Pass 2a: the vertices of the segments pass 1b listed, 32 segments a warp. A segment holds from one to 160
 // vertices, so a thread per segment would leave most lanes idle while a few walk their slots: the warp deals its
 // vertices out to its lanes, 32 at a time, and `emit(v, at, point, slot)` runs on each lane that holds one (vertex v:
-// slot bit `slot` of point `point` of segment `at`). `words` is the warp's kSegmentThreads · kSlotPitch shared words.
+// slot bit `slot` of point `point` of segment `at`). `words`: the warp's 32 · kSlotPitch words of shared memory.
 // Every lane of the warp calls it.
 constexpr int kSlotPitch = kSegmentPoints / 4 + 1;  // a segment's eight flag words at an odd pitch: distinct banks
 template <class Emit>
@@ -671,7 +671,7 @@ __device__ __forceinline__ void write_vertex(const mc::SlabValues<T>& s, const R
 // The vertex kernels take their outputs as parameters of their own: taken as one VertexOut, the compute kernel needed
 // 74 registers against 64.
 // One kernel: each lane computes the vertices dealt to it. Its warps go through their rounds one after another, at
-// 28 % occupancy (76 registers), so it suits slabs of few vertices, where it saves a launch and the list's round
+// 28 % occupancy (80 registers), so it suits slabs of few vertices, where it saves a launch and the list's round
 // trip through memory.
 template <class T>
 __global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
