@@ -211,7 +211,7 @@ class CudaEngine final : public SlabEngine {
           s, g, R(task.level), lookup(task), task.keep_degenerate, task.z1, next_centres_.as<std::uint32_t>());
       PS_CUDA_LAUNCH("counting the next slab's centre vertices");
     }
-    // All three counters, the generation's too: a generation always follows its count, and a clear between the
+    // All the counters, the generation's too: a generation always follows its count, and a clear between the
     // passes would wait on the host's round trip for the totals.
     PS_CUDA(cudaMemset(counters_.ptr, 0, kCounters * sizeof(unsigned long long)), "clearing counters");
     if (rows > 0) {
