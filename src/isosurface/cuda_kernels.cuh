@@ -269,19 +269,31 @@ __device__ __forceinline__ std::uint32_t spread_bits(std::uint32_t m) { return (
 constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
 
 // The slab's totals after the scans, gathered on the device so that one copy brings them home (five copies of a few
-// bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction).
+// bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction). The generation's kernels read
+// them too, so that they can be launched before the host has seen them: `fits` says whether the mesh arrays hold
+// the slab (else they write nothing, and the host grows the arrays and launches them again).
 struct SlabTotals {
-  unsigned long long vertices, triangles, ties, vertex_segments;
+  unsigned long long vertices, triangles, ties, vertex_segments, fits;
+};
+// What the mesh arrays hold: vertices (positions and every other per-vertex array asked for), vertex-list entries,
+// triangles (with their labels) and tie candidates.
+struct MeshCapacity {
+  unsigned long long vertices, list_entries, triangles, ties;
 };
 __global__ void totals_kernel(SegmentScan scan, std::int64_t owned_segments,
-                              const unsigned long long* __restrict__ counters, SlabTotals* __restrict__ out) {
+                              const unsigned long long* __restrict__ counters, MeshCapacity capacity,
+                              SlabTotals* __restrict__ out) {
   // Vertices of the owned rows only (the slab's extra slice belongs to the next slab); all triangles.
   const std::int64_t last = (scan.segments - 1) / kGroupSegments;
   const std::uint64_t all = scan.group_bases[last] + scan.group_counts[last];
-  out->vertices = vertices_of(owned_segments < scan.segments ? segment_first(scan, owned_segments) : all);
-  out->triangles = triangles_of(all);
-  out->ties = counters[0];
+  const unsigned long long vertices = vertices_of(owned_segments < scan.segments ? segment_first(scan, owned_segments) : all);
+  const unsigned long long triangles = triangles_of(all), ties = counters[0];
+  out->vertices = vertices;
+  out->triangles = triangles;
+  out->ties = ties;
   out->vertex_segments = counters[3];
+  out->fits = vertices <= capacity.vertices && vertices <= capacity.list_entries && triangles <= capacity.triangles &&
+              ties <= capacity.ties;
 }
 
 // The four point rows a cell row's corners lie in, in cell_case's corner order (q = corner >> 1).
@@ -589,7 +601,7 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
   next_centres[at] = centres;
 }
 
-// Pass 2a: the vertices of the segments pass 1b listed, 32 segments a warp. A segment holds from one to 160
+// Pass 2a: the vertices of the segments pass 1b listed, 32 segments a warp (list entries a, its lane's). A segment holds from one to 160
 // vertices, so a thread per segment would leave most lanes idle while a few walk their slots: the warp deals its
 // vertices out to its lanes, 32 at a time, and `emit(v, at, point, slot)` runs on each lane that holds one (vertex v:
 // slot bit `slot` of point `point` of segment `at`). `words`: the warp's 32 · kSlotPitch words of shared memory.
@@ -597,12 +609,12 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
 constexpr int kSlotPitch = kSegmentPoints / 4 + 1;  // a segment's eight flag words at an odd pitch: distinct banks
 template <class Emit>
 __device__ __forceinline__ void deal_listed_vertices(const std::uint32_t* __restrict__ vertex_segments,
-                                                     std::uint64_t listed, std::int64_t owned_segments,
+                                                     std::uint64_t a, std::uint64_t listed,
+                                                     std::int64_t owned_segments,
                                                      const std::uint8_t* __restrict__ flags, const SegmentScan& scan,
                                                      std::uint32_t* words, Emit&& emit) {
   constexpr int kWords = kSegmentPoints / 4;
   const int lane = int(threadIdx.x % 32);
-  const std::uint64_t a = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   // Vertices of the owned rows only (the slab's last slice belongs to the next slab).
   const std::int64_t at = a < listed ? std::int64_t(vertex_segments[a]) : owned_segments;
   std::uint32_t starts[2] = {0, 0};  // byte q % 4 of starts[q / 4]: the segment's slots before its word q
@@ -676,19 +688,24 @@ __device__ __forceinline__ void write_vertex(const mc::SlabValues<T>& s, const R
 template <class T>
 __global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, mc::WorldMap map,
-    const std::uint32_t* __restrict__ vertex_segments, std::uint64_t listed, std::int64_t owned_segments,
-    const std::uint8_t* __restrict__ flags, SegmentScan scan, float* __restrict__ positions,
-    float* __restrict__ normals, const float* __restrict__ scalars, float* __restrict__ values,
-    unsigned long long* __restrict__ points, std::uint8_t* __restrict__ point_marks) {
+    const std::uint32_t* __restrict__ vertex_segments, const SlabTotals* __restrict__ totals,
+    std::int64_t owned_segments, const std::uint8_t* __restrict__ flags, SegmentScan scan,
+    float* __restrict__ positions, float* __restrict__ normals, const float* __restrict__ scalars,
+    float* __restrict__ values, unsigned long long* __restrict__ points, std::uint8_t* __restrict__ point_marks) {
   __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
-  const int lane = int(threadIdx.x % 32);
-  if (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x - lane >= listed) return;  // whole warp
+  if (!totals->fits) return;
+  const std::uint64_t listed = totals->vertex_segments;
   const VertexOut out{positions, normals, scalars, values, points, point_marks};
-  deal_listed_vertices(vertex_segments, listed, owned_segments, flags, scan,
-                       slot_words + (threadIdx.x - lane) * kSlotPitch,
-                       [&](std::uint64_t v, std::int64_t at, int point, int slot) {
-                         write_vertex(s, g, level, map, out, v, at, point, slot);
-                       });
+  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
+  for (std::uint64_t a = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; a - threadIdx.x % 32 < listed;
+       a += step) {  // whole warps
+    deal_listed_vertices(vertex_segments, a, listed, owned_segments, flags, scan,
+                         slot_words + (threadIdx.x - threadIdx.x % 32) * kSlotPitch,
+                         [&](std::uint64_t v, std::int64_t at, int point, int slot) {
+                           write_vertex(s, g, level, map, out, v, at, point, slot);
+                         });
+    __syncwarp();  // the next round's words overwrite these
+  }
 }
 
 // Two kernels: the first lists every vertex as (segment, point, slot) at its id, the second computes one a thread.
@@ -696,34 +713,44 @@ __device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, int point
   return std::uint64_t(at) << 8 | std::uint64_t(point) << 3 | std::uint64_t(slot_bit);
 }
 __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std::uint32_t* __restrict__ vertex_segments,
-                                                                      std::uint64_t listed, std::int64_t owned_segments,
+                                                                      const SlabTotals* __restrict__ totals,
+                                                                      std::int64_t owned_segments,
                                                                       const std::uint8_t* __restrict__ flags,
                                                                       SegmentScan scan,
                                                                       std::uint64_t* __restrict__ entries) {
   __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
-  const int lane = int(threadIdx.x % 32);
-  if (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x - lane >= listed) return;  // whole warp
-  deal_listed_vertices(vertex_segments, listed, owned_segments, flags, scan,
-                       slot_words + (threadIdx.x - lane) * kSlotPitch,
-                       [&](std::uint64_t v, std::int64_t at, int point, int slot) {
-                         entries[v] = vertex_entry(at, point, slot);
-                       });
+  if (!totals->fits) return;
+  const std::uint64_t listed = totals->vertex_segments;
+  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
+  for (std::uint64_t a = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; a - threadIdx.x % 32 < listed;
+       a += step) {  // whole warps
+    deal_listed_vertices(vertex_segments, a, listed, owned_segments, flags, scan,
+                         slot_words + (threadIdx.x - threadIdx.x % 32) * kSlotPitch,
+                         [&](std::uint64_t v, std::int64_t at, int point, int slot) {
+                           entries[v] = vertex_entry(at, point, slot);
+                         });
+    __syncwarp();  // the next round's words overwrite these
+  }
 }
 template <class T>
 __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s, RowGrid g,
                                                              typename mc::RealOf<T>::type level, mc::WorldMap map,
                                                              const std::uint64_t* __restrict__ entries,
-                                                             std::uint64_t count, float* __restrict__ positions,
+                                                             const SlabTotals* __restrict__ totals,
+                                                             float* __restrict__ positions,
                                                              float* __restrict__ normals,
                                                              const float* __restrict__ scalars,
                                                              float* __restrict__ values,
                                                              unsigned long long* __restrict__ points,
                                                              std::uint8_t* __restrict__ point_marks) {
-  const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (v >= count) return;
-  const std::uint64_t e = entries[v];
+  if (!totals->fits) return;
+  const std::uint64_t count = totals->vertices;
   const VertexOut out{positions, normals, scalars, values, points, point_marks};
-  write_vertex(s, g, level, map, out, v, std::int64_t(e >> 8), int(e >> 3 & 31), int(e & 7));
+  for (std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; v < count;
+       v += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t e = entries[v];
+    write_vertex(s, g, level, map, out, v, std::int64_t(e >> 8), int(e >> 3 & 31), int(e & 7));
+  }
 }
 
 // Whether every vertex on a sample equal to the level is used by the slab's own triangles: the vertex pass marks
@@ -773,11 +800,11 @@ __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
     SegmentScan scan, std::uint64_t slab_vertex_base,
     const std::int32_t* __restrict__ labels, std::uint32_t* __restrict__ triangles,
     std::int32_t* __restrict__ face_labels, unsigned long long* __restrict__ tie_count,
-    std::uint64_t* __restrict__ ties) {
+    std::uint64_t* __restrict__ ties, const SlabTotals* __restrict__ totals) {
   const int lane = int(threadIdx.x % 32);
   const std::int64_t count = g.cell_rows * g.segments;
   const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, warp_first = at - lane;
-  if (warp_first >= count) return;  // whole warp
+  if (warp_first >= count || !totals->fits) return;  // whole warp
   std::uint32_t mixed = 0;
   const std::uint32_t segment_triangles = local_triangles(warp_segment_count(scan, at, lane));
   if (at < count && segment_triangles != 0) {

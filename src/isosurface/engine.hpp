@@ -22,6 +22,7 @@ struct SlabTask {
   std::int64_t data_z0 = 0, data_z1 = 0;
   std::array<std::int64_t, 3> dims{};
   std::int64_t z0 = 0, z1 = 0;          // points [z0, z1) own this slab's vertices; cells [z0, min(z1, nz−1))
+  std::uint64_t vertex_base = 0;        // global id of this slab's first vertex (a GPU may write the mesh in count())
   double level = 0;
   mc::WorldMap map{};
   bool decider = false, tunnels = false, keep_degenerate = false, flip = false, normals = true;  // tunnels: MC33
@@ -37,7 +38,6 @@ struct MeshTail {
   std::uint32_t* triangles = nullptr;  // this slab's first triangle
   std::int32_t* face_labels = nullptr;  // with task labels: this slab's first triangle's label
   float* values = nullptr;              // with task scalars: this slab's first vertex's value
-  std::uint64_t vertex_base = 0;      // global id of this slab's first vertex
 };
 
 struct StageSeconds {
@@ -48,8 +48,10 @@ class SlabEngine {
  public:
   virtual ~SlabEngine() = default;
   virtual std::string name() const = 0;
+  // A GPU engine may also write the slab's mesh on the device here, when its arrays hold it: generate() then only
+  // brings it home, and the host waits once instead of twice.
   virtual SlabCounts count(const SlabTask& task) = 0;
-  // Appends the slab-relative indices of triangles that touch a sample on the level (candidates for duplicates).
+  // With the same task as count(). Appends the slab-relative indices of triangles that touch a sample on the level (candidates for duplicates).
   virtual void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& tie_triangles) = 0;
   virtual StageSeconds seconds() const = 0;
   // Whether the last generate() may have left a vertex unused: only a vertex at a sample on the level can be, when

@@ -814,7 +814,7 @@ class CpuEngine final : public SlabEngine {
         std::uint64_t base[4];
         for (int q = 0; q < 4; ++q) {
           row[q] = flags + rr[q] * l.nx;
-          base[q] = out.vertex_base + row_vertex_base_[std::size_t(rr[q])];
+          base[q] = task.vertex_base + row_vertex_base_[std::size_t(rr[q])];
         }
         std::uint64_t t = row_triangle_base_[std::size_t(r)];
         const auto [i_begin, i_end] = cell_span(r, l);

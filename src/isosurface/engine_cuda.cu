@@ -5,6 +5,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <chrono>
+#include <map>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -58,6 +59,8 @@ class CudaEngine final : public SlabEngine {
     // between the passes, and a copy through the driver's pageable staging, each cost microseconds per slab.
     PS_CUDA(cudaEventCreate(&classify_start_), "creating timing events");
     PS_CUDA(cudaEventCreate(&classify_end_), "creating timing events");
+    PS_CUDA(cudaEventCreate(&totals_end_), "creating timing events");
+    PS_CUDA(cudaEventCreate(&generated_), "creating timing events");
     PS_CUDA(cudaStreamCreateWithFlags(&triangle_stream_, cudaStreamNonBlocking), "creating the triangle stream");
     PS_CUDA(cudaEventCreateWithFlags(&scanned_, cudaEventDisableTiming), "creating stream events");
     PS_CUDA(cudaEventCreateWithFlags(&triangles_done_, cudaEventDisableTiming), "creating stream events");
@@ -144,6 +147,8 @@ class CudaEngine final : public SlabEngine {
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
     if (classify_start_) cudaEventDestroy(classify_start_);
     if (classify_end_) cudaEventDestroy(classify_end_);
+    if (totals_end_) cudaEventDestroy(totals_end_);
+    if (generated_) cudaEventDestroy(generated_);
     if (triangle_stream_) cudaStreamDestroy(triangle_stream_);
     if (scanned_) cudaEventDestroy(scanned_);
     if (triangles_done_) cudaEventDestroy(triangles_done_);
@@ -249,13 +254,28 @@ class CudaEngine final : public SlabEngine {
     scan(group_counts_.as<std::uint64_t>(), group_bases_.as<std::uint64_t>(), groups);
     const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]) * g.segments;
     cuda::SlabTotals totals{};
+    generated_ahead_ = false;
+    float generate_ms = 0;
     if (rows > 0) {
       totals_.ensure(sizeof(cuda::SlabTotals), "allocating the slab totals");
+      // The mesh is written before the totals come home when the arrays already hold a slab like the last one (or
+      // what prepare() expected): the host's round trip between the passes cost 10-20 us of idle GPU.
+      const std::size_t vertices_guess = counts_.vertices > 0 ? counts_.vertices : positions_.bytes / 12;
+      const bool ahead = positions_.bytes > 0 && triangles_.bytes > 0;
+      const bool one_vertex_kernel = uses_one_vertex_kernel(vertices_guess);
       cuda::totals_kernel<<<1, 1>>>(segment_scan(segments), owned, counters_.as<unsigned long long>(),
+                                    ahead ? capacity(task, one_vertex_kernel) : cuda::MeshCapacity{},
                                     totals_.as<cuda::SlabTotals>());
       PS_CUDA_LAUNCH("gathering the slab totals");
+      PS_CUDA(cudaEventRecord(totals_end_), "timing the scan");
+      if (ahead) {
+        launch_generation<T>(task, one_vertex_kernel, true, true, positions_.bytes / 12, segments);
+        PS_CUDA(cudaEventRecord(generated_), "timing the generation");
+      }
       PS_CUDA(cudaMemcpy(totals_host_, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
       totals = *totals_host_;
+      generated_ahead_ = ahead && totals.fits != 0;
+      if (generated_ahead_) PS_CUDA(cudaEventElapsedTime(&generate_ms, totals_end_, generated_), "timing the generation");
     }
     PS_CUDA(cudaEventSynchronize(classify_end_), "classifying the slab");
     float classify_ms = 0;
@@ -263,9 +283,27 @@ class CudaEngine final : public SlabEngine {
     tie_total_ = totals.ties;
     vertex_segments_listed_ = totals.vertex_segments;
     seconds_.classify += classify_ms * 1e-3;
-    seconds_.scan += std::max(0.0, since(t0) - classify_ms * 1e-3);
+    seconds_.generate += generate_ms * 1e-3;
+    seconds_.scan += std::max(0.0, since(t0) - (classify_ms + generate_ms) * 1e-3);
     counts_ = {totals.vertices, totals.triangles};
     return counts_;
+  }
+
+  // Small slabs deal and compute their vertices in one kernel, large ones list them first (H200, 132
+  // multiprocessors: one kernel 0.113-0.115 ms against 0.119-0.120 at 256^3 uint8 with 283,512 vertices, 0.166-0.170
+  // against 0.171-0.179 on spm152 with 806,254; two 0.450-0.460 against 0.465-0.471 at 512^3 float32 with 1,109,904).
+  bool uses_one_vertex_kernel(std::size_t vertices) const {
+    return vertices <= kOneKernelVerticesPerMultiprocessor * std::size_t(multiprocessors_);
+  }
+  // What the mesh arrays hold now, for the task's outputs (point marks are written whenever the mesh is made ahead).
+  cuda::MeshCapacity capacity(const SlabTask& task, bool one_vertex_kernel) const {
+    constexpr unsigned long long kAny = ~0ull;
+    unsigned long long v = std::min<unsigned long long>(positions_.bytes / 12, point_marks_.bytes);
+    if (task.normals) v = std::min<unsigned long long>(v, normals_.bytes / 12);
+    if (task.scalars) v = std::min<unsigned long long>(v, values_.bytes / 4);
+    unsigned long long t = triangles_.bytes / 12;
+    if (task.labels) t = std::min<unsigned long long>(t, face_labels_.bytes / 4);
+    return {v, one_vertex_kernel ? kAny : vertex_list_.bytes / 8, t, ties_.bytes / 8};
   }
 
   // The scan adds vertex and triangle counts in the two halves of one word, which holds only while a slab has fewer
@@ -313,10 +351,14 @@ class CudaEngine final : public SlabEngine {
     // About one vertex for two triangles (the vertex list holds 8 bytes a vertex).
     const std::size_t nt = std::size_t(expected_triangles), nv = nt / 2;
     if (nt == 0) return;
-    positions_.ensure(nv * 12, "allocating vertices");
-    if (t.normals) normals_.ensure(nv * 12, "allocating normals");
-    vertex_list_.ensure(nv * 8, "allocating the vertex list");
-    triangles_.ensure(nt * 12, "allocating triangles");
+    reserve(positions_, nv * 12, "allocating vertices");
+    if (t.normals) reserve(normals_, nv * 12, "allocating normals");
+    if (t.scalars) reserve(values_, nv * 4, "allocating vertex values");
+    reserve(point_marks_, nv, "allocating point-vertex marks");
+    if (!uses_one_vertex_kernel(nv)) reserve(vertex_list_, nv * 8, "allocating the vertex list");
+    reserve(triangles_, nt * 12, "allocating triangles");
+    if (t.labels) reserve(face_labels_, nt * 4, "allocating triangle labels");
+    reserve(ties_, std::max<std::size_t>(8, nt / 64 * 8), "allocating tie candidates");  // ties are rare but for integers
   }
 
  private:
@@ -397,66 +439,103 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp_.ptr, temp, in, out, n), "scanning segments");
   }
 
+  // The generation's kernels for the slab just counted. They read the counts from the device totals, so that they
+  // may run before the host has them: their grids cover at most `vertex_bound` vertices and `listed_bound` listed
+  // segments (loops take any beyond one wave), and they write nothing unless the totals say that the arrays fit.
   template <class T>
-  void generate_t(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) {
+  void launch_generation(const SlabTask& task, bool one_vertex_kernel, bool marks, bool triangles,
+                         std::size_t vertex_bound, std::size_t listed_bound) {
     using R = typename mc::RealOf<T>::type;
     const auto s = device_values<T>(task);
-    const auto t0 = Clock::now();
     const auto g = grid(task);
-    const std::size_t nv = counts_.vertices, nt = counts_.triangles;
-    positions_.ensure(std::max<std::size_t>(1, nv * 12), "allocating vertices");
-    if (task.normals) normals_.ensure(std::max<std::size_t>(1, nv * 12), "allocating normals");
-    if (task.scalars) values_.ensure(std::max<std::size_t>(1, nv * 4), "allocating vertex values");
-    if (task.labels) face_labels_.ensure(std::max<std::size_t>(1, nt * 4), "allocating triangle labels");
-    triangles_.ensure(std::max<std::size_t>(1, nt * 12), "allocating triangles");
-    ties_.ensure(std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
-    unsigned long long* points = counters_.as<unsigned long long>() + 2;
+    const auto* totals = totals_.as<cuda::SlabTotals>();
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
-    // A mesh bound for the host is checked for unused vertices on samples equal to the level (below).
-    const bool marks = out.positions && nv > 0 && owned_rows > 0;
-    if (marks) point_marks_.ensure(nv, "allocating point-vertex marks");  // (before the streams fork)
-    // One vertex kernel for slabs of few vertices, two for many (H200, 132 multiprocessors: one kernel 0.113-0.115
-    // ms against 0.119-0.120 at 256^3 uint8 with 283,512 vertices, 0.166-0.170 against 0.171-0.179 on spm152 with
-    // 806,254; two 0.450-0.460 against 0.465-0.471 at 512^3 float32 with 1,109,904).
-    const bool one_vertex_kernel = nv <= kOneKernelVerticesPerMultiprocessor * std::size_t(multiprocessors_);
-    if (nv > 0 && owned_rows > 0 && !one_vertex_kernel) vertex_list_.ensure(nv * 8, "allocating the vertex list");
-    const bool side = nt > 0 && g.cell_rows > 0;
+    const auto scanned = segment_scan(std::size_t(g.flag_rows * g.segments));
+    const bool side = triangles && g.cell_rows > 0;
     if (side) {
       PS_CUDA(cudaEventRecord(scanned_, 0), "ordering the triangle pass");
       PS_CUDA(cudaStreamWaitEvent(triangle_stream_, scanned_, 0), "ordering the triangle pass");
       cuda::triangle_kernel<T><<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads, 0, triangle_stream_>>>(
           s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
-          task.keep_degenerate, task.flip, segment_scan(std::size_t(g.flag_rows * g.segments)), out.vertex_base,
+          task.keep_degenerate, task.flip, scanned, task.vertex_base,
           task.labels ? labels_.as<std::int32_t>() : nullptr,
           triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
-          counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>());
+          counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>(), totals);
       PS_CUDA_LAUNCH("writing triangles");
       PS_CUDA(cudaEventRecord(triangles_done_, triangle_stream_), "ordering the triangle pass");
     }
-    if (nv > 0 && owned_rows > 0) {
-      const cuda::VertexOut vertex_out{positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
-                                       task.scalars ? scalars_.as<float>() : nullptr,
-                                       task.scalars ? values_.as<float>() : nullptr, points,
-                                       marks ? point_marks_.as<std::uint8_t>() : nullptr};
-      const auto scanned = segment_scan(std::size_t(g.flag_rows * g.segments));
-      const unsigned list_blocks = blocks_for(std::size_t(vertex_segments_listed_));
+    if (vertex_bound > 0 && listed_bound > 0 && owned_rows > 0) {
+      const cuda::VertexOut out{positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
+                                task.scalars ? scalars_.as<float>() : nullptr,
+                                task.scalars ? values_.as<float>() : nullptr, counters_.as<unsigned long long>() + 2,
+                                marks ? point_marks_.as<std::uint8_t>() : nullptr};
+      const std::size_t listed_blocks = (listed_bound + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads;
       if (one_vertex_kernel) {
-        cuda::vertex_kernel<T><<<list_blocks, cuda::kSegmentThreads>>>(
-            s, g, R(task.level), task.map, vertex_segments_.as<std::uint32_t>(), vertex_segments_listed_,
-            owned_rows * g.segments, flags_.as<std::uint8_t>(), scanned, vertex_out.positions, vertex_out.normals,
-            vertex_out.scalars, vertex_out.values, vertex_out.points, vertex_out.point_marks);
+        cuda::vertex_kernel<T><<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_kernel<T>), listed_blocks),
+                                 cuda::kSegmentThreads>>>(
+            s, g, R(task.level), task.map, vertex_segments_.as<std::uint32_t>(), totals, owned_rows * g.segments,
+            flags_.as<std::uint8_t>(), scanned, out.positions, out.normals, out.scalars, out.values, out.points,
+            out.point_marks);
       } else {
-        cuda::vertex_list_kernel<<<list_blocks, cuda::kSegmentThreads>>>(
-            vertex_segments_.as<std::uint32_t>(), vertex_segments_listed_, owned_rows * g.segments,
-            flags_.as<std::uint8_t>(), scanned, vertex_list_.as<std::uint64_t>());
+        cuda::vertex_list_kernel<<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_list_kernel), listed_blocks),
+                                   cuda::kSegmentThreads>>>(vertex_segments_.as<std::uint32_t>(), totals,
+                                                            owned_rows * g.segments, flags_.as<std::uint8_t>(),
+                                                            scanned, vertex_list_.as<std::uint64_t>());
         PS_CUDA_LAUNCH("listing vertices");
-        cuda::vertex_compute_kernel<T><<<unsigned((nv + 255) / 256), 256>>>(
-            s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), nv, vertex_out.positions,
-            vertex_out.normals, vertex_out.scalars, vertex_out.values, vertex_out.points, vertex_out.point_marks);
+        cuda::vertex_compute_kernel<T><<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>),
+                                                     (vertex_bound + 255) / 256),
+                                         256>>>(s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), totals,
+                                                out.positions, out.normals, out.scalars, out.values, out.points,
+                                                out.point_marks);
       }
       PS_CUDA_LAUNCH("writing vertices");
     }
     if (side) PS_CUDA(cudaStreamWaitEvent(0, triangles_done_, 0), "joining the triangle pass");
+  }
+  // A grid of `needed` blocks, or one wave of resident blocks where that is fewer (the kernel loops over the rest).
+  unsigned wave_blocks(const void* kernel, std::size_t needed) {
+    auto it = wave_.find(kernel);
+    if (it == wave_.end()) {
+      cudaFuncAttributes a{};
+      PS_CUDA(cudaFuncGetAttributes(&a, kernel), "sizing the vertex pass");
+      int per_multiprocessor = 0;
+      PS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
+                                                            std::min(a.maxThreadsPerBlock, 256), 0),
+              "sizing the vertex pass");
+      it = wave_.emplace(kernel, std::size_t(std::max(1, per_multiprocessor)) * std::size_t(multiprocessors_)).first;
+    }
+    return unsigned(std::max<std::size_t>(1, std::min(needed, it->second)));
+  }
+  // Grows a mesh array to `bytes` with an eighth to spare, so that the next slab's mesh is likely to be made ahead.
+  static void reserve(core::DeviceBuffer& buffer, std::size_t bytes, const char* what) {
+    if (bytes > buffer.bytes) buffer.ensure(bytes + bytes / 8, what);
+  }
+
+  template <class T>
+  void generate_t(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) {
+    const auto t0 = Clock::now();
+    const std::size_t nv = counts_.vertices, nt = counts_.triangles;
+    const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
+    unsigned long long* points = counters_.as<unsigned long long>() + 2;
+    if (!generated_ahead_) {
+      reserve(positions_, std::max<std::size_t>(1, nv * 12), "allocating vertices");
+      if (task.normals) reserve(normals_, std::max<std::size_t>(1, nv * 12), "allocating normals");
+      if (task.scalars) reserve(values_, std::max<std::size_t>(1, nv * 4), "allocating vertex values");
+      if (task.labels) reserve(face_labels_, std::max<std::size_t>(1, nt * 4), "allocating triangle labels");
+      reserve(triangles_, std::max<std::size_t>(1, nt * 12), "allocating triangles");
+      reserve(ties_, std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
+      // A mesh bound for the host is checked for unused vertices on samples equal to the level (below).
+      // (The marks array grows anyway: a mesh made ahead always has its marks.)
+      const bool marks = out.positions && nv > 0 && owned_rows > 0;
+      reserve(point_marks_, std::max<std::size_t>(1, nv), "allocating point-vertex marks");
+      const bool one_vertex_kernel = uses_one_vertex_kernel(nv);
+      if (nv > 0 && owned_rows > 0 && !one_vertex_kernel) reserve(vertex_list_, nv * 8, "allocating the vertex list");
+      if (nv > 0 || nt > 0) {
+        // The totals kernel found the arrays too small (fits = 0); they hold the slab now.
+        PS_CUDA(cudaMemsetAsync(&totals_.as<cuda::SlabTotals>()->fits, 1, 1), "sizing the mesh");
+        launch_generation<T>(task, one_vertex_kernel, marks, nt > 0, nv, std::size_t(vertex_segments_listed_));
+      }
+    }
     PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
@@ -473,7 +552,7 @@ class CudaEngine final : public SlabEngine {
     if (out.positions) {
       unsigned long long any = 0;
       PS_CUDA(cudaMemcpy(&any, points, sizeof any, cudaMemcpyDeviceToHost), "reading the point-vertex flag");
-      if (any != 0 && nv > 0 && owned_rows > 0) any = point_vertex_unused(out.vertex_base, nv, nt);
+      if (any != 0 && nv > 0 && owned_rows > 0) any = point_vertex_unused(task.vertex_base, nv, nt);
       point_vertices_ = any != 0;
     }
     if (tie_total_ > 0) {
@@ -489,12 +568,14 @@ class CudaEngine final : public SlabEngine {
   StageSeconds seconds_;
   SlabCounts counts_;
   unsigned long long tie_total_ = 0, vertex_segments_listed_ = 0;
+  bool generated_ahead_ = false;  // count() made the mesh too
+  std::map<const void*, std::size_t> wave_;  // resident blocks of a kernel on the device
   static constexpr int kCounters = 4;
   static constexpr std::size_t kOneKernelVerticesPerMultiprocessor = 7000;
   int multiprocessors_ = 1;
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
-  cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr;
+  cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
   // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and
   // the scan, and each is bound by latency at partial occupancy, so they overlap a little (512^3 float32 on an H200:
   // 0.531-0.539 against 0.538-0.544 ms).

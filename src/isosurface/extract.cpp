@@ -545,9 +545,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     iso::SlabTask t = task_of(task_in, s, buf);
     for (std::size_t L = 0; L < levels.size(); ++L) {
       t.level = levels[L];
-      const iso::SlabCounts c = eng.count(t);
       LevelMesh& m = into[L];
       const std::uint64_t v0 = m.vertices, t0 = m.triangle_count;
+      t.vertex_base = v0;
+      const iso::SlabCounts c = eng.count(t);
       if (vertices_so_far + c.vertices > std::numeric_limits<std::uint32_t>::max())
         throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
       const std::uint64_t grow = c.vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) +
@@ -567,7 +568,6 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       tail.positions = m.positions.data() + 3 * v0;
       tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
       tail.triangles = m.triangles.data() + 3 * t0;
-      tail.vertex_base = v0;
       tail.values = o.scalars ? m.values.data() + v0 : nullptr;
       tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
       std::vector<std::uint64_t> ties;

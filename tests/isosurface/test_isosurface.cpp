@@ -783,6 +783,7 @@ TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
     t.data_z1 = std::min(dims[2], z1 + 2);
     t.data = samples.data() + t.data_z0 * dims[0] * dims[1];
     t.level = level;
+    t.vertex_base = base;
     for (int i = 0; i < 9; ++i) t.map.jacobian[i] = t.map.normal_matrix[i] = i % 4 == 0 ? 1.0f : 0.0f;
     engine.stage(t);
     const iso::SlabCounts c = engine.count(t);
@@ -794,7 +795,6 @@ TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
     out.positions = m.positions.data();
     out.normals = m.normals.data();
     out.triangles = m.triangles.data();
-    out.vertex_base = base;
     std::vector<std::uint64_t> ties;
     engine.generate(t, out, ties);
     return m;
