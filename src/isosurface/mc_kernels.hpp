@@ -540,6 +540,26 @@ PS_HD bool inner_point(const SlabValues<T>& s, std::int64_t i, std::int64_t j, s
   return i >= 1 && i + 2 < s.nx && j >= 1 && j + 2 < s.ny && k >= 1 && k + 2 < s.nz;
 }
 
+// Point (i, j, k)'s gradient (zero unless `wanted`), and whether it is an inner point (then p is its sample): what
+// the vertices of its slots start from.
+template <class T, class R>
+struct PointGradient {
+  bool inner;
+  const T* p;
+  R g[3];
+};
+template <class T, class R>
+PS_HD_HOST_INLINE PointGradient<T, R> point_gradient(const SlabValues<T>& s, std::int64_t i, std::int64_t j,
+                                                     std::int64_t k, bool wanted) {
+  PointGradient<T, R> out{inner_point(s, i, j, k), nullptr, {}};
+  if (out.inner) out.p = &s.data[((k - s.z_begin) * s.ny + j) * s.nx + i];
+  if (wanted) {
+    if (out.inner) gradient_inner<T, R>(out.p, s.nx, s.nx * s.ny, out.g);
+    else gradient(s, i, j, k, out.g);
+  }
+  return out;
+}
+
 // Writes the vertices of point (i, j, k) in slot order: its own sample, the x, y, z edge crossings, the centre of
 // the cell it is the lowest corner of (MC33); their normals unless `nrm` is null (no gradient is then computed); and,
 // when `scalars` (a second volume on the same slab layout) is given, its values interpolated alike into `values`.
@@ -549,13 +569,10 @@ template <class T, class R>
 PS_HD_HOST_INLINE void point_vertices(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
                           R level, const WorldMap& m, float* pos, float* nrm, const SlabValues<float>* scalars = nullptr,
                           float* values = nullptr) {
-  const bool inner = inner_point(s, i, j, k);
-  const T* p = inner ? &s.data[((k - s.z_begin) * s.ny + j) * s.nx + i] : nullptr;
-  R g0[3] = {};
-  if (nrm) {
-    if (inner) gradient_inner<T, R>(p, s.nx, s.nx * s.ny, g0);
-    else gradient(s, i, j, k, g0);
-  }
+  const PointGradient<T, R> at = point_gradient<T, R>(s, i, j, k, nrm != nullptr);
+  const bool inner = at.inner;
+  const T* p = at.p;
+  const R* g0 = at.g;
   int slot = 0;
   const float s0 = scalars ? scalars->at(i, j, k) : 0.0f;
   if (flags & kSlotPoint) {
@@ -587,13 +604,10 @@ PS_HD_HOST_INLINE void slot_vertex(const SlabValues<T>& s, std::int64_t i, std::
     point_vertices<T, R>(s, i, j, k, std::uint8_t(1u << slot_bit), level, m, pos, nrm, scalars, value);
     return;
   }
-  const bool inner = inner_point(s, i, j, k);
-  const T* p = inner ? &s.data[((k - s.z_begin) * s.ny + j) * s.nx + i] : nullptr;
-  R g0[3] = {};
-  if (nrm) {
-    if (inner) gradient_inner<T, R>(p, s.nx, s.nx * s.ny, g0);
-    else gradient(s, i, j, k, g0);
-  }
+  const PointGradient<T, R> at = point_gradient<T, R>(s, i, j, k, nrm != nullptr);
+  const bool inner = at.inner;
+  const T* p = at.p;
+  const R* g0 = at.g;
   crossing_vertex(s, i, j, k, axis, R(s.at(i, j, k)), g0, inner, p, level, m, pos, nrm, scalars,
                   scalars ? scalars->at(i, j, k) : 0.0f, value);
 }
