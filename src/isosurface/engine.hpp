@@ -51,7 +51,8 @@ class SlabEngine {
   // A GPU engine may also write the slab's mesh on the device here, when its arrays hold it: generate() then only
   // brings it home, and the host waits once instead of twice.
   virtual SlabCounts count(const SlabTask& task) = 0;
-  // With the same task as count(). Appends the slab-relative indices of triangles that touch a sample on the level (candidates for duplicates).
+  // With the same task as count(). Appends the slab-relative indices of triangles that touch a sample on the level
+  // (candidates for duplicates).
   virtual void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& tie_triangles) = 0;
   virtual StageSeconds seconds() const = 0;
   // Whether the last generate() may have left a vertex unused: only a vertex at a sample on the level can be, when
