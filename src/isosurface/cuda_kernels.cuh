@@ -652,6 +652,27 @@ __device__ __forceinline__ void deal_listed_vertices(const std::uint32_t* __rest
   });
 }
 
+// Every listed segment's vertices, when the mesh arrays hold them (SlabTotals::fits): each warp of the grid deals
+// rounds of 32 listed segments, a grid's worth apart, so that a grid of one wave covers any list. `block_words`: the
+// block's kSegmentThreads · kSlotPitch words of shared memory.
+template <class Emit>
+__device__ __forceinline__ void deal_every_listed_vertex(const std::uint32_t* __restrict__ vertex_segments,
+                                                         const SlabTotals* __restrict__ totals,
+                                                         std::int64_t owned_segments,
+                                                         const std::uint8_t* __restrict__ flags,
+                                                         const SegmentScan& scan, std::uint32_t* block_words,
+                                                         Emit&& emit) {
+  if (!totals->fits) return;
+  const std::uint64_t listed = totals->vertex_segments;
+  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
+  const int lane = int(threadIdx.x % 32);
+  std::uint32_t* words = block_words + (threadIdx.x - lane) * kSlotPitch;
+  for (std::uint64_t a = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; a - lane < listed; a += step) {
+    deal_listed_vertices(vertex_segments, a, listed, owned_segments, flags, scan, words, emit);  // whole warps
+    __syncwarp();  // the next round's words overwrite these
+  }
+}
+
 // Where a vertex goes and what it needs besides its place: `point_marks`, where given, gets 1 for a vertex on a
 // sample equal to the level and 0 for the others.
 struct VertexOut {
@@ -693,19 +714,11 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
     float* __restrict__ positions, float* __restrict__ normals, const float* __restrict__ scalars,
     float* __restrict__ values, unsigned long long* __restrict__ points, std::uint8_t* __restrict__ point_marks) {
   __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
-  if (!totals->fits) return;
-  const std::uint64_t listed = totals->vertex_segments;
   const VertexOut out{positions, normals, scalars, values, points, point_marks};
-  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
-  for (std::uint64_t a = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; a - threadIdx.x % 32 < listed;
-       a += step) {  // whole warps
-    deal_listed_vertices(vertex_segments, a, listed, owned_segments, flags, scan,
-                         slot_words + (threadIdx.x - threadIdx.x % 32) * kSlotPitch,
-                         [&](std::uint64_t v, std::int64_t at, int point, int slot) {
-                           write_vertex(s, g, level, map, out, v, at, point, slot);
-                         });
-    __syncwarp();  // the next round's words overwrite these
-  }
+  deal_every_listed_vertex(vertex_segments, totals, owned_segments, flags, scan, slot_words,
+                           [&](std::uint64_t v, std::int64_t at, int point, int slot) {
+                             write_vertex(s, g, level, map, out, v, at, point, slot);
+                           });
 }
 
 // Two kernels: the first lists every vertex as (segment, point, slot) at its id, the second computes one a thread.
@@ -719,18 +732,10 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std:
                                                                       SegmentScan scan,
                                                                       std::uint64_t* __restrict__ entries) {
   __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
-  if (!totals->fits) return;
-  const std::uint64_t listed = totals->vertex_segments;
-  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
-  for (std::uint64_t a = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; a - threadIdx.x % 32 < listed;
-       a += step) {  // whole warps
-    deal_listed_vertices(vertex_segments, a, listed, owned_segments, flags, scan,
-                         slot_words + (threadIdx.x - threadIdx.x % 32) * kSlotPitch,
-                         [&](std::uint64_t v, std::int64_t at, int point, int slot) {
-                           entries[v] = vertex_entry(at, point, slot);
-                         });
-    __syncwarp();  // the next round's words overwrite these
-  }
+  deal_every_listed_vertex(vertex_segments, totals, owned_segments, flags, scan, slot_words,
+                           [&](std::uint64_t v, std::int64_t at, int point, int slot) {
+                             entries[v] = vertex_entry(at, point, slot);
+                           });
 }
 template <class T>
 __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s, RowGrid g,
