@@ -601,11 +601,11 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
   next_centres[at] = centres;
 }
 
-// Pass 2a: the vertices of the segments pass 1b listed, 32 segments a warp (list entries a, its lane's). A segment holds from one to 160
-// vertices, so a thread per segment would leave most lanes idle while a few walk their slots: the warp deals its
-// vertices out to its lanes, 32 at a time, and `emit(v, at, point, slot)` runs on each lane that holds one (vertex v:
-// slot bit `slot` of point `point` of segment `at`). `words`: the warp's 32 · kSlotPitch words of shared memory.
-// Every lane of the warp calls it.
+// Pass 2a: the vertices of the segments pass 1b listed, up to 32 segments a warp (list entry a, its lane's; none where
+// a is `listed`). A segment holds from one to 160 vertices, so a thread per segment would leave most lanes idle while
+// a few walk their slots: the warp deals its vertices out to its lanes, 32 at a time, and `emit(v, at, point, slot)`
+// runs on each lane that holds one (vertex v: slot bit `slot` of point `point` of segment `at`). `words`: the warp's
+// 32 · kSlotPitch words of shared memory. Every lane of the warp calls it.
 constexpr int kSlotPitch = kSegmentPoints / 4 + 1;  // a segment's eight flag words at an odd pitch: distinct banks
 template <class Emit>
 __device__ __forceinline__ void deal_listed_vertices(const std::uint32_t* __restrict__ vertex_segments,
@@ -653,8 +653,10 @@ __device__ __forceinline__ void deal_listed_vertices(const std::uint32_t* __rest
 }
 
 // Every listed segment's vertices, when the mesh arrays hold them (SlabTotals::fits): each warp of the grid deals
-// rounds of 32 listed segments, a grid's worth apart, so that a grid of one wave covers any list. `block_words`: the
-// block's kSegmentThreads · kSlotPitch words of shared memory.
+// rounds of up to 32 listed segments, a grid's worth apart, so that a grid of one wave covers any list. A list of
+// fewer than 32 segments a warp is spread over all the warps, fewer segments each: a warp's rounds run one after
+// another, so warps of 32 segments would set the pass's time while others idle (H200, MR_Gd's 132,036 vertices:
+// 22.8 -> 16.1 us under the profiler). `block_words`: the block's kSegmentThreads · kSlotPitch words of shared memory.
 template <class Emit>
 __device__ __forceinline__ void deal_every_listed_vertex(const std::uint32_t* __restrict__ vertex_segments,
                                                          const SlabTotals* __restrict__ totals,
@@ -664,10 +666,14 @@ __device__ __forceinline__ void deal_every_listed_vertex(const std::uint32_t* __
                                                          Emit&& emit) {
   if (!totals->fits) return;
   const std::uint64_t listed = totals->vertex_segments;
-  const std::uint64_t step = std::uint64_t(gridDim.x) * blockDim.x;
+  const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / 32);
+  const std::uint64_t per_warp = min(std::uint64_t(32), (listed + warps - 1) / warps);
+  const std::uint64_t step = warps * per_warp;
   const int lane = int(threadIdx.x % 32);
   std::uint32_t* words = block_words + (threadIdx.x - lane) * kSlotPitch;
-  for (std::uint64_t a = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; a - lane < listed; a += step) {
+  const std::uint64_t warp = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  for (std::uint64_t first = warp * per_warp; first < listed; first += step) {
+    const std::uint64_t a = std::uint64_t(lane) < per_warp ? first + lane : listed;  // lanes past per_warp: none
     deal_listed_vertices(vertex_segments, a, listed, owned_segments, flags, scan, words, emit);  // whole warps
     __syncwarp();  // the next round's words overwrite these
   }
@@ -701,27 +707,11 @@ __device__ __forceinline__ void write_vertex(const mc::SlabValues<T>& s, const R
                         out.scalars ? out.values + v : nullptr);
 }
 
-// The vertex kernels take their outputs as parameters of their own: taken as one VertexOut, the compute kernel needed
-// 74 registers against 64.
-// One kernel: each lane computes the vertices dealt to it. Its warps go through their rounds one after another, at
-// 28 % occupancy (80 registers), so it suits slabs of few vertices, where it saves a launch and the list's round
-// trip through memory.
-template <class T>
-__global__ void __launch_bounds__(kSegmentThreads) vertex_kernel(
-    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, mc::WorldMap map,
-    const std::uint32_t* __restrict__ vertex_segments, const SlabTotals* __restrict__ totals,
-    std::int64_t owned_segments, const std::uint8_t* __restrict__ flags, SegmentScan scan,
-    float* __restrict__ positions, float* __restrict__ normals, const float* __restrict__ scalars,
-    float* __restrict__ values, unsigned long long* __restrict__ points, std::uint8_t* __restrict__ point_marks) {
-  __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
-  const VertexOut out{positions, normals, scalars, values, points, point_marks};
-  deal_every_listed_vertex(vertex_segments, totals, owned_segments, flags, scan, slot_words,
-                           [&](std::uint64_t v, std::int64_t at, int point, int slot) {
-                             write_vertex(s, g, level, map, out, v, at, point, slot);
-                           });
-}
-
-// Two kernels: the first lists every vertex as (segment, point, slot) at its id, the second computes one a thread.
+// The vertices in two kernels: the first lists every vertex as (segment, point, slot) at its id, the second computes
+// one a thread, with its outputs as parameters of its own (taken as one VertexOut it needed 74 registers against 64).
+// One kernel that computed each vertex as it was dealt ran at 28 % occupancy (80 registers) and lost to the two once
+// short lists were spread over the grid (H200: 256^3 float32 0.124-0.130 -> 0.114-0.120 ms, spm152 0.168-0.174 ->
+// 0.158-0.165 ms, 512^3 unchanged).
 __device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, int point, int slot_bit) {
   return std::uint64_t(at) << 8 | std::uint64_t(point) << 3 | std::uint64_t(slot_bit);
 }

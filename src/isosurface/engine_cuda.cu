@@ -261,16 +261,14 @@ class CudaEngine final : public SlabEngine {
       // The mesh is written before the totals come home when the arrays already hold a slab like the last one (or
       // what prepare() expected): the host's round trip between the passes cost 4-8 us a slab (H200: 256^3 float32
       // 0.126-0.130 -> 0.120-0.121 ms, MR_Gd 0.084-0.092 -> 0.082-0.088 ms).
-      const std::size_t vertices_guess = counts_.vertices > 0 ? counts_.vertices : positions_.bytes / 12;
       const bool ahead = positions_.bytes > 0 && triangles_.bytes > 0;
-      const bool one_vertex_kernel = uses_one_vertex_kernel(vertices_guess);
       cuda::totals_kernel<<<1, 1>>>(segment_scan(segments), owned, counters_.as<unsigned long long>(),
-                                    ahead ? capacity(task, one_vertex_kernel) : cuda::MeshCapacity{},
+                                    ahead ? capacity(task) : cuda::MeshCapacity{},
                                     totals_.as<cuda::SlabTotals>());
       PS_CUDA_LAUNCH("gathering the slab totals");
       PS_CUDA(cudaEventRecord(totals_end_), "timing the scan");
       if (ahead) {
-        launch_generation<T>(task, one_vertex_kernel, true, true, positions_.bytes / 12, segments);
+        launch_generation<T>(task, true, true, positions_.bytes / 12, segments);
         PS_CUDA(cudaEventRecord(generated_), "timing the generation");
       }
       PS_CUDA(cudaMemcpy(totals_host_, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
@@ -290,21 +288,14 @@ class CudaEngine final : public SlabEngine {
     return counts_;
   }
 
-  // Small slabs deal and compute their vertices in one kernel, large ones list them first (H200, 132
-  // multiprocessors: one kernel 0.113-0.115 ms against 0.119-0.120 at 256^3 uint8 with 283,512 vertices, 0.166-0.170
-  // against 0.171-0.179 on spm152 with 806,254; two 0.450-0.460 against 0.465-0.471 at 512^3 float32 with 1,109,904).
-  bool uses_one_vertex_kernel(std::size_t vertices) const {
-    return vertices <= kOneKernelVerticesPerMultiprocessor * std::size_t(multiprocessors_);
-  }
   // What the mesh arrays hold now, for the task's outputs (point marks are written whenever the mesh is made ahead).
-  cuda::MeshCapacity capacity(const SlabTask& task, bool one_vertex_kernel) const {
-    constexpr unsigned long long kAny = ~0ull;
+  cuda::MeshCapacity capacity(const SlabTask& task) const {
     unsigned long long v = std::min<unsigned long long>(positions_.bytes / 12, point_marks_.bytes);
     if (task.normals) v = std::min<unsigned long long>(v, normals_.bytes / 12);
     if (task.scalars) v = std::min<unsigned long long>(v, values_.bytes / 4);
     unsigned long long t = triangles_.bytes / 12;
     if (task.labels) t = std::min<unsigned long long>(t, face_labels_.bytes / 4);
-    return {v, one_vertex_kernel ? kAny : vertex_list_.bytes / 8, t, ties_.bytes / 8};
+    return {v, vertex_list_.bytes / 8, t, ties_.bytes / 8};
   }
 
   // The scan adds vertex and triangle counts in the two halves of one word, which holds only while a slab has fewer
@@ -356,7 +347,7 @@ class CudaEngine final : public SlabEngine {
     if (t.normals) reserve(normals_, nv * 12, "allocating normals");
     if (t.scalars) reserve(values_, nv * 4, "allocating vertex values");
     reserve(point_marks_, nv, "allocating point-vertex marks");
-    if (!uses_one_vertex_kernel(nv)) reserve(vertex_list_, nv * 8, "allocating the vertex list");
+    reserve(vertex_list_, nv * 8, "allocating the vertex list");
     reserve(triangles_, nt * 12, "allocating triangles");
     if (t.labels) reserve(face_labels_, nt * 4, "allocating triangle labels");
     reserve(ties_, std::max<std::size_t>(8, nt / 64 * 8), "allocating tie candidates");  // ties are rare but for integers
@@ -397,7 +388,6 @@ class CudaEngine final : public SlabEngine {
       load(reinterpret_cast<const void*>(cuda::flags_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::next_slab_centers_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>));
-      load(reinterpret_cast<const void*>(cuda::vertex_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::triangle_kernel<T>));
     });
     if (group_counts_.ptr) {  // (always: a slab has at least one row)
@@ -444,7 +434,7 @@ class CudaEngine final : public SlabEngine {
   // may run before the host has them: their grids cover at most `vertex_bound` vertices and `listed_bound` listed
   // segments (loops take any beyond one wave), and they write nothing unless the totals say that the arrays fit.
   template <class T>
-  void launch_generation(const SlabTask& task, bool one_vertex_kernel, bool marks, bool triangles,
+  void launch_generation(const SlabTask& task, bool marks, bool triangles,
                          std::size_t vertex_bound, std::size_t listed_bound) {
     using R = typename mc::RealOf<T>::type;
     const auto s = device_values<T>(task);
@@ -470,25 +460,19 @@ class CudaEngine final : public SlabEngine {
                                 task.scalars ? scalars_.as<float>() : nullptr,
                                 task.scalars ? values_.as<float>() : nullptr, counters_.as<unsigned long long>() + 2,
                                 marks ? point_marks_.as<std::uint8_t>() : nullptr};
-      const std::size_t listed_blocks = (listed_bound + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads;
-      if (one_vertex_kernel) {
-        cuda::vertex_kernel<T><<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_kernel<T>), listed_blocks),
-                                 cuda::kSegmentThreads>>>(
-            s, g, R(task.level), task.map, vertex_segments_.as<std::uint32_t>(), totals, owned_rows * g.segments,
-            flags_.as<std::uint8_t>(), scanned, out.positions, out.normals, out.scalars, out.values, out.points,
-            out.point_marks);
-      } else {
-        cuda::vertex_list_kernel<<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_list_kernel), listed_blocks),
-                                   cuda::kSegmentThreads>>>(vertex_segments_.as<std::uint32_t>(), totals,
-                                                            owned_rows * g.segments, flags_.as<std::uint8_t>(),
-                                                            scanned, vertex_list_.as<std::uint64_t>());
-        PS_CUDA_LAUNCH("listing vertices");
-        cuda::vertex_compute_kernel<T><<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>),
-                                                     (vertex_bound + 255) / 256),
-                                         256>>>(s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), totals,
-                                                out.positions, out.normals, out.scalars, out.values, out.points,
-                                                out.point_marks);
-      }
+      // Up to a warp a listed segment (deal_every_listed_vertex spreads short lists), at most one wave.
+      constexpr std::size_t kWarps = cuda::kSegmentThreads / 32;
+      const std::size_t listed_blocks = (listed_bound + kWarps - 1) / kWarps;
+      cuda::vertex_list_kernel<<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_list_kernel), listed_blocks),
+                                 cuda::kSegmentThreads>>>(vertex_segments_.as<std::uint32_t>(), totals,
+                                                          owned_rows * g.segments, flags_.as<std::uint8_t>(), scanned,
+                                                          vertex_list_.as<std::uint64_t>());
+      PS_CUDA_LAUNCH("listing vertices");
+      cuda::vertex_compute_kernel<T><<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>),
+                                                   (vertex_bound + 255) / 256),
+                                       256>>>(s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), totals,
+                                              out.positions, out.normals, out.scalars, out.values, out.points,
+                                              out.point_marks);
       PS_CUDA_LAUNCH("writing vertices");
     }
     if (side) PS_CUDA(cudaStreamWaitEvent(0, triangles_done_, 0), "joining the triangle pass");
@@ -529,12 +513,11 @@ class CudaEngine final : public SlabEngine {
       // (The marks array grows anyway: a mesh made ahead always has its marks.)
       const bool marks = out.positions && nv > 0 && owned_rows > 0;
       reserve(point_marks_, std::max<std::size_t>(1, nv), "allocating point-vertex marks");
-      const bool one_vertex_kernel = uses_one_vertex_kernel(nv);
-      if (nv > 0 && owned_rows > 0 && !one_vertex_kernel) reserve(vertex_list_, nv * 8, "allocating the vertex list");
+      if (nv > 0 && owned_rows > 0) reserve(vertex_list_, nv * 8, "allocating the vertex list");
       if (nv > 0 || nt > 0) {
         // The totals kernel found the arrays too small (fits = 0); they hold the slab now.
         PS_CUDA(cudaMemsetAsync(&totals_.as<cuda::SlabTotals>()->fits, 1, 1), "sizing the mesh");
-        launch_generation<T>(task, one_vertex_kernel, marks, nt > 0, nv, std::size_t(vertex_segments_listed_));
+        launch_generation<T>(task, marks, nt > 0, nv, std::size_t(vertex_segments_listed_));
       }
     }
     PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
@@ -572,7 +555,6 @@ class CudaEngine final : public SlabEngine {
   bool generated_ahead_ = false;  // count() made the mesh too
   std::map<const void*, std::size_t> wave_;  // resident blocks of a kernel on the device
   static constexpr int kCounters = 4;
-  static constexpr std::size_t kOneKernelVerticesPerMultiprocessor = 7000;
   int multiprocessors_ = 1;
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;

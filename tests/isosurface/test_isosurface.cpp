@@ -828,8 +828,8 @@ TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
 }
 
 // A mesh of tens of MB: on the GPU its host arrays are sized ahead from the field's formula while the engine starts
-// (only above a million triangles), then trimmed. It must arrive as the CPU makes it. (Its 1.5 M vertices also take
-// the two-kernel vertex pass on GPUs of up to 200 multiprocessors; the other CUDA tests' slabs take the one-kernel.)
+// (only above a million triangles), then trimmed. It must arrive as the CPU makes it. (Its vertex list is also long
+// enough for warps of 32 listed segments; the other CUDA tests' short lists are spread over the grid.)
 TEST(Isosurface, LargeCudaMeshArrivesIntact) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   auto tangle = synthetic_field("tangle", {640, 600, 560});
