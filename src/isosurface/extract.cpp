@@ -516,6 +516,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     iso::SlabTask first = task;
     const auto sp = span_of(0);
     first.z0 = sp[0], first.z1 = sp[1], first.data_z0 = sp[2], first.data_z1 = sp[3];
+    // The labels and scalars the slabs carry, so that their mesh arrays are sized too (else the first slab's mesh
+    // cannot be made ahead on the GPU).
+    first.labels = o.labels ? buffers[0].labels.data() : nullptr;
+    first.scalars = o.scalars ? buffers[0].scalars.data() : nullptr;
     engine->prepare(first, expected_triangles * std::uint64_t(S) / std::uint64_t(std::max<std::int64_t>(1, part)));
   }
   rep.seconds_setup = since(start);
