@@ -1,9 +1,9 @@
 // CUDA kernels of the isosurface engine, by segments of 32 points of a row. Pass 1a gives every sample two bits,
-// inside and on the level, by warp ballots marching along z; pass 1b makes each segment's flag bytes (which vertex
-// slots its points own), counts its vertices and its cells' triangles from those bits, and lists the segments that
-// own vertices. One scan, by groups of 32 segments, gives every segment its first vertex and first triangle, so the
-// generation passes (2a vertices, over the listed segments; 2b triangles, over all) deal a warp's work out to its
-// lanes: no pass walks a whole row. The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
+// inside and on the level, by warp ballots marching along z; pass 1b finds which vertex slots each segment's points
+// own, counts its vertices and its cells' triangles from those bits, and lists the segments that own vertices (the
+// later passes rebuild a point's flag byte from the bits instead of reading one stored a point). One scan, by groups
+// of 32 segments, gives every segment its first vertex and first triangle, so the generation passes (2a vertices,
+// over the listed segments; 2b triangles, over all) deal a warp's work out to its lanes: no pass walks a whole row. The per-point and per-cell math is mc_kernels.hpp, shared with the CPU engine.
 // Pipeline as in Rogeiro 2011 (classify, scan, compact, generate), with Flying-Edges-style edge ownership so that no
 // vertex merge pass is needed.
 #pragma once
@@ -24,12 +24,6 @@ struct RowGrid {
   std::int64_t segments;   // segments per row: ceil(nx / 32)
   core::FastDivisor by_segments, by_rows;  // divisions by segments and by ny
 };
-// Rows of flags are padded to whole segments, so that a segment's 32 flag bytes are two aligned 16-byte vectors and
-// a warp's 32 segments one kilobyte: the byte of point i of row r.
-__host__ __device__ __forceinline__ std::int64_t flag_at(const RowGrid& g, std::int64_t r, std::int64_t i) {
-  return r * g.segments * kSegmentPoints + i;
-}
-
 // Counts are scanned by groups of 32 segments, a warp's: pass 1b gives each group its vertex and triangle counts as
 // one 64-bit word (vertices in the low half, triangles in the high half, so that one scan gives both; a slab's
 // vertex ids are 32-bit already, as the mesh's indices are), and each segment its first vertex and triangle within
@@ -61,18 +55,6 @@ struct SegmentScan {
 // First vertex (low half) and triangle (high half) of segment `at` in the slab.
 __device__ __forceinline__ std::uint64_t segment_first(const SegmentScan& scan, std::int64_t at) {
   return scan.group_bases[at / kGroupSegments] + widen_local(scan.local[at]);
-}
-// Vertices (low half) and triangles (high half) of segment `at`, for a warp whose lanes take consecutive segments
-// from a group's first: where the next lane's segment starts (the group's total for the last), less where this one
-// starts (nothing past the slab's segments). Every lane of the warp calls it.
-__device__ __forceinline__ std::uint32_t warp_segment_count(const SegmentScan& scan, std::int64_t at, int lane) {
-  const std::uint32_t begin = at < scan.segments ? scan.local[at] : 0u;
-  std::uint32_t end = __shfl_down_sync(0xffffffffu, begin, 1);
-  if (at < scan.segments && (lane == kGroupSegments - 1 || at + 1 == scan.segments)) {
-    const std::uint64_t group = scan.group_counts[at / kGroupSegments];
-    end = pack_local(vertices_of(group), triangles_of(group));
-  }
-  return pack_local(local_vertices(end) - local_vertices(begin), local_triangles(end) - local_triangles(begin));
 }
 
 // The segment a thread takes, as (row, segment in the row); false past the last one.
@@ -265,8 +247,47 @@ __global__ void __launch_bounds__(32 * kFlagTileY) classify_runs_kernel(mc::Slab
 
 // Bit p of m (p < 4) to bit 0 of byte p: the four shifted copies of m do not overlap, so nothing carries.
 __device__ __forceinline__ std::uint32_t spread_bits(std::uint32_t m) { return (m * 0x00204081u) & 0x01010101u; }
-// Bytes of a flag word, four points' flags, masked to their vertex slots.
-constexpr std::uint32_t kSlotBytes = 0x01010101u * mc::kSlotMask;
+
+// A segment's bit planes (bit b: point 32 · segment + b): inside, on the level, and the vertex slots its points own
+// (the crossings to their +x, +y and +z neighbours, the samples on the level that carry a vertex themselves, MC33
+// centres). Pass 2b rebuilds a corner's flag byte (mc::point_flags) from the bits: flag bytes stored for every point
+// were 128 MiB at 512^3, written by pass 1b and read back from DRAM by pass 2b, where the inside and on-level words
+// (32 MiB) mostly stay in L2.
+struct SegmentPlanes {
+  std::uint32_t in = 0, on = 0, x = 0, y = 0, z = 0, point = 0, centre = 0;
+};
+// The planes that the bits give for segment `at` (segment `segment` of the row at (j, k)): inside, on the level and
+// the crossings. A crossing whose either end lies on the level is left to that sample's vertex.
+__device__ __forceinline__ SegmentPlanes crossing_planes(const RowGrid& g, std::int64_t nz,
+                                                         const std::uint32_t* __restrict__ inside,
+                                                         const std::uint32_t* __restrict__ on_level, std::int64_t at,
+                                                         std::int64_t segment, std::int64_t j, std::int64_t k) {
+  SegmentPlanes p;
+  const std::int64_t i0 = segment * kSegmentPoints;
+  const std::int64_t points = min(std::int64_t(kSegmentPoints), g.nx - i0);
+  const std::uint32_t valid = points == kSegmentPoints ? ~0u : (1u << points) - 1u;
+  const bool has_next = segment + 1 < g.segments;
+  const std::uint32_t has_east = valid >> 1 | (has_next ? 1u << 31 : 0u);
+  p.in = inside[at];
+  p.on = on_level[at];
+  const std::uint32_t east_in = p.in >> 1 | (has_next ? inside[at + 1] << 31 : 0u);
+  const std::uint32_t east_on = p.on >> 1 | (has_next ? on_level[at + 1] << 31 : 0u);
+  const std::uint32_t off = ~p.on;
+  p.x = off & (p.in ^ east_in) & ~east_on & has_east;
+  if (j + 1 < g.ny) p.y = off & (p.in ^ inside[at + g.segments]) & ~on_level[at + g.segments] & valid;
+  if (k + 1 < nz) {
+    const std::int64_t above = at + g.ny * g.segments;
+    p.z = off & (p.in ^ inside[above]) & ~on_level[above] & valid;
+  }
+  return p;
+}
+// The slot bits of points 4q to 4q + 3, a byte each, as in their flag bytes.
+__device__ __forceinline__ std::uint32_t slot_word(const SegmentPlanes& p, int q) {
+  const int shift = 4 * q;
+  return spread_bits(p.point >> shift & 15u) * mc::kSlotPoint | spread_bits(p.x >> shift & 15u) * mc::kSlotX |
+         spread_bits(p.y >> shift & 15u) * mc::kSlotY | spread_bits(p.z >> shift & 15u) * mc::kSlotZ |
+         spread_bits(p.centre >> shift & 15u) * mc::kSlotCenter;
+}
 
 // The slab's totals after the scans, gathered on the device so that one copy brings them home (five copies of a few
 // bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction). The generation's kernels read
@@ -325,12 +346,6 @@ __device__ __forceinline__ std::uint32_t mixed_cells(const RowGrid& g, const std
   return any & ~all & valid;
 }
 
-__device__ __forceinline__ void load_corners(const std::uint8_t* flags, const RowGrid& g, const std::int64_t (&rows)[4],
-                                             std::int64_t i, std::uint8_t* cf) {
-#pragma unroll
-  for (int c = 0; c < 8; ++c) cf[c] = flags[flag_at(g, rows[c >> 1], i + (c & 1))];
-}
-
 // Exclusive prefix of a count over the warp's lanes, and the warp's total.
 __device__ __forceinline__ std::uint32_t warp_exclusive(std::uint32_t mine, int lane, std::uint32_t& total) {
   std::uint32_t inc = mine;
@@ -382,34 +397,42 @@ __device__ __forceinline__ void deal_items(int lane, std::uint32_t mine, Round&&
   }
 }
 
-// The warp's mixed cells (bit b of lane l's `mixed`: cell 32 s + b of the row of its segment s) dealt out to its
-// lanes: `round(has, owner, r, i)` gets cell i of row r, from the segment of lane `owner`. The warp's segments are
-// consecutive from warp_first.
-template <class Round>
-__device__ __forceinline__ void deal_mixed_cells(const RowGrid& g, std::int64_t warp_first, int lane,
-                                                 std::uint32_t mixed, Round&& round) {
-  deal_items(lane, std::uint32_t(__popc(mixed)), [&](bool has, int owner, std::uint32_t n, std::uint32_t) {
-    const std::uint32_t owner_mixed = __shfl_sync(0xffffffffu, mixed, owner);
-    std::int64_t r = 0, i = 0;
+// The warp's mixed cells dealt out to its lanes, in segment order: lane l holds `lane_segments` consecutive segments
+// from warp_first + l · lane_segments, bit b of mixed[p] being cell 32 s + b of its segment s = that first + p (words
+// past lane_segments are zero). `round(has, owner, at, r, i)` gets cell i of row r, in segment `at`, held by lane
+// `owner`.
+// The words come by value: a reference to the caller's array, captured by the lambdas, kept the array in local memory.
+template <int kMaxLaneSegments>
+struct LaneWords {
+  std::uint32_t w[kMaxLaneSegments];
+};
+template <int kMaxLaneSegments, class Round>
+__device__ __forceinline__ void deal_mixed_cells(const RowGrid& g, std::int64_t warp_first, int lane, int lane_segments,
+                                                 const LaneWords<kMaxLaneSegments> mixed, Round&& round) {
+  std::uint32_t cells = 0;
+#pragma unroll
+  for (int p = 0; p < kMaxLaneSegments; ++p) cells += std::uint32_t(__popc(mixed.w[p]));
+  deal_items(lane, cells, [&, mixed](bool has, int owner, std::uint32_t n, std::uint32_t) {
+    std::uint32_t words[kMaxLaneSegments];
+#pragma unroll
+    for (int p = 0; p < kMaxLaneSegments; ++p) words[p] = __shfl_sync(0xffffffffu, mixed.w[p], owner);
+    // The owner's word that holds its n-th cell.
+    int p = 0;
+    std::uint32_t word = words[0];
+#pragma unroll
+    for (int q = 1; q < kMaxLaneSegments; ++q) {
+      const std::uint32_t in_word = std::uint32_t(__popc(word));
+      if (p == q - 1 && n >= in_word) n -= in_word, p = q, word = words[q];
+    }
+    std::int64_t at = 0, r = 0, i = 0;
     if (has) {
       std::int64_t segment;
-      r = g.by_segments.quotient(warp_first + owner, segment);
-      i = segment * kSegmentPoints + nth_set_bit(owner_mixed, n);
+      at = warp_first + std::int64_t(owner) * lane_segments + p;
+      r = g.by_segments.quotient(at, segment);
+      i = segment * kSegmentPoints + nth_set_bit(word, n);
     }
-    round(has, owner, r, i);
+    round(has, owner, at, r, i);
   });
-}
-
-// Slots of the points before point n (0..31) of a segment, from its eight flag words.
-__device__ __forceinline__ std::uint32_t slots_before(const std::uint32_t (&w)[kSegmentPoints / 4], int n) {
-  std::uint32_t total = 0;
-#pragma unroll
-  for (int q = 0; q < kSegmentPoints / 4; ++q) {
-    const int bytes = min(max(n - 4 * q, 0), 4);  // of this word's four points, those before n
-    const std::uint32_t mask = bytes == 4 ? ~0u : (1u << (8 * bytes)) - 1u;
-    total += std::uint32_t(__popc(w[q] & kSlotBytes & mask));
-  }
-  return total;
 }
 
 // The inside and on-level bits of cell i's corners in cell_case's order, from the segment bits: what the counting
@@ -425,70 +448,94 @@ __device__ __forceinline__ void corner_bits(const RowGrid& g, const std::uint32_
   }
 }
 
-// Pass 1b: the flag byte of every point (what point_flags gives) and the vertex slots of each segment, from the bits
-// of the segment, its +x neighbour and the rows at +y and +z; one thread per segment. A crossing to a neighbour on
-// the level is left to that neighbour's vertex; points on the level take point_flags' exact path (they are rare).
+// Pass 1b: the vertex slots of each segment (its SegmentPlanes), from the bits of the segment, its +x neighbour and
+// the rows at +y and +z; one thread per segment. Points on the level take point_flags' exact path (they are rare).
 // The same pass counts the segment's cells' surviving triangles (and how many touch on-level samples, for the
 // duplicate check) and MC33 centre vertices: the inside bits of its four corner rows find its mixed cells at once,
 // the warp deals them out to its lanes, and each reads its corners' bits. (A pass of its own for the counts took
 // 0.08 ms at 512^3 float32 under the profiler, mostly reloading what this one holds.) A centre vertex belongs to the
 // cell's lowest corner, in the segment.
-// A warp's 32 segments are 1 KB of consecutive flags (flag_at): the warp stages them in shared memory and stores them
-// as whole 128-byte lines, where a thread's own eight words at a 32-byte stride cost the kernel 0.32 ms at 512^3
-// under the profiler, latency-bound.
+// What it keeps: the point plane of segments with samples on the level, the centre plane of every segment (MC33
+// only), and each segment that owns vertices, listed for the vertex passes with its slot planes.
 template <class T>
 __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T> s, RowGrid g,
                                                                typename mc::RealOf<T>::type level,
                                                                const std::uint32_t* __restrict__ inside,
                                                                const std::uint32_t* __restrict__ on_level,
+                                                               unsigned long long* __restrict__ level_samples,
                                                                mc::CaseLookup cases, bool keep_degenerate,
-                                                               std::uint8_t* __restrict__ flags,
+                                                               std::uint32_t* __restrict__ point_planes,
+                                                               std::uint32_t* __restrict__ centre_planes,
                                                                std::uint32_t* __restrict__ segment_local,
                                                                std::uint64_t* __restrict__ group_counts,
                                                                const std::uint32_t* __restrict__ next_centres,
                                                                std::int64_t next_centres_k,
                                                                unsigned long long* __restrict__ tie_count,
                                                                std::uint32_t* __restrict__ vertex_segments,
-                                                               unsigned long long* __restrict__ vertex_segment_count) {
+                                                               uint4* __restrict__ listed_planes,
+                                                               std::uint32_t* __restrict__ listed_centres,
+                                                               unsigned long long* __restrict__ vertex_segment_count,
+                                                               const std::uint8_t* __restrict__ classic_triangles) {
   using R = typename mc::RealOf<T>::type;
-  constexpr int kWords = kSegmentPoints / 4;
   __shared__ std::uint32_t warp_triangles[kSegmentThreads], warp_centres[kSegmentThreads];
-  constexpr int kPitch = kWords + 1;  // a thread's words at an odd pitch: its eight stores hit distinct banks
-  __shared__ std::uint32_t staged[kSegmentThreads * kPitch];
+  __shared__ std::uint8_t case_triangles[256];
+  static_assert(kSegmentThreads == 256, "a thread loads a case's count");
+  const bool classic = cases.case_flags == nullptr;
+  if (classic) {
+    case_triangles[threadIdx.x] = classic_triangles[threadIdx.x];
+    __syncthreads();  // (before any warp leaves)
+  }
   const std::int64_t count = g.flag_rows * g.segments;
   const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const int lane = int(threadIdx.x % 32);
   if (at - lane >= count) return;  // whole warp
   const bool live = at < count;
   std::int64_t segment = 0, j = 0, r = 0, k = 0;
-  std::int64_t points = 0;
-  // The segment's bit planes: inside, on the level, vertex slots x, y, z and point.
-  std::uint32_t in = 0, on = 0, x = 0, y = 0, z = 0, point = 0;
-  std::uint32_t vertices = 0, mixed = 0;
+  SegmentPlanes p;
+  std::uint32_t vertices = 0, mixed = 0, fast_triangles = 0;
   if (live) {
     r = g.by_segments.quotient(at, segment);
     k = g.z0 + g.by_rows.quotient(r, j);
+    p = crossing_planes(g, s.nz, inside, on_level, at, segment, j, k);
     const std::int64_t i0 = segment * kSegmentPoints;
-    points = min(std::int64_t(kSegmentPoints), g.nx - i0);
+    const std::int64_t points = min(std::int64_t(kSegmentPoints), g.nx - i0);
     const std::uint32_t valid = points == kSegmentPoints ? ~0u : (1u << points) - 1u;
-    const std::uint32_t has_east = valid >> 1 | (i0 + kSegmentPoints < g.nx ? 1u << 31 : 0u);
-    in = inside[at], on = on_level[at];
-    const bool has_next = segment + 1 < g.segments;
-    const std::uint32_t east_in = in >> 1 | (has_next ? inside[at + 1] << 31 : 0u);
-    const std::uint32_t east_on = on >> 1 | (has_next ? on_level[at + 1] << 31 : 0u);
-    const std::uint32_t off = ~on;
-    x = off & (in ^ east_in) & ~east_on & has_east;
-    if (j + 1 < g.ny) y = off & (in ^ inside[at + g.segments]) & ~on_level[at + g.segments] & valid;
-    if (k + 1 < s.nz) {
-      const std::int64_t above = at + g.ny * g.segments;
-      z = off & (in ^ inside[above]) & ~on_level[above] & valid;
-    }
-    for (std::uint32_t m = on & valid; m; m &= m - 1) {
+    for (std::uint32_t m = p.on & valid; m; m &= m - 1) {
       const int b = __ffs(int(m)) - 1;
-      if (mc::point_flags<T, R>(s, i0 + b, j, k, level) & mc::kSlotPoint) point |= 1u << b;
+      if (mc::point_flags<T, R>(s, i0 + b, j, k, level) & mc::kSlotPoint) p.point |= 1u << b;
     }
-    vertices = std::uint32_t(__popc(x) + __popc(y) + __popc(z) + __popc(point));
+    if (p.on) {
+      point_planes[at] = p.point;  // read only where the segment has samples on the level
+      *level_samples = 1;          // (every writer stores the same value)
+    }
+    vertices = std::uint32_t(__popc(p.x) + __popc(p.y) + __popc(p.z) + __popc(p.point));
     if (r < g.cell_rows && j + 1 < g.ny) mixed = mixed_cells(g, inside, r, segment);
+    // With the classic table, a cell none of whose corners lies on the level makes its case's classic count of
+    // triangles: the lane counts those of its segment from the corner rows' inside bits and a table in shared
+    // memory, and leaves only the others to the warp's dealing (whose rounds of loads and shuffles cost more than
+    // this loop).
+    if (classic && mixed) {
+      std::int64_t rows[4];
+      corner_rows(g, r, rows);
+      const bool has_next = segment + 1 < g.segments;
+      std::uint64_t window[4];  // corner row q's inside bits from this segment's first point, 33 of them
+      std::uint32_t touch = 0;  // cells with a corner on the level
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const std::int64_t a = rows[q] * g.segments + segment;
+        window[q] = inside[a] | (has_next ? std::uint64_t(inside[a + 1]) << 32 : 0u);
+        const std::uint32_t on = on_level[a], on_next = has_next ? on_level[a + 1] : 0u;
+        touch |= on | on >> 1 | on_next << 31;
+      }
+      for (std::uint32_t m = mixed & ~touch; m; m &= m - 1) {
+        const int b = __ffs(int(m)) - 1;
+        int cas = 0;  // cell_case: corner c = x + 2 (y + 2 z) in bit c, corner row q = y + 2 z
+#pragma unroll
+        for (int q = 0; q < 4; ++q) cas |= int(window[q] >> b & 3u) << (2 * q);
+        fast_triangles += case_triangles[cas];
+      }
+      mixed &= touch;
+    }
   }
   // Counts by segment, in shared memory: the lanes of a round add to the segments of their cells.
   std::uint32_t* segment_triangles = warp_triangles + (threadIdx.x - lane);
@@ -497,7 +544,7 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
   segment_centres[lane] = 0;
   __syncwarp();
   std::uint32_t ties = 0;
-  deal_mixed_cells(g, at - lane, lane, mixed, [&](bool has, int owner, std::int64_t cell_r, std::int64_t i) {
+  const auto deal = [&](bool has, int owner, std::int64_t, std::int64_t cell_r, std::int64_t i) {
     if (!has) return;
     std::int64_t cell_j;
     const std::int64_t cell_k = g.z0 + g.by_rows.quotient(cell_r, cell_j);
@@ -516,24 +563,32 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
       });
     }
     atomicAdd(segment_triangles + owner, n);
-    if (e.center && mc::uses_center(e, cf, keep_degenerate)) atomicOr(segment_centres + owner, 1u << (i % kSegmentPoints));
-  });
+    if (e.center && mc::uses_center(e, cf, keep_degenerate))
+      atomicOr(segment_centres + owner, 1u << (i % kSegmentPoints));
+  };
+  deal_mixed_cells(g, at - lane, lane, 1, LaneWords<1>{{mixed}}, deal);
   __syncwarp();
   if (ties) atomicAdd(tie_count, (unsigned long long)ties);
-  std::uint32_t counts = 0, centres = 0;
+  std::uint32_t counts = 0;
   if (live) {
-    centres = segment_centres[lane];
-    if (k == next_centres_k && j + 1 < g.ny) centres |= next_centres[j * g.segments + segment];
-    vertices += std::uint32_t(__popc(centres));
-    counts = pack_local(vertices, segment_triangles[lane]);
+    p.centre = segment_centres[lane];
+    if (k == next_centres_k && j + 1 < g.ny) p.centre |= next_centres[j * g.segments + segment];
+    if (centre_planes) centre_planes[at] = p.centre;
+    vertices += std::uint32_t(__popc(p.centre));
+    counts = pack_local(vertices, segment_triangles[lane] + fast_triangles);
   }
-  // The segments that own vertices, listed in any order for the vertex passes.
+  // The segments that own vertices, listed in any order for the vertex passes, with their slot planes.
   const std::uint32_t listed = __ballot_sync(0xffffffffu, vertices != 0);
   if (listed) {
     unsigned long long first = 0;
     if (lane == 0) first = atomicAdd(vertex_segment_count, (unsigned long long)__popc(listed));
     first = __shfl_sync(0xffffffffu, first, 0);
-    if (vertices) vertex_segments[first + __popc(listed & ((1u << lane) - 1u))] = std::uint32_t(at);
+    if (vertices) {
+      const unsigned long long a = first + __popc(listed & ((1u << lane) - 1u));
+      vertex_segments[a] = std::uint32_t(at);
+      listed_planes[a] = make_uint4(p.x, p.y, p.z, p.point);
+      if (listed_centres) listed_centres[a] = p.centre;
+    }
   }
   // The warp's segments are one group (blocks hold whole warps, so groups start at multiples of 32).
   std::uint32_t group_total;
@@ -542,48 +597,6 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
   if (lane == 0)
     group_counts[at / kGroupSegments] =
         std::uint64_t(local_triangles(group_total)) << kTriangleShift | local_vertices(group_total);
-  // The flag words, made last so that they do not hold registers through the counting.
-  std::uint32_t words[kWords];
-#pragma unroll
-  for (int q = 0; q < kWords; ++q) words[q] = spread_bits(in >> (4 * q) & 15u) * mc::kInside;
-  // Most segments have no crossing, and few a sample on the level: empty bit planes are skipped.
-  if (x | y | z) {
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) {
-      const int shift = 4 * q;
-      words[q] |= spread_bits(x >> shift & 15u) * mc::kSlotX | spread_bits(y >> shift & 15u) * mc::kSlotY |
-                  spread_bits(z >> shift & 15u) * mc::kSlotZ;
-    }
-  }
-  if (on) {
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) {
-      const int shift = 4 * q;
-      words[q] |= spread_bits(on >> shift & 15u) * mc::kOnLevel | spread_bits(point >> shift & 15u) * mc::kSlotPoint;
-    }
-  }
-  if (centres) {
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) words[q] |= spread_bits(centres >> (4 * q) & 15u) * mc::kSlotCenter;
-  }
-  // The warp's flags are consecutive from its first segment's.
-  std::uint32_t* mine = staged + (threadIdx.x - lane) * kPitch;
-#pragma unroll
-  for (int q = 0; q < kWords; ++q) mine[lane * kPitch + q] = words[q];
-  __syncwarp();
-  // Word q · 32 + lane of the warp's flags: segment 4q + lane / 8, its word lane % 8.
-  std::uint32_t* out = reinterpret_cast<std::uint32_t*>(flags) + (at - lane) * kWords + lane;
-  const std::uint32_t* from = mine + (lane / kWords) * kPitch + lane % kWords;
-  constexpr int kSegmentsPerStore = 32 / kWords;
-  if (count - (at - lane) >= 32) {  // all the warp's segments: no check per store
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) out[q * 32] = from[q * kSegmentsPerStore * kPitch];
-  } else {
-    const int segments_left = int(count - (at - lane));
-#pragma unroll
-    for (int q = 0; q < kWords; ++q)
-      if (q * kSegmentsPerStore + lane / kWords < segments_left) out[q * 32] = from[q * kSegmentsPerStore * kPitch];
-  }
 }
 
 // Pass 1c (MC33 only), before pass 1b: the centre vertices of the next slab's first cells (slice k), which own
@@ -601,133 +614,80 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
   next_centres[at] = centres;
 }
 
-// Pass 2a: the vertices of the segments pass 1b listed, up to 32 segments a warp (list entry a, its lane's; none where
-// a is `listed`). A segment holds from one to 160 vertices, so a thread per segment would leave most lanes idle while
-// a few walk their slots: the warp deals its vertices out to its lanes, 32 at a time, and `emit(v, at, point, slot)`
-// runs on each lane that holds one (vertex v: slot bit `slot` of point `point` of segment `at`). `words`: the warp's
-// 32 · kSlotPitch words of shared memory. Every lane of the warp calls it.
-constexpr int kSlotPitch = kSegmentPoints / 4 + 1;  // a segment's eight flag words at an odd pitch: distinct banks
-template <class Emit>
-__device__ __forceinline__ void deal_listed_vertices(const std::uint32_t* __restrict__ vertex_segments,
-                                                     std::uint64_t a, std::uint64_t listed,
-                                                     std::int64_t owned_segments,
-                                                     const std::uint8_t* __restrict__ flags, const SegmentScan& scan,
-                                                     std::uint32_t* words, Emit&& emit) {
-  constexpr int kWords = kSegmentPoints / 4;
-  const int lane = int(threadIdx.x % 32);
-  // Vertices of the owned rows only (the slab's last slice belongs to the next slab).
-  const std::int64_t at = a < listed ? std::int64_t(vertex_segments[a]) : owned_segments;
-  std::uint32_t starts[2] = {0, 0};  // byte q % 4 of starts[q / 4]: the segment's slots before its word q
-  std::uint32_t vertices = 0, first = 0;
-  if (at < owned_segments) {
-    first = vertices_of(segment_first(scan, at));
-    const auto* run = reinterpret_cast<const uint4*>(flags + at * kSegmentPoints);  // = flag_at(g, r, 32 · segment)
-    const uint4 x = run[0], y = run[1];
-    const std::uint32_t w[kWords] = {x.x, x.y, x.z, x.w, y.x, y.y, y.z, y.w};
-#pragma unroll
-    for (int q = 0; q < kWords; ++q) {
-      const std::uint32_t slots = w[q] & kSlotBytes;
-      words[lane * kSlotPitch + q] = slots;
-      starts[q / 4] |= vertices << (8 * (q % 4));
-      vertices += std::uint32_t(__popc(slots));
-    }
-  }
-  __syncwarp();
-  deal_items(lane, vertices, [&](bool has, int owner, std::uint32_t n, std::uint32_t) {
-    const std::uint32_t owner_starts[2] = {__shfl_sync(0xffffffffu, starts[0], owner),
-                                           __shfl_sync(0xffffffffu, starts[1], owner)};
-    const std::uint32_t owner_first = __shfl_sync(0xffffffffu, first, owner);
-    const std::int64_t owner_at = __shfl_sync(0xffffffffu, at, owner);
-    if (!has) return;
-    // The word that holds slot n: the last whose start is at most n (a word with no slot starts where the next does).
-    int q = 0;
-    std::uint32_t start = 0;
-#pragma unroll
-    for (int w = 1; w < kWords; ++w) {
-      const std::uint32_t from = owner_starts[w / 4] >> (8 * (w % 4)) & 255u;
-      if (from <= n) q = w, start = from;
-    }
-    const int bit = nth_set_bit(words[owner * kSlotPitch + q], n - start);
-    emit(std::uint64_t(owner_first) + n, owner_at, 4 * q + (bit >> 3), bit & 7);
-  });
+// Pass 2a: the vertices in two kernels. The first lists every vertex as (segment, point, slot) at its id, the second
+// computes one a thread. One kernel that computed each vertex as it was dealt ran at 28 % occupancy (80 registers)
+// and lost to the two once short lists were spread over the grid (H200: 256^3 float32 0.124-0.130 -> 0.114-0.120 ms,
+// spm152 0.168-0.174 -> 0.158-0.165 ms, 512^3 unchanged).
+__device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, int point, int slot_bit) {
+  return std::uint64_t(at) << 8 | std::uint64_t(point) << 3 | std::uint64_t(slot_bit);
 }
-
-// Every listed segment's vertices, when the mesh arrays hold them (SlabTotals::fits): each warp of the grid deals
-// rounds of up to 32 listed segments, a grid's worth apart, so that a grid of one wave covers any list. A list of
-// fewer than 32 segments a warp is spread over all the warps, fewer segments each: a warp's rounds run one after
-// another, so warps of 32 segments would set the pass's time while others idle (H200, MR_Gd's 132,036 vertices under
-// the profiler: the vertex pass as one kernel took 22.9 us, 15.4 with the spread; the two kernels now 6.3 + 8.8).
-// `block_words`: the block's kSegmentThreads · kSlotPitch words of shared memory.
-template <class Emit>
-__device__ __forceinline__ void deal_every_listed_vertex(const std::uint32_t* __restrict__ vertex_segments,
-                                                         const SlabTotals* __restrict__ totals,
-                                                         std::int64_t owned_segments,
-                                                         const std::uint8_t* __restrict__ flags,
-                                                         const SegmentScan& scan, std::uint32_t* block_words,
-                                                         Emit&& emit) {
+// The listing, when the mesh arrays hold the slab (SlabTotals::fits). A segment holds from one to 160 vertices, so a
+// thread per segment would leave most lanes idle while a few walk their slots: a warp takes up to 32 listed segments
+// a round and deals their vertices out to its lanes, 32 at a time. Rounds are a grid's worth of segments apart, so
+// that a grid of one wave covers any list; a list of fewer than 32 segments a warp is spread over all the warps,
+// fewer segments each, since a warp's rounds run one after another (H200, MR_Gd's 132,036 vertices under the
+// profiler: the vertex pass as one kernel took 22.9 us, 15.4 with the spread; the two kernels now 6.3 + 8.8).
+constexpr int kSlotPitch = kSegmentPoints / 4 + 1;  // a segment's eight slot words at an odd pitch: distinct banks
+__global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std::uint32_t* __restrict__ vertex_segments,
+                                                                      const uint4* __restrict__ listed_planes,
+                                                                      const std::uint32_t* __restrict__ listed_centres,
+                                                                      const SlabTotals* __restrict__ totals,
+                                                                      std::int64_t owned_segments, SegmentScan scan,
+                                                                      std::uint64_t* __restrict__ entries) {
+  constexpr int kWords = kSegmentPoints / 4;
+  __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
   if (!totals->fits) return;
   const std::uint64_t listed = totals->vertex_segments;
   const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / 32);
   const std::uint64_t per_warp = min(std::uint64_t(32), (listed + warps - 1) / warps);
   const std::uint64_t step = warps * per_warp;
   const int lane = int(threadIdx.x % 32);
-  std::uint32_t* words = block_words + (threadIdx.x - lane) * kSlotPitch;
+  std::uint32_t* words = slot_words + (threadIdx.x - lane) * kSlotPitch;
   const std::uint64_t warp = (std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  for (std::uint64_t first = warp * per_warp; first < listed; first += step) {
-    const std::uint64_t a = std::uint64_t(lane) < per_warp ? first + lane : listed;  // lanes past per_warp: none
-    deal_listed_vertices(vertex_segments, a, listed, owned_segments, flags, scan, words, emit);  // whole warps
+  for (std::uint64_t round = warp * per_warp; round < listed; round += step) {
+    const std::uint64_t a = std::uint64_t(lane) < per_warp ? round + lane : listed;  // lanes past per_warp: none
+    // Vertices of the owned rows only (the slab's last slice belongs to the next slab).
+    const std::int64_t at = a < listed ? std::int64_t(vertex_segments[a]) : owned_segments;
+    std::uint32_t starts[2] = {0, 0};  // byte q % 4 of starts[q / 4]: the segment's slots before its word q
+    std::uint32_t vertices = 0, first = 0;
+    if (at < owned_segments) {
+      first = vertices_of(segment_first(scan, at));
+      const uint4 planes = listed_planes[a];
+      SegmentPlanes p;
+      p.x = planes.x, p.y = planes.y, p.z = planes.z, p.point = planes.w;
+      if (listed_centres) p.centre = listed_centres[a];
+#pragma unroll
+      for (int q = 0; q < kWords; ++q) {
+        const std::uint32_t slots = slot_word(p, q);
+        words[lane * kSlotPitch + q] = slots;
+        starts[q / 4] |= vertices << (8 * (q % 4));
+        vertices += std::uint32_t(__popc(slots));
+      }
+    }
+    __syncwarp();
+    deal_items(lane, vertices, [&](bool has, int owner, std::uint32_t n, std::uint32_t) {
+      const std::uint32_t owner_starts[2] = {__shfl_sync(0xffffffffu, starts[0], owner),
+                                             __shfl_sync(0xffffffffu, starts[1], owner)};
+      const std::uint32_t owner_first = __shfl_sync(0xffffffffu, first, owner);
+      const std::int64_t owner_at = __shfl_sync(0xffffffffu, at, owner);
+      if (!has) return;
+      // The word that holds slot n: the last whose start is at most n (a word with no slot starts where the next
+      // does).
+      int q = 0;
+      std::uint32_t start = 0;
+#pragma unroll
+      for (int w = 1; w < kWords; ++w) {
+        const std::uint32_t from = owner_starts[w / 4] >> (8 * (w % 4)) & 255u;
+        if (from <= n) q = w, start = from;
+      }
+      const int bit = nth_set_bit(words[owner * kSlotPitch + q], n - start);
+      entries[std::uint64_t(owner_first) + n] = vertex_entry(owner_at, 4 * q + (bit >> 3), bit & 7);
+    });
     __syncwarp();  // the next round's words overwrite these
   }
 }
-
-// Where a vertex goes and what it needs besides its place: `point_marks`, where given, gets 1 for a vertex on a
-// sample equal to the level and 0 for the others.
-struct VertexOut {
-  float* positions;
-  float* normals;
-  const float* scalars;
-  float* values;
-  unsigned long long* points;
-  std::uint8_t* point_marks;
-};
-template <class T>
-__device__ __forceinline__ void write_vertex(const mc::SlabValues<T>& s, const RowGrid& g,
-                                             typename mc::RealOf<T>::type level, const mc::WorldMap& map,
-                                             const VertexOut& out, std::uint64_t v, std::int64_t at, int point,
-                                             int slot) {
-  using R = typename mc::RealOf<T>::type;
-  if (slot == 0) *out.points = 1;  // a sample on the level (every writer stores the same value)
-  if (out.point_marks) out.point_marks[v] = slot == 0;
-  std::int64_t segment, j;
-  const std::int64_t r = g.by_segments.quotient(at, segment);
-  const std::int64_t i = segment * kSegmentPoints + point;
-  const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
-  const mc::SlabValues<float> sv{out.scalars, s.nx, s.ny, s.nz, s.z_begin};
-  mc::slot_vertex<T, R>(s, i, j, k, slot, level, map, out.positions + 3 * v,
-                        out.normals ? out.normals + 3 * v : nullptr, out.scalars ? &sv : nullptr,
-                        out.scalars ? out.values + v : nullptr);
-}
-
-// The vertices in two kernels: the first lists every vertex as (segment, point, slot) at its id, the second computes
-// one a thread, with its outputs as parameters of its own (taken as one VertexOut it needed 74 registers against 64).
-// One kernel that computed each vertex as it was dealt ran at 28 % occupancy (80 registers) and lost to the two once
-// short lists were spread over the grid (H200: 256^3 float32 0.124-0.130 -> 0.114-0.120 ms, spm152 0.168-0.174 ->
-// 0.158-0.165 ms, 512^3 unchanged).
-__device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, int point, int slot_bit) {
-  return std::uint64_t(at) << 8 | std::uint64_t(point) << 3 | std::uint64_t(slot_bit);
-}
-__global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std::uint32_t* __restrict__ vertex_segments,
-                                                                      const SlabTotals* __restrict__ totals,
-                                                                      std::int64_t owned_segments,
-                                                                      const std::uint8_t* __restrict__ flags,
-                                                                      SegmentScan scan,
-                                                                      std::uint64_t* __restrict__ entries) {
-  __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
-  deal_every_listed_vertex(vertex_segments, totals, owned_segments, flags, scan, slot_words,
-                           [&](std::uint64_t v, std::int64_t at, int point, int slot) {
-                             entries[v] = vertex_entry(at, point, slot);
-                           });
-}
+// One vertex a thread. `point_marks`, where given, gets 1 for a vertex on a sample equal to the level and 0 for the
+// others. (The outputs are parameters of their own: taken as one struct they needed 74 registers against 64.)
 template <class T>
 __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s, RowGrid g,
                                                              typename mc::RealOf<T>::type level, mc::WorldMap map,
@@ -739,13 +699,22 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
                                                              float* __restrict__ values,
                                                              unsigned long long* __restrict__ points,
                                                              std::uint8_t* __restrict__ point_marks) {
+  using R = typename mc::RealOf<T>::type;
   if (!totals->fits) return;
   const std::uint64_t count = totals->vertices;
-  const VertexOut out{positions, normals, scalars, values, points, point_marks};
+  const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
   for (std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; v < count;
        v += std::uint64_t(gridDim.x) * blockDim.x) {
     const std::uint64_t e = entries[v];
-    write_vertex(s, g, level, map, out, v, std::int64_t(e >> 8), int(e >> 3 & 31), int(e & 7));
+    const int point = int(e >> 3 & 31), slot = int(e & 7);
+    if (slot == 0) *points = 1;  // a sample on the level (every writer stores the same value)
+    if (point_marks) point_marks[v] = slot == 0;
+    std::int64_t segment, j;
+    const std::int64_t r = g.by_segments.quotient(std::int64_t(e >> 8), segment);
+    const std::int64_t i = segment * kSegmentPoints + point;
+    const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
+    mc::slot_vertex<T, R>(s, i, j, k, slot, level, map, positions + 3 * v, normals ? normals + 3 * v : nullptr,
+                          scalars ? &sv : nullptr, scalars ? values + v : nullptr);
   }
 }
 
@@ -767,77 +736,198 @@ __global__ void __launch_bounds__(256) any_mark_kernel(const std::uint8_t* __res
   if (__any_sync(0xffffffffu, v < count && marks[v]) && (threadIdx.x & 31) == 0) *any = 1;
 }
 
-// a[c] with c known only at run time, by selects: indexing the array would put it in local memory.
-__device__ __forceinline__ std::uint32_t pick(const std::uint32_t (&a)[8], int c) {
+// a[q] with q known only at run time, by selects: indexing the array would put it in local memory.
+__device__ __forceinline__ std::uint32_t pick(const std::uint32_t (&a)[4], int q) {
   std::uint32_t v = a[0];
 #pragma unroll
-  for (int n = 1; n < 8; ++n) v = c == n ? a[n] : v;
+  for (int n = 1; n < 4; ++n) v = q == n ? a[n] : v;
   return v;
 }
 
 // key_vertex for a cell none of whose corners lies on the level (keys are its edges and centre), with the corner
-// flags packed in a word (byte c: corner c) so that nothing is indexed at run time.
-__device__ __forceinline__ std::uint32_t edge_vertex(int key, std::uint64_t corner_flags, const std::uint32_t (&first)[8]) {
-  if (key == mc::kCenterKey) return first[0] + std::uint32_t(__popc(std::uint32_t(corner_flags) & 15u));
+// flags packed in a word (byte c: corner c) so that nothing is indexed at run time. `row_first[q]`: the first vertex of
+// corner 2q's point; corner 2q + 1's point follows its slots (keeping four firsts instead of eight spares registers).
+__device__ __forceinline__ std::uint32_t edge_vertex(int key, std::uint64_t corner_flags,
+                                                     const std::uint32_t (&row_first)[4]) {
+  if (key == mc::kCenterKey) return row_first[0] + std::uint32_t(__popc(std::uint32_t(corner_flags) & 15u));
   const int c0 = mc::edge_lower_corner(key);
   const std::uint32_t below = (2u << mc::edge_axis(key)) - 1u;  // the point slot and lower axes come first
-  return pick(first, c0) + std::uint32_t(__popc(std::uint32_t(corner_flags >> (8 * c0)) & below));
+  const std::uint32_t pair = std::uint32_t(corner_flags >> (8 * (c0 & 6)));  // corners 2q and 2q + 1, q = c0 / 2
+  const std::uint32_t skip = c0 & 1 ? std::uint32_t(__popc(pair & mc::kSlotMask)) : 0u;
+  return pick(row_first, c0 >> 1) + skip + std::uint32_t(__popc((pair >> (8 * (c0 & 1))) & below));
+}
+
+// The inside and on-level words of one row at a segment and the next (on-level words only where some sample of the
+// slab lies on the level, next-segment words only where asked).
+struct RowWords {
+  std::uint32_t in0 = 0, in1 = 0, on0 = 0, on1 = 0;
+};
+template <bool kLevelSamples>
+__device__ __forceinline__ RowWords row_words(const std::uint32_t* __restrict__ inside,
+                                              const std::uint32_t* __restrict__ on_level, std::uint32_t at,
+                                              bool exists, bool next) {
+  RowWords w;
+  if (exists) {
+    w.in0 = inside[at];
+    if (next) w.in1 = inside[at + 1];
+    if constexpr (kLevelSamples) {
+      w.on0 = on_level[at];
+      if (next) w.on1 = on_level[at + 1];
+    }
+  }
+  return w;
+}
+// The flag bytes (mc::point_flags, with the centre slot) of corners i and i + 1 of a cell in one corner row, and the
+// vertex slots of that row segment's points before i, where i is point b of row segment `at` (i + 1 is the next
+// segment's first where b is 31): from the row's words, those of its +y and +z neighbour rows (`y`, `z`, where they
+// exist), and the point and centre planes pass 1b kept. The words are read as a window shifted to b (funnel shifts),
+// so that both corners come out of the same few instructions. `x_last`: whether point i + 1 is the row's last.
+template <bool kLevelSamples>
+__device__ __forceinline__ void corner_pair(const RowWords& w, const RowWords& y, bool has_y, const RowWords& z,
+                                            bool has_z, const std::uint32_t* __restrict__ point_planes,
+                                            const std::uint32_t* __restrict__ centre_planes, std::uint32_t at, int b,
+                                            bool x_last, std::uint8_t& lo, std::uint8_t& hi, std::uint32_t& before) {
+  const bool wrap = b == kSegmentPoints - 1;  // (then the next segment exists: the cell has corner i + 1)
+  const std::uint32_t in = __funnelshift_r(w.in0, w.in1, b), on = __funnelshift_r(w.on0, w.on1, b);
+  // Slots of the points below b (whose +x neighbours all exist) as they lie, and of points b and b + 1 in bits 0, 1.
+  const std::uint32_t x_below = ~w.on0 & (w.in0 ^ __funnelshift_r(w.in0, w.in1, 1)) & ~__funnelshift_r(w.on0, w.on1, 1);
+  std::uint32_t x = ~on & (in ^ in >> 1) & ~(on >> 1);
+  if (x_last) x &= 1u;
+  std::uint32_t y_below = 0, y_pair = 0, z_below = 0, z_pair = 0;
+  if (has_y) {
+    y_below = ~w.on0 & (w.in0 ^ y.in0) & ~y.on0;
+    y_pair = ~on & (in ^ __funnelshift_r(y.in0, y.in1, b)) & ~__funnelshift_r(y.on0, y.on1, b);
+  }
+  if (has_z) {
+    z_below = ~w.on0 & (w.in0 ^ z.in0) & ~z.on0;
+    z_pair = ~on & (in ^ __funnelshift_r(z.in0, z.in1, b)) & ~__funnelshift_r(z.on0, z.on1, b);
+  }
+  std::uint32_t point0 = 0, point1 = 0, centre0 = 0, centre1 = 0;
+  if constexpr (kLevelSamples) {
+    if (w.on0) point0 = point_planes[at];
+    if (wrap && w.on1) point1 = point_planes[at + 1];
+  }
+  if (centre_planes) {
+    centre0 = centre_planes[at];
+    if (wrap) centre1 = centre_planes[at + 1];
+  }
+  const std::uint32_t point = __funnelshift_r(point0, point1, b), centre = __funnelshift_r(centre0, centre1, b);
+  const std::uint32_t mask = (1u << b) - 1u;
+  before = std::uint32_t(__popc(x_below & mask) + __popc(y_below & mask) + __popc(z_below & mask) +
+                         __popc(point0 & mask) + __popc(centre0 & mask));
+  // Bits 0 and 1 of a plane to bit 0 of bytes 0 and 1.
+  const auto pair = [](std::uint32_t v) { return (v & 1u) | (v & 2u) << 7; };
+  const std::uint32_t bytes = pair(in) * mc::kInside | pair(on) * mc::kOnLevel | pair(point) * mc::kSlotPoint |
+                              pair(x) * mc::kSlotX | pair(y_pair) * mc::kSlotY | pair(z_pair) * mc::kSlotZ |
+                              pair(centre) * mc::kSlotCenter;
+  lo = std::uint8_t(bytes);
+  hi = std::uint8_t(bytes >> 8);
+}
+// The flag bytes of a cell's eight corners (cell_case's order) and, per corner row, the slots before corner i there.
+// The cell is point b of row segment `at`; its corner rows are at +y (`row_segments`) and +z (`plane_segments`);
+// `y2`, `z2`: whether the rows at +2 along y and z exist. The eight rows' words are loaded once (a corner row is
+// another's +y or +z neighbour). Segment indices are 32-bit (a slab's are checked to fit), which keeps registers free.
+template <bool kLevelSamples>
+__device__ __forceinline__ void cell_corners(const std::uint32_t* __restrict__ inside,
+                                             const std::uint32_t* __restrict__ on_level,
+                                             const std::uint32_t* __restrict__ point_planes,
+                                             const std::uint32_t* __restrict__ centre_planes, std::uint32_t at,
+                                             std::uint32_t row_segments, std::uint32_t plane_segments, int b,
+                                             bool has_next, bool x_last, bool y2, bool z2, std::uint8_t (&cf)[8],
+                                             std::uint32_t (&before)[4]) {
+  const bool wrap = b == kSegmentPoints - 1;
+  const auto words = [&](int dy, int dz, bool exists, bool next) {
+    const std::uint32_t a = at + std::uint32_t(dy) * row_segments + std::uint32_t(dz) * plane_segments;
+    return row_words<kLevelSamples>(inside, on_level, a, exists, next);
+  };
+  const RowWords w00 = words(0, 0, true, has_next), w10 = words(1, 0, true, has_next);
+  const RowWords w01 = words(0, 1, true, has_next), w11 = words(1, 1, true, has_next);
+  const RowWords w20 = words(2, 0, y2, wrap), w21 = words(2, 1, y2, wrap);
+  const RowWords w02 = words(0, 2, z2, wrap), w12 = words(1, 2, z2, wrap);
+  const auto pair = [&](int q, const RowWords& w, const RowWords& y, bool has_y, const RowWords& z, bool has_z) {
+    corner_pair<kLevelSamples>(w, y, has_y, z, has_z, point_planes, centre_planes,
+                               at + std::uint32_t(q & 1) * row_segments + std::uint32_t(q >> 1) * plane_segments, b,
+                               x_last, cf[2 * q], cf[2 * q + 1], before[q]);
+  };
+  pair(0, w00, w10, true, w01, true);
+  pair(1, w10, w20, y2, w11, true);
+  pair(2, w01, w11, true, w02, z2);
+  pair(3, w11, w21, y2, w12, z2);
 }
 
 // Pass 2b: the triangles of each segment of 32 cells, from its scanned first triangle. A segment holds from none to
 // 32 mixed cells, so a thread per segment would leave most lanes idle while a few walk their cells (0.49 ms at 512^3
-// under the profiler): the warp deals its 32 segments' mixed cells out to its lanes, 32 at a time, in segment order.
+// under the profiler): the warp deals its segments' mixed cells out to its lanes, 32 at a time, in segment order.
 // A cell's first triangle is the warp's first plus the triangles of the cells dealt before it; the first vertex of a
 // corner's point is its row segment's first vertex plus the slots of the points before it in the segment.
-template <class T>
-__global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
-    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint8_t* __restrict__ flags,
-    const std::uint32_t* __restrict__ inside, mc::CaseLookup cases, bool keep_degenerate, bool flip,
-    SegmentScan scan, std::uint64_t slab_vertex_base,
-    const std::int32_t* __restrict__ labels, std::uint32_t* __restrict__ triangles,
+// A warp takes `lane_segments` (up to kMaxLaneSegments) consecutive segments a lane, whole groups: a round costs the
+// same however few of its lanes hold a cell, and 32 segments (two rows at 512^3) held about 12 mixed cells.
+// The kernel takes one of two bodies, by whether some sample of the slab lies on the level (kLevelSamples): inlined
+// into the cell loop, the on-level words' registers made the common path spill (ptxas: 204 bytes at 64 registers
+// against none; 512^3 float32 0.410-0.414 ms without the on-level path, 0.419-0.429 with it as a call).
+constexpr int kMaxLaneSegments = 4;
+template <class T, bool kLevelSamples>
+__device__ __forceinline__ void write_triangles(
+    const mc::SlabValues<T>& s, const RowGrid& g, typename mc::RealOf<T>::type level,
+    const std::uint32_t* __restrict__ inside, const std::uint32_t* __restrict__ on_level,
+    const std::uint32_t* __restrict__ point_planes, const std::uint32_t* __restrict__ centre_planes,
+    const mc::CaseLookup& cases, bool keep_degenerate, bool flip, const SegmentScan& scan,
+    std::uint64_t slab_vertex_base, const std::int32_t* __restrict__ labels, std::uint32_t* __restrict__ triangles,
     std::int32_t* __restrict__ face_labels, unsigned long long* __restrict__ tie_count,
-    std::uint64_t* __restrict__ ties, const SlabTotals* __restrict__ totals) {
+    std::uint64_t* __restrict__ ties, int lane_segments) {
   const int lane = int(threadIdx.x % 32);
   const std::int64_t count = g.cell_rows * g.segments;
-  const std::int64_t at = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x, warp_first = at - lane;
-  if (warp_first >= count || !totals->fits) return;  // whole warp
-  std::uint32_t mixed = 0;
-  const std::uint32_t segment_triangles = local_triangles(warp_segment_count(scan, at, lane));
-  if (at < count && segment_triangles != 0) {
-    std::int64_t segment;
-    const std::int64_t r = g.by_segments.quotient(at, segment);
-    mixed = mixed_cells(g, inside, r, segment);
+  const std::int64_t warp_first = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x - lane) * lane_segments;
+  if (warp_first >= count) return;  // whole warp
+  LaneWords<kMaxLaneSegments> mixed{};
+  bool any_mixed = false;
+  const std::int64_t lane_first = warp_first + std::int64_t(lane) * lane_segments;
+  // Only segments with triangles (the scan says which: most have none) look for their mixed cells.
+#pragma unroll
+  for (int p = 0; p < kMaxLaneSegments; ++p) {
+    const std::int64_t at = lane_first + p;
+    if (p < lane_segments && at < count) {
+      const bool group_end = (at + 1) % kGroupSegments == 0 || at + 1 == scan.segments;
+      const std::uint32_t next = group_end ? std::uint32_t(triangles_of(scan.group_counts[at / kGroupSegments]))
+                                           : local_triangles(scan.local[at + 1]);
+      if (next != local_triangles(scan.local[at])) {  // (then the row has cells: y < ny - 1)
+        std::int64_t segment;
+        const std::int64_t r = g.by_segments.quotient(at, segment);
+        mixed.w[p] = mixed_cells(g, inside, r, segment);
+        any_mixed |= mixed.w[p] != 0;
+      }
+    }
   }
-  if (!__any_sync(0xffffffffu, mixed != 0)) return;  // whole warp
+  if (!__any_sync(0xffffffffu, any_mixed)) return;  // whole warp
   // The warp's segments are consecutive, so its triangles are too, from its first segment's.
   std::uint64_t t_next = triangles_of(scan.group_bases[warp_first / kGroupSegments]);  // a group's first segment
-  deal_mixed_cells(g, warp_first, lane, mixed, [&](bool has, int, std::int64_t r, std::int64_t i) {
+  deal_mixed_cells(g, warp_first, lane, lane_segments, mixed, [&](bool has, int, std::int64_t cell_segment,
+                                                                  std::int64_t r, std::int64_t i) {
     std::uint32_t tris = 0;
     const mc::CaseEntry* e = nullptr;
     std::uint8_t cf[8];
-    // The first vertex of each corner's point: the corner row's segment's first plus the slots before the point.
-    // The mesh's indices are 32-bit: 32-bit arithmetic keeps the same low bits with half the work.
-    std::uint32_t first[8];
+    // The first vertex of corner 2q's point, per corner row q: the row segment's first plus the slots before the
+    // point (corner 2q + 1's point follows). The mesh's indices are 32-bit: 32-bit arithmetic keeps the same low bits
+    // with half the work.
+    std::uint32_t first[4];
     std::int64_t j = 0, k = 0;
     const std::int64_t segment_start = i & ~std::int64_t(kSegmentPoints - 1);
     const std::int64_t segment = segment_start / kSegmentPoints;
     if (has) {
       k = g.z0 + g.by_rows.quotient(r, j);
-      std::int64_t rows[4];
-      corner_rows(g, r, rows);
-      load_corners(flags, g, rows, i, cf);
-      // A segment's 32 flag bytes are two aligned 16-byte vectors (flag_at): each corner row's eight words load
-      // at once, beside the corners' bytes and before the case lookup (which waits on those bytes), and give the
-      // slots before the cell without a walk.
+      const int b = int(i - segment_start);
+      const bool has_next = segment + 1 < g.segments, x_last = i + 2 >= g.nx;
+      const bool y2 = j + 2 < g.ny, z2 = k + 2 < s.nz;
+      const std::uint32_t row_segments = std::uint32_t(g.segments), plane_segments = std::uint32_t(g.ny * g.segments);
+      const auto cell_at = std::uint32_t(cell_segment);
+      std::uint32_t before[4];
+      cell_corners<kLevelSamples>(inside, on_level, point_planes, centre_planes, cell_at, row_segments,
+                                  plane_segments, b, has_next, x_last, y2, z2, cf, before);
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const auto* v = reinterpret_cast<const uint4*>(flags + flag_at(g, rows[q], segment_start));
-        const uint4 a = v[0], b = v[1];
-        const std::uint32_t words[kSegmentPoints / 4] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-        first[2 * q] = std::uint32_t(slab_vertex_base) +
-                       vertices_of(segment_first(scan, rows[q] * g.segments + segment)) +
-                       slots_before(words, int(i - segment_start));
-        first[2 * q + 1] = first[2 * q] + std::uint32_t(mc::slot_count(cf[2 * q]));  // point i + 1 follows i
+        const std::uint32_t row_at =
+            cell_at + std::uint32_t(q & 1) * row_segments + std::uint32_t(q >> 1) * plane_segments;
+        first[q] = std::uint32_t(slab_vertex_base) + vertices_of(segment_first(scan, row_at)) + before[q];
       }
       e = &mc::case_entry(cases, s, mc::cell_case(cf), level, i, j, k);
       if (!mc::touches_level(cf)) {
@@ -872,7 +962,7 @@ __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
 #pragma unroll
         for (int n = 0; n < 8; ++n) {
           cf_copy[n] = cf[n];
-          first_copy[n] = first[n];
+          first_copy[n] = n & 1 ? first[n / 2] + std::uint32_t(mc::slot_count(cf[n - 1])) : first[n / 2];
         }
         mc::cell_triangles(*e, cf_copy, keep_degenerate, [&](int a, int b, int c2, bool on_level) {
           std::uint32_t* out = triangles + 3 * t;
@@ -887,6 +977,24 @@ __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
     }
     t_next += dealt_tris;
   });
+}
+
+template <class T>
+__global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
+    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint32_t* __restrict__ inside,
+    const std::uint32_t* __restrict__ on_level, const unsigned long long* __restrict__ level_samples,
+    const std::uint32_t* __restrict__ point_planes, const std::uint32_t* __restrict__ centre_planes,
+    mc::CaseLookup cases, bool keep_degenerate, bool flip, SegmentScan scan, std::uint64_t slab_vertex_base,
+    const std::int32_t* __restrict__ labels, std::uint32_t* __restrict__ triangles,
+    std::int32_t* __restrict__ face_labels, unsigned long long* __restrict__ tie_count,
+    std::uint64_t* __restrict__ ties, const SlabTotals* __restrict__ totals, int lane_segments) {
+  if (!totals->fits) return;
+  if (*level_samples)
+    write_triangles<T, true>(s, g, level, inside, on_level, point_planes, centre_planes, cases, keep_degenerate, flip,
+                             scan, slab_vertex_base, labels, triangles, face_labels, tie_count, ties, lane_segments);
+  else
+    write_triangles<T, false>(s, g, level, inside, on_level, point_planes, centre_planes, cases, keep_degenerate, flip,
+                              scan, slab_vertex_base, labels, triangles, face_labels, tie_count, ties, lane_segments);
 }
 
 }  // namespace parasurf::iso::cuda

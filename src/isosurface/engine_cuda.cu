@@ -51,9 +51,11 @@ class CudaEngine final : public SlabEngine {
     table_.ensure(t.entries.size() * sizeof(mc::CaseEntry), "allocating the case table");
     PS_CUDA(cudaMemcpy(table_.ptr, t.entries.data(), t.entries.size() * sizeof(mc::CaseEntry), cudaMemcpyHostToDevice),
             "uploading the case table");
+    classic_triangles_.ensure(256, "allocating the triangle count table");
+    PS_CUDA(cudaMemcpy(classic_triangles_.ptr, t.classic_triangles, 256, cudaMemcpyHostToDevice),
+            "uploading the triangle count table");
     ambiguous_.ensure(256, "allocating the ambiguity table");
     PS_CUDA(cudaMemcpy(ambiguous_.ptr, t.ambiguous_faces, 256, cudaMemcpyHostToDevice), "uploading the ambiguity table");
-    // ties (count, list), point vertices, segments listed for the vertex pass
     counters_.ensure(kCounters * sizeof(unsigned long long), "allocating counters");
     // The classification is timed by events and the totals come home into pinned memory: a host synchronisation
     // between the passes, and a copy through the driver's pageable staging, each cost microseconds per slab.
@@ -69,11 +71,12 @@ class CudaEngine final : public SlabEngine {
   std::string name() const override { return name_; }
   StageSeconds seconds() const override { return seconds_; }
   bool point_vertices() const override { return point_vertices_; }
-  // Per segment of 32 points: 32 flag bytes, two words of bits, a word of offsets, a share of its group's counts and
-  // its place in the vertex pass's list, over the points it holds in a row of nx (rows are padded to whole segments).
+  // Per segment of 32 points: two words of bits, a word of offsets, a share of its group's counts, its point and
+  // centre planes, and its place and planes in the vertex pass's list (five words), over the points it holds in a
+  // row of nx.
   double work_bytes_per_point(std::int64_t nx) const override {
     const double segments = double((nx + cuda::kSegmentPoints - 1) / cuda::kSegmentPoints);
-    return std::max(2.0, 52.0 * segments / double(std::max<std::int64_t>(nx, 1)));
+    return std::max(2.0, 45.0 * segments / double(std::max<std::int64_t>(nx, 1)));
   }
 
   SlabCounts count(const SlabTask& task) override {
@@ -208,7 +211,7 @@ class CudaEngine final : public SlabEngine {
     const auto g = grid(task);
     const std::size_t rows = std::size_t(g.flag_rows), segments = rows * std::size_t(g.segments);
     const std::size_t groups = (segments + cuda::kGroupSegments - 1) / cuda::kGroupSegments;
-    ensure_work_arrays(g);
+    ensure_work_arrays(g, task.tunnels);
     const bool next_centres = task.tunnels && task.z1 + 1 < task.dims[2] && task.dims[1] > 1;
     if (next_centres) {
       next_centres_.ensure(std::size_t((g.ny - 1) * g.segments) * 4, "allocating the next slab's centre vertices");
@@ -243,10 +246,12 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA_LAUNCH("classifying points");
       cuda::flags_kernel<T><<<blocks_for(segments), cuda::kSegmentThreads>>>(
           s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
-          lookup(task), task.keep_degenerate, flags_.as<std::uint8_t>(), segment_local_.as<std::uint32_t>(),
+          level_samples(), lookup(task), task.keep_degenerate, point_planes_.as<std::uint32_t>(),
+          task.tunnels ? centre_planes_.as<std::uint32_t>() : nullptr, segment_local_.as<std::uint32_t>(),
           group_counts_.as<std::uint64_t>(), next_centres ? next_centres_.as<std::uint32_t>() : nullptr,
           next_centres ? task.z1 : -1, counters_.as<unsigned long long>(), vertex_segments_.as<std::uint32_t>(),
-          counters_.as<unsigned long long>() + 3);
+          listed_planes_.as<uint4>(), task.tunnels ? listed_centres_.as<std::uint32_t>() : nullptr,
+          counters_.as<unsigned long long>() + 3, classic_triangles_.as<std::uint8_t>());
       PS_CUDA_LAUNCH("flagging points and counting triangles");
     }
     PS_CUDA(cudaEventRecord(classify_end_), "timing the classification");
@@ -316,17 +321,23 @@ class CudaEngine final : public SlabEngine {
                                                " triangles; the mesh's 32-bit indices allow at most 4294967295");
   }
   // The classification's and the scan's arrays for a slab of grid g.
-  void ensure_work_arrays(const cuda::RowGrid& g) {
+  void ensure_work_arrays(const cuda::RowGrid& g, bool tunnels) {
     const std::size_t rows = std::size_t(g.flag_rows), segments = rows * std::size_t(g.segments);
     const std::size_t mask_segments = std::size_t(g.mask_rows * g.segments);
-    flags_.ensure(segments * cuda::kSegmentPoints, "allocating point flags");  // rows padded to whole segments
+    point_planes_.ensure(segments * 4, "allocating point planes");
+    listed_planes_.ensure(segments * sizeof(uint4), "allocating the vertex segment list");
+    if (tunnels) {
+      centre_planes_.ensure(segments * 4, "allocating centre planes");
+      listed_centres_.ensure(segments * 4, "allocating the vertex segment list");
+    }
     segment_inside_.ensure(mask_segments * 4, "allocating segment bits");
     segment_on_level_.ensure(mask_segments * 4, "allocating segment bits");
     const std::size_t groups = (segments + cuda::kGroupSegments - 1) / cuda::kGroupSegments;
     segment_local_.ensure(segments * 4, "allocating segment offsets");
-    // Segments are listed by 32-bit index: 2^32 segments would hold 137 G points, far more than a GPU holds.
-    if (segments > 0xffffffffull)
-      throw Error(ErrorKind::LimitReached, "a CUDA isosurface slab has " + std::to_string(segments) +
+    // Segments are listed, and pass 2b finds corner rows, by 32-bit index: 2^32 segments would hold 137 G points,
+    // far more than a GPU holds.
+    if (mask_segments > 0xffffffffull)
+      throw Error(ErrorKind::LimitReached, "a CUDA isosurface slab has " + std::to_string(mask_segments) +
                                                " row segments of 32 points; at most 4294967295 fit");
     vertex_segments_.ensure(segments * 4, "allocating the vertex segment list");
     group_counts_.ensure(groups * 8, "allocating segment counts");
@@ -338,7 +349,7 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
     data_.ensure(std::size_t(t.data_z1 - t.data_z0) * std::size_t(t.dims[0] * t.dims[1]) * voxel_bytes(t.type),
                  "allocating the slab samples");
-    ensure_work_arrays(grid(t));
+    ensure_work_arrays(grid(t), t.tunnels);
     load_kernels(t.type);
     // About one vertex for two triangles (the vertex list holds 8 bytes a vertex).
     const std::size_t nt = std::size_t(expected_triangles), nv = nt / 2;
@@ -446,50 +457,66 @@ class CudaEngine final : public SlabEngine {
     if (side) {
       PS_CUDA(cudaEventRecord(scanned_, 0), "ordering the triangle pass");
       PS_CUDA(cudaStreamWaitEvent(triangle_stream_, scanned_, 0), "ordering the triangle pass");
-      cuda::triangle_kernel<T><<<blocks_for(std::size_t(g.cell_rows * g.segments)), cuda::kSegmentThreads, 0, triangle_stream_>>>(
-          s, g, R(task.level), flags_.as<std::uint8_t>(), segment_inside_.as<std::uint32_t>(), lookup(task),
-          task.keep_degenerate, task.flip, scanned, task.vertex_base,
+      // Warps of more segments where that still leaves kTriangleWaves waves of them (pass 2b's comment).
+      const std::size_t cell_segments = std::size_t(g.cell_rows * g.segments);
+      const std::size_t resident = resident_warps(reinterpret_cast<const void*>(cuda::triangle_kernel<T>));
+      int lane_segments = 1;
+      while (lane_segments < cuda::kMaxLaneSegments &&
+             cell_segments / (2 * 32 * std::size_t(lane_segments)) >= kTriangleWaves * resident)
+        lane_segments *= 2;
+      const unsigned triangle_blocks = blocks_for((cell_segments + lane_segments - 1) / lane_segments);
+      cuda::triangle_kernel<T><<<triangle_blocks, cuda::kSegmentThreads, 0, triangle_stream_>>>(
+          s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
+          level_samples(), point_planes_.as<std::uint32_t>(),
+          task.tunnels ? centre_planes_.as<std::uint32_t>() : nullptr, lookup(task), task.keep_degenerate, task.flip,
+          scanned, task.vertex_base,
           task.labels ? labels_.as<std::int32_t>() : nullptr,
           triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
-          counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>(), totals);
+          counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>(), totals, lane_segments);
       PS_CUDA_LAUNCH("writing triangles");
       PS_CUDA(cudaEventRecord(triangles_done_, triangle_stream_), "ordering the triangle pass");
     }
     if (vertex_bound > 0 && listed_bound > 0 && owned_rows > 0) {
-      const cuda::VertexOut out{positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
-                                task.scalars ? scalars_.as<float>() : nullptr,
-                                task.scalars ? values_.as<float>() : nullptr, counters_.as<unsigned long long>() + 2,
-                                marks ? point_marks_.as<std::uint8_t>() : nullptr};
-      // Up to a warp a listed segment (deal_every_listed_vertex spreads short lists), at most one wave.
+      // Up to a warp a listed segment (the listing spreads short lists), at most one wave.
       constexpr std::size_t kWarps = cuda::kSegmentThreads / 32;
       const std::size_t listed_blocks = (listed_bound + kWarps - 1) / kWarps;
       cuda::vertex_list_kernel<<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_list_kernel), listed_blocks),
-                                 cuda::kSegmentThreads>>>(vertex_segments_.as<std::uint32_t>(), totals,
-                                                          owned_rows * g.segments, flags_.as<std::uint8_t>(), scanned,
-                                                          vertex_list_.as<std::uint64_t>());
+                                 cuda::kSegmentThreads>>>(
+          vertex_segments_.as<std::uint32_t>(), listed_planes_.as<uint4>(),
+          task.tunnels ? listed_centres_.as<std::uint32_t>() : nullptr, totals, owned_rows * g.segments, scanned,
+          vertex_list_.as<std::uint64_t>());
       PS_CUDA_LAUNCH("listing vertices");
       cuda::vertex_compute_kernel<T><<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>),
                                                    (vertex_bound + 255) / 256),
                                        256>>>(s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), totals,
-                                              out.positions, out.normals, out.scalars, out.values, out.points,
-                                              out.point_marks);
+                                              positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
+                                              task.scalars ? scalars_.as<float>() : nullptr,
+                                              task.scalars ? values_.as<float>() : nullptr,
+                                              counters_.as<unsigned long long>() + 2,
+                                              marks ? point_marks_.as<std::uint8_t>() : nullptr);
       PS_CUDA_LAUNCH("writing vertices");
     }
     if (side) PS_CUDA(cudaStreamWaitEvent(0, triangles_done_, 0), "joining the triangle pass");
   }
+  static constexpr std::size_t kTriangleWaves = 4;
   // A grid of `needed` blocks, or one wave of resident blocks where that is fewer (the kernel loops over the rest).
   unsigned wave_blocks(const void* kernel, std::size_t needed) {
+    return unsigned(std::max<std::size_t>(1, std::min(needed, wave(kernel))));
+  }
+  std::size_t resident_warps(const void* kernel) { return wave(kernel) * (cuda::kSegmentThreads / 32); }
+  // Blocks of 256 threads of a kernel that the device holds at once.
+  std::size_t wave(const void* kernel) {
     auto it = wave_.find(kernel);
     if (it == wave_.end()) {
       cudaFuncAttributes a{};
-      PS_CUDA(cudaFuncGetAttributes(&a, kernel), "sizing the vertex pass");
+      PS_CUDA(cudaFuncGetAttributes(&a, kernel), "sizing a generation pass");
       int per_multiprocessor = 0;
       PS_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_multiprocessor, kernel,
                                                             std::min(a.maxThreadsPerBlock, 256), 0),
-              "sizing the vertex pass");
+              "sizing a generation pass");
       it = wave_.emplace(kernel, std::size_t(std::max(1, per_multiprocessor)) * std::size_t(multiprocessors_)).first;
     }
-    return unsigned(std::max<std::size_t>(1, std::min(needed, it->second)));
+    return it->second;
   }
   // Grows a mesh array to `bytes` with an eighth to spare, so that the next slab's mesh is likely to be made ahead.
   static void reserve(core::DeviceBuffer& buffer, std::size_t bytes, const char* what) {
@@ -554,7 +581,9 @@ class CudaEngine final : public SlabEngine {
   unsigned long long tie_total_ = 0, vertex_segments_listed_ = 0;
   bool generated_ahead_ = false;  // count() made the mesh too
   std::map<const void*, std::size_t> wave_;  // resident blocks of a kernel on the device
-  static constexpr int kCounters = 4;
+  // ties (count, list), point vertices, segments listed for the vertex pass, whether a sample lies on the level
+  static constexpr int kCounters = 5;
+  unsigned long long* level_samples() { return counters_.as<unsigned long long>() + 4; }
   int multiprocessors_ = 1;
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
@@ -595,8 +624,8 @@ class CudaEngine final : public SlabEngine {
     return l;
   }
 
-  core::DeviceBuffer totals_, vertex_list_, table_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
-      counters_, data_, flags_, vertex_segments_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,
+  core::DeviceBuffer totals_, vertex_list_, table_, classic_triangles_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
+      counters_, data_, point_planes_, centre_planes_, listed_planes_, listed_centres_, vertex_segments_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,
       next_centres_,
       scan_temp_, positions_, normals_, triangles_, ties_, labels_, scalars_,
       values_, face_labels_, point_marks_;
