@@ -354,14 +354,7 @@ class CudaEngine final : public SlabEngine {
     // About one vertex for two triangles (the vertex list holds 8 bytes a vertex).
     const std::size_t nt = std::size_t(expected_triangles), nv = nt / 2;
     if (nt == 0) return;
-    reserve(positions_, nv * 12, "allocating vertices");
-    if (t.normals) reserve(normals_, nv * 12, "allocating normals");
-    if (t.scalars) reserve(values_, nv * 4, "allocating vertex values");
-    reserve(point_marks_, nv, "allocating point-vertex marks");
-    reserve(vertex_list_, nv * 8, "allocating the vertex list");
-    reserve(triangles_, nt * 12, "allocating triangles");
-    if (t.labels) reserve(face_labels_, nt * 4, "allocating triangle labels");
-    reserve(ties_, std::max<std::size_t>(8, nt / 64 * 8), "allocating tie candidates");  // ties are rare but for integers
+    reserve_mesh(t, nv, nt, nt / 64);  // ties are rare but for integers
   }
 
  private:
@@ -522,6 +515,18 @@ class CudaEngine final : public SlabEngine {
   static void reserve(core::DeviceBuffer& buffer, std::size_t bytes, const char* what) {
     if (bytes > buffer.bytes) buffer.ensure(bytes + bytes / 8, what);
   }
+  // Every mesh array the task writes, for `nv` vertices, `nt` triangles and `ties` tie candidates. (The point marks
+  // grow whether or not the task asks for them: a mesh made ahead always has its marks.)
+  void reserve_mesh(const SlabTask& t, std::size_t nv, std::size_t nt, std::size_t ties) {
+    reserve(positions_, std::max<std::size_t>(1, nv * 12), "allocating vertices");
+    if (t.normals) reserve(normals_, std::max<std::size_t>(1, nv * 12), "allocating normals");
+    if (t.scalars) reserve(values_, std::max<std::size_t>(1, nv * 4), "allocating vertex values");
+    reserve(point_marks_, std::max<std::size_t>(1, nv), "allocating point-vertex marks");
+    reserve(vertex_list_, nv * 8, "allocating the vertex list");
+    reserve(triangles_, std::max<std::size_t>(1, nt * 12), "allocating triangles");
+    if (t.labels) reserve(face_labels_, std::max<std::size_t>(1, nt * 4), "allocating triangle labels");
+    reserve(ties_, std::max<std::size_t>(8, ties * 8), "allocating tie candidates");
+  }
 
   template <class T>
   void generate_t(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) {
@@ -530,17 +535,9 @@ class CudaEngine final : public SlabEngine {
     const std::int64_t owned_rows = (task.z1 - task.z0) * task.dims[1];
     unsigned long long* points = counters_.as<unsigned long long>() + 2;
     if (!generated_ahead_) {
-      reserve(positions_, std::max<std::size_t>(1, nv * 12), "allocating vertices");
-      if (task.normals) reserve(normals_, std::max<std::size_t>(1, nv * 12), "allocating normals");
-      if (task.scalars) reserve(values_, std::max<std::size_t>(1, nv * 4), "allocating vertex values");
-      if (task.labels) reserve(face_labels_, std::max<std::size_t>(1, nt * 4), "allocating triangle labels");
-      reserve(triangles_, std::max<std::size_t>(1, nt * 12), "allocating triangles");
-      reserve(ties_, std::max<std::size_t>(8, tie_total_ * 8), "allocating tie candidates");
+      reserve_mesh(task, nv, nt, tie_total_);
       // A mesh bound for the host is checked for unused vertices on samples equal to the level (below).
-      // (The marks array grows anyway: a mesh made ahead always has its marks.)
       const bool marks = out.positions && nv > 0 && owned_rows > 0;
-      reserve(point_marks_, std::max<std::size_t>(1, nv), "allocating point-vertex marks");
-      if (nv > 0 && owned_rows > 0) reserve(vertex_list_, nv * 8, "allocating the vertex list");
       if (nv > 0 || nt > 0) {
         // The totals kernel found the arrays too small (fits = 0); they hold the slab now.
         PS_CUDA(cudaMemsetAsync(&totals_.as<cuda::SlabTotals>()->fits, 1, 1), "sizing the mesh");
