@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Session 22 call 10 (H100): b299376 (parasurf) against b67b75d (parasurf_base): cuda_vs_cpu, A/B (3 rounds), CPU against GPU
+export PATH=$PATH:/usr/local/cuda/bin
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+mkdir -p /tmp/x && tar xzf .ab/bins.tgz -C /tmp/x && B=/tmp/x/bins11
+export LD_LIBRARY_PATH=$B:$LD_LIBRARY_PATH CUDA_VISIBLE_DEVICES=0
+timeout 60 bash $B/cuda_vs_cpu.sh $B/parasurf no-mpi > $OUT/cvc.txt 2>&1; echo "== cuda_vs_cpu rc=$? $SECONDS s"; tail -1 $OUT/cvc.txt
+V=".data/volumes/MR_Gd.nii.gz:60,.data/volumes/spm152.nii.gz:60"
+run() { local name=$1 b=$2; shift 2; env "$@" timeout 60 $B/$b bench isosurface --sizes 256,512 --types uint8,float32 --volumes $V --devices cuda --no-peers --repeats 15 --json $OUT/ab-$name-$r.json > $OUT/ab-$name-$r.log 2>&1; echo "== $name $r rc=$? $SECONDS s"; }
+for r in 1 2 3; do run base parasurf_base; run final parasurf; done
+timeout 150 $B/parasurf bench isosurface --sizes 256,512 --types uint8,float32 --volumes $V --devices cpu,cuda --no-peers --repeats 5 --json $OUT/cpu-cuda.json > $OUT/cpu-cuda.log 2>&1; echo "== cpu,cuda rc=$? $SECONDS s"; grep -E "resident" $OUT/cpu-cuda.log | cut -c1-20,150-240
+cd $OUT && tar czf ab.tgz *.txt *.json *.log && rm -f *.json *.log && ls
