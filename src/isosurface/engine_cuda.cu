@@ -260,6 +260,7 @@ class CudaEngine final : public SlabEngine {
     const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]) * g.segments;
     cuda::SlabTotals totals{};
     generated_ahead_ = false;
+    bool common_ahead = false;
     float generate_ms = 0;
     if (rows > 0) {
       totals_.ensure(sizeof(cuda::SlabTotals), "allocating the slab totals");
@@ -273,12 +274,16 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA_LAUNCH("gathering the slab totals");
       PS_CUDA(cudaEventRecord(totals_end_), "timing the scan");
       if (ahead) {
-        launch_generation<T>(task, true, true, positions_.bytes / 12, segments);
+        // The common triangle body alone, unless the last slab held samples on the level.
+        common_ahead = !level_samples_seen_;
+        launch_generation<T>(task, true, true, positions_.bytes / 12, segments, common_ahead);
         PS_CUDA(cudaEventRecord(generated_), "timing the generation");
       }
       PS_CUDA(cudaMemcpy(totals_host_, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
       totals = *totals_host_;
-      generated_ahead_ = ahead && totals.fits != 0;
+      level_samples_seen_ = totals.level_samples != 0;
+      // (A guess of no samples on the level that proved wrong left the triangles unwritten: generate() makes them.)
+      generated_ahead_ = ahead && totals.fits != 0 && !(common_ahead && level_samples_seen_);
       if (generated_ahead_) PS_CUDA(cudaEventElapsedTime(&generate_ms, totals_end_, generated_), "timing the generation");
     }
     PS_CUDA(cudaEventSynchronize(classify_end_), "classifying the slab");
@@ -393,6 +398,7 @@ class CudaEngine final : public SlabEngine {
       load(reinterpret_cast<const void*>(cuda::next_slab_centers_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::triangle_kernel<T>));
+      load(reinterpret_cast<const void*>(cuda::triangle_common_kernel<T>));
     });
     if (group_counts_.ptr) {  // (always: a slab has at least one row)
       PS_CUDA(cudaMemset(group_counts_.ptr, 0, sizeof(std::uint64_t)), "loading the scan kernels");
@@ -439,7 +445,7 @@ class CudaEngine final : public SlabEngine {
   // segments (loops take any beyond one wave), and they write nothing unless the totals say that the arrays fit.
   template <class T>
   void launch_generation(const SlabTask& task, bool marks, bool triangles,
-                         std::size_t vertex_bound, std::size_t listed_bound) {
+                         std::size_t vertex_bound, std::size_t listed_bound, bool common_triangles) {
     using R = typename mc::RealOf<T>::type;
     const auto s = device_values<T>(task);
     const auto g = grid(task);
@@ -452,13 +458,14 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cudaStreamWaitEvent(triangle_stream_, scanned_, 0), "ordering the triangle pass");
       // Warps of more segments where that still leaves kTriangleWaves waves of them (pass 2b's comment).
       const std::size_t cell_segments = std::size_t(g.cell_rows * g.segments);
-      const std::size_t resident = resident_warps(reinterpret_cast<const void*>(cuda::triangle_kernel<T>));
+      auto* triangle_pass = common_triangles ? cuda::triangle_common_kernel<T> : cuda::triangle_kernel<T>;
+      const std::size_t resident = resident_warps(reinterpret_cast<const void*>(triangle_pass));
       int lane_segments = 1;
       while (lane_segments < cuda::kMaxLaneSegments &&
              cell_segments / (2 * 32 * std::size_t(lane_segments)) >= kTriangleWaves * resident)
         lane_segments *= 2;
       const unsigned triangle_blocks = blocks_for((cell_segments + lane_segments - 1) / lane_segments);
-      cuda::triangle_kernel<T><<<triangle_blocks, cuda::kSegmentThreads, 0, triangle_stream_>>>(
+      triangle_pass<<<triangle_blocks, cuda::kSegmentThreads, 0, triangle_stream_>>>(
           s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
           level_samples(), point_planes_.as<std::uint32_t>(),
           task.tunnels ? centre_planes_.as<std::uint32_t>() : nullptr, lookup(task), task.keep_degenerate, task.flip,
@@ -541,7 +548,7 @@ class CudaEngine final : public SlabEngine {
       if (nv > 0 || nt > 0) {
         // The totals kernel found the arrays too small (fits = 0); they hold the slab now.
         PS_CUDA(cudaMemsetAsync(&totals_.as<cuda::SlabTotals>()->fits, 1, 1), "sizing the mesh");
-        launch_generation<T>(task, marks, nt > 0, nv, std::size_t(vertex_segments_listed_));
+        launch_generation<T>(task, marks, nt > 0, nv, std::size_t(vertex_segments_listed_), !level_samples_seen_);
       }
     }
     PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
@@ -577,6 +584,7 @@ class CudaEngine final : public SlabEngine {
   SlabCounts counts_;
   unsigned long long tie_total_ = 0, vertex_segments_listed_ = 0;
   bool generated_ahead_ = false;  // count() made the mesh too
+  bool level_samples_seen_ = true;  // whether the last slab counted held samples on the level (unknown at first)
   std::map<const void*, std::size_t> wave_;  // resident blocks of a kernel on the device
   // ties (count, list), point vertices, segments listed for the vertex pass, whether a sample lies on the level
   static constexpr int kCounters = 5;

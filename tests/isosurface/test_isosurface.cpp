@@ -1,6 +1,7 @@
 // Isosurface conformance: analytic areas and volumes, topology, ties, seams between slabs, CPU vs CUDA.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -775,25 +776,31 @@ TEST(Isosurface, CpuAndCudaGiveTheSameMesh) {
 
 // The CUDA engine keeps its work arrays and uploaded samples from slab to slab. Reused over slabs and levels whose
 // meshes grow and shrink, with vertex bases, it must give exactly what a fresh engine gives. (It caught a variant
-// that made meshes into earlier slabs' arrays before the totals came home and lost z-edge normals.)
+// that made meshes into earlier slabs' arrays before the totals came home and lost z-edge normals.) Samples rounded
+// to eighths put samples on the level 0.5: the engine, having guessed from the slab before that there would be none,
+// must notice and make the triangles with the on-level body.
 TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   const std::array<std::int64_t, 3> dims{64, 40, 36};
   auto tangle = synthetic_field("tangle", dims);
   std::vector<float> samples(std::size_t(dims[0] * dims[1] * dims[2]));
   tangle->read_slices(0, dims[2], samples.data());
+  std::vector<float> eighths(samples.size());
+  for (std::size_t n = 0; n < samples.size(); ++n) eighths[n] = std::round(samples[n] * 8.0f) / 8.0f;
+  ASSERT_GT(std::count(eighths.begin(), eighths.end(), 0.5f), 100) << "samples on the level";
   struct Mesh {
     std::vector<float> positions, normals;
     std::vector<std::uint32_t> triangles;
   };
-  auto run = [&](iso::SlabEngine& engine, std::int64_t z0, std::int64_t z1, double level, std::uint64_t base) {
+  auto run = [&](iso::SlabEngine& engine, std::int64_t z0, std::int64_t z1, double level, std::uint64_t base,
+                 bool rounded) {
     iso::SlabTask t;
     t.dims = dims;
     t.z0 = z0;
     t.z1 = z1;
     t.data_z0 = std::max<std::int64_t>(0, z0 - 1);
     t.data_z1 = std::min(dims[2], z1 + 2);
-    t.data = samples.data() + t.data_z0 * dims[0] * dims[1];
+    t.data = (rounded ? eighths : samples).data() + t.data_z0 * dims[0] * dims[1];
     t.level = level;
     t.vertex_base = base;
     for (int i = 0; i < 9; ++i) t.map.jacobian[i] = t.map.normal_matrix[i] = i % 4 == 0 ? 1.0f : 0.0f;
@@ -816,16 +823,20 @@ TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
     std::int64_t z0, z1;
     double level;
     std::uint64_t base;
+    bool rounded = false;
   };
   // A thin slab first, then the whole volume (larger arrays), smaller slabs, other levels.
   for (const Step& st : {Step{16, 19, 0.5, 0}, Step{0, 36, 0.5, 0}, Step{0, 36, 0.5, 0}, Step{10, 20, 0.5, 123456},
-                         Step{0, 36, 0.3, 0}, Step{20, 36, 0.9, 77}, Step{0, 36, 0.1, 5}}) {
-    const Mesh got = run(*reused, st.z0, st.z1, st.level, st.base);
+                         Step{0, 36, 0.3, 0}, Step{20, 36, 0.9, 77}, Step{0, 36, 0.1, 5},
+                         Step{0, 36, 0.5, 0, true}, Step{0, 36, 0.5, 0, true}, Step{0, 36, 0.5, 3},
+                         Step{10, 30, 0.5, 0, true}}) {
+    const Mesh got = run(*reused, st.z0, st.z1, st.level, st.base, st.rounded);
     auto fresh = iso::make_cuda_engine(0);
-    Mesh want = run(*fresh, st.z0, st.z1, st.level, 0);
+    Mesh want = run(*fresh, st.z0, st.z1, st.level, 0, st.rounded);
     for (auto& v : want.triangles) v += std::uint32_t(st.base);
     const std::string what = "slices [" + std::to_string(st.z0) + ", " + std::to_string(st.z1) + ") at level " +
-                             std::to_string(st.level) + ", vertex base " + std::to_string(st.base);
+                             std::to_string(st.level) + ", vertex base " + std::to_string(st.base) +
+                             (st.rounded ? ", samples in eighths" : "");
     ASSERT_GT(want.triangles.size(), 0u) << what;
     EXPECT_EQ(got.triangles, want.triangles) << what;
     EXPECT_EQ(got.positions, want.positions) << what;
