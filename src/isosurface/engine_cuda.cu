@@ -546,7 +546,8 @@ class CudaEngine final : public SlabEngine {
       // A mesh bound for the host is checked for unused vertices on samples equal to the level (below).
       const bool marks = out.positions && nv > 0 && owned_rows > 0;
       if (nv > 0 || nt > 0) {
-        // The totals kernel found the arrays too small (fits = 0); they hold the slab now.
+        // Not made ahead: the totals kernel found the arrays too small (fits = 0), or the slab held samples on the
+        // level after all. The arrays hold the slab now.
         PS_CUDA(cudaMemsetAsync(&totals_.as<cuda::SlabTotals>()->fits, 1, 1), "sizing the mesh");
         launch_generation<T>(task, marks, nt > 0, nv, std::size_t(vertex_segments_listed_), !level_samples_seen_);
       }
