@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 23 call 5: pass 2b over chunks taken from a counter by a grid of one wave (parasurf; AB_NO_DYN: the static
+# grid) against 2421197 (parasurf_base): tests, cuda_vs_cpu, memcheck, racecheck, A/B (3 rounds), timeline, ncu MR_Gd
+export PATH=$PATH:/usr/local/cuda/bin
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+mkdir -p /tmp/x && tar xzf .ab/bins.tgz -C /tmp/x && B=/tmp/x/bins17
+export LD_LIBRARY_PATH=$B:$LD_LIBRARY_PATH CUDA_VISIBLE_DEVICES=0
+F='Isosurface*:FastDivisor*:IsosurfaceLabels.*:Mc*:IsoTables*:LabelBoundaries*:-Isosurface.EveryTiePattern*'
+for k in "X=1" "AB_TRI_W=16"; do env $k timeout 100 $B/parasurf_tests --gtest_filter="$F" > $OUT/tests-${k%%=*}.txt 2>&1; echo "== tests $k rc=$? $SECONDS s"; grep -E "PASSED|FAILED|tests ran" $OUT/tests-${k%%=*}.txt | head -8; done
+timeout 60 bash $B/cuda_vs_cpu.sh $B/parasurf no-mpi > $OUT/cvc.txt 2>&1; echo "== cuda_vs_cpu rc=$? $SECONDS s"; tail -1 $OUT/cvc.txt
+V=".data/volumes/MR_Gd.nii.gz:60,.data/volumes/spm152.nii.gz:60"
+run() { local name=$1 b=$2; shift 2; env "$@" timeout 60 $B/$b bench isosurface --sizes 256,512 --types uint8,float32 --volumes $V --devices cuda --no-peers --repeats 15 --json $OUT/ab-$name-$r.json > $OUT/ab-$name-$r.log 2>&1; echo "== $name $r rc=$? $SECONDS s"; }
+for r in 1 2 3; do run base parasurf_base; run dyn parasurf; run static parasurf AB_NO_DYN=1; run dynw16 parasurf AB_TRI_W=16; done
+M=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum
+timeout 60 ncu --clock-control none --cache-control none --metrics $M --launch-count 14 --csv $B/parasurf isosurface .data/volumes/MR_Gd.nii.gz --level 60 --device cuda -q -o /tmp/mr.ply > $OUT/ncu.csv 2>/dev/null; echo "== ncu MR_Gd $SECONDS s"; python3 .ab/ncu_table.py $OUT/ncu.csv | cut -c1-120 > $OUT/ncu-mr.txt; tail -8 $OUT/ncu-mr.txt
+timeout 150 $B/parasurf bench isosurface --sizes 256,512 --types uint8,float32 --volumes $V --devices cpu,cuda --no-peers --repeats 5 --json $OUT/cpu-cuda.json > $OUT/cpu-cuda.log 2>&1; echo "== cpu,cuda rc=$? $SECONDS s"; grep -E "resident" $OUT/cpu-cuda.log | cut -c1-20,150-240
+timeout 110 compute-sanitizer --tool memcheck $B/parasurf_tests --gtest_filter='Isosurface.EveryVoxel*:Isosurface.CpuAndCuda*:Isosurface.Ties*:Isosurface.SlabSplits*:Isosurface.Reused*:Isosurface.LargeCuda*:IsosurfaceLabels.*:Isosurface.Mc33*:LabelBoundaries.CpuAndCuda*' > $OUT/memcheck.txt 2>&1; echo "== memcheck rc=$? $SECONDS s"; tail -1 $OUT/memcheck.txt
+timeout 80 compute-sanitizer --tool racecheck $B/parasurf_tests --gtest_filter='Isosurface.CpuAndCuda*:Isosurface.Reused*' > $OUT/racecheck.txt 2>&1; echo "== racecheck rc=$? $SECONDS s"; tail -1 $OUT/racecheck.txt
+rm -f $OUT/*.csv; cd $OUT && tar czf ab.tgz *.txt *.json *.log && rm -f *.json *.log && ls
