@@ -869,8 +869,8 @@ __device__ __forceinline__ void cell_corners(const std::uint32_t* __restrict__ i
 // triangle_kernel takes one of two bodies, by whether some sample of the slab lies on the level (kLevelSamples):
 // inlined into the cell loop, the on-level words' registers made the common path spill (ptxas: 204 bytes at 64
 // registers against none; 512^3 float32 0.410-0.414 ms without the on-level path, 0.419-0.429 with it as a call).
-// Even as a second body the on-level one left the kernel spilling, so the kernel's kCommonOnly instance holds the
-// common body alone.
+// Even as a second body the on-level one left the kernel spilling, so triangle_common_kernel holds the common body
+// alone, for slabs that the host expects to hold no sample on the level.
 constexpr int kMaxLaneSegments = 4;
 template <class T, bool kLevelSamples>
 __device__ __forceinline__ void write_triangles(
@@ -985,11 +985,7 @@ __device__ __forceinline__ void write_triangles(
   });
 }
 
-// kCommonOnly: the common body alone, for slabs that the host expects to hold no sample on the level (its guess,
-// from the slab before). Compiled beside the on-level body, the common one spilled (ptxas: 176 bytes stored, 256
-// loaded at 64 registers, against none alone), and took 29.3 against 23.9 us on MR_Gd (H200). A slab that does hold
-// such a sample gets nothing written by it; the host sees that in the totals and runs the two-body instance.
-template <class T, bool kCommonOnly>
+template <class T>
 __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint32_t* __restrict__ inside,
     const std::uint32_t* __restrict__ on_level, const unsigned long long* __restrict__ level_samples,
@@ -999,15 +995,30 @@ __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
     std::int32_t* __restrict__ face_labels, unsigned long long* __restrict__ tie_count,
     std::uint64_t* __restrict__ ties, const SlabTotals* __restrict__ totals, int lane_segments) {
   if (!totals->fits) return;
-  if (*level_samples) {
-    if constexpr (!kCommonOnly)
-      write_triangles<T, true>(s, g, level, inside, on_level, point_planes, centre_planes, cases, keep_degenerate,
-                               flip, scan, slab_vertex_base, labels, triangles, face_labels, tie_count, ties,
-                               lane_segments);
-  } else {
+  if (*level_samples)
+    write_triangles<T, true>(s, g, level, inside, on_level, point_planes, centre_planes, cases, keep_degenerate, flip,
+                             scan, slab_vertex_base, labels, triangles, face_labels, tie_count, ties, lane_segments);
+  else
     write_triangles<T, false>(s, g, level, inside, on_level, point_planes, centre_planes, cases, keep_degenerate, flip,
                               scan, slab_vertex_base, labels, triangles, face_labels, tie_count, ties, lane_segments);
-  }
+}
+
+// Pass 2b with the common body alone, for slabs expected to hold no sample on the level (the host's guess, from the
+// slab before): compiled beside the on-level body, the common one spilled (ptxas: 176 bytes stored, 256 loaded at
+// 64 registers, against none alone), and took 29.3 against 23.9 us on MR_Gd (H200). A slab that does hold such a
+// sample writes nothing here; the host sees it in the totals and runs triangle_kernel.
+template <class T>
+__global__ void __launch_bounds__(kSegmentThreads, 4) triangle_common_kernel(
+    mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, const std::uint32_t* __restrict__ inside,
+    const std::uint32_t* __restrict__ on_level, const unsigned long long* __restrict__ level_samples,
+    const std::uint32_t* __restrict__ point_planes, const std::uint32_t* __restrict__ centre_planes,
+    mc::CaseLookup cases, bool keep_degenerate, bool flip, SegmentScan scan, std::uint64_t slab_vertex_base,
+    const std::int32_t* __restrict__ labels, std::uint32_t* __restrict__ triangles,
+    std::int32_t* __restrict__ face_labels, unsigned long long* __restrict__ tie_count,
+    std::uint64_t* __restrict__ ties, const SlabTotals* __restrict__ totals, int lane_segments) {
+  if (!totals->fits || *level_samples) return;
+  write_triangles<T, false>(s, g, level, inside, on_level, point_planes, centre_planes, cases, keep_degenerate, flip,
+                            scan, slab_vertex_base, labels, triangles, face_labels, tie_count, ties, lane_segments);
 }
 
 }  // namespace parasurf::iso::cuda

@@ -397,8 +397,8 @@ class CudaEngine final : public SlabEngine {
       load(reinterpret_cast<const void*>(cuda::flags_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::next_slab_centers_kernel<T>));
       load(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>));
-      load(reinterpret_cast<const void*>(cuda::triangle_kernel<T, false>));
-      load(reinterpret_cast<const void*>(cuda::triangle_kernel<T, true>));
+      load(reinterpret_cast<const void*>(cuda::triangle_kernel<T>));
+      load(reinterpret_cast<const void*>(cuda::triangle_common_kernel<T>));
     });
     if (group_counts_.ptr) {  // (always: a slab has at least one row)
       PS_CUDA(cudaMemset(group_counts_.ptr, 0, sizeof(std::uint64_t)), "loading the scan kernels");
@@ -458,7 +458,7 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cudaStreamWaitEvent(triangle_stream_, scanned_, 0), "ordering the triangle pass");
       // Warps of more segments where that still leaves kTriangleWaves waves of them (pass 2b's comment).
       const std::size_t cell_segments = std::size_t(g.cell_rows * g.segments);
-      auto* triangle_pass = common_triangles ? cuda::triangle_kernel<T, true> : cuda::triangle_kernel<T, false>;
+      auto* triangle_pass = common_triangles ? cuda::triangle_common_kernel<T> : cuda::triangle_kernel<T>;
       const std::size_t resident = resident_warps(reinterpret_cast<const void*>(triangle_pass));
       int lane_segments = 1;
       while (lane_segments < cuda::kMaxLaneSegments &&
