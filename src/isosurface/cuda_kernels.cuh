@@ -67,6 +67,15 @@ __device__ __forceinline__ bool segment_of_thread(const RowGrid& g, std::int64_t
   return true;
 }
 
+// Programmatic dependent launch (sm_90): a kernel launched with the attribute may start while the kernel before it
+// in the stream drains, and waits here, before reading what that kernel wrote, for it to finish and its writes to
+// show. (Launched without the attribute, it returns at once.)
+__device__ __forceinline__ void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
 // Pass 1a: which samples are inside and which lie on the level, one bit each, per segment of 32 points. A warp takes
 // 128 points of a row, lane l the points l + 32 p, so that each ballot is one segment's word, and marches them
 // through kFlagSlices slices. Per point this is a load, two compares and a share of two ballots; the flag bytes of
@@ -305,6 +314,7 @@ struct MeshCapacity {
 __global__ void totals_kernel(SegmentScan scan, std::int64_t owned_segments,
                               const unsigned long long* __restrict__ counters, MeshCapacity capacity,
                               SlabTotals* __restrict__ out) {
+  wait_for_previous_kernel();
   // Vertices of the owned rows only (the slab's extra slice belongs to the next slab); all triangles.
   const std::int64_t last = (scan.segments - 1) / kGroupSegments;
   const std::uint64_t all = scan.group_bases[last] + scan.group_counts[last];
@@ -479,6 +489,7 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
                                                                unsigned long long* __restrict__ vertex_segment_count,
                                                                const std::uint8_t* __restrict__ classic_triangles) {
   using R = typename mc::RealOf<T>::type;
+  wait_for_previous_kernel();
   __shared__ std::uint32_t warp_triangles[kSegmentThreads], warp_centres[kSegmentThreads];
   __shared__ std::uint8_t case_triangles[256];
   static_assert(kSegmentThreads == 256, "a thread loads a case's count");
@@ -638,6 +649,7 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std:
                                                                       std::uint64_t* __restrict__ entries) {
   constexpr int kWords = kSegmentPoints / 4;
   __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
+  wait_for_previous_kernel();
   if (!totals->fits) return;
   const std::uint64_t listed = totals->vertex_segments;
   const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / 32);
@@ -702,6 +714,7 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
                                                              unsigned long long* __restrict__ points,
                                                              std::uint8_t* __restrict__ point_marks) {
   using R = typename mc::RealOf<T>::type;
+  wait_for_previous_kernel();
   if (!totals->fits) return;
   const std::uint64_t count = totals->vertices;
   const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};

@@ -47,6 +47,7 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaGetDeviceProperties(&p, device), "reading device properties");
     name_ = std::string("cuda ") + std::to_string(device) + " (" + p.name + ")";
     multiprocessors_ = p.multiProcessorCount;
+    dependent_launch_ = p.major >= 9;
     const auto& t = mc::case_tables();
     table_.ensure(t.entries.size() * sizeof(mc::CaseEntry), "allocating the case table");
     PS_CUDA(cudaMemcpy(table_.ptr, t.entries.data(), t.entries.size() * sizeof(mc::CaseEntry), cudaMemcpyHostToDevice),
@@ -244,15 +245,16 @@ class CudaEngine final : public SlabEngine {
       classify<<<tiles, dim3(32, cuda::kFlagTileY)>>>(s, g, R(task.level), segment_inside_.as<std::uint32_t>(),
                                                       segment_on_level_.as<std::uint32_t>());
       PS_CUDA_LAUNCH("classifying points");
-      cuda::flags_kernel<T><<<blocks_for(segments), cuda::kSegmentThreads>>>(
-          s, g, R(task.level), segment_inside_.as<std::uint32_t>(), segment_on_level_.as<std::uint32_t>(),
-          level_samples(), lookup(task), task.keep_degenerate, point_planes_.as<std::uint32_t>(),
-          task.tunnels ? centre_planes_.as<std::uint32_t>() : nullptr, segment_local_.as<std::uint32_t>(),
-          group_counts_.as<std::uint64_t>(), next_centres ? next_centres_.as<std::uint32_t>() : nullptr,
-          next_centres ? task.z1 : -1, counters_.as<unsigned long long>(), vertex_segments_.as<std::uint32_t>(),
-          listed_planes_.as<uint4>(), task.tunnels ? listed_centres_.as<std::uint32_t>() : nullptr,
-          counters_.as<unsigned long long>() + 3, classic_triangles_.as<std::uint8_t>());
-      PS_CUDA_LAUNCH("flagging points and counting triangles");
+      launch_after_previous(
+          cuda::flags_kernel<T>, blocks_for(segments), cuda::kSegmentThreads, 0,
+          "flagging points and counting triangles", s, g, R(task.level), segment_inside_.as<std::uint32_t>(),
+          segment_on_level_.as<std::uint32_t>(), level_samples(), lookup(task), task.keep_degenerate,
+          point_planes_.as<std::uint32_t>(), task.tunnels ? centre_planes_.as<std::uint32_t>() : nullptr,
+          segment_local_.as<std::uint32_t>(), group_counts_.as<std::uint64_t>(),
+          next_centres ? next_centres_.as<std::uint32_t>() : nullptr, next_centres ? task.z1 : -1,
+          counters_.as<unsigned long long>(), vertex_segments_.as<std::uint32_t>(), listed_planes_.as<uint4>(),
+          task.tunnels ? listed_centres_.as<std::uint32_t>() : nullptr, counters_.as<unsigned long long>() + 3,
+          classic_triangles_.as<std::uint8_t>());
     }
     PS_CUDA(cudaEventRecord(classify_end_), "timing the classification");
     check_slab_fits_32_bits(groups);
@@ -268,10 +270,9 @@ class CudaEngine final : public SlabEngine {
       // what prepare() expected): the host's round trip between the passes cost 4-8 us a slab (H200: 256^3 float32
       // 0.126-0.130 -> 0.120-0.121 ms, MR_Gd 0.084-0.092 -> 0.082-0.088 ms).
       const bool ahead = positions_.bytes > 0 && triangles_.bytes > 0;
-      cuda::totals_kernel<<<1, 1>>>(segment_scan(segments), owned, counters_.as<unsigned long long>(),
-                                    ahead ? capacity(task) : cuda::MeshCapacity{},
-                                    totals_.as<cuda::SlabTotals>());
-      PS_CUDA_LAUNCH("gathering the slab totals");
+      launch_after_previous(cuda::totals_kernel, 1, 1, 0, "gathering the slab totals", segment_scan(segments), owned,
+                            counters_.as<unsigned long long>(), ahead ? capacity(task) : cuda::MeshCapacity{},
+                            totals_.as<cuda::SlabTotals>());
       PS_CUDA(cudaEventRecord(totals_end_), "timing the scan");
       if (ahead) {
         // The common triangle body alone, unless the last slab held samples on the level.
@@ -425,6 +426,24 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaMemcpy(&result, any, sizeof result, cudaMemcpyDeviceToHost), "reading the unused point-vertex flag");
     return result != 0;
   }
+  // Launches `kernel` on `stream` so that it may start while the kernel before it drains: it waits for that kernel's
+  // writes itself (cuda::wait_for_previous_kernel). Small slabs are chains of short dependent kernels (H200, MR_Gd:
+  // 0.079-0.088 -> 0.075-0.078 ms with pass 1b, the totals and the vertex passes launched so; 256^3 float32 0.112-0.115
+  // -> 0.107-0.110 ms).
+  template <class... Params, class... Args>
+  void launch_after_previous(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, const char* what,
+                             Args... args) {
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.stream = stream;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = dependent_launch_ ? 1 : 0;
+    PS_CUDA(cudaLaunchKernelEx(&config, kernel, Params(args)...), what);
+  }
   static unsigned blocks_for(std::size_t threads) {
     return unsigned((threads + cuda::kSegmentThreads - 1) / cuda::kSegmentThreads);
   }
@@ -480,21 +499,18 @@ class CudaEngine final : public SlabEngine {
       // Up to a warp a listed segment (the listing spreads short lists), at most one wave.
       constexpr std::size_t kWarps = cuda::kSegmentThreads / 32;
       const std::size_t listed_blocks = (listed_bound + kWarps - 1) / kWarps;
-      cuda::vertex_list_kernel<<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_list_kernel), listed_blocks),
-                                 cuda::kSegmentThreads>>>(
-          vertex_segments_.as<std::uint32_t>(), listed_planes_.as<uint4>(),
-          task.tunnels ? listed_centres_.as<std::uint32_t>() : nullptr, totals, owned_rows * g.segments, scanned,
-          vertex_list_.as<std::uint64_t>());
-      PS_CUDA_LAUNCH("listing vertices");
-      cuda::vertex_compute_kernel<T><<<wave_blocks(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>),
-                                                   (vertex_bound + 255) / 256),
-                                       256>>>(s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), totals,
-                                              positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
-                                              task.scalars ? scalars_.as<float>() : nullptr,
-                                              task.scalars ? values_.as<float>() : nullptr,
-                                              counters_.as<unsigned long long>() + 2,
-                                              marks ? point_marks_.as<std::uint8_t>() : nullptr);
-      PS_CUDA_LAUNCH("writing vertices");
+      launch_after_previous(cuda::vertex_list_kernel,
+                            wave_blocks(reinterpret_cast<const void*>(cuda::vertex_list_kernel), listed_blocks),
+                            cuda::kSegmentThreads, 0, "listing vertices", vertex_segments_.as<std::uint32_t>(),
+                            listed_planes_.as<uint4>(), task.tunnels ? listed_centres_.as<std::uint32_t>() : nullptr,
+                            totals, owned_rows * g.segments, scanned, vertex_list_.as<std::uint64_t>());
+      launch_after_previous(
+          cuda::vertex_compute_kernel<T>,
+          wave_blocks(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>), (vertex_bound + 255) / 256), 256,
+          0, "writing vertices", s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), totals,
+          positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
+          task.scalars ? scalars_.as<float>() : nullptr, task.scalars ? values_.as<float>() : nullptr,
+          counters_.as<unsigned long long>() + 2, marks ? point_marks_.as<std::uint8_t>() : nullptr);
     }
     if (side) PS_CUDA(cudaStreamWaitEvent(0, triangles_done_, 0), "joining the triangle pass");
   }
@@ -591,6 +607,7 @@ class CudaEngine final : public SlabEngine {
   static constexpr int kCounters = 5;
   unsigned long long* level_samples() { return counters_.as<unsigned long long>() + 4; }
   int multiprocessors_ = 1;
+  bool dependent_launch_ = false;  // programmatic dependent launch (compute capability 9.0 on)
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
