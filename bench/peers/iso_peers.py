@@ -2,7 +2,7 @@
 """Peers of `parasurf bench isosurface`: VTK vtkFlyingEdges3D (all threads) and scikit-image marching_cubes,
 timed on the same samples (a raw float32 or uint8 file written by the benchmark). Prints one JSON object.
 
-usage: iso_peers.py RAW NX NY NZ DTYPE LEVEL REPEATS [vtk,skimage,skimage_lorensen]
+usage: iso_peers.py RAW NX NY NZ DTYPE LEVEL REPEATS[:SECONDS] [vtk,skimage,skimage_lorensen]
        iso_peers.py --labels RAW NX NY NZ DTYPE REPEATS
 The second form times label-map peers on every nonzero label: vtkSurfaceNets3D where this VTK has it (9.3+), and
 vtkDiscreteFlyingEdges3D (one surface per label, so a face between two labels is made twice).
@@ -14,13 +14,21 @@ import time
 import numpy as np
 
 
-def best_of(fn, repeats):
-    best, result = float("inf"), None
-    for _ in range(repeats):
+def best_of(fn, repeats, min_seconds=0.0):
+    """The best time of at least `repeats` runs and at least `min_seconds` of runs (as parasurf's own runs)."""
+    best, result, runs, start = float("inf"), None, 0, time.perf_counter()
+    while runs < repeats or (runs < 100000 and time.perf_counter() - start < min_seconds):
         t = time.perf_counter()
         result = fn()
         best = min(best, time.perf_counter() - t)
+        runs += 1
     return best, result
+
+
+def parse_repeats(text):
+    """REPEATS is N or N:SECONDS (at least N runs and at least SECONDS of runs)."""
+    count, _, seconds = text.partition(":")
+    return int(count), float(seconds or 0)
 
 
 def main_labels():
@@ -62,7 +70,8 @@ def main():
         return main_labels()
     path, nx, ny, nz, dtype, level, repeats = sys.argv[1:8]
     peers = sys.argv[8].split(",") if len(sys.argv) > 8 else ["vtk", "skimage"]
-    nx, ny, nz, level, repeats = int(nx), int(ny), int(nz), float(level), int(repeats)
+    nx, ny, nz, level = int(nx), int(ny), int(nz), float(level)
+    repeats, min_seconds = parse_repeats(repeats)
     data = np.fromfile(path, dtype=np.dtype(dtype)).reshape(nz, ny, nx)
     out = {}
     if "vtk" in peers:
@@ -86,7 +95,7 @@ def main():
                 fe.Update()
                 return fe.GetOutput()
 
-            sec, poly = best_of(run, repeats)
+            sec, poly = best_of(run, repeats, min_seconds)
             pts = numpy_support.vtk_to_numpy(poly.GetPoints().GetData()).astype(np.float64)
             con = numpy_support.vtk_to_numpy(poly.GetPolys().GetConnectivityArray()).reshape(-1, 3)
             tri = pts[con]
@@ -104,7 +113,7 @@ def main():
 
             vol = data.transpose(2, 1, 0)  # (x, y, z) index order, as parasurf's vertices
             sec, (verts, faces, normals, values) = best_of(
-                lambda: measure.marching_cubes(vol, level=level, method=method), max(1, min(repeats, 2)))
+                lambda: measure.marching_cubes(vol, level=level, method=method), max(1, min(repeats, 2)), min_seconds)
             tri = verts[faces]
             area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1).sum()
             out[name] = {"seconds": sec, "triangles": int(len(faces)), "vertices": int(len(verts)),
