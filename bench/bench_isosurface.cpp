@@ -160,19 +160,30 @@ nlohmann::json gpu_resident(const HostVolume& h, int repeats, double min_time, d
   iso::MeshTail none;  // nullptr: the mesh stays on the device
   engine->count(task);  // uploads once; later runs find the samples resident
   engine->generate(task, none, ties);
-  double best = 1e30, classify = 0, scan = 0, generate = 0;
+  // The whole call is timed with the stage events off (they cost the GPU microseconds a slab); the split into stages
+  // comes from as many runs again with them on, the best of those.
+  double best = 1e30, classify = 0, scan = 0, generate = 0, staged_best = 1e30;
   iso::SlabCounts c;
   std::vector<double> runs;
+  engine->time_stages(false);
   repeat_runs(repeats, min_time, [&] {
-    const auto before = engine->seconds();
     const auto t = Clock::now();
     c = engine->count(task);
     engine->generate(task, none, ties);
     const double sec = since(t);
     runs.push_back(sec);
+    best = std::min(best, sec);
+  });
+  engine->time_stages(true);
+  repeat_runs(repeats, min_time, [&] {
+    const auto before = engine->seconds();
+    const auto t = Clock::now();
+    engine->count(task);
+    engine->generate(task, none, ties);
+    const double sec = since(t);
     const auto after = engine->seconds();
-    if (sec < best) {
-      best = sec;
+    if (sec < staged_best) {
+      staged_best = sec;
       classify = after.classify - before.classify;
       scan = after.scan - before.scan;
       generate = after.generate - before.generate;
@@ -183,13 +194,13 @@ nlohmann::json gpu_resident(const HostVolume& h, int repeats, double min_time, d
   const double bytes = double(h.bytes.size()) + double(c.vertices) * 24 + double(c.triangles) * 12;
   const double floor = bytes / copy_bw;  // copy_bw in bytes per second
   const double voxels = double(h.geometry.voxel_count());
-  std::printf("  %-26s %-28s %9.2f ms  classify %7.2f  scan %6.2f  generate %7.2f  %8.0f Mvox/s  %7.1f Mtri/s  "
-              "floor %.2f ms -> %.2fx floor; %.1fx CPU (median of %zu runs %.3f ms)\n",
-              "cuda resident", "(samples and mesh on GPU)", best * 1e3, classify * 1e3, scan * 1e3, generate * 1e3,
-              voxels / best / 1e6, double(c.triangles) / best / 1e6, floor * 1e3, best / floor,
-              host_best > 0 ? host_best / best : 0.0, runs.size(), median * 1e3);
+  std::printf("  %-26s %-28s %9.3f ms  %8.0f Mvox/s  %7.1f Mtri/s  floor %.2f ms -> %.2fx floor; %.1fx CPU "
+              "(median of %zu runs %.3f ms; stages timed apart: classify %.3f  scan %.3f  generate %.3f, of %.3f ms)\n",
+              "cuda resident", "(samples and mesh on GPU)", best * 1e3, voxels / best / 1e6,
+              double(c.triangles) / best / 1e6, floor * 1e3, best / floor, host_best > 0 ? host_best / best : 0.0,
+              runs.size(), median * 1e3, classify * 1e3, scan * 1e3, generate * 1e3, staged_best * 1e3);
   return {{"seconds", best},       {"median_seconds", median}, {"runs", runs.size()},
-          {"classify", classify},   {"scan", scan},          {"generate", generate},
+          {"classify", classify},   {"scan", scan},          {"generate", generate}, {"staged_seconds", staged_best},
           {"triangles", c.triangles}, {"vertices", c.vertices}, {"floor_seconds", floor}, {"floor_ratio", best / floor},
           {"bytes", bytes},        {"speedup_vs_cpu", host_best > 0 ? host_best / best : 0.0}};
 }

@@ -299,10 +299,11 @@ __device__ __forceinline__ std::uint32_t slot_word(const SegmentPlanes& p, int q
          spread_bits(p.centre >> shift & 15u) * mc::kSlotCenter;
 }
 
-// The slab's totals after the scans, gathered on the device so that one copy brings them home (five copies of a few
-// bytes cost the host five round trips: about 40 us, a tenth of a 256^3 extraction). The generation's kernels read
-// them too, so that they can be launched before the host has seen them: `fits` says whether the mesh arrays hold
-// the slab (else they write nothing, and the host grows the arrays and launches them again).
+// The slab's totals after the scans, gathered on the device and written home too, into mapped host memory, so that
+// the host reads them once the stream is done (five copies of a few bytes cost five round trips: about 40 us, a tenth
+// of a 256^3 extraction; one copy after the kernels, about 2 us). The generation's kernels read the device copy, so
+// that they can be launched before the host has seen them: `fits` says whether the mesh arrays hold the slab (else
+// they write nothing, and the host grows the arrays and launches them again).
 struct SlabTotals {
   unsigned long long vertices, triangles, ties, vertex_segments, fits, level_samples;
 };
@@ -313,7 +314,7 @@ struct MeshCapacity {
 };
 __global__ void totals_kernel(SegmentScan scan, std::int64_t owned_segments,
                               const unsigned long long* __restrict__ counters, MeshCapacity capacity,
-                              SlabTotals* __restrict__ out) {
+                              SlabTotals* __restrict__ out, SlabTotals* __restrict__ home) {
   wait_for_previous_kernel();
   // Vertices of the owned rows only (the slab's extra slice belongs to the next slab); all triangles.
   const std::int64_t last = (scan.segments - 1) / kGroupSegments;
@@ -325,8 +326,10 @@ __global__ void totals_kernel(SegmentScan scan, std::int64_t owned_segments,
   out->ties = ties;
   out->vertex_segments = counters[3];
   out->level_samples = counters[4];
-  out->fits = vertices <= capacity.vertices && vertices <= capacity.list_entries && triangles <= capacity.triangles &&
-              ties <= capacity.ties;
+  const unsigned long long fits = vertices <= capacity.vertices && vertices <= capacity.list_entries &&
+                                 triangles <= capacity.triangles && ties <= capacity.ties;
+  out->fits = fits;
+  *home = {vertices, triangles, ties, counters[3], fits, counters[4]};
 }
 
 // The four point rows a cell row's corners lie in, in cell_case's corner order (q = corner >> 1).
@@ -649,7 +652,6 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std:
                                                                       std::uint64_t* __restrict__ entries) {
   constexpr int kWords = kSegmentPoints / 4;
   __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
-  wait_for_previous_kernel();
   if (!totals->fits) return;
   const std::uint64_t listed = totals->vertex_segments;
   const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / 32);
@@ -714,7 +716,6 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
                                                              unsigned long long* __restrict__ points,
                                                              std::uint8_t* __restrict__ point_marks) {
   using R = typename mc::RealOf<T>::type;
-  wait_for_previous_kernel();
   if (!totals->fits) return;
   const std::uint64_t count = totals->vertices;
   const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};

@@ -58,8 +58,9 @@ class CudaEngine final : public SlabEngine {
     ambiguous_.ensure(256, "allocating the ambiguity table");
     PS_CUDA(cudaMemcpy(ambiguous_.ptr, t.ambiguous_faces, 256, cudaMemcpyHostToDevice), "uploading the ambiguity table");
     counters_.ensure(kCounters * sizeof(unsigned long long), "allocating counters");
-    // The classification is timed by events and the totals come home into pinned memory: a host synchronisation
-    // between the passes, and a copy through the driver's pageable staging, each cost microseconds per slab.
+    // The classification is timed by events (when asked) and the totals come home into mapped pinned memory: a host
+    // synchronisation between the passes, and a copy through the driver's pageable staging, each cost microseconds
+    // per slab.
     PS_CUDA(cudaEventCreate(&classify_start_), "creating timing events");
     PS_CUDA(cudaEventCreate(&classify_end_), "creating timing events");
     PS_CUDA(cudaEventCreate(&totals_end_), "creating timing events");
@@ -67,10 +68,12 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaStreamCreateWithFlags(&triangle_stream_, cudaStreamNonBlocking), "creating the triangle stream");
     PS_CUDA(cudaEventCreateWithFlags(&scanned_, cudaEventDisableTiming), "creating stream events");
     PS_CUDA(cudaEventCreateWithFlags(&triangles_done_, cudaEventDisableTiming), "creating stream events");
-    PS_CUDA(cudaMallocHost(&totals_host_, sizeof(cuda::SlabTotals)), "allocating the slab totals");
+    PS_CUDA(cudaHostAlloc(&totals_host_, sizeof(cuda::SlabTotals), cudaHostAllocMapped), "allocating the slab totals");
+    PS_CUDA(cudaHostGetDevicePointer(&totals_home_, totals_host_, 0), "mapping the slab totals");
   }
   std::string name() const override { return name_; }
   StageSeconds seconds() const override { return seconds_; }
+  void time_stages(bool on) override { time_stages_ = on; }
   bool point_vertices() const override { return point_vertices_; }
   // Per segment of 32 points: two words of bits, a word of offsets, a share of its group's counts, its point and
   // centre planes, and its place and planes in the vertex pass's list (five words), over the points it holds in a
@@ -208,7 +211,7 @@ class CudaEngine final : public SlabEngine {
     using R = typename mc::RealOf<T>::type;
     const auto s = device_values<T>(task);
     const auto t0 = Clock::now();
-    PS_CUDA(cudaEventRecord(classify_start_), "timing the classification");
+    if (time_stages_) PS_CUDA(cudaEventRecord(classify_start_), "timing the classification");
     const auto g = grid(task);
     const std::size_t rows = std::size_t(g.flag_rows), segments = rows * std::size_t(g.segments);
     const std::size_t groups = (segments + cuda::kGroupSegments - 1) / cuda::kGroupSegments;
@@ -256,7 +259,7 @@ class CudaEngine final : public SlabEngine {
           task.tunnels ? listed_centres_.as<std::uint32_t>() : nullptr, counters_.as<unsigned long long>() + 3,
           classic_triangles_.as<std::uint8_t>());
     }
-    PS_CUDA(cudaEventRecord(classify_end_), "timing the classification");
+    if (time_stages_) PS_CUDA(cudaEventRecord(classify_end_), "timing the classification");
     check_slab_fits_32_bits(groups);
     scan(group_counts_.as<std::uint64_t>(), group_bases_.as<std::uint64_t>(), groups);
     const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]) * g.segments;
@@ -272,29 +275,34 @@ class CudaEngine final : public SlabEngine {
       const bool ahead = positions_.bytes > 0 && triangles_.bytes > 0;
       launch_after_previous(cuda::totals_kernel, 1, 1, 0, "gathering the slab totals", segment_scan(segments), owned,
                             counters_.as<unsigned long long>(), ahead ? capacity(task) : cuda::MeshCapacity{},
-                            totals_.as<cuda::SlabTotals>());
-      PS_CUDA(cudaEventRecord(totals_end_), "timing the scan");
+                            totals_.as<cuda::SlabTotals>(), totals_home_);
+      if (time_stages_) PS_CUDA(cudaEventRecord(totals_end_), "timing the scan");
       if (ahead) {
         // The common triangle body alone, unless the last slab held samples on the level.
         common_ahead = !level_samples_seen_;
         launch_generation<T>(task, true, true, positions_.bytes / 12, segments, common_ahead);
-        PS_CUDA(cudaEventRecord(generated_), "timing the generation");
+        if (time_stages_) PS_CUDA(cudaEventRecord(generated_), "timing the generation");
       }
-      PS_CUDA(cudaMemcpy(totals_host_, totals_.ptr, sizeof totals, cudaMemcpyDeviceToHost), "reading totals");
+      // The totals kernel wrote them home: the stream's end (the generation's too, when it went ahead) makes them
+      // visible (H200, MR_Gd: 0.074-0.078 -> 0.072-0.075 ms against a copy after the kernels).
+      PS_CUDA(cudaStreamSynchronize(0), "reading totals");
       totals = *totals_host_;
       level_samples_seen_ = totals.level_samples != 0;
       // (A guess of no samples on the level that proved wrong left the triangles unwritten: generate() makes them.)
       generated_ahead_ = ahead && totals.fits != 0 && !(common_ahead && level_samples_seen_);
-      if (generated_ahead_) PS_CUDA(cudaEventElapsedTime(&generate_ms, totals_end_, generated_), "timing the generation");
+      if (generated_ahead_ && time_stages_)
+        PS_CUDA(cudaEventElapsedTime(&generate_ms, totals_end_, generated_), "timing the generation");
     }
-    PS_CUDA(cudaEventSynchronize(classify_end_), "classifying the slab");
-    float classify_ms = 0;
-    PS_CUDA(cudaEventElapsedTime(&classify_ms, classify_start_, classify_end_), "timing the classification");
     tie_total_ = totals.ties;
     vertex_segments_listed_ = totals.vertex_segments;
-    seconds_.classify += classify_ms * 1e-3;
-    seconds_.generate += generate_ms * 1e-3;
-    seconds_.scan += std::max(0.0, since(t0) - (classify_ms + generate_ms) * 1e-3);
+    if (time_stages_) {
+      PS_CUDA(cudaEventSynchronize(classify_end_), "classifying the slab");
+      float classify_ms = 0;
+      PS_CUDA(cudaEventElapsedTime(&classify_ms, classify_start_, classify_end_), "timing the classification");
+      seconds_.classify += classify_ms * 1e-3;
+      seconds_.generate += generate_ms * 1e-3;
+      seconds_.scan += std::max(0.0, since(t0) - (classify_ms + generate_ms) * 1e-3);
+    }
     counts_ = {totals.vertices, totals.triangles};
     return counts_;
   }
@@ -608,6 +616,7 @@ class CudaEngine final : public SlabEngine {
   unsigned long long* level_samples() { return counters_.as<unsigned long long>() + 4; }
   int multiprocessors_ = 1;
   bool dependent_launch_ = false;  // programmatic dependent launch (compute capability 9.0 on)
+  bool time_stages_ = true;
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
@@ -616,7 +625,8 @@ class CudaEngine final : public SlabEngine {
   // 0.531-0.539 against 0.538-0.544 ms).
   cudaStream_t triangle_stream_ = nullptr;
   cudaEvent_t scanned_ = nullptr, triangles_done_ = nullptr;
-  cuda::SlabTotals* totals_host_ = nullptr;
+  cuda::SlabTotals* totals_host_ = nullptr;  // mapped: the totals kernel writes it through totals_home_
+  cuda::SlabTotals* totals_home_ = nullptr;
   core::DeviceBuffer staging_;  // the next slab's samples, uploaded ahead
   SampleKey staged_;
   const void* uploaded_ = nullptr;

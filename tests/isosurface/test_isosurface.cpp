@@ -825,18 +825,27 @@ TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
     std::uint64_t base;
     bool rounded = false;
   };
-  // A thin slab first, then the whole volume (larger arrays), smaller slabs, other levels.
+  // A thin slab first, then the whole volume (larger arrays), smaller slabs, other levels; the stage timing (events
+  // between the passes) off on every other step.
+  bool timed = true;
   for (const Step& st : {Step{16, 19, 0.5, 0}, Step{0, 36, 0.5, 0}, Step{0, 36, 0.5, 0}, Step{10, 20, 0.5, 123456},
                          Step{0, 36, 0.3, 0}, Step{20, 36, 0.9, 77}, Step{0, 36, 0.1, 5},
                          Step{0, 36, 0.5, 0, true}, Step{0, 36, 0.5, 0, true}, Step{0, 36, 0.5, 3},
                          Step{10, 30, 0.5, 0, true}}) {
+    timed = !timed;
+    reused->time_stages(timed);
+    const double classified = reused->seconds().classify;
     const Mesh got = run(*reused, st.z0, st.z1, st.level, st.base, st.rounded);
+    if (timed)
+      EXPECT_GT(reused->seconds().classify, classified) << "a timed slab's classification takes time";
+    else
+      EXPECT_EQ(reused->seconds().classify, classified) << "an untimed slab leaves the stage times as they were";
     auto fresh = iso::make_cuda_engine(0);
     Mesh want = run(*fresh, st.z0, st.z1, st.level, 0, st.rounded);
     for (auto& v : want.triangles) v += std::uint32_t(st.base);
     const std::string what = "slices [" + std::to_string(st.z0) + ", " + std::to_string(st.z1) + ") at level " +
                              std::to_string(st.level) + ", vertex base " + std::to_string(st.base) +
-                             (st.rounded ? ", samples in eighths" : "");
+                             (st.rounded ? ", samples in eighths" : "") + (timed ? "" : ", stages untimed");
     ASSERT_GT(want.triangles.size(), 0u) << what;
     EXPECT_EQ(got.triangles, want.triangles) << what;
     EXPECT_EQ(got.positions, want.positions) << what;
