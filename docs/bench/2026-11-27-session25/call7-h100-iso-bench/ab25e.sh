@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Session 25 call 7: c565b5a (built here) on an H100: the isosurface benchmark as gpu-check.sh runs it, and 1024^3
+# float32/uint8 without peers.
+export PATH=$PATH:/usr/local/cuda/bin
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+mkdir -p /tmp/x && tar xJf .ab/bins.txz -C /tmp/x && B=/tmp/x/bins25d
+export LD_LIBRARY_PATH=$B:$LD_LIBRARY_PATH CUDA_VISIBLE_DEVICES=0
+W=/tmp/w; mkdir -p $W
+snap() { (cd $W && tar czf $OUT/.r.tgz . && mv $OUT/.r.tgz $OUT/r.tgz); }
+python3 -c "import skimage; print('skimage', skimage.__version__)"
+(while sleep 20; do snap; done) &
+timeout 200 $B/parasurf bench isosurface --sizes 256,512 --volumes .data/volumes/MR_Gd.nii.gz:60,.data/volumes/spm152.nii.gz:60 --json $W/bench-isosurface.json > $W/bench-isosurface.log 2>&1; echo "== bench rc=$? $SECONDS s"; snap
+grep -E "resident|skimage" $W/bench-isosurface.log | cut -c1-20,60-200
+timeout 150 $B/parasurf bench isosurface --sizes 1024 --no-peers --json $W/bench-1024.json > $W/bench-1024.log 2>&1; echo "== bench 1024 rc=$? $SECONDS s"; kill %1; snap
+grep -E "^[a-z]|cpu |resident" $W/bench-1024.log | cut -c1-20,60-200
