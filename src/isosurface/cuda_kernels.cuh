@@ -652,6 +652,7 @@ __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std:
                                                                       std::uint64_t* __restrict__ entries) {
   constexpr int kWords = kSegmentPoints / 4;
   __shared__ std::uint32_t slot_words[kSegmentThreads * kSlotPitch];
+  wait_for_previous_kernel();
   if (!totals->fits) return;
   const std::uint64_t listed = totals->vertex_segments;
   const std::uint64_t warps = std::uint64_t(gridDim.x) * (blockDim.x / 32);
@@ -716,6 +717,7 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
                                                              unsigned long long* __restrict__ points,
                                                              std::uint8_t* __restrict__ point_marks) {
   using R = typename mc::RealOf<T>::type;
+  wait_for_previous_kernel();
   if (!totals->fits) return;
   const std::uint64_t count = totals->vertices;
   const mc::SlabValues<float> sv{scalars, s.nx, s.ny, s.nz, s.z_begin};
