@@ -61,10 +61,12 @@ struct IsosurfaceReport {
   double seconds_read = 0, seconds_classify = 0, seconds_scan = 0, seconds_generate = 0, seconds_copy = 0,
          seconds_total = 0;
   double seconds_setup = 0;       // engine start (a CUDA context) and buffers, before the first slab
-  double seconds_host_mesh = 0;   // growing the host mesh arrays for each slab's output
+  double seconds_host_mesh = 0;   // growing the host mesh arrays for each slab's output (several GPUs: summed)
   double seconds_host_mesh_ahead = 0;  // sizing them ahead while the engine started (within seconds_setup)
   double seconds_engine_start = 0;     // making the engine (a CUDA context, its tables), within seconds_setup
   double seconds_upload = 0, seconds_download = 0;  // the two halves of seconds_copy
+  double seconds_workers = 0;  // several GPUs: from the start of the slab workers until the last one ended
+  double seconds_join = 0;     // several GPUs: joining the slabs' meshes in slab order, after the workers
   std::uint64_t peak_slab_bytes = 0;  // host bytes held for samples and work arrays at once
   std::vector<double> seconds_slab_done;  // when each slab's mesh was home, from the run's start (one GPU or CPU)
 };

@@ -5,6 +5,7 @@
 #include <atomic>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #ifdef __linux__
@@ -91,6 +92,19 @@ void prefault(void* p, std::uint64_t bytes) {
 #else
   (void)p, (void)bytes;
 #endif
+}
+
+void parallel_copy(void* to, const void* from, std::size_t bytes, int threads) {
+  if (threads <= 1 || bytes < (std::size_t(1) << 20)) {
+    std::memcpy(to, from, bytes);
+    return;
+  }
+  const std::size_t per = ((bytes + std::size_t(threads) - 1) / std::size_t(threads) + 63) & ~std::size_t(63);
+#pragma omp parallel for num_threads(threads)
+  for (int k = 0; k < threads; ++k) {
+    const std::size_t a = std::size_t(k) * per;
+    if (a < bytes) std::memcpy(static_cast<char*>(to) + a, static_cast<const char*>(from) + a, std::min(per, bytes - a));
+  }
 }
 
 std::string format_bytes(std::uint64_t bytes) {

@@ -143,8 +143,8 @@ struct LevelMesh {
 };
 
 // Room for n values: arrays sized ahead serve as they are, others grow as slabs come.
-template <class T> void make_room(std::vector<T>& v, std::size_t n) {
-  if (n > v.size()) core::resize_for_overwrite(v, n);
+template <class T> void make_room(std::vector<T>& v, std::size_t n, double likely_scale = 1) {
+  if (n > v.size()) core::resize_for_overwrite(v, n, std::size_t(double(n) * likely_scale));
 }
 
 // Ties can fold two sheets onto the same samples: identical triangles then come in pairs that cancel.
@@ -510,6 +510,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     }
   };
   double read_seconds = 0, host_mesh_seconds = 0;
+  std::atomic<double> host_mesh_multi{0};
   if (reserving.joinable()) reserving.join();
   // The engine's arrays for the first slab (none is larger) and its share of the expected mesh, before the start.
   if (gpus.size() <= 1) {
@@ -560,14 +561,23 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
                                             " more vertices and " + std::to_string(c.triangles) + " triangles");
       const auto grow_start = Clock::now();
-      make_room(m.positions, 3 * (v0 + c.vertices));
-      if (o.normals) make_room(m.normals, 3 * (v0 + c.vertices));
-      make_room(m.triangles, 3 * (t0 + c.triangles));
+      // Slabs appended into one mesh: when it must grow, room for the whole part at the rate of the slices so far
+      // (7 growths of 1024^3 tangle's mesh, each a copy, took a third of a one-GPU run), unless that cannot fit.
+      double scale = 1;
+      const std::int64_t slices_done = span_of(s)[1] - zb;
+      if (gpus.size() <= 1 && slices_done < part && 3 * (v0 + c.vertices) > m.positions.capacity()) {
+        scale = double(part) / double(slices_done);
+        if (double(grow + v0 * 24 + t0 * 12) * scale > 0.5 * double(core::available_host_memory())) scale = 1;
+      }
+      make_room(m.positions, 3 * (v0 + c.vertices), scale);
+      if (o.normals) make_room(m.normals, 3 * (v0 + c.vertices), scale);
+      make_room(m.triangles, 3 * (t0 + c.triangles), scale);
       if (o.scalars) m.values.resize(v0 + c.vertices);
       if (o.labels) m.labels.resize(t0 + c.triangles);
       m.vertices = v0 + c.vertices;
       m.triangle_count = t0 + c.triangles;
-      if (gpus.size() <= 1) host_mesh_seconds += since(grow_start);  // (several GPUs: workers run concurrently)
+      if (gpus.size() <= 1) host_mesh_seconds += since(grow_start);
+      else host_mesh_multi += since(grow_start);  // several GPUs: summed over the workers, which run concurrently
       iso::MeshTail tail;
       tail.positions = m.positions.data() + 3 * v0;
       tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
@@ -595,6 +605,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     std::atomic<bool> stop{false};
     std::vector<std::thread> workers;
     std::vector<iso::StageSeconds> worker_seconds(gpus.size());
+    const auto workers_start = Clock::now();
     for (std::size_t w = 0; w < gpus.size(); ++w)
       workers.emplace_back([&, w] {
         try {
@@ -629,6 +640,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       });
     for (auto& t : workers) t.join();
     if (failure) std::rethrow_exception(failure);
+    rep.seconds_workers = since(workers_start);
+    const auto join_start = Clock::now();
     for (const auto& w : worker_seconds) {
       multi_seconds.upload += w.upload;
       multi_seconds.classify += w.classify;
@@ -658,18 +671,41 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       if (o.scalars) m.values.resize(nv);
       core::resize_for_overwrite(m.triangles, 3 * nt);
       if (o.labels) m.labels.resize(nt);
-#pragma omp parallel for schedule(dynamic, 1)
-      for (std::int64_t p = 0; p < std::int64_t(parts); ++p) {
-        LevelMesh& part = per_slab[std::size_t(p)][L];
-        const std::uint64_t v0 = v_at[std::size_t(p)], t0 = t_at[std::size_t(p)];
-        std::copy(part.positions.begin(), part.positions.end(), m.positions.begin() + std::ptrdiff_t(3 * v0));
-        std::copy(part.normals.begin(), part.normals.end(), m.normals.begin() + std::ptrdiff_t(3 * v0));
-        std::copy(part.values.begin(), part.values.end(), m.values.begin() + std::ptrdiff_t(v0));
-        const std::uint32_t shift = std::uint32_t(v0);
-        std::uint32_t* tri = m.triangles.data() + 3 * t0;
-        for (std::size_t i = 0; i < part.triangles.size(); ++i) tri[i] = part.triangles[i] + shift;
-        std::copy(part.labels.begin(), part.labels.end(), m.labels.begin() + std::ptrdiff_t(t0));
-        for (auto& t : part.ties) t += t0;
+      // Pieces of at most 2^18 vertices or triangles, so that every core copies (a slab per thread left most idle).
+      struct Piece {
+        std::size_t part;
+        bool triangles;
+        std::uint64_t first, last;
+      };
+      constexpr std::uint64_t block = std::uint64_t(1) << 18;
+      std::vector<Piece> pieces;
+      for (std::size_t p = 0; p < parts; ++p)
+        for (bool tri : {false, true}) {
+          const std::uint64_t n = tri ? t_at[p + 1] - t_at[p] : v_at[p + 1] - v_at[p];
+          for (std::uint64_t f = 0; f < n; f += block) pieces.push_back({p, tri, f, std::min(n, f + block)});
+        }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_thread_count(0))
+      for (std::int64_t i = 0; i < std::int64_t(pieces.size()); ++i) {
+        const Piece& q = pieces[std::size_t(i)];
+        const LevelMesh& part = per_slab[q.part][L];
+        const std::uint64_t v0 = v_at[q.part], t0 = t_at[q.part];
+        auto copy = [](const auto& from, std::uint64_t a, std::uint64_t b, auto& to, std::uint64_t at) {
+          if (!from.empty()) std::copy(from.begin() + std::ptrdiff_t(a), from.begin() + std::ptrdiff_t(b), to.begin() + std::ptrdiff_t(at));
+        };
+        if (!q.triangles) {
+          copy(part.positions, 3 * q.first, 3 * q.last, m.positions, 3 * (v0 + q.first));
+          copy(part.normals, 3 * q.first, 3 * q.last, m.normals, 3 * (v0 + q.first));
+          copy(part.values, q.first, q.last, m.values, v0 + q.first);
+        } else {
+          const std::uint32_t shift = std::uint32_t(v0);
+          std::uint32_t* tri = m.triangles.data() + 3 * t0;
+          for (std::uint64_t k = 3 * q.first; k < 3 * q.last; ++k) tri[k] = part.triangles[k] + shift;
+          copy(part.labels, q.first, q.last, m.labels, t0 + q.first);
+        }
+      }
+      for (std::size_t p = 0; p < parts; ++p) {
+        LevelMesh& part = per_slab[p][L];
+        for (auto& t : part.ties) t += t_at[p];
         part.positions = {};
         part.normals = {};
         part.triangles = {};
@@ -679,6 +715,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
         m.point_vertices = m.point_vertices || p[L].point_vertices;
       }
     }
+    rep.seconds_join = since(join_start);
+    host_mesh_seconds = host_mesh_multi;
   } else {
   std::uint64_t vertices_total = 0;
   // Streamed into pinned buffers, the device samples of slab s + 1 go up on the prefetch thread, after its read,

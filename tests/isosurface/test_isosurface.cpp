@@ -878,6 +878,36 @@ TEST(Isosurface, LargeCudaMeshArrivesIntact) {
   EXPECT_LT(worst_n, 1e-4);
 }
 
+// A caller's array of more than 64 MiB goes up through two pinned 32 MiB chunks in turn (the last one partial):
+// a chunk copied to the wrong place, or overwritten before its copy left, would change the mesh.
+TEST(Isosurface, HostArrayStagedThroughPinnedChunksGivesTheCpuMesh) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937_64 rng(test::run_seed() ^ 0x57a9);
+  std::uniform_real_distribution<double> wobble(-0.02, 0.02);
+  const double h = 6.0 / 262;
+  MemoryVolume tangle = sample([&](double x, double y, double z) {
+    return (x * x * x * x - 5 * x * x + y * y * y * y - 5 * y * y + z * z * z * z - 5 * z * z + 11.8) * 0.2 + 0.5 + wobble(rng);
+  }, {-3, -3, -3}, {3, 3 - 11 * h, 3 - 3 * h}, {h, h, h});
+  ASSERT_GT(tangle.geometry().voxel_count() * 4, std::int64_t(64) << 20) << "the samples should be staged";
+  ASSERT_NE(tangle.geometry().voxel_count() * 4 % (std::int64_t(32) << 20), 0) << "the last chunk should be partial";
+  IsosurfaceOptions o;
+  o.levels = {0.5};
+  o.device = Device::Cpu;
+  const TriangleMesh c = extract_isosurface(tangle, o);
+  o.device = Device::Cuda;
+  for (int run = 0; run < 2; ++run) {  // the second run reuses nothing: a fresh engine, fresh chunks
+    IsosurfaceReport rep;
+    const TriangleMesh g = extract_isosurface(tangle, o, &rep);
+    ASSERT_EQ(rep.slabs, 1);
+    ASSERT_GT(c.triangle_count(), 100000);
+    ASSERT_EQ(g.triangles, c.triangles) << "run " << run;
+    ASSERT_EQ(g.positions.size(), c.positions.size());
+    double worst = 0;
+    for (std::size_t i = 0; i < c.positions.size(); ++i) worst = std::max(worst, double(std::fabs(c.positions[i] - g.positions[i])));
+    EXPECT_LT(worst, 1e-5) << "positions differ only by rounding";
+  }
+}
+
 // A volume streamed from a file goes through pinned slab buffers, and on a GPU the next slab is uploaded while
 // this one is processed: every slab size gives the mesh of the volume held whole in memory.
 TEST(Isosurface, StreamedSlabsUploadedAheadGiveTheIdenticalMesh) {
