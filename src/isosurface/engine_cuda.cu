@@ -11,6 +11,7 @@
 #include <mutex>
 #include <set>
 #include <utility>
+#include <vector>
 
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
@@ -38,6 +39,60 @@ __global__ void fill_field_kernel(float* out, int which, long long nx, long long
 struct HalfOf {
   int shift;
   __host__ __device__ std::uint64_t operator()(std::uint64_t c) const { return c >> shift & 0xffffffffull; }
+};
+
+// Pinned chunks for staging pageable samples outlive the engines that used them: pinned anew for each engine, they
+// cost more than staging gained on mid-size uploads (512^3 uint8 end to end on H200 hosts: 27 ms straight, 72 ms
+// staged into fresh chunks, 22 ms into kept ones), so a process pins them once per device. A pair per engine
+// uploading at the same time; they are never freed (the runtime may be gone when static objects die).
+class StagingChunks {
+ public:
+  // 32 MiB: 4 GiB went up in 93 ms against 132 ms with 16 MiB chunks (all cores copying on the two-H200 host)
+  static constexpr std::size_t chunk_bytes = std::size_t(32) << 20;
+  struct Pair {
+    int device = -1;
+    void* host[2] = {nullptr, nullptr};
+  };
+  static bool any_spare(int device) {
+    std::lock_guard<std::mutex> lock(mutex());
+    return std::any_of(spare().begin(), spare().end(), [&](const Pair& p) { return p.device == device; });
+  }
+  // The current device's spare pair, or a new one pinned for it.
+  static Pair take(int device) {
+    {
+      std::lock_guard<std::mutex> lock(mutex());
+      for (auto it = spare().begin(); it != spare().end(); ++it)
+        if (it->device == device) {
+          const Pair p = *it;
+          spare().erase(it);
+          return p;
+        }
+    }
+    Pair p;
+    p.device = device;
+    for (int b = 0; b < 2; ++b) {
+      const cudaError_t e = cudaHostAlloc(&p.host[b], chunk_bytes, cudaHostAllocDefault);
+      if (e != cudaSuccess) {
+        if (b == 1) cudaFreeHost(p.host[0]);
+        PS_CUDA(e, "allocating the pinned staging chunks");
+      }
+    }
+    return p;
+  }
+  static void give_back(const Pair& p) {
+    std::lock_guard<std::mutex> lock(mutex());
+    spare().push_back(p);
+  }
+
+ private:
+  static std::mutex& mutex() {
+    static std::mutex m;
+    return m;
+  }
+  static std::vector<Pair>& spare() {
+    static auto* pairs = new std::vector<Pair>;  // leaked on purpose, as the chunks are
+    return *pairs;
+  }
 };
 
 using Clock = std::chrono::steady_clock;
@@ -156,11 +211,13 @@ class CudaEngine final : public SlabEngine {
   ~CudaEngine() override {
     cudaSetDevice(device_);  // the releasing thread may have another (MPI ranks release it on a helper thread)
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
-    if (stage_stream_) cudaStreamDestroy(stage_stream_);
-    for (int b = 0; b < 2; ++b) {
-      if (stage_host_[b]) cudaFreeHost(stage_host_[b]);
-      if (stage_free_[b]) cudaEventDestroy(stage_free_[b]);
+    if (stage_stream_) {
+      cudaStreamSynchronize(stage_stream_);  // the chunks go back to the spares with no copy in flight
+      cudaStreamDestroy(stage_stream_);
     }
+    for (auto& e : stage_free_)
+      if (e) cudaEventDestroy(e);
+    if (stage_.host[0]) StagingChunks::give_back(stage_);
     if (classify_start_) cudaEventDestroy(classify_start_);
     if (classify_end_) cudaEventDestroy(classify_end_);
     if (totals_end_) cudaEventDestroy(totals_end_);
@@ -201,23 +258,25 @@ class CudaEngine final : public SlabEngine {
 
   // Samples in pageable host memory (a caller's array) go up through two pinned chunks that the host's cores fill
   // in turn while the copy engine drains the other: the driver stages a pageable copy on one thread (4 GiB took
-  // 0.60-0.69 s on the H200 host). Pinned samples (streamed slabs) and small uploads go straight.
+  // 0.60-0.69 s on the H200 host). Pinned samples (streamed slabs) and small uploads go straight, and so do
+  // uploads below 256 MiB while no chunks are pinned yet (pinning them costs more than staging gains there).
   void upload_samples(void* device, const void* host, std::size_t bytes) {
-    constexpr std::size_t chunk = std::size_t(32) << 20, staged_from = std::size_t(64) << 20;
+    constexpr std::size_t chunk = StagingChunks::chunk_bytes, staged_from = std::size_t(64) << 20,
+                          first_staged_from = std::size_t(256) << 20;
     cudaPointerAttributes where{};
     const bool pinned = cudaPointerGetAttributes(&where, host) == cudaSuccess && where.type == cudaMemoryTypeHost;
     cudaGetLastError();  // (older drivers report a pageable pointer as an error)
-    if (pinned || bytes < staged_from) {
+    if (pinned || bytes < staged_from ||
+        (!stage_.host[0] && bytes < first_staged_from && !StagingChunks::any_spare(device_))) {
       PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
       return;
     }
     if (!stage_stream_) {
       PS_CUDA(cudaStreamCreateWithFlags(&stage_stream_, cudaStreamNonBlocking), "creating the staging stream");
-      for (int b = 0; b < 2; ++b) {
-        PS_CUDA(cudaHostAlloc(&stage_host_[b], chunk, cudaHostAllocDefault), "allocating the pinned staging chunks");
+      for (int b = 0; b < 2; ++b)
         PS_CUDA(cudaEventCreateWithFlags(&stage_free_[b], cudaEventDisableTiming), "creating a staging event");
-      }
     }
+    if (!stage_.host[0]) stage_ = StagingChunks::take(device_);
     // The staging stream does not wait for the default stream by itself: the last slab's kernels must be done with
     // these samples' buffer first.
     PS_CUDA(cudaDeviceSynchronize(), "finishing the last slab before uploading");
@@ -230,9 +289,9 @@ class CudaEngine final : public SlabEngine {
     for (std::size_t at = 0, k = 0; at < bytes; at += chunk, ++k) {
       const std::size_t b = k & 1, n = std::min(chunk, bytes - at);
       PS_CUDA(cudaEventSynchronize(stage_free_[b]), "uploading the slab samples");  // its last chunk has left
-      core::parallel_copy(stage_host_[b], static_cast<const char*>(host) + at, n,
+      core::parallel_copy(stage_.host[b], static_cast<const char*>(host) + at, n,
                           std::max(1, cpu_thread_count(0) / std::max(1, uploading.load())));
-      PS_CUDA(cudaMemcpyAsync(static_cast<char*>(device) + at, stage_host_[b], n, cudaMemcpyHostToDevice, stage_stream_),
+      PS_CUDA(cudaMemcpyAsync(static_cast<char*>(device) + at, stage_.host[b], n, cudaMemcpyHostToDevice, stage_stream_),
               "uploading the slab samples");
       PS_CUDA(cudaEventRecord(stage_free_[b], stage_stream_), "uploading the slab samples");
     }
@@ -669,7 +728,7 @@ class CudaEngine final : public SlabEngine {
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
   cudaStream_t stage_stream_ = nullptr;  // pageable samples through the pinned chunks (upload_samples)
-  void* stage_host_[2] = {nullptr, nullptr};
+  StagingChunks::Pair stage_;  // borrowed from the process's spare chunks on the first staged upload
   cudaEvent_t stage_free_[2] = {nullptr, nullptr};
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
   // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and

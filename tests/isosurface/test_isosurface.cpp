@@ -878,8 +878,9 @@ TEST(Isosurface, LargeCudaMeshArrivesIntact) {
   EXPECT_LT(worst_n, 1e-4);
 }
 
-// A caller's array of more than 64 MiB goes up through two pinned 32 MiB chunks in turn (the last one partial):
-// a chunk copied to the wrong place, or overwritten before its copy left, would change the mesh.
+// A caller's array of more than 256 MiB goes up through two pinned 32 MiB chunks in turn (the last one partial),
+// which the second run borrows again from the process's spare chunks: a chunk copied to the wrong place, or
+// overwritten before its copy left, would change the mesh.
 TEST(Isosurface, HostArrayStagedThroughPinnedChunksGivesTheCpuMesh) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   std::mt19937_64 rng(test::run_seed() ^ 0x57a9);
@@ -887,15 +888,16 @@ TEST(Isosurface, HostArrayStagedThroughPinnedChunksGivesTheCpuMesh) {
   const double h = 6.0 / 262;
   MemoryVolume tangle = sample([&](double x, double y, double z) {
     return (x * x * x * x - 5 * x * x + y * y * y * y - 5 * y * y + z * z * z * z - 5 * z * z + 11.8) * 0.2 + 0.5 + wobble(rng);
-  }, {-3, -3, -3}, {3, 3 - 11 * h, 3 - 3 * h}, {h, h, h});
-  ASSERT_GT(tangle.geometry().voxel_count() * 4, std::int64_t(64) << 20) << "the samples should be staged";
-  ASSERT_NE(tangle.geometry().voxel_count() * 4 % (std::int64_t(32) << 20), 0) << "the last chunk should be partial";
+  }, {-3, -3, -3}, {3, 3 - 11 * h, 3 - 3 * h / 4}, {h, h, h / 4});
+  const std::int64_t bytes = tangle.geometry().voxel_count() * 4;
+  ASSERT_GT(bytes, std::int64_t(256) << 20) << "the samples should be staged from the first upload";
+  ASSERT_NE(bytes % (std::int64_t(32) << 20), 0) << "the last chunk should be partial";
   IsosurfaceOptions o;
   o.levels = {0.5};
   o.device = Device::Cpu;
   const TriangleMesh c = extract_isosurface(tangle, o);
   o.device = Device::Cuda;
-  for (int run = 0; run < 2; ++run) {  // the second run reuses nothing: a fresh engine, fresh chunks
+  for (int run = 0; run < 2; ++run) {  // the second run: a fresh engine with the chunks the first gave back
     IsosurfaceReport rep;
     const TriangleMesh g = extract_isosurface(tangle, o, &rep);
     ASSERT_EQ(rep.slabs, 1);
