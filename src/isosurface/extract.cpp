@@ -142,9 +142,18 @@ struct LevelMesh {
   }
 };
 
-// Room for n values: arrays sized ahead serve as they are, others grow as slabs come.
+// Room for n values: arrays sized ahead serve as they are, others grow as slabs come. `likely_scale` > 1 reserves
+// room for what is likely to come, but pages are faulted in only for what came: a guess too high costs address
+// space, not memory (faulting in the whole guess held 8x the mesh for a surface in the first of 8 slabs).
 template <class T> void make_room(std::vector<T>& v, std::size_t n, double likely_scale = 1) {
-  if (n > v.size()) core::resize_for_overwrite(v, n, std::size_t(double(n) * likely_scale));
+  if (n <= v.size()) return;
+  if (n > v.capacity() && likely_scale > 1) v.reserve(std::max(n, std::size_t(double(n) * likely_scale)));
+  if (n > v.capacity()) {
+    core::resize_for_overwrite(v, n);
+    return;
+  }
+  core::prefault(v.data() + v.size(), std::uint64_t(n - v.size()) * sizeof(T));
+  v.resize(n);
 }
 
 // Ties can fold two sheets onto the same samples: identical triangles then come in pairs that cancel.
