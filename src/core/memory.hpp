@@ -24,11 +24,9 @@ void parallel_copy(void* to, const void* from, std::size_t bytes, int threads);
 
 // v.resize(n) for a vector of plain values whose new part is about to be overwritten: fresh pages are faulted in
 // by all threads first. Grows by half again beyond the first allocation, as slabs are appended one by one.
-// `likely`: the size the caller expects to reach (extrapolated from what came so far), reserved at once so that the
-// array is not copied again at every growth.
-template <class T> void resize_for_overwrite(std::vector<T>& v, std::size_t n, std::size_t likely = 0) {
+template <class T> void resize_for_overwrite(std::vector<T>& v, std::size_t n) {
   if (n > v.capacity()) {
-    v.reserve(std::max(likely, v.capacity() == 0 ? n : std::max(n, v.capacity() + v.capacity() / 2)));
+    v.reserve(v.capacity() == 0 ? n : std::max(n, v.capacity() + v.capacity() / 2));
     prefault(v.data() + v.size(), std::uint64_t(v.capacity() - v.size()) * sizeof(T));
   }
   v.resize(n);

@@ -57,7 +57,8 @@ class StagingChunks {
     std::lock_guard<std::mutex> lock(mutex());
     return std::any_of(spare().begin(), spare().end(), [&](const Pair& p) { return p.device == device; });
   }
-  // The current device's spare pair, or a new one pinned for it.
+  // The current device's spare pair, or a new one pinned for it; none (host[0] null) where pinning fails (a locked
+  // memory limit), and the caller copies straight.
   static Pair take(int device) {
     {
       std::lock_guard<std::mutex> lock(mutex());
@@ -70,13 +71,12 @@ class StagingChunks {
     }
     Pair p;
     p.device = device;
-    for (int b = 0; b < 2; ++b) {
-      const cudaError_t e = cudaHostAlloc(&p.host[b], chunk_bytes, cudaHostAllocDefault);
-      if (e != cudaSuccess) {
+    for (int b = 0; b < 2; ++b)
+      if (cudaHostAlloc(&p.host[b], chunk_bytes, cudaHostAllocDefault) != cudaSuccess) {
+        cudaGetLastError();  // not sticky: the straight copy still works
         if (b == 1) cudaFreeHost(p.host[0]);
-        PS_CUDA(e, "allocating the pinned staging chunks");
+        return {};
       }
-    }
     return p;
   }
   static void give_back(const Pair& p) {
@@ -277,6 +277,10 @@ class CudaEngine final : public SlabEngine {
         PS_CUDA(cudaEventCreateWithFlags(&stage_free_[b], cudaEventDisableTiming), "creating a staging event");
     }
     if (!stage_.host[0]) stage_ = StagingChunks::take(device_);
+    if (!stage_.host[0]) {
+      PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
+      return;
+    }
     // The staging stream does not wait for the default stream by itself: the last slab's kernels must be done with
     // these samples' buffer first.
     PS_CUDA(cudaDeviceSynchronize(), "finishing the last slab before uploading");
