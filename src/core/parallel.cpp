@@ -74,7 +74,9 @@ void prefault(void* p, std::uint64_t bytes) {
   // Memory that malloc hands back from its own free lists is usually resident already: walking its pages again
   // costs more than writing them (4× on a 1 MiB mesh), while a residency query of the range costs a tenth of that.
   if (all_pages_resident(from, to)) return;
-  if (to - from < (std::uintptr_t(64) << 20)) {
+  // From 2 MiB, all threads: a slab's share of a mesh (tens of MiB) faulted in on one thread took half of a one-GPU
+  // run on the H200 host (1024^3 tangle: host mesh 113 -> 69-88 ms; two GPUs 170-181 -> 129-134 ms).
+  if (to - from < (std::uintptr_t(2) << 20)) {
     // Small: one call on this thread, cheaper than a trap per page (a few µs each in a virtual machine).
     madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);  // older kernels: EINVAL, no harm
     return;
