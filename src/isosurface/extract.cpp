@@ -9,6 +9,7 @@
 #include <limits>
 #include <atomic>
 #include <exception>
+#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -306,6 +307,61 @@ bool field_on_device(const VolumeSource& volume, Device device) {
 
 // Marching cubes makes about two triangles and one vertex per active cell (the surface's Euler characteristic is
 // small next to its size); the estimate of active cells comes from the cost pass of the load balance.
+// A level mesh's arrays sized for `vertices` and `triangles`, their pages faulted in by all threads and zeroed
+// (vector::resize) one thread per array, so that slabs written into them later only write.
+void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, const IsosurfaceOptions& o) {
+  auto reserve = [](auto& v, std::uint64_t n) {
+    v.reserve(std::size_t(n));
+    core::prefault(v.data(), n * sizeof(v[0]));
+  };
+  reserve(m.positions, 3 * vertices);
+  if (o.normals) reserve(m.normals, 3 * vertices);
+  if (o.scalars) reserve(m.values, vertices);
+  reserve(m.triangles, 3 * triangles);
+  if (o.labels) reserve(m.labels, triangles);
+  std::jthread positions([&] { m.positions.resize(std::size_t(3 * vertices)); });
+  std::jthread normals([&] {
+    if (o.normals) m.normals.resize(std::size_t(3 * vertices));
+    if (o.scalars) m.values.resize(std::size_t(vertices));
+  });
+  m.triangles.resize(std::size_t(3 * triangles));
+  if (o.labels) m.labels.resize(std::size_t(triangles));
+}
+
+// Slab `part`'s mesh copied into `m` from vertex v0 and triangle t0 (the arrays have room), its vertex ids shifted
+// by v0, in pieces of at most 2^18 vertices or triangles so that every core copies (a slab per thread left most
+// idle).
+void copy_slab_into(const LevelMesh& part, LevelMesh& m, std::uint64_t v0, std::uint64_t t0) {
+  struct Piece {
+    bool triangles;
+    std::uint64_t first, last;
+  };
+  constexpr std::uint64_t block = std::uint64_t(1) << 18;
+  const std::uint64_t nv = part.positions.size() / 3, nt = part.triangles.size() / 3;
+  std::vector<Piece> pieces;
+  for (std::uint64_t f = 0; f < nv; f += block) pieces.push_back({false, f, std::min(nv, f + block)});
+  for (std::uint64_t f = 0; f < nt; f += block) pieces.push_back({true, f, std::min(nt, f + block)});
+  auto copy = [](const auto& from, std::uint64_t a, std::uint64_t b, auto& to, std::uint64_t at) {
+    if (!from.empty()) std::copy(from.begin() + std::ptrdiff_t(a), from.begin() + std::ptrdiff_t(b), to.begin() + std::ptrdiff_t(at));
+  };
+#pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_thread_count(0))
+  for (std::int64_t i = 0; i < std::int64_t(pieces.size()); ++i) {
+    const Piece& q = pieces[std::size_t(i)];
+    if (!q.triangles) {
+      copy(part.positions, 3 * q.first, 3 * q.last, m.positions, 3 * (v0 + q.first));
+      copy(part.normals, 3 * q.first, 3 * q.last, m.normals, 3 * (v0 + q.first));
+      copy(part.values, q.first, q.last, m.values, v0 + q.first);
+    } else {
+      const std::uint32_t shift = std::uint32_t(v0);
+      std::uint32_t* tri = m.triangles.data() + 3 * t0;
+      for (std::uint64_t k = 3 * q.first; k < 3 * q.last; ++k) tri[k] = part.triangles[k] + shift;
+      copy(part.labels, q.first, q.last, m.labels, t0 + q.first);
+    }
+  }
+  for (auto t : part.ties) m.ties.push_back(t0 + t);
+  m.point_vertices = m.point_vertices || part.point_vertices;
+}
+
 void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m,
                            double& seconds, std::uint64_t& expected) {
   const auto start = Clock::now();
@@ -324,19 +380,7 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
     const std::uint64_t vertices = triangles / 2;
     const std::uint64_t bytes = vertices * (o.normals ? 24 : 12) + triangles * 12;
     if (bytes > core::available_host_memory() / 2) return;
-    auto reserve = [](auto& v, std::uint64_t n) {
-      v.reserve(std::size_t(n));
-      core::prefault(v.data(), n * sizeof(v[0]));
-    };
-    reserve(m.positions, 3 * vertices);
-    if (o.normals) reserve(m.normals, 3 * vertices);
-    reserve(m.triangles, 3 * triangles);
-    // Their zeroing (vector::resize) too, while the GPU starts, so that the slabs only write; one thread per array.
-    {
-      std::jthread positions([&] { m.positions.resize(std::size_t(3 * vertices)); });
-      std::jthread normals([&] { if (o.normals) m.normals.resize(std::size_t(3 * vertices)); });
-      m.triangles.resize(std::size_t(3 * triangles));
-    }
+    size_ahead(m, vertices, triangles, o);
     seconds = since(start);  // (only when the arrays were sized ahead)
   } catch (...) {  // only a hint: the mesh grows as usual
   }
@@ -410,14 +454,15 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
   if (device == Device::Cuda && gpus.empty()) gpus = {0};
   // A GPU takes a while to start (its context, a lock the driver holds host-wide): meanwhile the host mesh of the
-  // expected size is reserved and faulted in on the CPU, so that it is not done after each slab's count.
+  // expected size is reserved and faulted in on the CPU, so that it is not done after each slab's count. (Several
+  // GPUs: while their workers run, until the joiner needs it.)
   std::vector<LevelMesh> meshes(levels.size());
   std::jthread reserving;
   std::uint64_t expected_triangles = 0;  // of the whole part, when reserving estimated it
   // The size is given (MPI's cost pass), or estimated from a built-in field's formula on a GPU. (On the CPU, which
   // starts at once, only when given.)
   const bool estimable = device == Device::Cuda && volume.builtin_field() >= 0 && !volume.resident_data();
-  if (gpus.size() <= 1 && levels.size() == 1 && !o.labels && !o.scalars && (o.expected_triangles > 0 || estimable))
+  if (levels.size() == 1 && !o.labels && !o.scalars && (o.expected_triangles > 0 || estimable))
     reserving = std::jthread([&] { reserve_expected_mesh(volume, o, zb, ze, meshes[0], rep.seconds_host_mesh_ahead, expected_triangles); });
   const auto engine_start = Clock::now();
   std::unique_ptr<iso::SlabEngine> engine =
@@ -520,7 +565,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   };
   double read_seconds = 0, host_mesh_seconds = 0;
   std::atomic<double> host_mesh_multi{0};
-  if (reserving.joinable()) reserving.join();
+  if (reserving.joinable() && gpus.size() <= 1) reserving.join();  // (several GPUs: the joiner waits for it)
   // The engine's arrays for the first slab (none is larger) and its share of the expected mesh, before the start.
   if (gpus.size() <= 1) {
     iso::SlabTask first = task;
@@ -606,12 +651,93 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     // Several GPUs: a worker per GPU claims the next slab, reads it (reads in z order, one at a time, as streamed
     // sources need), and extracts it with slab-local vertex ids. Slab k's ids continue into slab k + 1's first
     // slice, so shifting each slab by the vertices of the slabs before it welds the seams exactly.
+    // A joiner copies finished slabs into the level meshes in slab order while the workers go on, once the meshes
+    // have room: sized ahead from the field's formula, else for the whole part at the rate of the first third of
+    // the slabs. Slabs that do not fit are joined after the workers, as all were before (the join then took a
+    // quarter of a two-GPU run on 1024^3 tangle).
     engine.reset();
     std::vector<std::vector<LevelMesh>> per_slab(std::size_t(slab_count), std::vector<LevelMesh>(levels.size()));
     std::mutex read_mutex, error_mutex;
     std::int64_t next_slab = 0, done = 0;
     std::exception_ptr failure;
     std::atomic<bool> stop{false};
+    // The joiner's state, under join_mutex: which slabs are done, whether the workers ended.
+    std::mutex join_mutex;
+    std::condition_variable join_wake;
+    std::vector<char> slab_done(std::size_t(slab_count), 0);
+    std::int64_t slabs_done = 0;
+    bool workers_ended = false;
+    // The joiner's own: slabs joined, where the next one lands, and the room the level meshes have.
+    std::int64_t joined = 0;
+    std::vector<std::uint64_t> v_at(levels.size(), 0), t_at(levels.size(), 0);
+    auto has_room = [&](std::int64_t s) {
+      for (std::size_t L = 0; L < levels.size(); ++L)
+        if (3 * (v_at[L] + per_slab[std::size_t(s)][L].positions.size() / 3) > meshes[L].positions.size() ||
+            3 * (t_at[L] + per_slab[std::size_t(s)][L].triangles.size() / 3) > meshes[L].triangles.size())
+          return false;
+      return true;
+    };
+    auto join_slab = [&](std::int64_t s) {
+      for (std::size_t L = 0; L < levels.size(); ++L) {
+        LevelMesh& part = per_slab[std::size_t(s)][L];
+        copy_slab_into(part, meshes[L], v_at[L], t_at[L]);
+        v_at[L] += part.positions.size() / 3;
+        t_at[L] += part.triangles.size() / 3;
+        part = LevelMesh{};
+      }
+      ++joined;
+    };
+    std::thread joiner([&] {
+      try {
+        if (reserving.joinable()) reserving.join();
+        bool room = !meshes[0].positions.empty();
+        std::unique_lock<std::mutex> lock(join_mutex);
+        for (;;) {
+          join_wake.wait(lock, [&] {
+            return workers_ended || (room && joined < slab_count && slab_done[std::size_t(joined)]) ||
+                   (!room && 3 * slabs_done >= slab_count);
+          });
+          if (workers_ended) return;
+          if (!room) {
+            // Room for the whole part at the rate of the slabs done (+25 %), unless that cannot fit.
+            std::vector<std::uint64_t> vertices(levels.size(), 0), triangles(levels.size(), 0);
+            for (std::int64_t s = 0; s < slab_count; ++s)
+              if (slab_done[std::size_t(s)])
+                for (std::size_t L = 0; L < levels.size(); ++L) {
+                  vertices[L] += per_slab[std::size_t(s)][L].positions.size() / 3;
+                  triangles[L] += per_slab[std::size_t(s)][L].triangles.size() / 3;
+                }
+            const double scale = 1.25 * double(slab_count) / double(slabs_done);
+            std::uint64_t bytes = 0;
+            for (std::size_t L = 0; L < levels.size(); ++L) {
+              vertices[L] = std::uint64_t(double(vertices[L]) * scale);
+              triangles[L] = std::uint64_t(double(triangles[L]) * scale);
+              bytes += vertices[L] * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) + triangles[L] * (o.labels ? 16 : 12);
+            }
+            room = true;
+            if (bytes > core::available_host_memory() / 2) return;  // joined after the workers, as it comes
+            lock.unlock();
+            for (std::size_t L = 0; L < levels.size(); ++L) size_ahead(meshes[L], vertices[L], triangles[L], o);
+            lock.lock();
+            continue;
+          }
+          const std::int64_t s = joined;
+          lock.unlock();
+          if (!has_room(s)) return;  // this slab and those after it are joined after the workers
+          join_slab(s);
+          lock.lock();
+        }
+      } catch (...) {  // out of memory sizing the room: the slabs left are joined after the workers
+      }
+    });
+    auto end_joiner = [&] {
+      {
+        std::lock_guard<std::mutex> lock(join_mutex);
+        workers_ended = true;
+      }
+      join_wake.notify_all();
+      joiner.join();
+    };
     std::vector<std::thread> workers;
     std::vector<iso::StageSeconds> worker_seconds(gpus.size());
     const auto workers_start = Clock::now();
@@ -636,6 +762,12 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
             std::uint64_t local = 0;
             run_slab(*eng, task, s, buf, per_slab[std::size_t(s)], local);
             for (auto& m : per_slab[std::size_t(s)]) m.trim();
+            {
+              std::lock_guard<std::mutex> lock(join_mutex);
+              slab_done[std::size_t(s)] = 1;
+              ++slabs_done;
+            }
+            join_wake.notify_all();
             std::lock_guard<std::mutex> lock(error_mutex);
             ++done;
             if (o.progress) o.progress(double(done) / double(slab_count));
@@ -648,6 +780,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
         }
       });
     for (auto& t : workers) t.join();
+    end_joiner();
     if (failure) std::rethrow_exception(failure);
     rep.seconds_workers = since(workers_start);
     const auto join_start = Clock::now();
@@ -658,71 +791,30 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       multi_seconds.generate += w.generate;
       multi_seconds.download += w.download;
     }
-    // Assembly in slab order: vertex ids shifted by the vertices before each slab.
+    // The slabs the joiner left: the level meshes grow to the whole mesh (keeping what was joined), then the rest
+    // in slab order.
     for (std::size_t L = 0; L < levels.size(); ++L) {
       LevelMesh& m = meshes[L];
-      std::uint64_t nv = 0, nt = 0;
-      for (const auto& p : per_slab) {
-        nv += p[L].positions.size() / 3;
-        nt += p[L].triangles.size() / 3;
+      std::uint64_t nv = v_at[L], nt = t_at[L];
+      for (std::int64_t s = joined; s < slab_count; ++s) {
+        nv += per_slab[std::size_t(s)][L].positions.size() / 3;
+        nt += per_slab[std::size_t(s)][L].triangles.size() / 3;
       }
       if (nv > std::numeric_limits<std::uint32_t>::max())
         throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-      // Each slab's place in the joined arrays, then the copies in parallel.
-      const std::size_t parts = per_slab.size();
-      std::vector<std::uint64_t> v_at(parts + 1, 0), t_at(parts + 1, 0);
-      for (std::size_t p = 0; p < parts; ++p) {
-        v_at[p + 1] = v_at[p] + per_slab[p][L].positions.size() / 3;
-        t_at[p + 1] = t_at[p] + per_slab[p][L].triangles.size() / 3;
-      }
-      core::resize_for_overwrite(m.positions, 3 * nv);
-      if (o.normals) core::resize_for_overwrite(m.normals, 3 * nv);
-      if (o.scalars) m.values.resize(nv);
-      core::resize_for_overwrite(m.triangles, 3 * nt);
-      if (o.labels) m.labels.resize(nt);
-      // Pieces of at most 2^18 vertices or triangles, so that every core copies (a slab per thread left most idle).
-      struct Piece {
-        std::size_t part;
-        bool triangles;
-        std::uint64_t first, last;
-      };
-      constexpr std::uint64_t block = std::uint64_t(1) << 18;
-      std::vector<Piece> pieces;
-      for (std::size_t p = 0; p < parts; ++p)
-        for (bool tri : {false, true}) {
-          const std::uint64_t n = tri ? t_at[p + 1] - t_at[p] : v_at[p + 1] - v_at[p];
-          for (std::uint64_t f = 0; f < n; f += block) pieces.push_back({p, tri, f, std::min(n, f + block)});
-        }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_thread_count(0))
-      for (std::int64_t i = 0; i < std::int64_t(pieces.size()); ++i) {
-        const Piece& q = pieces[std::size_t(i)];
-        const LevelMesh& part = per_slab[q.part][L];
-        const std::uint64_t v0 = v_at[q.part], t0 = t_at[q.part];
-        auto copy = [](const auto& from, std::uint64_t a, std::uint64_t b, auto& to, std::uint64_t at) {
-          if (!from.empty()) std::copy(from.begin() + std::ptrdiff_t(a), from.begin() + std::ptrdiff_t(b), to.begin() + std::ptrdiff_t(at));
-        };
-        if (!q.triangles) {
-          copy(part.positions, 3 * q.first, 3 * q.last, m.positions, 3 * (v0 + q.first));
-          copy(part.normals, 3 * q.first, 3 * q.last, m.normals, 3 * (v0 + q.first));
-          copy(part.values, q.first, q.last, m.values, v0 + q.first);
-        } else {
-          const std::uint32_t shift = std::uint32_t(v0);
-          std::uint32_t* tri = m.triangles.data() + 3 * t0;
-          for (std::uint64_t k = 3 * q.first; k < 3 * q.last; ++k) tri[k] = part.triangles[k] + shift;
-          copy(part.labels, q.first, q.last, m.labels, t0 + q.first);
-        }
-      }
-      for (std::size_t p = 0; p < parts; ++p) {
-        LevelMesh& part = per_slab[p][L];
-        for (auto& t : part.ties) t += t_at[p];
-        part.positions = {};
-        part.normals = {};
-        part.triangles = {};
-      }
-      for (auto& p : per_slab) {
-        m.ties.insert(m.ties.end(), p[L].ties.begin(), p[L].ties.end());
-        m.point_vertices = m.point_vertices || p[L].point_vertices;
-      }
+      if (3 * nv > m.positions.size()) core::resize_for_overwrite(m.positions, 3 * nv);
+      if (o.normals && 3 * nv > m.normals.size()) core::resize_for_overwrite(m.normals, 3 * nv);
+      if (o.scalars && nv > m.values.size()) m.values.resize(nv);
+      if (3 * nt > m.triangles.size()) core::resize_for_overwrite(m.triangles, 3 * nt);
+      if (o.labels && nt > m.labels.size()) m.labels.resize(nt);
+      m.vertices = nv;
+      m.triangle_count = nt;
+    }
+    while (joined < slab_count) join_slab(joined);
+    for (auto& m : meshes) {
+      m.trim();
+      if (!m.values.empty()) m.values.resize(m.vertices);
+      if (!m.labels.empty()) m.labels.resize(m.triangle_count);
     }
     rep.seconds_join = since(join_start);
     host_mesh_seconds = host_mesh_multi;

@@ -1173,5 +1173,57 @@ TEST(Isosurface, SeveralGpusGiveTheSameMesh) {
     }
 }
 
+// Several GPUs join finished slabs while the others run, once the mesh has room: sized ahead (given a count too
+// small, or enough), estimated from the first third of the slabs (too small when the surface lies near the end),
+// and with vertex values. Every way gives the one-GPU mesh.
+TEST(Isosurface, SeveralGpusJoinSlabsAsTheyFinish) {
+  if (cuda_devices().size() < 2) GTEST_SKIP() << "needs two CUDA devices (" << cuda_devices().size() << " visible)";
+  std::mt19937_64 rng(test::run_seed() ^ 0x5a1);
+  std::vector<float> noise_keep, late_keep;
+  MemoryVolume noise = noise_volume(rng, {61, 53, 90}, noise_keep);
+  // A ball in the last sixth of the slices: the first third of the slabs has no surface at all.
+  const std::array<std::int64_t, 3> dims{40, 36, 96};
+  late_keep.resize(std::size_t(dims[0] * dims[1] * dims[2]));
+  for (std::int64_t k = 0; k < dims[2]; ++k)
+    for (std::int64_t j = 0; j < dims[1]; ++j)
+      for (std::int64_t i = 0; i < dims[0]; ++i)
+        late_keep[std::size_t((k * dims[1] + j) * dims[0] + i)] =
+            float(std::sqrt(double((i - 20) * (i - 20) + (j - 18) * (j - 18) + (k - 86) * (k - 86))));
+  VolumeGeometry g;
+  g.dims = dims;
+  MemoryVolume late(g, VoxelType::Float32, late_keep.data(), "ball near the end");
+  std::vector<int> all;
+  for (std::size_t d = 0; d < cuda_devices().size(); ++d) all.push_back(int(d));
+  struct Case {
+    VolumeSource* volume;
+    double level;
+    std::int64_t slab_slices;
+    std::uint64_t expected_triangles;
+    bool scalars;
+  };
+  for (const Case& c : {Case{&noise, 0.0, 4, 0, false}, Case{&noise, 0.0, 3, 10, false},
+                        Case{&noise, 0.0, 5, 1u << 22, false}, Case{&noise, 0.0, 2, 0, true},
+                        Case{&late, 7.5, 4, 0, false}, Case{&late, 7.5, 1, 0, true}}) {
+    IsosurfaceOptions o;
+    o.levels = {c.level};
+    o.device = Device::Cuda;
+    o.slab_slices = c.slab_slices;
+    o.expected_triangles = c.expected_triangles;
+    if (c.scalars) o.scalars = c.volume;
+    const TriangleMesh one = extract_isosurface(*c.volume, o);
+    o.cuda_devices = all;
+    IsosurfaceReport rep;
+    const TriangleMesh many = extract_isosurface(*c.volume, o, &rep);
+    const std::string what = c.volume->name() + ", slabs of " + std::to_string(c.slab_slices) + ", expected " +
+                             std::to_string(c.expected_triangles) + (c.scalars ? ", values" : "");
+    ASSERT_GT(one.triangle_count(), 100) << what;
+    EXPECT_GT(rep.slabs, 5) << what;
+    EXPECT_EQ(many.triangles, one.triangles) << what;
+    EXPECT_EQ(many.positions, one.positions) << what;
+    EXPECT_EQ(many.normals, one.normals) << what;
+    EXPECT_EQ(many.vertex_values, one.vertex_values) << what;
+  }
+}
+
 }  // namespace
 }  // namespace parasurf
