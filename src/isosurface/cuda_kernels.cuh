@@ -748,6 +748,12 @@ __global__ void __launch_bounds__(256) clear_used_marks_kernel(const std::uint32
   const std::uint32_t v = corners[c] - vertex_base;
   if (v < vertices && marks[v]) marks[v] = 0;
 }
+// A held slab's vertex ids moved to its place in the joined mesh.
+__global__ void __launch_bounds__(256) shift_ids_kernel(std::uint32_t* __restrict__ ids, std::uint64_t count,
+                                                        std::uint32_t shift) {
+  const std::uint64_t i = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) ids[i] += shift;
+}
 __global__ void __launch_bounds__(256) any_mark_kernel(const std::uint8_t* __restrict__ marks, std::uint64_t count,
                                                        unsigned long long* __restrict__ any) {
   const std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x;

@@ -54,6 +54,17 @@ class SlabEngine {
   // With the same task as count(). Appends the slab-relative indices of triangles that touch a sample on the level
   // (candidates for duplicates).
   virtual void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& tie_triangles) = 0;
+  // Several GPUs: generate() with the mesh kept by the engine under `slot` (slab-relative vertex ids), until fetch()
+  // brings it home once its place in the joined mesh is known, its vertex ids shifted by `vertex_shift`. hold()
+  // returns false, having kept nothing, when there is no room for it (generate() into host arrays then); engines
+  // without memory of their own never hold.
+  virtual bool hold(const SlabTask& task, std::size_t slot, std::vector<std::uint64_t>& tie_triangles) {
+    (void)task, (void)slot, (void)tie_triangles;
+    return false;
+  }
+  virtual void fetch(std::size_t slot, const MeshTail& out, std::uint32_t vertex_shift) {
+    (void)slot, (void)out, (void)vertex_shift;
+  }
   virtual StageSeconds seconds() const = 0;
   // Whether count() times its passes apart for seconds() (on by default). A GPU engine then records events between
   // them, which cost it microseconds a slab (H200, MR_Gd: 0.072-0.075 -> 0.064-0.068 ms without them); a caller that
@@ -80,6 +91,8 @@ std::unique_ptr<SlabEngine> make_cpu_engine(int threads);
 // Tests: false makes the CPU engine list its ties for the pass over the whole mesh, as the CUDA engine does, instead
 // of resolving them in its count pass (the two must give the same mesh).
 void set_cpu_local_ties(bool on);
+// Tests: the bytes of slab meshes a CPU engine holds at most (hold()); beyond, it refuses, as a GPU out of memory.
+void set_cpu_hold_limit(std::uint64_t bytes);
 std::unique_ptr<SlabEngine> make_cuda_engine(int device);  // throws Error(Device) when CUDA is missing
 bool cuda_engine_built();
 // Free device memory in bytes for slab sizing (0 without CUDA).

@@ -13,6 +13,7 @@
 #include <limits>
 #include <type_traits>
 #include <cstring>
+#include <map>
 #include <memory>
 
 #include "core/memory.hpp"
@@ -21,6 +22,7 @@
 #include "isosurface/level_cells.hpp"
 #include "isosurface/mc_tables.hpp"
 #include "parasurf/device.hpp"
+#include "parasurf/error.hpp"
 
 namespace parasurf::iso {
 
@@ -102,6 +104,7 @@ static_assert(std::endian::native == std::endian::little, "corner words are read
 }
 
 std::atomic<bool> local_ties_enabled{true};
+std::atomic<std::uint64_t> hold_limit{std::numeric_limits<std::uint64_t>::max()};
 
 // mc::cell_triangles with the edge keys from mc::kLevelEdgeKey: the cells with a corner on the level (and, with
 // mask 0, those with a label) visit their surviving triangles as keys, in the entry's order.
@@ -380,10 +383,46 @@ class CpuEngine final : public SlabEngine {
   double work_bytes_per_point(std::int64_t) const override { return 3.0; }
 
   SlabCounts count(const SlabTask& task) override {
-    return core::visit_voxel_type(task.type, [&](auto tag) { return count_t<decltype(tag)>(task); });
+    counts_ = core::visit_voxel_type(task.type, [&](auto tag) { return count_t<decltype(tag)>(task); });
+    return counts_;
   }
   void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) override {
     core::visit_voxel_type(task.type, [&](auto tag) { generate_t<decltype(tag)>(task, out, ties); });
+  }
+  // Held in host arrays of the engine's own, up to set_cpu_hold_limit()'s bytes (as a GPU is bounded by its memory).
+  bool hold(const SlabTask& task, std::size_t slot, std::vector<std::uint64_t>& ties) override {
+    const std::size_t nv = counts_.vertices, nt = counts_.triangles;
+    const std::uint64_t bytes = nv * ((task.normals ? 24 : 12) + (task.scalars ? 4 : 0)) + nt * (task.labels ? 16 : 12);
+    if (held_bytes_ + bytes > hold_limit.load(std::memory_order_relaxed)) return false;
+    Held& h = held_[slot];
+    h.positions.resize(3 * nv);
+    if (task.normals) h.normals.resize(3 * nv);
+    if (task.scalars) h.values.resize(nv);
+    h.triangles.resize(3 * nt);
+    if (task.labels) h.labels.resize(nt);
+    h.bytes = bytes;
+    held_bytes_ += bytes;
+    MeshTail mine;
+    mine.positions = h.positions.data();
+    mine.normals = task.normals ? h.normals.data() : nullptr;
+    mine.values = task.scalars ? h.values.data() : nullptr;
+    mine.triangles = h.triangles.data();
+    mine.face_labels = task.labels ? h.labels.data() : nullptr;
+    generate(task, mine, ties);
+    return true;
+  }
+  void fetch(std::size_t slot, const MeshTail& out, std::uint32_t vertex_shift) override {
+    auto it = held_.find(slot);
+    if (it == held_.end()) throw Error(ErrorKind::InvalidArgument, "CPU isosurface engine: no slab held in slot " + std::to_string(slot));
+    const Held& h = it->second;
+    if (out.positions) std::copy(h.positions.begin(), h.positions.end(), out.positions);
+    if (out.normals) std::copy(h.normals.begin(), h.normals.end(), out.normals);
+    if (out.values) std::copy(h.values.begin(), h.values.end(), out.values);
+    if (out.triangles)
+      for (std::size_t i = 0; i < h.triangles.size(); ++i) out.triangles[i] = h.triangles[i] + vertex_shift;
+    if (out.face_labels) std::copy(h.labels.begin(), h.labels.end(), out.face_labels);
+    held_bytes_ -= h.bytes;
+    held_.erase(it);
   }
 
  private:
@@ -919,6 +958,15 @@ class CpuEngine final : public SlabEngine {
     seconds_.generate += since(t0);
   }
 
+  struct Held {
+    std::vector<float> positions, normals, values;
+    std::vector<std::uint32_t> triangles;
+    std::vector<std::int32_t> labels;
+    std::uint64_t bytes = 0;
+  };
+  std::map<std::size_t, Held> held_;
+  std::uint64_t held_bytes_ = 0;
+  SlabCounts counts_;
   int threads_;
   bool point_vertices_ = false;
   std::uint64_t coincident_dropped_ = 0;
@@ -935,5 +983,6 @@ class CpuEngine final : public SlabEngine {
 std::unique_ptr<SlabEngine> make_cpu_engine(int threads) { return std::make_unique<CpuEngine>(threads); }
 
 void set_cpu_local_ties(bool on) { local_ties_enabled.store(on, std::memory_order_relaxed); }
+void set_cpu_hold_limit(std::uint64_t bytes) { hold_limit.store(bytes, std::memory_order_relaxed); }
 
 }  // namespace parasurf::iso

@@ -150,6 +150,72 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
     core::visit_voxel_type(task.type, [&](auto tag) { generate_t<decltype(tag)>(task, out, ties); });
   }
+  // The mesh goes into device arrays of the slot's own (copies within the device), reused from fetched slots.
+  bool hold(const SlabTask& task, std::size_t slot, std::vector<std::uint64_t>& ties) override {
+    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
+    const std::size_t nv = counts_.vertices, nt = counts_.triangles;
+    std::unique_ptr<HeldMesh> h;
+    if (!spare_held_.empty()) {
+      h = std::move(spare_held_.back());
+      spare_held_.pop_back();
+    } else {
+      h = std::make_unique<HeldMesh>();
+    }
+    // What the slot needs beyond what it has, with a quarter of the free memory left for the slabs to come.
+    auto more = [](const core::DeviceBuffer& b, std::size_t bytes) { return bytes > b.bytes ? bytes : 0; };
+    const std::size_t need = more(h->positions, nv * 12) + (task.normals ? more(h->normals, nv * 12) : 0) +
+                             (task.scalars ? more(h->values, nv * 4) : 0) + more(h->triangles, nt * 12) +
+                             (task.labels ? more(h->labels, nt * 4) : 0);
+    if (need > 0 && need > cuda_free_memory(device_) / 4 * 3) {
+      spare_held_.push_back(std::move(h));
+      return false;
+    }
+    h->positions.ensure(std::max<std::size_t>(1, nv * 12), "allocating a held slab's vertices");
+    if (task.normals) h->normals.ensure(std::max<std::size_t>(1, nv * 12), "allocating a held slab's normals");
+    if (task.scalars) h->values.ensure(std::max<std::size_t>(1, nv * 4), "allocating a held slab's vertex values");
+    h->triangles.ensure(std::max<std::size_t>(1, nt * 12), "allocating a held slab's triangles");
+    if (task.labels) h->labels.ensure(std::max<std::size_t>(1, nt * 4), "allocating a held slab's triangle labels");
+    MeshTail on_device;
+    on_device.positions = h->positions.as<float>();
+    on_device.normals = task.normals ? h->normals.as<float>() : nullptr;
+    on_device.values = task.scalars ? h->values.as<float>() : nullptr;
+    on_device.triangles = h->triangles.as<std::uint32_t>();
+    on_device.face_labels = task.labels ? h->labels.as<std::int32_t>() : nullptr;
+    h->vertices = nv;
+    h->triangle_count = nt;
+    h->normals_held = task.normals;
+    h->values_held = task.scalars;
+    h->labels_held = task.labels;
+    const double download_before = seconds_.download;
+    generate(task, on_device, ties);
+    seconds_.download = download_before;  // within the device; fetch() times the way home
+    held_[slot] = std::move(h);
+    return true;
+  }
+  void fetch(std::size_t slot, const MeshTail& out, std::uint32_t vertex_shift) override {
+    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
+    auto it = held_.find(slot);
+    if (it == held_.end()) throw Error(ErrorKind::InvalidArgument, "CUDA isosurface engine: no slab held in slot " + std::to_string(slot));
+    HeldMesh& h = *it->second;
+    const auto t0 = Clock::now();
+    const std::uint64_t ids = 3 * std::uint64_t(h.triangle_count);
+    if (vertex_shift != 0 && ids > 0) {
+      cuda::shift_ids_kernel<<<unsigned((ids + 255) / 256), 256>>>(h.triangles.as<std::uint32_t>(), ids, vertex_shift);
+      PS_CUDA_LAUNCH("moving a held slab's vertex ids");
+    }
+    const std::size_t nv = h.vertices, nt = h.triangle_count;
+    if (out.positions) PS_CUDA(cudaMemcpy(out.positions, h.positions.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading vertices");
+    if (out.normals && h.normals_held)
+      PS_CUDA(cudaMemcpy(out.normals, h.normals.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading normals");
+    if (out.values && h.values_held)
+      PS_CUDA(cudaMemcpy(out.values, h.values.ptr, nv * 4, cudaMemcpyDeviceToHost), "downloading vertex values");
+    if (out.triangles) PS_CUDA(cudaMemcpy(out.triangles, h.triangles.ptr, nt * 12, cudaMemcpyDeviceToHost), "downloading triangles");
+    if (out.face_labels && h.labels_held)
+      PS_CUDA(cudaMemcpy(out.face_labels, h.labels.ptr, nt * 4, cudaMemcpyDeviceToHost), "downloading triangle labels");
+    seconds_.download += since(t0);
+    spare_held_.push_back(std::move(it->second));
+    held_.erase(it);
+  }
 
  private:
   cuda::RowGrid grid(const SlabTask& t) const {
@@ -693,14 +759,15 @@ class CudaEngine final : public SlabEngine {
     if (!generated_ahead_) PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
-    if (out.positions) PS_CUDA(cudaMemcpy(out.positions, positions_.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading vertices");
+    // (cudaMemcpyDefault: a held slab's tail lies on the device, hold().)
+    if (out.positions) PS_CUDA(cudaMemcpy(out.positions, positions_.ptr, nv * 12, cudaMemcpyDefault), "downloading vertices");
     if (out.normals && task.normals)
-      PS_CUDA(cudaMemcpy(out.normals, normals_.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading normals");
-    if (out.triangles) PS_CUDA(cudaMemcpy(out.triangles, triangles_.ptr, nt * 12, cudaMemcpyDeviceToHost), "downloading triangles");
+      PS_CUDA(cudaMemcpy(out.normals, normals_.ptr, nv * 12, cudaMemcpyDefault), "downloading normals");
+    if (out.triangles) PS_CUDA(cudaMemcpy(out.triangles, triangles_.ptr, nt * 12, cudaMemcpyDefault), "downloading triangles");
     if (out.values && task.scalars)
-      PS_CUDA(cudaMemcpy(out.values, values_.ptr, nv * 4, cudaMemcpyDeviceToHost), "downloading vertex values");
+      PS_CUDA(cudaMemcpy(out.values, values_.ptr, nv * 4, cudaMemcpyDefault), "downloading vertex values");
     if (out.face_labels && task.labels)
-      PS_CUDA(cudaMemcpy(out.face_labels, face_labels_.ptr, nt * 4, cudaMemcpyDeviceToHost), "downloading triangle labels");
+      PS_CUDA(cudaMemcpy(out.face_labels, face_labels_.ptr, nt * 4, cudaMemcpyDefault), "downloading triangle labels");
     // Only a mesh bound for the host asks (a resident one is left as it is).
     point_vertices_ = true;
     if (out.positions) {
@@ -717,6 +784,14 @@ class CudaEngine final : public SlabEngine {
     seconds_.download += since(t1);
   }
 
+  // A slab's mesh kept on the device by hold() until fetch().
+  struct HeldMesh {
+    core::DeviceBuffer positions, normals, values, triangles, labels;
+    std::size_t vertices = 0, triangle_count = 0;
+    bool normals_held = false, values_held = false, labels_held = false;
+  };
+  std::map<std::size_t, std::unique_ptr<HeldMesh>> held_;
+  std::vector<std::unique_ptr<HeldMesh>> spare_held_;
   int device_;
   std::string name_;
   StageSeconds seconds_;

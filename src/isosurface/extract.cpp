@@ -10,6 +10,7 @@
 #include <atomic>
 #include <exception>
 #include <condition_variable>
+#include <shared_mutex>
 #include <mutex>
 #include <thread>
 
@@ -328,9 +329,9 @@ void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, c
   if (o.labels) m.labels.resize(std::size_t(triangles));
 }
 
-// Slab `part`'s mesh copied into `m` from vertex v0 and triangle t0 (the arrays have room), its vertex ids shifted
+// Slab `part`'s arrays copied into `m` from vertex v0 and triangle t0 (the arrays have room), its vertex ids shifted
 // by v0, in pieces of at most 2^18 vertices or triangles so that every core copies (a slab per thread left most
-// idle).
+// idle). Slabs may copy into their places at once; their ties are the caller's.
 void copy_slab_into(const LevelMesh& part, LevelMesh& m, std::uint64_t v0, std::uint64_t t0) {
   struct Piece {
     bool triangles;
@@ -358,8 +359,6 @@ void copy_slab_into(const LevelMesh& part, LevelMesh& m, std::uint64_t v0, std::
       copy(part.labels, q.first, q.last, m.labels, t0 + q.first);
     }
   }
-  for (auto t : part.ties) m.ties.push_back(t0 + t);
-  m.point_vertices = m.point_vertices || part.point_vertices;
 }
 
 void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m,
@@ -391,7 +390,7 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
 // to the next part's first vertices by ids that continue past this part's own.
 TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report, std::int64_t zb,
                           std::int64_t ze, std::vector<iso::IsosurfacePart>* parts,
-                          std::unique_ptr<iso::SlabEngine>* keep_engine = nullptr) {
+                          std::unique_ptr<iso::SlabEngine>* keep_engine = nullptr, int cpu_workers = 0) {
   const auto start = Clock::now();
   IsosurfaceReport rep;
   const auto& g = volume.geometry();
@@ -453,6 +452,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       throw Error(ErrorKind::InvalidArgument, "a CUDA device is listed twice");
   }
   if (device == Device::Cuda && gpus.empty()) gpus = {0};
+  // Slab workers: one per GPU listed, or (tests) several CPU engines sharing the cores.
+  const bool cpu_team = cpu_workers > 1 && device == Device::Cpu;
+  const std::size_t worker_count = cpu_team ? std::size_t(cpu_workers) : std::max<std::size_t>(1, gpus.size());
+  const bool several = worker_count > 1;
   // A GPU takes a while to start (its context, a lock the driver holds host-wide): meanwhile the host mesh of the
   // expected size is reserved and faulted in on the CPU, so that it is not done after each slab's count. (Several
   // GPUs: while their workers run, until the joiner needs it.)
@@ -469,6 +472,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       device == Device::Cuda ? iso::make_cuda_engine(gpus[0]) : iso::make_cpu_engine(o.threads);
   rep.seconds_engine_start = since(engine_start);
   rep.device = engine->name();
+  if (cpu_team) rep.device = "cpu (" + std::to_string(worker_count) + " workers)";
   if (gpus.size() > 1) {
     rep.device = "cuda";
     for (std::size_t d = 0; d < gpus.size(); ++d) rep.device += (d ? "," : " ") + std::to_string(gpus[d]);
@@ -487,7 +491,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const bool on_device = field_on_device(volume, device);
   // On one GPU the next streamed slab's samples are uploaded while this slab is processed: a second copy there.
   // (Several GPUs upload each slab in its turn.)
-  const double sample_copies = device == Device::Cuda && !on_device && !resident && gpus.size() <= 1 ? 2.0 : 1.0;
+  const double sample_copies = device == Device::Cuda && !on_device && !resident && !several ? 2.0 : 1.0;
   const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point(nx) +
                                                    double(extra_raw + extra_bytes));
   std::int64_t S = o.slab_slices;
@@ -506,8 +510,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     const double fit = double(budget) / per_slice;
     S = fit >= double(part) ? part : std::max<std::int64_t>(1, std::int64_t(fit) - 3);
     // Several GPUs: at least three slabs each, so that whichever is free takes the next.
-    if (gpus.size() > 1) S = std::min<std::int64_t>(S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(gpus.size()) - 1) /
-                                                                                  (3 * std::int64_t(gpus.size()))));
+    if (several) S = std::min<std::int64_t>(S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) /
+                                                                            (3 * std::int64_t(worker_count))));
   }
   S = std::min(S, part);
   rep.slab_slices = S;
@@ -531,10 +535,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const std::uint64_t slab_bytes = slab_points * (resident || on_device ? 0 : vbytes);
   const std::uint64_t extra_slab_bytes = slab_points * extra_bytes;
   // One GPU or the CPU: two buffers (read ahead); several GPUs: one per GPU.
-  const int buffer_count = gpus.size() > 1 ? int(gpus.size()) : slab_count > 1 ? 2 : 1;
+  const int buffer_count = several ? int(worker_count) : slab_count > 1 ? 2 : 1;
   core::check_host_allocation(buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw,
                               volume.name() + ": slab buffers");
-  for (int b = 0; b < (gpus.size() > 1 ? 0 : buffer_count); ++b) {
+  for (int b = 0; b < (several ? 0 : buffer_count); ++b) {
     buffers[b].data.allocate(slab_bytes, device == Device::Cuda);
     if (o.labels) buffers[b].labels.resize(slab_points);
     if (o.scalars) buffers[b].scalars.resize(slab_points);
@@ -565,9 +569,9 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   };
   double read_seconds = 0, host_mesh_seconds = 0;
   std::atomic<double> host_mesh_multi{0};
-  if (reserving.joinable() && gpus.size() <= 1) reserving.join();  // (several GPUs: the joiner waits for it)
+  if (reserving.joinable() && !several) reserving.join();  // (several workers: the sizer waits for it)
   // The engine's arrays for the first slab (none is larger) and its share of the expected mesh, before the start.
-  if (gpus.size() <= 1) {
+  if (!several) {
     iso::SlabTask first = task;
     const auto sp = span_of(0);
     first.z0 = sp[0], first.z1 = sp[1], first.data_z0 = sp[2], first.data_z1 = sp[3];
@@ -579,7 +583,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
   rep.seconds_setup = since(start);
   if (o.started) o.started();
-  if (streamed && gpus.size() <= 1) {
+  if (streamed && !several) {
     const auto t = Clock::now();
     read_slab(0, buffers[0]);
     read_seconds += since(t);
@@ -619,7 +623,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       // (7 growths of 1024^3 tangle's mesh, each a copy, took a third of a one-GPU run), unless that cannot fit.
       double scale = 1;
       const std::int64_t slices_done = span_of(s)[1] - zb;
-      if (gpus.size() <= 1 && slices_done < part && 3 * (v0 + c.vertices) > m.positions.capacity()) {
+      if (!several && slices_done < part && 3 * (v0 + c.vertices) > m.positions.capacity()) {
         scale = double(part) / double(slices_done);
         if (double(grow + v0 * 24 + t0 * 12) * scale > 0.5 * double(core::available_host_memory())) scale = 1;
       }
@@ -630,7 +634,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       if (o.labels) m.labels.resize(t0 + c.triangles);
       m.vertices = v0 + c.vertices;
       m.triangle_count = t0 + c.triangles;
-      if (gpus.size() <= 1) host_mesh_seconds += since(grow_start);
+      if (!several) host_mesh_seconds += since(grow_start);
       else host_mesh_multi += since(grow_start);  // several GPUs: summed over the workers, which run concurrently
       iso::MeshTail tail;
       tail.positions = m.positions.data() + 3 * v0;
@@ -647,108 +651,179 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   };
 
   iso::StageSeconds multi_seconds;
-  if (gpus.size() > 1) {
-    // Several GPUs: a worker per GPU claims the next slab, reads it (reads in z order, one at a time, as streamed
-    // sources need), and extracts it with slab-local vertex ids. Slab k's ids continue into slab k + 1's first
-    // slice, so shifting each slab by the vertices of the slabs before it welds the seams exactly.
-    // A joiner copies finished slabs into the level meshes in slab order while the workers go on, once the meshes
-    // have room: sized ahead from the field's formula, else for the whole part at the rate of the first third of
-    // the slabs. Slabs that do not fit are joined after the workers, as all were before (the join then took a
-    // quarter of a two-GPU run on 1024^3 tangle).
+  if (several) {
+    // Several GPUs: a worker per GPU claims the next slab, reads it (in z order, one at a time, as streamed sources
+    // need), counts it and makes its mesh, which waits on that GPU with slab-local vertex ids. Slab k's ids continue
+    // into slab k + 1's first slice, so shifting each slab by the vertices of the slabs before it welds the seams
+    // exactly. Once the slabs before a slab are counted its place is known, and its worker brings it home there as
+    // soon as the level meshes have room: sized ahead from the field's formula, else by a sizer at the rate of the
+    // first third of the slabs (+25 %), else for the whole mesh once every slab is counted. (Slabs meshed on the
+    // host and joined after the workers cost a quarter of a two-GPU run on 1024^3 tangle.) A slab a GPU cannot
+    // hold goes into host arrays of its own, copied in its turn.
     engine.reset();
-    std::vector<std::vector<LevelMesh>> per_slab(std::size_t(slab_count), std::vector<LevelMesh>(levels.size()));
+    const std::size_t nl = levels.size();
+    struct SlabLevel {
+      std::uint64_t vertices = 0, triangles = 0;
+      std::vector<std::uint64_t> ties;  // slab-relative
+      bool point_vertices = false, held = false;
+    };
+    std::vector<std::vector<SlabLevel>> slab_levels(static_cast<std::size_t>(slab_count), std::vector<SlabLevel>(nl));
+    std::vector<std::vector<LevelMesh>> on_host(static_cast<std::size_t>(slab_count));  // levels of slabs a GPU did not hold
     std::mutex read_mutex, error_mutex;
     std::int64_t next_slab = 0, done = 0;
     std::exception_ptr failure;
     std::atomic<bool> stop{false};
-    // The joiner's state, under join_mutex: which slabs are done, whether the workers ended.
+    // Under join_mutex: the slabs counted, where each slab of the counted prefix lands, and the room.
     std::mutex join_mutex;
     std::condition_variable join_wake;
-    std::vector<char> slab_done(std::size_t(slab_count), 0);
-    std::int64_t slabs_done = 0;
-    bool workers_ended = false;
-    // The joiner's own: slabs joined, where the next one lands, and the room the level meshes have.
-    std::int64_t joined = 0;
-    std::vector<std::uint64_t> v_at(levels.size(), 0), t_at(levels.size(), 0);
-    auto has_room = [&](std::int64_t s) {
-      for (std::size_t L = 0; L < levels.size(); ++L)
-        if (3 * (v_at[L] + per_slab[std::size_t(s)][L].positions.size() / 3) > meshes[L].positions.size() ||
-            3 * (t_at[L] + per_slab[std::size_t(s)][L].triangles.size() / 3) > meshes[L].triangles.size())
-          return false;
+    std::vector<char> counted(std::size_t(slab_count), 0);
+    std::int64_t counted_prefix = 0, slabs_counted = 0;
+    std::vector<std::vector<std::uint64_t>> v_at(nl, std::vector<std::uint64_t>(std::size_t(slab_count) + 1, 0));
+    std::vector<std::vector<std::uint64_t>> t_at = v_at;
+    std::vector<std::uint64_t> room_vertices(nl, 0), room_triangles(nl, 0);
+    bool room_final = false;
+    // The level meshes' arrays: slabs write their places under a shared lock, the sizer resizes under an exclusive one.
+    std::shared_mutex arrays_mutex;
+    auto fail = [&](std::exception_ptr e) {
+      {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!failure) failure = e;
+      }
+      {
+        std::lock_guard<std::mutex> lock(join_mutex);
+        stop = true;
+      }
+      join_wake.notify_all();
+    };
+    auto fits = [&](std::int64_t s) {  // under join_mutex
+      if (s >= counted_prefix) return false;
+      for (std::size_t L = 0; L < nl; ++L)
+        if (v_at[L][std::size_t(s) + 1] > room_vertices[L] || t_at[L][std::size_t(s) + 1] > room_triangles[L]) return false;
       return true;
     };
-    auto join_slab = [&](std::int64_t s) {
-      for (std::size_t L = 0; L < levels.size(); ++L) {
-        LevelMesh& part = per_slab[std::size_t(s)][L];
-        copy_slab_into(part, meshes[L], v_at[L], t_at[L]);
-        v_at[L] += part.positions.size() / 3;
-        t_at[L] += part.triangles.size() / 3;
-        part = LevelMesh{};
+    auto publish_room = [&] {  // under join_mutex, by the sizer
+      for (std::size_t L = 0; L < nl; ++L) {
+        room_vertices[L] = meshes[L].positions.size() / 3;
+        room_triangles[L] = meshes[L].triangles.size() / 3;
       }
-      ++joined;
     };
-    std::thread joiner([&] {
+    std::thread sizer([&] {
       try {
         if (reserving.joinable()) reserving.join();
-        bool room = !meshes[0].positions.empty();
         std::unique_lock<std::mutex> lock(join_mutex);
-        for (;;) {
-          join_wake.wait(lock, [&] {
-            return workers_ended || (room && joined < slab_count && slab_done[std::size_t(joined)]) ||
-                   (!room && 3 * slabs_done >= slab_count);
-          });
-          if (workers_ended) return;
-          if (!room) {
-            // Room for the whole part at the rate of the slabs done (+25 %), unless that cannot fit.
-            std::vector<std::uint64_t> vertices(levels.size(), 0), triangles(levels.size(), 0);
+        publish_room();
+        if (room_vertices[0] == 0) {
+          join_wake.wait(lock, [&] { return stop || 3 * slabs_counted >= slab_count; });
+          if (!stop && slabs_counted < slab_count) {
+            std::vector<std::uint64_t> vertices(nl, 0), triangles(nl, 0);
             for (std::int64_t s = 0; s < slab_count; ++s)
-              if (slab_done[std::size_t(s)])
-                for (std::size_t L = 0; L < levels.size(); ++L) {
-                  vertices[L] += per_slab[std::size_t(s)][L].positions.size() / 3;
-                  triangles[L] += per_slab[std::size_t(s)][L].triangles.size() / 3;
+              if (counted[std::size_t(s)])
+                for (std::size_t L = 0; L < nl; ++L) {
+                  vertices[L] += slab_levels[std::size_t(s)][L].vertices;
+                  triangles[L] += slab_levels[std::size_t(s)][L].triangles;
                 }
-            const double scale = 1.25 * double(slab_count) / double(slabs_done);
+            const double scale = 1.25 * double(slab_count) / double(slabs_counted);
             std::uint64_t bytes = 0;
-            for (std::size_t L = 0; L < levels.size(); ++L) {
+            for (std::size_t L = 0; L < nl; ++L) {
               vertices[L] = std::uint64_t(double(vertices[L]) * scale);
               triangles[L] = std::uint64_t(double(triangles[L]) * scale);
               bytes += vertices[L] * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) + triangles[L] * (o.labels ? 16 : 12);
             }
-            room = true;
-            if (bytes > core::available_host_memory() / 2) return;  // joined after the workers, as it comes
-            lock.unlock();
-            for (std::size_t L = 0; L < levels.size(); ++L) size_ahead(meshes[L], vertices[L], triangles[L], o);
-            lock.lock();
-            continue;
+            if (bytes <= core::available_host_memory() / 2) {
+              lock.unlock();
+              {
+                std::unique_lock<std::shared_mutex> arrays(arrays_mutex);
+                try {
+                  for (std::size_t L = 0; L < nl; ++L) size_ahead(meshes[L], vertices[L], triangles[L], o);
+                } catch (...) {  // only a head start: the room is made for the whole mesh at the end
+                  for (auto& m : meshes) m = LevelMesh{};
+                }
+              }
+              lock.lock();
+              publish_room();
+              lock.unlock();
+              join_wake.notify_all();
+              lock.lock();
+            }
           }
-          const std::int64_t s = joined;
-          lock.unlock();
-          if (!has_room(s)) return;  // this slab and those after it are joined after the workers
-          join_slab(s);
-          lock.lock();
         }
-      } catch (...) {  // out of memory sizing the room: the slabs left are joined after the workers
+        join_wake.wait(lock, [&] { return stop || counted_prefix == slab_count; });
+        if (stop) return;
+        bool short_of_room = false;
+        for (std::size_t L = 0; L < nl; ++L)
+          short_of_room = short_of_room || v_at[L][std::size_t(slab_count)] > room_vertices[L] ||
+                          t_at[L][std::size_t(slab_count)] > room_triangles[L];
+        if (short_of_room) {
+          lock.unlock();
+          {
+            // What the slabs wrote stays (resize keeps it); the rest of each array is new.
+            std::unique_lock<std::shared_mutex> arrays(arrays_mutex);
+            for (std::size_t L = 0; L < nl; ++L) {
+              LevelMesh& m = meshes[L];
+              const std::uint64_t nv = v_at[L][std::size_t(slab_count)], nt = t_at[L][std::size_t(slab_count)];
+              if (3 * nv > m.positions.size()) core::resize_for_overwrite(m.positions, 3 * nv);
+              if (o.normals && 3 * nv > m.normals.size()) core::resize_for_overwrite(m.normals, 3 * nv);
+              if (o.scalars && nv > m.values.size()) m.values.resize(nv);
+              if (3 * nt > m.triangles.size()) core::resize_for_overwrite(m.triangles, 3 * nt);
+              if (o.labels && nt > m.labels.size()) m.labels.resize(nt);
+            }
+          }
+          lock.lock();
+          publish_room();
+        }
+        room_final = true;
+        lock.unlock();
+        join_wake.notify_all();
+      } catch (...) {
+        fail(std::current_exception());
       }
     });
-    auto end_joiner = [&] {
-      {
-        std::lock_guard<std::mutex> lock(join_mutex);
-        workers_ended = true;
-      }
-      join_wake.notify_all();
-      joiner.join();
-    };
     std::vector<std::thread> workers;
-    std::vector<iso::StageSeconds> worker_seconds(gpus.size());
+    std::vector<iso::StageSeconds> worker_seconds(worker_count);
     const auto workers_start = Clock::now();
-    for (std::size_t w = 0; w < gpus.size(); ++w)
+    for (std::size_t w = 0; w < worker_count; ++w)
       workers.emplace_back([&, w] {
         try {
-          auto eng = iso::make_cuda_engine(gpus[w]);
+          auto eng = cpu_team ? iso::make_cpu_engine(std::max(1, cpu_thread_count(o.threads) / int(worker_count)))
+                              : iso::make_cuda_engine(gpus[w]);
           SlabBuffers buf;
-          buf.data.allocate(slab_bytes, true);
+          buf.data.allocate(slab_bytes, !cpu_team);
           if (o.labels) buf.labels.resize(slab_points);
           if (o.scalars) buf.scalars.resize(slab_points);
+          std::vector<std::int64_t> mine;  // this worker's slabs not yet home, in slab order
+          // Brings home this worker's slabs whose places are known and fit the room; with `all`, waits for the rest.
+          auto bring_home = [&](bool all) {
+            while (!mine.empty()) {
+              const std::int64_t s = mine.front();
+              {
+                std::unique_lock<std::mutex> lock(join_mutex);
+                if (all) join_wake.wait(lock, [&] { return stop || fits(s) || room_final; });
+                if (stop) return;
+                if (!fits(s)) {
+                  if (!all) return;
+                  throw Error(ErrorKind::LimitReached, volume.name() + ": no room was made for slab " + std::to_string(s));
+                }
+              }
+              std::shared_lock<std::shared_mutex> arrays(arrays_mutex);
+              for (std::size_t L = 0; L < nl; ++L) {
+                LevelMesh& m = meshes[L];
+                const std::uint64_t v0 = v_at[L][std::size_t(s)], t0 = t_at[L][std::size_t(s)];
+                if (!slab_levels[std::size_t(s)][L].held) {
+                  copy_slab_into(on_host[std::size_t(s)][L], m, v0, t0);
+                  on_host[std::size_t(s)][L] = LevelMesh{};
+                  continue;
+                }
+                iso::MeshTail tail;
+                tail.positions = m.positions.data() + 3 * v0;
+                tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
+                tail.values = o.scalars ? m.values.data() + v0 : nullptr;
+                tail.triangles = m.triangles.data() + 3 * t0;
+                tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
+                eng->fetch(std::size_t(s) * nl + L, tail, std::uint32_t(v0));
+              }
+              mine.erase(mine.begin());
+            }
+          };
           while (!stop) {
             std::int64_t s = 0;
             {
@@ -759,29 +834,82 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
               read_slab(s, buf);
               read_seconds += since(t0);
             }
-            std::uint64_t local = 0;
-            run_slab(*eng, task, s, buf, per_slab[std::size_t(s)], local);
-            for (auto& m : per_slab[std::size_t(s)]) m.trim();
+            iso::SlabTask t = task_of(task, s, buf);
+            t.vertex_base = 0;
+            for (std::size_t L = 0; L < nl; ++L) {
+              SlabLevel& sl = slab_levels[std::size_t(s)][L];
+              t.level = levels[L];
+              const iso::SlabCounts c = eng->count(t);
+              if (c.vertices > std::numeric_limits<std::uint32_t>::max())
+                throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+              sl.vertices = c.vertices;
+              sl.triangles = c.triangles;
+              sl.held = eng->hold(t, std::size_t(s) * nl + L, sl.ties);
+              if (!sl.held) {
+                // Host arrays of the slab's own, as all slabs had before.
+                const std::uint64_t grow = c.vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) +
+                                           c.triangles * (o.labels ? 16 : 12);
+                core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
+                                                      " more vertices and " + std::to_string(c.triangles) + " triangles");
+                const auto grow_start = Clock::now();
+                on_host[std::size_t(s)].resize(nl);
+                LevelMesh& m = on_host[std::size_t(s)][L];
+                make_room(m.positions, 3 * c.vertices);
+                if (o.normals) make_room(m.normals, 3 * c.vertices);
+                if (o.scalars) m.values.resize(c.vertices);
+                make_room(m.triangles, 3 * c.triangles);
+                if (o.labels) m.labels.resize(c.triangles);
+                m.vertices = c.vertices;
+                m.triangle_count = c.triangles;
+                host_mesh_multi += since(grow_start);
+                iso::MeshTail tail;
+                tail.positions = m.positions.data();
+                tail.normals = o.normals ? m.normals.data() : nullptr;
+                tail.values = o.scalars ? m.values.data() : nullptr;
+                tail.triangles = m.triangles.data();
+                tail.face_labels = o.labels ? m.labels.data() : nullptr;
+                eng->generate(t, tail, sl.ties);
+              }
+              sl.point_vertices = eng->point_vertices();
+            }
+            bool too_many = false;
             {
               std::lock_guard<std::mutex> lock(join_mutex);
-              slab_done[std::size_t(s)] = 1;
-              ++slabs_done;
+              counted[std::size_t(s)] = 1;
+              ++slabs_counted;
+              while (counted_prefix < slab_count && counted[std::size_t(counted_prefix)]) {
+                const std::size_t p = std::size_t(counted_prefix);
+                for (std::size_t L = 0; L < nl; ++L) {
+                  v_at[L][p + 1] = v_at[L][p] + slab_levels[p][L].vertices;
+                  t_at[L][p + 1] = t_at[L][p] + slab_levels[p][L].triangles;
+                  too_many = too_many || v_at[L][p + 1] > std::numeric_limits<std::uint32_t>::max();
+                }
+                ++counted_prefix;
+              }
             }
+            if (too_many)
+              throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
             join_wake.notify_all();
+            mine.push_back(s);
+            bring_home(false);
             std::lock_guard<std::mutex> lock(error_mutex);
             ++done;
             if (o.progress) o.progress(double(done) / double(slab_count));
           }
+          bring_home(true);
           worker_seconds[w] = eng->seconds();
         } catch (...) {
-          std::lock_guard<std::mutex> lock(error_mutex);
-          if (!failure) failure = std::current_exception();
-          stop = true;
+          fail(std::current_exception());
         }
       });
     for (auto& t : workers) t.join();
-    end_joiner();
-    if (failure) std::rethrow_exception(failure);
+    auto failed = [&] {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      return failure;
+    };
+    if (auto e = failed()) fail(e);  // wakes the sizer
+    sizer.join();
+    if (auto e = failed()) std::rethrow_exception(e);
     rep.seconds_workers = since(workers_start);
     const auto join_start = Clock::now();
     for (const auto& w : worker_seconds) {
@@ -791,27 +919,16 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       multi_seconds.generate += w.generate;
       multi_seconds.download += w.download;
     }
-    // The slabs the joiner left: the level meshes grow to the whole mesh (keeping what was joined), then the rest
-    // in slab order.
-    for (std::size_t L = 0; L < levels.size(); ++L) {
+    // The ties in slab order, at the slabs' places; the arrays cut to what the slabs wrote.
+    for (std::size_t L = 0; L < nl; ++L) {
       LevelMesh& m = meshes[L];
-      std::uint64_t nv = v_at[L], nt = t_at[L];
-      for (std::int64_t s = joined; s < slab_count; ++s) {
-        nv += per_slab[std::size_t(s)][L].positions.size() / 3;
-        nt += per_slab[std::size_t(s)][L].triangles.size() / 3;
+      m.vertices = v_at[L][std::size_t(slab_count)];
+      m.triangle_count = t_at[L][std::size_t(slab_count)];
+      for (std::int64_t s = 0; s < slab_count; ++s) {
+        const SlabLevel& sl = slab_levels[std::size_t(s)][L];
+        for (auto t : sl.ties) m.ties.push_back(t_at[L][std::size_t(s)] + t);
+        m.point_vertices = m.point_vertices || sl.point_vertices;
       }
-      if (nv > std::numeric_limits<std::uint32_t>::max())
-        throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-      if (3 * nv > m.positions.size()) core::resize_for_overwrite(m.positions, 3 * nv);
-      if (o.normals && 3 * nv > m.normals.size()) core::resize_for_overwrite(m.normals, 3 * nv);
-      if (o.scalars && nv > m.values.size()) m.values.resize(nv);
-      if (3 * nt > m.triangles.size()) core::resize_for_overwrite(m.triangles, 3 * nt);
-      if (o.labels && nt > m.labels.size()) m.labels.resize(nt);
-      m.vertices = nv;
-      m.triangle_count = nt;
-    }
-    while (joined < slab_count) join_slab(joined);
-    for (auto& m : meshes) {
       m.trim();
       if (!m.values.empty()) m.values.resize(m.vertices);
       if (!m.labels.empty()) m.labels.resize(m.triangle_count);
@@ -1150,6 +1267,13 @@ std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const
   std::vector<IsosurfacePart> parts;
   extract_impl(volume, o, report, z_begin, z_end, &parts, keep_engine);
   return parts;
+}
+
+TriangleMesh extract_isosurface_on_cpu_workers(VolumeSource& volume, const IsosurfaceOptions& o, int workers,
+                                              IsosurfaceReport* report) {
+  IsosurfaceOptions cpu = o;
+  cpu.device = Device::Cpu;
+  return extract_impl(volume, cpu, report, 0, -1, nullptr, nullptr, workers);
 }
 
 std::string level_group_name(double level) { return level_name(level); }

@@ -31,6 +31,11 @@ std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const
                                                     std::int64_t z_end, IsosurfaceReport* report = nullptr,
                                                     std::unique_ptr<SlabEngine>* keep_engine = nullptr);
 
+// The several-GPU scheduler (slabs to whichever worker is free, held by the worker until their places in the joined
+// mesh are known) run with `workers` CPU engines sharing the cores, so that tests check it where no second GPU is.
+TriangleMesh extract_isosurface_on_cpu_workers(VolumeSource& volume, const IsosurfaceOptions& options, int workers,
+                                              IsosurfaceReport* report = nullptr);
+
 // The face group name a whole run gives a level when it extracts several ("level 0.5").
 std::string level_group_name(double level);
 

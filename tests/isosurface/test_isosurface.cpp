@@ -1173,55 +1173,113 @@ TEST(Isosurface, SeveralGpusGiveTheSameMesh) {
     }
 }
 
-// Several GPUs join finished slabs while the others run, once the mesh has room: sized ahead (given a count too
-// small, or enough), estimated from the first third of the slabs (too small when the surface lies near the end),
-// and with vertex values. Every way gives the one-GPU mesh.
+// Volumes for the slab workers' cases: a random integer volume with stripes of labels (ties at 1 and 2), uniform
+// noise, and a ball in the last sixth of the slices, so that the first third of the slabs has no surface at all.
+struct SlabWorkerVolumes {
+  std::vector<float> tie_data, noise_data, late_data;
+  MemoryVolume ties, noise, late;
+  std::vector<std::int32_t> stripes;
+  MemoryVolume labels;
+  explicit SlabWorkerVolumes(std::mt19937_64& rng)
+      : ties(integer_volume(rng, 40, 3, tie_data)), noise(noise_volume(rng, {61, 53, 90}, noise_data)),
+        late(ball_near_the_end(late_data)), stripes(make_stripes(ties)),
+        labels(ties.geometry(), VoxelType::Int32, stripes.data(), "stripes") {}
+  static std::vector<std::int32_t> make_stripes(const MemoryVolume& v) {
+    std::vector<std::int32_t> s(std::size_t(v.geometry().voxel_count()));
+    for (std::size_t i = 0; i < s.size(); ++i) s[i] = std::int32_t(i / 1000 % 3);
+    return s;
+  }
+  static MemoryVolume ball_near_the_end(std::vector<float>& keep) {
+    VolumeGeometry g;
+    g.dims = {40, 36, 96};
+    keep.resize(std::size_t(g.voxel_count()));
+    for (std::int64_t k = 0; k < g.dims[2]; ++k)
+      for (std::int64_t j = 0; j < g.dims[1]; ++j)
+        for (std::int64_t i = 0; i < g.dims[0]; ++i)
+          keep[std::size_t((k * g.dims[1] + j) * g.dims[0] + i)] =
+              float(std::sqrt(double((i - 20) * (i - 20) + (j - 18) * (j - 18) + (k - 86) * (k - 86))));
+    return MemoryVolume(g, VoxelType::Float32, keep.data(), "ball near the end");
+  }
+  // Each case: the options of a run whose mesh, split among slab workers, must equal one run's. They cover two
+  // levels with labels and ties, room sized ahead from a count too small or enough, room estimated from the first
+  // third of the slabs (too small for the ball), vertex values, and slabs of one slice.
+  std::vector<std::pair<VolumeSource*, IsosurfaceOptions>> cases() {
+    std::vector<std::pair<VolumeSource*, IsosurfaceOptions>> out;
+    auto add = [&](VolumeSource& v, std::vector<double> levels, std::int64_t slabs, std::uint64_t expected,
+                   bool with_labels, bool values) {
+      IsosurfaceOptions o;
+      o.levels = levels;
+      o.slab_slices = slabs;
+      o.expected_triangles = expected;
+      if (with_labels) o.labels = &labels;
+      if (values) o.scalars = &v;
+      out.push_back({&v, o});
+    };
+    for (std::int64_t slabs : {0, 1, 2, 7}) add(ties, {2.0, 1.0}, slabs, 0, true, false);
+    add(noise, {0.0}, 4, 0, false, false);
+    add(noise, {0.0}, 3, 10, false, false);
+    add(noise, {0.0}, 5, 1u << 22, false, false);
+    add(noise, {0.0}, 2, 0, false, true);
+    add(late, {7.5}, 4, 0, false, false);
+    add(late, {7.5}, 1, 0, false, true);
+    return out;
+  }
+};
+
+void expect_same_mesh(const TriangleMesh& many, const TriangleMesh& one, const IsosurfaceReport& rep,
+                      const std::string& what) {
+  ASSERT_GT(one.triangle_count(), 100) << what;
+  EXPECT_GT(rep.slabs, 2) << what << ": the workers should split the volume";
+  EXPECT_EQ(rep.triangles, one.triangle_count()) << what;
+  EXPECT_EQ(many.triangles, one.triangles) << what;
+  EXPECT_EQ(many.positions, one.positions) << what;
+  EXPECT_EQ(many.normals, one.normals) << what;
+  EXPECT_EQ(many.vertex_values, one.vertex_values) << what;
+  EXPECT_EQ(many.face_labels, one.face_labels) << what;
+  EXPECT_EQ(many.face_groups, one.face_groups) << what;
+}
+
+std::string case_name(VolumeSource* v, const IsosurfaceOptions& o) {
+  return v->name() + ", " + std::to_string(o.levels.size()) + " level(s), slabs of " + std::to_string(o.slab_slices) +
+         ", expected " + std::to_string(o.expected_triangles) + (o.scalars ? ", values" : "") +
+         (o.labels ? ", labels" : "");
+}
+
+// The several-GPU scheduler run with CPU engines (CI has no second GPU): workers take slabs as they come free, hold
+// each slab's mesh until its place is known and bring it home there; a worker that may hold nothing (or half of it)
+// copies from host arrays of the slab's own. Every case must come out as one run gives it.
+TEST(Isosurface, SlabWorkersGiveTheMeshOfOneRun) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x3a11);
+  SlabWorkerVolumes vols(rng);
+  for (auto [v, o] : vols.cases()) {
+    o.device = Device::Cpu;
+    const TriangleMesh one = extract_isosurface(*v, o);
+    for (int workers : {2, 3})
+      for (std::uint64_t limit : {std::numeric_limits<std::uint64_t>::max(), std::uint64_t(0), std::uint64_t(1) << 20}) {
+        iso::set_cpu_hold_limit(limit);
+        IsosurfaceReport rep;
+        const TriangleMesh many = iso::extract_isosurface_on_cpu_workers(*v, o, workers, &rep);
+        iso::set_cpu_hold_limit(std::numeric_limits<std::uint64_t>::max());
+        expect_same_mesh(many, one, rep,
+                         case_name(v, o) + ", " + std::to_string(workers) + " workers, hold limit " + std::to_string(limit));
+      }
+  }
+}
+
+// The same on every GPU there is, against one GPU.
 TEST(Isosurface, SeveralGpusJoinSlabsAsTheyFinish) {
   if (cuda_devices().size() < 2) GTEST_SKIP() << "needs two CUDA devices (" << cuda_devices().size() << " visible)";
   std::mt19937_64 rng(test::run_seed() ^ 0x5a1);
-  std::vector<float> noise_keep, late_keep;
-  MemoryVolume noise = noise_volume(rng, {61, 53, 90}, noise_keep);
-  // A ball in the last sixth of the slices: the first third of the slabs has no surface at all.
-  const std::array<std::int64_t, 3> dims{40, 36, 96};
-  late_keep.resize(std::size_t(dims[0] * dims[1] * dims[2]));
-  for (std::int64_t k = 0; k < dims[2]; ++k)
-    for (std::int64_t j = 0; j < dims[1]; ++j)
-      for (std::int64_t i = 0; i < dims[0]; ++i)
-        late_keep[std::size_t((k * dims[1] + j) * dims[0] + i)] =
-            float(std::sqrt(double((i - 20) * (i - 20) + (j - 18) * (j - 18) + (k - 86) * (k - 86))));
-  VolumeGeometry g;
-  g.dims = dims;
-  MemoryVolume late(g, VoxelType::Float32, late_keep.data(), "ball near the end");
+  SlabWorkerVolumes vols(rng);
   std::vector<int> all;
   for (std::size_t d = 0; d < cuda_devices().size(); ++d) all.push_back(int(d));
-  struct Case {
-    VolumeSource* volume;
-    double level;
-    std::int64_t slab_slices;
-    std::uint64_t expected_triangles;
-    bool scalars;
-  };
-  for (const Case& c : {Case{&noise, 0.0, 4, 0, false}, Case{&noise, 0.0, 3, 10, false},
-                        Case{&noise, 0.0, 5, 1u << 22, false}, Case{&noise, 0.0, 2, 0, true},
-                        Case{&late, 7.5, 4, 0, false}, Case{&late, 7.5, 1, 0, true}}) {
-    IsosurfaceOptions o;
-    o.levels = {c.level};
+  for (auto [v, o] : vols.cases()) {
     o.device = Device::Cuda;
-    o.slab_slices = c.slab_slices;
-    o.expected_triangles = c.expected_triangles;
-    if (c.scalars) o.scalars = c.volume;
-    const TriangleMesh one = extract_isosurface(*c.volume, o);
+    const TriangleMesh one = extract_isosurface(*v, o);
     o.cuda_devices = all;
     IsosurfaceReport rep;
-    const TriangleMesh many = extract_isosurface(*c.volume, o, &rep);
-    const std::string what = c.volume->name() + ", slabs of " + std::to_string(c.slab_slices) + ", expected " +
-                             std::to_string(c.expected_triangles) + (c.scalars ? ", values" : "");
-    ASSERT_GT(one.triangle_count(), 100) << what;
-    EXPECT_GT(rep.slabs, 5) << what;
-    EXPECT_EQ(many.triangles, one.triangles) << what;
-    EXPECT_EQ(many.positions, one.positions) << what;
-    EXPECT_EQ(many.normals, one.normals) << what;
-    EXPECT_EQ(many.vertex_values, one.vertex_values) << what;
+    const TriangleMesh many = extract_isosurface(*v, o, &rep);
+    expect_same_mesh(many, one, rep, case_name(v, o));
   }
 }
 
