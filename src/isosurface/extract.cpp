@@ -754,7 +754,15 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
           short_of_room = short_of_room || v_at[L][std::size_t(slab_count)] > room_vertices[L] ||
                           t_at[L][std::size_t(slab_count)] > room_triangles[L];
         if (short_of_room) {
+          std::uint64_t bytes = 0, vertices = 0, triangles = 0;
+          for (std::size_t L = 0; L < nl; ++L) {
+            vertices += v_at[L][std::size_t(slab_count)];
+            triangles += t_at[L][std::size_t(slab_count)];
+          }
+          bytes = vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) + triangles * (o.labels ? 16 : 12);
           lock.unlock();
+          core::check_host_allocation(bytes, volume.name() + ": mesh of " + std::to_string(vertices) + " vertices and " +
+                                                 std::to_string(triangles) + " triangles");
           {
             // What the slabs wrote stays (resize keeps it); the rest of each array is new.
             std::unique_lock<std::shared_mutex> arrays(arrays_mutex);
