@@ -54,10 +54,10 @@ class SlabEngine {
   // With the same task as count(). Appends the slab-relative indices of triangles that touch a sample on the level
   // (candidates for duplicates).
   virtual void generate(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& tie_triangles) = 0;
-  // Several GPUs: generate() with the mesh kept by the engine under `slot` (slab-relative vertex ids), until fetch()
-  // brings it home once its place in the joined mesh is known, its vertex ids shifted by `vertex_shift`. hold()
-  // returns false, having kept nothing, when there is no room for it (generate() into host arrays then); engines
-  // without memory of their own never hold.
+  // Several slab workers (GPUs): generate() with the mesh kept by the engine under `slot` (slab-relative vertex ids),
+  // until fetch() brings it home once its place in the joined mesh is known, its vertex ids shifted by
+  // `vertex_shift`. hold() returns false, having kept nothing, when there is no room for it (the caller then uses
+  // generate() into host arrays); an engine that does not override it never holds.
   virtual bool hold(const SlabTask& task, std::size_t slot, std::vector<std::uint64_t>& tie_triangles) {
     (void)task, (void)slot, (void)tie_triangles;
     return false;
