@@ -308,6 +308,22 @@ bool field_on_device(const VolumeSource& volume, Device device) {
 
 // Marching cubes makes about two triangles and one vertex per active cell (the surface's Euler characteristic is
 // small next to its size); the estimate of active cells comes from the cost pass of the load balance.
+// Host bytes of a mesh of `vertices` and `triangles` with the outputs the options ask for.
+std::uint64_t host_mesh_bytes(const IsosurfaceOptions& o, std::uint64_t vertices, std::uint64_t triangles) {
+  return vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) + triangles * (o.labels ? 16 : 12);
+}
+
+// Where a slab's mesh lands in `m`: from vertex v0 and triangle t0, the arrays the options ask for.
+iso::MeshTail tail_at(LevelMesh& m, std::uint64_t v0, std::uint64_t t0, const IsosurfaceOptions& o) {
+  iso::MeshTail tail;
+  tail.positions = m.positions.data() + 3 * v0;
+  tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
+  tail.values = o.scalars ? m.values.data() + v0 : nullptr;
+  tail.triangles = m.triangles.data() + 3 * t0;
+  tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
+  return tail;
+}
+
 // A level mesh's arrays sized for `vertices` and `triangles`, their pages faulted in by all threads and zeroed
 // (vector::resize) one thread per array, so that slabs written into them later only write.
 void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, const IsosurfaceOptions& o) {
@@ -377,7 +393,7 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
     triangles += triangles / 8;           // the sampled count errs by a few percent either way
     expected = triangles;
     const std::uint64_t vertices = triangles / 2;
-    const std::uint64_t bytes = vertices * (o.normals ? 24 : 12) + triangles * 12;
+    const std::uint64_t bytes = host_mesh_bytes(o, vertices, triangles);
     if (bytes > core::available_host_memory() / 2) return;
     size_ahead(m, vertices, triangles, o);
     seconds = since(start);  // (only when the arrays were sized ahead)
@@ -614,8 +630,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       const iso::SlabCounts c = eng.count(t);
       if (vertices_so_far + c.vertices > std::numeric_limits<std::uint32_t>::max())
         throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-      const std::uint64_t grow = c.vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) +
-                                 c.triangles * (o.labels ? 16 : 12);
+      const std::uint64_t grow = host_mesh_bytes(o, c.vertices, c.triangles);
       core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
                                             " more vertices and " + std::to_string(c.triangles) + " triangles");
       const auto grow_start = Clock::now();
@@ -636,12 +651,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       m.triangle_count = t0 + c.triangles;
       if (!several) host_mesh_seconds += since(grow_start);
       else host_mesh_multi += since(grow_start);  // several GPUs: summed over the workers, which run concurrently
-      iso::MeshTail tail;
-      tail.positions = m.positions.data() + 3 * v0;
-      tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
-      tail.triangles = m.triangles.data() + 3 * t0;
-      tail.values = o.scalars ? m.values.data() + v0 : nullptr;
-      tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
+      const iso::MeshTail tail = tail_at(m, v0, t0, o);
       std::vector<std::uint64_t> ties;
       eng.generate(t, tail, ties);
       for (auto x : ties) m.ties.push_back(t0 + x);
@@ -727,7 +737,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
             for (std::size_t L = 0; L < nl; ++L) {
               vertices[L] = std::uint64_t(double(vertices[L]) * scale);
               triangles[L] = std::uint64_t(double(triangles[L]) * scale);
-              bytes += vertices[L] * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) + triangles[L] * (o.labels ? 16 : 12);
+              bytes += host_mesh_bytes(o, vertices[L], triangles[L]);
             }
             if (bytes <= core::available_host_memory() / 2) {
               lock.unlock();
@@ -754,14 +764,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
           short_of_room = short_of_room || v_at[L][std::size_t(slab_count)] > room_vertices[L] ||
                           t_at[L][std::size_t(slab_count)] > room_triangles[L];
         if (short_of_room) {
-          std::uint64_t bytes = 0, vertices = 0, triangles = 0;
+          std::uint64_t vertices = 0, triangles = 0;
           for (std::size_t L = 0; L < nl; ++L) {
             vertices += v_at[L][std::size_t(slab_count)];
             triangles += t_at[L][std::size_t(slab_count)];
           }
-          bytes = vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) + triangles * (o.labels ? 16 : 12);
           lock.unlock();
-          core::check_host_allocation(bytes, volume.name() + ": mesh of " + std::to_string(vertices) + " vertices and " +
+          core::check_host_allocation(host_mesh_bytes(o, vertices, triangles), volume.name() + ": mesh of " + std::to_string(vertices) + " vertices and " +
                                                  std::to_string(triangles) + " triangles");
           {
             // What the slabs wrote stays (resize keeps it); the rest of each array is new.
@@ -821,13 +830,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
                   on_host[std::size_t(s)][L] = LevelMesh{};
                   continue;
                 }
-                iso::MeshTail tail;
-                tail.positions = m.positions.data() + 3 * v0;
-                tail.normals = o.normals ? m.normals.data() + 3 * v0 : nullptr;
-                tail.values = o.scalars ? m.values.data() + v0 : nullptr;
-                tail.triangles = m.triangles.data() + 3 * t0;
-                tail.face_labels = o.labels ? m.labels.data() + t0 : nullptr;
-                eng->fetch(std::size_t(s) * nl + L, tail, std::uint32_t(v0));
+                eng->fetch(std::size_t(s) * nl + L, tail_at(m, v0, t0, o), std::uint32_t(v0));
               }
               mine.erase(mine.begin());
             }
@@ -855,8 +858,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
               sl.held = eng->hold(t, std::size_t(s) * nl + L, sl.ties);
               if (!sl.held) {
                 // Host arrays of the slab's own, as all slabs had before.
-                const std::uint64_t grow = c.vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) +
-                                           c.triangles * (o.labels ? 16 : 12);
+                const std::uint64_t grow = host_mesh_bytes(o, c.vertices, c.triangles);
                 core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
                                                       " more vertices and " + std::to_string(c.triangles) + " triangles");
                 const auto grow_start = Clock::now();
@@ -870,13 +872,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
                 m.vertices = c.vertices;
                 m.triangle_count = c.triangles;
                 host_mesh_multi += since(grow_start);
-                iso::MeshTail tail;
-                tail.positions = m.positions.data();
-                tail.normals = o.normals ? m.normals.data() : nullptr;
-                tail.values = o.scalars ? m.values.data() : nullptr;
-                tail.triangles = m.triangles.data();
-                tail.face_labels = o.labels ? m.labels.data() : nullptr;
-                eng->generate(t, tail, sl.ties);
+                eng->generate(t, tail_at(m, 0, 0, o), sl.ties);
               }
               sl.point_vertices = eng->point_vertices();
             }
