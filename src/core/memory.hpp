@@ -15,8 +15,8 @@ void check_host_allocation(std::uint64_t bytes, const std::string& what);
 
 std::string format_bytes(std::uint64_t bytes);
 
-// Faults in the pages of [p, p + bytes) in one system call (Linux MADV_POPULATE_WRITE; contents unchanged), with
-// all threads from 2 MiB: a trap per page at first touch costs more than filling the pages afterwards.
+// Faults in the pages of [p, p + bytes), memory no other thread uses yet (contents unchanged): below 2 MiB in one
+// system call (Linux MADV_POPULATE_WRITE), from 2 MiB as transparent huge pages touched by all threads.
 void prefault(void* p, std::uint64_t bytes);
 
 // memcpy split over `threads` OpenMP threads (one copy below 1 MiB): one core moves a fraction of what the memory can.

@@ -204,14 +204,11 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA_LAUNCH("moving a held slab's vertex ids");
     }
     const std::size_t nv = h.vertices, nt = h.triangle_count;
-    if (out.positions) PS_CUDA(cudaMemcpy(out.positions, h.positions.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading vertices");
-    if (out.normals && h.normals_held)
-      PS_CUDA(cudaMemcpy(out.normals, h.normals.ptr, nv * 12, cudaMemcpyDeviceToHost), "downloading normals");
-    if (out.values && h.values_held)
-      PS_CUDA(cudaMemcpy(out.values, h.values.ptr, nv * 4, cudaMemcpyDeviceToHost), "downloading vertex values");
-    if (out.triangles) PS_CUDA(cudaMemcpy(out.triangles, h.triangles.ptr, nt * 12, cudaMemcpyDeviceToHost), "downloading triangles");
-    if (out.face_labels && h.labels_held)
-      PS_CUDA(cudaMemcpy(out.face_labels, h.labels.ptr, nt * 4, cudaMemcpyDeviceToHost), "downloading triangle labels");
+    download_mesh({{out.positions, h.positions.ptr, nv * 12},
+                   {h.normals_held ? out.normals : nullptr, h.normals.ptr, nv * 12},
+                   {h.values_held ? out.values : nullptr, h.values.ptr, nv * 4},
+                   {out.triangles, h.triangles.ptr, nt * 12},
+                   {h.labels_held ? out.face_labels : nullptr, h.labels.ptr, nt * 4}});
     seconds_.download += since(t0);
     spare_held_.push_back(std::move(it->second));
     held_.erase(it);
@@ -281,8 +278,9 @@ class CudaEngine final : public SlabEngine {
       cudaStreamSynchronize(stage_stream_);  // the chunks go back to the spares with no copy in flight
       cudaStreamDestroy(stage_stream_);
     }
-    for (auto& e : stage_free_)
+    for (auto& e : stage_event_)
       if (e) cudaEventDestroy(e);
+    if (mesh_ready_) cudaEventDestroy(mesh_ready_);
     if (stage_.host[0]) StagingChunks::give_back(stage_);
     if (classify_start_) cudaEventDestroy(classify_start_);
     if (classify_end_) cudaEventDestroy(classify_end_);
@@ -322,50 +320,109 @@ class CudaEngine final : public SlabEngine {
     return {data_.as<T>(), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
   }
 
-  // Samples in pageable host memory (a caller's array) go up through two pinned chunks that the host's cores fill
-  // in turn while the copy engine drains the other: the driver stages a pageable copy on one thread (4 GiB took
-  // 0.60-0.69 s on the H200 host). Pinned samples (streamed slabs) and small uploads go straight, and so do
-  // uploads below 256 MiB while no chunks are pinned yet (pinning them costs more than staging gains there).
-  void upload_samples(void* device, const void* host, std::size_t bytes) {
-    constexpr std::size_t chunk = StagingChunks::chunk_bytes, staged_from = std::size_t(64) << 20,
-                          first_staged_from = std::size_t(256) << 20;
-    cudaPointerAttributes where{};
-    const bool pinned = cudaPointerGetAttributes(&where, host) == cudaSuccess && where.type == cudaMemoryTypeHost;
-    cudaGetLastError();  // (older drivers report a pageable pointer as an error)
-    if (pinned || bytes < staged_from ||
-        (!stage_.host[0] && bytes < first_staged_from && !StagingChunks::any_spare(device_))) {
-      PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
-      return;
-    }
+  // Copies through the pinned chunks from 64 MiB, or from 256 MiB while none are pinned yet (pinning them costs
+  // more than staging gains there); false where they cannot be had (a locked-memory limit): the caller copies straight.
+  static constexpr std::size_t min_staged_bytes = std::size_t(64) << 20;
+  bool chunks_for(std::size_t bytes) {
+    constexpr std::size_t first_staged_from = std::size_t(256) << 20;
+    if (bytes < min_staged_bytes || (!stage_.host[0] && bytes < first_staged_from && !StagingChunks::any_spare(device_)))
+      return false;
     if (!stage_stream_) {
       PS_CUDA(cudaStreamCreateWithFlags(&stage_stream_, cudaStreamNonBlocking), "creating the staging stream");
       for (int b = 0; b < 2; ++b)
-        PS_CUDA(cudaEventCreateWithFlags(&stage_free_[b], cudaEventDisableTiming), "creating a staging event");
+        PS_CUDA(cudaEventCreateWithFlags(&stage_event_[b], cudaEventDisableTiming), "creating a staging event");
+      PS_CUDA(cudaEventCreateWithFlags(&mesh_ready_, cudaEventDisableTiming), "creating a staging event");
     }
     if (!stage_.host[0]) stage_ = StagingChunks::take(device_);
-    if (!stage_.host[0]) {
+    return stage_.host[0] != nullptr;
+  }
+  // The host's cores each engine may use to fill or empty the chunks: engines on several GPUs copy at once.
+  static std::atomic<int>& engines_staging() {
+    static std::atomic<int> n{0};
+    return n;
+  }
+  struct StagingShare {
+    StagingShare() { ++engines_staging(); }
+    ~StagingShare() { --engines_staging(); }
+    int threads() const { return std::max(1, cpu_thread_count(0) / std::max(1, engines_staging().load())); }
+  };
+  static bool pageable(const void* host) {
+    cudaPointerAttributes where{};
+    const bool known = cudaPointerGetAttributes(&where, host) == cudaSuccess;
+    cudaGetLastError();  // (older drivers report a pageable pointer as an error)
+    return !known || where.type == cudaMemoryTypeUnregistered;
+  }
+
+  // Samples in pageable host memory (a caller's array) go up through two pinned chunks that the host's cores fill
+  // in turn while the copy engine drains the other: the driver stages a pageable copy on one thread (4 GiB took
+  // 0.60-0.69 s on the H200 host). Pinned samples (streamed slabs) and small uploads go straight.
+  void upload_samples(void* device, const void* host, std::size_t bytes) {
+    if (!pageable(host) || !chunks_for(bytes)) {
       PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
       return;
     }
     // The staging stream does not wait for the default stream by itself: the last slab's kernels must be done with
     // these samples' buffer first.
     PS_CUDA(cudaDeviceSynchronize(), "finishing the last slab before uploading");
-    // Engines on several GPUs upload at once: the cores are shared between them.
-    static std::atomic<int> uploading{0};
-    struct Sharing {
-      Sharing() { ++uploading; }
-      ~Sharing() { --uploading; }
-    } sharing;
+    const StagingShare share;
+    constexpr std::size_t chunk = StagingChunks::chunk_bytes;
     for (std::size_t at = 0, k = 0; at < bytes; at += chunk, ++k) {
       const std::size_t b = k & 1, n = std::min(chunk, bytes - at);
-      PS_CUDA(cudaEventSynchronize(stage_free_[b]), "uploading the slab samples");  // its last chunk has left
-      core::parallel_copy(stage_.host[b], static_cast<const char*>(host) + at, n,
-                          std::max(1, cpu_thread_count(0) / std::max(1, uploading.load())));
+      PS_CUDA(cudaEventSynchronize(stage_event_[b]), "uploading the slab samples");  // its last chunk has left
+      core::parallel_copy(stage_.host[b], static_cast<const char*>(host) + at, n, share.threads());
       PS_CUDA(cudaMemcpyAsync(static_cast<char*>(device) + at, stage_.host[b], n, cudaMemcpyHostToDevice, stage_stream_),
               "uploading the slab samples");
-      PS_CUDA(cudaEventRecord(stage_free_[b], stage_stream_), "uploading the slab samples");
+      PS_CUDA(cudaEventRecord(stage_event_[b], stage_stream_), "uploading the slab samples");
     }
     PS_CUDA(cudaStreamSynchronize(stage_stream_), "uploading the slab samples");
+  }
+
+  // A mesh array on its way home.
+  struct HomeCopy {
+    void* host;
+    const void* device;
+    std::size_t bytes;
+  };
+  // A slab's mesh arrays into the host's: into pageable memory through the two pinned chunks, which the copy engine
+  // fills in turn while the host's cores empty the other (the driver's pageable copy runs on one thread: 427 MB took
+  // 30-45 ms straight against 10-12 ms staged with 16 cores, two-H200 host). Small meshes, pinned memory and
+  // device arrays (a held slab) go straight. Waits for the kernels before it on the default stream.
+  void download_mesh(std::initializer_list<HomeCopy> list) {
+    const std::vector<HomeCopy> copies(list);
+    std::size_t total = 0;
+    for (const HomeCopy& c : copies) total += c.host ? c.bytes : 0;
+    // Which arrays are pageable, asked only where chunks could serve (a few us each: MR_Gd's whole run is 61 us).
+    std::vector<char> staged(copies.size(), 0);
+    std::size_t staged_bytes = 0;
+    if (total >= min_staged_bytes)
+      for (std::size_t i = 0; i < copies.size(); ++i) {
+        staged[i] = copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host);
+        staged_bytes += staged[i] ? copies[i].bytes : 0;
+      }
+    const bool chunks = staged_bytes > 0 && chunks_for(staged_bytes);
+    for (std::size_t i = 0; i < copies.size(); ++i)
+      if (copies[i].host && copies[i].bytes > 0 && !(chunks && staged[i]))
+        PS_CUDA(cudaMemcpy(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault), "downloading the mesh");
+    if (!chunks) return;
+    PS_CUDA(cudaEventRecord(mesh_ready_, cudaStreamLegacy), "downloading the mesh");
+    PS_CUDA(cudaStreamWaitEvent(stage_stream_, mesh_ready_, 0), "downloading the mesh");
+    std::vector<HomeCopy> pieces;  // of at most a chunk
+    for (std::size_t i = 0; i < copies.size(); ++i)
+      for (std::size_t at = 0; staged[i] && at < copies[i].bytes; at += StagingChunks::chunk_bytes)
+        pieces.push_back({static_cast<char*>(copies[i].host) + at, static_cast<const char*>(copies[i].device) + at,
+                          std::min(StagingChunks::chunk_bytes, copies[i].bytes - at)});
+    const StagingShare share;
+    auto bring = [&](std::size_t p) {
+      PS_CUDA(cudaMemcpyAsync(stage_.host[p & 1], pieces[p].device, pieces[p].bytes, cudaMemcpyDeviceToHost, stage_stream_),
+              "downloading the mesh");
+      PS_CUDA(cudaEventRecord(stage_event_[p & 1], stage_stream_), "downloading the mesh");
+    };
+    bring(0);
+    for (std::size_t p = 0; p < pieces.size(); ++p) {
+      if (p + 1 < pieces.size()) bring(p + 1);  // into the chunk emptied in the last round
+      PS_CUDA(cudaEventSynchronize(stage_event_[p & 1]), "downloading the mesh");
+      core::parallel_copy(pieces[p].host, stage_.host[p & 1], pieces[p].bytes, share.threads());
+    }
   }
 
   // Labels (int32) or scalars (float) on the same slices as the samples, uploaded once per slab.
@@ -759,15 +816,12 @@ class CudaEngine final : public SlabEngine {
     if (!generated_ahead_) PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
-    // (cudaMemcpyDefault: a held slab's tail lies on the device, hold().)
-    if (out.positions) PS_CUDA(cudaMemcpy(out.positions, positions_.ptr, nv * 12, cudaMemcpyDefault), "downloading vertices");
-    if (out.normals && task.normals)
-      PS_CUDA(cudaMemcpy(out.normals, normals_.ptr, nv * 12, cudaMemcpyDefault), "downloading normals");
-    if (out.triangles) PS_CUDA(cudaMemcpy(out.triangles, triangles_.ptr, nt * 12, cudaMemcpyDefault), "downloading triangles");
-    if (out.values && task.scalars)
-      PS_CUDA(cudaMemcpy(out.values, values_.ptr, nv * 4, cudaMemcpyDefault), "downloading vertex values");
-    if (out.face_labels && task.labels)
-      PS_CUDA(cudaMemcpy(out.face_labels, face_labels_.ptr, nt * 4, cudaMemcpyDefault), "downloading triangle labels");
+    // (A held slab's tail lies on the device, hold(): copied straight.)
+    download_mesh({{out.positions, positions_.ptr, nv * 12},
+                   {task.normals ? out.normals : nullptr, normals_.ptr, nv * 12},
+                   {out.triangles, triangles_.ptr, nt * 12},
+                   {task.scalars ? out.values : nullptr, values_.ptr, nv * 4},
+                   {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}});
     // Only a mesh bound for the host asks (a resident one is left as it is).
     point_vertices_ = true;
     if (out.positions) {
@@ -808,9 +862,10 @@ class CudaEngine final : public SlabEngine {
   bool time_stages_ = true;
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
-  cudaStream_t stage_stream_ = nullptr;  // pageable samples through the pinned chunks (upload_samples)
+  cudaStream_t stage_stream_ = nullptr;  // copies through the pinned chunks (upload_samples, download_mesh)
   StagingChunks::Pair stage_;  // borrowed from the process's spare chunks on the first staged upload
-  cudaEvent_t stage_free_[2] = {nullptr, nullptr};
+  cudaEvent_t stage_event_[2] = {nullptr, nullptr};  // a chunk has left (uploads) or arrived (downloads)
+  cudaEvent_t mesh_ready_ = nullptr;  // the kernels before a staged download are done
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
   // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and
   // the scan, and each is bound by latency at partial occupancy, so they overlap a little (512^3 float32 on an H200:

@@ -36,6 +36,10 @@ std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const
 TriangleMesh extract_isosurface_on_cpu_workers(VolumeSource& volume, const IsosurfaceOptions& options, int workers,
                                               IsosurfaceReport* report = nullptr);
 
+// The several-GPU scheduler makes room ahead for the mesh in pieces of about this many bytes (64 MiB; tests set less
+// so that small meshes come home while the room grows too).
+void set_room_piece_bytes(std::uint64_t bytes);
+
 // The face group name a whole run gives a level when it extracts several ("level 0.5").
 std::string level_group_name(double level);
 
@@ -62,8 +66,9 @@ std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, const std
 
 // The cost of each cell layer for balancing ranks, summed over the levels: active cells as above, or, for a built-in
 // field, the active cells among every k-th cell in x and y times k^2, from the field's formula (k = min(nx, ny) / 512,
-// at least 1, larger where the layers counted would pass about a million cells per thread).
+// at least 1, larger where the layers counted would pass about a million cells per thread, or `cell_budget` cells
+// in all where one is given).
 std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& options, std::int64_t z_begin,
-                                      std::int64_t z_end, std::int64_t stride = 1);
+                                      std::int64_t z_end, std::int64_t stride = 1, std::uint64_t cell_budget = 0);
 
 }  // namespace parasurf::iso

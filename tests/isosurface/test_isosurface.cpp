@@ -1255,15 +1255,22 @@ TEST(Isosurface, SlabWorkersGiveTheMeshOfOneRun) {
   SlabWorkerVolumes vols(rng);
   for (auto [v, o] : vols.cases()) {
     o.device = Device::Cpu;
-    const TriangleMesh one = extract_isosurface(*v, o);
+    IsosurfaceReport one_rep;
+    const TriangleMesh one = extract_isosurface(*v, o, &one_rep);
     for (int workers : {2, 3})
       for (std::uint64_t limit : {std::numeric_limits<std::uint64_t>::max(), std::uint64_t(0), std::uint64_t(1) << 20}) {
+        // Three workers: the room made ahead grows in pieces of 4 KiB, slabs coming home below it meanwhile.
+        const std::uint64_t piece = workers == 3 ? 4096 : std::uint64_t(64) << 20;
         iso::set_cpu_hold_limit(limit);
+        iso::set_room_piece_bytes(piece);
         IsosurfaceReport rep;
         const TriangleMesh many = iso::extract_isosurface_on_cpu_workers(*v, o, workers, &rep);
         iso::set_cpu_hold_limit(std::numeric_limits<std::uint64_t>::max());
+        iso::set_room_piece_bytes(std::uint64_t(64) << 20);
+        EXPECT_EQ(rep.duplicates_removed, one_rep.duplicates_removed) << case_name(v, o) << ", " << workers << " workers";
         expect_same_mesh(many, one, rep,
-                         case_name(v, o) + ", " + std::to_string(workers) + " workers, hold limit " + std::to_string(limit));
+                         case_name(v, o) + ", " + std::to_string(workers) + " workers, hold limit " + std::to_string(limit) +
+                             ", room in pieces of " + std::to_string(piece) + " bytes");
       }
   }
 }
@@ -1283,6 +1290,43 @@ TEST(Isosurface, SeveralGpusJoinSlabsAsTheyFinish) {
     const TriangleMesh many = extract_isosurface(*v, o, &rep);
     expect_same_mesh(many, one, rep, case_name(v, o));
   }
+}
+
+// A mesh of more than 256 MiB comes home from one GPU through two pinned 32 MiB chunks that the copy engine fills in
+// turn while the cores empty the other (each array's last chunk partial); then, on every GPU, slabs of more than
+// 64 MiB of mesh each come home through the chunks that run gave back. A chunk copied to the wrong place, emptied
+// before it arrived or refilled before it was emptied would change the mesh.
+TEST(Isosurface, LargeMeshesComeHomeThroughPinnedChunks) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937_64 rng(test::run_seed() ^ 0xd0a1);
+  std::vector<float> data;
+  MemoryVolume noise = noise_volume(rng, {181, 173, 167}, data);  // nearly every cell crossed
+  IsosurfaceOptions o;
+  o.levels = {0.1};
+  o.device = Device::Cpu;
+  const TriangleMesh c = extract_isosurface(noise, o);
+  const std::uint64_t bytes = 4 * (c.positions.size() + c.normals.size() + c.triangles.size());
+  ASSERT_GT(bytes, std::uint64_t(256) << 20) << "the mesh should go through the chunks from the first download";
+  o.device = Device::Cuda;
+  IsosurfaceReport rep;
+  const TriangleMesh g = extract_isosurface(noise, o, &rep);
+  ASSERT_EQ(rep.slabs, 1);
+  ASSERT_EQ(g.triangles, c.triangles);
+  ASSERT_EQ(g.positions.size(), c.positions.size());
+  ASSERT_EQ(g.normals.size(), c.normals.size());
+  double worst = 0, worst_n = 0;
+  for (std::size_t i = 0; i < c.positions.size(); ++i) worst = std::max(worst, double(std::fabs(c.positions[i] - g.positions[i])));
+  for (std::size_t i = 0; i < c.normals.size(); ++i) worst_n = std::max(worst_n, double(std::fabs(c.normals[i] - g.normals[i])));
+  EXPECT_LT(worst, 1e-4) << "positions differ only by rounding";
+  EXPECT_LT(worst_n, 1e-4) << "normals differ only by rounding";
+  if (cuda_devices().size() < 2) return;
+  std::vector<int> all;
+  for (std::size_t d = 0; d < cuda_devices().size(); ++d) all.push_back(int(d));
+  o.cuda_devices = all;
+  o.slab_slices = 56;
+  const TriangleMesh many = extract_isosurface(noise, o, &rep);
+  ASSERT_GT(bytes / 3, std::uint64_t(64) << 20) << "each slab's mesh should go through the chunks";
+  expect_same_mesh(many, g, rep, "noise on all GPUs, slabs of 56 slices");
 }
 
 }  // namespace

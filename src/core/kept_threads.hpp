@@ -1,0 +1,15 @@
+// Threads kept for the process's life, lent to jobs that need threads of their own (a worker per GPU): a thread's
+// OpenMP team is made when it first runs a parallel loop and goes down with the thread, which took 4 ms at the end
+// of every several-GPU run on the two-H200 host when each run started and joined threads of its own.
+#pragma once
+#include <cstddef>
+#include <functional>
+
+namespace parasurf::core {
+
+// Runs job(0), ..., job(n - 1) at once on n kept threads (idle ones lent again, more made as needed) and returns
+// when all have returned. The job catches its own exceptions (one that escapes ends the process, as it would on a
+// std::thread).
+void run_on_kept_threads(std::size_t n, const std::function<void(std::size_t)>& job);
+
+}  // namespace parasurf::core
