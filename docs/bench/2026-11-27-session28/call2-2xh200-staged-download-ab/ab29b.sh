@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# AB-ONLY call 2: staged downloads + size-ahead overlapped (new) against AB_STRAIGHT=1 AB_EARLY_JOIN=1 (old behaviour)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; nproc
+mkdir -p /tmp/x && tar xJf .ab/bins.txz -C /tmp/x; N=/tmp/x/bins32; export LD_LIBRARY_PATH=$N:$LD_LIBRARY_PATH
+W=/tmp/w; mkdir -p $W
+snap() { (cd $W && tar czf $OUT/.r.tgz . && mv $OUT/.r.tgz $OUT/r.tgz); }
+(while sleep 10; do snap; done) &
+timeout 150 $N/parasurf_tests --gtest_filter='Isosurface.LargeMeshesComeHome*:Isosurface.SeveralGpus*:Isosurface.SlabWorkers*:Isosurface.HostArray*:Isosurface.CpuAndCuda*:Isosurface.Reused*:Isosurface.LargeCuda*:Isosurface.Streamed*:Isosurface.SlabSplits*:Isosurface.ExpectedSize*' > $W/tests.txt 2>&1; echo "== tests rc=$?"; grep -E "test seed|PASSED|FAILED|SKIPPED|Failure" $W/tests.txt | head -12
+timeout 120 compute-sanitizer --tool memcheck $N/parasurf_tests --gtest_filter='Isosurface.LargeMeshesComeHome*' > $W/memcheck.txt 2>&1; echo "== memcheck rc=$?"; tail -1 $W/memcheck.txt
+timeout 60 bash $N/cuda_vs_cpu.sh $N/parasurf no-mpi > $W/cuda_vs_cpu.txt 2>&1; echo "== cuda_vs_cpu rc=$?"
+timeout 60 $N/parasurf bench isosurface --sizes 64 --types float32 --devices cuda --no-peers --repeats 2 --min-time 0 --multi-gpu 512 --out-of-core 1024 > $W/warmup.log 2>&1; echo "== warm-up rc=$?"
+for r in 1 2; do for v in new old; do
+  if [ $v = old ]; then export AB_STRAIGHT=1 AB_EARLY_JOIN=1; else unset AB_STRAIGHT AB_EARLY_JOIN; fi
+  AB_TRACE=1 timeout 100 $N/parasurf bench isosurface --sizes 64 --types float32 --devices cuda --no-peers --repeats 5 --min-time 0 --multi-gpu 1024 --out-of-core 2048 --json $W/r$r-$v.json > $W/r$r-$v.log 2> $W/r$r-$v.trace
+  echo "== round $r $v rc=$?"; grep -A4 -E "several GPUs:|out of core:" $W/r$r-$v.log | grep -E "GPU\(s\)|setup" | cut -c1-200
+done; done
+unset AB_STRAIGHT AB_EARLY_JOIN
+kill %1; snap
