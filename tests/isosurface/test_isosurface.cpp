@@ -855,6 +855,21 @@ TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
   }
 }
 
+// `got` (a GPU's mesh) has the triangles of `want` (the CPU's), and positions and normals that differ only by rounding.
+void expect_same_but_rounding(const TriangleMesh& got, const TriangleMesh& want, double position_tolerance,
+                              double normal_tolerance) {
+  ASSERT_EQ(got.triangles, want.triangles);
+  ASSERT_EQ(got.positions.size(), want.positions.size());
+  ASSERT_EQ(got.normals.size(), want.normals.size());
+  double worst = 0, worst_n = 0;
+  for (std::size_t i = 0; i < want.positions.size(); ++i)
+    worst = std::max(worst, double(std::fabs(want.positions[i] - got.positions[i])));
+  for (std::size_t i = 0; i < want.normals.size(); ++i)
+    worst_n = std::max(worst_n, double(std::fabs(want.normals[i] - got.normals[i])));
+  EXPECT_LT(worst, position_tolerance) << "positions differ only by rounding";
+  EXPECT_LT(worst_n, normal_tolerance) << "normals differ only by rounding";
+}
+
 // A mesh of tens of MB: on the GPU its host arrays are sized ahead from the field's formula while the engine starts
 // (only above a million triangles), then trimmed. It must arrive as the CPU makes it. (Its vertex list is also long
 // enough for warps of 32 listed segments; the other CUDA tests' short lists are spread over the grid.)
@@ -870,14 +885,7 @@ TEST(Isosurface, LargeCudaMeshArrivesIntact) {
   const TriangleMesh g = extract_isosurface(*tangle, o, &rep);
   ASSERT_GT(c.triangle_count(), std::int64_t(1) << 21) << "the mesh should be large enough to be sized ahead";
   EXPECT_GT(rep.seconds_host_mesh_ahead, 0.0) << "the host mesh should have been sized ahead";
-  ASSERT_EQ(g.triangles, c.triangles);
-  ASSERT_EQ(g.positions.size(), c.positions.size());
-  ASSERT_EQ(g.normals.size(), c.normals.size());
-  double worst = 0, worst_n = 0;
-  for (std::size_t i = 0; i < c.positions.size(); ++i) worst = std::max(worst, double(std::fabs(c.positions[i] - g.positions[i])));
-  for (std::size_t i = 0; i < c.normals.size(); ++i) worst_n = std::max(worst_n, double(std::fabs(c.normals[i] - g.normals[i])));
-  EXPECT_LT(worst, 1e-5) << "positions differ only by rounding";
-  EXPECT_LT(worst_n, 1e-4);
+  expect_same_but_rounding(g, c, 1e-5, 1e-4);
 }
 
 // A caller's array of more than 256 MiB goes up through two pinned 32 MiB chunks in turn (the last one partial),
@@ -1311,14 +1319,7 @@ TEST(Isosurface, LargeMeshesComeHomeThroughPinnedChunks) {
   IsosurfaceReport rep;
   const TriangleMesh g = extract_isosurface(noise, o, &rep);
   ASSERT_EQ(rep.slabs, 1);
-  ASSERT_EQ(g.triangles, c.triangles);
-  ASSERT_EQ(g.positions.size(), c.positions.size());
-  ASSERT_EQ(g.normals.size(), c.normals.size());
-  double worst = 0, worst_n = 0;
-  for (std::size_t i = 0; i < c.positions.size(); ++i) worst = std::max(worst, double(std::fabs(c.positions[i] - g.positions[i])));
-  for (std::size_t i = 0; i < c.normals.size(); ++i) worst_n = std::max(worst_n, double(std::fabs(c.normals[i] - g.normals[i])));
-  EXPECT_LT(worst, 1e-4) << "positions differ only by rounding";
-  EXPECT_LT(worst_n, 1e-4) << "normals differ only by rounding";
+  expect_same_but_rounding(g, c, 1e-4, 1e-4);  // (positions up to 180: a float's rounding there is 1.5e-5)
   if (cuda_devices().size() < 2) return;
   std::vector<int> all;
   for (std::size_t d = 0; d < cuda_devices().size(); ++d) all.push_back(int(d));
