@@ -863,7 +863,7 @@ class CudaEngine final : public SlabEngine {
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
   cudaStream_t stage_stream_ = nullptr;  // copies through the pinned chunks (upload_samples, download_mesh)
-  StagingChunks::Pair stage_;  // borrowed from the process's spare chunks on the first staged upload
+  StagingChunks::Pair stage_;  // borrowed from the process's spare chunks on the first staged copy
   cudaEvent_t stage_event_[2] = {nullptr, nullptr};  // a chunk has left (uploads) or arrived (downloads)
   cudaEvent_t mesh_ready_ = nullptr;  // the kernels before a staged download are done
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
