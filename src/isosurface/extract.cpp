@@ -345,11 +345,11 @@ struct RoomCap {
 };
 
 // A level mesh's arrays sized for `vertices` and `triangles` (or `cap`, once it is known), so that slabs written into
-// them later only write. Each array's pages are faulted in by all threads, then zeroed (vector::resize) on a thread
-// of its own, the triangles (the largest) first: zeroing is one thread's work per array (all faulted first, then all
-// zeroed took 65 ms for the 2048^3 tangle's 0.9 GiB). With `grown`, the arrays grow in `pieces`, and the room made
-// so far is told after each (where the arrays start, the vertices and triangles): growing within the reserved room
-// moves nothing, so slabs may write below the room while the rest grows.
+// them later only write. Zeroing (vector::resize) is one thread's work per array, so each array gets a thread of its
+// own, the triangles (the largest) first (all faulted in, then all zeroed took 65 ms for the 2048^3 tangle's
+// 0.9 GiB). The arrays grow in `pieces`, and with `grown` the room made so far is told after each (where the arrays
+// start, the vertices and triangles): growing within the reserved room moves nothing, so slabs may write below the
+// room while the rest grows.
 void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, const IsosurfaceOptions& o, int pieces = 1,
                 const std::function<void(const iso::MeshTail&, std::uint64_t, std::uint64_t)>& grown = {},
                 const RoomCap* cap = nullptr) {
@@ -359,16 +359,42 @@ void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, c
   m.triangles.reserve(std::size_t(3 * triangles));
   if (o.labels) m.labels.reserve(std::size_t(triangles));
   const iso::MeshTail base = tail_at(m, 0, 0, o);  // (the lanes below own the vectors until they are joined)
-  auto fault_in = [](auto& v, std::uint64_t n) {
-    if (n > v.size()) core::prefault(v.data() + v.size(), (n - v.size()) * sizeof(v[0]));
+  // Three lanes: triangles (and labels), positions, normals (and values). This thread faults each piece's pages in
+  // with all threads, ahead of the lanes, which zero a piece once it is in (faulting all of the triangles' pages
+  // first held their zeroing back 11 ms on the two-H200 host); each lane tells the triangles or vertices it has
+  // room for.
+  struct Array {
+    char* data;  // where the array starts, taken before the lanes own the vectors
+    std::uint64_t from, bytes_per;  // its size now and the bytes of an element of the lane's count, in bytes
   };
-  // Three lanes: triangles (and labels), positions, normals (and values); each tells the triangles or vertices it
-  // has room for.
+  auto array_of = [](auto& v, std::uint64_t per) {
+    return Array{reinterpret_cast<char*>(v.data()), v.size() * sizeof(v[0]), per * sizeof(v[0])};
+  };
+  const std::uint64_t counts[3] = {triangles, vertices, vertices};
+  std::vector<Array> arrays[3];
+  arrays[0].push_back(array_of(m.triangles, 3));
+  if (o.labels) arrays[0].push_back(array_of(m.labels, 1));
+  arrays[1].push_back(array_of(m.positions, 3));
+  if (o.normals) arrays[2].push_back(array_of(m.normals, 3));
+  if (o.scalars) arrays[2].push_back(array_of(m.values, 1));
+  std::atomic<int> faulted[3] = {0, 0, 0};  // pieces whose pages are in, by lane
+  auto fault_piece = [&](int which, int p) {
+    const std::uint64_t a = counts[which] * std::uint64_t(p - 1) / std::uint64_t(pieces);
+    const std::uint64_t b = counts[which] * std::uint64_t(p) / std::uint64_t(pieces);
+    for (const Array& x : arrays[which]) {
+      const std::uint64_t lo = std::max(x.from, a * x.bytes_per), hi = b * x.bytes_per;
+      if (hi > lo) core::prefault(x.data + lo, hi - lo);
+    }
+    faulted[which].store(p, std::memory_order_release);
+    faulted[which].notify_one();
+  };
   std::atomic<std::uint64_t> ready[3] = {0, 0, 0};
   std::mutex telling;
-  auto lane = [&](int which, auto& first, std::uint64_t per_first, auto* second, std::uint64_t per_second,
-                  std::uint64_t count) {
+  auto lane = [&](int which, auto& first, std::uint64_t per_first, auto* second, std::uint64_t per_second) {
+    const std::uint64_t count = counts[which];
     for (int p = 1; p <= pieces; ++p) {
+      for (int f = faulted[which].load(std::memory_order_acquire); f < p; f = faulted[which].load(std::memory_order_acquire))
+        faulted[which].wait(f, std::memory_order_acquire);
       std::uint64_t n = count * std::uint64_t(p) / std::uint64_t(pieces);
       const std::uint64_t exact = !cap ? n : which == 0 ? cap->triangles.load() : cap->vertices.load();
       const bool last = p == pieces || exact <= n;
@@ -383,15 +409,18 @@ void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, c
       if (last) break;
     }
   };
-  fault_in(m.triangles, 3 * triangles);
-  if (o.labels) fault_in(m.labels, triangles);
-  std::jthread triangle_lane([&] { lane(0, m.triangles, 3, o.labels ? &m.labels : nullptr, 1, triangles); });
-  fault_in(m.positions, 3 * vertices);
-  std::jthread position_lane([&] { lane(1, m.positions, 3, static_cast<std::vector<float>*>(nullptr), 0, vertices); });
-  if (o.normals) fault_in(m.normals, 3 * vertices);
-  if (o.scalars) fault_in(m.values, vertices);
-  if (o.normals) lane(2, m.normals, 3, o.scalars ? &m.values : nullptr, 1, vertices);
-  else lane(2, m.values, o.scalars ? 1 : 0, static_cast<std::vector<float>*>(nullptr), 0, vertices);
+  using Floats = std::vector<float>;
+  fault_piece(0, 1);
+  std::jthread triangle_lane([&] { lane(0, m.triangles, 3, o.labels ? &m.labels : nullptr, 1); });
+  fault_piece(1, 1);
+  std::jthread position_lane([&] { lane(1, m.positions, 3, static_cast<Floats*>(nullptr), 0); });
+  fault_piece(2, 1);
+  std::jthread normal_lane([&] {
+    if (o.normals) lane(2, m.normals, 3, o.scalars ? &m.values : nullptr, 1);
+    else lane(2, m.values, o.scalars ? 1 : 0, static_cast<Floats*>(nullptr), 0);
+  });
+  for (int p = 2; p <= pieces; ++p)
+    for (int which = 0; which < 3; ++which) fault_piece(which, p);
 }
 
 // Slab `part`'s arrays copied to `to` (which has room), its vertex ids shifted by `shift`, in pieces of at most 2^18
