@@ -4,9 +4,11 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "parasurf/array.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/io.hpp"
 #include "parasurf/volume.hpp"
@@ -27,6 +29,7 @@ struct IsosurfaceOptions {
   CaseTopology topology = CaseTopology::Classic;
   bool keep_degenerate = false;  // keep triangles that collapse where samples equal the level
   bool normals = true;
+  bool normals_down = false;  // normals down the gradient whatever the direction (scikit-image's convention)
   Device device = Device::Auto;
   // Several GPUs (indices): slabs go to whichever is free and the seams are welded; empty: the first GPU.
   std::vector<int> cuda_devices;
@@ -110,6 +113,37 @@ struct LabelBoundaryReport {
 
 TriangleMesh extract_label_boundaries(VolumeSource& labels, const LabelBoundaryOptions& options,
                                       LabelBoundaryReport* report = nullptr);
+
+// Marching cubes on an array in scikit-image's conventions (skimage.measure.marching_cubes), on the host or on a
+// CUDA array where it lies; the results stay in that memory space (a CUDA array's mesh stays on its GPU).
+struct ArrayIsosurfaceOptions {
+  double level = std::numeric_limits<double>::quiet_NaN();  // NaN: the middle of the data range
+  std::array<double, 3> spacing{1, 1, 1};                   // per array axis
+  GradientDirection direction = GradientDirection::Descent;
+  std::int64_t step = 1;              // every step-th sample along each axis (scikit-image's step_size)
+  bool allow_degenerate = true;       // keep triangles that collapse where samples equal the level
+  CaseTopology topology = CaseTopology::Mc33;  // "lewiner": Mc33; "lorensen": Classic
+  const ArrayView3* mask = nullptr;   // same shape, one byte per sample (0: drop); a cell is kept when its last
+                                      // corner (largest indices, on the stepped grid) is set
+  Device device = Device::Auto;       // host arrays: cpu | cuda | auto; CUDA arrays run on their own GPU
+  int threads = 0;
+  std::function<void(double)> progress;  // fraction done, between slabs; may throw to stop the run
+  bool values = true;                 // false: `values` left empty (benchmarks time the mesh alone)
+};
+
+// verts V×3 float32 (array index order times spacing), faces F×3 int32 (as uint32 bits; fewer than 2^31 vertices),
+// normals V×3 float32 (unit, down the gradient, in index order), values V float32: for each vertex the largest
+// value range, level-shifted and 0 included, of the cells its triangles cross (scikit-image's "maximum value of
+// the data in the local region"). An empty mesh when the level lies in the data range but no cell crosses it.
+struct ArrayMesh {
+  Buffer verts, faces, normals, values;
+  std::int64_t vertices = 0, triangles = 0;
+  std::string device;  // what ran
+};
+
+// Throws Error(InvalidArgument) for shapes under 2 (after the step), a non-finite level or one outside the data
+// range, a mask of another shape; Error(Device) for a CUDA array without a usable GPU.
+ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOptions& options);
 
 // Minimum and maximum of the finite samples (one pass over the source).
 std::pair<double, double> volume_value_range(VolumeSource& volume);

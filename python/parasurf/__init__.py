@@ -1,23 +1,24 @@
 """parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs.
 
-numpy in, numpy out. Every function takes ``device="auto" | "cpu" | "cuda"`` (auto: CUDA when a GPU is present).
+numpy in, numpy out; ``marching_cubes`` also takes PyTorch, CuPy and JAX arrays in place (DLPack or the CUDA
+array interface) and answers in the caller's framework, on the caller's device. Every function takes ``device="auto" | "cpu" | "cuda"`` (auto: CUDA when a GPU is present).
 Errors from the library are raised as ValueError (bad arguments or input), OSError (files), MemoryError or
 RuntimeError (devices).
 """
 import numpy as _np
 
 from . import _parasurf
-from ._parasurf import Lattice, cuda_available
+from ._parasurf import DeviceArray, Lattice, cuda_available
 
 __all__ = ["read_volume", "marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "ray_traps",
            "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "Lattice",
-           "cuda_available"]
+           "DeviceArray", "cuda_available"]
 
 _NATIVE = {_np.dtype(t) for t in ("float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32")}
 
 
 def marching_cubes(volume, level=None, *, spacing=(1.0, 1.0, 1.0), gradient_direction="descent", step_size=1,
-                   allow_degenerate=True, method="lewiner", mask=None, device="auto", threads=0):
+                   allow_degenerate=True, method="lewiner", mask=None, device="auto", threads=0, progress=None):
     """Isosurface of a 3-D array, a drop-in for ``skimage.measure.marching_cubes``.
 
     Parameters follow scikit-image: ``volume`` (M, N, P) array; ``level`` (default: the middle of the data
@@ -25,17 +26,20 @@ def marching_cubes(volume, level=None, *, spacing=(1.0, 1.0, 1.0), gradient_dire
     "ascent"; ``step_size`` >= 1 (a coarser grid); ``allow_degenerate``; ``method`` "lewiner" (MC33, as
     scikit-image's: the topology of the trilinear interpolant, face and interior ambiguities resolved) or
     "lorensen" (the classic table); ``mask`` (M, N, P) bool: only cells whose last corner is True.
-    Plus ``device`` and ``threads`` (CPU threads, 0 = all).
+    Plus ``device`` ("auto", "cpu", "cuda"), ``threads`` (CPU threads, 0 = all) and ``progress`` (called with the
+    fraction done between slabs; Ctrl-C stops a call there too).
+
+    ``volume`` may be a numpy array or any array that exposes DLPack or ``__cuda_array_interface__`` (PyTorch,
+    CuPy, JAX, Warp...), read in place. A GPU array is processed on its GPU and the results stay there, returned
+    in the caller's framework (torch in, torch out; CuPy in, CuPy out; otherwise ``parasurf.DeviceArray``, which
+    speaks DLPack); see docs/python.md for streams and lifetimes.
 
     Returns ``verts`` (V, 3) float32 in array index order times spacing, ``faces`` (F, 3) int32, ``normals``
-    (V, 3) float32 (unit, down the gradient, in index order, as scikit-image's) and ``values`` (V,) float32: the largest value range of a cell next to the
-    vertex (scikit-image's "maximum value of the data in the local region"). Raises ValueError for a level
-    outside the data range or bad arguments, RuntimeError when no surface is found.
+    (V, 3) float32 (unit, down the gradient, in index order, as scikit-image's) and ``values`` (V,) float32: the
+    largest value range of a cell next to the vertex (scikit-image's "maximum value of the data in the local
+    region"). Raises ValueError for a level outside the data range or bad arguments, RuntimeError when no surface
+    is found.
     """
-    if not isinstance(volume, _np.ndarray) or volume.ndim != 3:
-        raise ValueError("Input volume should be a 3D numpy array.")
-    if min(volume.shape) < 2:
-        raise ValueError("Input array must be at least 2x2x2.")
     if method not in ("lewiner", "lorensen"):
         raise ValueError("method should be one of 'lewiner', 'lorensen' or '_lorensen'.")
     if gradient_direction not in ("descent", "ascent"):
@@ -45,67 +49,92 @@ def marching_cubes(volume, level=None, *, spacing=(1.0, 1.0, 1.0), gradient_dire
     step_size = int(step_size)
     if step_size < 1:
         raise ValueError("step_size must be at least one.")
+    volume = _as_array(volume, "volume")
     if mask is not None:
-        mask = _np.asarray(mask)
-        if mask.shape != volume.shape:
-            raise ValueError("volume and mask must have the same shape.")
-    vmin, vmax = volume.min(), volume.max()
-    if level is None:
-        level = 0.5 * (float(vmin) + float(vmax))
-    else:
-        level = float(level)
-        if level < vmin or level > vmax:
-            raise ValueError("Surface level must be within volume data range.")
-    full = volume
-    if step_size > 1:
-        volume = volume[::step_size, ::step_size, ::step_size]
-        if min(volume.shape) < 2:
-            raise ValueError("step_size leaves fewer than 2 samples along an axis.")
-    data = volume if volume.dtype in _NATIVE else volume.astype(_np.float32)
-    data = _np.ascontiguousarray(data)
-    step_spacing = tuple(float(s) * step_size for s in spacing)
+        mask = _as_array(mask, "mask", mask=True)
     try:
-        verts, faces, normals = _parasurf.marching_cubes_core(data, level, step_spacing, gradient_direction,
-                                                              bool(allow_degenerate), device, int(threads),
-                                                              "mc33" if method == "lewiner" else "classic")
+        verts, faces, normals, values, _ = _parasurf.marching_cubes(
+            volume, None if level is None else float(level), tuple(float(s) for s in spacing), gradient_direction,
+            step_size, bool(allow_degenerate), method, mask, device, int(threads), progress)
     except ValueError as e:
-        if "no surface" in str(e).lower():
-            raise RuntimeError("No surface found at the given iso value.") from None
+        if "outside the data range" in str(e):
+            raise ValueError("Surface level must be within volume data range (%s)." % e) from None
         raise
-    if len(faces) == 0:
+    if faces.shape[0] == 0:
         raise RuntimeError("No surface found at the given iso value.")
-    # The cell of each face: the floor of its centroid in grid units.
-    grid = verts / _np.asarray(step_spacing, dtype=_np.float32)
-    cells = _np.floor(grid[faces].mean(axis=1)).astype(_np.int64)
-    for a in range(3):
-        _np.clip(cells[:, a], 0, volume.shape[a] - 2, out=cells[:, a])
-    if mask is not None:
-        # scikit-image keeps a cell when the mask is True at its last corner (largest indices).
-        m = mask[::step_size, ::step_size, ::step_size].astype(bool)
-        keep = m[cells[:, 0] + 1, cells[:, 1] + 1, cells[:, 2] + 1]
-        faces, cells = faces[keep], cells[keep]
-        if len(faces) == 0:
-            raise RuntimeError("No surface found at the given iso value.")
-        used = _np.zeros(len(verts), dtype=bool)
-        used[faces.ravel()] = True
-        remap = _np.cumsum(used) - 1
-        verts, normals = verts[used], normals[used]
-        faces = remap[faces].astype(_np.int32)
-    values = _cell_ranges(data, level, cells, faces, len(verts))
-    del full
+    if isinstance(verts, _parasurf.DeviceArray):
+        wrap = _framework_of(volume)
+        return tuple(wrap(a) for a in (verts, faces, normals, values))
     return verts, faces, normals, values
 
 
-def _cell_ranges(volume, level, cells, faces, nverts):
-    """Per vertex: the largest (max - min) of level-shifted corner values, 0 included, over its faces' cells."""
-    v = volume.astype(_np.float32) - _np.float32(level)
-    i, j, k = cells[:, 0], cells[:, 1], cells[:, 2]
-    corners = _np.stack([v[i + a, j + b, k + c] for a in (0, 1) for b in (0, 1) for c in (0, 1)])
-    rng = _np.maximum(corners.max(axis=0), 0) - _np.minimum(corners.min(axis=0), 0)
-    values = _np.zeros(nverts, dtype=_np.float32)
-    for c in range(3):
-        _np.maximum.at(values, faces[:, c], rng)
-    return values
+def _as_array(x, what, mask=False):
+    """``x`` as an array the native module reads in place: numpy arrays of the sample types, and anything with
+    DLPack or the CUDA array interface, pass as they are; other dtypes are converted (as scikit-image does)."""
+    if isinstance(x, _np.ndarray):
+        if x.ndim != 3:
+            raise ValueError("Input volume should be a 3D numpy array.")
+        if x.dtype == object:
+            raise ValueError("%s: dtype object is not supported (a numeric array is needed)" % what)
+        _check_within_base(x, what)
+        if mask:
+            return x if x.dtype == _np.bool_ else x.astype(bool)
+        return x if x.dtype in _NATIVE else x.astype(_np.float32)
+    if hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__"):
+        dt = str(getattr(x, "dtype", "float32")).replace("torch.", "")
+        if dt in ("float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32", "bool"):
+            return x if not mask or dt == "bool" else _convert(x, "bool")
+        return _convert(x, "bool" if mask else "float32")
+    return _as_array(_np.asarray(x), what, mask)
+
+
+def _check_within_base(x, what):
+    """A view (as_strided) must lie inside the memory of the array it views: reading past it would crash."""
+    root = x
+    while True:
+        b = getattr(root, "base", None)
+        if not isinstance(b, _np.ndarray):
+            b = getattr(b, "base", None)  # as_strided's interface holder keeps the array it views
+        if not isinstance(b, _np.ndarray):
+            break
+        root = b
+    if root is x or x.size == 0:
+        return
+    lo = hi = x.__array_interface__["data"][0]
+    for n, s in zip(x.shape, x.strides):
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    hi += x.itemsize
+    start = root.__array_interface__["data"][0]
+    if lo < start or hi > start + root.nbytes:
+        raise ValueError("%s: the view's shape and strides reach outside the %d bytes of the array it views "
+                         "(bytes %d to %d)" % (what, root.nbytes, lo - start, hi - start))
+
+
+def _convert(x, dtype):
+    """The same array in another dtype, by its own framework (it stays on its device)."""
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+        return x.to(getattr(torch, dtype))
+    return x.astype(dtype)
+
+
+def _framework_of(x):
+    """How to hand a DeviceArray back in the framework of ``x`` (no copy)."""
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+        return torch.from_dlpack
+    if mod == "cupy":
+        import cupy
+        return cupy.from_dlpack
+    if mod in ("jax", "jaxlib"):
+        import jax.dlpack
+        return jax.dlpack.from_dlpack
+    return lambda a: a
 
 
 def evaluate_surface(control_points, resolution=(64, 64), *, weights=None, derivatives=False, precision="double",

@@ -4,7 +4,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstring>
+
+#include "arrays.hpp"
 
 #include "parasurf/bezier.hpp"
 #include "parasurf/error.hpp"
@@ -47,46 +50,46 @@ py::tuple mesh_arrays(const TriangleMesh& m, bool reverse_columns, bool flip_win
   return py::make_tuple(verts, faces, normals);
 }
 
-VoxelType voxel_type_of(const py::dtype& d) {
-  if (d.is(py::dtype::of<float>())) return VoxelType::Float32;
-  if (d.is(py::dtype::of<double>())) return VoxelType::Float64;
-  if (d.is(py::dtype::of<std::uint8_t>())) return VoxelType::UInt8;
-  if (d.is(py::dtype::of<std::int8_t>())) return VoxelType::Int8;
-  if (d.is(py::dtype::of<std::uint16_t>())) return VoxelType::UInt16;
-  if (d.is(py::dtype::of<std::int16_t>())) return VoxelType::Int16;
-  if (d.is(py::dtype::of<std::uint32_t>())) return VoxelType::UInt32;
-  if (d.is(py::dtype::of<std::int32_t>())) return VoxelType::Int32;
-  throw Error(ErrorKind::InvalidArgument, "volume dtype " + py::cast<std::string>(py::str(static_cast<const py::handle&>(d))) +
-                                              " is not supported (use float32, float64 or an integer type up to 32 bits)");
+
+// A progress hook for the library: the caller's callback, and Ctrl-C, between slabs (the GIL taken for both).
+std::function<void(double)> progress_hook(py::object callback) {
+  return [callback](double fraction) {
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    if (!callback.is_none()) callback(fraction);
+  };
 }
 
-// Marching cubes on a C-contiguous 3-D array, in scikit-image's conventions: vertices in array index order
-// times spacing, faces wound for the gradient direction, normals in index order.
-py::tuple marching_cubes_core(py::array volume, double level, std::array<double, 3> spacing, const std::string& direction,
-                              bool allow_degenerate, const std::string& device, int threads, const std::string& topology) {
-  if (volume.ndim() != 3) throw Error(ErrorKind::InvalidArgument, "Input volume should be a 3D numpy array.");
-  if (!(volume.flags() & py::array::c_style)) throw Error(ErrorKind::InvalidArgument, "volume must be C-contiguous");
-  VolumeGeometry g;
-  g.dims = {volume.shape(2), volume.shape(1), volume.shape(0)};
-  g.spacing = {spacing[2], spacing[1], spacing[0]};
-  MemoryVolume source(g, voxel_type_of(volume.dtype()), volume.data(), "array");
-  IsosurfaceOptions o;
-  o.levels = {level};
-  // The library's orientation, seen in array index order, is scikit-image's for the same name.
-  o.direction = direction == "descent" ? GradientDirection::Descent : GradientDirection::Ascent;
-  o.keep_degenerate = allow_degenerate;
-  o.topology = parse_case_topology(topology);
+// scikit-image's marching_cubes on any array the module takes, results where the samples lie.
+py::tuple marching_cubes_array_py(py::handle volume, py::object level, std::array<double, 3> spacing, const std::string& direction,
+                                  std::int64_t step, bool allow_degenerate, const std::string& method, py::handle mask,
+                                  const std::string& device, int threads, py::object progress) {
+  python::ArrayIn in = python::array_in(volume, "volume");
+  python::ArrayIn mk;
+  ArrayIsosurfaceOptions o;
+  if (!mask.is_none()) {
+    mk = python::array_in(mask, "mask");
+    if (voxel_bytes(mk.view.type) != 1) throw Error(ErrorKind::InvalidArgument, "mask must be a bool array");
+    o.mask = &mk.view;
+  }
+  if (!level.is_none()) o.level = level.cast<double>();
+  o.spacing = spacing;
+  o.direction = parse_gradient_direction(direction);
+  o.step = step;
+  o.allow_degenerate = allow_degenerate;
+  o.topology = method == "lewiner" ? CaseTopology::Mc33 : CaseTopology::Classic;
   o.device = parse_device(device);
   o.threads = threads;
-  TriangleMesh mesh;
+  o.progress = progress_hook(progress);
+  ArrayMesh r;
   {
     py::gil_scoped_release release;
-    mesh = extract_isosurface(source, o);
+    r = marching_cubes_array(in.view, o);
   }
-  // scikit-image's normals point down the gradient whatever the direction; the library's follow the direction.
-  if (o.direction == GradientDirection::Ascent)
-    for (float& v : mesh.normals) v = -v;
-  return mesh_arrays(mesh, true, false);
+  const std::int64_t nv = r.vertices, nf = r.triangles;
+  return py::make_tuple(python::array_out(r.verts, {nv, 3}, "float32"), python::array_out(r.faces, {nf, 3}, "int32"),
+                        python::array_out(r.normals, {nv, 3}, "float32"), python::array_out(r.values, {nv}, "float32"),
+                        r.device);
 }
 
 py::tuple evaluate_surface(py::array_t<double, py::array::c_style | py::array::forcecast> points,
@@ -239,9 +242,55 @@ PYBIND11_MODULE(_parasurf, m) {
       else PyErr_SetString(PyExc_RuntimeError, e.what());
     }
   });
-  m.def("marching_cubes_core", &marching_cubes_core, py::arg("volume"), py::arg("level"), py::arg("spacing"),
-        py::arg("gradient_direction"), py::arg("allow_degenerate"), py::arg("device"), py::arg("threads"),
-        py::arg("topology") = "classic");
+  python::register_device_array(m);
+  m.def(
+      "_engine_seconds",
+      [](py::handle volume, double level, const std::string& device, int repeats, int threads) {
+        // The engine alone on the same samples: the slab extractor on a host array (C order), or the GPU's mesh
+        // without values on a CUDA array. The best of `repeats` runs.
+        python::ArrayIn in = python::array_in(volume, "volume");
+        const ArrayView3 v = in.view;
+        double best = 1e300;
+        for (int r = 0; r < repeats; ++r) {
+          py::gil_scoped_release release;
+          const auto t0 = std::chrono::steady_clock::now();
+          if (v.space == MemorySpace::Cuda) {
+            ArrayIsosurfaceOptions o;
+            o.level = level;
+            o.values = false;
+            o.device = Device::Cuda;
+            marching_cubes_array(v, o);
+          } else {
+            if (!v.c_contiguous()) throw Error(ErrorKind::InvalidArgument, "the engine's timing takes C-ordered arrays");
+            VolumeGeometry g;
+            g.dims = {v.shape[2], v.shape[1], v.shape[0]};
+            MemoryVolume source(g, v.type, v.data, "array");
+            IsosurfaceOptions o;
+            o.levels = {level};
+            o.topology = CaseTopology::Mc33;
+            o.keep_degenerate = true;
+            o.device = parse_device(device);
+            o.threads = threads;
+            extract_isosurface(source, o);
+          }
+          best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+        }
+        return best;
+      },
+      py::arg("volume"), py::arg("level"), py::arg("device"), py::arg("repeats") = 5, py::arg("threads") = 0);
+  m.def(
+      "_view",
+      [](py::handle obj) {
+        const python::ArrayIn in = python::array_in(obj, "array");
+        const auto& v = in.view;
+        return py::make_tuple(reinterpret_cast<std::uintptr_t>(v.data), py::make_tuple(v.shape[0], v.shape[1], v.shape[2]),
+                              py::make_tuple(v.strides[0], v.strides[1], v.strides[2]),
+                              v.space == MemorySpace::Cuda ? "cuda" : "cpu", v.device, voxel_type_name(v.type));
+      },
+      "How the module sees an array: (address, shape, strides in bytes, 'cpu'|'cuda', device, sample type), no copy");
+  m.def("marching_cubes", &marching_cubes_array_py, py::arg("volume"), py::arg("level"), py::arg("spacing"),
+        py::arg("gradient_direction"), py::arg("step_size"), py::arg("allow_degenerate"), py::arg("method"), py::arg("mask"),
+        py::arg("device"), py::arg("threads"), py::arg("progress"));
   m.def("evaluate_surface", &evaluate_surface, py::arg("points"), py::arg("weights"), py::arg("rows"), py::arg("cols"),
         py::arg("derivatives"), py::arg("precision"), py::arg("device"));
   m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"));

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "isosurface/mc_kernels.hpp"
+#include "parasurf/isosurface.hpp"
 #include "parasurf/volume.hpp"
 
 namespace parasurf::iso {
@@ -15,6 +16,7 @@ namespace parasurf::iso {
 struct SlabTask {
   VoxelType type = VoxelType::Float32;
   const void* data = nullptr;           // host samples of slices [data_z0, data_z1)
+  bool device_samples = false;          // data lies on the CUDA engine's device already (a caller's GPU array)
   int field = -1;                       // or a built-in field (float32) the engine computes on these slices itself
   std::array<double, 3> origin{}, spacing{};  // the field's sample grid
   const std::int32_t* labels = nullptr;  // optional label volume on the same slices: a label per triangle
@@ -86,6 +88,10 @@ class SlabEngine {
   // Bytes of work arrays per point of a slab (beyond the samples) whose rows hold nx points, for slab sizing.
   virtual double work_bytes_per_point(std::int64_t nx) const = 0;
 };
+
+// What every slab of a run shares (samples, slices and level are set per slab). `field`: a built-in field the
+// engine computes itself, or -1.
+SlabTask make_task(const VolumeGeometry& geometry, VoxelType type, const IsosurfaceOptions& options, int field);
 
 std::unique_ptr<SlabEngine> make_cpu_engine(int threads);
 // Tests: false makes the CPU engine list its ties for the pass over the whole mesh, as the CUDA engine does, instead

@@ -296,6 +296,13 @@ class CudaEngine final : public SlabEngine {
   template <class T>
   mc::SlabValues<T> device_values(const SlabTask& t) {
     const std::size_t bytes = std::size_t(t.data_z1 - t.data_z0) * std::size_t(t.dims[0] * t.dims[1]) * sizeof(T);
+    if (t.device_samples) {  // a caller's array on this device: read where it lies
+      uploaded_ = nullptr;
+      uploaded_bytes_ = 0;
+      upload_extra(t.labels, t, labels_, labels_key_, "allocating the slab labels", "uploading the slab labels");
+      upload_extra(t.scalars, t, scalars_, scalars_key_, "allocating the slab scalars", "uploading the slab scalars");
+      return {static_cast<const T*>(t.data), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
+    }
     if (t.data != uploaded_ || bytes != uploaded_bytes_ || t.data_z0 != uploaded_z0_ || t.field != uploaded_field_) {
       const auto t0 = Clock::now();
       data_.ensure(bytes, "allocating the slab samples");

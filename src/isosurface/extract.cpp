@@ -112,7 +112,7 @@ void slab_range(VoxelType type, const void* data, std::size_t n, double& lo, dou
   core::visit_voxel_type(type, [&](auto tag) { range_of<decltype(tag)>(data, n, lo, hi); });
 }
 
-mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool& mirrored) {
+mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool normals_down, bool& mirrored) {
   const auto J = g.jacobian();
   const double det = J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) +
                      J[2] * (J[3] * J[7] - J[4] * J[6]);
@@ -122,7 +122,7 @@ mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool& mir
   const double cof[9] = {J[4] * J[8] - J[5] * J[7], J[5] * J[6] - J[3] * J[8], J[3] * J[7] - J[4] * J[6],
                          J[2] * J[7] - J[1] * J[8], J[0] * J[8] - J[2] * J[6], J[1] * J[6] - J[0] * J[7],
                          J[1] * J[5] - J[2] * J[4], J[2] * J[3] - J[0] * J[5], J[0] * J[4] - J[1] * J[3]};
-  const double sign = dir == GradientDirection::Descent ? -1.0 : 1.0;
+  const double sign = dir == GradientDirection::Descent || normals_down ? -1.0 : 1.0;
   mc::WorldMap m{};
   for (int i = 0; i < 9; ++i) {
     m.jacobian[i] = float(J[i]);
@@ -285,23 +285,8 @@ std::pair<double, double> volume_value_range(VolumeSource& volume) {
 
 namespace {
 
-// What every slab of a run shares (samples, slices and level are set per slab).
 iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, bool field_on_device) {
-  const auto& g = volume.geometry();
-  bool mirrored = false;
-  iso::SlabTask task;
-  task.type = volume.type();
-  task.dims = g.dims;
-  task.map = world_map(g, o.direction, mirrored);
-  task.decider = o.topology != CaseTopology::Classic;
-  task.tunnels = o.topology == CaseTopology::Mc33;
-  task.keep_degenerate = o.keep_degenerate;
-  task.flip = (o.direction == GradientDirection::Ascent) != mirrored;
-  task.normals = o.normals;
-  task.field = field_on_device ? volume.builtin_field() : -1;
-  task.origin = g.origin;
-  task.spacing = g.spacing;
-  return task;
+  return iso::make_task(volume.geometry(), volume.type(), o, field_on_device ? volume.builtin_field() : -1);
 }
 
 // Built-in fields the CUDA engine computes itself (the gyroid's sines would differ from the host's).
@@ -1264,6 +1249,23 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
 }
 
 namespace iso {
+
+SlabTask make_task(const VolumeGeometry& g, VoxelType type, const IsosurfaceOptions& o, int field) {
+  bool mirrored = false;
+  SlabTask task;
+  task.type = type;
+  task.dims = g.dims;
+  task.map = world_map(g, o.direction, o.normals_down, mirrored);
+  task.decider = o.topology != CaseTopology::Classic;
+  task.tunnels = o.topology == CaseTopology::Mc33;
+  task.keep_degenerate = o.keep_degenerate;
+  task.flip = (o.direction == GradientDirection::Ascent) != mirrored;
+  task.normals = o.normals;
+  task.field = field;
+  task.origin = g.origin;
+  task.spacing = g.spacing;
+  return task;
+}
 
 std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
                                                  std::uint64_t count, std::vector<std::uint32_t>* beyond) {

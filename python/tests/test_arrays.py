@@ -1,0 +1,180 @@
+"""Arrays in place: numpy views, DLPack and CUDA-array-interface objects read without copies, results where the
+samples lie (torch in, torch out), scikit-image's values and mask computed by the engine, bad arrays refused."""
+import numpy as np
+import pytest
+
+import parasurf
+from conftest import devices
+
+
+def field(rng, shape=(30, 27, 33)):
+    """A few random bumps: a smooth field whose level sets are closed surfaces of varied shape."""
+    idx = np.indices(shape).astype(np.float64)
+    out = np.zeros(shape)
+    for _ in range(4):
+        c = rng.uniform(0, 1, 3) * (np.array(shape) - 1)
+        r = rng.uniform(2, 6)
+        out += np.exp(-sum((idx[a] - c[a]) ** 2 for a in range(3)) / r ** 2)
+    return out.astype(np.float32)
+
+
+def numpy_values(volume, level, verts, faces, cell):
+    """scikit-image's per-vertex values written out in numpy: the level-shifted range of each face's cell (from its
+    centroid), the largest over each vertex's faces."""
+    v = volume.astype(np.float32) - np.float32(level)
+    c = np.floor(verts.astype(np.float64)[faces].sum(axis=1) / (3 * np.asarray(cell))).astype(np.int64)
+    for a in range(3):
+        np.clip(c[:, a], 0, volume.shape[a] - 2, out=c[:, a])
+    i, j, k = c.T
+    corners = np.stack([v[i + a, j + b, k + d] for a in (0, 1) for b in (0, 1) for d in (0, 1)])
+    rng = np.maximum(corners.max(axis=0), 0) - np.minimum(corners.min(axis=0), 0)
+    out = np.zeros(len(verts), np.float32)
+    for col in range(3):
+        np.maximum.at(out, faces[:, col], rng)
+    return out
+
+
+@pytest.mark.parametrize("device", devices())
+def test_values_and_mask_as_numpy_computes_them(device, rng):
+    vol = field(rng)
+    spacing = (0.5, 1.0, 2.0)
+    full = parasurf.marching_cubes(vol, 0.5, spacing=spacing, device=device)
+    np.testing.assert_array_equal(full[3], numpy_values(vol, 0.5, full[0], full[1], spacing))
+    mask = rng.uniform(size=vol.shape) < 0.8
+    part = parasurf.marching_cubes(vol, 0.5, spacing=spacing, mask=mask, device=device)
+    assert 0 < len(part[1]) < len(full[1])
+    # Every kept face's cell has its last corner in the mask; every vertex is used.
+    c = np.clip(np.floor(part[0].astype(np.float64)[part[1]].sum(axis=1) / (3 * np.asarray(spacing))).astype(int), 0,
+                np.array(vol.shape) - 2)
+    assert mask[c[:, 0] + 1, c[:, 1] + 1, c[:, 2] + 1].all()
+    assert len(np.unique(part[1])) == len(part[0])
+    np.testing.assert_array_equal(part[3], numpy_values(vol, 0.5, part[0], part[1], spacing))
+    step = parasurf.marching_cubes(vol, 0.5, spacing=spacing, step_size=2, device=device)
+    np.testing.assert_array_equal(step[3], numpy_values(vol[::2, ::2, ::2], 0.5, step[0], step[1],
+                                                        [2 * s for s in spacing]))
+
+
+@pytest.mark.parametrize("device", devices())
+def test_views_are_read_in_place_and_equal_copies(device, rng):
+    vol = field(rng)
+    for view in (vol.T, vol[::-1, :, ::2], np.asfortranarray(vol), vol[2:-3, 1:, 4:]):
+        address = parasurf._parasurf._view(view)[0]
+        assert address == view.__array_interface__["data"][0]  # the view itself, not a copy
+        a = parasurf.marching_cubes(view, 0.5, device=device)
+        b = parasurf.marching_cubes(np.ascontiguousarray(view), 0.5, device=device)
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
+
+
+def test_dlpack_objects_are_read_in_place(rng):
+    vol = field(rng)
+    if not hasattr(vol, "__dlpack__"):
+        pytest.skip("numpy %s has no DLPack export" % np.__version__)
+
+    class OnlyDLPack:  # what a framework without __array__ offers
+        def __init__(self, a):
+            self.a = a
+
+        def __dlpack__(self, **kw):
+            return self.a.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.a.__dlpack_device__()
+
+    wrapped = OnlyDLPack(vol)
+    assert parasurf._parasurf._view(wrapped)[0] == vol.__array_interface__["data"][0]
+    a = parasurf.marching_cubes(wrapped, 0.5, device="cpu")
+    b = parasurf.marching_cubes(vol, 0.5, device="cpu")
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+def test_torch_cpu_tensors():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    vol = field(rng)
+    t = torch.from_numpy(vol)
+    assert parasurf._parasurf._view(t)[0] == t.data_ptr()
+    a = parasurf.marching_cubes(t, 0.5, device="cpu")
+    b = parasurf.marching_cubes(vol, 0.5, device="cpu")
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(np.asarray(x), y)
+
+
+def cuda_frameworks():
+    out = []
+    try:
+        import torch
+        if torch.cuda.is_available():
+            out.append("torch")
+    except ImportError:
+        pass
+    try:
+        import cupy
+        cupy.cuda.runtime.getDeviceCount()
+        out.append("cupy")
+    except Exception:
+        pass
+    return out
+
+
+@pytest.mark.parametrize("framework", cuda_frameworks() or [pytest.param("none", marks=pytest.mark.skip(
+    reason="no CUDA array framework (torch or cupy with a GPU)"))])
+def test_cuda_arrays_stay_on_the_device(framework, rng):
+    if not parasurf.cuda_available():
+        pytest.skip("parasurf has no CUDA device")
+    vol = field(rng, (48, 40, 44))
+    mask = rng.uniform(size=vol.shape) < 0.9
+    if framework == "torch":
+        import torch
+        d, dm = torch.from_numpy(vol).cuda(), torch.from_numpy(mask).cuda()
+        ptr, home, kind = d.data_ptr(), lambda x: x.cpu().numpy(), torch.Tensor
+    else:
+        import cupy
+        d, dm = cupy.asarray(vol), cupy.asarray(mask)
+        ptr, home, kind = d.data.ptr, cupy.asnumpy, cupy.ndarray
+    assert parasurf._parasurf._view(d)[0] == ptr  # read where it lies
+    for kw in ({}, {"gradient_direction": "ascent", "spacing": (1.0, 0.5, 2.0)}, {"step_size": 2}, {"method": "lorensen"}):
+        for level in (0.5, None):
+            ours = parasurf.marching_cubes(d, level, mask=dm, **kw)
+            assert all(isinstance(x, kind) for x in ours), type(ours[0])
+            ref = parasurf.marching_cubes(vol, level, mask=mask, device="cuda", **kw)
+            for x, y in zip(ours, ref):
+                np.testing.assert_array_equal(home(x), y)
+
+
+def test_bad_arrays_raise_scikit_image_errors():
+    with pytest.raises(ValueError):
+        parasurf.marching_cubes(np.zeros((4, 4)), 0)
+    with pytest.raises(ValueError):
+        parasurf.marching_cubes(np.zeros((0, 4, 4)), 0)
+    with pytest.raises(ValueError):
+        parasurf.marching_cubes(np.empty((4, 4, 4), dtype=object), 0)
+    base = np.zeros(64, np.float32)
+    huge = np.lib.stride_tricks.as_strided(base, shape=(1000, 1000, 1000), strides=(1 << 40, 1 << 30, 4))
+    with pytest.raises(ValueError):
+        parasurf.marching_cubes(huge, 0.5)
+    outside = np.lib.stride_tricks.as_strided(base, shape=(8, 8, 8), strides=(256, 32, 4))
+    with pytest.raises(ValueError):
+        parasurf.marching_cubes(outside, 0.5)
+    # Other dtypes are converted, as scikit-image does.
+    vol = np.zeros((6, 6, 6), np.int64)
+    vol[2:4, 2:4, 2:4] = 10
+    assert len(parasurf.marching_cubes(vol, 5)[1]) > 0
+    assert len(parasurf.marching_cubes(vol.astype(np.float16), 5)[1]) > 0
+
+
+def test_progress_and_interrupt():
+    seen = []
+    vol = np.zeros((10, 10, 10), np.float32)
+    vol[3:7, 3:7, 3:7] = 1
+    parasurf.marching_cubes(vol, 0.5, device="cpu", progress=seen.append)
+    assert seen and seen[-1] == 1.0
+
+    def stop(fraction):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        parasurf.marching_cubes(vol, 0.5, device="cpu", progress=stop)
+    # The engine is usable after an interrupted call.
+    assert len(parasurf.marching_cubes(vol, 0.5, device="cpu")[1]) > 0

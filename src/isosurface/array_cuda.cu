@@ -1,0 +1,341 @@
+// marching_cubes_array on a caller's CUDA array (Lewiner et al. 2003 conventions, as scikit-image): the samples are
+// read where they lie, the mesh, its mask and its values are made on the same GPU and stay there.
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <mutex>
+
+#include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
+#include "core/voxel_dispatch.hpp"
+#include "isosurface/array_mesh.hpp"
+#include "isosurface/cell_values.hpp"
+#include "isosurface/engine.hpp"
+#include "parasurf/device.hpp"
+
+namespace parasurf {
+
+Buffer Buffer::cuda(int device, std::size_t bytes) {
+  PS_CUDA(cudaSetDevice(device), "selecting the CUDA device");
+  void* p = nullptr;
+  PS_CUDA(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "allocating a result array");
+  Buffer b;
+  b.owner = std::shared_ptr<void>(p, [device](void* q) {
+    int was = 0;
+    cudaGetDevice(&was);
+    cudaSetDevice(device);
+    cudaFree(q);
+    cudaSetDevice(was);
+  });
+  b.data = p;
+  b.bytes = bytes;
+  b.space = MemorySpace::Cuda;
+  b.device = device;
+  return b;
+}
+
+void cuda_wait_stream(int device, std::uintptr_t stream) {
+  if (stream == 0) return;
+  PS_CUDA(cudaSetDevice(device), "selecting the CUDA device");
+  const cudaStream_t s = stream == 1 ? cudaStreamLegacy : stream == 2 ? cudaStreamPerThread
+                                                                        : reinterpret_cast<cudaStream_t>(stream);
+  PS_CUDA(cudaStreamSynchronize(s), "waiting for the array's producer stream");
+}
+
+int cuda_device_of(const void* p) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    cudaGetLastError();
+    return -1;
+  }
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
+}
+
+namespace iso {
+
+namespace {
+
+constexpr int kThreads = 256;
+unsigned blocks(std::int64_t n) { return unsigned(std::min<std::int64_t>((n + kThreads - 1) / kThreads, 1 << 20)); }
+
+template <class T>
+__global__ void gather_kernel(const char* in, cells::Grid g, T* out, std::int64_t n) {
+  for (std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; p < n; p += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::int64_t c = p % g.shape[2], r = p / g.shape[2], b = r % g.shape[1], a = r / g.shape[1];
+    out[p] = *reinterpret_cast<const T*>(in + a * g.stride[0] + b * g.stride[1] + c * g.stride[2]);
+  }
+}
+
+template <class T>
+__global__ void range_kernel(const T* v, std::int64_t n, double* lo_hi) {
+  __shared__ double lo[kThreads], hi[kThreads];
+  double a = INFINITY, b = -INFINITY;
+  for (std::int64_t p = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; p < n; p += std::int64_t(gridDim.x) * blockDim.x) {
+    const double x = double(v[p]);
+    if (isfinite(x)) a = fmin(a, x), b = fmax(b, x);
+  }
+  lo[threadIdx.x] = a;
+  hi[threadIdx.x] = b;
+  __syncthreads();
+  for (int s = kThreads / 2; s > 0; s /= 2) {
+    if (int(threadIdx.x) < s) {
+      lo[threadIdx.x] = fmin(lo[threadIdx.x], lo[threadIdx.x + s]);
+      hi[threadIdx.x] = fmax(hi[threadIdx.x], hi[threadIdx.x + s]);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) lo_hi[2 * blockIdx.x] = lo[0], lo_hi[2 * blockIdx.x + 1] = hi[0];
+}
+
+__global__ void mask_kernel(cells::Grid g, const char* mask, cells::Grid m, const float* p, const std::uint32_t* t,
+                            std::int64_t nf, std::uint32_t* keep, std::uint32_t* used) {
+  for (std::int64_t f = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; f < nf; f += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t c[3];
+    cells::cell_of(g, p + 3 * std::size_t(t[3 * f]), p + 3 * std::size_t(t[3 * f + 1]), p + 3 * std::size_t(t[3 * f + 2]), c);
+    const bool k = mask[(c[0] + 1) * m.stride[0] + (c[1] + 1) * m.stride[1] + (c[2] + 1) * m.stride[2]] != 0;
+    keep[f] = k;
+    if (k)
+      for (int a = 0; a < 3; ++a) used[t[3 * f + a]] = 1;
+  }
+}
+
+__global__ void compact_vertices_kernel(const std::uint32_t* used, const std::uint32_t* at, std::int64_t nv, const float* p,
+                                        const float* n, float* p2, float* n2) {
+  for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; v < nv; v += std::int64_t(gridDim.x) * blockDim.x)
+    if (used[v])
+      for (int a = 0; a < 3; ++a) p2[3 * std::size_t(at[v]) + a] = p[3 * v + a], n2[3 * std::size_t(at[v]) + a] = n[3 * v + a];
+}
+
+__global__ void compact_faces_kernel(const std::uint32_t* keep, const std::uint32_t* at, const std::uint32_t* vertex_at,
+                                     std::int64_t nf, const std::uint32_t* t, std::uint32_t* t2) {
+  for (std::int64_t f = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; f < nf; f += std::int64_t(gridDim.x) * blockDim.x)
+    if (keep[f])
+      for (int a = 0; a < 3; ++a) t2[3 * std::size_t(at[f]) + a] = vertex_at[t[3 * f + a]];
+}
+
+template <class T>
+__global__ void values_kernel(cells::Grid g, float level, const float* p, const std::uint32_t* t, std::int64_t nf,
+                              unsigned* keys) {
+  for (std::int64_t f = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; f < nf; f += std::int64_t(gridDim.x) * blockDim.x) {
+    std::int64_t c[3];
+    cells::cell_of(g, p + 3 * std::size_t(t[3 * f]), p + 3 * std::size_t(t[3 * f + 1]), p + 3 * std::size_t(t[3 * f + 2]), c);
+    const unsigned key = cells::range_key(cells::cell_range<T>(g, c, level));
+    for (int a = 0; a < 3; ++a) atomicMax(keys + t[3 * f + a], key);
+  }
+}
+
+// One engine per GPU for the process: its context, tables and work arrays are made once, not per call.
+struct KeptEngine {
+  std::mutex busy;
+  std::unique_ptr<SlabEngine> engine;
+};
+KeptEngine& kept_engine(int device) {
+  static std::mutex guard;
+  static std::map<int, std::unique_ptr<KeptEngine>> engines;
+  const std::lock_guard<std::mutex> lock(guard);
+  auto& e = engines[device];
+  if (!e) e = std::make_unique<KeptEngine>();
+  return *e;
+}
+
+std::uint64_t exclusive_sum(const std::uint32_t* in, std::uint32_t* out, std::int64_t n, core::DeviceBuffer& temp) {
+  std::size_t bytes = 0;
+  PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n), "sizing a scan");
+  temp.ensure(std::max<std::size_t>(bytes, 1), "allocating a scan's workspace");
+  PS_CUDA(cub::DeviceScan::ExclusiveSum(temp.ptr, bytes, in, out, n), "scanning the kept triangles");
+  std::uint32_t last[2] = {0, 0};
+  PS_CUDA(cudaMemcpy(&last[0], out + n - 1, 4, cudaMemcpyDeviceToHost), "reading a scan's total");
+  PS_CUDA(cudaMemcpy(&last[1], in + n - 1, 4, cudaMemcpyDeviceToHost), "reading a scan's total");
+  return std::uint64_t(last[0]) + last[1];
+}
+
+// The host path on a copy of the samples, its mesh brought back: for meshes whose samples on the level left
+// coincident triangles or unused vertices, which the host's clean-up removes.
+ArrayMesh through_host(const ArrayView3& v, const ArrayIsosurfaceOptions& o, const void* samples) {
+  const std::size_t bytes = std::size_t(v.shape[0] * v.shape[1] * v.shape[2]) * voxel_bytes(v.type);
+  std::vector<char> host(bytes);
+  PS_CUDA(cudaMemcpy(host.data(), samples, bytes, cudaMemcpyDeviceToHost), "copying the samples home");
+  std::vector<char> host_mask;
+  ArrayView3 hv{host.data(), v.type, v.shape, ArrayView3::c_strides(v.shape, v.type), MemorySpace::Host, 0};
+  ArrayView3 hm;
+  ArrayIsosurfaceOptions ho = o;
+  ho.step = 1;
+  ho.device = Device::Cuda;
+  if (o.mask) {
+    const ArrayView3 m = o.mask->stepped(o.step);
+    std::vector<char> all(std::size_t(v.shape[0] * v.shape[1] * v.shape[2]));
+    // The mask's samples one by one would be slow through cudaMemcpy: gather them on the device first.
+    core::DeviceBuffer packed;
+    packed.ensure(all.size(), "allocating the mask's copy");
+    cells::Grid g{static_cast<const char*>(m.data), {m.strides[0], m.strides[1], m.strides[2]}, {m.shape[0], m.shape[1], m.shape[2]}, {1, 1, 1}};
+    gather_kernel<std::uint8_t><<<blocks(std::int64_t(all.size())), kThreads>>>(g.data, g, packed.as<std::uint8_t>(), std::int64_t(all.size()));
+    PS_CUDA_LAUNCH("packing the mask");
+    PS_CUDA(cudaMemcpy(all.data(), packed.ptr, all.size(), cudaMemcpyDeviceToHost), "copying the mask home");
+    host_mask = std::move(all);
+    hm = ArrayView3{host_mask.data(), VoxelType::UInt8, v.shape, ArrayView3::c_strides(v.shape, VoxelType::UInt8), MemorySpace::Host, 0};
+    ho.mask = &hm;
+  }
+  ArrayMesh h = marching_cubes_array(hv, ho);
+  ArrayMesh d;
+  d.device = h.device;
+  d.vertices = h.vertices;
+  d.triangles = h.triangles;
+  for (auto [from, to] : {std::pair{&h.verts, &d.verts}, std::pair{&h.normals, &d.normals}, std::pair{&h.faces, &d.faces},
+                          std::pair{&h.values, &d.values}}) {
+    *to = Buffer::cuda(v.device, from->bytes);
+    PS_CUDA(cudaMemcpy(to->data, from->data, from->bytes, cudaMemcpyHostToDevice), "copying the mesh to the GPU");
+  }
+  return d;
+}
+
+}  // namespace
+
+ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurfaceOptions& o) {
+  if (o.device == Device::Cpu)
+    throw Error(ErrorKind::InvalidArgument, "the array lies on CUDA device " + std::to_string(volume.device) +
+                                                ": device='cpu' would need a copy to the host (make one, or pass 'auto' or 'cuda')");
+  if (!cuda_available()) throw Error(ErrorKind::Device, "a CUDA array was given but " + cuda_unavailable_reason());
+  PS_CUDA(cudaSetDevice(volume.device), "selecting the CUDA device");
+  const ArrayView3 v = volume.stepped(o.step);
+  const std::int64_t n = v.shape[0] * v.shape[1] * v.shape[2];
+  std::array<double, 3> cell;
+  for (int a = 0; a < 3; ++a) cell[a] = o.spacing[a] * double(o.step);
+
+  // Samples the engine can read: the array itself when C-ordered, else packed on the device.
+  core::DeviceBuffer packed, work, temp;
+  const void* samples = v.data;
+  if (!v.c_contiguous()) {
+    packed.ensure(std::size_t(n) * voxel_bytes(v.type), "allocating the packed samples");
+    cells::Grid g{static_cast<const char*>(v.data), {v.strides[0], v.strides[1], v.strides[2]}, {v.shape[0], v.shape[1], v.shape[2]}, {1, 1, 1}};
+    core::visit_voxel_type(v.type, [&](auto tag) {
+      using T = decltype(tag);
+      gather_kernel<T><<<blocks(n), kThreads>>>(g.data, g, packed.as<T>(), n);
+    });
+    PS_CUDA_LAUNCH("packing the samples");
+    samples = packed.ptr;
+  }
+  auto range = [&] {
+    const unsigned nb = std::min<unsigned>(blocks(n), 4096);
+    work.ensure(std::size_t(nb) * 16, "allocating the range pass");
+    core::visit_voxel_type(v.type, [&](auto tag) {
+      using T = decltype(tag);
+      range_kernel<T><<<nb, kThreads>>>(static_cast<const T*>(samples), n, work.as<double>());
+    });
+    PS_CUDA_LAUNCH("finding the data range");
+    std::vector<double> lh(2 * std::size_t(nb));
+    PS_CUDA(cudaMemcpy(lh.data(), work.ptr, lh.size() * 8, cudaMemcpyDeviceToHost), "reading the data range");
+    double lo = INFINITY, hi = -INFINITY;
+    for (unsigned b = 0; b < nb; ++b) lo = std::min(lo, lh[2 * b]), hi = std::max(hi, lh[2 * b + 1]);
+    return std::pair{lo, hi};
+  };
+  double level = o.level;
+  if (std::isnan(level)) {
+    const auto [lo, hi] = range();
+    if (!(lo <= hi)) throw Error(ErrorKind::InvalidArgument, "array: no finite samples");
+    level = 0.5 * (lo + hi);
+  }
+
+  IsosurfaceOptions io;  // as the host path (array_isosurface.cpp): the mirrored map's orientation
+  io.direction = o.direction == GradientDirection::Descent ? GradientDirection::Ascent : GradientDirection::Descent;
+  io.normals_down = true;
+  io.topology = o.topology;
+  io.keep_degenerate = o.allow_degenerate;
+  const VolumeGeometry geometry = array_order_geometry(v, cell);
+  SlabTask task = make_task(geometry, v.type, io, -1);
+  task.data = samples;
+  task.device_samples = true;
+  task.data_z0 = 0;
+  task.data_z1 = task.z1 = geometry.dims[2];
+  task.z0 = 0;
+  task.level = level;
+
+  KeptEngine& kept = kept_engine(volume.device);
+  const std::lock_guard<std::mutex> lock(kept.busy);
+  if (!kept.engine) kept.engine = make_cuda_engine(volume.device);
+  SlabEngine& engine = *kept.engine;
+  engine.time_stages(false);
+  const SlabCounts counts = engine.count(task);
+  ArrayMesh out;
+  out.device = engine.name();
+  if (counts.triangles == 0) {
+    const auto [lo, hi] = range();
+    if (!(level >= lo && level <= hi)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "array: level %g is outside the data range [%g, %g]", level, lo, hi);
+      throw Error(ErrorKind::InvalidArgument, buf);
+    }
+    return out;
+  }
+  if (counts.vertices >= (std::uint64_t(1) << 31))
+    throw Error(ErrorKind::LimitReached, "the mesh has " + std::to_string(counts.vertices) +
+                                             " vertices: int32 face indices hold fewer than 2^31");
+  const std::int64_t nv = std::int64_t(counts.vertices), nf = std::int64_t(counts.triangles);
+  Buffer verts = Buffer::cuda(volume.device, std::size_t(nv) * 12), normals = Buffer::cuda(volume.device, std::size_t(nv) * 12),
+         faces = Buffer::cuda(volume.device, std::size_t(nf) * 12);
+  MeshTail tail;
+  tail.positions = static_cast<float*>(verts.data);
+  tail.normals = static_cast<float*>(normals.data);
+  tail.triangles = static_cast<std::uint32_t*>(faces.data);
+  std::vector<std::uint64_t> ties;
+  engine.generate(task, tail, ties);
+  if (ties.size() >= 2 || (engine.point_vertices() && !o.allow_degenerate)) return through_host(v, o, samples);
+
+  cells::Grid g{static_cast<const char*>(samples), {}, {}, {}};
+  const auto c = ArrayView3::c_strides(v.shape, v.type);
+  for (int a = 0; a < 3; ++a) g.stride[a] = c[a], g.shape[a] = v.shape[a], g.cell[a] = cell[a];
+  if (o.mask) {
+    const ArrayView3 m = o.mask->stepped(o.step);
+    cells::Grid mg{static_cast<const char*>(m.data), {m.strides[0], m.strides[1], m.strides[2]}, {}, {}};
+    core::DeviceBuffer flags, at;
+    flags.ensure(std::size_t(nf + nv) * 4, "allocating the mask's flags");
+    at.ensure(std::size_t(nf + nv) * 4, "allocating the mask's flags");
+    std::uint32_t *keep = flags.as<std::uint32_t>(), *used = keep + nf, *face_at = at.as<std::uint32_t>(), *vertex_at = face_at + nf;
+    PS_CUDA(cudaMemset(used, 0, std::size_t(nv) * 4), "clearing the mask's flags");
+    mask_kernel<<<blocks(nf), kThreads>>>(g, static_cast<const char*>(m.data), mg, static_cast<const float*>(verts.data),
+                                          static_cast<const std::uint32_t*>(faces.data), nf, keep, used);
+    PS_CUDA_LAUNCH("masking the triangles");
+    const std::int64_t kf = std::int64_t(exclusive_sum(keep, face_at, nf, temp));
+    const std::int64_t kv = std::int64_t(exclusive_sum(used, vertex_at, nv, temp));
+    if (kf == 0) return out;
+    Buffer v2 = Buffer::cuda(volume.device, std::size_t(kv) * 12), n2 = Buffer::cuda(volume.device, std::size_t(kv) * 12),
+           f2 = Buffer::cuda(volume.device, std::size_t(kf) * 12);
+    compact_vertices_kernel<<<blocks(nv), kThreads>>>(used, vertex_at, nv, static_cast<const float*>(verts.data),
+                                                      static_cast<const float*>(normals.data), static_cast<float*>(v2.data),
+                                                      static_cast<float*>(n2.data));
+    compact_faces_kernel<<<blocks(nf), kThreads>>>(keep, face_at, vertex_at, nf, static_cast<const std::uint32_t*>(faces.data),
+                                                   static_cast<std::uint32_t*>(f2.data));
+    PS_CUDA_LAUNCH("compacting the masked mesh");
+    verts = std::move(v2), normals = std::move(n2), faces = std::move(f2);
+    out.vertices = kv;
+    out.triangles = kf;
+  } else {
+    out.vertices = nv;
+    out.triangles = nf;
+  }
+  Buffer values;
+  if (o.values) {
+    values = Buffer::cuda(volume.device, std::size_t(out.vertices) * 4);
+    PS_CUDA(cudaMemset(values.data, 0, values.bytes), "clearing the vertex values");
+    core::visit_voxel_type(v.type, [&](auto tag) {
+      using T = decltype(tag);
+      values_kernel<T><<<blocks(out.triangles), kThreads>>>(g, float(level), static_cast<const float*>(verts.data),
+                                                            static_cast<const std::uint32_t*>(faces.data), out.triangles,
+                                                            static_cast<unsigned*>(values.data));
+    });
+    PS_CUDA_LAUNCH("the vertex values");
+  }
+  PS_CUDA(cudaDeviceSynchronize(), "finishing the mesh");
+  if (o.progress) o.progress(1.0);
+  out.verts = std::move(verts);
+  out.normals = std::move(normals);
+  out.faces = std::move(faces);
+  out.values = std::move(values);
+  return out;
+}
+
+}  // namespace iso
+
+}  // namespace parasurf

@@ -1,0 +1,87 @@
+// marching_cubes_array: scikit-image's marching_cubes on a caller's array (Lewiner et al. 2003 conventions), run by
+// the slab engines, with its values and mask computed after them where the mesh lies.
+#include <algorithm>
+#include <cmath>
+
+#include "isosurface/array_mesh.hpp"
+#include "parasurf/device.hpp"
+#include "parasurf/error.hpp"
+
+namespace parasurf {
+
+namespace {
+
+void check(const ArrayView3& volume, const ArrayIsosurfaceOptions& o) {
+  for (int a = 0; a < 3; ++a)
+    if (volume.shape[a] < 2) throw Error(ErrorKind::InvalidArgument, "Input array must be at least 2x2x2.");
+  if (o.step < 1) throw Error(ErrorKind::InvalidArgument, "step_size must be at least one.");
+  for (int a = 0; a < 3; ++a)
+    if ((volume.shape[a] + o.step - 1) / o.step < 2)
+      throw Error(ErrorKind::InvalidArgument, "step_size " + std::to_string(o.step) + " leaves fewer than 2 samples along axis " +
+                                                  std::to_string(a) + " (size " + std::to_string(volume.shape[a]) + ")");
+  for (double s : o.spacing)
+    if (!(std::isfinite(s) && s > 0)) throw Error(ErrorKind::InvalidArgument, "spacing must be finite and positive");
+  if (!std::isnan(o.level) && !std::isfinite(o.level))
+    throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
+  if (o.mask) {
+    if (o.mask->shape != volume.shape) throw Error(ErrorKind::InvalidArgument, "volume and mask must have the same shape.");
+    if (o.mask->space != volume.space || (volume.space == MemorySpace::Cuda && o.mask->device != volume.device))
+      throw Error(ErrorKind::InvalidArgument, "volume and mask must lie in the same memory (host or the same GPU)");
+  }
+}
+
+}  // namespace
+
+ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOptions& o) {
+  check(volume, o);
+  if (volume.space == MemorySpace::Cuda) return iso::marching_cubes_cuda_array(volume, o);
+  const ArrayView3 v = volume.stepped(o.step);
+  std::array<double, 3> cell;
+  for (int a = 0; a < 3; ++a) cell[a] = o.spacing[a] * double(o.step);
+  const VolumeGeometry g = iso::array_order_geometry(v, cell);
+  std::unique_ptr<VolumeSource> source;
+  if (v.c_contiguous()) source = std::make_unique<MemoryVolume>(g, v.type, v.data, "array");
+  else source = iso::strided_source(v, g, o.threads);
+
+  IsosurfaceOptions io;
+  if (!std::isnan(o.level)) io.levels = {o.level};
+  // The axis reversal mirrors the mesh: the engine's orientation for the other direction is scikit-image's for this
+  // one, and scikit-image's normals point down the gradient whatever the direction.
+  io.direction = o.direction == GradientDirection::Descent ? GradientDirection::Ascent : GradientDirection::Descent;
+  io.normals_down = true;
+  io.topology = o.topology;
+  io.keep_degenerate = o.allow_degenerate;
+  io.device = o.device;
+  io.threads = o.threads;
+  io.progress = o.progress;
+  // On the CPU a whole array is one slab: large ones are cut so that progress (and a caller's interrupt) is heard
+  // between slabs. (A GPU keeps its one upload.)
+  const std::int64_t slice = v.shape[1] * v.shape[2], samples = slice * v.shape[0];
+  constexpr std::int64_t slab_samples = std::int64_t(1) << 27;
+  if (samples > slab_samples && (o.device == Device::Cpu || (o.device == Device::Auto && !cuda_available())))
+    io.slab_slices = std::max<std::int64_t>(2, slab_samples / slice);
+  IsosurfaceReport report;
+  TriangleMesh mesh = extract_isosurface(*source, io, &report);
+  const double level = report.levels.empty() ? o.level : report.levels[0];
+
+  ArrayMesh out;
+  out.device = report.device;
+  std::vector<float> values;
+  if (mesh.triangle_count() > 0 && (o.values || o.mask)) {
+    const ArrayView3 mask = o.mask ? o.mask->stepped(o.step) : ArrayView3{};
+    iso::finish_array_mesh(v, o.mask ? &mask : nullptr, level, cell, mesh, o.values ? &values : nullptr, o.threads);
+  }
+  if (mesh.triangle_count() == 0) mesh = TriangleMesh{};
+  if (mesh.vertex_count() >= (std::int64_t(1) << 31))
+    throw Error(ErrorKind::LimitReached, "the mesh has " + std::to_string(mesh.vertex_count()) +
+                                             " vertices: int32 face indices hold fewer than 2^31");
+  out.vertices = mesh.vertex_count();
+  out.triangles = mesh.triangle_count();
+  out.verts = Buffer::adopt(std::move(mesh.positions));
+  out.normals = Buffer::adopt(std::move(mesh.normals));
+  out.faces = Buffer::adopt(std::move(mesh.triangles));
+  out.values = Buffer::adopt(std::move(values));
+  return out;
+}
+
+}  // namespace parasurf

@@ -1,0 +1,60 @@
+// scikit-image's per-vertex `values` and `mask` (Lewiner et al. 2003, as skimage.measure.marching_cubes returns
+// them), written once for the host loop and the CUDA kernel: the cell of a triangle and its value range.
+#pragma once
+#include <cmath>
+#include <cstdint>
+
+#include "core/hd.hpp"
+
+namespace parasurf::iso::cells {
+
+// Strided samples (bytes between neighbours along each array axis) of the stepped grid.
+struct Grid {
+  const char* data;
+  std::int64_t stride[3];
+  std::int64_t shape[3];
+  double cell[3];  // world size of a cell along each array axis (step · spacing)
+};
+
+// The cell a triangle lies in: the floor of its centroid in grid units, clamped to the grid's cells.
+PS_HD void cell_of(const Grid& g, const float* p0, const float* p1, const float* p2, std::int64_t* c) {
+  for (int a = 0; a < 3; ++a) {
+    const double centre = (double(p0[a]) + double(p1[a]) + double(p2[a])) / (3.0 * g.cell[a]);
+    double f = floor(centre);
+    if (!(f >= 0)) f = 0;  // NaN too
+    if (f > double(g.shape[a] - 2)) f = double(g.shape[a] - 2);
+    c[a] = std::int64_t(f);
+  }
+}
+
+template <class T>
+PS_HD float sample(const Grid& g, std::int64_t i, std::int64_t j, std::int64_t k) {
+  return float(*reinterpret_cast<const T*>(g.data + i * g.stride[0] + j * g.stride[1] + k * g.stride[2]));
+}
+
+// The cell's corner values shifted by the level, as float32: max(largest, 0) − min(smallest, 0).
+template <class T>
+PS_HD float cell_range(const Grid& g, const std::int64_t* c, float level) {
+  float lo = 0, hi = 0;
+  for (int a = 0; a < 2; ++a)
+    for (int b = 0; b < 2; ++b)
+      for (int d = 0; d < 2; ++d) {
+        const float v = sample<T>(g, c[0] + a, c[1] + b, c[2] + d) - level;
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        if (v != v) lo = hi = v;  // NaN stays, as numpy's max/min
+      }
+  return hi - lo;
+}
+
+// A range as an unsigned key whose order is the float's (ranges are >= 0 or NaN, which sorts above them): the
+// largest over a vertex's triangles is an atomic max on the key, the same in any order on any device.
+PS_HD std::uint32_t range_key(float r) {
+  union {
+    float f;
+    std::uint32_t u;
+  } x{r};
+  return x.u;
+}
+
+}  // namespace parasurf::iso::cells

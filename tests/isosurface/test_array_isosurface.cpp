@@ -1,0 +1,269 @@
+// marching_cubes_array (scikit-image's conventions on caller arrays) against the slab extractor it runs on and a
+// serial reference of its values and mask, on host arrays of any layout and on CUDA arrays.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#ifdef PARASURF_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include "parasurf/error.hpp"
+#include "parasurf/isosurface.hpp"
+#include "support.hpp"
+
+namespace parasurf {
+namespace {
+
+// A smooth random field of a few bumps on an (n0, n1, n2) grid, C order; some samples set exactly on the level.
+std::vector<float> bumps(std::array<std::int64_t, 3> n, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> u(0, 1);
+  struct Bump {
+    double c[3], r;
+  };
+  std::vector<Bump> b(5);
+  for (auto& x : b) {
+    for (int a = 0; a < 3; ++a) x.c[a] = u(rng) * double(n[a] - 1);
+    x.r = 2 + 4 * u(rng);
+  }
+  std::vector<float> v(std::size_t(n[0] * n[1] * n[2]));
+  for (std::int64_t i = 0; i < n[0]; ++i)
+    for (std::int64_t j = 0; j < n[1]; ++j)
+      for (std::int64_t k = 0; k < n[2]; ++k) {
+        double s = 0;
+        for (const auto& x : b) {
+          const double d2 = (i - x.c[0]) * (i - x.c[0]) + (j - x.c[1]) * (j - x.c[1]) + (k - x.c[2]) * (k - x.c[2]);
+          s += std::exp(-d2 / (x.r * x.r));
+        }
+        v[std::size_t((i * n[1] + j) * n[2] + k)] = float(s);
+      }
+  return v;
+}
+
+ArrayView3 host_view(const void* data, std::array<std::int64_t, 3> shape, VoxelType t = VoxelType::Float32) {
+  return {data, t, shape, ArrayView3::c_strides(shape, t), MemorySpace::Host, 0};
+}
+
+template <class T>
+std::vector<T> host_copy(const Buffer& b) {
+  std::vector<T> v(b.bytes / sizeof(T));
+  if (b.space == MemorySpace::Host) {
+    if (!v.empty()) std::memcpy(v.data(), b.data, b.bytes);
+  } else {
+#ifdef PARASURF_HAVE_CUDA
+    cudaMemcpy(v.data(), b.data, b.bytes, cudaMemcpyDeviceToHost);
+#endif
+  }
+  return v;
+}
+
+void expect_same(const ArrayMesh& a, const ArrayMesh& b, const std::string& what) {
+  ASSERT_EQ(a.vertices, b.vertices) << what;
+  ASSERT_EQ(a.triangles, b.triangles) << what;
+  EXPECT_EQ(host_copy<float>(a.verts), host_copy<float>(b.verts)) << what;
+  EXPECT_EQ(host_copy<float>(a.normals), host_copy<float>(b.normals)) << what;
+  EXPECT_EQ(host_copy<std::uint32_t>(a.faces), host_copy<std::uint32_t>(b.faces)) << what;
+  EXPECT_EQ(host_copy<float>(a.values), host_copy<float>(b.values)) << what;
+}
+
+// The serial reference: each triangle's cell from its centroid, its corners' level-shifted range, the largest per
+// vertex; with a mask, the triangles of masked cells and the vertices only they used removed first.
+struct Reference {
+  std::vector<float> verts, normals, values;
+  std::vector<std::uint32_t> faces;
+};
+Reference reference(const std::vector<float>& vol, std::array<std::int64_t, 3> n, double level, std::array<double, 3> h,
+                    const std::vector<char>* mask, TriangleMesh m) {
+  auto cell = [&](std::size_t f, std::int64_t* c) {
+    for (int a = 0; a < 3; ++a) {
+      double s = 0;
+      for (int k = 0; k < 3; ++k) s += double(m.positions[3 * std::size_t(m.triangles[3 * f + k]) + a]);
+      c[a] = std::clamp<std::int64_t>(std::int64_t(std::floor(s / (3 * h[a]))), 0, n[a] - 2);
+    }
+  };
+  auto at = [&](std::int64_t i, std::int64_t j, std::int64_t k) { return std::size_t((i * n[1] + j) * n[2] + k); };
+  Reference r;
+  std::vector<std::int64_t> remap(std::size_t(m.vertex_count()), -1);
+  std::vector<std::uint32_t> kept;
+  for (std::size_t f = 0; f < std::size_t(m.triangle_count()); ++f) {
+    std::int64_t c[3];
+    cell(f, c);
+    if (mask && !(*mask)[at(c[0] + 1, c[1] + 1, c[2] + 1)]) continue;
+    kept.push_back(std::uint32_t(f));
+  }
+  for (auto f : kept)
+    for (int k = 0; k < 3; ++k) remap[m.triangles[3 * f + k]] = 0;
+  std::int64_t next = 0;
+  for (std::size_t v = 0; v < remap.size(); ++v)
+    if (remap[v] == 0) {
+      remap[v] = next++;
+      for (int a = 0; a < 3; ++a) r.verts.push_back(m.positions[3 * v + a]), r.normals.push_back(m.normals[3 * v + a]);
+    }
+  r.values.assign(std::size_t(next), 0.0f);
+  for (auto f : kept) {
+    std::int64_t c[3];
+    cell(f, c);
+    float lo = 0, hi = 0;
+    for (int d = 0; d < 8; ++d) {
+      const float x = vol[at(c[0] + (d >> 2), c[1] + ((d >> 1) & 1), c[2] + (d & 1))] - float(level);
+      lo = std::min(lo, x), hi = std::max(hi, x);
+    }
+    for (int k = 0; k < 3; ++k) {
+      const auto v = std::size_t(remap[m.triangles[3 * f + k]]);
+      r.faces.push_back(std::uint32_t(v));
+      r.values[v] = std::max(r.values[v], hi - lo);
+    }
+  }
+  return r;
+}
+
+// The slab extractor on the same samples as a (x, y, z) volume, seen in array index order: columns reversed.
+TriangleMesh extractor_mesh(const std::vector<float>& vol, std::array<std::int64_t, 3> n, double level,
+                            std::array<double, 3> spacing, GradientDirection dir) {
+  VolumeGeometry g;
+  g.dims = {n[2], n[1], n[0]};
+  g.spacing = {spacing[2], spacing[1], spacing[0]};
+  MemoryVolume source(g, VoxelType::Float32, vol.data());
+  IsosurfaceOptions o;
+  o.levels = {level};
+  o.direction = dir;
+  o.topology = CaseTopology::Mc33;
+  o.keep_degenerate = true;
+  o.device = Device::Cpu;
+  TriangleMesh m = extract_isosurface(source, o);
+  for (std::size_t v = 0; v < m.positions.size(); v += 3) {
+    std::swap(m.positions[v], m.positions[v + 2]);
+    std::swap(m.normals[v], m.normals[v + 2]);
+    if (dir == GradientDirection::Ascent)
+      for (int a = 0; a < 3; ++a) m.normals[v + a] = -m.normals[v + a];
+  }
+  return m;
+}
+
+TEST(ArrayIsosurface, MatchesTheExtractorAndTheReferenceOnEveryBackend) {
+  std::mt19937_64 rng(test::run_seed());
+  const std::array<std::int64_t, 3> n{23, 31, 19};
+  const std::vector<float> vol = bumps(n, rng);
+  const std::array<double, 3> spacing{0.5, 1.25, 2.0};
+  std::vector<char> mask(vol.size());
+  for (auto& x : mask) x = char(rng() % 4 != 0);
+  for (auto dir : {GradientDirection::Descent, GradientDirection::Ascent})
+    for (bool masked : {false, true}) {
+      const double level = 0.4;
+      const Reference ref = reference(vol, n, level, spacing, masked ? &mask : nullptr,
+                                      extractor_mesh(vol, n, level, spacing, dir));
+      const ArrayView3 mv = host_view(mask.data(), n, VoxelType::UInt8);
+      for (Device device : test::devices()) {
+        ArrayIsosurfaceOptions o;
+        o.level = level;
+        o.spacing = spacing;
+        o.direction = dir;
+        o.mask = masked ? &mv : nullptr;
+        o.device = device;
+        const ArrayMesh m = marching_cubes_array(host_view(vol.data(), n), o);
+        const std::string what = std::string(device_name(device)) + (masked ? " masked" : "") +
+                                 (dir == GradientDirection::Ascent ? " ascent" : " descent");
+        ASSERT_GT(m.triangles, 100) << what;
+        EXPECT_EQ(host_copy<float>(m.verts), ref.verts) << what;
+        // Normals to rounding: the extractor normalises (x, y, z), the array path the reversed (z, y, x) order.
+        const auto nm = host_copy<float>(m.normals);
+        ASSERT_EQ(nm.size(), ref.normals.size()) << what;
+        for (std::size_t i = 0; i < nm.size(); ++i) ASSERT_NEAR(nm[i], ref.normals[i], 3e-7f) << what << " at " << i;
+        EXPECT_EQ(host_copy<std::uint32_t>(m.faces), ref.faces) << what;
+        EXPECT_EQ(host_copy<float>(m.values), ref.values) << what;
+      }
+    }
+}
+
+TEST(ArrayIsosurface, StridedAndSteppedViewsEqualTheirContiguousCopies) {
+  std::mt19937_64 rng(test::run_seed() + 1);
+  const std::array<std::int64_t, 3> n{26, 21, 30};
+  const std::vector<float> vol = bumps(n, rng);
+  for (std::int64_t step : {1, 2, 3}) {
+    // The array transposed (axes reversed) as a view of the same memory, against a packed copy of that view.
+    const std::array<std::int64_t, 3> tn{n[2], n[1], n[0]};
+    ArrayView3 t{vol.data(), VoxelType::Float32, tn, {4, 4 * n[2], 4 * n[2] * n[1]}, MemorySpace::Host, 0};
+    const ArrayView3 ts = t.stepped(step);
+    std::vector<float> packed(std::size_t(ts.shape[0] * ts.shape[1] * ts.shape[2]));
+    for (std::int64_t a = 0; a < ts.shape[0]; ++a)
+      for (std::int64_t b = 0; b < ts.shape[1]; ++b)
+        for (std::int64_t c = 0; c < ts.shape[2]; ++c)
+          packed[std::size_t((a * ts.shape[1] + b) * ts.shape[2] + c)] =
+              *reinterpret_cast<const float*>(static_cast<const char*>(ts.data) + a * ts.strides[0] + b * ts.strides[1] + c * ts.strides[2]);
+    for (Device device : test::devices()) {
+      ArrayIsosurfaceOptions o;
+      o.level = 0.35;
+      o.spacing = {1.0, 0.75, 1.5};
+      o.device = device;
+      o.step = step;
+      const ArrayMesh strided = marching_cubes_array(t, o);
+      o.step = 1;
+      o.spacing = {1.0 * double(step), 0.75 * double(step), 1.5 * double(step)};
+      const ArrayMesh plain = marching_cubes_array(host_view(packed.data(), ts.shape), o);
+      expect_same(strided, plain, std::string(device_name(device)) + " step " + std::to_string(step));
+    }
+  }
+}
+
+TEST(ArrayIsosurface, LevelsAndShapesAreChecked) {
+  std::vector<float> v(4 * 4 * 4, 0.0f);
+  v[21] = 1.0f;
+  ArrayIsosurfaceOptions o;
+  o.device = Device::Cpu;
+  o.level = 2.0;  // outside [0, 1]
+  EXPECT_THROW(marching_cubes_array(host_view(v.data(), {4, 4, 4}), o), Error);
+  o.level = 1.0;  // in range: an empty mesh is an answer... or the tie's collapsed cells
+  EXPECT_NO_THROW(marching_cubes_array(host_view(v.data(), {4, 4, 4}), o));
+  o.level = std::numeric_limits<double>::quiet_NaN();  // the middle of the range
+  const ArrayMesh m = marching_cubes_array(host_view(v.data(), {4, 4, 4}), o);
+  EXPECT_GT(m.triangles, 0);
+  o.step = 3;  // leaves 2 samples per axis: allowed; 4 leaves one
+  EXPECT_NO_THROW(marching_cubes_array(host_view(v.data(), {4, 4, 4}), o));
+  o.step = 4;
+  EXPECT_THROW(marching_cubes_array(host_view(v.data(), {4, 4, 4}), o), Error);
+  o.step = 1;
+  EXPECT_THROW(marching_cubes_array(host_view(v.data(), {4, 4, 1}), o), Error);
+}
+
+#ifdef PARASURF_HAVE_CUDA
+// A CUDA array: read in place, the mesh made and left on its GPU, equal to the host array's mesh on the GPU.
+TEST(ArrayIsosurface, CudaArraysGiveTheHostArraysMeshOnTheDevice) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937_64 rng(test::run_seed() + 2);
+  const std::array<std::int64_t, 3> n{40, 33, 29};
+  std::vector<float> vol = bumps(n, rng);
+  for (std::size_t i = 0; i < vol.size(); i += 97) vol[i] = 0.3f;  // samples on the level: the tie clean-up
+  std::vector<char> mask(vol.size());
+  for (auto& x : mask) x = char(rng() % 5 != 0);
+  const Buffer dv = Buffer::cuda(0, vol.size() * 4), dm = Buffer::cuda(0, mask.size());
+  cudaMemcpy(dv.data, vol.data(), dv.bytes, cudaMemcpyHostToDevice);
+  cudaMemcpy(dm.data, mask.data(), dm.bytes, cudaMemcpyHostToDevice);
+  for (double level : {0.3, 0.45, std::numeric_limits<double>::quiet_NaN()})
+    for (std::int64_t step : {1, 2})
+      for (bool masked : {false, true}) {
+        ArrayView3 d = host_view(dv.data, n);
+        d.space = MemorySpace::Cuda;
+        ArrayView3 md = host_view(dm.data, n, VoxelType::UInt8);
+        md.space = MemorySpace::Cuda;
+        const ArrayView3 mh = host_view(mask.data(), n, VoxelType::UInt8);
+        ArrayIsosurfaceOptions o;
+        o.level = level;
+        o.step = step;
+        o.spacing = {0.5, 1.0, 1.5};
+        o.device = Device::Cuda;
+        o.mask = masked ? &md : nullptr;
+        const ArrayMesh on_device = marching_cubes_array(d, o);
+        EXPECT_EQ(on_device.verts.space, MemorySpace::Cuda);
+        o.mask = masked ? &mh : nullptr;
+        const ArrayMesh from_host = marching_cubes_array(host_view(vol.data(), n), o);
+        expect_same(on_device, from_host, "level " + std::to_string(level) + " step " + std::to_string(step) +
+                                              (masked ? " masked" : ""));
+      }
+}
+#endif
+
+}  // namespace
+}  // namespace parasurf
