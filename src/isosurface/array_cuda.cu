@@ -18,16 +18,29 @@
 
 namespace parasurf {
 
+// Results come from the device's stream-ordered pool, kept (not returned to the driver) between calls: a call's
+// outputs then cost no cudaMalloc, and freeing them no device-wide synchronisation. Freed memory is reused in the
+// order of the legacy default stream, so a consumer must be done with a result (on any stream) when it lets go.
 Buffer Buffer::cuda(int device, std::size_t bytes) {
   PS_CUDA(cudaSetDevice(device), "selecting the CUDA device");
+  static std::once_flag kept[64];
+  if (device >= 0 && device < 64)
+    std::call_once(kept[device], [device] {
+      cudaMemPool_t pool = nullptr;
+      if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+        std::uint64_t keep = ~std::uint64_t(0);
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+      }
+      cudaGetLastError();
+    });
   void* p = nullptr;
-  PS_CUDA(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)), "allocating a result array");
+  PS_CUDA(cudaMallocAsync(&p, std::max<std::size_t>(bytes, 1), cudaStreamLegacy), "allocating a result array");
   Buffer b;
   b.owner = std::shared_ptr<void>(p, [device](void* q) {
     int was = 0;
     cudaGetDevice(&was);
     cudaSetDevice(device);
-    cudaFree(q);
+    cudaFreeAsync(q, cudaStreamLegacy);
     cudaSetDevice(was);
   });
   b.data = p;
@@ -162,7 +175,8 @@ ArrayMesh through_host(const ArrayView3& v, const ArrayIsosurfaceOptions& o, con
   ArrayView3 hv{host.data(), v.type, v.shape, ArrayView3::c_strides(v.shape, v.type), MemorySpace::Host, 0};
   ArrayView3 hm;
   ArrayIsosurfaceOptions ho = o;
-  ho.step = 1;
+  ho.step = 1;  // the samples copied are the stepped grid's: its cells are step times the spacing
+  for (int a = 0; a < 3; ++a) ho.spacing[a] = o.spacing[a] * double(o.step);
   ho.device = Device::Cuda;
   if (o.mask) {
     const ArrayView3 m = o.mask->stepped(o.step);
