@@ -40,6 +40,8 @@ def best(f, repeats, sync=lambda: None):
 
 
 def commit():
+    if os.environ.get("PARASURF_COMMIT"):  # a copy of the tree without its history (a GPU machine)
+        return os.environ["PARASURF_COMMIT"]
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
