@@ -107,7 +107,7 @@ __global__ void mask_kernel(cells::Grid g, const char* mask, cells::Grid m, cons
                             std::int64_t nf, std::uint32_t* keep, std::uint32_t* used) {
   for (std::int64_t f = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; f < nf; f += std::int64_t(gridDim.x) * blockDim.x) {
     std::int64_t c[3];
-    cells::cell_of(g, p + 3 * std::size_t(t[3 * f]), p + 3 * std::size_t(t[3 * f + 1]), p + 3 * std::size_t(t[3 * f + 2]), c);
+    cells::face_cell(g, p, t, f, c);
     const bool k = mask[(c[0] + 1) * m.stride[0] + (c[1] + 1) * m.stride[1] + (c[2] + 1) * m.stride[2]] != 0;
     keep[f] = k;
     if (k)
@@ -134,7 +134,7 @@ __global__ void values_kernel(cells::Grid g, float level, const float* p, const 
                               unsigned* keys) {
   for (std::int64_t f = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; f < nf; f += std::int64_t(gridDim.x) * blockDim.x) {
     std::int64_t c[3];
-    cells::cell_of(g, p + 3 * std::size_t(t[3 * f]), p + 3 * std::size_t(t[3 * f + 1]), p + 3 * std::size_t(t[3 * f + 2]), c);
+    cells::face_cell(g, p, t, f, c);
     const unsigned key = cells::range_key(cells::cell_range<T>(g, c, level));
     for (int a = 0; a < 3; ++a) atomicMax(keys + t[3 * f + a], key);
   }

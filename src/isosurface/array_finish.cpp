@@ -60,7 +60,7 @@ void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, 
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t f = 0; f < nf; ++f) {
     std::int64_t c[3];
-    cells::cell_of(g, p + 3 * std::size_t(t[3 * f]), p + 3 * std::size_t(t[3 * f + 1]), p + 3 * std::size_t(t[3 * f + 2]), c);
+    cells::face_cell(g, p, t, f, c);
     const bool k = mk[(c[0] + 1) * mask.strides[0] + (c[1] + 1) * mask.strides[1] + (c[2] + 1) * mask.strides[2]] != 0;
     keep[std::size_t(f)] = k;
     if (k)
@@ -98,7 +98,7 @@ void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t f = 0; f < nf; ++f) {
     std::int64_t c[3];
-    cells::cell_of(g, p + 3 * std::size_t(t[3 * f]), p + 3 * std::size_t(t[3 * f + 1]), p + 3 * std::size_t(t[3 * f + 2]), c);
+    cells::face_cell(g, p, t, f, c);
     const std::uint32_t key = cells::range_key(cells::cell_range<T>(g, c, level));
     for (int a = 0; a < 3; ++a) {
       std::atomic_ref<std::uint32_t> slot(keys[t[3 * f + a]]);

@@ -2,6 +2,7 @@
 // them), written once for the host loop and the CUDA kernel: the cell of a triangle and its value range.
 #pragma once
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 
 #include "core/hd.hpp"
@@ -25,6 +26,12 @@ PS_HD void cell_of(const Grid& g, const float* p0, const float* p1, const float*
     if (f > double(g.shape[a] - 2)) f = double(g.shape[a] - 2);
     c[a] = std::int64_t(f);
   }
+}
+
+// The cell of triangle f of a mesh (positions V×3, triangles F×3).
+PS_HD void face_cell(const Grid& g, const float* positions, const std::uint32_t* triangles, std::int64_t f, std::int64_t* c) {
+  const std::uint32_t* t = triangles + 3 * f;
+  cell_of(g, positions + 3 * std::size_t(t[0]), positions + 3 * std::size_t(t[1]), positions + 3 * std::size_t(t[2]), c);
 }
 
 template <class T>
