@@ -137,18 +137,39 @@ def _framework_of(x):
     return lambda a: a
 
 
-def evaluate_surface(control_points, resolution=(64, 64), *, weights=None, derivatives=False, precision="double",
-                     device="auto"):
-    """Evaluate a tensor-product Bézier surface on a uniform grid.
+def evaluate_surface(control_points, resolution=(64, 64), *, uv=None, weights=None, derivatives=False,
+                     second_derivatives=False, precision="double", device="auto", threads=0):
+    """Evaluate a tensor-product Bézier surface on a uniform grid or at (u, v) pairs.
 
     ``control_points`` (m+1, n+1, 3); ``weights`` (m+1, n+1) for a rational surface; ``resolution`` (rows, cols)
-    >= 2 samples along u and v. Returns ``points`` (rows, cols, 3), ``normals`` (rows, cols, 3) and a dict with
-    them and, with ``derivatives=True``, ``du`` and ``dv`` (rows, cols, 3); float64 or float32 (``precision``).
+    >= 2 samples along u and v, or ``uv`` (N, 2) parameter pairs in [0, 1] instead. Returns ``points`` and unit
+    ``normals`` ((rows, cols, 3) on a grid, (N, 3) at pairs) and a dict with them, ``degenerate`` (True where
+    Su x Sv vanishes: the normal is then the limit normal), and with ``derivatives=True`` ``du`` and ``dv``, with
+    ``second_derivatives=True`` ``duu``, ``duv`` and ``dvv``; float64 or float32 (``precision``). The library writes
+    the arrays returned (each is a view of one (3, count) block: no copy).
     """
     rows, cols = (resolution, resolution) if _np.isscalar(resolution) else resolution
-    pts = _np.asarray(control_points, dtype=_np.float64)
-    w = None if weights is None else _np.asarray(weights, dtype=_np.float64)
-    return _parasurf.evaluate_surface(pts, w, int(rows), int(cols), bool(derivatives), precision, device)
+    pts = _np.asarray(_host(control_points), dtype=_np.float64)
+    w = None if weights is None else _np.asarray(_host(weights), dtype=_np.float64)
+    pairs = None if uv is None else _np.asarray(_host(uv), dtype=_np.float64)
+    out = _parasurf.evaluate_surface(pts, w, pairs, int(rows), int(cols), bool(derivatives), bool(second_derivatives),
+                                     precision, device, int(threads))
+    return out["points"], out["normals"], out
+
+
+def _host(x):
+    """Small inputs (control nets, curves, point lists) as host arrays: a GPU tensor's few numbers are copied."""
+    if isinstance(x, _np.ndarray) or not (hasattr(x, "__cuda_array_interface__") or hasattr(x, "__dlpack__")):
+        return x
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        return x.detach().cpu().numpy()
+    if mod == "cupy":
+        return x.get()
+    try:
+        return _np.from_dlpack(x)
+    except (RuntimeError, TypeError, BufferError):
+        return _np.asarray(x)
 
 
 def tessellate(path=None, *, resolution=16, tolerance=0.0, device="auto"):
@@ -170,7 +191,8 @@ def lattice(vertices, count=(9, 9, 9), degree=(3, 3, 3), *, padding=0.05, knots=
     as3 = lambda x: (int(x),) * 3 if _np.isscalar(x) else tuple(int(v) for v in x)
     kn = None if knots is None else tuple([float(v) for v in k] for k in knots)
     w2p = None if world_to_parameter is None else tuple(float(v) for v in _np.ravel(world_to_parameter))
-    return _parasurf.make_lattice(_np.asarray(vertices, dtype=_np.float64), as3(count), as3(degree), float(padding), kn, w2p)
+    return _parasurf.make_lattice(_np.asarray(_host(vertices), dtype=_np.float64), as3(count), as3(degree), float(padding),
+                                  kn, w2p)
 
 
 def ffd(vertices, faces, lattice, *, method="accurate", level=4, device="auto", precision="double",
@@ -181,8 +203,9 @@ def ffd(vertices, faces, lattice, *, method="accurate", level=4, device="auto", 
     "accurate" (exact trimmed Bézier pieces, each triangle into level^2 sub-triangles) or "uus". Returns
     ``verts`` (V', 3) float32, ``faces`` (F', 3) int32 and ``normals`` (V', 3) float32.
     """
-    return _parasurf.ffd(_np.asarray(vertices, dtype=_np.float64), faces, lattice, method, int(level), device, precision,
-                         bool(allow_non_manifold))
+    faces = _host(faces)
+    return _parasurf.ffd(_np.asarray(_host(vertices), dtype=_np.float64), faces, lattice, method, int(level), device,
+                         precision, bool(allow_non_manifold))
 
 
 def intersect_curves(a, b, *, tolerance=1e-7, threads=0):

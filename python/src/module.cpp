@@ -5,9 +5,12 @@
 #include <pybind11/stl.h>
 
 #include <chrono>
+#include <functional>
 #include <cstring>
+#include <mutex>
 
 #include "arrays.hpp"
+#include "core/memory.hpp"
 
 #include "parasurf/bezier.hpp"
 #include "parasurf/error.hpp"
@@ -28,26 +31,17 @@ py::array_t<T> matrix(std::int64_t rows, std::int64_t cols) {
   return py::array_t<T>(std::vector<py::ssize_t>{py::ssize_t(rows), py::ssize_t(cols)});
 }
 
-// Mesh arrays with columns reversed (x,y,z -> array index order) when asked.
-py::tuple mesh_arrays(const TriangleMesh& m, bool reverse_columns, bool flip_winding) {
+// A mesh's arrays handed to numpy as they are (the library's vectors become the arrays' memory): verts (V, 3)
+// float32, faces (F, 3) int32 (the uint32 indices' bits: meshes hold fewer than 2^31 vertices), normals (V, 3)
+// float32 (zeros where the mesh has none).
+py::tuple mesh_arrays(TriangleMesh&& m) {
   const std::int64_t nv = m.vertex_count(), nf = m.triangle_count();
-  auto verts = matrix<float>(nv, 3), normals = matrix<float>(nv, 3);
-  auto faces = matrix<std::int32_t>(nf, 3);
-  float* v = verts.mutable_data();
-  float* n = normals.mutable_data();
-  std::int32_t* f = faces.mutable_data();
-  for (std::int64_t i = 0; i < nv; ++i)
-    for (int c = 0; c < 3; ++c) {
-      const int src = reverse_columns ? 2 - c : c;
-      v[3 * i + c] = m.positions[3 * i + src];
-      n[3 * i + c] = m.normals.empty() ? 0.0f : m.normals[3 * i + src];
-    }
-  for (std::int64_t t = 0; t < nf; ++t) {
-    f[3 * t] = std::int32_t(m.triangles[3 * t]);
-    f[3 * t + 1] = std::int32_t(m.triangles[3 * t + (flip_winding ? 2 : 1)]);
-    f[3 * t + 2] = std::int32_t(m.triangles[3 * t + (flip_winding ? 1 : 2)]);
-  }
-  return py::make_tuple(verts, faces, normals);
+  if (nv >= (std::int64_t(1) << 31))
+    throw Error(ErrorKind::LimitReached, "the mesh has " + std::to_string(nv) + " vertices: int32 face indices hold fewer than 2^31");
+  if (m.normals.size() != m.positions.size()) m.normals.assign(m.positions.size(), 0.0f);
+  return py::make_tuple(python::array_out(Buffer::adopt(std::move(m.positions)), {nv, 3}, "float32"),
+                        python::array_out(Buffer::adopt(std::move(m.triangles)), {nf, 3}, "int32"),
+                        python::array_out(Buffer::adopt(std::move(m.normals)), {nv, 3}, "float32"));
 }
 
 
@@ -92,10 +86,22 @@ py::tuple marching_cubes_array_py(py::handle volume, py::object level, std::arra
                         r.device);
 }
 
-py::tuple evaluate_surface(py::array_t<double, py::array::c_style | py::array::forcecast> points,
-                           std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> weights,
-                           std::int64_t rows, std::int64_t cols, bool derivatives, const std::string& precision,
-                           const std::string& device) {
+// One evaluator per precision for the process: its tables and device buffers are kept between calls.
+template <class T>
+std::pair<SurfaceEvaluator<T>&, std::unique_lock<std::mutex>> kept_evaluator() {
+  static std::mutex guard;
+  // Never destroyed: at exit the CUDA runtime may be gone before static destructors run.
+  static auto* evaluator = new SurfaceEvaluator<T>();
+  return {*evaluator, std::unique_lock<std::mutex>(guard)};
+}
+
+// A Bézier surface on a grid or at (u, v) pairs, written by the library straight into the arrays returned: each
+// field is one (3, count) block, returned as a (rows, cols, 3) or (count, 3) view of it (no copy).
+py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::forcecast> points,
+                          std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> weights,
+                          std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> uv, std::int64_t rows,
+                          std::int64_t cols, bool derivatives, bool second, const std::string& precision, const std::string& device,
+                          int threads) {
   if (points.ndim() != 3 || points.shape(2) != 3)
     throw Error(ErrorKind::InvalidArgument, "control points must have shape (m+1, n+1, 3)");
   BezierSurface s;
@@ -107,36 +113,55 @@ py::tuple evaluate_surface(py::array_t<double, py::array::c_style | py::array::f
       throw Error(ErrorKind::InvalidArgument, "weights must have shape (m+1, n+1)");
     s.weights.assign(weights->data(), weights->data() + weights->size());
   }
+  validate(s);
+  if (uv && (uv->ndim() != 2 || uv->shape(1) != 2)) throw Error(ErrorKind::InvalidArgument, "uv must have shape (N, 2)");
+  if (!uv && (rows < 2 || cols < 2 || rows > kMaxGridSide || cols > kMaxGridSide))
+    throw Error(ErrorKind::InvalidArgument, "grid resolution " + std::to_string(rows) + "x" + std::to_string(cols) +
+                                                " is outside 2.." + std::to_string(kMaxGridSide) + " per direction");
+  const std::int64_t count = uv ? uv->shape(0) : rows * cols;
   EvalRequest req;
   req.normals = true;
   req.first_derivatives = derivatives;
+  req.second_derivatives = second;
   EvalOptions o;
   o.device = parse_device(device);
-  auto pack = [&](auto tag) {
+  o.threads = threads;
+  auto run = [&](auto tag) {
     using T = decltype(tag);
-    SurfaceSamples<T> r;
+    core::check_host_allocation(sample_bytes(count, req, sizeof(T)), "evaluate_surface: the samples");
+    py::dict out;
+    SampleSpans<T> spans;
+    spans.count = count;
+    auto field = [&](std::array<T*, 3>& to, const char* name) {
+      py::array_t<T> block(std::vector<py::ssize_t>{3, py::ssize_t(count)});
+      for (int c = 0; c < 3; ++c) to[std::size_t(c)] = block.mutable_data() + c * count;
+      const py::ssize_t e = sizeof(T);
+      if (uv)
+        out[name] = py::array(block.dtype(), {py::ssize_t(count), py::ssize_t(3)}, {e, e * count}, block.data(), block);
+      else
+        out[name] = py::array(block.dtype(), {py::ssize_t(rows), py::ssize_t(cols), py::ssize_t(3)}, {e * cols, e, e * count},
+                              block.data(), block);
+    };
+    field(spans.position, "points");
+    field(spans.normal, "normals");
+    if (derivatives) field(spans.du, "du"), field(spans.dv, "dv");
+    if (second) field(spans.duu, "duu"), field(spans.duv, "duv"), field(spans.dvv, "dvv");
+    py::array_t<std::uint8_t> degenerate(uv ? std::vector<py::ssize_t>{py::ssize_t(count)}
+                                            : std::vector<py::ssize_t>{py::ssize_t(rows), py::ssize_t(cols)});
+    spans.degenerate = degenerate.mutable_data();
+    out["degenerate"] = degenerate.attr("view")("bool");
     {
       py::gil_scoped_release release;
-      r = evaluate_grid<T>(s, {rows, cols}, req, o);
-    }
-    auto field = [&](const std::array<std::vector<T>, 3>& f) {
-      py::array_t<T> a(std::vector<py::ssize_t>{py::ssize_t(rows), py::ssize_t(cols), 3});
-      T* d = a.mutable_data();
-      for (std::int64_t i = 0; i < rows * cols; ++i)
-        for (int c = 0; c < 3; ++c) d[3 * i + c] = f[c][i];
-      return a;
-    };
-    py::dict out;
-    out["points"] = field(r.position);
-    out["normals"] = field(r.normal);
-    if (derivatives) {
-      out["du"] = field(r.du);
-      out["dv"] = field(r.dv);
+      auto [ev, lock] = kept_evaluator<T>();
+      ev.set_options(o);
+      if (uv) ev.evaluate_points_into(s, std::span<const double>(uv->data(), std::size_t(uv->size())), req, spans);
+      else ev.evaluate_grid_into(s, {rows, cols}, req, spans);
     }
     return out;
   };
-  py::dict out = precision == "float" ? pack(float{}) : pack(double{});
-  return py::make_tuple(out["points"], out["normals"], out);
+  if (precision != "float" && precision != "double")
+    throw Error(ErrorKind::InvalidArgument, "precision must be 'float' or 'double'");
+  return precision == "float" ? run(float{}) : run(double{});
 }
 
 py::tuple tessellate_model(std::optional<std::string> path, int resolution, double tolerance, const std::string& device) {
@@ -150,7 +175,7 @@ py::tuple tessellate_model(std::optional<std::string> path, int resolution, doub
     const PatchModel model = path ? read_patch_model(*path) : utah_teapot();
     m = to_triangle_mesh(tessellate(model, o));
   }
-  return mesh_arrays(m, false, false);
+  return mesh_arrays(std::move(m));
 }
 
 PolygonMesh polygon_mesh(py::array_t<double, py::array::c_style | py::array::forcecast> vertices, py::object faces) {
@@ -278,6 +303,74 @@ PYBIND11_MODULE(_parasurf, m) {
         return best;
       },
       py::arg("volume"), py::arg("level"), py::arg("device"), py::arg("repeats") = 5, py::arg("threads") = 0);
+  // The engines alone, for bench/python: the same work as the Python function, in C++, best of `repeats`.
+  auto best_of = [](int repeats, const std::function<void()>& f) {
+    double best = 1e300;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      f();
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+    return best;
+  };
+  m.def(
+      "_engine_seconds_surface",
+      [best_of](py::array_t<double, py::array::c_style | py::array::forcecast> points, std::int64_t rows, std::int64_t cols,
+                bool derivatives, const std::string& precision, const std::string& device, int repeats) {
+        BezierSurface s;
+        s.degree_u = int(points.shape(0)) - 1;
+        s.degree_v = int(points.shape(1)) - 1;
+        s.points.assign(points.data(), points.data() + points.size());
+        EvalRequest req;
+        req.normals = true;
+        req.first_derivatives = derivatives;
+        EvalOptions o;
+        o.device = parse_device(device);
+        py::gil_scoped_release release;
+        auto run = [&](auto tag) {
+          using T = decltype(tag);
+          // As a C++ caller gets it: fresh output arrays each call, from an evaluator kept between calls.
+          auto [ev, lock] = kept_evaluator<T>();
+          ev.set_options(o);
+          ev.evaluate_grid(s, {rows, cols}, req);  // warm (tables, device buffers)
+          return best_of(repeats, [&] { ev.evaluate_grid(s, {rows, cols}, req); });
+        };
+        return precision == "float" ? run(float{}) : run(double{});
+      },
+      py::arg("points"), py::arg("rows"), py::arg("cols"), py::arg("derivatives"), py::arg("precision"), py::arg("device"),
+      py::arg("repeats") = 5);
+  m.def(
+      "_engine_seconds_tessellate",
+      [best_of](int resolution, const std::string& device, int repeats) {
+        TessellationOptions o;
+        o.resolution = resolution;
+        o.device = parse_device(device);
+        const PatchModel model = utah_teapot();
+        py::gil_scoped_release release;
+        to_triangle_mesh(tessellate(model, o));
+        return best_of(repeats, [&] { to_triangle_mesh(tessellate(model, o)); });
+      },
+      py::arg("resolution"), py::arg("device"), py::arg("repeats") = 5);
+  m.def(
+      "_engine_seconds_ffd",
+      [best_of](py::array_t<double, py::array::c_style | py::array::forcecast> vertices, py::object faces, const Lattice& lattice,
+                const std::string& method, int level, const std::string& device, int repeats) {
+        const PolygonMesh mesh = polygon_mesh(vertices, faces);
+        FfdOptions o;
+        o.method = parse_ffd_method(method);
+        o.level = level;
+        o.device = parse_device(device);
+        py::gil_scoped_release release;
+        auto once = [&] {
+          FfdSession<double> s(mesh, lattice, o);
+          s.update(lattice.control_points);
+          s.mesh();
+        };
+        once();
+        return best_of(repeats, once);
+      },
+      py::arg("vertices"), py::arg("faces"), py::arg("lattice"), py::arg("method"), py::arg("level"), py::arg("device"),
+      py::arg("repeats") = 5);
   m.def(
       "_view",
       [](py::handle obj) {
@@ -291,8 +384,9 @@ PYBIND11_MODULE(_parasurf, m) {
   m.def("marching_cubes", &marching_cubes_array_py, py::arg("volume"), py::arg("level"), py::arg("spacing"),
         py::arg("gradient_direction"), py::arg("step_size"), py::arg("allow_degenerate"), py::arg("method"), py::arg("mask"),
         py::arg("device"), py::arg("threads"), py::arg("progress"));
-  m.def("evaluate_surface", &evaluate_surface, py::arg("points"), py::arg("weights"), py::arg("rows"), py::arg("cols"),
-        py::arg("derivatives"), py::arg("precision"), py::arg("device"));
+  m.def("evaluate_surface", &evaluate_surface, py::arg("points"), py::arg("weights"), py::arg("uv"), py::arg("rows"),
+        py::arg("cols"), py::arg("derivatives"), py::arg("second_derivatives"), py::arg("precision"), py::arg("device"),
+        py::arg("threads"));
   m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"));
   m.def("cuda_available", &cuda_available);
   m.def(
@@ -616,7 +710,7 @@ PYBIND11_MODULE(_parasurf, m) {
             out = s.mesh();
           }
         }
-        return mesh_arrays(out, false, false);
+        return mesh_arrays(std::move(out));
       },
       py::arg("vertices"), py::arg("faces"), py::arg("lattice"), py::arg("method"), py::arg("level"), py::arg("device"),
       py::arg("precision"), py::arg("allow_non_manifold"));

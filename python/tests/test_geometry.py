@@ -211,3 +211,45 @@ def test_contact_points():
     assert r["status"] == "complete" and r["params"].shape == (1, 5)
     assert abs(r["params"][0, 4] - 1 / 1.8) < 1e-12
     np.testing.assert_allclose(r["points"][0], [0.1 / 1.8, 0, 0], atol=1e-12)
+
+
+@pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("precision", ["float", "double"])
+def test_evaluate_surface_at_pairs_with_second_derivatives(device, precision, rng):
+    cps = rng.normal(size=(4, 6, 3))
+    w = rng.uniform(0.5, 2.0, size=(4, 6))
+    grid = parasurf.evaluate_surface(cps, (11, 9), weights=w, derivatives=True, second_derivatives=True,
+                                     precision=precision, device=device)[2]
+    u, v = np.meshgrid(np.linspace(0, 1, 11), np.linspace(0, 1, 9), indexing="ij")
+    pairs = parasurf.evaluate_surface(cps, uv=np.stack([u.ravel(), v.ravel()], axis=1), weights=w, derivatives=True,
+                                      second_derivatives=True, precision=precision, device=device)[2]
+    tol = 2e-4 if precision == "float" else 1e-10
+    for key in ("points", "normals", "du", "dv", "duu", "duv", "dvv"):
+        assert grid[key].shape == (11, 9, 3) and pairs[key].shape == (99, 3)
+        scale = max(1.0, float(np.abs(grid[key]).max()))
+        np.testing.assert_allclose(pairs[key].reshape(11, 9, 3), grid[key], atol=tol * scale, err_msg=key)
+    # Second derivatives against central differences of the first (double only: float differences are too coarse).
+    if precision == "double":
+        h = 1e-5
+        at = np.array([[0.3, 0.6]])
+        d = lambda uv: parasurf.evaluate_surface(cps, uv=uv, weights=w, derivatives=True, device=device)[2]
+        duu = (d(at + [h, 0])["du"] - d(at - [h, 0])["du"]) / (2 * h)
+        duv = (d(at + [0, h])["du"] - d(at - [0, h])["du"]) / (2 * h)
+        dvv = (d(at + [0, h])["dv"] - d(at - [0, h])["dv"]) / (2 * h)
+        here = parasurf.evaluate_surface(cps, uv=at, weights=w, second_derivatives=True, device=device)[2]
+        for got, want in ((here["duu"], duu), (here["duv"], duv), (here["dvv"], dvv)):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    # The library wrote the arrays returned: each field is a view of its own (3, count) block.
+    for key in ("points", "normals"):
+        assert grid[key].base is not None and grid[key].base.shape == (3, 99)
+    assert not np.shares_memory(grid["points"], grid["normals"])
+    assert grid["degenerate"].dtype == bool and grid["degenerate"].shape == (11, 9)
+
+
+def test_meshes_are_handed_over_without_copies():
+    verts, faces, normals = parasurf.tessellate(resolution=4, device="cpu")
+    for a in (verts, faces, normals):
+        assert not a.flags.owndata and a.flags.c_contiguous  # the library's own buffer, not a copy of it
+    assert verts.dtype == np.float32 and faces.dtype == np.int32 and faces.max() < len(verts)
+    with pytest.raises(ValueError):
+        parasurf.evaluate_surface(np.zeros((3, 3, 3)), uv=np.array([[0.5, 1.5]]))

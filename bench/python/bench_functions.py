@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""The other Python functions against the engines under them, on the same data and device.
+
+evaluate_surface (a bicubic and a degree-7 patch on a 2000 x 2000 grid, positions and normals), tessellate (the
+built-in Utah teapot) and lattice + ffd (the teapot deformed by a twisted 9x9x9 lattice, accurate FFD). Each row:
+the Python call, the same work through the C++ API (fresh output arrays each call, as both return them), and
+their ratio. Best of --repeats calls.
+
+    PYTHONPATH=build/python python3 bench/python/bench_functions.py --json functions.json
+"""
+import argparse
+import json
+import os
+import time
+
+import numpy as np
+
+import parasurf
+from parasurf import _parasurf
+from bench_marching_cubes import best, commit
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--grid", type=int, default=2000, help="evaluate_surface: samples per side")
+    ap.add_argument("--json", help="write the rows as JSON here")
+    a = ap.parse_args()
+    devices = ["cpu"] + (["cuda"] if parasurf.cuda_available() else [])
+    rng = np.random.default_rng(1)
+    rows = []
+
+    def report(name, dev, py, eng):
+        row = {"function": name, "device": dev, "seconds": py, "engine_seconds": eng, "ratio_to_engine": py / eng}
+        rows.append(row)
+        print("%-44s %-5s %9.2f ms  engine %9.2f ms  python/engine %.2fx" % (name, dev, py * 1e3, eng * 1e3, py / eng),
+              flush=True)
+
+    n = a.grid
+    for degree in (3, 7):
+        cps = rng.normal(size=(degree + 1, degree + 1, 3))
+        for dev in devices:
+            for precision in ("float", "double"):
+                py = best(lambda: parasurf.evaluate_surface(cps, (n, n), precision=precision, device=dev), a.repeats)
+                eng = _parasurf._engine_seconds_surface(cps, n, n, False, precision, dev, a.repeats)
+                report("evaluate_surface %dx%d degree %d %s" % (n, n, degree, precision), dev, py, eng)
+    for dev in devices:
+        py = best(lambda: parasurf.tessellate(resolution=64, device=dev), a.repeats)
+        eng = _parasurf._engine_seconds_tessellate(64, dev, a.repeats)
+        report("tessellate teapot r=64", dev, py, eng)
+    verts, faces, _ = parasurf.tessellate(resolution=8, device="cpu")
+    lat = parasurf.lattice(verts, count=9, degree=3)
+    cp = lat.control_points
+    cp[..., 0] += 0.2 * np.sin(np.linspace(0, np.pi, cp.shape[2]))[None, None, :]
+    for dev in devices:
+        py = best(lambda: parasurf.ffd(verts, faces, lat, method="accurate", level=4, device=dev), a.repeats)
+        eng = _parasurf._engine_seconds_ffd(verts.astype(np.float64), faces, lat, "accurate", 4, dev, a.repeats)
+        report("ffd teapot (%d faces) accurate level 4" % len(faces), dev, py, eng)
+    if a.json:
+        meta = {"commit": commit(), "cores": os.cpu_count(), "cuda": parasurf.cuda_available()}
+        with open(a.json, "w") as f:
+            json.dump({"benchmark": "python functions", "meta": meta, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
