@@ -147,9 +147,10 @@ struct KeptEngine {
 };
 KeptEngine& kept_engine(int device) {
   static std::mutex guard;
-  static std::map<int, std::unique_ptr<KeptEngine>> engines;
+  // Never destroyed: at exit the CUDA runtime may be gone before static destructors run.
+  static auto* engines = new std::map<int, std::unique_ptr<KeptEngine>>();
   const std::lock_guard<std::mutex> lock(guard);
-  auto& e = engines[device];
+  auto& e = (*engines)[device];
   if (!e) e = std::make_unique<KeptEngine>();
   return *e;
 }

@@ -92,25 +92,33 @@ void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, 
 template <class T>
 void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::vector<float>& values, int threads) {
   const std::int64_t nf = m.triangle_count();
-  std::vector<std::uint32_t> keys(std::size_t(m.vertex_count()), 0);
+  values.assign(std::size_t(m.vertex_count()), 0.0f);
   const float* p = m.positions.data();
   const std::uint32_t* t = m.triangles.data();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (std::int64_t f = 0; f < nf; ++f) {
-    std::int64_t c[3];
-    cells::face_cell(g, p, t, f, c);
-    const std::uint32_t key = cells::range_key(cells::cell_range<T>(g, c, level));
-    for (int a = 0; a < 3; ++a) {
-      std::atomic_ref<std::uint32_t> slot(keys[t[3 * f + a]]);
-      std::uint32_t now = slot.load(std::memory_order_relaxed);
-      while (key > now && !slot.compare_exchange_weak(now, key, std::memory_order_relaxed)) {
+  // Triangles come in cell order, two to four a cell: a cell's range (eight samples in four rows of the volume,
+  // far apart in memory) is read once for its run of triangles.
+#pragma omp parallel num_threads(threads)
+  {
+    std::int64_t last[3] = {-1, -1, -1};
+    float range = 0;
+    std::uint32_t key = 0;
+#pragma omp for schedule(static)
+    for (std::int64_t f = 0; f < nf; ++f) {
+      std::int64_t c[3];
+      cells::face_cell(g, p, t, f, c);
+      if (c[0] != last[0] || c[1] != last[1] || c[2] != last[2]) {
+        range = cells::cell_range<T>(g, c, level);
+        key = cells::range_key(range);
+        last[0] = c[0], last[1] = c[1], last[2] = c[2];
+      }
+      for (int a = 0; a < 3; ++a) {
+        std::atomic_ref<float> slot(values[t[3 * f + a]]);
+        float now = slot.load(std::memory_order_relaxed);
+        while (key > cells::range_key(now) && !slot.compare_exchange_weak(now, range, std::memory_order_relaxed)) {
+        }
       }
     }
   }
-  values.resize(keys.size());
-  static_assert(sizeof(float) == sizeof(std::uint32_t));
-  // The keys are the floats' bits.
-  std::memcpy(values.data(), keys.data(), keys.size() * sizeof(float));
 }
 
 }  // namespace

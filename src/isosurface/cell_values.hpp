@@ -34,24 +34,28 @@ PS_HD void face_cell(const Grid& g, const float* positions, const std::uint32_t*
   cell_of(g, positions + 3 * std::size_t(t[0]), positions + 3 * std::size_t(t[1]), positions + 3 * std::size_t(t[2]), c);
 }
 
-template <class T>
-PS_HD float sample(const Grid& g, std::int64_t i, std::int64_t j, std::int64_t k) {
-  return float(*reinterpret_cast<const T*>(g.data + i * g.stride[0] + j * g.stride[1] + k * g.stride[2]));
-}
-
-// The cell's corner values shifted by the level, as float32: max(largest, 0) − min(smallest, 0).
+// The cell's corner values shifted by the level, as float32: max(largest, 0) − min(smallest, 0); NaN when a corner
+// is NaN (as numpy's max and min).
 template <class T>
 PS_HD float cell_range(const Grid& g, const std::int64_t* c, float level) {
+  const char* at = g.data + c[0] * g.stride[0] + c[1] * g.stride[1] + c[2] * g.stride[2];
+  const std::int64_t offset[8] = {0,
+                                  g.stride[2],
+                                  g.stride[1],
+                                  g.stride[1] + g.stride[2],
+                                  g.stride[0],
+                                  g.stride[0] + g.stride[2],
+                                  g.stride[0] + g.stride[1],
+                                  g.stride[0] + g.stride[1] + g.stride[2]};
   float lo = 0, hi = 0;
-  for (int a = 0; a < 2; ++a)
-    for (int b = 0; b < 2; ++b)
-      for (int d = 0; d < 2; ++d) {
-        const float v = sample<T>(g, c[0] + a, c[1] + b, c[2] + d) - level;
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-        if (v != v) lo = hi = v;  // NaN stays, as numpy's max/min
-      }
-  return hi - lo;
+  bool nan = false;
+  for (int d = 0; d < 8; ++d) {
+    const float v = float(*reinterpret_cast<const T*>(at + offset[d])) - level;
+    lo = v < lo ? v : lo;
+    hi = v > hi ? v : hi;
+    nan = nan || v != v;
+  }
+  return nan ? NAN : hi - lo;
 }
 
 // A range as an unsigned key whose order is the float's (ranges are >= 0 or NaN, which sorts above them): the
