@@ -146,15 +146,31 @@ def evaluate_surface(control_points, resolution=(64, 64), *, uv=None, weights=No
     ``normals`` ((rows, cols, 3) on a grid, (N, 3) at pairs) and a dict with them, ``degenerate`` (True where
     Su x Sv vanishes: the normal is then the limit normal), and with ``derivatives=True`` ``du`` and ``dv``, with
     ``second_derivatives=True`` ``duu``, ``duv`` and ``dvv``; float64 or float32 (``precision``). The library writes
-    the arrays returned (each is a view of one (3, count) block: no copy).
+    the arrays returned (each is a view of one (3, count) block: no copy). Control points on a GPU (PyTorch, CuPy,
+    JAX) give results on that GPU, in the same framework.
     """
     rows, cols = (resolution, resolution) if _np.isscalar(resolution) else resolution
+    gpu = _gpu_of(control_points)
     pts = _np.asarray(_host(control_points), dtype=_np.float64)
     w = None if weights is None else _np.asarray(_host(weights), dtype=_np.float64)
     pairs = None if uv is None else _np.asarray(_host(uv), dtype=_np.float64)
     out = _parasurf.evaluate_surface(pts, w, pairs, int(rows), int(cols), bool(derivatives), bool(second_derivatives),
-                                     precision, device, int(threads))
+                                     precision, device, int(threads), gpu)
+    if gpu >= 0:
+        wrap = _framework_of(control_points)
+        out = {k: wrap(v) for k, v in out.items()}
     return out["points"], out["normals"], out
+
+
+def _gpu_of(x):
+    """The CUDA device an array lies on, or -1 (host memory, or not an array)."""
+    if hasattr(x, "__dlpack_device__") and not isinstance(x, _np.ndarray):
+        kind, index = x.__dlpack_device__()
+        return int(index) if int(kind) in (2, 13) else -1
+    if hasattr(x, "__cuda_array_interface__"):
+        view = _parasurf._view(x)  # (address, shape, strides, space, device, type)
+        return view[4] if view[3] == "cuda" else -1
+    return -1
 
 
 def _host(x):

@@ -136,7 +136,12 @@ ArrayIn from_dlpack(py::handle obj, const char* what) {
 struct DeviceArray {
   Buffer buffer;
   std::vector<std::int64_t> shape;
-  std::string dtype;  // numpy name
+  std::string dtype;                  // numpy name
+  std::vector<std::int64_t> strides;  // elements; empty: C order
+  std::int64_t offset = 0;            // elements from the buffer's start
+  std::size_t item() const { return std::size_t(dl_type_bits(dtype) / 8); }
+  static int dl_type_bits(const std::string& dtype) { return dtype == "float64" ? 64 : dtype == "bool" ? 8 : 32; }
+  void* data() const { return static_cast<char*>(buffer.data) + offset * std::int64_t(item()); }
 };
 
 std::pair<std::uint8_t, int> dl_type(const std::string& dtype) {
@@ -144,31 +149,34 @@ std::pair<std::uint8_t, int> dl_type(const std::string& dtype) {
   if (dtype == "int32") return {dlpack::kInt, 32};
   if (dtype == "uint32") return {dlpack::kUInt, 32};
   if (dtype == "float64") return {dlpack::kFloat, 64};
+  if (dtype == "bool") return {dlpack::kBool, 8};
   throw Error(ErrorKind::InvalidArgument, "no DLPack type for " + dtype);
 }
 std::string typestr(const std::string& dtype) {
+  if (dtype == "bool") return "|b1";
   const auto [code, bits] = dl_type(dtype);
   return std::string("<") + (code == dlpack::kFloat ? 'f' : code == dlpack::kInt ? 'i' : 'u') + std::to_string(bits / 8);
 }
 
 struct Exported {
   dlpack::ManagedTensor tensor;
-  std::vector<std::int64_t> shape;
+  std::vector<std::int64_t> shape, strides;
   Buffer buffer;
 };
 
 py::capsule to_dlpack(const DeviceArray& a) {
   auto* e = new Exported{};
   e->shape = a.shape;
+  e->strides = a.strides;
   e->buffer = a.buffer;
   const auto [code, bits] = dl_type(a.dtype);
   dlpack::Tensor& t = e->tensor.dl_tensor;
-  t.data = a.buffer.data;
+  t.data = a.data();
   t.device = {a.buffer.space == MemorySpace::Cuda ? dlpack::kCUDA : dlpack::kCPU, a.buffer.device};
   t.ndim = std::int32_t(e->shape.size());
   t.dtype = {code, std::uint8_t(bits), 1};
   t.shape = e->shape.data();
-  t.strides = nullptr;
+  t.strides = e->strides.empty() ? nullptr : e->strides.data();
   t.byte_offset = 0;
   e->tensor.manager_ctx = e;
   e->tensor.deleter = [](dlpack::ManagedTensor* m) { delete static_cast<Exported*>(m->manager_ctx); };
@@ -203,13 +211,17 @@ ArrayIn array_in(py::handle obj, const char* what) {
   return in;
 }
 
-py::object array_out(const Buffer& buffer, std::vector<std::int64_t> shape, const std::string& dtype) {
-  if (buffer.space == MemorySpace::Cuda) return py::cast(DeviceArray{buffer, std::move(shape), dtype});
+py::object array_out(const Buffer& buffer, std::vector<std::int64_t> shape, const std::string& dtype,
+                     std::vector<std::int64_t> strides, std::int64_t offset) {
+  if (buffer.space == MemorySpace::Cuda)
+    return py::cast(DeviceArray{buffer, std::move(shape), dtype, std::move(strides), offset});
   // The numpy array's base owns the library's buffer.
   auto* held = new Buffer(buffer);
   py::capsule owner(held, [](void* p) { delete static_cast<Buffer*>(p); });
-  std::vector<py::ssize_t> s(shape.begin(), shape.end());
-  return py::array(py::dtype(dtype), s, {}, held->data, owner);
+  const py::dtype dt(dtype);
+  std::vector<py::ssize_t> s(shape.begin(), shape.end()), st;
+  for (auto x : strides) st.push_back(py::ssize_t(x) * dt.itemsize());
+  return py::array(dt, s, st, static_cast<char*>(held->data) + offset * dt.itemsize(), owner);
 }
 
 void register_device_array(py::module_& m) {
@@ -219,7 +231,7 @@ void register_device_array(py::module_& m) {
       .def_property_readonly("shape", [](const DeviceArray& a) { return py::tuple(py::cast(a.shape)); })
       .def_property_readonly("dtype", [](const DeviceArray& a) { return a.dtype; })
       .def_property_readonly("device", [](const DeviceArray& a) { return a.buffer.device; })
-      .def_property_readonly("data_ptr", [](const DeviceArray& a) { return reinterpret_cast<std::uintptr_t>(a.buffer.data); })
+      .def_property_readonly("data_ptr", [](const DeviceArray& a) { return reinterpret_cast<std::uintptr_t>(a.data()); })
       .def("__dlpack__",
            [](const DeviceArray& a, py::object stream, py::object max_version, py::object dl_device, py::object copy) {
              // The library finished its work before returning the array: any consumer stream may read it at once.
@@ -235,8 +247,14 @@ void register_device_array(py::module_& m) {
                                py::dict d;
                                d["shape"] = py::tuple(py::cast(a.shape));
                                d["typestr"] = typestr(a.dtype);
-                               d["data"] = py::make_tuple(reinterpret_cast<std::uintptr_t>(a.buffer.data), false);
-                               d["strides"] = py::none();
+                               d["data"] = py::make_tuple(reinterpret_cast<std::uintptr_t>(a.data()), false);
+                               if (a.strides.empty()) {
+                                 d["strides"] = py::none();
+                               } else {
+                                 py::list st;
+                                 for (auto x : a.strides) st.append(x * std::int64_t(a.item()));
+                                 d["strides"] = py::tuple(st);
+                               }
                                d["version"] = 3;
                                d["stream"] = py::none();
                                return d;

@@ -24,9 +24,11 @@ struct ArrayIn {
 // for other shapes or types.
 ArrayIn array_in(py::handle obj, const char* what);
 
-// A library buffer as an array of `shape` and numpy `dtype` ("float32", "int32", ...): a numpy array on the host
-// (the buffer its base, no copy), a DeviceArray on a GPU.
-py::object array_out(const Buffer& buffer, std::vector<std::int64_t> shape, const std::string& dtype);
+// A library buffer as an array of `shape` and numpy `dtype` ("float32", "int32", "bool", ...): a numpy array on the
+// host (the buffer its base, no copy), a DeviceArray on a GPU. `strides` in elements (empty: C order), `offset` in
+// elements from the buffer's start.
+py::object array_out(const Buffer& buffer, std::vector<std::int64_t> shape, const std::string& dtype,
+                     std::vector<std::int64_t> strides = {}, std::int64_t offset = 0);
 
 void register_device_array(py::module_& m);
 

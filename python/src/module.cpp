@@ -101,7 +101,7 @@ py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::fo
                           std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> weights,
                           std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> uv, std::int64_t rows,
                           std::int64_t cols, bool derivatives, bool second, const std::string& precision, const std::string& device,
-                          int threads) {
+                          int threads, int gpu) {
   if (points.ndim() != 3 || points.shape(2) != 3)
     throw Error(ErrorKind::InvalidArgument, "control points must have shape (m+1, n+1, 3)");
   BezierSurface s;
@@ -126,13 +126,29 @@ py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::fo
   EvalOptions o;
   o.device = parse_device(device);
   o.threads = threads;
+  if (gpu >= 0) {
+    // Results written into device memory come from the CUDA evaluator alone, which runs on the first GPU.
+    if (o.device == Device::Cpu || o.device == Device::Hybrid)
+      throw Error(ErrorKind::InvalidArgument, "the control points lie on a GPU: device must be 'auto' or 'cuda' (results stay there)");
+    if (gpu != 0)
+      throw Error(ErrorKind::InvalidArgument, "evaluate_surface runs on GPU 0; the control points lie on GPU " + std::to_string(gpu));
+    o.device = Device::Cuda;
+  }
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    core::check_host_allocation(sample_bytes(count, req, sizeof(T)), "evaluate_surface: the samples");
+    if (gpu < 0) core::check_host_allocation(sample_bytes(count, req, sizeof(T)), "evaluate_surface: the samples");
     py::dict out;
     SampleSpans<T> spans;
     spans.count = count;
+    std::vector<std::int64_t> shape = uv ? std::vector<std::int64_t>{count, 3} : std::vector<std::int64_t>{rows, cols, 3};
+    std::vector<std::int64_t> strides = uv ? std::vector<std::int64_t>{1, count} : std::vector<std::int64_t>{cols, 1, count};
     auto field = [&](std::array<T*, 3>& to, const char* name) {
+      if (gpu >= 0) {  // the caller's arrays are on a GPU: the samples stay there
+        const Buffer b = Buffer::cuda(gpu, 3 * std::size_t(count) * sizeof(T));
+        for (int c = 0; c < 3; ++c) to[std::size_t(c)] = static_cast<T*>(b.data) + c * count;
+        out[name] = python::array_out(b, shape, sizeof(T) == 4 ? "float32" : "float64", strides);
+        return;
+      }
       py::array_t<T> block(std::vector<py::ssize_t>{3, py::ssize_t(count)});
       for (int c = 0; c < 3; ++c) to[std::size_t(c)] = block.mutable_data() + c * count;
       const py::ssize_t e = sizeof(T);
@@ -146,10 +162,16 @@ py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::fo
     field(spans.normal, "normals");
     if (derivatives) field(spans.du, "du"), field(spans.dv, "dv");
     if (second) field(spans.duu, "duu"), field(spans.duv, "duv"), field(spans.dvv, "dvv");
-    py::array_t<std::uint8_t> degenerate(uv ? std::vector<py::ssize_t>{py::ssize_t(count)}
-                                            : std::vector<py::ssize_t>{py::ssize_t(rows), py::ssize_t(cols)});
-    spans.degenerate = degenerate.mutable_data();
-    out["degenerate"] = degenerate.attr("view")("bool");
+    std::vector<std::int64_t> flag_shape(shape.begin(), shape.end() - 1);
+    if (gpu >= 0) {
+      const Buffer b = Buffer::cuda(gpu, std::size_t(count));
+      spans.degenerate = static_cast<std::uint8_t*>(b.data);
+      out["degenerate"] = python::array_out(b, flag_shape, "bool");
+    } else {
+      py::array_t<std::uint8_t> degenerate(std::vector<py::ssize_t>(flag_shape.begin(), flag_shape.end()));
+      spans.degenerate = degenerate.mutable_data();
+      out["degenerate"] = degenerate.attr("view")("bool");
+    }
     {
       py::gil_scoped_release release;
       auto [ev, lock] = kept_evaluator<T>();
@@ -386,7 +408,7 @@ PYBIND11_MODULE(_parasurf, m) {
         py::arg("device"), py::arg("threads"), py::arg("progress"));
   m.def("evaluate_surface", &evaluate_surface, py::arg("points"), py::arg("weights"), py::arg("uv"), py::arg("rows"),
         py::arg("cols"), py::arg("derivatives"), py::arg("second_derivatives"), py::arg("precision"), py::arg("device"),
-        py::arg("threads"));
+        py::arg("threads"), py::arg("gpu") = -1);
   m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"));
   m.def("cuda_available", &cuda_available);
   m.def(

@@ -178,3 +178,51 @@ def test_progress_and_interrupt():
         parasurf.marching_cubes(vol, 0.5, device="cpu", progress=stop)
     # The engine is usable after an interrupted call.
     assert len(parasurf.marching_cubes(vol, 0.5, device="cpu")[1]) > 0
+
+
+class OnlyCudaInterface:
+    """What Numba or Warp arrays offer: the CUDA array interface alone."""
+
+    def __init__(self, a):
+        self.a = a
+        self.__cuda_array_interface__ = a.__cuda_array_interface__
+
+
+@pytest.mark.parametrize("framework", cuda_frameworks() or [pytest.param("none", marks=pytest.mark.skip(
+    reason="no CUDA array framework (torch or cupy with a GPU)"))])
+def test_surfaces_of_gpu_control_points_stay_on_the_gpu(framework, rng):
+    if not parasurf.cuda_available():
+        pytest.skip("parasurf has no CUDA device")
+    cps = rng.normal(size=(5, 4, 3))
+    uv = rng.uniform(size=(300, 2))
+    if framework == "torch":
+        import torch
+        d, kind, home = torch.from_numpy(cps).cuda(), torch.Tensor, lambda x: x.cpu().numpy()
+    else:
+        import cupy
+        d, kind, home = cupy.asarray(cps), cupy.ndarray, cupy.asnumpy
+    for precision in ("float", "double"):
+        for kw in ({"resolution": (33, 17)}, {"uv": uv}):
+            ours = parasurf.evaluate_surface(d, derivatives=True, second_derivatives=True, precision=precision, **kw)[2]
+            ref = parasurf.evaluate_surface(cps, derivatives=True, second_derivatives=True, precision=precision,
+                                            device="cuda", **kw)[2]
+            assert set(ours) == set(ref)
+            for key in ref:
+                assert isinstance(ours[key], kind), key
+                np.testing.assert_array_equal(home(ours[key]), ref[key], err_msg=key)
+    # An object with the CUDA array interface alone gets DeviceArrays, which frameworks take without a copy.
+    plain = parasurf.evaluate_surface(OnlyCudaInterface(d), (8, 8))[0]
+    assert isinstance(plain, parasurf.DeviceArray) and plain.shape == (8, 8, 3)
+    ref = parasurf.evaluate_surface(cps, (8, 8), device="cuda")[0]
+    if framework == "torch":
+        import torch
+        np.testing.assert_array_equal(torch.from_dlpack(plain).cpu().numpy(), ref)
+    else:
+        import cupy
+        np.testing.assert_array_equal(cupy.asnumpy(cupy.asarray(plain)), ref)
+    vol = field(rng, (20, 22, 24))
+    dv = torch.from_numpy(vol).cuda() if framework == "torch" else cupy.asarray(vol)
+    mesh = parasurf.marching_cubes(OnlyCudaInterface(dv), 0.5)
+    assert isinstance(mesh[0], parasurf.DeviceArray)
+    np.testing.assert_array_equal(home(torch.from_dlpack(mesh[1]) if framework == "torch" else cupy.from_dlpack(mesh[1])),
+                                  parasurf.marching_cubes(vol, 0.5, device="cuda")[1])

@@ -930,6 +930,7 @@ void launch_point_list(Context* ctx, const Job<T>& job, const kern::OutView<T>& 
   }
 }
 
+// The outputs may be host memory or a caller's device memory (UVA tells which): the copies say neither.
 template <class T>
 void copy_back(Context* ctx, std::int64_t first, std::int64_t count, std::int64_t dev_first,
                const kern::OutView<T>& host_out) {
@@ -938,12 +939,12 @@ void copy_back(Context* ctx, std::int64_t first, std::int64_t count, std::int64_
       T* h = out_slots(host_out, k)[c];
       if (h && ctx->dev_out[k * 3 + c])
         PS_CUDA(cudaMemcpyAsync(h + first, static_cast<T*>(ctx->dev_out[k * 3 + c]) + dev_first,
-                                std::size_t(count) * sizeof(T), cudaMemcpyDeviceToHost, ctx->stream),
+                                std::size_t(count) * sizeof(T), cudaMemcpyDefault, ctx->stream),
                 "copying samples to the host");
     }
   if (host_out.flag && ctx->dev_out[21])
     PS_CUDA(cudaMemcpyAsync(host_out.flag + first, static_cast<std::uint8_t*>(ctx->dev_out[21]) + dev_first,
-                            std::size_t(count), cudaMemcpyDeviceToHost, ctx->stream),
+                            std::size_t(count), cudaMemcpyDefault, ctx->stream),
             "copying degenerate flags to the host");
 }
 
