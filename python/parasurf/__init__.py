@@ -182,10 +182,19 @@ def _host(x):
         return x.detach().cpu().numpy()
     if mod == "cupy":
         return x.get()
-    try:
-        return _np.from_dlpack(x)
-    except (RuntimeError, TypeError, BufferError):
-        return _np.asarray(x)
+    if hasattr(x, "__dlpack__"):
+        try:
+            return _np.from_dlpack(x)
+        except (RuntimeError, TypeError, BufferError):
+            pass
+    if hasattr(x, "__cuda_array_interface__"):  # Numba, Warp: through a framework that reads the interface
+        for name in ("cupy", "torch"):
+            try:
+                lib = __import__(name)
+            except ImportError:
+                continue
+            return lib.asnumpy(lib.asarray(x)) if name == "cupy" else lib.as_tensor(x, device="cuda").cpu().numpy()
+    return _np.asarray(x)
 
 
 def tessellate(path=None, *, resolution=16, tolerance=0.0, device="auto"):
