@@ -68,6 +68,9 @@ struct SolverOptions {
   double max_seconds = 60;
   int threads = 0;                    // CPU threads, 0 = all (cells of one subdivision level run in parallel)
   std::function<void(int level, std::int64_t cells)> progress;  // called before each level, for long solves
+  // Polled before each level, from whichever thread runs the solve (applications run many at once): true ends the
+  // solve with status "interrupted (partial result)".
+  std::function<bool()> stop;
   // Engine: Cpu = OpenMP threads over the cells of each level (or over the systems of a batch); Cuda = the
   // GPU-resident breadth-first engine (each level's survivors compacted by a device scan, nodes never leave the
   // GPU); Hybrid = the paper's scheme (the GPU subdivides and tests, the CPU reads the results and builds each

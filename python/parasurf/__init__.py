@@ -197,13 +197,14 @@ def _host(x):
     return _np.asarray(x)
 
 
-def tessellate(path=None, *, resolution=16, tolerance=0.0, device="auto"):
+def tessellate(path=None, *, resolution=16, tolerance=0.0, device="auto", progress=None):
     """Tessellate a patch model (.bv, .bpt, B-spline .json; None: the built-in Utah teapot) into a welded mesh.
 
     Returns ``verts`` (V, 3) float32, ``faces`` (F, 3) int32 and ``normals`` (V, 3) float32. ``tolerance`` > 0
-    chooses the resolution per patch from a chordal tolerance instead.
+    chooses the resolution per patch from a chordal tolerance instead. ``progress`` is called with the fraction
+    done between the phases (planning, evaluation, assembly); Ctrl-C is heard there too.
     """
-    return _parasurf.tessellate(path, int(resolution), float(tolerance), device)
+    return _parasurf.tessellate(None if path is None else str(path), int(resolution), float(tolerance), device, progress)
 
 
 def lattice(vertices, count=(9, 9, 9), degree=(3, 3, 3), *, padding=0.05, knots=None, world_to_parameter=None):

@@ -4,6 +4,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <cstring>
@@ -53,6 +54,49 @@ std::function<void(double)> progress_hook(py::object callback) {
     if (!callback.is_none()) callback(fraction);
   };
 }
+
+// Ctrl-C during a solve. The solver polls `stop` before each level from whichever thread runs it (applications run
+// many solves at once, inside parallel loops, where nothing may throw): the poll takes the GIL at most every 20 ms,
+// and the first to see the signal keeps Python's exception and makes every solve stop; the call then raises it.
+class Interrupt {
+ public:
+  Interrupt() = default;
+  Interrupt(const Interrupt&) = delete;
+  Interrupt& operator=(const Interrupt&) = delete;
+  ~Interrupt() {
+    if (type_ || value_ || traceback_) {
+      py::gil_scoped_acquire gil;
+      Py_XDECREF(type_), Py_XDECREF(value_), Py_XDECREF(traceback_);
+    }
+  }
+  std::function<bool()> poll() {
+    return [this] { return check(); };
+  }
+  // With the GIL held, after the native call.
+  void raise_if_stopped() {
+    if (!stopped_) return;
+    PyErr_Restore(type_, value_, traceback_);
+    type_ = value_ = traceback_ = nullptr;
+    throw py::error_already_set();
+  }
+
+ private:
+  bool check() {
+    if (stopped_.load(std::memory_order_relaxed)) return true;
+    const long long now = std::chrono::steady_clock::now().time_since_epoch() / std::chrono::milliseconds(1);
+    long long last = last_.load(std::memory_order_relaxed);
+    if (now - last < 20 || !last_.compare_exchange_strong(last, now)) return false;
+    py::gil_scoped_acquire gil;
+    if (!stopped_ && PyErr_CheckSignals() != 0) {
+      PyErr_Fetch(&type_, &value_, &traceback_);
+      stopped_ = true;
+    }
+    return stopped_.load();
+  }
+  std::atomic<bool> stopped_{false};
+  std::atomic<long long> last_{0};
+  PyObject *type_ = nullptr, *value_ = nullptr, *traceback_ = nullptr;
+};
 
 // scikit-image's marching_cubes on any array the module takes, results where the samples lie.
 py::tuple marching_cubes_array_py(py::handle volume, py::object level, std::array<double, 3> spacing, const std::string& direction,
@@ -186,8 +230,10 @@ py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::fo
   return precision == "float" ? run(float{}) : run(double{});
 }
 
-py::tuple tessellate_model(std::optional<std::string> path, int resolution, double tolerance, const std::string& device) {
+py::tuple tessellate_model(std::optional<std::string> path, int resolution, double tolerance, const std::string& device,
+                           py::object progress) {
   TessellationOptions o;
+  o.progress = progress_hook(progress);
   o.resolution = resolution;
   o.tolerance = tolerance;
   o.device = parse_device(device);
@@ -409,7 +455,8 @@ PYBIND11_MODULE(_parasurf, m) {
   m.def("evaluate_surface", &evaluate_surface, py::arg("points"), py::arg("weights"), py::arg("uv"), py::arg("rows"),
         py::arg("cols"), py::arg("derivatives"), py::arg("second_derivatives"), py::arg("precision"), py::arg("device"),
         py::arg("threads"), py::arg("gpu") = -1);
-  m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"));
+  m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"),
+        py::arg("progress") = py::none());
   m.def("cuda_available", &cuda_available);
   m.def(
       "read_volume",
@@ -443,11 +490,14 @@ PYBIND11_MODULE(_parasurf, m) {
         SolverOptions o;
         o.tolerance = tolerance;
         o.threads = threads;
+        Interrupt interrupt;
+        o.stop = interrupt.poll();
         CurveIntersectionResult r;
         {
           py::gil_scoped_release release;
           r = intersect_curves(ca, cb, o);
         }
+        interrupt.raise_if_stopped();
         const py::ssize_t k = py::ssize_t(r.points.size());
         auto params = matrix<double>(k, 2), points = matrix<double>(k, 2);
         py::array_t<bool> tangent(k);
@@ -483,11 +533,14 @@ PYBIND11_MODULE(_parasurf, m) {
         SolverOptions o;
         o.tolerance = tolerance;
         o.threads = threads;
+        Interrupt interrupt;
+        o.stop = interrupt.poll();
         RayTrapResult r;
         {
           py::gil_scoped_release release;
           r = ray_traps(cs, o);
         }
+        interrupt.raise_if_stopped();
         const py::ssize_t k = py::ssize_t(cs.size()), n = py::ssize_t(r.traps.size());
         py::array_t<double> params(std::vector<py::ssize_t>{n, k}), points(std::vector<py::ssize_t>{n, k, 2});
         for (py::ssize_t i = 0; i < n; ++i)
@@ -508,12 +561,15 @@ PYBIND11_MODULE(_parasurf, m) {
       "hausdorff_distance",
       [](CArray a, int da, std::vector<double> ka, CArray b, int db, std::vector<double> kb, const std::string& device, int threads) {
         const BSplineCurve2 ca = curve_arg(a, da, ka, "curve a"), cb = curve_arg(b, db, kb, "curve b");
-        const SolverOptions o = solver_options(device, threads);
+        SolverOptions o = solver_options(device, threads);
+        Interrupt interrupt;
+        o.stop = interrupt.poll();
         HausdorffResult r;
         {
           py::gil_scoped_release release;
           r = hausdorff_distance(ca, cb, o);
         }
+        interrupt.raise_if_stopped();
         auto pair = [](const HausdorffPair& p) {
           py::dict d;
           d["distance"] = p.distance;
@@ -538,12 +594,15 @@ PYBIND11_MODULE(_parasurf, m) {
       [](CArray a, int da, std::vector<double> ka, CArray b, int db, std::vector<double> kb, double resolution, const std::string& device,
          int threads) {
         const BSplineCurve2 ca = curve_arg(a, da, ka, "curve a"), cb = curve_arg(b, db, kb, "curve b");
-        const SolverOptions o = solver_options(device, threads);
+        SolverOptions o = solver_options(device, threads);
+        Interrupt interrupt;
+        o.stop = interrupt.poll();
         CurveBisectorResult r;
         {
           py::gil_scoped_release release;
           r = curve_bisector(ca, cb, resolution, o);
         }
+        interrupt.raise_if_stopped();
         py::list curves;
         for (const auto& c : r.curves) {
           py::dict d;
@@ -564,12 +623,15 @@ PYBIND11_MODULE(_parasurf, m) {
       [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
          double resolution, const std::string& device, int threads) {
         const BSplineSurface sa = surface_arg(a, da, ka, "surface a"), sb = surface_arg(b, db, kb, "surface b");
-        const SolverOptions o = solver_options(device, threads);
+        SolverOptions o = solver_options(device, threads);
+        Interrupt interrupt;
+        o.stop = interrupt.poll();
         SurfaceIntersectionResult r;
         {
           py::gil_scoped_release release;
           r = intersect_surfaces(sa, sb, resolution, o);
         }
+        interrupt.raise_if_stopped();
         py::list curves;
         for (const auto& c : r.curves) {
           py::dict d;
@@ -596,12 +658,15 @@ PYBIND11_MODULE(_parasurf, m) {
         m.knots = motion_knots;
         for (py::ssize_t i = 0; i < motion.shape(0); ++i)
           m.points.push_back({motion.data()[4 * i], motion.data()[4 * i + 1], motion.data()[4 * i + 2], motion.data()[4 * i + 3]});
-        const SolverOptions o = solver_options(device, threads);
+        SolverOptions o = solver_options(device, threads);
+        Interrupt interrupt;
+        o.stop = interrupt.poll();
         ContactResult r;
         {
           py::gil_scoped_release release;
           r = contact_points(sa, sb, m, o);
         }
+        interrupt.raise_if_stopped();
         const py::ssize_t k = py::ssize_t(r.contacts.size());
         auto params = matrix<double>(k, 5), points = matrix<double>(k, 3);
         for (py::ssize_t i = 0; i < k; ++i) {
@@ -623,12 +688,15 @@ PYBIND11_MODULE(_parasurf, m) {
       [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
          double resolution, const std::string& device, int threads) {
         const BSplineSurface sa = surface_arg(a, da, ka, "surface a"), sb = surface_arg(b, db, kb, "surface b");
-        const SolverOptions o = solver_options(device, threads);
+        SolverOptions o = solver_options(device, threads);
+        Interrupt interrupt;
+        o.stop = interrupt.poll();
         SurfaceBisectorResult r;
         {
           py::gil_scoped_release release;
           r = surface_bisector(sa, sb, resolution, o);
         }
+        interrupt.raise_if_stopped();
         const py::ssize_t k = py::ssize_t(r.samples.size());
         auto params = matrix<double>(k, 4), points = matrix<double>(k, 3);
         for (py::ssize_t i = 0; i < k; ++i) {

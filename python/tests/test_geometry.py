@@ -253,3 +253,32 @@ def test_meshes_are_handed_over_without_copies():
     assert verts.dtype == np.float32 and faces.dtype == np.int32 and faces.max() < len(verts)
     with pytest.raises(ValueError):
         parasurf.evaluate_surface(np.zeros((3, 3, 3)), uv=np.array([[0.5, 1.5]]))
+
+
+def test_progress_and_interrupt_of_long_calls():
+    import os
+    import signal
+    import threading
+    import time
+
+    seen = []
+    parasurf.tessellate(resolution=8, device="cpu", progress=seen.append)
+    assert seen and seen[-1] == 1.0 and seen == sorted(seen)
+
+    def stop(fraction):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        parasurf.tessellate(resolution=8, device="cpu", progress=stop)
+    # Ctrl-C during a solve of many systems (nearly coincident surfaces: about 5 s on two cores when not stopped).
+    a = np.array([[[x, y, 0.3 * np.sin(3 * x + y)] for y in np.linspace(0, 1, 4)] for x in np.linspace(0, 1, 4)])
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            parasurf.intersect_surfaces(a, a + [0, 0, 1e-9], resolution=1 / 256)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 2.5
+    assert parasurf.intersect_curves([[0, 0], [1, 1]], [[0, 1], [1, 0]])["status"] == "complete"  # usable after

@@ -495,6 +495,10 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
       out.status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
       break;
     }
+    if (o.stop && o.stop()) {
+      out.status = "interrupted (partial result)";
+      break;
+    }
     if (o.progress) o.progress(level, std::int64_t(frontier.size()));
     ++level;
     out.nodes += std::int64_t(frontier.size());
@@ -680,6 +684,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       if ((++seen_here & 63) == 0) {
         if (nodes.fetch_add(64) + 64 > o.max_nodes) stop = 1;
         if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) stop = 2;
+        if (o.stop && o.stop()) stop = 3;
       }
       if (stop.load(std::memory_order_relaxed)) continue;  // drain without work
       const std::size_t sys = node.system;
@@ -720,6 +725,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   }
   const std::string status = stop.load() == 1   ? "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)"
                              : stop.load() == 2 ? "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)"
+                             : stop.load() == 3 ? "interrupted (partial result)"
                                                 : "complete";
   for (auto& s : out) {
     s.status = status;

@@ -333,6 +333,10 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
       status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
       break;
     }
+    if (o.stop && o.stop()) {
+      status = "interrupted (partial result)";
+      break;
+    }
     if (o.progress) o.progress(level, count);
     ++level;
     nodes += count;
