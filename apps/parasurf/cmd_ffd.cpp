@@ -135,7 +135,7 @@ void add_ffd(CLI::App& app) {
   cmd->add_option("--level,-m", a->level, "Accurate and uus: each triangle becomes m^2 sub-triangles (1..256)");
   cmd->add_option("--precision", a->precision, "float | double")->check(CLI::IsMember({"float", "double"}));
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  add_threads_option(cmd, a->threads);
   cmd->add_flag("--allow-non-manifold", a->allow_non_manifold, "Deform meshes with non-manifold edges too");
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");
   cmd->callback([a] {

@@ -86,7 +86,7 @@ void add_isosurface(CLI::App& app) {
   cmd->add_flag("--no-normals", a->no_normals, "Skip vertex normals");
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
   cmd->add_option("--devices", a->devices, "Several GPUs: all | 0,1,... (slabs go to whichever is free)");
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  add_threads_option(cmd, a->threads);
   cmd->add_option("--slab-slices", a->slab_slices, "z-slices per slab (0 = from the memory budget)");
   cmd->add_option("--memory", a->memory_mb, "Memory budget for one slab, MiB (0 = automatic)");
   cmd->add_option("--raw-dims", a->raw_dims, "Raw file: NxMxK samples (x fastest)");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "io/json_text.hpp"
 #include "io/bspline_json.hpp"
 #include "io/solver_json.hpp"
 #include "io/text_cursor.hpp"
@@ -73,7 +74,7 @@ void add_solve(CLI::App& app) {
   cmd->add_option("--resolution", a->resolution,
                   "Sampling cell width for solution curves and surfaces, as a fraction of a knot span (ssi 1/64, "
                   "bisector 1/128, surface-bisector 1/16 by default)");
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  add_threads_option(cmd, a->threads);
   cmd->add_option("--device", a->device,
                   "Engine: cpu (default; fastest for one small problem), cuda (GPU-resident breadth first), hybrid (the "
                   "paper's CPU traversal with GPU subdivision), auto (cuda when a device is present)")
@@ -85,12 +86,7 @@ void add_solve(CLI::App& app) {
   cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
   cmd->callback([a] {
     const std::string text = io::read_text_file(a->input, "solver input", 64ull << 20);
-    nlohmann::json doc;
-    try {
-      doc = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(ErrorKind::Parse, a->input + ": not valid JSON: " + e.what());
-    }
+    const nlohmann::json doc = io::parse_json(text, a->input);
     SolverOptions o;
     o.tolerance = a->tolerance;
     o.threads = a->threads;

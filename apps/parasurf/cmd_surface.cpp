@@ -69,7 +69,7 @@ void add_surface(CLI::App& app) {
   cmd->add_option("--method", args->method, "auto | brute | matrix | mle | casteljau | factored");
   cmd->add_option("--precision", args->precision, "float | double")->check(CLI::IsMember({"float", "double"}));
   cmd->add_option("--device", args->device, "auto | cpu | cuda | hybrid");
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all)");
+  add_threads_option(cmd, args->threads);
   cmd->add_flag("--tensor-cores", args->tensor_cores,
                 "GPU, float, factored: stage 2 on TF32 tensor cores with split operands (opt-in; slower than the FP32 kernel on the H200)");
   cmd->add_option("--output,-o", args->output, "Mesh file (.ply or .obj)");

@@ -62,7 +62,7 @@ void add_tessellate(CLI::App& app) {
   cmd->add_option("--cpu-share", a->cpu_share, "hybrid static: fraction of the samples for the CPU (default: profiled)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--strategy", a->strategy, "GPU strategy: auto | direct | casteljau | tables");
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
+  add_threads_option(cmd, a->threads);
   cmd->add_flag("--host-assembly", a->host_assembly,
                 "On CUDA: copy the samples back and weld on the host's threads (default: weld on the GPU)");
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");

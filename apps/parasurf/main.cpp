@@ -34,6 +34,24 @@ void write_report(const std::string& path, const std::string& text) {
   }
 }
 
+CLI::Option* add_threads_option(CLI::App* cmd, int& threads) {
+  const int limit = cpu_thread_limit();
+  return cmd
+      ->add_option("--threads", threads, "CPU threads (0 = all; at most " + std::to_string(limit) + ")")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.find_first_not_of("0123456789") == std::string::npos && text.size() < 10
+                       ? std::string()
+                       : "must be a whole number from 0 (all) to 999999999; got '" + text + "'";
+          },
+          "N>=0"))
+      ->each([limit](const std::string& text) {
+        if (std::stoll(text) > limit)
+          std::fprintf(stderr, "parasurf: --threads %s: using %d threads (the most this machine's %d hardware threads take)\n",
+                       text.c_str(), limit, hardware_threads());
+      });
+}
+
 void progress_bar(const char* what, double fraction) {
   static const bool tty = isatty(STDERR_FILENO) != 0;
   if (!tty) return;

@@ -51,8 +51,11 @@ Device resolve_device(Device requested);
 // Measured device-to-device copy bandwidth in bytes/s (read + write counted), median of several runs.
 double measure_cuda_copy_bandwidth(int device_index = 0, std::uint64_t bytes = 1ull << 30);
 
-// CPU threads: 0 = all available. Applies to the library's OpenMP regions.
+// CPU threads: 0 = all available; requests above cpu_thread_limit() get that many. Applies to the library's OpenMP
+// regions. Throws Error(InvalidArgument) for a negative count.
 int cpu_thread_count(int requested);
+// The most threads one parallel region uses: 8 per hardware thread, at least 64.
+int cpu_thread_limit();
 // What "all threads" (0) means from now on, in every thread of the process (0: all available again). Several
 // processes sharing a node (MPI ranks) each take their share of its cores.
 void set_default_cpu_threads(int threads);

@@ -282,3 +282,22 @@ def test_progress_and_interrupt_of_long_calls():
         timer.cancel()
     assert time.monotonic() - start < 2.5
     assert parasurf.intersect_curves([[0, 0], [1, 1]], [[0, 1], [1, 0]])["status"] == "complete"  # usable after
+
+
+def test_hostile_arguments_raise_instead_of_ending_the_interpreter():
+    # Each in a fresh interpreter: a regression would abort the process, not raise.
+    import subprocess
+    import sys
+    cases = [
+        "parasurf.hausdorff_distance([[-1e308, -1e308], [1e308, 1e308], [1e308, -1e308]], [[-1e308, 1e308], [1e308, -1e308]])",
+        "parasurf.curve_bisector([[-1e308, -1e308], [1e308, 1e308], [1e308, -1e308]], [[-1e308, 1e308], [1e308, -1e308]])",
+    ]
+    for case in cases:
+        code = "import parasurf\ntry:\n    %s\nexcept (ValueError, RuntimeError) as e:\n    print('raised', e)\n" % case
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0 and "raised" in r.stdout, (case, r.returncode, r.stderr[-500:])
+    sphere = np.zeros((12, 12, 12), np.float32)
+    sphere[4:8, 4:8, 4:8] = 1
+    assert len(parasurf.marching_cubes(sphere, 0.5, device="cpu", threads=100000)[1]) > 0  # clamped to the limit
+    with pytest.raises(ValueError):
+        parasurf.marching_cubes(sphere, 0.5, device="cpu", threads=-1)

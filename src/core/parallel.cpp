@@ -26,9 +26,12 @@ std::atomic<int> g_default_threads{0};
 
 void set_default_cpu_threads(int threads) { g_default_threads = std::max(0, threads); }
 
+int cpu_thread_limit() { return std::max(64, 8 * hardware_threads()); }
+
 int cpu_thread_count(int requested) {
   if (requested < 0) throw Error(ErrorKind::InvalidArgument, "--threads must be >= 0 (0 = all), got " + std::to_string(requested));
-  if (requested > 0) return requested;
+  // Each OpenMP thread has a stack of its own: a team of 100,000 exhausted the address space and crashed.
+  if (requested > 0) return std::min(requested, cpu_thread_limit());
   const int fixed = g_default_threads.load();
   return fixed > 0 ? fixed : omp_get_max_threads();
 }

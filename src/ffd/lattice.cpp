@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ffd/lattice_view.hpp"
+#include "io/json_text.hpp"
 #include "io/text_cursor.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/ffd.hpp"
@@ -174,12 +175,7 @@ void deform_points(const Lattice& lattice, std::span<const double> points, std::
 }
 
 LatticeSpec parse_lattice_spec(std::string_view text, const std::string& name) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::Parse, name + ": not valid JSON: " + e.what());
-  }
+  const nlohmann::json doc = io::parse_json(text, name);
   auto fail = [&](const std::string& key, const std::string& msg) { throw Error(ErrorKind::Parse, name + ": \"" + key + "\": " + msg); };
   if (!doc.is_object()) throw Error(ErrorKind::Parse, name + ": expected a JSON object");
   LatticeSpec spec;
@@ -226,12 +222,7 @@ LatticeSpec read_lattice_spec(const std::string& path) {
 // ------------------------------------------------------------------------------------------------ edits
 
 LatticeEdits parse_lattice_edits(std::string_view text, const std::string& name) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::Parse, name + ": not valid JSON: " + e.what());
-  }
+  const nlohmann::json doc = io::parse_json(text, name);
   auto fail = [&](const std::string& where, const std::string& msg) -> void {
     throw Error(ErrorKind::Parse, name + ": " + where + ": " + msg);
   };

@@ -9,6 +9,7 @@
 #include "patches/trimmed.hpp"
 #include <sstream>
 
+#include "io/json_text.hpp"
 #include "io/atomic_file.hpp"
 #include "io/bspline_json.hpp"
 #include "io/text_cursor.hpp"
@@ -254,12 +255,7 @@ BSplineSurface bspline_surface_from_json(const nlohmann::json& s, const std::str
 }
 
 PatchModel parse_bspline_json(const std::string& text, const std::string& name) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(ErrorKind::Parse, name + ": not valid JSON: " + e.what());
-  }
+  const nlohmann::json doc = io::parse_json(text, name);
   // Trimmed Bézier patches (accurate FFD's exact output) share the .json extension.
   if (doc.is_object() && doc.contains("parasurf_trimmed_bezier")) {
     PatchModel t = patches::parse_trimmed_json(doc, name);

@@ -11,6 +11,7 @@
 #include <omp.h>
 #include <thread>
 
+#include "core/region_errors.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "solver/curve_point.hpp"
@@ -175,17 +176,21 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
     for (const auto& pb : B)
       for (const Vec2& q : {pb.curve.points.front(), pb.curve.points.back()}) upper[a] = std::min(upper[a], box_farthest(A[a], q));
   // A lower bound of the answer, from A's piece ends.
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  const int threads = cpu_thread_count(o.threads);
   std::vector<double> ends;
   for (const auto& pa : A) ends.push_back(pa.u0);
   ends.push_back(A.back().u1);
   std::vector<Closest> end_closest(ends.size());
+  core::RegionErrors errors_0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
   for (std::int64_t i = 0; i < std::int64_t(ends.size()); ++i) {
-    const std::size_t piece = std::min(std::size_t(i), na - 1);
-    const Vec2 p = point_at(A[piece].curve, std::size_t(i) < na ? 0.0 : 1.0);
-    end_closest[std::size_t(i)] = closest_point(B, p, o);
+    errors_0.capture([&] {
+      const std::size_t piece = std::min(std::size_t(i), na - 1);
+      const Vec2 p = point_at(A[piece].curve, std::size_t(i) < na ? 0.0 : 1.0);
+      end_closest[std::size_t(i)] = closest_point(B, p, o);
+    });
   }
+  errors_0.rethrow();
   double known = 0;
   for (const auto& c : end_closest) known = std::max(known, c.distance);
   // Pairs (piece of A, piece of B) where B can hold a closest point of some A(t).
@@ -282,8 +287,11 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
     return {};
   };
   std::vector<Task> tasks(recipes.size());
+  core::RegionErrors errors_s0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && recipes.size() > 1)
-  for (std::int64_t i = 0; i < std::int64_t(recipes.size()); ++i) tasks[std::size_t(i)] = build(recipes[std::size_t(i)]);
+  for (std::int64_t i = 0; i < std::int64_t(recipes.size()); ++i)
+    errors_s0.capture([&] { tasks[std::size_t(i)] = build(recipes[std::size_t(i)]); });
+  errors_s0.rethrow();
   // Solve every system (the CPU engine runs them in parallel, the GPU engines in one traversal per shape), then
   // measure every candidate exactly.
   std::vector<std::vector<BernsteinPoly>> eqs, ineqs;
@@ -310,11 +318,15 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
   cand.erase(std::unique(cand.begin(), cand.end(), [](const auto& l, const auto& r) { return l.first == r.first && std::abs(l.second - r.second) < 1e-13; }), cand.end());
   candidates += std::int64_t(cand.size());
   std::vector<Closest> measured(cand.size());
+  core::RegionErrors errors_1;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
   for (std::int64_t i = 0; i < std::int64_t(cand.size()); ++i) {
-    const auto& [a, t] = cand[std::size_t(i)];
-    measured[std::size_t(i)] = closest_point(B, point_at(A[std::size_t(a)].curve, t), o);
+    errors_1.capture([&] {
+      const auto& [a, t] = cand[std::size_t(i)];
+      measured[std::size_t(i)] = closest_point(B, point_at(A[std::size_t(a)].curve, t), o);
+    });
   }
+  errors_1.rethrow();
   HausdorffPair best;
   best.distance = -1;
   auto take = [&](const Piece& pa, double t, const Closest& c) {

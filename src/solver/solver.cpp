@@ -18,6 +18,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "core/region_errors.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "point_grid.hpp"
@@ -480,7 +481,7 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
   double scale = 0;
   for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
   const auto t0 = std::chrono::steady_clock::now();
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  const int threads = cpu_thread_count(o.threads);
   // Per-thread lists, kept from level to level (their storage is reused).
   std::vector<std::vector<Cell>> children(static_cast<std::size_t>(threads));
   std::vector<std::vector<Root>> found(static_cast<std::size_t>(threads));
@@ -514,12 +515,16 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
     const double level_tolerance = tolerance;
     // A thread team costs about as much as a few dozen cells: small levels (the first ones, short traversals) run
     // on the calling thread.
+    core::RegionErrors errors_0;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1 && frontier.size() >= 32)
     for (std::int64_t c = 0; c < std::int64_t(frontier.size()); ++c) {
-      const int tid = omp_get_thread_num();
-      process_cell(sys, frontier[std::size_t(c)], m, square, level_tolerance, scale, o, positive, found[tid], unresolved[tid],
-                   [&](Cell&& child) { children[tid].push_back(std::move(child)); });
+      errors_0.capture([&] {
+        const int tid = omp_get_thread_num();
+        process_cell(sys, frontier[std::size_t(c)], m, square, level_tolerance, scale, o, positive, found[tid], unresolved[tid],
+                     [&](Cell&& child) { children[tid].push_back(std::move(child)); });
+      });
     }
+    errors_0.rethrow();
     frontier.clear();
     bool one_list = true;  // a level run on one thread: its children list becomes the frontier as it is
     for (int t = 1; t < threads; ++t) one_list = one_list && children[t].empty();
@@ -628,21 +633,22 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   // Room for every root and a few hundred nodes per thread (a full ring only makes workers keep children
   // themselves); tiny batches must not pay for initialising a large ring.
   std::size_t capacity = 1024;
-  while (capacity < (std::size_t(1) << 16) && capacity < count + 256 * std::size_t(o.threads > 0 ? o.threads : omp_get_max_threads()))
+  while (capacity < (std::size_t(1) << 16) && capacity < count + 256 * std::size_t(cpu_thread_count(o.threads)))
     capacity <<= 1;
   NodeRing ring(capacity);
   // pending: nodes handed out through the ring (or as the batch's roots) whose subtrees are not finished. A thread
   // works through a taken node's subtree on its own stack, sharing children through the ring only while the ring
   // runs low, and settles its taken nodes when its stack empties: no shared counter per node.
   std::atomic<std::int64_t> pending{std::int64_t(count)}, nodes{0}, candidates{0};
-  std::atomic<int> stop{0};  // 1: node limit, 2: time limit
+  std::atomic<int> stop{0};  // 1: node limit, 2: time limit, 3: stopped by the caller, 4: a failure
   std::atomic<double> tolerance{o.tolerance};
   std::vector<std::size_t> overflow;  // roots that did not fit in the ring at the start
   for (std::size_t i = 0; i < count; ++i)
     if (!ring.push(root_item(i))) overflow.push_back(i);
   const auto t0 = std::chrono::steady_clock::now();
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  const int threads = cpu_thread_count(o.threads);
   std::mutex merge;
+  core::RegionErrors errors;
 #pragma omp parallel num_threads(threads) if (count > 0)
   {
     std::vector<std::vector<Root>> found(count);
@@ -700,19 +706,24 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       const std::size_t before = unresolved[sys].size();
       // Children stay with this thread (depth first, their coefficients still in its cache) while the ring holds
       // enough work for idle threads; otherwise they are shared through it.
-      process_cell(systems[sys], node.cell, m, square, tol, scale[sys], o, ineq(sys), found[sys], unresolved[sys], [&](Cell&& child) {
-        // The ring's ends are written by every thread's pops and pushes: read them for every 8th child only, or
-        // while this thread has little work of its own anyway.
-        if (((++emitted & 7) == 0 || local.size() < 4) && ring.approximate_size() < std::size_t(2 * threads)) {
-          Node* shared = new Node{std::move(child), sys};
-          ++pending;
-          if (ring.push(shared)) return;
-          --pending;
-          child = std::move(shared->cell);
-          delete shared;
-        }
-        local.push_back({std::move(child), sys});
+      // A failure (out of memory) ends the traversal: the other threads drain the ring without work, then it is
+      // rethrown.
+      errors.capture([&] {
+        process_cell(systems[sys], node.cell, m, square, tol, scale[sys], o, ineq(sys), found[sys], unresolved[sys], [&](Cell&& child) {
+          // The ring's ends are written by every thread's pops and pushes: read them for every 8th child only, or
+          // while this thread has little work of its own anyway.
+          if (((++emitted & 7) == 0 || local.size() < 4) && ring.approximate_size() < std::size_t(2 * threads)) {
+            Node* shared = new Node{std::move(child), sys};
+            ++pending;
+            if (ring.push(shared)) return;
+            --pending;
+            child = std::move(shared->cell);
+            delete shared;
+          }
+          local.push_back({std::move(child), sys});
+        });
       });
+      if (errors.failed()) stop = 4;
       if (square && unresolved[sys].size() > before && ++candidates > 20000 && tol < 1e-4) tolerance = 1e-4;
     }
     nodes += seen_here & 63;
@@ -723,6 +734,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       out[i].nodes += visited[i];
     }
   }
+  errors.rethrow();
   const std::string status = stop.load() == 1   ? "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)"
                              : stop.load() == 2 ? "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)"
                              : stop.load() == 3 ? "interrupted (partial result)"
@@ -773,10 +785,15 @@ std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const
     SolverOptions one = o;
     one.threads = 1;
     one.progress = nullptr;
-    const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+    const int threads = cpu_thread_count(o.threads);
+    core::RegionErrors errors_s0;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (std::int64_t i = 0; i < std::int64_t(count); ++i)
-      out[std::size_t(i)] = subdivide(systems[std::size_t(i)], equations[std::size_t(i)], ineq(std::size_t(i)), one, square);
+    for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
+      errors_s0.capture([&] {
+        out[std::size_t(i)] = subdivide(systems[std::size_t(i)], equations[std::size_t(i)], ineq(std::size_t(i)), one, square);
+      });
+    }
+    errors_s0.rethrow();
     return out;
   }
   std::map<std::vector<int>, std::vector<std::size_t>> shapes;
@@ -1064,10 +1081,15 @@ std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPo
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], int(equations[i].size())));
   std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, o, true);
   std::vector<SolveResult> out(count);
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  const int threads = cpu_thread_count(o.threads);
+  core::RegionErrors errors_s1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && count > 1)
-  for (std::int64_t i = 0; i < std::int64_t(count); ++i)
-    out[std::size_t(i)] = finish_square(systems[std::size_t(i)], ineq(std::size_t(i)), std::move(subs[std::size_t(i)]), o);
+  for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
+    errors_s1.capture([&] {
+      out[std::size_t(i)] = finish_square(systems[std::size_t(i)], ineq(std::size_t(i)), std::move(subs[std::size_t(i)]), o);
+    });
+  }
+  errors_s1.rethrow();
   return out;
 }
 
@@ -1128,35 +1150,39 @@ SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>
   // Minimum-norm Newton from each cell's centre lands on the nearest part of the set; the cell keeps the point when
   // it lies within half a cell of it (neighbouring cells then cover the set without gaps).
   // Curve samples already on the set (cells where the curve is a graph over one variable) only get their tangent.
+  core::RegionErrors errors_1;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1 && samples.size() >= 32)
   for (std::int64_t c = 0; c < std::int64_t(samples.size()); ++c) {
-    std::vector<double> x(static_cast<std::size_t>(n));
-    double res;
-    if (std::size_t(c) < cells) {
-      const auto& [lo, hi] = sub.candidates[std::size_t(c)];
-      std::vector<double> blo(lo), bhi(hi);
-      for (int k = 0; k < n; ++k) {
-        const double w = hi[k] - lo[k];
-        x[k] = 0.5 * (lo[k] + hi[k]);
-        blo[k] = std::max(0.0, lo[k] - 0.5 * w);
-        bhi[k] = std::min(1.0, hi[k] + 0.5 * w);
+    errors_1.capture([&] {
+      std::vector<double> x(static_cast<std::size_t>(n));
+      double res;
+      if (std::size_t(c) < cells) {
+        const auto& [lo, hi] = sub.candidates[std::size_t(c)];
+        std::vector<double> blo(lo), bhi(hi);
+        for (int k = 0; k < n; ++k) {
+          const double w = hi[k] - lo[k];
+          x[k] = 0.5 * (lo[k] + hi[k]);
+          blo[k] = std::max(0.0, lo[k] - 0.5 * w);
+          bhi[k] = std::min(1.0, hi[k] + 0.5 * w);
+        }
+        newton(sys, x, blo, bhi, o.newton_tolerance, 12);
+        res = sys.residual(x);
+      } else {
+        const Root& r = sub.proved[std::size_t(c) - cells];
+        x = r.x;
+        res = r.residual;
       }
-      newton(sys, x, blo, bhi, o.newton_tolerance, 12);
-      res = sys.residual(x);
-    } else {
-      const Root& r = sub.proved[std::size_t(c) - cells];
-      x = r.x;
-      res = r.residual;
-    }
-    if (!(res <= 1e-11 * std::max(1.0, scale))) continue;
-    bool ok = true;
-    for (const auto& q : positive) ok = ok && q.evaluate(x.data()) > 0;
-    if (!ok) continue;
-    SolutionSample sample{x, res, {}};
-    if (m == n - 1) sample.tangent = curve_tangent(sys, x);
-    samples[std::size_t(c)] = std::move(sample);
-    kept[std::size_t(c)] = 1;
+      if (!(res <= 1e-11 * std::max(1.0, scale))) return;
+      bool ok = true;
+      for (const auto& q : positive) ok = ok && q.evaluate(x.data()) > 0;
+      if (!ok) return;
+      SolutionSample sample{x, res, {}};
+      if (m == n - 1) sample.tangent = curve_tangent(sys, x);
+      samples[std::size_t(c)] = std::move(sample);
+      kept[std::size_t(c)] = 1;
+    });
   }
+  errors_1.rethrow();
   // Neighbouring cells often reach the same point: keep one per quarter cell.
   std::vector<std::vector<long long>> keys;
   std::vector<std::size_t> order;
@@ -1205,14 +1231,19 @@ std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vecto
   so.tolerance = resolution;
   const std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, so, false);
   std::vector<SolutionSetResult> out(count);
-  const int threads = o.threads > 0 ? o.threads : omp_get_max_threads();
+  const int threads = cpu_thread_count(o.threads);
   if (count == 1) {
     out[0] = finish_set(systems[0], ineq(0), subs[0], o, resolution, threads);
     return out;
   }
+  core::RegionErrors errors_s2;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-  for (std::int64_t i = 0; i < std::int64_t(count); ++i)
-    out[std::size_t(i)] = finish_set(systems[std::size_t(i)], ineq(std::size_t(i)), subs[std::size_t(i)], o, resolution, 1);
+  for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
+    errors_s2.capture([&] {
+      out[std::size_t(i)] = finish_set(systems[std::size_t(i)], ineq(std::size_t(i)), subs[std::size_t(i)], o, resolution, 1);
+    });
+  }
+  errors_s2.rethrow();
   return out;
 }
 
@@ -1244,11 +1275,16 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
   // Every point's neighbours within reach, found once in parallel: the walk below only scans these lists.
   std::vector<std::vector<std::size_t>> near(count);
   const int team = threads > 0 ? threads : omp_get_max_threads();
+  core::RegionErrors errors_s3;
 #pragma omp parallel for schedule(static) num_threads(team) if (team > 1 && count >= 1024)
-  for (std::int64_t i = 0; i < std::int64_t(count); ++i)
-    neighbours(std::size_t(i), [&](std::size_t j) {
-      if (j != std::size_t(i) && distance2(std::size_t(i), j) <= reach2) near[std::size_t(i)].push_back(j);
+  for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
+    errors_s3.capture([&] {
+      neighbours(std::size_t(i), [&](std::size_t j) {
+        if (j != std::size_t(i) && distance2(std::size_t(i), j) <= reach2) near[std::size_t(i)].push_back(j);
+      });
     });
+  }
+  errors_s3.rethrow();
   std::vector<char> used(count, 0);
   // The next point along direction `dir` from point i: the nearest unused one ahead within reach.
   auto step = [&](std::size_t i, std::vector<double>& dir) -> long {

@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <unordered_map>
 
+#include "core/region_errors.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "point_grid.hpp"
@@ -160,7 +161,7 @@ SolverOptions quiet(const SolverOptions& o) {
   q.progress = nullptr;  // one progress bar would not describe many systems
   return q;
 }
-int thread_count(const SolverOptions& o) { return o.threads > 0 ? o.threads : omp_get_max_threads(); }
+int thread_count(const SolverOptions& o) { return cpu_thread_count(o.threads); }
 
 // Removes near-duplicate points (within `merge` in every coordinate), keeping the first; returns kept indices.
 // The points are samples of per-piece systems in piece-normalised coordinates (piece index + local parameter),
@@ -204,11 +205,15 @@ SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSpl
     for (std::size_t j = 0; j < pb.size(); ++j)
       if (boxes_meet(pa[i].lo, pa[i].hi, pb[j].lo, pb[j].hi)) pairs.emplace_back(int(i), int(j));
   std::vector<std::vector<BernsteinPoly>> systems(pairs.size());
+  core::RegionErrors errors_0;
 #pragma omp parallel for schedule(dynamic, 16) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t k = 0; k < std::int64_t(pairs.size()); ++k) {
-    const SurfacePiece &p = pa[std::size_t(pairs[std::size_t(k)].first)], &q = pb[std::size_t(pairs[std::size_t(k)].second)];
-    for (int c = 0; c < 3; ++c) systems[std::size_t(k)].push_back(surface_coord(p, c, 0, 1, 4) - surface_coord(q, c, 2, 3, 4));
+    errors_0.capture([&] {
+      const SurfacePiece &p = pa[std::size_t(pairs[std::size_t(k)].first)], &q = pb[std::size_t(pairs[std::size_t(k)].second)];
+      for (int c = 0; c < 3; ++c) systems[std::size_t(k)].push_back(surface_coord(p, c, 0, 1, 4) - surface_coord(q, c, 2, 3, 4));
+    });
   }
+  errors_0.rethrow();
   const std::vector<SolutionSetResult> found = sample_solution_sets(systems, 4, resolution, quiet(o));
   SurfaceIntersectionResult out;
   // Samples in piece-normalised coordinates (span index + local parameter), where neighbouring pieces abut.
@@ -313,28 +318,36 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
   std::vector<SurfacePolys> s1(pa.size()), s2(pb.size());
   std::vector<std::array<BernsteinPoly, 3>> n2(pb.size());
   std::vector<std::array<BernsteinPoly, 4>> motion_polys(mp.size());
+  core::RegionErrors errors_1;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t i = 0; i < std::int64_t(std::max(pa.size(), pb.size())); ++i) {
-    if (std::size_t(i) < pa.size()) s1[std::size_t(i)] = surface_polys(pa[std::size_t(i)], 0, 1, 5);
-    if (std::size_t(i) < pb.size()) {
-      s2[std::size_t(i)] = surface_polys(pb[std::size_t(i)], 2, 3, 5);
-      n2[std::size_t(i)] = cross(s2[std::size_t(i)].xu, s2[std::size_t(i)].xv);
-    }
+    errors_1.capture([&] {
+      if (std::size_t(i) < pa.size()) s1[std::size_t(i)] = surface_polys(pa[std::size_t(i)], 0, 1, 5);
+      if (std::size_t(i) < pb.size()) {
+        s2[std::size_t(i)] = surface_polys(pb[std::size_t(i)], 2, 3, 5);
+        n2[std::size_t(i)] = cross(s2[std::size_t(i)].xu, s2[std::size_t(i)].xv);
+      }
+    });
   }
+  errors_1.rethrow();
   for (std::size_t i = 0; i < mp.size(); ++i)
     for (int c = 0; c < 4; ++c) motion_polys[i][std::size_t(c)] = BernsteinPoly::univariate(mp[i].c[std::size_t(c)], 4, 5);
   std::vector<std::vector<BernsteinPoly>> systems(combos.size());
+  core::RegionErrors errors_2;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t k = 0; k < std::int64_t(combos.size()); ++k) {
-    const Combo& cb = combos[std::size_t(k)];
-    const SurfacePolys &p = s1[std::size_t(cb.a)], &q = s2[std::size_t(cb.b)];
-    const auto& m = motion_polys[std::size_t(cb.m)];
-    std::vector<BernsteinPoly>& eq = systems[std::size_t(k)];
-    for (int c = 0; c < 3; ++c) eq.push_back(m[0] * p.x[c] + m[std::size_t(c + 1)] - q.x[c]);
-    // Tangent planes agree: both tangents of the moved surface (its scale is positive) are normal to S2's normal.
-    eq.push_back(dot(p.xu, n2[std::size_t(cb.b)]));
-    eq.push_back(dot(p.xv, n2[std::size_t(cb.b)]));
+    errors_2.capture([&] {
+      const Combo& cb = combos[std::size_t(k)];
+      const SurfacePolys &p = s1[std::size_t(cb.a)], &q = s2[std::size_t(cb.b)];
+      const auto& m = motion_polys[std::size_t(cb.m)];
+      std::vector<BernsteinPoly>& eq = systems[std::size_t(k)];
+      for (int c = 0; c < 3; ++c) eq.push_back(m[0] * p.x[c] + m[std::size_t(c + 1)] - q.x[c]);
+      // Tangent planes agree: both tangents of the moved surface (its scale is positive) are normal to S2's normal.
+      eq.push_back(dot(p.xu, n2[std::size_t(cb.b)]));
+      eq.push_back(dot(p.xv, n2[std::size_t(cb.b)]));
+    });
   }
+  errors_2.rethrow();
   const std::vector<SolveResult> found = solve_systems(systems, quiet(o));
   ContactResult out;
   for (std::size_t k = 0; k < combos.size(); ++k) {
@@ -392,27 +405,31 @@ SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSur
   std::vector<std::vector<BernsteinPoly>> systems(tasks.size() * pb.size());
   std::vector<SurfacePolys> s2(pb.size());
   for (std::size_t j = 0; j < pb.size(); ++j) s2[j] = surface_polys(pb[j], 0, 1, 2);
+  core::RegionErrors errors_3;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t k = 0; k < std::int64_t(tasks.size()); ++k) {
-    const Task& task = tasks[std::size_t(k)];
-    const double uv[2] = {task.u, task.v};
-    const SurfacePolys s1 = surface_polys(pa[std::size_t(task.piece)], 0, 1, 2);
-    Vec3 x1{}, xu{}, xv{};
-    for (int c = 0; c < 3; ++c) x1[c] = s1.x[c].evaluate(uv), xu[c] = s1.xu[c].evaluate(uv), xv[c] = s1.xv[c].evaluate(uv);
-    const Vec3 n1{xu[1] * xv[2] - xu[2] * xv[1], xu[2] * xv[0] - xu[0] * xv[2], xu[0] * xv[1] - xu[1] * xv[0]};
-    feet[std::size_t(k)] = {x1, n1};
-    for (std::size_t j = 0; j < pb.size(); ++j) {
-      std::array<BernsteinPoly, 3> d, nc;
-      for (int c = 0; c < 3; ++c) {
-        d[c] = BernsteinPoly::constant(2, x1[c]) - s2[j].x[c];
-        nc[c] = BernsteinPoly::constant(2, n1[c]);
+    errors_3.capture([&] {
+      const Task& task = tasks[std::size_t(k)];
+      const double uv[2] = {task.u, task.v};
+      const SurfacePolys s1 = surface_polys(pa[std::size_t(task.piece)], 0, 1, 2);
+      Vec3 x1{}, xu{}, xv{};
+      for (int c = 0; c < 3; ++c) x1[c] = s1.x[c].evaluate(uv), xu[c] = s1.xu[c].evaluate(uv), xv[c] = s1.xv[c].evaluate(uv);
+      const Vec3 n1{xu[1] * xv[2] - xu[2] * xv[1], xu[2] * xv[0] - xu[0] * xv[2], xu[0] * xv[1] - xu[1] * xv[0]};
+      feet[std::size_t(k)] = {x1, n1};
+      for (std::size_t j = 0; j < pb.size(); ++j) {
+        std::array<BernsteinPoly, 3> d, nc;
+        for (int c = 0; c < 3; ++c) {
+          d[c] = BernsteinPoly::constant(2, x1[c]) - s2[j].x[c];
+          nc[c] = BernsteinPoly::constant(2, n1[c]);
+        }
+        const BernsteinPoly g = dot(nc, d), dd = dot(d, d);
+        std::array<BernsteinPoly, 3> delta;
+        for (int c = 0; c < 3; ++c) delta[c] = -2.0 * (d[c] * g) + n1[c] * dd;
+        systems[std::size_t(k) * pb.size() + j] = {dot(delta, s2[j].xu), dot(delta, s2[j].xv)};
       }
-      const BernsteinPoly g = dot(nc, d), dd = dot(d, d);
-      std::array<BernsteinPoly, 3> delta;
-      for (int c = 0; c < 3; ++c) delta[c] = -2.0 * (d[c] * g) + n1[c] * dd;
-      systems[std::size_t(k) * pb.size() + j] = {dot(delta, s2[j].xu), dot(delta, s2[j].xv)};
-    }
+    });
   }
+  errors_3.rethrow();
   const std::vector<SolveResult> solved = solve_systems(systems, quiet(o));
   std::vector<std::vector<BisectorSample>> found(tasks.size());
   std::vector<std::string> status(tasks.size(), "complete");
@@ -476,28 +493,32 @@ CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& 
   std::vector<Terms> terms(pairs.size());
   std::vector<std::vector<BernsteinPoly>> systems(pairs.size());
   std::vector<std::array<std::array<BernsteinPoly, 2>, 2>> tangents_of(pairs.size());
+  core::RegionErrors errors_4;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(thread_count(o)) if (thread_count(o) > 1)
   for (std::int64_t k = 0; k < std::int64_t(pairs.size()); ++k) {
-    const BezierCurve2 &c1 = pa[std::size_t(pairs[std::size_t(k)].first)].curve, &c2 = pb[std::size_t(pairs[std::size_t(k)].second)].curve;
-    std::array<BernsteinPoly, 2> x1, x2, d1, d2;
-    for (int c = 0; c < 2; ++c) {
-      std::vector<double> v1, v2;
-      for (const auto& p : c1.points) v1.push_back(p[c]);
-      for (const auto& p : c2.points) v2.push_back(p[c]);
-      x1[c] = BernsteinPoly::univariate(v1, 0, 2);
-      x2[c] = BernsteinPoly::univariate(v2, 1, 2);
-      d1[c] = derivative(x1[c], 0);
-      d2[c] = derivative(x2[c], 1);
-    }
-    Terms& t = terms[std::size_t(k)];
-    t.det = d1[0] * d2[1] - d1[1] * d2[0];
-    const BernsteinPoly k1 = x1[0] * d1[0] + x1[1] * d1[1], k2 = x2[0] * d2[0] + x2[1] * d2[1];
-    t.nx = k1 * d2[1] - d1[1] * k2;
-    t.ny = d1[0] * k2 - k1 * d2[0];
-    systems[std::size_t(k)] = {2.0 * (t.nx * (x2[0] - x1[0]) + t.ny * (x2[1] - x1[1])) -
-                               t.det * (x2[0] * x2[0] + x2[1] * x2[1] - x1[0] * x1[0] - x1[1] * x1[1])};
-    tangents_of[std::size_t(k)] = {d1, d2};
+    errors_4.capture([&] {
+      const BezierCurve2 &c1 = pa[std::size_t(pairs[std::size_t(k)].first)].curve, &c2 = pb[std::size_t(pairs[std::size_t(k)].second)].curve;
+      std::array<BernsteinPoly, 2> x1, x2, d1, d2;
+      for (int c = 0; c < 2; ++c) {
+        std::vector<double> v1, v2;
+        for (const auto& p : c1.points) v1.push_back(p[c]);
+        for (const auto& p : c2.points) v2.push_back(p[c]);
+        x1[c] = BernsteinPoly::univariate(v1, 0, 2);
+        x2[c] = BernsteinPoly::univariate(v2, 1, 2);
+        d1[c] = derivative(x1[c], 0);
+        d2[c] = derivative(x2[c], 1);
+      }
+      Terms& t = terms[std::size_t(k)];
+      t.det = d1[0] * d2[1] - d1[1] * d2[0];
+      const BernsteinPoly k1 = x1[0] * d1[0] + x1[1] * d1[1], k2 = x2[0] * d2[0] + x2[1] * d2[1];
+      t.nx = k1 * d2[1] - d1[1] * k2;
+      t.ny = d1[0] * k2 - k1 * d2[0];
+      systems[std::size_t(k)] = {2.0 * (t.nx * (x2[0] - x1[0]) + t.ny * (x2[1] - x1[1])) -
+                                 t.det * (x2[0] * x2[0] + x2[1] * x2[1] - x1[0] * x1[0] - x1[1] * x1[1])};
+      tangents_of[std::size_t(k)] = {d1, d2};
+    });
   }
+  errors_4.rethrow();
   const std::vector<SolutionSetResult> sets = sample_solution_sets(systems, 2, resolution, quiet(o));
   std::vector<Found> found(pairs.size());
   for (std::size_t k = 0; k < pairs.size(); ++k) {

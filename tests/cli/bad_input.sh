@@ -103,6 +103,20 @@ expect "scale must be positive" solve contacts "$dir/m1.json"
 # render: bad sizes and outputs
 expect "must be in 16..8192" render "$dir/tet.obj" --size 8x8000000
 expect "not three numbers" render "$dir/tet.obj" --view 1,2
+# hostile inputs that crashed: nesting beyond any format's, non-finite solver input, absurd thread counts
+python3 -c "print('[' * 1000000 + ']' * 1000000)" > "$dir/deep.json"
+python3 -c "print('{\"a\":' * 500000 + '1' + '}' * 500000)" > "$dir/deepobj.json"
+python3 -c "print('{\"points\": ' + '[' * 200000 + ']' * 200000 + '}')" > "$dir/deeppts.json"
+expect "nested more than 64 levels" tessellate "$dir/deep.json"
+expect "nested more than 64 levels" solve curves "$dir/deepobj.json"
+expect "nested more than 64 levels" tessellate "$dir/deeppts.json"
+printf '{"curve1":{"points":[[-1e+308,-1e+308],[1e+308,1e+308],[1e+308,-1e+308]]},"curve2":{"points":[[-1e+308,1e+308],[1e+308,-1e+308]]}}' > "$dir/huge.json"
+expect "not finite" solve hausdorff "$dir/huge.json"
+expect "--threads" isosurface --field sphere --size 16 --threads -3
+out=$("$exe" isosurface --field sphere --size 16 --threads 100000 -o "$dir/many.ply" -q 2>&1); rc=$?
+if [ $rc -ne 0 ] || ! grep -qF "using" <<<"$out" || [ ! -s "$dir/many.ply" ]; then
+  echo "FAIL (--threads 100000 must run with the limit and say so): rc=$rc $out"; fail=1
+fi
 
 [ $fail -eq 0 ] && echo "all bad-input cases passed"
 exit $fail

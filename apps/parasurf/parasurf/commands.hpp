@@ -31,6 +31,9 @@ struct ExitStatus {
 // Throws Error(Io) naming the path.
 void write_report(const std::string& path, const std::string& text);
 
+// --threads N (0 = all): counts above the library's limit run with that many threads, said once on stderr.
+CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
+
 // A progress bar on stderr for long runs, drawn only when stderr is a terminal (never into logs or pipes).
 // fraction in [0, 1]; 1 clears the line.
 void progress_bar(const char* what, double fraction);
