@@ -1,4 +1,5 @@
 // parasurf command-line tool: parametric and volumetric geometry on CPUs and NVIDIA GPUs.
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "io/atomic_file.hpp"
 #include "parasurf/device.hpp"
 
 #include "parasurf/commands.hpp"
@@ -15,23 +17,9 @@
 namespace parasurf::cli {
 
 void write_report(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-parasurf";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f << text;
-    f.flush();
-    if (!f) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw Error(ErrorKind::Io, "cannot write '" + path + "'");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(ErrorKind::Io, "cannot write '" + path + "': " + ec.message());
-  }
+  io::AtomicFile f(path);  // a regular file through a temporary; "-", pipes and devices in place
+  f.write(text);
+  f.commit();
 }
 
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads) {
@@ -106,7 +94,18 @@ bool may_use_gpu(int argc, char** argv) {
 }
 }  // namespace
 
+namespace {
+// Ctrl-C or a kill while an output is being written: its temporary goes, then the signal ends the process as usual.
+void remove_partial_outputs_and_die(int signal) {
+  parasurf::io::remove_partial_outputs();
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+}  // namespace
+
 int main(int argc, char** argv) {
+  std::signal(SIGINT, remove_partial_outputs_and_die);
+  std::signal(SIGTERM, remove_partial_outputs_and_die);
   CLI::App app{"parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "parasurf 0.1.0");

@@ -40,7 +40,9 @@ TriangleMesh grid_mesh(const SurfaceSamples<T>& samples, std::int64_t rows, std:
 // Writes .ply (binary little-endian; vertex property "value", face properties "group", "label", "outer_label" and
 // the group colour as "red green blue" when present), .obj ("g" lines per group), .glb (glTF 2.0 binary; one
 // primitive and material per group, values as the vertex attribute "_VALUE") or .stl (binary) by extension,
-// through a temporary file renamed on success, so that a failure never leaves a partial file. Throws Error(Io).
+// through a temporary file renamed on success, so that a failure never leaves a partial file; a symbolic link is kept
+// (its target is written), and "-" (standard output, PLY), pipes, FIFOs and devices are written in place, never
+// replaced. Throws Error(Io).
 void write_mesh(const std::string& path, const TriangleMesh& mesh);
 
 }  // namespace parasurf

@@ -1,43 +1,39 @@
-// Writes a file through a temporary sibling renamed into place on commit(), so no partial output survives.
+// An output file that never leaves a partial result and never replaces what is not a regular file:
+// - a regular file (or a new one) is written to a unique temporary sibling, created exclusively (never through a
+//   planted link), synced and renamed over the target on commit(); a failure removes the temporary;
+// - a symbolic link is kept: its target is written the same way (or in place when the target is not regular);
+// - "-", a pipe, a FIFO, a terminal or a device is written in place (there is nothing to rename, nothing to lose).
+// Temporaries still open when the process is interrupted are removed by remove_partial_outputs(), which a program's
+// SIGINT/SIGTERM handler may call (it is async-signal-safe).
 #pragma once
-#include <cstdio>
+#include <cstddef>
 #include <string>
-
-#include "parasurf/error.hpp"
 
 namespace parasurf::io {
 
 class AtomicFile {
  public:
-  explicit AtomicFile(const std::string& path) : path_(path), tmp_(path + ".partial") {
-    file_ = std::fopen(tmp_.c_str(), "wb");
-    if (!file_) throw Error(ErrorKind::Io, "cannot open '" + path + "' for writing");
-  }
-  ~AtomicFile() {
-    if (file_) std::fclose(file_);
-    if (!committed_) std::remove(tmp_.c_str());
-  }
+  explicit AtomicFile(const std::string& path);
+  ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
   AtomicFile& operator=(const AtomicFile&) = delete;
 
-  void write(const void* data, std::size_t bytes) {
-    if (bytes && std::fwrite(data, 1, bytes, file_) != bytes)
-      throw Error(ErrorKind::Io, "write to '" + path_ + "' failed (disk full?)");
-  }
+  void write(const void* data, std::size_t bytes);
   void write(const std::string& s) { write(s.data(), s.size()); }
-  void commit() {
-    const bool ok = std::fflush(file_) == 0;
-    std::fclose(file_);
-    file_ = nullptr;
-    if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0)
-      throw Error(ErrorKind::Io, "cannot finish writing '" + path_ + "'");
-    committed_ = true;
-  }
+  void commit();
 
  private:
-  std::string path_, tmp_;
-  std::FILE* file_ = nullptr;
-  bool committed_ = false;
+  void flush();
+  std::string path_;    // as given, for messages
+  std::string target_;  // what is replaced on commit (a link's target), or empty when written in place
+  std::string tmp_;
+  int fd_ = -1;
+  int slot_ = -1;  // in the registry of temporaries
+  bool in_place_ = false, committed_ = false;
+  std::string buffer_;
 };
+
+// Removes the temporaries of outputs not yet committed; async-signal-safe.
+void remove_partial_outputs() noexcept;
 
 }  // namespace parasurf::io

@@ -255,11 +255,11 @@ void write_stl(const std::string& path, const TriangleMesh& m) {
 }  // namespace
 
 void write_mesh(const std::string& path, const TriangleMesh& mesh) {
-  if (ends_with(path, ".ply")) write_ply(path, mesh);
+  if (ends_with(path, ".ply") || path == "-") write_ply(path, mesh);  // "-": standard output, as PLY
   else if (ends_with(path, ".obj")) write_obj(path, mesh);
   else if (ends_with(path, ".glb")) write_glb(path, mesh);
   else if (ends_with(path, ".stl")) write_stl(path, mesh);
-  else throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (use .ply, .obj or .glb)");
+  else throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (use .ply, .obj, .glb or .stl, or - for PLY on standard output)");
 }
 
 namespace io {

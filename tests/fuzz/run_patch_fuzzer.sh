@@ -11,7 +11,7 @@ json_inc=$(dirname "$(find /usr/include -name json.hpp -path '*nlohmann*' | head
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DEIGEN_MAX_ALIGN_BYTES=32 \
   -I"$src/include" -I"$src/src" -I"$json_inc" -I/usr/include/eigen3 \
   "$src/tests/fuzz/fuzz_patch_readers.cpp" "$src/src/io/patch_readers.cpp" "$src/src/patches/model.cpp" \
-  "$src/src/patches/bspline.cpp" "$src/src/patches/trimmed.cpp" -o "$work/fuzz_patch_readers"
+  "$src/src/patches/bspline.cpp" "$src/src/patches/trimmed.cpp" "$src/src/io/atomic_file.cpp" -o "$work/fuzz_patch_readers"
 printf '\000group 1 g\n5\n1 2\n0 0 0\n0 1 0\n0 2 0\n1 0 0\n1 1 1\n1 2 0\n3\n1\n0 0 0\n1 0 0\n0 1 0\n1\n3 1\n0 0 0\n1 0 0\n0 1 0\n3 0 1 2\n8\n1 1\n0 0 0 1\n0 1 0 1\n1 0 0 1\n1 1 1 2\n' > "$work/corpus/bv"
 printf '\0011\n1 1\n0 0 0\n0 1 0\n1 0 0\n1 1 0\n' > "$work/corpus/bpt"
 printf '\002{"parasurf_trimmed_bezier": 1, "surfaces": [{"degree": [1, 2], "total_degree": 3, "points": [[0,0,0],[0,1,0],[0,2,1],[1,0,0],[1,1,1],[1,2,0]], "trims": [[[0,0],[1,0],[1,1],[0,1]]]}]}' > "$work/corpus/trimmed"

@@ -27,8 +27,8 @@ struct ExitStatus {
   int code;
 };
 
-// Writes a report (JSON) through a temporary file renamed on success, so that a failure leaves no partial file.
-// Throws Error(Io) naming the path.
+// Writes a report (JSON) through a temporary file renamed on success, so that a failure leaves no partial file;
+// "-" is standard output, and pipes, FIFOs and devices are written in place. Throws Error(Io) naming the path.
 void write_report(const std::string& path, const std::string& text);
 
 // --threads N (0 = all): counts above the library's limit run with that many threads, said once on stderr.

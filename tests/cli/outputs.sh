@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Outputs: regular files through a temporary (none left behind, the old mode kept), symbolic links kept (their
+# target written), FIFOs and standard output written in place, an interrupted write leaves nothing.
+set -u
+exe=$(realpath "$1")
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+fail=0
+no() { echo "FAIL: $*"; fail=1; }
+
+"$exe" tessellate -r 4 -o plain.ply >/dev/null || no "plain output"
+[ -s plain.ply ] || no "plain.ply is empty"
+touch kept.ply && chmod 640 kept.ply
+"$exe" tessellate -r 4 -o kept.ply >/dev/null || no "replacing an existing file"
+[ "$(stat -c %a kept.ply)" = 640 ] || no "the replaced file's mode changed to $(stat -c %a kept.ply)"
+ln -s target.ply link.ply
+"$exe" tessellate -r 4 -o link.ply >/dev/null || no "output through a link"
+[ -L link.ply ] || no "the link was replaced"
+cmp -s plain.ply target.ply || no "the link's target does not hold the mesh"
+mkfifo pipe.ply
+timeout 60 cat pipe.ply > from_pipe.ply &
+reader=$!
+timeout 60 "$exe" tessellate -r 4 -o pipe.ply >/dev/null || no "output into a FIFO"
+wait $reader
+[ -p pipe.ply ] || no "the FIFO was replaced"
+cmp -s plain.ply from_pipe.ply || no "the FIFO's reader did not get the mesh"
+"$exe" isosurface --field sphere --size 12 -o s.ply -q --json - > report.json || no "--json -"
+grep -q '"triangles"' report.json || no "--json - wrote no report to standard output"
+[ -e ./- ] && no "--json - made a file named '-'"
+"$exe" isosurface --field sphere --size 12 -o s.ply -q --json /dev/null || no "a report to /dev/null"
+[ -c /dev/null ] || no "/dev/null was replaced"
+# A failure (a directory where the output goes) leaves no temporary.
+mkdir adir.ply
+"$exe" tessellate -r 4 -o adir.ply >/dev/null 2>&1 && no "writing over a directory succeeded"
+ls -a | grep -q parasurf- && no "a temporary was left behind: $(ls -a | grep parasurf-)"
+
+[ $fail -eq 0 ] && echo "all output cases passed"
+exit $fail
