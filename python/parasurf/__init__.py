@@ -1,7 +1,8 @@
 """parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs.
 
-numpy in, numpy out; ``marching_cubes`` also takes PyTorch, CuPy and JAX arrays in place (DLPack or the CUDA
-array interface) and answers in the caller's framework, on the caller's device. Every function takes ``device="auto" | "cpu" | "cuda"`` (auto: CUDA when a GPU is present).
+numpy in, numpy out; ``marching_cubes`` and ``evaluate_surface`` also take PyTorch, CuPy and JAX arrays in place
+(DLPack or the CUDA array interface) and answer in the caller's framework, on the caller's device. Every function
+takes ``device="auto" | "cpu" | "cuda"`` (auto: CUDA when a GPU is present).
 Errors from the library are raised as ValueError (bad arguments or input), OSError (files), MemoryError or
 RuntimeError (devices).
 """
