@@ -578,7 +578,8 @@ std::unique_ptr<VolumeSource> open_nrrd(const std::string& path) {
   if (f.count("byte skip")) {
     const double bs = exact_numbers(path, "byte skip", f["byte skip"], 1)[0];
     if (bs == -1 && e == Encoding::Raw) {
-      const std::uint64_t need_bytes = std::uint64_t(g.dims[0] * g.dims[1] * g.dims[2]) * voxel_bytes(type);
+      check_geometry(path, g);  // sizes bounded before they are multiplied
+      const std::uint64_t need_bytes = std::uint64_t(g.voxel_count()) * voxel_bytes(type);
       const std::uint64_t have = file_size(data_path);
       if (have < need_bytes) parse_fail(path, "data is truncated");
       offset = have - need_bytes;
@@ -682,7 +683,8 @@ std::unique_ptr<VolumeSource> open_metaimage(const std::string& path) {
   if (f.count("HeaderSize")) {
     const double hs = exact_numbers(path, "HeaderSize", f["HeaderSize"], 1)[0];
     if (hs == -1 && !compressed) {
-      const std::uint64_t need_bytes = std::uint64_t(g.dims[0] * g.dims[1] * g.dims[2]) * voxel_bytes(type);
+      check_geometry(path, g);  // sizes bounded before they are multiplied
+      const std::uint64_t need_bytes = std::uint64_t(g.voxel_count()) * voxel_bytes(type);
       const std::uint64_t have = file_size(data_path);
       if (have < need_bytes) parse_fail(path, "data is truncated");
       offset = have - need_bytes;

@@ -112,6 +112,10 @@ expect "nested more than 64 levels" solve curves "$dir/deepobj.json"
 expect "nested more than 64 levels" tessellate "$dir/deeppts.json"
 printf '{"curve1":{"points":[[-1e+308,-1e+308],[1e+308,1e+308],[1e+308,-1e+308]]},"curve2":{"points":[[-1e+308,1e+308],[1e+308,-1e+308]]}}' > "$dir/huge.json"
 expect "not finite" solve hausdorff "$dir/huge.json"
+printf 'ObjectType = Image\nNDims = 3\nDimSize = 1e12 1e12 1e12\nElementType = MET_UCHAR\nHeaderSize = -1\nElementDataFile = LOCAL\n' > "$dir/huge.mhd"
+expect "absurd size" isosurface "$dir/huge.mhd" --level 1
+printf 'NRRD0004\ntype: uint8\ndimension: 3\nsizes: 1000000000000 1000000000000 1000000000000\nencoding: raw\nbyte skip: -1\n\n' > "$dir/huge.nrrd"
+expect "absurd size" isosurface "$dir/huge.nrrd" --level 1
 expect "--threads" isosurface --field sphere --size 16 --threads -3
 out=$("$exe" isosurface --field sphere --size 16 --threads 100000 -o "$dir/many.ply" -q 2>&1); rc=$?
 if [ $rc -ne 0 ] || ! grep -qF "using" <<<"$out" || [ ! -s "$dir/many.ply" ]; then
