@@ -86,7 +86,9 @@ template <class T>
 void run(const FfdArgs& a, const PolygonMesh& mesh, const Lattice& lattice, const FfdOptions& o, nlohmann::json& report) {
   FfdSession<T> session(mesh, lattice, o);
   session.update(lattice.control_points);
-  write_mesh(a.output, session.mesh());
+  const TriangleMesh deformed = session.mesh();
+  check_finite(deformed, a.input + " deformed by the lattice");
+  write_mesh(a.output, deformed);
   if (!a.patches.empty()) session.write_bezier_patches(a.patches);
   const FfdReport& r = session.report();
   std::printf("ffd %s on %s (%s): %lld faces -> %lld triangles, %lld vertices", ffd_method_name(r.method), device_name(r.device),

@@ -154,6 +154,7 @@ void add_isosurface(CLI::App& app) {
       lo.device = parse_device(a->device);
       LabelBoundaryReport rep;
       const TriangleMesh mesh = extract_label_boundaries(*volume, lo, &rep);
+      check_finite(mesh, volume->name());
       write_mesh(out, mesh);
       const auto& g = volume->geometry();
       if (!a->quiet) {
@@ -225,6 +226,7 @@ void add_isosurface(CLI::App& app) {
                   g.spacing[1], g.spacing[2]);
     IsosurfaceReport rep;
     const TriangleMesh mesh = extract_isosurface(*volume, o, &rep);
+    check_finite(mesh, volume->name());
     write_mesh(out, mesh);
     const double voxels = double(g.voxel_count()) * double(rep.levels.size());
     if (show) {

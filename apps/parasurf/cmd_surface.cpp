@@ -38,6 +38,7 @@ void run(const SurfaceArgs& a, const BezierSurface& surface, GridSpec grid) {
   std::int64_t degenerate = 0;
   for (auto f : samples.degenerate) degenerate += f;
   const TriangleMesh mesh = grid_mesh(samples, grid.rows, grid.cols);
+  check_finite(mesh, a.input.empty() ? "the generated surface" : a.input);
   write_mesh(a.output, mesh);
   if (!a.obj.empty()) write_mesh(a.obj, mesh);
   std::printf("surface: degree %dx%d%s, %lldx%lld samples, method %s, device %s, %s\n", surface.degree_u,

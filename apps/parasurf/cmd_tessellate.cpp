@@ -92,6 +92,7 @@ void add_tessellate(CLI::App& app) {
     const PatchMesh mesh = tessellate(model, o, &rep);
     if (!output_rank()) return;  // rank 0 assembles and writes
     const TriangleMesh out = to_triangle_mesh(mesh);
+    check_finite(out, a->input.empty() ? "the Utah teapot" : a->input);
     write_mesh(a->output, out);
     const double total =
         rep.seconds_plan + rep.seconds_evaluate + rep.seconds_exchange + rep.seconds_assemble + rep.seconds_download;

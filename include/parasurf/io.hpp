@@ -45,4 +45,8 @@ TriangleMesh grid_mesh(const SurfaceSamples<T>& samples, std::int64_t rows, std:
 // replaced. Throws Error(Io).
 void write_mesh(const std::string& path, const TriangleMesh& mesh);
 
+// Throws Error(InvalidArgument) naming `source` when a vertex position is not finite (inputs whose coordinates
+// overflow the mesh's float range): such a mesh is an error, not a result.
+void check_finite(const TriangleMesh& mesh, const std::string& source);
+
 }  // namespace parasurf

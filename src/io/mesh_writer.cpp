@@ -254,6 +254,19 @@ void write_stl(const std::string& path, const TriangleMesh& m) {
 
 }  // namespace
 
+void check_finite(const TriangleMesh& mesh, const std::string& source) {
+  std::int64_t bad = 0;
+  const std::int64_t n = mesh.vertex_count();
+#pragma omp parallel for reduction(+ : bad) schedule(static)
+  for (std::int64_t v = 0; v < n; ++v)
+    bad += !(std::isfinite(mesh.positions[3 * std::size_t(v)]) && std::isfinite(mesh.positions[3 * std::size_t(v) + 1]) &&
+             std::isfinite(mesh.positions[3 * std::size_t(v) + 2]));
+  if (bad > 0)
+    throw Error(ErrorKind::InvalidArgument,
+                source + ": " + std::to_string(bad) + " of the result's " + std::to_string(n) +
+                    " vertices are not finite (coordinates beyond the float range, about 3.4e38, or not numbers)");
+}
+
 void write_mesh(const std::string& path, const TriangleMesh& mesh) {
   if (ends_with(path, ".ply") || path == "-") write_ply(path, mesh);  // "-": standard output, as PLY
   else if (ends_with(path, ".obj")) write_obj(path, mesh);

@@ -116,6 +116,8 @@ printf 'ObjectType = Image\nNDims = 3\nDimSize = 1e12 1e12 1e12\nElementType = M
 expect "absurd size" isosurface "$dir/huge.mhd" --level 1
 printf 'NRRD0004\ntype: uint8\ndimension: 3\nsizes: 1000000000000 1000000000000 1000000000000\nencoding: raw\nbyte skip: -1\n\n' > "$dir/huge.nrrd"
 expect "absurd size" isosurface "$dir/huge.nrrd" --level 1
+printf '4\n1\n0 0 0\n1 0 0\n0 1 0\n1e300 1e300 1e300\n' > "$dir/huge.bv"
+expect "are not finite" tessellate "$dir/huge.bv" -r 4
 expect "--threads" isosurface --field sphere --size 16 --threads -3
 out=$("$exe" isosurface --field sphere --size 16 --threads 100000 -o "$dir/many.ply" -q 2>&1); rc=$?
 if [ $rc -ne 0 ] || ! grep -qF "using" <<<"$out" || [ ! -s "$dir/many.ply" ]; then
