@@ -8,6 +8,7 @@
 #include "ffd/lattice_view.hpp"
 #include "ffd/prepare.hpp"
 #include "parasurf/error.hpp"
+#include "core/memory.hpp"
 #include "io/atomic_file.hpp"
 #include "patches/trimmed.hpp"
 #include <nlohmann/json.hpp>
@@ -46,6 +47,19 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
     throw Error(ErrorKind::InvalidArgument, "FFD: level " + std::to_string(options.level) + " is outside 1..256");
   for (double v : mesh.positions)
     if (!std::isfinite(v)) throw Error(ErrorKind::InvalidArgument, "FFD: the mesh has a vertex that is not finite");
+  if (options.method != FfdMethod::Point) {
+    // The subdivided mesh's size is known before any work: every input triangle becomes at least level² triangles
+    // (about half as many vertices), each vertex held with its rest position, deformed position and normal.
+    const std::uint64_t input_triangles = std::uint64_t(mesh.face_indices.size()) - 2 * std::uint64_t(mesh.face_count());
+    const std::uint64_t least = input_triangles * std::uint64_t(options.level) * std::uint64_t(options.level);
+    if (least / 2 >= (std::uint64_t(1) << 32))
+      throw Error(ErrorKind::LimitReached, "FFD: level " + std::to_string(options.level) + " makes at least " +
+                                               std::to_string(least) + " triangles from " + std::to_string(input_triangles) +
+                                               ": beyond the 2^32 vertex indices of a mesh (lower the level)");
+    core::check_host_allocation(least * (12 + (24 + 2 * 3 * sizeof(T)) / 2),
+                                "FFD: the mesh subdivided at level " + std::to_string(options.level) + " (at least " +
+                                    std::to_string(least) + " triangles)");
+  }
   if (!options.allow_non_manifold) {
     const MeshTopologyReport topo = mesh_topology(mesh);
     if (topo.non_manifold_edges > 0)

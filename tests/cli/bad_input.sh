@@ -118,6 +118,12 @@ printf 'NRRD0004\ntype: uint8\ndimension: 3\nsizes: 1000000000000 1000000000000 
 expect "absurd size" isosurface "$dir/huge.nrrd" --level 1
 printf '4\n1\n0 0 0\n1 0 0\n0 1 0\n1e300 1e300 1e300\n' > "$dir/huge.bv"
 expect "are not finite" tessellate "$dir/huge.bv" -r 4
+python3 -c "
+n = 200
+print('\n'.join('v %d %d %g' % (i, j, (i * j) % 7) for i in range(n) for j in range(n)))
+print('\n'.join('f %d %d %d %d' % (i * n + j + 1, i * n + j + 2, (i + 1) * n + j + 2, (i + 1) * n + j + 1) for i in range(n - 1) for j in range(n - 1)))
+" > "$dir/grid.obj"
+expect "at least" ffd "$dir/grid.obj" --level 256
 expect "--threads" isosurface --field sphere --size 16 --threads -3
 out=$("$exe" isosurface --field sphere --size 16 --threads 100000 -o "$dir/many.ply" -q 2>&1); rc=$?
 if [ $rc -ne 0 ] || ! grep -qF "using" <<<"$out" || [ ! -s "$dir/many.ply" ]; then
