@@ -239,8 +239,8 @@ TEST(Ffd, AccurateEqualsPointFfdOfTheSubdividedInput) {
       // Float normals: P_s x P_t sums float terms of the control net's size; where a surface's tangents are ~30x
       // shorter than its net's spread (seen on pieces of degree 5-6), cancellation leaves up to a few 1e-4 (3.3e-4
       // worst of 1000 seeds, most runs under 5e-6); a normal computed wrongly is off by 1e-2 or more.
-      // Float positions: a piece's value sums ~100 float terms of the net's size (2.6e-6 relative exceeded once, at
-      // seed 2655578749486147661: 3.4e-6); a piece composed wrongly is off by 1e-3 or more.
+      // Float positions: a piece's value sums ~100 float terms of the net's size (a bound of 2e-6 per unit of size was
+      // exceeded once, at seed 2655578749486147661: 3.4e-6 for size 1.3); a piece composed wrongly is off by 1e-3+.
       check_accurate_against_point<float>(device, sphere, lattice, level, 6e-6, 1e-3);
     }
   }
