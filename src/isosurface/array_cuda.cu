@@ -253,11 +253,7 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
     level = 0.5 * (lo + hi);
   }
 
-  IsosurfaceOptions io;  // as the host path (array_isosurface.cpp): the mirrored map's orientation
-  io.direction = o.direction == GradientDirection::Descent ? GradientDirection::Ascent : GradientDirection::Descent;
-  io.normals_down = true;
-  io.topology = o.topology;
-  io.keep_degenerate = o.allow_degenerate;
+  const IsosurfaceOptions io = array_order_options(o);
   const VolumeGeometry geometry = array_order_geometry(v, cell);
   SlabTask task = make_task(geometry, v.type, io, -1);
   task.data = samples;

@@ -50,7 +50,6 @@ std::uint64_t scan_flags(const std::vector<std::uint8_t>& flags, std::vector<std
   return total;
 }
 
-template <class T>
 void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, int threads) {
   const std::int64_t nf = m.triangle_count(), nv = m.vertex_count();
   std::vector<std::uint8_t> keep(std::size_t(nf), 0), used(std::size_t(nv), 0);
@@ -129,7 +128,7 @@ void finish_array_mesh(const ArrayView3& volume, const ArrayView3* mask, double 
   const cells::Grid g = grid_of(volume, cell_size);
   core::visit_voxel_type(volume.type, [&](auto tag) {
     using T = decltype(tag);
-    if (mask) drop_masked<T>(g, *mask, mesh, threads);
+    if (mask) drop_masked(g, *mask, mesh, threads);
     if (values) fill_values<T>(g, float(level), mesh, *values, threads);
   });
 }

@@ -43,14 +43,8 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
   if (v.c_contiguous()) source = std::make_unique<MemoryVolume>(g, v.type, v.data, "array");
   else source = iso::strided_source(v, g, o.threads);
 
-  IsosurfaceOptions io;
+  IsosurfaceOptions io = iso::array_order_options(o);
   if (!std::isnan(o.level)) io.levels = {o.level};
-  // The axis reversal mirrors the mesh: the engine's orientation for the other direction is scikit-image's for this
-  // one, and scikit-image's normals point down the gradient whatever the direction.
-  io.direction = o.direction == GradientDirection::Descent ? GradientDirection::Ascent : GradientDirection::Descent;
-  io.normals_down = true;
-  io.topology = o.topology;
-  io.keep_degenerate = o.allow_degenerate;
   io.device = o.device;
   io.threads = o.threads;
   io.progress = o.progress;

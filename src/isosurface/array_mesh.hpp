@@ -19,6 +19,11 @@ std::unique_ptr<VolumeSource> strided_source(const ArrayView3& view, const Volum
 // the axis reversal.
 VolumeGeometry array_order_geometry(const ArrayView3& view, std::array<double, 3> spacing);
 
+// The extractor's options for scikit-image's orientation on that geometry: the axis reversal mirrors the mesh, so
+// the engine's orientation for the other direction is scikit-image's for this one, and scikit-image's normals point
+// down the gradient whatever the direction.
+IsosurfaceOptions array_order_options(const ArrayIsosurfaceOptions& options);
+
 // After the engine, on the host: drops the triangles of cells whose mask is 0 at their last corner (and the
 // vertices only they used), then fills `values` when given (scikit-image's per-vertex value range). A triangle's cell is the
 // floor of its centroid in grid units (step · spacing), clamped to the grid. `volume` and `mask` are the stepped

@@ -80,6 +80,15 @@ VolumeGeometry array_order_geometry(const ArrayView3& view, std::array<double, 3
   return g;
 }
 
+IsosurfaceOptions array_order_options(const ArrayIsosurfaceOptions& o) {
+  IsosurfaceOptions io;
+  io.direction = o.direction == GradientDirection::Descent ? GradientDirection::Ascent : GradientDirection::Descent;
+  io.normals_down = true;
+  io.topology = o.topology;
+  io.keep_degenerate = o.allow_degenerate;
+  return io;
+}
+
 }  // namespace iso
 
 }  // namespace parasurf
