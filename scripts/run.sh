@@ -4,9 +4,7 @@
 # (accurate FFD) into teapot-ffd.ply. With arguments: `parasurf <arguments>`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-./scripts/deps.sh
-export PATH="$PATH:/usr/local/cuda/bin"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES="${CUDA_ARCH:-90}" >/dev/null
+./scripts/configure.sh
 ninja -C build parasurf_cli
 if [ $# -gt 0 ]; then
   exec ./build/parasurf "$@"

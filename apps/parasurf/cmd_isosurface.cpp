@@ -76,7 +76,7 @@ void add_isosurface(CLI::App& app) {
       "isosurface", "Marching-cubes isosurface of a volume (NIfTI, NRRD, MetaImage, VTK, raw; none = the built-in "
                     "tangle field) as a welded mesh with normals");
   cmd->add_option("input", a->input, "Volume: .nii[.gz], .nrrd/.nhdr, .mhd/.mha, .vtk, or raw with --raw-dims");
-  cmd->add_option("--output,-o", a->output, "Mesh: .ply, .obj, .stl or .glb (default: <input stem>.ply)");
+  cmd->add_option("--output,-o", a->output, "Mesh: .ply, .obj, .glb, .stl, .vtp or .vtu (default: <input stem>.ply)");
   cmd->add_option("--field", a->field, "Built-in field instead of a file: sphere | torus | gyroid | tangle");
   cmd->add_option("--size", a->size, "Samples of the built-in field: N or NxMxK (default 128)");
   cmd->add_option("--level,-l", a->levels, "Iso value(s), comma-separated (default: the field's, or mid-range)");
@@ -141,8 +141,8 @@ void add_isosurface(CLI::App& app) {
     }
     if (a->output.empty()) a->output = (field.empty() ? stem_of(a->input) : field) + ".ply";
     const std::string& out = a->output;
-    if (!(out.ends_with(".ply") || out.ends_with(".obj") || out.ends_with(".stl") || out.ends_with(".glb")))
-      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + out + "' (.ply, .obj, .stl, .glb)");
+    if (!is_mesh_output(out))
+      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + out + "' (" + mesh_output_formats() + ")");
 
     if (a->per_label) {
       if (!a->levels.empty() || !a->labels.empty() || !a->scalars.empty())
@@ -198,7 +198,8 @@ void add_isosurface(CLI::App& app) {
       if (!cuda_available()) throw Error(ErrorKind::Device, "--devices: " + cuda_unavailable_reason());
       o.device = Device::Cuda;
       if (a->devices == "all") {
-        for (int d = 0; d < cuda_device_count(); ++d) o.cuda_devices.push_back(d);
+        for (int d = 0; d < cuda_device_count(); ++d)
+          if (cuda_device_usable(d)) o.cuda_devices.push_back(d);
       } else {
         for (double d : parse_list(a->devices, "--devices")) {
           if (d != std::floor(d) || d < 0 || d > 1024)

@@ -78,19 +78,19 @@ std::pair<std::int64_t, std::int64_t> parse_pair(const std::string& text, const 
 }  // namespace parasurf::cli
 
 namespace {
-// Commands that run on the GPU by default (auto) or when asked (solve: --device cuda|hybrid|auto).
-bool may_use_gpu(int argc, char** argv) {
-  if (argc < 2) return false;
+// The device a command that may run on the GPU was given ("auto" by default; solve: "cpu"), or "" for others.
+std::string gpu_device_request(int argc, char** argv) {
+  if (argc < 2) return "";
   const std::string command = argv[1];
   if (command != "isosurface" && command != "tessellate" && command != "solve" && command != "surface" && command != "ffd")
-    return false;
+    return "";
   std::string device = command == "solve" ? "cpu" : "auto";
   for (int k = 2; k < argc; ++k) {
     const std::string arg = argv[k];
     if (arg == "--device" && k + 1 < argc) device = argv[k + 1];
     else if (arg.starts_with("--device=")) device = arg.substr(9);
   }
-  return device != "cpu";
+  return device == "cpu" ? "" : device;
 }
 }  // namespace
 
@@ -128,7 +128,15 @@ int main(int argc, char** argv) {
       if (thread.joinable()) thread.join();
     }
   } warm_up;
-  if (may_use_gpu(argc, argv)) warm_up.thread = std::thread([] { parasurf::cuda_warm_up(0); });
+  // A GPU this build cannot run: `auto` goes to the CPU, and says so once (an explicit cuda request fails later
+  // with the same reason).
+  const std::string requested = gpu_device_request(argc, argv);
+  if (!requested.empty())
+    warm_up.thread = std::thread([requested] {
+      const std::string warning = parasurf::cuda_fallback_warning();
+      if (warning.empty()) parasurf::cuda_warm_up(0);
+      else if (requested == "auto") std::fprintf(stderr, "parasurf: warning: %s\n", warning.c_str());
+    });
   if (mpi) parasurf::cli::mpi_begin();
   auto fail = [&](const char* what, int code) {
     if (mpi) {

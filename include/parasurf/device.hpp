@@ -40,6 +40,15 @@ std::vector<CudaDeviceInfo> cuda_devices();
 std::string cuda_unavailable_reason();
 // Devices visible to this process, without starting a CUDA context on any (cuda_devices() starts one on each).
 int cuda_device_count();
+// Whether this build's kernels run on a device (its compute capability against the architectures built; where
+// the driver would compile PTX, a trial load). Decided once per device and process. Never throws.
+bool cuda_device_usable(int device_index);
+// Why not, naming the device, its compute capability and the architectures built; empty when usable.
+std::string cuda_device_unusable_reason(int device_index);
+// A device is visible but cannot run this build, so `auto` runs on the CPU: the one line to show the user (the
+// library never prints). Empty when there is nothing to warn about, including machines without a GPU.
+std::string cuda_fallback_warning();
+// A device is visible and device 0 can run this build's kernels.
 bool cuda_available();
 // Starts the CUDA context of a device ahead of use (a few hundred ms on large GPUs), e.g. on a thread while the
 // process does other start-up work. Never throws; does nothing without CUDA.

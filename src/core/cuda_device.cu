@@ -1,11 +1,103 @@
 // CUDA device enumeration and the copy-bandwidth probe used as the physical floor of the benchmarks.
 #include <algorithm>
+#include <cstdio>
+#include <mutex>
 #include <vector>
 
+#include "core/cuda_arch.hpp"
 #include "core/cuda_check.hpp"
 #include "parasurf/device.hpp"
 
 namespace parasurf {
+
+namespace {
+
+#ifdef PARASURF_CUDA_ARCHS
+constexpr const char* kArchitectures = PARASURF_CUDA_ARCHS;
+#else
+constexpr const char* kArchitectures = "";
+#endif
+
+__global__ void image_probe_kernel() {}
+
+struct Usability {
+  bool known = false;
+  bool usable = false;
+  std::string reason;  // why not, when not
+};
+
+// Decided once per device: the capability against the build's list, and where the driver would have to compile
+// PTX (or the list cannot be read), a trial of the image itself. Only that trial starts the device's context.
+Usability decide_usability(int device) {
+  Usability u;
+  u.known = true;
+  int major = 0, minor = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) != cudaSuccess) {
+    cudaGetLastError();
+    u.reason = "CUDA device " + std::to_string(device) + " cannot be queried";
+    return u;
+  }
+  char name[256] = {0};
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, device) == cudaSuccess) std::snprintf(name, sizeof name, "%s", p.name);
+  cudaGetLastError();
+  const std::string who = std::string(name[0] ? name : "CUDA device") + " (device " + std::to_string(device) +
+                          ", compute capability " + std::to_string(major) + "." + std::to_string(minor) + ")";
+  const std::string built = "this build has kernels for " + core::describe_cuda_architectures(kArchitectures);
+  const core::ImageMatch match = core::match_cuda_image(kArchitectures, major, minor);
+  if (match == core::ImageMatch::Binary) {
+    u.usable = true;
+    return u;
+  }
+  if (match == core::ImageMatch::None) {
+    u.reason = who + " cannot run this build: " + built + "; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" +
+               std::to_string(major) + std::to_string(minor) + " (or a list that includes it)";
+    return u;
+  }
+  int current = 0;
+  cudaGetDevice(&current);
+  cudaFuncAttributes attributes{};
+  cudaError_t err = cudaSetDevice(device);
+  if (err == cudaSuccess) err = cudaFuncGetAttributes(&attributes, image_probe_kernel);
+  cudaGetLastError();
+  cudaSetDevice(current);
+  if (err == cudaSuccess) {
+    u.usable = true;
+    return u;
+  }
+  u.reason = who + " cannot run this build's kernels (" + cudaGetErrorString(err) + "): " + built +
+             "; rebuild with -DCMAKE_CUDA_ARCHITECTURES=" + std::to_string(major) + std::to_string(minor);
+  return u;
+}
+
+const Usability& usability(int device) {
+  static std::mutex mutex;
+  static std::vector<Usability> decided;
+  std::lock_guard lock(mutex);
+  if (device >= int(decided.size())) decided.resize(std::size_t(device) + 1);
+  if (!decided[std::size_t(device)].known) decided[std::size_t(device)] = decide_usability(device);
+  return decided[std::size_t(device)];
+}
+
+}  // namespace
+
+bool cuda_device_usable(int device_index) {
+  if (device_index < 0 || device_index >= cuda_device_count()) return false;
+  return usability(device_index).usable;
+}
+
+std::string cuda_device_unusable_reason(int device_index) {
+  if (device_index < 0 || device_index >= cuda_device_count())
+    return "CUDA device " + std::to_string(device_index) + " does not exist (" + std::to_string(cuda_device_count()) +
+           " visible)";
+  return usability(device_index).reason;
+}
+
+std::string cuda_fallback_warning() {
+  if (cuda_device_count() == 0 || cuda_device_usable(0)) return "";
+  return cuda_device_unusable_reason(0) + "; running on the CPU";
+}
 
 BuildFeatures build_features() {
   BuildFeatures f;
@@ -26,6 +118,7 @@ std::string cuda_unavailable_reason() {
     return std::string("no usable CUDA driver or device (") + cudaGetErrorString(err) + ")";
   }
   if (count == 0) return "no CUDA device found";
+  if (!cuda_device_usable(0)) return cuda_device_unusable_reason(0);
   return "";
 }
 

@@ -14,6 +14,9 @@ BuildFeatures build_features() {
 }
 std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
 int cuda_device_count() { return 0; }
+bool cuda_device_usable(int) { return false; }
+std::string cuda_device_unusable_reason(int) { return cuda_unavailable_reason(); }
+std::string cuda_fallback_warning() { return ""; }
 void cuda_warm_up(int) noexcept {}
 std::string cuda_unavailable_reason() { return "this build has no CUDA backend (PARASURF_ENABLE_CUDA=OFF)"; }
 double measure_cuda_copy_bandwidth(int, std::uint64_t) {

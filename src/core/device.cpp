@@ -23,7 +23,7 @@ const char* device_name(Device device) {
   return "?";
 }
 
-bool cuda_available() { return cuda_device_count() > 0; }
+bool cuda_available() { return cuda_device_count() > 0 && cuda_device_usable(0); }
 
 Device resolve_device(Device requested) {
   if (requested == Device::Auto) return cuda_available() ? Device::Cuda : Device::Cpu;

@@ -1,7 +1,7 @@
 // Lattice construction and checks, control-point edits, and direct manipulation of FFD
 // (Hu, Zhang, Tai, Sun, "Direct manipulation of FFD: efficient explicit solutions and decomposible multiple
 // point constraints", The Visual Computer 17, 2001: the least-norm lattice change is B^T (B B^T)^-1 d).
-#include <Eigen/Dense>
+#include "core/eigen.hpp"
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>

@@ -3,7 +3,7 @@
 // m^2 tessellation whose shared-edge points are computed once from canonically ordered endpoints.
 #include "ffd/prepare.hpp"
 
-#include <Eigen/Dense>
+#include "core/eigen.hpp"
 #include <algorithm>
 #include <array>
 #include <bit>

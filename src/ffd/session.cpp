@@ -1,5 +1,5 @@
 // FFD sessions: preprocessing once per mesh and lattice layout, then per-edit updates on the chosen backend.
-#include <Eigen/Dense>
+#include "core/eigen.hpp"
 #include <chrono>
 #include <cstdio>
 #include <map>

@@ -548,6 +548,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       if (d < 0 || d >= visible)
         throw Error(ErrorKind::InvalidArgument, "CUDA device " + std::to_string(d) + " does not exist (" +
                                                     std::to_string(visible) + " visible)");
+      else if (!cuda_device_usable(d))
+        throw Error(ErrorKind::Device, cuda_device_unusable_reason(d));
     std::sort(gpus.begin(), gpus.end());
     if (std::unique(gpus.begin(), gpus.end()) != gpus.end())
       throw Error(ErrorKind::InvalidArgument, "a CUDA device is listed twice");

@@ -3,7 +3,7 @@
 // restriction is a polynomial of total degree n, so the result is exact up to rounding).
 #include "patches/trimmed.hpp"
 
-#include <Eigen/Dense>
+#include "core/eigen.hpp"
 #include <cmath>
 #include <map>
 #include <mutex>

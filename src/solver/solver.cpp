@@ -4,7 +4,7 @@
 // where the coefficients vary most. A cell whose interval Jacobian is regular (preconditioned diagonal dominance)
 // holds at most one root, which Newton refines in double; cells that reach the tolerance unresolved (tangent roots,
 // solution curves) are clustered, so that each tangent root is reported once and a continuum as a region.
-#include <Eigen/Dense>
+#include "core/eigen.hpp"
 #include <algorithm>
 #include <cstring>
 #include <chrono>
