@@ -76,12 +76,6 @@ void twist(Lattice& l, double degrees) {
   }
 }
 
-bool mesh_extension(const std::string& path) {
-  for (const char* e : {".ply", ".obj", ".glb", ".stl"})
-    if (path.size() > 4 && path.ends_with(e)) return true;
-  return false;
-}
-
 template <class T>
 void run(const FfdArgs& a, const PolygonMesh& mesh, const Lattice& lattice, const FfdOptions& o, nlohmann::json& report) {
   FfdSession<T> session(mesh, lattice, o);
@@ -122,7 +116,7 @@ void add_ffd(CLI::App& app) {
                                         "accurate FFD (exact trimmed Bezier pieces, tessellated) or uniform up-sampling");
   cmd->add_option("input", a->input, "Mesh file: .obj, .ply, .off or .stl (none: the Utah teapot, twisted 45 degrees)");
   cmd->add_option("--twist", a->twist_degrees, "Also twist the lattice by this angle about z, growing from bottom to top");
-  cmd->add_option("--output,-o", a->output, "Output mesh: .ply, .obj, .glb or .stl (default: <input stem>-ffd.ply)");
+  cmd->add_option("--output,-o", a->output, "Output mesh: .ply, .obj, .glb, .stl, .vtp or .vtu (default: <input stem>-ffd.ply)");
   cmd->add_option("--patches", a->patches,
                   "Accurate: also write the exact deformed surface: .json (control nets + trimming polygons) or .bv "
                   "(triangular Bezier patches); both load back with tessellate");
@@ -151,8 +145,8 @@ void add_ffd(CLI::App& app) {
     }
     if (!a->patches.empty() && a->method != "accurate")
       throw Error(ErrorKind::InvalidArgument, "--patches needs --method accurate (the other methods have no exact surface)");
-    if (!mesh_extension(a->output))
-      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (use .ply, .obj, .glb or .stl)");
+    if (!is_mesh_output(a->output))
+      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (" + mesh_output_formats() + ")");
     MeshReadReport read;
     if (builtin) read.format = "built-in Utah teapot";
     const PolygonMesh mesh = builtin ? teapot_mesh() : read_polygon_mesh(a->input, &read);

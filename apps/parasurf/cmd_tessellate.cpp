@@ -23,10 +23,6 @@ struct TessellateArgs {
   int threads = 0;
 };
 
-bool mesh_extension(const std::string& path) {
-  return path.size() > 4 && (path.ends_with(".ply") || path.ends_with(".obj") || path.ends_with(".glb"));
-}
-
 std::string default_output(const std::string& input) {
   if (input.empty()) return "teapot.ply";
   auto slash = input.find_last_of('/');
@@ -44,7 +40,7 @@ void add_tessellate(CLI::App& app) {
                                  "Tessellate a patch model (.bv, .bpt, B-spline .json; none = the Utah teapot) into a "
                                  "welded, crack-free mesh");
   cmd->add_option("input", a->input, "Patch file: BezierView .bv, teapot .bpt, B-spline/NURBS .json (docs/formats.md)");
-  cmd->add_option("--output,-o", a->output, "Mesh file: .ply, .obj or .glb (default: <input stem>.ply, teapot.ply)");
+  cmd->add_option("--output,-o", a->output, "Mesh file: .ply, .obj, .glb, .stl, .vtp or .vtu (default: <input stem>.ply, teapot.ply)");
   auto* res = cmd->add_option("--resolution,-r", a->resolution, "Segments per patch side (uniform), 1..16384");
   auto* tol = cmd->add_option("--tolerance,-t", a->tolerance,
                               "Adaptive: largest distance from the surface to the mesh, in model units");
@@ -68,8 +64,8 @@ void add_tessellate(CLI::App& app) {
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");
   cmd->callback([a] {
     if (a->output.empty()) a->output = default_output(a->input);
-    if (!mesh_extension(a->output))
-      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (use .ply, .obj or .glb)");
+    if (!is_mesh_output(a->output))
+      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (" + mesh_output_formats() + ")");
     TessellationOptions o;
     o.resolution = a->resolution;
     o.tolerance = a->tolerance;

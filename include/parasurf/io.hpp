@@ -39,11 +39,16 @@ TriangleMesh grid_mesh(const SurfaceSamples<T>& samples, std::int64_t rows, std:
 
 // Writes .ply (binary little-endian; vertex property "value", face properties "group", "label", "outer_label" and
 // the group colour as "red green blue" when present), .obj ("g" lines per group), .glb (glTF 2.0 binary; one
-// primitive and material per group, values as the vertex attribute "_VALUE") or .stl (binary) by extension,
+// primitive and material per group, values as the vertex attribute "_VALUE"), .stl (binary), .vtp or .vtu (VTK
+// XML PolyData / UnstructuredGrid, raw appended arrays; point data Normals and value, cell data group, label,
+// outer_label and colour) by extension,
 // through a temporary file renamed on success, so that a failure never leaves a partial file; a symbolic link is kept
 // (its target is written), and "-" (standard output, PLY), pipes, FIFOs and devices are written in place, never
 // replaced. Throws Error(Io).
 void write_mesh(const std::string& path, const TriangleMesh& mesh);
+// Whether a path names a mesh format write_mesh writes (by extension), and the list of them for messages.
+bool is_mesh_output(const std::string& path);
+std::string mesh_output_formats();
 
 // Throws Error(InvalidArgument) naming `source` when a vertex position is not finite (inputs whose coordinates
 // overflow the mesh's float range): such a mesh is an error, not a result.

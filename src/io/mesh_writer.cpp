@@ -1,4 +1,5 @@
-// Triangle mesh writers (binary PLY, OBJ), always through a temporary file.
+// Triangle mesh writers (binary PLY, OBJ, glTF binary, STL; VTK XML in vtk_xml_writer.cpp), always through a
+// temporary file.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,6 +10,7 @@
 
 #include "core/memory.hpp"
 #include "io/atomic_file.hpp"
+#include "io/mesh_formats.hpp"
 #include "io/ply_layout.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/io.hpp"
@@ -52,14 +54,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The colour of a group: its own when the mesh has colours, else the built-in palette.
-const float* group_color(const TriangleMesh& m, int g) {
-  static const float palette[8][3] = {{0.80f, 0.72f, 0.55f}, {0.35f, 0.55f, 0.80f}, {0.80f, 0.40f, 0.35f},
-                                      {0.45f, 0.70f, 0.45f}, {0.70f, 0.55f, 0.80f}, {0.85f, 0.75f, 0.35f},
-                                      {0.40f, 0.75f, 0.75f}, {0.65f, 0.65f, 0.65f}};
-  if (g >= 0 && std::size_t(3 * g + 2) < m.group_colors.size()) return &m.group_colors[std::size_t(3 * g)];
-  return palette[(g < 0 ? 0 : g) % 8];
-}
+using io::group_colour;
 
 void write_ply(const std::string& path, const TriangleMesh& m) {
   const io::PlyLayout layout = io::PlyLayout::of(m);
@@ -192,7 +187,7 @@ void write_glb(const std::string& path, const TriangleMesh& m) {
     prims += "{\"attributes\":{\"POSITION\":0" + std::string(has_n ? ",\"NORMAL\":1" : "") + value_attr +
              "},\"indices\":" +
              std::to_string(acc) + ",\"material\":" + std::to_string(prim) + ",\"mode\":4}";
-    const float* col = group_color(m, g);
+    const float* col = group_colour(m, g);
     std::string name = g >= 0 && g < int(m.group_names.size()) ? m.group_names[g] : (g < 0 ? "surface" : "group" + std::to_string(g));
     std::string safe;
     for (char ch : name)
@@ -272,8 +267,18 @@ void write_mesh(const std::string& path, const TriangleMesh& mesh) {
   else if (ends_with(path, ".obj")) write_obj(path, mesh);
   else if (ends_with(path, ".glb")) write_glb(path, mesh);
   else if (ends_with(path, ".stl")) write_stl(path, mesh);
-  else throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (use .ply, .obj, .glb or .stl, or - for PLY on standard output)");
+  else if (ends_with(path, ".vtp")) io::write_vtk_xml(path, mesh, false);
+  else if (ends_with(path, ".vtu")) io::write_vtk_xml(path, mesh, true);
+  else throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (" + mesh_output_formats() + ")");
 }
+
+bool is_mesh_output(const std::string& path) {
+  for (const char* e : {".ply", ".obj", ".glb", ".stl", ".vtp", ".vtu"})
+    if (path.size() > std::strlen(e) && ends_with(path, e)) return true;
+  return false;
+}
+
+std::string mesh_output_formats() { return "use .ply, .obj, .glb, .stl, .vtp or .vtu"; }
 
 namespace io {
 
@@ -329,8 +334,8 @@ void PlyLayout::pack_faces(const TriangleMesh& m, std::int64_t t0, std::int64_t 
     if (labels) std::memcpy(p, &m.face_labels[std::size_t(t)], 4), p += 4;
     if (outer_labels) std::memcpy(p, &m.face_outer_labels[std::size_t(t)], 4), p += 4;
     if (colors) {
-      const float* c = group_color(m, m.face_groups[std::size_t(t)]);
-      for (int q = 0; q < 3; ++q) p[q] = char(std::uint8_t(std::lround(std::clamp(c[q], 0.0f, 1.0f) * 255.0f)));
+      const float* c = group_colour(m, m.face_groups[std::size_t(t)]);
+      for (int q = 0; q < 3; ++q) p[q] = char(io::colour_byte(c[q]));
     }
   }
 }

@@ -15,6 +15,7 @@
 
 #include "core/voxel_dispatch.hpp"
 #include "io/byte_stream.hpp"
+#include "io/volume_data.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/volume.hpp"
 
@@ -767,6 +768,19 @@ std::unique_ptr<VolumeSource> open_vtk(const std::string& path) {
 
 }  // namespace
 
+namespace io {
+void check_volume_geometry(const std::string& name, VolumeGeometry& g) { check_geometry(name, g); }
+std::unique_ptr<VolumeSource> raw_volume_data(const std::string& name, const std::string& data_path,
+                                              std::uint64_t offset, VolumeGeometry g, VoxelType type, bool big_endian) {
+  return open_data(name, data_path, offset, Encoding::Raw, g, type, big_endian);
+}
+std::unique_ptr<VolumeSource> owned_volume_data(const std::string& name, VolumeGeometry g, VoxelType type,
+                                                std::vector<char> bytes) {
+  check_geometry(name, g);
+  return std::make_unique<FileVolume>(name, g, type, std::move(bytes));
+}
+}  // namespace io
+
 std::unique_ptr<VolumeSource> open_volume(const std::string& path) {
   if (!std::filesystem::exists(path)) throw Error(ErrorKind::Io, "cannot open '" + path + "': no such file");
   if (ends_with(path, ".nii") || ends_with(path, ".nii.gz") || ends_with(path, ".hdr") || ends_with(path, ".hdr.gz"))
@@ -774,9 +788,10 @@ std::unique_ptr<VolumeSource> open_volume(const std::string& path) {
   if (ends_with(path, ".nrrd") || ends_with(path, ".nhdr")) return open_nrrd(path);
   if (ends_with(path, ".mhd") || ends_with(path, ".mha")) return open_metaimage(path);
   if (ends_with(path, ".vtk")) return open_vtk(path);
+  if (ends_with(path, ".vti")) return io::open_vti(path);
   throw Error(ErrorKind::InvalidArgument, "cannot tell the volume format of '" + path +
-                                              "' (.nii, .nii.gz, .nrrd, .nhdr, .mhd, .mha, .vtk; raw files need "
-                                              "--dims and --type)");
+                                              "' (.nii, .nii.gz, .nrrd, .nhdr, .mhd, .mha, .vtk, .vti; raw files need "
+                                              "--raw-dims and --raw-type)");
 }
 
 std::unique_ptr<VolumeSource> open_raw_volume(const std::string& path, const RawVolumeOptions& o) {

@@ -13,12 +13,12 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size == 0 || size > (1 << 16)) return 0;
-  static const char* names[] = {"f.nii", "f.nii.gz", "f.nrrd", "f.mhd", "f.mha", "f.vtk"};
+  static const char* names[] = {"f.nii", "f.nii.gz", "f.nrrd", "f.mhd", "f.mha", "f.vtk", "f.vti"};
   static const std::string dir = [] {
     char tmpl[] = "/tmp/parasurf_fuzz_XXXXXX";
     return std::string(mkdtemp(tmpl));
   }();
-  const std::string path = dir + "/" + names[data[0] % 6];
+  const std::string path = dir + "/" + names[data[0] % 7];
   if (std::FILE* f = std::fopen(path.c_str(), "wb")) {
     std::fwrite(data + 1, 1, size - 1, f);
     std::fclose(f);

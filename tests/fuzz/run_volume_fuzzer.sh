@@ -9,10 +9,14 @@ src="$1"; work="$2"; secs="${3:-30}"
 mkdir -p "$work/vcorpus"
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$src/include" -I"$src/src" \
-  "$src/tests/fuzz/fuzz_volume_readers.cpp" "$src/src/io/volume_readers.cpp" -lz -o "$work/fuzz_volume_readers"
+  "$src/tests/fuzz/fuzz_volume_readers.cpp" "$src/src/io/volume_readers.cpp" "$src/src/io/vti_reader.cpp" \
+  "$src/src/core/parallel.cpp" -fopenmp -lz -o "$work/fuzz_volume_readers"
 printf '\002NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nspacings: 1 1 1\nencoding: ascii\n\n1 2 3 4 5 6 7 8\n' > "$work/vcorpus/nrrd"
 printf '\003NDims = 3\nDimSize = 2 2 2\nElementType = MET_UCHAR\nElementSpacing = 1 1 1\nElementDataFile = LOCAL\nabcdefgh' > "$work/vcorpus/mhd"
 printf '\005# vtk DataFile Version 3.0\nt\nASCII\nDATASET STRUCTURED_POINTS\nDIMENSIONS 2 2 2\nSPACING 1 1 1\nORIGIN 0 0 0\nPOINT_DATA 8\nSCALARS s float 1\nLOOKUP_TABLE default\n1 2 3 4 5 6 7 8\n' > "$work/vcorpus/vtk"
+printf '\006<VTKFile type="ImageData" byte_order="LittleEndian" header_type="UInt32"><ImageData WholeExtent="0 1 0 1 0 1" Origin="0 0 0" Spacing="1 1 1"><Piece Extent="0 1 0 1 0 1"><PointData Scalars="s"><DataArray type="UInt8" Name="s" format="ascii">1 2 3 4 5 6 7 8</DataArray></PointData></Piece></ImageData></VTKFile>\n' > "$work/vcorpus/vti-ascii"
+printf '\006<VTKFile type="ImageData" byte_order="LittleEndian" header_type="UInt32"><ImageData WholeExtent="0 1 0 1 0 1"><Piece><PointData><DataArray type="UInt8" Name="s" format="binary">CAAAAAECAwQFBgcI</DataArray></PointData></Piece></ImageData></VTKFile>\n' > "$work/vcorpus/vti-binary"
+printf '\006<VTKFile type="ImageData" header_type="UInt32"><ImageData WholeExtent="0 1 0 1 0 1"><Piece><PointData><DataArray type="UInt8" Name="s" format="appended" offset="0"/></PointData></Piece></ImageData><AppendedData encoding="raw">_\010\000\000\000abcdefgh</AppendedData></VTKFile>\n' > "$work/vcorpus/vti-appended"
 python3 - "$work/vcorpus/nii" <<'PY'
 import struct, sys
 h = bytearray(352)

@@ -1,0 +1,168 @@
+"""File formats users bring and take away: VTK XML ImageData volumes in every encoding VTK writes, and meshes
+written as VTK XML, STL and PLY, read back by meshio where it is installed."""
+import base64
+import os
+import struct
+import subprocess
+import zlib
+
+import numpy as np
+import pytest
+
+import parasurf
+
+TYPES = {np.dtype("uint8"): "UInt8", np.dtype("int16"): "Int16", np.dtype("float32"): "Float32",
+         np.dtype("float64"): "Float64", np.dtype("uint16"): "UInt16", np.dtype("int32"): "Int32"}
+
+
+def encode(data, header, compressed, big, block=1000):
+    """The bytes VTK stores for one array: a size word, or its compression header and zlib blocks."""
+    e = ">" if big else "<"
+    h = e + ("Q" if header == "UInt64" else "I")
+    if not compressed:
+        return struct.pack(h, len(data)), data
+    blocks = [data[i:i + block] for i in range(0, len(data), block)]
+    packed = [zlib.compress(b) for b in blocks]
+    last = len(blocks[-1]) if len(blocks[-1]) != block else 0
+    head = struct.pack(e + ("Q" if header == "UInt64" else "I") * (3 + len(blocks)), len(blocks), block, last,
+                       *[len(p) for p in packed])
+    return head, b"".join(packed)
+
+
+def write_vti(path, volume, fmt, *, header="UInt32", compressed=False, big=False, extent0=(0, 0, 0),
+              spacing=(1.0, 1.0, 1.0), origin=(0.0, 0.0, 0.0), extra_array=True):
+    """volume is (z, y, x), VTK's x fastest; an extra array first, the active one named by Scalars."""
+    nz, ny, nx = volume.shape
+    ext = " ".join(f"{extent0[a]} {extent0[a] + n - 1}" for a, n in enumerate((nx, ny, nz)))
+    raw = volume.astype(volume.dtype.newbyteorder(">" if big else "<")).tobytes()
+    head, body = encode(raw, header, compressed, big)
+    attrs = f'type="{TYPES[volume.dtype]}" Name="density" NumberOfComponents="1"'
+    appended = b""
+    decoy = ""
+    if extra_array:  # a three-component array before the active one: the reader must pick "density"
+        decoy = '<DataArray type="Float32" Name="gradient" NumberOfComponents="3" format="ascii">0 0 0</DataArray>'
+    if fmt == "ascii":
+        values = " ".join(repr(v) for v in volume.ravel().tolist())
+        array = f'<DataArray {attrs} format="ascii">\n{values}\n</DataArray>'
+    elif fmt == "binary":
+        text = (base64.b64encode(head) + base64.b64encode(body)).decode() if compressed else \
+            base64.b64encode(head + body).decode()
+        array = f'<DataArray {attrs} format="binary">\n{text}\n</DataArray>'
+    elif fmt in ("appended-raw", "appended-base64"):
+        pad = b"\x00" * 5  # something stored before the array, so that its offset is not 0
+        stored = head + body
+        if fmt == "appended-base64":
+            pad = base64.b64encode(b"\x01\x02\x03")
+            stored = base64.b64encode(head) + base64.b64encode(body) if compressed else base64.b64encode(head + body)
+        array = f'<DataArray {attrs} format="appended" offset="{len(pad)}"/>'
+        appended = pad + stored
+    xml = ('<?xml version="1.0"?>\n'
+           f'<VTKFile type="ImageData" version="1.0" byte_order="{"BigEndian" if big else "LittleEndian"}" '
+           f'header_type="{header}"' + (' compressor="vtkZLibDataCompressor"' if compressed else "") + '>\n'
+           f'  <ImageData WholeExtent="{ext}" Origin="{" ".join(map(str, origin))}" '
+           f'Spacing="{" ".join(map(str, spacing))}">\n'
+           f'    <Piece Extent="{ext}">\n      <PointData Scalars="density">\n        {decoy}\n        {array}\n'
+           '      </PointData>\n      <CellData/>\n    </Piece>\n  </ImageData>\n')
+    with open(path, "wb") as f:
+        f.write(xml.encode())
+        if fmt.startswith("appended"):
+            enc = "raw" if fmt == "appended-raw" else "base64"
+            f.write(f'  <AppendedData encoding="{enc}">\n   _'.encode() + appended + b"\n  </AppendedData>\n")
+        f.write(b"</VTKFile>\n")
+
+
+CASES = [(fmt, header, compressed, big)
+         for fmt in ("binary", "appended-raw", "appended-base64")
+         for header in ("UInt32", "UInt64") for compressed in (False, True) for big in (False, True)]
+
+
+@pytest.mark.parametrize("fmt,header,compressed,big", CASES + [("ascii", "UInt32", False, False)])
+def test_vti_every_encoding(tmp_path, rng, fmt, header, compressed, big):
+    dtype = [np.uint8, np.int16, np.float32, np.float64][rng.integers(4)]
+    shape = tuple(int(n) for n in rng.integers(2, 13, size=3))
+    volume = (rng.random(shape) * 100).astype(dtype)
+    path = tmp_path / "v.vti"
+    write_vti(path, volume, fmt, header=header, compressed=compressed, big=big, extent0=(2, -1, 3),
+              spacing=(0.5, 2.0, 1.25), origin=(10.0, -4.0, 7.0))
+    samples, info = parasurf.read_volume(path)
+    np.testing.assert_array_equal(samples, volume.astype(np.float32))
+    assert info["spacing"] == pytest.approx((1.25, 2.0, 0.5))  # (z, y, x)
+    # index 0 is the extent's first index: origin + extent0 * spacing
+    assert info["origin"] == pytest.approx((7.0 + 3 * 1.25, -4.0 - 1 * 2.0, 10.0 + 2 * 0.5))
+
+
+def test_vti_refusals(tmp_path):
+    volume = np.arange(27, dtype=np.float32).reshape(3, 3, 3)
+    path = tmp_path / "v.vti"
+    write_vti(path, volume, "appended-raw")
+    data = path.read_bytes()
+    for bad, message in [
+        (data.replace(b'"0 2 0 2 0 2"', b'"0 3 0 2 0 2"'), "needs"),
+        (data.replace(b'WholeExtent="0 2 0 2 0 2"', b'WholeExtent="0 3 0 2 0 2"'), "piece's extent"),
+        (data.replace(b'type="ImageData"', b'type="PolyData"'), "ImageData"),
+        (data.replace(b'type="Float32" Name="density"', b'type="Int64" Name="density"'), "Int64"),
+        (data.replace(b'header_type="UInt32"', b'header_type="UInt64" compressor="vtkLZ4DataCompressor"'), "LZ4"),
+        (data.replace(b'offset="5"', b'offset="99999999"'), "past the end"),
+        (data[:len(data) - 60], "truncated"),
+        (data.replace(b'WholeExtent="0 2 0 2 0 2"', b'WholeExtent="0 1e12 0 1e12 0 1e12"'), "absurd"),
+    ]:
+        path.write_bytes(bad)
+        with pytest.raises((ValueError, OSError)) as e:
+            parasurf.read_volume(path)
+        assert message in str(e.value) and "v.vti" in str(e.value), str(e.value)
+    write_vti(path, volume, "binary", compressed=True)
+    text = path.read_text()
+    start = text.index('format="binary">') + len('format="binary">') + 1
+    path.write_text(text[:start + 20] + "AAAA" + text[start + 24:])  # a corrupt compressed block
+    with pytest.raises((ValueError, OSError)):
+        parasurf.read_volume(path)
+
+
+def cli():
+    path = os.environ.get("PARASURF_CLI")
+    if not path:
+        pytest.skip("PARASURF_CLI not set (ctest sets it)")
+    return path
+
+
+def test_cli_isosurface_of_a_vti_equals_the_raw_volume(tmp_path, rng):
+    z, y, x = np.mgrid[-1:1:20j, -1:1:18j, -1:1:16j]
+    volume = (x * x + y * y + z * z).astype(np.float32)
+    write_vti(tmp_path / "ball.vti", volume, "appended-raw", compressed=True)
+    volume.tofile(tmp_path / "ball.raw")
+    a = subprocess.run([cli(), "isosurface", str(tmp_path / "ball.vti"), "--level", "0.5", "--device", "cpu",
+                        "-o", str(tmp_path / "a.ply")], capture_output=True, text=True)
+    assert a.returncode == 0, a.stderr
+    b = subprocess.run([cli(), "isosurface", str(tmp_path / "ball.raw"), "--raw-dims", "16x18x20", "--raw-type",
+                        "float32", "--level", "0.5", "--device", "cpu", "-o", str(tmp_path / "b.ply")],
+                       capture_output=True, text=True)
+    assert b.returncode == 0, b.stderr
+    assert (tmp_path / "a.ply").read_bytes() == (tmp_path / "b.ply").read_bytes()
+
+
+def test_cli_mesh_outputs_read_by_meshio(tmp_path):
+    meshio = pytest.importorskip("meshio", reason="meshio is not installed (python3-meshio)")
+    exe = cli()
+    for ext in ("vtp", "vtu", "stl", "ply", "obj"):
+        out = tmp_path / f"teapot.{ext}"
+        r = subprocess.run([exe, "tessellate", "-r", "6", "-o", str(out)], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+    verts, faces, _ = parasurf.tessellate(resolution=6)
+    known = getattr(getattr(meshio, "_helpers", None), "extension_to_filetypes", {})
+    for ext in ("vtp", "vtu"):
+        if known and "." + ext not in known:
+            continue  # an older meshio (Debian's 5.0 reads .vtu, not .vtp)
+        m = meshio.read(tmp_path / f"teapot.{ext}")
+        np.testing.assert_allclose(m.points, verts, atol=1e-6)
+        np.testing.assert_array_equal(m.cells_dict["triangle"], faces)
+        groups = m.cell_data_dict["group"]["triangle"]
+        assert sorted(set(groups.tolist())) == [0, 1, 2, 3, 4, 5]  # the teapot's six parts
+        assert m.point_data["Normals"].shape == verts.shape
+    stl = meshio.read(tmp_path / "teapot.stl")
+    assert len(stl.cells_dict["triangle"]) == len(faces)
+    # A mesh of one group: a PLY with no face properties, which meshio reads.
+    r = subprocess.run([exe, "isosurface", "--field", "sphere", "--size", "16", "-o", str(tmp_path / "s.ply")],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    s = meshio.read(tmp_path / "s.ply")
+    assert len(s.cells_dict["triangle"]) > 100 and "nx" in s.point_data

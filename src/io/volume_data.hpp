@@ -1,0 +1,23 @@
+// What the volume readers share with readers kept in files of their own (VTK XML ImageData).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "parasurf/volume.hpp"
+
+namespace parasurf::io {
+
+// Refuses empty or absurd sizes and non-finite spacing, origin or orientation (Error(Parse) naming `name`).
+void check_volume_geometry(const std::string& name, VolumeGeometry& g);
+// Samples stored uncompressed at `offset` of `data_path`, read slab by slab; the file's size is checked first.
+std::unique_ptr<VolumeSource> raw_volume_data(const std::string& name, const std::string& data_path,
+                                              std::uint64_t offset, VolumeGeometry g, VoxelType type, bool big_endian);
+// Samples already decoded into memory, in the machine's byte order.
+std::unique_ptr<VolumeSource> owned_volume_data(const std::string& name, VolumeGeometry g, VoxelType type,
+                                                std::vector<char> bytes);
+
+std::unique_ptr<VolumeSource> open_vti(const std::string& path);
+
+}  // namespace parasurf::io
