@@ -6,14 +6,30 @@ takes ``device="auto" | "cpu" | "cuda"`` (auto: CUDA when a GPU is present).
 Errors from the library are raised as ValueError (bad arguments or input), OSError (files), MemoryError or
 RuntimeError (devices).
 """
+import warnings as _warnings
+
 import numpy as _np
 
 from . import _parasurf
-from ._parasurf import DeviceArray, Lattice, cuda_available
+from ._parasurf import DeviceArray, Lattice, __version__, cuda_available
 
 __all__ = ["read_volume", "marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "ray_traps",
            "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "Lattice",
-           "DeviceArray", "cuda_available"]
+           "DeviceArray", "cuda_available", "__version__"]
+
+_fallback_checked = False
+
+
+def _auto(device):
+    """The device argument as given; the first "auto" call on a GPU this build cannot run warns once."""
+    global _fallback_checked
+    if device == "auto" and not _fallback_checked:
+        _fallback_checked = True
+        reason = _parasurf.cuda_fallback_warning()
+        if reason:
+            _warnings.warn("parasurf: " + reason, RuntimeWarning, stacklevel=3)
+    return device
+
 
 _NATIVE = {_np.dtype(t) for t in ("float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32")}
 
@@ -56,7 +72,7 @@ def marching_cubes(volume, level=None, *, spacing=(1.0, 1.0, 1.0), gradient_dire
     try:
         verts, faces, normals, values, _ = _parasurf.marching_cubes(
             volume, None if level is None else float(level), tuple(float(s) for s in spacing), gradient_direction,
-            step_size, bool(allow_degenerate), method, mask, device, int(threads), progress)
+            step_size, bool(allow_degenerate), method, mask, _auto(device), int(threads), progress)
     except ValueError as e:
         if "outside the data range" in str(e):
             raise ValueError("Surface level must be within volume data range (%s)." % e) from None
@@ -156,7 +172,7 @@ def evaluate_surface(control_points, resolution=(64, 64), *, uv=None, weights=No
     w = None if weights is None else _np.asarray(_host(weights), dtype=_np.float64)
     pairs = None if uv is None else _np.asarray(_host(uv), dtype=_np.float64)
     out = _parasurf.evaluate_surface(pts, w, pairs, int(rows), int(cols), bool(derivatives), bool(second_derivatives),
-                                     precision, device, int(threads), gpu)
+                                     precision, _auto(device), int(threads), gpu)
     if gpu >= 0:
         wrap = _framework_of(control_points)
         out = {k: wrap(v) for k, v in out.items()}
@@ -205,7 +221,7 @@ def tessellate(path=None, *, resolution=16, tolerance=0.0, device="auto", progre
     chooses the resolution per patch from a chordal tolerance instead. ``progress`` is called with the fraction
     done between the phases (planning, evaluation, assembly); Ctrl-C is heard there too.
     """
-    return _parasurf.tessellate(None if path is None else str(path), int(resolution), float(tolerance), device, progress)
+    return _parasurf.tessellate(None if path is None else str(path), int(resolution), float(tolerance), _auto(device), progress)
 
 
 def lattice(vertices, count=(9, 9, 9), degree=(3, 3, 3), *, padding=0.05, knots=None, world_to_parameter=None):
@@ -231,7 +247,7 @@ def ffd(vertices, faces, lattice, *, method="accurate", level=4, device="auto", 
     ``verts`` (V', 3) float32, ``faces`` (F', 3) int32 and ``normals`` (V', 3) float32.
     """
     faces = _host(faces)
-    return _parasurf.ffd(_np.asarray(_host(vertices), dtype=_np.float64), faces, lattice, method, int(level), device,
+    return _parasurf.ffd(_np.asarray(_host(vertices), dtype=_np.float64), faces, lattice, method, int(level), _auto(device),
                          precision, bool(allow_non_manifold))
 
 

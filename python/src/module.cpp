@@ -457,17 +457,21 @@ PYBIND11_MODULE(_parasurf, m) {
         py::arg("threads"), py::arg("gpu") = -1);
   m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"),
         py::arg("progress") = py::none());
-  m.def("cuda_available", &cuda_available);
+  m.def("cuda_available", &cuda_available, "Whether a CUDA device that this build can run is present");
+  m.def("cuda_fallback_warning", &cuda_fallback_warning,
+        "Why device='auto' runs on the CPU although a GPU is visible (its architecture is not in this build); '' when not");
+  m.attr("__version__") = PARASURF_VERSION;
   m.def(
       "read_volume",
       [](const std::string& path) {
         auto source = open_volume(path);
         const VolumeGeometry g = source->geometry();
         py::array_t<float> a(std::vector<py::ssize_t>{py::ssize_t(g.dims[2]), py::ssize_t(g.dims[1]), py::ssize_t(g.dims[0])});
+        float* samples = a.mutable_data();  // numpy's pointer is taken while the GIL is held
         {
           py::gil_scoped_release release;
           const MemoryVolume v = load_volume_float(*source);
-          std::memcpy(a.mutable_data(), v.resident_data(), std::size_t(g.voxel_count()) * sizeof(float));
+          std::memcpy(samples, v.resident_data(), std::size_t(g.voxel_count()) * sizeof(float));
         }
         py::dict info;
         info["spacing"] = py::make_tuple(g.spacing[2], g.spacing[1], g.spacing[0]);
@@ -736,14 +740,16 @@ PYBIND11_MODULE(_parasurf, m) {
                                    {py::ssize_t(24), py::ssize_t(24) * l.count[0], py::ssize_t(24) * l.count[0] * l.count[1], py::ssize_t(8)});
              std::memcpy(a.mutable_data(), r.data(), r.size() * sizeof(double));
              return a;
-           })
+           },
+           "(n0, n1, n2, 3) control points of the undeformed lattice")
       .def("deform_points",
            [](const Lattice& l, py::array_t<double, py::array::c_style | py::array::forcecast> p) {
              if (p.ndim() != 2 || p.shape(1) != 3) throw Error(ErrorKind::InvalidArgument, "points must have shape (N, 3)");
              auto out = matrix<double>(p.shape(0), 3);
              deform_points(l, std::span<const double>(p.data(), p.size()), std::span<double>(out.mutable_data(), out.size()));
              return out;
-           })
+           },
+           py::arg("points"), "Images of (N, 3) world points under the lattice's current control points")
       .def("move_points",
            [](Lattice& l, py::array_t<double, py::array::c_style | py::array::forcecast> points,
               py::array_t<double, py::array::c_style | py::array::forcecast> targets) {
@@ -755,6 +761,7 @@ PYBIND11_MODULE(_parasurf, m) {
                for (int c = 0; c < 3; ++c) t[k].point[c] = points.data()[3 * k + c], t[k].target[c] = targets.data()[3 * k + c];
              direct_manipulation(l, t);
            },
+           py::arg("points"), py::arg("targets"),
            "Direct manipulation: the least-norm control-point change that carries each point's image to its target");
 
   m.def(
