@@ -1,6 +1,7 @@
 // What the volume readers share with readers kept in files of their own (VTK XML ImageData).
 #pragma once
 #include <cstdint>
+#include <istream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@ std::unique_ptr<VolumeSource> raw_volume_data(const std::string& name, const std
 // Samples already decoded into memory, in the machine's byte order.
 std::unique_ptr<VolumeSource> owned_volume_data(const std::string& name, VolumeGeometry g, VoxelType type,
                                                 std::vector<char> bytes);
+
+// n whitespace-separated numbers of `type` from `in`, each checked to be a number the type can hold.
+std::vector<char> ascii_samples(const std::string& name, std::istream& in, std::size_t n, VoxelType type);
 
 std::unique_ptr<VolumeSource> open_vti(const std::string& path);
 

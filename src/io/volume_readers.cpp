@@ -250,27 +250,7 @@ std::unique_ptr<VolumeSource> open_data(const std::string& name, const std::stri
   std::ifstream in(data_path, std::ios::binary);
   if (!in) throw Error(ErrorKind::Io, "cannot open '" + data_path + "'");
   in.seekg(std::streamoff(offset));
-  std::vector<char> bytes(static_cast<std::size_t>(need));
-  const std::size_t n = std::size_t(n_values);
-  std::string token;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!(in >> token))
-      parse_fail(name, "ASCII data ends after " + std::to_string(i) + " of " + std::to_string(n) + " values");
-    char* end = nullptr;
-    const double v = std::strtod(token.c_str(), &end);
-    if (end == token.c_str() || *end != '\0') parse_fail(name, "ASCII value '" + token + "' is not a number");
-    auto put = [&](auto tag) {
-      using T = decltype(tag);
-      // Out-of-range conversions are undefined: refuse values the declared type cannot hold.
-      if (std::isfinite(v) || std::is_integral_v<T>) {
-        if (!(v >= double(std::numeric_limits<T>::lowest()) && v <= double(std::numeric_limits<T>::max())))
-          parse_fail(name, "ASCII value '" + token + "' does not fit the type " + voxel_type_name(type));
-      }
-      const T t = static_cast<T>(v);
-      std::memcpy(bytes.data() + i * sizeof(T), &t, sizeof(T));
-    };
-    core::visit_voxel_type(type, [&](auto tag) { put(tag); });
-  }
+  std::vector<char> bytes = io::ascii_samples(name, in, std::size_t(n_values), type);
   return std::make_unique<FileVolume>(name, g, type, std::move(bytes));
 }
 
@@ -769,6 +749,28 @@ std::unique_ptr<VolumeSource> open_vtk(const std::string& path) {
 }  // namespace
 
 namespace io {
+std::vector<char> ascii_samples(const std::string& name, std::istream& in, std::size_t n, VoxelType type) {
+  std::vector<char> bytes(n * voxel_bytes(type));
+  std::string token;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(in >> token))
+      parse_fail(name, "ASCII data ends after " + std::to_string(i) + " of " + std::to_string(n) + " values");
+    char* end = nullptr;
+    const double v = std::strtod(token.c_str(), &end);
+    if (end == token.c_str() || *end != '\0') parse_fail(name, "ASCII value '" + token + "' is not a number");
+    core::visit_voxel_type(type, [&](auto tag) {
+      using T = decltype(tag);
+      // Out-of-range conversions are undefined: refuse values the declared type cannot hold.
+      if ((std::isfinite(v) || std::is_integral_v<T>) &&
+          !(v >= double(std::numeric_limits<T>::lowest()) && v <= double(std::numeric_limits<T>::max())))
+        parse_fail(name, "ASCII value '" + token + "' does not fit the type " + voxel_type_name(type));
+      const T t = static_cast<T>(v);
+      std::memcpy(bytes.data() + i * sizeof(T), &t, sizeof(T));
+    });
+  }
+  return bytes;
+}
+
 void check_volume_geometry(const std::string& name, VolumeGeometry& g) { check_geometry(name, g); }
 std::unique_ptr<VolumeSource> raw_volume_data(const std::string& name, const std::string& data_path,
                                               std::uint64_t offset, VolumeGeometry g, VoxelType type, bool big_endian) {

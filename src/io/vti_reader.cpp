@@ -308,23 +308,7 @@ std::unique_ptr<VolumeSource> open_vti(const std::string& path) {
   if (format == "ascii") {
     core::check_host_allocation(l.expected, where);
     std::istringstream text(xml.substr(array.content, array.content_end - array.content));
-    std::vector<char> bytes(std::size_t(l.expected));
-    const std::size_t n = std::size_t(g.voxel_count());
-    std::string token;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (!(text >> token)) fail(path, "ASCII data ends after " + std::to_string(i) + " of " + std::to_string(n) + " values");
-      char* end = nullptr;
-      const double v = std::strtod(token.c_str(), &end);
-      if (end == token.c_str() || *end != '\0') fail(path, "ASCII value '" + token + "' is not a number");
-      core::visit_voxel_type(type, [&](auto tag) {
-        using T = decltype(tag);
-        if ((std::isfinite(v) || std::is_integral_v<T>) &&
-            !(v >= double(std::numeric_limits<T>::lowest()) && v <= double(std::numeric_limits<T>::max())))
-          fail(path, "ASCII value '" + token + "' does not fit the type " + voxel_type_name(type));
-        const T t = static_cast<T>(v);
-        std::memcpy(bytes.data() + i * sizeof(T), &t, sizeof(T));
-      });
-    }
+    std::vector<char> bytes = ascii_samples(path, text, std::size_t(g.voxel_count()), type);
     return owned_volume_data(path, g, type, std::move(bytes));
   }
   if (format == "binary") {

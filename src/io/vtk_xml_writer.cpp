@@ -17,11 +17,19 @@ namespace {
 struct Array {
   std::string xml_head;  // the DataArray element up to its offset attribute
   std::uint64_t bytes = 0;
-  // Writes elements [i0, i1) of the array into out (bytes of those elements only).
   std::size_t element_bytes = 0;
   std::int64_t elements = 0;
+  // Writes elements [a, b) into out; the flag asks for 64-bit indices.
   void (*pack)(const TriangleMesh&, std::int64_t, std::int64_t, bool, char*) = nullptr;
 };
+
+// Elements [a, b) of a mesh array stored as `Width` values per element, copied as they are.
+template <auto Member, std::size_t Width>
+void copy_elements(const TriangleMesh& mesh, std::int64_t a, std::int64_t b, bool, char* out) {
+  const auto& values = mesh.*Member;
+  constexpr std::size_t bytes = Width * sizeof(values[0]);
+  std::memcpy(out, &values[Width * std::size_t(a)], std::size_t(b - a) * bytes);
+}
 
 template <class T>
 void put(char*& p, T v) {
@@ -52,29 +60,19 @@ void write_vtk_xml(const std::string& path, const TriangleMesh& m, bool unstruct
   std::vector<Array> point_data, cell_data, points, cells;
   if (normals)
     point_data.push_back(array(R"(<DataArray type="Float32" Name="Normals" NumberOfComponents="3")", nv, 12,
-                               [](const TriangleMesh& mesh, std::int64_t a, std::int64_t b, bool, char* out) {
-                                 std::memcpy(out, &mesh.normals[3 * std::size_t(a)], std::size_t(b - a) * 12);
-                               }));
+                               copy_elements<&TriangleMesh::normals, 3>));
   if (values)
     point_data.push_back(array(R"(<DataArray type="Float32" Name="value")", nv, 4,
-                               [](const TriangleMesh& mesh, std::int64_t a, std::int64_t b, bool, char* out) {
-                                 std::memcpy(out, &mesh.vertex_values[std::size_t(a)], std::size_t(b - a) * 4);
-                               }));
+                               copy_elements<&TriangleMesh::vertex_values, 1>));
   if (groups)
     cell_data.push_back(array(R"(<DataArray type="Int32" Name="group")", nf, 4,
-                              [](const TriangleMesh& mesh, std::int64_t a, std::int64_t b, bool, char* out) {
-                                std::memcpy(out, &mesh.face_groups[std::size_t(a)], std::size_t(b - a) * 4);
-                              }));
+                              copy_elements<&TriangleMesh::face_groups, 1>));
   if (labels)
     cell_data.push_back(array(R"(<DataArray type="Int32" Name="label")", nf, 4,
-                              [](const TriangleMesh& mesh, std::int64_t a, std::int64_t b, bool, char* out) {
-                                std::memcpy(out, &mesh.face_labels[std::size_t(a)], std::size_t(b - a) * 4);
-                              }));
+                              copy_elements<&TriangleMesh::face_labels, 1>));
   if (outer)
     cell_data.push_back(array(R"(<DataArray type="Int32" Name="outer_label")", nf, 4,
-                              [](const TriangleMesh& mesh, std::int64_t a, std::int64_t b, bool, char* out) {
-                                std::memcpy(out, &mesh.face_outer_labels[std::size_t(a)], std::size_t(b - a) * 4);
-                              }));
+                              copy_elements<&TriangleMesh::face_outer_labels, 1>));
   if (colors)
     cell_data.push_back(array(R"(<DataArray type="UInt8" Name="colour" NumberOfComponents="3")", nf, 3,
                               [](const TriangleMesh& mesh, std::int64_t a, std::int64_t b, bool, char* out) {
@@ -85,9 +83,7 @@ void write_vtk_xml(const std::string& path, const TriangleMesh& m, bool unstruct
                                 }
                               }));
   points.push_back(array(R"(<DataArray type="Float32" Name="Points" NumberOfComponents="3")", nv, 12,
-                         [](const TriangleMesh& mesh, std::int64_t a, std::int64_t b, bool, char* out) {
-                           std::memcpy(out, &mesh.positions[3 * std::size_t(a)], std::size_t(b - a) * 12);
-                         }));
+                         copy_elements<&TriangleMesh::positions, 3>));
   cells.push_back(array(std::string(R"(<DataArray type=")") + index_type + R"(" Name="connectivity")", nf,
                         3 * index_bytes, [](const TriangleMesh& mesh, std::int64_t a, std::int64_t b, bool w, char* out) {
                           for (std::int64_t k = 3 * a; k < 3 * b; ++k) {
