@@ -544,6 +544,7 @@ void add_bench_isosurface(CLI::App& bench) {
     }
     if (!a->json.empty()) {
       nlohmann::json j = {{"benchmark", "isosurface"},
+                          {"date", today()},
                           {"commit", PARASURF_GIT_COMMIT},
                           {"cpu_threads", cpu_thread_count(a->threads)},
                           {"copy_bandwidth_bytes_per_second", copy_bw},

@@ -1,6 +1,7 @@
 // Small helpers shared by the benchmark subcommands.
 #pragma once
 #include <cstdio>
+#include <ctime>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -8,6 +9,14 @@
 #include "parasurf/commands.hpp"
 
 namespace parasurf::cli {
+
+// Today's date (UTC, YYYY-MM-DD) for the reports.
+inline std::string today() {
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  return date;
+}
 
 inline std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;

@@ -1,0 +1,286 @@
+#!/usr/bin/env python3
+"""Writes the tables of docs/performance.md from the benchmarks' JSON in docs/results/.
+
+    scripts/perf_tables.py            rewrite the part of docs/performance.md between its table markers
+    scripts/perf_tables.py --check    exit 1 when that part differs from what the JSON gives (a ctest test)
+
+Each table names its device, date, commit and the command that reproduces it. A JSON file that is absent
+leaves its table out.
+"""
+import argparse
+import json
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DOC = ROOT / "docs" / "performance.md"
+RESULTS = ROOT / "docs" / "results"
+BEGIN = "<!-- tables: written by scripts/perf_tables.py from docs/results; do not edit by hand -->"
+END = "<!-- end of tables -->"
+
+
+def load(name):
+    path = RESULTS / name
+    return (json.loads(path.read_text()), f"results/{name}") if path.exists() else (None, None)
+
+
+def ms(seconds):
+    v = seconds * 1e3
+    return f"{v:.3f} ms" if v < 1 else f"{v:.2f} ms" if v < 10 else f"{v:.1f} ms" if v < 100 else f"{v:.0f} ms"
+
+
+def ratio(x):
+    return f"{x:.2f}×" if x < 10 else f"{x:.1f}×" if x < 100 else f"{x:.0f}×"
+
+
+def caption(doc, link, machine, command):
+    bw = doc.get("copy_bandwidth_bytes_per_second")
+    bw = f", copy bandwidth {bw / 1e9:.0f} GB/s" if bw else ""
+    return (f"{machine}{bw}; {doc.get('date', 'date not recorded')}, commit {doc.get('commit', '?')}; "
+            f"`{command}` ([JSON]({link})).\n")
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def surface():
+    doc, link = load("bench-surface-h200.json")
+    if not doc:
+        return ""
+    rows = doc["rows"]
+    pick = lambda **k: next((r for r in rows if all(r.get(a) == b for a, b in k.items())), None)
+    out = ["### Bézier surfaces\n",
+           "Positions and unit normals on a 2000² grid, `factored` method. Kernel: samples left on the GPU, ratio "
+           "to the time of writing them once at the copy bandwidth. With copy: the same samples in host memory. "
+           "CPU: the same work on the host's threads.\n",
+           caption(doc, link, f"{doc.get('gpu', 'GPU')}, {doc.get('cpu_threads', '?')} host threads",
+                   "parasurf bench surface --devices cpu,cuda --methods factored --nets 4,12,16 --resolutions 2000 "
+                   "--json f.json")]
+    body = []
+    for net in sorted({r["net"] for r in rows}):
+        for precision in ("float", "double"):
+            k = pick(net=net, precision=precision, scheme="kernel")
+            if not k:
+                continue
+            copy = pick(net=net, precision=precision, scheme="gpu+copy")
+            cpu = pick(net=net, precision=precision, device="cpu")
+            body.append([f"{net}×{net}", precision, ms(k["seconds"]), f"{k['points_per_second'] / 1e9:.0f}",
+                         f"{100 * k['fraction_of_copy_bandwidth']:.0f} %", ms(copy["seconds"]) if copy else "",
+                         ms(cpu["seconds"]) if cpu else "",
+                         ratio(cpu["seconds"] / k["seconds"]) if cpu else ""])
+    out.append(table(["net", "precision", "GPU kernel", "Gpoints/s", "of copy bandwidth", "GPU with copy home",
+                      "CPU", "kernel ÷ CPU"], body))
+    peer_doc, peer_link = load("bench-surface-2core.json")
+    if peer_doc and peer_doc.get("peer"):
+        out.append("\nAgainst OpenSubdiv's `CpuEvaluator` (bicubic, positions and first derivatives), " +
+                   caption(peer_doc, peer_link, f"development machine, {peer_doc.get('cpu_threads', '?')} cores",
+                           "parasurf bench surface --quick --json f.json"))
+        out.append(table(["threads", "parasurf", "OpenSubdiv", "speed-up"],
+                         [[p["threads"], f"{p['ours_points_per_second'] / 1e6:.0f} Mpoints/s",
+                           f"{p['peer_points_per_second'] / 1e6:.1f} Mpoints/s", ratio(p["ratio"])]
+                          for p in peer_doc["peer"]]))
+    return "\n".join(out)
+
+
+def patches():
+    doc, link = load("bench-patches-h200.json")
+    if not doc:
+        return ""
+    rows = doc["rows"]
+    out = ["### Patch models\n",
+           "Every patch of a model evaluated in one batch (positions and normals). `tables` is the library's "
+           "strategy, `direct` and `casteljau` the two of Concheiro et al. 2010 run by the same benchmark; ratio "
+           "to the copy bandwidth as for surfaces.\n",
+           caption(doc, link, f"{doc.get('gpu', 'GPU')}", "parasurf bench patches --json f.json")]
+    body = []
+    keys = sorted({(r["model"], r["patches"], r["points_per_side"], r["precision"]) for r in rows
+                   if r["device"] == "cuda" and r["strategy"] == "tables"})
+    for model, count, side, precision in keys:
+        if precision != "float" or side not in (16, 32, 128, 256):
+            continue
+        get = lambda s: next((r for r in rows if r["model"] == model and r["device"] == "cuda" and
+                              r["strategy"] == s and r["points_per_side"] == side and r["precision"] == precision), None)
+        t, d, c = get("tables"), get("direct"), get("casteljau")
+        body.append([model, f"{count:,}", f"{side}²", ms(t["seconds"]), f"{t['points_per_second'] / 1e9:.1f}",
+                     f"{100 * t['fraction_of_copy_bandwidth']:.0f} %",
+                     ratio(d["seconds"] / t["seconds"]) if d else "", ratio(c["seconds"] / t["seconds"]) if c else ""])
+    out.append(table(["model", "patches", "points", "tables", "Gpoints/s", "of copy bandwidth", "direct ÷ tables",
+                      "casteljau ÷ tables"], body))
+    tess = doc.get("tessellation") or []
+    if tess:
+        out.append("\nWelded meshes (evaluation, then welding and assembly, median of the runs):\n")
+        out.append(table(["model", "segments", "device", "triangles", "evaluate", "assemble", "where"],
+                         [[t["model"], t["resolution"], t["device"], f"{t['triangles']:,}", ms(t["evaluate_seconds"]),
+                           ms(t["assemble_seconds"]), t["assembled_on"]] for t in tess]))
+    peer_doc, peer_link = load("bench-patches-2core.json")
+    if peer_doc and peer_doc.get("peer"):
+        out.append("\nAgainst OpenSubdiv's `CpuEvaluator` on bicubic patches, " +
+                   caption(peer_doc, peer_link, "development machine", "parasurf bench patches --quick --json f.json"))
+        out.append(table(["patches", "points", "threads", "parasurf", "OpenSubdiv", "speed-up"],
+                         [[f"{p['patches']:,}", f"{int(p['points']):,}", p["threads"], ms(p["parasurf_seconds"]),
+                           ms(p["peer_seconds"]), ratio(p["speedup"])] for p in peer_doc["peer"]]))
+    return "\n".join(out)
+
+
+def isosurface_rows(doc):
+    body = []
+    for r in doc["results"]:
+        cpu, cuda, res = r.get("cpu") or {}, r.get("cuda") or {}, r.get("cuda_resident") or {}
+        peers = r.get("peers") or {}
+        sk = (peers.get("skimage") or {}).get("seconds")
+        vtk = (peers.get("vtk_flying_edges") or {}).get("seconds")
+        body.append([r["volume"], f"{r.get('triangles', cpu.get('triangles', res.get('triangles', 0))):,}",
+                     ms(cpu["seconds"]) if cpu.get("seconds") else "",
+                     ms(cuda["seconds"]) if cuda.get("seconds") else "",
+                     ms(res["seconds"]) if res.get("seconds") else "",
+                     ratio(res["floor_ratio"]) if res.get("floor_ratio") else "",
+                     ms(sk) if sk else "", ratio(sk / cpu["seconds"]) if sk and cpu.get("seconds") else "",
+                     ratio(sk / res["seconds"]) if sk and res.get("seconds") else "",
+                     ratio(vtk / cpu["seconds"]) if vtk and cpu.get("seconds") else ""])
+    return table(["volume", "triangles", "CPU", "GPU from host", "GPU resident", "resident ÷ floor", "scikit-image",
+                  "skimage ÷ CPU", "skimage ÷ resident", "VTK ÷ CPU"], body)
+
+
+def isosurface():
+    doc, link = load("bench-isosurface-h200.json")
+    if not doc:
+        return ""
+    out = ["### Isosurfaces\n",
+           "The tangle field, level 0.5 for float32 and its byte image for uint8; welded mesh with normals. CPU: the "
+           "host's threads; GPU from host: samples in host memory, mesh back in host memory; GPU resident: samples "
+           "and mesh on the GPU, with its floor (read the volume once, write the mesh once at the copy bandwidth). "
+           "Peers run on the same array in the same run (scikit-image on one thread, as it runs; VTK's Flying Edges "
+           "where installed).\n",
+           caption(doc, link, "NVIDIA H200, " + str(doc.get("cpu_threads", "?")) + " host threads",
+                   "parasurf bench isosurface --sizes 256,512 --json f.json"),
+           isosurface_rows(doc)]
+    small, small_link = load("bench-isosurface-2core.json")
+    if small:
+        out.append("\nOn the development machine, " + caption(small, small_link, f"{small.get('cpu_threads', '?')} "
+                                                              "cores, no GPU",
+                                                              "parasurf bench isosurface --sizes 64,256 --json f.json"))
+        out.append(isosurface_rows(small))
+    return "\n".join(out)
+
+
+def ffd():
+    doc, link = load("bench-ffd-h200.json")
+    if not doc:
+        return ""
+    res = doc["results"]
+    out = ["### Free-form deformation\n",
+           "One update after an edit of a 9×9×9 tricubic lattice (the mesh prepared once), results left on the GPU; "
+           "best of the runs. Floor: writing the output vertices and normals once at the copy bandwidth.\n",
+           caption(doc, link, f"{doc.get('device', 'GPU')}, {doc.get('cpu_threads', '?')} host threads",
+                   "parasurf bench ffd --spheres 14500,69000 --json f.json")]
+    body = []
+    for key in sorted({(r["mesh"], r["method"], r["level"]) for r in res}, key=lambda k: (k[0], k[1], k[2])):
+        get = lambda dev, thr=None: next((r for r in res if (r["mesh"], r["method"], r["level"]) == key and
+                                          r["device"] == dev and (thr is None or r["threads"] == thr)), None)
+        gpu, cpu = get("cuda"), get("cpu", doc.get("cpu_threads"))
+        if not gpu:
+            continue
+        body.append([key[0], key[1], key[2] or "", f"{gpu['output_vertices']:,}", ms(gpu["update_seconds_best"]),
+                     ratio(gpu["ratio_to_floor"]) if gpu.get("ratio_to_floor") else "",
+                     ms(cpu["update_seconds_best"]) if cpu else "",
+                     ratio(cpu["update_seconds_best"] / gpu["update_seconds_best"]) if cpu else ""])
+    out.append(table(["mesh", "method", "m", "vertices out", "GPU update", "÷ floor", "CPU update", "CPU ÷ GPU"], body))
+    return "\n".join(out)
+
+
+def solver():
+    doc, link = load("bench-solver-h200.json")
+    if not doc:
+        return ""
+    res = doc["results"]
+    out = ["### Subdivision solver\n",
+           "The experiments of Park et al. 2011 (section 6) with the inputs `bench solver --write-inputs` writes; "
+           "the paper's times are its GTX 580's. Engines: `cpu` (threads over a lock-free task buffer, the default), "
+           "`cpu-tasks`, `cuda` (breadth first on the GPU), `hybrid` (the paper's scheme).\n",
+           caption(doc, link, f"{doc.get('gpu', 'GPU')} host, {doc.get('threads', '?')} threads",
+                   "parasurf bench solver --json f.json")]
+    labels = []
+    for r in res:
+        if r["label"] not in labels:
+            labels.append(r["label"])
+    body = []
+    for label in labels:
+        rows = {r["engine"]: r for r in res if r["label"] == label}
+        paper = next(iter(rows.values())).get("paper_gpu_ms")
+        best = min(r["ms"] for r in rows.values())
+        cell = lambda e: f"{rows[e]['ms']:.2f} ms" if e in rows else ""
+        body.append([label, f"{paper:g} ms" if paper else "", cell("cpu"), cell("cpu-tasks"), cell("cuda"),
+                     cell("hybrid"), ratio(paper / rows["cpu"]["ms"]) if paper and "cpu" in rows else ""])
+    out.append(table(["experiment", "paper (GTX 580)", "cpu", "cpu-tasks", "cuda", "hybrid", "paper ÷ cpu"], body))
+    return "\n".join(out)
+
+
+def python_marching_cubes():
+    parts = []
+    for name, machine in (("python-marching-cubes-h200.json", "16-core host with an NVIDIA H200"),
+                          ("python-marching-cubes-2core.json", "2-core development machine")):
+        doc, link = load(name)
+        if not doc:
+            continue
+        meta = doc.get("meta", {})
+        doc = {**doc, "commit": meta.get("commit", "?"), "date": meta.get("date", "date not recorded")}
+        versions = ", ".join(f"{k.replace('_', '-')} {meta[k]}" for k in ("numpy", "scikit_image") if k in meta)
+        parts.append(caption(doc, link, machine + (f" ({versions})" if versions else ""),
+                             "bench/python/bench_marching_cubes.py --json f.json"))
+        parts.append(table(["size", "path", "Python", "engine", "Python ÷ engine", "scikit-image", "speed-up"],
+                           [[f"{r['size']}³", r["path"], ms(r["seconds"]), ms(r["engine_seconds"]),
+                             ratio(r["ratio_to_engine"]), ms(r["peer_seconds"]) if r.get("peer_seconds") else "",
+                             ratio(r["speedup_over_peer"]) if r.get("speedup_over_peer") else ""]
+                            for r in doc["rows"]]))
+    if not parts:
+        return ""
+    return "\n".join(["### Python: `marching_cubes`\n",
+                      "`parasurf.marching_cubes` on the tangle cube (float32, level 0) beside the engine alone on the "
+                      "same array and device and beside `skimage.measure.marching_cubes`, best of the calls after a "
+                      "warm-up. The floor of a Python call is the engine's time on the same data.\n"] + parts)
+
+
+def python_functions():
+    doc, link = load("python-functions-h200.json")
+    if not doc:
+        return ""
+    meta = doc.get("meta", {})
+    doc = {**doc, "commit": meta.get("commit", "?")}
+    return "\n".join(["### Python: the other functions\n",
+                      "Each function beside the same work through the one-shot C++ calls, which return fresh arrays "
+                      "too.\n",
+                      caption(doc, link, "16-core host with an NVIDIA H200", "cd bench/python && python3 "
+                              "bench_functions.py --json f.json"),
+                      table(["function", "device", "Python", "C++ API", "Python ÷ C++"],
+                            [[r["function"], r["device"], ms(r["seconds"]), ms(r["engine_seconds"]),
+                              ratio(r["ratio_to_engine"])] for r in doc["rows"]])])
+
+
+def render():
+    sections = [s for s in (surface(), patches(), isosurface(), ffd(), solver(), python_marching_cubes(),
+                            python_functions()) if s]
+    return BEGIN + "\n\n" + "\n".join(sections) + "\n" + END
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="exit 1 when the document is not what the JSON gives")
+    args = parser.parse_args()
+    text = DOC.read_text()
+    if BEGIN not in text or END not in text:
+        sys.exit(f"{DOC}: the table markers are missing")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    new = head + render() + tail
+    if args.check:
+        if new != text:
+            sys.exit(f"{DOC} is not what docs/results gives: run scripts/perf_tables.py")
+        return
+    DOC.write_text(new)
+
+
+if __name__ == "__main__":
+    main()
