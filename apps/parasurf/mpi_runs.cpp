@@ -270,7 +270,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
           "sharing the active-cell counts");
     m_gathered = mark();
     // Classifying a cell against making an active cell's triangles and bringing them home: about 1:50 for a CPU or
-    // samples read from a file, 1:500 for a field computed on the GPU (H200: 15 ps a cell, 7 ns an active cell).
+    // samples read from a file, 1:500 for a field computed on the GPU (the two costs as measured on an H200).
     const double cell_weight = device == Device::Cuda && volume.builtin_field() >= 0 ? 0.002 : 0.02;
     bounds = balance(all, nz, (nx - 1) * (ny - 1), g_size, cell_weight);
     // About two triangles per active cell: this rank's host mesh is made ready while its GPU starts.

@@ -6,7 +6,7 @@
 // surpassing the FP32 theoretical peak performance" (IJHPCA 36(4)). The FP32 kernel in cuda.cu spends ~9 FFMA
 // per sample per term; here a warp's 16 x 8 samples per 8 terms cost 3 MMAs per output tile. Measured on the H200
 // (float, positions + normals, 2000^2) it is correct (Properties.GpuTensorCorePathMatchesFp32Kernel) but slower than
-// the FP32 kernel at every degree: 57-62 Gpt/s against 79-103. It issues less than half the instructions, yet with
+// the FP32 kernel at every degree (docs/performance.md). It issues less than half the instructions, yet with
 // 16 warps per SM (128 registers) its warps wait on the stage-1 loads before each product; staging the records in
 // shared memory with cp.async did not help (50 Gpt/s). So it stays opt-in (EvalOptions::gpu_tensor_cores).
 // The fragment layouts and the index maps are in tensor_layout.hpp.

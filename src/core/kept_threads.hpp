@@ -1,6 +1,6 @@
 // Threads kept for the process's life, lent to jobs that need threads of their own (a worker per GPU): a thread's
-// OpenMP team is made when it first runs a parallel loop and goes down with the thread, which took 4 ms at the end
-// of every several-GPU run on the two-H200 host when each run started and joined threads of its own.
+// OpenMP team is made when it first runs a parallel loop and goes down with the thread, a visible cost at the end of
+// every several-GPU run if each run started and joined threads of its own.
 #pragma once
 #include <cstddef>
 #include <functional>

@@ -77,8 +77,8 @@ void prefault(void* p, std::uint64_t bytes) {
   // Memory that malloc hands back from its own free lists is usually resident already: walking its pages again
   // costs more than writing them (4× on a 1 MiB mesh), while a residency query of the range costs a tenth of that.
   if (all_pages_resident(from, to)) return;
-  // From 2 MiB, all threads: a slab's share of a mesh (tens of MiB) faulted in on one thread took half of a one-GPU
-  // run on the H200 host (1024^3 tangle: host mesh 113 -> 69-88 ms; two GPUs 170-181 -> 129-134 ms).
+  // From 2 MiB, all threads: a slab's share of a mesh (tens of MiB) faulted in on one thread can take as long as the
+  // GPU's whole extraction.
   if (to - from < (std::uintptr_t(2) << 20)) {
     // Small: one call on this thread, cheaper than a trap per page (a few µs each in a virtual machine).
     madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);  // older kernels: EINVAL, no harm
@@ -87,8 +87,7 @@ void prefault(void* p, std::uint64_t bytes) {
   // Transparent huge pages where the system allows them on request: a 512th of the faults. The pages are then
   // touched by all threads (an atomic add of zero: a write that changes nothing): a fault takes only its own
   // mapping's lock, where MADV_POPULATE_WRITE holds the process's address-space lock and stalled the CUDA driver's
-  // allocations meanwhile (two H200s, 2048^3 tangle: a slab's device arrays took 8.3 ms to allocate in a traced run,
-  // 0.3 ms with touched pages; one GPU 142-148 -> 133-135 ms).
+  // allocations meanwhile.
   madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
   const std::int64_t pages = std::int64_t((to - from) / page);
 #pragma omp parallel for schedule(static) num_threads(cpu_thread_count(0))
@@ -122,7 +121,7 @@ std::string format_bytes(std::uint64_t bytes) {
 }
 
 void check_host_allocation(std::uint64_t bytes, const std::string& what) {
-  // Below 16 MiB the check is not worth reading /proc/meminfo (about 10 us, as long as a small extraction's scan):
+  // Below 16 MiB the check is not worth reading /proc/meminfo (as long as a small extraction's scan):
   // such an allocation that still fails throws std::bad_alloc, which the callers report.
   if (bytes < (std::uint64_t(16) << 20)) return;
   const std::uint64_t avail = available_host_memory();

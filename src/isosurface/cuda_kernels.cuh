@@ -28,8 +28,7 @@ struct RowGrid {
 // Counts are scanned by groups of 32 segments, a warp's: pass 1b gives each group its vertex and triangle counts as
 // one 64-bit word (vertices in the low half, triangles in the high half, so that one scan gives both; a slab's
 // vertex ids are 32-bit already, as the mesh's indices are), and each segment its first vertex and triangle within
-// its group, 16 bits each in one 32-bit word. The scan reads a thirty-second of what a scan by segment read: 8 us
-// against 25-28 us at 512^3 float32 on an H100.
+// its group, 16 bits each in one 32-bit word. The scan then reads a thirty-second of what a scan by segment would.
 constexpr int kTriangleShift = 32;
 constexpr int kGroupSegments = 32;
 __device__ __forceinline__ std::uint32_t vertices_of(std::uint64_t c) { return std::uint32_t(c); }
@@ -78,9 +77,8 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
 
 // Pass 1a: which samples are inside and which lie on the level, one bit each, per segment of 32 points. A warp takes
 // 128 points of a row, lane l the points l + 32 p, so that each ballot is one segment's word, and marches them
-// through kFlagSlices slices. Per point this is a load, two compares and a share of two ballots; the flag bytes of
-// session 10's kernel, computed here point by point, cost 59 instructions a point (0.44 ms at 512^3 float32 under
-// the profiler) and are now made per segment from the bits (pass 1b).
+// through kFlagSlices slices. Per point this is a load, two compares and a share of two ballots; per-point flag
+// bytes would cost tens of instructions a point here, so they are made per segment from the bits (pass 1b).
 constexpr int kClassifyPoints = 4 * kSegmentPoints, kFlagTileY = 8, kFlagSlices = 16;
 template <class T>
 __global__ void __launch_bounds__(32 * kFlagTileY) classify_kernel(mc::SlabValues<T> s, RowGrid g,
@@ -148,12 +146,10 @@ __global__ void __launch_bounds__(32 * kFlagTileY) classify_kernel(mc::SlabValue
 
 // Pass 1a where rows hold whole 16-byte runs (nx a multiple of 16 / sizeof(T), samples aligned): a lane loads 16
 // bytes, P samples, and the G = 32 / P lanes of a segment gather their bits by shuffles. For 1-byte
-// samples, a lane's four ballot loads above fetched 4 bytes a slice: too few bytes in flight (DRAM 10 % busy, 0.47 ms
-// at 512^3 uint8 under the profiler). Only 1- and 2-byte samples take this pass, and those are integers: they are
-// compared four or two to a word (SIMD video instructions) against the level's integer threshold. Converting and
-// comparing each sample as a float, with a reduction over a partial warp mask per word, took 0.32 ms at 512^3 uint8
-// on an H200 (358 instructions a warp and slice, DRAM 11 % busy); the word compares 0.15 ms; with shuffles too,
-// 0.041 ms (79 instructions, DRAM 81 % busy).
+// samples, a lane's four ballot loads above fetch 4 bytes a slice: too few bytes in flight to keep DRAM busy. Only
+// 1- and 2-byte samples take this pass, and those are integers: they are compared four or two to a word (SIMD video
+// instructions) against the level's integer threshold, which takes a fraction of the instructions of converting
+// each sample to float and reducing over a partial warp mask.
 // The sample types that take classify_runs_kernel: 1- and 2-byte integers.
 template <class T>
 inline constexpr bool kWordCompareType = std::is_integral_v<T> && sizeof(T) <= 2;
@@ -300,8 +296,8 @@ __device__ __forceinline__ std::uint32_t slot_word(const SegmentPlanes& p, int q
 }
 
 // The slab's totals after the scans, gathered on the device and written home too, into mapped host memory, so that
-// the host reads them once the stream is done (five copies of a few bytes cost five round trips: about 40 us, a tenth
-// of a 256^3 extraction; one copy after the kernels, about 2 us). The generation's kernels read the device copy, so
+// the host reads them once the stream is done (a copy per total would cost a round trip each, a noticeable share of
+// a small extraction). The generation's kernels read the device copy, so
 // that they can be launched before the host has seen them: `fits` says whether the mesh arrays hold the slab (else
 // they write nothing, and the host grows the arrays and launches them again).
 struct SlabTotals {
@@ -467,8 +463,8 @@ __device__ __forceinline__ void corner_bits(const RowGrid& g, const std::uint32_
 // the rows at +y and +z; one thread per segment. Points on the level take point_flags' exact path (they are rare).
 // The same pass counts the segment's cells' surviving triangles (and how many touch on-level samples, for the
 // duplicate check) and MC33 centre vertices: the inside bits of its four corner rows find its mixed cells at once,
-// the warp deals them out to its lanes, and each reads its corners' bits. (A pass of its own for the counts took
-// 0.08 ms at 512^3 float32 under the profiler, mostly reloading what this one holds.) A centre vertex belongs to the
+// the warp deals them out to its lanes, and each reads its corners' bits. (A pass of its own for the counts would
+// mostly reload what this one holds.) A centre vertex belongs to the
 // cell's lowest corner, in the segment.
 // What it keeps: the point plane of segments with samples on the level, the centre plane of every segment (MC33
 // only), and each segment that owns vertices, listed for the vertex passes with its slot planes.
@@ -631,9 +627,8 @@ __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
 }
 
 // Pass 2a: the vertices in two kernels. The first lists every vertex as (segment, point, slot) at its id, the second
-// computes one a thread. One kernel that computed each vertex as it was dealt ran at 28 % occupancy (80 registers)
-// and lost to the two once short lists were spread over the grid (H200: 256^3 float32 0.124-0.130 -> 0.114-0.120 ms,
-// spm152 0.168-0.174 -> 0.158-0.165 ms, 512^3 unchanged).
+// computes one a thread. One kernel that computed each vertex as it was dealt needs so many registers that its
+// occupancy is low, and it is slower than the two once short lists are spread over the grid.
 __device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, int point, int slot_bit) {
   return std::uint64_t(at) << 8 | std::uint64_t(point) << 3 | std::uint64_t(slot_bit);
 }
@@ -641,8 +636,8 @@ __device__ __forceinline__ std::uint64_t vertex_entry(std::int64_t at, int point
 // thread per segment would leave most lanes idle while a few walk their slots: a warp takes up to 32 listed segments
 // a round and deals their vertices out to its lanes, 32 at a time. Rounds are a grid's worth of segments apart, so
 // that a grid of one wave covers any list; a list of fewer than 32 segments a warp is spread over all the warps,
-// fewer segments each, since a warp's rounds run one after another (H200, MR_Gd's 132,036 vertices under the
-// profiler: the vertex pass as one kernel took 22.9 us, 15.4 with the spread; the two kernels now 6.3 + 8.8).
+// fewer segments each, since a warp's rounds run one after another and a short list would otherwise leave most
+// warps idle.
 constexpr int kSlotPitch = kSegmentPoints / 4 + 1;  // a segment's eight slot words at an odd pitch: distinct banks
 __global__ void __launch_bounds__(kSegmentThreads) vertex_list_kernel(const std::uint32_t* __restrict__ vertex_segments,
                                                                       const uint4* __restrict__ listed_planes,
@@ -881,16 +876,15 @@ __device__ __forceinline__ void cell_corners(const std::uint32_t* __restrict__ i
 }
 
 // Pass 2b: the triangles of each segment of 32 cells, from its scanned first triangle. A segment holds from none to
-// 32 mixed cells, so a thread per segment would leave most lanes idle while a few walk their cells (0.49 ms at 512^3
-// under the profiler): the warp deals its segments' mixed cells out to its lanes, 32 at a time, in segment order.
+// 32 mixed cells, so a thread per segment would leave most lanes idle while a few walk their cells: the warp deals
+// its segments' mixed cells out to its lanes, 32 at a time, in segment order.
 // A cell's first triangle is the warp's first plus the triangles of the cells dealt before it; the first vertex of a
 // corner's point is its row segment's first vertex plus the slots of the points before it in the segment.
 // A warp takes `lane_segments` (up to kMaxLaneSegments) consecutive segments a lane, whole groups: a round costs the
-// same however few of its lanes hold a cell, and at 512^3 a warp's 32 segments are two rows (H200, 512^3 float32:
-// 0.463-0.469 ms with one segment a lane, 0.433-0.434 with four; small slabs keep one, for enough warps).
+// same however few of its lanes hold a cell, so large slabs give a lane several segments to fill its rounds; small
+// slabs keep one, for enough warps.
 // triangle_kernel takes one of two bodies, by whether some sample of the slab lies on the level (kLevelSamples):
-// inlined into the cell loop, the on-level words' registers made the common path spill (ptxas: 204 bytes at 64
-// registers against none; 512^3 float32 0.410-0.414 ms without the on-level path, 0.419-0.429 with it as a call).
+// inlined into the cell loop, the on-level words' registers make the common path spill, and as a call it is slower.
 // Even as a second body the on-level one left the kernel spilling, so triangle_common_kernel holds the common body
 // alone, for slabs that the host expects to hold no sample on the level.
 constexpr int kMaxLaneSegments = 4;
@@ -1026,8 +1020,8 @@ __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_kernel(
 }
 
 // Pass 2b with the common body alone, for slabs expected to hold no sample on the level (the host's guess, from the
-// slab before): compiled beside the on-level body, the common one spilled (ptxas: 176 bytes stored, 256 loaded at
-// 64 registers, against none alone), and took 29.3 against 23.9 us on MR_Gd (H200). A slab that does hold such a
+// slab before): compiled beside the on-level body, the common one spills registers, and alone it does not. A slab
+// that does hold such a
 // sample writes nothing here; the host sees it in the totals and runs triangle_kernel.
 template <class T>
 __global__ void __launch_bounds__(kSegmentThreads, 4) triangle_common_kernel(

@@ -69,7 +69,7 @@ class SlabEngine {
   }
   virtual StageSeconds seconds() const = 0;
   // Whether count() times its passes apart for seconds() (on by default). A GPU engine then records events between
-  // them, which cost it microseconds a slab (H200, MR_Gd: 0.072-0.075 -> 0.064-0.068 ms without them); a caller that
+  // them, which cost it microseconds a slab, a large share of a small volume's time; a caller that
   // times the whole call may turn it off. Upload, generate and download times are kept either way.
   virtual void time_stages(bool on) { (void)on; }
   // Whether the last generate() may have left a vertex unused: only a vertex at a sample on the level can be, when
@@ -121,8 +121,8 @@ class SlabHostBuffer {
     if (pinned) pinned_ = static_cast<char*>(pinned_host_alloc(bytes));
     if (!pinned_) {
       // Left unset: every slab's read writes what the engine uses, and a generator's threads fault its pages in as
-      // they write. Zeroing a whole-volume slab on one thread first took a third of a small run (384³: 0.35 -> 0.24
-      // s on 2 cores; faulting it in ahead with all threads measured slower still).
+      // they write. Zeroing a whole-volume slab on one thread first would take a third of a small run, and faulting it
+      // in ahead with all threads is slower still.
       plain_.reset(new char[bytes]);
     }
     size_ = bytes;

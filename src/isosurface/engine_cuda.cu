@@ -41,13 +41,12 @@ struct HalfOf {
   __host__ __device__ std::uint64_t operator()(std::uint64_t c) const { return c >> shift & 0xffffffffull; }
 };
 
-// Pinned chunks for staging pageable samples outlive the engines that used them: pinned anew for each engine, they
-// cost more than staging gained on mid-size uploads (512^3 uint8 end to end on H200 hosts: 27 ms straight, 72 ms
-// staged into fresh chunks, 22 ms into kept ones), so a process pins them once per device. A pair per engine
+// Pinned chunks for staging pageable samples outlive the engines that used them: pinning anew for each engine costs
+// more than staging gains on mid-size uploads, so a process pins them once per device. A pair per engine
 // uploading at the same time; they are never freed (the runtime may be gone when static objects die).
 class StagingChunks {
  public:
-  // 32 MiB: 4 GiB went up in 93 ms against 132 ms with 16 MiB chunks (all cores copying on the two-H200 host)
+  // Large enough that the copy engine's per-copy cost is small beside the bytes, small enough to pin once.
   static constexpr std::size_t chunk_bytes = std::size_t(32) << 20;
   struct Pair {
     int device = -1;
@@ -361,8 +360,8 @@ class CudaEngine final : public SlabEngine {
   }
 
   // Samples in pageable host memory (a caller's array) go up through two pinned chunks that the host's cores fill
-  // in turn while the copy engine drains the other: the driver stages a pageable copy on one thread (4 GiB took
-  // 0.60-0.69 s on the H200 host). Pinned samples (streamed slabs) and small uploads go straight.
+  // in turn while the copy engine drains the other: the driver stages a pageable copy on one thread, far below the
+  // link's rate. Pinned samples (streamed slabs) and small uploads go straight.
   void upload_samples(void* device, const void* host, std::size_t bytes) {
     if (!pageable(host) || !chunks_for(bytes)) {
       PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
@@ -391,14 +390,14 @@ class CudaEngine final : public SlabEngine {
     std::size_t bytes;
   };
   // A slab's mesh arrays into the host's: into pageable memory through the two pinned chunks, which the copy engine
-  // fills in turn while the host's cores empty the other (the driver's pageable copy runs on one thread: 427 MB took
-  // 30-45 ms straight against 10-12 ms staged with 16 cores, two-H200 host). Small meshes, pinned memory and
+  // fills in turn while the host's cores empty the other (the driver's own pageable copy runs on one thread). Small
+  // meshes, pinned memory and
   // device arrays (a held slab) go straight. Waits for the kernels before it on the default stream.
   void download_mesh(std::initializer_list<HomeCopy> list) {
     const std::vector<HomeCopy> copies(list);
     std::size_t total = 0;
     for (const HomeCopy& c : copies) total += c.host ? c.bytes : 0;
-    // Which arrays are pageable, asked only where chunks could serve (a few us each: MR_Gd's whole run is 61 us).
+    // Which arrays are pageable, asked only where chunks could serve (each query costs a visible share of a small run).
     std::vector<char> staged(copies.size(), 0);
     std::size_t staged_bytes = 0;
     if (total >= min_staged_bytes)
@@ -479,7 +478,7 @@ class CudaEngine final : public SlabEngine {
                         " slices per slab; this slab has " + std::to_string(g.ny) + " and " +
                         std::to_string(slices) + " (use --device cpu)");
       // 1- and 2-byte samples in rows of whole 16-byte runs load as vectors (a sample a lane moves too few bytes);
-      // wider ones a sample a lane, which measured faster for float32 (0.21 against 0.28 ms at 512^3, H100).
+      // wider ones a sample a lane, which is faster for float32.
       constexpr std::int64_t run = 16 / sizeof(T);
       constexpr bool kRunTypes = cuda::kWordCompareType<T>;
       const bool runs = kRunTypes && g.nx % run == 0 && reinterpret_cast<std::uintptr_t>(s.data) % 16 == 0;
@@ -512,8 +511,7 @@ class CudaEngine final : public SlabEngine {
     if (rows > 0) {
       totals_.ensure(sizeof(cuda::SlabTotals), "allocating the slab totals");
       // The mesh is written before the totals come home when the arrays already hold a slab like the last one (or
-      // what prepare() expected): the host's round trip between the passes cost 4-8 us a slab (H200: 256^3 float32
-      // 0.126-0.130 -> 0.120-0.121 ms, MR_Gd 0.084-0.092 -> 0.082-0.088 ms).
+      // what prepare() expected), which saves the host's round trip between the passes.
       const bool ahead = positions_.bytes > 0 && triangles_.bytes > 0;
       launch_after_previous(cuda::totals_kernel, 1, 1, 0, "gathering the slab totals", segment_scan(segments), owned,
                             counters_.as<unsigned long long>(), ahead ? capacity(task) : cuda::MeshCapacity{},
@@ -526,7 +524,7 @@ class CudaEngine final : public SlabEngine {
         if (time_stages_) PS_CUDA(cudaEventRecord(generated_), "timing the generation");
       }
       // The totals kernel wrote them home: the stream's end (the generation's too, when it went ahead) makes them
-      // visible (H200, MR_Gd: 0.074-0.078 -> 0.072-0.075 ms against a copy after the kernels).
+      // visible, without a copy after the kernels.
       PS_CUDA(cudaStreamSynchronize(0), "reading totals");
       totals = *totals_host_;
       level_samples_seen_ = totals.level_samples != 0;
@@ -626,8 +624,8 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cub::DeviceReduce::Sum(scan_temp_.ptr, temp, in, out, groups), "summing the slab counts");
     }
   }
-  // Lazy loading (the CUDA default) loads a kernel, and its module first, at the first launch: 7-9 ms inside the
-  // first slab on an H200. Asking for the attributes of every kernel a slab of this type may launch loads them now;
+  // Lazy loading (the CUDA default) loads a kernel, and its module first, at the first launch, which would land inside
+  // the first slab's time. Asking for the attributes of every kernel a slab of this type may launch loads them now;
   // CUB's scan and sum kernels load by running them on one word. Once per device and voxel type in a process.
   void load_kernels(VoxelType type) {
     static std::mutex mutex;
@@ -677,9 +675,8 @@ class CudaEngine final : public SlabEngine {
     return result != 0;
   }
   // Launches `kernel` on `stream` so that it may start while the kernel before it drains: it waits for that kernel's
-  // writes itself (cuda::wait_for_previous_kernel). Small slabs are chains of short dependent kernels (H200, MR_Gd:
-  // 0.079-0.088 -> 0.075-0.078 ms with pass 1b, the totals and the vertex passes launched so; 256^3 float32 0.112-0.115
-  // -> 0.107-0.110 ms).
+  // writes itself (cuda::wait_for_previous_kernel). Small slabs are chains of short dependent kernels, whose launch
+  // gaps this hides.
   template <class... Params, class... Args>
   void launch_after_previous(void (*kernel)(Params...), dim3 grid, dim3 block, cudaStream_t stream, const char* what,
                              Args... args) {
@@ -818,8 +815,7 @@ class CudaEngine final : public SlabEngine {
         launch_generation<T>(task, marks, nt > 0, nv, std::size_t(vertex_segments_listed_), !level_samples_seen_);
       }
     }
-    // A mesh made ahead is complete: count() waited for the stream that made it (a second wait cost 2-3 us a slab;
-    // H200, MR_Gd: 0.063-0.064 -> 0.061 ms).
+    // A mesh made ahead is complete: count() waited for the stream that made it, and a second wait costs a slab time.
     if (!generated_ahead_) PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
@@ -875,8 +871,7 @@ class CudaEngine final : public SlabEngine {
   cudaEvent_t mesh_ready_ = nullptr;  // the kernels before a staged download are done
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
   // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and
-  // the scan, and each is bound by latency at partial occupancy, so they overlap a little (512^3 float32 on an H200:
-  // 0.531-0.539 against 0.538-0.544 ms).
+  // the scan, and each is bound by latency at partial occupancy, so they overlap a little.
   cudaStream_t triangle_stream_ = nullptr;
   cudaEvent_t scanned_ = nullptr, triangles_done_ = nullptr;
   cuda::SlabTotals* totals_host_ = nullptr;  // mapped: the totals kernel writes it through totals_home_

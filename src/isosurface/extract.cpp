@@ -331,8 +331,7 @@ struct RoomCap {
 
 // A level mesh's arrays sized for `vertices` and `triangles` (or `cap`, once it is known), so that slabs written into
 // them later only write. Zeroing (vector::resize) is one thread's work per array, so each array gets a thread of its
-// own, the triangles (the largest) first (all faulted in, then all zeroed took 65 ms for the 2048^3 tangle's
-// 0.9 GiB). The arrays grow in `pieces`, and with `grown` the room made so far is told after each (where the arrays
+// own, the triangles (the largest) first. The arrays grow in `pieces`, and with `grown` the room made so far is told after each (where the arrays
 // start, the vertices and triangles): growing within the reserved room moves nothing, so slabs may write below the
 // room while the rest grows.
 void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, const IsosurfaceOptions& o, int pieces = 1,
@@ -346,7 +345,7 @@ void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, c
   const iso::MeshTail base = tail_at(m, 0, 0, o);  // (the lanes below own the vectors until they are joined)
   // Three lanes: triangles (and labels), positions, normals (and values). This thread faults each piece's pages in
   // with all threads, ahead of the lanes, which zero a piece once it is in (faulting all of the triangles' pages
-  // first held their zeroing back 11 ms on the two-H200 host); each lane tells the triangles or vertices it has
+  // first would hold their zeroing back); each lane tells the triangles or vertices it has
   // room for.
   struct Array {
     char* data;  // where the array starts, taken before the lanes own the vectors
@@ -459,7 +458,7 @@ struct CountDownOnce {
 
 // The mesh's expected size (given, or estimated from a built-in field's formula), counted down on `estimated` as soon
 // as it is known (or none is); then, with `size_it`, the level mesh sized ahead for it, counted down on `sized`.
-// (Latches, not a join: the thread's exit takes its OpenMP threads down, 8 ms on the two-H200 host.)
+// (Latches, not a join: the thread's exit takes its OpenMP threads down, which takes milliseconds.)
 void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m,
                            double& seconds, std::uint64_t& expected, std::latch& estimated, std::latch& sized, bool size_it) {
   const auto start = Clock::now();
@@ -469,8 +468,7 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
     if (triangles == 0 && volume.builtin_field() >= 0 && !volume.resident_data()) {
       const std::int64_t layers = std::min(ze, volume.geometry().dims[2] - 1) - zb;
       if (layers <= 0) return;
-      // A million cells sampled: the engines wait for this count (8 million took 60 ms of a 2048^3 run on the
-      // two-H200 host; now 4-6 ms).
+      // A million cells sampled: the engines wait for this count, so it must stay small beside a run.
       const auto cost = iso::layer_costs(volume, o, zb, zb + layers, std::max<std::int64_t>(1, layers / 64), 1u << 20);
       for (auto c : cost) triangles += 2 * std::uint64_t(c);
       if (triangles < (1u << 20)) return;  // small meshes are cheap to grow
@@ -770,7 +768,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     // first third of the slabs (+25 %), else for the whole mesh once every slab is counted. (Slabs meshed on the
     // host and joined after the workers cost a quarter of a two-GPU run on 1024^3 tangle.) A slab a GPU cannot
     // hold goes into host arrays of its own, copied in its turn.
-    // The first GPU's engine, made above, serves its worker (a GPU's engine takes 5 ms to make).
+    // The first GPU's engine, made above, serves its worker (making a GPU engine takes milliseconds).
     std::unique_ptr<iso::SlabEngine> first_engine = cpu_team ? nullptr : std::move(engine);
     engine.reset();
     const std::size_t nl = levels.size();
@@ -825,7 +823,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       }
     };
     // Room made ahead in pieces of about 64 MiB, each published as it is ready, so that the first slabs come home
-    // while the rest is faulted in and zeroed (the whole 0.9 GiB of the 2048^3 tangle's mesh took 65 ms at once).
+    // while the rest is faulted in and zeroed (a large mesh's room made at once would hold every slab back).
     // Growing within the reserved room moves nothing, so slabs write below the room while the sizer grows it.
     auto make_room_ahead = [&](const std::vector<std::uint64_t>& vertices, const std::vector<std::uint64_t>& triangles) {
       const auto start_sizing = Clock::now();
@@ -1042,7 +1040,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
         fail(std::current_exception());
       }
     };
-    // The workers and the sizer on kept threads (threads made and joined in each run took 4 ms to end).
+    // The workers and the sizer on kept threads (threads made and joined in each run take milliseconds to end).
     core::run_on_kept_threads(worker_count + 1, [&](std::size_t w) {
       if (w < worker_count) worker(w);
       else sizer();
@@ -1080,8 +1078,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   std::uint64_t vertices_total = 0;
   // Streamed into pinned buffers, the device samples of slab s + 1 go up on the prefetch thread, after its read,
   // while slab s is processed; staging slab s first means that upload never lands in a buffer slab s still needs.
-  // (From pageable memory, a volume resident on the host, the early upload made 1024^3 slower on the H200 host,
-  // competing with the mesh downloads, so those slabs go up when their turn comes.)
+  // (From pageable memory, a volume resident on the host, the early upload is slower, competing with the mesh
+  // downloads, so those slabs go up when their turn comes.)
   const bool upload_ahead = device == Device::Cuda && !on_device && !resident && buffers[0].data.pinned();
   for (std::int64_t s = 0; s < slab_count; ++s) {
     std::thread prefetch;

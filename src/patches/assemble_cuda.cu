@@ -59,7 +59,7 @@ struct DeviceBuffer {
 };
 
 // Memory the pool keeps between assemblies; beyond it, freed memory goes back to the device at synchronisation and
-// the next assembly maps it again (100,000 patches at 16 segments: 4 GB, 6 ms of the host's time on an H100). A
+// the next assembly maps it again, at a cost in the host's time that grows with the bytes. A
 // quarter of the device by default, or PARASURF_ASSEMBLY_POOL_KEEP_MB. The driver gives what the pool keeps back to
 // plain allocations that need it (test DeviceMemory.PoolKeptForAssembliesYieldsToPlainAllocations).
 std::uint64_t pool_keep_bytes(std::uint64_t device_bytes) {

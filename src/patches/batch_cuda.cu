@@ -150,8 +150,7 @@ struct TablesTile {
 constexpr int kTablesMaxPatches = 16;
 constexpr std::int64_t kTablesPackSamples = 512;   // most samples of a patch that is packed
 constexpr std::size_t kTablesPackBatch = 4096;     // fewest patches of a batch whose small patches are packed
-// Samples per thread of a packed tile: 16 rather than 8 halves the blocks' fixed work per sample (H200, 100,000
-// patches of 16 x 16 samples, float: 47.7-48.8 -> 51.1-51.8 % of the copy bandwidth; 4 measured 42.5 %).
+// Samples per thread of a packed tile: 16 rather than 8 halves the blocks' fixed work per sample.
 constexpr int kTablesPackSamplesPerThread = 16;
 
 // The four homogeneous components of a net point or stage-1 entry, 16-byte aligned in shared memory, in one or two
@@ -294,8 +293,8 @@ __global__ void __launch_bounds__(kTablesBlock, sizeof(T) == 4 ? 4 : 2) tables_k
       qu[k * 4 + c] = accu[c];
     }
   };
-  // Packed float: the index steps without dividing (H200: 16 x 16 samples 39 -> 43 % of the copy bandwidth). One
-  // patch, and double: divided, in a loop the compiler unrolls (measured 1 % faster so).
+  // Packed float: the index steps without dividing, which the small packed patches feel. One patch, and double:
+  // divided, in a loop the compiler unrolls.
   constexpr bool stepped = Packed && sizeof(T) == 4;
   if constexpr (stepped) {
     StridedIndex e(threadIdx.x, blockDim.x, tile.rows, n + 1);
