@@ -16,11 +16,17 @@ const char* voxel_type_name(VoxelType type);  // "uint8", "int16", "float32", ..
 VoxelType parse_voxel_type(const std::string& name);  // the names above; throws Error(InvalidArgument)
 
 // Index-to-world map: world = origin + direction · diag(spacing) · (i, j, k). x (i) varies fastest in memory.
+// The anatomical frame of a file's world coordinates: NIfTI's is RAS (x to the right, y anterior, z superior),
+// DICOM's, ITK's and MetaImage's LPS (x to the left, y posterior); NRRD says which in its "space" field. Volumes
+// without one (VTK, raw, NIfTI without a transform) are Unspecified.
+enum class WorldFrame { Unspecified, Ras, Lps };
+
 struct VolumeGeometry {
   std::array<std::int64_t, 3> dims{0, 0, 0};
   std::array<double, 3> spacing{1, 1, 1};
   std::array<double, 3> origin{0, 0, 0};
   std::array<double, 9> direction{1, 0, 0, 0, 1, 0, 0, 0, 1};  // row-major; column c is the world axis of index c
+  WorldFrame frame = WorldFrame::Unspecified;  // what origin and direction are expressed in
 
   std::int64_t voxel_count() const { return dims[0] * dims[1] * dims[2]; }
   std::int64_t slice_voxels() const { return dims[0] * dims[1]; }

@@ -13,7 +13,7 @@ import numpy as _np
 from . import _parasurf
 from ._parasurf import DeviceArray, Lattice, __version__, cuda_available
 
-__all__ = ["read_volume", "marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "ray_traps",
+__all__ = ["read_volume", "write_mesh", "marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "ray_traps",
            "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "Lattice",
            "DeviceArray", "cuda_available", "__version__"]
 
@@ -271,13 +271,34 @@ def ray_traps(curves, *, tolerance=1e-7, threads=0):
 
 
 def read_volume(path):
-    """Read a volume file (NIfTI .nii/.nii.gz, NRRD, MetaImage .mhd/.mha, VTK legacy) into a float32 array.
+    """Read a volume file (NIfTI .nii/.nii.gz, NRRD, MetaImage .mhd/.mha, VTK legacy .vtk, VTK XML .vti) into a
+    float32 array.
 
     Returns ``volume`` (nz, ny, nx) in C order, so that ``volume[k, j, i]`` is sample (i, j, k), and a dict with
-    ``spacing`` and ``origin`` in the same (z, y, x) order and the file's sample ``type``; pass the spacing to
-    ``marching_cubes``.
+    ``spacing`` and ``origin`` in the same (z, y, x) order, the file's sample ``type``, ``affine`` and ``frame``.
+    ``affine`` (4, 4) maps an index (z, y, x, 1) of the returned array to world (x, y, z, 1), direction cosines
+    included, in RAS (x to the right, y anterior, z superior, as nibabel's) for every format that names its frame:
+    NIfTI with a transform, NRRD with a ``space``, MetaImage (LPS, converted). Then ``frame`` is "RAS"; for VTK,
+    raw-like NRRD and NIfTI without a transform it is "unspecified" and the affine is the file's own.
+
+    ``marching_cubes(volume, level, spacing=info["spacing"])`` gives vertices in (z, y, x) times the spacing; their
+    world positions are ``(affine @ np.c_[verts / spacing, ones].T).T[:, :3]``.
     """
     return _parasurf.read_volume(str(path))
+
+
+def write_mesh(path, vertices, faces, normals=None, *, values=None, groups=None, group_names=()):
+    """Write a triangle mesh as the command line does, by the extension of ``path``: .ply (binary), .obj, .glb,
+    .stl, .vtp or .vtu, through a temporary file renamed on success (links, pipes and devices are written in place).
+
+    ``vertices`` (V, 3) and optional ``normals`` (V, 3) are written as float32, ``faces`` (F, 3) index the vertices;
+    ``values`` (V,) become the vertex property "value", ``groups`` (F,) the face groups, named by ``group_names``.
+    Host arrays only (GPU arrays are copied home first). Raises ValueError for bad shapes, indices or non-finite
+    vertices, OSError when the file cannot be written.
+    """
+    host = lambda a, t: None if a is None else _np.asarray(_host(a), dtype=t)
+    return _parasurf.write_mesh(str(path), host(vertices, _np.float32), host(faces, _np.int64), host(normals, _np.float32),
+                                host(values, _np.float32), host(groups, _np.int32), [str(g) for g in group_names])
 
 
 def _curve(c):

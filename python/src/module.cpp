@@ -477,9 +477,68 @@ PYBIND11_MODULE(_parasurf, m) {
         info["spacing"] = py::make_tuple(g.spacing[2], g.spacing[1], g.spacing[0]);
         info["origin"] = py::make_tuple(g.origin[2], g.origin[1], g.origin[0]);
         info["type"] = voxel_type_name(source->type());
+        // Index (z, y, x, 1) of the returned array to world (x, y, z), in RAS when the file names its frame.
+        const std::array<double, 9> j = g.jacobian();
+        const double flip = g.frame == WorldFrame::Lps ? -1.0 : 1.0;
+        py::array_t<double> affine({py::ssize_t(4), py::ssize_t(4)});
+        double* m = affine.mutable_data();
+        for (int r = 0; r < 4; ++r)
+          for (int c = 0; c < 4; ++c) m[4 * r + c] = r == 3 ? (c == 3 ? 1.0 : 0.0) : 0.0;
+        for (int r = 0; r < 3; ++r) {
+          const double s = r < 2 ? flip : 1.0;
+          for (int c = 0; c < 3; ++c) m[4 * r + c] = s * j[std::size_t(3 * r + (2 - c))];
+          m[4 * r + 3] = s * g.origin[std::size_t(r)];
+        }
+        info["affine"] = affine;
+        info["frame"] = g.frame == WorldFrame::Unspecified ? "unspecified" : "RAS";
         return py::make_tuple(a, info);
       },
       py::arg("path"));
+  m.def(
+      "write_mesh",
+      [](const std::string& path, py::array_t<float, py::array::c_style | py::array::forcecast> vertices,
+         py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> faces, std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> normals,
+         std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> values,
+         std::optional<py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>> groups, std::vector<std::string> group_names) {
+        if (vertices.ndim() != 2 || vertices.shape(1) != 3) throw Error(ErrorKind::InvalidArgument, "vertices must have shape (V, 3)");
+        if (faces.ndim() != 2 || faces.shape(1) != 3) throw Error(ErrorKind::InvalidArgument, "faces must have shape (F, 3)");
+        const py::ssize_t nv = vertices.shape(0), nf = faces.shape(0);
+        if (nv > py::ssize_t(UINT32_MAX)) throw Error(ErrorKind::InvalidArgument, "more than 2^32 vertices");
+        TriangleMesh mesh;
+        mesh.positions.assign(vertices.data(), vertices.data() + 3 * nv);
+        mesh.triangles.resize(std::size_t(3 * nf));
+        for (py::ssize_t k = 0; k < 3 * nf; ++k) {
+          const std::int64_t v = faces.data()[k];
+          if (v < 0 || v >= nv)
+            throw Error(ErrorKind::InvalidArgument, "face " + std::to_string(k / 3) + " refers to vertex " + std::to_string(v) +
+                                                        " of " + std::to_string(nv));
+          mesh.triangles[std::size_t(k)] = std::uint32_t(v);
+        }
+        auto per = [](const auto& a, py::ssize_t n, py::ssize_t width, const char* what) {
+          if (a.size() != n * width)
+            throw Error(ErrorKind::InvalidArgument, std::string(what) + " must have " + std::to_string(n) + " rows");
+        };
+        if (normals) {
+          per(*normals, nv, 3, "normals");
+          mesh.normals.assign(normals->data(), normals->data() + 3 * nv);
+        }
+        if (values) {
+          per(*values, nv, 1, "values");
+          mesh.vertex_values.assign(values->data(), values->data() + nv);
+        }
+        if (groups) {
+          per(*groups, nf, 1, "groups");
+          mesh.face_groups.assign(groups->data(), groups->data() + nf);
+        }
+        mesh.group_names = std::move(group_names);
+        check_finite(mesh, "write_mesh");
+        if (!is_mesh_output(path))
+          throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (" + mesh_output_formats() + ")");
+        py::gil_scoped_release release;
+        write_mesh(path, mesh);
+      },
+      py::arg("path"), py::arg("vertices"), py::arg("faces"), py::arg("normals") = py::none(), py::arg("values") = py::none(),
+      py::arg("groups") = py::none(), py::arg("group_names") = std::vector<std::string>{});
   m.def(
       "intersect_curves",
       [](py::array_t<double, py::array::c_style | py::array::forcecast> a, py::array_t<double, py::array::c_style | py::array::forcecast> b,

@@ -166,3 +166,107 @@ def test_cli_mesh_outputs_read_by_meshio(tmp_path):
     assert r.returncode == 0, r.stderr
     s = meshio.read(tmp_path / "s.ply")
     assert len(s.cells_dict["triangle"]) > 100 and "nx" in s.point_data
+
+
+def oblique_files(tmp_path, rng):
+    """One oblique volume written as NIfTI (RAS), NRRD (LPS) and MetaImage (LPS); its RAS index-to-world matrix."""
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    rotation = q * np.sign(np.linalg.det(q))
+    spacing = rng.uniform(0.5, 2.0, size=3)
+    origin = rng.uniform(-100, 100, size=3)
+    nx, ny, nz = 5, 4, 3
+    data = rng.random((nz, ny, nx)).astype(np.float32)
+    jac = rotation * spacing  # column c: world step of index c (RAS)
+    lps = np.diag([-1.0, -1.0, 1.0])
+    h = bytearray(352)
+    struct.pack_into("<i", h, 0, 348)
+    struct.pack_into("<8h", h, 40, 3, nx, ny, nz, 1, 1, 1, 1)
+    struct.pack_into("<hh", h, 70, 16, 32)
+    struct.pack_into("<8f", h, 76, 1, *spacing, 1, 1, 1, 1)
+    struct.pack_into("<f", h, 108, 352.0)
+    struct.pack_into("<hh", h, 252, 0, 1)  # qform 0, sform 1
+    for r in range(3):
+        struct.pack_into("<4f", h, 280 + 16 * r, *jac[r], origin[r])
+    h[344:348] = b"n+1\0"
+    (tmp_path / "v.nii").write_bytes(bytes(h) + data.tobytes())
+    jl, ol = lps @ jac, lps @ origin
+    vec = lambda v: "(" + ",".join(repr(float(x)) for x in v) + ")"
+    header = ("NRRD0004\ntype: float\ndimension: 3\nspace: left-posterior-superior\n"
+              f"sizes: {nx} {ny} {nz}\nspace directions: {vec(jl[:, 0])} {vec(jl[:, 1])} {vec(jl[:, 2])}\n"
+              f"space origin: {vec(ol)}\nencoding: raw\nendian: little\n\n")
+    (tmp_path / "v.nrrd").write_bytes(header.encode() + data.tobytes())
+    cosines = lps @ rotation
+    mha = ("ObjectType = Image\nNDims = 3\nBinaryData = True\nBinaryDataByteOrderMSB = False\n"
+           f"TransformMatrix = {' '.join(repr(float(cosines[r, c])) for c in range(3) for r in range(3))}\n"
+           f"Offset = {' '.join(map(repr, map(float, ol)))}\n"
+           f"ElementSpacing = {' '.join(map(repr, map(float, spacing)))}\n"
+           f"DimSize = {nx} {ny} {nz}\nElementType = MET_FLOAT\nElementDataFile = LOCAL\n")
+    (tmp_path / "v.mha").write_bytes(mha.encode() + data.tobytes())
+    affine = np.eye(4)
+    affine[:3, :3] = jac[:, ::-1]  # array index order (z, y, x)
+    affine[:3, 3] = origin
+    return data, affine
+
+
+def test_read_volume_affine_is_ras_for_every_format(tmp_path, rng):
+    data, expected = oblique_files(tmp_path, rng)
+    for name in ("v.nii", "v.nrrd", "v.mha"):
+        samples, info = parasurf.read_volume(tmp_path / name)
+        np.testing.assert_array_equal(samples, data)
+        assert info["frame"] == "RAS", name
+        # NIfTI stores its transform in float32
+        np.testing.assert_allclose(info["affine"], expected, atol=1e-4, rtol=1e-5, err_msg=name)
+    write_vti(tmp_path / "u.vti", data, "binary")
+    assert parasurf.read_volume(tmp_path / "u.vti")[1]["frame"] == "unspecified"
+
+
+def test_write_mesh_round_trip_and_refusals(tmp_path, rng):
+    verts, faces, normals = parasurf.tessellate(resolution=4)
+    groups = np.arange(len(faces), dtype=np.int32) % 3
+    path = tmp_path / "t.ply"
+    parasurf.write_mesh(path, verts, faces, normals, groups=groups, group_names=["a", "b", "c"])
+    data = path.read_bytes()
+    head, body = data.split(b"end_header\n", 1)
+    assert b"comment group 2 c" in head and b"property int group" in head
+    nv, nf = len(verts), len(faces)
+    vrec = np.frombuffer(body[:nv * 24], dtype="<f4").reshape(nv, 6)
+    np.testing.assert_array_equal(vrec[:, :3], verts.astype(np.float32))
+    np.testing.assert_array_equal(vrec[:, 3:], normals.astype(np.float32))
+    frec = np.frombuffer(body[nv * 24:], dtype=[("n", "u1"), ("v", "<u4", 3), ("g", "<i4")])
+    assert len(frec) == nf and (frec["n"] == 3).all()
+    np.testing.assert_array_equal(frec["v"], faces)
+    np.testing.assert_array_equal(frec["g"], groups)
+    meshio = pytest.importorskip("meshio", reason="meshio is not installed (python3-meshio)")
+    parasurf.write_mesh(tmp_path / "t.vtu", verts, faces, values=verts[:, 2])
+    m = meshio.read(tmp_path / "t.vtu")
+    np.testing.assert_array_equal(m.cells_dict["triangle"], faces)
+    np.testing.assert_allclose(m.point_data["value"], verts[:, 2], rtol=1e-6)
+    bad = faces.copy()
+    bad[3, 1] = nv
+    for args, message in [((verts, bad), "refers to vertex"), ((np.full_like(verts, np.nan), faces), "not finite"),
+                          ((verts[:, :2], faces), "shape (V, 3)")]:
+        with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            parasurf.write_mesh(tmp_path / "x.ply", *args)
+    with pytest.raises(ValueError, match="mesh format"):
+        parasurf.write_mesh(tmp_path / "x.xyz", verts, faces)
+    assert not (tmp_path / "x.ply").exists() and not (tmp_path / "x.xyz").exists()
+
+
+def test_type_stubs_match_the_module():
+    import ast
+    import inspect
+    import pathlib
+    package = pathlib.Path(parasurf.__file__).parent
+    assert (package / "py.typed").exists()
+    stub = ast.parse((package / "__init__.pyi").read_text())
+    stubbed = {n.name: n for n in stub.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+    for name in parasurf.__all__:
+        if name == "__version__":
+            continue
+        assert name in stubbed, f"{name} has no stub"
+        obj = getattr(parasurf, name)
+        if inspect.isfunction(obj):
+            args = stubbed[name].args
+            names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+            assert names == list(inspect.signature(obj).parameters), name
+    assert isinstance(parasurf.__version__, str) and parasurf.__version__.count(".") == 2

@@ -300,6 +300,7 @@ void nifti_orientation(VolumeGeometry& g, int qform, int sform, const double qua
       for (int r = 0; r < 3; ++r) g.direction[r * 3 + c] = n > 0 ? srow[r * 4 + c] / n : (r == c);
     }
     g.origin = {srow[3], srow[7], srow[11]};
+    g.frame = WorldFrame::Ras;
   } else if (qform > 0) {
     const double b = quat[0], c = quat[1], d = quat[2];
     const double a = std::sqrt(std::max(0.0, 1.0 - (b * b + c * c + d * d)));
@@ -310,6 +311,7 @@ void nifti_orientation(VolumeGeometry& g, int qform, int sform, const double qua
     if (qfac < 0)
       for (int r = 0; r < 3; ++r) g.direction[r * 3 + 2] = -g.direction[r * 3 + 2];
     g.origin = {qoff[0], qoff[1], qoff[2]};
+    g.frame = WorldFrame::Ras;
   }
 }
 
@@ -533,6 +535,11 @@ std::unique_ptr<VolumeSource> open_nrrd(const std::string& path) {
     const auto o = exact_numbers(path, "space origin", f["space origin"], 3);
     g.origin = {o[0], o[1], o[2]};
   }
+  if (f.count("space")) {
+    const std::string space = lower(f["space"]);
+    if (space == "right-anterior-superior" || space == "ras") g.frame = WorldFrame::Ras;
+    else if (space == "left-posterior-superior" || space == "lps") g.frame = WorldFrame::Lps;
+  }
   const std::string enc = lower(f.count("encoding") ? f["encoding"] : "");
   Encoding e;
   if (enc == "raw") e = Encoding::Raw;
@@ -647,6 +654,8 @@ std::unique_ptr<VolumeSource> open_metaimage(const std::string& path) {
         for (int r = 0; r < 3; ++r) g.direction[r * 3 + c] = m[c * 3 + r];
       break;
     }
+  // MetaImage's world is ITK's, LPS.
+  g.frame = WorldFrame::Lps;
   const VoxelType type = meta_type(path, need("ElementType"));
   bool big = false;
   for (const char* k : {"BinaryDataByteOrderMSB", "ElementByteOrderMSB"})
