@@ -21,6 +21,7 @@ struct TessellateArgs {
   std::string hybrid_scheme = "dynamic";
   double cpu_share = -1;
   int threads = 0;
+  double seam_tolerance = 1e-9;
 };
 
 std::string default_output(const std::string& input) {
@@ -48,6 +49,9 @@ void add_tessellate(CLI::App& app) {
   cmd->add_option("--crease-angle", a->crease, "Average normals across seams only below this angle (degrees)");
   cmd->add_flag("--keep-degenerate", a->keep_degenerate, "Keep zero-area triangles");
   cmd->add_flag("--no-orient", a->no_orient, "Keep every patch's own orientation");
+  cmd->add_option("--seam-tolerance", a->seam_tolerance,
+                  "Patch sides are one seam when their curves agree within this fraction of the model's size "
+                  "(default 1e-9; 0: bitwise equal control points)");
   cmd->add_flag("--compare-uniform", a->compare_uniform,
                 "With --tolerance: also find the uniform resolution that meets it and report its triangle count");
   cmd->add_option("--precision", a->precision, "float | double")->check(CLI::IsMember({"float", "double"}));
@@ -74,6 +78,7 @@ void add_tessellate(CLI::App& app) {
     o.crease_angle_degrees = a->crease;
     o.keep_degenerate = a->keep_degenerate;
     o.orient = !a->no_orient;
+    o.seam_tolerance = a->seam_tolerance;
     o.precision = a->precision == "float" ? Precision::Float : Precision::Double;
     o.device = parse_device(a->device);
     o.strategy = parse_patch_strategy(a->strategy);

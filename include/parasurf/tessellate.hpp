@@ -44,6 +44,9 @@ struct TessellationOptions {
   double crease_angle_degrees = 30;     // normals are averaged across seams only below this angle
   bool keep_degenerate = false;         // keep zero-area triangles
   bool orient = true;                   // make neighbouring patches' orientation agree (and closed parts outward)
+  // Two patch sides are one seam when their curves, raised to a common degree, agree within this fraction of the
+  // model's size (the diagonal of its control points' box); 0 asks for bitwise equal control points.
+  double seam_tolerance = 1e-9;
   Precision precision = Precision::Double;
   Device device = Device::Auto;
   int threads = 0;                      // CPU threads, 0 = all

@@ -3,6 +3,7 @@
 #include <bit>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <cstring>
 #include <filesystem>
 #include <unordered_map>
@@ -94,17 +95,29 @@ bool add_checked_face(PolygonMesh& mesh, std::vector<std::uint32_t>& corners, Me
         break;
       }
   if (!repeated) {
-    // Newell's normal: zero exactly when the polygon has no area.
-    double n[3] = {0, 0, 0};
+    // Twice the vector area (Newell's normal, from the first corner so that a face far from the origin loses no
+    // digits), against what rounding the corners' coordinates can make of a face with none (relative to their
+    // magnitude) and against the squared perimeter (a sliver): degenerate alike at any scale and any distance
+    // from the origin.
+    double n[3] = {0, 0, 0}, perimeter = 0, magnitude = 0;
     const double* p = mesh.positions.data();
+    const double* o = p + 3 * std::size_t(corners[0]);
     for (std::size_t i = 0; i < corners.size(); ++i) {
       const double* a = p + 3 * std::size_t(corners[i]);
       const double* b = p + 3 * std::size_t(corners[(i + 1) % corners.size()]);
-      n[0] += (a[1] - b[1]) * (a[2] + b[2]);
-      n[1] += (a[2] - b[2]) * (a[0] + b[0]);
-      n[2] += (a[0] - b[0]) * (a[1] + b[1]);
+      const double u[3] = {a[0] - o[0], a[1] - o[1], a[2] - o[2]}, v[3] = {b[0] - o[0], b[1] - o[1], b[2] - o[2]};
+      n[0] += u[1] * v[2] - u[2] * v[1];
+      n[1] += u[2] * v[0] - u[0] * v[2];
+      n[2] += u[0] * v[1] - u[1] * v[0];
+      perimeter += std::sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) + (b[2] - a[2]) * (b[2] - a[2]));
+      magnitude = std::max({magnitude, std::abs(a[0]), std::abs(a[1]), std::abs(a[2])});
     }
-    if (n[0] == 0 && n[1] == 0 && n[2] == 0) repeated = true;
+    const double area2 = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    constexpr double kEps = std::numeric_limits<double>::epsilon();
+    // (Corners that are not numbers are reported by the finiteness check, not skipped here.)
+    if (std::isfinite(area2) && std::isfinite(magnitude) &&
+        !(area2 > 1e-12 * perimeter * perimeter && area2 > 32 * kEps * magnitude * perimeter))
+      repeated = true;
   }
   if (repeated) {
     ++report.degenerate_skipped;

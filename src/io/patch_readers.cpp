@@ -2,6 +2,7 @@
 // BezierView kinds follow the format's documentation and reference loader (SurfLab, U. Florida); formats are
 // summarised in docs/formats.md.
 #include <algorithm>
+#include <map>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -86,17 +87,20 @@ PatchModel parse_bezierview(const std::string& text, const std::string& name) {
   PatchModel m;
   m.name = name;
   int group = -1;
+  std::map<std::pair<int, std::string>, int> group_ids;
   const int maxd = kMaxBezierDegree;
   while (!in.at_end()) {
     const io::Token head = in.next();
     std::string word(head.text);
     std::transform(word.begin(), word.end(), word.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     if (word == "group") {
+      // A group line names a group: the same colour and name again mean the same group, not a new one.
       PatchGroup g;
       g.color = int(in.integer("group colour index", -(1LL << 30), 1LL << 30));
       g.name = in.rest_of_line();
-      m.groups.push_back(g);
-      group = int(m.groups.size()) - 1;
+      const auto [it, fresh] = group_ids.try_emplace({g.color, g.name}, int(m.groups.size()));
+      if (fresh) m.groups.push_back(g);
+      group = it->second;
       continue;
     }
     const long long kind = in.to_integer(head, "patch kind", LLONG_MIN, LLONG_MAX);

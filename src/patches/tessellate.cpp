@@ -250,7 +250,10 @@ void finish_plan(Plan& pl) {
 Plan make_plan(const PatchModel& m, const TessellationOptions& o) {
   Plan pl;
   pl.model = &m;
-  pl.topo = patches::build_topology(m, o.orient);
+  if (!(o.seam_tolerance >= 0 && o.seam_tolerance <= 1e-3))
+    throw Error(ErrorKind::InvalidArgument, "seam tolerance " + std::to_string(o.seam_tolerance) +
+                                                " is outside [0, 1e-3] (a fraction of the model's size)");
+  pl.topo = patches::build_topology(m, o.orient, o.seam_tolerance);
   const auto np = std::int64_t(m.patches.size());
   pl.nu.resize(std::size_t(np));
   pl.nv.resize(std::size_t(np));

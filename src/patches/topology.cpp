@@ -1,7 +1,10 @@
-// Patch adjacency: exact matching of corner points and side control polygons, orientation by propagation.
+// Patch adjacency: corners and side curves matched within a tolerance relative to the model, after raising every
+// side to a common degree (exact), orientation by propagation.
 #include "patches/topology.hpp"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <deque>
 #include <string>
@@ -30,143 +33,180 @@ std::vector<std::int64_t> side_point_indices(const Patch& p, int s) {
 
 namespace {
 
-// Bit pattern of a coordinate with -0 folded into +0, so equal numbers give equal keys.
-std::uint64_t bits(double x) {
-  if (x == 0.0) x = 0.0;
-  std::uint64_t b;
-  std::memcpy(&b, &x, 8);
-  return b;
-}
-
 void projected(const PatchModel& m, std::int64_t point, double out[3]) {
   const double* h = &m.points[std::size_t(point) * 4];
   for (int c = 0; c < 3; ++c) out[c] = h[3] == 1.0 ? h[c] : h[c] / h[3];
 }
 
-std::string point_key(const double p[3]) {
-  std::string k(24, '\0');
-  for (int c = 0; c < 3; ++c) {
-    const std::uint64_t b = bits(p[c]);
-    std::memcpy(k.data() + 8 * c, &b, 8);
-  }
-  return k;
+double distance_max(const double a[3], const double b[3]) {
+  return std::max({std::abs(a[0] - b[0]), std::abs(a[1] - b[1]), std::abs(a[2] - b[2])});
 }
 
-// Hash of a run of 64-bit words (splitmix64 steps): keys of corners and sides, checked exactly on every match.
-std::uint64_t mix(std::uint64_t h, std::uint64_t w) {
-  h ^= w + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27;
-  return h;
+// Points within `tol` (max norm) of one another get one id, in order of first appearance. Points go into cells
+// much larger than the tolerance, so that a lookup visits one cell in almost every case and at most eight.
+class PointClusters {
+ public:
+  explicit PointClusters(double tol) : tol_(tol), cell_(tol > 0 ? 64 * tol : 0) {}
+  std::int32_t id(const double q[3]) {
+    std::int64_t lo[3], hi[3];
+    for (int c = 0; c < 3; ++c) {
+      lo[c] = cell_of(q[c] - tol_);
+      hi[c] = cell_of(q[c] + tol_);
+    }
+    for (std::int64_t x = lo[0]; x <= hi[0]; ++x)
+      for (std::int64_t y = lo[1]; y <= hi[1]; ++y)
+        for (std::int64_t z = lo[2]; z <= hi[2]; ++z) {
+          const auto it = cells_.find(key(x, y, z));
+          if (it == cells_.end()) continue;
+          for (std::int32_t k : it->second)
+            if (distance_max(points_[std::size_t(k)].data(), q) <= tol_) return k;
+        }
+    const auto k = std::int32_t(points_.size());
+    points_.push_back({q[0], q[1], q[2]});
+    cells_[key(cell_of(q[0]), cell_of(q[1]), cell_of(q[2]))].push_back(k);
+    return k;
+  }
+  std::int32_t count() const { return std::int32_t(points_.size()); }
+
+ private:
+  std::int64_t cell_of(double x) const {
+    if (cell_ == 0) {  // exact: the coordinate's bits (+0 and -0 alike) stand for the cell
+      if (x == 0.0) x = 0.0;
+      std::int64_t b;
+      std::memcpy(&b, &x, 8);
+      return b;
+    }
+    const double c = std::floor(x / cell_);
+    return c >= 9e18 ? std::int64_t(9e18) : c <= -9e18 ? std::int64_t(-9e18) : std::int64_t(c);
+  }
+  static std::uint64_t key(std::int64_t x, std::int64_t y, std::int64_t z) {
+    std::uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (std::int64_t w : {x, y, z}) {
+      h ^= std::uint64_t(w) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      h *= 0xbf58476d1ce4e5b9ull;
+      h ^= h >> 31;
+    }
+    return h;
+  }
+  double tol_, cell_;
+  std::vector<std::array<double, 3>> points_;
+  std::unordered_map<std::uint64_t, std::vector<std::int32_t>> cells_;  // cells sharing a hash share a list
+};
+
+// A side's curve raised to `degree` (exact: the curve and its parametrisation do not change), homogeneous, in the
+// side's counter-clockwise direction.
+void elevated_side(const PatchModel& m, const Patch& patch, int s, int degree, double* out) {
+  const auto idx = side_point_indices(patch, s);
+  int d = int(idx.size()) - 1;
+  for (int k = 0; k <= d; ++k)
+    for (int c = 0; c < 4; ++c) out[4 * k + c] = m.points[std::size_t(patch.offset + idx[std::size_t(k)]) * 4 + std::size_t(c)];
+  // One step: Q_k = k/(d+1) P_{k-1} + (1 - k/(d+1)) P_k, from the end backwards so that it works in place.
+  for (; d < degree; ++d) {
+    for (int c = 0; c < 4; ++c) out[4 * (d + 1) + c] = out[4 * d + c];
+    for (int k = d; k >= 1; --k) {
+      const double a = double(k) / double(d + 1);
+      for (int c = 0; c < 4; ++c) out[4 * k + c] = a * out[4 * (k - 1) + c] + (1 - a) * out[4 * k + c];
+    }
+  }
+}
+
+// Whether two elevated sides are one curve: positions within `tol`, and weights in the same ratios.
+bool same_curve(const double* a, const double* b, int degree, bool reversed, double tol) {
+  const double* b0 = b + 4 * (reversed ? degree : 0);
+  for (int k = 0; k <= degree; ++k) {
+    const double* p = a + 4 * k;
+    const double* q = b + 4 * (reversed ? degree - k : k);
+    const double pp[3] = {p[0] / p[3], p[1] / p[3], p[2] / p[3]}, qq[3] = {q[0] / q[3], q[1] / q[3], q[2] / q[3]};
+    if (!(distance_max(pp, qq) <= tol)) return false;
+    if (!(std::abs(p[3] / a[3] - q[3] / b0[3]) <= 1e-9 * std::abs(p[3] / a[3]))) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
-Topology build_topology(const PatchModel& m, bool orient) {
+Topology build_topology(const PatchModel& m, bool orient, double relative_tolerance) {
   Topology t;
   const auto np = std::int64_t(m.patches.size());
   t.sides.resize(std::size_t(np));
   t.corners.resize(std::size_t(np));
   t.flipped.assign(std::size_t(np), 0);
-  // Per side, in parallel: its points' bit patterns in the canonical direction (the bytewise smaller of the two
-  // readings, homogeneous, exact) and their hash; per corner point, its projected coordinates' hash.
-  struct SideKey {
-    std::uint64_t hash = 0, corner_hash = 0;
-    bool reversed = false;
-  };
-  std::vector<std::array<SideKey, 4>> keys(static_cast<std::size_t>(np));
-  auto side_words = [&](std::int64_t p, int s, bool reversed, std::vector<std::uint64_t>& words) {
-    const Patch& patch = m.patches[p];
-    const auto idx = side_point_indices(patch, s);
-    words.clear();
-    for (std::size_t k = 0; k < idx.size(); ++k) {
-      const double* h = &m.points[std::size_t(patch.offset + idx[reversed ? idx.size() - 1 - k : k]) * 4];
-      for (int c = 0; c < 4; ++c) words.push_back(bits(h[c]));
-    }
-  };
-  auto corner_hash = [&](std::int64_t point) {
-    double q[3];
-    projected(m, point, q);
-    std::uint64_t h = 0;
-    for (int c = 0; c < 3; ++c) h = mix(h, bits(q[c]));
-    return h;
-  };
-#pragma omp parallel for schedule(dynamic, 256)
-  for (std::int64_t p = 0; p < np; ++p) {
-    std::vector<std::uint64_t> fwd, bwd;
-    for (int s = 0; s < side_count(m.patches[p]); ++s) {
-      side_words(p, s, false, fwd);
-      side_words(p, s, true, bwd);
-      SideKey& k = keys[std::size_t(p)][std::size_t(s)];
-      k.reversed = std::memcmp(bwd.data(), fwd.data(), 8 * bwd.size()) < 0;
-      for (std::uint64_t w : k.reversed ? bwd : fwd) k.hash = mix(k.hash, w);
-      k.corner_hash = corner_hash(m.patches[p].offset + side_point_indices(m.patches[p], s).front());
+  // The tolerance: a fraction of the model's size (its control points' box).
+  double lo[3] = {HUGE_VAL, HUGE_VAL, HUGE_VAL}, hi[3] = {-HUGE_VAL, -HUGE_VAL, -HUGE_VAL};
+  int degree = 1;
+  for (const Patch& patch : m.patches) {
+    degree = std::max({degree, patch.degree_u, patch.degree_v});
+    for (std::int64_t k = 0; k < patch.control_point_count(); ++k) {
+      double q[3];
+      projected(m, patch.offset + k, q);
+      for (int c = 0; c < 3; ++c) lo[c] = std::min(lo[c], q[c]), hi[c] = std::max(hi[c], q[c]);
     }
   }
-  // Ids in order of first appearance. A hash match is confirmed exactly; a different key under the same hash (in
-  // practice never) takes the slow map of full keys.
-  std::unordered_map<std::uint64_t, std::int32_t> corner_of, edge_of;
-  std::unordered_map<std::string, std::int32_t> corner_slow, edge_slow;
-  corner_of.reserve(std::size_t(np) * 2);
-  edge_of.reserve(std::size_t(np) * 3);
-  std::vector<std::array<double, 3>> corner_point;
-  std::vector<std::pair<std::int64_t, int>> edge_side;  // the first side of each edge
-  auto corner_id = [&](std::int64_t point, std::uint64_t hash) {
+  const double diagonal = np > 0 ? std::sqrt((hi[0] - lo[0]) * (hi[0] - lo[0]) + (hi[1] - lo[1]) * (hi[1] - lo[1]) +
+                                             (hi[2] - lo[2]) * (hi[2] - lo[2]))
+                                 : 0.0;
+  const double tol = std::isfinite(diagonal) ? std::max(0.0, relative_tolerance) * diagonal : 0.0;
+  t.seam_tolerance = tol;
+  // Every side raised to the model's highest degree, in parallel.
+  const std::size_t stride = std::size_t(4 * (degree + 1));
+  std::vector<double> curves(std::size_t(np) * 4 * stride);
+#pragma omp parallel for schedule(dynamic, 256)
+  for (std::int64_t p = 0; p < np; ++p)
+    for (int s = 0; s < side_count(m.patches[std::size_t(p)]); ++s)
+      elevated_side(m, m.patches[std::size_t(p)], s, degree, &curves[(std::size_t(p) * 4 + std::size_t(s)) * stride]);
+  auto curve = [&](std::int64_t p, int s) { return &curves[(std::size_t(p) * 4 + std::size_t(s)) * stride]; };
+
+  PointClusters corners(tol);
+  auto corner_id = [&](std::int64_t point) {
     double q[3];
     projected(m, point, q);
-    auto [it, fresh] = corner_of.try_emplace(hash, t.corner_count);
-    if (fresh || (corner_point[std::size_t(it->second)][0] == q[0] && corner_point[std::size_t(it->second)][1] == q[1] &&
-                  corner_point[std::size_t(it->second)][2] == q[2])) {
-      if (fresh) ++t.corner_count, corner_point.push_back({q[0], q[1], q[2]});
-      return it->second;
-    }
-    auto [slow, fresh_slow] = corner_slow.try_emplace(point_key(q), t.corner_count);
-    if (fresh_slow) ++t.corner_count, corner_point.push_back({q[0], q[1], q[2]});
-    return slow->second;
+    return corners.id(q);
   };
-  std::vector<std::uint64_t> mine, theirs;
+  // Edges by their corners (the smaller id first); a side joins the edge whose curve it traces, either way.
+  std::unordered_map<std::uint64_t, std::vector<std::int32_t>> edges_at;
+  std::vector<std::pair<std::int64_t, int>> edge_side;  // the side that made each edge: its canonical direction
   for (std::int64_t p = 0; p < np; ++p) {
-    const Patch& patch = m.patches[p];
-    const int ns = side_count(patch);
-    for (int s = 0; s < ns; ++s) {
-      const SideKey& key = keys[std::size_t(p)][std::size_t(s)];
+    const Patch& patch = m.patches[std::size_t(p)];
+    for (int s = 0; s < side_count(patch); ++s) {
       const auto idx = side_point_indices(patch, s);
-      t.corners[p][s] = corner_id(patch.offset + idx.front(), key.corner_hash);
-      const bool reversed = key.reversed;
-      auto [it, fresh] = edge_of.try_emplace(key.hash, std::int32_t(t.edges.size()));
-      std::int32_t edge = it->second;
-      if (!fresh) {
-        const auto [q, r] = edge_side[std::size_t(edge)];
-        side_words(p, s, reversed, mine);
-        side_words(q, r, keys[std::size_t(q)][std::size_t(r)].reversed, theirs);
-        if (mine != theirs) {
-          std::string full(reinterpret_cast<const char*>(mine.data()), 8 * mine.size());
-          auto [slow, fresh_slow] = edge_slow.try_emplace(std::move(full), std::int32_t(t.edges.size()));
-          edge = slow->second;
-          fresh = fresh_slow;
+      const std::int32_t a = corner_id(patch.offset + idx.front()), b = corner_id(patch.offset + idx.back());
+      t.corners[std::size_t(p)][std::size_t(s)] = a;
+      const std::uint64_t key = std::uint64_t(std::uint32_t(std::min(a, b))) << 32 | std::uint32_t(std::max(a, b));
+      auto& candidates = edges_at[key];
+      std::int32_t edge = -1;
+      bool reversed = false;
+      for (std::int32_t e : candidates) {
+        const auto [q, r] = edge_side[std::size_t(e)];
+        const EdgeInfo& info = t.edges[std::size_t(e)];
+        if (info.corner_a == a && info.corner_b == b && same_curve(curve(q, r), curve(p, s), degree, false, tol)) {
+          edge = e;
+        } else if (info.corner_a == b && info.corner_b == a && same_curve(curve(q, r), curve(p, s), degree, true, tol)) {
+          edge = e;
+          reversed = true;
         }
+        if (edge >= 0) break;
       }
-      if (fresh) {
+      if (edge < 0) {
+        edge = std::int32_t(t.edges.size());
         EdgeInfo e;
-        const auto first = reversed ? idx.back() : idx.front();
-        const auto last = reversed ? idx.front() : idx.back();
-        e.corner_a = corner_id(patch.offset + first, corner_hash(patch.offset + first));
-        e.corner_b = corner_id(patch.offset + last, corner_hash(patch.offset + last));
+        e.corner_a = a;
+        e.corner_b = b;
+        const double* c = curve(p, s);
+        const double c0[3] = {c[0] / c[3], c[1] / c[3], c[2] / c[3]};
         e.collapsed = true;
-        double p0[3], pk[3];
-        projected(m, patch.offset + idx.front(), p0);
-        for (auto k : idx) {
-          projected(m, patch.offset + k, pk);
-          if (pk[0] != p0[0] || pk[1] != p0[1] || pk[2] != p0[2]) e.collapsed = false;
+        for (int k = 1; k <= degree && e.collapsed; ++k) {
+          const double ck[3] = {c[4 * k] / c[4 * k + 3], c[4 * k + 1] / c[4 * k + 3], c[4 * k + 2] / c[4 * k + 3]};
+          e.collapsed = distance_max(c0, ck) <= tol;
         }
         t.edges.push_back(std::move(e));
         edge_side.push_back({p, s});
+        candidates.push_back(edge);
       }
       t.edges[std::size_t(edge)].sides.push_back({std::int32_t(p), std::int8_t(s)});
-      t.sides[p][s] = {edge, reversed};
+      t.sides[std::size_t(p)][std::size_t(s)] = {edge, reversed};
     }
   }
+  t.corner_count = corners.count();
 
   // Components through shared (non-collapsed) edges; orientation propagated so that neighbours run a shared edge
   // in opposite directions, then the majority of each component keeps its input orientation.

@@ -1,6 +1,8 @@
 // Patch adjacency from the control points: corners, shared and collapsed edges, and consistent orientation.
-// Two sides are one edge when their control polygons are equal point for point (in either direction), so the
-// welded vertices along it come from the shared edge itself, not from a distance threshold.
+// Two sides are one edge when their curves coincide: raised to a common degree (exact), their control polygons agree
+// point for point within a tolerance relative to the model's size, in either direction. Files whose neighbours
+// differ in degree, or whose shared points differ in the last digits, weld so; the welded vertices along an edge
+// come from the edge itself.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -29,6 +31,7 @@ struct Topology {
   std::vector<std::uint8_t> flipped;               // per patch
   std::vector<std::int32_t> component;             // per patch, connected through shared edges
   std::vector<std::uint8_t> component_closed;      // per component: every side shared or collapsed
+  double seam_tolerance = 0;                       // the distance within which points were taken as one
 };
 
 inline int side_count(const Patch& p) { return p.kind == PatchKind::Tensor ? 4 : 3; }
@@ -36,6 +39,7 @@ inline int side_count(const Patch& p) { return p.kind == PatchKind::Tensor ? 4 :
 // Control point indices (relative to the patch) along side s, counter-clockwise in the parameter plane.
 std::vector<std::int64_t> side_point_indices(const Patch& p, int side);
 
-Topology build_topology(const PatchModel& model, bool orient);
+// relative_tolerance: of the diagonal of the control points' box (0: exact equality).
+Topology build_topology(const PatchModel& model, bool orient, double relative_tolerance = 1e-9);
 
 }  // namespace parasurf::patches

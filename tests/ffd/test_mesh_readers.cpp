@@ -1,6 +1,8 @@
 // Polygon mesh readers: the same cube in every format gives the same closed mesh; bad files give messages.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -134,6 +136,20 @@ TEST(MeshReaders, DegenerateFacesAreSkippedAndCounted) {
   const auto c = parse_polygon_mesh(collinear, "c.obj", &r);
   EXPECT_EQ(r.degenerate_skipped, 1);
   EXPECT_EQ(c.face_count(), 1);
+  // The same far from the origin and at other scales: collinear corners whose coordinates are not exact in binary
+  // (0.1 steps) still have no area, while a thin but real triangle stays.
+  for (const double offset : {0.0, 1e4, -3.7e6})
+    for (const double scale : {1e-3, 1.0, 1e3}) {
+      char text[512];
+      std::snprintf(text, sizeof text, "v %.17g %.17g %.17g\nv %.17g %.17g %.17g\nv %.17g %.17g %.17g\nv %.17g %.17g %.17g\n"
+                    "f 1 2 3\nf 1 2 4\n",
+                    offset, offset, offset, offset + 0.1 * scale, offset + 0.2 * scale, offset + 0.3 * scale,
+                    offset + 0.3 * scale, offset + 0.6 * scale, offset + 0.9 * scale, offset + 0.1 * scale,
+                    offset + 0.2 * scale, offset + 0.3 * scale + 1e-3 * scale);
+      const auto far = parse_polygon_mesh(text, "far.obj", &r);
+      EXPECT_EQ(r.degenerate_skipped, 1) << "offset " << offset << " scale " << scale;
+      EXPECT_EQ(far.face_count(), 1) << "offset " << offset << " scale " << scale;
+    }
 }
 
 void expect_parse_error(const std::string& text, const std::string& name, const std::string& needle) {

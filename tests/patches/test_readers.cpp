@@ -52,6 +52,21 @@ TEST(BezierView, ReadsEveryKindAndGroups) {
   validate(m);
 }
 
+TEST(BezierView, GroupLinesNameGroupsByColourAndName) {
+  // Files repeat a group line before every patch: the same colour and name are the same group.
+  std::string text;
+  for (int k = 0; k < 50; ++k)
+    text += std::string("group ") + (k % 2 ? "7 wing" : "2 body") + "\n3\n1\n0 0 " + std::to_string(k) + "\n1 0 0\n0 1 0\n";
+  text += "group 7 other\n3\n1\n0 0 0\n1 0 0\n0 1 0\n";
+  const PatchModel m = parse_bezierview(text, "groups.bv");
+  ASSERT_EQ(m.groups.size(), 3u);
+  EXPECT_EQ(m.groups[0].name, "body");
+  EXPECT_EQ(m.groups[1].name, "wing");
+  EXPECT_EQ(m.groups[2].name, "other");
+  for (int k = 0; k < 50; ++k) EXPECT_EQ(m.patches[std::size_t(k)].group, k % 2);
+  EXPECT_EQ(m.patches.back().group, 2);
+}
+
 TEST(BezierView, RejectsMalformedInputWithLine) {
   struct Case {
     std::string text, expect;
