@@ -28,6 +28,9 @@ struct IsosurfaceOptions {
   GradientDirection direction = GradientDirection::Descent;
   CaseTopology topology = CaseTopology::Classic;
   bool keep_degenerate = false;  // keep triangles that collapse where samples equal the level
+  // A sample equal to a level counts as inside by default; true: as outside (scikit-image's rule, inside means
+  // greater than the level), so that a binary mask at level 0 gives its surface.
+  bool ties_outside = false;
   bool normals = true;
   bool normals_down = false;  // normals down the gradient whatever the direction (scikit-image's convention)
   Device device = Device::Auto;
@@ -122,6 +125,7 @@ struct ArrayIsosurfaceOptions {
   GradientDirection direction = GradientDirection::Descent;
   std::int64_t step = 1;              // every step-th sample along each axis (scikit-image's step_size)
   bool allow_degenerate = true;       // keep triangles that collapse where samples equal the level
+  bool ties_outside = true;           // scikit-image's rule: a sample equal to the level is outside
   CaseTopology topology = CaseTopology::Mc33;  // "lewiner": Mc33; "lorensen": Classic
   const ArrayView3* mask = nullptr;   // same shape, one byte per sample (0: drop); a cell is kept when its last
                                       // corner (largest indices, on the stepped grid) is set

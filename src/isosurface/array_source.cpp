@@ -86,6 +86,7 @@ IsosurfaceOptions array_order_options(const ArrayIsosurfaceOptions& o) {
   io.normals_down = true;
   io.topology = o.topology;
   io.keep_degenerate = o.allow_degenerate;
+  io.ties_outside = o.ties_outside;
   return io;
 }
 

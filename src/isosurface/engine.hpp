@@ -2,6 +2,7 @@
 // triangles per row, scan), then generate (write vertices and triangles into pre-sized arrays).
 #pragma once
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -12,6 +13,19 @@
 #include "parasurf/volume.hpp"
 
 namespace parasurf::iso {
+
+// The level the engines classify against so that samples equal to `level` count as outside: the smallest value of
+// the engines' arithmetic for this sample type (float, or double for float64 samples) above it. Vertices move by
+// less than a unit in the last place.
+inline double level_above(double level, VoxelType type) {
+  if (type == VoxelType::Float64) {
+    const double n = std::nextafter(level, HUGE_VAL);
+    return std::isfinite(n) ? n : level;
+  }
+  const float f = float(level);
+  const float n = double(f) > level ? f : std::nextafter(f, HUGE_VALF);
+  return std::isfinite(n) ? double(n) : level;
+}
 
 struct SlabTask {
   VoxelType type = VoxelType::Float32;

@@ -520,6 +520,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   for (double l : levels)
     if (!std::isfinite(l)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
   rep.levels = levels;
+  // What the engines classify against (the levels themselves, or just above them when ties count as outside).
+  std::vector<double> engine_levels = levels;
+  if (o.ties_outside)
+    for (double& l : engine_levels) l = iso::level_above(l, volume.type());
   for (auto [other, what] : {std::pair{o.labels, "label volume"}, std::pair{o.scalars, "scalar volume"}}) {
     if (!other) continue;
     const auto d = other->geometry().dims;
@@ -720,7 +724,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
                       std::vector<LevelMesh>& into, std::uint64_t& vertices_so_far) {
     iso::SlabTask t = task_of(task_in, s, buf);
     for (std::size_t L = 0; L < levels.size(); ++L) {
-      t.level = levels[L];
+      t.level = engine_levels[L];
       LevelMesh& m = into[L];
       const std::uint64_t v0 = m.vertices, t0 = m.triangle_count;
       t.vertex_base = v0;
@@ -975,7 +979,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
           t.vertex_base = 0;
           for (std::size_t L = 0; L < nl; ++L) {
             SlabLevel& sl = slab_levels[std::size_t(s)][L];
-            t.level = levels[L];
+            t.level = engine_levels[L];
             const iso::SlabCounts c = eng->count(t);
             if (c.vertices > std::numeric_limits<std::uint32_t>::max())
               throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
