@@ -875,21 +875,70 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
     while (parent[i] != i) i = parent[i] = parent[parent[i]];
     return i;
   };
-  std::vector<std::size_t> order(m);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return candidates[a].first[0] < candidates[b].first[0]; });
   // Cells of one high-order tangency can be separated by excluded cells: bridge gaps up to the spread of a contact
   // of order 3 (about tolerance^(1/3)), far below the distance at which two roots would be told apart anyway.
   const double slack = std::max(4 * tolerance, 0.1 * std::cbrt(tolerance));
-  for (std::size_t a = 0; a < m; ++a)
-    for (std::size_t b = a + 1; b < m; ++b) {
-      const auto& ca = candidates[order[a]];
-      const auto& cb = candidates[order[b]];
-      if (cb.first[0] > ca.second[0] + slack) break;  // sorted by lower x0: no later cell touches
-      bool touch = true;
-      for (int k = 0; k < n && touch; ++k) touch = cb.first[k] <= ca.second[k] + slack && ca.first[k] <= cb.second[k] + slack;
-      if (touch) parent[find(order[a])] = find(order[b]);
+  auto touch = [&](std::size_t a, std::size_t b) {
+    const auto& ca = candidates[a];
+    const auto& cb = candidates[b];
+    for (int k = 0; k < n; ++k)
+      if (!(cb.first[k] <= ca.second[k] + slack && ca.first[k] <= cb.second[k] + slack)) return false;
+    return true;
+  };
+  // Touching cells through a grid of spacing `slack` on the cells' lower corners. Cells whose corners share a grid
+  // cell always touch, so each grid cell is one set at once; a cell then looks for one touching member in each grid
+  // cell within its reach. (Comparing pairs along a sweep took seconds for a solution region of tens of
+  // thousands of cells.)
+  const double spacing = slack;
+  if (!(spacing > 1e-150)) {  // no slack to grid by (a zero tolerance): every pair
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = i + 1; j < m; ++j)
+        if (find(i) != find(j) && touch(i, j)) parent[find(i)] = find(j);
+  }
+  auto grid_of = [&](double x) { return std::int64_t(std::floor(x / spacing)); };
+  struct GridHash {
+    std::size_t operator()(const std::vector<std::int64_t>& g) const {
+      std::uint64_t h = 0x9e3779b97f4a7c15ull;
+      for (std::int64_t v : g) h = (h ^ std::uint64_t(v)) * 0xbf58476d1ce4e5b9ull, h ^= h >> 29;
+      return std::size_t(h);
     }
+  };
+  std::unordered_map<std::vector<std::int64_t>, std::vector<std::size_t>, GridHash> grid;  // exact grid cells
+  std::vector<std::int64_t> g(static_cast<std::size_t>(n));
+  const std::size_t gridded = spacing > 1e-150 ? m : 0;
+  for (std::size_t i = 0; i < gridded; ++i) {
+    for (int k = 0; k < n; ++k) g[std::size_t(k)] = grid_of(candidates[i].first[k]);
+    auto& members = grid[g];
+    if (!members.empty()) parent[find(i)] = find(members.front());
+    members.push_back(i);
+  }
+  std::vector<std::int64_t> lo_g(static_cast<std::size_t>(n)), hi_g(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < gridded; ++i) {
+    double reach = 1;
+    for (int k = 0; k < n; ++k) {
+      lo_g[std::size_t(k)] = grid_of(candidates[i].first[k] - slack);
+      hi_g[std::size_t(k)] = grid_of(candidates[i].second[k] + slack);
+      reach *= double(hi_g[std::size_t(k)] - lo_g[std::size_t(k)] + 1);
+    }
+    if (reach > 4096) {  // a wide cell: against every cell
+      for (std::size_t j = 0; j < m; ++j)
+        if (find(i) != find(j) && touch(i, j)) parent[find(i)] = find(j);
+      continue;
+    }
+    g = lo_g;
+    while (true) {
+      const auto it = grid.find(g);
+      if (it != grid.end() && find(i) != find(it->second.front()))
+        for (std::size_t j : it->second)
+          if (touch(i, j)) {
+            parent[find(i)] = find(j);
+            break;
+          }
+      int k = 0;
+      while (k < n && ++g[std::size_t(k)] > hi_g[std::size_t(k)]) g[std::size_t(k)] = lo_g[std::size_t(k)], ++k;
+      if (k == n) break;
+    }
+  }
   std::vector<std::vector<std::size_t>> clusters;
   {
     std::vector<long> index(m, -1);
