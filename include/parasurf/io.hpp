@@ -39,7 +39,7 @@ TriangleMesh grid_mesh(const SurfaceSamples<T>& samples, std::int64_t rows, std:
 
 // Writes .ply (binary little-endian; vertex property "value", face properties "group", "label", "outer_label" and
 // the group colour as "red green blue" when present), .obj ("g" lines per group), .glb (glTF 2.0 binary; one
-// primitive and material per group, values as the vertex attribute "_VALUE"), .stl (binary), .vtp or .vtu (VTK
+// primitive, material and vertex arrays per group, values as the vertex attribute "_VALUE"), .stl (binary), .vtp or .vtu (VTK
 // XML PolyData / UnstructuredGrid, raw appended arrays; point data Normals and value, cell data group, label,
 // outer_label and colour) by extension,
 // through a temporary file renamed on success, so that a failure never leaves a partial file; a symbolic link is kept

@@ -116,79 +116,83 @@ void write_obj(const std::string& path, const TriangleMesh& m) {
   f.commit();
 }
 
-// glTF 2.0 binary: one buffer (positions, normals, then the indices of each group), one mesh whose primitives
-// are the groups, each with its own material colour.
+// glTF 2.0 binary: one mesh whose primitives are the groups, each with its own material colour and its own vertex
+// arrays holding only the vertices its triangles use (glTF readers take a primitive's accessors whole), in one
+// buffer: per primitive its positions, normals, values, then its indices.
 void write_glb(const std::string& path, const TriangleMesh& m) {
   const std::int64_t nv = m.vertex_count(), nf = m.triangle_count();
-  const bool has_n = !m.normals.empty();
+  const bool has_n = !m.normals.empty(), has_v = m.vertex_values.size() == std::size_t(nv);
   // faces ordered by group (stable)
   std::vector<std::int64_t> order(static_cast<std::size_t>(nf));
-  for (std::int64_t t = 0; t < nf; ++t) order[t] = t;
-  auto group_of = [&](std::int64_t t) { return m.face_groups.empty() ? -1 : m.face_groups[t]; };
-  std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return group_of(a) < group_of(b); });
-  float lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
-  for (std::int64_t v = 0; v < nv; ++v)
-    for (int c = 0; c < 3; ++c) {
-      const float x = m.positions[3 * v + c];
-      lo[c] = v == 0 ? x : std::min(lo[c], x);
-      hi[c] = v == 0 ? x : std::max(hi[c], x);
-    }
-  std::string bin;
-  bin.append(reinterpret_cast<const char*>(m.positions.data()), m.positions.size() * 4);
-  const std::size_t normals_at = bin.size();
-  if (has_n) bin.append(reinterpret_cast<const char*>(m.normals.data()), m.normals.size() * 4);
-  std::string views, accessors, prims, materials;
+  for (std::int64_t t = 0; t < nf; ++t) order[std::size_t(t)] = t;
+  auto group_of = [&](std::int64_t t) { return m.face_groups.empty() ? -1 : m.face_groups[std::size_t(t)]; };
+  std::stable_sort(order.begin(), order.end(), [&](auto x, auto y) { return group_of(x) < group_of(y); });
   auto num = [](double x) {
-    char b[32];
-    std::snprintf(b, sizeof b, "%.9g", x);
-    return std::string(b);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.9g", x);
+    return std::string(buf);
   };
-  views += "{\"buffer\":0,\"byteOffset\":0,\"byteLength\":" + std::to_string(nv * 12) + ",\"target\":34962}";
-  accessors += "{\"bufferView\":0,\"componentType\":5126,\"count\":" + std::to_string(nv) +
-               ",\"type\":\"VEC3\",\"min\":[" + num(lo[0]) + "," + num(lo[1]) + "," + num(lo[2]) + "],\"max\":[" +
-               num(hi[0]) + "," + num(hi[1]) + "," + num(hi[2]) + "]}";
-  int next_view = 1;
-  if (has_n) {
-    views += ",{\"buffer\":0,\"byteOffset\":" + std::to_string(normals_at) + ",\"byteLength\":" +
-             std::to_string(nv * 12) + ",\"target\":34962}";
-    accessors += ",{\"bufferView\":1,\"componentType\":5126,\"count\":" + std::to_string(nv) + ",\"type\":\"VEC3\"}";
-    next_view = 2;
-  }
-  const bool has_v = m.vertex_values.size() == std::size_t(nv);
-  if (has_v) {
+  std::string bin, views, accessors, prims, materials;
+  int view_count = 0;
+  // A buffer view of `bytes` appended to the buffer and its accessor; returns the accessor's index.
+  auto add = [&](const void* data, std::size_t bytes, int target, int component, std::size_t count, const char* type,
+                 const std::string& extra = "") {
     const std::size_t at = bin.size();
-    bin.append(reinterpret_cast<const char*>(m.vertex_values.data()), m.vertex_values.size() * 4);
-    views += ",{\"buffer\":0,\"byteOffset\":" + std::to_string(at) + ",\"byteLength\":" + std::to_string(nv * 4) +
-             ",\"target\":34962}";
-    accessors += ",{\"bufferView\":" + std::to_string(next_view) + ",\"componentType\":5126,\"count\":" +
-                 std::to_string(nv) + ",\"type\":\"SCALAR\"}";
-    ++next_view;
-  }
-  const int first_index_accessor = next_view;  // one accessor per view so far
+    bin.append(static_cast<const char*>(data), bytes);
+    while (bin.size() % 4) bin.push_back('\0');
+    views += std::string(view_count ? "," : "") + "{\"buffer\":0,\"byteOffset\":" + std::to_string(at) +
+             ",\"byteLength\":" + std::to_string(bytes) + ",\"target\":" + std::to_string(target) + "}";
+    accessors += std::string(view_count ? "," : "") + "{\"bufferView\":" + std::to_string(view_count) +
+                 ",\"componentType\":" + std::to_string(component) + ",\"count\":" + std::to_string(count) +
+                 ",\"type\":\"" + type + "\"" + extra + "}";
+    return view_count++;
+  };
+  std::vector<std::uint32_t> local(static_cast<std::size_t>(nv), UINT32_MAX);  // vertex -> its index in the primitive
+  std::vector<std::int64_t> used;
+  std::vector<float> pos, nrm, val;
+  std::vector<std::uint32_t> idx;
   int prim = 0;
   for (std::size_t a = 0; a < order.size();) {
     std::size_t b = a;
     while (b < order.size() && group_of(order[b]) == group_of(order[a])) ++b;
     const int g = group_of(order[a]);
-    const std::size_t at = bin.size();
-    for (std::size_t k = a; k < b; ++k) bin.append(reinterpret_cast<const char*>(&m.triangles[3 * order[k]]), 12);
-    views += ",";  // after the vertex attribute views and accessors
-    accessors += ",";
+    used.clear();
+    idx.clear();
+    for (std::size_t k = a; k < b; ++k)
+      for (int c = 0; c < 3; ++c) {
+        const std::uint32_t v = m.triangles[3 * std::size_t(order[k]) + std::size_t(c)];
+        if (local[v] == UINT32_MAX) local[v] = std::uint32_t(used.size()), used.push_back(v);
+        idx.push_back(local[v]);
+      }
+    pos.clear();
+    nrm.clear();
+    val.clear();
+    float lo[3] = {HUGE_VALF, HUGE_VALF, HUGE_VALF}, hi[3] = {-HUGE_VALF, -HUGE_VALF, -HUGE_VALF};
+    for (std::int64_t v : used) {
+      for (int c = 0; c < 3; ++c) {
+        const float x = m.positions[3 * std::size_t(v) + std::size_t(c)];
+        pos.push_back(x);
+        lo[c] = std::min(lo[c], x);
+        hi[c] = std::max(hi[c], x);
+        if (has_n) nrm.push_back(m.normals[3 * std::size_t(v) + std::size_t(c)]);
+      }
+      if (has_v) val.push_back(m.vertex_values[std::size_t(v)]);
+      local[std::size_t(v)] = UINT32_MAX;  // ready for the next primitive
+    }
+    const std::string bounds = ",\"min\":[" + num(lo[0]) + "," + num(lo[1]) + "," + num(lo[2]) + "],\"max\":[" +
+                               num(hi[0]) + "," + num(hi[1]) + "," + num(hi[2]) + "]";
+    std::string attributes = "\"POSITION\":" + std::to_string(add(pos.data(), pos.size() * 4, 34962, 5126, used.size(), "VEC3", bounds));
+    if (has_n) attributes += ",\"NORMAL\":" + std::to_string(add(nrm.data(), nrm.size() * 4, 34962, 5126, used.size(), "VEC3"));
+    if (has_v) attributes += ",\"_VALUE\":" + std::to_string(add(val.data(), val.size() * 4, 34962, 5126, used.size(), "SCALAR"));
+    const int indices = add(idx.data(), idx.size() * 4, 34963, 5125, idx.size(), "SCALAR");
     if (prim) {
       prims += ",";
       materials += ",";
     }
-    views += "{\"buffer\":0,\"byteOffset\":" + std::to_string(at) + ",\"byteLength\":" + std::to_string((b - a) * 12) +
-             ",\"target\":34963}";
-    accessors += "{\"bufferView\":" + std::to_string(next_view + prim) + ",\"componentType\":5125,\"count\":" +
-                 std::to_string((b - a) * 3) + ",\"type\":\"SCALAR\"}";
-    const int acc = first_index_accessor + prim;
-    const std::string value_attr = has_v ? ",\"_VALUE\":" + std::to_string(has_n ? 2 : 1) : "";
-    prims += "{\"attributes\":{\"POSITION\":0" + std::string(has_n ? ",\"NORMAL\":1" : "") + value_attr +
-             "},\"indices\":" +
-             std::to_string(acc) + ",\"material\":" + std::to_string(prim) + ",\"mode\":4}";
+    prims += "{\"attributes\":{" + attributes + "},\"indices\":" + std::to_string(indices) + ",\"material\":" +
+             std::to_string(prim) + ",\"mode\":4}";
     const float* col = group_colour(m, g);
-    std::string name = g >= 0 && g < int(m.group_names.size()) ? m.group_names[g] : (g < 0 ? "surface" : "group" + std::to_string(g));
+    std::string name = g >= 0 && g < int(m.group_names.size()) ? m.group_names[std::size_t(g)] : (g < 0 ? "surface" : "group" + std::to_string(g));
     std::string safe;
     for (char ch : name)
       if (ch != '"' && ch != '\\' && static_cast<unsigned char>(ch) >= 32) safe += ch;
@@ -197,7 +201,6 @@ void write_glb(const std::string& path, const TriangleMesh& m) {
     ++prim;
     a = b;
   }
-  while (bin.size() % 4) bin.push_back('\0');
   std::string json = "{\"asset\":{\"version\":\"2.0\",\"generator\":\"parasurf\"},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],"
                      "\"nodes\":[{\"mesh\":0}],\"meshes\":[{\"primitives\":[" + prims + "]}],\"materials\":[" + materials +
                      "],\"buffers\":[{\"byteLength\":" + std::to_string(bin.size()) + "}],\"bufferViews\":[" + views +

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <vector>
 
 #include "parasurf/io.hpp"
 
@@ -65,6 +66,11 @@ TEST(MeshWriter, GlbJsonParsesAndEveryAccessorFits) {
     const auto& prims = j["meshes"][0]["primitives"];
     ASSERT_EQ(prims.size(), 2u) << "one primitive per group";
     std::uint64_t indices = 0;
+    const char* bin = bytes.data() + 20 + head[3] + 8;
+    auto data_of = [&](const nlohmann::json& accessor) {
+      return bin + j["bufferViews"][accessor["bufferView"].get<std::size_t>()]["byteOffset"].get<std::size_t>();
+    };
+    int group = 0;
     for (const auto& p : prims) {
       const auto& acc = j["accessors"][p["indices"].get<std::size_t>()];
       EXPECT_EQ(acc["componentType"], 5125);
@@ -72,7 +78,27 @@ TEST(MeshWriter, GlbJsonParsesAndEveryAccessorFits) {
       indices += acc["count"].get<std::uint64_t>();
       EXPECT_EQ(p["attributes"].contains("NORMAL"), normals);
       EXPECT_EQ(p["attributes"].contains("_VALUE"), values);
-      if (values) EXPECT_EQ(j["accessors"][p["attributes"]["_VALUE"].get<std::size_t>()]["count"], 5);
+      // The primitive holds the vertices its triangles use, no others (group 0: one triangle; group 1: two
+      // sharing an edge), and its triangles are the group's, corner for corner.
+      const auto& position = j["accessors"][p["attributes"]["POSITION"].get<std::size_t>()];
+      const std::uint64_t count = position["count"].get<std::uint64_t>();
+      EXPECT_EQ(count, group == 0 ? 3u : 4u);
+      if (values) EXPECT_EQ(j["accessors"][p["attributes"]["_VALUE"].get<std::size_t>()]["count"], count);
+      std::vector<std::uint32_t> idx(acc["count"].get<std::size_t>());
+      std::memcpy(idx.data(), data_of(acc), idx.size() * 4);
+      std::vector<float> pos(count * 3);
+      std::memcpy(pos.data(), data_of(position), pos.size() * 4);
+      std::size_t corner = 0;
+      for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
+        if (m.face_groups[std::size_t(t)] != group) continue;
+        for (int c = 0; c < 3; ++c, ++corner) {
+          ASSERT_LT(idx[corner], count);
+          for (int d = 0; d < 3; ++d)
+            EXPECT_EQ(pos[3 * idx[corner] + std::size_t(d)], m.positions[3 * m.triangles[3 * std::size_t(t) + std::size_t(c)] + std::size_t(d)]);
+        }
+      }
+      EXPECT_EQ(corner, idx.size());
+      ++group;
     }
     EXPECT_EQ(indices, 9u);
     if (labels) {
