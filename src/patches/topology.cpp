@@ -178,6 +178,7 @@ Topology build_topology(const PatchModel& m, bool orient, double relative_tolera
       for (std::int32_t e : candidates) {
         const auto [q, r] = edge_side[std::size_t(e)];
         const EdgeInfo& info = t.edges[std::size_t(e)];
+        // (A side whose ends are one corner, a closed curve, may match either way: both are tried.)
         if (info.corner_a == a && info.corner_b == b && same_curve(curve(q, r), curve(p, s), degree, false, tol)) {
           edge = e;
         } else if (info.corner_a == b && info.corner_b == a && same_curve(curve(q, r), curve(p, s), degree, true, tol)) {
