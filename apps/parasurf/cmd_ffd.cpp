@@ -128,7 +128,16 @@ void add_ffd(CLI::App& app) {
                   "overrides --lattice, --degree and --padding");
   cmd->add_option("--edits", a->edits, "JSON edits: control-point moves and direct-manipulation targets (docs/formats.md)");
   cmd->add_option("--method", a->method, "point | accurate | uus")->check(CLI::IsMember({"point", "accurate", "uus"}));
-  cmd->add_option("--level,-m", a->level, "Accurate and uus: each triangle becomes m^2 sub-triangles (1..256)");
+  cmd->add_option("--subdivisions,-m", a->level, "Accurate and uus: each triangle becomes m^2 sub-triangles (1..256)");
+  // The old name, kept for scripts: "level" means the iso value in `isosurface`.
+  cmd->add_option_function<int>(
+         "--level",
+         [a](const int& m) {
+           a->level = m;
+           std::fprintf(stderr, "parasurf: warning: ffd --level is now --subdivisions (-m)\n");
+         },
+         "Old name of --subdivisions")
+      ->group("");
   cmd->add_option("--precision", a->precision, "float | double")->check(CLI::IsMember({"float", "double"}));
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
   add_threads_option(cmd, a->threads);

@@ -123,7 +123,8 @@ n = 200
 print('\n'.join('v %d %d %g' % (i, j, (i * j) % 7) for i in range(n) for j in range(n)))
 print('\n'.join('f %d %d %d %d' % (i * n + j + 1, i * n + j + 2, (i + 1) * n + j + 2, (i + 1) * n + j + 1) for i in range(n - 1) for j in range(n - 1)))
 " > "$dir/grid.obj"
-expect "at least" ffd "$dir/grid.obj" --level 256
+expect "at least" ffd "$dir/grid.obj" --subdivisions 256
+expect "is now --subdivisions" ffd "$dir/grid.obj" --level 256   # the old name still works, with a warning
 expect "--threads" isosurface --field sphere --size 16 --threads -3
 out=$("$exe" isosurface --field sphere --size 16 --threads 100000 -o "$dir/many.ply" -q 2>&1); rc=$?
 if [ $rc -ne 0 ] || ! grep -qF "using" <<<"$out" || [ ! -s "$dir/many.ply" ]; then
