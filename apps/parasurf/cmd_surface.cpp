@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "parasurf/bezier.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
@@ -13,7 +15,7 @@ namespace {
 
 struct SurfaceArgs {
   std::string input, generator = "wavy", degree = "5x5", resolution = "256x256", method = "auto",
-                     precision = "float", device = "auto", output = "surface.ply", obj;
+                     precision = "float", device = "auto", output = "surface.ply", obj, json;
   std::int64_t seed = -1;
   bool rational = false, tensor_cores = false;
   int threads = 0;
@@ -52,6 +54,22 @@ void run(const SurfaceArgs& a, const BezierSurface& surface, GridSpec grid) {
               (long long)degenerate);
   std::printf("wrote %s (%lld vertices, %lld triangles)%s%s\n", a.output.c_str(), (long long)mesh.vertex_count(),
               (long long)mesh.triangle_count(), a.obj.empty() ? "" : " and ", a.obj.c_str());
+  if (!a.json.empty()) {
+    const nlohmann::json doc = {{"command", "surface"},
+                             {"input", a.input.empty() ? "built-in " + a.generator : a.input},
+                             {"output", a.output},
+                             {"degree", {surface.degree_u, surface.degree_v}},
+                             {"rational", surface.rational()},
+                             {"resolution", {grid.rows, grid.cols}},
+                             {"method", method_name(report.method_used)},
+                             {"device", device_name(report.device_used)},
+                             {"precision", a.precision},
+                             {"seconds", report.seconds_total},
+                             {"degenerate_normals", degenerate},
+                             {"vertices", mesh.vertex_count()},
+                             {"triangles", mesh.triangle_count()}};
+    write_report(a.json, doc.dump(2) + "\n");
+  }
 }
 
 }  // namespace
@@ -73,7 +91,8 @@ void add_surface(CLI::App& app) {
   add_threads_option(cmd, args->threads);
   cmd->add_flag("--tensor-cores", args->tensor_cores,
                 "GPU, float, factored: stage 2 on TF32 tensor cores with split operands (opt-in; slower than the FP32 kernel on the H200)");
-  cmd->add_option("--output,-o", args->output, "Mesh file (.ply or .obj)");
+  cmd->add_option("--output,-o", args->output, "Mesh file: .ply, .obj, .glb, .stl, .vtp or .vtu");
+  cmd->add_option("--json", args->json, "Write the report as JSON to this file (- for standard output)");
   cmd->add_option("--obj", args->obj, "Also write this .obj file");
   cmd->callback([args] {
     const auto [rows, cols] = parse_pair(args->resolution, "--resolution");
@@ -81,11 +100,11 @@ void add_surface(CLI::App& app) {
       throw Error(ErrorKind::InvalidArgument, "--resolution " + args->resolution + " is outside 2.." +
                                                   std::to_string(kMaxGridSide) + " per direction");
     // fail on bad names before any work, so that no output is half written
-    for (const std::string& path : {args->output, args->obj}) {
-      const bool ok = path.empty() || (path.size() > 4 && (path.ends_with(".ply") || path.ends_with(".obj")));
-      if (!ok) throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (use .ply or .obj)");
-    }
-    if (args->output.empty()) throw Error(ErrorKind::InvalidArgument, "--output must name a .ply or .obj file");
+    if (!args->output.empty() && !is_mesh_output(args->output))
+      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + args->output + "' (" + mesh_output_formats() + ")");
+    if (!args->obj.empty() && !(args->obj.size() > 4 && args->obj.ends_with(".obj")))
+      throw Error(ErrorKind::InvalidArgument, "--obj must name a .obj file, not '" + args->obj + "'");
+    if (args->output.empty()) throw Error(ErrorKind::InvalidArgument, "--output must name a mesh file (" + mesh_output_formats() + ")");
     parse_method(args->method);
     parse_device(args->device);
     BezierSurface surface;

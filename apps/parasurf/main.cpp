@@ -104,6 +104,17 @@ void remove_partial_outputs_and_die(int signal) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A JSON report on standard output (--json -) is a stream a program parses: the human-readable report goes to
+  // standard error instead.
+  for (int k = 1; k < argc; ++k) {
+    const std::string arg = argv[k];
+    if ((arg == "--json" && k + 1 < argc && std::string(argv[k + 1]) == "-") || arg == "--json=-") {
+      std::fflush(stdout);
+      const int json_fd = dup(STDOUT_FILENO);
+      if (json_fd >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) parasurf::io::set_standard_output(json_fd);
+      break;
+    }
+  }
   std::signal(SIGINT, remove_partial_outputs_and_die);
   std::signal(SIGTERM, remove_partial_outputs_and_die);
   CLI::App app{"parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs"};

@@ -49,6 +49,10 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
+static std::atomic<int> g_standard_output{STDOUT_FILENO};
+
+void set_standard_output(int fd) noexcept { g_standard_output.store(fd); }
+
 void remove_partial_outputs() noexcept {
   for (int s = 0; s < kSlots; ++s)
     if (g_used[s].load()) unlink(g_paths[s]);
@@ -57,7 +61,7 @@ void remove_partial_outputs() noexcept {
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   if (path.empty()) fail(path, "empty file name");
   if (path == "-") {  // standard output
-    fd_ = dup(STDOUT_FILENO);
+    fd_ = dup(g_standard_output.load());
     if (fd_ < 0) fail(path, "standard output: " + errno_text());
     in_place_ = true;
     return;

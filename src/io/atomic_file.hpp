@@ -36,4 +36,8 @@ class AtomicFile {
 // Removes the temporaries of outputs not yet committed; async-signal-safe.
 void remove_partial_outputs() noexcept;
 
+// The descriptor that the path "-" writes to (standard output unless a program moved it, e.g. to keep its
+// human-readable report off a JSON stream).
+void set_standard_output(int fd) noexcept;
+
 }  // namespace parasurf::io

@@ -28,7 +28,7 @@ expect "unknown method" surface --method fastest
 expect "unknown device" surface --device tpu
 expect "outside 1..32" surface --degree 33
 expect "exceeds the 2^32 vertex indices" surface --resolution 65536 --precision double
-expect "use .ply or .obj" surface --degree 2 -r 4 --obj "$dir/out.ply.stl"
+expect "must name a .obj file" surface --degree 2 -r 4 --obj "$dir/out.ply.stl"
 printf '4\n3\n0 0 0\n' > "$dir/trunc.bv"
 printf '6\n1\n0 0 0\n' > "$dir/kind6.bv"
 printf '8\n1 1\n0 0 0 1\n0 1 0 -1\n1 0 0 1\n1 1 1 1\n' > "$dir/weight.bv"

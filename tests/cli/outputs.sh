@@ -29,6 +29,13 @@ cmp -s plain.ply from_pipe.ply || no "the FIFO's reader did not get the mesh"
 grep -q '"triangles"' report.json || no "--json - wrote no report to standard output"
 [ -e ./- ] && no "--json - made a file named '-'"
 "$exe" isosurface --field sphere --size 12 -o s.ply -q --json /dev/null || no "a report to /dev/null"
+# With --json -, standard output is the JSON alone (the human-readable report goes to standard error), for every
+# subcommand that writes one.
+for cmd in "surface -r 8" "tessellate -r 2" "isosurface --field sphere --size 12" "ffd -m 1"; do
+  # shellcheck disable=SC2086
+  "$exe" $cmd -o j.ply --json - 2>/dev/null | python3 -c "import json, sys; json.load(sys.stdin)" \
+    || no "$cmd --json - mixed other text into the JSON"
+done
 [ -c /dev/null ] || no "/dev/null was replaced"
 # A failure (a directory where the output goes) leaves no temporary.
 mkdir adir.ply
