@@ -120,6 +120,10 @@ int main(int argc, char** argv) {
   CLI::App app{"parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "parasurf 0.1.0");
+  app.footer(
+      "Exit status: 0 done; 1 a file, device or run failed; 2 bad arguments or input (the message names them); 3 "
+      "isosurface found no surface at a level inside the data range (an empty mesh is written); 100-119 the command "
+      "line did not parse; 130/143 interrupted (no partial output is left).");
   parasurf::cli::add_info(app);
   parasurf::cli::add_surface(app);
   parasurf::cli::add_tessellate(app);

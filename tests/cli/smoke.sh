@@ -5,6 +5,9 @@ exe="$1"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$exe" info
+"$exe" --help | grep -q "Exit status: 0 done"                       # exit codes documented in the help
+set +e; "$exe" surface -r 1 -o "$dir/x.ply" 2>/dev/null; rc=$?; set -e
+[ "$rc" -eq 2 ]                                                     # bad arguments: status 2, as documented
 "$exe" surface -o "$dir/s.ply" --obj "$dir/s.obj"
 head -c 200 "$dir/s.ply" | grep -q "element vertex 65536"
 grep -q "^vn " "$dir/s.obj"
