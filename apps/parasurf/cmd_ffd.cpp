@@ -81,7 +81,7 @@ void run(const FfdArgs& a, const PolygonMesh& mesh, const Lattice& lattice, cons
   FfdSession<T> session(mesh, lattice, o);
   session.update(lattice.control_points);
   const TriangleMesh deformed = session.mesh();
-  check_finite(deformed, a.input + " deformed by the lattice");
+  check_finite(deformed, a.input + " deformed by the lattice" + (a.edits.empty() ? "" : " with the edits of " + a.edits));
   write_mesh(a.output, deformed);
   if (!a.patches.empty()) session.write_bezier_patches(a.patches);
   const FfdReport& r = session.report();

@@ -45,6 +45,25 @@ void draw_bspline(Plot2D& plot, const BSplineCurve2& c, std::array<float, 3> col
   for (const auto& piece : bspline_to_bezier(c)) plot.lines.push_back({sample_curve(piece.curve), color, width});
 }
 
+// A solve that a limit or an interrupt ended: its partial result has been written; say so, naming the input.
+void stopped(const std::string& input, const std::string& status) {
+  if (status == "complete") return;
+  std::fprintf(stderr, "parasurf: %s: %s; the limits are --max-seconds and --max-cells\n", input.c_str(), status.c_str());
+  throw ExitStatus{4};
+}
+
+// Errors of a solve name the input file they came from.
+template <class F>
+void run_naming_input(const std::string& input, F&& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (what.find(input) != std::string::npos) throw;
+    throw Error(e.kind(), input + ": " + what);
+  }
+}
+
 }  // namespace
 
 void add_solve(CLI::App& app) {
@@ -52,6 +71,8 @@ void add_solve(CLI::App& app) {
     std::string app, input, json, picture, device = "cpu", cpu_scheme = "tasks";
     double tolerance = 1e-7;
     double resolution = 0;
+    double max_seconds = 5;
+    std::int64_t max_cells = 20'000'000;
     int threads = 0;
   };
   auto a = std::make_shared<Args>();
@@ -74,6 +95,12 @@ void add_solve(CLI::App& app) {
   cmd->add_option("--resolution", a->resolution,
                   "Sampling cell width for solution curves and surfaces, as a fraction of a knot span (ssi 1/64, "
                   "bisector 1/128, surface-bisector 1/16 by default)");
+  cmd->add_option("--max-seconds", a->max_seconds,
+                  "Stop a solve after this many seconds with what it has found, marked partial (exit status 4)")
+      ->check(CLI::Range(1e-3, 1e6));
+  cmd->add_option("--max-cells", a->max_cells,
+                  "Stop a solve after this many subdivision cells, marked partial (exit status 4)")
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40));
   add_threads_option(cmd, a->threads);
   cmd->add_option("--device", a->device,
                   "Engine: cpu (default; fastest for one small problem), cuda (GPU-resident breadth first), hybrid (the "
@@ -84,12 +111,17 @@ void add_solve(CLI::App& app) {
                   "levels (every cell of a level in parallel; for a batch, one system per thread)")
       ->check(CLI::IsMember({"tasks", "levels"}));
   cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
-  cmd->callback([a] {
+  cmd->callback([a] { run_naming_input(a->input, [&] {
+    if (a->resolution != 0 && !(a->resolution >= 1e-6 && a->resolution <= 1))
+      throw Error(ErrorKind::InvalidArgument, "--resolution " + std::to_string(a->resolution) +
+                                                  " is outside 1e-6..1 (a fraction of a knot span)");
     const std::string text = io::read_text_file(a->input, "solver input", 64ull << 20);
     const nlohmann::json doc = io::parse_json(text, a->input);
     SolverOptions o;
     o.tolerance = a->tolerance;
     o.threads = a->threads;
+    o.max_seconds = a->max_seconds;
+    o.max_nodes = a->max_cells;
     o.device = parse_device(a->device);
     o.cpu_scheme = a->cpu_scheme == "levels" ? SolverCpuScheme::Levels : SolverCpuScheme::TaskBuffer;
     // Long solves show their subdivision level on a terminal (the fraction is unknown: the bar fills by level).
@@ -104,7 +136,7 @@ void add_solve(CLI::App& app) {
     auto resolution = [&](double fallback) { return a->resolution > 0 ? a->resolution : fallback; };
     auto finish = [&](const nlohmann::json& out, const std::string& status) {
       if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
-      if (status.rfind("limit reached", 0) == 0) throw ExitStatus{4};
+      stopped(in, status);
     };
     const std::array<float, 3> red{0.85f, 0.2f, 0.15f};
 
@@ -281,8 +313,8 @@ void add_solve(CLI::App& app) {
       for (const auto& p : r.points) plot.dots.push_back({p.point, p.tangent ? std::array<float, 3>{0.95f, 0.6f, 0.1f} : red, 6});
       draw(a->picture, plot);
     }
-    if (r.status != "complete") throw ExitStatus{4};
-  });
+    stopped(in, r.status);
+  }); });
 }
 
 }  // namespace parasurf::cli

@@ -34,7 +34,8 @@ void run(const SurfaceArgs& a, const BezierSurface& surface, GridSpec grid) {
   EvalReport report;
   // The mesh's 32-bit indices limit the grid: refuse before evaluating, not after.
   if (grid.rows * grid.cols > std::int64_t(UINT32_MAX))
-    throw Error(ErrorKind::InvalidArgument, "grid of " + std::to_string(grid.rows * grid.cols) +
+    throw Error(ErrorKind::InvalidArgument, "--resolution " + std::to_string(grid.rows) + "x" + std::to_string(grid.cols) +
+                                                ": a grid of " + std::to_string(grid.rows * grid.cols) +
                                                 " vertices exceeds the 2^32 vertex indices of the mesh writer");
   auto samples = evaluate_grid<T>(surface, grid, req, opt, &report);
   std::int64_t degenerate = 0;

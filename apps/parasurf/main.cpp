@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "parasurf 0.1.0");
   app.footer(
       "Exit status: 0 done; 1 a file, device or run failed; 2 bad arguments or input (the message names them); 3 "
-      "isosurface found no surface at a level inside the data range (an empty mesh is written); 100-119 the command "
+      "isosurface found no surface at a level inside the data range (an empty mesh is written); 4 solve stopped at "
+      "a limit (--max-seconds, --max-cells; the partial result is written and marked); 100-119 the command "
       "line did not parse; 130/143 interrupted (no partial output is left).");
   parasurf::cli::add_info(app);
   parasurf::cli::add_surface(app);

@@ -57,7 +57,7 @@ def main():
         eng = _parasurf._engine_seconds_ffd(verts.astype(np.float64), faces, lat, "accurate", 4, dev, a.repeats)
         report("ffd teapot (%d faces) accurate level 4" % len(faces), dev, py, eng)
     if a.json:
-        meta = {"commit": commit(), "cores": os.cpu_count(), "cuda": parasurf.cuda_available()}
+        meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "cuda": parasurf.cuda_available()}
         with open(a.json, "w") as f:
             json.dump({"benchmark": "python functions", "meta": meta, "rows": rows}, f, indent=1)
 

@@ -104,7 +104,7 @@ def main():
             eng = _parasurf._engine_seconds(d, level, "cuda", a.repeats)
             report({"size": n, "path": "python, %s CUDA array" % name, "device": "cuda", "seconds": py,
                     "engine_seconds": eng, "ratio_to_engine": py / eng})
-    meta = {"commit": commit(), "cores": os.cpu_count(), "machine": platform.node(),
+    meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "machine": platform.node(),
             "cuda": parasurf.cuda_available(), "numpy": np.__version__}
     try:
         import torch

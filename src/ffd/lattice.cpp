@@ -4,6 +4,7 @@
 #include "core/eigen.hpp"
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "ffd/lattice_view.hpp"
@@ -110,6 +111,10 @@ Lattice make_lattice(const LatticeSpec& spec, const std::array<double, 3>& box_m
       for (int i = 0; i <= p; ++i) l.knots[a].push_back(1.0);
     }
   }
+  constexpr std::int64_t kMaxControlPoints = std::int64_t(1) << 24;
+  if (std::int64_t(l.count[0]) * l.count[1] * l.count[2] > kMaxControlPoints)
+    invalid("a lattice of " + std::to_string(l.count[0]) + "x" + std::to_string(l.count[1]) + "x" + std::to_string(l.count[2]) +
+            " control points is above the limit of 2^24 (256^3)");
   // Knots are checked before the embedding uses the domain.
   l.control_points.assign(std::size_t(3 * l.control_point_count()), 0.0);
   if (spec.world_to_parameter) {
@@ -266,6 +271,9 @@ LatticeEdits parse_lattice_edits(std::string_view text, const std::string& name)
   if (doc.contains("targets")) {
     const nlohmann::json& targets = doc["targets"];
     if (!targets.is_array()) fail("targets", "expected an array");
+    constexpr std::size_t kMaxTargets = 10000;
+    if (targets.size() > kMaxTargets)
+      fail("targets", std::to_string(targets.size()) + " targets: at most " + std::to_string(kMaxTargets) + " are taken");
     for (std::size_t t = 0; t < targets.size(); ++t) {
       const std::string where = "targets[" + std::to_string(t) + "]";
       const nlohmann::json& e = targets[t];
@@ -283,6 +291,9 @@ LatticeEdits read_lattice_edits(const std::string& path) {
 
 namespace {
 // The (p+1)^3 control points that influence a point and their basis weights.
+// The side of the dense least-norm system of direct manipulation (its cost grows with the cube of it).
+constexpr int kMaxDirectSystem = 4096;
+
 struct Influence {
   std::vector<std::int64_t> index;
   std::vector<double> weight;
@@ -324,25 +335,56 @@ void direct_manipulation(Lattice& lattice, std::span<const PointTarget> targets)
     deform_points(lattice, targets[a].point, image);
     for (int d = 0; d < 3; ++d) delta(a, d) = targets[a].target[d] - image[d];
   }
-  // Gram matrix G = B B^T of the basis rows; the least-norm change is B^T G^+ delta.
-  Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(k, k);
-  for (int a = 0; a < k; ++a)
-    for (int b = a; b < k; ++b) {
-      double dot = 0;
+  // The least-norm change of the control points that carries every point onto its target is B^+ delta, B the k
+  // rows of basis values over the m control points the targets touch. It is solved in the smaller of the two
+  // shapes: B itself (k x m) when the targets outnumber those control points, else the Gram matrix B B^T (k x k),
+  // change B^T G^+ delta. Both are dense: their side is bounded before they are made.
+  std::map<std::int64_t, int> column;
+  for (const auto& f : inf)
+    for (const std::int64_t i : f.index) column.emplace(i, 0);
+  const int m = int(column.size());
+  {
+    int c = 0;
+    for (auto& [index, at] : column) at = c++;
+  }
+  if (std::min(k, m) > kMaxDirectSystem)
+    throw Error(ErrorKind::LimitReached, "direct manipulation: " + std::to_string(k) + " targets over " + std::to_string(m) +
+                                             " control points make a least-norm system of side " +
+                                             std::to_string(std::min(k, m)) + ", above the limit of " +
+                                             std::to_string(kMaxDirectSystem) + " (fewer targets, or a coarser lattice)");
+  Eigen::MatrixXd change(m, 3);
+  double residual = 0;
+  if (k >= m) {
+    Eigen::MatrixXd b = Eigen::MatrixXd::Zero(k, m);
+    for (int a = 0; a < k; ++a)
+      for (std::size_t i = 0; i < inf[a].index.size(); ++i) b(a, column[inf[a].index[i]]) += inf[a].weight[i];
+    const Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd> cod(b);
+    change = cod.solve(delta);
+    residual = (b * change - delta).norm();
+  } else {
+    // G = B B^T from the targets that share each control point.
+    std::vector<std::vector<std::pair<int, double>>> touching(static_cast<std::size_t>(m));
+    for (int a = 0; a < k; ++a)
       for (std::size_t i = 0; i < inf[a].index.size(); ++i)
-        for (std::size_t j = 0; j < inf[b].index.size(); ++j)
-          if (inf[a].index[i] == inf[b].index[j]) dot += inf[a].weight[i] * inf[b].weight[j];
-      gram(a, b) = gram(b, a) = dot;
-    }
-  const Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd> cod(gram);
-  const Eigen::MatrixXd lambda = cod.solve(delta);
-  if (!((gram * lambda - delta).norm() <= 1e-9 * std::max(1.0, delta.norm())))
+        touching[std::size_t(column[inf[a].index[i]])].push_back({a, inf[a].weight[i]});
+    Eigen::MatrixXd gram = Eigen::MatrixXd::Zero(k, k);
+    for (const auto& t : touching)
+      for (const auto& [a, wa] : t)
+        for (const auto& [b, wb] : t) gram(a, b) += wa * wb;
+    const Eigen::CompleteOrthogonalDecomposition<Eigen::MatrixXd> cod(gram);
+    const Eigen::MatrixXd lambda = cod.solve(delta);
+    residual = (gram * lambda - delta).norm();
+    change.setZero();
+    for (int a = 0; a < k; ++a)
+      for (std::size_t i = 0; i < inf[a].index.size(); ++i)
+        change.row(column[inf[a].index[i]]) += inf[a].weight[i] * lambda.row(a);
+  }
+  if (!(residual <= 1e-9 * std::max(1.0, delta.norm())))
     throw Error(ErrorKind::InvalidArgument,
                 "direct manipulation: the targets contradict each other (the same point, or points with the same "
                 "basis values, asked to go to different places)");
-  for (int a = 0; a < k; ++a)
-    for (std::size_t i = 0; i < inf[a].index.size(); ++i)
-      for (int d = 0; d < 3; ++d) lattice.control_points[3 * inf[a].index[i] + d] += inf[a].weight[i] * lambda(a, d);
+  for (const auto& [index, at] : column)
+    for (int d = 0; d < 3; ++d) lattice.control_points[3 * std::size_t(index) + std::size_t(d)] += change(at, d);
 }
 
 double apply_lattice_edits(Lattice& lattice, const LatticeEdits& edits) {

@@ -53,11 +53,12 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
     const std::uint64_t input_triangles = std::uint64_t(mesh.face_indices.size()) - 2 * std::uint64_t(mesh.face_count());
     const std::uint64_t least = input_triangles * std::uint64_t(options.level) * std::uint64_t(options.level);
     if (least / 2 >= (std::uint64_t(1) << 32))
-      throw Error(ErrorKind::LimitReached, "FFD: level " + std::to_string(options.level) + " makes at least " +
+      throw Error(ErrorKind::LimitReached, "FFD: subdivisions " + std::to_string(options.level) + " make at least " +
                                                std::to_string(least) + " triangles from " + std::to_string(input_triangles) +
-                                               ": beyond the 2^32 vertex indices of a mesh (lower the level)");
+                                               ": beyond the 2^32 vertex indices of a mesh (fewer subdivisions)");
     core::check_host_allocation(least * (12 + (24 + 2 * 3 * sizeof(T)) / 2),
-                                "FFD: the mesh subdivided at level " + std::to_string(options.level) + " (at least " +
+                                "FFD: the mesh with every triangle cut into " + std::to_string(options.level) + "^2 (subdivisions " +
+                                    std::to_string(options.level) + ": at least " +
                                     std::to_string(least) + " triangles)");
   }
   if (!options.allow_non_manifold) {

@@ -2,6 +2,7 @@
 #pragma once
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
@@ -39,8 +40,10 @@ class PlainStream final : public ByteStream {
   std::FILE* file_;
 };
 
-// Inflates the stream that starts at file byte `offset` (gzip or zlib header detected); position 0 is its
-// uncompressed byte `skip`. Reading backwards restarts from the beginning.
+// Inflates the stream that starts at file byte `offset` (gzip or zlib header detected; gzip members one after
+// another, as bgzip and `cat a.gz b.gz` write them, are one stream); position 0 is its uncompressed byte `skip`.
+// The end of the last read (up to `kTail` bytes) is kept, so that slabs which share a slice with the one before
+// read forward only; reading further back restarts from the beginning.
 class InflateStream final : public ByteStream {
  public:
   InflateStream(std::string path, std::uint64_t offset, std::uint64_t skip = 0)
@@ -55,19 +58,30 @@ class InflateStream final : public ByteStream {
   }
   void read_at(std::uint64_t pos, void* out, std::uint64_t bytes) override {
     pos += skip_;
+    auto* dst = static_cast<unsigned char*>(out);
+    if (pos < position_ && pos >= position_ - tail_.size()) {  // from the kept tail, then onwards
+      const std::uint64_t from = pos - (position_ - tail_.size());
+      const std::uint64_t n = std::min<std::uint64_t>(bytes, tail_.size() - from);
+      std::copy_n(tail_.begin() + std::ptrdiff_t(from), std::size_t(n), dst);
+      dst += n, pos += n, bytes -= n;
+      if (bytes == 0) return;
+    }
     if (pos < position_) restart();
     std::vector<unsigned char> skip;
     while (position_ < pos) {
       skip.resize(std::size_t(std::min<std::uint64_t>(pos - position_, 1 << 20)));
       inflate_into(skip.data(), skip.size());
+      tail_.clear();
     }
-    auto* dst = static_cast<unsigned char*>(out);
+    const unsigned char* first = dst;
+    const std::uint64_t total = bytes;
     while (bytes > 0) {
       const auto chunk = std::size_t(std::min<std::uint64_t>(bytes, 1u << 30));
       inflate_into(dst, chunk);
       dst += chunk;
       bytes -= chunk;
     }
+    keep_tail(first, total);
   }
 
  private:
@@ -80,6 +94,12 @@ class InflateStream final : public ByteStream {
       throw Error(ErrorKind::Io, "'" + path_ + "': cannot seek to the compressed data");
     position_ = 0;
     ended_ = false;
+    tail_.clear();
+  }
+  // The tail is the end of the last read (slabs overlap the slab before by less than one read).
+  void keep_tail(const unsigned char* data, std::uint64_t n) {
+    const std::uint64_t kept = std::min(n, kTail);
+    tail_.assign(data + (n - kept), data + n);
   }
   void inflate_into(unsigned char* dst, std::size_t bytes) {
     z_.next_out = dst;
@@ -94,13 +114,24 @@ class InflateStream final : public ByteStream {
       }
       const int rc = inflate(&z_, Z_NO_FLUSH);
       if (rc == Z_STREAM_END) {
-        ended_ = true;
+        ended_ = !next_gzip_member();
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
         throw Error(ErrorKind::Parse, "'" + path_ + "': corrupt compressed data (zlib: " +
                                           std::string(z_.msg ? z_.msg : "error " + std::to_string(rc)) + ")");
       }
     }
     position_ += bytes;
+  }
+  // After the end of a gzip member: whether another follows (then inflation goes on with it).
+  bool next_gzip_member() {
+    if (z_.avail_in < 2) {
+      if (z_.avail_in == 1) in_[0] = *z_.next_in;
+      const std::size_t got = std::fread(in_.data() + z_.avail_in, 1, in_.size() - z_.avail_in, file_);
+      z_.next_in = in_.data();
+      z_.avail_in += uInt(got);
+    }
+    if (z_.avail_in < 2 || z_.next_in[0] != 0x1f || z_.next_in[1] != 0x8b) return false;
+    return inflateReset(&z_) == Z_OK;
   }
   [[noreturn]] void short_data(std::size_t wanted) const {
     throw Error(ErrorKind::Parse, "'" + path_ + "': compressed data ends early (at uncompressed byte " +
@@ -114,6 +145,8 @@ class InflateStream final : public ByteStream {
   bool started_ = false, ended_ = false;
   std::uint64_t position_ = 0;
   std::vector<unsigned char> in_;
+  static constexpr std::uint64_t kTail = std::uint64_t(64) << 20;
+  std::vector<unsigned char> tail_;
 };
 
 }  // namespace parasurf::io

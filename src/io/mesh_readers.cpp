@@ -84,16 +84,25 @@ std::string lower_extension(const std::string& name) {
   return ext;
 }
 
+// Corners of one face that the readers take: splitting a polygon into triangles costs the square of its corners.
+constexpr long long kMaxFaceCorners = 4096;
+
 // Faces with a repeated corner or no area are dropped (counted); corners out of range were refused before.
 bool add_checked_face(PolygonMesh& mesh, std::vector<std::uint32_t>& corners, MeshReadReport& report) {
   ++report.faces_read;
   bool repeated = corners.size() < 3;
-  for (std::size_t i = 0; i < corners.size() && !repeated; ++i)
-    for (std::size_t j = i + 1; j < corners.size(); ++j)
-      if (corners[i] == corners[j]) {
-        repeated = true;
-        break;
-      }
+  if (corners.size() > 16) {
+    std::vector<std::uint32_t> sorted = corners;
+    std::sort(sorted.begin(), sorted.end());
+    repeated = std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end();
+  } else {
+    for (std::size_t i = 0; i < corners.size() && !repeated; ++i)
+      for (std::size_t j = i + 1; j < corners.size(); ++j)
+        if (corners[i] == corners[j]) {
+          repeated = true;
+          break;
+        }
+  }
   if (!repeated) {
     // Twice the vector area (Newell's normal, from the first corner so that a face far from the origin loses no
     // digits), against what rounding the corners' coordinates can make of a face with none (relative to their
@@ -164,6 +173,8 @@ void parse_obj(std::string_view text, const std::string& name, PolygonMesh& mesh
         if (i == 0) in.fail_here("face index 0 (OBJ indices start at 1)");
         i = i < 0 ? nv + i : i - 1;  // negative: relative to the last vertex read
         corners.push_back(checked_index(i, nv, in));
+        if (std::ssize(corners) > kMaxFaceCorners)
+          in.fail_here("face with more than " + std::to_string(kMaxFaceCorners) + " corners");
       }
       if (corners.size() < 3) in.fail_here("face with fewer than 3 corners");
       add_checked_face(mesh, corners, report);
@@ -212,7 +223,8 @@ void parse_off(std::string_view text, const std::string& name, PolygonMesh& mesh
   for (long long f = 0; f < nf; ++f) {
     if (!next_content_line()) fail(name, "", "file ends after " + std::to_string(f) + " of " + std::to_string(nf) + " faces");
     const long long n = in.integer(in.field(), "corner count");
-    if (n < 3 || n > 65536) in.fail_here("face corner count " + std::to_string(n) + " is outside 3..65536");
+    if (n < 3 || n > kMaxFaceCorners)
+      in.fail_here("face corner count " + std::to_string(n) + " is outside 3.." + std::to_string(kMaxFaceCorners));
     corners.clear();
     for (long long c = 0; c < n; ++c) corners.push_back(checked_index(in.integer(in.field(), "face index"), nv, in));
     add_checked_face(mesh, corners, report);
@@ -402,6 +414,8 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
           const long long n = body_in.integer(body_in.field(), "list count");
           if (n < 0 || n > 65536) body_in.fail_here("list count " + std::to_string(n) + " is outside 0..65536");
           const bool is_face = e.name == "face" && (p.name == "vertex_indices" || p.name == "vertex_index");
+          if (is_face && n > kMaxFaceCorners)
+            body_in.fail_here("face of " + std::to_string(n) + " corners: at most " + std::to_string(kMaxFaceCorners));
           corners.clear();
           for (long long c = 0; c < n; ++c) {
             const std::string_view f = body_in.field();
@@ -445,6 +459,9 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
             fail(name, "", "list count " + std::to_string(nd) + " at byte " + std::to_string(cur.pos()) + " is outside 0..65536");
           const long long n = (long long)nd;
           const bool is_face = e.name == "face" && (p.name == "vertex_indices" || p.name == "vertex_index");
+          if (is_face && n > kMaxFaceCorners)
+            fail(name, "", "face " + std::to_string(r) + " has " + std::to_string(n) + " corners: at most " +
+                               std::to_string(kMaxFaceCorners));
           corners.clear();
           for (long long c = 0; c < n; ++c) {
             const double iv = cur.read(p.type);

@@ -55,7 +55,15 @@ BSplineCurve2 bspline_curve(const nlohmann::json& j, const std::string& where) {
   b.degree = int(c.points.size()) - 1;
   if (j.contains("degree")) {
     if (!j["degree"].is_number_integer()) throw Error(ErrorKind::Parse, where + ".degree: expected an integer");
-    b.degree = j["degree"].get<int>();
+    const auto d = j["degree"].get<std::int64_t>();
+    const auto most = std::int64_t(c.points.size()) - 1;
+    if (d < 1 || d > most)
+      throw Error(ErrorKind::Parse, where + ".degree " + std::to_string(d) + " is outside 1.." + std::to_string(most) +
+                                        " (" + std::to_string(c.points.size()) + " control points)");
+    if (d != most && !j.contains("knots"))
+      throw Error(ErrorKind::Parse, where + ".degree " + std::to_string(d) + " without \"knots\": a curve without knots is a "
+                                        "Bezier curve of degree " + std::to_string(most));
+    b.degree = int(d);
   }
   if (j.contains("knots")) {
     if (!j["knots"].is_array()) throw Error(ErrorKind::Parse, where + ".knots: expected an array");
@@ -77,7 +85,11 @@ Motion motion_from_json(const nlohmann::json& j, const std::string& where) {
     throw Error(ErrorKind::Parse, where + ": expected {\"degree\": 3, \"knots\": [...], \"points\": [[scale, tx, ty, tz], ...]}");
   if (j.contains("degree")) {
     if (!j["degree"].is_number_integer()) throw Error(ErrorKind::Parse, where + ".degree: expected an integer");
-    m.degree = j["degree"].get<int>();
+    const auto d = j["degree"].get<std::int64_t>();
+    if (d < 1 || d > std::int64_t(j["points"].size()) - 1)
+      throw Error(ErrorKind::Parse, where + ".degree " + std::to_string(d) + " is outside 1.." +
+                                        std::to_string(std::int64_t(j["points"].size()) - 1) + " (one less than the points)");
+    m.degree = int(d);
   }
   for (const auto& k : j["knots"]) m.knots.push_back(number(k, where + ".knots"));
   for (const auto& p : j["points"]) {

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <limits>
 #include <map>
-#include <type_traits>
 #include <sstream>
+#include <type_traits>
 
 #include "core/voxel_dispatch.hpp"
 #include "io/byte_stream.hpp"
@@ -461,9 +461,32 @@ VoxelType nrrd_type(const std::string& path, std::string t) {
   return it->second;
 }
 
+// The first bytes of a text-headed file, where its header must lie: a header is parsed from memory, so a file
+// that never ends a line (a link to /dev/zero) or a header of gigabytes is refused after kMaxHeaderBytes.
+constexpr std::size_t kMaxHeaderBytes = std::size_t(1) << 20;
+struct HeaderText {
+  std::string text;
+  bool whole = false;  // the file ended within the limit
+};
+HeaderText header_text(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw Error(ErrorKind::Io, "cannot open '" + path + "' for reading");
+  HeaderText h;
+  h.text.resize(kMaxHeaderBytes + 1);
+  const std::size_t got = std::fread(h.text.data(), 1, h.text.size(), f);
+  std::fclose(f);
+  h.whole = got <= kMaxHeaderBytes;
+  h.text.resize(std::min(got, kMaxHeaderBytes));
+  return h;
+}
+[[noreturn]] void header_too_long(const std::string& path) {
+  parse_fail(path, "the header does not end within its first " + std::to_string(kMaxHeaderBytes >> 20) +
+                       " MiB (not a header, or an endless file)");
+}
+
 std::unique_ptr<VolumeSource> open_nrrd(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "cannot open '" + path + "' for reading");
+  const HeaderText header = header_text(path);
+  std::istringstream in(header.text);
   std::string line;
   if (!std::getline(in, line) || line.rfind("NRRD000", 0) != 0) parse_fail(path, "first line is not 'NRRD000X'");
   std::map<std::string, std::string> f;
@@ -480,6 +503,7 @@ std::unique_ptr<VolumeSource> open_nrrd(const std::string& path) {
     f[lower(trim(line.substr(0, colon)))] = trim(line.substr(colon + 2));
     if (lineno > 10000) parse_fail(path, "header longer than 10000 lines");
   }
+  if (in.eof() && !header.whole) header_too_long(path);
   const std::uint64_t header_end = in.eof() ? file_size(path) : std::uint64_t(in.tellg());
   auto need = [&](const std::string& k) -> const std::string& {
     const auto it = f.find(k);
@@ -596,8 +620,8 @@ bool meta_bool(const std::string& v) {
 }
 
 std::unique_ptr<VolumeSource> open_metaimage(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "cannot open '" + path + "' for reading");
+  const HeaderText header = header_text(path);
+  std::istringstream in(header.text);
   std::map<std::string, std::string> f;
   std::string line;
   int lineno = 0;
@@ -614,6 +638,7 @@ std::unique_ptr<VolumeSource> open_metaimage(const std::string& path) {
     f[key] = trim(line.substr(eq + 1));
     have_data_file = key == "ElementDataFile";  // always the last header field
   }
+  if (!have_data_file && !header.whole) header_too_long(path);
   if (!have_data_file) parse_fail(path, "missing ElementDataFile");
   const std::uint64_t header_end = std::uint64_t(in.tellg());
   auto need = [&](const std::string& k) -> const std::string& {
@@ -697,8 +722,8 @@ VoxelType vtk_type(const std::string& path, const std::string& t) {
 }
 
 std::unique_ptr<VolumeSource> open_vtk(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "cannot open '" + path + "' for reading");
+  const HeaderText header = header_text(path);
+  std::istringstream in(header.text);
   std::string line;
   if (!std::getline(in, line) || line.rfind("# vtk DataFile", 0) != 0)
     parse_fail(path, "line 1 is not '# vtk DataFile Version x.x'");
@@ -742,8 +767,9 @@ std::unique_ptr<VolumeSource> open_vtk(const std::string& path) {
       if (!trim(line).empty() && trim(line) != "1") parse_fail(path, "SCALARS with several components");
       std::string lut;
       if (!(in >> lut) || lower(lut) != "lookup_table") parse_fail(path, "expected LOOKUP_TABLE after SCALARS");
-      std::getline(in, line);
+      if (!std::getline(in, line) && !header.whole) header_too_long(path);
       if (!have_dims) parse_fail(path, "SCALARS before DIMENSIONS");
+      if (in.eof()) parse_fail(path, "no data after LOOKUP_TABLE");
       const std::uint64_t offset = std::uint64_t(in.tellg());
       return open_data(path, path, offset, mode == "binary" ? Encoding::Raw : Encoding::Ascii, g, type, true);
     } else if (w == "cell_data" || w == "field" || w == "vectors" || w == "normals") {

@@ -27,6 +27,7 @@ namespace parasurf::io {
 namespace {
 
 constexpr std::uint64_t kMaxInlineFile = std::uint64_t(2) << 30;  // XML whose data lies inside the elements
+constexpr std::size_t kRootWithin = std::size_t(1) << 16;
 
 [[noreturn]] void fail(const std::string& path, const std::string& msg) {
   throw Error(ErrorKind::Parse, path + ": " + msg);
@@ -230,6 +231,9 @@ std::unique_ptr<VolumeSource> open_vti(const std::string& path) {
       }
       if (xml.size() > kMaxInlineFile)
         fail(path, "XML with inline data beyond 2 GiB (large volumes are written with appended data)");
+      // A VTK file names its root element in its first lines: anything else is refused before it is all read.
+      if (xml.size() >= kRootWithin && old < kRootWithin && xml.find("<VTKFile") == std::string::npos)
+        fail(path, "no <VTKFile> element in the first " + std::to_string(kRootWithin) + " bytes: not a VTK XML file");
     }
   }
   const Tag file = find_tag(path, xml, "VTKFile", 0);

@@ -960,6 +960,15 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
   if (o.progress) o.progress(0.1);
   SampleStore<T> store;
   const Device device = pick_device(o.device);
+  {
+    // The whole run's host memory, known from the plan before any work: the mesh, and beside it the samples
+    // wherever they come to the host.
+    const bool samples_on_host = !(device == Device::Cuda && o.assemble_on_device);
+    const std::uint64_t samples = std::uint64_t(pl.grid_samples + pl.extra_samples);
+    core::check_host_allocation(std::uint64_t(pl.vertices) * 48 + (samples_on_host ? samples * 6 * sizeof(T) : 0),
+                                "the tessellation (" + std::to_string(samples) + " samples, a mesh of " +
+                                    std::to_string(pl.vertices) + " vertices; lower the resolution)");
+  }
   t0 = Clock::now();
   BatchTiming timing;
   double seconds_exchange = 0, seconds_given_up = 0;

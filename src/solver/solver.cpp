@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <numeric>
 #include <omp.h>
@@ -28,6 +29,17 @@
 namespace parasurf {
 
 using solver::Subdivision;
+
+namespace {
+
+// The status of a solve that the time limit ended.
+std::string time_limit_status(double seconds) {
+  char text[64];
+  std::snprintf(text, sizeof text, "limit reached: %g s (partial result)", seconds);
+  return text;
+}
+
+}  // namespace
 
 namespace {
 
@@ -493,7 +505,7 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
       break;
     }
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
-      out.status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
+      out.status = time_limit_status(o.max_seconds);
       break;
     }
     if (o.stop && o.stop()) {
@@ -686,12 +698,14 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
         }
         ++taken;
       }
-      // The node limit and the clock are read every 64 nodes (the limit is approximate by that much per thread).
+      // The node limit is counted every 64 nodes (approximate by that much per thread); the clock is read at every
+      // node, as one node of a high-degree system can take milliseconds.
       if ((++seen_here & 63) == 0) {
         if (nodes.fetch_add(64) + 64 > o.max_nodes) stop = 1;
-        if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) stop = 2;
         if (o.stop && o.stop()) stop = 3;
       }
+      if (stop.load(std::memory_order_relaxed) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds)
+        stop = 2;
       if (stop.load(std::memory_order_relaxed)) continue;  // drain without work
       const std::size_t sys = node.system;
       ++visited[sys];
@@ -736,7 +750,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   }
   errors.rethrow();
   const std::string status = stop.load() == 1   ? "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)"
-                             : stop.load() == 2 ? "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)"
+                             : stop.load() == 2 ? time_limit_status(o.max_seconds)
                              : stop.load() == 3 ? "interrupted (partial result)"
                                                 : "complete";
   for (auto& s : out) {
@@ -1185,7 +1199,7 @@ std::vector<double> curve_tangent(const System& sys, const std::vector<double>& 
 }
 
 SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>& positive, const Subdivision& sub, const SolverOptions& o,
-                             double resolution, int threads) {
+                             double resolution, int threads, std::chrono::steady_clock::time_point deadline) {
   const std::vector<BernsteinPoly>& equations = sys.eq;
   const int n = sys.n, m = int(equations.size());
   SolutionSetResult out;
@@ -1199,10 +1213,17 @@ SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>
   // Minimum-norm Newton from each cell's centre lands on the nearest part of the set; the cell keeps the point when
   // it lies within half a cell of it (neighbouring cells then cover the set without gaps).
   // Curve samples already on the set (cells where the curve is a graph over one variable) only get their tangent.
+  // The time limit covers this phase too: cells not reached by then are left out of the (partial) result.
   core::RegionErrors errors_1;
+  std::atomic<bool> late{false};
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1 && samples.size() >= 32)
   for (std::int64_t c = 0; c < std::int64_t(samples.size()); ++c) {
     errors_1.capture([&] {
+      if (late.load(std::memory_order_relaxed)) return;
+      if ((c & 255) == 0 && std::chrono::steady_clock::now() > deadline) {
+        late = true;
+        return;
+      }
       std::vector<double> x(static_cast<std::size_t>(n));
       double res;
       if (std::size_t(c) < cells) {
@@ -1232,23 +1253,28 @@ SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>
     });
   }
   errors_1.rethrow();
+  if (late) out.status = time_limit_status(o.max_seconds);
   // Neighbouring cells often reach the same point: keep one per quarter cell.
   std::vector<std::vector<long long>> keys;
   std::vector<std::size_t> order;
   for (std::size_t c = 0; c < samples.size(); ++c)
     if (kept[c]) order.push_back(c);
   std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return samples[a].x < samples[b].x; });
+  // Kept samples are found through a grid: a set of dimension two or more (coincident surfaces) has many samples
+  // with the same first coordinate.
   const double merge = 0.25 * resolution;
+  solver::PointGrid grid(std::size_t(n), merge);
   for (std::size_t c : order) {
     bool dup = false;
-    for (std::size_t back = out.samples.size(); back-- > 0 && !dup;) {
-      const auto& q = out.samples[back].x;
-      if (samples[c].x[0] - q[0] > merge) break;  // sorted by the first coordinate
+    grid.near(samples[c].x.data(), [&](std::size_t id) {
+      if (dup) return;
       double d = 0;
-      for (int k = 0; k < n; ++k) d = std::max(d, std::abs(q[k] - samples[c].x[k]));
+      for (int k = 0; k < n; ++k) d = std::max(d, std::abs(out.samples[id].x[k] - samples[c].x[k]));
       dup = d <= merge;
-    }
-    if (!dup) out.samples.push_back(samples[c]);
+    });
+    if (dup) continue;
+    grid.insert(samples[c].x.data(), out.samples.size());
+    out.samples.push_back(samples[c]);
   }
   return out;
 }
@@ -1274,6 +1300,8 @@ std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vecto
     return solve_as_team<SolutionSetResult>(count, o, [&](const std::vector<std::size_t>& mine, const SolverOptions& alone) {
       return sample_solution_sets(pick(equations, mine), variables, resolution, alone, pick(positive, mine));
     });
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(o.max_seconds));
   std::vector<System> systems;
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], variables));
   SolverOptions so = o;
@@ -1282,14 +1310,14 @@ std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vecto
   std::vector<SolutionSetResult> out(count);
   const int threads = cpu_thread_count(o.threads);
   if (count == 1) {
-    out[0] = finish_set(systems[0], ineq(0), subs[0], o, resolution, threads);
+    out[0] = finish_set(systems[0], ineq(0), subs[0], o, resolution, threads, deadline);
     return out;
   }
   core::RegionErrors errors_s2;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
   for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
     errors_s2.capture([&] {
-      out[std::size_t(i)] = finish_set(systems[std::size_t(i)], ineq(std::size_t(i)), subs[std::size_t(i)], o, resolution, 1);
+      out[std::size_t(i)] = finish_set(systems[std::size_t(i)], ineq(std::size_t(i)), subs[std::size_t(i)], o, resolution, 1, deadline);
     });
   }
   errors_s2.rethrow();

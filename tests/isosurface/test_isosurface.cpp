@@ -342,7 +342,10 @@ TEST(Isosurface, EveryTiePatternOfACellLeavesNoCoincidentTriangles) {
       // classic: corners below, on or above the level (3^8); decider and MC33 also read the magnitudes: 0 .. 3 (4^8)
       const int base = topo == CaseTopology::Classic ? 3 : 4;
       const int patterns = base == 3 ? 6561 : 65536;
+      // Every pattern on the CPU; on a GPU each one is a launch sequence, so a random tenth of them
+      const bool all = d == Device::Cpu;
       for (int pattern = 0; pattern < patterns; ++pattern) {
+        if (!all && rng() % 10 != 0) continue;
         std::vector<float> values(8);
         for (int c = 0, p = pattern; c < 8; ++c, p /= base) values[std::size_t(c)] = float(p % base);
         if (std::count(values.begin(), values.end(), 1.0f) == 0) continue;  // no tie
@@ -350,7 +353,7 @@ TEST(Isosurface, EveryTiePatternOfACellLeavesNoCoincidentTriangles) {
         ASSERT_EQ(duplicates, 0) << device_name(d) << " pattern " << pattern;
         ASSERT_EQ(degenerate, 0) << device_name(d) << " pattern " << pattern;
       }
-      for (int trial = 0; trial < 3000; ++trial) {
+      for (int trial = 0; trial < (all ? 3000 : 300); ++trial) {
         std::vector<float> values(12);
         for (auto& x : values) x = float(rng() % 3);
         values[rng() % 12] = 1.0f;  // a tie, and the level within the data
