@@ -399,6 +399,9 @@ double apply_lattice_edits(Lattice& lattice, const LatticeEdits& edits) {
     for (int d = 0; d < 3; ++d) p[d] = mv.is_displacement ? p[d] + mv.value[d] : mv.value[d];
   }
   direct_manipulation(lattice, edits.targets);
+  for (const double c : lattice.control_points)
+    if (!std::isfinite(c))
+      throw Error(ErrorKind::InvalidArgument, "the edits send control points beyond the range of numbers (not finite)");
   double worst = 0;
   for (const auto& t : edits.targets) {
     std::array<double, 3> image{};

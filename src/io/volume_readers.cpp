@@ -225,6 +225,11 @@ std::unique_ptr<VolumeSource> open_data(const std::string& name, const std::stri
                                         Encoding enc, VolumeGeometry g, VoxelType type, bool big_endian,
                                         std::uint64_t inflated_skip = 0) {
   check_geometry(name, g);
+  if (data_path != name) {  // a header naming its data file: a file that cannot be read is the header's problem
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(data_path, ec))
+      parse_fail(name, "its data file '" + data_path + "' " + (std::filesystem::exists(data_path, ec) ? "is not a regular file" : "does not exist"));
+  }
   const std::uint64_t need = std::uint64_t(g.voxel_count()) * voxel_bytes(type);
   if (enc == Encoding::Raw) {
     const std::uint64_t have = file_size(data_path);

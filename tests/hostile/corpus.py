@@ -281,7 +281,128 @@ def build(rng):
          {"victim.txt": "victim\n", "out.ply.partial": ("link", "victim.txt")}, expect="ok")
     case("unknown output format", ["isosurface", "--field", "sphere", "--size", "8", "-o", "out.xyz"],
          needles=("out.xyz",), output=None)
+    mutate_cases(rng)
     return CASES
+
+
+def seeds(rng):
+    """One small valid file of every format each subcommand reads: (name, subcommand and options, bytes)."""
+    vol = bytes((i * 37 + 11) % 251 for i in range(6 * 5 * 4))
+    fvol = struct.pack("<120f", *[((i % 6) - 2.5) ** 2 + ((i // 6 % 5) - 2) ** 2 + ((i // 30) - 1.5) ** 2 - 4
+                                   for i in range(120)])
+    vtk_head = ("# vtk DataFile Version 3.0\nseed\n{mode}\nDATASET STRUCTURED_POINTS\nDIMENSIONS 6 5 4\n"
+                "SPACING 1 1 1\nORIGIN 0 0 0\nPOINT_DATA 120\nSCALARS s float 1\nLOOKUP_TABLE default\n")
+
+    def vti(fmt):
+        body = struct.pack("<I", len(fvol)) + fvol
+        if fmt == "binary":
+            import base64
+            array = f'<DataArray type="Float32" Name="s" format="binary">{base64.b64encode(body).decode()}</DataArray>'
+            tail = ""
+        elif fmt == "ascii":
+            vals = " ".join(repr(v) for v in struct.unpack("<120f", fvol))
+            array = f'<DataArray type="Float32" Name="s" format="ascii">{vals}</DataArray>'
+            tail = ""
+        else:
+            array = '<DataArray type="Float32" Name="s" format="appended" offset="0"/>'
+            tail = None
+        head = ('<?xml version="1.0"?>\n<VTKFile type="ImageData" version="1.0" byte_order="LittleEndian" '
+                'header_type="UInt32">\n<ImageData WholeExtent="0 5 0 4 0 3" Origin="0 0 0" Spacing="1 1 1">\n'
+                f'<Piece Extent="0 5 0 4 0 3"><PointData Scalars="s">{array}</PointData></Piece>\n</ImageData>\n')
+        if tail is None:
+            return head.encode() + b'<AppendedData encoding="raw">_' + body + b"</AppendedData>\n</VTKFile>\n"
+        return (head + "</VTKFile>\n").encode()
+
+    quad = "5\n3 3\n" + "".join(f"{i / 3} {j / 3} {0.2 * ((i * j) % 3)}\n" for i in range(4) for j in range(4))
+    bpt = "1\n3 3\n" + "".join(f"{i / 3} {j / 3} {0.1 * (i + j)}\n" for i in range(4) for j in range(4))
+    spline = json.dumps(bspline_surface(3, [[[i / 4, j / 4, 0.1 * ((i + j) % 3)] for j in range(5)] for i in range(5)]))
+    tri = [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)]
+    faces = [(0, 2, 1), (0, 1, 3), (0, 3, 2), (1, 2, 3)]
+    ply_ascii = ("ply\nformat ascii 1.0\nelement vertex 4\nproperty float x\nproperty float y\nproperty float z\n"
+                 "element face 4\nproperty list uchar int vertex_indices\nend_header\n" +
+                 "".join("%g %g %g\n" % v for v in tri) + "".join("3 %d %d %d\n" % f for f in faces))
+    ply_bin = (b"ply\nformat binary_little_endian 1.0\nelement vertex 4\nproperty float x\nproperty float y\n"
+               b"property float z\nelement face 4\nproperty list uchar int vertex_indices\nend_header\n" +
+               b"".join(struct.pack("<3f", *v) for v in tri) + b"".join(struct.pack("<B3i", 3, *f) for f in faces))
+    off = "OFF\n4 4 0\n" + "".join("%g %g %g\n" % v for v in tri) + "".join("3 %d %d %d\n" % f for f in faces)
+    stl_ascii = "solid s\n" + "".join(
+        "facet normal 0 0 0\nouter loop\n" + "".join("vertex %g %g %g\n" % tri[k] for k in f) + "endloop\nendfacet\n"
+        for f in faces) + "endsolid s\n"
+    stl_bin = bytes(80) + struct.pack("<I", 4) + b"".join(
+        struct.pack("<12fH", 0, 0, 0, *[c for k in f for c in tri[k]], 0) for f in faces)
+    curves = json.dumps({"curve1": {"points": [[0, 0], [0.5, 1], [1, 0]]},
+                         "curve2": {"degree": 2, "knots": [0, 0, 0, 0.5, 1, 1, 1],
+                                    "points": [[0, 0.8], [0.3, -0.2], [0.7, 1.0], [1, 0.2]]}})
+    surfaces = json.dumps({"surface1": plane(0.0), "surface2": random_surface(rng, 2)})
+    edits = json.dumps({"moves": [{"index": [1, 1, 1], "displacement": [0.1, 0, 0]}],
+                        "targets": [{"point": [0.3, 0.3, 0.3], "target": [0.32, 0.3, 0.3]}]})
+    lattice = json.dumps({"count": [5, 4, 4], "degree": [3, 2, 1], "padding": 0.1})
+    iso = ["isosurface"]
+    return [
+        ("s.nrrd", iso, nrrd("6 5 4", data=vol)),
+        ("a.nrrd", iso, nrrd("6 5 4", encoding="ascii", data=" ".join(map(str, vol)).encode())),
+        ("g.nrrd", iso, nrrd("6 5 4", "float", encoding="gzip", data=gzip.compress(fvol))),
+        ("s.mha", iso, b"ObjectType = Image\nNDims = 3\nDimSize = 6 5 4\nElementSpacing = 1 1 2\n"
+                       b"ElementType = MET_FLOAT\nElementDataFile = LOCAL\n" + fvol),
+        ("z.mha", iso, (f"ObjectType = Image\nNDims = 3\nDimSize = 6 5 4\nElementType = MET_FLOAT\n"
+                        f"CompressedData = True\nCompressedDataSize = {len(zlib.compress(fvol))}\n"
+                        f"ElementDataFile = LOCAL\n").encode() + zlib.compress(fvol)),
+        ("b.vtk", iso, vtk_head.format(mode="BINARY").encode() + struct.pack(">120f", *struct.unpack("<120f", fvol))),
+        ("a.vtk", iso, (vtk_head.format(mode="ASCII") + " ".join(repr(v) for v in struct.unpack("<120f", fvol))).encode()),
+        ("b.vti", iso, vti("binary")),
+        ("a.vti", iso, vti("ascii")),
+        ("p.vti", iso, vti("appended")),
+        ("s.nii", iso, nifti((6, 5, 4), datatype=16, bitpix=32, data=fvol)),
+        ("s.nii.gz", iso, gzip.compress(nifti((6, 5, 4), datatype=16, bitpix=32, data=fvol))),
+        ("q.bv", ["tessellate", "-r", "4"], quad.encode()),
+        ("t.bpt", ["tessellate", "-r", "4"], bpt.encode()),
+        ("b.json", ["tessellate", "-r", "4"], spline.encode()),
+        ("m.obj", ["ffd", "-m", "2"], TET.encode()),
+        ("a.ply", ["ffd", "-m", "2"], ply_ascii.encode()),
+        ("b.ply", ["ffd", "-m", "2"], ply_bin),
+        ("m.off", ["ffd", "-m", "2"], off.encode()),
+        ("a.stl", ["ffd", "-m", "2"], stl_ascii.encode()),
+        ("b.stl", ["ffd", "-m", "2"], stl_bin),
+        ("c.json", ["solve", "curves"], curves.encode()),
+        ("h.json", ["solve", "hausdorff"], curves.encode()),
+        ("s.json", ["solve", "ssi"], surfaces.encode()),
+        ("e.json", ["ffd", "m.obj", "--edits"], edits.encode()),
+        ("l.json", ["ffd", "m.obj", "--lattice-file"], lattice.encode()),
+    ]
+
+
+def mutate_cases(rng):
+    """Every seed as it is (it must succeed), truncated, with a number made hostile and with bytes flipped."""
+    import re
+    number = re.compile(rb"(?<![A-Za-z_])-?\d+(\.\d+)?([eE][-+]?\d+)?")
+    hostile = [b"nan", b"inf", b"-1e308", b"1e400", b"99999999999999999999", b"-7", b"0"]
+    for name, command, data in seeds(rng):
+        extra = {"m.obj": TET} if "m.obj" in command else {}
+        run = command + [name] if command[0] != "ffd" or "m.obj" not in command else command + [name]
+        if command[0] == "ffd" and "m.obj" not in command:
+            run = command + [name]
+        case(f"{name}: the seed itself", run, {name: data, **extra}, expect="ok",
+             output="out.json" if command[0] == "solve" else "out.ply")
+        for frac in (0.25, 0.5, 0.9):
+            cut = data[:max(1, int(len(data) * frac))]
+            case(f"{name}: truncated to {int(frac * 100)} %", run, {name: cut, **extra}, expect="either",
+                 needles=(name,), output="out.json" if command[0] == "solve" else "out.ply")
+        spans = [m.span() for m in number.finditer(data[:4096])]
+        for k in range(3):
+            if not spans:
+                break
+            a, b = spans[rng.randrange(len(spans))]
+            bad = hostile[rng.randrange(len(hostile))]
+            case(f"{name}: number {data[a:b][:20]!r} at byte {a} made {bad.decode()}", run,
+                 {name: data[:a] + bad + data[b:], **extra}, expect="either", needles=(name,),
+                 output="out.json" if command[0] == "solve" else "out.ply")
+        for k in range(3):
+            flipped = bytearray(data)
+            for _ in range(1 + k * 3):
+                at = rng.randrange(len(flipped))
+                flipped[at] = rng.randrange(256)
+            case(f"{name}: bytes flipped (variant {k})", run, {name: bytes(flipped), **extra}, expect="either",
+                 needles=(name,), output="out.json" if command[0] == "solve" else "out.ply")
 
 
 def make_files(folder, files):
