@@ -158,6 +158,7 @@ void add_ffd(CLI::App& app) {
       throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (" + mesh_output_formats() + ")");
     MeshReadReport read;
     if (builtin) read.format = "built-in Utah teapot";
+    if (!builtin) note_if_fifo(a->input);
     const PolygonMesh mesh = builtin ? teapot_mesh() : read_polygon_mesh(a->input, &read);
     if (builtin) std::printf("mesh: Utah teapot (built in), %lld triangles\n", (long long)mesh.face_count());
     if (read.degenerate_skipped)

@@ -137,6 +137,7 @@ void add_isosurface(CLI::App& app) {
     } else {
       if (!a->spacing.empty() || !a->origin.empty())
         throw Error(ErrorKind::InvalidArgument, "--spacing and --origin apply to raw files (headers carry their own)");
+      note_if_fifo(a->input);
       volume = open_volume(a->input);
     }
     if (a->output.empty()) a->output = (field.empty() ? stem_of(a->input) : field) + ".ply";

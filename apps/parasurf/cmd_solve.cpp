@@ -115,6 +115,7 @@ void add_solve(CLI::App& app) {
     if (a->resolution != 0 && !(a->resolution >= 1e-6 && a->resolution <= 1))
       throw Error(ErrorKind::InvalidArgument, "--resolution " + std::to_string(a->resolution) +
                                                   " is outside 1e-6..1 (a fraction of a knot span)");
+    note_if_fifo(a->input);
     const std::string text = io::read_text_file(a->input, "solver input", 64ull << 20);
     const nlohmann::json doc = io::parse_json(text, a->input);
     SolverOptions o;

@@ -88,6 +88,7 @@ void add_tessellate(CLI::App& app) {
     o.cpu_share = a->cpu_share;
     if (output_rank()) o.progress = [](double f) { progress_bar("tessellation", f); };  // drawn only on a terminal
     o.team = mpi_tessellation_team();  // under mpirun: every rank evaluates its share of the patches
+    note_if_fifo(a->input);
     const PatchModel model = a->input.empty() ? utah_teapot() : read_patch_model(a->input);
     TessellationReport rep;
     const PatchMesh mesh = tessellate(model, o, &rep);

@@ -40,6 +40,12 @@ CLI::Option* add_threads_option(CLI::App* cmd, int& threads) {
       });
 }
 
+void note_if_fifo(const std::string& path) {
+  std::error_code ec;
+  if (!path.empty() && std::filesystem::is_fifo(path, ec))
+    std::fprintf(stderr, "parasurf: %s is a FIFO: waiting for a writer\n", path.c_str());
+}
+
 void progress_bar(const char* what, double fraction) {
   static const bool tty = isatty(STDERR_FILENO) != 0;
   if (!tty) return;

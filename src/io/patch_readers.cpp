@@ -4,11 +4,14 @@
 #include <algorithm>
 #include <map>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "patches/trimmed.hpp"
 #include <sstream>
+#include <vector>
 
 #include "io/json_text.hpp"
 #include "io/atomic_file.hpp"
@@ -22,17 +25,32 @@ namespace parasurf {
 namespace io {
 
 std::string read_text_file(const std::string& path, const std::string& what, std::uint64_t max_bytes) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorKind::Io, "cannot open " + what + " '" + path + "'");
-  in.seekg(0, std::ios::end);
-  const auto size = in.tellg();
-  if (size < 0) throw Error(ErrorKind::Io, "cannot read " + what + " '" + path + "'");
-  if (std::uint64_t(size) > max_bytes)
-    throw Error(ErrorKind::Parse, path + ": file of " + std::to_string(std::uint64_t(size)) + " bytes is larger than the " +
-                                      std::to_string(max_bytes >> 20) + " MiB a " + what + " may have");
-  in.seekg(0);
-  std::string text(std::size_t(size), '\0');
-  if (size > 0 && !in.read(text.data(), size)) throw Error(ErrorKind::Io, "cannot read " + what + " '" + path + "'");
+  // Read to the end rather than by the file's size, so that pipes and FIFOs are read too; devices (a link to
+  // /dev/zero) are refused, as they may never end.
+  std::error_code ec;
+  const auto type = std::filesystem::status(path, ec).type();
+  if (!ec && type != std::filesystem::file_type::regular && type != std::filesystem::file_type::fifo &&
+      type != std::filesystem::file_type::socket)
+    throw Error(ErrorKind::Io, "cannot read " + what + " '" + path + "': not a regular file or a pipe");
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) throw Error(ErrorKind::Io, "cannot open " + what + " '" + path + "'");
+  std::string text;
+  std::vector<char> chunk(1 << 16);
+  bool failed = false;
+  while (true) {
+    const std::size_t got = std::fread(chunk.data(), 1, chunk.size(), f);
+    text.append(chunk.data(), got);
+    if (text.size() > max_bytes) break;
+    if (got < chunk.size()) {
+      failed = std::ferror(f) != 0;
+      break;
+    }
+  }
+  std::fclose(f);
+  if (failed) throw Error(ErrorKind::Io, "cannot read " + what + " '" + path + "'");
+  if (text.size() > max_bytes)
+    throw Error(ErrorKind::Parse, path + ": a " + what + " may have at most " + std::to_string(max_bytes >> 20) +
+                                      " MiB; this one is larger");
   return text;
 }
 

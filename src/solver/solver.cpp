@@ -1168,7 +1168,9 @@ void check_set(const std::vector<BernsteinPoly>& equations, int n, double resolu
     throw Error(ErrorKind::InvalidArgument, "solution sets: " + std::to_string(m) + " equations in " + std::to_string(n) +
                                                 " variables; 1 <= equations < variables <= 6 supported");
   check_system(equations, n, positive);
-  if (!(resolution > 0) || resolution > 0.5) throw Error(ErrorKind::InvalidArgument, "solution sets: resolution must be in (0, 0.5]");
+  // Below 1e-6 a solution set of any length has more samples than a run can hold (and a region, without end).
+  if (!(resolution >= 1e-6) || resolution > 0.5)
+    throw Error(ErrorKind::InvalidArgument, "solution sets: resolution must be in [1e-6, 0.5]");
 }
 
 // The unit direction of a curve F = 0 (n - 1 equations in n variables) at x: the Jacobian's null vector, which is

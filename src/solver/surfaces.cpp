@@ -198,7 +198,8 @@ std::vector<std::size_t> unique_points(const std::vector<std::vector<double>>& p
 
 SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSplineSurface& b, double resolution,
                                              const SolverOptions& o) {
-  if (!(resolution > 0) || resolution > 0.25) throw Error(ErrorKind::InvalidArgument, "surface intersection: resolution must be in (0, 0.25]");
+  if (!(resolution >= 1e-6) || resolution > 0.25)
+    throw Error(ErrorKind::InvalidArgument, "surface intersection: resolution must be in [1e-6, 0.25]");
   const auto pa = surface_pieces(a, "surface 1"), pb = surface_pieces(b, "surface 2");
   std::vector<std::pair<int, int>> pairs;
   for (std::size_t i = 0; i < pa.size(); ++i)
@@ -381,7 +382,8 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
 // ------------------------------------------------------------------------------------------------ bisectors
 
 SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSurface& b, double resolution, const SolverOptions& o) {
-  if (!(resolution > 0) || resolution > 0.5) throw Error(ErrorKind::InvalidArgument, "surface bisector: resolution must be in (0, 0.5]");
+  if (!(resolution >= 1e-6) || resolution > 0.5)
+    throw Error(ErrorKind::InvalidArgument, "surface bisector: resolution must be in [1e-6, 0.5]");
   const auto pa = surface_pieces(a, "surface 1"), pb = surface_pieces(b, "surface 2");
   // Samples on a grid of S1's parameters (spacing `resolution` of a span): at each S1 point the two equations are
   // a square system in S2's (s, t), solved on every piece of S2. Grid points on shared piece edges are taken once.
@@ -475,7 +477,8 @@ SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSur
 }
 
 CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& b, double resolution, const SolverOptions& o) {
-  if (!(resolution > 0) || resolution > 0.25) throw Error(ErrorKind::InvalidArgument, "curve bisector: resolution must be in (0, 0.25]");
+  if (!(resolution >= 1e-6) || resolution > 0.25)
+    throw Error(ErrorKind::InvalidArgument, "curve bisector: resolution must be in [1e-6, 0.25]");
   const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
   std::vector<std::pair<int, int>> pairs;
   for (std::size_t i = 0; i < pa.size(); ++i)

@@ -25,6 +25,14 @@ timeout 60 "$exe" tessellate -r 4 -o pipe.ply >/dev/null || no "output into a FI
 wait $reader
 [ -p pipe.ply ] || no "the FIFO was replaced"
 cmp -s plain.ply from_pipe.ply || no "the FIFO's reader did not get the mesh"
+# An input FIFO is read once a writer comes, with a note on stderr while it waits.
+mkfifo in.json
+(sleep 1; printf '{"curve1": {"points": [[0, 0], [1, 1]]}, "curve2": {"points": [[0, 1], [1, 0]]}}' > in.json) &
+writer=$!
+msg=$(timeout 60 "$exe" solve curves in.json --json fifo.json 2>&1 >/dev/null) || no "a solver input through a FIFO: $msg"
+wait $writer
+grep -q "waiting for a writer" <<<"$msg" || no "no note while waiting on the input FIFO"
+grep -q '"intersections"' fifo.json || no "the FIFO's input gave no result"
 "$exe" isosurface --field sphere --size 12 -o s.ply -q --json - > report.json || no "--json -"
 grep -q '"triangles"' report.json || no "--json - wrote no report to standard output"
 [ -e ./- ] && no "--json - made a file named '-'"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the mesh-reader fuzz target with clang (libFuzzer + AddressSanitizer + UBSan) from the reader and lattice
-# sources alone and runs it for a bounded time (a fixed seed and run count, so that CI explores the same inputs
-# every time; FUZZ_SEED=0 FUZZ_RUNS=-1 for open-ended fuzzing) on a seed corpus of every format; any crash, leak or hang fails.
+# sources alone and runs it for the given time (a fixed seed, so that every run starts from the same inputs;
+# FUZZ_SEED=0 for a random one, FUZZ_RUNS=N to stop after N inputs) on a seed corpus of every format; any crash,
+# leak or hang fails.
 #   usage: run_mesh_fuzzer.sh <source dir> <work dir> [seconds]
 set -euo pipefail
 src="$1"; work="$2"; secs="${3:-30}"
@@ -23,4 +24,4 @@ printf '\002OFF\n4 2 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 1 2\n4 0 1 3 2\n' > "$wo
 printf '\003solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\nendsolid\n' > "$work/mcorpus/stla"
 printf '\004{"moves": [{"index": [1, 2, 3], "displacement": [0.1, 0, 0]}], "targets": [{"point": [0, 0, 0], "target": [1, 1, 1]}]}' > "$work/mcorpus/edits"
 printf '\005{"count": [5, 4, 6], "degree": [3, 2, 1], "padding": 0.1, "knots": [[0,0,0,0,0.5,1,1,1,1], [], []]}' > "$work/mcorpus/lattice"
-"$work/fuzz_mesh_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-150000}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/mcorpus" 2>&1 | tail -25
+"$work/fuzz_mesh_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/mcorpus" 2>&1 | tail -25

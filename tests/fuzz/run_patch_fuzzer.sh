@@ -2,8 +2,8 @@
 # Builds the patch-reader fuzz target with clang (libFuzzer + AddressSanitizer + UBSan) from the reader sources
 # alone and runs it for a bounded time on a seed corpus of every format; any crash, leak or hang fails.
 #   usage: run_patch_fuzzer.sh <source dir> <work dir> [seconds]
-# CI fuzzes with a fixed seed and run count, so that every run explores the same inputs (FUZZ_SEED=0
-# FUZZ_RUNS=-1 for open-ended fuzzing).
+# CI fuzzes for the given time from a fixed seed, so that every run starts from the same inputs (FUZZ_SEED=0 for a
+# random one, FUZZ_RUNS=N to stop after N inputs).
 set -euo pipefail
 src="$1"; work="$2"; secs="${3:-30}"
 mkdir -p "$work/corpus"
@@ -16,4 +16,4 @@ printf '\000group 1 g\n5\n1 2\n0 0 0\n0 1 0\n0 2 0\n1 0 0\n1 1 1\n1 2 0\n3\n1\n0
 printf '\0011\n1 1\n0 0 0\n0 1 0\n1 0 0\n1 1 0\n' > "$work/corpus/bpt"
 printf '\002{"parasurf_trimmed_bezier": 1, "surfaces": [{"degree": [1, 2], "total_degree": 3, "points": [[0,0,0],[0,1,0],[0,2,1],[1,0,0],[1,1,1],[1,2,0]], "trims": [[[0,0],[1,0],[1,1],[0,1]]]}]}' > "$work/corpus/trimmed"
 printf '\002{"degree": [1, 2], "knots": [[0, 0, 1, 1], [0, 0, 0, 1, 1, 1]], "points": [[[0,0,0],[0,1,1],[0,2,0]], [[1,0,0],[1,1,1],[1,2,0]]], "weights": [[1,2,1],[1,1,1]]}' > "$work/corpus/json"
-"$work/fuzz_patch_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-150000}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" 2>&1 | tail -25
+"$work/fuzz_patch_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" 2>&1 | tail -25

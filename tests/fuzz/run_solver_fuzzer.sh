@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the solver-input fuzz target with clang (libFuzzer + AddressSanitizer + UBSan) from the solver sources and
-# runs it for a bounded time (a fixed seed and run count, so that CI explores the same inputs every time;
-# FUZZ_SEED=0 FUZZ_RUNS=-1 for open-ended fuzzing) on a seed corpus of every application; any crash, leak or hang
+# runs it for the given time (a fixed seed, so that every run starts from the same inputs; FUZZ_SEED=0 for a
+# random one, FUZZ_RUNS=N to stop after N inputs) on a seed corpus of every application; any crash, leak or hang
 # fails.
 #   usage: run_solver_fuzzer.sh <source dir> <work dir> [seconds]
 set -euo pipefail
@@ -21,4 +21,4 @@ printf '\001{"curve1": {"degree": 2, "knots": [0, 0, 0, 0.5, 1, 1, 1], "points":
 printf '\002{"curve1": {"points": [[0, 0], [1, 0.5], [2, 0]]}, "curve2": {"points": [[0, 1], [1, 2], [2, 1]]}}' > "$work/scorpus/bisector"
 printf '\003{"curves": [{"points": [[0, 1], [0.6, 1.2], [1, 0.5]]}, {"points": [[0.9, -0.4], [0.1, -1.1], [-0.6, -0.8]]}, {"points": [[-0.9, -0.5], [-1.2, 0.2], [-0.5, 0.9]]}]}' > "$work/scorpus/traps"
 printf '\004{"motion": {"degree": 3, "knots": [0, 0, 0, 0, 1, 1, 1, 1], "points": [[1, 0, 0, 0], [1, 0, 0, 1], [1, 1, 0, 1], [1, 1, 1, 1]]}}' > "$work/scorpus/motion"
-"$work/fuzz_solver_inputs" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-30000}" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/scorpus" 2>&1 | tail -25
+"$work/fuzz_solver_inputs" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/scorpus" 2>&1 | tail -25

@@ -2,8 +2,8 @@
 # Builds the volume-reader fuzz target with clang (libFuzzer + AddressSanitizer + UBSan) from the reader sources
 # alone and runs it for a bounded time on a seed corpus of every format; any crash, leak or hang fails.
 #   usage: run_volume_fuzzer.sh <source dir> <work dir> [seconds]
-# CI fuzzes with a fixed seed and run count, so that every run explores the same inputs (FUZZ_SEED=0
-# FUZZ_RUNS=-1 for open-ended fuzzing).
+# CI fuzzes for the given time from a fixed seed, so that every run starts from the same inputs (FUZZ_SEED=0 for a
+# random one, FUZZ_RUNS=N to stop after N inputs).
 set -euo pipefail
 src="$1"; work="$2"; secs="${3:-30}"
 mkdir -p "$work/vcorpus"
@@ -28,4 +28,4 @@ struct.pack_into('<f', h, 108, 352.0)
 h[344:348] = b'n+1\0'
 open(sys.argv[1], 'wb').write(b'\x00' + bytes(h) + bytes(range(8)))
 PY
-"$work/fuzz_volume_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:-150000}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/vcorpus" 2>&1 | tail -25
+"$work/fuzz_volume_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/vcorpus" 2>&1 | tail -25

@@ -279,6 +279,11 @@ def build(rng):
          output=None)
     case("a link planted at the old temporary name", ["isosurface", "--field", "sphere", "--size", "8"],
          {"victim.txt": "victim\n", "out.ply.partial": ("link", "victim.txt")}, expect="ok")
+    case("output linked to a full disk (/dev/full)", ["isosurface", "--field", "sphere", "--size", "16"],
+         {"out.ply": ("link", "/dev/full")}, needles=("out.ply",))
+    case("JSON report linked to a full disk (/dev/full)", ["solve", "curves", "c.json"],
+         {"c.json": json.dumps({"curve1": {"points": [[0, 0], [1, 1]]}, "curve2": {"points": [[0, 1], [1, 0]]}}),
+          "out.json": ("link", "/dev/full")}, needles=("out.json",), output="out.json")
     case("unknown output format", ["isosurface", "--field", "sphere", "--size", "8", "-o", "out.xyz"],
          needles=("out.xyz",), output=None)
     mutate_cases(rng)
@@ -461,6 +466,9 @@ def run_case(exe, c, limit, root):
             with open(os.path.join(folder, out), "rb") as f:
                 if f.read() != SENTINEL:
                     problems.append("the existing output was changed by a failed run")
+    for name, content in c["files"].items():
+        if isinstance(content, tuple) and content[0] == "link" and not os.path.islink(os.path.join(folder, name)):
+            problems.append(f"the link {name} was replaced")
     if "victim.txt" in c["files"]:
         with open(os.path.join(folder, "victim.txt")) as f:
             if f.read() != "victim\n":

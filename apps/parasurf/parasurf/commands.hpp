@@ -38,6 +38,9 @@ CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
 // fraction in [0, 1]; 1 clears the line.
 void progress_bar(const char* what, double fraction);
 
+// An input that is a FIFO blocks until something writes to it, as `cat` does: say so on stderr before reading.
+void note_if_fifo(const std::string& path);
+
 // MPI (built when Open MPI is found; otherwise mpi_world() is false and the rest is never called).
 bool mpi_world();   // started by mpirun with more than one process
 void mpi_begin();   // MPI_Init (once)
