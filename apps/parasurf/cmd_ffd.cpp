@@ -208,8 +208,10 @@ void add_ffd(CLI::App& app) {
     report["degenerate_skipped"] = read.degenerate_skipped;
     report["lattice"] = {{"count", lattice.count}, {"degree", lattice.degree}};
     report["target_miss"] = miss;
-    if (a->precision == "float") run<float>(*a, mesh, lattice, o, report);
-    else run<double>(*a, mesh, lattice, o, report);
+    naming(builtin ? std::string() : a->input, [&] {
+      if (a->precision == "float") run<float>(*a, mesh, lattice, o, report);
+      else run<double>(*a, mesh, lattice, o, report);
+    });
     if (!a->json.empty()) write_report(a->json, report.dump(2) + "\n");
   });
 }
