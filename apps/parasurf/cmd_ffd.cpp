@@ -174,20 +174,12 @@ void add_ffd(CLI::App& app) {
     std::array<double, 3> lo{1e300, 1e300, 1e300}, hi{-1e300, -1e300, -1e300};
     for (std::int64_t v = 0; v < mesh.vertex_count(); ++v)
       for (int d = 0; d < 3; ++d) lo[d] = std::min(lo[d], mesh.positions[3 * v + d]), hi[d] = std::max(hi[d], mesh.positions[3 * v + d]);
-    // A lattice or an edit refused names the file it came from.
-    auto naming = [](const std::string& file, auto&& body) {
-      try {
-        return body();
-      } catch (const Error& e) {
-        if (file.empty() || std::string(e.what()).find(file) != std::string::npos) throw;
-        throw Error(e.kind(), file + ": " + e.what());
-      }
-    };
-    Lattice lattice = naming(a->lattice_file.empty() ? a->input : a->lattice_file, [&] { return make_lattice(spec, lo, hi); });
+    // A lattice, an edit or a mesh refused names the file it came from.
+    Lattice lattice = naming_file(a->lattice_file.empty() ? a->input : a->lattice_file, [&] { return make_lattice(spec, lo, hi); });
     double miss = 0;
     if (!a->edits.empty()) {
       const LatticeEdits edits = read_lattice_edits(a->edits);
-      miss = naming(a->edits, [&] { return apply_lattice_edits(lattice, edits); });
+      miss = naming_file(a->edits, [&] { return apply_lattice_edits(lattice, edits); });
       std::printf("edits: %zu control-point moves, %zu targets (largest miss %.3g)\n", edits.moves.size(), edits.targets.size(), miss);
     }
     if (a->twist_degrees != 0) {
@@ -208,7 +200,7 @@ void add_ffd(CLI::App& app) {
     report["degenerate_skipped"] = read.degenerate_skipped;
     report["lattice"] = {{"count", lattice.count}, {"degree", lattice.degree}};
     report["target_miss"] = miss;
-    naming(builtin ? std::string() : a->input, [&] {
+    naming_file(builtin ? std::string() : a->input, [&] {
       if (a->precision == "float") run<float>(*a, mesh, lattice, o, report);
       else run<double>(*a, mesh, lattice, o, report);
     });

@@ -52,18 +52,6 @@ void stopped(const std::string& input, const std::string& status) {
   throw ExitStatus{4};
 }
 
-// Errors of a solve name the input file they came from.
-template <class F>
-void run_naming_input(const std::string& input, F&& body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    if (what.find(input) != std::string::npos) throw;
-    throw Error(e.kind(), input + ": " + what);
-  }
-}
-
 }  // namespace
 
 void add_solve(CLI::App& app) {
@@ -111,7 +99,7 @@ void add_solve(CLI::App& app) {
                   "levels (every cell of a level in parallel; for a batch, one system per thread)")
       ->check(CLI::IsMember({"tasks", "levels"}));
   cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
-  cmd->callback([a] { run_naming_input(a->input, [&] {
+  cmd->callback([a] { naming_file(a->input, [&] {
     if (a->resolution != 0 && !(a->resolution >= 1e-6 && a->resolution <= 1))
       throw Error(ErrorKind::InvalidArgument, "--resolution " + std::to_string(a->resolution) +
                                                   " is outside 1e-6..1 (a fraction of a knot span)");

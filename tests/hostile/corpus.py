@@ -74,24 +74,12 @@ def nrrd(sizes, type_="uint8", encoding="raw", extra="", data=b""):
     return head.encode() + data
 
 
-def gzip_zeros(size, level=9, head=b""):
-    """A gzip member of `head` and `size` zero bytes, made in pieces (a bomb: a few MB that inflate to `size`)."""
-    c = zlib.compressobj(level, zlib.DEFLATED, 31)
+def deflated_zeros(size, head=b"", wbits=31):
+    """`head` and `size` zero bytes as one gzip member (wbits 31) or zlib stream (15), made in pieces: a bomb of a
+    few MB that inflates to `size`."""
+    c = zlib.compressobj(9, zlib.DEFLATED, wbits)
     chunk = bytes(1 << 24)
     out = [c.compress(head)]
-    left = size
-    while left:
-        n = min(left, len(chunk))
-        out.append(c.compress(chunk[:n]))
-        left -= n
-    out.append(c.flush())
-    return b"".join(out)
-
-
-def zlib_zeros(size):
-    c = zlib.compressobj(9)
-    chunk = bytes(1 << 24)
-    out = []
     left = size
     while left:
         n = min(left, len(chunk))
@@ -116,8 +104,8 @@ def nifti(dims, datatype=2, bitpix=8, pixdim=(1, 1, 1), data=b""):
 def build(rng):
     side = 800  # the bombs inflate to 800^3 uint8 = 512 MB: far beyond --memory 64, quick to make
     big = side ** 3
-    bomb_gz = gzip_zeros(big)
-    bomb_z = zlib_zeros(big)
+    bomb_gz = deflated_zeros(big)
+    bomb_z = deflated_zeros(big, wbits=15)
 
     # --- threads, nesting, non-finite numbers
     case("threads far above the limit", ["isosurface", "--field", "sphere", "--size", "32", "--threads", "100000"],
@@ -246,7 +234,7 @@ def build(rng):
 
     # --- decompression bombs: valid data, but bounded by --memory or refused with the limit
     case("NIfTI .nii.gz inflating to 512 MB under --memory 64", ["isosurface", "b.nii.gz", "--memory", "64"],
-         {"b.nii.gz": gzip_zeros(big, head=nifti((side, side, side)))}, expect="either", needles=("b.nii.gz",))
+         {"b.nii.gz": deflated_zeros(big, head=nifti((side, side, side)))}, expect="either", needles=("b.nii.gz",))
     case("NRRD gzip inflating to 512 MB under --memory 64", ["isosurface", "b.nrrd", "--memory", "64"],
          {"b.nrrd": nrrd(f"{side} {side} {side}", encoding="gzip") + bomb_gz}, expect="either",
          needles=("b.nrrd",))
@@ -383,15 +371,13 @@ def mutate_cases(rng):
     hostile = [b"nan", b"inf", b"-1e308", b"1e400", b"99999999999999999999", b"-7", b"0"]
     for name, command, data in seeds(rng):
         extra = {"m.obj": TET} if "m.obj" in command else {}
-        run = command + [name] if command[0] != "ffd" or "m.obj" not in command else command + [name]
-        if command[0] == "ffd" and "m.obj" not in command:
-            run = command + [name]
-        case(f"{name}: the seed itself", run, {name: data, **extra}, expect="ok",
-             output="out.json" if command[0] == "solve" else "out.ply")
+        run = command + [name]
+        output = "out.json" if command[0] == "solve" else "out.ply"
+        case(f"{name}: the seed itself", run, {name: data, **extra}, expect="ok", output=output)
         for frac in (0.25, 0.5, 0.9):
             cut = data[:max(1, int(len(data) * frac))]
             case(f"{name}: truncated to {int(frac * 100)} %", run, {name: cut, **extra}, expect="either",
-                 needles=(name,), output="out.json" if command[0] == "solve" else "out.ply")
+                 needles=(name,), output=output)
         spans = [m.span() for m in number.finditer(data[:4096])]
         for k in range(3):
             if not spans:
@@ -399,15 +385,14 @@ def mutate_cases(rng):
             a, b = spans[rng.randrange(len(spans))]
             bad = hostile[rng.randrange(len(hostile))]
             case(f"{name}: number {data[a:b][:20]!r} at byte {a} made {bad.decode()}", run,
-                 {name: data[:a] + bad + data[b:], **extra}, expect="either", needles=(name,),
-                 output="out.json" if command[0] == "solve" else "out.ply")
+                 {name: data[:a] + bad + data[b:], **extra}, expect="either", needles=(name,), output=output)
         for k in range(3):
             flipped = bytearray(data)
             for _ in range(1 + k * 3):
                 at = rng.randrange(len(flipped))
                 flipped[at] = rng.randrange(256)
             case(f"{name}: bytes flipped (variant {k})", run, {name: bytes(flipped), **extra}, expect="either",
-                 needles=(name,), output="out.json" if command[0] == "solve" else "out.ply")
+                 needles=(name,), output=output)
 
 
 def make_files(folder, files):

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "parasurf/error.hpp"
+
 namespace parasurf::cli {
 
 void add_info(CLI::App& app);
@@ -26,6 +28,19 @@ void add_bench_solver(CLI::App& bench);      // `bench solver`, registered by ad
 struct ExitStatus {
   int code;
 };
+
+// Runs body() and returns what it returns; an Error it throws is thrown again naming `file` (the input it came
+// from) unless its message already does, or `file` is empty.
+template <class F>
+auto naming_file(const std::string& file, F&& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    if (file.empty() || what.find(file) != std::string::npos) throw;
+    throw Error(e.kind(), file + ": " + what);
+  }
+}
 
 // Writes a report (JSON) through a temporary file renamed on success, so that a failure leaves no partial file;
 // "-" is standard output, and pipes, FIFOs and devices are written in place. Throws Error(Io) naming the path.
