@@ -220,6 +220,27 @@ def test_read_volume_affine_is_ras_for_every_format(tmp_path, rng):
     assert parasurf.read_volume(tmp_path / "u.vti")[1]["frame"] == "unspecified"
 
 
+@pytest.mark.parametrize("binary", [False, True])
+def test_legacy_vtk_header_numbers(tmp_path, rng, binary):
+    """Legacy VTK headers hold their numbers as text: read in any locale, also where a module holds its own
+    libstdc++ beside numpy's (its stream number facets once crashed there)."""
+    volume = (rng.random((4, 5, 6)) * 50).astype(np.float32)
+    nz, ny, nx = volume.shape
+    head = (f"# vtk DataFile Version 3.0\nball\n{'BINARY' if binary else 'ASCII'}\nDATASET STRUCTURED_POINTS\n"
+            f"DIMENSIONS {nx} {ny} +{nz}\nSPACING 0.5 1e0 2.25\nORIGIN -1.5 +2 3e-1\n"
+            f"POINT_DATA {volume.size}\nSCALARS density float 1\nLOOKUP_TABLE default\n")
+    body = volume.astype(">f4").tobytes() if binary else " ".join(repr(float(v)) for v in volume.ravel()).encode()
+    path = tmp_path / "v.vtk"
+    path.write_bytes(head.encode() + body + b"\n")
+    samples, info = parasurf.read_volume(path)
+    np.testing.assert_array_equal(samples, volume)
+    assert info["spacing"] == pytest.approx((2.25, 1.0, 0.5))
+    assert info["origin"] == pytest.approx((0.3, 2.0, -1.5))
+    path.write_bytes(head.replace("SPACING 0.5", "SPACING 0,5").encode() + body)
+    with pytest.raises(ValueError, match="SPACING"):
+        parasurf.read_volume(path)
+
+
 def test_write_mesh_round_trip_and_refusals(tmp_path, rng):
     verts, faces, normals = parasurf.tessellate(resolution=4)
     groups = np.arange(len(faces), dtype=np.int32) % 3

@@ -15,6 +15,7 @@
 
 #include "core/voxel_dispatch.hpp"
 #include "io/byte_stream.hpp"
+#include "io/number_text.hpp"
 #include "io/volume_data.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/volume.hpp"
@@ -748,8 +749,12 @@ std::unique_ptr<VolumeSource> open_vtk(const std::string& path) {
     if (++guard > 100) parse_fail(path, "no SCALARS found");
     const std::string w = lower(word);
     auto three = [&](auto& arr, const char* what) {
-      for (int a = 0; a < 3; ++a)
-        if (!(in >> arr[a])) parse_fail(path, std::string(what) + ": expected 3 numbers");
+      for (int a = 0; a < 3; ++a) {
+        std::string token;
+        std::conditional_t<std::is_integral_v<std::decay_t<decltype(arr[a])>>, long long, double> v{};
+        if (!(in >> token) || !io::parse_number(token, v)) parse_fail(path, std::string(what) + ": expected 3 numbers");
+        arr[a] = v;
+      }
     };
     if (w == "dimensions") {
       three(g.dims, "DIMENSIONS");
@@ -759,8 +764,9 @@ std::unique_ptr<VolumeSource> open_vtk(const std::string& path) {
     } else if (w == "origin") {
       three(g.origin, "ORIGIN");
     } else if (w == "point_data") {
-      std::int64_t n = 0;
-      if (!(in >> n)) parse_fail(path, "POINT_DATA: expected a count");
+      long long n = 0;
+      std::string token;
+      if (!(in >> token) || !io::parse_number(token, n)) parse_fail(path, "POINT_DATA: expected a count");
       if (!have_dims) parse_fail(path, "POINT_DATA before DIMENSIONS");
       if (g.dims[0] < 1 || g.dims[1] < 1 || g.dims[2] < 1 || n != g.dims[0] * g.dims[1] * g.dims[2])
         parse_fail(path, "POINT_DATA " + std::to_string(n) + " does not match DIMENSIONS");

@@ -20,6 +20,7 @@
 
 #include "core/memory.hpp"
 #include "core/voxel_dispatch.hpp"
+#include "io/number_text.hpp"
 #include "io/volume_data.hpp"
 #include "parasurf/error.hpp"
 
@@ -81,10 +82,10 @@ Tag find_tag(const std::string& path, const std::string& xml, const std::string&
 }
 
 std::vector<double> numbers(const std::string& path, const std::string& what, const std::string& text, std::size_t n) {
-  std::istringstream in(text);
-  std::vector<double> v;
-  double x;
-  while (v.size() <= n && in >> x) v.push_back(x);
+  const std::vector<std::string_view> w = words(text, n + 1);
+  std::vector<double> v(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i)
+    if (!parse_number(w[i], v[i])) fail(path, what + ": '" + std::string(w[i]) + "' is not a number");
   if (v.size() != n) fail(path, what + ": expected " + std::to_string(n) + " numbers, got '" + text + "'");
   for (double d : v)
     if (!std::isfinite(d)) fail(path, what + " must be finite");

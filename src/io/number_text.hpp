@@ -1,0 +1,45 @@
+// Numbers in text headers, read with std::from_chars: the same in every locale, and independent of the C++ stream
+// facets, which misbehave when a process holds two copies of libstdc++ (a Python module linked with a static one
+// beside numpy's shared one).
+#pragma once
+#include <charconv>
+#include <string_view>
+#include <vector>
+
+namespace parasurf::io {
+
+// The whole of `s` as a number (a leading '+' allowed, as strtod allows it); false when it is not one.
+inline bool parse_number(std::string_view s, double& v) {
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  if (b != e && *b == '+') ++b;
+  if (b == e) return false;
+  const auto [p, ec] = std::from_chars(b, e, v);
+  return ec == std::errc() && p == e;
+}
+
+inline bool parse_number(std::string_view s, long long& v) {
+  const char* b = s.data();
+  const char* e = s.data() + s.size();
+  if (b != e && *b == '+') ++b;
+  if (b == e) return false;
+  const auto [p, ec] = std::from_chars(b, e, v);
+  return ec == std::errc() && p == e;
+}
+
+// The whitespace-separated words of `s`, at most `limit` of them (views into `s`).
+inline std::vector<std::string_view> words(std::string_view s, std::size_t limit) {
+  std::vector<std::string_view> out;
+  auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  std::size_t i = 0;
+  while (out.size() < limit) {
+    while (i < s.size() && space(s[i])) ++i;
+    if (i == s.size()) break;
+    const std::size_t start = i;
+    while (i < s.size() && !space(s[i])) ++i;
+    out.push_back(s.substr(start, i - start));
+  }
+  return out;
+}
+
+}  // namespace parasurf::io
