@@ -33,7 +33,62 @@ std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a, const Bezie
   return eq;
 }
 
-CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, const SolveResult& r) {
+// The parameter u near `u` where curve c passes through p (Gauss-Newton on |c(u) - p|², whose residual is zero
+// there: quadratic convergence), or NaN when it does not converge.
+double parameter_of(const BezierCurve2& c, std::array<double, 2> p, double u) {
+  double last = HUGE_VAL;
+  for (int it = 0; it < 60; ++it) {
+    std::array<double, 2> d{};
+    const auto q = point_at(c, u, &d);
+    const double dd = d[0] * d[0] + d[1] * d[1];
+    if (!(dd > 0)) return NAN;
+    const double step = (d[0] * (q[0] - p[0]) + d[1] * (q[1] - p[1])) / dd;
+    // Converged once the steps are rounding (they stop shrinking, or fall to a few units in the last place).
+    if (!(std::abs(step) < 0.5 * last) || std::abs(step) <= 4e-16 * (1 + std::abs(u))) return std::abs(step) < 1e-9 ? u - step : NAN;
+    last = std::abs(step);
+    u -= step;
+  }
+  return NAN;
+}
+
+// An overlap's exact ends from the solver's region around it. Where two Bézier curves coincide they are arcs of one
+// curve, so each end of the overlap is an end of one of them: at the low end of s, either s = 0 (the first curve
+// starts inside the second) or the second curve's end that the overlap runs from (t = 0 when the curves run the
+// same way, t = 1 otherwise) lies at some s in [0, 1]. The other parameter comes from the exact curves, not from
+// the region's cells, so it is the same on every engine up to rounding. A candidate counts only near where the
+// region puts that end, in both parameters (a curve with a loop passes its points twice): within `reach`, the
+// length below which the solver may leave a piece of the overlap as a cluster of its own.
+constexpr double kOverlapReach = 2e-2;
+CurveOverlap overlap_ends(const BezierCurve2& a, const BezierCurve2& b, const SolutionRegion& reg) {
+  CurveOverlap o{reg.lo[0], reg.hi[0], reg.lo[1], reg.hi[1]};
+  const double reach = kOverlapReach;
+  std::array<double, 2> da{}, db{};
+  point_at(a, 0.5 * (reg.lo[0] + reg.hi[0]), &da);
+  point_at(b, 0.5 * (reg.lo[1] + reg.hi[1]), &db);
+  const bool same_way = da[0] * db[0] + da[1] * db[1] >= 0;
+  // One end: the first curve's end `s_end` (0 or 1), or the second curve's end `t_end`, whichever lies inside the
+  // other curve; s_near and t_near are where the region puts that end.
+  auto end = [&](double s_end, double t_end, double s_near, double t_near, double& s, double& t) {
+    s = s_near, t = t_near;
+    const double sb = parameter_of(a, point_at(b, t_end, nullptr), s_near);
+    const double ta = parameter_of(b, point_at(a, s_end, nullptr), t_near);
+    const bool b_end = std::abs(sb - s_near) <= reach && std::abs(t_end - t_near) <= reach && sb >= 0 && sb <= 1;
+    const bool a_end = std::abs(ta - t_near) <= reach && std::abs(s_end - s_near) <= reach && ta >= 0 && ta <= 1;
+    // Both: the curves end together (within the reach); the end is the one inside the other curve.
+    if (b_end && (!a_end || (s_end == 0 ? sb > 0 : sb < 1))) s = sb, t = t_end;
+    else if (a_end) s = s_end, t = ta;
+  };
+  double s0, t_at_s0, s1, t_at_s1;
+  end(0, same_way ? 0 : 1, reg.lo[0], same_way ? reg.lo[1] : reg.hi[1], s0, t_at_s0);
+  end(1, same_way ? 1 : 0, reg.hi[0], same_way ? reg.hi[1] : reg.lo[1], s1, t_at_s1);
+  o.s0 = s0;
+  o.s1 = s1;
+  o.t0 = std::min(t_at_s0, t_at_s1);
+  o.t1 = std::max(t_at_s0, t_at_s1);
+  return o;
+}
+
+CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, const SolveResult& r, double tolerance) {
   CurveIntersectionResult out;
   out.status = r.status;
   for (const auto& root : r.roots) {
@@ -45,10 +100,26 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
     point_at(b, ci.t, &db);
     const double cross = da[0] * db[1] - da[1] * db[0];
     const double scale = std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]);
-    ci.tangent = root.multiplicity_hint > 1 || !(std::abs(cross) > 1e-9 * scale);
+    // Tangent means parallel tangents, wherever the root lies. A root the solver could not prove single (a cluster
+    // of candidate cells: tangencies, and also transversal crossings at a curve's end, where the proof's box leaves
+    // the domain) is located to about the tolerance, and a tangency's tangents differ there by that order: its angle
+    // is allowed the tolerance's square root, far below the sines of real crossings.
+    const double allowed = root.multiplicity_hint > 1 ? std::sqrt(tolerance) : 1e-9;
+    ci.tangent = !(std::abs(cross) > allowed * scale);
     out.points.push_back(ci);
   }
-  for (const auto& reg : r.regions) out.overlaps.push_back({reg.lo[0], reg.hi[0], reg.lo[1], reg.hi[1]});
+  for (const auto& reg : r.regions) out.overlaps.push_back(overlap_ends(a, b, reg));
+  // A root the solver could not prove single at an overlap is a piece of it that clustered apart (near its ends).
+  std::vector<CurveIntersection> kept;
+  for (std::size_t k = 0; k < out.points.size(); ++k) {
+    const CurveIntersection& p = out.points[k];
+    bool in_overlap = false;
+    for (const auto& v : out.overlaps)
+      in_overlap = in_overlap || (p.s >= v.s0 - kOverlapReach && p.s <= v.s1 + kOverlapReach &&
+                                  p.t >= v.t0 - kOverlapReach && p.t <= v.t1 + kOverlapReach);
+    if (r.roots[k].multiplicity_hint <= 1 || !in_overlap) kept.push_back(p);
+  }
+  out.points = std::move(kept);
   return out;
 }
 
@@ -70,7 +141,7 @@ bool boxes_meet(const BezierCurve2& a, const BezierCurve2& b) {
 CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options) {
   check_curve(a, "1");
   check_curve(b, "2");
-  return crossings(a, b, solve_system(crossing_equations(a, b), options));
+  return crossings(a, b, solve_system(crossing_equations(a, b), options), options.tolerance);
 }
 
 }  // namespace parasurf
@@ -192,7 +263,7 @@ CurveIntersectionResult intersect_curves(const BSplineCurve2& a, const BSplineCu
   CurveIntersectionResult out;
   for (std::size_t k = 0; k < pairs.size(); ++k) {
     const BezierPiece &x = pa[pairs[k].first], &y = pb[pairs[k].second];
-    const CurveIntersectionResult r = crossings(x.curve, y.curve, solved[k]);
+    const CurveIntersectionResult r = crossings(x.curve, y.curve, solved[k], options.tolerance);
     if (r.status != "complete") out.status = r.status;
     for (auto p : r.points) {
       p.s = x.u0 + p.s * (x.u1 - x.u0);

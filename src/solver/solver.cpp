@@ -968,7 +968,14 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
       for (int k = 0; k < n; ++k) lo[k] = std::min(lo[k], candidates[i].first[k]), hi[k] = std::max(hi[k], candidates[i].second[k]);
     double extent = 0;
     for (int k = 0; k < n; ++k) extent = std::max(extent, hi[k] - lo[k]);
-    // A proved root inside the cluster's box already accounts for it.
+    // A solution curve spans the box; a tangent root's cluster shrinks with the tolerance (as tol^(1/k) for contact
+    // of order k), so a cluster longer than 1% of the box is reported as a region (whatever proved roots its box
+    // holds: a curve that overlaps another and also crosses it elsewhere has both).
+    if (extent > 1e-2) {
+      result.regions.push_back({lo, hi, std::int64_t(cl.size())});
+      continue;
+    }
+    // A proved root inside a small cluster's box already accounts for it.
     bool known = false;
     for (const auto& r : result.roots) {
       bool inside = true;
@@ -976,12 +983,6 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
       known = known || inside;
     }
     if (known) continue;
-    // A solution curve spans the box; a tangent root's cluster shrinks with the tolerance (as tol^(1/k) for contact
-    // of order k), so a cluster longer than 1% of the box is reported as a region.
-    if (extent > 1e-2) {
-      result.regions.push_back({lo, hi, std::int64_t(cl.size())});
-      continue;
-    }
     // The centroid of the cluster's cells: the unresolved set lies about symmetrically around a tangent root (its
     // best-residual cell does not, for contact of order 3 and more), then least-squares Newton inside the box.
     std::vector<double> x(static_cast<std::size_t>(n), 0.0);

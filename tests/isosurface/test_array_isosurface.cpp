@@ -66,7 +66,7 @@ void expect_same(const ArrayMesh& a, const ArrayMesh& b, const std::string& what
   EXPECT_EQ(host_copy<float>(a.verts), host_copy<float>(b.verts)) << what;
   EXPECT_EQ(host_copy<float>(a.normals), host_copy<float>(b.normals)) << what;
   EXPECT_EQ(host_copy<std::uint32_t>(a.faces), host_copy<std::uint32_t>(b.faces)) << what;
-  EXPECT_EQ(host_copy<float>(a.values), host_copy<float>(b.values)) << what;
+  EXPECT_EQ(host_copy<std::uint32_t>(a.values), host_copy<std::uint32_t>(b.values)) << what;  // bits: NaN too
 }
 
 // The serial reference: each triangle's cell from its centroid, its corners' level-shifted range, the largest per

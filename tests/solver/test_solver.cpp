@@ -314,6 +314,21 @@ double parse_number(const nlohmann::json& v) {
   return std::strtod(s.c_str(), nullptr);  // decimal or C99 hex float
 }
 
+// |sin| of the angle between the curves' tangents at parameters s and t, in long double.
+long double tangent_sine(const BezierCurve2& a, const BezierCurve2& b, long double s, long double t) {
+  auto derivative = [](const BezierCurve2& c, long double u) {
+    std::vector<std::array<long double, 2>> w;
+    for (std::size_t i = 0; i + 1 < c.points.size(); ++i)
+      w.push_back({(long double)(c.points[i + 1][0]) - c.points[i][0], (long double)(c.points[i + 1][1]) - c.points[i][1]});
+    for (std::size_t r = 1; r < w.size(); ++r)
+      for (std::size_t i = 0; i + r < w.size(); ++i)
+        for (int k = 0; k < 2; ++k) w[i][k] = (1 - u) * w[i][k] + u * w[i + 1][k];
+    return w[0];
+  };
+  const auto da = derivative(a, s), db = derivative(b, t);
+  return std::abs(da[0] * db[1] - da[1] * db[0]) / (std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]));
+}
+
 TEST(Solver, BezierPackageCurveIntersections) {
   const std::string path = test::shared_data("curves/curve_intersections.json");
   if (path.empty()) GTEST_SKIP() << "curves/curve_intersections.json not found (shared data absent)";
@@ -345,7 +360,13 @@ TEST(Solver, BezierPackageCurveIntersections) {
     EXPECT_EQ(r.points.size(), want.size()) << "every intersection once, none spurious";
     for (const auto& w : want) {
       double best = 1e300;
-      for (const auto& p : r.points) best = std::min(best, std::max(std::abs(p.s - w[0]), std::abs(p.t - w[1])));
+      const CurveIntersection* nearest = nullptr;
+      for (const auto& p : r.points)
+        if (std::max(std::abs(p.s - w[0]), std::abs(p.t - w[1])) < best)
+          best = std::max(std::abs(p.s - w[0]), std::abs(p.t - w[1])), nearest = &p;
+      // The flag against the tangents at the exact parameters, in long double: tangent when they are parallel.
+      const long double sine = tangent_sine(c1, c2, w[0], w[1]);
+      if (nearest) EXPECT_EQ(nearest->tangent, sine < 1e-9L) << "at " << w[0] << ", " << w[1] << ": sine " << double(sine);
       if (type == "standard") {
         EXPECT_LE(best, 1e-12) << w[0] << ", " << w[1];
         worst_standard = std::max(worst_standard, best);
@@ -361,6 +382,65 @@ TEST(Solver, BezierPackageCurveIntersections) {
   EXPECT_EQ(cases, 27);
   std::printf("  %s: %d curve pairs: standard roots within %.3g, tangent roots within %.3g\n", device_name(engine), cases, worst_standard,
               worst_tangent);
+  }
+}
+
+// The arc of cubic c over [u0, u1] as a cubic of its own (blossoming): exact in double for dyadic u0, u1 and
+// small integer control points, so the two curves coincide exactly where they overlap.
+BezierCurve2 sub_arc(const BezierCurve2& c, double u0, double u1) {
+  auto blossom = [&](double x, double y, double z) {
+    auto w = c.points;
+    const double u[3] = {x, y, z};
+    for (int r = 0; r < 3; ++r)
+      for (int i = 0; i + r < 3; ++i)
+        for (int k = 0; k < 2; ++k) w[i][k] = (1 - u[r]) * w[i][k] + u[r] * w[i + 1][k];
+    return w[0];
+  };
+  return BezierCurve2{{blossom(u0, u0, u0), blossom(u0, u0, u1), blossom(u0, u1, u1), blossom(u1, u1, u1)}};
+}
+
+// Overlapping curves: the overlap's ends are curve ends, found from the exact curves, so they are right to rounding
+// and the same on every engine; the solver's cells only locate them.
+TEST(Solver, CurveOverlapEndsAreExactOnEveryEngine) {
+  std::mt19937_64 rng(test::run_seed());
+  std::uniform_int_distribution<int> coordinate(-8, 8);
+  for (int round = 0; round < 4; ++round) {
+    BezierCurve2 a;
+    for (int i = 0; i < 4; ++i) a.points.push_back({double(coordinate(rng)), double(coordinate(rng))});
+    a.points[3] = {a.points[0][0] + 9, a.points[0][1] + 5};  // never a closed loop
+    struct Case {
+      double u0, u1;
+      bool reversed;
+    };
+    for (const Case& k : {Case{0.25, 1.5, false}, Case{-0.5, 0.5, true}, Case{0.25, 0.75, false}, Case{-0.25, 1.25, true}}) {
+      BezierCurve2 b = sub_arc(a, k.u0, k.u1);
+      if (k.reversed) std::reverse(b.points.begin(), b.points.end());
+      // Where a's parameter s meets b's t: t = (s - u0) / (u1 - u0), or 1 minus that when b runs the other way.
+      const double s0 = std::max(0.0, k.u0), s1 = std::min(1.0, k.u1);
+      double t0 = (s0 - k.u0) / (k.u1 - k.u0), t1 = (s1 - k.u0) / (k.u1 - k.u0);
+      if (k.reversed) t0 = 1 - t0, t1 = 1 - t1, std::swap(t0, t1);
+      std::vector<CurveOverlap> seen;
+      for (Device engine : test::solver_engines()) {
+        SolverOptions o;
+        o.device = engine;
+        const CurveIntersectionResult r = intersect_curves(a, b, o);
+        SCOPED_TRACE(std::string(device_name(engine)) + " round " + std::to_string(round) + ": arc [" +
+                     std::to_string(k.u0) + ", " + std::to_string(k.u1) + "]" + (k.reversed ? " reversed" : ""));
+        ASSERT_EQ(r.overlaps.size(), 1u) << r.status << ", " << r.points.size() << " points; a: " << a.points[0][0] << " " << a.points[0][1] << ", " << a.points[1][0] << " " << a.points[1][1] << ", " << a.points[2][0] << " " << a.points[2][1] << ", " << a.points[3][0] << " " << a.points[3][1];
+        const CurveOverlap& v = r.overlaps[0];
+        EXPECT_NEAR(v.s0, s0, 1e-12);
+        EXPECT_NEAR(v.s1, s1, 1e-12);
+        EXPECT_NEAR(v.t0, t0, 1e-12);
+        EXPECT_NEAR(v.t1, t1, 1e-12);
+        for (const auto& w : seen) {
+          EXPECT_NEAR(v.s0, w.s0, 1e-14);
+          EXPECT_NEAR(v.s1, w.s1, 1e-14);
+          EXPECT_NEAR(v.t0, w.t0, 1e-14);
+          EXPECT_NEAR(v.t1, w.t1, 1e-14);
+        }
+        seen.push_back(v);
+      }
+    }
   }
 }
 
