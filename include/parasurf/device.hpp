@@ -63,6 +63,9 @@ double measure_cuda_copy_bandwidth(int device_index = 0, std::uint64_t bytes = 1
 // CPU threads: 0 = all available; requests above cpu_thread_limit() get that many. Applies to the library's OpenMP
 // regions. Throws Error(InvalidArgument) for a negative count.
 int cpu_thread_count(int requested);
+// Threads for `work` items of which a thread should have at least `per_thread`: `requested` when it is set (> 0),
+// else all, but no more than the work keeps busy (waking a team of threads costs more than a small job's work).
+int cpu_thread_count_for(int requested, std::int64_t work, std::int64_t per_thread);
 // The most threads one parallel region uses: 8 per hardware thread, at least 64.
 int cpu_thread_limit();
 // What "all threads" (0) means from now on, in every thread of the process (0: all available again). Several

@@ -36,6 +36,13 @@ int cpu_thread_count(int requested) {
   return fixed > 0 ? fixed : omp_get_max_threads();
 }
 
+int cpu_thread_count_for(int requested, std::int64_t work, std::int64_t per_thread) {
+  const int all = cpu_thread_count(requested);
+  if (requested > 0) return all;
+  const std::int64_t busy = per_thread > 0 ? work / per_thread : all;
+  return int(std::clamp<std::int64_t>(busy, 1, all));
+}
+
 namespace core {
 
 std::uint64_t available_host_memory() {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "io/atomic_file.hpp"
+#include "io/number_text.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/io.hpp"
 
@@ -120,11 +121,12 @@ BezierSurface read_control_net(const std::string& path) {
 void write_control_net(const std::string& path, const BezierSurface& s) {
   validate(s);
   std::ostringstream os;
-  os.precision(17);
+  os.imbue(std::locale::classic());
   os << (s.rational() ? "rational " : "bezier ") << s.degree_u << ' ' << s.degree_v << '\n';
   for (std::int64_t k = 0; k < s.control_point_count(); ++k) {
-    os << s.points[3 * k] << ' ' << s.points[3 * k + 1] << ' ' << s.points[3 * k + 2];
-    if (s.rational()) os << ' ' << s.weights[k];
+    os << io::number_text(s.points[3 * k]) << ' ' << io::number_text(s.points[3 * k + 1]) << ' '
+       << io::number_text(s.points[3 * k + 2]);
+    if (s.rational()) os << ' ' << io::number_text(s.weights[k]);
     os << '\n';
   }
   io::AtomicFile f(path);

@@ -1,8 +1,9 @@
-// Numbers in text headers, read with std::from_chars: the same in every locale, and independent of the C++ stream
-// facets, which misbehave when a process holds two copies of libstdc++ (a Python module linked with a static one
-// beside numpy's shared one).
+// Numbers in text, read with std::from_chars and written with std::to_chars: the same in every locale (a program's
+// global C++ locale may write 1,5), and independent of the C++ stream facets, which misbehave when a process holds
+// two copies of libstdc++ (a Python module linked with a static one beside numpy's shared one).
 #pragma once
 #include <charconv>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -25,6 +26,13 @@ inline bool parse_number(std::string_view s, long long& v) {
   if (b == e) return false;
   const auto [p, ec] = std::from_chars(b, e, v);
   return ec == std::errc() && p == e;
+}
+
+// The shortest text that reads back as exactly `v`.
+inline std::string number_text(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::string("nan");
 }
 
 // The whitespace-separated words of `s`, at most `limit` of them (views into `s`).

@@ -16,6 +16,7 @@
 #include "io/json_text.hpp"
 #include "io/atomic_file.hpp"
 #include "io/bspline_json.hpp"
+#include "io/number_text.hpp"
 #include "io/text_cursor.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/patches.hpp"
@@ -329,7 +330,8 @@ PatchModel read_patch_model(const std::string& path) {
 
 void write_bezierview(const std::string& path, const PatchModel& m) {
   std::ostringstream os;
-  os.precision(17);
+  os.imbue(std::locale::classic());
+  auto num = [](double v) { return io::number_text(v); };
   int group = -1;
   auto put_group = [&](int g) {
     if (g != group && g >= 0) os << "group " << m.groups[g].color << ' ' << m.groups[g].name << '\n';
@@ -340,7 +342,7 @@ void write_bezierview(const std::string& path, const PatchModel& m) {
     const std::size_t nf = poly.face_starts.empty() ? 0 : poly.face_starts.size() - 1;
     os << "1\n" << poly.vertices.size() / 3 << ' ' << nf << '\n';
     for (std::size_t v = 0; v < poly.vertices.size(); v += 3)
-      os << poly.vertices[v] << ' ' << poly.vertices[v + 1] << ' ' << poly.vertices[v + 2] << '\n';
+      os << num(poly.vertices[v]) << ' ' << num(poly.vertices[v + 1]) << ' ' << num(poly.vertices[v + 2]) << '\n';
     for (std::size_t f = 0; f < nf; ++f) {
       os << poly.face_starts[f + 1] - poly.face_starts[f];
       for (auto k = poly.face_starts[f]; k < poly.face_starts[f + 1]; ++k) os << ' ' << poly.face_indices[k];
@@ -358,8 +360,8 @@ void write_bezierview(const std::string& path, const PatchModel& m) {
     os << '\n';
     for (std::int64_t k = 0; k < p.control_point_count(); ++k) {
       const double* h = &m.points[std::size_t(p.offset + k) * 4];
-      os << h[0] << ' ' << h[1] << ' ' << h[2];
-      if (p.rational) os << ' ' << h[3];
+      os << num(h[0]) << ' ' << num(h[1]) << ' ' << num(h[2]);
+      if (p.rational) os << ' ' << num(h[3]);
       os << '\n';
     }
     if (pn) {
@@ -368,7 +370,7 @@ void write_bezierview(const std::string& path, const PatchModel& m) {
                                  : std::int64_t(p.normal_degree_u + 1) * (p.normal_degree_v + 1);
       for (std::int64_t k = 0; k < n; ++k) {
         const double* q = &m.normal_points[std::size_t(p.normal_offset + k) * 3];
-        os << q[0] << ' ' << q[1] << ' ' << q[2] << '\n';
+        os << num(q[0]) << ' ' << num(q[1]) << ' ' << num(q[2]) << '\n';
       }
     }
   }
