@@ -6,6 +6,7 @@
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/array_mesh.hpp"
 #include "isosurface/cell_values.hpp"
+#include "isosurface/engine.hpp"
 #include "parasurf/device.hpp"
 
 namespace parasurf::iso {
@@ -124,7 +125,7 @@ void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::
 
 void finish_array_mesh(const ArrayView3& volume, const ArrayView3* mask, double level, std::array<double, 3> cell_size,
                        TriangleMesh& mesh, std::vector<float>* values, int threads) {
-  threads = cpu_thread_count_for(threads, mesh.triangle_count(), 1 << 13);
+  threads = cpu_engine_threads(threads, volume.shape[0] * volume.shape[1] * volume.shape[2]);
   const cells::Grid g = grid_of(volume, cell_size);
   core::visit_voxel_type(volume.type, [&](auto tag) {
     using T = decltype(tag);

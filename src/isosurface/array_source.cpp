@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "isosurface/array_mesh.hpp"
+#include "isosurface/engine.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
 
@@ -36,7 +37,7 @@ namespace {
 class StridedVolume final : public VolumeSource {
  public:
   StridedVolume(const ArrayView3& v, const VolumeGeometry& g, int threads)
-      : view_(v), geometry_(g), threads_(cpu_thread_count(threads)) {}
+      : view_(v), geometry_(g), threads_(cpu_engine_threads(threads, g.voxel_count())) {}
   const VolumeGeometry& geometry() const override { return geometry_; }
   VoxelType type() const override { return view_.type; }
   std::string name() const override { return "array"; }

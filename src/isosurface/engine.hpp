@@ -108,6 +108,9 @@ class SlabEngine {
 SlabTask make_task(const VolumeGeometry& geometry, VoxelType type, const IsosurfaceOptions& options, int field);
 
 std::unique_ptr<SlabEngine> make_cpu_engine(int threads);
+// The CPU engine's threads for a volume of `points`: `requested` when set, else all but at most one per 8192 points
+// (waking a team costs more than a small volume's work). Passes after the engine use the same team.
+int cpu_engine_threads(int requested, std::int64_t points);
 // Tests: false makes the CPU engine list its ties for the pass over the whole mesh, as the CUDA engine does, instead
 // of resolving them in its count pass (the two must give the same mesh).
 void set_cpu_local_ties(bool on);

@@ -487,10 +487,6 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std
 // The whole volume (parts null), or the part whose grid points [zb, ze) own the vertices (an MPI rank's share): then
 // one part per level, each with its ties returned instead of resolved, and the last cell layer's triangles refer
 // to the next part's first vertices by ids that continue past this part's own.
-// Points of a volume per CPU thread at least, when the thread count is automatic: a 6^3 array took ten times
-// longer on a 16-thread team woken for it than on one thread.
-constexpr std::int64_t kPointsPerThread = std::int64_t(1) << 13;
-
 TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report, std::int64_t zb,
                           std::int64_t ze, std::vector<iso::IsosurfacePart>* parts,
                           std::unique_ptr<iso::SlabEngine>* keep_engine = nullptr, int cpu_workers = 0) {
@@ -587,7 +583,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const auto engine_start = Clock::now();
   std::unique_ptr<iso::SlabEngine> engine =
       device == Device::Cuda ? iso::make_cuda_engine(gpus[0])
-                             : iso::make_cpu_engine(cpu_thread_count_for(o.threads, nx * ny * part, kPointsPerThread));
+                             : iso::make_cpu_engine(iso::cpu_engine_threads(o.threads, nx * ny * part));
   std::vector<std::unique_ptr<iso::SlabEngine>> worker_engines(several ? worker_count : 0);  // (several workers)
   rep.seconds_engine_start = since(engine_start);
   rep.device = engine->name();
@@ -1258,6 +1254,11 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
 }
 
 namespace iso {
+
+int cpu_engine_threads(int requested, std::int64_t points) {
+  // A 6^3 array took ten times longer on a 16-thread team woken for it than on one thread.
+  return cpu_thread_count_for(requested, points, std::int64_t(1) << 13);
+}
 
 SlabTask make_task(const VolumeGeometry& g, VoxelType type, const IsosurfaceOptions& o, int field) {
   bool mirrored = false;
