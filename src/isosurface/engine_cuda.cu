@@ -326,12 +326,19 @@ class CudaEngine final : public SlabEngine {
     return {data_.as<T>(), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
   }
 
-  // Copies through the pinned chunks from 64 MiB, or from 256 MiB while none are pinned yet (pinning them costs
-  // more than staging gains there); false where they cannot be had (a locked-memory limit): the caller copies straight.
+  // Copies through the pinned chunks from 64 MiB. While none are pinned yet, a single copy below 256 MiB goes
+  // straight (pinning them costs more than staging gains once: a one-shot run), and the second one pins them (a
+  // process that moves such arrays again and again: a library caller, Python). False where they cannot be had (a
+  // locked-memory limit): the caller copies straight.
   static constexpr std::size_t min_staged_bytes = std::size_t(64) << 20;
+  static std::atomic<int>& mid_size_copies() {
+    static std::atomic<int> n{0};
+    return n;
+  }
   bool chunks_for(std::size_t bytes) {
     constexpr std::size_t first_staged_from = std::size_t(256) << 20;
-    if (bytes < min_staged_bytes || (!stage_.host[0] && bytes < first_staged_from && !StagingChunks::any_spare(device_)))
+    if (bytes < min_staged_bytes) return false;
+    if (!stage_.host[0] && bytes < first_staged_from && !StagingChunks::any_spare(device_) && mid_size_copies()++ < 1)
       return false;
     if (!stage_stream_) {
       PS_CUDA(cudaStreamCreateWithFlags(&stage_stream_, cudaStreamNonBlocking), "creating the staging stream");
