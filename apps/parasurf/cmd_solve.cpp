@@ -221,8 +221,12 @@ void add_solve(CLI::App& app) {
           for (const auto& p : c.points) l.points.push_back({p[0], p[1]});
           plot.lines.push_back(l);
         }
+        out["overlaps"] = nlohmann::json::array();
+        for (const auto& v : r.overlaps) out["overlaps"].push_back({{"lo", v.lo}, {"hi", v.hi}, {"samples", v.samples}});
         std::printf("surface intersection: %zu curve(s), %zu points, on both surfaces within %.3g; %s\n", r.curves.size(), points, residual,
                     r.status.c_str());
+        if (!r.overlaps.empty())
+          std::printf("the surfaces coincide over %zu region(s) (boxes in u1, v1, u2, v2 under \"overlaps\")\n", r.overlaps.size());
         if (!a->picture.empty()) draw(a->picture, plot);
         return finish(out, r.status);
       }

@@ -220,8 +220,15 @@ struct IntersectionCurve {
   bool closed = false;                        // the last point repeats the first
   double residual = 0;                        // largest |x1 - x2| at the samples
 };
+// Where the surfaces coincide over an area (coplanar or overlapping faces): the intersection is 2-D there, and the
+// samples it gave are reported as a region, not as curves. Boxes in (u1, v1, u2, v2).
+struct SurfaceOverlap {
+  std::array<double, 4> lo{}, hi{};
+  std::int64_t samples = 0;  // intersection samples inside the region
+};
 struct SurfaceIntersectionResult {
   std::vector<IntersectionCurve> curves;
+  std::vector<SurfaceOverlap> overlaps;
   std::string status = "complete";
 };
 SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSplineSurface& b, double resolution = 1.0 / 64,

@@ -349,7 +349,9 @@ def intersect_surfaces(a, b, *, resolution=1.0 / 64, device="cpu", threads=0):
     """Intersection curves of two surfaces (Bézier (m+1, n+1, 3) arrays or B-spline dicts, see ``_surface``).
 
     Returns a dict: ``curves``, a list of dicts with ``points`` (k, 3), ``params`` (k, 4) as (u1, v1, u2, v2) and
-    ``closed``; and ``status``. Every point lies on both surfaces to about 1e-15.
+    ``closed``; ``overlaps`` (r, 8), the boxes (u1 lo, u1 hi, v1 lo, v1 hi, u2 lo, u2 hi, v2 lo, v2 hi) where the
+    surfaces coincide over an area (coplanar or overlapping faces, whose intersection is not a curve there); and
+    ``status``. Every point lies on both surfaces to about 1e-15.
     """
     sa, da, ka = _surface(a)
     sb, db, kb = _surface(b)

@@ -705,6 +705,10 @@ PYBIND11_MODULE(_parasurf, m) {
         }
         py::dict out;
         out["curves"] = curves;
+        std::vector<std::array<double, 8>> boxes;
+        for (const auto& v : r.overlaps)
+          boxes.push_back({v.lo[0], v.hi[0], v.lo[1], v.hi[1], v.lo[2], v.hi[2], v.lo[3], v.hi[3]});
+        out["overlaps"] = rows(boxes);
         out["status"] = r.status;
         return out;
       },

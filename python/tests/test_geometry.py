@@ -196,6 +196,12 @@ def test_intersect_surfaces_and_bisector():
     pts = r["curves"][0]["points"]
     np.testing.assert_allclose(pts[:, 0] ** 2 + pts[:, 1] ** 2, 0.5, atol=1e-12)
     assert r["curves"][0]["params"].shape == (len(pts), 4)
+    assert r["overlaps"].shape == (0, 8)
+    # Overlapping coplanar squares: one region where they coincide, [0.5, 1]^2 of the first, [0, 0.5]^2 of the second.
+    square = np.array([[[0, 0, 0.2], [0, 1, 0.2]], [[1, 0, 0.2], [1, 1, 0.2]]], float)
+    r = parasurf.intersect_surfaces(square, square + [0.5, 0.5, 0])
+    assert r["curves"] == [] and r["overlaps"].shape == (1, 8)
+    np.testing.assert_allclose(r["overlaps"][0], [0.5, 1, 0.5, 1, 0, 0.5, 0, 0.5], atol=2 / 64)
     b = parasurf.surface_bisector(plane - [0, 0, 0.5], paraboloid() + [0, 0, 1])
     assert b["status"] == "complete" and len(b["points"]) > 100
     feet = b["params"]

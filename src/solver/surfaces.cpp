@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <unordered_map>
 
+#include "core/eigen.hpp"
 #include "core/region_errors.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
@@ -192,6 +193,87 @@ std::vector<std::size_t> unique_points(const std::vector<std::vector<double>>& p
   return kept;
 }
 
+// Samples of a 2-D part of the intersection (surfaces that coincide over an area), among `pts` (piece-normalised
+// (u1, v1, u2, v2)). There the system's 3 x 4 Jacobian has rank 2 (the normals are parallel), which alone also holds
+// along a curve of tangential contact; an area is told from a curve by its samples' neighbours: within two sample
+// spacings a curve has about 4, an area about 12. Returns, per sample, its region (or -1), and the region count.
+std::pair<std::vector<int>, int> coincident_regions(const std::vector<std::vector<double>>& pts,
+                                                    const std::vector<std::vector<BernsteinPoly>>& systems,
+                                                    const std::vector<std::pair<std::size_t, std::size_t>>& origin,
+                                                    const std::vector<SolutionSetResult>& found, double resolution,
+                                                    int threads) {
+  const std::size_t n = pts.size();
+  std::vector<int> region(n, -1);
+  std::vector<char> flat(n, 0);
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads) if (threads > 1)
+  for (std::int64_t i = 0; i < std::int64_t(n); ++i) {
+    const auto [k, smp] = origin[std::size_t(i)];
+    const double* x = found[k].samples[smp].x.data();
+    Eigen::Matrix<double, 3, 4> jac;
+    for (int r = 0; r < 3; ++r) {
+      double g[4];
+      systems[k][std::size_t(r)].evaluate_with_gradient(x, g);
+      for (int c = 0; c < 4; ++c) jac(r, c) = g[c];
+    }
+    const Eigen::JacobiSVD<Eigen::Matrix<double, 3, 4>> svd(jac);
+    const auto sv = svd.singularValues();
+    flat[std::size_t(i)] = !(sv(2) > 1e-7 * sv(0));
+  }
+  const double reach = 2 * resolution;
+  solver::PointGrid grid(4, reach);
+  for (std::size_t i = 0; i < n; ++i)
+    if (flat[i]) grid.insert(pts[i].data(), i);
+  auto flat_near = [&](std::size_t i, auto&& visit) {
+    grid.near(pts[i].data(), [&](std::size_t j) {
+      double d = 0;
+      for (int c = 0; c < 4; ++c) d = std::max(d, std::abs(pts[i][std::size_t(c)] - pts[j][std::size_t(c)]));
+      if (j != i && d <= reach) visit(j);
+    });
+  };
+  std::vector<char> area(n, 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (flat[i]) {
+      int count = 0;
+      flat_near(i, [&](std::size_t) { ++count; });
+      area[i] = count >= 8;
+    }
+  // Regions: an area sample's flat neighbours join it (its border samples have fewer neighbours of their own).
+  int regions = 0;
+  std::vector<std::size_t> stack;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!area[i] || region[i] >= 0) continue;
+    region[i] = regions;
+    stack.push_back(i);
+    while (!stack.empty()) {
+      const std::size_t a = stack.back();
+      stack.pop_back();
+      flat_near(a, [&](std::size_t j) {
+        if (region[j] >= 0) return;
+        region[j] = regions;
+        if (area[j]) stack.push_back(j);
+      });
+    }
+    ++regions;
+  }
+  // A region must be an area on the first surface, at least two samples wide both ways: the band of samples along a
+  // tangential contact is a curve, however crowded.
+  std::vector<double> lo(std::size_t(regions) * 2, HUGE_VAL), hi(std::size_t(regions) * 2, -HUGE_VAL);
+  for (std::size_t i = 0; i < n; ++i)
+    if (region[i] >= 0)
+      for (int c = 0; c < 2; ++c) {
+        const std::size_t at = std::size_t(region[i]) * 2 + std::size_t(c);
+        lo[at] = std::min(lo[at], pts[i][std::size_t(c)]), hi[at] = std::max(hi[at], pts[i][std::size_t(c)]);
+      }
+  std::vector<int> renumber(std::size_t(regions), -1);
+  int kept = 0;
+  for (int r = 0; r < regions; ++r)
+    if (hi[std::size_t(2 * r)] - lo[std::size_t(2 * r)] >= 2 * resolution && hi[std::size_t(2 * r + 1)] - lo[std::size_t(2 * r + 1)] >= 2 * resolution)
+      renumber[std::size_t(r)] = kept++;
+  for (int& r : region)
+    if (r >= 0) r = renumber[std::size_t(r)];
+  return {std::move(region), kept};
+}
+
 }  // namespace
 
 // ------------------------------------------------------------------------------------------------ intersection
@@ -230,7 +312,29 @@ SurfaceIntersectionResult intersect_surfaces(const BSplineSurface& a, const BSpl
       origin.emplace_back(k, s);
     }
   }
-  const std::vector<std::size_t> kept = unique_points(pts, 0.25 * resolution);
+  const std::vector<std::size_t> unique = unique_points(pts, 0.25 * resolution);
+  // Areas where the surfaces coincide are regions, and their samples stay out of the curves.
+  std::vector<std::vector<double>> up;
+  std::vector<std::pair<std::size_t, std::size_t>> uo;
+  for (std::size_t i : unique) up.push_back(pts[i]), uo.push_back(origin[i]);
+  const auto [region, regions] = coincident_regions(up, systems, uo, found, resolution, thread_count(o));
+  out.overlaps.assign(std::size_t(regions), SurfaceOverlap{});
+  for (auto& v : out.overlaps) v.lo.fill(HUGE_VAL), v.hi.fill(-HUGE_VAL);
+  std::vector<std::size_t> kept;
+  for (std::size_t u = 0; u < unique.size(); ++u) {
+    if (region[u] < 0) {
+      kept.push_back(unique[u]);
+      continue;
+    }
+    const auto [k, smp] = origin[unique[u]];
+    const SurfacePiece &p = pa[std::size_t(pairs[k].first)], &q = pb[std::size_t(pairs[k].second)];
+    const auto& x = found[k].samples[smp].x;
+    const double par[4] = {p.u0 + x[0] * (p.u1 - p.u0), p.v0 + x[1] * (p.v1 - p.v0), q.u0 + x[2] * (q.u1 - q.u0),
+                           q.v0 + x[3] * (q.v1 - q.v0)};
+    SurfaceOverlap& v = out.overlaps[std::size_t(region[u])];
+    for (int c = 0; c < 4; ++c) v.lo[std::size_t(c)] = std::min(v.lo[std::size_t(c)], par[c]), v.hi[std::size_t(c)] = std::max(v.hi[std::size_t(c)], par[c]);
+    ++v.samples;
+  }
   std::vector<std::vector<double>> kp, kt;
   for (std::size_t i : kept) kp.push_back(pts[i]), kt.push_back(tangents[i]);
   std::vector<PieceCoords> coords(pa.size());

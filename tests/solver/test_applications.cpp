@@ -218,6 +218,69 @@ TEST(SurfaceIntersection, ParaboloidMeetsPlaneInOneClosedCircle) {
   }
 }
 
+// Surfaces that coincide over an area (a patch and an exact sub-patch of it; tilted overlapping planes): the
+// intersection there is 2-D, reported as a region whose box is the overlap's to a few samples, not as curves; a
+// tangential contact (a parabolic cylinder on a plane) stays one curve.
+TEST(SurfaceIntersection, CoincidentAreasAreRegionsNotCurves) {
+  std::mt19937_64 rng(test::run_seed() + 77);
+  std::uniform_int_distribution<int> height(-4, 4);
+  std::vector<std::vector<std::array<double, 3>>> p(4, std::vector<std::array<double, 3>>(4));
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) p[std::size_t(i)][std::size_t(j)] = {i / 3.0, j / 3.0, height(rng) / 8.0};
+  // The arc [a, b] of a cubic by blossoming: exact for dyadic a, b and these coordinates.
+  auto arc = [](std::vector<std::array<double, 3>> c, double a, double b) {
+    auto blossom = [&](double x, double y, double z) {
+      auto w = c;
+      for (double u : {x, y, z})
+        for (std::size_t k = 0; k + 1 < w.size(); ++k)
+          for (int d = 0; d < 3; ++d) w[k][std::size_t(d)] = (1 - u) * w[k][std::size_t(d)] + u * w[k + 1][std::size_t(d)];
+      return w[0];
+    };
+    return std::vector<std::array<double, 3>>{blossom(a, a, a), blossom(a, a, b), blossom(a, b, b), blossom(b, b, b)};
+  };
+  auto q = p;
+  for (int j = 0; j < 4; ++j) {
+    std::vector<std::array<double, 3>> column;
+    for (int i = 0; i < 4; ++i) column.push_back(p[std::size_t(i)][std::size_t(j)]);
+    const auto c = arc(column, 0.25, 0.75);
+    for (int i = 0; i < 4; ++i) q[std::size_t(i)][std::size_t(j)] = c[std::size_t(i)];
+  }
+  for (auto& row : q) row = arc(row, 0.125, 0.875);
+  const double h = 1.0 / 64;
+  for (Device engine : test::solver_engines()) {
+    SCOPED_TRACE(std::string("engine ") + device_name(engine) + ", seed " + std::to_string(test::run_seed() + 77));
+    SolverOptions o;
+    o.device = engine;
+    const SurfaceIntersectionResult r = intersect_surfaces(bezier_surface(p), bezier_surface(q), h, o);
+    ASSERT_EQ(r.status, "complete");
+    EXPECT_TRUE(r.curves.empty());
+    ASSERT_EQ(r.overlaps.size(), 1u);
+    const std::array<double, 4> lo{0.25, 0.125, 0, 0}, hi{0.75, 0.875, 1, 1};
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_NEAR(r.overlaps[0].lo[std::size_t(c)], lo[std::size_t(c)], 2 * h) << "coordinate " << c;
+      EXPECT_NEAR(r.overlaps[0].hi[std::size_t(c)], hi[std::size_t(c)], 2 * h) << "coordinate " << c;
+    }
+    // Two tilted planes that overlap on a quarter of the first: [0.5, 1]^2 of it is [0, 0.5]^2 of the second.
+    auto tilted = [](double shift) {
+      auto at = [&](double u, double v) {
+        const double x = u + shift, y = v + shift;
+        return std::array<double, 3>{x, y, 0.3 * x - 0.2 * y + 1};
+      };
+      return bezier_surface({{at(0, 0), at(0, 1)}, {at(1, 0), at(1, 1)}});
+    };
+    const SurfaceIntersectionResult t = intersect_surfaces(tilted(0), tilted(0.5), h, o);
+    EXPECT_TRUE(t.curves.empty());
+    ASSERT_EQ(t.overlaps.size(), 1u);
+    EXPECT_NEAR(t.overlaps[0].lo[0], 0.5, 2 * h);
+    EXPECT_NEAR(t.overlaps[0].hi[2], 0.5, 2 * h);
+    // A parabolic cylinder z = (1 - 2u)^2 touches the plane z = 0 along u = 1/2: one curve, no region.
+    const BSplineSurface cylinder = bezier_surface({{{0, 0, 1}, {0, 1, 1}}, {{0.5, 0, -1}, {0.5, 1, -1}}, {{1, 0, 1}, {1, 1, 1}}});
+    const SurfaceIntersectionResult c = intersect_surfaces(plane_z(0, 2), cylinder, h, o);
+    EXPECT_TRUE(c.overlaps.empty());
+    EXPECT_EQ(c.curves.size(), 1u);
+  }
+}
+
 TEST(SurfaceIntersection, PointsLieOnBothBSplineSurfaces) {
   for (Device engine : test::solver_engines()) {
   SCOPED_TRACE(std::string("engine ") + device_name(engine));
