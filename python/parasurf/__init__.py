@@ -257,7 +257,7 @@ def intersect_curves(a, b, *, tolerance=1e-7, threads=0):
     Returns a dict: ``params`` (k, 2) the (s, t) parameter pairs, ``points`` (k, 2), ``tangent`` (k,) bool,
     ``overlaps`` (r, 4) rows (s0, s1, t0, t1) where the curves coincide, and ``status`` ("complete" or
     "limit reached: ..."). Each intersection is reported once; transversal ones to about 1e-15, tangent ones to
-    about 1e-6 (2e-5 for equal curvature).
+    about 1e-8 (``tangent``: the curves' tangents are parallel there).
     """
     return _parasurf.intersect_curves(_np.asarray(a, dtype=_np.float64), _np.asarray(b, dtype=_np.float64),
                                       float(tolerance), int(threads))

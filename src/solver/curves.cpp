@@ -88,6 +88,57 @@ CurveOverlap overlap_ends(const BezierCurve2& a, const BezierCurve2& b, const So
   return o;
 }
 
+// A curve's derivative curve (hodograph) as control points, degree one lower.
+BezierCurve2 hodograph(const BezierCurve2& c) {
+  BezierCurve2 h;
+  const double n = double(c.points.size() - 1);
+  for (std::size_t i = 0; i + 1 < c.points.size(); ++i)
+    h.points.push_back({n * (c.points[i + 1][0] - c.points[i][0]), n * (c.points[i + 1][1] - c.points[i][1])});
+  if (h.points.empty()) h.points.push_back({0, 0});
+  return h;
+}
+
+// A tangent root (s, t) refined on the curves themselves: a tangency is a regular solution of C1(s) = C2(t) with
+// C1'(s) x C2'(t) = 0 (three equations, two unknowns, consistent), where Gauss-Newton converges quadratically, unlike
+// Newton on the crossing system, which is singular there. Contact of higher order (equal curvature) leaves that
+// system singular too: the refinement is kept only when it converged nearby and fits better.
+void refine_tangency(const BezierCurve2& a, const BezierCurve2& b, double& s, double& t) {
+  if (a.points.size() < 3 || b.points.size() < 3) return;  // a line's tangency with a curve is on the line: fine
+  const BezierCurve2 da = hodograph(a), db = hodograph(b), dda = hodograph(da), ddb = hodograph(db);
+  auto residual = [&](double u, double v, double* r, double J[3][2]) {
+    const auto p = point_at(a, u, nullptr), q = point_at(b, v, nullptr);
+    const auto pa = point_at(da, u, nullptr), pb = point_at(db, v, nullptr);
+    const auto ppa = point_at(dda, u, nullptr), ppb = point_at(ddb, v, nullptr);
+    const double w = 1.0 / (std::hypot(pa[0], pa[1]) * std::hypot(pb[0], pb[1]));
+    r[0] = p[0] - q[0], r[1] = p[1] - q[1];
+    r[2] = w * (pa[0] * pb[1] - pa[1] * pb[0]);
+    if (J) {
+      J[0][0] = pa[0], J[0][1] = -pb[0];
+      J[1][0] = pa[1], J[1][1] = -pb[1];
+      J[2][0] = w * (ppa[0] * pb[1] - ppa[1] * pb[0]);
+      J[2][1] = w * (pa[0] * ppb[1] - pa[1] * ppb[0]);
+    }
+    return std::hypot(r[0], r[1]);
+  };
+  double u = s, v = t, r[3], J[3][2];
+  const double start = residual(u, v, r, nullptr);
+  for (int it = 0; it < 40; ++it) {
+    residual(u, v, r, J);
+    double m00 = 0, m01 = 0, m11 = 0, g0 = 0, g1 = 0;
+    for (int k = 0; k < 3; ++k) {
+      m00 += J[k][0] * J[k][0], m01 += J[k][0] * J[k][1], m11 += J[k][1] * J[k][1];
+      g0 += J[k][0] * r[k], g1 += J[k][1] * r[k];
+    }
+    const double det = m00 * m11 - m01 * m01;
+    if (!(std::abs(det) > 1e-300)) return;
+    const double du = -(m11 * g0 - m01 * g1) / det, dv = -(m00 * g1 - m01 * g0) / det;
+    u += du, v += dv;
+    if (!(std::abs(du) + std::abs(dv) > 1e-16 * (1 + std::abs(u) + std::abs(v)))) break;
+  }
+  if (!(u >= 0 && u <= 1 && v >= 0 && v <= 1) || std::abs(u - s) > 1e-4 || std::abs(v - t) > 1e-4) return;
+  if (residual(u, v, r, nullptr) <= start) s = u, t = v;
+}
+
 CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, const SolveResult& r, double tolerance) {
   CurveIntersectionResult out;
   out.status = r.status;
@@ -106,6 +157,10 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
     // is allowed the tolerance's square root, far below the sines of real crossings.
     const double allowed = root.multiplicity_hint > 1 ? std::sqrt(tolerance) : 1e-9;
     ci.tangent = !(std::abs(cross) > allowed * scale);
+    if (ci.tangent && root.multiplicity_hint > 1) {
+      refine_tangency(a, b, ci.s, ci.t);
+      ci.point = point_at(a, ci.s, nullptr);
+    }
     out.points.push_back(ci);
   }
   for (const auto& reg : r.regions) out.overlaps.push_back(overlap_ends(a, b, reg));
