@@ -74,7 +74,8 @@ void add_solve(CLI::App& app) {
       ->check(CLI::IsMember({"curves", "hausdorff", "raytraps", "bisector", "ssi", "contacts", "surface-bisector"}));
   cmd->add_option("input", a->input,
                   "JSON. Curves: {\"points\": [[x, y], ...]} (+ \"degree\", \"knots\" for a B-spline). curves, hausdorff, "
-                  "bisector: {\"curve1\": ..., \"curve2\": ...}; raytraps: {\"curves\": [...]}. Surfaces as in the patch "
+                  "bisector: {\"curve1\": ..., \"curve2\": ...}; curves also {\"pairs\": [{\"curve1\": ..., \"curve2\": ...}, "
+                  "...]}, Bezier pairs solved as one batch; raytraps: {\"curves\": [...]}. Surfaces as in the patch "
                   "reader's B-spline JSON; ssi, surface-bisector: {\"surface1\": ..., \"surface2\": ...}; contacts: "
                   "{\"moving\": ..., \"fixed\": ..., \"motion\": {\"degree\": 3, \"knots\": [...], \"points\": [[scale, tx, ty, tz], ...]}}")
       ->required();
@@ -282,6 +283,38 @@ void add_solve(CLI::App& app) {
         draw(a->picture, plot);
       }
       return finish(out, r.status);
+    }
+    if (doc.is_object() && doc.contains("pairs")) {
+      // A batch: {"pairs": [{"curve1": ..., "curve2": ...}, ...]} of Bézier curves, solved together.
+      const auto& list = doc["pairs"];
+      if (!list.is_array()) throw Error(ErrorKind::Parse, in + ": \"pairs\" must be an array of {curve1, curve2}");
+      std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
+      for (std::size_t k = 0; k < list.size(); ++k) {
+        const std::string where = in + ": pairs[" + std::to_string(k) + "]";
+        const auto &j1 = member(list[k], "curve1", where), &j2 = member(list[k], "curve2", where);
+        if (j1.contains("knots") || j2.contains("knots"))
+          throw Error(ErrorKind::InvalidArgument, where + ": a batch takes Bezier curves (no knots)");
+        pairs.emplace_back(BezierCurve2{bspline_curve(j1, where + ".curve1").points},
+                           BezierCurve2{bspline_curve(j2, where + ".curve2").points});
+      }
+      if (!a->picture.empty()) throw Error(ErrorKind::InvalidArgument, "--picture is not available for a batch");
+      const std::vector<CurveIntersectionResult> rs = intersect_curve_pairs(pairs, o);
+      std::string status = "complete";
+      std::size_t points = 0, overlaps = 0;
+      nlohmann::json out = {{"results", nlohmann::json::array()}};
+      for (const auto& r : rs) {
+        if (r.status != "complete") status = r.status;
+        points += r.points.size(), overlaps += r.overlaps.size();
+        nlohmann::json one = {{"status", r.status}, {"intersections", nlohmann::json::array()}, {"overlaps", nlohmann::json::array()}};
+        for (const auto& p : r.points) one["intersections"].push_back({{"s", p.s}, {"t", p.t}, {"point", p.point}, {"tangent", p.tangent}});
+        for (const auto& v : r.overlaps) one["overlaps"].push_back({{"s", {v.s0, v.s1}}, {"t", {v.t0, v.t1}}});
+        out["results"].push_back(std::move(one));
+      }
+      out["status"] = status;
+      std::printf("%zu curve pairs: %zu intersection(s), %zu overlap(s); %s\n", pairs.size(), points, overlaps, status.c_str());
+      if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
+      stopped(in, status);
+      return;
     }
     const auto &j1 = member(doc, "curve1", in), &j2 = member(doc, "curve2", in);
     const bool bspline = j1.contains("knots") || j2.contains("knots");

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "parasurf/device.hpp"
@@ -156,6 +157,11 @@ struct CurveIntersectionResult {
 };
 
 CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options = {});
+// Many pairs at once (collision queries, every pair of curves of a drawing): one batch of systems, which the CPU
+// engine spreads over its threads and the GPU engines solve in one traversal; results in the pairs' order, each as
+// intersect_curves gives it.
+std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
+                                                           const SolverOptions& options = {});
 
 // A planar B-spline curve: degree p >= 1, count + p + 1 non-decreasing knots, parameter in [knots[p], knots[count]].
 struct BSplineCurve2 {

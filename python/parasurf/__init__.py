@@ -13,7 +13,7 @@ import numpy as _np
 from . import _parasurf
 from ._parasurf import DeviceArray, Lattice, __version__, cuda_available
 
-__all__ = ["read_volume", "write_mesh", "marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "ray_traps",
+__all__ = ["read_volume", "write_mesh", "marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "intersect_curves_batch", "ray_traps",
            "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "Lattice",
            "DeviceArray", "cuda_available", "__version__"]
 
@@ -261,6 +261,15 @@ def intersect_curves(a, b, *, tolerance=1e-7, threads=0):
     """
     return _parasurf.intersect_curves(_np.asarray(a, dtype=_np.float64), _np.asarray(b, dtype=_np.float64),
                                       float(tolerance), int(threads))
+
+
+def intersect_curves_batch(pairs, *, tolerance=1e-7, device="cpu", threads=0):
+    """``intersect_curves`` for many pairs ``[(a, b), ...]`` at once (collision queries, every pair of curves of a
+    drawing): one batch that the CPU threads share, or that a GPU solves in one traversal (``device="cuda"``).
+    Returns a list of dicts as ``intersect_curves`` returns them, in the pairs' order.
+    """
+    return _parasurf.intersect_curves_batch([(_np.asarray(a, dtype=_np.float64), _np.asarray(b, dtype=_np.float64))
+                                             for a, b in pairs], float(tolerance), device, int(threads))
 
 
 def ray_traps(curves, *, tolerance=1e-7, threads=0):

@@ -312,6 +312,37 @@ py::array_t<double> rows(const std::vector<std::array<double, N>>& v) {
   return a;
 }
 
+// A curve intersection as the Python functions return it.
+py::dict curve_result(const CurveIntersectionResult& r) {
+  const py::ssize_t k = py::ssize_t(r.points.size());
+  auto params = matrix<double>(k, 2), points = matrix<double>(k, 2);
+  py::array_t<bool> tangent(k);
+  for (py::ssize_t i = 0; i < k; ++i) {
+    params.mutable_data()[2 * i] = r.points[i].s, params.mutable_data()[2 * i + 1] = r.points[i].t;
+    points.mutable_data()[2 * i] = r.points[i].point[0], points.mutable_data()[2 * i + 1] = r.points[i].point[1];
+    tangent.mutable_data()[i] = r.points[i].tangent;
+  }
+  auto overlaps = matrix<double>(py::ssize_t(r.overlaps.size()), 4);
+  for (std::size_t i = 0; i < r.overlaps.size(); ++i) {
+    double* o4 = overlaps.mutable_data() + 4 * i;
+    o4[0] = r.overlaps[i].s0, o4[1] = r.overlaps[i].s1, o4[2] = r.overlaps[i].t0, o4[3] = r.overlaps[i].t1;
+  }
+  py::dict out;
+  out["params"] = params;
+  out["points"] = points;
+  out["tangent"] = tangent;
+  out["overlaps"] = overlaps;
+  out["status"] = r.status;
+  return out;
+}
+
+BezierCurve2 curve_arg(const py::array_t<double, py::array::c_style | py::array::forcecast>& p) {
+  if (p.ndim() != 2 || p.shape(1) != 2) throw Error(ErrorKind::InvalidArgument, "curve control points must have shape (n, 2)");
+  BezierCurve2 c;
+  for (py::ssize_t i = 0; i < p.shape(0); ++i) c.points.push_back({p.data()[2 * i], p.data()[2 * i + 1]});
+  return c;
+}
+
 SolverOptions solver_options(const std::string& device, int threads, double tolerance = 1e-7) {
   SolverOptions o;
   o.device = parse_device(device);
@@ -543,13 +574,7 @@ PYBIND11_MODULE(_parasurf, m) {
       "intersect_curves",
       [](py::array_t<double, py::array::c_style | py::array::forcecast> a, py::array_t<double, py::array::c_style | py::array::forcecast> b,
          double tolerance, int threads) {
-        auto curve = [](const py::array_t<double, py::array::c_style | py::array::forcecast>& p) {
-          if (p.ndim() != 2 || p.shape(1) != 2) throw Error(ErrorKind::InvalidArgument, "curve control points must have shape (n, 2)");
-          BezierCurve2 c;
-          for (py::ssize_t i = 0; i < p.shape(0); ++i) c.points.push_back({p.data()[2 * i], p.data()[2 * i + 1]});
-          return c;
-        };
-        const BezierCurve2 ca = curve(a), cb = curve(b);
+        const BezierCurve2 ca = curve_arg(a), cb = curve_arg(b);
         SolverOptions o;
         o.tolerance = tolerance;
         o.threads = threads;
@@ -561,28 +586,31 @@ PYBIND11_MODULE(_parasurf, m) {
           r = intersect_curves(ca, cb, o);
         }
         interrupt.raise_if_stopped();
-        const py::ssize_t k = py::ssize_t(r.points.size());
-        auto params = matrix<double>(k, 2), points = matrix<double>(k, 2);
-        py::array_t<bool> tangent(k);
-        for (py::ssize_t i = 0; i < k; ++i) {
-          params.mutable_data()[2 * i] = r.points[i].s, params.mutable_data()[2 * i + 1] = r.points[i].t;
-          points.mutable_data()[2 * i] = r.points[i].point[0], points.mutable_data()[2 * i + 1] = r.points[i].point[1];
-          tangent.mutable_data()[i] = r.points[i].tangent;
-        }
-        auto overlaps = matrix<double>(py::ssize_t(r.overlaps.size()), 4);
-        for (std::size_t i = 0; i < r.overlaps.size(); ++i) {
-          double* o4 = overlaps.mutable_data() + 4 * i;
-          o4[0] = r.overlaps[i].s0, o4[1] = r.overlaps[i].s1, o4[2] = r.overlaps[i].t0, o4[3] = r.overlaps[i].t1;
-        }
-        py::dict out;
-        out["params"] = params;
-        out["points"] = points;
-        out["tangent"] = tangent;
-        out["overlaps"] = overlaps;
-        out["status"] = r.status;
-        return out;
+        return curve_result(r);
       },
       py::arg("a"), py::arg("b"), py::arg("tolerance"), py::arg("threads"));
+  m.def(
+      "intersect_curves_batch",
+      [](const std::vector<std::pair<py::array_t<double, py::array::c_style | py::array::forcecast>,
+                                     py::array_t<double, py::array::c_style | py::array::forcecast>>>& pairs,
+         double tolerance, const std::string& device, int threads) {
+        std::vector<std::pair<BezierCurve2, BezierCurve2>> cs;
+        cs.reserve(pairs.size());
+        for (const auto& [a, b] : pairs) cs.emplace_back(curve_arg(a), curve_arg(b));
+        SolverOptions o = solver_options(device, threads, tolerance);
+        Interrupt interrupt;
+        o.stop = interrupt.poll();
+        std::vector<CurveIntersectionResult> r;
+        {
+          py::gil_scoped_release release;
+          r = intersect_curve_pairs(cs, o);
+        }
+        interrupt.raise_if_stopped();
+        py::list out;
+        for (const auto& x : r) out.append(curve_result(x));
+        return out;
+      },
+      py::arg("pairs"), py::arg("tolerance"), py::arg("device"), py::arg("threads"));
   m.def(
       "ray_traps",
       [](std::vector<py::array_t<double, py::array::c_style | py::array::forcecast>> curves, double tolerance, int threads) {

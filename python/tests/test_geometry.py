@@ -139,9 +139,21 @@ def test_intersect_curves():
     # Tangent at the apex: one root, flagged.
     t = parasurf.intersect_curves([[0, 0], [0.5, 1], [1, 0]], [[0, 0.5], [1, 0.5]])
     assert len(t["params"]) == 1 and t["tangent"][0]
-    np.testing.assert_allclose(t["params"][0], [0.5, 0.5], atol=1e-6)
+    np.testing.assert_allclose(t["params"][0], [0.5, 0.5], atol=1e-14)
     with pytest.raises(ValueError):
         parasurf.intersect_curves([[0, 0]], [[0, 1], [1, 0]])
+    # A batch gives each pair what a single call gives it.
+    rng = np.random.default_rng(11)
+    pairs = [(rng.random((4, 2)), rng.random((3, 2))) for _ in range(200)] + [([[0, 0], [0.5, 1], [1, 0]], [[0, 0.5], [1, 0.5]])]
+    batch = parasurf.intersect_curves_batch(pairs)
+    assert len(batch) == len(pairs)
+    for (a, b), got in zip(pairs, batch):
+        one = parasurf.intersect_curves(a, b)
+        np.testing.assert_allclose(got["params"], one["params"], atol=1e-14)
+        assert (got["tangent"] == one["tangent"]).all() and got["status"] == "complete"
+    assert batch[-1]["tangent"][0]
+    with pytest.raises(ValueError):
+        parasurf.intersect_curves_batch([([[0, 0]], [[0, 1], [1, 0]])])
 
 
 def test_ray_traps_reflect():

@@ -103,7 +103,7 @@ BezierCurve2 hodograph(const BezierCurve2& c) {
 // Newton on the crossing system, which is singular there. Contact of higher order (equal curvature) leaves that
 // system singular too: the refinement is kept only when it converged nearby and fits better.
 void refine_tangency(const BezierCurve2& a, const BezierCurve2& b, double& s, double& t) {
-  if (a.points.size() < 3 || b.points.size() < 3) return;  // a line's tangency with a curve is on the line: fine
+  if (a.points.size() < 3 && b.points.size() < 3) return;  // two lines touch only where they overlap
   const BezierCurve2 da = hodograph(a), db = hodograph(b), dda = hodograph(da), ddb = hodograph(db);
   auto residual = [&](double u, double v, double* r, double J[3][2]) {
     const auto p = point_at(a, u, nullptr), q = point_at(b, v, nullptr);
@@ -197,6 +197,27 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
   check_curve(a, "1");
   check_curve(b, "2");
   return crossings(a, b, solve_system(crossing_equations(a, b), options), options.tolerance);
+}
+
+std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
+                                                           const SolverOptions& options) {
+  std::vector<CurveIntersectionResult> out(pairs.size());
+  std::vector<std::size_t> solved;  // pairs whose control boxes meet: the others have no intersection
+  std::vector<std::vector<BernsteinPoly>> systems;
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    const std::string which = "pair " + std::to_string(k) + ", curve ";
+    check_curve(pairs[k].first, (which + "1").c_str());
+    check_curve(pairs[k].second, (which + "2").c_str());
+    if (!boxes_meet(pairs[k].first, pairs[k].second)) continue;
+    solved.push_back(k);
+    systems.push_back(crossing_equations(pairs[k].first, pairs[k].second));
+  }
+  const std::vector<SolveResult> results = solve_systems(systems, options);
+  for (std::size_t i = 0; i < solved.size(); ++i) {
+    const auto& [a, b] = pairs[solved[i]];
+    out[solved[i]] = crossings(a, b, results[i], options.tolerance);
+  }
+  return out;
 }
 
 }  // namespace parasurf

@@ -172,6 +172,13 @@ def build(rng):
                                 "curve2": {"points": [[0, 1], [1, 0]]}})}, needles=("c.json", "degree"),
          output="out.json")
 
+    case("curve batch whose pairs are not a list", ["solve", "curves", "p.json"], {"p.json": json.dumps({"pairs": 5})},
+         needles=("p.json", "pairs"), output="out.json")
+    case("curve batch with a B-spline pair", ["solve", "curves", "p.json"],
+         {"p.json": json.dumps({"pairs": [{"curve1": {"degree": 1, "knots": [0, 0, 1, 1], "points": [[0, 0], [1, 1]]},
+                                           "curve2": {"points": [[0, 1], [1, 0]]}}]})},
+         needles=("p.json", "pairs[0]"), output="out.json")
+
     # --- unbounded solver runs: refused or stopped early with the reason
     case("ssi of two coplanar surfaces at resolution 1e-6", ["solve", "ssi", "s.json", "--resolution", "1e-6"],
          {"s.json": json.dumps({"surface1": plane(0.0), "surface2": plane(0.0, shift=0.25)})},

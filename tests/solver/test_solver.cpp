@@ -398,6 +398,63 @@ BezierCurve2 sub_arc(const BezierCurve2& c, double u0, double u1) {
   return BezierCurve2{{blossom(u0, u0, u0), blossom(u0, u0, u1), blossom(u0, u1, u1), blossom(u1, u1, u1)}};
 }
 
+// A batch of pairs gives each pair what intersect_curves gives it, on every engine: random cubics and quadratics,
+// with tangent, overlapping and disjoint pairs mixed in.
+TEST(Solver, CurvePairsInABatchEqualSingleCalls) {
+  std::mt19937_64 rng(test::run_seed());
+  std::uniform_real_distribution<double> u(0, 1);
+  std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
+  auto random_curve = [&](int n, double shift) {
+    BezierCurve2 c;
+    for (int i = 0; i < n; ++i) c.points.push_back({u(rng) + shift, u(rng)});
+    return c;
+  };
+  for (int k = 0; k < 300; ++k) {
+    const BezierCurve2 a = random_curve(3 + k % 3, 0);
+    switch (k % 10) {
+      case 0:  // overlapping: an arc of a cubic against the cubic
+        if (a.points.size() == 4) pairs.emplace_back(a, sub_arc(a, 0.25, 0.75));
+        break;
+      case 1:  // tangent: a parabola and the line tangent to it at its apex
+        pairs.emplace_back(BezierCurve2{{{0, 1}, {0.5, -1}, {1, 1}}}, BezierCurve2{{{0.2, 0}, {0.9, 0}}});
+        break;
+      case 2:  // disjoint boxes
+        pairs.emplace_back(a, random_curve(4, 5));
+        break;
+      default:
+        pairs.emplace_back(a, random_curve(3 + (k / 3) % 4, 0));
+    }
+  }
+  for (Device engine : test::solver_engines()) {
+    SolverOptions o;
+    o.device = engine;
+    const std::vector<CurveIntersectionResult> batch = intersect_curve_pairs(pairs, o);
+    ASSERT_EQ(batch.size(), pairs.size());
+    std::size_t roots = 0, overlaps = 0, tangents = 0;
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+      SCOPED_TRACE(std::string(device_name(engine)) + " pair " + std::to_string(k));
+      const CurveIntersectionResult one = intersect_curves(pairs[k].first, pairs[k].second, o);
+      EXPECT_EQ(batch[k].status, one.status);
+      ASSERT_EQ(batch[k].points.size(), one.points.size());
+      for (std::size_t i = 0; i < one.points.size(); ++i) {
+        EXPECT_NEAR(batch[k].points[i].s, one.points[i].s, 1e-14);
+        EXPECT_NEAR(batch[k].points[i].t, one.points[i].t, 1e-14);
+        EXPECT_EQ(batch[k].points[i].tangent, one.points[i].tangent);
+        tangents += one.points[i].tangent;
+      }
+      ASSERT_EQ(batch[k].overlaps.size(), one.overlaps.size());
+      for (std::size_t i = 0; i < one.overlaps.size(); ++i) {
+        EXPECT_NEAR(batch[k].overlaps[i].s0, one.overlaps[i].s0, 1e-14);
+        EXPECT_NEAR(batch[k].overlaps[i].t1, one.overlaps[i].t1, 1e-14);
+      }
+      roots += one.points.size(), overlaps += one.overlaps.size();
+    }
+    EXPECT_GT(roots, 100u);
+    EXPECT_GE(overlaps, 8u);
+    EXPECT_GE(tangents, 30u);
+  }
+}
+
 // Overlapping curves: the overlap's ends are curve ends, found from the exact curves, so they are right to rounding
 // and the same on every engine; the solver's cells only locate them.
 TEST(Solver, CurveOverlapEndsAreExactOnEveryEngine) {
