@@ -82,7 +82,7 @@ void add_isosurface(CLI::App& app) {
   cmd->add_option("--level,-l", a->levels, "Iso value(s), comma-separated (default: the field's, or mid-range)");
   cmd->add_option("--gradient-direction", a->direction, "descent (normals toward lower values) | ascent");
   cmd->add_option("--topology", a->topology, "classic | decider (asymptotic decider on ambiguous faces) | mc33 (decider plus interior tunnels: the trilinear topology)");
-  cmd->add_flag("--keep-degenerate", a->keep_degenerate, "Keep triangles that collapse where samples equal the level");
+  cmd->add_flag("--keep-degenerate", a->keep_degenerate, "Samples equal to the level count as just above it: a 2-manifold mesh, with triangles of about zero area there");
   cmd->add_flag("--no-normals", a->no_normals, "Skip vertex normals");
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
   cmd->add_option("--devices", a->devices, "Several GPUs: all | 0,1,... (slabs go to whichever is free)");

@@ -27,7 +27,9 @@ struct IsosurfaceOptions {
   std::vector<double> levels;  // empty: the middle of the data range (one extra pass over the data)
   GradientDirection direction = GradientDirection::Descent;
   CaseTopology topology = CaseTopology::Classic;
-  bool keep_degenerate = false;  // keep triangles that collapse where samples equal the level
+  // Samples equal to a level (ties counted inside) are taken as just above it, so that the mesh is 2-manifold, with
+  // triangles of about zero area there, instead of sharing one vertex and dropping the triangles that collapse.
+  bool keep_degenerate = false;
   // A sample equal to a level counts as inside by default; true: as outside (scikit-image's rule, inside means
   // greater than the level), so that a binary mask at level 0 gives its surface.
   bool ties_outside = false;

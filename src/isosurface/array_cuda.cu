@@ -261,7 +261,7 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   task.data_z0 = 0;
   task.data_z1 = task.z1 = geometry.dims[2];
   task.z0 = 0;
-  task.level = io.ties_outside ? level_above(level, v.type) : level;
+  task.level = io.ties_outside ? level_above(level, v.type) : io.keep_degenerate ? level_below(level, v.type) : level;
 
   KeptEngine& kept = kept_engine(volume.device);
   const std::lock_guard<std::mutex> lock(kept.busy);

@@ -27,6 +27,21 @@ inline double level_above(double level, VoxelType type) {
   return std::isfinite(n) ? double(n) : level;
 }
 
+// The level the engines classify against when samples equal to `level` count as inside and degenerate triangles are
+// kept: the largest value below it, so that no sample lies on the level (simulation of simplicity). Every tie then
+// gives each crossing edge its own vertex, and the mesh stays 2-manifold where a shared vertex at the sample would
+// pinch it; vertices move by less than a unit in the last place, and the triangles at such samples have about
+// zero area.
+inline double level_below(double level, VoxelType type) {
+  if (type == VoxelType::Float64) {
+    const double n = std::nextafter(level, -HUGE_VAL);
+    return std::isfinite(n) ? n : level;
+  }
+  const float f = float(level);
+  const float n = double(f) < level ? f : std::nextafter(f, -HUGE_VALF);
+  return std::isfinite(n) ? double(n) : level;
+}
+
 struct SlabTask {
   VoxelType type = VoxelType::Float32;
   const void* data = nullptr;           // host samples of slices [data_z0, data_z1)

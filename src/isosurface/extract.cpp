@@ -520,10 +520,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   for (double l : levels)
     if (!std::isfinite(l)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
   rep.levels = levels;
-  // What the engines classify against (the levels themselves, or just above them when ties count as outside).
+  // What the engines classify against: the levels themselves, or just above them when ties count as outside, or just
+  // below them when degenerate triangles are kept (see level_below).
   std::vector<double> engine_levels = levels;
   if (o.ties_outside)
     for (double& l : engine_levels) l = iso::level_above(l, volume.type());
+  else if (o.keep_degenerate)
+    for (double& l : engine_levels) l = iso::level_below(l, volume.type());
   for (auto [other, what] : {std::pair{o.labels, "label volume"}, std::pair{o.scalars, "scalar volume"}}) {
     if (!other) continue;
     const auto d = other->geometry().dims;
@@ -1256,7 +1259,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
 namespace iso {
 
 int cpu_engine_threads(int requested, std::int64_t points) {
-  // A 6^3 array took ten times longer on a 16-thread team woken for it than on one thread.
+  // Waking a whole team costs more than a small volume's work.
   return cpu_thread_count_for(requested, points, std::int64_t(1) << 13);
 }
 

@@ -132,6 +132,7 @@ TriangleMesh extractor_mesh(const std::vector<float>& vol, std::array<std::int64
   o.direction = dir;
   o.topology = CaseTopology::Mc33;
   o.keep_degenerate = true;
+  o.ties_outside = true;  // the array path's rule (scikit-image's)
   o.device = Device::Cpu;
   TriangleMesh m = extract_isosurface(source, o);
   for (std::size_t v = 0; v < m.positions.size(); v += 3) {

@@ -543,6 +543,16 @@ TEST(Isosurface, TiesMakeNoHolesNoDuplicatesNoDegenerates) {
           EXPECT_EQ(duplicates, 0) << what;
           EXPECT_EQ(test::iso_unused_vertices(m), 0) << what << ": a vertex whose triangles all collapsed";
           EXPECT_GT(m.triangle_count(), 0) << what;
+          // Degenerate triangles kept: ties are taken as just above the level, and the mesh is 2-manifold and closed
+          // (a vertex shared at a tie pinched it: non-manifold edges), with no triangle repeating a vertex.
+          IsosurfaceOptions k = o;
+          k.keep_degenerate = true;
+          const TriangleMesh km = extract(v, level, d, k);
+          const auto ke = iso_edges(km);
+          EXPECT_EQ(ke.non_manifold, 0) << what << " keeping degenerate triangles";
+          EXPECT_EQ(ke.boundary, 0) << what << " keeping degenerate triangles";
+          EXPECT_EQ(ke.unbalanced, 0) << what << " keeping degenerate triangles";
+          EXPECT_EQ(test::iso_unused_vertices(km), 0) << what << " keeping degenerate triangles";
         }
       }
     }
