@@ -1,13 +1,13 @@
 // Polygon mesh readers: Wavefront OBJ, PLY (ASCII and binary), OFF and STL (ASCII and binary).
 #include <algorithm>
 #include <bit>
-#include <charconv>
 #include <cmath>
 #include <limits>
 #include <cstring>
 #include <filesystem>
 #include <unordered_map>
 
+#include "io/number_text.hpp"
 #include "io/text_cursor.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/ffd.hpp"
@@ -54,19 +54,13 @@ class LineReader {
   double number(std::string_view f, const char* what) const {
     double v = 0;
     if (f.empty()) fail_here(std::string("expected ") + what);
-    const char* b = f.data();
-    if (*b == '+') ++b;
-    const auto [p, ec] = std::from_chars(b, f.data() + f.size(), v);
-    if (ec != std::errc() || p != f.data() + f.size())
-      fail_here(std::string(what) + " '" + std::string(f) + "' is not a number");
+    if (!io::parse_number(f, v)) fail_here(std::string(what) + " '" + std::string(f) + "' is not a number");
     return v;
   }
   long long integer(std::string_view f, const char* what) const {
     long long v = 0;
     if (f.empty()) fail_here(std::string("expected ") + what);
-    const auto [p, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-    if (ec != std::errc() || p != f.data() + f.size())
-      fail_here(std::string(what) + " '" + std::string(f) + "' is not an integer");
+    if (!io::parse_number(f, v)) fail_here(std::string(what) + " '" + std::string(f) + "' is not an integer");
     return v;
   }
 

@@ -9,17 +9,10 @@
 
 namespace parasurf::io {
 
-// The whole of `s` as a number (a leading '+' allowed, as strtod allows it); false when it is not one.
-inline bool parse_number(std::string_view s, double& v) {
-  const char* b = s.data();
-  const char* e = s.data() + s.size();
-  if (b != e && *b == '+') ++b;
-  if (b == e) return false;
-  const auto [p, ec] = std::from_chars(b, e, v);
-  return ec == std::errc() && p == e;
-}
-
-inline bool parse_number(std::string_view s, long long& v) {
+// The whole of `s` as a number (a leading '+' allowed, as strtod allows it); false when it is not one. T: double or
+// long long.
+template <class T>
+bool parse_number(std::string_view s, T& v) {
   const char* b = s.data();
   const char* e = s.data() + s.size();
   if (b != e && *b == '+') ++b;
