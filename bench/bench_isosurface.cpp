@@ -41,7 +41,7 @@ void repeat_runs(int repeats, double min_seconds, Run&& run) {
 }
 
 struct IsoBenchArgs {
-  std::string sizes = "256,512", types = "float32,uint8", devices = "cpu,cuda", volumes, json, python;
+  std::string sizes = "256,512", types = "float32,uint8", devices = "cpu,cuda,auto", volumes, json, python;
   std::string topology = "classic";
   int threads = 0, repeats = 3, rounds = 1;
   double min_time = 0.2;  // seconds of runs per measurement, at the least (beside --repeats)
@@ -258,6 +258,7 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
       std::printf("  cuda: skipped (%s)\n", cuda_unavailable_reason().c_str());
       continue;
     }
+    if (d == Device::Auto && !cuda_available()) continue;  // the CPU row is auto's choice
     const DeviceBest& b = device_best[dname];
     const double best = b.seconds;
     const IsosurfaceReport& best_rep = b.rep;
@@ -275,6 +276,17 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
                     {"copy", best_rep.seconds_copy},
                     {"triangles", b.triangles},
                     {"vertices", b.vertices}};
+    if (d == Device::Auto) {
+      double faster = 0;
+      for (const char* side : {"cpu", "cuda"})
+        if (device_best.count(side) && device_best[side].seconds < 1e30)
+          faster = faster > 0 ? std::min(faster, device_best[side].seconds) : device_best[side].seconds;
+      entry[dname]["choice"] = best_rep.device_choice;
+      if (faster > 0) {
+        entry[dname]["ratio_to_faster"] = best / faster;
+        std::printf("  %-26s %.2fx the faster of cpu and cuda (%s)\n", "", best / faster, best_rep.device_choice.c_str());
+      }
+    }
     if (d == Device::Cuda && copy_bw > 0)
       entry["cuda_resident"] =
           gpu_resident(h, a.repeats, a.min_time, copy_bw, cpu_best, parse_case_topology(a.topology));
@@ -498,7 +510,7 @@ void add_bench_isosurface(CLI::App& bench) {
   auto* cmd = bench.add_subcommand("isosurface", "Marching cubes: CPU, CUDA, GPU floor, VTK Flying Edges, scikit-image");
   cmd->add_option("--sizes", a->sizes, "Tangle field sizes N (N^3 samples), comma-separated");
   cmd->add_option("--types", a->types, "Sample types of the field: float32, uint8");
-  cmd->add_option("--devices", a->devices, "cpu,cuda");
+  cmd->add_option("--devices", a->devices, "cpu,cuda,auto (auto: what the default device chose, and its time against the faster of the two)");
   cmd->add_option("--volumes", a->volumes, "Volume files with levels: FILE:LEVEL,...");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_option("--topology", a->topology, "classic | decider | mc33 (parasurf's runs; the peers are unchanged)");

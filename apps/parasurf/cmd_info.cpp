@@ -3,6 +3,7 @@
 
 #include "parasurf/commands.hpp"
 #include "parasurf/device.hpp"
+#include "parasurf/isosurface.hpp"
 
 namespace parasurf::cli {
 
@@ -29,7 +30,18 @@ void add_info(CLI::App& app) {
         std::printf("cuda:%d copy bandwidth %.0f GB/s (device-to-device, read+write)\n", d.index,
                     measure_cuda_copy_bandwidth(d.index) * 1e-9);
     }
-    std::printf("default device: %s\n", devices.empty() ? "cpu" : "cuda");
+    if (devices.empty()) {
+      std::printf("default device (auto): cpu\n");
+      return;
+    }
+    // What auto would run an isosurface of a host volume on, with this process's estimates (measured on the CPU
+    // here; a fresh process also starts the GPU's context, which its first GPU call pays).
+    std::printf("default device (auto), isosurfaces of host float32 volumes at a typical density:\n");
+    for (std::int64_t n : {64, 128, 256, 512, 1024}) {
+      const AutoDeviceEstimate e = isosurface_auto_estimate({n, n, n}, VoxelType::Float32);
+      std::printf("  %4lld^3  %-4s (cpu about %.3g ms, cuda about %.3g ms)\n", (long long)n, device_name(e.device),
+                  e.cpu_seconds * 1e3, e.cuda_seconds * 1e3);
+    }
   });
 }
 

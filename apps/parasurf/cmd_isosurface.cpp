@@ -236,6 +236,7 @@ void add_isosurface(CLI::App& app) {
       for (double l : rep.levels) std::printf(" %g", l);
       std::printf("\n%s, %lld slab(s) of %lld slices\n", rep.device.c_str(), (long long)rep.slabs,
                   (long long)rep.slab_slices);
+      if (!rep.device_choice.empty()) std::printf("%s\n", rep.device_choice.c_str());
       std::printf("time: %.2f ms (read %.2f, classify %.2f, scan %.2f, generate %.2f, copy %.2f); %.1f Mvoxel/s\n",
                   rep.seconds_total * 1e3, rep.seconds_read * 1e3, rep.seconds_classify * 1e3, rep.seconds_scan * 1e3,
                   rep.seconds_generate * 1e3, rep.seconds_copy * 1e3, voxels / rep.seconds_total / 1e6);
@@ -249,6 +250,7 @@ void add_isosurface(CLI::App& app) {
                           {"type", voxel_type_name(volume->type())},
                           {"levels", rep.levels},
                           {"device", rep.device},
+                          {"device_choice", rep.device_choice},
                           {"slabs", rep.slabs},
                           {"vertices", mesh.vertex_count()},
                           {"triangles", mesh.triangle_count()},

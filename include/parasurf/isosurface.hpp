@@ -61,6 +61,8 @@ std::array<float, 3> label_color(std::int32_t label);
 
 struct IsosurfaceReport {
   std::string device;  // what ran
+  // With device auto and a usable GPU: what auto chose and the two estimated times behind the choice.
+  std::string device_choice;
   std::int64_t slabs = 0, slab_slices = 0;
   std::int64_t vertices = 0, triangles = 0;
   std::int64_t duplicates_removed = 0;  // pairs of coincident triangles where samples equal the level
@@ -150,6 +152,17 @@ struct ArrayMesh {
 // Throws Error(InvalidArgument) for shapes under 2 (after the step), a non-finite level or one outside the data
 // range, a mask of another shape; Error(Device) for a CUDA array without a usable GPU.
 ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOptions& options);
+
+// What `auto` would run marching cubes on for a volume in host memory of these dimensions and sample type with
+// about this many triangles (0: a typical density of scanned volumes), and the estimated seconds on each side as
+// this process knows them (the CPU's rates are measured once per process; both sides are corrected by the runs
+// that followed). Without a usable GPU: the CPU, and cuda_seconds 0.
+struct AutoDeviceEstimate {
+  Device device = Device::Cpu;
+  double cpu_seconds = 0, cuda_seconds = 0;
+};
+AutoDeviceEstimate isosurface_auto_estimate(std::array<std::int64_t, 3> dims, VoxelType type, double triangles = 0,
+                                            int threads = 0);
 
 // Minimum and maximum of the finite samples (one pass over the source).
 std::pair<double, double> volume_value_range(VolumeSource& volume);

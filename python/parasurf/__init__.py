@@ -2,7 +2,8 @@
 
 numpy in, numpy out; ``marching_cubes`` and ``evaluate_surface`` also take PyTorch, CuPy and JAX arrays in place
 (DLPack or the CUDA array interface) and answer in the caller's framework, on the caller's device. Every function
-takes ``device="auto" | "cpu" | "cuda"`` (auto: CUDA when a GPU is present).
+takes ``device="auto" | "cpu" | "cuda"`` (auto: CUDA when a GPU is present; marching cubes on a host array
+runs where its estimated time is shorter, see ``docs/python.md``).
 Errors from the library are raised as ValueError (bad arguments or input), OSError (files), MemoryError or
 RuntimeError (devices).
 """

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/auto_choice.hpp"
 #include "core/cuda_arch.hpp"
 #include "core/cuda_check.hpp"
 #include "parasurf/device.hpp"
@@ -130,6 +131,27 @@ int cuda_device_count() {
   }
   return count;
 }
+
+namespace core {
+// Through the driver's entry point (the runtime has no query that leaves an inactive context alone); false where the
+// driver cannot say.
+bool cuda_context_active(int device_index) {
+  using GetState = int (*)(int, unsigned int*, int*);
+  static GetState get_state = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess)
+      fn = nullptr;
+    cudaGetLastError();
+    return reinterpret_cast<GetState>(fn);
+  }();
+  unsigned int flags = 0;
+  int active = 0;
+  return get_state && get_state(device_index, &flags, &active) == 0 && active != 0;
+}
+}  // namespace core
 
 void cuda_warm_up(int device_index) noexcept {
   if (device_index < 0 || device_index >= cuda_device_count()) return;

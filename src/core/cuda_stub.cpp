@@ -1,5 +1,6 @@
 // CPU-only build: the CUDA entry points exist and report that CUDA is not built in.
 #include "bezier/cuda_backend.hpp"
+#include "core/auto_choice.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
 
@@ -18,6 +19,9 @@ bool cuda_device_usable(int) { return false; }
 std::string cuda_device_unusable_reason(int) { return cuda_unavailable_reason(); }
 std::string cuda_fallback_warning() { return ""; }
 void cuda_warm_up(int) noexcept {}
+namespace core {
+bool cuda_context_active(int) { return false; }
+}  // namespace core
 std::string cuda_unavailable_reason() { return "this build has no CUDA backend (PARASURF_ENABLE_CUDA=OFF)"; }
 double measure_cuda_copy_bandwidth(int, std::uint64_t) {
   throw Error(ErrorKind::Device, "bandwidth measurement needs the CUDA backend");

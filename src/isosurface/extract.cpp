@@ -16,9 +16,11 @@
 #include <mutex>
 #include <thread>
 
+#include "core/auto_choice.hpp"
 #include "core/kept_threads.hpp"
 #include "core/memory.hpp"
 #include "core/voxel_dispatch.hpp"
+#include "isosurface/auto_device.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/field_value.hpp"
 #include "isosurface/labels.hpp"
@@ -1252,8 +1254,76 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
 
 }  // namespace
 
+namespace {
+
+bool auto_weighs_devices(const IsosurfaceOptions& o) {
+  return o.device == Device::Auto && o.cuda_devices.empty() && iso::cuda_engine_built() && cuda_available();
+}
+
+iso::AutoJob auto_job(const VolumeSource& volume, const IsosurfaceOptions& o, double triangles) {
+  iso::AutoJob job;
+  job.dims = volume.geometry().dims;
+  job.type = volume.type();
+  job.triangles = triangles;
+  job.levels = int(std::max<std::size_t>(1, o.levels.size()));
+  job.samples_on_host = !field_on_device(volume, Device::Cuda);
+  job.normals = o.normals;
+  job.extra_volumes = (o.labels ? 1 : 0) + (o.scalars ? 1 : 0);
+  job.threads = o.threads;
+  return job;
+}
+
+}  // namespace
+
 TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report) {
-  return extract_impl(volume, o, report, 0, -1, nullptr);
+  if (!auto_weighs_devices(o)) return extract_impl(volume, o, report, 0, -1, nullptr);
+  // auto with a GPU: the faster side for this call, from both estimates; the run that follows corrects the
+  // estimate of the side it ran on (with the triangles it made, so only the rates are learned).
+  const auto& d = volume.geometry().dims;
+  const double samples = double(d[0]) * double(d[1]) * double(d[2]) * double(std::max<std::size_t>(1, o.levels.size()));
+  IsosurfaceOptions chosen = o;
+  core::AutoDecision decision;
+  if (samples < iso::kAlwaysCpuSamples) {
+    chosen.device = Device::Cpu;
+  } else {
+    decision = core::decide("isosurface", iso::estimate_seconds(auto_job(volume, o, iso::expected_triangles(volume, o.levels))));
+    chosen.device = decision.device;
+  }
+  const bool gpu = chosen.device == Device::Cuda, cold = gpu && !core::cuda_context_active(0);
+  IsosurfaceReport rep;
+  TriangleMesh mesh = extract_impl(volume, chosen, &rep, 0, -1, nullptr);
+  if (samples >= iso::kAlwaysCpuSamples) {
+    // Estimated again with the triangles made and the context now started (its start is estimated apart and paid
+    // once); the read costs the same on either side.
+    const core::DeviceEstimate made = iso::estimate_seconds(auto_job(volume, o, double(rep.triangles)));
+    const double measured = rep.seconds_total - rep.seconds_read - (cold ? rep.seconds_engine_start : 0);
+    core::learn("isosurface", chosen.device, gpu ? made.cuda_seconds : made.cpu_seconds, measured);
+    rep.device_choice = core::describe(decision);
+  }
+  if (report) *report = rep;
+  return mesh;
+}
+
+AutoDeviceEstimate isosurface_auto_estimate(std::array<std::int64_t, 3> dims, VoxelType type, double triangles,
+                                            int threads) {
+  AutoDeviceEstimate out;
+  for (std::int64_t n : dims)
+    if (n < 2) throw Error(ErrorKind::InvalidArgument, "isosurface_auto_estimate: every dimension must be at least 2");
+  if (!(triangles >= 0)) throw Error(ErrorKind::InvalidArgument, "isosurface_auto_estimate: triangles must be >= 0");
+  IsosurfaceOptions o;
+  o.threads = threads;
+  if (!auto_weighs_devices(o)) return out;
+  const double samples = double(dims[0]) * double(dims[1]) * double(dims[2]);
+  iso::AutoJob job;
+  job.dims = dims;
+  job.type = type;
+  job.triangles = triangles > 0 ? triangles : iso::kTypicalTriangleDensity * samples;
+  job.threads = threads;
+  const core::AutoDecision d = core::decide("isosurface", iso::estimate_seconds(job));
+  out.device = samples < iso::kAlwaysCpuSamples ? Device::Cpu : d.device;
+  out.cpu_seconds = d.cpu_seconds;
+  out.cuda_seconds = d.cuda_seconds;
+  return out;
 }
 
 namespace iso {

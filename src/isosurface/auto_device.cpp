@@ -1,0 +1,171 @@
+// `auto` for isosurfaces (see auto_device.hpp). The CPU side is t = c0 + u · (samples · levels + w · triangles),
+// c0 and u measured on this machine; the GPU side is its fixed cost per call plus the bytes over the host link at
+// typical effective rates plus the kernels. Both are then corrected by what this process's runs measured
+// (core/auto_choice.cpp), so a link or a CPU unlike the typical one is learned after a call or two.
+#include "isosurface/auto_device.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <mutex>
+#include <numbers>
+
+#include "core/voxel_dispatch.hpp"
+#include "isosurface/engine.hpp"
+#include "parasurf/device.hpp"
+
+namespace parasurf::iso {
+namespace {
+
+// A triangle costs the CPU engine about as much as this many classified samples (its vertices' interpolation and
+// normals, the triangle's indices): measured 30–60 on the machines benchmarked.
+constexpr double kTriangleWeight = 40;
+// GPU: per call (engine buffers, launches, waits), the link's effective rates for pageable host memory through the
+// engine's staging, the kernels' rate per sample and per triangle, and a context's start.
+constexpr double kGpuCallSeconds = 0.6e-3;
+constexpr double kUploadBytesPerSecond = 18e9;
+constexpr double kDownloadBytesPerSecond = 6e9;
+constexpr double kGpuSamplesPerSecond = 1.5e11;
+constexpr double kGpuTrianglesPerSecond = 5e9;
+constexpr double kContextStartSeconds = 0.25;
+// A built-in field's samples cost the CPU this much each to compute (the GPU computes them in its kernels).
+constexpr double kFieldSampleSeconds = 8e-9;
+
+struct CpuRates {
+  double c0 = 0, per_unit = 0;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Best of two CPU runs on a built-in field of n^3 float samples: {work units, seconds}.
+std::pair<double, double> calibration_run(int n, int threads) {
+  std::vector<float> axis(std::size_t(n) * 3);
+  for (int i = 0; i < n; ++i) {
+    const double t = 2 * std::numbers::pi * 3 * (i + 0.5) / n;
+    axis[i] = float(std::sin(t)), axis[n + i] = float(std::cos(t)), axis[2 * n + i] = float(std::sin(t + 0.7));
+  }
+  std::vector<float> samples(std::size_t(n) * n * n);
+  for (int z = 0; z < n; ++z)
+    for (int y = 0; y < n; ++y) {
+      float* row = samples.data() + (std::size_t(z) * n + y) * n;
+      const float yz = axis[n + y] + axis[2 * n + z];
+      for (int x = 0; x < n; ++x) row[x] = axis[x] + yz;
+    }
+  VolumeGeometry g;
+  g.dims = {n, n, n};
+  MemoryVolume volume(g, VoxelType::Float32, samples.data(), "calibration");
+  IsosurfaceOptions o;
+  o.levels = {0.1};
+  o.device = Device::Cpu;
+  o.threads = threads;
+  double best = 1e30, triangles = 0;
+  for (int r = 0; r < 2; ++r) {
+    IsosurfaceReport rep;
+    const auto t0 = std::chrono::steady_clock::now();
+    extract_isosurface(volume, o, &rep);
+    best = std::min(best, seconds_since(t0));
+    triangles = double(rep.triangles);
+  }
+  return {double(n) * n * n + kTriangleWeight * triangles, best};
+}
+
+// Measured once per process and thread count (a few milliseconds on two cores).
+CpuRates cpu_rates(int threads) {
+  static std::mutex lock;
+  static std::map<int, CpuRates> known;
+  std::lock_guard<std::mutex> g(lock);
+  if (auto it = known.find(threads); it != known.end()) return it->second;
+  const auto [w0, t0] = calibration_run(64, threads);
+  const auto [w1, t1] = calibration_run(128, threads);
+  CpuRates r;
+  r.per_unit = (t1 - t0) / (w1 - w0);
+  r.c0 = t0 - r.per_unit * w0;
+  if (!(r.per_unit > 0) || r.c0 < 0) r = {0, t1 / w1};  // noise: the larger run's plain rate
+  known[threads] = r;
+  return r;
+}
+
+double cpu_units(const AutoJob& job) {
+  const double samples = double(job.dims[0]) * double(job.dims[1]) * double(job.dims[2]);
+  return samples * job.levels * (1 + 0.25 * job.extra_volumes) + kTriangleWeight * job.triangles;
+}
+
+double gpu_seconds(const AutoJob& job) {
+  const double samples = double(job.dims[0]) * double(job.dims[1]) * double(job.dims[2]);
+  const double vertices = job.triangles / 2;
+  const double up = samples * ((job.samples_on_host ? double(voxel_bytes(job.type)) : 0) + 4.0 * job.extra_volumes);
+  const double down = vertices * (12 + (job.normals ? 12 : 0) + 4.0 * job.extra_volumes) + job.triangles * 12;
+  return (core::cuda_context_active(0) ? 0 : kContextStartSeconds) + kGpuCallSeconds + up / kUploadBytesPerSecond +
+         down / kDownloadBytesPerSecond + samples * job.levels / kGpuSamplesPerSecond +
+         job.triangles / kGpuTrianglesPerSecond;
+}
+
+// Crossed edges along x, y and z from the rows of a lattice: each row's x edges, and the y and z edges to the next
+// row and slice (the last row and slice use the ones before them).
+template <class T>
+double crossings_on_rows(const T* data, const std::array<std::int64_t, 3>& d, double level, std::int64_t ky,
+                         std::int64_t kz) {
+  double crossings = 0;
+  const std::int64_t dy = d[1] > 1 ? d[0] : 0, dz = d[2] > 1 ? d[0] * d[1] : 0;
+  for (std::int64_t j = 0; j < kz; ++j)
+    for (std::int64_t i = 0; i < ky; ++i) {
+      const std::int64_t y = (2 * i + 1) * d[1] / (2 * ky), z = (2 * j + 1) * d[2] / (2 * kz);
+      const T* row = data + (z * d[1] + y) * d[0];
+      const T* next_row = y + 1 < d[1] ? row + dy : row - dy;
+      const T* next_slice = z + 1 < d[2] ? row + dz : row - dz;
+      bool inside = double(row[0]) >= level;
+      for (std::int64_t x = 0; x < d[0]; ++x) {
+        const bool in = double(row[x]) >= level;
+        crossings += (in != inside) + (in != (double(next_row[x]) >= level)) + (in != (double(next_slice[x]) >= level));
+        inside = in;
+      }
+    }
+  return crossings;
+}
+
+}  // namespace
+
+core::DeviceEstimate estimate_seconds(const AutoJob& job) {
+  const int threads = cpu_engine_threads(job.threads, job.dims[0] * job.dims[1] * job.dims[2]);
+  const double units = cpu_units(job);
+  const double samples = double(job.dims[0]) * double(job.dims[1]) * double(job.dims[2]);
+  const double field = job.samples_on_host ? 0 : samples * kFieldSampleSeconds / threads;
+  core::DeviceEstimate e;
+  e.cuda_seconds = gpu_seconds(job);
+  // Bounds on the CPU before measuring it (3 ns per unit on one thread at worst, half the threads' worth; 0.3 ns
+  // per unit per thread at best): where they settle the choice, no calibration is spent.
+  const double slow = 2e-4 + field + units * 3e-9 / std::max(1.0, threads / 2.0);
+  const double fast = field + units * 0.3e-9 / threads;
+  if (slow < 0.5 * e.cuda_seconds || fast > 2 * e.cuda_seconds) {
+    e.cpu_seconds = slow < 0.5 * e.cuda_seconds ? slow : fast;
+    return e;
+  }
+  const CpuRates r = cpu_rates(threads);
+  e.cpu_seconds = r.c0 + field + r.per_unit * units;
+  return e;
+}
+
+double expected_triangles(VolumeSource& volume, const std::vector<double>& levels) {
+  const auto d = volume.geometry().dims;
+  const double samples = double(d[0]) * double(d[1]) * double(d[2]);
+  const void* data = volume.resident_data();
+  if (!data || levels.empty())
+    return kTypicalTriangleDensity * samples * double(std::max<std::size_t>(1, levels.size()));
+  // About 65,536 samples on a lattice of whole rows: a vertex per crossed edge, and about two triangles per vertex
+  // (a closed surface has twice as many).
+  const std::int64_t rows = std::clamp<std::int64_t>(65536 / std::max<std::int64_t>(1, d[0]), 16, d[1] * d[2]);
+  const std::int64_t ky = std::clamp<std::int64_t>(
+      std::int64_t(std::ceil(std::sqrt(double(rows) * double(d[1]) / double(d[2])))), 1, d[1]);
+  const std::int64_t kz = std::clamp<std::int64_t>((rows + ky - 1) / ky, 1, d[2]);
+  double total = 0;
+  for (double level : levels)
+    total += core::visit_voxel_type(volume.type(), [&](auto tag) {
+      return crossings_on_rows(static_cast<const decltype(tag)*>(data), d, level, ky, kz);
+    });
+  return 2 * total * double(d[1]) * double(d[2]) / double(ky * kz);
+}
+
+}  // namespace parasurf::iso

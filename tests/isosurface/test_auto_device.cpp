@@ -1,0 +1,124 @@
+// `auto` for isosurfaces: the choice follows the faster estimate and learns from measured runs, the triangle
+// estimate is close to the mesh made, tiny host volumes stay on the CPU with a GPU present, and the mesh is the
+// same whichever side runs it.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+
+#include "core/auto_choice.hpp"
+#include "isosurface/auto_device.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/isosurface.hpp"
+#include "parasurf/volume.hpp"
+#include "support.hpp"
+
+namespace parasurf {
+namespace {
+
+TEST(AutoDevice, DecisionFollowsTheFasterSideAndLearns) {
+  const char* job = "test-decision";
+  core::DeviceEstimate e{2e-3, 1e-3};
+  EXPECT_EQ(core::decide(job, e).device, Device::Cuda);
+  EXPECT_EQ(core::decide(job, {1e-3, 1e-3}).device, Device::Cpu);  // a tie needs no GPU
+  // The GPU took four times its estimate, twice: its correction passes 2 and the CPU is chosen.
+  core::learn(job, Device::Cuda, 1e-3, 4e-3);
+  EXPECT_NEAR(core::correction(job, Device::Cuda), 2.0, 1e-12);
+  core::learn(job, Device::Cuda, 1e-3, 4e-3);
+  EXPECT_GT(core::correction(job, Device::Cuda), 2.0);
+  EXPECT_EQ(core::decide(job, e).device, Device::Cpu);
+  // Absurd or missing measurements change nothing; a single outlier moves the factor by at most 2.
+  const double before = core::correction(job, Device::Cpu);
+  core::learn(job, Device::Cpu, 1e-3, std::nan(""));
+  core::learn(job, Device::Cpu, 0, 1e-3);
+  core::learn(job, Device::Cpu, 1e-3, -1);
+  EXPECT_EQ(core::correction(job, Device::Cpu), before);
+  core::learn(job, Device::Cpu, 1e-3, 1e3);
+  EXPECT_NEAR(core::correction(job, Device::Cpu), 2.0, 1e-12);
+  // Now the CPU is estimated at 4 ms against 2.8 ms on the GPU.
+  EXPECT_NE(core::describe(core::decide(job, e)).find("auto chose cuda"), std::string::npos);
+}
+
+// Samples of a built-in field in memory, as a caller's array would hold them.
+std::vector<float> field_samples(const std::string& name, std::array<std::int64_t, 3> dims) {
+  auto source = synthetic_field(name, dims);
+  std::vector<float> v(std::size_t(dims[0] * dims[1] * dims[2]));
+  source->read_slices(0, dims[2], v.data());
+  return v;
+}
+
+TEST(AutoDevice, TrianglesExpectedFromRowsAreCloseToTheMesh) {
+  std::mt19937_64 rng(test::run_seed());
+  std::printf("seed %llu\n", (unsigned long long)test::run_seed());
+  for (const std::string name : {"sphere", "torus", "gyroid", "tangle"})
+    for (int trial = 0; trial < 2; ++trial) {
+      const std::array<std::int64_t, 3> dims{std::int64_t(40 + rng() % 90), std::int64_t(40 + rng() % 90),
+                                             std::int64_t(40 + rng() % 90)};
+      std::vector<float> v = field_samples(name, dims);
+      VolumeGeometry g;
+      g.dims = dims;
+      MemoryVolume volume(g, VoxelType::Float32, v.data(), name);
+      const double level = synthetic_field_level(name);
+      const double expected = iso::expected_triangles(volume, {level});
+      IsosurfaceOptions o;
+      o.levels = {level};
+      o.device = Device::Cpu;
+      const double made = double(extract_isosurface(volume, o).triangle_count());
+      SCOPED_TRACE(name + " " + std::to_string(dims[0]) + "x" + std::to_string(dims[1]) + "x" + std::to_string(dims[2]));
+      EXPECT_GT(expected, 0.6 * made);
+      EXPECT_LT(expected, 1.6 * made);
+    }
+  // Samples not in memory: the typical density.
+  auto streamed = synthetic_field("sphere", {50, 60, 70});
+  EXPECT_NEAR(iso::expected_triangles(*streamed, {0.0}), iso::kTypicalTriangleDensity * 50 * 60 * 70, 1e-6);
+}
+
+TEST(AutoDevice, TinyHostVolumesStayOnTheCpuAndMeshesMatch) {
+  // On a machine with a GPU too: no GPU call (its context, its link) is as short as the CPU's whole job.
+  if (cuda_available()) cuda_warm_up(0);
+  for (std::int64_t n : {24, 60, 100}) {
+    const std::array<std::int64_t, 3> dims{n, n, n};
+    std::vector<float> v = field_samples("tangle", dims);
+    VolumeGeometry g;
+    g.dims = dims;
+    MemoryVolume volume(g, VoxelType::Float32, v.data(), "tangle");
+    IsosurfaceOptions o;
+    o.levels = {0.5};
+    IsosurfaceReport rep;
+    const TriangleMesh a = extract_isosurface(volume, o, &rep);
+    o.device = Device::Cpu;
+    const TriangleMesh b = extract_isosurface(volume, o);
+    SCOPED_TRACE("n " + std::to_string(n) + ": " + rep.device + "; " + rep.device_choice);
+    if (double(n) * n * n < iso::kAlwaysCpuSamples) {
+      EXPECT_EQ(rep.device.rfind("cpu", 0), 0u);
+      EXPECT_EQ(isosurface_auto_estimate(dims, VoxelType::Float32).device, Device::Cpu);
+    }
+    EXPECT_EQ(rep.device_choice.empty(), !cuda_available() || double(n) * n * n < iso::kAlwaysCpuSamples);
+    EXPECT_EQ(a.positions, b.positions);
+    EXPECT_EQ(a.triangles, b.triangles);
+  }
+  const AutoDeviceEstimate e = isosurface_auto_estimate({256, 256, 256}, VoxelType::Float32);
+  if (!cuda_available()) {
+    EXPECT_EQ(e.device, Device::Cpu);
+    EXPECT_EQ(e.cuda_seconds, 0);
+  } else {
+    EXPECT_GT(e.cpu_seconds, 0);
+    EXPECT_GT(e.cuda_seconds, 0);
+  }
+  EXPECT_THROW(isosurface_auto_estimate({1, 5, 5}, VoxelType::Float32), Error);
+}
+
+TEST(AutoDevice, FieldsComputedOnTheGpuRunThere) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  cuda_warm_up(0);
+  // The CPU would compute every sample of the field; the GPU's kernels do, with nothing to upload.
+  auto field = synthetic_field("gyroid", {384, 384, 384});
+  IsosurfaceOptions o;
+  o.levels = {0.0};
+  IsosurfaceReport rep;
+  extract_isosurface(*field, o, &rep);
+  EXPECT_EQ(rep.device.rfind("cuda", 0), 0u) << rep.device_choice;
+}
+
+}  // namespace
+}  // namespace parasurf
