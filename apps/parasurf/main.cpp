@@ -152,11 +152,14 @@ int main(int argc, char** argv) {
   } warm_up;
   // A GPU this build cannot run: `auto` goes to the CPU, and says so once (an explicit cuda request fails later
   // with the same reason).
+  // An isosurface on `auto` decides for itself whether the GPU is worth its start (a one-shot run of a mid-size
+  // volume is not), so its context is not started ahead.
   const std::string requested = gpu_device_request(argc, argv);
+  const bool decides_itself = requested == "auto" && std::string(argv[1]) == "isosurface";
   if (!requested.empty())
-    warm_up.thread = std::thread([requested] {
+    warm_up.thread = std::thread([requested, decides_itself] {
       const std::string warning = parasurf::cuda_fallback_warning();
-      if (warning.empty()) parasurf::cuda_warm_up(0);
+      if (warning.empty() && !decides_itself) parasurf::cuda_warm_up(0);
       else if (requested == "auto") std::fprintf(stderr, "parasurf: warning: %s\n", warning.c_str());
     });
   if (mpi) parasurf::cli::mpi_begin();

@@ -12,7 +12,19 @@ namespace {
 
 struct Corrections {
   double cpu = 1, cuda = 1;
+  double gpu_call = 0;  // learned fixed cost of a GPU call, 0 until measured
 };
+
+// Link rates by size class (log2 of the bytes), each a running geometric mean; 0 = not measured.
+struct LinkRates {
+  double rate[2][64] = {};
+};
+LinkRates& link() {
+  static LinkRates r;
+  return r;
+}
+int size_class(double bytes) { return std::clamp(int(std::lround(std::log2(std::max(bytes, 1.0)))), 0, 63); }
+double blend(double old_value, double value) { return old_value > 0 ? std::sqrt(old_value * value) : value; }
 
 std::mutex& lock() {
   static std::mutex m;
@@ -49,6 +61,38 @@ void learn(const char* job, Device ran, double estimated_seconds, double measure
   double& f = ran == Device::Cpu ? c.cpu : c.cuda;
   // Geometric mean with the last factor: one slow run (a page fault storm, a busy core) moves it only halfway.
   f = std::clamp(std::sqrt(f * ratio), 0.25, 4.0);
+}
+
+double link_seconds(bool up, double bytes, double typical_bytes_per_second) {
+  if (!(bytes > 0)) return 0;
+  const int c = size_class(bytes);
+  std::lock_guard<std::mutex> g(lock());
+  const double* rates = link().rate[up ? 0 : 1];
+  // The nearest measured class within three (a factor of 8 in size), the smaller on a tie.
+  for (int d = 0; d <= 3; ++d)
+    for (int k : {c - d, c + d})
+      if (k >= 0 && k < 64 && rates[k] > 0) return bytes / rates[k];
+  return bytes / typical_bytes_per_second;
+}
+
+void learn_link(bool up, double bytes, double seconds) {
+  if (!(bytes >= 65536) || !(seconds > 0) || !std::isfinite(seconds)) return;
+  std::lock_guard<std::mutex> g(lock());
+  double& r = link().rate[up ? 0 : 1][size_class(bytes)];
+  r = blend(r, bytes / seconds);
+}
+
+double gpu_call_seconds(const char* job, double typical_seconds) {
+  std::lock_guard<std::mutex> g(lock());
+  const auto it = table().find(job);
+  return it == table().end() || it->second.gpu_call <= 0 ? typical_seconds : it->second.gpu_call;
+}
+
+void learn_gpu_call(const char* job, double seconds) {
+  if (!std::isfinite(seconds)) return;
+  std::lock_guard<std::mutex> g(lock());
+  double& c = table()[job].gpu_call;
+  c = blend(c, std::clamp(seconds, 1e-4, 2e-2));
 }
 
 std::string describe(const AutoDecision& d) {

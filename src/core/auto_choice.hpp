@@ -11,6 +11,7 @@ namespace parasurf::core {
 struct DeviceEstimate {
   double cpu_seconds = 0;
   double cuda_seconds = 0;
+  bool cpu_bound = false;  // cpu_seconds is a bound that settled the choice, not an estimate from measured rates
 };
 
 struct AutoDecision {
@@ -25,6 +26,16 @@ AutoDecision decide(const char* job, DeviceEstimate raw);
 void learn(const char* job, Device ran, double estimated_seconds, double measured_seconds);
 // The correction factor now in use (1 until the first run on that side).
 double correction(const char* job, Device side);
+// Seconds to move `bytes` between pageable host memory and the GPU (up: to the device), from the rates this
+// process measured for copies of about that size (within a factor of 8), else `typical_bytes_per_second`. Rates
+// differ by size: small copies pay per-copy costs, large ones go through pinned staging.
+double link_seconds(bool up, double bytes, double typical_bytes_per_second);
+// A copy of `bytes` took `seconds` (ignored below 64 KiB, where the fixed cost is all there is to see).
+void learn_link(bool up, double bytes, double seconds);
+// A GPU call's fixed cost for `job` (launches, waits, buffers), learned as the rest of its measured time.
+double gpu_call_seconds(const char* job, double typical_seconds);
+void learn_gpu_call(const char* job, double seconds);
+
 // Whether this process has started the device's context already (a GPU's first call pays for that).
 bool cuda_context_active(int device_index);
 // "auto chose cpu: about 5.9 ms against 8.1 ms on cuda" for reports.

@@ -22,13 +22,15 @@ namespace {
 // normals, the triangle's indices): measured 30–60 on the machines benchmarked.
 constexpr double kTriangleWeight = 40;
 // GPU: per call (engine buffers, launches, waits), the link's effective rates for pageable host memory through the
-// engine's staging, the kernels' rate per sample and per triangle, and a context's start.
+// engine's staging, the kernels' rate per sample and per triangle, and a context's start (cuInit, the context, the
+// module's load: 0.3-0.4 s of a one-shot process on an H200). The first three are replaced by what this process
+// measures.
 constexpr double kGpuCallSeconds = 0.6e-3;
 constexpr double kUploadBytesPerSecond = 18e9;
-constexpr double kDownloadBytesPerSecond = 6e9;
+constexpr double kDownloadBytesPerSecond = 10e9;
 constexpr double kGpuSamplesPerSecond = 1.5e11;
 constexpr double kGpuTrianglesPerSecond = 5e9;
-constexpr double kContextStartSeconds = 0.25;
+constexpr double kContextStartSeconds = 0.3;
 // A built-in field's samples cost the CPU this much each to compute (the GPU computes them in its kernels).
 constexpr double kFieldSampleSeconds = 8e-9;
 
@@ -93,14 +95,26 @@ double cpu_units(const AutoJob& job) {
   return samples * job.levels * (1 + 0.25 * job.extra_volumes) + kTriangleWeight * job.triangles;
 }
 
+double samples_of(const AutoJob& job) { return double(job.dims[0]) * double(job.dims[1]) * double(job.dims[2]); }
+
+double bytes_up(const AutoJob& job) {
+  return samples_of(job) * ((job.samples_on_host ? double(voxel_bytes(job.type)) : 0) + 4.0 * job.extra_volumes);
+}
+
+double bytes_down(const AutoJob& job) {
+  const double vertices = job.vertices > 0 ? job.vertices : job.triangles / 2;
+  return vertices * (12 + (job.normals ? 12 : 0) + 4.0 * job.extra_volumes) + job.triangles * 12;
+}
+
+double kernel_seconds(const AutoJob& job) {
+  return samples_of(job) * job.levels / kGpuSamplesPerSecond + job.triangles / kGpuTrianglesPerSecond;
+}
+
 double gpu_seconds(const AutoJob& job) {
-  const double samples = double(job.dims[0]) * double(job.dims[1]) * double(job.dims[2]);
-  const double vertices = job.triangles / 2;
-  const double up = samples * ((job.samples_on_host ? double(voxel_bytes(job.type)) : 0) + 4.0 * job.extra_volumes);
-  const double down = vertices * (12 + (job.normals ? 12 : 0) + 4.0 * job.extra_volumes) + job.triangles * 12;
-  return (core::cuda_context_active(0) ? 0 : kContextStartSeconds) + kGpuCallSeconds + up / kUploadBytesPerSecond +
-         down / kDownloadBytesPerSecond + samples * job.levels / kGpuSamplesPerSecond +
-         job.triangles / kGpuTrianglesPerSecond;
+  return (core::cuda_context_active(0) ? 0 : kContextStartSeconds) +
+         core::gpu_call_seconds("isosurface", kGpuCallSeconds) +
+         core::link_seconds(true, bytes_up(job), kUploadBytesPerSecond) +
+         core::link_seconds(false, bytes_down(job), kDownloadBytesPerSecond) + kernel_seconds(job);
 }
 
 // Crossed edges along x, y and z from the rows of a lattice: each row's x edges, and the y and z edges to the next
@@ -141,11 +155,19 @@ core::DeviceEstimate estimate_seconds(const AutoJob& job) {
   const double fast = field + units * 0.3e-9 / threads;
   if (slow < 0.5 * e.cuda_seconds || fast > 2 * e.cuda_seconds) {
     e.cpu_seconds = slow < 0.5 * e.cuda_seconds ? slow : fast;
+    e.cpu_bound = true;
     return e;
   }
   const CpuRates r = cpu_rates(threads);
   e.cpu_seconds = r.c0 + field + r.per_unit * units;
   return e;
+}
+
+void learn_from_gpu_run(const AutoJob& made, const IsosurfaceReport& rep, bool context_started) {
+  core::learn_link(true, bytes_up(made), rep.seconds_upload);
+  core::learn_link(false, bytes_down(made), rep.seconds_download);
+  core::learn_gpu_call("isosurface", rep.seconds_total - rep.seconds_read - rep.seconds_upload - rep.seconds_download -
+                                         (context_started ? rep.seconds_engine_start : 0) - kernel_seconds(made));
 }
 
 double expected_triangles(VolumeSource& volume, const std::vector<double>& levels) {

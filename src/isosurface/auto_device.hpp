@@ -17,6 +17,7 @@ struct AutoJob {
   std::array<std::int64_t, 3> dims{0, 0, 0};
   VoxelType type = VoxelType::Float32;
   double triangles = 0;          // expected (per all levels)
+  double vertices = 0;           // 0: half the triangles
   int levels = 1;
   bool samples_on_host = true;   // false: a built-in field, computed where the engine runs
   bool normals = true;
@@ -25,9 +26,13 @@ struct AutoJob {
 };
 
 // Seconds on each side, uncorrected. The CPU's rates are measured once per process and thread count on a small
-// built-in job (under a few milliseconds); the GPU's come from the host link's typical effective rates, its
-// context's start when this process has not started it, and the engine's kernel rate.
+// built-in job (under a few milliseconds); the GPU's come from the host link's rates (measured by this process's
+// GPU runs, else typical ones), its fixed cost per call, its context's start when this process has not started it,
+// and the engine's kernel rate.
 core::DeviceEstimate estimate_seconds(const AutoJob& job);
+// A GPU run of `made` (its actual triangles and vertices) reported `rep`: the link's rates for its copies and the
+// call's fixed cost are learned from it (`context_started`: the run started the GPU's context).
+void learn_from_gpu_run(const AutoJob& made, const IsosurfaceReport& rep, bool context_started);
 // Triangles expected: from edge crossings on a lattice of rows when the samples lie in memory, else a typical
 // density of scanned volumes.
 double expected_triangles(VolumeSource& volume, const std::vector<double>& levels);

@@ -326,20 +326,19 @@ class CudaEngine final : public SlabEngine {
     return {data_.as<T>(), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
   }
 
-  // Copies through the pinned chunks from `from` bytes (64 MiB for meshes coming home, 4 MiB for samples going up:
-  // the driver's pageable upload is the slower). While none are pinned yet, a single copy below 256 MiB goes
+  // Copies through the pinned chunks from 4 MiB, samples going up and meshes coming home (the driver's own pageable
+  // copies reach a fraction of the link from there on). While none are pinned yet, a single copy below 256 MiB goes
   // straight (pinning them costs more than staging gains once: a one-shot run), and the second one pins them (a
   // process that moves such arrays again and again: a library caller, Python). False where they cannot be had (a
   // locked-memory limit): the caller copies straight.
-  static constexpr std::size_t min_staged_bytes = std::size_t(64) << 20;
-  static constexpr std::size_t min_staged_upload_bytes = std::size_t(4) << 20;
+  static constexpr std::size_t min_staged_bytes = std::size_t(4) << 20;
   static std::atomic<int>& mid_size_copies() {
     static std::atomic<int> n{0};
     return n;
   }
-  bool chunks_for(std::size_t bytes, std::size_t from = min_staged_bytes) {
+  bool chunks_for(std::size_t bytes) {
     constexpr std::size_t first_staged_from = std::size_t(256) << 20;
-    if (bytes < from) return false;
+    if (bytes < min_staged_bytes) return false;
     if (!stage_.host[0] && bytes < first_staged_from && !StagingChunks::any_spare(device_) && mid_size_copies()++ < 1)
       return false;
     if (!stage_stream_) {
@@ -372,7 +371,7 @@ class CudaEngine final : public SlabEngine {
   // in turn while the copy engine drains the other: the driver stages a pageable copy on one thread, far below the
   // link's rate. Pinned samples (streamed slabs) and small uploads go straight.
   void upload_samples(void* device, const void* host, std::size_t bytes) {
-    if (!pageable(host) || !chunks_for(bytes, min_staged_upload_bytes)) {
+    if (!pageable(host) || !chunks_for(bytes)) {
       PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
       return;
     }
@@ -400,8 +399,7 @@ class CudaEngine final : public SlabEngine {
   };
   // A slab's mesh arrays into the host's: into pageable memory through the two pinned chunks, which the copy engine
   // fills in turn while the host's cores empty the other (the driver's own pageable copy runs on one thread). Small
-  // meshes, pinned memory and
-  // device arrays (a held slab) go straight. Waits for the kernels before it on the default stream.
+  // meshes, pinned memory and device arrays (a held slab) go straight. Waits for the kernels before it on the default stream.
   void download_mesh(std::initializer_list<HomeCopy> list) {
     const std::vector<HomeCopy> copies(list);
     std::size_t total = 0;

@@ -1293,11 +1293,13 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   IsosurfaceReport rep;
   TriangleMesh mesh = extract_impl(volume, chosen, &rep, 0, -1, nullptr);
   if (samples >= iso::kAlwaysCpuSamples) {
-    // Estimated again with the triangles made and the context now started (its start is estimated apart and paid
-    // once); the read costs the same on either side.
-    const core::DeviceEstimate made = iso::estimate_seconds(auto_job(volume, o, double(rep.triangles)));
-    const double measured = rep.seconds_total - rep.seconds_read - (cold ? rep.seconds_engine_start : 0);
-    core::learn("isosurface", chosen.device, gpu ? made.cuda_seconds : made.cpu_seconds, measured);
+    // What the run measured, with the triangles it made: the CPU's estimate is scaled, the GPU's parts (the link's
+    // rates, the fixed cost) are learned one by one. The read costs the same on either side.
+    iso::AutoJob made = auto_job(volume, o, double(rep.triangles));
+    made.vertices = double(rep.vertices);
+    if (gpu) iso::learn_from_gpu_run(made, rep, cold);
+    else if (const core::DeviceEstimate e = iso::estimate_seconds(made); !e.cpu_bound)
+      core::learn("isosurface", Device::Cpu, e.cpu_seconds, rep.seconds_total - rep.seconds_read);
     rep.device_choice = core::describe(decision);
   }
   if (report) *report = rep;

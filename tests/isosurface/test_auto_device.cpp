@@ -3,6 +3,7 @@
 // same whichever side runs it.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <random>
 
@@ -37,6 +38,22 @@ TEST(AutoDevice, DecisionFollowsTheFasterSideAndLearns) {
   EXPECT_NEAR(core::correction(job, Device::Cpu), 2.0, 1e-12);
   // Now the CPU is estimated at 4 ms against 2.8 ms on the GPU.
   EXPECT_NE(core::describe(core::decide(job, e)).find("auto chose cuda"), std::string::npos);
+}
+
+TEST(AutoDevice, LinkRatesAreLearnedBySize) {
+  // Far from any size the process has copied: the typical rate. (Sizes of 2^50 bytes are never copied.)
+  const double huge = std::ldexp(1.0, 50);
+  EXPECT_DOUBLE_EQ(core::link_seconds(true, huge, 1e10), huge / 1e10);
+  core::learn_link(true, huge, huge / 2e10);
+  EXPECT_NEAR(core::link_seconds(true, huge, 1e10), huge / 2e10, 1e-9 * huge / 2e10);
+  EXPECT_NEAR(core::link_seconds(true, 4 * huge, 1e10), 4 * huge / 2e10, 1e-9 * huge);  // within a factor of 8
+  EXPECT_DOUBLE_EQ(core::link_seconds(true, 32 * huge, 1e10), 32 * huge / 1e10);         // beyond it
+  EXPECT_DOUBLE_EQ(core::link_seconds(false, huge, 1e10), huge / 1e10);                 // the other direction
+  core::learn_link(true, 1000, 1);  // too small to tell a rate
+  EXPECT_DOUBLE_EQ(core::link_seconds(true, 1000, 1e10), 1000 / 1e10);
+  EXPECT_DOUBLE_EQ(core::gpu_call_seconds("test-call", 5e-4), 5e-4);
+  core::learn_gpu_call("test-call", 1.0);  // clamped: a call's fixed cost is not a second
+  EXPECT_DOUBLE_EQ(core::gpu_call_seconds("test-call", 5e-4), 2e-2);
 }
 
 // Samples of a built-in field in memory, as a caller's array would hold them.

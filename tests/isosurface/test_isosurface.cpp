@@ -1314,7 +1314,7 @@ TEST(Isosurface, SeveralGpusJoinSlabsAsTheyFinish) {
 }
 
 // A mesh of more than 256 MiB comes home from one GPU through two pinned 32 MiB chunks that the copy engine fills in
-// turn while the cores empty the other (each array's last chunk partial); then, on every GPU, slabs of more than
+// turn while the cores empty the other (each array's last chunk partial), then a mid-size one; then, on every GPU, slabs of more than
 // 64 MiB of mesh each come home through the chunks that run gave back. A chunk copied to the wrong place, emptied
 // before it arrived or refilled before it was emptied would change the mesh.
 TEST(Isosurface, LargeMeshesComeHomeThroughPinnedChunks) {
@@ -1333,6 +1333,18 @@ TEST(Isosurface, LargeMeshesComeHomeThroughPinnedChunks) {
   const TriangleMesh g = extract_isosurface(noise, o, &rep);
   ASSERT_EQ(rep.slabs, 1);
   expect_same_but_rounding(g, c, 1e-4, 1e-4);  // (positions up to 180: a float's rounding there is 1.5e-5)
+  {
+    // A mid-size mesh (from 4 MiB) through the chunks that are pinned now: one partial chunk per array.
+    std::vector<float> mid_data;
+    MemoryVolume mid = noise_volume(rng, {61, 59, 57}, mid_data);
+    o.device = Device::Cpu;
+    const TriangleMesh mc = extract_isosurface(mid, o);
+    const std::uint64_t mid_bytes = 4 * (mc.positions.size() + mc.normals.size() + mc.triangles.size());
+    ASSERT_GT(mid_bytes, std::uint64_t(4) << 20);
+    ASSERT_LT(mid_bytes, std::uint64_t(32) << 20);
+    o.device = Device::Cuda;
+    expect_same_but_rounding(extract_isosurface(mid, o), mc, 1e-4, 1e-4);
+  }
   if (cuda_devices().size() < 2) return;
   std::vector<int> all;
   for (std::size_t d = 0; d < cuda_devices().size(); ++d) all.push_back(int(d));
