@@ -132,15 +132,19 @@ def isosurface_rows(doc):
         peers = r.get("peers") or {}
         sk = (peers.get("skimage") or {}).get("seconds")
         vtk = (peers.get("vtk_flying_edges") or {}).get("seconds")
+        auto = r.get("auto") or {}
+        chose = auto.get("device", "").split(" ")[0]
         body.append([r["volume"], f"{r.get('triangles', cpu.get('triangles', res.get('triangles', 0))):,}",
                      ms(cpu["seconds"]) if cpu.get("seconds") else "",
                      ms(cuda["seconds"]) if cuda.get("seconds") else "",
+                     f"{ms(auto['seconds'])} ({chose})" if auto.get("seconds") else "",
+                     ratio(auto["ratio_to_faster"]) if auto.get("ratio_to_faster") else "",
                      ms(res["seconds"]) if res.get("seconds") else "",
                      ratio(res["floor_ratio"]) if res.get("floor_ratio") else "",
                      ms(sk) if sk else "", ratio(sk / cpu["seconds"]) if sk and cpu.get("seconds") else "",
                      ratio(sk / res["seconds"]) if sk and res.get("seconds") else "",
                      ratio(vtk / cpu["seconds"]) if vtk and cpu.get("seconds") else ""])
-    return table(["volume", "triangles", "CPU", "GPU from host", "GPU resident", "resident ÷ floor", "scikit-image",
+    return table(["volume", "triangles", "CPU", "GPU from host", "auto (chose)", "auto ÷ faster", "GPU resident", "resident ÷ floor", "scikit-image",
                   "skimage ÷ CPU", "skimage ÷ resident", "VTK ÷ CPU"], body)
 
 
@@ -150,12 +154,15 @@ def isosurface():
         return ""
     out = ["### Isosurfaces\n",
            "The tangle field, level 0.5 for float32 and its byte image for uint8; welded mesh with normals. CPU: the "
-           "host's threads; GPU from host: samples in host memory, mesh back in host memory; GPU resident: samples "
+           "host's threads; GPU from host: samples in host memory, mesh back in host memory; auto: the default device, "
+           "which chooses per call from its estimates of both (best of repeated calls, so its estimates have "
+           "learned from the first), and its time over the faster of the two; GPU resident: samples "
            "and mesh on the GPU, with its floor (read the volume once, write the mesh once at the copy bandwidth). "
            "Peers run on the same array in the same run (scikit-image on one thread, as it runs; VTK's Flying Edges "
            "where installed).\n",
            caption(doc, link, "NVIDIA H200, " + str(doc.get("cpu_threads", "?")) + " host threads",
-                   "parasurf bench isosurface --sizes 256,512 --json f.json"),
+                   "parasurf bench isosurface --sizes 64,128,256,512 --volumes MR_Gd.nii.gz:60,spm152.nii.gz:60 "
+                   "--json f.json"),
            isosurface_rows(doc)]
     small, small_link = load("bench-isosurface-2core.json")
     if small:
