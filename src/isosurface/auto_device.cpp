@@ -14,6 +14,7 @@
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
 #include "parasurf/device.hpp"
+#include "parasurf/error.hpp"
 
 namespace parasurf::iso {
 namespace {
@@ -190,4 +191,47 @@ double expected_triangles(VolumeSource& volume, const std::vector<double>& level
   return 2 * total * double(d[1]) * double(d[2]) / double(ky * kz);
 }
 
+bool auto_weighs_devices(const IsosurfaceOptions& o) {
+  return o.device == Device::Auto && o.cuda_devices.empty() && cuda_engine_built() && cuda_available();
+}
+
+AutoJob auto_job(const VolumeSource& volume, const IsosurfaceOptions& o, double triangles) {
+  AutoJob job;
+  job.dims = volume.geometry().dims;
+  job.type = volume.type();
+  job.triangles = triangles;
+  job.levels = int(std::max<std::size_t>(1, o.levels.size()));
+  job.samples_on_host = !field_on_device(volume, Device::Cuda);
+  job.normals = o.normals;
+  job.extra_volumes = (o.labels ? 1 : 0) + (o.scalars ? 1 : 0);
+  job.threads = o.threads;
+  return job;
+}
+
 }  // namespace parasurf::iso
+
+namespace parasurf {
+
+AutoDeviceEstimate isosurface_auto_estimate(std::array<std::int64_t, 3> dims, VoxelType type, double triangles,
+                                            int threads) {
+  AutoDeviceEstimate out;
+  for (std::int64_t n : dims)
+    if (n < 2) throw Error(ErrorKind::InvalidArgument, "isosurface_auto_estimate: every dimension must be at least 2");
+  if (!(triangles >= 0)) throw Error(ErrorKind::InvalidArgument, "isosurface_auto_estimate: triangles must be >= 0");
+  IsosurfaceOptions o;
+  o.threads = threads;
+  if (!iso::auto_weighs_devices(o)) return out;
+  const double samples = double(dims[0]) * double(dims[1]) * double(dims[2]);
+  iso::AutoJob job;
+  job.dims = dims;
+  job.type = type;
+  job.triangles = triangles > 0 ? triangles : iso::kTypicalTriangleDensity * samples;
+  job.threads = threads;
+  const core::AutoDecision d = core::decide("isosurface", iso::estimate_seconds(job));
+  out.device = samples < iso::kAlwaysCpuSamples ? Device::Cpu : d.device;
+  out.cpu_seconds = d.cpu_seconds;
+  out.cuda_seconds = d.cuda_seconds;
+  return out;
+}
+
+}  // namespace parasurf

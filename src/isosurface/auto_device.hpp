@@ -25,6 +25,11 @@ struct AutoJob {
   int threads = 0;               // CPU threads asked for (0: all)
 };
 
+// Whether `auto` weighs the CPU against a GPU for these options (a usable GPU, no list of GPUs given).
+bool auto_weighs_devices(const IsosurfaceOptions& o);
+// The job of extracting `volume` with `o`, with this many triangles.
+AutoJob auto_job(const VolumeSource& volume, const IsosurfaceOptions& o, double triangles);
+
 // Seconds on each side, uncorrected. The CPU's rates are measured once per process and thread count on a small
 // built-in job (under a few milliseconds); the GPU's come from the host link's rates (measured by this process's
 // GPU runs, else typical ones), its fixed cost per call, its context's start when this process has not started it,

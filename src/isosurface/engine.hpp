@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "isosurface/field_value.hpp"
 #include "isosurface/mc_kernels.hpp"
 #include "parasurf/isosurface.hpp"
 #include "parasurf/volume.hpp"
@@ -123,6 +124,12 @@ class SlabEngine {
 SlabTask make_task(const VolumeGeometry& geometry, VoxelType type, const IsosurfaceOptions& options, int field);
 
 std::unique_ptr<SlabEngine> make_cpu_engine(int threads);
+
+// Built-in fields the CUDA engine computes itself (the gyroid's sines would differ from the host's).
+inline bool field_on_device(const VolumeSource& volume, Device device) {
+  return device == Device::Cuda && !volume.resident_data() && volume.builtin_field() >= 0 &&
+         volume.builtin_field() != kGyroid;
+}
 // The CPU engine's threads for a volume of `points`: `requested` when set, else all but at most one per 8192 points
 // (waking a team costs more than a small volume's work). Passes after the engine use the same team.
 int cpu_engine_threads(int requested, std::int64_t points);

@@ -291,11 +291,6 @@ iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, 
   return iso::make_task(volume.geometry(), volume.type(), o, field_on_device ? volume.builtin_field() : -1);
 }
 
-// Built-in fields the CUDA engine computes itself (the gyroid's sines would differ from the host's).
-bool field_on_device(const VolumeSource& volume, Device device) {
-  return device == Device::Cuda && !volume.resident_data() && volume.builtin_field() >= 0 && volume.builtin_field() != iso::kGyroid;
-}
-
 // Marching cubes makes about two triangles and one vertex per active cell (the surface's Euler characteristic is
 // small next to its size); the estimate of active cells comes from the cost pass of the load balance.
 // Host bytes of a mesh of `vertices` and `triangles` with the outputs the options ask for.
@@ -608,7 +603,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const std::size_t extra_bytes = (o.labels ? 4 : 0) + (o.scalars ? 4 : 0);
   const void* resident = volume.resident_data();
   // Built-in fields are computed by the CUDA engine on the GPU (the gyroid's sines would differ from the host's).
-  const bool on_device = field_on_device(volume, device);
+  const bool on_device = iso::field_on_device(volume, device);
   // On one GPU the next streamed slab's samples are uploaded while this slab is processed: a second copy there.
   // (Several GPUs upload each slab in its turn.)
   const double sample_copies = device == Device::Cuda && !on_device && !resident && !several ? 2.0 : 1.0;
@@ -1254,29 +1249,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
 
 }  // namespace
 
-namespace {
-
-bool auto_weighs_devices(const IsosurfaceOptions& o) {
-  return o.device == Device::Auto && o.cuda_devices.empty() && iso::cuda_engine_built() && cuda_available();
-}
-
-iso::AutoJob auto_job(const VolumeSource& volume, const IsosurfaceOptions& o, double triangles) {
-  iso::AutoJob job;
-  job.dims = volume.geometry().dims;
-  job.type = volume.type();
-  job.triangles = triangles;
-  job.levels = int(std::max<std::size_t>(1, o.levels.size()));
-  job.samples_on_host = !field_on_device(volume, Device::Cuda);
-  job.normals = o.normals;
-  job.extra_volumes = (o.labels ? 1 : 0) + (o.scalars ? 1 : 0);
-  job.threads = o.threads;
-  return job;
-}
-
-}  // namespace
-
 TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report) {
-  if (!auto_weighs_devices(o)) return extract_impl(volume, o, report, 0, -1, nullptr);
+  if (!iso::auto_weighs_devices(o)) return extract_impl(volume, o, report, 0, -1, nullptr);
   // auto with a GPU: the faster side for this call, from both estimates; the run that follows corrects the
   // estimate of the side it ran on (with the triangles it made, so only the rates are learned).
   const auto& d = volume.geometry().dims;
@@ -1286,7 +1260,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   if (samples < iso::kAlwaysCpuSamples) {
     chosen.device = Device::Cpu;
   } else {
-    decision = core::decide("isosurface", iso::estimate_seconds(auto_job(volume, o, iso::expected_triangles(volume, o.levels))));
+    decision = core::decide("isosurface", iso::estimate_seconds(iso::auto_job(volume, o, iso::expected_triangles(volume, o.levels))));
     chosen.device = decision.device;
   }
   const bool gpu = chosen.device == Device::Cuda, cold = gpu && !core::cuda_context_active(0);
@@ -1295,7 +1269,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   if (samples >= iso::kAlwaysCpuSamples) {
     // What the run measured, with the triangles it made: the CPU's estimate is scaled, the GPU's parts (the link's
     // rates, the fixed cost) are learned one by one. The read costs the same on either side.
-    iso::AutoJob made = auto_job(volume, o, double(rep.triangles));
+    iso::AutoJob made = iso::auto_job(volume, o, double(rep.triangles));
     made.vertices = double(rep.vertices);
     if (gpu) iso::learn_from_gpu_run(made, rep, cold);
     else if (const core::DeviceEstimate e = iso::estimate_seconds(made); !e.cpu_bound)
@@ -1304,28 +1278,6 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   }
   if (report) *report = rep;
   return mesh;
-}
-
-AutoDeviceEstimate isosurface_auto_estimate(std::array<std::int64_t, 3> dims, VoxelType type, double triangles,
-                                            int threads) {
-  AutoDeviceEstimate out;
-  for (std::int64_t n : dims)
-    if (n < 2) throw Error(ErrorKind::InvalidArgument, "isosurface_auto_estimate: every dimension must be at least 2");
-  if (!(triangles >= 0)) throw Error(ErrorKind::InvalidArgument, "isosurface_auto_estimate: triangles must be >= 0");
-  IsosurfaceOptions o;
-  o.threads = threads;
-  if (!auto_weighs_devices(o)) return out;
-  const double samples = double(dims[0]) * double(dims[1]) * double(dims[2]);
-  iso::AutoJob job;
-  job.dims = dims;
-  job.type = type;
-  job.triangles = triangles > 0 ? triangles : iso::kTypicalTriangleDensity * samples;
-  job.threads = threads;
-  const core::AutoDecision d = core::decide("isosurface", iso::estimate_seconds(job));
-  out.device = samples < iso::kAlwaysCpuSamples ? Device::Cpu : d.device;
-  out.cpu_seconds = d.cpu_seconds;
-  out.cuda_seconds = d.cuda_seconds;
-  return out;
 }
 
 namespace iso {

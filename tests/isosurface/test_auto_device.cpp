@@ -129,7 +129,7 @@ TEST(AutoDevice, FieldsComputedOnTheGpuRunThere) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   cuda_warm_up(0);
   // The CPU would compute every sample of the field; the GPU's kernels do, with nothing to upload.
-  auto field = synthetic_field("gyroid", {384, 384, 384});
+  auto field = synthetic_field("torus", {384, 384, 384});
   IsosurfaceOptions o;
   o.levels = {0.0};
   IsosurfaceReport rep;
