@@ -1,0 +1,675 @@
+// Subdivision solver for square systems of tensor-product Bernstein polynomials, after Park, Elber, Kim, Kim, Seong,
+// "A hybrid parallel solver for systems of multivariate polynomials using CPUs and GPUs", CAD 43 (2011): a cell is
+// discarded when some equation's coefficients share one sign; otherwise it is split by de Casteljau along the axis
+// where the coefficients vary most. A cell whose interval Jacobian is regular (preconditioned diagonal dominance)
+// holds at most one root, which Newton refines in double; cells that reach the tolerance unresolved (tangent roots,
+// solution curves) are clustered, so that each tangent root is reported once and a continuum as a region.
+// This file: the CPU engine (cells, clipping, the single-root test, the threads' shared ring of nodes).
+#include "core/eigen.hpp"
+#include <algorithm>
+#include <cstring>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <numeric>
+#include <omp.h>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "core/region_errors.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/solver.hpp"
+#include "point_grid.hpp"
+#include "solver/bernstein_kernels.hpp"
+#include "solver/engine.hpp"
+#include "solver/system.hpp"
+
+namespace parasurf::solver {
+namespace {
+
+
+bool satisfies_all(const std::vector<BernsteinPoly>& positive, const std::vector<double>& x) {
+  for (const auto& q : positive)
+    if (!(q.evaluate(x.data()) > 0)) return false;
+  return true;
+}
+
+// The polynomial with variable `var` fixed at t (on the unit box): its coefficients contracted along var with the
+// Bernstein basis at t; the other variables keep their order.
+void fix_variable(const BernsteinPoly& p, int var, double t, BernsteinPoly& out) {
+  const int d = p.degree[std::size_t(var)];
+  double basis[64];  // degrees are at most 63 (check_system)
+  solverk::bernstein_basis(d, t, basis);
+  const int inner = inner_size(p, var);
+  const std::size_t outer = p.coef.size() / (std::size_t(d + 1) * std::size_t(inner));
+  out.degree.clear();  // the output's storage is reused from call to call
+  for (int v = 0; v < p.variables(); ++v)
+    if (v != var) out.degree.push_back(p.degree[std::size_t(v)]);
+  out.coef.assign(outer * std::size_t(inner), 0.0);
+  for (std::size_t a = 0; a < outer; ++a)
+    for (int i = 0; i <= d; ++i) {
+      const double* src = p.coef.data() + (a * std::size_t(d + 1) + std::size_t(i)) * std::size_t(inner);
+      double* dst = out.coef.data() + a * std::size_t(inner);
+      for (int b = 0; b < inner; ++b) dst[b] += basis[i] * src[b];
+    }
+}
+
+template <class EmitChild>
+void process_cell(const System& sys, Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
+                  const std::vector<BernsteinPoly>& positive, std::vector<Root>& found,
+                  std::vector<std::pair<std::vector<double>, std::vector<double>>>& unresolved, EmitChild&& emit_child);
+
+// Bézier clipping along one variable (Sederberg & Nishita 1990): with the other variables free, p(t, y) is a convex
+// combination of values in [lo_i, hi_i] (the coefficients' range at index i of `var`), so its graph lies in the hull
+// of the points (i/d, lo_i), (i/d, hi_i), and p vanishes only where that hull meets zero. Narrows [t0, t1]
+// (the unit range of `var`) to that part; false when the hull misses zero.
+bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
+  const int d = p.degree[std::size_t(var)];
+  const int inner = inner_size(p, var);
+  const std::size_t outer = p.coef.size() / (std::size_t(d + 1) * std::size_t(inner));
+  double lo[64], hi[64];
+  for (int i = 0; i <= d; ++i) lo[i] = INFINITY, hi[i] = -INFINITY;
+  for (std::size_t a = 0; a < outer; ++a)
+    for (int i = 0; i <= d; ++i) {
+      const double* src = p.coef.data() + (a * std::size_t(d + 1) + std::size_t(i)) * std::size_t(inner);
+      for (int b = 0; b < inner; ++b) lo[i] = std::min(lo[i], src[b]), hi[i] = std::max(hi[i], src[b]);
+    }
+  if (d == 0) return lo[0] <= 0 && hi[0] >= 0;  // p does not depend on var
+  // The hull meets the axis between the extreme crossings of the segments that join a point at or below zero with
+  // one at or above it.
+  double a = INFINITY, b = -INFINITY;
+  const double step = 1.0 / d;
+  for (int i = 0; i < 2 * (d + 1); ++i) {
+    const double vi = i & 1 ? hi[i >> 1] : lo[i >> 1];
+    if (!(vi <= 0)) continue;
+    for (int j = 0; j < 2 * (d + 1); ++j) {
+      const double vj = j & 1 ? hi[j >> 1] : lo[j >> 1];
+      if (!(vj >= 0)) continue;
+      const double span = vj - vi, ti = (i >> 1) * step, tj = (j >> 1) * step;
+      const double t = span > 0 ? ti + (tj - ti) * (-vi / span) : ti;
+      a = std::min(a, t), b = std::max(b, t);
+    }
+  }
+  if (!(a <= b)) return false;
+  t0 = std::max(t0, a), t1 = std::min(t1, b);
+  return t0 <= t1;
+}
+
+// Domain reduction of a cell (the projected-polyhedron step of Sherbrooke & Patrikalakis 1993): along
+// each variable, the part where every equation can vanish (clip_zero_range); the cell shrinks to that box, its
+// polynomials restricted by de Casteljau, again while a round at least halves some side. Near a simple root the
+// box shrinks quadratically, so far fewer cells are split.
+enum class Clip { Empty, Unchanged, Shrunk };
+Clip clip_cell(Cell& cell, int m, int n) {
+  Clip result = Clip::Unchanged;
+  thread_local std::vector<double> scratch;
+  for (int round = 0; round < 4; ++round) {
+    double t0[kMaxVariables], t1[kMaxVariables], narrowest = 1;
+    for (int k = 0; k < n; ++k) {
+      t0[k] = 0, t1[k] = 1;
+      for (int i = 0; i < m; ++i)
+        if (!clip_zero_range(cell.f[std::size_t(i)], k, t0[k], t1[k])) return Clip::Empty;
+      // A margin keeps roots (which a clip often puts on its edge) off the new box's faces, where the single-root
+      // test could never prove them, and covers the clip's rounding; sides stay above 1e-7 (of the system's box),
+      // where the coefficients' rounding would start to hide the roots from that test.
+      const double margin = 1e-9 + std::max(0.02 * (t1[k] - t0[k]), 1e-7 / (cell.hi[k] - cell.lo[k]));
+      t0[k] = std::max(0.0, t0[k] - margin), t1[k] = std::min(1.0, t1[k] + margin);
+      narrowest = std::min(narrowest, t1[k] - t0[k]);
+    }
+    if (narrowest > 0.8) return result;  // little gained: the cell is split as usual
+    for (int k = 0; k < n; ++k) {
+      const double w = cell.hi[k] - cell.lo[k], lo = cell.lo[k] + t0[k] * w, hi = cell.lo[k] + t1[k] * w;
+      if (t1[k] - t0[k] > 0.95 || !(hi > lo)) continue;
+      for (auto& f : cell.f) {
+        const int count = int(f.coef.size()), d = f.degree[std::size_t(k)], inner = inner_size(f, k);
+        if (d == 0) continue;
+        if (scratch.size() < f.coef.size()) scratch.resize(f.coef.size());
+        double* c = f.coef.data();
+        if (t1[k] < 1) solverk::split_at(c, c, scratch.data(), count, d, inner, t1[k]);  // keep [0, t1]
+        if (t0[k] > 0) solverk::split_at(c, scratch.data(), c, count, d, inner, t0[k] / t1[k]);  // keep [t0, t1] of it
+      }
+      cell.lo[k] = lo, cell.hi[k] = hi;
+      result = Clip::Shrunk;
+    }
+    if (narrowest > 0.5) return result;
+  }
+  return result;
+}
+
+// A bound on |dy/dx_k| (max norm) over a cell where F(x_k, y) = 0, from the interval Jacobian: J_y in
+// [mid - rad, mid + rad], J_k in [column_mid - column_rad, column_mid + column_rad]. With Y = mid^-1 and
+// rho = ||I - Y J_y|| < 1, every J_y is regular (so F is one-to-one in y for each x_k, by the mean value theorem)
+// and dy/dx_k = -(I - (I - Y J_y))^-1 Y J_k is at most ||Y J_k|| / (1 - rho). Infinite otherwise.
+template <class Matrix, class Vector>
+double graph_slope_bound(const Matrix& mid, const Matrix& rad, const Vector& column_mid, const Vector& column_rad) {
+  const Matrix y = mid.inverse();
+  if (!y.allFinite()) return INFINITY;  // a singular midpoint Jacobian
+  const Matrix spread = (Matrix::Identity(mid.rows(), mid.cols()) - y * mid).cwiseAbs() + y.cwiseAbs() * rad;
+  const double rho = spread.rowwise().sum().maxCoeff();
+  if (!(rho < 1) || !spread.allFinite()) return INFINITY;
+  return ((y * column_mid).cwiseAbs() + y.cwiseAbs() * column_rad).maxCoeff() / (1 - rho);
+}
+
+// The variable over which the curve in a cell is a graph with |dy/dx_k| <= 2 (the least steep one), or -1. `M` is
+// the number of equations when known at compile time (fixed-size matrices: closed-form inverses, no heap).
+template <int M>
+int flattest_graph_axis(const Cell& cell, int n, int m, const solverk::Range* jac) {
+  using Matrix = Eigen::Matrix<double, M, M, 0, M == Eigen::Dynamic ? kMaxVariables : M, M == Eigen::Dynamic ? kMaxVariables : M>;
+  using Vector = Eigen::Matrix<double, M, 1, 0, M == Eigen::Dynamic ? kMaxVariables : M, 1>;
+  Matrix mid(m, m), rad(m, m);
+  Vector column_mid(m), column_rad(m);
+  int axis = -1;
+  double flattest = 2.0;
+  for (int skip = 0; skip < n; ++skip) {
+    for (int i = 0; i < m; ++i)
+      for (int k = 0, c = 0; k < n; ++k) {
+        const solverk::Range r = jac[i * n + k];
+        const double w = cell.hi[k] - cell.lo[k];  // local derivatives to the system's box units
+        if (k == skip) {
+          column_mid(i) = 0.5 * (r.lo + r.hi) / w;
+          column_rad(i) = 0.5 * (r.hi - r.lo) / w;
+          continue;
+        }
+        mid(i, c) = 0.5 * (r.lo + r.hi) / w;
+        rad(i, c) = 0.5 * (r.hi - r.lo) / w;
+        ++c;
+      }
+    const double slope = graph_slope_bound(mid, rad, column_mid, column_rad);
+    if (slope <= flattest) flattest = slope, axis = skip;
+  }
+  return axis;
+}
+
+// A curve cell (variables - 1 equations) where F(x_k, y) = 0 is one-to-one in y over the whole cell holds at most
+// one point of the curve per value of x_k: the curve there is a graph over x_k and needs no more subdivision. The
+// axis taken is the one whose graph is least steep, and only if |dy/dx_k| <= 2 over the cell, so that samples at the
+// global grid x_k = j * step in the cell ([lo, hi), closed at the box's end) lie at most two steps apart in every
+// variable, also across cell faces. Each sample is Newton on the square slice system in y, warm-started from the
+// previous slice; a slice where Newton fails is settled by the square solver (it proves it empty or finds its root;
+// if it cannot within its node budget, the cell is not sampled here but split like any other).
+bool sample_curve_cell(const System& sys, const Cell& cell, int m, const solverk::Range* jac, double step, double scale,
+                       const SolverOptions& o, std::vector<Root>& found) {
+  const int n = sys.n;
+  const int axis = m == 1   ? flattest_graph_axis<1>(cell, n, m, jac)
+                   : m == 2 ? flattest_graph_axis<2>(cell, n, m, jac)
+                   : m == 3 ? flattest_graph_axis<3>(cell, n, m, jac)
+                            : flattest_graph_axis<Eigen::Dynamic>(cell, n, m, jac);
+  if (axis < 0) return false;
+  // Only the part of the axis where every equation can vanish holds the curve; slices outside it are empty
+  // (a margin covers the clip's rounding).
+  double clip0 = 0, clip1 = 1;
+  for (int i = 0; i < m; ++i)
+    if (!clip_zero_range(cell.f[std::size_t(i)], axis, clip0, clip1)) return true;
+  clip0 -= 1e-9, clip1 += 1e-9;
+  std::vector<BernsteinPoly> slice(static_cast<std::size_t>(m));
+  const System slice_system{slice, m};
+  const std::vector<double> unit_lo(static_cast<std::size_t>(m), 0.0), unit_hi(static_cast<std::size_t>(m), 1.0);
+  const double lo = cell.lo[axis], hi = cell.hi[axis], width = hi - lo;
+  bool gave_up = false;  // a slice the square solver could not settle within its node budget
+  double residual = 0;  // the last accepted sample's
+  // The curve's point at x_k = g, into `local` (the slice's coordinates in the cell) and `x` (the system's box):
+  // Newton from `warm` when given, else (or when it fails) a depth-first square subdivision of the slice.
+  auto solve_slice = [&](double g, const std::vector<double>* warm, std::vector<double>& local, std::vector<double>& x) {
+    for (int i = 0; i < m; ++i) fix_variable(cell.f[std::size_t(i)], axis, (g - lo) / width, slice[std::size_t(i)]);
+    auto accept = [&](const std::vector<double>& y) {
+      for (int k = 0, c = 0; k < n; ++k) x[k] = k == axis ? g : cell.lo[k] + y[std::size_t(c++)] * (cell.hi[k] - cell.lo[k]);
+      residual = sys.residual(x);
+      if (!(residual <= 1e-12 * std::max(1.0, scale))) return false;
+      local = y;
+      return true;
+    };
+    std::vector<double> guess = warm ? *warm : local;
+    if (warm && newton(slice_system, guess, unit_lo, unit_hi, o.newton_tolerance, 30) && accept(guess)) return true;
+    for (int i = 0; i < m; ++i) {  // some equation keeps one sign over the slice: empty
+      const Interval r = coef_range(slice[std::size_t(i)]);
+      if (r.lo > 0 || r.hi < 0) return false;
+    }
+    std::vector<Cell> stack{{unit_lo, unit_hi, slice}};
+    std::vector<Root> roots;
+    std::vector<std::pair<std::vector<double>, std::vector<double>>> tiny;
+    int nodes = 0;
+    for (; !stack.empty() && roots.empty() && tiny.empty() && nodes < 4096; ++nodes) {
+      Cell c = std::move(stack.back());
+      stack.pop_back();
+      process_cell(slice_system, c, m, true, 1e-9, scale, o, {}, roots, tiny, [&](Cell&& child) { stack.push_back(std::move(child)); });
+    }
+    gave_up = gave_up || (nodes == 4096 && roots.empty() && tiny.empty() && !stack.empty());
+    if (!roots.empty() && accept(roots[0].x)) return true;
+    for (const auto& [clo, chi] : tiny) {  // a root on the slice's edge, not proved: Newton from the tiny cell
+      for (int c = 0; c < m; ++c) guess[std::size_t(c)] = 0.5 * (clo[std::size_t(c)] + chi[std::size_t(c)]);
+      if (newton(slice_system, guess, unit_lo, unit_hi, o.newton_tolerance, 30) && accept(guess)) return true;
+    }
+    return false;
+  };
+  std::vector<Root> samples;  // kept only if every slice was settled; else the cell is split as any other
+  std::vector<double> y(static_cast<std::size_t>(m), 0.5), x(static_cast<std::size_t>(n)), y_prev, y_guess;
+  int run = 0;  // consecutive slices with a point
+  for (double j = std::ceil(lo / step);; ++j) {
+    const double g = j * step;
+    if (g < lo) continue;
+    if (!(g < hi || (hi >= 1.0 && g <= 1.0))) break;
+    if ((g - lo) / width < clip0 || (g - lo) / width > clip1) {
+      run = 0;
+      continue;
+    }
+    y_guess = y;  // the last point, extrapolated along the curve when the one before is known
+    if (run >= 2)
+      for (int c = 0; c < m; ++c) y_guess[std::size_t(c)] = std::clamp(2 * y[std::size_t(c)] - y_prev[std::size_t(c)], 0.0, 1.0);
+    y_prev = y;
+    if (!solve_slice(g, run > 0 ? &y_guess : nullptr, y, x)) {
+      if (gave_up) return false;
+      run = 0;
+      continue;
+    }
+    ++run;
+    samples.push_back({x, residual, true, 1});
+  }
+  for (auto& sample : samples) found.push_back(std::move(sample));
+  return true;
+}
+
+// One cell: excluded, proved (its root refined and kept), kept at the tolerance, or split into two children. The
+// cell is consumed (its storage passes to a child or a candidate).
+template <class EmitChild>
+void process_cell(const System& sys, Cell& cell, int m, bool square, double tolerance, double scale, const SolverOptions& o,
+                  const std::vector<BernsteinPoly>& positive, std::vector<Root>& found,
+                  std::vector<std::pair<std::vector<double>, std::vector<double>>>& unresolved, EmitChild&& emit_child) {
+  // A cell that ends here leaves its storage to a later right child on this thread (a split needs one new cell,
+  // and most cells end without splitting): copies into it reuse the vectors' capacity instead of allocating.
+  thread_local std::vector<Cell> spares;
+  bool split = false;
+  struct Recycle {
+    Cell& cell;
+    const bool& split;
+    ~Recycle() {
+      if (!split && spares.size() < 64) spares.push_back(std::move(cell));
+    }
+  } recycle{cell, split};
+  const int n = sys.n;
+  bool excluded = false;
+  Interval eq_range[kMaxVariables];  // the equations' coefficient ranges, kept for Krawczyk's rounding bound
+  for (std::size_t i = 0; i < cell.f.size() && !excluded; ++i) {
+    const Interval r = coef_range(cell.f[i]);
+    if (int(i) < m) eq_range[i] = r;
+    excluded = int(i) < m ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
+  }
+  if (excluded) return;
+  // Domain reduction, for curves too: the set where every equation vanishes lies in each one's clipped box.
+  const Clip clip = clip_cell(cell, m, n);
+  if (clip == Clip::Empty) return;
+  if (clip == Clip::Shrunk)
+    for (int i = 0; i < m; ++i) eq_range[i] = coef_range(cell.f[std::size_t(i)]);
+  const BernsteinPoly* eqs = cell.f.data();
+  double width = 0;
+  for (int k = 0; k < n; ++k) width = std::max(width, cell.hi[k] - cell.lo[k]);
+  solverk::Range jac[36];  // local derivative ranges, row = equation
+  for (int i = 0; i < m; ++i)
+    for (int k = 0; k < n; ++k) jac[i * n + k] = solverk::derivative_range(eqs[i].coef.data(), int(eqs[i].coef.size()), eqs[i].degree[k], inner_size(eqs[i], k));
+  if (square) {
+    double f_mid[6], f_err[6];
+    const double half[6] = {0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+    for (int i = 0; i < m; ++i) {
+      f_mid[i] = eqs[i].evaluate(half);
+      const Interval r = eq_range[i];
+      int total = 0;
+      for (int d : eqs[i].degree) total += d;
+      f_err[i] = solverk::evaluation_error(std::max(std::abs(r.lo), std::abs(r.hi)), total);
+    }
+    const solverk::CellTest test = solverk::krawczyk_test(n, jac, f_mid, f_err);
+    if (test == solverk::CellTest::Empty) return;
+    if (test == solverk::CellTest::Unique) {
+      std::vector<double> x(static_cast<std::size_t>(n));
+      for (int k = 0; k < n; ++k) x[k] = 0.5 * (cell.lo[k] + cell.hi[k]);
+      if (newton(sys, x, cell.lo, cell.hi, o.newton_tolerance, 30)) {
+        const double res = sys.residual(x);
+        if (res <= 1e-12 * std::max(1.0, scale)) {
+          if (satisfies_all(positive, x)) found.push_back({x, res, true, 1});
+          return;  // the only root of the cell
+        }
+      }
+    }
+  }
+  if (!square && m == n - 1 && sample_curve_cell(sys, cell, m, jac, 0.5 * tolerance, scale, o, found)) return;
+  if (width < tolerance) {
+    unresolved.emplace_back(std::move(cell.lo), std::move(cell.hi));
+    return;
+  }
+  // Split along the axis where the coefficients vary most, at its midpoint (a variable no equation depends on
+  // is split by width alone).
+  int axis = 0;
+  double best = -1;
+  for (int k = 0; k < n; ++k) {
+    if (cell.hi[k] - cell.lo[k] < 0.5 * tolerance) continue;
+    double var = 0;
+    for (int i = 0; i < m; ++i) var = std::max(var, std::max(std::abs(jac[i * n + k].lo), std::abs(jac[i * n + k].hi)));
+    if (!square) var = var * (cell.hi[k] - cell.lo[k]) + 1e-300 * (cell.hi[k] - cell.lo[k]);
+    if (var > best) best = var, axis = k;
+  }
+  const double mid = cell.lo[axis] + solverk::kSplitAt * (cell.hi[axis] - cell.lo[axis]);
+  // The cell becomes its left child in place (de Casteljau reads each line before writing it); only the right
+  // child is new storage.
+  Cell right;
+  if (spares.empty()) {
+    right = cell;
+  } else {
+    right = std::move(spares.back());
+    spares.pop_back();
+    right.lo = cell.lo, right.hi = cell.hi, right.f = cell.f;
+  }
+  split = true;
+  right.lo[axis] = mid;
+  cell.hi[axis] = mid;
+  for (std::size_t i = 0; i < cell.f.size(); ++i) {
+    BernsteinPoly& f = cell.f[i];
+    solverk::split_at(f.coef.data(), f.coef.data(), right.f[i].coef.data(), int(f.coef.size()), f.degree[axis], inner_size(f, axis),
+                      solverk::kSplitAt);
+  }
+  emit_child(std::move(cell));
+  emit_child(std::move(right));
+}
+
+// Level by level: every cell of a level is processed in parallel into per-thread children, roots and candidates.
+// A square system (as many equations as variables) gets the single-root test and Newton; an under-determined one
+// is refined to the tolerance (its cells cover the solution set).
+Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equations, const std::vector<BernsteinPoly>& positive,
+                      const SolverOptions& o, bool square) {
+  const int n = sys.n, m = int(equations.size());
+  Subdivision out;
+  std::vector<Cell> frontier;
+  {
+    std::vector<BernsteinPoly> all = equations;  // equations first, then the inequalities, restricted together
+    all.insert(all.end(), positive.begin(), positive.end());
+    frontier.push_back({std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), all});
+  }
+  double tolerance = o.tolerance;
+  double scale = 0;
+  for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
+  const auto t0 = std::chrono::steady_clock::now();
+  const int threads = cpu_thread_count(o.threads);
+  // Per-thread lists, kept from level to level (their storage is reused).
+  std::vector<std::vector<Cell>> children(static_cast<std::size_t>(threads));
+  std::vector<std::vector<Root>> found(static_cast<std::size_t>(threads));
+  std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(static_cast<std::size_t>(threads));
+  int level = 0;
+  while (!frontier.empty()) {
+    if (out.nodes + std::int64_t(frontier.size()) > o.max_nodes) {
+      out.status = "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)";
+      break;
+    }
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
+      out.status = time_limit_status(o.max_seconds);
+      break;
+    }
+    if (o.stop && o.stop()) {
+      out.status = "interrupted (partial result)";
+      break;
+    }
+    if (o.progress) o.progress(level, std::int64_t(frontier.size()));
+    ++level;
+    out.nodes += std::int64_t(frontier.size());
+    // A solution curve or surface doubles the level's cells at every split: past this many, the level's cells are
+    // taken as they are (a region at this resolution) instead of refining them to the tolerance.
+    if (square && frontier.size() > 100000) {
+      double width = 0;
+      for (const auto& c : frontier)
+        for (int k = 0; k < n; ++k) width = std::max(width, c.hi[k] - c.lo[k]);
+      tolerance = std::max(tolerance, 1.01 * width);
+    }
+    for (auto& list : children) list.clear();
+    const double level_tolerance = tolerance;
+    // A thread team costs about as much as a few dozen cells: small levels (the first ones, short traversals) run
+    // on the calling thread.
+    core::RegionErrors errors_0;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1 && frontier.size() >= 32)
+    for (std::int64_t c = 0; c < std::int64_t(frontier.size()); ++c) {
+      errors_0.capture([&] {
+        const int tid = omp_get_thread_num();
+        process_cell(sys, frontier[std::size_t(c)], m, square, level_tolerance, scale, o, positive, found[tid], unresolved[tid],
+                     [&](Cell&& child) { children[tid].push_back(std::move(child)); });
+      });
+    }
+    errors_0.rethrow();
+    frontier.clear();
+    bool one_list = true;  // a level run on one thread: its children list becomes the frontier as it is
+    for (int t = 1; t < threads; ++t) one_list = one_list && children[t].empty();
+    if (one_list) frontier.swap(children[0]);
+    for (int t = 0; t < threads; ++t) {
+      if (!one_list)
+        for (auto& c : children[t]) frontier.push_back(std::move(c));
+      for (auto& r : found[t]) out.proved.push_back(std::move(r));
+      for (auto& u : unresolved[t]) out.candidates.push_back(std::move(u));
+      found[t].clear();
+      unresolved[t].clear();
+    }
+    // A solution curve would fill the levels with cells of the tolerance's size: stop refining early then.
+    if (square && out.candidates.size() > 20000 && tolerance < 1e-4) tolerance = 1e-4;
+  }
+  out.tolerance = tolerance;
+  return out;
+}
+
+// Park et al.'s CPU scheme: worker threads share one bounded ring of nodes and claim and add nodes through atomic
+// indices, with no lock (the ring is Vyukov's bounded multi-producer multi-consumer queue). Nodes of every system
+// of a batch share the ring; a worker tests its node and adds the children, keeping them itself when the ring is
+// full. Depth and breadth mix freely, so there is no level barrier.
+class NodeRing {
+ public:
+  explicit NodeRing(std::size_t capacity) : slots_(capacity), mask_(capacity - 1) {
+    for (std::size_t i = 0; i < capacity; ++i) slots_[i].seq.store(i, std::memory_order_relaxed);
+  }
+  bool push(void* item) {
+    std::size_t pos = tail_.load(std::memory_order_relaxed);
+    for (;;) {
+      Slot& s = slots_[pos & mask_];
+      const std::size_t seq = s.seq.load(std::memory_order_acquire);
+      const std::intptr_t diff = std::intptr_t(seq) - std::intptr_t(pos);
+      if (diff == 0) {
+        if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          s.item = item;
+          s.seq.store(pos + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;  // full
+      } else {
+        pos = tail_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+  bool pop(void*& item) {
+    std::size_t pos = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      Slot& s = slots_[pos & mask_];
+      const std::size_t seq = s.seq.load(std::memory_order_acquire);
+      const std::intptr_t diff = std::intptr_t(seq) - std::intptr_t(pos + 1);
+      if (diff == 0) {
+        if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          item = s.item;
+          s.seq.store(pos + mask_ + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (diff < 0) {
+        return false;  // empty
+      } else {
+        pos = head_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  // Items in the ring now, about (other threads move the ends while it is read).
+  std::size_t approximate_size() const {
+    const std::size_t tail = tail_.load(std::memory_order_relaxed), head = head_.load(std::memory_order_relaxed);
+    return tail > head ? tail - head : 0;
+  }
+
+ private:
+  struct Slot {
+    std::atomic<std::size_t> seq{0};
+    void* item = nullptr;
+  };
+  std::vector<Slot> slots_;
+  std::size_t mask_;
+  alignas(64) std::atomic<std::size_t> head_{0};
+  alignas(64) std::atomic<std::size_t> tail_{0};
+};
+
+std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
+                                         const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
+  static const std::vector<BernsteinPoly> none;
+  auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
+  const std::size_t count = systems.size();
+  std::vector<Subdivision> out(count);
+  struct Node {
+    Cell cell;
+    std::size_t system;
+  };
+  // Roots enter the ring as their system's index (an odd word; nodes are even pointers). The thread that takes one
+  // copies the system into its first cell and measures its scale, so that set-up is spread over the threads.
+  std::vector<double> scale(count, 0.0);
+  auto make_root = [&](std::size_t i) {
+    for (const auto& e : equations[i]) scale[i] = std::max(scale[i], std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
+    const int n = systems[i].n;
+    std::vector<BernsteinPoly> all = equations[i];
+    all.insert(all.end(), ineq(i).begin(), ineq(i).end());
+    return Node{{std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), std::move(all)}, i};
+  };
+  auto root_item = [](std::size_t i) { return reinterpret_cast<void*>((std::uintptr_t(i) << 1) | 1); };
+  // Room for every root and a few hundred nodes per thread (a full ring only makes workers keep children
+  // themselves); tiny batches must not pay for initialising a large ring.
+  std::size_t capacity = 1024;
+  while (capacity < (std::size_t(1) << 16) && capacity < count + 256 * std::size_t(cpu_thread_count(o.threads)))
+    capacity <<= 1;
+  NodeRing ring(capacity);
+  // pending: nodes handed out through the ring (or as the batch's roots) whose subtrees are not finished. A thread
+  // works through a taken node's subtree on its own stack, sharing children through the ring only while the ring
+  // runs low, and settles its taken nodes when its stack empties: no shared counter per node.
+  std::atomic<std::int64_t> pending{std::int64_t(count)}, nodes{0}, candidates{0};
+  std::atomic<int> stop{0};  // 1: node limit, 2: time limit, 3: stopped by the caller, 4: a failure
+  std::atomic<double> tolerance{o.tolerance};
+  std::vector<std::size_t> overflow;  // roots that did not fit in the ring at the start
+  for (std::size_t i = 0; i < count; ++i)
+    if (!ring.push(root_item(i))) overflow.push_back(i);
+  const auto t0 = std::chrono::steady_clock::now();
+  const int threads = cpu_thread_count(o.threads);
+  std::mutex merge;
+  core::RegionErrors errors;
+#pragma omp parallel num_threads(threads) if (count > 0)
+  {
+    std::vector<std::vector<Root>> found(count);
+    std::vector<std::vector<std::pair<std::vector<double>, std::vector<double>>>> unresolved(count);
+    std::vector<Node> local;
+    std::vector<std::int64_t> visited(count, 0);  // cells per system
+    std::int64_t taken = 0, seen_here = 0, emitted = 0;  // nodes taken from the ring (or the roots' overflow); nodes processed
+#pragma omp critical(parasurf_solver_overflow)
+    {
+      // The roots that did not fit are shared out at the start.
+      while (!overflow.empty() && local.size() < 64) {
+        local.push_back(make_root(overflow.back()));
+        overflow.pop_back();
+        ++taken;
+      }
+    }
+    for (;;) {
+      Node node;
+      if (!local.empty()) {
+        node = std::move(local.back());
+        local.pop_back();
+      } else {
+        if (taken > 0) pending -= taken, taken = 0;  // this thread's share of the work is done
+        void* item = nullptr;
+        if (!ring.pop(item)) {
+          if (pending.load() == 0) break;
+          std::this_thread::yield();
+          continue;
+        }
+        if (reinterpret_cast<std::uintptr_t>(item) & 1) {
+          node = make_root(reinterpret_cast<std::uintptr_t>(item) >> 1);
+        } else {
+          node = std::move(*static_cast<Node*>(item));
+          delete static_cast<Node*>(item);
+        }
+        ++taken;
+      }
+      // The node limit is counted every 64 nodes (approximate by that much per thread); the clock is read at every
+      // node, as one node of a high-degree system can take milliseconds.
+      if ((++seen_here & 63) == 0) {
+        if (nodes.fetch_add(64) + 64 > o.max_nodes) stop = 1;
+        if (o.stop && o.stop()) stop = 3;
+      }
+      if (stop.load(std::memory_order_relaxed) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds)
+        stop = 2;
+      if (stop.load(std::memory_order_relaxed)) continue;  // drain without work
+      const std::size_t sys = node.system;
+      ++visited[sys];
+      const int m = int(equations[sys].size());
+      double tol = tolerance.load(std::memory_order_relaxed);
+      // A continuum keeps the ring full: past 100,000 waiting nodes, cells are taken at their size.
+      if (square && pending.load(std::memory_order_relaxed) + std::int64_t(local.size()) > 100000) {
+        double width = 0;
+        for (int k = 0; k < systems[sys].n; ++k) width = std::max(width, node.cell.hi[std::size_t(k)] - node.cell.lo[std::size_t(k)]);
+        tol = std::max(tol, 1.01 * width);
+      }
+      const std::size_t before = unresolved[sys].size();
+      // Children stay with this thread (depth first, their coefficients still in its cache) while the ring holds
+      // enough work for idle threads; otherwise they are shared through it.
+      // A failure (out of memory) ends the traversal: the other threads drain the ring without work, then it is
+      // rethrown.
+      errors.capture([&] {
+        process_cell(systems[sys], node.cell, m, square, tol, scale[sys], o, ineq(sys), found[sys], unresolved[sys], [&](Cell&& child) {
+          // The ring's ends are written by every thread's pops and pushes: read them for every 8th child only, or
+          // while this thread has little work of its own anyway.
+          if (((++emitted & 7) == 0 || local.size() < 4) && ring.approximate_size() < std::size_t(2 * threads)) {
+            Node* shared = new Node{std::move(child), sys};
+            ++pending;
+            if (ring.push(shared)) return;
+            --pending;
+            child = std::move(shared->cell);
+            delete shared;
+          }
+          local.push_back({std::move(child), sys});
+        });
+      });
+      if (errors.failed()) stop = 4;
+      if (square && unresolved[sys].size() > before && ++candidates > 20000 && tol < 1e-4) tolerance = 1e-4;
+    }
+    nodes += seen_here & 63;
+    std::lock_guard<std::mutex> lock(merge);
+    for (std::size_t i = 0; i < count; ++i) {
+      for (auto& r : found[i]) out[i].proved.push_back(std::move(r));
+      for (auto& u : unresolved[i]) out[i].candidates.push_back(std::move(u));
+      out[i].nodes += visited[i];
+    }
+  }
+  errors.rethrow();
+  const std::string status = stop.load() == 1   ? "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)"
+                             : stop.load() == 2 ? time_limit_status(o.max_seconds)
+                             : stop.load() == 3 ? "interrupted (partial result)"
+                                                : "complete";
+  for (auto& s : out) {
+    s.status = status;
+    s.tolerance = tolerance.load();
+    // Threads deliver in any order: sorted, results do not depend on the schedule.
+    std::sort(s.proved.begin(), s.proved.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
+  }
+  return out;
+}
+
+}  // namespace
+
+Subdivision subdivide_cpu(const System& sys, const std::vector<BernsteinPoly>& equations,
+                          const std::vector<BernsteinPoly>& positive, const SolverOptions& o, bool square) {
+  return subdivide(sys, equations, positive, o, square);
+}
+
+std::vector<Subdivision> subdivide_cpu_tasks(const std::vector<System>& systems,
+                                             const std::vector<std::vector<BernsteinPoly>>& equations,
+                                             const std::vector<std::vector<BernsteinPoly>>& positive,
+                                             const SolverOptions& o, bool square) {
+  return subdivide_tasks(systems, equations, positive, o, square);
+}
+
+}  // namespace parasurf::solver
