@@ -52,7 +52,12 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
   // between slabs. (A GPU keeps its one upload.)
   const std::int64_t slice = v.shape[1] * v.shape[2], samples = slice * v.shape[0];
   constexpr std::int64_t slab_samples = std::int64_t(1) << 27;
-  if (samples > slab_samples && (o.device == Device::Cpu || (o.device == Device::Auto && !cuda_available())))
+  const auto on_cpu = [&] {
+    return o.device == Device::Cpu ||
+           (o.device == Device::Auto && isosurface_auto_estimate({v.shape[2], v.shape[1], v.shape[0]}, v.type, 0,
+                                                                 o.threads).device == Device::Cpu);
+  };
+  if (samples > slab_samples && on_cpu())
     io.slab_slices = std::max<std::int64_t>(2, slab_samples / slice);
   IsosurfaceReport report;
   TriangleMesh mesh = extract_isosurface(*source, io, &report);
