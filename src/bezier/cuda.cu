@@ -13,6 +13,8 @@
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
 #include "core/memory.hpp"
+#include "core/staging.hpp"
+#include "parasurf/device.hpp"
 
 namespace parasurf::bezier::cuda {
 
@@ -930,22 +932,41 @@ void launch_point_list(Context* ctx, const Job<T>& job, const kern::OutView<T>& 
   }
 }
 
-// The outputs may be host memory or a caller's device memory (UVA tells which): the copies say neither.
+// The outputs may be host memory or a caller's device memory (UVA tells which): the copies say neither. Outputs in
+// pageable host memory come home through pinned staging emptied by all cores where that pays (the driver's own
+// pageable copy runs on one thread, far below the link).
 template <class T>
 void copy_back(Context* ctx, std::int64_t first, std::int64_t count, std::int64_t dev_first,
                const kern::OutView<T>& host_out) {
+  std::vector<core::HostCopy> copies;
   for (int k = 0; k < 7; ++k)
     for (int c = 0; c < 3; ++c) {
       T* h = out_slots(host_out, k)[c];
       if (h && ctx->dev_out[k * 3 + c])
-        PS_CUDA(cudaMemcpyAsync(h + first, static_cast<T*>(ctx->dev_out[k * 3 + c]) + dev_first,
-                                std::size_t(count) * sizeof(T), cudaMemcpyDefault, ctx->stream),
-                "copying samples to the host");
+        copies.push_back({h + first, static_cast<T*>(ctx->dev_out[k * 3 + c]) + dev_first, std::size_t(count) * sizeof(T)});
     }
   if (host_out.flag && ctx->dev_out[21])
-    PS_CUDA(cudaMemcpyAsync(host_out.flag + first, static_cast<std::uint8_t*>(ctx->dev_out[21]) + dev_first,
-                            std::size_t(count), cudaMemcpyDefault, ctx->stream),
-            "copying degenerate flags to the host");
+    copies.push_back({host_out.flag + first, static_cast<std::uint8_t*>(ctx->dev_out[21]) + dev_first, std::size_t(count)});
+  std::size_t total = 0, pageable_bytes = 0;
+  for (const auto& c : copies) total += c.bytes;
+  std::vector<char> pageable(copies.size(), 0);
+  if (total >= core::kMinStagedBytes)
+    for (std::size_t i = 0; i < copies.size(); ++i)
+      if (core::pageable(copies[i].host)) pageable[i] = 1, pageable_bytes += copies[i].bytes;
+  core::StagingPair pair;
+  if (pageable_bytes > 0 && core::staging_pays(ctx->device, pageable_bytes, false)) pair = core::take_staging(ctx->device);
+  std::vector<core::HostCopy> staged;
+  for (std::size_t i = 0; i < copies.size(); ++i)
+    if (pair && pageable[i]) staged.push_back(copies[i]);
+    else
+      PS_CUDA(cudaMemcpyAsync(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault, ctx->stream),
+              "copying samples to the host");
+  if (!pair) return;
+  struct GiveBack {
+    core::StagingPair p;
+    ~GiveBack() { core::give_back_staging(p); }
+  } give_back{pair};
+  core::download_staged(pair, staged, ctx->stream, cpu_thread_count(0));
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
 #include "core/memory.hpp"
+#include "core/staging.hpp"
 #include "isosurface/cuda_kernels.cuh"
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
@@ -39,59 +40,6 @@ __global__ void fill_field_kernel(float* out, int which, long long nx, long long
 struct HalfOf {
   int shift;
   __host__ __device__ std::uint64_t operator()(std::uint64_t c) const { return c >> shift & 0xffffffffull; }
-};
-
-// Pinned chunks for staging pageable samples outlive the engines that used them: pinning anew for each engine costs
-// more than staging gains on mid-size uploads, so a process pins them once per device. A pair per engine
-// uploading at the same time; they are never freed (the runtime may be gone when static objects die).
-class StagingChunks {
- public:
-  // Large enough that the copy engine's per-copy cost is small beside the bytes, small enough to pin once.
-  static constexpr std::size_t chunk_bytes = std::size_t(32) << 20;
-  struct Pair {
-    int device = -1;
-    void* host[2] = {nullptr, nullptr};
-  };
-  static bool any_spare(int device) {
-    std::lock_guard<std::mutex> lock(mutex());
-    return std::any_of(spare().begin(), spare().end(), [&](const Pair& p) { return p.device == device; });
-  }
-  // The current device's spare pair, or a new one pinned for it; none (host[0] null) where pinning fails (a locked
-  // memory limit), and the caller copies straight.
-  static Pair take(int device) {
-    {
-      std::lock_guard<std::mutex> lock(mutex());
-      for (auto it = spare().begin(); it != spare().end(); ++it)
-        if (it->device == device) {
-          const Pair p = *it;
-          spare().erase(it);
-          return p;
-        }
-    }
-    Pair p;
-    p.device = device;
-    for (int b = 0; b < 2; ++b)
-      if (cudaHostAlloc(&p.host[b], chunk_bytes, cudaHostAllocDefault) != cudaSuccess) {
-        cudaGetLastError();  // not sticky: the straight copy still works
-        if (b == 1) cudaFreeHost(p.host[0]);
-        return {};
-      }
-    return p;
-  }
-  static void give_back(const Pair& p) {
-    std::lock_guard<std::mutex> lock(mutex());
-    spare().push_back(p);
-  }
-
- private:
-  static std::mutex& mutex() {
-    static std::mutex m;
-    return m;
-  }
-  static std::vector<Pair>& spare() {
-    static auto* pairs = new std::vector<Pair>;  // leaked on purpose, as the chunks are
-    return *pairs;
-  }
 };
 
 using Clock = std::chrono::steady_clock;
@@ -280,7 +228,7 @@ class CudaEngine final : public SlabEngine {
     for (auto& e : stage_event_)
       if (e) cudaEventDestroy(e);
     if (mesh_ready_) cudaEventDestroy(mesh_ready_);
-    if (stage_.host[0]) StagingChunks::give_back(stage_);
+    if (stage_.host[0]) core::give_back_staging(stage_);
     if (classify_start_) cudaEventDestroy(classify_start_);
     if (classify_end_) cudaEventDestroy(classify_end_);
     if (totals_end_) cudaEventDestroy(totals_end_);
@@ -326,28 +274,18 @@ class CudaEngine final : public SlabEngine {
     return {data_.as<T>(), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
   }
 
-  // Copies through the pinned chunks from 4 MiB, samples going up and meshes coming home (the driver's own pageable
-  // copies reach a fraction of the link from there on). While none are pinned yet, a single copy below 256 MiB goes
-  // straight (pinning them costs more than staging gains once: a one-shot run), and the second one pins them (a
-  // process that moves such arrays again and again: a library caller, Python). False where they cannot be had (a
-  // locked-memory limit): the caller copies straight.
-  static constexpr std::size_t min_staged_bytes = std::size_t(4) << 20;
-  static std::atomic<int>& mid_size_copies() {
-    static std::atomic<int> n{0};
-    return n;
-  }
+  // Copies through the pinned chunks when core::staging_pays (from 4 MiB; a process's first mid-size copy goes
+  // straight), samples going up and meshes coming home. False where they cannot be had (a locked-memory limit):
+  // the caller copies straight.
   bool chunks_for(std::size_t bytes) {
-    constexpr std::size_t first_staged_from = std::size_t(256) << 20;
-    if (bytes < min_staged_bytes) return false;
-    if (!stage_.host[0] && bytes < first_staged_from && !StagingChunks::any_spare(device_) && mid_size_copies()++ < 1)
-      return false;
+    if (!core::staging_pays(device_, bytes, bool(stage_))) return false;
     if (!stage_stream_) {
       PS_CUDA(cudaStreamCreateWithFlags(&stage_stream_, cudaStreamNonBlocking), "creating the staging stream");
       for (int b = 0; b < 2; ++b)
         PS_CUDA(cudaEventCreateWithFlags(&stage_event_[b], cudaEventDisableTiming), "creating a staging event");
       PS_CUDA(cudaEventCreateWithFlags(&mesh_ready_, cudaEventDisableTiming), "creating a staging event");
     }
-    if (!stage_.host[0]) stage_ = StagingChunks::take(device_);
+    if (!stage_.host[0]) stage_ = core::take_staging(device_);
     return stage_.host[0] != nullptr;
   }
   // The host's cores each engine may use to fill or empty the chunks: engines on several GPUs copy at once.
@@ -360,18 +298,11 @@ class CudaEngine final : public SlabEngine {
     ~StagingShare() { --engines_staging(); }
     int threads() const { return std::max(1, cpu_thread_count(0) / std::max(1, engines_staging().load())); }
   };
-  static bool pageable(const void* host) {
-    cudaPointerAttributes where{};
-    const bool known = cudaPointerGetAttributes(&where, host) == cudaSuccess;
-    cudaGetLastError();  // (older drivers report a pageable pointer as an error)
-    return !known || where.type == cudaMemoryTypeUnregistered;
-  }
-
   // Samples in pageable host memory (a caller's array) go up through two pinned chunks that the host's cores fill
   // in turn while the copy engine drains the other: the driver stages a pageable copy on one thread, far below the
   // link's rate. Pinned samples (streamed slabs) and small uploads go straight.
   void upload_samples(void* device, const void* host, std::size_t bytes) {
-    if (!pageable(host) || !chunks_for(bytes)) {
+    if (!core::pageable(host) || !chunks_for(bytes)) {
       PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
       return;
     }
@@ -379,7 +310,7 @@ class CudaEngine final : public SlabEngine {
     // these samples' buffer first.
     PS_CUDA(cudaDeviceSynchronize(), "finishing the last slab before uploading");
     const StagingShare share;
-    constexpr std::size_t chunk = StagingChunks::chunk_bytes;
+    constexpr std::size_t chunk = core::kStagingChunkBytes;
     for (std::size_t at = 0, k = 0; at < bytes; at += chunk, ++k) {
       const std::size_t b = k & 1, n = std::min(chunk, bytes - at);
       PS_CUDA(cudaEventSynchronize(stage_event_[b]), "uploading the slab samples");  // its last chunk has left
@@ -407,9 +338,9 @@ class CudaEngine final : public SlabEngine {
     // Which arrays are pageable, asked only where chunks could serve (each query costs a visible share of a small run).
     std::vector<char> staged(copies.size(), 0);
     std::size_t staged_bytes = 0;
-    if (total >= min_staged_bytes)
+    if (total >= core::kMinStagedBytes)
       for (std::size_t i = 0; i < copies.size(); ++i) {
-        staged[i] = copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host);
+        staged[i] = copies[i].host && copies[i].bytes > 0 && core::pageable(copies[i].host);
         staged_bytes += staged[i] ? copies[i].bytes : 0;
       }
     const bool chunks = staged_bytes > 0 && chunks_for(staged_bytes);
@@ -421,9 +352,9 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaStreamWaitEvent(stage_stream_, mesh_ready_, 0), "downloading the mesh");
     std::vector<HomeCopy> pieces;  // of at most a chunk
     for (std::size_t i = 0; i < copies.size(); ++i)
-      for (std::size_t at = 0; staged[i] && at < copies[i].bytes; at += StagingChunks::chunk_bytes)
+      for (std::size_t at = 0; staged[i] && at < copies[i].bytes; at += core::kStagingChunkBytes)
         pieces.push_back({static_cast<char*>(copies[i].host) + at, static_cast<const char*>(copies[i].device) + at,
-                          std::min(StagingChunks::chunk_bytes, copies[i].bytes - at)});
+                          std::min(core::kStagingChunkBytes, copies[i].bytes - at)});
     const StagingShare share;
     auto bring = [&](std::size_t p) {
       PS_CUDA(cudaMemcpyAsync(stage_.host[p & 1], pieces[p].device, pieces[p].bytes, cudaMemcpyDeviceToHost, stage_stream_),
@@ -873,7 +804,7 @@ class CudaEngine final : public SlabEngine {
   bool point_vertices_ = false;
   cudaStream_t copy_stream_ = nullptr;
   cudaStream_t stage_stream_ = nullptr;  // copies through the pinned chunks (upload_samples, download_mesh)
-  StagingChunks::Pair stage_;  // borrowed from the process's spare chunks on the first staged copy
+  core::StagingPair stage_;  // borrowed from the process's spare chunks on the first staged copy
   cudaEvent_t stage_event_[2] = {nullptr, nullptr};  // a chunk has left (uploads) or arrived (downloads)
   cudaEvent_t mesh_ready_ = nullptr;  // the kernels before a staged download are done
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
