@@ -54,7 +54,8 @@ def surface():
     pick = lambda **k: next((r for r in rows if all(r.get(a) == b for a, b in k.items())), None)
     out = ["### Bézier surfaces\n",
            "Positions and unit normals on a 2000² grid, `factored` method. Kernel: samples left on the GPU, ratio "
-           "to the time of writing them once at the copy bandwidth. With copy: the same samples in host memory. "
+           "to the time of writing them once at the copy bandwidth. With copy: the same samples in host memory "
+           "(pageable arrays, brought home through pinned staging emptied by all cores). "
            "CPU: the same work on the host's threads.\n",
            caption(doc, link, f"{doc.get('gpu', 'GPU')}, {doc.get('cpu_threads', '?')} host threads",
                    "parasurf bench surface --devices cpu,cuda --methods factored --nets 4,12,16 --resolutions 2000 "
@@ -62,17 +63,18 @@ def surface():
     body = []
     for net in sorted({r["net"] for r in rows}):
         for precision in ("float", "double"):
-            k = pick(net=net, precision=precision, scheme="kernel")
+            k = pick(net=net, precision=precision, scheme="kernel", resolution=2000)
             if not k:
                 continue
-            copy = pick(net=net, precision=precision, scheme="gpu+copy")
-            cpu = pick(net=net, precision=precision, device="cpu")
+            copy = pick(net=net, precision=precision, scheme="gpu+copy", resolution=2000)
+            cpu = pick(net=net, precision=precision, device="cpu", resolution=2000, threads=doc.get("cpu_threads"))
             body.append([f"{net}×{net}", precision, ms(k["seconds"]), f"{k['points_per_second'] / 1e9:.0f}",
                          f"{100 * k['fraction_of_copy_bandwidth']:.0f} %", ms(copy["seconds"]) if copy else "",
                          ms(cpu["seconds"]) if cpu else "",
-                         ratio(cpu["seconds"] / k["seconds"]) if cpu else ""])
+                         ratio(cpu["seconds"] / k["seconds"]) if cpu else "",
+                         ratio(cpu["seconds"] / copy["seconds"]) if cpu and copy else ""])
     out.append(table(["net", "precision", "GPU kernel", "Gpoints/s", "of copy bandwidth", "GPU with copy home",
-                      "CPU", "kernel ÷ CPU"], body))
+                      "CPU", "kernel ÷ CPU", "with copy ÷ CPU"], body))
     peer_doc, peer_link = load("bench-surface-2core.json")
     if peer_doc and peer_doc.get("peer"):
         out.append("\nAgainst OpenSubdiv's `CpuEvaluator` (bicubic, positions and first derivatives), " +
