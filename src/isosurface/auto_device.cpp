@@ -20,12 +20,11 @@ namespace parasurf::iso {
 namespace {
 
 // A triangle costs the CPU engine about as much as this many classified samples (its vertices' interpolation and
-// normals, the triangle's indices): measured 30–60 on the machines benchmarked.
+// normals, the triangle's indices); the calibration measures the rest.
 constexpr double kTriangleWeight = 40;
 // GPU: per call (engine buffers, launches, waits), the link's effective rates for pageable host memory through the
 // engine's staging, the kernels' rate per sample and per triangle, and a context's start (cuInit, the context, the
-// module's load: 0.3-0.4 s of a one-shot process on an H200). The first three are replaced by what this process
-// measures.
+// module's load), typical of a data-centre GPU. The first three are replaced by what this process measures.
 constexpr double kGpuCallSeconds = 0.6e-3;
 constexpr double kUploadBytesPerSecond = 18e9;
 constexpr double kDownloadBytesPerSecond = 10e9;
@@ -75,7 +74,7 @@ std::pair<double, double> calibration_run(int n, int threads) {
   return {double(n) * n * n + kTriangleWeight * triangles, best};
 }
 
-// Measured once per process and thread count (a few milliseconds on two cores).
+// Measured once per process and thread count (two small runs, each the best of two).
 CpuRates cpu_rates(int threads) {
   static std::mutex lock;
   static std::map<int, CpuRates> known;
