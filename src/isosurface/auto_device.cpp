@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <numbers>
+#include <type_traits>
 
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
@@ -122,7 +123,13 @@ double gpu_seconds(const AutoJob& job) {
 template <class T>
 double crossings_on_rows(const T* data, const std::array<std::int64_t, 3>& d, double level, std::int64_t ky,
                          std::int64_t kz) {
-  double crossings = 0;
+  // Compared in the samples' own arithmetic (float for float samples: the smallest float not below the level gives
+  // the same answer as the comparison in double), and counted without a carried value, so the loops vectorise.
+  using C = std::conditional_t<std::is_same_v<T, float>, float, double>;
+  C at = C(level);
+  if constexpr (std::is_same_v<C, float>)
+    if (double(at) < level) at = std::nextafter(at, HUGE_VALF);
+  std::int64_t crossings = 0;
   const std::int64_t dy = d[1] > 1 ? d[0] : 0, dz = d[2] > 1 ? d[0] * d[1] : 0;
   for (std::int64_t j = 0; j < kz; ++j)
     for (std::int64_t i = 0; i < ky; ++i) {
@@ -130,14 +137,15 @@ double crossings_on_rows(const T* data, const std::array<std::int64_t, 3>& d, do
       const T* row = data + (z * d[1] + y) * d[0];
       const T* next_row = y + 1 < d[1] ? row + dy : row - dy;
       const T* next_slice = z + 1 < d[2] ? row + dz : row - dz;
-      bool inside = double(row[0]) >= level;
+      std::int64_t count = 0;
       for (std::int64_t x = 0; x < d[0]; ++x) {
-        const bool in = double(row[x]) >= level;
-        crossings += (in != inside) + (in != (double(next_row[x]) >= level)) + (in != (double(next_slice[x]) >= level));
-        inside = in;
+        const bool in = C(row[x]) >= at;
+        count += (in != (C(next_row[x]) >= at)) + (in != (C(next_slice[x]) >= at));
       }
+      for (std::int64_t x = 1; x < d[0]; ++x) count += (C(row[x]) >= at) != (C(row[x - 1]) >= at);
+      crossings += count;
     }
-  return crossings;
+  return double(crossings);
 }
 
 }  // namespace
