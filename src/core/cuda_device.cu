@@ -139,11 +139,19 @@ bool cuda_context_active(int device_index) {
   using GetState = int (*)(int, unsigned int*, int*);
   static GetState get_state = [] {
     void* fn = nullptr;
+    const char* name = "cuDevicePrimaryCtxGetState";
+#if CUDART_VERSION >= 12050
     cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuDevicePrimaryCtxGetState", &fn, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess)
-      fn = nullptr;
+    const bool ok = cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) == cudaSuccess &&
+                    found == cudaDriverEntryPointSuccess;
+#elif CUDART_VERSION >= 12000
+    cudaDriverEntryPointQueryResult found{};
+    const bool ok = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &found) == cudaSuccess &&
+                    found == cudaDriverEntryPointSuccess;
+#else
+    const bool ok = cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault) == cudaSuccess;
+#endif
+    if (!ok) fn = nullptr;
     cudaGetLastError();
     return reinterpret_cast<GetState>(fn);
   }();
