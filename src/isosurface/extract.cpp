@@ -1256,11 +1256,13 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   const auto& d = volume.geometry().dims;
   const double samples = double(d[0]) * double(d[1]) * double(d[2]) * double(std::max<std::size_t>(1, o.levels.size()));
   IsosurfaceOptions chosen = o;
+  core::DeviceEstimate before;
   core::AutoDecision decision;
   if (samples < iso::kAlwaysCpuSamples) {
     chosen.device = Device::Cpu;
   } else {
-    decision = core::decide("isosurface", iso::estimate_seconds(iso::auto_job(volume, o, iso::expected_triangles(volume, o.levels))));
+    before = iso::estimate_seconds(iso::auto_job(volume, o, iso::expected_triangles(volume, o.levels)));
+    decision = core::decide("isosurface", before);
     chosen.device = decision.device;
   }
   const bool gpu = chosen.device == Device::Cuda, cold = gpu && !core::cuda_context_active(0);
@@ -1272,8 +1274,11 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     iso::AutoJob made = iso::auto_job(volume, o, double(rep.triangles));
     made.vertices = double(rep.vertices);
     if (gpu) iso::learn_from_gpu_run(made, rep, cold);
-    else if (const core::DeviceEstimate e = iso::estimate_seconds(made); !e.cpu_bound)
-      core::learn("isosurface", Device::Cpu, e.cpu_seconds, rep.seconds_total - rep.seconds_read);
+    // (A CPU chosen by the cheap bounds teaches nothing: estimating it again could start the calibration the bounds
+    // spared, after the run.)
+    else if (!before.cpu_bound)
+      if (const core::DeviceEstimate e = iso::estimate_seconds(made); !e.cpu_bound)
+        core::learn("isosurface", Device::Cpu, e.cpu_seconds, rep.seconds_total - rep.seconds_read);
     rep.device_choice = core::describe(decision);
   }
   if (report) *report = rep;
