@@ -55,6 +55,20 @@ def test_values_and_mask_as_numpy_computes_them(device, rng):
 
 
 @pytest.mark.parametrize("device", devices())
+@pytest.mark.parametrize("threads", [1, 3])
+def test_values_on_ties_and_inexact_spacing(device, threads, rng):
+    """Samples on the level put vertices on grid points, so that many centroids fall on a cell boundary, and
+    spacings like 0.1 are not exact in binary: the cell of each face must still be numpy's floor of its centroid.
+    Three threads share vertices between their runs of faces."""
+    vol = rng.integers(0, 4, size=(21, 22, 23)).astype(np.float32)
+    spacing = (0.1, 0.3, 0.7)
+    out = parasurf.marching_cubes(vol, 2.0, spacing=spacing, device=device, threads=threads)
+    centre = out[0].astype(np.float64)[out[1]].sum(axis=1) / (3 * np.asarray(spacing))
+    assert (np.abs(centre - np.round(centre)) < 1e-9).any()  # some centroids do lie on a boundary
+    np.testing.assert_array_equal(out[3], numpy_values(vol, 2.0, out[0], out[1], spacing))
+
+
+@pytest.mark.parametrize("device", devices())
 def test_views_are_read_in_place_and_equal_copies(device, rng):
     vol = field(rng)
     for view in (vol.T, vol[::-1, :, ::2], np.asfortranarray(vol), vol[2:-3, 1:, 4:]):

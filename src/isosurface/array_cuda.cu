@@ -296,7 +296,7 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
 
   cells::Grid g{static_cast<const char*>(samples), {}, {}, {}};
   const auto c = ArrayView3::c_strides(v.shape, v.type);
-  for (int a = 0; a < 3; ++a) g.stride[a] = c[a], g.shape[a] = v.shape[a], g.cell[a] = cell[a];
+  for (int a = 0; a < 3; ++a) g.stride[a] = c[a], g.shape[a] = v.shape[a], cells::set_cell_size(g, a, cell[a]);
   if (o.mask) {
     const ArrayView3 m = o.mask->stepped(o.step);
     cells::Grid mg{static_cast<const char*>(m.data), {m.strides[0], m.strides[1], m.strides[2]}, {}, {}};
