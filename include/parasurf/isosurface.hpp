@@ -48,6 +48,10 @@ struct IsosurfaceOptions {
   std::vector<std::int32_t> exclude_labels;  // triangles with these labels are dropped (needs labels)
   // A second volume on the same grid, interpolated to every vertex (mesh.vertex_values).
   VolumeSource* scalars = nullptr;
+  // Instead of scalars: each vertex's value (mesh.vertex_values) is scikit-image's, the largest range
+  // max(v − level, 0) − min(v − level, 0) of the samples of a cell with a triangle at the vertex (NaN where such a
+  // cell has a NaN sample).
+  bool vertex_ranges = false;
   // Triangles expected (one level), e.g. from a cost pass: the host mesh is reserved and faulted in while the engine
   // starts (a GPU's start takes a while). 0: on a GPU, estimated from a built-in field's formula, else not reserved.
   std::uint64_t expected_triangles = 0;

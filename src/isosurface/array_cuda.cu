@@ -262,6 +262,9 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   task.data_z1 = task.z1 = geometry.dims[2];
   task.z0 = 0;
   task.level = io.ties_outside ? level_above(level, v.type) : io.keep_degenerate ? level_below(level, v.type) : level;
+  // Without a mask the engine writes the values with the vertices; a mask drops triangles first (below).
+  task.ranges = o.values && !o.mask;
+  task.range_level = float(level);
 
   KeptEngine& kept = kept_engine(volume.device);
   const std::lock_guard<std::mutex> lock(kept.busy);
@@ -286,7 +289,10 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   const std::int64_t nv = std::int64_t(counts.vertices), nf = std::int64_t(counts.triangles);
   Buffer verts = Buffer::cuda(volume.device, std::size_t(nv) * 12), normals = Buffer::cuda(volume.device, std::size_t(nv) * 12),
          faces = Buffer::cuda(volume.device, std::size_t(nf) * 12);
+  Buffer values;
+  if (task.ranges) values = Buffer::cuda(volume.device, std::size_t(nv) * 4);
   MeshTail tail;
+  tail.values = task.ranges ? static_cast<float*>(values.data) : nullptr;
   tail.positions = static_cast<float*>(verts.data);
   tail.normals = static_cast<float*>(normals.data);
   tail.triangles = static_cast<std::uint32_t*>(faces.data);
@@ -326,8 +332,7 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
     out.vertices = nv;
     out.triangles = nf;
   }
-  Buffer values;
-  if (o.values) {
+  if (o.values && o.mask) {
     values = Buffer::cuda(volume.device, std::size_t(out.vertices) * 4);
     PS_CUDA(cudaMemset(values.data, 0, values.bytes), "clearing the vertex values");
     core::visit_voxel_type(v.type, [&](auto tag) {

@@ -47,6 +47,9 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
   if (!std::isnan(o.level)) io.levels = {o.level};
   io.device = o.device;
   io.threads = o.threads;
+  // Without a mask the engine writes the values with the vertices (the cells around each vertex's edge); a mask
+  // drops triangles first, and the values then come from the triangles kept.
+  io.vertex_ranges = o.values && !o.mask;
   io.progress = o.progress;
   // On the CPU a whole array is one slab: large ones are cut so that progress (and a caller's interrupt) is heard
   // between slabs. (A GPU keeps its one upload.)
@@ -66,7 +69,8 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
   ArrayMesh out;
   out.device = report.device;
   std::vector<float> values;
-  if (mesh.triangle_count() > 0 && (o.values || o.mask)) {
+  if (io.vertex_ranges) values = std::move(mesh.vertex_values);
+  if (mesh.triangle_count() > 0 && o.mask) {
     const ArrayView3 mask = o.mask ? o.mask->stepped(o.step) : ArrayView3{};
     iso::finish_array_mesh(v, o.mask ? &mask : nullptr, level, cell, mesh, o.values ? &values : nullptr, o.threads);
   }

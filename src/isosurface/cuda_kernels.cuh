@@ -731,6 +731,28 @@ __global__ void __launch_bounds__(256) vertex_compute_kernel(mc::SlabValues<T> s
   }
 }
 
+// scikit-image's value of each vertex (mc::slot_range), one vertex a thread: a pass of its own, so that the vertex
+// pass keeps its registers.
+template <class T>
+__global__ void __launch_bounds__(256) vertex_range_kernel(mc::SlabValues<T> s, RowGrid g, float level,
+                                                           const std::uint64_t* __restrict__ entries,
+                                                           const SlabTotals* __restrict__ totals,
+                                                           float* __restrict__ values) {
+  wait_for_previous_kernel();
+  if (!totals->fits) return;
+  const std::uint64_t count = totals->vertices;
+  for (std::uint64_t v = std::uint64_t(blockIdx.x) * blockDim.x + threadIdx.x; v < count;
+       v += std::uint64_t(gridDim.x) * blockDim.x) {
+    const std::uint64_t e = entries[v];
+    const int point = int(e >> 3 & 31), slot = int(e & 7);
+    std::int64_t segment, j;
+    const std::int64_t r = g.by_segments.quotient(std::int64_t(e >> 8), segment);
+    const std::int64_t i = segment * kSegmentPoints + point;
+    const std::int64_t k = g.z0 + g.by_rows.quotient(r, j);
+    values[v] = mc::slot_range(s, i, j, k, slot, level);
+  }
+}
+
 // Whether every vertex on a sample equal to the level is used by the slab's own triangles: the vertex pass marks
 // the point vertices, these two passes clear the marks of every corner's vertex and flag a mark left. Such a vertex
 // is usually used, and the host's pass over the whole mesh for unused vertices can then be skipped.

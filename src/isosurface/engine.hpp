@@ -58,6 +58,10 @@ struct SlabTask {
   double level = 0;
   mc::WorldMap map{};
   bool decider = false, tunnels = false, keep_degenerate = false, flip = false, normals = true;  // tunnels: MC33
+  // Instead of scalars: each vertex's value is scikit-image's (mc::point_ranges), against the caller's level.
+  bool ranges = false;
+  float range_level = 0;
+  bool vertex_values() const { return scalars != nullptr || ranges; }
 };
 
 struct SlabCounts {

@@ -392,12 +392,12 @@ class CpuEngine final : public SlabEngine {
   // Held in host arrays of the engine's own, up to set_cpu_hold_limit()'s bytes (as a GPU is bounded by its memory).
   bool hold(const SlabTask& task, std::size_t slot, std::vector<std::uint64_t>& ties) override {
     const std::size_t nv = counts_.vertices, nt = counts_.triangles;
-    const std::uint64_t bytes = nv * ((task.normals ? 24 : 12) + (task.scalars ? 4 : 0)) + nt * (task.labels ? 16 : 12);
+    const std::uint64_t bytes = nv * ((task.normals ? 24 : 12) + (task.vertex_values() ? 4 : 0)) + nt * (task.labels ? 16 : 12);
     if (held_bytes_ + bytes > hold_limit.load(std::memory_order_relaxed)) return false;
     Held& h = held_[slot];
     h.positions.resize(3 * nv);
     if (task.normals) h.normals.resize(3 * nv);
-    if (task.scalars) h.values.resize(nv);
+    if (task.vertex_values()) h.values.resize(nv);
     h.triangles.resize(3 * nt);
     if (task.labels) h.labels.resize(nt);
     h.bytes = bytes;
@@ -405,7 +405,7 @@ class CpuEngine final : public SlabEngine {
     MeshTail mine;
     mine.positions = h.positions.data();
     mine.normals = task.normals ? h.normals.data() : nullptr;
-    mine.values = task.scalars ? h.values.data() : nullptr;
+    mine.values = task.vertex_values() ? h.values.data() : nullptr;
     mine.triangles = h.triangles.data();
     mine.face_labels = task.labels ? h.labels.data() : nullptr;
     generate(task, mine, ties);
@@ -818,6 +818,9 @@ class CpuEngine final : public SlabEngine {
           const T* base = s.data + ((k - task.data_z0) * l.ny + j + 2) * l.nx;
           for (const std::int64_t offset : {-sz, sz, 2 * sz, 2 * sy})
             for (std::int64_t x = lo; x <= hi; x += std::int64_t(64 / sizeof(T))) __builtin_prefetch(base + offset + x);
+          if (task.ranges)  // the ranges read the rows diagonal to the vertex's too
+            for (const std::int64_t offset : {sy - sz, sy + sz})
+              for (std::int64_t x = lo; x <= hi; x += std::int64_t(64 / sizeof(T))) __builtin_prefetch(base + offset + x);
         }
         const std::uint8_t* f = flags + r * l.nx;
         std::uint64_t v = row_vertex_base_[std::size_t(r)];
@@ -826,6 +829,7 @@ class CpuEngine final : public SlabEngine {
           float* nrm = out.normals ? out.normals + 3 * v : nullptr;
           mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
                                    task.scalars ? &scalars : nullptr, out.values ? out.values + v : nullptr);
+          if (task.ranges && out.values) mc::point_ranges(s, i, j, k, f[i], task.range_level, out.values + v);
           v += std::uint64_t(mc::slot_count(f[i]));
           saw_point |= f[i] & mc::kSlotPoint;
         };

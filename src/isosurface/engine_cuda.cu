@@ -111,7 +111,7 @@ class CudaEngine final : public SlabEngine {
     // What the slot needs beyond what it has, with a quarter of the free memory left for the slabs to come.
     auto more = [](const core::DeviceBuffer& b, std::size_t bytes) { return bytes > b.bytes ? bytes : 0; };
     const std::size_t need = more(h->positions, nv * 12) + (task.normals ? more(h->normals, nv * 12) : 0) +
-                             (task.scalars ? more(h->values, nv * 4) : 0) + more(h->triangles, nt * 12) +
+                             (task.vertex_values() ? more(h->values, nv * 4) : 0) + more(h->triangles, nt * 12) +
                              (task.labels ? more(h->labels, nt * 4) : 0);
     if (need > 0 && need > cuda_free_memory(device_) / 4 * 3) {
       spare_held_.push_back(std::move(h));
@@ -119,19 +119,19 @@ class CudaEngine final : public SlabEngine {
     }
     h->positions.ensure(std::max<std::size_t>(1, nv * 12), "allocating a held slab's vertices");
     if (task.normals) h->normals.ensure(std::max<std::size_t>(1, nv * 12), "allocating a held slab's normals");
-    if (task.scalars) h->values.ensure(std::max<std::size_t>(1, nv * 4), "allocating a held slab's vertex values");
+    if (task.vertex_values()) h->values.ensure(std::max<std::size_t>(1, nv * 4), "allocating a held slab's vertex values");
     h->triangles.ensure(std::max<std::size_t>(1, nt * 12), "allocating a held slab's triangles");
     if (task.labels) h->labels.ensure(std::max<std::size_t>(1, nt * 4), "allocating a held slab's triangle labels");
     MeshTail on_device;
     on_device.positions = h->positions.as<float>();
     on_device.normals = task.normals ? h->normals.as<float>() : nullptr;
-    on_device.values = task.scalars ? h->values.as<float>() : nullptr;
+    on_device.values = task.vertex_values() ? h->values.as<float>() : nullptr;
     on_device.triangles = h->triangles.as<std::uint32_t>();
     on_device.face_labels = task.labels ? h->labels.as<std::int32_t>() : nullptr;
     h->vertices = nv;
     h->triangle_count = nt;
     h->normals_held = task.normals;
-    h->values_held = task.scalars;
+    h->values_held = task.vertex_values();
     h->labels_held = task.labels;
     const double download_before = seconds_.download;
     generate(task, on_device, ties);
@@ -489,7 +489,7 @@ class CudaEngine final : public SlabEngine {
   cuda::MeshCapacity capacity(const SlabTask& task) const {
     unsigned long long v = std::min<unsigned long long>(positions_.bytes / 12, point_marks_.bytes);
     if (task.normals) v = std::min<unsigned long long>(v, normals_.bytes / 12);
-    if (task.scalars) v = std::min<unsigned long long>(v, values_.bytes / 4);
+    if (task.vertex_values()) v = std::min<unsigned long long>(v, values_.bytes / 4);
     unsigned long long t = triangles_.bytes / 12;
     if (task.labels) t = std::min<unsigned long long>(t, face_labels_.bytes / 4);
     return {v, vertex_list_.bytes / 8, t, ties_.bytes / 8};
@@ -696,6 +696,12 @@ class CudaEngine final : public SlabEngine {
           positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
           task.scalars ? scalars_.as<float>() : nullptr, task.scalars ? values_.as<float>() : nullptr,
           counters_.as<unsigned long long>() + 2, marks ? point_marks_.as<std::uint8_t>() : nullptr);
+      if (task.ranges)
+        launch_after_previous(
+            cuda::vertex_range_kernel<T>,
+            wave_blocks(reinterpret_cast<const void*>(cuda::vertex_range_kernel<T>), (vertex_bound + 255) / 256), 256,
+            0, "writing vertex values", s, g, task.range_level, vertex_list_.as<std::uint64_t>(), totals,
+            values_.as<float>());
     }
     if (side) PS_CUDA(cudaStreamWaitEvent(0, triangles_done_, 0), "joining the triangle pass");
   }
@@ -728,7 +734,7 @@ class CudaEngine final : public SlabEngine {
   void reserve_mesh(const SlabTask& t, std::size_t nv, std::size_t nt, std::size_t ties) {
     reserve(positions_, std::max<std::size_t>(1, nv * 12), "allocating vertices");
     if (t.normals) reserve(normals_, std::max<std::size_t>(1, nv * 12), "allocating normals");
-    if (t.scalars) reserve(values_, std::max<std::size_t>(1, nv * 4), "allocating vertex values");
+    if (t.vertex_values()) reserve(values_, std::max<std::size_t>(1, nv * 4), "allocating vertex values");
     reserve(point_marks_, std::max<std::size_t>(1, nv), "allocating point-vertex marks");
     reserve(vertex_list_, nv * 8, "allocating the vertex list");
     reserve(triangles_, std::max<std::size_t>(1, nt * 12), "allocating triangles");
@@ -761,7 +767,7 @@ class CudaEngine final : public SlabEngine {
     download_mesh({{out.positions, positions_.ptr, nv * 12},
                    {task.normals ? out.normals : nullptr, normals_.ptr, nv * 12},
                    {out.triangles, triangles_.ptr, nt * 12},
-                   {task.scalars ? out.values : nullptr, values_.ptr, nv * 4},
+                   {task.vertex_values() ? out.values : nullptr, values_.ptr, nv * 4},
                    {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}});
     // Only a mesh bound for the host asks (a resident one is left as it is).
     point_vertices_ = true;

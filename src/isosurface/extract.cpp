@@ -33,6 +33,9 @@ namespace parasurf {
 namespace iso {
 
 namespace {
+
+// Whether the mesh carries a value per vertex (interpolated scalars or scikit-image's cell ranges).
+bool vertex_values(const IsosurfaceOptions& o) { return o.scalars != nullptr || o.vertex_ranges; }
 template <class T>
 void to_labels(const T* in, std::size_t n, std::int32_t* out, const std::string& name, std::int64_t z0,
                std::uint64_t slice) {
@@ -295,7 +298,7 @@ iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, 
 // small next to its size); the estimate of active cells comes from the cost pass of the load balance.
 // Host bytes of a mesh of `vertices` and `triangles` with the outputs the options ask for.
 std::uint64_t host_mesh_bytes(const IsosurfaceOptions& o, std::uint64_t vertices, std::uint64_t triangles) {
-  return vertices * ((o.normals ? 24 : 12) + (o.scalars ? 4 : 0)) + triangles * (o.labels ? 16 : 12);
+  return vertices * ((o.normals ? 24 : 12) + (iso::vertex_values(o) ? 4 : 0)) + triangles * (o.labels ? 16 : 12);
 }
 
 // `base` (a mesh's first vertex and triangle) moved to vertex v0 and triangle t0.
@@ -314,7 +317,7 @@ iso::MeshTail tail_at(LevelMesh& m, std::uint64_t v0, std::uint64_t t0, const Is
   iso::MeshTail base;
   base.positions = m.positions.data();
   base.normals = o.normals ? m.normals.data() : nullptr;
-  base.values = o.scalars ? m.values.data() : nullptr;
+  base.values = iso::vertex_values(o) ? m.values.data() : nullptr;
   base.triangles = m.triangles.data();
   base.face_labels = o.labels ? m.labels.data() : nullptr;
   return tail_from(base, v0, t0);
@@ -336,7 +339,7 @@ void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, c
                 const RoomCap* cap = nullptr) {
   m.positions.reserve(std::size_t(3 * vertices));
   if (o.normals) m.normals.reserve(std::size_t(3 * vertices));
-  if (o.scalars) m.values.reserve(std::size_t(vertices));
+  if (iso::vertex_values(o)) m.values.reserve(std::size_t(vertices));
   m.triangles.reserve(std::size_t(3 * triangles));
   if (o.labels) m.labels.reserve(std::size_t(triangles));
   const iso::MeshTail base = tail_at(m, 0, 0, o);  // (the lanes below own the vectors until they are joined)
@@ -357,7 +360,7 @@ void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, c
   if (o.labels) arrays[0].push_back(array_of(m.labels, 1));
   arrays[1].push_back(array_of(m.positions, 3));
   if (o.normals) arrays[2].push_back(array_of(m.normals, 3));
-  if (o.scalars) arrays[2].push_back(array_of(m.values, 1));
+  if (iso::vertex_values(o)) arrays[2].push_back(array_of(m.values, 1));
   std::atomic<int> faulted[3] = {0, 0, 0};  // pieces whose pages are in, by lane
   auto fault_piece = [&](int which, int p) {
     const std::uint64_t a = counts[which] * std::uint64_t(p - 1) / std::uint64_t(pieces);
@@ -397,8 +400,8 @@ void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, c
   std::jthread position_lane([&] { lane(1, m.positions, 3, static_cast<Floats*>(nullptr), 0); });
   fault_piece(2, 1);
   std::jthread normal_lane([&] {
-    if (o.normals) lane(2, m.normals, 3, o.scalars ? &m.values : nullptr, 1);
-    else lane(2, m.values, o.scalars ? 1 : 0, static_cast<Floats*>(nullptr), 0);
+    if (o.normals) lane(2, m.normals, 3, iso::vertex_values(o) ? &m.values : nullptr, 1);
+    else lane(2, m.values, iso::vertex_values(o) ? 1 : 0, static_cast<Floats*>(nullptr), 0);
   });
   for (int p = 2; p <= pieces; ++p)
     for (int which = 0; which < 3; ++which) fault_piece(which, p);
@@ -726,6 +729,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     iso::SlabTask t = task_of(task_in, s, buf);
     for (std::size_t L = 0; L < levels.size(); ++L) {
       t.level = engine_levels[L];
+      t.range_level = float(levels[L]);
       LevelMesh& m = into[L];
       const std::uint64_t v0 = m.vertices, t0 = m.triangle_count;
       t.vertex_base = v0;
@@ -748,7 +752,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       make_room(m.positions, 3 * (v0 + c.vertices), scale);
       if (o.normals) make_room(m.normals, 3 * (v0 + c.vertices), scale);
       make_room(m.triangles, 3 * (t0 + c.triangles), scale);
-      if (o.scalars) m.values.resize(v0 + c.vertices);
+      if (iso::vertex_values(o)) m.values.resize(v0 + c.vertices);
       if (o.labels) m.labels.resize(t0 + c.triangles);
       m.vertices = v0 + c.vertices;
       m.triangle_count = t0 + c.triangles;
@@ -907,7 +911,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
             const std::uint64_t nv = v_at[L][std::size_t(slab_count)], nt = t_at[L][std::size_t(slab_count)];
             if (3 * nv > m.positions.size()) core::resize_for_overwrite(m.positions, 3 * nv);
             if (o.normals && 3 * nv > m.normals.size()) core::resize_for_overwrite(m.normals, 3 * nv);
-            if (o.scalars && nv > m.values.size()) m.values.resize(nv);
+            if (iso::vertex_values(o) && nv > m.values.size()) m.values.resize(nv);
             if (3 * nt > m.triangles.size()) core::resize_for_overwrite(m.triangles, 3 * nt);
             if (o.labels && nt > m.labels.size()) m.labels.resize(nt);
           }
@@ -981,6 +985,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
           for (std::size_t L = 0; L < nl; ++L) {
             SlabLevel& sl = slab_levels[std::size_t(s)][L];
             t.level = engine_levels[L];
+            t.range_level = float(levels[L]);
             const iso::SlabCounts c = eng->count(t);
             if (c.vertices > std::numeric_limits<std::uint32_t>::max())
               throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
@@ -997,7 +1002,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
               LevelMesh& m = on_host[std::size_t(s)][L];
               make_room(m.positions, 3 * c.vertices);
               if (o.normals) make_room(m.normals, 3 * c.vertices);
-              if (o.scalars) m.values.resize(c.vertices);
+              if (iso::vertex_values(o)) m.values.resize(c.vertices);
               make_room(m.triangles, 3 * c.triangles);
               if (o.labels) m.labels.resize(c.triangles);
               m.vertices = c.vertices;
@@ -1303,6 +1308,7 @@ SlabTask make_task(const VolumeGeometry& g, VoxelType type, const IsosurfaceOpti
   task.keep_degenerate = o.keep_degenerate;
   task.flip = (o.direction == GradientDirection::Ascent) != mirrored;
   task.normals = o.normals;
+  task.ranges = o.vertex_ranges && !o.scalars;
   task.field = field;
   task.origin = g.origin;
   task.spacing = g.spacing;
