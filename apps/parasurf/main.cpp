@@ -159,8 +159,11 @@ int main(int argc, char** argv) {
   if (!requested.empty())
     warm_up.thread = std::thread([requested, decides_itself] {
       const std::string warning = parasurf::cuda_fallback_warning();
-      if (warning.empty() && !decides_itself) parasurf::cuda_warm_up(0);
-      else if (requested == "auto") std::fprintf(stderr, "parasurf: warning: %s\n", warning.c_str());
+      if (!warning.empty()) {
+        if (requested == "auto") std::fprintf(stderr, "parasurf: warning: %s\n", warning.c_str());
+      } else if (!decides_itself) {
+        parasurf::cuda_warm_up(0);
+      }
     });
   if (mpi) parasurf::cli::mpi_begin();
   auto fail = [&](const char* what, int code) {

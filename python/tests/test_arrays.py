@@ -61,6 +61,24 @@ def generating_values(volume, level, verts, faces, cell, tol=1e-4):
     return out, checked
 
 
+def check_masked_values(vol, level, full, part, mask, spacing):
+    """The masked mesh is the whole one less the triangles whose centroid's cell has its last corner outside the
+    mask; a vertex that lost triangles takes the ranges of those kept (their cells from their centroids), the others
+    keep their values in the whole mesh."""
+    c = np.clip(np.floor(full[0].astype(np.float64)[full[1]].sum(axis=1) / (3 * np.asarray(spacing))).astype(int), 0,
+                np.array(vol.shape) - 2)
+    kept = mask[c[:, 0] + 1, c[:, 1] + 1, c[:, 2] + 1]
+    whole = np.flatnonzero(np.bincount(full[1][kept].ravel(), minlength=len(full[0])))
+    at = np.full(len(full[0]), -1)
+    at[whole] = np.arange(len(whole))
+    np.testing.assert_array_equal(part[1], at[full[1][kept]])
+    np.testing.assert_array_equal(part[0], full[0][whole])
+    border = np.isin(whole, full[1][~kept])
+    assert border.any() and not border.all()
+    np.testing.assert_array_equal(part[3][border], numpy_values(vol, level, part[0], part[1], spacing)[border])
+    np.testing.assert_array_equal(part[3][~border], full[3][whole][~border])
+
+
 @pytest.mark.parametrize("device", devices())
 def test_values_and_mask_as_numpy_computes_them(device, rng):
     vol = field(rng)
@@ -77,7 +95,7 @@ def test_values_and_mask_as_numpy_computes_them(device, rng):
                 np.array(vol.shape) - 2)
     assert mask[c[:, 0] + 1, c[:, 1] + 1, c[:, 2] + 1].all()
     assert len(np.unique(part[1])) == len(part[0])
-    np.testing.assert_array_equal(part[3], numpy_values(vol, 0.5, part[0], part[1], spacing))
+    check_masked_values(vol, 0.5, full, part, mask, spacing)
     step = parasurf.marching_cubes(vol, 0.5, spacing=spacing, step_size=2, device=device)
     want, checked = generating_values(vol[::2, ::2, ::2], 0.5, step[0], step[1], [2 * s for s in spacing])
     assert checked.mean() > 0.99
@@ -89,7 +107,8 @@ def test_values_and_mask_as_numpy_computes_them(device, rng):
 def test_values_on_ties_nan_and_borders(device, threads, rng):
     """Samples equal to the level put vertices at samples, NaN samples make NaN ranges, and the border cells have
     fewer neighbours: each vertex still takes the largest range of the cells that made its faces, on one thread and on
-    three (which share vertices between their rows). With a mask, the cells of the faces kept (numpy_values)."""
+    three (which share vertices between their rows). With a mask, a vertex that lost triangles takes the cells of the
+    triangles kept."""
     vol = rng.integers(0, 4, size=(21, 22, 23)).astype(np.float32)
     vol[rng.uniform(size=vol.shape) < 0.002] = np.nan
     spacing = (0.1, 0.3, 0.7)
@@ -99,7 +118,7 @@ def test_values_on_ties_nan_and_borders(device, threads, rng):
     np.testing.assert_array_equal(out[3][checked], want[checked])
     mask = rng.uniform(size=vol.shape) < 0.9
     part = parasurf.marching_cubes(vol, 2.0, spacing=spacing, mask=mask, device=device, threads=threads)
-    np.testing.assert_array_equal(part[3], numpy_values(vol, 2.0, part[0], part[1], spacing))
+    check_masked_values(vol, 2.0, out, part, mask, spacing)
 
 
 @pytest.mark.parametrize("device", devices())

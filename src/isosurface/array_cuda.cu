@@ -103,16 +103,28 @@ __global__ void range_kernel(const T* v, std::int64_t n, double* lo_hi) {
   if (threadIdx.x == 0) lo_hi[2 * blockIdx.x] = lo[0], lo_hi[2 * blockIdx.x + 1] = hi[0];
 }
 
+// keep[f]: whether triangle f's cell is in the mask; used[v] / touched[v]: whether a kept / dropped triangle uses v.
 __global__ void mask_kernel(cells::Grid g, const char* mask, cells::Grid m, const float* p, const std::uint32_t* t,
-                            std::int64_t nf, std::uint32_t* keep, std::uint32_t* used) {
+                            std::int64_t nf, std::uint32_t* keep, std::uint32_t* used, std::uint32_t* touched) {
   for (std::int64_t f = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; f < nf; f += std::int64_t(gridDim.x) * blockDim.x) {
     std::int64_t c[3];
     cells::face_cell(g, p, t, f, c);
     const bool k = mask[(c[0] + 1) * m.stride[0] + (c[1] + 1) * m.stride[1] + (c[2] + 1) * m.stride[2]] != 0;
     keep[f] = k;
-    if (k)
-      for (int a = 0; a < 3; ++a) used[t[3 * f + a]] = 1;
+    std::uint32_t* mark = k ? used : touched;
+    for (int a = 0; a < 3; ++a) mark[t[3 * f + a]] = 1;
   }
+}
+
+// The kept vertices' values; those next to a dropped triangle are cleared (values_kernel then takes the kept
+// triangles' ranges) and flagged in `border`.
+__global__ void compact_values_kernel(const std::uint32_t* used, const std::uint32_t* touched, const std::uint32_t* at,
+                                      std::int64_t nv, const float* values, float* values2, std::uint32_t* border) {
+  for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; v < nv; v += std::int64_t(gridDim.x) * blockDim.x)
+    if (used[v]) {
+      border[at[v]] = touched[v];
+      values2[at[v]] = touched[v] ? 0.0f : values[v];
+    }
 }
 
 __global__ void compact_vertices_kernel(const std::uint32_t* used, const std::uint32_t* at, std::int64_t nv, const float* p,
@@ -129,14 +141,19 @@ __global__ void compact_faces_kernel(const std::uint32_t* keep, const std::uint3
       for (int a = 0; a < 3; ++a) t2[3 * std::size_t(at[f]) + a] = vertex_at[t[3 * f + a]];
 }
 
+// The largest range of the cells of each vertex's triangles (a triangle's cell from its centroid), for the vertices
+// flagged in `only`.
 template <class T>
 __global__ void values_kernel(cells::Grid g, float level, const float* p, const std::uint32_t* t, std::int64_t nf,
-                              unsigned* keys) {
+                              const std::uint32_t* only, unsigned* keys) {
   for (std::int64_t f = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; f < nf; f += std::int64_t(gridDim.x) * blockDim.x) {
+    const std::uint32_t* tri = t + 3 * f;
+    if (!only[tri[0]] && !only[tri[1]] && !only[tri[2]]) continue;
     std::int64_t c[3];
     cells::face_cell(g, p, t, f, c);
     const unsigned key = cells::range_key(cells::cell_range<T>(g, c, level));
-    for (int a = 0; a < 3; ++a) atomicMax(keys + t[3 * f + a], key);
+    for (int a = 0; a < 3; ++a)
+      if (only[tri[a]]) atomicMax(keys + tri[a], key);
   }
 }
 
@@ -262,8 +279,9 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   task.data_z1 = task.z1 = geometry.dims[2];
   task.z0 = 0;
   task.level = io.ties_outside ? level_above(level, v.type) : io.keep_degenerate ? level_below(level, v.type) : level;
-  // Without a mask the engine writes the values with the vertices; a mask drops triangles first (below).
-  task.ranges = o.values && !o.mask;
+  // The engine writes the values with the vertices; where a mask drops triangles, the values of the vertices next
+  // to them come from the triangles kept (below).
+  task.ranges = o.values;
   task.range_level = float(level);
 
   KeptEngine& kept = kept_engine(volume.device);
@@ -306,13 +324,14 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   if (o.mask) {
     const ArrayView3 m = o.mask->stepped(o.step);
     cells::Grid mg{static_cast<const char*>(m.data), {m.strides[0], m.strides[1], m.strides[2]}, {}, {}};
-    core::DeviceBuffer flags, at;
-    flags.ensure(std::size_t(nf + nv) * 4, "allocating the mask's flags");
+    core::DeviceBuffer flags, at, border;
+    flags.ensure(std::size_t(nf + 2 * nv) * 4, "allocating the mask's flags");
     at.ensure(std::size_t(nf + nv) * 4, "allocating the mask's flags");
-    std::uint32_t *keep = flags.as<std::uint32_t>(), *used = keep + nf, *face_at = at.as<std::uint32_t>(), *vertex_at = face_at + nf;
-    PS_CUDA(cudaMemset(used, 0, std::size_t(nv) * 4), "clearing the mask's flags");
+    std::uint32_t *keep = flags.as<std::uint32_t>(), *used = keep + nf, *touched = used + nv,
+                  *face_at = at.as<std::uint32_t>(), *vertex_at = face_at + nf;
+    PS_CUDA(cudaMemset(used, 0, std::size_t(2 * nv) * 4), "clearing the mask's flags");
     mask_kernel<<<blocks(nf), kThreads>>>(g, static_cast<const char*>(m.data), mg, static_cast<const float*>(verts.data),
-                                          static_cast<const std::uint32_t*>(faces.data), nf, keep, used);
+                                          static_cast<const std::uint32_t*>(faces.data), nf, keep, used, touched);
     PS_CUDA_LAUNCH("masking the triangles");
     const std::int64_t kf = std::int64_t(exclusive_sum(keep, face_at, nf, temp));
     const std::int64_t kv = std::int64_t(exclusive_sum(used, vertex_at, nv, temp));
@@ -325,23 +344,27 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
     compact_faces_kernel<<<blocks(nf), kThreads>>>(keep, face_at, vertex_at, nf, static_cast<const std::uint32_t*>(faces.data),
                                                    static_cast<std::uint32_t*>(f2.data));
     PS_CUDA_LAUNCH("compacting the masked mesh");
+    if (o.values) {
+      Buffer values2 = Buffer::cuda(volume.device, std::size_t(kv) * 4);
+      border.ensure(std::size_t(kv) * 4, "allocating the mask's border flags");
+      compact_values_kernel<<<blocks(nv), kThreads>>>(used, touched, vertex_at, nv, static_cast<const float*>(values.data),
+                                                      static_cast<float*>(values2.data), border.as<std::uint32_t>());
+      PS_CUDA_LAUNCH("compacting the vertex values");
+      core::visit_voxel_type(v.type, [&](auto tag) {
+        using T = decltype(tag);
+        values_kernel<T><<<blocks(kf), kThreads>>>(g, float(level), static_cast<const float*>(v2.data),
+                                                   static_cast<const std::uint32_t*>(f2.data), kf,
+                                                   border.as<std::uint32_t>(), static_cast<unsigned*>(values2.data));
+      });
+      PS_CUDA_LAUNCH("the values next to the mask's border");
+      values = std::move(values2);
+    }
     verts = std::move(v2), normals = std::move(n2), faces = std::move(f2);
     out.vertices = kv;
     out.triangles = kf;
   } else {
     out.vertices = nv;
     out.triangles = nf;
-  }
-  if (o.values && o.mask) {
-    values = Buffer::cuda(volume.device, std::size_t(out.vertices) * 4);
-    PS_CUDA(cudaMemset(values.data, 0, values.bytes), "clearing the vertex values");
-    core::visit_voxel_type(v.type, [&](auto tag) {
-      using T = decltype(tag);
-      values_kernel<T><<<blocks(out.triangles), kThreads>>>(g, float(level), static_cast<const float*>(verts.data),
-                                                            static_cast<const std::uint32_t*>(faces.data), out.triangles,
-                                                            static_cast<unsigned*>(values.data));
-    });
-    PS_CUDA_LAUNCH("the vertex values");
   }
   PS_CUDA(cudaDeviceSynchronize(), "finishing the mesh");
   if (o.progress) o.progress(1.0);

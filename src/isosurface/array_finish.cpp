@@ -1,4 +1,5 @@
 // scikit-image's mask and per-vertex values after the engine, on the host (see cell_values.hpp).
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <limits>
@@ -52,9 +53,12 @@ std::uint64_t scan_flags(const std::vector<std::uint8_t>& flags, std::vector<std
   return total;
 }
 
-void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, int threads) {
+// Drops the triangles whose cell is masked and the vertices only they used (with their values, when the mesh has
+// them); `border` gets 1 for each kept vertex that a dropped triangle used too.
+void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, std::vector<std::uint8_t>& border,
+                 int threads) {
   const std::int64_t nf = m.triangle_count(), nv = m.vertex_count();
-  std::vector<std::uint8_t> keep(std::size_t(nf), 0), used(std::size_t(nv), 0);
+  std::vector<std::uint8_t> keep(std::size_t(nf), 0), used(std::size_t(nv), 0), touched(std::size_t(nv), 0);
   const char* mk = static_cast<const char*>(mask.data);
   const float* p = m.positions.data();
   const std::uint32_t* t = m.triangles.data();
@@ -64,22 +68,27 @@ void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, 
     cells::face_cell(g, p, t, f, c);
     const bool k = mk[(c[0] + 1) * mask.strides[0] + (c[1] + 1) * mask.strides[1] + (c[2] + 1) * mask.strides[2]] != 0;
     keep[std::size_t(f)] = k;
-    if (k)
-      for (int a = 0; a < 3; ++a) std::atomic_ref<std::uint8_t>(used[t[3 * f + a]]).store(1, std::memory_order_relaxed);
+    std::uint8_t* mark = k ? used.data() : touched.data();
+    for (int a = 0; a < 3; ++a) std::atomic_ref<std::uint8_t>(mark[t[3 * f + a]]).store(1, std::memory_order_relaxed);
   }
   std::vector<std::uint32_t> face_at, vertex_at;
   const std::uint64_t kept_f = scan_flags(keep, face_at, threads), kept_v = scan_flags(used, vertex_at, threads);
   std::vector<float> pos(std::size_t(kept_v) * 3), nrm(m.normals.empty() ? 0 : std::size_t(kept_v) * 3);
+  std::vector<float> val(m.vertex_values.empty() ? 0 : std::size_t(kept_v));
+  border.assign(std::size_t(kept_v), 0);
   std::vector<std::uint32_t> tri(std::size_t(kept_f) * 3);
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static) nowait
     for (std::int64_t v = 0; v < nv; ++v)
-      if (used[std::size_t(v)])
+      if (used[std::size_t(v)]) {
+        border[vertex_at[std::size_t(v)]] = touched[std::size_t(v)];
+        if (!val.empty()) val[vertex_at[std::size_t(v)]] = m.vertex_values[std::size_t(v)];
         for (int a = 0; a < 3; ++a) {
           pos[3 * std::size_t(vertex_at[std::size_t(v)]) + a] = m.positions[3 * std::size_t(v) + a];
           if (!nrm.empty()) nrm[3 * std::size_t(vertex_at[std::size_t(v)]) + a] = m.normals[3 * std::size_t(v) + a];
         }
+      }
 #pragma omp for schedule(static)
     for (std::int64_t f = 0; f < nf; ++f)
       if (keep[std::size_t(f)])
@@ -87,13 +96,20 @@ void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, 
   }
   m.positions = std::move(pos);
   m.normals = std::move(nrm);
+  m.vertex_values = std::move(val);
   m.triangles = std::move(tri);
 }
 
+// values[v] for the vertices with only[v] set (every vertex when `only` is empty): the largest range of the cells
+// of its triangles, each triangle's cell found from its centroid.
 template <class T>
-void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::vector<float>& values, int threads) {
+void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::vector<float>& values,
+                 const std::vector<std::uint8_t>& only, int threads) {
   const std::int64_t nf = m.triangle_count();
-  values.assign(std::size_t(m.vertex_count()), 0.0f);
+  if (only.empty()) values.assign(std::size_t(m.vertex_count()), 0.0f);
+  else
+    for (std::size_t v = 0; v < only.size(); ++v)
+      if (only[v]) values[v] = 0.0f;
   const float* p = m.positions.data();
   const std::uint32_t* t = m.triangles.data();
   // Triangles come in cell order, two to four a cell, and a cell's range reads eight samples in four rows of the
@@ -148,6 +164,7 @@ void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::
       }
       for (int a = 0; a < 3; ++a) {
         const std::int64_t id = t[3 * f + a];
+        if (!only.empty() && !only[std::size_t(id)]) continue;
         float& value = values[std::size_t(id)];
         if (id > above && id < below) {
           if (key > cells::range_key(value)) value = range;
@@ -170,8 +187,18 @@ void finish_array_mesh(const ArrayView3& volume, const ArrayView3* mask, double 
   const cells::Grid g = grid_of(volume, cell_size);
   core::visit_voxel_type(volume.type, [&](auto tag) {
     using T = decltype(tag);
-    if (mask) drop_masked(g, *mask, mesh, threads);
-    if (values) fill_values<T>(g, float(level), mesh, *values, threads);
+    std::vector<std::uint8_t> border;
+    if (mask) drop_masked(g, *mask, mesh, border, threads);
+    if (!values) return;
+    if (mesh.vertex_values.size() == std::size_t(mesh.vertex_count())) {
+      // The engine's values, of every cell around each vertex: those next to a dropped triangle come from the
+      // triangles kept.
+      *values = std::move(mesh.vertex_values);
+      if (std::find(border.begin(), border.end(), 1) != border.end())
+        fill_values<T>(g, float(level), mesh, *values, border, threads);
+    } else {
+      fill_values<T>(g, float(level), mesh, *values, {}, threads);
+    }
   });
 }
 

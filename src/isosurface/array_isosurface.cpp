@@ -47,9 +47,9 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
   if (!std::isnan(o.level)) io.levels = {o.level};
   io.device = o.device;
   io.threads = o.threads;
-  // Without a mask the engine writes the values with the vertices (the cells around each vertex's edge); a mask
-  // drops triangles first, and the values then come from the triangles kept.
-  io.vertex_ranges = o.values && !o.mask;
+  // The engine writes the values with the vertices (of the cells around each vertex's edge); where a mask drops
+  // triangles, the values of the vertices next to them come from the triangles kept.
+  io.vertex_ranges = o.values;
   io.progress = o.progress;
   // On the CPU a whole array is one slab: large ones are cut so that progress (and a caller's interrupt) is heard
   // between slabs. (A GPU keeps its one upload.)
@@ -69,10 +69,11 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
   ArrayMesh out;
   out.device = report.device;
   std::vector<float> values;
-  if (io.vertex_ranges) values = std::move(mesh.vertex_values);
   if (mesh.triangle_count() > 0 && o.mask) {
     const ArrayView3 mask = o.mask ? o.mask->stepped(o.step) : ArrayView3{};
     iso::finish_array_mesh(v, o.mask ? &mask : nullptr, level, cell, mesh, o.values ? &values : nullptr, o.threads);
+  } else if (o.values) {
+    values = std::move(mesh.vertex_values);
   }
   if (mesh.triangle_count() == 0) mesh = TriangleMesh{};
   if (mesh.vertex_count() >= (std::int64_t(1) << 31))

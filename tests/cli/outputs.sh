@@ -37,6 +37,11 @@ grep -q '"intersections"' fifo.json || no "the FIFO's input gave no result"
 grep -q '"triangles"' report.json || no "--json - wrote no report to standard output"
 [ -e ./- ] && no "--json - made a file named '-'"
 "$exe" isosurface --field sphere --size 12 -o s.ply -q --json /dev/null || no "a report to /dev/null"
+# -q: nothing on standard error for a run that went well, nor for --help (the device choice has nothing to say).
+err=$("$exe" isosurface --field sphere --size 12 -o s.ply -q 2>&1 >/dev/null) || no "isosurface -q"
+[ -z "$err" ] || no "isosurface -q printed on stderr: $err"
+err=$("$exe" isosurface --help 2>&1 >/dev/null)
+[ -z "$err" ] || no "isosurface --help printed on stderr: $err"
 # With --json -, standard output is the JSON alone (the human-readable report goes to standard error), for every
 # subcommand that writes one.
 for cmd in "surface -r 8" "tessellate -r 2" "isosurface --field sphere --size 12" "ffd -m 1"; do
