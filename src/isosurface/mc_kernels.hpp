@@ -639,10 +639,51 @@ PS_HD float cells_range(const SlabValues<T>& s, const std::int64_t* lowest, cons
   return nan ? NAN : best;
 }
 
-// The same for the vertex of the crossing edge from point (i, j, k) along `axis`, from the nine columns of two
-// samples along the edge that its cells share.
+// The same for an edge whose four cells all lie in the grid, from the samples at `at` and `at + along` and their
+// neighbours across it (strides `b`, `c`): the nine columns of two samples that its cells share.
 template <class T>
-PS_HD float edge_range(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, int axis, float level) {
+PS_HD_HOST_INLINE float inner_edge_range(const T* at, std::int64_t along, std::int64_t b, std::int64_t c, float level) {
+  // On the samples as they are, against the level: max(v − level, 0) is max(v, level) − level exactly (the
+  // subtraction rounds monotonically), and so for the smallest.
+  float lo[3][3], hi[3][3];
+  float finite = 0;  // 0 while every sample is finite: v − v is NaN for a NaN or an infinity
+  PS_UNROLL for (int db = 0; db < 3; ++db)
+    PS_UNROLL for (int dc = 0; dc < 3; ++dc) {
+      const T* q = at + (db - 1) * b + (dc - 1) * c;
+      const float v0 = float(q[0]), v1 = float(q[along]);
+      float l = v0 < level ? v0 : level, h = v0 > level ? v0 : level;  // (a NaN compares false: left out)
+      lo[db][dc] = v1 < l ? v1 : l;
+      hi[db][dc] = v1 > h ? v1 : h;
+      finite += (v0 - v0) + (v1 - v1);
+    }
+  bool nan = false;
+  if (finite != 0)  // a NaN or an infinity (rare): which one, sample by sample
+    for (int db = 0; db < 3; ++db)
+      for (int dc = 0; dc < 3; ++dc) {
+        const T* q = at + (db - 1) * b + (dc - 1) * c;
+        const float v0 = float(q[0]), v1 = float(q[along]);
+        nan = nan || v0 != v0 || v1 != v1;
+      }
+  float best = 0;
+  PS_UNROLL for (int db = 0; db < 2; ++db) {
+    float l[3], h[3];  // the two columns across b, for each c
+    PS_UNROLL for (int dc = 0; dc < 3; ++dc) {
+      l[dc] = lo[db + 1][dc] < lo[db][dc] ? lo[db + 1][dc] : lo[db][dc];
+      h[dc] = hi[db + 1][dc] > hi[db][dc] ? hi[db + 1][dc] : hi[db][dc];
+    }
+    PS_UNROLL for (int dc = 0; dc < 2; ++dc) {
+      const float cl = (l[dc + 1] < l[dc] ? l[dc + 1] : l[dc]) - level;
+      const float ch = (h[dc + 1] > h[dc] ? h[dc + 1] : h[dc]) - level;
+      best = ch - cl > best ? ch - cl : best;
+    }
+  }
+  return nan ? NAN : best;
+}
+
+// The same for an edge at the grid's border (fewer cells): out of line, so that the common path stays small.
+template <class T>
+PS_HD_HOST_NOINLINE float border_edge_range(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k,
+                                            int axis, float level) {
   const std::int64_t p[3] = {i, j, k}, n[3] = {s.nx, s.ny, s.nz};
   const int b = axis == 0 ? 1 : 0, c = axis == 2 ? 1 : 2;
   float lo[3][3], hi[3][3];
@@ -676,6 +717,19 @@ PS_HD float edge_range(const SlabValues<T>& s, std::int64_t i, std::int64_t j, s
   return nan ? NAN : best;
 }
 
+// The value of the vertex of the crossing edge from point (i, j, k) along `axis`.
+template <class T>
+PS_HD_HOST_INLINE float edge_range(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, int axis,
+                                   float level) {
+  const std::int64_t p[3] = {i, j, k}, n[3] = {s.nx, s.ny, s.nz};
+  const int b = axis == 0 ? 1 : 0, c = axis == 2 ? 1 : 2;
+  if (p[b] >= 1 && p[b] + 1 < n[b] && p[c] >= 1 && p[c] + 1 < n[c]) {
+    const std::int64_t stride[3] = {1, s.nx, s.nx * s.ny};
+    return inner_edge_range(&s.data[((k - s.z_begin) * s.ny + j) * s.nx + i], stride[axis], stride[b], stride[c], level);
+  }
+  return border_edge_range(s, i, j, k, axis, level);
+}
+
 // The value of point (i, j, k)'s vertex in slot `slot_bit` (a bit of its flags, as slot_vertex takes it).
 template <class T>
 PS_HD float slot_range(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, int slot_bit, float level) {
@@ -691,7 +745,7 @@ PS_HD float slot_range(const SlabValues<T>& s, std::int64_t i, std::int64_t j, s
 
 // The values of every vertex of point (i, j, k), in slot order (as point_vertices writes the vertices).
 template <class T>
-PS_HD void point_ranges(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
+PS_HD_HOST_INLINE void point_ranges(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
                         float level, float* values) {
   int slot = 0;
   if (flags & kSlotPoint) values[slot++] = slot_range(s, i, j, k, 0, level);
