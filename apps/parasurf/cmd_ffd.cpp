@@ -200,7 +200,11 @@ void add_ffd(CLI::App& app) {
     report["degenerate_skipped"] = read.degenerate_skipped;
     report["lattice"] = {{"count", lattice.count}, {"degree", lattice.degree}};
     report["target_miss"] = miss;
-    naming_file(builtin ? std::string() : a->input, [&] {
+    // A failure of the deformation may come from the mesh or from the lattice (one far larger than the mesh leaves
+    // every face degenerate in its coordinates): both are named.
+    std::string named = builtin ? std::string() : a->input;
+    if (!a->lattice_file.empty()) named = named.empty() ? a->lattice_file : named + " with lattice " + a->lattice_file;
+    naming_file(named, [&] {
       if (a->precision == "float") run<float>(*a, mesh, lattice, o, report);
       else run<double>(*a, mesh, lattice, o, report);
     });

@@ -84,7 +84,8 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
     case FfdMethod::Upsampled: prep = ffd::prepare_upsampled(mesh, lattice, options.level, report); break;
     case FfdMethod::Accurate: prep = ffd::prepare_accurate(mesh, lattice, options.level, report); break;
   }
-  if (prep.triangles.empty()) throw Error(ErrorKind::InvalidArgument, "FFD: every face of the mesh is degenerate");
+  if (prep.triangles.empty()) throw Error(ErrorKind::InvalidArgument, "FFD: every face of the mesh is degenerate in the lattice's parameters (no area: "
+                                                         "a mesh without area, or a lattice far larger than the mesh)");
   report.output_vertices = std::int64_t(prep.rest_positions.size() / 3);
   report.output_triangles = std::int64_t(prep.triangles.size() / 3);
 

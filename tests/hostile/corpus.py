@@ -241,6 +241,9 @@ def build(rng):
          {"h.stl": bytes(80) + struct.pack("<I", 2 ** 31) + bytes(100)}, needles=("h.stl",))
     case("OBJ with an index past 2^63", ["ffd", "i.obj"],
          {"i.obj": "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 99999999999999999999999\n"}, needles=("i.obj",))
+    case("lattice padding of 1e20 (every face degenerate in its parameters)", ["ffd", "m.obj", "--lattice-file", "l.json"],
+         {"m.obj": TET, "l.json": '{"count": [5, 4, 4], "degree": [3, 2, 1], "padding": 1e20}'},
+         needles=("l.json", "degenerate"))
 
     # --- decompression bombs: valid data, but bounded by --memory or refused with the limit
     case("NIfTI .nii.gz inflating to 512 MB under --memory 64", ["isosurface", "b.nii.gz", "--memory", "64"],
