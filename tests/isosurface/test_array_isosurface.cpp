@@ -2,6 +2,7 @@
 // serial reference of its values and mask, on host arrays of any layout and on CUDA arrays.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -177,6 +178,50 @@ TEST(ArrayIsosurface, MatchesTheExtractorAndTheReferenceOnEveryBackend) {
         EXPECT_EQ(host_copy<float>(m.values), ref.values) << what;
       }
     }
+}
+
+// The engine's per-vertex values (IsosurfaceOptions::vertex_ranges) read the cells around each vertex, one slice
+// beyond its own on either side: slabs of a few slices, with samples on the level and NaN, give the values of one
+// slab, on every backend.
+TEST(ArrayIsosurface, EngineValuesDoNotDependOnSlabs) {
+  std::mt19937_64 rng(test::run_seed());
+  const std::array<std::int64_t, 3> n{17, 21, 26};
+  std::vector<float> vol = bumps(n, rng);
+  for (float& x : vol) x = std::round(x * 16.0f) / 16.0f;  // many samples on the level 0.25
+  // A NaN between an inside and an outside sample: the crossings to it give vertices whose cells hold it.
+  for (std::size_t t = 0, start = std::size_t(rng() % vol.size()); t < vol.size(); ++t) {
+    const std::size_t i = (start + t) % vol.size();
+    const std::int64_t k = std::int64_t(i) % n[2];
+    if (k > 0 && k + 1 < n[2] && vol[i - 1] > 0.25f && vol[i + 1] < 0.25f) {
+      vol[i] = NAN;
+      break;
+    }
+  }
+  VolumeGeometry g;
+  g.dims = {n[2], n[1], n[0]};
+  for (Device device : test::devices()) {
+    if (device == Device::Hybrid) continue;
+    std::vector<float> whole;
+    for (std::int64_t slices : {0, 2, 3, 7}) {
+      MemoryVolume v(g, VoxelType::Float32, vol.data(), "bumps");
+      IsosurfaceOptions o;
+      o.levels = {0.25};
+      o.device = device;
+      o.vertex_ranges = true;
+      o.slab_slices = slices;
+      const TriangleMesh m = extract_isosurface(v, o);
+      ASSERT_EQ(m.vertex_values.size(), std::size_t(m.vertex_count()));
+      ASSERT_GT(m.vertex_count(), 100);
+      if (slices == 0) {
+        whole = m.vertex_values;
+        EXPECT_TRUE(std::any_of(whole.begin(), whole.end(), [](float x) { return std::isnan(x); }));
+        continue;
+      }
+      ASSERT_EQ(m.vertex_values.size(), whole.size()) << device_name(device) << ", slabs of " << slices;
+      EXPECT_EQ(0, std::memcmp(m.vertex_values.data(), whole.data(), whole.size() * 4))
+          << device_name(device) << ", slabs of " << slices;
+    }
+  }
 }
 
 TEST(ArrayIsosurface, StridedAndSteppedViewsEqualTheirContiguousCopies) {
