@@ -1,4 +1,4 @@
-// scikit-image's mask and per-vertex values after the engine, on the host (see cell_values.hpp).
+// scikit-image's mask after the engine, on the host, and the values next to its border (see cell_values.hpp).
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -10,6 +10,7 @@
 #include "isosurface/cell_values.hpp"
 #include "isosurface/engine.hpp"
 #include "parasurf/device.hpp"
+#include "parasurf/error.hpp"
 
 namespace parasurf::iso {
 
@@ -100,16 +101,14 @@ void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, 
   m.triangles = std::move(tri);
 }
 
-// values[v] for the vertices with only[v] set (every vertex when `only` is empty): the largest range of the cells
-// of its triangles, each triangle's cell found from its centroid.
+// values[v] for the vertices with only[v] set: the largest range of the cells of its triangles, each triangle's
+// cell found from its centroid.
 template <class T>
 void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::vector<float>& values,
                  const std::vector<std::uint8_t>& only, int threads) {
   const std::int64_t nf = m.triangle_count();
-  if (only.empty()) values.assign(std::size_t(m.vertex_count()), 0.0f);
-  else
-    for (std::size_t v = 0; v < only.size(); ++v)
-      if (only[v]) values[v] = 0.0f;
+  for (std::size_t v = 0; v < only.size(); ++v)
+    if (only[v]) values[v] = 0.0f;
   const float* p = m.positions.data();
   const std::uint32_t* t = m.triangles.data();
   // Triangles come in cell order, two to four a cell, and a cell's range reads eight samples in four rows of the
@@ -164,7 +163,7 @@ void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::
       }
       for (int a = 0; a < 3; ++a) {
         const std::int64_t id = t[3 * f + a];
-        if (!only.empty() && !only[std::size_t(id)]) continue;
+        if (!only[std::size_t(id)]) continue;
         float& value = values[std::size_t(id)];
         if (id > above && id < below) {
           if (key > cells::range_key(value)) value = range;
@@ -181,24 +180,22 @@ void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::
 
 }  // namespace
 
-void finish_array_mesh(const ArrayView3& volume, const ArrayView3* mask, double level, std::array<double, 3> cell_size,
+void finish_array_mesh(const ArrayView3& volume, const ArrayView3& mask, double level, std::array<double, 3> cell_size,
                        TriangleMesh& mesh, std::vector<float>* values, int threads) {
   threads = cpu_engine_threads(threads, volume.shape[0] * volume.shape[1] * volume.shape[2]);
   const cells::Grid g = grid_of(volume, cell_size);
   core::visit_voxel_type(volume.type, [&](auto tag) {
     using T = decltype(tag);
     std::vector<std::uint8_t> border;
-    if (mask) drop_masked(g, *mask, mesh, border, threads);
+    drop_masked(g, mask, mesh, border, threads);
     if (!values) return;
-    if (mesh.vertex_values.size() == std::size_t(mesh.vertex_count())) {
-      // The engine's values, of every cell around each vertex: those next to a dropped triangle come from the
-      // triangles kept.
-      *values = std::move(mesh.vertex_values);
-      if (std::find(border.begin(), border.end(), 1) != border.end())
-        fill_values<T>(g, float(level), mesh, *values, border, threads);
-    } else {
-      fill_values<T>(g, float(level), mesh, *values, {}, threads);
-    }
+    // The engine's values, of every cell around each vertex: those next to a dropped triangle come from the
+    // triangles kept.
+    if (mesh.vertex_values.size() != std::size_t(mesh.vertex_count()))
+      throw Error(ErrorKind::InvalidArgument, "finish_array_mesh: the mesh has no vertex values (vertex_ranges)");
+    *values = std::move(mesh.vertex_values);
+    if (std::find(border.begin(), border.end(), 1) != border.end())
+      fill_values<T>(g, float(level), mesh, *values, border, threads);
   });
 }
 

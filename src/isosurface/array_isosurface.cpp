@@ -70,8 +70,7 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
   out.device = report.device;
   std::vector<float> values;
   if (mesh.triangle_count() > 0 && o.mask) {
-    const ArrayView3 mask = o.mask ? o.mask->stepped(o.step) : ArrayView3{};
-    iso::finish_array_mesh(v, o.mask ? &mask : nullptr, level, cell, mesh, o.values ? &values : nullptr, o.threads);
+    iso::finish_array_mesh(v, o.mask->stepped(o.step), level, cell, mesh, o.values ? &values : nullptr, o.threads);
   } else if (o.values) {
     values = std::move(mesh.vertex_values);
   }

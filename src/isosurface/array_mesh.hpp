@@ -25,11 +25,11 @@ VolumeGeometry array_order_geometry(const ArrayView3& view, std::array<double, 3
 IsosurfaceOptions array_order_options(const ArrayIsosurfaceOptions& options);
 
 // After the engine, on the host, for a mask: drops the triangles of cells whose mask is 0 at their last corner (and
-// the vertices only they used), then fills `values` when given (scikit-image's per-vertex value range) from the
-// triangles kept. A triangle's cell is the floor of its centroid in grid units (step · spacing), clamped to the grid.
-// (Without a mask the engine writes the values, mc::point_ranges.) `volume` and `mask` are the stepped
-// views.
-void finish_array_mesh(const ArrayView3& volume, const ArrayView3* mask, double level, std::array<double, 3> cell_size,
+// the vertices only they used). With `values`: the mesh's vertex values (the engine's, IsosurfaceOptions::
+// vertex_ranges) move there, and those of the vertices that lost triangles come from the triangles kept. A
+// triangle's cell is the floor of its centroid in grid units (step · spacing), clamped to the grid. `volume` and
+// `mask` are the stepped views.
+void finish_array_mesh(const ArrayView3& volume, const ArrayView3& mask, double level, std::array<double, 3> cell_size,
                        TriangleMesh& mesh, std::vector<float>* values, int threads);
 
 // The same on a CUDA array: the run and the passes on its GPU, the mesh left there.

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "core/hd.hpp"
+#include "isosurface/level_range.hpp"
 
 namespace parasurf::iso::cells {
 
@@ -54,8 +55,7 @@ PS_HD std::int64_t cell_offset(const Grid& g, const std::int64_t* c) {
   return c[0] * g.stride[0] + c[1] * g.stride[1] + c[2] * g.stride[2];
 }
 
-// The cell's corner values shifted by the level, as float32: max(largest, 0) − min(smallest, 0); NaN when a corner
-// is NaN (as numpy's max and min). `offset`: cell_offset of the cell.
+// The cell's LevelRange. `offset`: cell_offset of the cell.
 template <class T>
 PS_HD float cell_range_at(const Grid& g, std::int64_t offset, float level) {
   const char* at = g.data + offset;
@@ -67,15 +67,9 @@ PS_HD float cell_range_at(const Grid& g, std::int64_t offset, float level) {
                                   g.stride[0] + g.stride[2],
                                   g.stride[0] + g.stride[1],
                                   g.stride[0] + g.stride[1] + g.stride[2]};
-  float lo = 0, hi = 0;
-  bool nan = false;
-  for (int d = 0; d < 8; ++d) {
-    const float v = float(*reinterpret_cast<const T*>(at + corner[d])) - level;
-    lo = v < lo ? v : lo;
-    hi = v > hi ? v : hi;
-    nan = nan || v != v;
-  }
-  return nan ? NAN : hi - lo;
+  LevelRange r;
+  for (int d = 0; d < 8; ++d) r.add(float(*reinterpret_cast<const T*>(at + corner[d])) - level);
+  return r.value();
 }
 template <class T>
 PS_HD float cell_range(const Grid& g, const std::int64_t* c, float level) {

@@ -818,9 +818,6 @@ class CpuEngine final : public SlabEngine {
           const T* base = s.data + ((k - task.data_z0) * l.ny + j + 2) * l.nx;
           for (const std::int64_t offset : {-sz, sz, 2 * sz, 2 * sy})
             for (std::int64_t x = lo; x <= hi; x += std::int64_t(64 / sizeof(T))) __builtin_prefetch(base + offset + x);
-          if (task.ranges)  // the ranges read the rows diagonal to the vertex's too
-            for (const std::int64_t offset : {sy - sz, sy + sz})
-              for (std::int64_t x = lo; x <= hi; x += std::int64_t(64 / sizeof(T))) __builtin_prefetch(base + offset + x);
         }
         const std::uint8_t* f = flags + r * l.nx;
         std::uint64_t v = row_vertex_base_[std::size_t(r)];

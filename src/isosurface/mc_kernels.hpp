@@ -15,6 +15,7 @@
 #endif
 
 #include "core/hd.hpp"
+#include "isosurface/level_range.hpp"
 #include "isosurface/mc_tables.hpp"
 
 namespace parasurf::mc {
@@ -612,9 +613,8 @@ PS_HD_HOST_INLINE void slot_vertex(const SlabValues<T>& s, std::int64_t i, std::
                   scalars ? scalars->at(i, j, k) : 0.0f, value);
 }
 
-// scikit-image's value of a vertex (skimage.measure.marching_cubes after Lewiner et al. 2003): the largest range
-// max(largest, 0) − min(smallest, 0) of the level-shifted corners (as float32) among the cells that have a triangle
-// at the vertex; NaN when one of them has a NaN corner. Every cell around a crossing edge has a triangle there, so
+// scikit-image's value of a vertex: the largest LevelRange (level_range.hpp) among the cells that have a triangle at
+// the vertex; NaN when one of them has a NaN corner. Every cell around a crossing edge has a triangle there, so
 // these are the cells around the vertex's edge (four, fewer at the border); for a vertex on a sample equal to the
 // level, the cells around that sample; for an MC33 centre vertex, its cell.
 template <class T>
@@ -627,14 +627,10 @@ PS_HD float cells_range(const SlabValues<T>& s, const std::int64_t* lowest, cons
   for (std::int64_t k = a[2]; k <= b[2]; ++k)
     for (std::int64_t j = a[1]; j <= b[1]; ++j)
       for (std::int64_t i = a[0]; i <= b[0]; ++i) {
-        float lo = 0, hi = 0;
-        for (int c = 0; c < 8; ++c) {
-          const float v = float(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1))) - level;
-          lo = v < lo ? v : lo;
-          hi = v > hi ? v : hi;
-          nan = nan || v != v;
-        }
-        best = hi - lo > best ? hi - lo : best;
+        iso::LevelRange r;
+        for (int c = 0; c < 8; ++c) r.add(float(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1))) - level);
+        best = r.hi - r.lo > best ? r.hi - r.lo : best;
+        nan = nan || r.nan;
       }
   return nan ? NAN : best;
 }
@@ -686,33 +682,24 @@ PS_HD_HOST_NOINLINE float border_edge_range(const SlabValues<T>& s, std::int64_t
                                             int axis, float level) {
   const std::int64_t p[3] = {i, j, k}, n[3] = {s.nx, s.ny, s.nz};
   const int b = axis == 0 ? 1 : 0, c = axis == 2 ? 1 : 2;
-  float lo[3][3], hi[3][3];
-  bool nan = false;
+  iso::LevelRange column[3][3];  // (the columns outside the grid stay empty: no cell of the grid uses them)
   for (int db = 0; db < 3; ++db)
     for (int dc = 0; dc < 3; ++dc) {
       std::int64_t q[3];
       q[axis] = p[axis], q[b] = p[b] + db - 1, q[c] = p[c] + dc - 1;
-      lo[db][dc] = hi[db][dc] = 0;
       if (q[b] < 0 || q[b] >= n[b] || q[c] < 0 || q[c] >= n[c]) continue;
-      for (int e = 0; e < 2; ++e, ++q[axis]) {
-        const float v = float(s.at(q[0], q[1], q[2])) - level;
-        lo[db][dc] = v < lo[db][dc] ? v : lo[db][dc];
-        hi[db][dc] = v > hi[db][dc] ? v : hi[db][dc];
-        nan = nan || v != v;
-      }
+      for (int e = 0; e < 2; ++e, ++q[axis]) column[db][dc].add(float(s.at(q[0], q[1], q[2])) - level);
     }
   float best = 0;
+  bool nan = false;
   for (int db = 0; db < 2; ++db)
     for (int dc = 0; dc < 2; ++dc) {
       const std::int64_t cb = p[b] + db - 1, cc = p[c] + dc - 1;  // the cell's lowest corner across the edge
       if (cb < 0 || cb > n[b] - 2 || cc < 0 || cc > n[c] - 2) continue;
-      float l = lo[db][dc], h = hi[db][dc];
-      for (int e = 1; e < 4; ++e) {  // the other three columns of the cell
-        const int xb = db + (e & 1), xc = dc + (e >> 1);
-        l = lo[xb][xc] < l ? lo[xb][xc] : l;
-        h = hi[xb][xc] > h ? hi[xb][xc] : h;
-      }
-      best = h - l > best ? h - l : best;
+      iso::LevelRange r = column[db][dc];
+      for (int e = 1; e < 4; ++e) r.merge(column[db + (e & 1)][dc + (e >> 1)]);  // the cell's other three columns
+      best = r.hi - r.lo > best ? r.hi - r.lo : best;
+      nan = nan || r.nan;
     }
   return nan ? NAN : best;
 }
@@ -745,8 +732,8 @@ PS_HD float slot_range(const SlabValues<T>& s, std::int64_t i, std::int64_t j, s
 
 // The values of every vertex of point (i, j, k), in slot order (as point_vertices writes the vertices).
 template <class T>
-PS_HD_HOST_INLINE void point_ranges(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k, std::uint8_t flags,
-                        float level, float* values) {
+PS_HD_HOST_INLINE void point_ranges(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k,
+                                    std::uint8_t flags, float level, float* values) {
   int slot = 0;
   if (flags & kSlotPoint) values[slot++] = slot_range(s, i, j, k, 0, level);
   for (int axis = 0; axis < 3; ++axis)
