@@ -239,17 +239,22 @@ def python_marching_cubes():
         versions = ", ".join(f"{k.replace('_', '-')} {meta[k]}" for k in ("numpy", "scikit_image") if k in meta)
         parts.append(caption(doc, link, machine + (f" ({versions})" if versions else ""),
                              "bench/python/bench_marching_cubes.py --json f.json"))
-        parts.append(table(["size", "path", "Python", "engine", "Python ÷ engine", "scikit-image", "speed-up"],
+        parts.append(table(["size", "path", "Python", "engine", "Python ÷ engine", "C++ API", "Python ÷ API",
+                            "scikit-image", "speed-up"],
                            [[f"{r['size']}³", r["path"], ms(r["seconds"]), ms(r["engine_seconds"]),
-                             ratio(r["ratio_to_engine"]), ms(r["peer_seconds"]) if r.get("peer_seconds") else "",
+                             ratio(r["ratio_to_engine"]), ms(r["api_seconds"]) if r.get("api_seconds") else "",
+                             ratio(r["ratio_to_api"]) if r.get("ratio_to_api") else "",
+                             ms(r["peer_seconds"]) if r.get("peer_seconds") else "",
                              ratio(r["speedup_over_peer"]) if r.get("speedup_over_peer") else ""]
                             for r in doc["rows"]]))
     if not parts:
         return ""
     return "\n".join(["### Python: `marching_cubes`\n",
                       "`parasurf.marching_cubes` on the tangle cube (float32, level 0) beside the engine alone on the "
-                      "same array and device and beside `skimage.measure.marching_cubes`, best of the calls after a "
-                      "warm-up. The floor of a Python call is the engine's time on the same data.\n"] + parts)
+                      "same array and device (the mesh and normals, no values), beside the C++ call that makes "
+                      "everything the Python function returns (`marching_cubes_array`, values included: Python ÷ API "
+                      "is the binding's own cost) and beside `skimage.measure.marching_cubes`, best of the calls "
+                      "after a warm-up. The floor of a Python call is the engine's time on the same data.\n"] + parts)
 
 
 def python_functions():

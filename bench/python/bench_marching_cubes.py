@@ -2,7 +2,8 @@
 """What a Python user of parasurf.marching_cubes meets, against the engine under it and against scikit-image.
 
 For each size: the Python function on a host array (device cpu and, with a GPU, cuda) beside the engine alone on
-the same array and device; scikit-image on the same array; and, with a GPU, the Python function on PyTorch and
+the same array and device (the mesh without values) and beside the C++ call that makes all the Python function
+returns (marching_cubes_array: mesh, normals and values; the Python function's cost over it is the binding's); scikit-image on the same array; and, with a GPU, the Python function on PyTorch and
 CuPy CUDA arrays beside the engine on the same device array. Times are the best of --repeats calls.
 
     PYTHONPATH=build/python python3 bench/python/bench_marching_cubes.py --sizes 64,128,256,512 --json mc.json
@@ -68,6 +69,7 @@ def main():
         extra = ""
         if "engine_seconds" in row:
             extra += "  engine %8.2f ms  python/engine %.2fx" % (row["engine_seconds"] * 1e3, row["ratio_to_engine"])
+            extra += "  C++ API %8.2f ms  python/API %.2fx" % (row["api_seconds"] * 1e3, row["ratio_to_api"])
         if "peer_seconds" in row:
             extra += "  %s %9.1f ms  (%.1fx)" % (row["peer"], row["peer_seconds"] * 1e3, row["speedup_over_peer"])
         print("%4d^3 %-26s %9.2f ms%s" % (row["size"], row["path"], row["seconds"] * 1e3, extra), flush=True)
@@ -81,8 +83,9 @@ def main():
         for dev in devices:
             py = best(lambda: parasurf.marching_cubes(vol, level, device=dev), a.repeats)
             eng = _parasurf._engine_seconds(vol, level, dev, a.repeats)
+            api = _parasurf._engine_seconds(vol, level, dev, a.repeats, api=True)
             row = {"size": n, "path": "python, host array, " + dev, "device": dev, "seconds": py, "engine_seconds": eng,
-                   "ratio_to_engine": py / eng}
+                   "ratio_to_engine": py / eng, "api_seconds": api, "ratio_to_api": py / api}
             if peer is not None:
                 row.update(peer="scikit-image", peer_seconds=peer, speedup_over_peer=peer / py)
             report(row)
@@ -102,8 +105,9 @@ def main():
                 continue
             py = best(lambda: parasurf.marching_cubes(d, level), a.repeats, sync)
             eng = _parasurf._engine_seconds(d, level, "cuda", a.repeats)
+            api = _parasurf._engine_seconds(d, level, "cuda", a.repeats, api=True)
             report({"size": n, "path": "python, %s CUDA array" % name, "device": "cuda", "seconds": py,
-                    "engine_seconds": eng, "ratio_to_engine": py / eng})
+                    "engine_seconds": eng, "ratio_to_engine": py / eng, "api_seconds": api, "ratio_to_api": py / api})
     meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "machine": platform.node(),
             "cuda": parasurf.cuda_available(), "numpy": np.__version__}
     try:

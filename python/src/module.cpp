@@ -369,16 +369,24 @@ PYBIND11_MODULE(_parasurf, m) {
   python::register_device_array(m);
   m.def(
       "_engine_seconds",
-      [](py::handle volume, double level, const std::string& device, int repeats, int threads) {
+      [](py::handle volume, double level, const std::string& device, int repeats, int threads, bool api) {
         // The engine alone on the same samples: the slab extractor on a host array (C order), or the GPU's mesh
-        // without values on a CUDA array. The best of `repeats` runs.
+        // without values on a CUDA array. With api, the C++ call that makes everything the Python function returns
+        // (marching_cubes_array, values included): the Python function's cost over it is the binding's alone.
+        // The best of `repeats` runs.
         python::ArrayIn in = python::array_in(volume, "volume");
         const ArrayView3 v = in.view;
         double best = 1e300;
         for (int r = 0; r < repeats; ++r) {
           py::gil_scoped_release release;
           const auto t0 = std::chrono::steady_clock::now();
-          if (v.space == MemorySpace::Cuda) {
+          if (api) {
+            ArrayIsosurfaceOptions o;
+            o.level = level;
+            o.device = parse_device(device);
+            o.threads = threads;
+            marching_cubes_array(v, o);
+          } else if (v.space == MemorySpace::Cuda) {
             ArrayIsosurfaceOptions o;
             o.level = level;
             o.values = false;
@@ -401,7 +409,8 @@ PYBIND11_MODULE(_parasurf, m) {
         }
         return best;
       },
-      py::arg("volume"), py::arg("level"), py::arg("device"), py::arg("repeats") = 5, py::arg("threads") = 0);
+      py::arg("volume"), py::arg("level"), py::arg("device"), py::arg("repeats") = 5, py::arg("threads") = 0,
+      py::arg("api") = false);
   // The engines alone, for bench/python: the same work as the Python function, in C++, best of `repeats`.
   auto best_of = [](int repeats, const std::function<void()>& f) {
     double best = 1e300;
