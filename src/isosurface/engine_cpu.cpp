@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "core/memory.hpp"
+#include "core/scratch.hpp"
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/level_cells.hpp"
@@ -350,26 +351,18 @@ inline std::uint32_t xor_row_flags(const std::uint8_t* PS_RESTRICT a, const std:
   return row_slots(f, nx);
 }
 
-// Bytes that are not zeroed when they grow: the sweeps write every byte before anything reads it, so the pages are
-// first touched by all threads in the sweeps instead of by one thread's memset (which cost as much as the sweep).
+// Bytes that are not zeroed when they grow: the sweeps write every byte before anything reads it. Kept in the
+// process's scratch pool between extractions (core/scratch.hpp), so that a caller's next call finds them resident.
 class ByteBuffer {
  public:
   // sparse: only a few rows are ever written (so its pages stay untouched, and unfaulted, elsewhere).
   explicit ByteBuffer(bool sparse = false) : sparse_(sparse) {}
-  void resize(std::size_t n) {
-    if (n <= capacity_) return;
-    data_.reset(new std::uint8_t[n]), capacity_ = n;
-    // Buffers from 2 MiB come fresh from the system on most extractions (a caller's own allocations between calls
-    // keep malloc from holding them): faulted in by all threads, on huge pages where allowed. A trap per 4 KiB page
-    // in the sweeps took two thirds of the classification at 512^3 on 16 cores, and a third of a 256^3 call.
-    if (!sparse_ && n >= (std::size_t(2) << 20)) core::prefault(data_.get(), n);
-  }
-  std::uint8_t* data() { return data_.get(); }
-  const std::uint8_t* data() const { return data_.get(); }
+  void resize(std::size_t n) { block_.reserve(n, !sparse_, "isosurface work bytes"); }
+  std::uint8_t* data() { return block_.data(); }
+  const std::uint8_t* data() const { return block_.data(); }
 
  private:
-  std::unique_ptr<std::uint8_t[]> data_;
-  std::size_t capacity_ = 0;
+  core::ScratchBlock block_;
   bool sparse_;
 };
 

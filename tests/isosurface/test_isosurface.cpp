@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -11,6 +12,7 @@
 #include <random>
 #include <set>
 
+#include "core/scratch.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/iso_checks.hpp"
 #include "isosurface/mc_kernels.hpp"
@@ -669,6 +671,44 @@ TEST(Isosurface, ALoneSampleOnTheLevelLeavesNoVertex) {
       EXPECT_EQ(a.positions, b.positions) << what;
       EXPECT_GT(a.triangle_count(), 0) << what;
     }
+}
+
+// The CPU engine's work bytes come from a pool kept between calls, holding whatever the last user wrote: blocks
+// filled with every bit set and with a pattern must give the mesh a fresh process gives, and the pool stays bounded.
+TEST(Isosurface, ScratchKeptBetweenCallsChangesNothing) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x5c7a);
+  std::vector<float> data;
+  MemoryVolume ties = integer_volume(rng, 23, 2, data);
+  std::vector<float> noise_data;
+  MemoryVolume noise = noise_volume(rng, {41, 37, 29}, noise_data);
+  for (VolumeSource* v : {static_cast<VolumeSource*>(&ties), static_cast<VolumeSource*>(&noise)})
+    for (auto topo : {CaseTopology::Classic, CaseTopology::Mc33})
+      for (bool keep : {false, true}) {
+        IsosurfaceOptions o;
+        o.levels = {v == &ties ? 1.0 : 0.1};
+        o.topology = topo;
+        o.keep_degenerate = keep;
+        o.device = Device::Cpu;
+        const TriangleMesh first = extract_isosurface(*v, o);
+        ASSERT_GT(first.triangle_count(), 0);
+        for (std::uint8_t fill : {std::uint8_t(0xFF), std::uint8_t(0x5A)}) {
+          {
+            std::vector<core::ScratchBlock> poison(6);
+            for (auto& b : poison) {
+              b.reserve(std::size_t(1) << 20, true, "test");
+              std::memset(b.data(), fill, b.capacity());
+            }
+          }  // back to the pool, poisoned
+          const TriangleMesh again = extract_isosurface(*v, o);
+          const std::string what = v->name() + " topology " + std::to_string(int(topo)) + " keep " +
+                                   std::to_string(keep) + " fill " + std::to_string(fill);
+          EXPECT_EQ(again.triangles, first.triangles) << what;
+          EXPECT_EQ(again.positions, first.positions) << what;
+          EXPECT_EQ(again.normals, first.normals) << what;
+        }
+      }
+  EXPECT_GT(core::scratch_retained_bytes(), 0u);
+  EXPECT_LE(core::scratch_retained_bytes(), core::kScratchRetained);
 }
 
 TEST(Isosurface, SlabSplitsGiveTheIdenticalMesh) {

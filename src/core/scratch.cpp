@@ -1,0 +1,130 @@
+// Process-wide pool of scratch blocks (see scratch.hpp).
+#include "core/scratch.hpp"
+
+#include <algorithm>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
+#include "core/memory.hpp"
+#include "parasurf/error.hpp"
+
+namespace parasurf::core {
+
+namespace {
+
+constexpr std::size_t kHuge = std::size_t(2) << 20;
+
+struct Pool {
+  std::mutex guard;
+  std::vector<std::pair<std::uint8_t*, std::size_t>> free;  // blocks no engine holds
+  std::uint64_t retained = 0;
+};
+
+Pool& pool() {
+  static auto* p = new Pool();  // never destroyed: engines in static objects may release after exit begins
+  return *p;
+}
+
+void unmap(std::uint8_t* p, std::size_t bytes) {
+#ifdef __linux__
+  munmap(p, bytes);
+#else
+  ::operator delete[](p, std::align_val_t(kHuge));
+  (void)bytes;
+#endif
+}
+
+std::uint8_t* map(std::size_t bytes, const char* what) {
+#ifdef __linux__
+  // Over-map by 2 MiB and trim, so that the block starts on a huge-page boundary and every page of it can be huge.
+  void* raw = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED)
+    throw Error(ErrorKind::OutOfMemory, std::string(what) + ": the system refused " + format_bytes(bytes) +
+                                            " of work memory (available: " + format_bytes(available_host_memory()) + ")");
+  const auto start = reinterpret_cast<std::uintptr_t>(raw);
+  const std::uintptr_t aligned = (start + kHuge - 1) & ~std::uintptr_t(kHuge - 1);
+  if (aligned > start) munmap(raw, aligned - start);
+  const std::uintptr_t tail = start + bytes + kHuge - (aligned + bytes);
+  if (tail) munmap(reinterpret_cast<void*>(aligned + bytes), tail);
+  madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
+  return reinterpret_cast<std::uint8_t*>(aligned);
+#else
+  try {
+    return static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(kHuge)));
+  } catch (const std::bad_alloc&) {
+    throw Error(ErrorKind::OutOfMemory, std::string(what) + ": no memory for " + format_bytes(bytes) + " of work memory");
+  }
+#endif
+}
+
+}  // namespace
+
+ScratchBlock::ScratchBlock(ScratchBlock&& o) noexcept
+    : data_(std::exchange(o.data_, nullptr)), bytes_(std::exchange(o.bytes_, 0)) {}
+
+ScratchBlock& ScratchBlock::operator=(ScratchBlock&& o) noexcept {
+  if (this != &o) {
+    release();
+    data_ = std::exchange(o.data_, nullptr);
+    bytes_ = std::exchange(o.bytes_, 0);
+  }
+  return *this;
+}
+
+ScratchBlock::~ScratchBlock() { release(); }
+
+void ScratchBlock::release() {
+  if (!data_) return;
+  Pool& p = pool();
+  std::vector<std::pair<std::uint8_t*, std::size_t>> drop;
+  {
+    std::lock_guard<std::mutex> lock(p.guard);
+    p.free.emplace_back(data_, bytes_);
+    p.retained += bytes_;
+    // Over the limit: the largest blocks go back to the system first (they are the rarest to be asked for again).
+    std::sort(p.free.begin(), p.free.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    while (p.retained > kScratchRetained && !p.free.empty()) {
+      drop.push_back(p.free.back());
+      p.retained -= p.free.back().second;
+      p.free.pop_back();
+    }
+  }
+  for (const auto& [ptr, bytes] : drop) unmap(ptr, bytes);
+  data_ = nullptr, bytes_ = 0;
+}
+
+void ScratchBlock::reserve(std::size_t n, bool fault_in, const char* what) {
+  if (n > bytes_) {
+    release();
+    const std::size_t want = (std::max<std::size_t>(n, 1) + kHuge - 1) & ~(kHuge - 1);
+    Pool& p = pool();
+    {
+      std::lock_guard<std::mutex> lock(p.guard);
+      // The smallest free block that is large enough (the list is sorted by size).
+      auto it = std::find_if(p.free.begin(), p.free.end(), [&](const auto& b) { return b.second >= want; });
+      if (it != p.free.end()) {
+        data_ = it->first, bytes_ = it->second;
+        p.retained -= it->second;
+        p.free.erase(it);
+      }
+    }
+    if (!data_) data_ = map(want, what), bytes_ = want;
+    // A block from the pool is resident already (prefault's residency check makes this cheap); a fresh one is
+    // faulted in by all threads.
+    if (fault_in) prefault(data_, n);
+  }
+}
+
+std::uint64_t scratch_retained_bytes() {
+  Pool& p = pool();
+  std::lock_guard<std::mutex> lock(p.guard);
+  return p.retained;
+}
+
+}  // namespace parasurf::core
