@@ -66,8 +66,22 @@ ArrayIn from_numpy(const py::array& a, const char* what) {
   return in;
 }
 
-ArrayIn from_cuda_interface(py::handle obj, const char* what) {
-  const py::dict cai = obj.attr("__cuda_array_interface__");
+// The object's __cuda_array_interface__ dict, or None where it has none (a torch CPU tensor's property raises
+// AttributeError). Read once: PyTorch builds the dict anew on every access, which costs as much as a small
+// extraction's launch.
+py::object cuda_interface(py::handle obj, const char* what) {
+  PyObject* cai = PyObject_GetAttrString(obj.ptr(), "__cuda_array_interface__");
+  if (!cai) {
+    if (!PyErr_ExceptionMatches(PyExc_AttributeError)) throw py::error_already_set();
+    PyErr_Clear();
+    return py::none();
+  }
+  py::object out = py::reinterpret_steal<py::object>(cai);
+  if (!py::isinstance<py::dict>(out)) throw Error(ErrorKind::InvalidArgument, std::string(what) + ": __cuda_array_interface__ is not a dict");
+  return out;
+}
+
+ArrayIn from_cuda_interface(py::handle obj, const py::dict& cai, const char* what) {
   ArrayIn in;
   const auto shape = cai["shape"].cast<std::vector<std::int64_t>>();
   check_3d(what, std::int64_t(shape.size()));
@@ -200,8 +214,8 @@ ArrayIn array_in(py::handle obj, const char* what) {
   ArrayIn in;
   if (py::isinstance<py::array>(obj)) {
     in = from_numpy(py::reinterpret_borrow<py::array>(obj), what);
-  } else if (py::hasattr(obj, "__cuda_array_interface__")) {
-    in = from_cuda_interface(obj, what);
+  } else if (py::object cai = cuda_interface(obj, what); !cai.is_none()) {
+    in = from_cuda_interface(obj, cai, what);
   } else if (py::hasattr(obj, "__dlpack__") && py::hasattr(obj, "__dlpack_device__")) {
     in = from_dlpack(obj, what);
   } else {

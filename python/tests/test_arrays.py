@@ -148,12 +148,17 @@ def test_dlpack_objects_are_read_in_place(rng):
         def __dlpack_device__(self):
             return self.a.__dlpack_device__()
 
-    wrapped = OnlyDLPack(vol)
-    assert parasurf._parasurf._view(wrapped)[0] == vol.__array_interface__["data"][0]
-    a = parasurf.marching_cubes(wrapped, 0.5, device="cpu")
+    class HostTensor(OnlyDLPack):  # a torch CPU tensor: the class has the CUDA interface, which raises on the host
+        @property
+        def __cuda_array_interface__(self):
+            raise AttributeError("not a CUDA tensor")
+
     b = parasurf.marching_cubes(vol, 0.5, device="cpu")
-    for x, y in zip(a, b):
-        np.testing.assert_array_equal(x, y)
+    for wrapped in (OnlyDLPack(vol), HostTensor(vol)):
+        assert parasurf._parasurf._view(wrapped)[0] == vol.__array_interface__["data"][0]
+        a = parasurf.marching_cubes(wrapped, 0.5, device="cpu")
+        for x, y in zip(a, b):
+            np.testing.assert_array_equal(x, y)
 
 
 def test_torch_cpu_tensors():
