@@ -153,8 +153,16 @@ void check_square(const std::vector<BernsteinPoly>& equations, const SolverOptio
 
 // Roots from a subdivision: cells proved to hold one root are refined by Newton; cells left at the tolerance are
 // clustered into tangent roots and solution regions.
-SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& positive, Subdivision sub, const SolverOptions& o) {
+// The time limit covers this phase too (a solution region of millions of cells takes seconds to cluster): past the
+// deadline the cells not yet clustered are reported as one region around them, and the result is marked partial.
+SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& positive, Subdivision sub, const SolverOptions& o,
+                          std::chrono::steady_clock::time_point deadline) {
   const int n = sys.n;
+  bool late = false;
+  auto past = [&](std::size_t i) {
+    if (!late && (i & 63) == 0 && std::chrono::steady_clock::now() > deadline) late = true;
+    return late;
+  };
   auto satisfies = [&](const std::vector<double>& x) {
     for (const auto& q : positive)
       if (!(q.evaluate(x.data()) > 0)) return false;
@@ -175,7 +183,12 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   auto& candidates = sub.candidates;
   double scale = 0;
   for (const auto& e : sys.eq) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-  for (const auto& [lo, hi] : sub.unique) {  // cells of the GPU engines proved to hold one root
+  for (std::size_t u = 0; u < sub.unique.size(); ++u) {  // cells of the GPU engines proved to hold one root
+    const auto& [lo, hi] = sub.unique[u];
+    if (past(u)) {
+      candidates.emplace_back(lo, hi);
+      continue;
+    }
     std::vector<double> x(static_cast<std::size_t>(n));
     for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
     // The root's existence and uniqueness are proved: Newton (kept in the cell) only refines it. Its step test may
@@ -238,7 +251,7 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
     members.push_back(i);
   }
   std::vector<std::int64_t> lo_g(static_cast<std::size_t>(n)), hi_g(static_cast<std::size_t>(n));
-  for (std::size_t i = 0; i < gridded; ++i) {
+  for (std::size_t i = 0; i < gridded && !past(i); ++i) {
     double reach = 1;
     for (int k = 0; k < n; ++k) {
       lo_g[std::size_t(k)] = grid_of(candidates[i].first[k] - slack);
@@ -265,7 +278,11 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
     }
   }
   std::vector<std::vector<std::size_t>> clusters;
-  {
+  if (late) {  // the clustering did not finish: one region around every unresolved cell
+    clusters.emplace_back(m);
+    std::iota(clusters.back().begin(), clusters.back().end(), std::size_t(0));
+    if (m == 0) clusters.clear();
+  } else {
     std::vector<long> index(m, -1);
     for (std::size_t i = 0; i < m; ++i) {
       const std::size_t r = find(i);
@@ -282,7 +299,7 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
     // A solution curve spans the box; a tangent root's cluster shrinks with the tolerance (as tol^(1/k) for contact
     // of order k), so a cluster longer than 1% of the box is reported as a region (whatever proved roots its box
     // holds: a curve that overlaps another and also crosses it elsewhere has both).
-    if (extent > 1e-2) {
+    if (extent > 1e-2 || past(std::size_t(&cl - clusters.data()))) {
       result.regions.push_back({lo, hi, std::int64_t(cl.size())});
       continue;
     }
@@ -307,6 +324,7 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
     if (satisfies(x)) add_root({x, res, false, 2});
   }
   std::sort(result.roots.begin(), result.roots.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
+  if (late) result.status = time_limit_status(o.max_seconds);
   return result;
 }
 
@@ -452,6 +470,7 @@ std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPo
     return solve_as_team<SolveResult>(count, o, [&](const std::vector<std::size_t>& mine, const SolverOptions& alone) {
       return solve_systems(pick(equations, mine), alone, pick(positive, mine));
     });
+  const auto deadline = solver::deadline_after(o.max_seconds);
   std::vector<System> systems;
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], int(equations[i].size())));
   std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, o, true);
@@ -461,7 +480,7 @@ std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPo
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && count > 1)
   for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
     errors_s1.capture([&] {
-      out[std::size_t(i)] = finish_square(systems[std::size_t(i)], ineq(std::size_t(i)), std::move(subs[std::size_t(i)]), o);
+      out[std::size_t(i)] = finish_square(systems[std::size_t(i)], ineq(std::size_t(i)), std::move(subs[std::size_t(i)]), o, deadline);
     });
   }
   errors_s1.rethrow();
@@ -614,8 +633,7 @@ std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vecto
     return solve_as_team<SolutionSetResult>(count, o, [&](const std::vector<std::size_t>& mine, const SolverOptions& alone) {
       return sample_solution_sets(pick(equations, mine), variables, resolution, alone, pick(positive, mine));
     });
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(o.max_seconds));
+  const auto deadline = solver::deadline_after(o.max_seconds);
   std::vector<System> systems;
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], variables));
   SolverOptions so = o;

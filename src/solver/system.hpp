@@ -1,6 +1,7 @@
 // What the solver's CPU engine and its host finish share: a system, a cell of the subdivision, Newton's step.
 #pragma once
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -16,6 +17,14 @@ inline std::string time_limit_status(double seconds) {
   char text[64];
   std::snprintf(text, sizeof text, "limit reached: %g s (partial result)", seconds);
   return text;
+}
+
+// The moment a run of at most `seconds` must end: never for NaN, infinite or absurd limits (their nanoseconds do
+// not fit the clock's count).
+inline std::chrono::steady_clock::time_point deadline_after(double seconds) {
+  if (!(seconds < 1e9)) return std::chrono::steady_clock::time_point::max();
+  return std::chrono::steady_clock::now() +
+         std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(seconds));
 }
 
 constexpr int kMaxVariables = 6;  // the entry points refuse larger systems
