@@ -203,8 +203,9 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
     }
   }
   const double tolerance = sub.tolerance;
-  // Threads deliver cells in any order: sort them so that the clusters and their centroids are reproducible.
-  std::sort(candidates.begin(), candidates.end());
+  // Threads deliver cells in any order: sort them so that the clusters and their centroids are reproducible. (Past
+  // the deadline already, millions of cells are not sorted: they become one region as they are.)
+  if (!past(0)) std::sort(candidates.begin(), candidates.end());
   // Cluster touching candidate cells (union-find); each cluster is one tangent root or one solution region.
   const std::size_t m = candidates.size();
   std::vector<std::size_t> parent(m);
@@ -229,7 +230,7 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   // thousands of cells.)
   const double spacing = slack;
   if (!(spacing > 1e-150)) {  // no slack to grid by (a zero tolerance): every pair
-    for (std::size_t i = 0; i < m; ++i)
+    for (std::size_t i = 0; i < m && !past(i); ++i)
       for (std::size_t j = i + 1; j < m; ++j)
         if (find(i) != find(j) && touch(i, j)) parent[find(i)] = find(j);
   }
@@ -244,7 +245,7 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   std::unordered_map<std::vector<std::int64_t>, std::vector<std::size_t>, GridHash> grid;  // exact grid cells
   std::vector<std::int64_t> g(static_cast<std::size_t>(n));
   const std::size_t gridded = spacing > 1e-150 ? m : 0;
-  for (std::size_t i = 0; i < gridded; ++i) {
+  for (std::size_t i = 0; i < gridded && !past(i); ++i) {
     for (int k = 0; k < n; ++k) g[std::size_t(k)] = grid_of(candidates[i].first[k]);
     auto& members = grid[g];
     if (!members.empty()) parent[find(i)] = find(members.front());
