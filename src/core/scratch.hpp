@@ -1,7 +1,7 @@
 // Scratch memory for engines' per-call work arrays (classification bytes and the like), kept between calls.
 //
 // A work array of a large extraction is tens of MiB: taken fresh from the system on every call, the kernel zeroes
-// each page at its first touch, and that zeroing took a fifth of a 256^3 isosurface call on 16 cores. Blocks come
+// each page at its first touch, a cost of the same order as the extraction's own sweeps. Blocks come
 // straight from mmap (2 MiB aligned, huge pages on request), so that keeping them does not move malloc's
 // thresholds for the caller's own allocations, and return to a process-wide pool when the engine lets go; the
 // pool keeps up to kScratchRetained bytes and gives the rest back to the system.

@@ -424,8 +424,8 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
     // A thread team costs about as much as a few dozen cells: small levels (the first ones, short traversals) run
     // on the calling thread.
     core::RegionErrors errors_0;
-    // The clock is read inside a level too: a level of a solution region holds twice the cells of all levels before
-    // it, and finishing it overran the limit by a third on 16 cores. Cells not reached are left out of the result.
+    // The clock is read inside a level too: a level of a solution region holds as many cells as all levels before
+    // it, so finishing it could double the time allowed. Cells not reached are left out of the result.
     std::atomic<bool> out_of_time{false};
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1 && frontier.size() >= 32)
     for (std::int64_t c = 0; c < std::int64_t(frontier.size()); ++c) {
