@@ -19,6 +19,9 @@ install(FILES ${PROJECT_BINARY_DIR}/parasurfConfig.cmake ${PROJECT_BINARY_DIR}/p
 
 # pkg-config: a static library, so what it links is listed with it.
 set(PARASURF_PC_PRIVATE "-lz -lgomp -lpthread")
+if(PARASURF_HAVE_GDCM)
+  string(APPEND PARASURF_PC_PRIVATE " -lgdcmMSFF -lgdcmIOD -lgdcmDSED -lgdcmDICT -lgdcmCommon")
+endif()
 if(PARASURF_ENABLE_CUDA)
   set(PARASURF_PC_PRIVATE "${PARASURF_PC_PRIVATE} -L${CUDAToolkit_LIBRARY_DIR} -lcudart")
 endif()

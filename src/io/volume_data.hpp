@@ -24,4 +24,8 @@ std::vector<char> ascii_samples(const std::string& name, std::istream& in, std::
 
 std::unique_ptr<VolumeSource> open_vti(const std::string& path);
 
+// A DICOM series: a folder (holding one series) or one file of it (its series, from the files beside it).
+std::unique_ptr<VolumeSource> open_dicom_series(const std::string& path);
+bool dicom_supported();  // whether this build reads DICOM (GDCM was found)
+
 }  // namespace parasurf::io

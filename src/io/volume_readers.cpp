@@ -837,9 +837,12 @@ std::unique_ptr<VolumeSource> open_volume(const std::string& path) {
   if (ends_with(path, ".mhd") || ends_with(path, ".mha")) return open_metaimage(path);
   if (ends_with(path, ".vtk")) return open_vtk(path);
   if (ends_with(path, ".vti")) return io::open_vti(path);
+  if (std::filesystem::is_directory(path) || ends_with(path, ".dcm") || ends_with(path, ".DCM") ||
+      ends_with(path, ".dicom") || ends_with(path, ".ima") || ends_with(path, ".IMA"))
+    return io::open_dicom_series(path);
   throw Error(ErrorKind::InvalidArgument, "cannot tell the volume format of '" + path +
-                                              "' (.nii, .nii.gz, .nrrd, .nhdr, .mhd, .mha, .vtk, .vti; raw files need "
-                                              "--raw-dims and --raw-type)");
+                                              "' (.nii, .nii.gz, .nrrd, .nhdr, .mhd, .mha, .vtk, .vti, a DICOM folder "
+                                              "or .dcm file; raw files need --raw-dims and --raw-type)");
 }
 
 std::unique_ptr<VolumeSource> open_raw_volume(const std::string& path, const RawVolumeOptions& o) {
