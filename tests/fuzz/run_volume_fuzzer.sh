@@ -9,7 +9,7 @@ src="$1"; work="$2"; secs="${3:-30}"
 mkdir -p "$work/vcorpus"
 clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
   -I"$src/include" -I"$src/src" \
-  "$src/tests/fuzz/fuzz_volume_readers.cpp" "$src/src/io/volume_readers.cpp" "$src/src/io/vti_reader.cpp" \
+  "$src/tests/fuzz/fuzz_volume_readers.cpp" "$src/src/io/volume_readers.cpp" "$src/src/io/vti_reader.cpp" "$src/src/io/dicom_reader.cpp" \
   "$src/src/core/parallel.cpp" -fopenmp -lz -o "$work/fuzz_volume_readers"
 printf '\002NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nspacings: 1 1 1\nencoding: ascii\n\n1 2 3 4 5 6 7 8\n' > "$work/vcorpus/nrrd"
 printf '\003NDims = 3\nDimSize = 2 2 2\nElementType = MET_UCHAR\nElementSpacing = 1 1 1\nElementDataFile = LOCAL\nabcdefgh' > "$work/vcorpus/mhd"
