@@ -284,14 +284,14 @@ def ray_traps(curves, *, tolerance=1e-7, threads=0):
 
 
 def read_volume(path):
-    """Read a volume file (NIfTI .nii/.nii.gz, NRRD, MetaImage .mhd/.mha, VTK legacy .vtk, VTK XML .vti) into a
-    float32 array.
+    """Read a volume file (NIfTI .nii/.nii.gz, NRRD, MetaImage .mhd/.mha, VTK legacy .vtk, VTK XML .vti) or a
+    DICOM series (a folder, or one .dcm file of the series; in builds with GDCM) into a float32 array.
 
     Returns ``volume`` (nz, ny, nx) in C order, so that ``volume[k, j, i]`` is sample (i, j, k), and a dict with
     ``spacing`` and ``origin`` in the same (z, y, x) order, the file's sample ``type``, ``affine`` and ``frame``.
     ``affine`` (4, 4) maps an index (z, y, x, 1) of the returned array to world (x, y, z, 1), direction cosines
     included, in RAS (x to the right, y anterior, z superior, as nibabel's) for every format that names its frame:
-    NIfTI with a transform, NRRD with a ``space``, MetaImage (LPS, converted). Then ``frame`` is "RAS"; for VTK,
+    NIfTI with a transform, NRRD with a ``space``, MetaImage and DICOM (LPS, converted). Then ``frame`` is "RAS"; for VTK,
     raw-like NRRD and NIfTI without a transform it is "unspecified" and the affine is the file's own.
 
     ``marching_cubes(volume, level, spacing=info["spacing"])`` gives vertices in (z, y, x) times the spacing; their
