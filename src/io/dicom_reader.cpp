@@ -187,11 +187,15 @@ std::unique_ptr<VolumeSource> open_dicom_series(const std::string& path) {
   const bool folder = fs::is_directory(path);
   const fs::path dir = folder ? fs::path(path) : fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   std::vector<std::string> files;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (!e.is_regular_file()) continue;
-    files.push_back(e.path().string());
-    if (files.size() > kMaxFiles)
-      fail(path, "more than " + std::to_string(kMaxFiles) + " files; point at a folder that holds one series");
+  try {
+    for (const auto& e : fs::directory_iterator(dir)) {
+      if (!e.is_regular_file()) continue;  // links to folders, pipes and devices are not slices
+      files.push_back(e.path().string());
+      if (files.size() > kMaxFiles)
+        fail(path, "more than " + std::to_string(kMaxFiles) + " files; point at a folder that holds one series");
+    }
+  } catch (const fs::filesystem_error& e) {
+    throw Error(ErrorKind::Io, dir.string() + ": cannot list the folder (" + e.code().message() + ")");
   }
   std::sort(files.begin(), files.end());
   std::string wanted;  // the series of the file named, if a file was named
