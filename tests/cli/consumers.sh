@@ -31,9 +31,9 @@ cmake -S "$src/tests/consumer" -B "$work/sub" -G Ninja -DPARASURF_SOURCE="$src" 
 grep -q '^CMAKE_BUILD_TYPE:STRING=$' "$work/sub/CMakeCache.txt" || fail "add_subdirectory set the parent's build type"
 targets=$(ninja -C "$work/sub" -t targets all)
 for t in parasurf_tests parasurf_cli _parasurf; do
-  if echo "$targets" | grep -q "^$t:"; then fail "add_subdirectory builds $t by default"; fi
+  if grep -q "^$t:" <<<"$targets"; then fail "add_subdirectory builds $t by default"; fi
 done
-echo "$targets" | grep -q "libparasurf.a" || fail "add_subdirectory has no library target"
+grep -q "libparasurf.a" <<<"$targets" || fail "add_subdirectory has no library target"
 python3 - "$work/sub/compile_commands.json" <<'PY' || fail "add_subdirectory passes OpenMP or Eigen flags to its parent"
 import json, sys
 for entry in json.load(open(sys.argv[1])):
