@@ -3,8 +3,9 @@
 
 For each size: the Python function on a host array (device cpu and, with a GPU, cuda) beside the engine alone on
 the same array and device (the mesh without values) and beside the C++ call that makes all the Python function
-returns (marching_cubes_array: mesh, normals and values; the Python function's cost over it is the binding's); scikit-image on the same array; and, with a GPU, the Python function on PyTorch and
-CuPy CUDA arrays beside the engine on the same device array. Times are the best of --repeats calls.
+returns (marching_cubes_array: mesh, normals and values; the Python function's cost over it is the binding's);
+scikit-image on the same array; and, with a GPU, the Python function on PyTorch and CuPy CUDA arrays beside the
+engine on the same device array. Times are the best of --repeats calls.
 
     PYTHONPATH=build/python python3 bench/python/bench_marching_cubes.py --sizes 64,128,256,512 --json mc.json
 """
