@@ -237,7 +237,12 @@ void add_solve(CLI::App& app) {
         out["samples"].push_back({{"u", b.u}, {"v", b.v}, {"s", b.s}, {"t", b.t}, {"point", b.point}});
         plot.dots.push_back({{b.point[0], b.point[1]}, red, 1.5});
       }
+      out["overlaps"] = nlohmann::json::array();
+      for (const auto& v : r.overlaps) out["overlaps"].push_back({{"lo", v.lo}, {"hi", v.hi}, {"samples", v.samples}});
       std::printf("surface bisector: %zu samples; %s\n", r.samples.size(), r.status.c_str());
+      if (!r.overlaps.empty())
+        std::printf("the surfaces coincide over %zu region(s), where every point on their normal is equidistant: no bisector "
+                    "surface there (boxes in u, v, s, t under \"overlaps\")\n", r.overlaps.size());
       if (!a->picture.empty()) draw(a->picture, plot);
       return finish(out, r.status);
     }
@@ -247,13 +252,20 @@ void add_solve(CLI::App& app) {
       const BSplineSurface s2 = bspline_surface_from_json(member(doc, "fixed", in), in + ": fixed");
       const Motion m = motion_from_json(member(doc, "motion", in), in + ": motion");
       const ContactResult r = contact_points(s1, s2, m, o);
-      std::printf("%zu contact point(s) from %lld piece systems; %s\n", r.contacts.size(), (long long)r.combinations, r.status.c_str());
+      std::printf("%zu contact point(s) and %zu contact region(s) from %lld piece systems; %s\n", r.contacts.size(), r.regions.size(),
+                  (long long)r.combinations, r.status.c_str());
       nlohmann::json out = {{"status", r.status}, {"contacts", nlohmann::json::array()}};
       for (const auto& c : r.contacts) {
         std::printf("  t = %.15g at (%.9g, %.9g, %.9g): moving (%.9g, %.9g), fixed (%.9g, %.9g)%s\n", c.t, c.point[0], c.point[1], c.point[2], c.u1,
                     c.v1, c.u2, c.v2, c.proved_single ? "" : " (tolerance cell)");
         out["contacts"].push_back({{"t", c.t}, {"point", c.point}, {"moving", {c.u1, c.v1}}, {"fixed", {c.u2, c.v2}}, {"residual", c.residual},
                                    {"proved_single", c.proved_single}});
+      }
+      out["regions"] = nlohmann::json::array();
+      for (const auto& g : r.regions) {
+        std::printf("  t in [%.15g, %.15g]: in contact over a region, moving [%.9g, %.9g] x [%.9g, %.9g], fixed [%.9g, %.9g] x [%.9g, %.9g]\n",
+                    g.t0, g.t1, g.lo[0], g.hi[0], g.lo[1], g.hi[1], g.lo[2], g.hi[2], g.lo[3], g.hi[3]);
+        out["regions"].push_back({{"t", {g.t0, g.t1}}, {"lo", g.lo}, {"hi", g.hi}});
       }
       return finish(out, r.status);
     }

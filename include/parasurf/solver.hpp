@@ -255,8 +255,15 @@ struct ContactPoint {
   double residual = 0;
   bool proved_single = false;
 };
+// Where the surfaces stay in contact over a set rather than at points (parallel planar faces brought into one plane,
+// surfaces that coincide): the times [t0, t1] it spans and the box (u1, v1, u2, v2) of the contact set over them.
+struct ContactRegion {
+  double t0 = 0, t1 = 0;
+  std::array<double, 4> lo{}, hi{};
+};
 struct ContactResult {
   std::vector<ContactPoint> contacts;  // by time
+  std::vector<ContactRegion> regions;  // by time
   std::int64_t combinations = 0;       // (piece, piece, motion piece) systems solved after the box test
   std::string status = "complete";
 };
@@ -274,6 +281,9 @@ struct BisectorSample {
 };
 struct SurfaceBisectorResult {
   std::vector<BisectorSample> samples;
+  // Where the surfaces coincide (coplanar pieces): every point on their common normal there is equidistant, so the
+  // bisector is no surface; the areas are reported as boxes in (u, v, s, t), without samples.
+  std::vector<SurfaceOverlap> overlaps;
   std::string status = "complete";
 };
 SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSurface& b, double resolution = 1.0 / 16,

@@ -376,7 +376,9 @@ def contact_points(moving, fixed, motion, *, device="cpu", threads=0):
     ``intersect_surfaces``). ``motion`` is a dict with ``points`` (n, 4) rows (scale, tx, ty, tz), ``degree`` and
     ``knots``: T(t)[P] = scale(t) P + (tx, ty, tz)(t).
 
-    Returns a dict: ``params`` (c, 5) rows (u1, v1, u2, v2, t), ``points`` (c, 3) on ``fixed`` and ``status``.
+    Returns a dict: ``params`` (c, 5) rows (u1, v1, u2, v2, t), ``points`` (c, 3) on ``fixed``; ``regions`` (r, 10)
+    rows (t0, t1, u1 lo, u1 hi, v1 lo, v1 hi, u2 lo, u2 hi, v2 lo, v2 hi) where the surfaces stay in contact over a
+    set (parallel planar faces brought into one plane, coinciding surfaces); and ``status``.
     """
     sa, da, ka = _surface(moving)
     sb, db, kb = _surface(fixed)
@@ -388,8 +390,10 @@ def contact_points(moving, fixed, motion, *, device="cpu", threads=0):
 def surface_bisector(a, b, *, resolution=1.0 / 16, device="cpu", threads=0):
     """Point samples of the bisector of two surfaces, on a grid of the first surface's parameters.
 
-    Returns a dict: ``params`` (k, 4) rows (u, v, s, t) of the two feet, ``points`` (k, 3) equidistant from both,
-    and ``status``.
+    Returns a dict: ``params`` (k, 4) rows (u, v, s, t) of the two feet, ``points`` (k, 3) equidistant from both;
+    ``overlaps`` (r, 8), boxes (u lo, u hi, v lo, v hi, s lo, s hi, t lo, t hi) where the surfaces coincide
+    (coplanar faces: every point on their normal there is equidistant, so the bisector is no surface); and
+    ``status``.
     """
     sa, da, ka = _surface(a)
     sb, db, kb = _surface(b)

@@ -779,9 +779,13 @@ PYBIND11_MODULE(_parasurf, m) {
           for (int j = 0; j < 5; ++j) params.mutable_data()[5 * i + j] = v[j];
           for (int j = 0; j < 3; ++j) points.mutable_data()[3 * i + j] = c.point[j];
         }
+        std::vector<std::array<double, 10>> regions;
+        for (const auto& g : r.regions)
+          regions.push_back({g.t0, g.t1, g.lo[0], g.hi[0], g.lo[1], g.hi[1], g.lo[2], g.hi[2], g.lo[3], g.hi[3]});
         py::dict out;
         out["params"] = params;
         out["points"] = points;
+        out["regions"] = rows(regions);
         out["status"] = r.status;
         return out;
       },
@@ -809,9 +813,13 @@ PYBIND11_MODULE(_parasurf, m) {
           for (int j = 0; j < 4; ++j) params.mutable_data()[4 * i + j] = v[j];
           for (int j = 0; j < 3; ++j) points.mutable_data()[3 * i + j] = b.point[j];
         }
+        std::vector<std::array<double, 8>> boxes;
+        for (const auto& v : r.overlaps)
+          boxes.push_back({v.lo[0], v.hi[0], v.lo[1], v.hi[1], v.lo[2], v.hi[2], v.lo[3], v.hi[3]});
         py::dict out;
         out["params"] = params;
         out["points"] = points;
+        out["overlaps"] = rows(boxes);
         out["status"] = r.status;
         return out;
       },

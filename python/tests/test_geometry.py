@@ -218,6 +218,11 @@ def test_intersect_surfaces_and_bisector():
     assert b["status"] == "complete" and len(b["points"]) > 100
     feet = b["params"]
     assert feet.shape == (len(b["points"]), 4)
+    assert b["overlaps"].shape == (0, 8)
+    # Coplanar faces: every point on their normal is equidistant, so the bisector is their overlap, no samples.
+    b = parasurf.surface_bisector(square, square + [0.5, 0.5, 0])
+    assert b["status"] == "complete" and len(b["points"]) == 0 and b["overlaps"].shape == (1, 8)
+    np.testing.assert_allclose(b["overlaps"][0], [0.5, 1, 0.5, 1, 0, 0.5, 0, 0.5], atol=2 / 16)
 
 
 def test_contact_points():
@@ -229,6 +234,13 @@ def test_contact_points():
     assert r["status"] == "complete" and r["params"].shape == (1, 5)
     assert abs(r["params"][0, 4] - 1 / 1.8) < 1e-12
     np.testing.assert_allclose(r["points"][0], [0.1 / 1.8, 0, 0], atol=1e-12)
+    assert r["regions"].shape == (0, 10)
+    # A square lowered onto the plane from z = 1 to z = -1 lies in it at t = 1/2: a region, not points.
+    square = np.array([[[0, 0, 1], [0, 1, 1]], [[1, 0, 1], [1, 1, 1]]], float)
+    r = parasurf.contact_points(square, plane, {"degree": 1, "knots": [0, 0, 1, 1], "points": [[1, 0, 0, 0], [1, 0, 0, -2]]})
+    assert r["status"] == "complete" and r["params"].shape == (0, 5) and r["regions"].shape == (1, 10)
+    np.testing.assert_allclose(r["regions"][0, :2], [0.5, 0.5], atol=1e-12)
+    np.testing.assert_allclose(r["regions"][0, 2:6], [0, 1, 0, 1], atol=2 / 64)
 
 
 @pytest.mark.parametrize("device", devices())

@@ -10,7 +10,7 @@ mkdir -p "$work/scorpus"
 clang++ -std=c++20 -O1 -g -fopenmp -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DEIGEN_MAX_ALIGN_BYTES=32 \
   -I"$src/include" -I"$src/src" -I/usr/include/eigen3 \
   "$src/tests/fuzz/fuzz_solver_inputs.cpp" "$src/src/io/solver_json.cpp" "$src/src/solver/bernstein.cpp" \
-  "$src/src/solver/solver.cpp" "$src/src/solver/subdivide_cpu.cpp" "$src/src/solver/curves.cpp" "$src/src/solver/hausdorff.cpp" "$src/src/solver/surfaces.cpp" \
+  "$src/src/solver/solver.cpp" "$src/src/solver/subdivide_cpu.cpp" "$src/src/solver/curves.cpp" "$src/src/solver/hausdorff.cpp" "$src/src/solver/surfaces.cpp" "$src/src/solver/surface_pieces.cpp" "$src/src/solver/surface_contacts.cpp" "$src/src/solver/bisectors.cpp" \
   "$src/src/solver/solver_cuda_stub.cpp" "$src/src/patches/bspline.cpp" "$src/src/core/device.cpp" "$src/src/core/parallel.cpp" "$src/src/core/cuda_stub.cpp" \
   -o "$work/fuzz_solver_inputs"
 printf '\000{"curve1": {"points": [[0, 0], [0.5, 1], [1, 0]]}, "curve2": {"control_points": [[0, 1], ["3/8", "0x1.8p-2"]]}}' > "$work/scorpus/curves"
