@@ -3,7 +3,8 @@
 # CUDA tests under compute-sanitizer (memcheck, racecheck; the conformance sizes are small), run the
 # benchmarks, and print a summary table last. Full logs go to $OUT (default ./gpu-check-out).
 #   usage: scripts/gpu-check.sh [--quick]   (SURFACE_ONLY=1, SOLVER_ONLY=1, FFD_ONLY=1 or ISO_ONLY=1: stop after that part;
-#   PATCHES_ONLY=1: the patch-model sanitizers and benchmark alone; SURFACE_RESOLUTIONS=2000,4096 widens the surface bench)
+#   PATCHES_ONLY=1: the patch-model sanitizers and benchmark alone; SURFACE_RESOLUTIONS=2000,4096 widens the surface bench;
+#   ASAN=0/1: without or with the host suite under AddressSanitizer and UBSan, scripts/sanitize.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$PWD/gpu-check-out}
@@ -64,6 +65,14 @@ for tool in memcheck racecheck; do
   wait "${san_pid[$tool]}"; rc=$?
   note "compute-sanitizer $tool" "$([ $rc -eq 0 ] && echo 'clean' || echo "rc=$rc") $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.log" | tail -1)"
 done
+
+# The host test suite under AddressSanitizer and UBSan, as CI runs it (ASAN=0 skips it; the *_ONLY parts skip it
+# unless ASAN=1).
+only=0; for v in SURFACE_ONLY SOLVER_ONLY FFD_ONLY ISO_ONLY PATCHES_ONLY; do [ "${!v:-0}" = 1 ] && only=1; done
+if [ "${ASAN:-$(( only ? 0 : 1 ))}" = 1 ]; then
+  ./scripts/sanitize.sh -j"$(nproc)" >"$OUT/asan.log" 2>&1
+  note "ASan+UBSan suite" "$([ $? -eq 0 ] && echo clean || echo FAILED) $(grep -E 'tests passed|tests failed' "$OUT/asan.log" | tail -1)"
+fi
 
 # SURFACE_ONLY=1: the surface kernels against the paper's mle (float rows also time the tensor-core path beside
 # the FP32 kernel), then stop; the matrix of every method is longer than one 10-minute call on the GPU machine

@@ -9,6 +9,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "surface_pieces.hpp"
+#include "system.hpp"
 
 namespace parasurf {
 
@@ -88,6 +89,7 @@ void flat_contacts(const SurfacePiece& p, const PiecePlane& pp, const SurfacePie
 }  // namespace
 
 ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface& fixed, const Motion& motion, const SolverOptions& o) {
+  const auto deadline = solver::deadline_after(o.max_seconds);
   const auto pa = surface_pieces(moving, "moving surface"), pb = surface_pieces(fixed, "fixed surface");
   // The motion's four coordinates (scale, tx, ty, tz), split into Bézier pieces by the curve routine, two at a time.
   if (motion.points.empty()) throw Error(ErrorKind::InvalidArgument, "motion: no control points");
@@ -218,7 +220,15 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
       if (!dup) out.contacts.push_back(c);
     }
   }
-  for (const Combo& cb : flat) {
+  for (const Combo& cb : flat) {  // (each takes a few overlaps: many planar faces are held to the time limit)
+    if (std::chrono::steady_clock::now() > deadline) {
+      out.status = solver::time_limit_status(o.max_seconds);
+      break;
+    }
+    if (o.stop && o.stop()) {
+      out.status = "interrupted (partial result)";
+      break;
+    }
     const MotionPiece& m = mp[std::size_t(cb.m)];
     flat_contacts(pa[std::size_t(cb.a)], planes_a[std::size_t(cb.a)], pb[std::size_t(cb.b)], planes_b[std::size_t(cb.b)], m.c,
                   m.t0, m.t1, m.s_hi, o, out);
