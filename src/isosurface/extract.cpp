@@ -24,6 +24,7 @@
 #include "isosurface/engine.hpp"
 #include "isosurface/field_value.hpp"
 #include "isosurface/labels.hpp"
+#include "isosurface/level_mesh.hpp"
 #include "isosurface/part.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
@@ -34,8 +35,6 @@ namespace iso {
 
 namespace {
 
-// Whether the mesh carries a value per vertex (interpolated scalars or scikit-image's cell ranges).
-bool vertex_values(const IsosurfaceOptions& o) { return o.scalars != nullptr || o.vertex_ranges; }
 template <class T>
 void to_labels(const T* in, std::size_t n, std::int32_t* out, const std::string& name, std::int64_t z0,
                std::uint64_t slice) {
@@ -94,6 +93,21 @@ CaseTopology parse_case_topology(const std::string& name) {
 
 namespace {
 
+using iso::copy_slab_into;
+using iso::CountDownOnce;
+using iso::exclude_labels;
+using iso::host_mesh_bytes;
+using iso::LevelMesh;
+using iso::make_room;
+using iso::may_size_ahead;
+using iso::remove_duplicate_ties;
+using iso::reserve_expected_mesh;
+using iso::room_piece_bytes;
+using iso::RoomCap;
+using iso::size_ahead;
+using iso::tail_at;
+using iso::tail_from;
+
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -137,58 +151,6 @@ mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool norm
   return m;
 }
 
-struct LevelMesh {
-  std::vector<float> positions, normals, values;
-  std::vector<std::uint32_t> triangles;
-  std::vector<std::int32_t> labels;
-  std::vector<std::uint64_t> ties;
-  bool point_vertices = false;  // some vertex sits on a sample equal to the level (it may have lost its triangles)
-  // What the slabs wrote: the arrays may be longer (sized ahead, reserve_expected_mesh) until trim().
-  std::uint64_t vertices = 0, triangle_count = 0;
-  void trim() {
-    positions.resize(3 * vertices);
-    if (!normals.empty()) normals.resize(3 * vertices);
-    triangles.resize(3 * triangle_count);
-  }
-};
-
-// Room for n values: arrays sized ahead serve as they are, others grow as slabs come. `likely_scale` > 1 reserves
-// room for what is likely to come, but pages are faulted in only for what came: a guess too high costs address
-// space, not memory (faulting in the whole guess held 8x the mesh for a surface in the first of 8 slabs).
-template <class T> void make_room(std::vector<T>& v, std::size_t n, double likely_scale = 1) {
-  if (n <= v.size()) return;
-  if (n > v.capacity() && likely_scale > 1) v.reserve(std::max(n, std::size_t(double(n) * likely_scale)));
-  if (n > v.capacity()) {
-    core::resize_for_overwrite(v, n);
-    return;
-  }
-  core::prefault(v.data() + v.size(), std::uint64_t(n - v.size()) * sizeof(T));
-  v.resize(n);
-}
-
-// Ties can fold two sheets onto the same samples: identical triangles then come in pairs that cancel.
-std::int64_t remove_duplicate_ties(LevelMesh& m) {
-  if (m.ties.size() < 2) return 0;
-  std::vector<std::uint32_t> corners;
-  corners.reserve(3 * m.ties.size());
-  for (auto t : m.ties) corners.insert(corners.end(), &m.triangles[3 * t], &m.triangles[3 * t] + 3);
-  std::vector<std::uint64_t> drop = iso::coincident_tie_drops(corners, m.ties);
-  if (drop.empty()) return 0;
-  std::sort(drop.begin(), drop.end());
-  // The kept runs between dropped triangles move down, a run at a time (drops are few).
-  const std::size_t n = m.triangles.size() / 3;
-  std::size_t w = std::size_t(drop[0]);
-  for (std::size_t d = 0; d < drop.size(); ++d) {
-    const std::size_t from = std::size_t(drop[d]) + 1, to = d + 1 < drop.size() ? std::size_t(drop[d + 1]) : n;
-    if (from >= to) continue;
-    std::memmove(&m.triangles[3 * w], &m.triangles[3 * from], 3 * (to - from) * sizeof(std::uint32_t));
-    if (!m.labels.empty()) std::memmove(&m.labels[w], &m.labels[from], (to - from) * sizeof(m.labels[0]));
-    w += to - from;
-  }
-  m.triangles.resize(3 * w);
-  if (!m.labels.empty()) m.labels.resize(w);
-  return std::int64_t(drop.size());
-}
 
 template <class T>
 void to_floats(const T* in, std::size_t n, float* out) {
@@ -196,41 +158,6 @@ void to_floats(const T* in, std::size_t n, float* out) {
   for (std::size_t i = 0; i < n; ++i) out[i] = float(in[i]);
 }
 
-// Drops the triangles of excluded labels and the vertices no remaining triangle uses (order kept).
-void exclude_labels(TriangleMesh& m, const std::vector<std::int32_t>& excluded) {
-  if (excluded.empty()) return;
-  const std::size_t nt = m.face_labels.size(), nv = std::size_t(m.vertex_count());
-  std::vector<std::uint32_t> remap(nv, UINT32_MAX);
-  std::size_t w = 0;
-  for (std::size_t t = 0; t < nt; ++t) {
-    if (std::find(excluded.begin(), excluded.end(), m.face_labels[t]) != excluded.end()) continue;
-    for (int c = 0; c < 3; ++c) {
-      m.triangles[3 * w + c] = m.triangles[3 * t + c];
-      remap[m.triangles[3 * t + c]] = 0;
-    }
-    m.face_labels[w] = m.face_labels[t];
-    if (!m.face_groups.empty()) m.face_groups[w] = m.face_groups[t];
-    ++w;
-  }
-  m.triangles.resize(3 * w);
-  m.face_labels.resize(w);
-  if (!m.face_groups.empty()) m.face_groups.resize(w);
-  std::uint32_t kept = 0;
-  for (std::size_t v = 0; v < nv; ++v) {
-    if (remap[v] == UINT32_MAX) continue;
-    remap[v] = kept;
-    for (int c = 0; c < 3; ++c) {
-      m.positions[3 * kept + c] = m.positions[3 * v + c];
-      if (!m.normals.empty()) m.normals[3 * kept + c] = m.normals[3 * v + c];
-    }
-    if (!m.vertex_values.empty()) m.vertex_values[kept] = m.vertex_values[v];
-    ++kept;
-  }
-  m.positions.resize(3 * std::size_t(kept));
-  if (!m.normals.empty()) m.normals.resize(3 * std::size_t(kept));
-  if (!m.vertex_values.empty()) m.vertex_values.resize(kept);
-  for (auto& v : m.triangles) v = remap[v];
-}
 
 // Host bytes for one streamed slab: an eighth of the free memory, between 64 MiB and 2 GiB.
 std::uint64_t host_slab_budget() {
@@ -294,195 +221,6 @@ iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, 
   return iso::make_task(volume.geometry(), volume.type(), o, field_on_device ? volume.builtin_field() : -1);
 }
 
-// Marching cubes makes about two triangles and one vertex per active cell (the surface's Euler characteristic is
-// small next to its size); the estimate of active cells comes from the cost pass of the load balance.
-// Host bytes of a mesh of `vertices` and `triangles` with the outputs the options ask for.
-std::uint64_t host_mesh_bytes(const IsosurfaceOptions& o, std::uint64_t vertices, std::uint64_t triangles) {
-  return vertices * ((o.normals ? 24 : 12) + (iso::vertex_values(o) ? 4 : 0)) + triangles * (o.labels ? 16 : 12);
-}
-
-// `base` (a mesh's first vertex and triangle) moved to vertex v0 and triangle t0.
-iso::MeshTail tail_from(const iso::MeshTail& base, std::uint64_t v0, std::uint64_t t0) {
-  iso::MeshTail tail;
-  tail.positions = base.positions ? base.positions + 3 * v0 : nullptr;
-  tail.normals = base.normals ? base.normals + 3 * v0 : nullptr;
-  tail.values = base.values ? base.values + v0 : nullptr;
-  tail.triangles = base.triangles ? base.triangles + 3 * t0 : nullptr;
-  tail.face_labels = base.face_labels ? base.face_labels + t0 : nullptr;
-  return tail;
-}
-
-// Where a slab's mesh lands in `m`: from vertex v0 and triangle t0, the arrays the options ask for.
-iso::MeshTail tail_at(LevelMesh& m, std::uint64_t v0, std::uint64_t t0, const IsosurfaceOptions& o) {
-  iso::MeshTail base;
-  base.positions = m.positions.data();
-  base.normals = o.normals ? m.normals.data() : nullptr;
-  base.values = iso::vertex_values(o) ? m.values.data() : nullptr;
-  base.triangles = m.triangles.data();
-  base.face_labels = o.labels ? m.labels.data() : nullptr;
-  return tail_from(base, v0, t0);
-}
-
-// The exact size of a level mesh, once every slab is counted: room made ahead stops there.
-struct RoomCap {
-  std::atomic<std::uint64_t> vertices{std::numeric_limits<std::uint64_t>::max()};
-  std::atomic<std::uint64_t> triangles{std::numeric_limits<std::uint64_t>::max()};
-};
-
-// A level mesh's arrays sized for `vertices` and `triangles` (or `cap`, once it is known), so that slabs written into
-// them later only write. Zeroing (vector::resize) is one thread's work per array, so each array gets a thread of its
-// own, the triangles (the largest) first. The arrays grow in `pieces`, and with `grown` the room made so far is told after each (where the arrays
-// start, the vertices and triangles): growing within the reserved room moves nothing, so slabs may write below the
-// room while the rest grows.
-void size_ahead(LevelMesh& m, std::uint64_t vertices, std::uint64_t triangles, const IsosurfaceOptions& o, int pieces = 1,
-                const std::function<void(const iso::MeshTail&, std::uint64_t, std::uint64_t)>& grown = {},
-                const RoomCap* cap = nullptr) {
-  m.positions.reserve(std::size_t(3 * vertices));
-  if (o.normals) m.normals.reserve(std::size_t(3 * vertices));
-  if (iso::vertex_values(o)) m.values.reserve(std::size_t(vertices));
-  m.triangles.reserve(std::size_t(3 * triangles));
-  if (o.labels) m.labels.reserve(std::size_t(triangles));
-  const iso::MeshTail base = tail_at(m, 0, 0, o);  // (the lanes below own the vectors until they are joined)
-  // Three lanes: triangles (and labels), positions, normals (and values). This thread faults each piece's pages in
-  // with all threads, ahead of the lanes, which zero a piece once it is in (faulting all of the triangles' pages
-  // first would hold their zeroing back); each lane tells the triangles or vertices it has
-  // room for.
-  struct Array {
-    char* data;  // where the array starts, taken before the lanes own the vectors
-    std::uint64_t from, bytes_per;  // its size now and the bytes of an element of the lane's count, in bytes
-  };
-  auto array_of = [](auto& v, std::uint64_t per) {
-    return Array{reinterpret_cast<char*>(v.data()), v.size() * sizeof(v[0]), per * sizeof(v[0])};
-  };
-  const std::uint64_t counts[3] = {triangles, vertices, vertices};
-  std::vector<Array> arrays[3];
-  arrays[0].push_back(array_of(m.triangles, 3));
-  if (o.labels) arrays[0].push_back(array_of(m.labels, 1));
-  arrays[1].push_back(array_of(m.positions, 3));
-  if (o.normals) arrays[2].push_back(array_of(m.normals, 3));
-  if (iso::vertex_values(o)) arrays[2].push_back(array_of(m.values, 1));
-  std::atomic<int> faulted[3] = {0, 0, 0};  // pieces whose pages are in, by lane
-  auto fault_piece = [&](int which, int p) {
-    const std::uint64_t a = counts[which] * std::uint64_t(p - 1) / std::uint64_t(pieces);
-    const std::uint64_t b = counts[which] * std::uint64_t(p) / std::uint64_t(pieces);
-    for (const Array& x : arrays[which]) {
-      const std::uint64_t lo = std::max(x.from, a * x.bytes_per), hi = b * x.bytes_per;
-      if (hi > lo) core::prefault(x.data + lo, hi - lo);
-    }
-    faulted[which].store(p, std::memory_order_release);
-    faulted[which].notify_one();
-  };
-  std::atomic<std::uint64_t> ready[3] = {0, 0, 0};
-  std::mutex telling;
-  auto lane = [&](int which, auto& first, std::uint64_t per_first, auto* second, std::uint64_t per_second) {
-    const std::uint64_t count = counts[which];
-    for (int p = 1; p <= pieces; ++p) {
-      for (int f = faulted[which].load(std::memory_order_acquire); f < p; f = faulted[which].load(std::memory_order_acquire))
-        faulted[which].wait(f, std::memory_order_acquire);
-      std::uint64_t n = count * std::uint64_t(p) / std::uint64_t(pieces);
-      const std::uint64_t exact = !cap ? n : which == 0 ? cap->triangles.load() : cap->vertices.load();
-      const bool last = p == pieces || exact <= n;
-      n = std::min(n, exact);
-      if (per_first * n > first.size()) first.resize(std::size_t(per_first * n));
-      if (second && per_second * n > second->size()) second->resize(std::size_t(per_second * n));
-      ready[which] = n;
-      if (grown) {
-        std::lock_guard<std::mutex> lock(telling);  // (rooms told in order: each at least the last)
-        grown(base, std::min(ready[1].load(), ready[2].load()), ready[0].load());
-      }
-      if (last) break;
-    }
-  };
-  using Floats = std::vector<float>;
-  fault_piece(0, 1);
-  std::jthread triangle_lane([&] { lane(0, m.triangles, 3, o.labels ? &m.labels : nullptr, 1); });
-  fault_piece(1, 1);
-  std::jthread position_lane([&] { lane(1, m.positions, 3, static_cast<Floats*>(nullptr), 0); });
-  fault_piece(2, 1);
-  std::jthread normal_lane([&] {
-    if (o.normals) lane(2, m.normals, 3, iso::vertex_values(o) ? &m.values : nullptr, 1);
-    else lane(2, m.values, iso::vertex_values(o) ? 1 : 0, static_cast<Floats*>(nullptr), 0);
-  });
-  for (int p = 2; p <= pieces; ++p)
-    for (int which = 0; which < 3; ++which) fault_piece(which, p);
-}
-
-// Slab `part`'s arrays copied to `to` (which has room), its vertex ids shifted by `shift`, in pieces of at most 2^18
-// vertices or triangles so that every core copies (a slab per thread left most idle). Slabs may copy into their
-// places at once; their ties are the caller's.
-void copy_slab_into(const LevelMesh& part, const iso::MeshTail& to, std::uint32_t shift) {
-  struct Piece {
-    bool triangles;
-    std::uint64_t first, last;
-  };
-  constexpr std::uint64_t block = std::uint64_t(1) << 18;
-  const std::uint64_t nv = part.positions.size() / 3, nt = part.triangles.size() / 3;
-  std::vector<Piece> pieces;
-  for (std::uint64_t f = 0; f < nv; f += block) pieces.push_back({false, f, std::min(nv, f + block)});
-  for (std::uint64_t f = 0; f < nt; f += block) pieces.push_back({true, f, std::min(nt, f + block)});
-  auto copy = [](const auto& from, std::uint64_t a, std::uint64_t b, auto* at) {
-    if (!from.empty() && at) std::copy(from.begin() + std::ptrdiff_t(a), from.begin() + std::ptrdiff_t(b), at + a);
-  };
-#pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_thread_count(0))
-  for (std::int64_t i = 0; i < std::int64_t(pieces.size()); ++i) {
-    const Piece& q = pieces[std::size_t(i)];
-    if (!q.triangles) {
-      copy(part.positions, 3 * q.first, 3 * q.last, to.positions);
-      copy(part.normals, 3 * q.first, 3 * q.last, to.normals);
-      copy(part.values, q.first, q.last, to.values);
-    } else {
-      for (std::uint64_t k = 3 * q.first; k < 3 * q.last; ++k) to.triangles[k] = part.triangles[k] + shift;
-      copy(part.labels, q.first, q.last, to.face_labels);
-    }
-  }
-}
-
-std::atomic<std::uint64_t> room_piece_bytes{std::uint64_t(64) << 20};
-
-// Whether a level mesh of `triangles` (and half as many vertices) may be sized ahead: a guess, so at most half the
-// host memory available.
-bool may_size_ahead(const IsosurfaceOptions& o, std::uint64_t triangles) {
-  return triangles > 0 && host_mesh_bytes(o, triangles / 2, triangles) <= core::available_host_memory() / 2;
-}
-
-// Counts a latch down once: when called, or else as it goes (an early return or an exception).
-struct CountDownOnce {
-  std::latch& latch;
-  bool done = false;
-  void operator()() {
-    if (!done) latch.count_down();
-    done = true;
-  }
-  ~CountDownOnce() { (*this)(); }
-};
-
-// The mesh's expected size (given, or estimated from a built-in field's formula), counted down on `estimated` as soon
-// as it is known (or none is); then, with `size_it`, the level mesh sized ahead for it, counted down on `sized`.
-// (Latches, not a join: the thread's exit takes its OpenMP threads down, which takes milliseconds.)
-void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m,
-                           double& seconds, std::uint64_t& expected, std::latch& estimated, std::latch& sized, bool size_it) {
-  const auto start = Clock::now();
-  CountDownOnce announce{estimated}, announce_sized{sized};
-  try {
-    std::uint64_t triangles = o.expected_triangles;
-    if (triangles == 0 && volume.builtin_field() >= 0 && !volume.resident_data()) {
-      const std::int64_t layers = std::min(ze, volume.geometry().dims[2] - 1) - zb;
-      if (layers <= 0) return;
-      // A million cells sampled: the engines wait for this count, so it must stay small beside a run.
-      const auto cost = iso::layer_costs(volume, o, zb, zb + layers, std::max<std::int64_t>(1, layers / 64), 1u << 20);
-      for (auto c : cost) triangles += 2 * std::uint64_t(c);
-      if (triangles < (1u << 20)) return;  // small meshes are cheap to grow
-    }
-    if (triangles == 0) return;
-    triangles += triangles / 8;           // the sampled count errs by a few percent either way
-    expected = triangles;
-    announce();
-    if (!size_it || !may_size_ahead(o, triangles)) return;
-    size_ahead(m, triangles / 2, triangles, o);
-    seconds = since(start);  // (only when the arrays were sized ahead)
-  } catch (...) {  // only a hint: the mesh grows as usual
-  }
-}
 
 // The whole volume (parts null), or the part whose grid points [zb, ze) own the vertices (an MPI rank's share): then
 // one part per level, each with its ties returned instead of resolved, and the last cell layer's triangles refer
@@ -1315,155 +1053,6 @@ SlabTask make_task(const VolumeGeometry& g, VoxelType type, const IsosurfaceOpti
   return task;
 }
 
-std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
-                                                 std::uint64_t count, std::vector<std::uint32_t>* beyond) {
-  std::vector<std::uint8_t> used(count, 0);
-  const auto n = std::int64_t(triangles.size());
-  std::mutex beyond_mutex;
-#pragma omp parallel num_threads(cpu_thread_count(0))
-  {
-    std::vector<std::uint32_t> past;
-#pragma omp for schedule(static) nowait
-    for (std::int64_t k = 0; k < n; ++k) {
-      const std::uint32_t corner = triangles[std::size_t(k)];
-      const std::uint64_t v = std::uint64_t(corner) - first;  // below first: wraps past count
-      if (v < count)
-        std::atomic_ref<std::uint8_t>(used[v]).store(1, std::memory_order_relaxed);
-      else if (beyond && corner >= first + count)
-        past.push_back(corner);
-    }
-    if (beyond && !past.empty()) {
-      std::sort(past.begin(), past.end());
-      past.erase(std::unique(past.begin(), past.end()), past.end());
-      std::lock_guard<std::mutex> lock(beyond_mutex);
-      beyond->insert(beyond->end(), past.begin(), past.end());
-    }
-  }
-  if (beyond) {
-    std::sort(beyond->begin(), beyond->end());
-    beyond->erase(std::unique(beyond->begin(), beyond->end()), beyond->end());
-  }
-  std::vector<std::uint64_t> unused;
-  const std::uint8_t* const marks = used.data();
-  for (std::uint64_t v = 0; v < count; ++v) {  // unused vertices are rare: memchr skips the marked ones fast
-    const auto* hit = static_cast<const std::uint8_t*>(std::memchr(marks + v, 0, count - v));
-    if (!hit) break;
-    v = std::uint64_t(hit - marks);
-    unused.push_back(first + v);
-  }
-  return unused;
-}
-
-namespace {
-// Keeps the items (of `per` values each) of [0, n) whose indices are not in `removed` (ascending), moved down in
-// place by chunks in parallel: a chunk's items move down by at most k = removed.size(), into the last k of the
-// chunk before, so every chunk saves those first.
-template <class T>
-void compact_in_place(std::vector<T>& values, std::size_t per, const std::vector<std::uint64_t>& removed, std::uint64_t n) {
-  const std::uint64_t k = removed.size();
-  if (k == 0 || values.empty()) return;
-  const std::uint64_t chunk = std::max<std::uint64_t>(std::uint64_t(1) << 16, 2 * k);
-  const auto chunks = std::int64_t((n + chunk - 1) / chunk);
-  std::vector<T> saved(std::size_t(chunks) * k * per);
-  T* const v = values.data();
-  auto range = [&](std::int64_t c, std::uint64_t& a, std::uint64_t& tail, std::uint64_t& b) {
-    a = std::uint64_t(c) * chunk;
-    b = std::min(n, a + chunk);
-    tail = b - std::min(k, b - a);
-  };
-#pragma omp parallel num_threads(cpu_thread_count(0))
-  {
-#pragma omp for schedule(static)
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      std::uint64_t a, tail, b;
-      range(c, a, tail, b);
-      std::memcpy(&saved[std::size_t(c) * k * per], v + tail * per, (b - tail) * per * sizeof(T));
-    }
-#pragma omp for schedule(static)
-    for (std::int64_t c = 0; c < chunks; ++c) {
-      std::uint64_t a, tail, b;
-      range(c, a, tail, b);
-      auto d = std::uint64_t(std::lower_bound(removed.begin(), removed.end(), a) - removed.begin());  // removed below i
-      for (std::uint64_t i = a; i < tail;) {  // runs between removed items, in ascending order (they only move down)
-        const std::uint64_t stop = d < k && removed[d] < tail ? removed[d] : tail;
-        if (stop > i && d > 0) std::memmove(v + (i - d) * per, v + i * per, (stop - i) * per * sizeof(T));
-        if (stop < tail) ++d;
-        i = stop < tail ? stop + 1 : tail;
-      }
-      for (std::uint64_t i = tail; i < b; ++i) {  // the saved last items
-        while (d < k && removed[d] < i) ++d;
-        if (d < k && removed[d] == i) continue;
-        std::memcpy(v + (i - d) * per, &saved[(std::size_t(c) * k + (i - tail)) * per], per * sizeof(T));
-      }
-    }
-  }
-  values.resize((n - k) * per);
-}
-}  // namespace
-
-void remove_vertices(TriangleMesh& m, std::uint64_t first, const std::vector<std::uint64_t>& own_removed,
-                     const std::vector<std::uint64_t>& all_removed) {
-  // Only the removed ids from `first` on move a corner down.
-  const auto from = std::lower_bound(all_removed.begin(), all_removed.end(), first);
-  const std::vector<std::uint64_t> after(from, all_removed.end());
-  if (after.empty()) return;
-  const std::uint64_t nv = std::uint64_t(m.vertex_count());
-  const auto n = std::int64_t(m.triangles.size());
-  // A few removed ids (the usual case) are searched for each corner; many, through a table of the removed ids below
-  // each own vertex.
-  std::vector<std::uint32_t> shift;
-  if (after.size() > 4096) {
-    shift.resize(nv);
-    const std::int64_t blocks = std::int64_t((nv + 65535) / 65536);
-#pragma omp parallel for schedule(static) num_threads(cpu_thread_count(0))
-    for (std::int64_t c = 0; c < blocks; ++c) {
-      const std::uint64_t u0 = std::uint64_t(c) * 65536, u1 = std::min(nv, u0 + 65536);
-      auto below = std::size_t(std::lower_bound(after.begin(), after.end(), first + u0) - after.begin());
-      for (std::uint64_t u = u0; u < u1; ++u) {
-        while (below < after.size() && after[below] < first + u) ++below;
-        shift[u] = std::uint32_t(below);
-      }
-    }
-  }
-#pragma omp parallel for schedule(static) num_threads(cpu_thread_count(0))
-  for (std::int64_t k = 0; k < n; ++k) {
-    std::uint32_t& v = m.triangles[std::size_t(k)];
-    v -= v < shift.size() ? shift[v] : std::uint32_t(std::lower_bound(after.begin(), after.end(), first + v) - after.begin());
-  }
-  if (own_removed.empty()) return;
-  std::vector<std::uint64_t> local(own_removed.size());
-  for (std::size_t d = 0; d < own_removed.size(); ++d) local[d] = own_removed[d] - first;
-  compact_in_place(m.positions, 3, local, nv);
-  compact_in_place(m.normals, 3, local, nv);
-  compact_in_place(m.vertex_values, 1, local, nv);
-}
-
-std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids) {
-  struct Key {
-    std::uint32_t v[3];
-    std::uint64_t t;
-  };
-  std::vector<Key> keys;
-  keys.reserve(ids.size());
-  for (std::size_t i = 0; i < ids.size(); ++i) {
-    Key k{{corners[3 * i], corners[3 * i + 1], corners[3 * i + 2]}, ids[i]};
-    std::sort(k.v, k.v + 3);
-    keys.push_back(k);
-  }
-  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
-    return std::lexicographical_compare(a.v, a.v + 3, b.v, b.v + 3) || (std::equal(a.v, a.v + 3, b.v) && a.t < b.t);
-  });
-  std::vector<std::uint64_t> drop;
-  for (std::size_t a = 0; a < keys.size();) {
-    std::size_t b = a + 1;
-    while (b < keys.size() && std::equal(keys[a].v, keys[a].v + 3, keys[b].v)) ++b;
-    // An even group cancels; an odd one keeps its first member.
-    for (std::size_t c = ((b - a) % 2 ? a + 1 : a); c < b; ++c) drop.push_back(keys[c].t);
-    a = b;
-  }
-  std::sort(drop.begin(), drop.end());
-  return drop;
-}
 
 std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin,
                                                     std::int64_t z_end, IsosurfaceReport* report,

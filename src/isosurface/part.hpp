@@ -43,6 +43,9 @@ void set_room_piece_bytes(std::uint64_t bytes);
 // The face group name a whole run gives a level when it extracts several ("level 0.5").
 std::string level_group_name(double level);
 
+// Drops the triangles of excluded labels and the vertices no remaining triangle uses (order kept).
+void exclude_labels(TriangleMesh& m, const std::vector<std::int32_t>& excluded);
+
 // Which tie triangles cancel (sorted ids): coincident ones (the same three vertices) in pairs, an odd group keeping
 // its first. corners: the three vertex ids of each tie, in the order of ids.
 std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids);
