@@ -329,6 +329,30 @@ long double tangent_sine(const BezierCurve2& a, const BezierCurve2& b, long doub
   return std::abs(da[0] * db[1] - da[1] * db[0]) / (std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]));
 }
 
+// Whether the curves have the same signed curvature at s and t (a contact of order 3 where they are tangent), in
+// long double.
+bool same_curvature(const BezierCurve2& a, const BezierCurve2& b, long double s, long double t) {
+  auto curvature = [](const BezierCurve2& c, long double u) {
+    const std::size_t n = c.points.size() - 1;
+    if (n < 2) return 0.0L;
+    std::vector<std::array<long double, 2>> d1, d2;
+    for (std::size_t i = 0; i < n; ++i)
+      d1.push_back({(long double)(c.points[i + 1][0]) - c.points[i][0], (long double)(c.points[i + 1][1]) - c.points[i][1]});
+    for (std::size_t i = 0; i + 1 < n; ++i) d2.push_back({d1[i + 1][0] - d1[i][0], d1[i + 1][1] - d1[i][1]});
+    auto at = [u](std::vector<std::array<long double, 2>> w) {
+      for (std::size_t r = 1; r < w.size(); ++r)
+        for (std::size_t i = 0; i + r < w.size(); ++i)
+          for (int k = 0; k < 2; ++k) w[i][k] = (1 - u) * w[i][k] + u * w[i + 1][k];
+      return w[0];
+    };
+    const auto p = at(d1), q = at(d2);  // (scaled) first and second derivatives
+    const long double speed = std::hypot(p[0], p[1]);
+    return (long double)(n - 1) / n * (p[0] * q[1] - p[1] * q[0]) / (speed * speed * speed);
+  };
+  const long double ka = curvature(a, s), kb = curvature(b, t);
+  return std::abs(ka - kb) <= 1e-9L * std::max({std::abs(ka), std::abs(kb), 1.0L});
+}
+
 TEST(Solver, BezierPackageCurveIntersections) {
   const std::string path = test::shared_data("curves/curve_intersections.json");
   if (path.empty()) GTEST_SKIP() << "curves/curve_intersections.json not found (shared data absent)";
@@ -345,7 +369,7 @@ TEST(Solver, BezierPackageCurveIntersections) {
   SolverOptions o;
   o.device = engine;
   int cases = 0;
-  double worst_standard = 0, worst_tangent = 0;
+  double worst_standard = 0, worst_tangent = 0, worst_order3 = 0;
   for (const auto& inter : doc["intersections"]) {
     const std::string type = inter["type"];
     const auto& c1 = curves.at(inter["curve1"].get<std::string>());
@@ -370,17 +394,22 @@ TEST(Solver, BezierPackageCurveIntersections) {
       if (type == "standard") {
         EXPECT_LE(best, 1e-12) << w[0] << ", " << w[1];
         worst_standard = std::max(worst_standard, best);
-      } else {
-        // Tangent and touching-coincident roots, refined on the curves with the tangency condition: 1e-7 (contact of
-        // order 3, equal curvature, where that system is singular too, included).
-        EXPECT_LE(best, 1e-7) << w[0] << ", " << w[1];
+      } else if (!same_curvature(c1, c2, w[0], w[1])) {
+        // Tangent and touching-coincident roots, refined on the curves with the tangency condition, a regular system
+        // at a contact of order 2: to the last bits.
+        EXPECT_LE(best, 1e-12) << w[0] << ", " << w[1];
         worst_tangent = std::max(worst_tangent, best);
+      } else {
+        // Contact of order 3 (equal curvature): the tangency system is singular there too, and its double root is
+        // located to about sqrt(machine epsilon) at best, depending on the rounding of the build (FMA contraction).
+        EXPECT_LE(best, 1e-6) << w[0] << ", " << w[1];
+        worst_order3 = std::max(worst_order3, best);
       }
     }
   }
   EXPECT_EQ(cases, 27);
-  std::printf("  %s: %d curve pairs: standard roots within %.3g, tangent roots within %.3g\n", device_name(engine), cases, worst_standard,
-              worst_tangent);
+  std::printf("  %s: %d curve pairs: standard roots within %.3g, tangent roots within %.3g (equal curvature: %.3g)\n",
+              device_name(engine), cases, worst_standard, worst_tangent, worst_order3);
   }
 }
 
