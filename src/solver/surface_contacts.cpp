@@ -86,6 +86,34 @@ void flat_contacts(const SurfacePiece& p, const PiecePlane& pp, const SurfacePie
   if (interval && region.t0 <= region.t1) out.regions.push_back(region);
 }
 
+// Whether the moved piece p is the fixed piece q at every time of a motion piece (coefficients `motion`: scale, tx,
+// ty, tz): its control points, moved, equal q's under one of the eight symmetries of the parameter square, for every
+// Bernstein coefficient of the motion (s_k P + T_k = Q, all k). A surface and its copy that stay together (a part
+// resting in its seat) are in contact everywhere, and subdivision of that 4-D set would not end.
+bool same_piece_throughout(const SurfacePiece& p, const SurfacePiece& q, const std::array<std::vector<double>, 4>& motion) {
+  double extent = 0, far = 0;
+  for (int k = 0; k < 3; ++k)
+    extent = std::max(extent, q.hi[k] - q.lo[k]), far = std::max({far, std::abs(q.lo[k]), std::abs(q.hi[k])});
+  const double tol = 1e-12 * far + 1e-10 * extent;
+  for (int sym = 0; sym < 8; ++sym) {
+    const bool swap = sym & 4, flip_u = sym & 1, flip_v = sym & 2;
+    if ((swap ? q.du != p.dv || q.dv != p.du : q.du != p.du || q.dv != p.dv)) continue;
+    bool same = true;
+    for (int i = 0; i <= p.du && same; ++i)
+      for (int j = 0; j <= p.dv && same; ++j) {
+        const int a = flip_u ? p.du - i : i, b = flip_v ? p.dv - j : j;
+        const std::size_t from = std::size_t(i) * std::size_t(p.dv + 1) + std::size_t(j);
+        const std::size_t to = swap ? std::size_t(b) * std::size_t(q.dv + 1) + std::size_t(a)
+                                    : std::size_t(a) * std::size_t(q.dv + 1) + std::size_t(b);
+        for (std::size_t m = 0; m < motion[0].size() && same; ++m)
+          for (int k = 0; k < 3 && same; ++k)
+            same = std::abs(motion[0][m] * p.c[std::size_t(k)][from] + motion[std::size_t(k + 1)][m] - q.c[std::size_t(k)][to]) <= tol;
+      }
+    if (same) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface& fixed, const Motion& motion, const SolverOptions& o) {
@@ -142,6 +170,7 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
   for (std::size_t i = 0; i < pa.size(); ++i) planes_a[i] = piece_plane(pa[i]);
   for (std::size_t j = 0; j < pb.size(); ++j) planes_b[j] = piece_plane(pb[j]);
   std::vector<Combo> combos, flat;  // flat: parallel planar pieces, solved apart (flat_contacts)
+  std::vector<ContactRegion> same_regions;  // pieces that coincide throughout a motion piece
   for (std::size_t m = 0; m < mp.size(); ++m)
     for (std::size_t i = 0; i < pa.size(); ++i) {
       Vec3 lo{}, hi{};
@@ -150,9 +179,18 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
         lo[k] = *std::min_element(c, c + 4) + mp[m].lo[k];
         hi[k] = *std::max_element(c, c + 4) + mp[m].hi[k];
       }
-      for (std::size_t j = 0; j < pb.size(); ++j)
-        if (parallel[i * pb.size() + j] && boxes_meet(lo, hi, pb[j].lo, pb[j].hi))
-          (parallel_planes(planes_a[i], planes_b[j]) ? flat : combos).push_back({int(i), int(j), int(m)});
+      for (std::size_t j = 0; j < pb.size(); ++j) {
+        if (!parallel[i * pb.size() + j] || !boxes_meet(lo, hi, pb[j].lo, pb[j].hi)) continue;
+        if (same_piece_throughout(pa[i], pb[j], mp[m].c)) {  // in contact everywhere, all the time
+          ContactRegion r;
+          r.t0 = mp[m].t0, r.t1 = mp[m].t1;
+          r.lo = {pa[i].u0, pa[i].v0, pb[j].u0, pb[j].v0};
+          r.hi = {pa[i].u1, pa[i].v1, pb[j].u1, pb[j].v1};
+          same_regions.push_back(r);
+          continue;
+        }
+        (parallel_planes(planes_a[i], planes_b[j]) ? flat : combos).push_back({int(i), int(j), int(m)});
+      }
     }
   // Variables (u1, v1, u2, v2, t). Per-piece parts are formed once and combined per system.
   std::vector<SurfacePolys> s1(pa.size()), s2(pb.size());
@@ -234,8 +272,9 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
                   m.t0, m.t1, m.s_hi, o, out);
   }
   std::sort(out.contacts.begin(), out.contacts.end(), [](const auto& l, const auto& r) { return l.t < r.t; });
+  out.regions.insert(out.regions.end(), same_regions.begin(), same_regions.end());
   std::sort(out.regions.begin(), out.regions.end(), [](const auto& l, const auto& r) { return l.t0 < r.t0; });
-  out.combinations = std::int64_t(combos.size() + flat.size());
+  out.combinations = std::int64_t(combos.size() + flat.size() + same_regions.size());
   return out;
 }
 

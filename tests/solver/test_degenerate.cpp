@@ -164,5 +164,46 @@ TEST(Degenerate, ParallelFacesTouchWhenTheirPlanesMeet) {
   }
 }
 
+TEST(Degenerate, CurvedCopiesThatStayTogetherAreOneRegion) {
+  const std::uint64_t seed = test::run_seed() + 404;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  // A random bicubic patch far from the origin, and its copy with the u direction reversed and rounding at 1e-15.
+  const Frame f = random_frame(rng);
+  BSplineSurface a, b;
+  a.degree_u = a.degree_v = 3;
+  a.count_u = a.count_v = 4;
+  a.knots_u = a.knots_v = {0, 0, 0, 0, 1, 1, 1, 1};
+  std::vector<Vec3> net;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) net.push_back(f.at(i / 3.0, j / 3.0, 0.3 * u(rng)));
+  for (const Vec3& p : net) a.points.insert(a.points.end(), p.begin(), p.end());
+  b = a;
+  b.points.clear();
+  for (int i = 3; i >= 0; --i)
+    for (int j = 0; j < 4; ++j)
+      for (double c : net[std::size_t(4 * i + j)]) b.points.push_back(c * (1 + 1e-15 * u(rng)));
+  Motion rest;  // two motion pieces, the surface at rest in both
+  rest.degree = 1;
+  rest.knots = {0, 0, 0.5, 1, 1};
+  rest.points = {{1, 0, 0, 0}, {1, 0, 0, 0}, {1, 0, 0, 0}};
+  for (Device engine : test::solver_engines()) {
+    SCOPED_TRACE(std::string("engine ") + device_name(engine) + ", seed " + std::to_string(seed));
+    SolverOptions o;
+    o.device = engine;
+    const ContactResult r = contact_points(a, b, rest, o);
+    ASSERT_EQ(r.status, "complete");
+    EXPECT_TRUE(r.contacts.empty());
+    ASSERT_EQ(r.regions.size(), 2u);
+    EXPECT_EQ(r.regions[0].t0, 0);
+    EXPECT_EQ(r.regions[0].t1, 0.5);
+    EXPECT_EQ(r.regions[1].t1, 1);
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_EQ(r.regions[0].lo[std::size_t(c)], 0);
+      EXPECT_EQ(r.regions[0].hi[std::size_t(c)], 1);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace parasurf
