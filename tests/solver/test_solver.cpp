@@ -490,9 +490,23 @@ TEST(Solver, CurveOverlapEndsAreExactOnEveryEngine) {
   std::mt19937_64 rng(test::run_seed());
   std::uniform_int_distribution<int> coordinate(-8, 8);
   for (int round = 0; round < 4; ++round) {
+    // A cubic that keeps moving over the parameters the arcs below take, [-0.5, 1.5]: at a cusp (speed zero) or a
+    // turn so tight that the curve runs back along itself, a point's parameter is a double root, located to
+    // sqrt(machine epsilon) at best (integer control points drew a cusp exactly at an overlap's end).
     BezierCurve2 a;
-    for (int i = 0; i < 4; ++i) a.points.push_back({double(coordinate(rng)), double(coordinate(rng))});
-    a.points[3] = {a.points[0][0] + 9, a.points[0][1] + 5};  // never a closed loop
+    for (double slowest = 0; slowest < 1.0;) {
+      a.points.clear();
+      for (int i = 0; i < 4; ++i) a.points.push_back({double(coordinate(rng)), double(coordinate(rng))});
+      a.points[3] = {a.points[0][0] + 9, a.points[0][1] + 5};  // never a closed loop
+      slowest = HUGE_VAL;
+      for (int k = 0; k <= 400; ++k) {
+        const double u = -0.5 + 2.0 * k / 400, w[3] = {(1 - u) * (1 - u), 2 * u * (1 - u), u * u};
+        double d[2] = {0, 0};
+        for (int e = 0; e < 3; ++e)
+          for (int c = 0; c < 2; ++c) d[c] += 3 * w[e] * (a.points[std::size_t(e + 1)][std::size_t(c)] - a.points[std::size_t(e)][std::size_t(c)]);
+        slowest = std::min(slowest, std::hypot(d[0], d[1]));
+      }
+    }
     struct Case {
       double u0, u1;
       bool reversed;
