@@ -14,6 +14,6 @@ printf '\000{"count": [5, 4, 4], "degree": [3, 2, 1], "padding": 0.1, "knots": [
 printf '\000{"count": [4, 4, 4], "degree": [3, 3, 3], "world_to_parameter": [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0]}' > "$work/fcorpus/embedding"
 printf '\001{"moves": [{"index": [1, 2, 3], "displacement": [0.1, 0, 0]}, {"index": [0, 0, 0], "position": [0, 0, 0]}]}' > "$work/fcorpus/moves"
 printf '\001{"targets": [{"point": [0.5, 0.5, 0.5], "target": [0.6, 0.5, 0.5]}, {"point": [0.2, 0.3, 0.4], "target": [0.2, 0.3, 0.45]}]}' > "$work/fcorpus/targets"
-"$work/fuzz_ffd_inputs" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/fcorpus" 2>&1 | tee "$work/fuzz.log" | tail -25
+"$work/fuzz_ffd_inputs" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/fcorpus" 2>&1 | tee "$work/fuzz_ffd_inputs.log" | tail -25
 # the coverage reached (edges, features), for docs/reliability.md
-grep -m1 "DONE" "$work/fuzz.log" || true
+grep -m1 "DONE" "$work/fuzz_ffd_inputs.log" || true

@@ -24,6 +24,6 @@ printf '\002OFF\n4 2 0\n0 0 0\n1 0 0\n0 1 0\n0 0 1\n3 0 1 2\n4 0 1 3 2\n' > "$wo
 printf '\003solid t\nfacet normal 0 0 1\nouter loop\nvertex 0 0 0\nvertex 1 0 0\nvertex 0 1 0\nendloop\nendfacet\nendsolid\n' > "$work/mcorpus/stla"
 printf '\004{"moves": [{"index": [1, 2, 3], "displacement": [0.1, 0, 0]}], "targets": [{"point": [0, 0, 0], "target": [1, 1, 1]}]}' > "$work/mcorpus/edits"
 printf '\005{"count": [5, 4, 6], "degree": [3, 2, 1], "padding": 0.1, "knots": [[0,0,0,0,0.5,1,1,1,1], [], []]}' > "$work/mcorpus/lattice"
-"$work/fuzz_mesh_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/mcorpus" 2>&1 | tee "$work/fuzz.log" | tail -25
+"$work/fuzz_mesh_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/mcorpus" 2>&1 | tee "$work/fuzz_mesh_readers.log" | tail -25
 # the coverage reached (edges, features), for docs/reliability.md
-grep -m1 "DONE" "$work/fuzz.log" || true
+grep -m1 "DONE" "$work/fuzz_mesh_readers.log" || true

@@ -16,6 +16,6 @@ printf '\000group 1 g\n5\n1 2\n0 0 0\n0 1 0\n0 2 0\n1 0 0\n1 1 1\n1 2 0\n3\n1\n0
 printf '\0011\n1 1\n0 0 0\n0 1 0\n1 0 0\n1 1 0\n' > "$work/corpus/bpt"
 printf '\002{"parasurf_trimmed_bezier": 1, "surfaces": [{"degree": [1, 2], "total_degree": 3, "points": [[0,0,0],[0,1,0],[0,2,1],[1,0,0],[1,1,1],[1,2,0]], "trims": [[[0,0],[1,0],[1,1],[0,1]]]}]}' > "$work/corpus/trimmed"
 printf '\002{"degree": [1, 2], "knots": [[0, 0, 1, 1], [0, 0, 0, 1, 1, 1]], "points": [[[0,0,0],[0,1,1],[0,2,0]], [[1,0,0],[1,1,1],[1,2,0]]], "weights": [[1,2,1],[1,1,1]]}' > "$work/corpus/json"
-"$work/fuzz_patch_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" 2>&1 | tee "$work/fuzz.log" | tail -25
+"$work/fuzz_patch_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/corpus" 2>&1 | tee "$work/fuzz_patch_readers.log" | tail -25
 # the coverage reached (edges, features), for docs/reliability.md
-grep -m1 "DONE" "$work/fuzz.log" || true
+grep -m1 "DONE" "$work/fuzz_patch_readers.log" || true

@@ -21,6 +21,6 @@ printf '\001{"curve1": {"degree": 2, "knots": [0, 0, 0, 0.5, 1, 1, 1], "points":
 printf '\002{"curve1": {"points": [[0, 0], [1, 0.5], [2, 0]]}, "curve2": {"points": [[0, 1], [1, 2], [2, 1]]}}' > "$work/scorpus/bisector"
 printf '\003{"curves": [{"points": [[0, 1], [0.6, 1.2], [1, 0.5]]}, {"points": [[0.9, -0.4], [0.1, -1.1], [-0.6, -0.8]]}, {"points": [[-0.9, -0.5], [-1.2, 0.2], [-0.5, 0.9]]}]}' > "$work/scorpus/traps"
 printf '\004{"motion": {"degree": 3, "knots": [0, 0, 0, 0, 1, 1, 1, 1], "points": [[1, 0, 0, 0], [1, 0, 0, 1], [1, 1, 0, 1], [1, 1, 1, 1]]}}' > "$work/scorpus/motion"
-"$work/fuzz_solver_inputs" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/scorpus" 2>&1 | tee "$work/fuzz.log" | tail -25
+"$work/fuzz_solver_inputs" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/scorpus" 2>&1 | tee "$work/fuzz_solver_inputs.log" | tail -25
 # the coverage reached (edges, features), for docs/reliability.md
-grep -m1 "DONE" "$work/fuzz.log" || true
+grep -m1 "DONE" "$work/fuzz_solver_inputs.log" || true

@@ -28,6 +28,6 @@ struct.pack_into('<f', h, 108, 352.0)
 h[344:348] = b'n+1\0'
 open(sys.argv[1], 'wb').write(b'\x00' + bytes(h) + bytes(range(8)))
 PY
-"$work/fuzz_volume_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/vcorpus" 2>&1 | tee "$work/fuzz.log" | tail -25
+"$work/fuzz_volume_readers" -seed="${FUZZ_SEED:-1}" -runs="${FUZZ_RUNS:--1}" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$work/" "$work/vcorpus" 2>&1 | tee "$work/fuzz_volume_readers.log" | tail -25
 # the coverage reached (edges, features), for docs/reliability.md
-grep -m1 "DONE" "$work/fuzz.log" || true
+grep -m1 "DONE" "$work/fuzz_volume_readers.log" || true
