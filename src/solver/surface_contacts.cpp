@@ -91,10 +91,7 @@ void flat_contacts(const SurfacePiece& p, const PiecePlane& pp, const SurfacePie
 // Bernstein coefficient of the motion (s_k P + T_k = Q, all k). A surface and its copy that stay together (a part
 // resting in its seat) are in contact everywhere, and subdivision of that 4-D set would not end.
 bool same_piece_throughout(const SurfacePiece& p, const SurfacePiece& q, const std::array<std::vector<double>, 4>& motion) {
-  double extent = 0, far = 0;
-  for (int k = 0; k < 3; ++k)
-    extent = std::max(extent, q.hi[k] - q.lo[k]), far = std::max({far, std::abs(q.lo[k]), std::abs(q.hi[k])});
-  const double tol = 1e-12 * far + 1e-10 * extent;
+  const double tol = piece_tolerance(q);
   for (int sym = 0; sym < 8; ++sym) {
     const bool swap = sym & 4, flip_u = sym & 1, flip_v = sym & 2;
     if ((swap ? q.du != p.dv || q.dv != p.du : q.du != p.du || q.dv != p.dv)) continue;

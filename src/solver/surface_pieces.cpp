@@ -138,6 +138,18 @@ SolverOptions quiet(const SolverOptions& o) {
 }
 int thread_count(const SolverOptions& o) { return cpu_thread_count(o.threads); }
 
+double piece_extent(const SurfacePiece& p) {
+  double extent = 0;
+  for (int k = 0; k < 3; ++k) extent = std::max(extent, p.hi[k] - p.lo[k]);
+  return extent;
+}
+
+double piece_tolerance(const SurfacePiece& p) {
+  double far = 0;
+  for (int k = 0; k < 3; ++k) far = std::max({far, std::abs(p.lo[k]), std::abs(p.hi[k])});
+  return 1e-12 * far + 1e-10 * piece_extent(p);
+}
+
 PiecePlane piece_plane(const SurfacePiece& p) {
   PiecePlane out;
   const int nu = p.du + 1, nv = p.dv + 1;
@@ -160,17 +172,11 @@ PiecePlane piece_plane(const SurfacePiece& p) {
     n[2] += (a[0] - b[0]) * (a[1] + b[1]);
   }
   const double len = std::sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-  double extent = 0, far = 0;
-  for (int k = 0; k < 3; ++k) {
-    extent = std::max(extent, p.hi[k] - p.lo[k]);
-    far = std::max({far, std::abs(p.lo[k]), std::abs(p.hi[k])});
-  }
+  const double extent = piece_extent(p);
   // A zero-area net has no plane; neither has a normal made of rounding (the net's area is its length / 2).
   if (!(len > 1e-12 * extent * extent)) return out;
   for (double& c : n) c /= len;
-  // Coordinates far from the origin carry their own rounding (a file's 1e6 has ~1e-10 of it); the rest is the
-  // piece's size.
-  out.tol = 1e-12 * far + 1e-10 * extent;
+  out.tol = piece_tolerance(p);
   out.angle_tol = out.tol / extent;
   const std::size_t count = p.c[0].size();
   double sum = 0;

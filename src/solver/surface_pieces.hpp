@@ -54,6 +54,12 @@ NormalCone normal_cone(const SurfacePiece& p);
 // Normals of the two pieces can be parallel (same or opposite direction) only when their cones allow it.
 bool cones_allow_parallel(const NormalCone& a, const NormalCone& b);
 
+// The largest side of a piece's box.
+double piece_extent(const SurfacePiece& p);
+// How far apart two of a piece's points may lie and still count as one: coordinates far from the origin carry their
+// own rounding (a file's 1e6 has ~1e-10 of it), the rest is the piece's size.
+double piece_tolerance(const SurfacePiece& p);
+
 // The plane of a planar piece: every control point within `tol` of n . x = d (so, by the convex hull property, the
 // whole piece). Planar faces are common in CAD models, and two pieces in one plane make the intersection and
 // bisector equations vanish over an area, or (parallel planes) the contact equations vanish along the time axis:
