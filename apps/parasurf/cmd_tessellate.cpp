@@ -101,9 +101,11 @@ void add_tessellate(CLI::App& app) {
     std::printf("model: %s\n", model.name.c_str());
     std::printf("patches: %lld (%lld tensor-product, %lld triangular), polyhedron faces: %lld\n", (long long)rep.patches,
                 (long long)rep.tensor_patches, (long long)rep.triangular_patches, (long long)rep.polyhedron_faces);
-    std::printf("edges: %lld shared, %lld open, %lld collapsed; %lld patches reoriented; %lld crease vertices\n",
+    std::printf("edges: %lld shared, %lld open, %lld collapsed, %lld T-junctions stitched (%lld sides); %lld patches "
+                "reoriented; %lld crease vertices\n",
                 (long long)rep.shared_edges, (long long)rep.open_edges, (long long)rep.collapsed_edges,
-                (long long)rep.flipped_patches, (long long)rep.crease_vertices);
+                (long long)rep.t_junction_edges, (long long)rep.t_junction_pieces, (long long)rep.flipped_patches,
+                (long long)rep.crease_vertices);
     if (o.tolerance > 0)
       std::printf("tolerance %g: %d..%d segments per patch side\n", o.tolerance, rep.min_segments, rep.max_segments);
     else
@@ -126,6 +128,7 @@ void add_tessellate(CLI::App& app) {
                         {"triangles", mesh.triangle_count()},        {"device", device_name(rep.device)},
                         {"strategy", rep.strategy},    {"seconds", total},
                         {"shared_edges", rep.shared_edges}, {"open_edges", rep.open_edges},
+                        {"t_junction_edges", rep.t_junction_edges}, {"t_junction_pieces", rep.t_junction_pieces},
                         {"mpi_ranks", o.team ? o.team->members : 1}, {"seconds_exchange", rep.seconds_exchange},
                         {"assembled_on", rep.assembled_on_device ? "gpu" : "host"},
                         {"seconds_assemble", rep.seconds_assemble}, {"seconds_download", rep.seconds_download}};

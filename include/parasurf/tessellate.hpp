@@ -82,6 +82,9 @@ struct TessellationReport {
   std::int64_t evaluated_points = 0;
   std::int64_t shared_edges = 0, open_edges = 0, collapsed_edges = 0, flipped_patches = 0;
   std::int64_t open_side_segments = 0;          // mesh edges on open patch sides (the mesh's boundary)
+  // T-junctions: long sides traced by a chain of other sides (a neighbour split in the file), and those sides;
+  // both are stitched, neither is open
+  std::int64_t t_junction_edges = 0, t_junction_pieces = 0;
   std::int64_t crease_vertices = 0;
   int min_segments = 0, max_segments = 0;       // over patches and directions
   double seconds_plan = 0, seconds_evaluate = 0, seconds_assemble = 0;

@@ -39,6 +39,10 @@ struct PlanView {
   PS_HD const SideRef& side(std::int64_t p, int s) const { return sides[p][s]; }
   PS_HD std::int32_t edge_corner(std::int64_t e, int end) const { return edge_corners[e][end]; }
   PS_HD bool edge_collapsed(std::int64_t e) const { return edge_collapse[e] != 0; }
+  // Split edges (T-junctions) are assembled on the host only: a view never has one.
+  PS_HD bool edge_split(std::int64_t) const { return false; }
+  PS_HD std::int64_t split_vertex(std::int64_t, int) const { return -1; }
+  PS_HD double split_param(std::int64_t, int) const { return 0.0; }
 };
 
 template <class P> PS_HD int side_segments(const P& pl, std::int64_t p, int s) {
@@ -54,7 +58,22 @@ template <class P> PS_HD std::int64_t side_vertex(const P& pl, std::int64_t p, i
   const int kc = sr.reversed ? f - k : k;
   if (kc == 0 || pl.edge_collapsed(sr.edge)) return pl.edge_corner(sr.edge, 0);
   if (kc == f) return pl.edge_corner(sr.edge, 1);
+  if (pl.edge_split(sr.edge)) return pl.split_vertex(sr.edge, kc);
   return pl.edge_vertex_base[sr.edge] + kc - 1;
+}
+
+// Whether side s samples its own points rather than its grid's: its edge has another segment count, or is split.
+template <class P> PS_HD bool side_off_grid(const P& pl, std::int64_t p, int s) {
+  return side_factor(pl, p, s) != side_segments(pl, p, s) || pl.edge_split(pl.side(p, s).edge);
+}
+
+// Parameter of side sample k (0..f) along side s, counter-clockwise: k/f, or the pieces' samples on a split edge.
+template <class P> PS_HD double side_param(const P& pl, std::int64_t p, int s, int k) {
+  const SideRef& sr = pl.side(p, s);
+  const int f = pl.edge_factor[sr.edge];
+  if (!pl.edge_split(sr.edge) || k == 0 || k == f) return double(k) / f;
+  const double t = pl.split_param(sr.edge, sr.reversed ? f - k : k);
+  return sr.reversed ? 1 - t : t;
 }
 
 PS_HD std::int64_t tri_index(std::int64_t n, std::int64_t a, std::int64_t b) { return patchk::tri_row_start(n, b) + a; }
@@ -79,7 +98,7 @@ template <class P> PS_HD std::int64_t side_sample(const P& pl, std::int64_t p, i
       default: return grid(0, nv);
     }
   };
-  if (f != side_segments(pl, p, s)) {
+  if (side_off_grid(pl, p, s)) {
     if (k == 0) return corner(s);
     if (k == f) return corner(s + 1);
     return pl.extra_first[p][s] + k - 1;
@@ -117,13 +136,13 @@ template <class P> PS_HD PlanRef lattice_ref(const P& pl, std::int64_t p, int a,
   return {pl.interior_base[p] + tri_index(n - 3, a - 1, b - 1), pl.first[p] + tri_index(n, a, b)};
 }
 
-// Zips the strip between the side's samples outer(0..f) (parameters k/f along the side) and the inner row's points
-// inner(0..q-1) (parameters inner_t(j)) into triangles with the interior on the left.
-template <class Outer, class InnerT, class Inner, class Emit>
-PS_HD void zip_strip(int f, int q, Outer&& outer, InnerT&& inner_t, Inner&& inner, Emit&& emit) {
+// Zips the strip between the side's samples outer(0..f) (parameters outer_t(k) along the side) and the inner row's
+// points inner(0..q-1) (parameters inner_t(j)) into triangles with the interior on the left.
+template <class Outer, class OuterT, class InnerT, class Inner, class Emit>
+PS_HD void zip_strip(int f, int q, Outer&& outer, OuterT&& outer_t, InnerT&& inner_t, Inner&& inner, Emit&& emit) {
   int k = 0, j = 0;
   while (k < f || j < q - 1) {
-    const bool advance_outer = j == q - 1 || (k < f && double(k + 1) / f <= inner_t(j + 1));
+    const bool advance_outer = j == q - 1 || (k < f && outer_t(k + 1) <= inner_t(j + 1));
     if (advance_outer) {
       emit(outer(k), outer(k + 1), inner(j));
       ++k;
@@ -178,7 +197,7 @@ template <class P, class Emit> PS_HD void zipped_sides(const P& pl, std::int64_t
       }
     };
     zip_strip(side_factor(pl, p, s), q, [&](int k) { return side_ref(pl, p, s, k); },
-              [&](int j) { return double(j + 1) / n; }, inner, emit);
+              [&](int k) { return side_param(pl, p, s, k); }, [&](int j) { return double(j + 1) / n; }, inner, emit);
   }
 }
 

@@ -145,6 +145,7 @@ struct Plan {
   std::int64_t grid_samples = 0, extra_samples = 0, vertices = 0;
   std::vector<std::int64_t> extra_patch;
   std::vector<double> extra_uv;
+  std::vector<std::vector<int>> split_offsets;           // per split edge: its pieces' first sample (and the end)
 
   // what patches::side_vertex and the rest read (plan_walk.hpp)
   bool triangle(std::int64_t p) const { return model->patches[p].kind == PatchKind::Triangle; }
@@ -154,6 +155,24 @@ struct Plan {
   bool edge_collapsed(std::int64_t e) const { return topo.edges[e].collapsed; }
   int side_segments(std::int64_t p, int s) const { return patches::side_segments(*this, p, s); }
   int factor(std::int64_t p, int s) const { return patches::side_factor(*this, p, s); }
+  bool edge_split(std::int64_t e) const { return topo.split(e); }
+  // Sample kc (0 < kc < f) of split edge e, in its canonical direction: the piece it lies on and its index there.
+  std::pair<const patches::SplitPiece*, int> split_sample(std::int64_t e, int kc) const {
+    const auto k = std::size_t(topo.split_of[std::size_t(e)]);
+    const auto& off = split_offsets[k];
+    const auto i = std::size_t(std::upper_bound(off.begin(), off.end(), kc) - off.begin() - 1);
+    return {&topo.splits[k][i], kc - off[i]};
+  }
+  std::int64_t split_vertex(std::int64_t e, int kc) const {
+    const auto [piece, local] = split_sample(e, kc);
+    if (local == 0) return edge_corner(piece->edge, piece->reversed ? 1 : 0);  // where two pieces meet
+    const int f = edge_factor[std::size_t(piece->edge)];
+    return edge_vertex_base[std::size_t(piece->edge)] + (piece->reversed ? f - local : local) - 1;
+  }
+  double split_param(std::int64_t e, int kc) const {
+    const auto [piece, local] = split_sample(e, kc);
+    return piece->t0 + (piece->t1 - piece->t0) * (double(local) / edge_factor[std::size_t(piece->edge)]);
+  }
 };
 
 using Ref = patches::PlanRef;
@@ -180,6 +199,23 @@ void finish_plan(Plan& pl) {
         int& f = pl.edge_factor[pl.topo.sides[p][s].edge];
         f = std::max(f, pl.side_segments(p, s));
       }
+    // a split edge's pieces take at least their share of its side's segments; it has the sum of theirs
+    for (std::size_t e = 0; e < pl.topo.edges.size(); ++e) {
+      if (!pl.topo.split(std::int64_t(e))) continue;
+      const auto [p, s] = pl.topo.edges[e].sides[0];
+      const int n = pl.side_segments(p, s);
+      for (const patches::SplitPiece& piece : pl.topo.splits[std::size_t(pl.topo.split_of[e])]) {
+        int& f = pl.edge_factor[std::size_t(piece.edge)];
+        f = std::max(f, int(std::min<double>(kMaxSegments, std::ceil(n * (piece.t1 - piece.t0) - 1e-9))));
+      }
+    }
+    for (std::size_t e = 0; e < pl.topo.edges.size(); ++e) {
+      if (!pl.topo.split(std::int64_t(e))) continue;
+      int sum = 0;
+      for (const patches::SplitPiece& piece : pl.topo.splits[std::size_t(pl.topo.split_of[e])])
+        sum += pl.edge_factor[std::size_t(piece.edge)];
+      pl.edge_factor[e] = sum;
+    }
     for (std::int64_t p = 0; p < np; ++p) {
       const Patch& patch = m.patches[p];
       if (patch.kind == PatchKind::Triangle) {
@@ -189,7 +225,7 @@ void finish_plan(Plan& pl) {
         continue;
       }
       bool zip = false;
-      for (int s = 0; s < 4; ++s) zip = zip || pl.factor(p, s) != pl.side_segments(p, s);
+      for (int s = 0; s < 4; ++s) zip = zip || patches::side_off_grid(pl, p, s);
       pl.zipper[p] = zip;
       if (zip && (pl.nu[p] < 2 || pl.nv[p] < 2)) {
         pl.nu[p] = std::max(pl.nu[p], 2);
@@ -197,6 +233,13 @@ void finish_plan(Plan& pl) {
         changed = true;
       }
     }
+  }
+  // where each split edge's pieces start along it
+  pl.split_offsets.assign(pl.topo.splits.size(), {});
+  for (std::size_t k = 0; k < pl.topo.splits.size(); ++k) {
+    auto& off = pl.split_offsets[k];
+    off.push_back(0);
+    for (const patches::SplitPiece& piece : pl.topo.splits[k]) off.push_back(off.back() + pl.edge_factor[std::size_t(piece.edge)]);
   }
   // samples: every patch's grid, then the side samples that are not on it
   pl.extra_patch.clear();
@@ -215,10 +258,12 @@ void finish_plan(Plan& pl) {
     if (!pl.zipper[p]) continue;
     for (int sd = 0; sd < 4; ++sd) {
       const int f = pl.factor(p, sd);
-      if (f == pl.side_segments(p, sd)) continue;
+      if (!patches::side_off_grid(pl, p, sd)) continue;
+      const bool split = pl.topo.split(pl.topo.sides[p][sd].edge);
       pl.extra_first[p][sd] = s;
       for (int k = 1; k < f; ++k) {
-        const double t = double(k) / f, r = double(f - k) / f;
+        const double t = split ? patches::side_param(pl, p, sd, k) : double(k) / f;
+        const double r = split ? 1 - t : double(f - k) / f;
         const double uv[4][2] = {{t, 0}, {1, t}, {r, 1}, {0, r}};
         pl.extra_patch.push_back(p);
         pl.extra_uv.insert(pl.extra_uv.end(), {uv[sd][0], uv[sd][1]});
@@ -232,7 +277,7 @@ void finish_plan(Plan& pl) {
   pl.edge_vertex_base.resize(pl.topo.edges.size());
   for (std::size_t e = 0; e < pl.topo.edges.size(); ++e) {
     pl.edge_vertex_base[e] = v;
-    if (!pl.topo.edges[e].collapsed) v += pl.edge_factor[e] - 1;
+    if (!pl.topo.edges[e].collapsed && !pl.topo.split(std::int64_t(e))) v += pl.edge_factor[e] - 1;  // a split edge's vertices are its pieces'
   }
   pl.interior_base.resize(std::size_t(np));
   for (std::int64_t p = 0; p < np; ++p) {
@@ -946,10 +991,13 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     rep->tensor_patches = model.tensor_patch_count();
     rep->triangular_patches = rep->patches - rep->tensor_patches;
     rep->evaluated_points = pl.grid_samples + pl.extra_samples;
-    for (const auto& e : pl.topo.edges) {
+    for (std::size_t k = 0; k < pl.topo.edges.size(); ++k) {
+      const auto& e = pl.topo.edges[k];
       if (e.collapsed) ++rep->collapsed_edges;
       else if (e.sides.size() >= 2) ++rep->shared_edges;
-      else ++rep->open_edges, rep->open_side_segments += pl.edge_factor[std::size_t(&e - pl.topo.edges.data())];
+      else if (pl.topo.split(std::int64_t(k))) ++rep->t_junction_edges;
+      else if (pl.topo.piece_of_split[k]) ++rep->t_junction_pieces;
+      else ++rep->open_edges, rep->open_side_segments += pl.edge_factor[k];
     }
     if (!pl.nu.empty()) {
       rep->min_segments = std::min(*std::min_element(pl.nu.begin(), pl.nu.end()), *std::min_element(pl.nv.begin(), pl.nv.end()));
@@ -976,7 +1024,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     const TeamRanges ranges = team_ranges(pl, o.team->members);
     timing = run_team_batch<T>(pl, *o.team, ranges, store, device, o.strategy, o.threads, false, &seconds_exchange);
     if (rep) rep->own_patches = ranges.patch[std::size_t(o.team->member) + 1] - ranges.patch[std::size_t(o.team->member)];
-  } else if (device == Device::Cuda && o.assemble_on_device) {
+  } else if (device == Device::Cuda && o.assemble_on_device && pl.topo.splits.empty()) {
     // The samples stay on the device, where the mesh is welded and assembled; where the device cannot (memory),
     // they come back and the host assembles as below.
     check_mesh_size(pl);
@@ -1028,6 +1076,8 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
   } else {
     timing = run_batch<T>(make_batch<T>(pl), store, device, o.strategy, o.threads, true, o.hybrid_scheme, o.cpu_share);
     if (rep) rep->own_patches = rep->patches;
+    if (rep && device == Device::Cuda && o.assemble_on_device)
+      rep->assembly_note = "the model has T-junctions, which the host assembly stitches";
   }
   if (rep) {
     rep->seconds_evaluate = since(t0) - seconds_exchange - seconds_given_up;

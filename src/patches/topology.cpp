@@ -10,6 +10,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "patches/side_curves.hpp"
+
 namespace parasurf::patches {
 
 std::vector<std::int64_t> side_point_indices(const Patch& p, int s) {
@@ -32,15 +34,6 @@ std::vector<std::int64_t> side_point_indices(const Patch& p, int s) {
 }
 
 namespace {
-
-void projected(const PatchModel& m, std::int64_t point, double out[3]) {
-  const double* h = &m.points[std::size_t(point) * 4];
-  for (int c = 0; c < 3; ++c) out[c] = h[3] == 1.0 ? h[c] : h[c] / h[3];
-}
-
-double distance_max(const double a[3], const double b[3]) {
-  return std::max({std::abs(a[0] - b[0]), std::abs(a[1] - b[1]), std::abs(a[2] - b[2])});
-}
 
 // Points within `tol` (max norm) of one another get one id, in order of first appearance. Points go into cells
 // much larger than the tolerance, so that a lookup visits one cell in almost every case and at most eight.
@@ -92,36 +85,6 @@ class PointClusters {
   std::vector<std::array<double, 3>> points_;
   std::unordered_map<std::uint64_t, std::vector<std::int32_t>> cells_;  // cells sharing a hash share a list
 };
-
-// A side's curve raised to `degree` (exact: the curve and its parametrisation do not change), homogeneous, in the
-// side's counter-clockwise direction.
-void elevated_side(const PatchModel& m, const Patch& patch, int s, int degree, double* out) {
-  const auto idx = side_point_indices(patch, s);
-  int d = int(idx.size()) - 1;
-  for (int k = 0; k <= d; ++k)
-    for (int c = 0; c < 4; ++c) out[4 * k + c] = m.points[std::size_t(patch.offset + idx[std::size_t(k)]) * 4 + std::size_t(c)];
-  // One step: Q_k = k/(d+1) P_{k-1} + (1 - k/(d+1)) P_k, from the end backwards so that it works in place.
-  for (; d < degree; ++d) {
-    for (int c = 0; c < 4; ++c) out[4 * (d + 1) + c] = out[4 * d + c];
-    for (int k = d; k >= 1; --k) {
-      const double a = double(k) / double(d + 1);
-      for (int c = 0; c < 4; ++c) out[4 * k + c] = a * out[4 * (k - 1) + c] + (1 - a) * out[4 * k + c];
-    }
-  }
-}
-
-// Whether two elevated sides are one curve: positions within `tol`, and weights in the same ratios.
-bool same_curve(const double* a, const double* b, int degree, bool reversed, double tol) {
-  const double* b0 = b + 4 * (reversed ? degree : 0);
-  for (int k = 0; k <= degree; ++k) {
-    const double* p = a + 4 * k;
-    const double* q = b + 4 * (reversed ? degree - k : k);
-    const double pp[3] = {p[0] / p[3], p[1] / p[3], p[2] / p[3]}, qq[3] = {q[0] / q[3], q[1] / q[3], q[2] / q[3]};
-    if (!(distance_max(pp, qq) <= tol)) return false;
-    if (!(std::abs(p[3] / a[3] - q[3] / b0[3]) <= 1e-9 * std::abs(p[3] / a[3]))) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -208,6 +171,11 @@ Topology build_topology(const PatchModel& m, bool orient, double relative_tolera
     }
   }
   t.corner_count = corners.count();
+  {
+    std::vector<const double*> edge_curve(t.edges.size());
+    for (std::size_t e = 0; e < t.edges.size(); ++e) edge_curve[e] = curve(edge_side[e].first, edge_side[e].second);
+    find_t_junctions(m, t, edge_curve, degree, std::max(tol, 1e-12 * (std::isfinite(diagonal) ? diagonal : 0.0)));
+  }
 
   // Components through shared (non-collapsed) edges; orientation propagated so that neighbours run a shared edge
   // in opposite directions, then the majority of each component keeps its input orientation.
@@ -221,6 +189,18 @@ Topology build_topology(const PatchModel& m, bool orient, double relative_tolera
     const bool same = t.sides[p][s].reversed == t.sides[q][r].reversed;
     adj[p].push_back({q, same});
     adj[q].push_back({p, same});
+  }
+  // a split edge's side and each piece's side meet as a shared edge does (the piece's direction taken into account)
+  for (std::size_t e = 0; e < t.edges.size(); ++e) {
+    if (!t.split(std::int64_t(e))) continue;
+    const auto [p, s] = t.edges[e].sides[0];
+    for (const SplitPiece& piece : t.splits[std::size_t(t.split_of[e])]) {
+      const auto [q, r] = t.edges[std::size_t(piece.edge)].sides[0];
+      if (p == q) continue;
+      const bool same = t.sides[p][s].reversed == (t.sides[q][r].reversed != piece.reversed);
+      adj[p].push_back({q, same});
+      adj[q].push_back({p, same});
+    }
   }
   std::int32_t components = 0;
   for (std::int64_t root = 0; root < np; ++root) {
@@ -246,8 +226,8 @@ Topology build_topology(const PatchModel& m, bool orient, double relative_tolera
     ++components;
   }
   t.component_closed.assign(std::size_t(components), 1);
-  for (const auto& e : t.edges)
-    if (!e.collapsed && e.sides.size() < 2) t.component_closed[t.component[e.sides[0].first]] = 0;
+  for (std::size_t e = 0; e < t.edges.size(); ++e)
+    if (t.open(std::int64_t(e))) t.component_closed[t.component[t.edges[e].sides[0].first]] = 0;
   return t;
 }
 

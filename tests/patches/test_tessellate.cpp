@@ -8,6 +8,7 @@
 #include <random>
 
 #include "mesh_checks.hpp"
+#include "patch_fixtures.hpp"
 #if PARASURF_HAVE_CUDA
 #include "core/device_buffer.hpp"
 #endif
@@ -111,79 +112,17 @@ TEST(Tessellate, SphereIsClosedManifoldOnTheUnitSphere) {
     }
 }
 
-// A closed pillow: the six faces of a cube as bicubic patches whose inner control points bulge outward; the
-// faces share their boundary control points.
-PatchModel pillow() {
-  PatchModel m;
-  m.name = "pillow";
-  for (int axis = 0; axis < 3; ++axis)
-    for (int sign : {-1, 1}) {
-      Patch p;
-      p.degree_u = p.degree_v = 3;
-      p.offset = std::int64_t(m.points.size() / 4);
-      const int a = (axis + 1) % 3, b = (axis + 2) % 3;
-      for (int i = 0; i <= 3; ++i)
-        for (int j = 0; j <= 3; ++j) {
-          double q[3];
-          q[axis] = sign;
-          q[a] = -1 + 2.0 * i / 3;
-          q[b] = -1 + 2.0 * j / 3;
-          if (i > 0 && i < 3 && j > 0 && j < 3) q[axis] += 0.4 * sign;
-          m.points.insert(m.points.end(), {q[0], q[1], q[2], 1.0});
-        }
-      m.patches.push_back(p);
-    }
-  return m;
-}
-
-// Patch p raised to degrees (du, dv) by exact degree elevation, in place of the original.
-void elevate(PatchModel& m, std::size_t p, int du, int dv) {
-  Patch& patch = m.patches[p];
-  std::vector<double> grid(m.points.begin() + patch.offset * 4,
-                           m.points.begin() + (patch.offset + patch.control_point_count()) * 4);
-  int m_deg = patch.degree_u, n_deg = patch.degree_v;
-  auto at = [&](std::vector<double>& g, int cols, int i, int j) { return &g[std::size_t((i * cols + j) * 4)]; };
-  while (n_deg < dv) {  // along v, row by row
-    std::vector<double> next(std::size_t((m_deg + 1) * (n_deg + 2) * 4));
-    for (int i = 0; i <= m_deg; ++i)
-      for (int k = 0; k <= n_deg + 1; ++k) {
-        const double a = double(k) / (n_deg + 1);
-        for (int c = 0; c < 4; ++c)
-          at(next, n_deg + 2, i, k)[c] = (k > 0 ? a * at(grid, n_deg + 1, i, k - 1)[c] : 0) +
-                                         (k <= n_deg ? (1 - a) * at(grid, n_deg + 1, i, k)[c] : 0);
-      }
-    grid.swap(next);
-    ++n_deg;
-  }
-  while (m_deg < du) {  // along u
-    std::vector<double> next(std::size_t((m_deg + 2) * (n_deg + 1) * 4));
-    for (int k = 0; k <= m_deg + 1; ++k)
-      for (int j = 0; j <= n_deg; ++j) {
-        const double a = double(k) / (m_deg + 1);
-        for (int c = 0; c < 4; ++c)
-          at(next, n_deg + 1, k, j)[c] = (k > 0 ? a * at(grid, n_deg + 1, k - 1, j)[c] : 0) +
-                                         (k <= m_deg ? (1 - a) * at(grid, n_deg + 1, k, j)[c] : 0);
-      }
-    grid.swap(next);
-    ++m_deg;
-  }
-  patch.offset = std::int64_t(m.points.size() / 4);
-  patch.degree_u = m_deg;
-  patch.degree_v = n_deg;
-  m.points.insert(m.points.end(), grid.begin(), grid.end());
-}
-
 // Seams come from geometry: shared points that differ in their last digits, and neighbours of different degree,
 // still weld into a closed surface, uniform and adaptive, on every backend. With bitwise matching (tolerance 0) the
 // same files open up, which shows that the fixtures test what they claim.
 TEST(Tessellate, SeamsWeldWithinTheToleranceAndAcrossDegrees) {
   std::mt19937_64 rng(test::run_seed());
   std::uniform_real_distribution<double> jitter(-1.0, 1.0);
-  PatchModel noisy = pillow();
+  PatchModel noisy = test::pillow();
   for (std::size_t k = 0; k < noisy.points.size(); ++k)  // each patch's own copy of a shared point moves apart
     if (k % 4 != 3) noisy.points[k] += 1e-14 * jitter(rng) * std::max(1.0, std::abs(noisy.points[k]));
-  PatchModel mixed = pillow();
-  for (std::size_t p = 0; p < mixed.patches.size(); p += 2) elevate(mixed, p, 5, 4);
+  PatchModel mixed = test::pillow();
+  for (std::size_t p = 0; p < mixed.patches.size(); p += 2) test::elevate(mixed, p, 5, 4);
   EXPECT_EQ(mixed.patches[0].degree_u, 5);
   for (const auto& [name, model] : {std::pair<const char*, const PatchModel*>{"noisy", &noisy}, {"mixed", &mixed}}) {
     TessellationOptions exact;
