@@ -106,4 +106,17 @@ grep -q '"proved_single"' "$dir/contacts.json"
 grep -q '"samples"' "$dir/sbis.json"
 "$exe" bench ffd --quick --devices cpu --json "$dir/bf.json" >/dev/null
 grep -q '"vertices_per_second"' "$dir/bf.json"
+# A T-junction in a file: a 2 x 1 bilinear patch beside two 1 x 0.5 ones that split its right side. The long side
+# is stitched to the pieces, so the mesh's boundary is the outline alone (14 segments at resolution 2).
+printf '5\n1 1\n0 0 0\n0 1 0\n2 0 0\n2 1 0\n5\n1 1\n2 0 0\n2 0.5 0\n3 0 0\n3 0.5 0\n5\n1 1\n2 0.5 0\n2 1 0\n3 0.5 0\n3 1 0\n' > "$dir/tj.bv"
+"$exe" tessellate "$dir/tj.bv" -r 2 -o "$dir/tj.obj" --json "$dir/tj.json" >/dev/null
+python3 - "$dir/tj.json" "$dir/tj.obj" <<'PY'
+import collections, json, sys
+j = json.load(open(sys.argv[1]))
+assert j["t_junction_edges"] == 1 and j["t_junction_pieces"] == 2, j
+faces = [[int(w.split("/")[0]) for w in l.split()[1:]] for l in open(sys.argv[2]) if l.startswith("f ")]
+uses = collections.Counter(tuple(sorted((f[k], f[(k + 1) % 3]))) for f in faces for k in range(3))
+boundary = sum(1 for n in uses.values() if n == 1)
+assert boundary == 2 * 2 + 2 * 2 + 2 + 2 + 2, (boundary, "the stitched side must not be open")
+PY
 echo "smoke passed"
