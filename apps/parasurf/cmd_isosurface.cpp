@@ -18,7 +18,7 @@ struct IsoArgs {
   std::string input, output, field, size = "128", levels, direction = "descent", topology = "classic";
   std::string device = "auto", devices, json, raw_dims, raw_type, endian = "little", spacing, origin, labels, scalars, balance = "cost";
   std::vector<std::int32_t> exclude_labels;
-  bool keep_degenerate = false, no_normals = false, quiet = false, per_label = false;
+  bool keep_degenerate = false, keep_pinches = false, no_normals = false, quiet = false, per_label = false;
   int threads = 0, smoothing = 32;
   std::int64_t slab_slices = 0, header_bytes = 0;
   double memory_mb = 0;
@@ -82,6 +82,9 @@ void add_isosurface(CLI::App& app) {
   cmd->add_option("--level,-l", a->levels, "Iso value(s), comma-separated (default: the field's, or mid-range)");
   cmd->add_option("--gradient-direction", a->direction, "descent (normals toward lower values) | ascent");
   cmd->add_option("--topology", a->topology, "classic | decider (asymptotic decider on ambiguous faces) | mc33 (decider plus interior tunnels: the trilinear topology)");
+  cmd->add_flag("--keep-pinches", a->keep_pinches,
+                "One vertex per sample on the level even where the level set pinches there (not 2-manifold; what "
+                "MPI runs write)");
   cmd->add_flag("--keep-degenerate", a->keep_degenerate, "Samples equal to the level count as just above it: a 2-manifold mesh, with triangles of about zero area there");
   cmd->add_flag("--no-normals", a->no_normals, "Skip vertex normals");
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
@@ -192,6 +195,7 @@ void add_isosurface(CLI::App& app) {
     o.direction = parse_gradient_direction(a->direction);
     o.topology = parse_case_topology(a->topology);
     o.keep_degenerate = a->keep_degenerate;
+    o.split_pinches = !a->keep_pinches;
     o.normals = !a->no_normals;
     o.device = parse_device(a->device);
     if (!a->devices.empty()) {
@@ -241,6 +245,9 @@ void add_isosurface(CLI::App& app) {
                   rep.seconds_total * 1e3, rep.seconds_read * 1e3, rep.seconds_classify * 1e3, rep.seconds_scan * 1e3,
                   rep.seconds_generate * 1e3, rep.seconds_copy * 1e3, voxels / rep.seconds_total / 1e6);
       if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
+      if (rep.pinched_vertices_split)
+        std::printf("split %lld tie vertices where the level set pinches (one vertex per sheet)\n",
+                    (long long)rep.pinched_vertices_split);
       std::printf("wrote %s (%lld vertices, %lld triangles)\n", out.c_str(), (long long)mesh.vertex_count(),
                   (long long)mesh.triangle_count());
     }
@@ -255,6 +262,8 @@ void add_isosurface(CLI::App& app) {
                           {"vertices", mesh.vertex_count()},
                           {"triangles", mesh.triangle_count()},
                           {"groups", mesh.group_names},
+                          {"coincident_tie_triangles_removed", rep.duplicates_removed},
+                          {"pinched_vertices_split", rep.pinched_vertices_split},
                           {"seconds", {{"total", rep.seconds_total},
                                        {"read", rep.seconds_read},
                                        {"classify", rep.seconds_classify},

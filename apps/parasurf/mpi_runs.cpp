@@ -229,6 +229,7 @@ std::shared_ptr<const SolverTeam> mpi_solver_team() {
 void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string& out, bool show, const std::string& json,
                     const std::string& balance_mode) {
   const double t0 = now();
+  bool pinch_note = false;
   const auto& g = volume.geometry();
   const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "MPI runs need --level (the data range is not scanned first)");
@@ -389,6 +390,11 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   for (std::size_t L = 0; L < levels; ++L)
     maybe_unused |= int(parts[L].point_vertices && !o.keep_degenerate);
   check(MPI_Allreduce(MPI_IN_PLACE, &maybe_unused, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "looking for unused vertices");
+  // Pinches at ties are not split across ranks: say so where a tie may have made one.
+  int ties = 0;
+  for (std::size_t L = 0; L < levels; ++L) ties |= int(parts[L].tie_vertices && !o.keep_degenerate);
+  check(MPI_Allreduce(MPI_IN_PLACE, &ties, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "looking for ties");
+  pinch_note = ties && o.split_pinches;
   if (maybe_unused) {
     std::vector<std::uint64_t> mine;
     std::vector<std::vector<std::uint32_t>> foreign(levels);  // corners on the next rank's vertices
@@ -589,6 +595,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::printf("time: %.2f ms (slowest rank %.2f, mean %.2f; balance %.2f; after every engine started %.2f); writing %.2f ms\n",
                 slowest * 1e3, slowest * 1e3, mean * 1e3, t_balance * 1e3, slowest_after_start * 1e3, t_write * 1e3);
     if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
+    if (pinch_note)
+      std::printf("note: samples lie on the level; under MPI a vertex where the level set pinches at one is not split "
+                  "(the mesh may be non-manifold there; run without mpirun for a 2-manifold mesh)\n");
     std::printf("wrote %s (%llu vertices, %llu triangles)\n", out.c_str(), (unsigned long long)total_v_all, (unsigned long long)total_t_all);
   }
   if (!json.empty()) {

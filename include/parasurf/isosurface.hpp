@@ -33,6 +33,9 @@ struct IsosurfaceOptions {
   // A sample equal to a level counts as inside by default; true: as outside (scikit-image's rule, inside means
   // greater than the level), so that a binary mask at level 0 gives its surface.
   bool ties_outside = false;
+  // Where the level set pinches at a sample on the level (ties inside), the vertex there becomes one vertex per
+  // sheet, so that the mesh is 2-manifold; false keeps one vertex per sample (non-manifold there), as MPI runs do.
+  bool split_pinches = true;
   bool normals = true;
   bool normals_down = false;  // normals down the gradient whatever the direction (scikit-image's convention)
   Device device = Device::Auto;
@@ -70,6 +73,7 @@ struct IsosurfaceReport {
   std::int64_t slabs = 0, slab_slices = 0;
   std::int64_t vertices = 0, triangles = 0;
   std::int64_t duplicates_removed = 0;  // pairs of coincident triangles where samples equal the level
+  std::int64_t pinched_vertices_split = 0;  // vertices added where the level set pinches at a sample on the level
   double value_min = 0, value_max = 0;  // of the finite samples, when a range pass ran (no level, or no surface)
   std::vector<double> levels;
   double seconds_read = 0, seconds_classify = 0, seconds_scan = 0, seconds_generate = 0, seconds_copy = 0,

@@ -110,6 +110,9 @@ class SlabEngine {
   // every triangle around it collapses and is dropped. (The CPU engine, when it settles ties in its count pass,
   // leaves none.)
   virtual bool point_vertices() const = 0;
+  // Whether the last generate() placed a vertex on a sample equal to the level at all (where the level set may
+  // pinch); true when the engine cannot tell.
+  virtual bool tie_vertices() const { return true; }
   // Coincident tie triangles the engine dropped itself, in all slabs so far (it then lists none of them as ties).
   virtual std::uint64_t coincident_removed() const { return 0; }
   // Makes the task's samples ready for count() (on a GPU: resident on the device, from a finished prefetch when

@@ -372,6 +372,7 @@ class CpuEngine final : public SlabEngine {
   std::string name() const override { return "cpu (" + std::to_string(threads_) + " threads)"; }
   StageSeconds seconds() const override { return seconds_; }
   bool point_vertices() const override { return point_vertices_; }
+  bool tie_vertices() const override { return tie_vertices_; }
   std::uint64_t coincident_removed() const override { return coincident_dropped_; }
   // Flag and inside bytes; the point marks of ties (a third byte) are touched only in rows on the level.
   double work_bytes_per_point(std::int64_t) const override { return 3.0; }
@@ -950,6 +951,7 @@ class CpuEngine final : public SlabEngine {
     }
     for (auto& v : thread_ties) ties.insert(ties.end(), v.begin(), v.end());
     point_vertices_ = any_point != 0 && !local;  // locally resolved: no slot is left unused
+    tie_vertices_ = any_point != 0;
     seconds_.generate += since(t0);
   }
 
@@ -964,6 +966,7 @@ class CpuEngine final : public SlabEngine {
   SlabCounts counts_;
   int threads_;
   bool point_vertices_ = false;
+  bool tie_vertices_ = false;
   std::uint64_t coincident_dropped_ = 0;
   StageSeconds seconds_;
   ByteBuffer flags_, inside_, point_used_{true};  // point_used_: rows with samples on the level only

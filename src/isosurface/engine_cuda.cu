@@ -81,6 +81,7 @@ class CudaEngine final : public SlabEngine {
   StageSeconds seconds() const override { return seconds_; }
   void time_stages(bool on) override { time_stages_ = on; }
   bool point_vertices() const override { return point_vertices_; }
+  bool tie_vertices() const override { return tie_vertices_; }
   // Per segment of 32 points: two words of bits, a word of offsets, a share of its group's counts, its point and
   // centre planes, and its place and planes in the vertex pass's list (five words), over the points it holds in a
   // row of nx.
@@ -771,9 +772,11 @@ class CudaEngine final : public SlabEngine {
                    {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}});
     // Only a mesh bound for the host asks (a resident one is left as it is).
     point_vertices_ = true;
+    tie_vertices_ = true;
     if (out.positions) {
       unsigned long long any = 0;
       PS_CUDA(cudaMemcpy(&any, points, sizeof any, cudaMemcpyDeviceToHost), "reading the point-vertex flag");
+      tie_vertices_ = any != 0;
       if (any != 0 && nv > 0 && owned_rows > 0) any = point_vertex_unused(task.vertex_base, nv, nt);
       point_vertices_ = any != 0;
     }
@@ -808,6 +811,7 @@ class CudaEngine final : public SlabEngine {
   bool dependent_launch_ = false;  // programmatic dependent launch (compute capability 9.0 on)
   bool time_stages_ = true;
   bool point_vertices_ = false;
+  bool tie_vertices_ = true;
   cudaStream_t copy_stream_ = nullptr;
   cudaStream_t stage_stream_ = nullptr;  // copies through the pinned chunks (upload_samples, download_mesh)
   core::StagingPair stage_;  // borrowed from the process's spare chunks on the first staged copy

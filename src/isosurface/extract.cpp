@@ -501,6 +501,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       eng.generate(t, tail, ties);
       for (auto x : ties) m.ties.push_back(t0 + x);
       m.point_vertices = m.point_vertices || eng.point_vertices();
+      m.tie_vertices = m.tie_vertices || eng.tie_vertices();
       vertices_so_far += c.vertices;
     }
   };
@@ -522,7 +523,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     struct SlabLevel {
       std::uint64_t vertices = 0, triangles = 0;
       std::vector<std::uint64_t> ties;  // slab-relative
-      bool point_vertices = false, held = false;
+      bool point_vertices = false, tie_vertices = false, held = false;
     };
     std::vector<std::vector<SlabLevel>> slab_levels(static_cast<std::size_t>(slab_count), std::vector<SlabLevel>(nl));
     std::vector<std::vector<LevelMesh>> on_host(static_cast<std::size_t>(slab_count));  // levels of slabs a GPU did not hold
@@ -749,6 +750,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
               eng->generate(t, tail_at(m, 0, 0, o), sl.ties);
             }
             sl.point_vertices = eng->point_vertices();
+            sl.tie_vertices = sl.held || eng->tie_vertices();  // a held slab is read later: assume ties
           }
           bool too_many = false;
           {
@@ -815,6 +817,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
         const SlabLevel& sl = slab_levels[std::size_t(s)][L];
         for (auto t : sl.ties) m.ties.push_back(t_at[L][std::size_t(s)] + t);
         m.point_vertices = m.point_vertices || sl.point_vertices;
+        m.tie_vertices = m.tie_vertices || sl.tie_vertices;
       }
       m.trim();
       if (!m.values.empty()) m.values.resize(m.vertices);
@@ -887,6 +890,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       iso::IsosurfacePart& p = (*parts)[L];
       p.ties = std::move(meshes[L].ties);
       p.point_vertices = meshes[L].point_vertices;
+      p.tie_vertices = meshes[L].tie_vertices;
       p.mesh.positions = std::move(meshes[L].positions);
       p.mesh.normals = std::move(meshes[L].normals);
       p.mesh.triangles = std::move(meshes[L].triangles);
@@ -903,10 +907,12 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   TriangleMesh out;
   std::uint64_t nv = 0, nt = 0;
   bool maybe_unused = false;  // some vertex may have lost all its triangles
+  bool maybe_pinched = false;  // some vertex sits on a sample equal to the level, where the level set may pinch
   for (auto& m : meshes) {
     const std::int64_t dropped = remove_duplicate_ties(m);
     rep.duplicates_removed += dropped;
     maybe_unused = maybe_unused || (m.point_vertices && !o.keep_degenerate) || dropped > 0;
+    maybe_pinched = maybe_pinched || m.tie_vertices;
     nv += m.positions.size() / 3;
     nt += m.triangles.size() / 3;
   }
@@ -940,6 +946,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     const std::vector<std::uint64_t> unused = iso::unreferenced_vertices(out.triangles, 0, std::uint64_t(out.vertex_count()));
     iso::remove_vertices(out, 0, unused, unused);
   }
+  if (maybe_pinched && o.split_pinches)
+    rep.pinched_vertices_split =
+        iso::split_pinched_vertices(out, o.direction == GradientDirection::Descent,
+                                    cpu_thread_count_for(o.threads, out.vertex_count(), std::int64_t(1) << 16), task.map);
   if (o.labels) {
     exclude_labels(out, o.exclude_labels);
     // Groups: the (level, label) pairs in order, each with its label's colour.

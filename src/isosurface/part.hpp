@@ -9,6 +9,10 @@
 
 #include "parasurf/isosurface.hpp"
 
+namespace parasurf::mc {
+struct WorldMap;
+}
+
 namespace parasurf::iso {
 
 class SlabEngine;
@@ -20,6 +24,7 @@ struct IsosurfacePart {
   TriangleMesh mesh;
   std::vector<std::uint64_t> ties;  // triangles that may cancel with a coincident one (samples equal to the level)
   bool point_vertices = false;      // a vertex sits on a sample equal to the level: it may be used by no triangle
+  bool tie_vertices = false;        // a vertex sits on a sample equal to the level (where the level set may pinch)
 };
 
 // One part per level of options.levels (which must be given), scalars as vertex values, labels as face labels
@@ -49,6 +54,12 @@ void exclude_labels(TriangleMesh& m, const std::vector<std::int32_t>& excluded);
 // Which tie triangles cancel (sorted ids): coincident ones (the same three vertices) in pairs, an odd group keeping
 // its first. corners: the three vertex ids of each tie, in the order of ids.
 std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>& corners, const std::vector<std::uint64_t>& ids);
+
+// Makes the mesh 2-manifold where the level set pinches at a sample equal to the level (manifold_ties.cpp): a vertex
+// whose triangles form several fans becomes one vertex per fan, edges shared by more than two triangles pair them
+// across their outside wedges. `normals_to_lower`: triangles are wound around normals that point to lower values;
+// `map`: the index-to-world map of the positions (vertices on samples are found by it). Returns the vertices added.
+std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const mc::WorldMap& map);
 
 // Vertices of ids [first, first + count) that no corner in `triangles` refers to, ascending. Marks in parallel.
 // With `beyond`, the same pass lists the distinct corners past them (first + count and up), ascending.

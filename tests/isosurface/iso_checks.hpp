@@ -37,6 +37,37 @@ inline IsoEdges iso_edges(const TriangleMesh& m) {
   return c;
 }
 
+// Vertices whose triangles do not form one fan (a disk or, at a boundary, a half-disk) through edges that two of
+// them share.
+inline std::int64_t iso_non_manifold_vertices(const TriangleMesh& m) {
+  const std::size_t nv = std::size_t(m.vertex_count());
+  std::vector<std::vector<std::uint32_t>> around(nv);
+  for (std::size_t t = 0; t < std::size_t(m.triangle_count()); ++t)
+    for (int k = 0; k < 3; ++k) around[m.triangles[3 * t + k]].push_back(std::uint32_t(t));
+  std::int64_t bad = 0;
+  for (std::size_t v = 0; v < nv; ++v) {
+    const auto& ts = around[v];
+    if (ts.size() < 2) continue;
+    std::vector<std::size_t> parent(ts.size());
+    for (std::size_t i = 0; i < ts.size(); ++i) parent[i] = i;
+    auto find = [&](std::size_t x) {
+      while (parent[x] != x) x = parent[x];
+      return x;
+    };
+    for (std::size_t i = 0; i < ts.size(); ++i)
+      for (std::size_t j = i + 1; j < ts.size(); ++j) {
+        int common = 0;
+        for (int a = 0; a < 3; ++a)
+          for (int b = 0; b < 3; ++b) common += m.triangles[3 * ts[i] + a] == m.triangles[3 * ts[j] + b];
+        if (common >= 2) parent[find(i)] = find(j);
+      }
+    std::size_t roots = 0;
+    for (std::size_t i = 0; i < ts.size(); ++i) roots += find(i) == i;
+    bad += roots > 1;
+  }
+  return bad;
+}
+
 inline std::int64_t iso_used_vertices(const TriangleMesh& m) {
   std::vector<char> used(std::size_t(m.vertex_count()), 0);
   for (auto v : m.triangles) used[v] = 1;

@@ -1,0 +1,353 @@
+// Where the level set pinches at a sample equal to the level, the one vertex placed on that sample joins sheets
+// that only touch there: the mesh is non-manifold at that vertex, and along mesh edges between two such samples.
+// This pass makes it 2-manifold without moving anything. Around every vertex its triangles are grouped into fans
+// through the edges they share; an edge used by more than two triangles pairs them by their order around it, each
+// with its neighbour across a wedge that lies outside (value below the level), as simulation of simplicity with
+// ties inside would (Edelsbrunner and Muecke, "Simulation of simplicity", ACM TOG 9(1), 1990): the inside stays
+// connected through the tie and every outside wedge gets its own sheet. A vertex with several fans is then one
+// vertex per fan (copies at the same position), as in the non-manifold vertex splitting of Gueziec, Taubin, Lazarus
+// and Horn, "Cutting and stitching: converting sets of polygons to manifold surfaces", IEEE TVCG 7(2), 2001.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+#include "isosurface/mc_kernels.hpp"
+#include "isosurface/part.hpp"
+
+namespace parasurf::iso {
+namespace {
+
+// A corner of the mesh: 3 triangle + which corner (0..2), packed in 32 bits to keep the pass's memory small.
+struct Corner {
+  std::uint32_t code;
+  std::uint32_t triangle() const { return code / 3; }
+  std::uint32_t at() const { return code % 3; }
+};
+
+std::uint32_t find(std::vector<std::uint32_t>& parent, std::uint32_t x) {
+  while (parent[x] != x) x = parent[x] = parent[parent[x]];
+  return x;
+}
+
+// An edge used by more than two triangles (2k of them, alternately run both ways): its triangles in their order
+// around it and the pairing chosen. Pairing 0 joins each triangle with its neighbour across a wedge that lies outside,
+// pairing 1 across one that lies inside.
+struct SheetEdge {
+  std::uint32_t a = 0, b = 0;                       // a < b
+  std::vector<std::pair<std::uint32_t, bool>> around;  // (triangle, runs a -> b), by angle about a -> b
+  bool alternating = false;
+  int pairing = 0;
+};
+
+// Sorts the triangles around edge (a, b) by the angle of their third vertex about the edge.
+void order_around(const TriangleMesh& m, SheetEdge& e) {
+  const float* pa = &m.positions[3 * std::size_t(e.a)];
+  const float* pb = &m.positions[3 * std::size_t(e.b)];
+  double axis[3] = {double(pb[0]) - pa[0], double(pb[1]) - pa[1], double(pb[2]) - pa[2]};
+  const double len = std::sqrt(axis[0] * axis[0] + axis[1] * axis[1] + axis[2] * axis[2]);
+  if (!(len > 0)) return;
+  for (double& x : axis) x /= len;
+  const int k = std::abs(axis[0]) < 0.6 ? 0 : std::abs(axis[1]) < 0.6 ? 1 : 2;
+  double e1[3] = {0, 0, 0};
+  e1[k] = 1;
+  const double d = e1[0] * axis[0] + e1[1] * axis[1] + e1[2] * axis[2];
+  for (int c = 0; c < 3; ++c) e1[c] -= d * axis[c];
+  const double n1 = std::sqrt(e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]);
+  for (double& x : e1) x /= n1;
+  const double e2[3] = {axis[1] * e1[2] - axis[2] * e1[1], axis[2] * e1[0] - axis[0] * e1[2],
+                        axis[0] * e1[1] - axis[1] * e1[0]};
+  std::vector<std::pair<double, std::pair<std::uint32_t, bool>>> items;
+  for (const auto& [t, forward] : e.around) {
+    std::uint32_t c = 0;
+    for (int q = 0; q < 3; ++q) {
+      const std::uint32_t v = m.triangles[3 * std::size_t(t) + q];
+      if (v != e.a && v != e.b) c = v;
+    }
+    const float* pc = &m.positions[3 * std::size_t(c)];
+    const double r[3] = {double(pc[0]) - pa[0], double(pc[1]) - pa[1], double(pc[2]) - pa[2]};
+    items.push_back({std::atan2(r[0] * e2[0] + r[1] * e2[1] + r[2] * e2[2], r[0] * e1[0] + r[1] * e1[1] + r[2] * e1[2]),
+                     {t, forward}});
+  }
+  std::sort(items.begin(), items.end());
+  const std::size_t n = items.size();
+  auto alternating = [&] {
+    bool ok = n % 2 == 0;
+    for (std::size_t i = 0; i < n && ok; ++i) ok = items[i].second.second != items[(i + 1) % n].second.second;
+    return ok;
+  };
+  // Two triangles folded onto one half-plane (their third vertices in one direction) have no order of their own:
+  // they take the one that keeps the directions alternating.
+  if (!alternating())
+    for (std::size_t i = 0; i + 1 < n; ++i)
+      if (std::abs(items[i + 1].first - items[i].first) <= 1e-9 && items[i].second.second != items[i + 1].second.second &&
+          i > 0 && items[i - 1].second.second == items[i].second.second)
+        std::swap(items[i], items[i + 1]);
+  for (std::size_t i = 0; i < n; ++i) e.around[i] = items[i].second;
+  e.alternating = alternating();
+}
+
+// The pairs of the edge's chosen pairing. A triangle that runs a -> b has its normal, and with normals to lower
+// values the outside, on the side of increasing angle.
+template <class Visit> void for_each_pair(const SheetEdge& e, bool normals_to_lower, Visit&& visit) {
+  const std::size_t n = e.around.size();
+  const bool forward_opens = normals_to_lower == (e.pairing == 0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (e.around[i].second == forward_opens) visit(e.around[i].first, e.around[(i + 1) % n].first);
+}
+
+}  // namespace
+
+std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const mc::WorldMap& map) {
+  const std::size_t nv = std::size_t(m.vertex_count()), nt = std::size_t(m.triangle_count());
+  if (nt == 0 || 3 * nt > UINT32_MAX) return 0;  // (meshes past 1.4 billion triangles are left as they are)
+  threads = std::max(1, threads);
+  // Vertices on samples: their index coordinates (the inverse of the index-to-world map) are whole numbers. Only
+  // they, and their neighbours, can be where sheets meet; a crossing a hair from a sample is looked at too.
+  double inv[9];
+  {
+    const float* j = map.jacobian;
+    const double det = double(j[0]) * (double(j[4]) * j[8] - double(j[5]) * j[7]) -
+                       double(j[1]) * (double(j[3]) * j[8] - double(j[5]) * j[6]) +
+                       double(j[2]) * (double(j[3]) * j[7] - double(j[4]) * j[6]);
+    if (!(std::abs(det) > 0) || !std::isfinite(det)) return 0;
+    inv[0] = (double(j[4]) * j[8] - double(j[5]) * j[7]) / det, inv[1] = (double(j[2]) * j[7] - double(j[1]) * j[8]) / det;
+    inv[2] = (double(j[1]) * j[5] - double(j[2]) * j[4]) / det, inv[3] = (double(j[5]) * j[6] - double(j[3]) * j[8]) / det;
+    inv[4] = (double(j[0]) * j[8] - double(j[2]) * j[6]) / det, inv[5] = (double(j[2]) * j[3] - double(j[0]) * j[5]) / det;
+    inv[6] = (double(j[3]) * j[7] - double(j[4]) * j[6]) / det, inv[7] = (double(j[1]) * j[6] - double(j[0]) * j[7]) / det;
+    inv[8] = (double(j[0]) * j[4] - double(j[1]) * j[3]) / det;
+  }
+  std::vector<std::uint8_t> examined(nv, 0);
+  std::int64_t on_samples = 0;
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : on_samples)
+  for (std::int64_t v = 0; v < std::int64_t(nv); ++v) {
+    const double d[3] = {double(m.positions[3 * v]) - map.origin[0], double(m.positions[3 * v + 1]) - map.origin[1],
+                         double(m.positions[3 * v + 2]) - map.origin[2]};
+    bool whole = true;
+    for (int a = 0; a < 3 && whole; ++a) {
+      const double x = inv[3 * a] * d[0] + inv[3 * a + 1] * d[1] + inv[3 * a + 2] * d[2];
+      whole = std::abs(x - std::nearbyint(x)) <= 1e-2;
+    }
+    examined[std::size_t(v)] = whole;
+    on_samples += whole;
+  }
+  if (on_samples == 0) return 0;
+  for (std::size_t t = 0; t < nt; ++t) {
+    const std::uint32_t* c = &m.triangles[3 * t];
+    if ((examined[c[0]] | examined[c[1]] | examined[c[2]]) & 1)
+      for (int q = 0; q < 3; ++q) examined[c[q]] |= 2;  // bit 1: a neighbour of a vertex on a sample (or one itself)
+  }
+  // corners by examined vertex (the others have none listed)
+  std::vector<std::uint32_t> first(nv + 1, 0);
+  for (std::uint32_t v : m.triangles)
+    if (examined[v]) ++first[std::size_t(v) + 1];
+  std::partial_sum(first.begin(), first.end(), first.begin());
+  std::vector<Corner> corners(first[nv]);
+  {
+    std::vector<std::uint32_t> fill(first.begin(), first.end() - 1);
+    for (std::size_t t = 0; t < nt; ++t)
+      for (int q = 0; q < 3; ++q)
+        if (examined[m.triangles[3 * t + q]]) corners[fill[m.triangles[3 * t + q]]++] = {std::uint32_t(3 * t + std::size_t(q))};
+  }
+  // Chains: per vertex, its triangles joined through edges that exactly two of them share, run both ways. A vertex
+  // of one chain and no edge of several sheets is manifold; several chains and no such edge: a pinch (each chain a
+  // cone), split. The edges of several sheets are gathered, each once (at its smaller end).
+  std::vector<std::uint8_t> chain_of(corners.size(), 0);  // a vertex of more corners than 255 is kept whole
+  std::vector<std::uint32_t> chains(nv, 1);
+  std::vector<std::uint8_t> keep_whole(nv, 0);  // an edge of several sheets whose far end was not examined
+  std::vector<std::vector<SheetEdge>> found(static_cast<std::size_t>(threads));
+#pragma omp parallel num_threads(threads)
+  {
+    std::vector<std::uint32_t> parent, id;
+    std::vector<std::pair<std::uint32_t, std::pair<std::uint32_t, bool>>> edges;  // (other vertex, (local, v -> w))
+    auto& mine = found[std::size_t(omp_get_thread_num())];
+#pragma omp for schedule(dynamic, 4096)
+    for (std::int64_t vi = 0; vi < std::int64_t(nv); ++vi) {
+      const auto v = std::uint32_t(vi);
+      const std::uint32_t c0 = first[v], deg = first[v + 1] - c0;
+      if (deg < 2) continue;
+      if (deg > 255) {
+        keep_whole[v] = 1;
+        continue;
+      }
+      // Most vertices are a plain closed fan: each triangle's next vertex is exactly one other triangle's previous
+      // one, and following that from the first triangle visits all of them. That is checked without sorting.
+      if (deg <= 16) {
+        std::uint32_t nx[16], pv[16];
+        for (std::uint32_t i = 0; i < deg; ++i) {
+          const Corner& c = corners[c0 + i];
+          nx[i] = m.triangles[3 * std::size_t(c.triangle()) + (c.at() + 1) % 3];
+          pv[i] = m.triangles[3 * std::size_t(c.triangle()) + (c.at() + 2) % 3];
+        }
+        std::uint32_t at = 0, steps = 0;
+        bool plain = true;
+        do {
+          std::uint32_t hit = deg, hits = 0;
+          for (std::uint32_t k = 0; k < deg; ++k)
+            if (pv[k] == nx[at]) hit = k, ++hits;
+          plain = hits == 1;
+          at = hit;
+          ++steps;
+        } while (plain && at != 0 && steps <= deg);
+        if (plain && steps == deg) continue;  // one chain (the default)
+      }
+      parent.resize(deg);
+      std::iota(parent.begin(), parent.end(), 0u);
+      edges.clear();
+      for (std::uint32_t i = 0; i < deg; ++i) {
+        const Corner& c = corners[c0 + i];
+        edges.push_back({m.triangles[3 * std::size_t(c.triangle()) + (c.at() + 1) % 3], {i, true}});   // runs v -> next
+        edges.push_back({m.triangles[3 * std::size_t(c.triangle()) + (c.at() + 2) % 3], {i, false}});  // runs prev -> v
+      }
+      std::sort(edges.begin(), edges.end());
+      for (std::size_t e = 0; e < edges.size();) {
+        std::size_t f = e;
+        while (f < edges.size() && edges[f].first == edges[e].first) ++f;
+        const std::uint32_t w = edges[e].first;
+        if (f - e == 2 && edges[e].second.second != edges[e + 1].second.second) {
+          parent[find(parent, edges[e].second.first)] = find(parent, edges[e + 1].second.first);
+        } else if (f - e > 2) {
+          if (!examined[w]) keep_whole[v] = 1;
+          else if (v < w) {
+            SheetEdge se;
+            se.a = v, se.b = w;
+            for (std::size_t g = e; g < f; ++g)
+              se.around.push_back({corners[c0 + edges[g].second.first].triangle(), edges[g].second.second});
+            mine.push_back(std::move(se));
+          }
+        }
+        e = f;
+      }
+      std::uint32_t count = 0;
+      id.assign(deg, UINT32_MAX);
+      for (std::uint32_t i = 0; i < deg; ++i) {
+        const std::uint32_t r = find(parent, i);
+        if (id[r] == UINT32_MAX) id[r] = count++;
+        chain_of[c0 + i] = std::uint8_t(id[r]);
+      }
+      chains[v] = count;
+    }
+  }
+  std::vector<SheetEdge> sheets;
+  for (auto& list : found)
+    for (auto& e : list) sheets.push_back(std::move(e));
+  std::sort(sheets.begin(), sheets.end(), [](const SheetEdge& x, const SheetEdge& y) {
+    return x.a < y.a || (x.a == y.a && x.b < y.b);
+  });
+  for (SheetEdge& e : sheets) order_around(m, e);
+  // Fans at the vertices on edges of several sheets: chains joined by the pairs of every such edge there.
+  std::vector<std::vector<std::uint32_t>> sheets_at_list;
+  std::vector<std::int64_t> slot(nv, -1);  // index into sheets_at_list
+  for (std::size_t k = 0; k < sheets.size(); ++k)
+    for (std::uint32_t x : {sheets[k].a, sheets[k].b}) {
+      if (slot[x] < 0) slot[x] = std::int64_t(sheets_at_list.size()), sheets_at_list.emplace_back();
+      sheets_at_list[std::size_t(slot[x])].push_back(std::uint32_t(k));
+    }
+  auto local_corner = [&](std::uint32_t v, std::uint32_t t) {
+    for (std::uint32_t c = first[v]; c < first[v + 1]; ++c)
+      if (corners[c].triangle() == t) return c;
+    return first[v + 1];
+  };
+  // fan of each chain of the vertex; UINT32_MAX entries: the vertex is left whole (an edge there cannot be paired)
+  std::vector<std::vector<std::uint32_t>> fan_of_chain(sheets_at_list.size());
+  auto make_fans = [&](std::uint32_t v) {
+    const auto s = std::size_t(slot[v]);
+    std::vector<std::uint32_t> parent(chains[v]);
+    std::iota(parent.begin(), parent.end(), 0u);
+    bool whole = false;
+    for (std::uint32_t k : sheets_at_list[s]) {
+      if (!sheets[k].alternating) whole = true;
+      for_each_pair(sheets[k], normals_to_lower, [&](std::uint32_t ta, std::uint32_t tb) {
+        const std::uint32_t i = chain_of[local_corner(v, ta)], j = chain_of[local_corner(v, tb)];
+        parent[find(parent, i)] = find(parent, j);
+      });
+    }
+    whole = whole || keep_whole[v];
+    auto& fan = fan_of_chain[s];
+    fan.assign(chains[v], whole ? 0u : UINT32_MAX);
+    if (whole) return;
+    std::vector<std::uint32_t> id(chains[v], UINT32_MAX);
+    std::uint32_t count = 0;
+    for (std::uint32_t c = 0; c < chains[v]; ++c) {
+      const std::uint32_t r = find(parent, c);
+      if (id[r] == UINT32_MAX) id[r] = count++;
+      fan[c] = id[r];
+    }
+  };
+  auto fan_at = [&](std::uint32_t v, std::uint32_t t) {
+    return fan_of_chain[std::size_t(slot[v])][chain_of[local_corner(v, t)]];
+  };
+  // An edge is resolved when its pairs land on distinct (fan at a, fan at b): each pair is then an edge of its own.
+  auto resolved = [&](const SheetEdge& e) {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> keys;
+    for_each_pair(e, normals_to_lower, [&](std::uint32_t ta, std::uint32_t) { keys.push_back({fan_at(e.a, ta), fan_at(e.b, ta)}); });
+    std::sort(keys.begin(), keys.end());
+    return !keys.empty() && std::adjacent_find(keys.begin(), keys.end()) == keys.end();
+  };
+  for (std::uint32_t v = 0; v < nv; ++v)
+    if (slot[v] >= 0) make_fans(v);
+  // Pairing across outside wedges first (ties inside); where the sheets then still share the edge (they touch along
+  // it, one fan around each end), across inside wedges. A few rounds, as a change at one end moves the fans there.
+  for (int round = 0; round < 4; ++round) {
+    bool changed = false;
+    for (SheetEdge& e : sheets) {
+      if (!e.alternating || resolved(e)) continue;
+      e.pairing ^= 1;
+      make_fans(e.a);
+      make_fans(e.b);
+      if (!resolved(e)) {  // neither pairing resolves it alone: keep the first
+        e.pairing ^= 1;
+        make_fans(e.a);
+        make_fans(e.b);
+      } else {
+        changed = true;
+      }
+    }
+    if (!changed) break;
+  }
+  // fan of every corner
+  std::vector<std::uint8_t> fan_of(corners.size(), 0);
+  std::vector<std::uint32_t> fans(nv, 1);
+  for (std::uint32_t v = 0; v < nv; ++v) {
+    if (keep_whole[v]) continue;  // fan 0 for every corner
+    if (slot[v] < 0) {
+      fans[v] = chains[v];
+      for (std::uint32_t c = first[v]; c < first[v + 1]; ++c) fan_of[c] = chain_of[c];
+      continue;
+    }
+    const auto& fan = fan_of_chain[std::size_t(slot[v])];
+    std::uint32_t count = 0;
+    for (std::uint32_t c = first[v]; c < first[v + 1]; ++c) {
+      fan_of[c] = std::uint8_t(fan[chain_of[c]]);
+      count = std::max(count, std::uint32_t(fan_of[c]) + 1);
+    }
+    fans[v] = count;
+  }
+  // a new vertex for every fan after a vertex's first, numbered by vertex then fan
+  std::vector<std::uint32_t> extra_first(nv + 1, 0);
+  for (std::size_t v = 0; v < nv; ++v) extra_first[v + 1] = extra_first[v] + (fans[v] > 1 ? fans[v] - 1 : 0);
+  const std::uint32_t added = extra_first[nv];
+  if (added == 0) return 0;
+  const std::size_t total = nv + added;
+  m.positions.resize(3 * total);
+  if (!m.normals.empty()) m.normals.resize(3 * total);
+  if (!m.vertex_values.empty()) m.vertex_values.resize(total);
+  for (std::size_t v = 0; v < nv; ++v) {
+    if (fans[v] < 2) continue;
+    for (std::uint32_t f = 1; f < fans[v]; ++f) {
+      const std::size_t copy = nv + extra_first[v] + f - 1;
+      for (int c = 0; c < 3; ++c) m.positions[3 * copy + c] = m.positions[3 * v + c];
+      if (!m.normals.empty())
+        for (int c = 0; c < 3; ++c) m.normals[3 * copy + c] = m.normals[3 * v + c];
+      if (!m.vertex_values.empty()) m.vertex_values[copy] = m.vertex_values[v];
+    }
+    for (std::uint32_t c = first[v]; c < first[v + 1]; ++c)
+      if (fan_of[c] > 0)
+        m.triangles[corners[c].code] = std::uint32_t(nv + extra_first[v] + fan_of[c] - 1);
+  }
+  return std::int64_t(added);
+}
+
+}  // namespace parasurf::iso
