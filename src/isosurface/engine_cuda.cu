@@ -772,11 +772,10 @@ class CudaEngine final : public SlabEngine {
                    {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}});
     // Only a mesh bound for the host asks (a resident one is left as it is).
     point_vertices_ = true;
-    tie_vertices_ = true;
+    tie_vertices_ = level_samples_seen_;  // the count pass saw samples on the level in this slab
     if (out.positions) {
       unsigned long long any = 0;
       PS_CUDA(cudaMemcpy(&any, points, sizeof any, cudaMemcpyDeviceToHost), "reading the point-vertex flag");
-      tie_vertices_ = any != 0;
       if (any != 0 && nv > 0 && owned_rows > 0) any = point_vertex_unused(task.vertex_base, nv, nt);
       point_vertices_ = any != 0;
     }
