@@ -652,6 +652,45 @@ TEST(Isosurface, TiesResolvedInTheCountPassMatchThePassOverTheMesh) {
   EXPECT_GT(pairs, 0) << "no coincident pair arose, so the comparison proves little";
 }
 
+// Real scans at levels on their data values (skipped without ../shared/data): where the level set pinches at a
+// sample, the split gives a 2-manifold mesh with the same triangles at the same places (only vertex copies added),
+// in one slab and in several. With --keep-pinches the old mesh comes back, and it was not manifold.
+TEST(Isosurface, PinchesInRealScansBecomeManifold) {
+  std::int64_t split_total = 0;
+  for (const auto& [file, level] : {std::pair<const char*, double>{"volumes/HeadMRVolume.mhd", 60.0},
+                                    std::pair<const char*, double>{"volumes/HeadMRVolume.mhd", 100.0},
+                                    std::pair<const char*, double>{"volumes/ironProt.vtk", 128.0}}) {
+    const std::string path = test::shared_data(file);
+    if (path.empty()) GTEST_SKIP() << file << " not found (set PARASURF_DATA)";
+    auto v = open_volume(path);
+    for (std::int64_t slab : {std::int64_t(0), std::int64_t(7)}) {
+      const std::string what = std::string(file) + " level " + std::to_string(level) + " slabs of " + std::to_string(slab);
+      IsosurfaceOptions o;
+      o.levels = {level};
+      o.slab_slices = slab;
+      o.device = Device::Cpu;
+      IsosurfaceReport rep;
+      const TriangleMesh m = extract_isosurface(*v, o, &rep);
+      o.split_pinches = false;
+      const TriangleMesh kept = extract_isosurface(*v, o);
+      const auto e = iso_edges(m), ke = iso_edges(kept);
+      EXPECT_EQ(e.non_manifold, 0) << what;
+      EXPECT_EQ(test::iso_non_manifold_vertices(m), 0) << what;
+      EXPECT_EQ(e.boundary, ke.boundary) << what;  // the volume's border cuts the surface alike; no hole opened
+      EXPECT_EQ(m.vertex_count(), kept.vertex_count() + rep.pinched_vertices_split) << what;
+      ASSERT_EQ(m.triangle_count(), kept.triangle_count()) << what;
+      for (std::size_t c = 0; c < m.triangles.size(); ++c)
+        for (int k = 0; k < 3; ++k)
+          ASSERT_EQ(m.positions[3 * std::size_t(m.triangles[c]) + k], kept.positions[3 * std::size_t(kept.triangles[c]) + k])
+              << what;
+      if (rep.pinched_vertices_split > 0) EXPECT_GT(ke.non_manifold + test::iso_non_manifold_vertices(kept), 0) << what;
+      split_total += rep.pinched_vertices_split;
+    }
+  }
+  std::printf("[ pinches ] %lld vertices split in the scans\n", (long long)split_total);
+  EXPECT_GT(split_total, 0) << "the scans at these levels pinch at ties";
+}
+
 // A sample equal to the level amid samples below it gets a vertex, and every triangle around it collapses onto that
 // vertex and is dropped; no tie triangle survives to cancel. The vertex must go too: the mesh is that of the volume
 // without the lone sample, on every backend, at several slab splits (a slab may hold the lone sample alone).
