@@ -114,6 +114,36 @@ TEST(TJunctions, LongSideSharesThePiecesVertices) {
   }
 }
 
+// Rational patches (the sphere and torus of ../shared/data, skipped without them): one patch cut along u, then its
+// first part along v, in homogeneous coordinates; the model stays closed, with the four long sides stitched.
+TEST(TJunctions, RationalModelsSplitInTheFileStayClosed) {
+  for (const char* name : {"bezier/sphere.bv", "bezier/tor.bv"}) {
+    const std::string path = test::shared_data(name);
+    if (path.empty()) GTEST_SKIP() << name << " not found (set PARASURF_DATA)";
+    PatchModel m = read_patch_model(path);
+    ASSERT_TRUE(m.patches[0].rational && m.patches[0].kind == PatchKind::Tensor) << name;
+    std::mt19937_64 rng(test::run_seed() + 2);
+    std::uniform_real_distribution<double> cut(0.2, 0.8);
+    test::split(m, 0, true, cut(rng));
+    test::split(m, 0, false, cut(rng));
+    for (double tol : {0.0, 1e-3}) {
+      TessellationOptions o;
+      o.device = Device::Cpu;
+      o.resolution = 6;
+      o.tolerance = tol;
+      TessellationReport rep;
+      const PatchMesh mesh = tessellate(m, o, &rep);
+      const auto census = test::edge_census(mesh);
+      EXPECT_EQ(census.boundary, 0) << name << " tolerance " << tol;
+      EXPECT_EQ(census.non_manifold, 0) << name;
+      EXPECT_EQ(rep.open_edges, 0) << name;
+      // the neighbours at v = 0, v = 1 and u = 0, and the second half's side against the two quarters
+      EXPECT_EQ(rep.t_junction_edges, 4) << name;
+      EXPECT_EQ(test::euler_characteristic(mesh), std::string(name) == "bezier/sphere.bv" ? 2 : 0) << name;
+    }
+  }
+}
+
 // Where two neighbours both split their shared edge, at different places, no side is a chain of the other's
 // pieces: those four sides stay open and are reported so (the boundary has exactly their segments), while the
 // other two long sides the splits make are stitched.
