@@ -131,16 +131,33 @@ void slab_range(VoxelType type, const void* data, std::size_t n, double& lo, dou
   core::visit_voxel_type(type, [&](auto tag) { range_of<decltype(tag)>(data, n, lo, hi); });
 }
 
+// The cofactor matrix of the index-to-world jacobian (its inverse transpose times det) and det.
+std::array<double, 9> jacobian_cofactors(const VolumeGeometry& g, double& det) {
+  const auto J = g.jacobian();
+  det = J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) + J[2] * (J[3] * J[7] - J[4] * J[6]);
+  if (!(std::fabs(det) > 0)) throw Error(ErrorKind::InvalidArgument, "the volume's orientation matrix is singular");
+  return {J[4] * J[8] - J[5] * J[7], J[5] * J[6] - J[3] * J[8], J[3] * J[7] - J[4] * J[6],
+          J[2] * J[7] - J[1] * J[8], J[0] * J[8] - J[2] * J[6], J[1] * J[6] - J[0] * J[7],
+          J[1] * J[5] - J[2] * J[4], J[2] * J[3] - J[0] * J[5], J[0] * J[4] - J[1] * J[3]};
+}
+
+// World to index coordinates: rows of the inverse jacobian, then the origin.
+iso::WorldToIndex world_to_index(const VolumeGeometry& g) {
+  double det = 0;
+  const auto cof = jacobian_cofactors(g, det);
+  iso::WorldToIndex w;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) w.inverse[3 * r + c] = cof[3 * c + r] / det;  // the inverse is the cofactors' transpose
+  for (int i = 0; i < 3; ++i) w.origin[i] = g.origin[i];
+  return w;
+}
+
 mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool normals_down, bool& mirrored) {
   const auto J = g.jacobian();
-  const double det = J[0] * (J[4] * J[8] - J[5] * J[7]) - J[1] * (J[3] * J[8] - J[5] * J[6]) +
-                     J[2] * (J[3] * J[7] - J[4] * J[6]);
-  if (!(std::fabs(det) > 0)) throw Error(ErrorKind::InvalidArgument, "the volume's orientation matrix is singular");
+  double det = 0;
+  const auto cof = jacobian_cofactors(g, det);
   mirrored = det < 0;
   // Inverse transpose: cofactor matrix / det. Descent points normals down the gradient.
-  const double cof[9] = {J[4] * J[8] - J[5] * J[7], J[5] * J[6] - J[3] * J[8], J[3] * J[7] - J[4] * J[6],
-                         J[2] * J[7] - J[1] * J[8], J[0] * J[8] - J[2] * J[6], J[1] * J[6] - J[0] * J[7],
-                         J[1] * J[5] - J[2] * J[4], J[2] * J[3] - J[0] * J[5], J[0] * J[4] - J[1] * J[3]};
   const double sign = dir == GradientDirection::Descent || normals_down ? -1.0 : 1.0;
   mc::WorldMap m{};
   for (int i = 0; i < 9; ++i) {
@@ -949,7 +966,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   if (maybe_pinched && o.split_pinches)
     rep.pinched_vertices_split =
         iso::split_pinched_vertices(out, o.direction == GradientDirection::Descent,
-                                    cpu_thread_count_for(o.threads, out.vertex_count(), std::int64_t(1) << 16), task.map);
+                                    cpu_thread_count_for(o.threads, out.vertex_count(), std::int64_t(1) << 16),
+                                    world_to_index(volume.geometry()));
   if (o.labels) {
     exclude_labels(out, o.exclude_labels);
     // Groups: the (level, label) pairs in order, each with its label's colour.

@@ -14,7 +14,6 @@
 #include <numeric>
 #include <vector>
 
-#include "isosurface/mc_kernels.hpp"
 #include "isosurface/part.hpp"
 
 namespace parasurf::iso {
@@ -100,31 +99,20 @@ template <class Visit> void for_each_pair(const SheetEdge& e, bool normals_to_lo
 
 }  // namespace
 
-std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const mc::WorldMap& map) {
+std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index) {
   const std::size_t nv = std::size_t(m.vertex_count()), nt = std::size_t(m.triangle_count());
   if (nt == 0 || 3 * nt > UINT32_MAX) return 0;  // (meshes past 1.4 billion triangles are left as they are)
   threads = std::max(1, threads);
   // Vertices on samples: their index coordinates (the inverse of the index-to-world map) are whole numbers. Only
   // they, and their neighbours, can be where sheets meet; a crossing a hair from a sample is looked at too.
-  double inv[9];
-  {
-    const float* j = map.jacobian;
-    const double det = double(j[0]) * (double(j[4]) * j[8] - double(j[5]) * j[7]) -
-                       double(j[1]) * (double(j[3]) * j[8] - double(j[5]) * j[6]) +
-                       double(j[2]) * (double(j[3]) * j[7] - double(j[4]) * j[6]);
-    if (!(std::abs(det) > 0) || !std::isfinite(det)) return 0;
-    inv[0] = (double(j[4]) * j[8] - double(j[5]) * j[7]) / det, inv[1] = (double(j[2]) * j[7] - double(j[1]) * j[8]) / det;
-    inv[2] = (double(j[1]) * j[5] - double(j[2]) * j[4]) / det, inv[3] = (double(j[5]) * j[6] - double(j[3]) * j[8]) / det;
-    inv[4] = (double(j[0]) * j[8] - double(j[2]) * j[6]) / det, inv[5] = (double(j[2]) * j[3] - double(j[0]) * j[5]) / det;
-    inv[6] = (double(j[3]) * j[7] - double(j[4]) * j[6]) / det, inv[7] = (double(j[1]) * j[6] - double(j[0]) * j[7]) / det;
-    inv[8] = (double(j[0]) * j[4] - double(j[1]) * j[3]) / det;
-  }
   std::vector<std::uint8_t> examined(nv, 0);
   std::int64_t on_samples = 0;
 #pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : on_samples)
   for (std::int64_t v = 0; v < std::int64_t(nv); ++v) {
-    const double d[3] = {double(m.positions[3 * v]) - map.origin[0], double(m.positions[3 * v + 1]) - map.origin[1],
-                         double(m.positions[3 * v + 2]) - map.origin[2]};
+    const double* o = to_index.origin;
+    const double d[3] = {double(m.positions[3 * v]) - o[0], double(m.positions[3 * v + 1]) - o[1],
+                         double(m.positions[3 * v + 2]) - o[2]};
+    const double* inv = to_index.inverse;
     bool whole = true;
     for (int a = 0; a < 3 && whole; ++a) {
       const double x = inv[3 * a] * d[0] + inv[3 * a + 1] * d[1] + inv[3 * a + 2] * d[2];

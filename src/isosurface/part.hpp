@@ -9,10 +9,6 @@
 
 #include "parasurf/isosurface.hpp"
 
-namespace parasurf::mc {
-struct WorldMap;
-}
-
 namespace parasurf::iso {
 
 class SlabEngine;
@@ -58,8 +54,12 @@ std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>
 // Makes the mesh 2-manifold where the level set pinches at a sample equal to the level (manifold_ties.cpp): a vertex
 // whose triangles form several fans becomes one vertex per fan, edges shared by more than two triangles pair them
 // across their outside wedges. `normals_to_lower`: triangles are wound around normals that point to lower values;
-// `map`: the index-to-world map of the positions (vertices on samples are found by it). Returns the vertices added.
-std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const mc::WorldMap& map);
+// `to_index`: world to index coordinates (vertices on samples are found by it). Returns the vertices added.
+struct WorldToIndex {
+  double inverse[9];  // of the index-to-world jacobian, row-major
+  double origin[3];   // world position of index (0, 0, 0)
+};
+std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index);
 
 // Vertices of ids [first, first + count) that no corner in `triangles` refers to, ascending. Marks in parallel.
 // With `beyond`, the same pass lists the distinct corners past them (first + count and up), ascending.
