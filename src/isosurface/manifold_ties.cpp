@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 #include <numeric>
 #include <vector>
 
@@ -31,14 +32,14 @@ std::uint32_t find(std::vector<std::uint32_t>& parent, std::uint32_t x) {
   return x;
 }
 
-// An edge used by more than two triangles (2k of them, alternately run both ways): its triangles in their order
-// around it and the pairing chosen. Pairing 0 joins each triangle with its neighbour across a wedge that lies outside,
-// pairing 1 across one that lies inside.
+// An edge used by more than two triangles (2k of them, k run each way): its triangles in their order around it and
+// the ways to pair them into k edges of one sheet each (a triangle run a -> b with one run b -> a), most likely first.
 struct SheetEdge {
   std::uint32_t a = 0, b = 0;                       // a < b
   std::vector<std::pair<std::uint32_t, bool>> around;  // (triangle, runs a -> b), by angle about a -> b
   bool alternating = false;
-  int pairing = 0;
+  std::vector<std::vector<std::pair<std::uint32_t, std::uint32_t>>> pairings;  // none: the edge cannot be paired
+  std::size_t pairing = 0;                                                    // the one chosen
 };
 
 // Sorts the triangles around edge (a, b) by the angle of their third vertex about the edge.
@@ -77,24 +78,64 @@ void order_around(const TriangleMesh& m, SheetEdge& e) {
     for (std::size_t i = 0; i < n && ok; ++i) ok = items[i].second.second != items[(i + 1) % n].second.second;
     return ok;
   };
-  // Two triangles folded onto one half-plane (their third vertices in one direction) have no order of their own:
-  // they take the one that keeps the directions alternating.
+  // Two triangles folded onto one half-plane (their third vertices in one direction, up to the rounding of float
+  // positions) have no order of their own: they take the one that keeps the directions alternating. The order is
+  // cyclic: a fold may come first, last, or straddle the angle of +-pi.
   if (!alternating())
-    for (std::size_t i = 0; i + 1 < n; ++i)
-      if (std::abs(items[i + 1].first - items[i].first) <= 1e-9 && items[i].second.second != items[i + 1].second.second &&
-          i > 0 && items[i - 1].second.second == items[i].second.second)
-        std::swap(items[i], items[i + 1]);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::size_t j = (i + 1) % n, h = (i + n - 1) % n;
+      double gap = std::abs(items[j].first - items[i].first);
+      gap = std::min(gap, 2 * std::numbers::pi - gap);
+      if (gap <= 1e-6 && items[i].second.second != items[j].second.second &&
+          items[h].second.second == items[i].second.second)
+        std::swap(items[i].second, items[j].second);
+    }
   for (std::size_t i = 0; i < n; ++i) e.around[i] = items[i].second;
   e.alternating = alternating();
 }
 
-// The pairs of the edge's chosen pairing. A triangle that runs a -> b has its normal, and with normals to lower
-// values the outside, on the side of increasing angle.
-template <class Visit> void for_each_pair(const SheetEdge& e, bool normals_to_lower, Visit&& visit) {
+// The ways to pair the triangles around an edge. Alternating around it (the usual case), a triangle that runs a -> b
+// has its normal, and with normals to lower values the outside, on the side of increasing angle: pairing each with
+// its neighbour across a wedge that lies outside comes first, as simulation of simplicity with ties inside would
+// (the inside stays connected through the tie), then across one that lies inside. After those, every other way to
+// match the triangles run a -> b with those run b -> a, for up to four of each: where MC33 triangles of one cell fold
+// onto a half-plane or cross at collapsed ties, the angles do not tell the order.
+void list_pairings(SheetEdge& e, bool normals_to_lower) {
+  using Pairs = std::vector<std::pair<std::uint32_t, std::uint32_t>>;
   const std::size_t n = e.around.size();
-  const bool forward_opens = normals_to_lower == (e.pairing == 0);
-  for (std::size_t i = 0; i < n; ++i)
-    if (e.around[i].second == forward_opens) visit(e.around[i].first, e.around[(i + 1) % n].first);
+  e.pairings.clear();
+  e.pairing = 0;
+  auto canonical = [](Pairs p) {  // each pair as (run a -> b, run b -> a), sorted
+    std::sort(p.begin(), p.end());
+    return p;
+  };
+  if (e.alternating)
+    for (int inside = 0; inside < 2; ++inside) {
+      const bool forward_opens = normals_to_lower == (inside == 0);
+      Pairs pairs;
+      for (std::size_t i = 0; i < n; ++i)
+        if (e.around[i].second == forward_opens) {
+          const auto [x, y] = std::pair{e.around[i].first, e.around[(i + 1) % n].first};
+          pairs.push_back(e.around[i].second ? std::pair{x, y} : std::pair{y, x});
+        }
+      e.pairings.push_back(canonical(std::move(pairs)));
+    }
+  std::vector<std::uint32_t> forward, backward;
+  for (const auto& [t, f] : e.around) (f ? forward : backward).push_back(t);
+  if (forward.size() != backward.size() || forward.size() > 4) return;
+  std::vector<std::size_t> match(backward.size());
+  std::iota(match.begin(), match.end(), std::size_t(0));
+  do {
+    Pairs pairs;
+    for (std::size_t i = 0; i < forward.size(); ++i) pairs.push_back({forward[i], backward[match[i]]});
+    pairs = canonical(std::move(pairs));
+    if (std::find(e.pairings.begin(), e.pairings.end(), pairs) == e.pairings.end()) e.pairings.push_back(std::move(pairs));
+  } while (std::next_permutation(match.begin(), match.end()));
+}
+
+template <class Visit> void for_each_pair(const SheetEdge& e, Visit&& visit) {
+  if (e.pairing < e.pairings.size())
+    for (const auto& [ta, tb] : e.pairings[e.pairing]) visit(ta, tb);
 }
 
 }  // namespace
@@ -224,7 +265,10 @@ std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int 
   std::sort(sheets.begin(), sheets.end(), [](const SheetEdge& x, const SheetEdge& y) {
     return x.a < y.a || (x.a == y.a && x.b < y.b);
   });
-  for (SheetEdge& e : sheets) order_around(m, e);
+  for (SheetEdge& e : sheets) {
+    order_around(m, e);
+    list_pairings(e, normals_to_lower);
+  }
   // Fans at the vertices on edges of several sheets: chains joined by the pairs of every such edge there.
   std::vector<std::vector<std::uint32_t>> sheets_at_list;
   std::vector<std::int64_t> slot(nv, -1);  // index into sheets_at_list
@@ -246,8 +290,8 @@ std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int 
     std::iota(parent.begin(), parent.end(), 0u);
     bool whole = false;
     for (std::uint32_t k : sheets_at_list[s]) {
-      if (!sheets[k].alternating) whole = true;
-      for_each_pair(sheets[k], normals_to_lower, [&](std::uint32_t ta, std::uint32_t tb) {
+      if (sheets[k].pairings.empty()) whole = true;
+      for_each_pair(sheets[k], [&](std::uint32_t ta, std::uint32_t tb) {
         const std::uint32_t i = chain_of[local_corner(v, ta)], j = chain_of[local_corner(v, tb)];
         parent[find(parent, i)] = find(parent, j);
       });
@@ -270,23 +314,28 @@ std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int 
   // An edge is resolved when its pairs land on distinct (fan at a, fan at b): each pair is then an edge of its own.
   auto resolved = [&](const SheetEdge& e) {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> keys;
-    for_each_pair(e, normals_to_lower, [&](std::uint32_t ta, std::uint32_t) { keys.push_back({fan_at(e.a, ta), fan_at(e.b, ta)}); });
+    for_each_pair(e, [&](std::uint32_t ta, std::uint32_t) { keys.push_back({fan_at(e.a, ta), fan_at(e.b, ta)}); });
     std::sort(keys.begin(), keys.end());
     return !keys.empty() && std::adjacent_find(keys.begin(), keys.end()) == keys.end();
   };
   for (std::uint32_t v = 0; v < nv; ++v)
     if (slot[v] >= 0) make_fans(v);
-  // Pairing across outside wedges first (ties inside); where the sheets then still share the edge (they touch along
-  // it, one fan around each end), across inside wedges. A few rounds, as a change at one end moves the fans there.
+  // Each edge takes the first of its pairings; where the sheets then still share the edge (they touch along it, one
+  // fan around each end), the next that separates them. A few rounds, as a change at one end moves the fans there.
   for (int round = 0; round < 4; ++round) {
     bool changed = false;
     for (SheetEdge& e : sheets) {
-      if (!e.alternating || resolved(e)) continue;
-      e.pairing ^= 1;
-      make_fans(e.a);
-      make_fans(e.b);
-      if (!resolved(e)) {  // neither pairing resolves it alone: keep the first
-        e.pairing ^= 1;
+      if (e.pairings.size() < 2 || resolved(e)) continue;
+      const std::size_t was = e.pairing;
+      for (std::size_t p = 0; p < e.pairings.size(); ++p) {
+        if (p == was) continue;
+        e.pairing = p;
+        make_fans(e.a);
+        make_fans(e.b);
+        if (resolved(e)) break;
+      }
+      if (!resolved(e)) {  // no pairing resolves it alone: keep the one it had
+        e.pairing = was;
         make_fans(e.a);
         make_fans(e.b);
       } else {
