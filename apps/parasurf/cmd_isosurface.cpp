@@ -245,6 +245,9 @@ void add_isosurface(CLI::App& app) {
                   rep.seconds_total * 1e3, rep.seconds_read * 1e3, rep.seconds_classify * 1e3, rep.seconds_scan * 1e3,
                   rep.seconds_generate * 1e3, rep.seconds_copy * 1e3, voxels / rep.seconds_total / 1e6);
       if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
+      if (rep.rounded_ties_welded)
+        std::printf("welded %lld crossings that rounding put on a sample; %lld zero-area triangles removed\n",
+                    (long long)rep.rounded_ties_welded, (long long)rep.degenerate_removed);
       if (rep.pinched_vertices_split)
         std::printf("split %lld tie vertices where the level set pinches (one vertex per sheet)\n",
                     (long long)rep.pinched_vertices_split);
@@ -264,6 +267,8 @@ void add_isosurface(CLI::App& app) {
                           {"groups", mesh.group_names},
                           {"coincident_tie_triangles_removed", rep.duplicates_removed},
                           {"pinched_vertices_split", rep.pinched_vertices_split},
+                          {"rounded_ties_welded", rep.rounded_ties_welded},
+                          {"degenerate_triangles_removed", rep.degenerate_removed},
                           {"seconds", {{"total", rep.seconds_total},
                                        {"read", rep.seconds_read},
                                        {"classify", rep.seconds_classify},

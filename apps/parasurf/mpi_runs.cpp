@@ -328,16 +328,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   double m_ties_gathered = 0, m_unused_listed = 0, m_unused_shared = 0, m_unused_removed = 0;
   std::uint64_t vertices_removed = 0;
 
-  // Coincident tie triangles cancel within each level across the whole mesh, as in one process: rank 0 decides.
-  rep.duplicates_removed = 0;
-  for (std::size_t L = 0; L < levels; ++L) {
-    TriangleMesh& m = parts[L].mesh;
-    std::vector<std::uint64_t> ids;
-    std::vector<std::uint32_t> corners;
-    for (auto t : parts[L].ties) {
-      ids.push_back(t_base[L] + t);
-      for (int c = 0; c < 3; ++c) corners.push_back(std::uint32_t(v_base[L] + m.triangles[3 * t + std::size_t(c)]));
-    }
+  // Which of the listed triangles (global ids and corners) cancel as coincident, across the whole mesh as in one
+  // process: rank 0 decides and every rank gets the ids.
+  auto coincident = [&](const std::vector<std::uint64_t>& ids, const std::vector<std::uint32_t>& corners) {
     int n = int(ids.size());
     std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size)), counts3(static_cast<std::size_t>(g_size)), displs3(static_cast<std::size_t>(g_size));
     check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "gathering ties");
@@ -360,33 +353,97 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     check(MPI_Bcast(&nd, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
     drop.resize(std::size_t(nd));
     if (nd) check(MPI_Bcast(drop.data(), int(nd), MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
-    rep.duplicates_removed += std::int64_t(nd);
-    if (!nd) continue;
-    std::size_t w = 0;
-    const std::size_t nt = m.triangles.size() / 3;
-    const bool labelled = !m.face_labels.empty();
-    for (std::size_t t = 0; t < nt; ++t) {
-      if (std::binary_search(drop.begin(), drop.end(), t_base[L] + t)) continue;
-      if (w != t) {
-        std::memcpy(&m.triangles[3 * w], &m.triangles[3 * t], 12);
-        if (labelled) m.face_labels[w] = m.face_labels[t];
-      }
-      ++w;
+    return drop;
+  };
+  // This rank's triangles among the ascending global ids `drop`, as local ids.
+  auto own_drops = [&](std::size_t L, const std::vector<std::uint64_t>& drop) {
+    std::vector<std::uint64_t> mine;
+    const auto nt = std::uint64_t(parts[L].mesh.triangle_count());
+    for (auto it = std::lower_bound(drop.begin(), drop.end(), t_base[L]); it != drop.end() && *it < t_base[L] + nt; ++it)
+      mine.push_back(*it - t_base[L]);
+    return mine;
+  };
+
+  // Coincident tie triangles cancel within each level across the whole mesh, as in one process.
+  rep.duplicates_removed = 0;
+  for (std::size_t L = 0; L < levels; ++L) {
+    TriangleMesh& m = parts[L].mesh;
+    std::vector<std::uint64_t> ids;
+    std::vector<std::uint32_t> corners;
+    for (auto t : parts[L].ties) {
+      ids.push_back(t_base[L] + t);
+      for (int c = 0; c < 3; ++c) corners.push_back(std::uint32_t(v_base[L] + m.triangles[3 * t + std::size_t(c)]));
     }
-    m.triangles.resize(3 * w);
-    if (labelled) m.face_labels.resize(w);
+    const std::vector<std::uint64_t> drop = coincident(ids, corners);
+    rep.duplicates_removed += std::int64_t(drop.size());
+    iso::drop_triangles(m, own_drops(L, drop));
   }
   m_ties_gathered = mark();
   if (rep.duplicates_removed) {
     for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
     number(own_t, t_base, total_t, "numbering triangles");
   }
+  // Crossings a rounding from a sample, welded as one process welds them (rounded_ties.cpp). A group at a sample on
+  // a plane this rank shares with a neighbour (its first plane of points, and the next rank's first) spans both
+  // ranks: those candidates go to every rank, the others stay; each rank then has every move its triangles need.
+  // Triangles that repeat a vertex go; coincident ones among those at a group cancel, rank 0 deciding.
+  std::int64_t welded = 0;
+  int welded_any = 0;
+  if (!o.keep_degenerate) {
+    const iso::WorldToIndex to_index = iso::world_to_index_map(volume.geometry());
+    MPI_Datatype candidate_type;
+    check(MPI_Type_contiguous(int(sizeof(iso::RoundedCandidate)), MPI_BYTE, &candidate_type), "sharing rounded crossings");
+    check(MPI_Type_commit(&candidate_type), "sharing rounded crossings");
+    bool dropped = false;
+    for (std::size_t L = 0; L < levels; ++L) {
+      TriangleMesh& m = parts[L].mesh;
+      std::vector<iso::RoundedCandidate> local = iso::rounded_candidates(m, cpu_thread_count(o.threads), to_index, {}, v_base[L]), shared;
+      for (std::size_t k = 0; k < local.size();)
+        if (local[k].key[3] == zb || local[k].key[3] == ze) {
+          shared.push_back(local[k]);
+          local[k] = local.back();
+          local.pop_back();
+        } else {
+          ++k;
+        }
+      const std::vector<iso::RoundedCandidate> everyone = all_gather(shared, candidate_type, "sharing rounded crossings");
+      local.insert(local.end(), everyone.begin(), everyone.end());
+      const auto moves = iso::rounded_moves(local);
+      for (const auto& [from, to] : moves) welded += from >= v_base[L] && from < v_base[L] + own_v[L];
+      iso::WeldedTriangles w = iso::apply_rounded_moves(m, v_base[L], moves, cpu_thread_count(o.threads));
+      std::vector<std::uint64_t> ids;
+      std::vector<std::uint32_t> corners;
+      for (const std::uint64_t t : w.touched) {
+        ids.push_back(t_base[L] + t);
+        for (int c = 0; c < 3; ++c) corners.push_back(std::uint32_t(v_base[L] + m.triangles[3 * t + std::size_t(c)]));
+      }
+      const std::vector<std::uint64_t> twins = coincident(ids, corners);
+      rep.duplicates_removed += std::int64_t(twins.size());
+      rep.degenerate_removed += std::int64_t(w.degenerate.size());  // (this rank's; summed below)
+      std::vector<std::uint64_t> drop = own_drops(L, twins);
+      drop.insert(drop.end(), w.degenerate.begin(), w.degenerate.end());
+      std::sort(drop.begin(), drop.end());
+      iso::drop_triangles(m, drop);
+      dropped = dropped || !drop.empty();
+    }
+    MPI_Type_free(&candidate_type);
+    welded_any = int(dropped || welded > 0);
+    check(MPI_Allreduce(MPI_IN_PLACE, &welded_any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "welding rounded crossings");
+    std::int64_t counts[2] = {welded, rep.degenerate_removed};
+    check(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD), "welding rounded crossings");
+    rep.rounded_ties_welded = counts[0];
+    rep.degenerate_removed = counts[1];
+    if (welded_any) {
+      for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
+      number(own_t, t_base, total_t, "numbering triangles");
+    }
+  }
   // Vertices left unused (a sample on the level whose triangles all collapsed, or cancelled ties), as one process
   // removes them: each rank lists its own vertices that its triangles do not use; a rank's last cell layer uses
   // the next rank's first vertices, so every rank strikes the listed ones its triangles use; the rest go, and
   // every corner drops by the removed ids below it.
   // (Tie candidates that all survived leave every vertex its triangles: only cancelled ones count, as in one process.)
-  int maybe_unused = int(rep.duplicates_removed > 0);  // the same on every rank (rank 0 shared the drops)
+  int maybe_unused = int(rep.duplicates_removed > 0 || welded_any);  // the same on every rank (rank 0 shared the drops)
   for (std::size_t L = 0; L < levels; ++L)
     maybe_unused |= int(parts[L].point_vertices && !o.keep_degenerate);
   check(MPI_Allreduce(MPI_IN_PLACE, &maybe_unused, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "looking for unused vertices");
@@ -595,6 +652,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::printf("time: %.2f ms (slowest rank %.2f, mean %.2f; balance %.2f; after every engine started %.2f); writing %.2f ms\n",
                 slowest * 1e3, slowest * 1e3, mean * 1e3, t_balance * 1e3, slowest_after_start * 1e3, t_write * 1e3);
     if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
+    if (rep.rounded_ties_welded)
+      std::printf("welded %lld crossings that rounding put on a sample; %lld zero-area triangles removed\n",
+                  (long long)rep.rounded_ties_welded, (long long)rep.degenerate_removed);
     if (pinch_note)
       std::printf("note: samples lie on the level; under MPI a vertex where the level set pinches at one is not split "
                   "(the mesh may be non-manifold there; run without mpirun for a 2-manifold mesh)\n");

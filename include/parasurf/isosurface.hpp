@@ -74,6 +74,9 @@ struct IsosurfaceReport {
   std::int64_t vertices = 0, triangles = 0;
   std::int64_t duplicates_removed = 0;  // pairs of coincident triangles where samples equal the level
   std::int64_t pinched_vertices_split = 0;  // vertices added where the level set pinches at a sample on the level
+  // Without degenerate triangles: crossings a rounding from a sample that landed on it, welded into one vertex, and
+  // the zero-area triangles that dropped out between them.
+  std::int64_t rounded_ties_welded = 0, degenerate_removed = 0;
   double value_min = 0, value_max = 0;  // of the finite samples, when a range pass ran (no level, or no surface)
   std::vector<double> levels;
   double seconds_read = 0, seconds_classify = 0, seconds_scan = 0, seconds_generate = 0, seconds_copy = 0,

@@ -215,6 +215,29 @@ def test_cuda_arrays_stay_on_the_device(framework, rng):
                 np.testing.assert_array_equal(home(x), y)
 
 
+@pytest.mark.parametrize("framework", cuda_frameworks() or [pytest.param("none", marks=pytest.mark.skip(
+    reason="no CUDA array framework (torch or cupy with a GPU)"))])
+def test_cuda_arrays_weld_crossings_rounded_onto_samples(framework):
+    """Without degenerate triangles, a device array whose samples lie a rounding from the level gives the host
+    array's welded mesh (scikit-image's anisotropic test ellipsoid)."""
+    if not parasurf.cuda_available():
+        pytest.skip("parasurf has no CUDA device")
+    from test_marching_cubes import ellipsoid_levelset
+    spacing = (1.0, 10 / 6.0, 16 / 6.0)
+    vol = np.ascontiguousarray(ellipsoid_levelset(6, 10, 16, spacing=spacing), dtype=np.float32)
+    if framework == "torch":
+        import torch
+        d, home = torch.from_numpy(vol).cuda(), lambda x: x.cpu().numpy()
+    else:
+        import cupy
+        d, home = cupy.asarray(vol), cupy.asnumpy
+    for allow in (True, False):
+        ours = parasurf.marching_cubes(d, 0.0, spacing=spacing, allow_degenerate=allow)
+        ref = parasurf.marching_cubes(vol, 0.0, spacing=spacing, allow_degenerate=allow, device="cuda")
+        for x, y in zip(ours, ref):
+            np.testing.assert_array_equal(home(x), y)
+
+
 def test_bad_arrays_raise_scikit_image_errors():
     with pytest.raises(ValueError):
         parasurf.marching_cubes(np.zeros((4, 4)), 0)

@@ -103,6 +103,20 @@ __global__ void range_kernel(const T* v, std::int64_t n, double* lo_hi) {
   if (threadIdx.x == 0) lo_hi[2 * blockIdx.x] = lo[0], lo_hi[2 * blockIdx.x + 1] = hi[0];
 }
 
+// flag = 1 when some vertex lies on a sample (all three coordinates whole multiples of the cell): a crossing a
+// rounding from a sample, which without degenerate triangles the host welds (rounded_ties.cpp).
+__global__ void on_sample_kernel(const float* p, std::int64_t nv, double c0, double c1, double c2, std::uint32_t* flag) {
+  const double inv[3] = {1.0 / c0, 1.0 / c1, 1.0 / c2};
+  for (std::int64_t v = blockIdx.x * std::int64_t(blockDim.x) + threadIdx.x; v < nv; v += std::int64_t(gridDim.x) * blockDim.x) {
+    bool whole = true;
+    for (int a = 0; a < 3; ++a) {
+      const double x = double(p[3 * v + a]) * inv[a];
+      whole = whole && fabs(x - rint(x)) <= 1e-3;
+    }
+    if (whole) *flag = 1;
+  }
+}
+
 // keep[f]: whether triangle f's cell is in the mask; used[v] / touched[v]: whether a kept / dropped triangle uses v.
 __global__ void mask_kernel(cells::Grid g, const char* mask, cells::Grid m, const float* p, const std::uint32_t* t,
                             std::int64_t nf, std::uint32_t* keep, std::uint32_t* used, std::uint32_t* touched) {
@@ -317,6 +331,16 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   std::vector<std::uint64_t> ties;
   engine.generate(task, tail, ties);
   if (ties.size() >= 2 || (engine.point_vertices() && !o.allow_degenerate)) return through_host(v, o, samples);
+  if (!o.allow_degenerate) {
+    core::DeviceBuffer flag;
+    flag.ensure(4, "allocating a flag");
+    PS_CUDA(cudaMemset(flag.ptr, 0, 4), "clearing a flag");
+    on_sample_kernel<<<blocks(nv), kThreads>>>(static_cast<const float*>(verts.data), nv, cell[0], cell[1], cell[2],
+                                               flag.as<std::uint32_t>());
+    std::uint32_t on_sample = 0;
+    PS_CUDA(cudaMemcpy(&on_sample, flag.ptr, 4, cudaMemcpyDeviceToHost), "reading a flag");
+    if (on_sample) return through_host(v, o, samples);
+  }
 
   cells::Grid g{static_cast<const char*>(samples), {}, {}, {}};
   const auto c = ArrayView3::c_strides(v.shape, v.type);

@@ -190,6 +190,8 @@ std::string level_name(double v) {
 
 }  // namespace
 
+iso::WorldToIndex iso::world_to_index_map(const VolumeGeometry& g) { return world_to_index(g); }
+
 std::array<float, 3> label_color(std::int32_t label) {
   static const float table[21][3] = {
       {0.60f, 0.60f, 0.60f}, {0.90f, 0.30f, 0.25f}, {0.25f, 0.55f, 0.85f}, {0.35f, 0.75f, 0.35f}, {0.95f, 0.70f, 0.20f},
@@ -925,7 +927,9 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   std::uint64_t nv = 0, nt = 0;
   bool maybe_unused = false;  // some vertex may have lost all its triangles
   bool maybe_pinched = false;  // some vertex sits on a sample equal to the level, where the level set may pinch
+  std::vector<std::uint64_t> part_starts;  // the first vertex of each level after the first
   for (auto& m : meshes) {
+    if (nv > 0) part_starts.push_back(nv);
     const std::int64_t dropped = remove_duplicate_ties(m);
     rep.duplicates_removed += dropped;
     maybe_unused = maybe_unused || (m.point_vertices && !o.keep_degenerate) || dropped > 0;
@@ -962,6 +966,15 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     // A sample on the level whose triangles all collapsed (and were dropped) leaves a vertex no triangle uses.
     const std::vector<std::uint64_t> unused = iso::unreferenced_vertices(out.triangles, 0, std::uint64_t(out.vertex_count()));
     iso::remove_vertices(out, 0, unused, unused);
+  }
+  if (!o.keep_degenerate) {
+    const iso::RoundedTies w = iso::weld_rounded_crossings(
+        out, cpu_thread_count_for(o.threads, out.vertex_count(), std::int64_t(1) << 16), world_to_index(volume.geometry()),
+        part_starts);
+    rep.rounded_ties_welded = w.vertices_welded;
+    rep.degenerate_removed = w.degenerate_dropped;
+    rep.duplicates_removed += w.coincident_dropped;
+    maybe_pinched = maybe_pinched || w.vertices_welded > 0;
   }
   if (maybe_pinched && o.split_pinches)
     rep.pinched_vertices_split =

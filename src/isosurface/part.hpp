@@ -61,6 +61,39 @@ struct WorldToIndex {
 };
 std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index);
 
+// Welds the vertices of one part that crossings a rounding from a sample put on that sample at bitwise the same
+// position (rounded_ties.cpp), then drops the triangles that repeat a vertex, cancels coincident pairs and removes
+// the vertices left unused. part_starts: the first vertex of each part after the first (levels are not welded
+// together).
+struct RoundedTies {
+  std::int64_t vertices_welded = 0, degenerate_dropped = 0, coincident_dropped = 0;
+};
+RoundedTies weld_rounded_crossings(TriangleMesh& m, int threads, const WorldToIndex& to_index,
+                                   const std::vector<std::uint64_t>& part_starts);
+// Its steps, for meshes spread over processes. A vertex on a sample: (part, sample i, j, k), its position's bits
+// and its id (base + its index).
+struct RoundedCandidate {
+  std::int64_t key[4];
+  std::uint32_t bits[3];
+  std::uint32_t unused;
+  std::uint64_t v;
+};
+std::vector<RoundedCandidate> rounded_candidates(const TriangleMesh& m, int threads, const WorldToIndex& to_index,
+                                                 const std::vector<std::uint64_t>& part_starts, std::uint64_t base);
+// (welded id, the id it becomes), sorted: each group of candidates at one sample and position becomes its highest id.
+std::vector<std::pair<std::uint64_t, std::uint64_t>> rounded_moves(std::vector<RoundedCandidate>& candidates);
+// Moves the corners (corner c is vertex base + c); lists the triangles that then repeat a vertex, and the others
+// at a group's vertices (where coincident pairs may have formed), ascending.
+struct WeldedTriangles {
+  std::vector<std::uint64_t> degenerate, touched;
+};
+WeldedTriangles apply_rounded_moves(TriangleMesh& m, std::uint64_t base,
+                                    const std::vector<std::pair<std::uint64_t, std::uint64_t>>& moves, int threads);
+// Removes the triangles of the ascending ids `drop` with their per-face values (order kept).
+void drop_triangles(TriangleMesh& m, const std::vector<std::uint64_t>& drop);
+// World to index coordinates of a grid.
+WorldToIndex world_to_index_map(const VolumeGeometry& g);
+
 // Vertices of ids [first, first + count) that no corner in `triangles` refers to, ascending. Marks in parallel.
 // With `beyond`, the same pass lists the distinct corners past them (first + count and up), ascending.
 std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,

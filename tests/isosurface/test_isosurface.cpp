@@ -1447,5 +1447,76 @@ TEST(Isosurface, LargeMeshesComeHomeThroughPinnedChunks) {
   expect_same_mesh(many, g, rep, "noise on all GPUs, slabs of 56 slices");
 }
 
+// Samples a rounding away from the level (1e-30 off it, on one side, as analytic fields give), on an anisotropic
+// grid away from the origin: the crossings next to them land exactly on the sample. Kept degenerate, those make
+// zero-area triangles; otherwise they are welded as exact ties would be: no zero-area triangle, closed, 2-manifold,
+// and a sphere as before. (Near-ties on both sides of one edge put its crossing midway, a zero-area triangle with
+// distinct corners that only moving vertices could remove: not planted here.)
+TEST(Isosurface, CrossingsRoundedOntoASampleAreWelded) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x20a7d);
+  const int n = 22;
+  VolumeGeometry g;
+  g.dims = {n, n, n};
+  g.spacing = {0.7, 1.3, 0.9};
+  g.origin = {1000.0, -2000.0, 500.0};
+  std::vector<float> data(std::size_t(n) * n * n);
+  std::uniform_real_distribution<double> centre(9.5, 11.5), radius(6.0, 8.0), coin(0, 1);
+  const double c[3] = {centre(rng), centre(rng), centre(rng)}, r = radius(rng);
+  std::int64_t planted = 0;
+  const double side = coin(rng) < 0.5 ? 1 : -1;
+  for (int k = 0; k < n; ++k)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        const double f = std::sqrt((i - c[0]) * (i - c[0]) + (j - c[1]) * (j - c[1]) + (k - c[2]) * (k - c[2])) - r;
+        float& s = data[std::size_t((k * n + j) * n + i)];
+        s = float(f);
+        if (side * f > 0 && side * f < 0.6 && coin(rng) < 0.5) s = float(side * 1e-30), ++planted;
+      }
+  MemoryVolume v(g, data, "sphere with near-ties");
+  auto zero_area = [](const TriangleMesh& m) {
+    std::int64_t zero = 0;
+    for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
+      const float* p[3];
+      for (int q = 0; q < 3; ++q) p[q] = &m.positions[3 * std::size_t(m.triangles[3 * t + q])];
+      double e1[3], e2[3];
+      for (int a = 0; a < 3; ++a) e1[a] = double(p[1][a]) - p[0][a], e2[a] = double(p[2][a]) - p[0][a];
+      const double x = e1[1] * e2[2] - e1[2] * e2[1], y = e1[2] * e2[0] - e1[0] * e2[2], z = e1[0] * e2[1] - e1[1] * e2[0];
+      zero += x == 0 && y == 0 && z == 0;
+    }
+    return zero;
+  };
+  for (Device d : devices())
+    for (auto topo : {CaseTopology::Classic, CaseTopology::Mc33}) {
+      const std::string what = std::string(device_name(d)) + (topo == CaseTopology::Mc33 ? " mc33" : " classic") +
+                               ", " + std::to_string(planted) + " samples planted";
+      IsosurfaceOptions o;
+      o.device = d;
+      o.topology = topo;
+      o.levels = {0.0};
+      IsosurfaceReport rep;
+      const TriangleMesh m = extract_isosurface(v, o, &rep);
+      IsosurfaceOptions k = o;
+      k.keep_degenerate = true;
+      const TriangleMesh km = extract_isosurface(v, k);
+      EXPECT_GT(zero_area(km), 0) << what << ": the planted samples make no zero-area triangle";
+      EXPECT_EQ(zero_area(m), 0) << what;
+      EXPECT_GT(rep.rounded_ties_welded, 0) << what;
+      EXPECT_GT(rep.degenerate_removed, 0) << what;
+      EXPECT_LE(m.vertex_count(), km.vertex_count() - rep.rounded_ties_welded + rep.pinched_vertices_split) << what;
+      for (const TriangleMesh* mesh : {&m, &km}) {
+        const auto e = iso_edges(*mesh);
+        EXPECT_EQ(e.boundary, 0) << what;
+        EXPECT_EQ(e.unbalanced, 0) << what;
+        EXPECT_EQ(e.non_manifold, 0) << what;
+        EXPECT_EQ(test::iso_non_manifold_vertices(*mesh), 0) << what;
+        EXPECT_EQ(test::iso_unused_vertices(*mesh), 0) << what;
+        EXPECT_EQ(test::iso_euler(*mesh), 2) << what;  // (signs as the sphere's: the same topology)
+      }
+      const auto [degenerate, duplicates] = test::iso_degenerate_and_duplicates(m);
+      EXPECT_EQ(degenerate, 0) << what;
+      EXPECT_EQ(duplicates, 0) << what;
+    }
+}
+
 }  // namespace
 }  // namespace parasurf
