@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/memory.hpp"
+#include "mpi_common.hpp"
 #include "io/ply_layout.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/part.hpp"
@@ -31,9 +32,13 @@
 
 namespace parasurf::cli {
 
+using mpi::all_gather;
+using mpi::check;
+using mpi::g_rank;
+using mpi::g_size;
+
 namespace {
 
-int g_rank = 0, g_size = 1;
 bool g_initialised = false;
 int g_local_rank = 0, g_local_size = 1;  // on this rank's node
 // Marks on the host-wide clock (CLOCK_MONOTONIC): the report's timeline of every rank's phases, comparable across ranks
@@ -47,28 +52,7 @@ constexpr const char* kMarkNames[kMarks] = {"mpi_init", "mpi_ready", "start", "c
                                             "unused_shared", "unused_removed", "ties_settled", "numbered"};
 double g_mark_init_begin = 0, g_mark_init_end = 0;  // MPI_Init's start and end
 
-void check(int rc, const char* what) {
-  if (rc != MPI_SUCCESS) {
-    char msg[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, msg, &len);
-    throw Error(ErrorKind::Io, std::string("MPI error while ") + what + ": " + std::string(msg, std::size_t(len)));
-  }
-}
-
 double now() { return MPI_Wtime(); }
-
-// Every rank's `mine`, concatenated in rank order, on every rank.
-template <class T> std::vector<T> all_gather(const std::vector<T>& mine, MPI_Datatype type, const char* what) {
-  const int n = int(mine.size());
-  std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
-  check(MPI_Allgather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), what);
-  int total = 0;
-  for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
-  std::vector<T> all(static_cast<std::size_t>(total));
-  check(MPI_Allgatherv(mine.data(), n, type, all.data(), counts.data(), displs.data(), type, MPI_COMM_WORLD), what);
-  return all;
-}
 
 // Equal-cost z boundaries: points [b[r], b[r+1]) own rank r's vertices. The cost of cell layer z is its active
 // cells plus a share (cell_weight per cell) for reading and classifying the layer at all.
@@ -229,7 +213,6 @@ std::shared_ptr<const SolverTeam> mpi_solver_team() {
 void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string& out, bool show, const std::string& json,
                     const std::string& balance_mode) {
   const double t0 = now();
-  bool pinch_note = false;
   const auto& g = volume.geometry();
   const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "MPI runs need --level (the data range is not scanned first)");
@@ -447,11 +430,10 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   for (std::size_t L = 0; L < levels; ++L)
     maybe_unused |= int(parts[L].point_vertices && !o.keep_degenerate);
   check(MPI_Allreduce(MPI_IN_PLACE, &maybe_unused, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "looking for unused vertices");
-  // Pinches at ties are not split across ranks: say so where a tie may have made one.
-  int ties = 0;
-  for (std::size_t L = 0; L < levels; ++L) ties |= int(parts[L].tie_vertices && !o.keep_degenerate);
+  // Where a vertex lies on a sample (a tie, or a welded crossing) the level set may pinch.
+  int ties = welded_any;
+  for (std::size_t L = 0; L < levels; ++L) ties |= int(parts[L].tie_vertices);
   check(MPI_Allreduce(MPI_IN_PLACE, &ties, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "looking for ties");
-  pinch_note = ties && o.split_pinches;
   if (maybe_unused) {
     std::vector<std::uint64_t> mine;
     std::vector<std::vector<std::uint32_t>> foreign(levels);  // corners on the next rank's vertices
@@ -486,6 +468,8 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
       vertices_removed = removed.size();
     }
   }
+  if (ties && o.split_pinches)
+    mpi::split_pinches_across_ranks(parts, o, volume.geometry(), zb, own_v, v_base, total_v, t_base, all_v, rep);
   // Groups as in one process: with labels, the (level, label) pairs of the whole mesh in order, each with its
   // label's colour; else, with several levels, one group per level.
   const double m_ties = mark();
@@ -655,9 +639,9 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     if (rep.rounded_ties_welded)
       std::printf("welded %lld crossings that rounding put on a sample; %lld zero-area triangles removed\n",
                   (long long)rep.rounded_ties_welded, (long long)rep.degenerate_removed);
-    if (pinch_note)
-      std::printf("note: samples lie on the level; under MPI a vertex where the level set pinches at one is not split "
-                  "(the mesh may be non-manifold there; run without mpirun for a 2-manifold mesh)\n");
+    if (rep.pinched_vertices_split)
+      std::printf("split %lld tie vertices where the level set pinches (one vertex per sheet)\n",
+                  (long long)rep.pinched_vertices_split);
     std::printf("wrote %s (%llu vertices, %llu triangles)\n", out.c_str(), (unsigned long long)total_v_all, (unsigned long long)total_t_all);
   }
   if (!json.empty()) {

@@ -140,15 +140,12 @@ template <class Visit> void for_each_pair(const SheetEdge& e, Visit&& visit) {
 
 }  // namespace
 
-std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index) {
-  const std::size_t nv = std::size_t(m.vertex_count()), nt = std::size_t(m.triangle_count());
-  if (nt == 0 || 3 * nt > UINT32_MAX) return 0;  // (meshes past 1.4 billion triangles are left as they are)
-  threads = std::max(1, threads);
-  // Vertices on samples: their index coordinates (the inverse of the index-to-world map) are whole numbers. Only
-  // they, and their neighbours, can be where sheets meet; a crossing a hair from a sample is looked at too.
-  std::vector<std::uint8_t> examined(nv, 0);
+std::int64_t pinch_candidates(const TriangleMesh& m, int threads, const WorldToIndex& to_index,
+                               std::vector<std::uint8_t>& examined) {
+  const std::size_t nv = std::size_t(m.vertex_count());
+  examined.assign(nv, 0);
   std::int64_t on_samples = 0;
-#pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : on_samples)
+#pragma omp parallel for schedule(static) num_threads(std::max(1, threads)) reduction(+ : on_samples)
   for (std::int64_t v = 0; v < std::int64_t(nv); ++v) {
     const double* o = to_index.origin;
     const double d[3] = {double(m.positions[3 * v]) - o[0], double(m.positions[3 * v + 1]) - o[1],
@@ -162,7 +159,17 @@ std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int 
     examined[std::size_t(v)] = whole;
     on_samples += whole;
   }
-  if (on_samples == 0) return 0;
+  return on_samples;
+}
+
+std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index) {
+  const std::size_t nv = std::size_t(m.vertex_count()), nt = std::size_t(m.triangle_count());
+  if (nt == 0 || 3 * nt > UINT32_MAX) return 0;  // (meshes past 1.4 billion triangles are left as they are)
+  threads = std::max(1, threads);
+  // Vertices on samples: their index coordinates (the inverse of the index-to-world map) are whole numbers. Only
+  // they, and their neighbours, can be where sheets meet; a crossing a hair from a sample is looked at too.
+  std::vector<std::uint8_t> examined;
+  if (pinch_candidates(m, threads, to_index, examined) == 0) return 0;
   for (std::size_t t = 0; t < nt; ++t) {
     const std::uint32_t* c = &m.triangles[3 * t];
     if ((examined[c[0]] | examined[c[1]] | examined[c[2]]) & 1)

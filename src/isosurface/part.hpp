@@ -60,6 +60,10 @@ struct WorldToIndex {
   double origin[3];   // world position of index (0, 0, 0)
 };
 std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index);
+// Its first step: examined[v] = 1 where vertex v lies on a sample (where the pass looks, with its neighbours);
+// returns how many do.
+std::int64_t pinch_candidates(const TriangleMesh& m, int threads, const WorldToIndex& to_index,
+                              std::vector<std::uint8_t>& examined);
 
 // Welds the vertices of one part that crossings a rounding from a sample put on that sample at bitwise the same
 // position (rounded_ties.cpp), then drops the triangles that repeat a vertex, cancels coincident pairs and removes

@@ -93,14 +93,20 @@ PY
 "$exe" isosurface "$dir/seam.mhd" --level 1 --topology decider --device cpu -q -o "$dir/seam-1.ply" || fail "single run, seam vertex"
 run 2 "$exe" isosurface "$dir/seam.mhd" --level 1 --topology decider --device cpu --balance equal -q -o "$dir/seam-2.ply" || fail "2 ranks, seam vertex"
 cmp -s "$dir/seam-1.ply" "$dir/seam-2.ply" || fail "2 ranks drop a vertex on the level that only the rank before uses"
-# (The decider leaves the ties and the vertices on the level to the whole mesh, as the CUDA engine does.)
-for topology in classic decider; do
-  # (MPI runs keep one vertex per tie sample where the level set pinches: the one-process run is asked to as well.)
-  "$exe" isosurface "$dir/t.mhd" --level 1,2 --topology $topology --device cpu -q --keep-pinches -o "$dir/t-1.ply" \
+# (The decider and MC33 leave the ties and the vertices on the level to the whole mesh, as the CUDA engine does.)
+# Where the level set pinches at a tie, on a plane two ranks share too, the ranks split the vertex as one process.
+for topology in classic decider mc33; do
+  "$exe" isosurface "$dir/t.mhd" --level 1,2 --topology $topology --device cpu -o "$dir/t-1.ply" >"$dir/t.log" \
     || fail "single run, ties"
-  for np in 2 3; do
+  grep -q "split [0-9]* tie vertices" "$dir/t.log" || { cat "$dir/t.log"; fail "no pinch was split in the tie volume"; }
+  "$exe" isosurface "$dir/t.mhd" --level 1,2 --topology $topology --device cpu -q --keep-pinches -o "$dir/t-kept-1.ply" \
+    || fail "single run, ties kept"
+  for np in 2 3 4; do
     run "$np" "$exe" isosurface "$dir/t.mhd" --level 1,2 --topology $topology --device cpu -q -o "$dir/t-$np.ply" || fail "$np ranks, ties"
     cmp -s "$dir/t-1.ply" "$dir/t-$np.ply" || fail "$np ranks with ties differ from one process ($topology)"
+    run "$np" "$exe" isosurface "$dir/t.mhd" --level 1,2 --topology $topology --device cpu -q --keep-pinches \
+      -o "$dir/t-kept-$np.ply" || fail "$np ranks, ties kept"
+    cmp -s "$dir/t-kept-1.ply" "$dir/t-kept-$np.ply" || fail "$np ranks keeping pinches differ from one process ($topology)"
   done
 done
 # Samples 1e-30 from the level on every plane (on the ranks' shared planes too): the crossings that rounding puts on
