@@ -53,7 +53,7 @@ san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float
 # ISO_ONLY=1: the CUDA isosurface tests that compare with the CPU, the tie, MC33, slab, several-GPU, staged-download, label
 # every-type cases and the array entry (engine-made vertex values)
 # (the whole Isosurface suite under racecheck is longer than one 10-minute call)
-[ "${ISO_ONLY:-0}" = 1 ] && san_filter='Isosurface.CpuAndCudaGiveTheSameMesh:Isosurface.ReusedCudaEngineGivesWhatAFreshOneGives:Isosurface.EveryVoxelTypeGivesTheSameTopology:Isosurface.TiesMakeNoHolesNoDuplicatesNoDegenerates:Isosurface.ALoneSampleOnTheLevelLeavesNoVertex:Isosurface.Mc33MatchesTheTrilinearTopology:Isosurface.SlabSplitsGiveTheIdenticalMesh:Isosurface.NonFiniteSamplesAreNeverInside:Isosurface.SeveralGpus*:Isosurface.LargeMeshesComeHome*:IsosurfaceLabels.*:LabelBoundaries.CpuAndCudaGiveTheSameMesh:ArrayIsosurface.*'
+[ "${ISO_ONLY:-0}" = 1 ] && san_filter='Isosurface.CpuAndCudaGiveTheSameMesh:Isosurface.ReusedCudaEngineGivesWhatAFreshOneGives:Isosurface.EveryVoxelTypeGivesTheSameTopology:Isosurface.TiesMakeNoHolesNoDuplicatesNoDegenerates:Isosurface.CrossingsRoundedOntoASampleAreWelded:Isosurface.ALoneSampleOnTheLevelLeavesNoVertex:Isosurface.Mc33MatchesTheTrilinearTopology:Isosurface.SlabSplitsGiveTheIdenticalMesh:Isosurface.NonFiniteSamplesAreNeverInside:Isosurface.SeveralGpus*:Isosurface.LargeMeshesComeHome*:IsosurfaceLabels.*:LabelBoundaries.CpuAndCudaGiveTheSameMesh:ArrayIsosurface.*'
 # memcheck and racecheck run side by side (each is host-bound and the host has cores to spare)
 declare -A san_pid
 for tool in memcheck racecheck; do
