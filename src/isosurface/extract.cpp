@@ -969,7 +969,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
   if (!o.keep_degenerate) {
     const iso::RoundedTies w = iso::weld_rounded_crossings(
-        out, cpu_thread_count_for(o.threads, out.vertex_count(), std::int64_t(1) << 16), world_to_index(volume.geometry()),
+        out, cpu_thread_count_for(o.threads, out.vertex_count(), std::int64_t(1) << 15), world_to_index(volume.geometry()),
         part_starts);
     rep.rounded_ties_welded = w.vertices_welded;
     rep.degenerate_removed = w.degenerate_dropped;

@@ -29,6 +29,10 @@ std::vector<RoundedCandidate> rounded_candidates(const TriangleMesh& m, int thre
   const double* inv = to_index.inverse;
   double row[3];  // index units per world unit, by axis (the rounding of a float position, mapped to index units)
   for (int a = 0; a < 3; ++a) row[a] = (std::abs(inv[3 * a]) + std::abs(inv[3 * a + 1]) + std::abs(inv[3 * a + 2])) * 0x1p-23;
+  // (in float for the coarse test: its own rounding of the map and of the subtraction is in the wider margin)
+  float of[3], invf[9], rowf[3];
+  for (int a = 0; a < 3; ++a) of[a] = float(o[a]), rowf[a] = float(row[a] * 8);
+  for (int k = 0; k < 9; ++k) invf[k] = float(inv[k]);
   constexpr std::int64_t kBlock = 512;
   const std::int64_t blocks = (std::int64_t(nv) + kBlock - 1) / kBlock;
 #pragma omp parallel num_threads(threads)
@@ -39,15 +43,17 @@ std::vector<RoundedCandidate> rounded_candidates(const TriangleMesh& m, int thre
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::int64_t v0 = b * kBlock, n = std::min<std::int64_t>(kBlock, std::int64_t(nv) - v0);
       const float* p = &m.positions[3 * std::size_t(v0)];
-      // branch-free, so that it vectorises: most vertices are a crossing on no sample
+      // A coarse test in float first, branch-free so that it vectorises eight wide (most vertices are a crossing on
+      // no sample); the few it passes are tested exactly below.
 #pragma omp simd
       for (std::int64_t i = 0; i < n; ++i) {
-        const double d0 = double(p[3 * i]) - o[0], d1 = double(p[3 * i + 1]) - o[1], d2 = double(p[3 * i + 2]) - o[2];
-        const double size = std::abs(double(p[3 * i])) + std::abs(double(p[3 * i + 1])) + std::abs(double(p[3 * i + 2]));
+        const float d0 = p[3 * i] - of[0], d1 = p[3 * i + 1] - of[1], d2 = p[3 * i + 2] - of[2];
+        const float size = std::abs(p[3 * i]) + std::abs(p[3 * i + 1]) + std::abs(p[3 * i + 2]) + std::abs(of[0]) +
+                           std::abs(of[1]) + std::abs(of[2]);
         bool whole = true;
         for (int a = 0; a < 3; ++a) {
-          const double x = inv[3 * a] * d0 + inv[3 * a + 1] * d1 + inv[3 * a + 2] * d2;
-          whole = whole & (std::abs(x - std::nearbyint(x)) <= 1e-3 + size * row[a]);
+          const float x = invf[3 * a] * d0 + invf[3 * a + 1] * d1 + invf[3 * a + 2] * d2;
+          whole = whole & (std::abs(x - std::nearbyint(x)) <= 0.01f + size * rowf[a]);
         }
         on[i] = whole;
       }
@@ -56,6 +62,13 @@ std::vector<RoundedCandidate> rounded_candidates(const TriangleMesh& m, int thre
         const std::int64_t v = v0 + i;
         const float* q = &m.positions[3 * std::size_t(v)];
         const double d[3] = {double(q[0]) - o[0], double(q[1]) - o[1], double(q[2]) - o[2]};
+        const double size = std::abs(double(q[0])) + std::abs(double(q[1])) + std::abs(double(q[2]));
+        bool whole = true;
+        for (int a = 0; a < 3; ++a) {
+          const double x = inv[3 * a] * d[0] + inv[3 * a + 1] * d[1] + inv[3 * a + 2] * d[2];
+          whole = whole && std::abs(x - std::nearbyint(x)) <= 1e-3 + size * row[a];
+        }
+        if (!whole) continue;
         RoundedCandidate c{};
         c.key[0] = std::int64_t(std::upper_bound(part_starts.begin(), part_starts.end(), std::uint64_t(v)) - part_starts.begin());
         for (int a = 0; a < 3; ++a)
