@@ -144,27 +144,62 @@ std::int64_t pinch_candidates(const TriangleMesh& m, int threads, const WorldToI
                                std::vector<std::uint8_t>& examined) {
   const std::size_t nv = std::size_t(m.vertex_count());
   examined.assign(nv, 0);
+  const double* o = to_index.origin;
+  const double* inv = to_index.inverse;
+  // A coarse test in float first (eight wide; its margin covers the float rounding of the map and the subtraction,
+  // growing with the coordinates), then the exact one in double for the few it passes.
+  float of[3], invf[9], growth[3];
+  for (int a = 0; a < 3; ++a) {
+    of[a] = float(o[a]);
+    growth[a] = float((std::abs(inv[3 * a]) + std::abs(inv[3 * a + 1]) + std::abs(inv[3 * a + 2])) * 0x1p-20);
+  }
+  for (int k = 0; k < 9; ++k) invf[k] = float(inv[k]);
+  const float base = std::abs(of[0]) + std::abs(of[1]) + std::abs(of[2]);
+  constexpr std::int64_t kBlock = 512;
+  const std::int64_t blocks = (std::int64_t(nv) + kBlock - 1) / kBlock;
   std::int64_t on_samples = 0;
 #pragma omp parallel for schedule(static) num_threads(std::max(1, threads)) reduction(+ : on_samples)
-  for (std::int64_t v = 0; v < std::int64_t(nv); ++v) {
-    const double* o = to_index.origin;
-    const double d[3] = {double(m.positions[3 * v]) - o[0], double(m.positions[3 * v + 1]) - o[1],
-                         double(m.positions[3 * v + 2]) - o[2]};
-    const double* inv = to_index.inverse;
-    bool whole = true;
-    for (int a = 0; a < 3 && whole; ++a) {
-      const double x = inv[3 * a] * d[0] + inv[3 * a + 1] * d[1] + inv[3 * a + 2] * d[2];
-      whole = std::abs(x - std::nearbyint(x)) <= 1e-2;
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t v0 = b * kBlock, n = std::min<std::int64_t>(kBlock, std::int64_t(nv) - v0);
+    const float* p = &m.positions[3 * std::size_t(v0)];
+    std::uint8_t* near = &examined[std::size_t(v0)];
+    float xyz[3][kBlock];  // the block's coordinates, one array per axis (so that the test below vectorises)
+    for (std::int64_t i = 0; i < n; ++i)
+      for (int a = 0; a < 3; ++a) xyz[a][i] = p[3 * i + a];
+    float worst[kBlock];  // the largest distance from a whole number, less its margin
+#pragma omp simd
+    for (std::int64_t i = 0; i < n; ++i) {
+      const float d0 = xyz[0][i] - of[0], d1 = xyz[1][i] - of[1], d2 = xyz[2][i] - of[2];
+      const float size = std::abs(xyz[0][i]) + std::abs(xyz[1][i]) + std::abs(xyz[2][i]) + base;
+      float w = -1;
+      for (int a = 0; a < 3; ++a) {
+        const float x = invf[3 * a] * d0 + invf[3 * a + 1] * d1 + invf[3 * a + 2] * d2;
+        w = std::max(w, std::abs(x - std::nearbyint(x)) - (0.02f + size * growth[a]));
+      }
+      worst[i] = w;
     }
-    examined[std::size_t(v)] = whole;
-    on_samples += whole;
+    for (std::int64_t i = 0; i < n; ++i) near[i] = worst[i] <= 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (!near[i]) continue;
+      const float* q = p + 3 * i;
+      const double d[3] = {double(q[0]) - o[0], double(q[1]) - o[1], double(q[2]) - o[2]};
+      bool whole = true;
+      for (int a = 0; a < 3 && whole; ++a) {
+        const double x = inv[3 * a] * d[0] + inv[3 * a + 1] * d[1] + inv[3 * a + 2] * d[2];
+        whole = std::abs(x - std::nearbyint(x)) <= 1e-2;
+      }
+      near[i] = whole;
+      on_samples += whole;
+    }
   }
   return on_samples;
 }
 
-std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index) {
+namespace {
+
+// The pass on a whole mesh (split_pinched_vertices runs it on the triangles around the vertices on samples).
+std::int64_t split_core(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index) {
   const std::size_t nv = std::size_t(m.vertex_count()), nt = std::size_t(m.triangle_count());
-  if (nt == 0 || 3 * nt > UINT32_MAX) return 0;  // (meshes past 1.4 billion triangles are left as they are)
   threads = std::max(1, threads);
   // Vertices on samples: their index coordinates (the inverse of the index-to-world map) are whole numbers. Only
   // they, and their neighbours, can be where sheets meet; a crossing a hair from a sample is looked at too.
@@ -392,6 +427,103 @@ std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int 
         m.triangles[corners[c].code] = std::uint32_t(nv + extra_first[v] + fan_of[c] - 1);
   }
   return std::int64_t(added);
+}
+
+}  // namespace
+
+std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index) {
+  const std::size_t nv = std::size_t(m.vertex_count()), nt = std::size_t(m.triangle_count());
+  if (nt == 0 || 3 * nt > UINT32_MAX) return 0;  // (meshes past 1.4 billion triangles are left as they are)
+  threads = std::max(1, threads);
+  // The pass looks only at the vertices on samples, their neighbours and the triangles around those (a 2-ring): it
+  // runs on those triangles alone, in their order and their vertices' (which gives what it gives on the whole mesh),
+  // and its new vertices are then appended here in its order.
+  std::vector<std::uint8_t> flag;
+  if (pinch_candidates(m, threads, to_index, flag) == 0) return 0;
+  auto gather = [&](std::uint8_t bits) {  // the triangles with a corner flagged in `bits`, ascending
+    std::vector<std::vector<std::uint32_t>> found(static_cast<std::size_t>(threads));
+#pragma omp parallel num_threads(threads)
+    {
+      auto& mine = found[std::size_t(omp_get_thread_num())];
+#pragma omp for schedule(static)
+      for (std::int64_t t = 0; t < std::int64_t(nt); ++t) {
+        const std::uint32_t* c = &m.triangles[3 * std::size_t(t)];
+        if ((flag[c[0]] | flag[c[1]] | flag[c[2]]) & bits) mine.push_back(std::uint32_t(t));
+      }
+    }
+    std::vector<std::uint32_t> all;
+    for (auto& f : found) all.insert(all.end(), f.begin(), f.end());
+    return all;
+  };
+  const std::vector<std::uint32_t> at_samples = gather(1);
+  // Where samples on the level are everywhere (integer data at a data value), the pass runs on the whole mesh: the
+  // shortcuts below would only add to it. (Both ways give the same mesh.)
+  if (at_samples.size() > nt / 8) return split_core(m, normals_to_lower, threads, to_index);
+  // Most vertices on samples are a plain closed fan (each triangle's next vertex is exactly one other triangle's
+  // previous one, and following that visits all): then no sheets meet there, nor along an edge from there (such an
+  // edge breaks the fans at both ends), and there is nothing to split.
+  {
+    struct Around {
+      std::uint32_t v, next, prev;
+    };
+    std::vector<Around> list;
+    for (const std::uint32_t t : at_samples)
+      for (int q = 0; q < 3; ++q) {
+        const std::uint32_t* c = &m.triangles[3 * std::size_t(t)];
+        if (flag[c[q]] & 1) list.push_back({c[q], c[(q + 1) % 3], c[(q + 2) % 3]});
+      }
+    std::sort(list.begin(), list.end(), [](const Around& a, const Around& b) { return a.v < b.v; });
+    bool plain = true;
+    for (std::size_t a = 0; a < list.size() && plain;) {
+      std::size_t b = a;
+      while (b < list.size() && list[b].v == list[a].v) ++b;
+      const std::size_t deg = b - a;
+      std::size_t at = a, steps = 0;
+      do {
+        std::size_t hit = b, hits = 0;
+        for (std::size_t k = a; k < b; ++k)
+          if (list[k].prev == list[at].next) hit = k, ++hits;
+        plain = hits == 1;
+        at = hit;
+        ++steps;
+      } while (plain && at != a && steps <= deg);
+      plain = plain && steps == deg && deg >= 3;
+      a = b;
+    }
+    if (plain) return 0;
+  }
+  for (const std::uint32_t t : at_samples)
+    for (int q = 0; q < 3; ++q) flag[m.triangles[3 * std::size_t(t) + std::size_t(q)]] |= 2;
+  const std::vector<std::uint32_t> around = gather(3);
+  for (const std::uint32_t t : around)
+    for (int q = 0; q < 3; ++q) flag[m.triangles[3 * std::size_t(t) + std::size_t(q)]] |= 4;
+  std::vector<std::uint32_t> vertices;  // those of the triangles around, ascending
+  for (std::size_t v = 0; v < nv; ++v)
+    if (flag[v] & 4) vertices.push_back(std::uint32_t(v));
+  TriangleMesh sub;
+  sub.positions.resize(3 * vertices.size());
+  for (std::size_t k = 0; k < vertices.size(); ++k) std::copy_n(&m.positions[3 * std::size_t(vertices[k])], 3, &sub.positions[3 * k]);
+  sub.triangles.resize(3 * around.size());
+  for (std::size_t k = 0; k < sub.triangles.size(); ++k)
+    sub.triangles[k] = std::uint32_t(
+        std::lower_bound(vertices.begin(), vertices.end(), m.triangles[3 * std::size_t(around[k / 3]) + k % 3]) - vertices.begin());
+  const std::vector<std::uint32_t> before = sub.triangles;
+  const std::int64_t added = split_core(sub, normals_to_lower, threads, to_index);
+  if (added == 0) return 0;
+  // New vertex k copies the vertex whose corners moved to it.
+  const std::size_t total = nv + std::size_t(added);
+  m.positions.resize(3 * total);
+  if (!m.normals.empty()) m.normals.resize(3 * total);
+  if (!m.vertex_values.empty()) m.vertex_values.resize(total);
+  for (std::size_t c = 0; c < before.size(); ++c) {
+    if (sub.triangles[c] == before[c]) continue;
+    const std::size_t copy = nv + (sub.triangles[c] - vertices.size()), from = vertices[before[c]];
+    std::copy_n(&m.positions[3 * from], 3, &m.positions[3 * copy]);
+    if (!m.normals.empty()) std::copy_n(&m.normals[3 * from], 3, &m.normals[3 * copy]);
+    if (!m.vertex_values.empty()) m.vertex_values[copy] = m.vertex_values[from];
+    m.triangles[3 * std::size_t(around[c / 3]) + c % 3] = std::uint32_t(copy);
+  }
+  return added;
 }
 
 }  // namespace parasurf::iso
