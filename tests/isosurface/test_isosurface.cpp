@@ -1531,28 +1531,32 @@ TEST(Isosurface, PinchesAmongFewTiesAreSplit) {
       for (int i = 0; i < n; ++i)  // 1 + (r0 - r) / 7.3: no sample on the level outside the block
         data[std::size_t((k * n + j) * n + i)] =
             float(1 + (16.3 - std::sqrt((i - 19.6) * (i - 19.6) + (j - 20.2) * (j - 20.2) + (k - 19.9) * (k - 19.9))) / 7.3);
-  for (int k = 30; k < 36; ++k)
-    for (int j = 17; j < 23; ++j)
-      for (int i = 17; i < 23; ++i) data[std::size_t((k * n + j) * n + i)] = float(rng() % 3);
-  MemoryVolume v(g, data, "sphere with a block of ties");
+  // New blocks until one makes a pinch (about one in fifteen makes none), at most ten.
   std::int64_t split = 0;
-  for (Device d : devices())
-    for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33}) {
-      const std::string what = std::string(device_name(d)) + " topology " + std::to_string(int(topo));
-      IsosurfaceOptions o;
-      o.device = d;
-      o.topology = topo;
-      o.levels = {1.0};
-      IsosurfaceReport rep;
-      const TriangleMesh m = extract_isosurface(v, o, &rep);
-      const auto e = iso_edges(m);
-      EXPECT_EQ(e.boundary, 0) << what;
-      EXPECT_EQ(e.unbalanced, 0) << what;
-      EXPECT_EQ(e.non_manifold, 0) << what;
-      EXPECT_EQ(test::iso_non_manifold_vertices(m), 0) << what;
-      split += rep.pinched_vertices_split;
-    }
-  EXPECT_GT(split, 0) << "the block made no pinch to split";
+  for (int trial = 0; trial < 10 && split == 0; ++trial) {
+    for (int k = 30; k < 36; ++k)
+      for (int j = 17; j < 23; ++j)
+        for (int i = 17; i < 23; ++i) data[std::size_t((k * n + j) * n + i)] = float(rng() % 3);
+    MemoryVolume v(g, data, "sphere with a block of ties");
+    for (Device d : devices())
+      for (auto topo : {CaseTopology::Classic, CaseTopology::Decider, CaseTopology::Mc33}) {
+        const std::string what = std::string(device_name(d)) + " topology " + std::to_string(int(topo)) + " trial " +
+                                 std::to_string(trial);
+        IsosurfaceOptions o;
+        o.device = d;
+        o.topology = topo;
+        o.levels = {1.0};
+        IsosurfaceReport rep;
+        const TriangleMesh m = extract_isosurface(v, o, &rep);
+        const auto e = iso_edges(m);
+        EXPECT_EQ(e.boundary, 0) << what;
+        EXPECT_EQ(e.unbalanced, 0) << what;
+        EXPECT_EQ(e.non_manifold, 0) << what;
+        EXPECT_EQ(test::iso_non_manifold_vertices(m), 0) << what;
+        split += rep.pinched_vertices_split;
+      }
+  }
+  EXPECT_GT(split, 0) << "ten blocks made no pinch to split";
 }
 
 }  // namespace
