@@ -1504,12 +1504,8 @@ TEST(Isosurface, CrossingsRoundedOntoASampleAreWelded) {
       EXPECT_GT(rep.degenerate_removed, 0) << what;
       EXPECT_LE(m.vertex_count(), km.vertex_count() - rep.rounded_ties_welded + rep.pinched_vertices_split) << what;
       for (const TriangleMesh* mesh : {&m, &km}) {
-        const auto e = iso_edges(*mesh);
-        EXPECT_EQ(e.boundary, 0) << what;
-        EXPECT_EQ(e.unbalanced, 0) << what;
-        EXPECT_EQ(e.non_manifold, 0) << what;
+        expect_closed_manifold(*mesh, what);
         EXPECT_EQ(test::iso_non_manifold_vertices(*mesh), 0) << what;
-        EXPECT_EQ(test::iso_unused_vertices(*mesh), 0) << what;
         EXPECT_EQ(test::iso_euler(*mesh), 2) << what;  // (signs as the sphere's: the same topology)
       }
       const auto [degenerate, duplicates] = test::iso_degenerate_and_duplicates(m);
@@ -1548,10 +1544,7 @@ TEST(Isosurface, PinchesAmongFewTiesAreSplit) {
         o.levels = {1.0};
         IsosurfaceReport rep;
         const TriangleMesh m = extract_isosurface(v, o, &rep);
-        const auto e = iso_edges(m);
-        EXPECT_EQ(e.boundary, 0) << what;
-        EXPECT_EQ(e.unbalanced, 0) << what;
-        EXPECT_EQ(e.non_manifold, 0) << what;
+        expect_closed_manifold(m, what);
         EXPECT_EQ(test::iso_non_manifold_vertices(m), 0) << what;
         split += rep.pinched_vertices_split;
       }
