@@ -281,8 +281,9 @@ struct BisectorSample {
 };
 struct SurfaceBisectorResult {
   std::vector<BisectorSample> samples;
-  // Where the surfaces coincide (coplanar pieces): every point on their common normal there is equidistant, so the
-  // bisector is no surface; the areas are reported as boxes in (u, v, s, t), without samples.
+  // Where the surfaces coincide (coplanar pieces, or pieces that are one surface at other degrees or with reversed
+  // or swapped parameters): every point on their common normal there is equidistant, so the bisector is no surface;
+  // the areas are reported as boxes in (u, v, s, t). Coplanar areas have no samples.
   std::vector<SurfaceOverlap> overlaps;
   std::string status = "complete";
 };

@@ -129,6 +129,17 @@ SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSur
     if (f.status != "complete") out.status = f.status;
     out.overlaps = std::move(f.overlaps);
   }
+  // Curved pieces that are one surface (a copy, another degree or knots, reversed or swapped parameters) coincide
+  // everywhere: on the common normal the bisector degenerates there as between coplanar faces. Their systems are
+  // still solved (the feet away from the diagonal are bisector points); the pair is reported as an overlap.
+  for (std::size_t i = 0; i < pa.size(); ++i)
+    for (std::size_t j = 0; j < pb.size(); ++j)
+      if (!flat[i * pb.size() + j] && boxes_meet(pa[i].lo, pa[i].hi, pb[j].lo, pb[j].hi))
+        if (const Coincidence same = coincidence(pa[i], pb[j], {{1, 0, 0, 0}}); same.found) {
+          SurfaceOverlap v;
+          v.lo = same.lo, v.hi = same.hi;
+          out.overlaps.push_back(v);
+        }
   for (std::size_t k = 0; k < tasks.size(); ++k) {
     if (status[k] != "complete") out.status = status[k];
     out.samples.insert(out.samples.end(), found[k].begin(), found[k].end());

@@ -86,31 +86,6 @@ void flat_contacts(const SurfacePiece& p, const PiecePlane& pp, const SurfacePie
   if (interval && region.t0 <= region.t1) out.regions.push_back(region);
 }
 
-// Whether the moved piece p is the fixed piece q at every time of a motion piece (coefficients `motion`: scale, tx,
-// ty, tz): its control points, moved, equal q's under one of the eight symmetries of the parameter square, for every
-// Bernstein coefficient of the motion (s_k P + T_k = Q, all k). A surface and its copy that stay together (a part
-// resting in its seat) are in contact everywhere, and subdivision of that 4-D set would not end.
-bool same_piece_throughout(const SurfacePiece& p, const SurfacePiece& q, const std::array<std::vector<double>, 4>& motion) {
-  const double tol = piece_tolerance(q);
-  for (int sym = 0; sym < 8; ++sym) {
-    const bool swap = sym & 4, flip_u = sym & 1, flip_v = sym & 2;
-    if ((swap ? q.du != p.dv || q.dv != p.du : q.du != p.du || q.dv != p.dv)) continue;
-    bool same = true;
-    for (int i = 0; i <= p.du && same; ++i)
-      for (int j = 0; j <= p.dv && same; ++j) {
-        const int a = flip_u ? p.du - i : i, b = flip_v ? p.dv - j : j;
-        const std::size_t from = std::size_t(i) * std::size_t(p.dv + 1) + std::size_t(j);
-        const std::size_t to = swap ? std::size_t(b) * std::size_t(q.dv + 1) + std::size_t(a)
-                                    : std::size_t(a) * std::size_t(q.dv + 1) + std::size_t(b);
-        for (std::size_t m = 0; m < motion[0].size() && same; ++m)
-          for (int k = 0; k < 3 && same; ++k)
-            same = std::abs(motion[0][m] * p.c[std::size_t(k)][from] + motion[std::size_t(k + 1)][m] - q.c[std::size_t(k)][to]) <= tol;
-      }
-    if (same) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface& fixed, const Motion& motion, const SolverOptions& o) {
@@ -132,6 +107,7 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
     double t0, t1;
     Vec3 lo, hi;
     double s_lo, s_hi;
+    std::vector<std::array<double, 4>> maps;  // the Bernstein coefficients as affine maps {s, tx, ty, tz}
   };
   std::vector<MotionPiece> mp;
   for (std::size_t i = 0; i < ms.size(); ++i) {
@@ -142,6 +118,7 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
       m.c[1].push_back(ms[i].curve.points[j][1]);
       m.c[2].push_back(mt[i].curve.points[j][0]);
       m.c[3].push_back(mt[i].curve.points[j][1]);
+      m.maps.push_back({ms[i].curve.points[j][0], ms[i].curve.points[j][1], mt[i].curve.points[j][0], mt[i].curve.points[j][1]});
     }
     m.s_lo = *std::min_element(m.c[0].begin(), m.c[0].end());
     m.s_hi = *std::max_element(m.c[0].begin(), m.c[0].end());
@@ -178,11 +155,10 @@ ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface&
       }
       for (std::size_t j = 0; j < pb.size(); ++j) {
         if (!parallel[i * pb.size() + j] || !boxes_meet(lo, hi, pb[j].lo, pb[j].hi)) continue;
-        if (same_piece_throughout(pa[i], pb[j], mp[m].c)) {  // in contact everywhere, all the time
+        if (const Coincidence same = coincidence(pa[i], pb[j], mp[m].maps); same.found) {  // in contact all the time
           ContactRegion r;
           r.t0 = mp[m].t0, r.t1 = mp[m].t1;
-          r.lo = {pa[i].u0, pa[i].v0, pb[j].u0, pb[j].v0};
-          r.hi = {pa[i].u1, pa[i].v1, pb[j].u1, pb[j].v1};
+          r.lo = same.lo, r.hi = same.hi;
           same_regions.push_back(r);
           continue;
         }

@@ -150,6 +150,95 @@ double piece_tolerance(const SurfacePiece& p) {
   return 1e-12 * far + 1e-10 * piece_extent(p);
 }
 
+SurfacePiece elevated(const SurfacePiece& p, int du, int dv) {
+  SurfacePiece out = p;
+  auto raise = [&](bool along_u) {
+    const int nu = out.du + 1, nv = out.dv + 1;
+    const int mu = along_u ? nu + 1 : nu, mv = along_u ? nv : nv + 1;
+    const int n = along_u ? out.du : out.dv;  // the degree being raised
+    for (auto& coord : out.c) {
+      std::vector<double> next(std::size_t(mu) * std::size_t(mv));
+      auto at = [&](int i, int j) { return coord[std::size_t(i) * std::size_t(nv) + std::size_t(j)]; };
+      for (int i = 0; i < mu; ++i)
+        for (int j = 0; j < mv; ++j) {
+          const int k = along_u ? i : j;  // index along the raised direction
+          const double a = double(k) / double(n + 1);
+          double v = 0;
+          if (k > 0) v += a * (along_u ? at(i - 1, j) : at(i, j - 1));
+          if (k <= n) v += (1 - a) * at(i, j);
+          next[std::size_t(i) * std::size_t(mv) + std::size_t(j)] = v;
+        }
+      coord = std::move(next);
+    }
+    (along_u ? out.du : out.dv) += 1;
+  };
+  while (out.du < du) raise(true);
+  while (out.dv < dv) raise(false);
+  return out;
+}
+
+namespace {
+
+// Control points of p and q (same degrees) agree under the symmetry `sym` (bit 0 flips u, bit 1 flips v, bit 2
+// swaps them) for every map.
+bool nets_agree(const SurfacePiece& p, const SurfacePiece& q, int sym, const std::vector<std::array<double, 4>>& maps,
+                double tol) {
+  const bool swap = sym & 4, flip_u = sym & 1, flip_v = sym & 2;
+  for (int i = 0; i <= p.du; ++i)
+    for (int j = 0; j <= p.dv; ++j) {
+      const int a = flip_u ? p.du - i : i, b = flip_v ? p.dv - j : j;
+      const std::size_t from = std::size_t(i) * std::size_t(p.dv + 1) + std::size_t(j);
+      const std::size_t to = swap ? std::size_t(b) * std::size_t(p.du + 1) + std::size_t(a)
+                                  : std::size_t(a) * std::size_t(p.dv + 1) + std::size_t(b);
+      for (const auto& m : maps)
+        for (std::size_t k = 0; k < 3; ++k)
+          if (!(std::abs(m[0] * p.c[k][from] + m[k + 1] - q.c[k][to]) <= tol)) return false;
+    }
+  return true;
+}
+
+// The piece over the part [u0, u1] x [v0, v1] of its parameter box.
+SurfacePiece restricted(const SurfacePiece& p, double u0, double u1, double v0, double v1) {
+  SurfacePiece out = p;
+  const double su = p.u1 - p.u0, sv = p.v1 - p.v0;
+  for (int k = 0; k < 3; ++k) {
+    BernsteinPoly b = surface_coord(p, k, 0, 1, 2);
+    b = restrict_to(b, 0, (u0 - p.u0) / su, (u1 - p.u0) / su);
+    b = restrict_to(b, 1, (v0 - p.v0) / sv, (v1 - p.v0) / sv);
+    out.c[std::size_t(k)] = std::move(b.coef);
+  }
+  out.u0 = u0, out.u1 = u1, out.v0 = v0, out.v1 = v1;
+  return out;
+}
+
+}  // namespace
+
+Coincidence coincidence(const SurfacePiece& p, const SurfacePiece& q, const std::vector<std::array<double, 4>>& maps) {
+  const double tol = piece_tolerance(q);
+  Coincidence out;
+  for (int sym = 0; sym < 8 && !out.found; ++sym) {
+    // p's (u, v) run along q's (v, u) when swapped: raise both to the larger degree on each pair of sides.
+    const bool swap = sym & 4;
+    const int du = std::max(p.du, swap ? q.dv : q.du), dv = std::max(p.dv, swap ? q.du : q.dv);
+    out.found = nets_agree(elevated(p, du, dv), elevated(q, swap ? dv : du, swap ? du : dv), sym, maps, tol);
+  }
+  if (out.found) {
+    out.lo = {p.u0, p.v0, q.u0, q.v0};
+    out.hi = {p.u1, p.v1, q.u1, q.v1};
+    return out;
+  }
+  // Other knots: the part both parameter boxes share, when it has an area and is not both whole boxes.
+  const double u0 = std::max(p.u0, q.u0), u1 = std::min(p.u1, q.u1), v0 = std::max(p.v0, q.v0), v1 = std::min(p.v1, q.v1);
+  if (!(u0 < u1 && v0 < v1)) return out;
+  if (u0 == p.u0 && u1 == p.u1 && v0 == p.v0 && v1 == p.v1 && u0 == q.u0 && u1 == q.u1 && v0 == q.v0 && v1 == q.v1) return out;
+  const int du = std::max(p.du, q.du), dv = std::max(p.dv, q.dv);
+  out.found = nets_agree(elevated(restricted(p, u0, u1, v0, v1), du, dv), elevated(restricted(q, u0, u1, v0, v1), du, dv), 0,
+                         maps, tol);
+  out.lo = {u0, v0, u0, v0};
+  out.hi = {u1, v1, u1, v1};
+  return out;
+}
+
 PiecePlane piece_plane(const SurfacePiece& p) {
   PiecePlane out;
   const int nu = p.du + 1, nv = p.dv + 1;

@@ -60,6 +60,21 @@ double piece_extent(const SurfacePiece& p);
 // own rounding (a file's 1e6 has ~1e-10 of it), the rest is the piece's size.
 double piece_tolerance(const SurfacePiece& p);
 
+// The piece raised to degrees (du, dv) >= its own, one degree at a time (Farin, "Curves and Surfaces for CAGD",
+// section 6.1): the same surface with more control points.
+SurfacePiece elevated(const SurfacePiece& p, int du, int dv);
+// Where p, moved by every affine map x -> s_k x + T_k of `maps` ({s_k, T_k}), is q. Either the whole pieces: once
+// both are raised to common degrees, their control points agree within q's tolerance under one of the eight
+// symmetries of the parameter square. Or, for pieces of one surface cut at other knots, the part of their
+// parameter boxes they share: both restricted to it agree the same way with their parameters as they are. Such
+// pairs coincide over that part (a part resting in its seat, a patch written again at another degree or with more
+// knots), and the systems they pose vanish on a set that subdivision would refine without end.
+struct Coincidence {
+  bool found = false;
+  std::array<double, 4> lo{}, hi{};  // the box in (u_p, v_p, u_q, v_q)
+};
+Coincidence coincidence(const SurfacePiece& p, const SurfacePiece& q, const std::vector<std::array<double, 4>>& maps);
+
 // The plane of a planar piece: every control point within `tol` of n . x = d (so, by the convex hull property, the
 // whole piece). Planar faces are common in CAD models, and two pieces in one plane make the intersection and
 // bisector equations vanish over an area, or (parallel planes) the contact equations vanish along the time axis:

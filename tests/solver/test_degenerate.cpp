@@ -1,5 +1,6 @@
 // Degenerate inputs of the surface applications, which subdivision alone would refine without end: faces in one
-// plane (intersection, bisector) and parallel planar faces that a motion brings into one plane (contacts). Each
+// plane (intersection, bisector), parallel planar faces that a motion brings into one plane (contacts), and one
+// curved surface written twice (another degree, more knots, reversed parameters) at rest (contacts, bisector). Each
 // case is placed in a random frame far from the origin, and the second face's control points carry rounding at the
 // 1e-15 level, so that the planes agree closely but not bit for bit, as faces read from files do.
 #include <gtest/gtest.h>
@@ -168,7 +169,8 @@ TEST(Degenerate, CurvedCopiesThatStayTogetherAreOneRegion) {
   const std::uint64_t seed = test::run_seed() + 404;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(-1, 1);
-  // A random bicubic patch far from the origin, and its copy with the u direction reversed and rounding at 1e-15.
+  // A random bicubic patch far from the origin, and its copy with the u direction reversed, v written at degree 5
+  // (the same surface, two degree raisings) and rounding at 1e-15.
   const Frame f = random_frame(rng);
   BSplineSurface a, b;
   a.degree_u = a.degree_v = 3;
@@ -179,10 +181,38 @@ TEST(Degenerate, CurvedCopiesThatStayTogetherAreOneRegion) {
     for (int j = 0; j < 4; ++j) net.push_back(f.at(i / 3.0, j / 3.0, 0.3 * u(rng)));
   for (const Vec3& p : net) a.points.insert(a.points.end(), p.begin(), p.end());
   b = a;
+  b.degree_v = 5;
+  b.count_v = 6;
+  b.knots_v = {0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1};
   b.points.clear();
-  for (int i = 3; i >= 0; --i)
+  for (int i = 3; i >= 0; --i) {
+    // Raising a row's degree from n to n + 1: q_k = k/(n+1) p_(k-1) + (1 - k/(n+1)) p_k.
+    std::vector<Vec3> row(net.begin() + 4 * i, net.begin() + 4 * i + 4);
+    for (int n = 3; n < 5; ++n) {
+      std::vector<Vec3> up(std::size_t(n + 2));
+      for (int k = 0; k <= n + 1; ++k)
+        for (int c = 0; c < 3; ++c)
+          up[std::size_t(k)][std::size_t(c)] = (k > 0 ? double(k) / (n + 1) * row[std::size_t(k - 1)][std::size_t(c)] : 0) +
+                                               (k <= n ? (1 - double(k) / (n + 1)) * row[std::size_t(k)][std::size_t(c)] : 0);
+      row = up;
+    }
+    for (const Vec3& p : row)
+      for (double c : p) b.points.push_back(c * (1 + 1e-15 * u(rng)));
+  }
+  // And a copy with a knot inserted along u at a random tau (Boehm: q_i = tau p_i + (1 - tau) p_(i-1), i = 1..3):
+  // the same surface cut into two pieces at other knots.
+  const double tau = 0.2 + 0.6 * (u(rng) + 1) / 2;
+  BSplineSurface k = a;
+  k.count_u = 5;
+  k.knots_u = {0, 0, 0, 0, tau, 1, 1, 1, 1};
+  k.points.clear();
+  for (int i = 0; i <= 4; ++i)
     for (int j = 0; j < 4; ++j)
-      for (double c : net[std::size_t(4 * i + j)]) b.points.push_back(c * (1 + 1e-15 * u(rng)));
+      for (int c = 0; c < 3; ++c) {
+        const double p0 = i > 0 ? net[std::size_t(4 * (i - 1) + j)][std::size_t(c)] : 0;
+        const double p1 = i < 4 ? net[std::size_t(4 * i + j)][std::size_t(c)] : 0;
+        k.points.push_back(i == 0 ? p1 : i == 4 ? p0 : tau * p1 + (1 - tau) * p0);
+      }
   Motion rest;  // two motion pieces, the surface at rest in both
   rest.degree = 1;
   rest.knots = {0, 0, 0.5, 1, 1};
@@ -191,6 +221,7 @@ TEST(Degenerate, CurvedCopiesThatStayTogetherAreOneRegion) {
     SCOPED_TRACE(std::string("engine ") + device_name(engine) + ", seed " + std::to_string(seed));
     SolverOptions o;
     o.device = engine;
+    o.max_seconds = 10;  // without the recognition the contact set is subdivided to this limit
     const ContactResult r = contact_points(a, b, rest, o);
     ASSERT_EQ(r.status, "complete");
     EXPECT_TRUE(r.contacts.empty());
@@ -202,6 +233,30 @@ TEST(Degenerate, CurvedCopiesThatStayTogetherAreOneRegion) {
       EXPECT_EQ(r.regions[0].lo[std::size_t(c)], 0);
       EXPECT_EQ(r.regions[0].hi[std::size_t(c)], 1);
     }
+    // The bisector of the two is no surface where they coincide: all of them, one overlap.
+    const SurfaceBisectorResult bis = surface_bisector(a, b, 1.0 / 4, o);
+    ASSERT_EQ(bis.status, "complete");
+    ASSERT_EQ(bis.overlaps.size(), 1u);
+    for (int c = 0; c < 4; ++c) {
+      EXPECT_EQ(bis.overlaps[0].lo[std::size_t(c)], 0);
+      EXPECT_EQ(bis.overlaps[0].hi[std::size_t(c)], 1);
+    }
+    // The knot-inserted copy at rest: in contact over [0, tau] and [tau, 1] along u, all of v, in both motion pieces.
+    SCOPED_TRACE("knot at " + std::to_string(tau));
+    const ContactResult rk = contact_points(k, a, rest, o);
+    ASSERT_EQ(rk.status, "complete");
+    EXPECT_TRUE(rk.contacts.empty());
+    ASSERT_EQ(rk.regions.size(), 4u);
+    double covered = 0;
+    for (const ContactRegion& g : rk.regions) {
+      EXPECT_EQ(g.lo[0], g.lo[2]);
+      EXPECT_EQ(g.hi[0], g.hi[2]);
+      EXPECT_TRUE(g.lo[0] == 0 || g.lo[0] == tau);
+      EXPECT_EQ(g.hi[1], 1);
+      covered += (g.hi[0] - g.lo[0]) * (g.t1 - g.t0);
+    }
+    EXPECT_NEAR(covered, 1.0, 1e-15);
+    EXPECT_EQ(surface_bisector(a, k, 1.0 / 4, o).overlaps.size(), 2u);
   }
 }
 
