@@ -199,6 +199,17 @@ def build(rng):
                                            "points": [[1, 0, 0, 0], [1, 0, 0, 0]]}})},
          expect="either", needles=("m.json",), output="out.json")
 
+    curved = random_surface(rng, 3)
+    rows = curved["points"]  # a knot inserted at 1/2 along u: the same surface in two pieces
+    cut = dict(curved, knots=[[0.0] * 4 + [0.5] + [1.0] * 4, curved["knots"][1]],
+               points=[rows[0]] + [[[(a + b) / 2 for a, b in zip(rows[i][j], rows[i + 1][j])]
+                                    for j in range(len(rows[0]))] for i in range(3)] + [rows[3]])
+    case("contacts of a curved surface and its copy with a knot more, at rest", ["solve", "contacts", "m.json"],
+         {"m.json": json.dumps({"moving": cut, "fixed": curved,
+                                "motion": {"degree": 1, "knots": [0, 0, 1, 1],
+                                           "points": [[1, 0, 0, 0], [1, 0, 0, 0]]}})},
+         expect="ok", output="out.json")
+
     # --- lying headers and overflowing products
     case("MetaImage DimSize 1e12 with HeaderSize -1", ["isosurface", "h.mhd", "--level", "1"],
          {"h.mhd": "ObjectType = Image\nNDims = 3\nDimSize = 1e12 1e12 1e12\nElementType = MET_UCHAR\n"
