@@ -26,6 +26,7 @@
 #include "isosurface/labels.hpp"
 #include "isosurface/level_mesh.hpp"
 #include "isosurface/part.hpp"
+#include "isosurface/slab_run.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
 
@@ -190,6 +191,51 @@ std::string level_name(double v) {
 
 iso::WorldToIndex iso::world_to_index_map(const VolumeGeometry& g) { return world_to_index(g); }
 
+std::array<std::int64_t, 4> iso::SlabRun::span_of(std::int64_t s) const {
+  const std::int64_t z0 = zb + s * slab_slices, z1 = std::min(ze, z0 + slab_slices);
+  return {z0, z1, std::max<std::int64_t>(0, z0 - 1), std::min(nz, z1 + 2)};
+}
+
+// Reads run one at a time (slab k + 1 on the prefetch thread while slab k is processed), so `raw` is shared.
+void iso::SlabRun::read_slab(std::int64_t s, SlabBuffers& buf) {
+  const auto sp = span_of(s);
+  const std::size_t n = std::size_t(sp[3] - sp[2]) * slice_points;
+  if (!resident && !on_device) volume.read_slices(sp[2], sp[3], buf.data.data());
+  auto samples_of = [&](VolumeSource& v) -> const void* {
+    if (const void* all = v.resident_data())
+      return static_cast<const char*>(all) + std::uint64_t(sp[2]) * slice_points * voxel_bytes(v.type());
+    raw.resize(n * voxel_bytes(v.type()));
+    v.read_slices(sp[2], sp[3], raw.data());
+    return raw.data();
+  };
+  if (o.labels) iso::read_labels(*o.labels, sp[2], sp[3], buf.labels.data(), raw);
+  if (o.scalars) {
+    const void* in = samples_of(*o.scalars);
+    core::visit_voxel_type(o.scalars->type(), [&](auto tag) {
+      to_floats(static_cast<const decltype(tag)*>(in), n, buf.scalars.data());
+    });
+  }
+}
+
+iso::SlabTask iso::SlabRun::task_of(SlabTask t, std::int64_t s, SlabBuffers& buf) const {
+  const auto sp = span_of(s);
+  t.z0 = sp[0];
+  t.z1 = sp[1];
+  t.data_z0 = sp[2];
+  t.data_z1 = sp[3];
+  t.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
+                    : on_device ? nullptr : buf.data.data();
+  t.labels = o.labels ? buf.labels.data() : nullptr;
+  t.scalars = o.scalars ? buf.scalars.data() : nullptr;
+  return t;
+}
+
+void iso::SlabRun::allocate(SlabBuffers& buf, bool pinned) const {
+  buf.data.allocate(slab_bytes, pinned);
+  if (o.labels) buf.labels.resize(slab_points);
+  if (o.scalars) buf.scalars.resize(slab_points);
+}
+
 std::array<float, 3> label_color(std::int32_t label) {
   static const float table[21][3] = {
       {0.60f, 0.60f, 0.60f}, {0.90f, 0.30f, 0.25f}, {0.25f, 0.55f, 0.85f}, {0.35f, 0.75f, 0.35f}, {0.95f, 0.70f, 0.20f},
@@ -342,7 +388,6 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   std::unique_ptr<iso::SlabEngine> engine =
       device == Device::Cuda ? iso::make_cuda_engine(gpus[0])
                              : iso::make_cpu_engine(iso::cpu_engine_threads(o.threads, nx * ny * part));
-  std::vector<std::unique_ptr<iso::SlabEngine>> worker_engines(several ? worker_count : 0);  // (several workers)
   rep.seconds_engine_start = since(engine_start);
   rep.device = engine->name();
   if (cpu_team) rep.device = "cpu (" + std::to_string(worker_count) + " workers)";
@@ -391,58 +436,34 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const std::int64_t slab_count = (part + S - 1) / S;
   rep.slabs = slab_count;
 
-  iso::SlabTask task = slab_task(volume, o, on_device);
+  iso::SlabRun run{volume, o, levels, engine_levels};
+  run.zb = zb, run.ze = ze, run.nz = nz;
+  run.slab_slices = S, run.slab_count = slab_count;
+  run.slice_points = slice_points;
+  run.slab_points = std::uint64_t(S + 3) * slice_points;
+  run.slab_bytes = run.slab_points * (resident || on_device ? 0 : vbytes);
+  run.vbytes = vbytes;
+  run.resident = resident;
+  run.on_device = on_device;
+  run.task = slab_task(volume, o, on_device);
+  const iso::SlabTask& task = run.task;
+  auto span_of = [&](std::int64_t s) { return run.span_of(s); };
+  auto task_of = [&](const iso::SlabTask& t, std::int64_t s, iso::SlabBuffers& buf) { return run.task_of(t, s, buf); };
+  auto read_slab = [&](std::int64_t s, iso::SlabBuffers& buf) { run.read_slab(s, buf); };
 
   // Host buffers for streamed sources: the next slab is read while this one is processed.
-  auto span_of = [&](std::int64_t s) {
-    const std::int64_t z0 = zb + s * S, z1 = std::min(ze, z0 + S);
-    return std::array<std::int64_t, 4>{z0, z1, std::max<std::int64_t>(0, z0 - 1), std::min(nz, z1 + 2)};
-  };
-  struct SlabBuffers {
-    iso::SlabHostBuffer data;
-    std::vector<std::int32_t> labels;
-    std::vector<float> scalars;
-  };
-  SlabBuffers buffers[2];
-  const std::uint64_t slab_points = std::uint64_t(S + 3) * slice_points;
-  const std::uint64_t slab_bytes = slab_points * (resident || on_device ? 0 : vbytes);
+  iso::SlabBuffers buffers[2];
+  const std::uint64_t slab_points = run.slab_points, slab_bytes = run.slab_bytes;
   const std::uint64_t extra_slab_bytes = slab_points * extra_bytes;
   // One GPU or the CPU: two buffers (read ahead); several GPUs: one per GPU.
   const int buffer_count = several ? int(worker_count) : slab_count > 1 ? 2 : 1;
   core::check_host_allocation(buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw,
                               volume.name() + ": slab buffers");
-  for (int b = 0; b < (several ? 0 : buffer_count); ++b) {
-    buffers[b].data.allocate(slab_bytes, device == Device::Cuda);
-    if (o.labels) buffers[b].labels.resize(slab_points);
-    if (o.scalars) buffers[b].scalars.resize(slab_points);
-  }
+  for (int b = 0; b < (several ? 0 : buffer_count); ++b) run.allocate(buffers[b], device == Device::Cuda);
   rep.peak_slab_bytes = buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw +
                         std::uint64_t(double(S + 1) * double(slice_points) * engine->work_bytes_per_point(nx));
   const bool streamed = (!resident && !on_device) || o.labels || o.scalars;
-  // Reads run one at a time (slab k + 1 on the prefetch thread while slab k is processed), so `raw` is shared.
-  std::vector<char> raw;
-  auto read_slab = [&](std::int64_t s, SlabBuffers& buf) {
-    const auto sp = span_of(s);
-    const std::size_t n = std::size_t(sp[3] - sp[2]) * slice_points;
-    if (!resident && !on_device) volume.read_slices(sp[2], sp[3], buf.data.data());
-    auto samples_of = [&](VolumeSource& v) -> const void* {
-      if (const void* all = v.resident_data())
-        return static_cast<const char*>(all) + std::uint64_t(sp[2]) * slice_points * voxel_bytes(v.type());
-      raw.resize(n * voxel_bytes(v.type()));
-      v.read_slices(sp[2], sp[3], raw.data());
-      return raw.data();
-    };
-    if (o.labels) iso::read_labels(*o.labels, sp[2], sp[3], buf.labels.data(), raw);
-    if (o.scalars) {
-      const void* in = samples_of(*o.scalars);
-      core::visit_voxel_type(o.scalars->type(), [&](auto tag) {
-        to_floats(static_cast<const decltype(tag)*>(in), n, buf.scalars.data());
-      });
-    }
-  };
   double read_seconds = 0, host_mesh_seconds = 0;
-  std::atomic<double> host_mesh_multi{0};
-  std::atomic<std::uint64_t> coincident_multi{0};  // tie pairs the workers' engines removed
   // The mesh is sized ahead while the first slab is counted (the host's pages took a quarter of a one-GPU run on the
   // 2048^3 tangle): the engine's arrays need only the estimate. (Several workers start at once: the sizer waits.)
   if (!several) estimated.wait();
@@ -466,20 +487,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
 
   // One slab's levels appended to `into` (vertex ids continue from what `into` holds).
-  // Slab s's task: its slices and where its samples (and labels, scalars) lie on the host.
-  auto task_of = [&](iso::SlabTask t, std::int64_t s, SlabBuffers& buf) {
-    const auto sp = span_of(s);
-    t.z0 = sp[0];
-    t.z1 = sp[1];
-    t.data_z0 = sp[2];
-    t.data_z1 = sp[3];
-    t.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
-                      : on_device ? nullptr : buf.data.data();
-    t.labels = o.labels ? buf.labels.data() : nullptr;
-    t.scalars = o.scalars ? buf.scalars.data() : nullptr;
-    return t;
-  };
-  auto run_slab = [&](iso::SlabEngine& eng, const iso::SlabTask& task_in, std::int64_t s, SlabBuffers& buf,
+  auto run_slab = [&](iso::SlabEngine& eng, const iso::SlabTask& task_in, std::int64_t s, iso::SlabBuffers& buf,
                       std::vector<LevelMesh>& into, std::uint64_t& vertices_so_far) {
     iso::SlabTask t = task_of(task_in, s, buf);
     for (std::size_t L = 0; L < levels.size(); ++L) {
@@ -511,8 +519,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
       if (o.labels) m.labels.resize(t0 + c.triangles);
       m.vertices = v0 + c.vertices;
       m.triangle_count = t0 + c.triangles;
-      if (!several) host_mesh_seconds += since(grow_start);
-      else host_mesh_multi += since(grow_start);  // several GPUs: summed over the workers, which run concurrently
+      host_mesh_seconds += since(grow_start);
       const iso::MeshTail tail = tail_at(m, v0, t0, o);
       std::vector<std::uint64_t> ties;
       eng.generate(t, tail, ties);
@@ -523,325 +530,17 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     }
   };
 
-  iso::StageSeconds multi_seconds;
+  iso::SlabTeamOutcome team_outcome;
   if (several) {
-    // Several GPUs: a worker per GPU claims the next slab, reads it (in z order, one at a time, as streamed sources
-    // need), counts it and makes its mesh, which waits on that GPU with slab-local vertex ids. Slab k's ids continue
-    // into slab k + 1's first slice, so shifting each slab by the vertices of the slabs before it welds the seams
-    // exactly. Once the slabs before a slab are counted its place is known, and its worker brings it home there as
-    // soon as the level meshes have room: sized ahead from the field's formula, else by a sizer at the rate of the
-    // first third of the slabs (+25 %), else for the whole mesh once every slab is counted. (Slabs meshed on the
-    // host and joined after the workers cost a quarter of a two-GPU run on 1024^3 tangle.) A slab a GPU cannot
-    // hold goes into host arrays of its own, copied in its turn.
     // The first GPU's engine, made above, serves its worker (making a GPU engine takes milliseconds).
-    std::unique_ptr<iso::SlabEngine> first_engine = cpu_team ? nullptr : std::move(engine);
+    iso::SlabTeam team{cpu_team, worker_count, gpus, cpu_team ? nullptr : std::move(engine)};
     engine.reset();
-    const std::size_t nl = levels.size();
-    struct SlabLevel {
-      std::uint64_t vertices = 0, triangles = 0;
-      std::vector<std::uint64_t> ties;  // slab-relative
-      bool point_vertices = false, tie_vertices = false, held = false;
-    };
-    std::vector<std::vector<SlabLevel>> slab_levels(static_cast<std::size_t>(slab_count), std::vector<SlabLevel>(nl));
-    std::vector<std::vector<LevelMesh>> on_host(static_cast<std::size_t>(slab_count));  // levels of slabs a GPU did not hold
-    std::mutex read_mutex, error_mutex;
-    std::int64_t next_slab = 0, done = 0;
-    std::exception_ptr failure;
-    std::atomic<bool> stop{false};
-    // Under join_mutex: the slabs counted, where each slab of the counted prefix lands, and the room.
-    std::mutex join_mutex;
-    std::condition_variable join_wake;
-    std::vector<char> counted(std::size_t(slab_count), 0);
-    std::int64_t counted_prefix = 0, slabs_counted = 0;
-    std::vector<std::vector<std::uint64_t>> v_at(nl, std::vector<std::uint64_t>(std::size_t(slab_count) + 1, 0));
-    std::vector<std::vector<std::uint64_t>> t_at = v_at;
-    std::vector<std::uint64_t> room_vertices(nl, 0), room_triangles(nl, 0);
-    bool room_final = false;
-    // The level meshes' arrays: slabs write their places under a shared lock, the sizer resizes under an exclusive one.
-    std::shared_mutex arrays_mutex;
-    auto fail = [&](std::exception_ptr e) {
-      {
-        std::lock_guard<std::mutex> lock(error_mutex);
-        if (!failure) failure = e;
-      }
-      {
-        std::lock_guard<std::mutex> lock(join_mutex);
-        stop = true;
-      }
-      join_wake.notify_all();
-    };
-    auto fits = [&](std::int64_t s) {  // under join_mutex
-      if (s >= counted_prefix) return false;
-      for (std::size_t L = 0; L < nl; ++L)
-        if (v_at[L][std::size_t(s) + 1] > room_vertices[L] || t_at[L][std::size_t(s) + 1] > room_triangles[L]) return false;
-      return true;
-    };
-    // Where the level meshes' arrays start: the sizer is the only thread that touches the vectors while the workers
-    // run, and publishes their room and places under join_mutex.
-    std::vector<iso::MeshTail> room_base(nl);
-    std::vector<RoomCap> room_caps(nl);  // set as the last slab is counted
-    auto publish_room = [&] {  // under join_mutex (and arrays_mutex, exclusive, where the arrays moved), by the sizer
-      for (std::size_t L = 0; L < nl; ++L) {
-        room_base[L] = tail_at(meshes[L], 0, 0, o);
-        room_vertices[L] = meshes[L].positions.size() / 3;
-        room_triangles[L] = meshes[L].triangles.size() / 3;
-      }
-    };
-    // Room made ahead in pieces of about 64 MiB, each published as it is ready, so that the first slabs come home
-    // while the rest is faulted in and zeroed (a large mesh's room made at once would hold every slab back).
-    // Growing within the reserved room moves nothing, so slabs write below the room while the sizer grows it.
-    auto make_room_ahead = [&](const std::vector<std::uint64_t>& vertices, const std::vector<std::uint64_t>& triangles) {
-      const auto start_sizing = Clock::now();
-      try {
-        for (std::size_t L = 0; L < nl; ++L) {
-          const std::uint64_t bytes = host_mesh_bytes(o, vertices[L], triangles[L]);
-          const int pieces = int(std::clamp<std::uint64_t>(bytes / room_piece_bytes.load(std::memory_order_relaxed), 1, 16));
-          size_ahead(meshes[L], vertices[L], triangles[L], o, pieces,
-                     [&](const iso::MeshTail& base, std::uint64_t room_v, std::uint64_t room_t) {
-                       {
-                         std::lock_guard<std::mutex> lock(join_mutex);
-                         room_base[L] = base;
-                         room_vertices[L] = room_v;
-                         room_triangles[L] = room_t;
-                       }
-                       join_wake.notify_all();
-                     },
-                     &room_caps[L]);
-        }
-        rep.seconds_host_mesh_ahead = since(start_sizing);
-      } catch (...) {  // only a head start (a reservation refused): the room is made for the whole mesh at the end
-      }
-    };
-    // The sizer: room made ahead, then for the whole mesh once every slab is counted.
-    auto sizer = [&] {
-      try {
-        estimated.wait();
-        if (nl == 1 && may_size_ahead(o, expected_triangles))
-          make_room_ahead({expected_triangles / 2}, {expected_triangles});
-        std::unique_lock<std::mutex> lock(join_mutex);
-        if (room_vertices[0] == 0) {
-          // No estimate: room at the rate of the first third of the slabs, and a quarter more.
-          join_wake.wait(lock, [&] { return stop || 3 * slabs_counted >= slab_count; });
-          if (!stop && slabs_counted < slab_count) {
-            std::vector<std::uint64_t> vertices(nl, 0), triangles(nl, 0);
-            for (std::int64_t s = 0; s < slab_count; ++s)
-              if (counted[std::size_t(s)])
-                for (std::size_t L = 0; L < nl; ++L) {
-                  vertices[L] += slab_levels[std::size_t(s)][L].vertices;
-                  triangles[L] += slab_levels[std::size_t(s)][L].triangles;
-                }
-            const double scale = 1.25 * double(slab_count) / double(slabs_counted);
-            std::uint64_t bytes = 0;
-            for (std::size_t L = 0; L < nl; ++L) {
-              vertices[L] = std::uint64_t(double(vertices[L]) * scale);
-              triangles[L] = std::uint64_t(double(triangles[L]) * scale);
-              bytes += host_mesh_bytes(o, vertices[L], triangles[L]);
-            }
-            if (bytes <= core::available_host_memory() / 2) {
-              lock.unlock();
-              make_room_ahead(vertices, triangles);
-              lock.lock();
-            }
-          }
-        }
-        join_wake.wait(lock, [&] { return stop || counted_prefix == slab_count; });
-        if (stop) return;
-        bool short_of_room = false;
-        for (std::size_t L = 0; L < nl; ++L)
-          short_of_room = short_of_room || v_at[L][std::size_t(slab_count)] > room_vertices[L] ||
-                          t_at[L][std::size_t(slab_count)] > room_triangles[L];
-        if (short_of_room) {
-          std::uint64_t vertices = 0, triangles = 0;
-          for (std::size_t L = 0; L < nl; ++L) {
-            vertices += v_at[L][std::size_t(slab_count)];
-            triangles += t_at[L][std::size_t(slab_count)];
-          }
-          lock.unlock();
-          core::check_host_allocation(host_mesh_bytes(o, vertices, triangles), volume.name() + ": mesh of " + std::to_string(vertices) + " vertices and " +
-                                                 std::to_string(triangles) + " triangles");
-          // What the slabs wrote stays (resize keeps it); the rest of each array is new. The arrays may move: no
-          // slab writes meanwhile, and the new places are published before any writes again.
-          std::unique_lock<std::shared_mutex> arrays(arrays_mutex);
-          for (std::size_t L = 0; L < nl; ++L) {
-            LevelMesh& m = meshes[L];
-            const std::uint64_t nv = v_at[L][std::size_t(slab_count)], nt = t_at[L][std::size_t(slab_count)];
-            if (3 * nv > m.positions.size()) core::resize_for_overwrite(m.positions, 3 * nv);
-            if (o.normals && 3 * nv > m.normals.size()) core::resize_for_overwrite(m.normals, 3 * nv);
-            if (iso::vertex_values(o) && nv > m.values.size()) m.values.resize(nv);
-            if (3 * nt > m.triangles.size()) core::resize_for_overwrite(m.triangles, 3 * nt);
-            if (o.labels && nt > m.labels.size()) m.labels.resize(nt);
-          }
-          lock.lock();
-          publish_room();
-        }
-        room_final = true;
-        lock.unlock();
-        join_wake.notify_all();
-      } catch (...) {
-        fail(std::current_exception());
-      }
-    };
-    std::vector<iso::StageSeconds> worker_seconds(worker_count);
-    const auto workers_start = Clock::now();
-    auto worker = [&](std::size_t w) {
-      try {
-        auto eng = cpu_team ? iso::make_cpu_engine(std::max(1, cpu_thread_count(o.threads) / int(worker_count)))
-                   : w == 0     ? std::move(first_engine)
-                                : iso::make_cuda_engine(gpus[w]);
-        SlabBuffers buf;
-        buf.data.allocate(slab_bytes, !cpu_team);
-        if (o.labels) buf.labels.resize(slab_points);
-        if (o.scalars) buf.scalars.resize(slab_points);
-        std::vector<std::int64_t> mine;  // this worker's slabs not yet home, in slab order
-        // Brings home this worker's slabs whose places are known and fit the room; with `all`, waits for the rest.
-        auto bring_home = [&](bool all) {
-          while (!mine.empty()) {
-            const std::int64_t s = mine.front();
-            {
-              std::unique_lock<std::mutex> lock(join_mutex);
-              if (all) join_wake.wait(lock, [&] { return stop || fits(s) || room_final; });
-              if (stop) return;
-              if (!fits(s)) {
-                if (!all) return;
-                throw Error(ErrorKind::LimitReached, volume.name() + ": no room was made for slab " + std::to_string(s));
-              }
-            }
-            // The arrays cannot move while this slab writes; their places as published for that.
-            std::shared_lock<std::shared_mutex> arrays(arrays_mutex);
-            std::vector<iso::MeshTail> places(nl);
-            {
-              std::lock_guard<std::mutex> lock(join_mutex);
-              for (std::size_t L = 0; L < nl; ++L)
-                places[L] = tail_from(room_base[L], v_at[L][std::size_t(s)], t_at[L][std::size_t(s)]);
-            }
-            for (std::size_t L = 0; L < nl; ++L) {
-              const std::uint32_t v0 = std::uint32_t(v_at[L][std::size_t(s)]);
-              if (!slab_levels[std::size_t(s)][L].held) {
-                copy_slab_into(on_host[std::size_t(s)][L], places[L], v0);
-                on_host[std::size_t(s)][L] = LevelMesh{};
-                continue;
-              }
-              eng->fetch(std::size_t(s) * nl + L, places[L], v0);
-            }
-            mine.erase(mine.begin());
-          }
-        };
-        while (!stop) {
-          std::int64_t s = 0;
-          {
-            std::lock_guard<std::mutex> lock(read_mutex);
-            if (next_slab >= slab_count) break;
-            s = next_slab++;
-            const auto t0 = Clock::now();
-            read_slab(s, buf);
-            read_seconds += since(t0);
-          }
-          iso::SlabTask t = task_of(task, s, buf);
-          t.vertex_base = 0;
-          for (std::size_t L = 0; L < nl; ++L) {
-            SlabLevel& sl = slab_levels[std::size_t(s)][L];
-            t.level = engine_levels[L];
-            t.range_level = float(levels[L]);
-            const iso::SlabCounts c = eng->count(t);
-            if (c.vertices > std::numeric_limits<std::uint32_t>::max())
-              throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-            sl.vertices = c.vertices;
-            sl.triangles = c.triangles;
-            sl.held = eng->hold(t, std::size_t(s) * nl + L, sl.ties);
-            if (!sl.held) {
-              // Host arrays of the slab's own, as all slabs had before.
-              const std::uint64_t grow = host_mesh_bytes(o, c.vertices, c.triangles);
-              core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
-                                                    " more vertices and " + std::to_string(c.triangles) + " triangles");
-              const auto grow_start = Clock::now();
-              on_host[std::size_t(s)].resize(nl);
-              LevelMesh& m = on_host[std::size_t(s)][L];
-              make_room(m.positions, 3 * c.vertices);
-              if (o.normals) make_room(m.normals, 3 * c.vertices);
-              if (iso::vertex_values(o)) m.values.resize(c.vertices);
-              make_room(m.triangles, 3 * c.triangles);
-              if (o.labels) m.labels.resize(c.triangles);
-              m.vertices = c.vertices;
-              m.triangle_count = c.triangles;
-              host_mesh_multi += since(grow_start);
-              eng->generate(t, tail_at(m, 0, 0, o), sl.ties);
-            }
-            sl.point_vertices = eng->point_vertices();
-            sl.tie_vertices = sl.held || eng->tie_vertices();  // a held slab is read later: assume ties
-          }
-          bool too_many = false;
-          {
-            std::lock_guard<std::mutex> lock(join_mutex);
-            counted[std::size_t(s)] = 1;
-            ++slabs_counted;
-            while (counted_prefix < slab_count && counted[std::size_t(counted_prefix)]) {
-              const std::size_t p = std::size_t(counted_prefix);
-              for (std::size_t L = 0; L < nl; ++L) {
-                v_at[L][p + 1] = v_at[L][p] + slab_levels[p][L].vertices;
-                t_at[L][p + 1] = t_at[L][p] + slab_levels[p][L].triangles;
-                too_many = too_many || v_at[L][p + 1] > std::numeric_limits<std::uint32_t>::max();
-              }
-              ++counted_prefix;
-            }
-            if (counted_prefix == slab_count)
-              for (std::size_t L = 0; L < nl; ++L) {
-                room_caps[L].vertices = v_at[L][std::size_t(slab_count)];
-                room_caps[L].triangles = t_at[L][std::size_t(slab_count)];
-              }
-          }
-          if (too_many)
-            throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-          join_wake.notify_all();
-          mine.push_back(s);
-          bring_home(false);
-          std::lock_guard<std::mutex> lock(error_mutex);
-          ++done;
-          if (o.progress) o.progress(double(done) / double(slab_count));
-        }
-        bring_home(true);
-        worker_seconds[w] = eng->seconds();
-        coincident_multi += eng->coincident_removed();
-        // Released as one GPU's engine is, once the run is reported (freeing device memory takes milliseconds).
-        worker_engines[w] = std::move(eng);
-      } catch (...) {
-        fail(std::current_exception());
-      }
-    };
-    // The workers and the sizer on kept threads (threads made and joined in each run take milliseconds to end).
-    core::run_on_kept_threads(worker_count + 1, [&](std::size_t w) {
-      if (w < worker_count) worker(w);
-      else sizer();
-    });
-    {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (failure) std::rethrow_exception(failure);
-    }
-    rep.seconds_workers = since(workers_start);
-    const auto join_start = Clock::now();
-    for (const auto& w : worker_seconds) {
-      multi_seconds.upload += w.upload;
-      multi_seconds.classify += w.classify;
-      multi_seconds.scan += w.scan;
-      multi_seconds.generate += w.generate;
-      multi_seconds.download += w.download;
-    }
-    // The ties in slab order, at the slabs' places; the arrays cut to what the slabs wrote.
-    for (std::size_t L = 0; L < nl; ++L) {
-      LevelMesh& m = meshes[L];
-      m.vertices = v_at[L][std::size_t(slab_count)];
-      m.triangle_count = t_at[L][std::size_t(slab_count)];
-      for (std::int64_t s = 0; s < slab_count; ++s) {
-        const SlabLevel& sl = slab_levels[std::size_t(s)][L];
-        for (auto t : sl.ties) m.ties.push_back(t_at[L][std::size_t(s)] + t);
-        m.point_vertices = m.point_vertices || sl.point_vertices;
-        m.tie_vertices = m.tie_vertices || sl.tie_vertices;
-      }
-      m.trim();
-      if (!m.values.empty()) m.values.resize(m.vertices);
-      if (!m.labels.empty()) m.labels.resize(m.triangle_count);
-    }
-    rep.seconds_join = since(join_start);
-    host_mesh_seconds = host_mesh_multi;
+    team_outcome = iso::run_slab_team(run, std::move(team), meshes, estimated, expected_triangles);
+    read_seconds = team_outcome.read_seconds;
+    host_mesh_seconds = team_outcome.host_mesh_seconds;
+    if (team_outcome.host_mesh_ahead_seconds > 0) rep.seconds_host_mesh_ahead = team_outcome.host_mesh_ahead_seconds;
+    rep.seconds_workers = team_outcome.workers_seconds;
+    rep.seconds_join = team_outcome.join_seconds;
   } else {
   std::uint64_t vertices_total = 0;
   // Streamed into pinned buffers, the device samples of slab s + 1 go up on the prefetch thread, after its read,
@@ -887,7 +586,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
   // Stage times and the report, as the run ends.
   auto finish_report = [&] {
-    const auto sec = engine ? engine->seconds() : multi_seconds;
+    const auto sec = engine ? engine->seconds() : team_outcome.seconds;
     rep.seconds_read = read_seconds;
     rep.seconds_classify = sec.classify;
     rep.seconds_scan = sec.scan;
@@ -899,7 +598,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     rep.seconds_host_mesh = host_mesh_seconds;
     if (report) {
       *report = rep;
-      report->duplicates_removed += std::int64_t(engine ? engine->coincident_removed() : coincident_multi.load());
+      report->duplicates_removed += std::int64_t(engine ? engine->coincident_removed() : team_outcome.coincident_removed);
     }
   };
   if (parts) {
