@@ -5,15 +5,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
 #include <limits>
-#include <atomic>
 #include <exception>
-#include <condition_variable>
-#include <shared_mutex>
-#include <functional>
 #include <latch>
-#include <mutex>
 #include <thread>
 
 #include "core/auto_choice.hpp"
@@ -23,7 +17,6 @@
 #include "isosurface/auto_device.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/field_value.hpp"
-#include "isosurface/labels.hpp"
 #include "isosurface/level_mesh.hpp"
 #include "isosurface/part.hpp"
 #include "isosurface/slab_run.hpp"
@@ -31,53 +24,6 @@
 #include "parasurf/isosurface.hpp"
 
 namespace parasurf {
-
-namespace iso {
-
-namespace {
-
-template <class T>
-void to_labels(const T* in, std::size_t n, std::int32_t* out, const std::string& name, std::int64_t z0,
-               std::uint64_t slice) {
-  bool bad = false;
-#pragma omp parallel for reduction(|| : bad) num_threads(cpu_thread_count(0))
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = double(in[i]);
-    const bool ok = x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0;
-    out[i] = ok ? std::int32_t(x) : 0;
-    bad = bad || !ok;
-  }
-  if (!bad) return;
-  for (std::size_t i = 0; i < n; ++i) {
-    const double x = double(in[i]);
-    if (!(x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0)) {
-      char buf[200];
-      std::snprintf(buf, sizeof buf, ": sample %g in slice %lld is not an integer label in the int32 range", x,
-                    static_cast<long long>(z0 + std::int64_t(i / slice)));
-      throw Error(ErrorKind::InvalidArgument, name + buf);
-    }
-  }
-}
-
-}  // namespace
-
-void read_labels(VolumeSource& v, std::int64_t z0, std::int64_t z1, std::int32_t* out, std::vector<char>& raw) {
-  const std::uint64_t slice = std::uint64_t(v.geometry().slice_voxels());
-  const std::size_t n = std::size_t(std::uint64_t(z1 - z0) * slice);
-  const void* in = nullptr;
-  if (const void* all = v.resident_data()) {
-    in = static_cast<const char*>(all) + std::uint64_t(z0) * slice * voxel_bytes(v.type());
-  } else {
-    raw.resize(n * voxel_bytes(v.type()));
-    v.read_slices(z0, z1, raw.data());
-    in = raw.data();
-  }
-  core::visit_voxel_type(v.type(), [&](auto tag) {
-    to_labels(static_cast<const decltype(tag)*>(in), n, out, v.name(), z0, slice);
-  });
-}
-
-}  // namespace iso
 
 GradientDirection parse_gradient_direction(const std::string& name) {
   if (name == "descent") return GradientDirection::Descent;
@@ -168,11 +114,6 @@ mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool norm
 }
 
 
-template <class T>
-void to_floats(const T* in, std::size_t n, float* out) {
-#pragma omp parallel for num_threads(cpu_thread_count(0))
-  for (std::size_t i = 0; i < n; ++i) out[i] = float(in[i]);
-}
 
 
 // Host bytes for one streamed slab: an eighth of the free memory, between 64 MiB and 2 GiB.
@@ -190,51 +131,6 @@ std::string level_name(double v) {
 }  // namespace
 
 iso::WorldToIndex iso::world_to_index_map(const VolumeGeometry& g) { return world_to_index(g); }
-
-std::array<std::int64_t, 4> iso::SlabRun::span_of(std::int64_t s) const {
-  const std::int64_t z0 = zb + s * slab_slices, z1 = std::min(ze, z0 + slab_slices);
-  return {z0, z1, std::max<std::int64_t>(0, z0 - 1), std::min(nz, z1 + 2)};
-}
-
-// Reads run one at a time (slab k + 1 on the prefetch thread while slab k is processed), so `raw` is shared.
-void iso::SlabRun::read_slab(std::int64_t s, SlabBuffers& buf) {
-  const auto sp = span_of(s);
-  const std::size_t n = std::size_t(sp[3] - sp[2]) * slice_points;
-  if (!resident && !on_device) volume.read_slices(sp[2], sp[3], buf.data.data());
-  auto samples_of = [&](VolumeSource& v) -> const void* {
-    if (const void* all = v.resident_data())
-      return static_cast<const char*>(all) + std::uint64_t(sp[2]) * slice_points * voxel_bytes(v.type());
-    raw.resize(n * voxel_bytes(v.type()));
-    v.read_slices(sp[2], sp[3], raw.data());
-    return raw.data();
-  };
-  if (o.labels) iso::read_labels(*o.labels, sp[2], sp[3], buf.labels.data(), raw);
-  if (o.scalars) {
-    const void* in = samples_of(*o.scalars);
-    core::visit_voxel_type(o.scalars->type(), [&](auto tag) {
-      to_floats(static_cast<const decltype(tag)*>(in), n, buf.scalars.data());
-    });
-  }
-}
-
-iso::SlabTask iso::SlabRun::task_of(SlabTask t, std::int64_t s, SlabBuffers& buf) const {
-  const auto sp = span_of(s);
-  t.z0 = sp[0];
-  t.z1 = sp[1];
-  t.data_z0 = sp[2];
-  t.data_z1 = sp[3];
-  t.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
-                    : on_device ? nullptr : buf.data.data();
-  t.labels = o.labels ? buf.labels.data() : nullptr;
-  t.scalars = o.scalars ? buf.scalars.data() : nullptr;
-  return t;
-}
-
-void iso::SlabRun::allocate(SlabBuffers& buf, bool pinned) const {
-  buf.data.allocate(slab_bytes, pinned);
-  if (o.labels) buf.labels.resize(slab_points);
-  if (o.scalars) buf.scalars.resize(slab_points);
-}
 
 std::array<float, 3> label_color(std::int32_t label) {
   static const float table[21][3] = {
@@ -284,6 +180,265 @@ iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, 
   return iso::make_task(volume.geometry(), volume.type(), o, field_on_device ? volume.builtin_field() : -1);
 }
 
+// The device the engines run on (auto: CUDA when usable), and the GPUs listed (checked: visible, usable, once
+// each; the first GPU when none is).
+Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
+  Device device = o.device;
+  if (device == Device::Auto) device = (cuda_available() && iso::cuda_engine_built()) ? Device::Cuda : Device::Cpu;
+  if (device == Device::Hybrid) device = cuda_available() ? Device::Cuda : Device::Cpu;
+  if (device == Device::Cuda && !cuda_available())
+    throw Error(ErrorKind::Device, "--device cuda: " + cuda_unavailable_reason());
+  gpus = o.cuda_devices;
+  if (!gpus.empty()) {
+    if (device != Device::Cuda) throw Error(ErrorKind::InvalidArgument, "CUDA devices were listed but the device is the CPU");
+    const int visible = cuda_device_count();
+    for (int d : gpus)
+      if (d < 0 || d >= visible)
+        throw Error(ErrorKind::InvalidArgument, "CUDA device " + std::to_string(d) + " does not exist (" +
+                                                    std::to_string(visible) + " visible)");
+      else if (!cuda_device_usable(d))
+        throw Error(ErrorKind::Device, cuda_device_unusable_reason(d));
+    std::sort(gpus.begin(), gpus.end());
+    if (std::unique(gpus.begin(), gpus.end()) != gpus.end())
+      throw Error(ErrorKind::InvalidArgument, "a CUDA device is listed twice");
+  }
+  if (device == Device::Cuda && gpus.empty()) gpus = {0};
+  return device;
+}
+
+// Slices per slab: as asked, else the whole part when it fits the budget (the memory asked for; on a GPU a third
+// of its free memory, and for streamed sources the host's slab budget too), else as many as fit with the overlap.
+std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const std::vector<int>& gpus, std::int64_t part,
+                             double per_slice, bool resident, bool on_device, std::size_t worker_count) {
+  const bool several = worker_count > 1;
+  std::int64_t S = o.slab_slices;
+  if (S <= 0) {
+    std::uint64_t budget = o.memory_budget;
+    if (budget == 0) {
+      if (device == Device::Cuda) {
+        budget = std::numeric_limits<std::uint64_t>::max();
+        for (int d : gpus) budget = std::min(budget, iso::cuda_free_memory(d) / 3);
+        // A streamed source also holds its slabs on the host: bounded as on the CPU, whatever the volume's size.
+        if (!resident && !on_device) budget = std::min(budget, host_slab_budget());
+      }
+      else if (resident) budget = std::numeric_limits<std::uint64_t>::max();
+      else budget = host_slab_budget();
+    }
+    const double fit = double(budget) / per_slice;
+    S = fit >= double(part) ? part : std::max<std::int64_t>(1, std::int64_t(fit) - 3);
+    // Several GPUs: at least three slabs each, so that whichever is free takes the next.
+    if (several) S = std::min<std::int64_t>(S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) /
+                                                                            (3 * std::int64_t(worker_count))));
+  }
+  return std::min(S, part);
+}
+
+// Each level's mesh handed over as a part, as MPI ranks join them.
+void hand_over_parts(std::vector<LevelMesh>& meshes, std::vector<iso::IsosurfacePart>& parts, IsosurfaceReport& rep) {
+  for (std::size_t L = 0; L < meshes.size(); ++L) {
+    iso::IsosurfacePart& p = parts[L];
+    p.ties = std::move(meshes[L].ties);
+    p.point_vertices = meshes[L].point_vertices;
+    p.tie_vertices = meshes[L].tie_vertices;
+    p.mesh.positions = std::move(meshes[L].positions);
+    p.mesh.normals = std::move(meshes[L].normals);
+    p.mesh.triangles = std::move(meshes[L].triangles);
+    p.mesh.vertex_values = std::move(meshes[L].values);
+    p.mesh.face_labels = std::move(meshes[L].labels);
+    rep.vertices += p.mesh.vertex_count();
+    rep.triangles += p.mesh.triangle_count();
+  }
+}
+
+// As scikit-image, for a run that found no surface: a level outside the data range is an error; inside it, an empty
+// mesh is an answer.
+void check_levels_in_range(VolumeSource& volume, const std::vector<double>& levels, bool have_range,
+                           IsosurfaceReport& rep) {
+  if (!have_range) {
+    const auto [lo, hi] = volume_value_range(volume);
+    rep.value_min = lo;
+    rep.value_max = hi;
+  }
+  for (double l : levels)
+    if (!(l >= rep.value_min && l <= rep.value_max)) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, ": level %g is outside the data range [%g, %g]", l, rep.value_min, rep.value_max);
+      throw Error(ErrorKind::InvalidArgument, volume.name() + buf);
+    }
+}
+
+// The levels asked for, or the middle of the data range (then in the report); each finite.
+std::vector<double> levels_to_run(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport& rep,
+                                  bool& have_range) {
+  std::vector<double> levels = o.levels;
+  if (levels.empty()) {
+    const auto [lo, hi] = volume_value_range(volume);
+    rep.value_min = lo;
+    rep.value_max = hi;
+    have_range = true;
+    if (!(lo <= hi)) throw Error(ErrorKind::InvalidArgument, volume.name() + ": no finite samples");
+    levels.push_back(0.5 * (lo + hi));
+  }
+  for (double l : levels)
+    if (!std::isfinite(l)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
+  rep.levels = levels;
+  return levels;
+}
+
+// Label and scalar volumes share the volume's grid; excluded labels need a label volume.
+void check_companions(VolumeSource& volume, const IsosurfaceOptions& o) {
+  const auto& dims = volume.geometry().dims;
+  for (auto [other, what] : {std::pair{o.labels, "label volume"}, std::pair{o.scalars, "scalar volume"}}) {
+    if (!other) continue;
+    const auto d = other->geometry().dims;
+    if (d != dims)
+      throw Error(ErrorKind::InvalidArgument,
+                  other->name() + ": the " + what + " has size " + std::to_string(d[0]) + "x" + std::to_string(d[1]) +
+                      "x" + std::to_string(d[2]) + ", but " + volume.name() + " has " + std::to_string(dims[0]) + "x" +
+                      std::to_string(dims[1]) + "x" + std::to_string(dims[2]) + ": they must share the grid");
+  }
+  if (!o.exclude_labels.empty() && !o.labels)
+    throw Error(ErrorKind::InvalidArgument, "excluding labels needs a label volume");
+}
+
+// One engine (the CPU or one GPU) over the slabs in order, each slab's levels appended to the level meshes (vertex
+// ids continue from what they hold), while the next slab is read (and uploaded) on a helper thread.
+struct OneEngine {
+  OneEngine(iso::SlabRun& r, iso::SlabEngine& e, bool on_gpu, std::vector<LevelMesh>& m, std::latch& est,
+            std::latch& sz, const std::uint64_t& expected, IsosurfaceReport& report, Clock::time_point t0)
+      : slabs(r),
+        engine(e),
+        gpu(on_gpu),
+        meshes(m),
+        estimated(est),
+        sized(sz),
+        expected_triangles(expected),
+        rep(report),
+        start(t0) {}
+
+  iso::SlabRun& slabs;
+  iso::SlabEngine& engine;
+  bool gpu;
+  std::vector<LevelMesh>& meshes;
+  std::latch &estimated, &sized;
+  const std::uint64_t& expected_triangles;  // read once `estimated` is counted down
+  IsosurfaceReport& rep;
+  Clock::time_point start;
+  double read_seconds = 0, host_mesh_seconds = 0;
+  std::uint64_t vertices_total = 0;
+  iso::SlabBuffers buffers[2];  // slab s in buffers[s % 2]
+
+  void run_slab(std::int64_t s, iso::SlabBuffers& buf) {
+    const IsosurfaceOptions& o = slabs.o;
+    const std::int64_t part = slabs.ze - slabs.zb;
+    iso::SlabTask t = slabs.task_of(slabs.task, s, buf);
+    for (std::size_t L = 0; L < slabs.levels.size(); ++L) {
+      t.level = slabs.engine_levels[L];
+      t.range_level = float(slabs.levels[L]);
+      LevelMesh& m = meshes[L];
+      const std::uint64_t v0 = m.vertices, t0 = m.triangle_count;
+      t.vertex_base = v0;
+      const iso::SlabCounts c = engine.count(t);
+      sized.wait();
+      if (vertices_total + c.vertices > std::numeric_limits<std::uint32_t>::max())
+        throw Error(ErrorKind::LimitReached, slabs.volume.name() + ": the mesh has more than 4294967295 vertices");
+      const std::uint64_t grow = host_mesh_bytes(o, c.vertices, c.triangles);
+      core::check_host_allocation(grow, slabs.volume.name() + ": mesh of " + std::to_string(c.vertices) +
+                                            " more vertices and " + std::to_string(c.triangles) + " triangles");
+      const auto grow_start = Clock::now();
+      // Slabs appended into one mesh: when it must grow, room for the whole part at the rate of the slices so far
+      // (growths of a large mesh, each a copy, would take a third of a one-GPU run), unless that cannot fit.
+      double scale = 1;
+      const std::int64_t slices_done = slabs.span_of(s)[1] - slabs.zb;
+      if (slices_done < part && 3 * (v0 + c.vertices) > m.positions.capacity()) {
+        scale = double(part) / double(slices_done);
+        if (double(grow + v0 * 24 + t0 * 12) * scale > 0.5 * double(core::available_host_memory())) scale = 1;
+      }
+      make_room(m.positions, 3 * (v0 + c.vertices), scale);
+      if (o.normals) make_room(m.normals, 3 * (v0 + c.vertices), scale);
+      make_room(m.triangles, 3 * (t0 + c.triangles), scale);
+      if (iso::vertex_values(o)) m.values.resize(v0 + c.vertices);
+      if (o.labels) m.labels.resize(t0 + c.triangles);
+      m.vertices = v0 + c.vertices;
+      m.triangle_count = t0 + c.triangles;
+      host_mesh_seconds += since(grow_start);
+      const iso::MeshTail tail = tail_at(m, v0, t0, o);
+      std::vector<std::uint64_t> ties;
+      engine.generate(t, tail, ties);
+      for (auto x : ties) m.ties.push_back(t0 + x);
+      m.point_vertices = m.point_vertices || engine.point_vertices();
+      m.tie_vertices = m.tie_vertices || engine.tie_vertices();
+      vertices_total += c.vertices;
+    }
+  }
+
+  void run() {
+    const IsosurfaceOptions& o = slabs.o;
+    const std::int64_t slab_count = slabs.slab_count;
+    for (int b = 0; b < (slab_count > 1 ? 2 : 1); ++b) slabs.allocate(buffers[b], gpu);
+    const bool streamed = (!slabs.resident && !slabs.on_device) || o.labels || o.scalars;
+    // The mesh is sized ahead while the first slab is counted (the host's pages would take a quarter of a large
+    // one-GPU run): the engine's arrays need only the estimate.
+    estimated.wait();
+    // The engine's arrays for the first slab (none is larger) and its share of the expected mesh, before the start.
+    iso::SlabTask first = slabs.task;
+    const auto sp = slabs.span_of(0);
+    first.z0 = sp[0], first.z1 = sp[1], first.data_z0 = sp[2], first.data_z1 = sp[3];
+    // The labels and scalars the slabs carry, so that their mesh arrays are sized too (else the first slab's mesh
+    // cannot be made ahead on the GPU).
+    first.labels = o.labels ? buffers[0].labels.data() : nullptr;
+    first.scalars = o.scalars ? buffers[0].scalars.data() : nullptr;
+    engine.prepare(first, expected_triangles * std::uint64_t(slabs.slab_slices) /
+                              std::uint64_t(std::max<std::int64_t>(1, slabs.ze - slabs.zb)));
+    rep.seconds_setup = since(start);
+    if (o.started) o.started();
+    if (streamed) {
+      const auto t = Clock::now();
+      slabs.read_slab(0, buffers[0]);
+      read_seconds += since(t);
+    }
+    // Streamed into pinned buffers, the device samples of slab s + 1 go up on the prefetch thread, after its read,
+    // while slab s is processed; staging slab s first means that upload never lands in a buffer slab s still needs.
+    // (From pageable memory, a volume resident on the host, the early upload is slower, competing with the mesh
+    // downloads, so those slabs go up when their turn comes.)
+    const bool upload_ahead = gpu && !slabs.on_device && !slabs.resident && buffers[0].data.pinned();
+    for (std::int64_t s = 0; s < slab_count; ++s) {
+      std::thread prefetch;
+      Error prefetch_error(ErrorKind::Io, "");
+      bool prefetch_failed = false;
+      if (upload_ahead) engine.stage(slabs.task_of(slabs.task, s, buffers[s % 2]));
+      if ((streamed || upload_ahead) && s + 1 < slab_count) {
+        prefetch = std::thread([&, s] {
+          try {
+            if (streamed) slabs.read_slab(s + 1, buffers[(s + 1) % 2]);
+            if (upload_ahead) engine.prefetch(slabs.task_of(slabs.task, s + 1, buffers[(s + 1) % 2]));
+          } catch (const Error& e) {
+            prefetch_error = e;
+            prefetch_failed = true;
+          } catch (const std::exception& e) {
+            prefetch_error = Error(ErrorKind::Io, e.what());
+            prefetch_failed = true;
+          }
+        });
+      }
+      try {
+        run_slab(s, buffers[s % 2]);
+      } catch (...) {
+        if (prefetch.joinable()) prefetch.join();
+        throw;
+      }
+      if (prefetch.joinable()) {
+        const auto t = Clock::now();
+        prefetch.join();
+        read_seconds += since(t);  // only the part of the read that did not overlap
+        if (prefetch_failed) throw prefetch_error;
+      }
+      rep.seconds_slab_done.push_back(since(start));
+      if (o.progress) o.progress(double(s + 1) / double(slab_count));
+    }
+    for (auto& m : meshes) m.trim();
+  }
+};
 
 // The whole volume (parts null), or the part whose grid points [zb, ze) own the vertices (an MPI rank's share): then
 // one part per level, each with its ties returned instead of resolved, and the last cell layer's triangles refer
@@ -308,19 +463,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     parts->assign(o.levels.size(), {});
     if (part == 0) return TriangleMesh{};
   }
-  std::vector<double> levels = o.levels;
   bool have_range = false;
-  if (levels.empty()) {
-    const auto [lo, hi] = volume_value_range(volume);
-    rep.value_min = lo;
-    rep.value_max = hi;
-    have_range = true;
-    if (!(lo <= hi)) throw Error(ErrorKind::InvalidArgument, volume.name() + ": no finite samples");
-    levels.push_back(0.5 * (lo + hi));
-  }
-  for (double l : levels)
-    if (!std::isfinite(l)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
-  rep.levels = levels;
+  const std::vector<double> levels = levels_to_run(volume, o, rep, have_range);
   // What the engines classify against: the levels themselves, or just above them when ties count as outside, or just
   // below them when degenerate triangles are kept (see level_below).
   std::vector<double> engine_levels = levels;
@@ -328,39 +472,11 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     for (double& l : engine_levels) l = iso::level_above(l, volume.type());
   else if (o.keep_degenerate)
     for (double& l : engine_levels) l = iso::level_below(l, volume.type());
-  for (auto [other, what] : {std::pair{o.labels, "label volume"}, std::pair{o.scalars, "scalar volume"}}) {
-    if (!other) continue;
-    const auto d = other->geometry().dims;
-    if (d != g.dims)
-      throw Error(ErrorKind::InvalidArgument,
-                  other->name() + ": the " + what + " has size " + std::to_string(d[0]) + "x" + std::to_string(d[1]) +
-                      "x" + std::to_string(d[2]) + ", but " + volume.name() + " has " + std::to_string(nx) + "x" +
-                      std::to_string(ny) + "x" + std::to_string(nz) + ": they must share the grid");
-  }
-  if (!o.exclude_labels.empty() && !o.labels)
-    throw Error(ErrorKind::InvalidArgument, "excluding labels needs a label volume");
+  check_companions(volume, o);
 
   // The engine.
-  Device device = o.device;
-  if (device == Device::Auto) device = (cuda_available() && iso::cuda_engine_built()) ? Device::Cuda : Device::Cpu;
-  if (device == Device::Hybrid) device = cuda_available() ? Device::Cuda : Device::Cpu;
-  if (device == Device::Cuda && !cuda_available())
-    throw Error(ErrorKind::Device, "--device cuda: " + cuda_unavailable_reason());
-  std::vector<int> gpus = o.cuda_devices;
-  if (!gpus.empty()) {
-    if (device != Device::Cuda) throw Error(ErrorKind::InvalidArgument, "CUDA devices were listed but the device is the CPU");
-    const int visible = cuda_device_count();
-    for (int d : gpus)
-      if (d < 0 || d >= visible)
-        throw Error(ErrorKind::InvalidArgument, "CUDA device " + std::to_string(d) + " does not exist (" +
-                                                    std::to_string(visible) + " visible)");
-      else if (!cuda_device_usable(d))
-        throw Error(ErrorKind::Device, cuda_device_unusable_reason(d));
-    std::sort(gpus.begin(), gpus.end());
-    if (std::unique(gpus.begin(), gpus.end()) != gpus.end())
-      throw Error(ErrorKind::InvalidArgument, "a CUDA device is listed twice");
-  }
-  if (device == Device::Cuda && gpus.empty()) gpus = {0};
+  std::vector<int> gpus;
+  const Device device = engine_device(o, gpus);
   // Slab workers: one per GPU listed, or (tests) several CPU engines sharing the cores.
   const bool cpu_team = cpu_workers > 1 && device == Device::Cpu;
   const std::size_t worker_count = cpu_team ? std::size_t(cpu_workers) : std::max<std::size_t>(1, gpus.size());
@@ -412,26 +528,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const double sample_copies = device == Device::Cuda && !on_device && !resident && !several ? 2.0 : 1.0;
   const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point(nx) +
                                                    double(extra_raw + extra_bytes));
-  std::int64_t S = o.slab_slices;
-  if (S <= 0) {
-    std::uint64_t budget = o.memory_budget;
-    if (budget == 0) {
-      if (device == Device::Cuda) {
-        budget = std::numeric_limits<std::uint64_t>::max();
-        for (int d : gpus) budget = std::min(budget, iso::cuda_free_memory(d) / 3);
-        // A streamed source also holds its slabs on the host: bounded as on the CPU, whatever the volume's size.
-        if (!resident && !on_device) budget = std::min(budget, host_slab_budget());
-      }
-      else if (resident) budget = std::numeric_limits<std::uint64_t>::max();
-      else budget = host_slab_budget();
-    }
-    const double fit = double(budget) / per_slice;
-    S = fit >= double(part) ? part : std::max<std::int64_t>(1, std::int64_t(fit) - 3);
-    // Several GPUs: at least three slabs each, so that whichever is free takes the next.
-    if (several) S = std::min<std::int64_t>(S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) /
-                                                                            (3 * std::int64_t(worker_count))));
-  }
-  S = std::min(S, part);
+  const std::int64_t S = slab_slices_for(o, device, gpus, part, per_slice, resident != nullptr, on_device, worker_count);
   rep.slab_slices = S;
   const std::int64_t slab_count = (part + S - 1) / S;
   rep.slabs = slab_count;
@@ -446,92 +543,19 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   run.resident = resident;
   run.on_device = on_device;
   run.task = slab_task(volume, o, on_device);
-  const iso::SlabTask& task = run.task;
-  auto span_of = [&](std::int64_t s) { return run.span_of(s); };
-  auto task_of = [&](const iso::SlabTask& t, std::int64_t s, iso::SlabBuffers& buf) { return run.task_of(t, s, buf); };
-  auto read_slab = [&](std::int64_t s, iso::SlabBuffers& buf) { run.read_slab(s, buf); };
-
-  // Host buffers for streamed sources: the next slab is read while this one is processed.
-  iso::SlabBuffers buffers[2];
   const std::uint64_t slab_points = run.slab_points, slab_bytes = run.slab_bytes;
   const std::uint64_t extra_slab_bytes = slab_points * extra_bytes;
   // One GPU or the CPU: two buffers (read ahead); several GPUs: one per GPU.
   const int buffer_count = several ? int(worker_count) : slab_count > 1 ? 2 : 1;
   core::check_host_allocation(buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw,
                               volume.name() + ": slab buffers");
-  for (int b = 0; b < (several ? 0 : buffer_count); ++b) run.allocate(buffers[b], device == Device::Cuda);
   rep.peak_slab_bytes = buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw +
                         std::uint64_t(double(S + 1) * double(slice_points) * engine->work_bytes_per_point(nx));
-  const bool streamed = (!resident && !on_device) || o.labels || o.scalars;
   double read_seconds = 0, host_mesh_seconds = 0;
-  // The mesh is sized ahead while the first slab is counted (the host's pages took a quarter of a one-GPU run on the
-  // 2048^3 tangle): the engine's arrays need only the estimate. (Several workers start at once: the sizer waits.)
-  if (!several) estimated.wait();
-  // The engine's arrays for the first slab (none is larger) and its share of the expected mesh, before the start.
-  if (!several) {
-    iso::SlabTask first = task;
-    const auto sp = span_of(0);
-    first.z0 = sp[0], first.z1 = sp[1], first.data_z0 = sp[2], first.data_z1 = sp[3];
-    // The labels and scalars the slabs carry, so that their mesh arrays are sized too (else the first slab's mesh
-    // cannot be made ahead on the GPU).
-    first.labels = o.labels ? buffers[0].labels.data() : nullptr;
-    first.scalars = o.scalars ? buffers[0].scalars.data() : nullptr;
-    engine->prepare(first, expected_triangles * std::uint64_t(S) / std::uint64_t(std::max<std::int64_t>(1, part)));
-  }
-  rep.seconds_setup = since(start);
-  if (o.started) o.started();
-  if (streamed && !several) {
-    const auto t = Clock::now();
-    read_slab(0, buffers[0]);
-    read_seconds += since(t);
-  }
-
-  // One slab's levels appended to `into` (vertex ids continue from what `into` holds).
-  auto run_slab = [&](iso::SlabEngine& eng, const iso::SlabTask& task_in, std::int64_t s, iso::SlabBuffers& buf,
-                      std::vector<LevelMesh>& into, std::uint64_t& vertices_so_far) {
-    iso::SlabTask t = task_of(task_in, s, buf);
-    for (std::size_t L = 0; L < levels.size(); ++L) {
-      t.level = engine_levels[L];
-      t.range_level = float(levels[L]);
-      LevelMesh& m = into[L];
-      const std::uint64_t v0 = m.vertices, t0 = m.triangle_count;
-      t.vertex_base = v0;
-      const iso::SlabCounts c = eng.count(t);
-      sized.wait();
-      if (vertices_so_far + c.vertices > std::numeric_limits<std::uint32_t>::max())
-        throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-      const std::uint64_t grow = host_mesh_bytes(o, c.vertices, c.triangles);
-      core::check_host_allocation(grow, volume.name() + ": mesh of " + std::to_string(c.vertices) +
-                                            " more vertices and " + std::to_string(c.triangles) + " triangles");
-      const auto grow_start = Clock::now();
-      // Slabs appended into one mesh: when it must grow, room for the whole part at the rate of the slices so far
-      // (7 growths of 1024^3 tangle's mesh, each a copy, took a third of a one-GPU run), unless that cannot fit.
-      double scale = 1;
-      const std::int64_t slices_done = span_of(s)[1] - zb;
-      if (!several && slices_done < part && 3 * (v0 + c.vertices) > m.positions.capacity()) {
-        scale = double(part) / double(slices_done);
-        if (double(grow + v0 * 24 + t0 * 12) * scale > 0.5 * double(core::available_host_memory())) scale = 1;
-      }
-      make_room(m.positions, 3 * (v0 + c.vertices), scale);
-      if (o.normals) make_room(m.normals, 3 * (v0 + c.vertices), scale);
-      make_room(m.triangles, 3 * (t0 + c.triangles), scale);
-      if (iso::vertex_values(o)) m.values.resize(v0 + c.vertices);
-      if (o.labels) m.labels.resize(t0 + c.triangles);
-      m.vertices = v0 + c.vertices;
-      m.triangle_count = t0 + c.triangles;
-      host_mesh_seconds += since(grow_start);
-      const iso::MeshTail tail = tail_at(m, v0, t0, o);
-      std::vector<std::uint64_t> ties;
-      eng.generate(t, tail, ties);
-      for (auto x : ties) m.ties.push_back(t0 + x);
-      m.point_vertices = m.point_vertices || eng.point_vertices();
-      m.tie_vertices = m.tie_vertices || eng.tie_vertices();
-      vertices_so_far += c.vertices;
-    }
-  };
-
   iso::SlabTeamOutcome team_outcome;
   if (several) {
+    rep.seconds_setup = since(start);
+    if (o.started) o.started();
     // The first GPU's engine, made above, serves its worker (making a GPU engine takes milliseconds).
     iso::SlabTeam team{cpu_team, worker_count, gpus, cpu_team ? nullptr : std::move(engine)};
     engine.reset();
@@ -542,47 +566,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     rep.seconds_workers = team_outcome.workers_seconds;
     rep.seconds_join = team_outcome.join_seconds;
   } else {
-  std::uint64_t vertices_total = 0;
-  // Streamed into pinned buffers, the device samples of slab s + 1 go up on the prefetch thread, after its read,
-  // while slab s is processed; staging slab s first means that upload never lands in a buffer slab s still needs.
-  // (From pageable memory, a volume resident on the host, the early upload is slower, competing with the mesh
-  // downloads, so those slabs go up when their turn comes.)
-  const bool upload_ahead = device == Device::Cuda && !on_device && !resident && buffers[0].data.pinned();
-  for (std::int64_t s = 0; s < slab_count; ++s) {
-    std::thread prefetch;
-    Error prefetch_error(ErrorKind::Io, "");
-    bool prefetch_failed = false;
-    if (upload_ahead) engine->stage(task_of(task, s, buffers[s % 2]));
-    if ((streamed || upload_ahead) && s + 1 < slab_count) {
-      prefetch = std::thread([&, s] {
-        try {
-          if (streamed) read_slab(s + 1, buffers[(s + 1) % 2]);
-          if (upload_ahead) engine->prefetch(task_of(task, s + 1, buffers[(s + 1) % 2]));
-        } catch (const Error& e) {
-          prefetch_error = e;
-          prefetch_failed = true;
-        } catch (const std::exception& e) {
-          prefetch_error = Error(ErrorKind::Io, e.what());
-          prefetch_failed = true;
-        }
-      });
-    }
-    try {
-      run_slab(*engine, task, s, buffers[s % 2], meshes, vertices_total);
-    } catch (...) {
-      if (prefetch.joinable()) prefetch.join();
-      throw;
-    }
-    if (prefetch.joinable()) {
-      const auto t = Clock::now();
-      prefetch.join();
-      read_seconds += since(t);  // only the part of the read that did not overlap
-      if (prefetch_failed) throw prefetch_error;
-    }
-    rep.seconds_slab_done.push_back(since(start));
-    if (o.progress) o.progress(double(s + 1) / double(slab_count));
-  }
-  for (auto& m : meshes) m.trim();
+    OneEngine one(run, *engine, device == Device::Cuda, meshes, estimated, sized, expected_triangles, rep, start);
+    one.run();
+    read_seconds = one.read_seconds;
+    host_mesh_seconds = one.host_mesh_seconds;
   }
   // Stage times and the report, as the run ends.
   auto finish_report = [&] {
@@ -602,19 +589,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     }
   };
   if (parts) {
-    for (std::size_t L = 0; L < meshes.size(); ++L) {
-      iso::IsosurfacePart& p = (*parts)[L];
-      p.ties = std::move(meshes[L].ties);
-      p.point_vertices = meshes[L].point_vertices;
-      p.tie_vertices = meshes[L].tie_vertices;
-      p.mesh.positions = std::move(meshes[L].positions);
-      p.mesh.normals = std::move(meshes[L].normals);
-      p.mesh.triangles = std::move(meshes[L].triangles);
-      p.mesh.vertex_values = std::move(meshes[L].values);
-      p.mesh.face_labels = std::move(meshes[L].labels);
-      rep.vertices += p.mesh.vertex_count();
-      rep.triangles += p.mesh.triangle_count();
-    }
+    hand_over_parts(meshes, *parts, rep);
     finish_report();
     if (keep_engine) *keep_engine = std::move(engine);
     return TriangleMesh{};
@@ -624,21 +599,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   rep.vertices = out.vertex_count();
   rep.triangles = out.triangle_count();
 
-  if (rep.triangles == 0) {
-    // As scikit-image: a level outside the data range is an error; inside it, an empty mesh is an answer.
-    if (!have_range) {
-      const auto [lo, hi] = volume_value_range(volume);
-      rep.value_min = lo;
-      rep.value_max = hi;
-    }
-    for (double l : levels)
-      if (!(l >= rep.value_min && l <= rep.value_max)) {
-        char buf[160];
-        std::snprintf(buf, sizeof buf, ": level %g is outside the data range [%g, %g]", l, rep.value_min,
-                      rep.value_max);
-        throw Error(ErrorKind::InvalidArgument, volume.name() + buf);
-      }
-  }
+  if (rep.triangles == 0) check_levels_in_range(volume, levels, have_range, rep);
   finish_report();
   return out;
 }
@@ -725,119 +686,6 @@ TriangleMesh extract_isosurface_on_cpu_workers(VolumeSource& volume, const Isosu
 void set_room_piece_bytes(std::uint64_t bytes) { room_piece_bytes.store(std::max<std::uint64_t>(1, bytes), std::memory_order_relaxed); }
 
 std::string level_group_name(double level) { return level_name(level); }
-
-// The layer that stands for the layers [from, to) of a sampled count: the middle one, so that a count that rises or
-// falls along z errs both ways within the block instead of lagging a whole stride (which shifted MPI ranges).
-namespace {
-std::int64_t middle_layer(std::int64_t from, std::int64_t to) { return from + (to - from - 1) / 2; }
-}  // namespace
-
-std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin, std::int64_t z_end,
-                                      std::int64_t stride, std::uint64_t cell_budget) {
-  const int field = volume.builtin_field();
-  if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "layer costs need the levels");
-  if (field < 0 || volume.resident_data()) return active_cells_per_slice(volume, o.levels, z_begin, z_end, stride);
-  // A built-in field: one cell at a hashed place in every k x k block of a layer, its corners straight from the
-  // formula (no slices generated, nothing on the GPU), standing for the block's cells. (The same corner of every
-  // block aliased with the surfaces: the 2048^3 torus came 8.5 % short with k = 12.)
-  const auto& g = volume.geometry();
-  const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
-  z_end = std::min(z_end, nz - 1);
-  std::vector<std::int64_t> out(std::size_t(std::max<std::int64_t>(0, z_end - z_begin)), 0);
-  if (z_begin >= z_end) return out;
-  stride = std::max<std::int64_t>(1, stride);
-  // k = size / 512, or more where the layers counted would take this rank's threads more than about a million cells
-  // each (a few ms of formula evaluations), as for small volumes on ranks of one thread, or pass `cell_budget`.
-  std::vector<std::int64_t> layers;
-  for (std::int64_t z0 = z_begin; z0 < z_end; z0 += stride) layers.push_back(middle_layer(z0, std::min(z_end, z0 + stride)));
-  const double counted = double(layers.size()) * double(nx - 1) * double(ny - 1);
-  const std::int64_t k = std::max({std::int64_t(1), std::min(nx, ny) / 512,
-                                   std::int64_t(std::ceil(std::sqrt(counted / (1e6 * cpu_thread_count(0))))),
-                                   cell_budget ? std::int64_t(std::ceil(std::sqrt(counted / double(cell_budget)))) : 1});
-  auto value = [&](std::int64_t x, std::int64_t y, std::int64_t z) {
-    return float(field_value(field, field_coordinate(g.origin[0], g.spacing[0], x), field_coordinate(g.origin[1], g.spacing[1], y),
-                             field_coordinate(g.origin[2], g.spacing[2], z)));
-  };
-  auto mix = [](std::uint64_t h) {  // splitmix64's finaliser
-    h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ull;
-    h = (h ^ (h >> 27)) * 0x94d049bb133111ebull;
-    return h ^ (h >> 31);
-  };
-  const std::int64_t bx_count = (nx - 1 + k - 1) / k, by_count = (ny - 1 + k - 1) / k;
-  std::vector<std::int64_t> counts(layers.size(), 0);
-  // All layers' block rows in one parallel loop: one team start for the count, not one per layer.
-#pragma omp parallel num_threads(cpu_thread_count(0))
-  {
-    std::vector<std::int64_t> mine(layers.size(), 0);
-#pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < std::int64_t(layers.size()) * by_count; ++r) {
-      const std::size_t li = std::size_t(r / by_count);
-      const std::int64_t z = layers[li], by = r % by_count, y0 = by * k, h = std::min(k, ny - 1 - y0);
-      for (std::int64_t bx = 0; bx < bx_count; ++bx) {
-        const std::int64_t x0 = bx * k, w = std::min(k, nx - 1 - x0);
-        const std::uint64_t hash = mix((std::uint64_t(z) << 42) ^ (std::uint64_t(by) << 21) ^ std::uint64_t(bx));
-        const std::int64_t x = x0 + std::int64_t(hash % std::uint64_t(w)), y = y0 + std::int64_t((hash >> 32) % std::uint64_t(h));
-        float corner[8];
-        for (int c = 0; c < 8; ++c) corner[c] = value(x + (c & 1), y + (c >> 1 & 1), z + (c >> 2));
-        for (double level : o.levels) {
-          bool in = false, outside = false;
-          for (float v : corner) (v >= level ? in : outside) = true;
-          if (in && outside) mine[li] += w * h;
-        }
-      }
-    }
-#pragma omp critical
-    for (std::size_t i = 0; i < layers.size(); ++i) counts[i] += mine[i];
-  }
-  for (std::size_t li = 0; li < layers.size(); ++li) {
-    const std::int64_t z0 = z_begin + std::int64_t(li) * stride;
-    for (std::int64_t l = z0; l < std::min(z_end, z0 + stride); ++l) out[std::size_t(l - z_begin)] = counts[li];
-  }
-  return out;
-}
-
-std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, const std::vector<double>& levels, std::int64_t z_begin,
-                                                 std::int64_t z_end, std::int64_t stride) {
-  const auto& g = volume.geometry();
-  const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
-  z_end = std::min(z_end, nz - 1);  // cell layers
-  std::vector<std::int64_t> out(std::size_t(std::max<std::int64_t>(0, z_end - z_begin)), 0);
-  if (z_begin >= z_end) return out;
-  const std::uint64_t slice = std::uint64_t(nx * ny);
-  stride = std::max<std::int64_t>(1, stride);
-  std::vector<char> raw;
-  std::vector<float> f(2 * slice);
-  // One layer in every stride (two slices read), its middle one, gives its count to all of them.
-  for (std::int64_t z0 = z_begin; z0 < z_end; z0 += stride) {
-    const std::int64_t z = middle_layer(z0, std::min(z_end, z0 + stride));
-    const void* samples;
-    if (const void* all = volume.resident_data()) {
-      samples = static_cast<const char*>(all) + std::uint64_t(z) * slice * voxel_bytes(volume.type());
-    } else {
-      raw.resize(2 * slice * voxel_bytes(volume.type()));
-      volume.read_slices(z, z + 2, raw.data());
-      samples = raw.data();
-    }
-    core::visit_voxel_type(volume.type(), [&](auto tag) { to_floats(static_cast<const decltype(tag)*>(samples), 2 * slice, f.data()); });
-    // A cell is active when its corners lie on both sides (a value equal to the level counts as inside).
-    const float* a = f.data();
-    const float* b = a + slice;
-    std::int64_t count = 0;
-#pragma omp parallel for schedule(static) reduction(+ : count) num_threads(cpu_thread_count(0))
-    for (std::int64_t y = 0; y < ny - 1; ++y)
-      for (std::int64_t x = 0; x + 1 < nx; ++x) {
-        const std::int64_t i = y * nx + x;
-        const float c[8] = {a[i], a[i + 1], a[i + nx], a[i + nx + 1], b[i], b[i + 1], b[i + nx], b[i + nx + 1]};
-        for (double level : levels) {  // every level from the one read of the two slices
-          bool in = false, outside = false;
-          for (float v : c) (v >= level ? in : outside) = true;
-          count += in && outside;
-        }
-      }
-    for (std::int64_t k = z0; k < std::min(z_end, z0 + stride); ++k) out[std::size_t(k - z_begin)] = count;
-  }
-  return out;
-}
 
 }  // namespace iso
 

@@ -1,5 +1,5 @@
 // One isosurface run's slabs, as planned by the driver (extract.cpp): which slices each slab owns and reads, where
-// its samples lie on the host, and how several slab workers (one per GPU) share them (slab_team.cpp).
+// its samples lie on the host, and how several slab workers (one per GPU) share them (slab_run.cpp).
 #pragma once
 
 #include <array>
@@ -49,6 +49,9 @@ struct SlabRun {
   // Buffers for one slab, pinned for a GPU.
   void allocate(SlabBuffers& buf, bool pinned) const;
 };
+
+// n samples of a type as float32 (all threads).
+void samples_to_floats(const void* in, VoxelType type, std::size_t n, float* out);
 
 // Several slab workers: one per listed GPU (the first may bring the engine already made), or (tests) several CPU
 // engines sharing the cores.

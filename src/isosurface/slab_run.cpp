@@ -1,13 +1,16 @@
-// Several slab workers on one isosurface run (one per GPU, or CPU engines sharing the cores in tests): a worker
-// claims the next slab, reads it (in z order, one at a time, as streamed sources need), counts it and makes its mesh,
-// which waits on that GPU with slab-local vertex ids. Slab k's ids continue into slab k + 1's first slice, so
-// shifting each slab by the vertices of the slabs before it welds the seams exactly (the slab scheme of Rogeiro
-// 2011, work units of slices with overlap). Once the slabs before a slab are counted its place is known, and its
-// worker brings it home there as soon as the level meshes have room: sized ahead from the field's formula, else by
-// a sizer at the rate of the first third of the slabs (+25 %), else for the whole mesh once every slab is counted.
-// (Slabs meshed on the host and joined after the workers would cost a quarter of a two-GPU run.) A slab a GPU
-// cannot hold goes into host arrays of its own, copied in its turn.
+// One isosurface run's slabs: reading them (samples, labels checked as int32, scalars as floats), their tasks, and
+// several slab workers on one run (one per GPU, or CPU engines sharing the cores in tests): a worker claims the next
+// slab, reads it (in z order, one at a time, as streamed sources need), counts it and makes its mesh, which waits on
+// that GPU with slab-local vertex ids. Slab k's ids continue into slab k + 1's first slice, so shifting each slab by
+// the vertices of the slabs before it welds the seams exactly (the slab scheme of Rogeiro 2011, work units of slices
+// with overlap). Once the slabs before a slab are counted its place is known, and its worker brings it home there as
+// soon as the level meshes have room: sized ahead from the field's formula, else by a sizer at the rate of the first
+// third of the slabs (+25 %), else for the whole mesh once every slab is counted. (Slabs meshed on the host and
+// joined after the workers would cost a quarter of a two-GPU run.) A slab a GPU cannot hold goes into host arrays of
+// its own, copied in its turn.
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <chrono>
 #include <condition_variable>
 #include <exception>
@@ -17,11 +20,64 @@
 
 #include "core/kept_threads.hpp"
 #include "core/memory.hpp"
+#include "core/voxel_dispatch.hpp"
+#include "isosurface/labels.hpp"
 #include "isosurface/slab_run.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
 
 namespace parasurf::iso {
+
+namespace {
+
+template <class T>
+void to_labels(const T* in, std::size_t n, std::int32_t* out, const std::string& name, std::int64_t z0,
+               std::uint64_t slice) {
+  bool bad = false;
+#pragma omp parallel for reduction(|| : bad) num_threads(cpu_thread_count(0))
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = double(in[i]);
+    const bool ok = x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0;
+    out[i] = ok ? std::int32_t(x) : 0;
+    bad = bad || !ok;
+  }
+  if (!bad) return;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double x = double(in[i]);
+    if (!(x == std::floor(x) && x >= -2147483648.0 && x <= 2147483647.0)) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf, ": sample %g in slice %lld is not an integer label in the int32 range", x,
+                    static_cast<long long>(z0 + std::int64_t(i / slice)));
+      throw Error(ErrorKind::InvalidArgument, name + buf);
+    }
+  }
+}
+
+}  // namespace
+
+void samples_to_floats(const void* in, VoxelType type, std::size_t n, float* out) {
+  core::visit_voxel_type(type, [&](auto tag) {
+    const auto* v = static_cast<const decltype(tag)*>(in);
+#pragma omp parallel for num_threads(cpu_thread_count(0))
+    for (std::size_t i = 0; i < n; ++i) out[i] = float(v[i]);
+  });
+}
+
+void read_labels(VolumeSource& v, std::int64_t z0, std::int64_t z1, std::int32_t* out, std::vector<char>& raw) {
+  const std::uint64_t slice = std::uint64_t(v.geometry().slice_voxels());
+  const std::size_t n = std::size_t(std::uint64_t(z1 - z0) * slice);
+  const void* in = nullptr;
+  if (const void* all = v.resident_data()) {
+    in = static_cast<const char*>(all) + std::uint64_t(z0) * slice * voxel_bytes(v.type());
+  } else {
+    raw.resize(n * voxel_bytes(v.type()));
+    v.read_slices(z0, z1, raw.data());
+    in = raw.data();
+  }
+  core::visit_voxel_type(v.type(), [&](auto tag) {
+    to_labels(static_cast<const decltype(tag)*>(in), n, out, v.name(), z0, slice);
+  });
+}
 
 namespace {
 
@@ -405,6 +461,48 @@ class Team {
 };
 
 }  // namespace
+
+std::array<std::int64_t, 4> SlabRun::span_of(std::int64_t s) const {
+  const std::int64_t z0 = zb + s * slab_slices, z1 = std::min(ze, z0 + slab_slices);
+  return {z0, z1, std::max<std::int64_t>(0, z0 - 1), std::min(nz, z1 + 2)};
+}
+
+// Reads run one at a time (slab k + 1 on the prefetch thread while slab k is processed), so `raw` is shared.
+void SlabRun::read_slab(std::int64_t s, SlabBuffers& buf) {
+  const auto sp = span_of(s);
+  const std::size_t n = std::size_t(sp[3] - sp[2]) * slice_points;
+  if (!resident && !on_device) volume.read_slices(sp[2], sp[3], buf.data.data());
+  auto samples_of = [&](VolumeSource& v) -> const void* {
+    if (const void* all = v.resident_data())
+      return static_cast<const char*>(all) + std::uint64_t(sp[2]) * slice_points * voxel_bytes(v.type());
+    raw.resize(n * voxel_bytes(v.type()));
+    v.read_slices(sp[2], sp[3], raw.data());
+    return raw.data();
+  };
+  if (o.labels) read_labels(*o.labels, sp[2], sp[3], buf.labels.data(), raw);
+  if (o.scalars) {
+    samples_to_floats(samples_of(*o.scalars), o.scalars->type(), n, buf.scalars.data());
+  }
+}
+
+SlabTask SlabRun::task_of(SlabTask t, std::int64_t s, SlabBuffers& buf) const {
+  const auto sp = span_of(s);
+  t.z0 = sp[0];
+  t.z1 = sp[1];
+  t.data_z0 = sp[2];
+  t.data_z1 = sp[3];
+  t.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
+                    : on_device ? nullptr : buf.data.data();
+  t.labels = o.labels ? buf.labels.data() : nullptr;
+  t.scalars = o.scalars ? buf.scalars.data() : nullptr;
+  return t;
+}
+
+void SlabRun::allocate(SlabBuffers& buf, bool pinned) const {
+  buf.data.allocate(slab_bytes, pinned);
+  if (o.labels) buf.labels.resize(slab_points);
+  if (o.scalars) buf.scalars.resize(slab_points);
+}
 
 SlabTeamOutcome run_slab_team(SlabRun& run, SlabTeam team, std::vector<LevelMesh>& meshes, std::latch& estimated,
                               const std::uint64_t& expected_triangles) {
