@@ -144,7 +144,7 @@ nlohmann::json run_peers(const IsoBenchArgs& a, const HostVolume& h) {
 // The GPU with the samples already on the device and the mesh left there: classify + scan + generate only.
 nlohmann::json gpu_resident(const HostVolume& h, int repeats, double min_time, double copy_bw, double host_best,
                             CaseTopology topology) {
-  auto engine = iso::make_cuda_engine(0);
+  auto engine = iso::make_engine(Device::Cuda, 0, 0);
   iso::SlabTask task;
   task.type = h.type;
   task.data = h.bytes.data();

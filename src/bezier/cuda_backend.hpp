@@ -1,4 +1,4 @@
-// Host-side interface of the CUDA surface backend (implemented in cuda.cu; cuda_stub.cpp when CUDA is off).
+// Host-side interface of the CUDA surface backend (implemented in cuda.cu; only in builds with CUDA).
 #pragma once
 #include <cstdint>
 

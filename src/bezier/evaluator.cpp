@@ -9,6 +9,7 @@
 #include <limits>
 #include <thread>
 
+#include "core/backends.hpp"
 #include "bezier/backend.hpp"
 #include "bezier/cuda_backend.hpp"
 #include "core/memory.hpp"
@@ -44,10 +45,16 @@ struct SurfaceEvaluator<T>::State {
   double share = -1;
   bezier::cuda::Context* cuda = nullptr;
 
-  ~State() { bezier::cuda::destroy_context(cuda); }
+  ~State() {
+    if constexpr (core::kCudaBuilt) bezier::cuda::destroy_context(cuda);
+  }
   bezier::cuda::Context* gpu() {
-    if (!cuda) cuda = bezier::cuda::create_context();
-    return cuda;
+    if constexpr (core::kCudaBuilt) {
+      if (!cuda) cuda = bezier::cuda::create_context();
+      return cuda;
+    } else {
+      core::no_cuda_backend("surfaces on cuda");
+    }
   }
 };
 
@@ -348,6 +355,8 @@ void SurfaceEvaluator<T>::evaluate_grid_into(const BezierSurface& surface, GridS
   if (device == Device::Cpu) {
     prepare_host_grid(job, st, threads);
     bezier::cpu::evaluate_grid_rows<T>(job, 0, grid.rows, host_out, threads);
+  } else if constexpr (!core::kCudaBuilt) {
+    core::no_cuda_backend(std::string("surfaces on ") + device_name(device));
   } else if (device == Device::Cuda) {
     auto in = cuda_inputs(job, st, options_);
     // Rows per launch so that the device outputs fit in 80% of free device memory.
@@ -395,9 +404,10 @@ void SurfaceEvaluator<T>::evaluate_points_into(const BezierSurface& surface, std
   if (count > 0) {
     if (device == Device::Cpu)
       bezier::cpu::evaluate_point_list<T>(job, host_out, cpu_thread_count(options_.threads));
+    else if constexpr (core::kCudaBuilt)
+      bezier::cuda::evaluate_points<T>(st.gpu(), cuda_inputs(job, st, options_), host_out, &report_);
     else
-      bezier::cuda::evaluate_points<T>(st.gpu(), cuda_inputs(job, st, options_), host_out,
-                                       &report_);
+      core::no_cuda_backend("surface points on cuda");
   }
   report_.seconds_total = seconds_since(t0);
 }

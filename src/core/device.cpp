@@ -1,6 +1,7 @@
 // Device selection shared by every capability.
 #include "parasurf/device.hpp"
 
+#include "core/backends.hpp"
 #include "parasurf/error.hpp"
 
 namespace parasurf {
@@ -32,5 +33,11 @@ Device resolve_device(Device requested) {
                                        "' requested but no CUDA device is usable: " + cuda_unavailable_reason());
   return requested;
 }
+
+namespace core {
+void no_cuda_backend(const std::string& what) {
+  throw Error(ErrorKind::Device, what + ": this build has no CUDA backend (configure with a CUDA toolkit)");
+}
+}  // namespace core
 
 }  // namespace parasurf

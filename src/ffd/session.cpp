@@ -1,4 +1,5 @@
 // FFD sessions: preprocessing once per mesh and lattice layout, then per-edit updates on the chosen backend.
+#include "core/backends.hpp"
 #include "core/eigen.hpp"
 #include <chrono>
 #include <cstdio>
@@ -114,7 +115,10 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
     d.rest_positions = convert<T>(prep.rest_positions);
     d.rest_normals = convert<T>(prep.rest_normals);
   }
-  if (device == Device::Cuda) state_->cuda = ffd::make_cuda_session<T>(d);
+  if (device == Device::Cuda) {
+    if constexpr (core::kCudaBuilt) state_->cuda = ffd::make_cuda_session<T>(d);
+    else core::no_cuda_backend("FFD on cuda");
+  }
   report.preprocess_seconds = seconds_since(t0);
 }
 

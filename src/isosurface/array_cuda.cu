@@ -18,55 +18,6 @@
 
 namespace parasurf {
 
-// Results come from the device's stream-ordered pool, kept (not returned to the driver) between calls: a call's
-// outputs then cost no cudaMalloc, and freeing them no device-wide synchronisation. Freed memory is reused in the
-// order of the legacy default stream, so a consumer must be done with a result (on any stream) when it lets go.
-Buffer Buffer::cuda(int device, std::size_t bytes) {
-  PS_CUDA(cudaSetDevice(device), "selecting the CUDA device");
-  static std::once_flag kept[64];
-  if (device >= 0 && device < 64)
-    std::call_once(kept[device], [device] {
-      cudaMemPool_t pool = nullptr;
-      if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
-        std::uint64_t keep = ~std::uint64_t(0);
-        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-      }
-      cudaGetLastError();
-    });
-  void* p = nullptr;
-  PS_CUDA(cudaMallocAsync(&p, std::max<std::size_t>(bytes, 1), cudaStreamLegacy), "allocating a result array");
-  Buffer b;
-  b.owner = std::shared_ptr<void>(p, [device](void* q) {
-    int was = 0;
-    cudaGetDevice(&was);
-    cudaSetDevice(device);
-    cudaFreeAsync(q, cudaStreamLegacy);
-    cudaSetDevice(was);
-  });
-  b.data = p;
-  b.bytes = bytes;
-  b.space = MemorySpace::Cuda;
-  b.device = device;
-  return b;
-}
-
-void cuda_wait_stream(int device, std::uintptr_t stream) {
-  if (stream == 0) return;
-  PS_CUDA(cudaSetDevice(device), "selecting the CUDA device");
-  const cudaStream_t s = stream == 1 ? cudaStreamLegacy : stream == 2 ? cudaStreamPerThread
-                                                                        : reinterpret_cast<cudaStream_t>(stream);
-  PS_CUDA(cudaStreamSynchronize(s), "waiting for the array's producer stream");
-}
-
-int cuda_device_of(const void* p) {
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    cudaGetLastError();
-    return -1;
-  }
-  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged ? a.device : -1;
-}
-
 namespace iso {
 
 namespace {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/backends.hpp"
 #include "isosurface/array_mesh.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
@@ -34,7 +35,10 @@ void check(const ArrayView3& volume, const ArrayIsosurfaceOptions& o) {
 
 ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOptions& o) {
   check(volume, o);
-  if (volume.space == MemorySpace::Cuda) return iso::marching_cubes_cuda_array(volume, o);
+  if (volume.space == MemorySpace::Cuda) {
+    if constexpr (core::kCudaBuilt) return iso::marching_cubes_cuda_array(volume, o);
+    else core::no_cuda_backend("a CUDA array (device " + std::to_string(volume.device) + ")");
+  }
   const ArrayView3 v = volume.stepped(o.step);
   std::array<double, 3> cell;
   for (int a = 0; a < 3; ++a) cell[a] = o.spacing[a] * double(o.step);

@@ -3,6 +3,7 @@
 // typical effective rates plus the kernels. Both are then corrected by what this process's runs measured
 // (core/auto_choice.cpp), so a link or a CPU unlike the typical one is learned after a call or two.
 // Also the cost of each layer of a volume, by which MPI ranks split it (part.hpp).
+#include "core/backends.hpp"
 #include "isosurface/auto_device.hpp"
 
 #include <algorithm>
@@ -203,7 +204,7 @@ double expected_triangles(VolumeSource& volume, const std::vector<double>& level
 }
 
 bool auto_weighs_devices(const IsosurfaceOptions& o) {
-  return o.device == Device::Auto && o.cuda_devices.empty() && cuda_engine_built() && cuda_available();
+  return o.device == Device::Auto && o.cuda_devices.empty() && core::kCudaBuilt && cuda_available();
 }
 
 AutoJob auto_job(const VolumeSource& volume, const IsosurfaceOptions& o, double triangles) {

@@ -145,8 +145,15 @@ int cpu_engine_threads(int requested, std::int64_t points);
 void set_cpu_local_ties(bool on);
 // Tests: the bytes of slab meshes a CPU engine holds at most (hold()); beyond, it refuses, as a GPU out of memory.
 void set_cpu_hold_limit(std::uint64_t bytes);
-std::unique_ptr<SlabEngine> make_cuda_engine(int device);  // throws Error(Device) when CUDA is missing
-bool cuda_engine_built();
+// The CUDA backend (engine_cuda.cu; only in builds with CUDA).
+std::unique_ptr<SlabEngine> make_cuda_engine(int device);
+std::uint64_t cuda_engine_free_memory(int device);
+void* cuda_engine_pinned_alloc(std::size_t bytes);
+void cuda_engine_pinned_free(void* p);
+
+// The one place an engine is chosen: the CPU's with `cpu_threads`, or GPU `gpu`'s (Error(Device) in a build
+// without CUDA).
+std::unique_ptr<SlabEngine> make_engine(Device device, int gpu, int cpu_threads);
 // Free device memory in bytes for slab sizing (0 without CUDA).
 std::uint64_t cuda_free_memory(int device);
 // Page-locked host memory, so that slab uploads run at the link's speed; nullptr without CUDA or when the system

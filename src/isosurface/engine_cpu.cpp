@@ -19,6 +19,7 @@
 #include "core/memory.hpp"
 #include "core/scratch.hpp"
 #include "core/voxel_dispatch.hpp"
+#include "isosurface/cpu_rows.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/level_cells.hpp"
 #include "isosurface/mc_tables.hpp"
@@ -29,108 +30,12 @@ namespace parasurf::iso {
 
 namespace {
 
+using namespace cpu_rows;
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Eight flag bytes at once (most cells and points of a row have nothing to do: skipping them 8 by 8 is most of
-// the speed of the sweeps below).
-constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x1010101010101010ull,
-                        kOnLevelBytes = 0x2020202020202020ull;
-[[gnu::always_inline]] inline std::uint64_t load8(const std::uint8_t* p) {
-  std::uint64_t w;
-  std::memcpy(&w, p, 8);
-  return w;
-}
-// Which of the cells i .. i + 7 between four flag rows are mixed (needs points i .. i + 8): byte b has its 0x10
-// bit set when cell i + b has corners on both sides.
-[[gnu::always_inline]] inline std::uint64_t mixed8(const std::uint8_t* const* row, std::int64_t i) {
-  const std::uint64_t a = load8(row[0] + i) & kInsideBytes;
-  std::uint64_t diff = a ^ (load8(row[0] + i + 1) & kInsideBytes);
-  for (int q = 1; q < 4; ++q) diff |= (a ^ (load8(row[q] + i) & kInsideBytes)) | (a ^ (load8(row[q] + i + 1) & kInsideBytes));
-  return diff;
-}
-// The first vertex slot of each corner's point of a cell: corner (q, i) starts after the slots before point i of row
-// q, corner (q, i + 1) after point i's own slots too. through[q]: the slots of row q up to and including point i.
-[[gnu::always_inline]] inline void corner_first_slots(const std::uint8_t* cf, const std::uint64_t* row_base,
-                                                      const std::uint32_t* through, std::uint64_t* first) {
-  for (int q = 0; q < 4; ++q) {
-    const std::uint64_t after = row_base[q] + through[q];
-    first[2 * q] = after - std::uint64_t(mc::slot_count(cf[2 * q]));
-    first[2 * q + 1] = after;
-  }
-}
-
-// The triangles of a cell none of whose corners lies on the level, straight from its entry: no key maps to an
-// on-level sample, no triangle collapses, none is a tie.
-[[gnu::always_inline]] inline void emit_plain_triangles(const mc::CaseEntry& e, const std::uint8_t* cf,
-                                                        const std::uint64_t* row_base, const std::uint32_t* through,
-                                                        bool flip, std::uint32_t* out) {
-  std::uint64_t first[8];
-  corner_first_slots(cf, row_base, through, first);
-  const int b = flip ? 2 : 1, c = flip ? 1 : 2;
-  for (int n = 0; n < e.count; ++n, out += 3) {
-    out[0] = std::uint32_t(mc::edge_key_vertex(e.edges[3 * n], cf, first));
-    out[b] = std::uint32_t(mc::edge_key_vertex(e.edges[3 * n + 1], cf, first));
-    out[c] = std::uint32_t(mc::edge_key_vertex(e.edges[3 * n + 2], cf, first));
-  }
-}
-
-// The flag bytes of cell i's eight corners in corner order (byte c: corner c), two bytes a row.
-static_assert(std::endian::native == std::endian::little, "corner words are read and split as little-endian bytes");
-[[gnu::always_inline]] inline std::uint64_t corner_flags8(const std::uint8_t* const* row, std::int64_t i) {
-  std::uint64_t w = 0;
-  for (int q = 0; q < 4; ++q) {
-    std::uint16_t pair;
-    std::memcpy(&pair, row[q] + i, 2);
-    w |= std::uint64_t(pair) << (16 * q);
-  }
-  return w;
-}
-// mc::cell_case of those bytes: the inside bits (bit 4 of each byte) gathered into one byte by a multiply, whose
-// partial products land each byte's bit on its own place in the top byte and carry nothing into it.
-[[gnu::always_inline]] inline int case_of_corners(std::uint64_t corners) {
-  return int((((corners >> 4) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
-}
-
-// The corners on the level (bit c: corner c) of those bytes, gathered the same way from their kOnLevel bits.
-[[gnu::always_inline]] inline int level_mask_of_corners(std::uint64_t corners) {
-  static_assert(mc::kOnLevel == 32, "the on-level bit is bit 5 of a flag byte");
-  return int((((corners >> 5) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
-}
-
-// The corners that carry a point vertex (bit c: corner c), gathered from their kSlotPoint bits.
-[[gnu::always_inline]] inline int point_slot_mask_of_corners(std::uint64_t corners) {
-  static_assert(mc::kSlotPoint == 1, "the point slot is bit 0 of a flag byte");
-  return int(((corners & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56);
-}
-
 std::atomic<bool> local_ties_enabled{true};
 std::atomic<std::uint64_t> hold_limit{std::numeric_limits<std::uint64_t>::max()};
-
-// mc::cell_triangles with the edge keys from mc::kLevelEdgeKey: the cells with a corner on the level (and, with
-// mask 0, those with a label) visit their surviving triangles as keys, in the entry's order.
-template <class Visit>
-[[gnu::always_inline]] inline void level_cell_triangles(const mc::CaseEntry& e, int level_mask, bool keep_degenerate,
-                                                        Visit&& visit) {
-  const std::uint8_t* key = mc::kLevelEdgeKey.key[level_mask];
-  for (int n = 0; n < e.count; ++n) {
-    const int a = key[e.edges[3 * n]], b = key[e.edges[3 * n + 1]], c = key[e.edges[3 * n + 2]];
-    if (!keep_degenerate && (a == b || b == c || a == c)) continue;
-    visit(a, b, c, (a | b | c) >= 16);  // keys are below 32: a corner key sets bit 4
-  }
-}
-
-
-// mc::key_faces of every key (a test compares them).
-struct KeyFaces {
-  std::uint8_t faces[32];
-};
-const KeyFaces kKeyFaces = [] {
-  KeyFaces t{};
-  for (int key = 0; key < 32; ++key)
-    if (key <= mc::kCenterKey || (key >= 16 && key < 24)) t.faces[key] = std::uint8_t(mc::key_faces(key));
-  return t;
-}();
 
 }  // namespace
 
@@ -198,158 +103,6 @@ const level_cells::Tables& level_cells::tables() {
 }
 
 namespace {
-
-// Bytes 0 .. b of a word.
-[[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
-
-// For 8- and 16-bit samples (exact in float): the smallest sample value that is inside (v >= level), and the
-// value that equals the level (INT_MIN, which no sample takes, when the level is not such a value).
-template <class T>
-int small_int_threshold(float level) {
-  const double c = std::ceil(double(level));
-  if (std::isnan(c)) return std::numeric_limits<int>::max();  // nothing is >= NaN
-  return int(std::clamp(c, double(std::numeric_limits<T>::min()), double(std::numeric_limits<T>::max()) + 1));
-}
-template <class T>
-int small_int_equal(float level) {
-  const double lv = double(level);
-  const bool integral = lv == std::floor(lv) && lv >= double(std::numeric_limits<T>::min()) &&
-                        lv <= double(std::numeric_limits<T>::max());
-  return integral ? int(lv) : std::numeric_limits<int>::min();
-}
-
-// Inside bytes of one row (bit 0: mc::is_inside without a branch; bit 1: the sample equals the level), whether a
-// sample equals the level, and whether the row is all inside or has some inside. Separate functions with restrict
-// pointers and local accumulators, so that the loops vectorise.
-template <class T, class R>
-void inside_row(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, R level, std::uint8_t& on_level,
-                std::uint8_t& any_inside, std::uint8_t& all_inside) {
-  const R top = mc::largest_finite<R>();
-  std::uint8_t on = 0, any_in = 0, all_in = 1;
-  for (std::int64_t i = 0; i < nx; ++i) {
-    const R x = R(v[i]);
-    const auto inside = std::uint8_t((x >= level) & (x <= top)), equal = std::uint8_t(x == level);
-    o[i] = std::uint8_t(inside | equal << 1);
-    on |= equal;
-    any_in |= inside;
-    all_in &= inside;
-  }
-  on_level = on, any_inside = any_in, all_inside = all_in;
-}
-
-// The same for 8- and 16-bit samples, which are exact in float: x >= level is v >= ceil(level), and x == level
-// needs an integral level. Integer compares vectorise; the float conversion does not.
-template <class T>
-void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, float level,
-                          std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
-  const int thr = small_int_threshold<T>(level), eq = small_int_equal<T>(level);
-  std::uint8_t on = 0, any_in = 0, all_in = 1;
-  for (std::int64_t i = 0; i < nx; ++i) {
-    const int x = int(v[i]);
-    const auto inside = std::uint8_t(x >= thr), equal = std::uint8_t(x == eq);
-    o[i] = std::uint8_t(inside | equal << 1);
-    on |= equal;
-    any_in |= inside;
-    all_in &= inside;
-  }
-  on_level = on, any_inside = any_in, all_inside = all_in;
-}
-
-// mc::point_flags of a row near samples on the level, from inside bytes (bit 0 inside, bit 1 on the level) of the row
-// a and of its -y, +y, -z, +z neighbour rows: a crossing whose far end lies on the level leaves no slot (that
-// sample's vertex serves it), and a sample on the level carries the vertex when one of its six neighbours is
-// outside. exact_point: one point from its byte A, the -x, +x neighbours' L, R (a missing one given as 1: inside, not
-// on the level; has_r: whether the +x edge exists), and the -y/+y, -z/+z ones; returns its slots. Branch-free
-// arithmetic, so that the row loop vectorises.
-[[gnu::always_inline]] inline void exact_point(std::uint8_t A, std::uint8_t L, std::uint8_t R, std::uint8_t has_r,
-                                              std::uint8_t Ym, std::uint8_t Yp, std::uint8_t Zm, std::uint8_t Zp,
-                                              std::uint8_t& flag) {
-  const std::uint8_t x = std::uint8_t((A ^ R) & ~(R >> 1) & has_r & 1);
-  const std::uint8_t y = std::uint8_t((A ^ Yp) & ~(Yp >> 1) & 1), z = std::uint8_t((A ^ Zp) & ~(Zp >> 1) & 1);
-  const std::uint8_t outside = std::uint8_t(~(L & R & Ym & Yp & Zm & Zp) & 1);
-  const std::uint8_t on = std::uint8_t(0 - (A >> 1 & 1));  // 0xff on the level
-  const std::uint8_t crossing = std::uint8_t((A & 1) << 4 | x << 1 | y << 2 | z << 3);
-  flag = std::uint8_t((on & (mc::kInside | mc::kOnLevel | outside)) | (~on & crossing));
-}
-// Points a row's flag loops take at once: short rows (48 samples, say) would otherwise spend most of their time in
-// the vectorised loop's scalar remainder.
-constexpr int kRowChunk = 16;
-
-// point(i) for i in [begin, end) in whole chunks of kRowChunk, the last one overlapping the one before (point must
-// give the same result when called twice); shorter ranges point by point.
-template <class Point> [[gnu::always_inline]] inline void for_row_chunks(std::int64_t begin, std::int64_t end, Point&& point) {
-  if (end - begin < kRowChunk) {
-    for (std::int64_t i = begin; i < end; ++i) point(i);
-    return;
-  }
-  for (std::int64_t i0 = begin;; i0 += kRowChunk) {
-    if (i0 + kRowChunk > end) i0 = end - kRowChunk;
-    for (int q = 0; q < kRowChunk; ++q) point(i0 + q);
-    if (i0 + kRowChunk == end) break;
-  }
-}
-
-// The vertex slots of a row of flags, eight bytes at a time (summing them in the flag loops widened every byte).
-inline std::uint32_t row_slots(const std::uint8_t* f, std::int64_t nx) {
-  std::uint32_t n = 0;
-  std::int64_t i = 0;
-  for (; i + 8 <= nx; i += 8) n += std::uint32_t(__builtin_popcountll(load8(f + i) & kSlotBytes));
-  for (; i < nx; ++i) n += std::uint32_t(mc::slot_count(f[i]));
-  return n;
-}
-inline std::uint32_t exact_row_flags(const std::uint8_t* PS_RESTRICT a, const std::uint8_t* PS_RESTRICT ym,
-                                     const std::uint8_t* PS_RESTRICT yp, const std::uint8_t* PS_RESTRICT zm,
-                                     const std::uint8_t* PS_RESTRICT zp, std::uint8_t* PS_RESTRICT f, std::int64_t nx) {
-  const std::int64_t last = nx - 1;
-  if (last == 0) {
-    exact_point(a[0], 1, 1, 0, ym[0], yp[0], zm[0], zp[0], f[0]);
-    return row_slots(f, nx);
-  }
-  exact_point(a[0], 1, a[1], 1, ym[0], yp[0], zm[0], zp[0], f[0]);
-  exact_point(a[last], a[last - 1], 1, 0, ym[last], yp[last], zm[last], zp[last], f[last]);
-  auto point = [&](std::int64_t i) __attribute__((always_inline)) {
-    std::uint8_t flag;
-    exact_point(a[i], a[i - 1], a[i + 1], 1, ym[i], yp[i], zm[i], zp[i], flag);
-    f[i] = flag;
-  };
-  for_row_chunks(1, last, point);
-  return row_slots(f, nx);
-}
-
-// The same for 8-bit unsigned samples, compared as bytes (the int compares above widen every sample to 32 bits):
-// v >= thr as max(v, thr) == v, with thresholds 0 and 256 (everything and nothing inside) as masks.
-inline void inside_row_uint8(const std::uint8_t* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx,
-                             float level, std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
-  const int thr = small_int_threshold<std::uint8_t>(level), eq = small_int_equal<std::uint8_t>(level);
-  const std::uint8_t t = std::uint8_t(std::clamp(thr, 0, 255)), e = std::uint8_t(eq < 0 ? 0 : eq);
-  const std::uint8_t never_in = thr > 255 ? 0 : 1, never_eq = eq < 0 ? 0 : 1;  // 0: the test can never hold
-  std::uint8_t on = 0, any_in = 0, all_in = 1;
-  for (std::int64_t i = 0; i < nx; ++i) {
-    const std::uint8_t x = v[i];
-    const auto inside = std::uint8_t((std::max(x, t) == x) & never_in), equal = std::uint8_t((x == e) & never_eq);
-    o[i] = std::uint8_t(inside | equal << 1);
-    on |= equal;
-    any_in |= inside;
-    all_in &= inside;
-  }
-  on_level = on, any_inside = any_in, all_inside = all_in;
-}
-
-// Flags of a row none of whose points or +y, +z neighbours lies on the level, from the inside bytes of the row (a)
-// and of its +y (b) and +z (c) rows: x, y, z crossings by xor. Returns its vertex slots.
-inline std::uint32_t xor_row_flags(const std::uint8_t* PS_RESTRICT a, const std::uint8_t* PS_RESTRICT b,
-                                   const std::uint8_t* PS_RESTRICT c, std::uint8_t* PS_RESTRICT f, std::int64_t nx) {
-  const std::int64_t last = nx - 1;  // no +x edge
-  auto point = [&](std::int64_t i) __attribute__((always_inline)) {
-    const std::uint8_t x = std::uint8_t(a[i] ^ a[i + 1]);
-    const std::uint8_t y = std::uint8_t(a[i] ^ b[i]), z = std::uint8_t(a[i] ^ c[i]);
-    f[i] = std::uint8_t(a[i] << 4 | x << 1 | y << 2 | z << 3);
-  };
-  for_row_chunks(0, last, point);
-  const std::uint8_t y = std::uint8_t(a[last] ^ b[last]), z = std::uint8_t(a[last] ^ c[last]);
-  f[last] = std::uint8_t(a[last] << 4 | y << 2 | z << 3);
-  return row_slots(f, nx);
-}
 
 // Bytes that are not zeroed when they grow: the sweeps write every byte before anything reads it. Kept in the
 // process's scratch pool between extractions (core/scratch.hpp), so that a caller's next call finds them resident.

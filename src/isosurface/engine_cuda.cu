@@ -114,7 +114,7 @@ class CudaEngine final : public SlabEngine {
     const std::size_t need = more(h->positions, nv * 12) + (task.normals ? more(h->normals, nv * 12) : 0) +
                              (task.vertex_values() ? more(h->values, nv * 4) : 0) + more(h->triangles, nt * 12) +
                              (task.labels ? more(h->labels, nt * 4) : 0);
-    if (need > 0 && need > cuda_free_memory(device_) / 4 * 3) {
+    if (need > 0 && need > cuda_engine_free_memory(device_) / 4 * 3) {
       spare_held_.push_back(std::move(h));
       return false;
     }
@@ -864,8 +864,7 @@ class CudaEngine final : public SlabEngine {
 }  // namespace
 
 std::unique_ptr<SlabEngine> make_cuda_engine(int device) { return std::make_unique<CudaEngine>(device); }
-bool cuda_engine_built() { return true; }
-void* pinned_host_alloc(std::size_t bytes) {
+void* cuda_engine_pinned_alloc(std::size_t bytes) {
   void* p = nullptr;
   if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
     cudaGetLastError();  // a refusal is not sticky: fall back to ordinary memory
@@ -873,9 +872,9 @@ void* pinned_host_alloc(std::size_t bytes) {
   }
   return p;
 }
-void pinned_host_free(void* p) { cudaFreeHost(p); }
+void cuda_engine_pinned_free(void* p) { cudaFreeHost(p); }
 
-std::uint64_t cuda_free_memory(int device) {
+std::uint64_t cuda_engine_free_memory(int device) {
   std::size_t free_bytes = 0, total = 0;
   if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 0;
   return free_bytes;

@@ -10,6 +10,7 @@
 #include <latch>
 #include <thread>
 
+#include "core/backends.hpp"
 #include "core/auto_choice.hpp"
 #include "core/kept_threads.hpp"
 #include "core/memory.hpp"
@@ -184,7 +185,7 @@ iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, 
 // each; the first GPU when none is).
 Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
   Device device = o.device;
-  if (device == Device::Auto) device = (cuda_available() && iso::cuda_engine_built()) ? Device::Cuda : Device::Cpu;
+  if (device == Device::Auto) device = (core::kCudaBuilt && cuda_available()) ? Device::Cuda : Device::Cpu;
   if (device == Device::Hybrid) device = cuda_available() ? Device::Cuda : Device::Cpu;
   if (device == Device::Cuda && !cuda_available())
     throw Error(ErrorKind::Device, "--device cuda: " + cuda_unavailable_reason());
@@ -502,8 +503,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
   const auto engine_start = Clock::now();
   std::unique_ptr<iso::SlabEngine> engine =
-      device == Device::Cuda ? iso::make_cuda_engine(gpus[0])
-                             : iso::make_cpu_engine(iso::cpu_engine_threads(o.threads, nx * ny * part));
+      iso::make_engine(device, device == Device::Cuda ? gpus[0] : 0, iso::cpu_engine_threads(o.threads, nx * ny * part));
   rep.seconds_engine_start = since(engine_start);
   rep.device = engine->name();
   if (cpu_team) rep.device = "cpu (" + std::to_string(worker_count) + " workers)";
@@ -605,6 +605,30 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
 }
 
 }  // namespace
+
+namespace iso {
+
+std::unique_ptr<SlabEngine> make_engine(Device device, int gpu, int cpu_threads) {
+  if (device != Device::Cuda) return make_cpu_engine(cpu_threads);
+  if constexpr (core::kCudaBuilt) return make_cuda_engine(gpu);
+  else core::no_cuda_backend("isosurfaces on cuda");
+}
+
+std::uint64_t cuda_free_memory(int device) {
+  if constexpr (core::kCudaBuilt) return cuda_engine_free_memory(device);
+  else return 0;
+}
+
+void* pinned_host_alloc(std::size_t bytes) {
+  if constexpr (core::kCudaBuilt) return cuda_engine_pinned_alloc(bytes);
+  else return nullptr;
+}
+
+void pinned_host_free(void* p) {
+  if constexpr (core::kCudaBuilt) cuda_engine_pinned_free(p);
+}
+
+}  // namespace iso
 
 TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report) {
   if (!iso::auto_weighs_devices(o)) return extract_impl(volume, o, report, 0, -1, nullptr);

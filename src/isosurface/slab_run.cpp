@@ -367,9 +367,9 @@ class Team {
 
   void worker(std::size_t w) {
     try {
-      auto eng = team_.cpu     ? make_cpu_engine(std::max(1, cpu_thread_count(o_.threads) / int(team_.workers)))
-                 : w == 0      ? std::move(team_.first_engine)
-                               : make_cuda_engine(team_.gpus[w]);
+      auto eng = w == 0 && !team_.cpu ? std::move(team_.first_engine)
+                 : make_engine(team_.cpu ? Device::Cpu : Device::Cuda, team_.cpu ? 0 : team_.gpus[w],
+                               std::max(1, cpu_thread_count(o_.threads) / int(team_.workers)));
       SlabBuffers buf;
       run_.allocate(buf, !team_.cpu);
       std::vector<std::int64_t> mine;  // this worker's slabs not yet home, in slab order

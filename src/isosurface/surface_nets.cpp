@@ -15,6 +15,7 @@
 #include <cmath>
 #include <limits>
 
+#include "core/backends.hpp"
 #include "core/memory.hpp"
 #include "isosurface/labels.hpp"
 #include "isosurface/nets_core.hpp"
@@ -194,7 +195,10 @@ TriangleMesh extract_label_boundaries(VolumeSource& volume, const LabelBoundaryO
   params.mu = (o.preserve_volume && o.relaxation > 0) ? float(1.0 / (0.1 - 1.0 / o.relaxation)) : 0.0f;
   params.limit = float(o.constraint);
   nets::Core core;
-  if (device == Device::Cuda) nets::core_cuda(grid, params, 0, core);
+  if (device == Device::Cuda) {
+    if constexpr (parasurf::core::kCudaBuilt) nets::core_cuda(grid, params, 0, core);
+    else parasurf::core::no_cuda_backend("label boundaries on cuda");
+  }
   else nets::core_cpu(grid, params, cpu_thread_count(o.threads), core);
   labels = {};
   const std::uint64_t quad_count = core.quad_labels.size() / 2;

@@ -46,4 +46,11 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& device_
 template <class T> void download(const SampleViews<T>& device_samples, const SampleViews<T>& host, std::int64_t n);
 }  // namespace cuda
 
+// The same where this build has CUDA (batch.hpp's `gpu`), Error(Device) without it.
+namespace gpu {
+template <class T>
+AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& device_samples, PatchMesh& mesh);
+template <class T> void download(const SampleViews<T>& device_samples, const SampleViews<T>& host, std::int64_t n);
+}  // namespace gpu
+
 }  // namespace parasurf::patches

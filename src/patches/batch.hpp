@@ -36,8 +36,9 @@ void evaluate_range(const HostBatch<T>& batch, const SampleViews<T>& out, int th
                     std::int64_t record_end, std::int64_t point_begin, std::int64_t point_end);
 }
 
+// The CUDA backend (batch_cuda.cu, assemble_cuda.cu): only in builds with CUDA. The rest of the capability calls it
+// through `gpu` below.
 namespace cuda {
-bool available();
 // Called with the samples' device views after evaluation, while they live; true when it consumed them (no copy
 // back), false to have them copied back as without it.
 template <class T> using OnDevice = std::function<bool(const SampleViews<T>& device_samples)>;
@@ -46,6 +47,14 @@ template <class T>
 BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,
                      const OnDevice<T>& on_device = {});
 }
+
+// The CUDA backend where this build has it: usable() is false and the others throw Error(Device) without it.
+namespace gpu {
+bool usable();
+template <class T>
+BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,
+                     const cuda::OnDevice<T>& on_device = {});
+}  // namespace gpu
 
 namespace hybrid {
 // CPU threads and the GPU on one batch, into host outputs (the schemes of the surface engine, Palomar et al.

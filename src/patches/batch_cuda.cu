@@ -20,8 +20,6 @@ namespace parasurf::patches::cuda {
 
 using core::DeviceBuffer;
 
-bool available() { return cuda_available(); }
-
 namespace {
 
 constexpr int kBlock = 256;
@@ -373,7 +371,7 @@ template <class T> void upload(DeviceBuffer& buf, const void* src, std::size_t b
 template <class T>
 BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,
                      const OnDevice<T>& on_device) {
-  if (!available()) throw Error(ErrorKind::Device, "no CUDA device is available");
+  if (!cuda_available()) throw Error(ErrorKind::Device, "no CUDA device is available");
   if (strategy == PatchStrategy::Auto) strategy = PatchStrategy::Tables;
   BatchTiming timing;
   timing.device = Device::Cuda;

@@ -121,10 +121,10 @@ template <class T> patches::HostBatch<T> make_batch(const Plan& pl, std::int64_t
 
 
 Device pick_device(Device requested) {
-  if (requested == Device::Cuda && !patches::cuda::available())
+  if (requested == Device::Cuda && !patches::gpu::usable())
     throw Error(ErrorKind::Device, "--device cuda: no CUDA device is available (or CUDA was not built)");
-  if (requested == Device::Auto) return patches::cuda::available() ? Device::Cuda : Device::Cpu;
-  if (requested == Device::Hybrid && !patches::cuda::available())
+  if (requested == Device::Auto) return patches::gpu::usable() ? Device::Cuda : Device::Cpu;
+  if (requested == Device::Hybrid && !patches::gpu::usable())
     throw Error(ErrorKind::Device, "--device hybrid: no CUDA device is available (or CUDA was not built)");
   return requested;
 }
@@ -135,7 +135,7 @@ BatchTiming run_batch(const patches::HostBatch<T>& batch, SampleStore<T>& store,
   const std::int64_t n = batch.total();
   core::check_host_allocation(std::uint64_t(n) * 6 * sizeof(T), std::to_string(n) + " patch samples");
   for (int c = 0; c < 3; ++c) core::resize_for_overwrite(store.pos[c], std::size_t(n)), core::resize_for_overwrite(store.nrm[c], std::size_t(n));
-  if (device == Device::Cuda) return patches::cuda::evaluate<T>(batch, strategy, store.views(), copy_back);
+  if (device == Device::Cuda) return patches::gpu::evaluate<T>(batch, strategy, store.views(), copy_back);
   if (device == Device::Hybrid)
     return patches::hybrid::evaluate<T>(batch, strategy, store.views(), cpu_thread_count(threads), scheme, cpu_share);
   BatchTiming t;
@@ -412,18 +412,18 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     const std::int64_t samples = pl.grid_samples + pl.extra_samples;
     const patches::cuda::OnDevice<T> consume = [&](const patches::SampleViews<T>& on_device) {
       const auto c0 = Clock::now();
-      outcome = patches::cuda::assemble<T>(input.plan, on_device, device_mesh);
+      outcome = patches::gpu::assemble<T>(input.plan, on_device, device_mesh);
       attempt_seconds = since(c0);
       if (!outcome.done) {
         core::check_host_allocation(std::uint64_t(samples) * 6 * sizeof(T), std::to_string(samples) + " patch samples");
         for (int c = 0; c < 3; ++c)
           core::resize_for_overwrite(store.pos[c], std::size_t(samples)), core::resize_for_overwrite(store.nrm[c], std::size_t(samples));
-        patches::cuda::download<T>(on_device, store.views(), samples);
+        patches::gpu::download<T>(on_device, store.views(), samples);
       }
       consumer_seconds = since(c0);
       return true;
     };
-    timing = patches::cuda::evaluate<T>(make_batch<T>(pl), o.strategy, patches::SampleViews<T>{}, false, consume);
+    timing = patches::gpu::evaluate<T>(make_batch<T>(pl), o.strategy, patches::SampleViews<T>{}, false, consume);
     if (rep) {
       rep->own_patches = rep->patches;
       rep->seconds_evaluate = since(t0) - consumer_seconds - fill_seconds;
@@ -539,7 +539,7 @@ BatchTiming evaluate_patch_grids(const PatchModel& model, const std::vector<std:
   SampleStore<T> store;
   if (device == Device::Cuda && !options.copy_back) {
     // samples stay on the device: no host arrays
-    return patches::cuda::evaluate<T>(batch, options.strategy, patches::SampleViews<T>{}, false);
+    return patches::gpu::evaluate<T>(batch, options.strategy, patches::SampleViews<T>{}, false);
   }
   if (out)  // reuse the caller's arrays: no fresh pages to fault in when the sizes match
     for (int c = 0; c < 3; ++c) store.pos[c] = std::move(out->position[c]), store.nrm[c] = std::move(out->normal[c]);

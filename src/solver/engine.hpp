@@ -30,6 +30,7 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
 struct GpuTraffic {
   std::int64_t bytes = 0, levels = 0, cells = 0;
 };
-GpuTraffic gpu_traffic();
+GpuTraffic gpu_traffic();       // zero without CUDA
+GpuTraffic gpu_traffic_cuda();  // the CUDA engines' counters (solver_cuda.cu)
 
 }  // namespace parasurf::solver

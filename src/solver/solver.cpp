@@ -4,6 +4,7 @@
 // where the coefficients vary most. A cell whose interval Jacobian is regular (preconditioned diagonal dominance)
 // holds at most one root, which Newton refines in double; cells that reach the tolerance unresolved (tangent roots,
 // solution curves) are clustered, so that each tangent root is reported once and a continuum as a region.
+#include "core/backends.hpp"
 #include "core/eigen.hpp"
 #include <algorithm>
 #include <cstring>
@@ -134,7 +135,11 @@ std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const
       polys.push_back(equations[i]);
       polys.back().insert(polys.back().end(), ineq(i).begin(), ineq(i).end());
     }
-    std::vector<Subdivision> r = solver::subdivide_cuda(polys, key[0], systems[members[0]].n, square, o, device == Device::Hybrid);
+    std::vector<Subdivision> r;
+    if constexpr (core::kCudaBuilt)
+      r = solver::subdivide_cuda(polys, key[0], systems[members[0]].n, square, o, device == Device::Hybrid);
+    else
+      core::no_cuda_backend(std::string("the solver on ") + device_name(device));
     for (std::size_t j = 0; j < members.size(); ++j) out[members[j]] = std::move(r[j]);
   }
   return out;
@@ -743,5 +748,12 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
   }
   return lines;
 }
+
+namespace solver {
+GpuTraffic gpu_traffic() {
+  if constexpr (core::kCudaBuilt) return gpu_traffic_cuda();
+  else return {};
+}
+}  // namespace solver
 
 }  // namespace parasurf

@@ -438,6 +438,6 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
   return out;
 }
 
-GpuTraffic gpu_traffic() { return {g_bytes.load(), g_levels.load(), g_cells.load()}; }
+GpuTraffic gpu_traffic_cuda() { return {g_bytes.load(), g_levels.load(), g_cells.load()}; }
 
 }  // namespace parasurf::solver

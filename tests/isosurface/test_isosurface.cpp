@@ -925,7 +925,7 @@ TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
     engine.generate(t, out, ties);
     return m;
   };
-  auto reused = iso::make_cuda_engine(0);
+  auto reused = iso::make_engine(Device::Cuda, 0, 0);
   struct Step {
     std::int64_t z0, z1;
     double level;
@@ -947,7 +947,7 @@ TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
       EXPECT_GT(reused->seconds().classify, classified) << "a timed slab's classification takes time";
     else
       EXPECT_EQ(reused->seconds().classify, classified) << "an untimed slab leaves the stage times as they were";
-    auto fresh = iso::make_cuda_engine(0);
+    auto fresh = iso::make_engine(Device::Cuda, 0, 0);
     Mesh want = run(*fresh, st.z0, st.z1, st.level, 0, st.rounded);
     for (auto& v : want.triangles) v += std::uint32_t(st.base);
     const std::string what = "slices [" + std::to_string(st.z0) + ", " + std::to_string(st.z1) + ") at level " +
