@@ -17,7 +17,9 @@
 #include "core/device_buffer.hpp"
 #include "core/memory.hpp"
 #include "core/staging.hpp"
-#include "isosurface/cuda_kernels.cuh"
+#include "isosurface/cuda_classify.cuh"
+#include "isosurface/cuda_count.cuh"
+#include "isosurface/cuda_generate.cuh"
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/field_value.hpp"
@@ -36,7 +38,7 @@ __global__ void fill_field_kernel(float* out, int which, long long nx, long long
   out[at] = float(field_value(which, field_coordinate(ox, sx, i), field_coordinate(oy, sy, j), field_coordinate(oz, sz, k)));
 }
 
-// One half of a group's packed counts (cuda_kernels.cuh: vertices low, triangles high), widened for a 64-bit sum.
+// One half of a group's packed counts (cuda_segments.cuh: vertices low, triangles high), widened for a 64-bit sum.
 struct HalfOf {
   int shift;
   __host__ __device__ std::uint64_t operator()(std::uint64_t c) const { return c >> shift & 0xffffffffull; }
