@@ -131,26 +131,21 @@ if [ $rc -ne 0 ] || ! grep -qF "using" <<<"$out" || [ ! -s "$dir/many.ply" ]; th
   echo "FAIL (--threads 100000 must run with the limit and say so): rc=$rc $out"; fail=1
 fi
 
-# Contacts of a paraboloid and the same paraboloid written at degree 3 that coincide at all times (planes and
-# identical control nets are recognised; other coinciding surfaces are not): every cell is unresolved. The limit
+# Contacts of a paraboloid and the same paraboloid reversed along one parameter and cut at another knot, that
+# coincide at all times (planes, copies at other degrees, reversed or with more knots are recognised; this pairing
+# of the two is not): every cell is unresolved. The limit
 # covers the clustering of the cells after the subdivision too (it once ran 0.8 s past a 3 s limit on 2 cores, 9.6 s
 # past 5 s on 16).
 python3 -c "
 import json
 x, sq = [-1, 0, 1], [1, -1, 1]
 quad = [[[x[i], x[j], sq[i] + sq[j]] for j in range(3)] for i in range(3)]
-def elevate(rows):  # degree 2 -> 3 along the first index
-    n = len(rows) - 1
-    return [[[(i / (n + 1)) * (rows[i - 1][j][c] if i else 0) + (1 - i / (n + 1)) * (rows[i][j][c] if i <= n else 0)
-              for c in range(3)] for j in range(len(rows[0]))] for i in range(n + 2)]
-def transpose(rows):
-    return [[rows[i][j] for i in range(len(rows))] for j in range(len(rows[0]))]
-cubic = transpose(elevate(transpose(elevate(quad))))
-def surf(pts):
-    d = len(pts) - 1
-    k = [0] * (d + 1) + [1] * (d + 1)
-    return {'degree': [d, d], 'knots': [k, k], 'points': pts}
-print(json.dumps({'moving': surf(quad), 'fixed': surf(cubic),
+# the same surface with its first parameter reversed and a knot inserted at 1/2 (Boehm: q1 = (p0 + p1) / 2, ...)
+rev = quad[::-1]
+cut = [rev[0]] + [[[(a + b) / 2 for a, b in zip(rev[i][j], rev[i + 1][j])] for j in range(3)] for i in range(2)] + [rev[2]]
+def surf(pts, knots_u):
+    return {'degree': [2, 2], 'knots': [knots_u, [0, 0, 0, 1, 1, 1]], 'points': pts}
+print(json.dumps({'moving': surf(quad, [0, 0, 0, 1, 1, 1]), 'fixed': surf(cut, [0, 0, 0, 0.5, 1, 1, 1]),
                   'motion': {'degree': 1, 'knots': [0, 0, 1, 1], 'points': [[1, 0, 0, 0], [1, 0, 0, 0]]}}))
 " > "$dir/same.json"
 t0=$(date +%s.%N)
