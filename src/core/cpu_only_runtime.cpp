@@ -33,5 +33,4 @@ Buffer Buffer::cuda(int, std::size_t) {
 void cuda_wait_stream(int, std::uintptr_t) {}
 int cuda_device_of(const void*) { return -1; }
 
-
 }  // namespace parasurf

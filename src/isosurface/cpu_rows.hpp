@@ -29,7 +29,8 @@ constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x101
 [[gnu::always_inline]] inline std::uint64_t mixed8(const std::uint8_t* const* row, std::int64_t i) {
   const std::uint64_t a = load8(row[0] + i) & kInsideBytes;
   std::uint64_t diff = a ^ (load8(row[0] + i + 1) & kInsideBytes);
-  for (int q = 1; q < 4; ++q) diff |= (a ^ (load8(row[q] + i) & kInsideBytes)) | (a ^ (load8(row[q] + i + 1) & kInsideBytes));
+  for (int q = 1; q < 4; ++q)
+    diff |= (a ^ (load8(row[q] + i) & kInsideBytes)) | (a ^ (load8(row[q] + i + 1) & kInsideBytes));
   return diff;
 }
 // The first vertex slot of each corner's point of a cell: corner (q, i) starts after the slots before point i of row
@@ -100,7 +101,6 @@ template <class Visit>
   }
 }
 
-
 // mc::key_faces of every key (a test compares them).
 struct KeyFaces {
   std::uint8_t faces[32];
@@ -113,7 +113,9 @@ inline const KeyFaces kKeyFaces = [] {
 }();
 
 // Bytes 0 .. b of a word.
-[[gnu::always_inline]] inline std::uint64_t bytes_through(int b) { return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1; }
+[[gnu::always_inline]] inline std::uint64_t bytes_through(int b) {
+  return b == 7 ? ~0ull : (1ull << (8 * (b + 1))) - 1;
+}
 
 // For 8- and 16-bit samples (exact in float): the smallest sample value that is inside (v >= level), and the
 // value that equals the level (INT_MIN, which no sample takes, when the level is not such a value).
@@ -175,8 +177,8 @@ void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, s
 // on the level; has_r: whether the +x edge exists), and the -y/+y, -z/+z ones; returns its slots. Branch-free
 // arithmetic, so that the row loop vectorises.
 [[gnu::always_inline]] inline void exact_point(std::uint8_t A, std::uint8_t L, std::uint8_t R, std::uint8_t has_r,
-                                              std::uint8_t Ym, std::uint8_t Yp, std::uint8_t Zm, std::uint8_t Zp,
-                                              std::uint8_t& flag) {
+                                               std::uint8_t Ym, std::uint8_t Yp, std::uint8_t Zm, std::uint8_t Zp,
+                                               std::uint8_t& flag) {
   const std::uint8_t x = std::uint8_t((A ^ R) & ~(R >> 1) & has_r & 1);
   const std::uint8_t y = std::uint8_t((A ^ Yp) & ~(Yp >> 1) & 1), z = std::uint8_t((A ^ Zp) & ~(Zp >> 1) & 1);
   const std::uint8_t outside = std::uint8_t(~(L & R & Ym & Yp & Zm & Zp) & 1);
@@ -190,7 +192,8 @@ constexpr int kRowChunk = 16;
 
 // point(i) for i in [begin, end) in whole chunks of kRowChunk, the last one overlapping the one before (point must
 // give the same result when called twice); shorter ranges point by point.
-template <class Point> [[gnu::always_inline]] inline void for_row_chunks(std::int64_t begin, std::int64_t end, Point&& point) {
+template <class Point>
+[[gnu::always_inline]] inline void for_row_chunks(std::int64_t begin, std::int64_t end, Point&& point) {
   if (end - begin < kRowChunk) {
     for (std::int64_t i = begin; i < end; ++i) point(i);
     return;

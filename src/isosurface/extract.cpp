@@ -5,13 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
 #include <exception>
 #include <latch>
+#include <limits>
 #include <thread>
 
-#include "core/backends.hpp"
 #include "core/auto_choice.hpp"
+#include "core/backends.hpp"
 #include "core/kept_threads.hpp"
 #include "core/memory.hpp"
 #include "core/voxel_dispatch.hpp"
@@ -114,9 +114,6 @@ mc::WorldMap world_map(const VolumeGeometry& g, GradientDirection dir, bool norm
   return m;
 }
 
-
-
-
 // Host bytes for one streamed slab: an eighth of the free memory, between 64 MiB and 2 GiB.
 std::uint64_t host_slab_budget() {
   return std::max<std::uint64_t>(std::uint64_t(64) << 20,
@@ -146,12 +143,24 @@ std::array<float, 3> label_color(std::int32_t label) {
   const double s = 0.65, v = 0.9, c = v * s, x = c * (1 - std::fabs(std::fmod(h, 2.0) - 1)), m = v - c;
   double r = 0, g = 0, b = 0;
   switch (int(h) % 6) {
-    case 0: r = c, g = x; break;
-    case 1: r = x, g = c; break;
-    case 2: g = c, b = x; break;
-    case 3: g = x, b = c; break;
-    case 4: r = x, b = c; break;
-    default: r = c, b = x; break;
+    case 0:
+      r = c, g = x;
+      break;
+    case 1:
+      r = x, g = c;
+      break;
+    case 2:
+      g = c, b = x;
+      break;
+    case 3:
+      g = x, b = c;
+      break;
+    case 4:
+      r = x, b = c;
+      break;
+    default:
+      r = c, b = x;
+      break;
   }
   return {float(r + m), float(g + m), float(b + m)};
 }
@@ -164,8 +173,8 @@ std::pair<double, double> volume_value_range(VolumeSource& volume) {
     slab_range(volume.type(), all, std::size_t(g.voxel_count()), lo, hi);
     return {lo, hi};
   }
-  const std::int64_t per = std::max<std::int64_t>(1, std::int64_t((std::uint64_t(256) << 20) /
-                                                                  (slice * voxel_bytes(volume.type()))));
+  const std::int64_t per =
+      std::max<std::int64_t>(1, std::int64_t((std::uint64_t(256) << 20) / (slice * voxel_bytes(volume.type()))));
   std::vector<char> buf(std::size_t(std::min(per, g.dims[2])) * slice * voxel_bytes(volume.type()));
   for (std::int64_t z = 0; z < g.dims[2]; z += per) {
     const std::int64_t z1 = std::min(g.dims[2], z + per);
@@ -191,12 +200,13 @@ Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
     throw Error(ErrorKind::Device, "--device cuda: " + cuda_unavailable_reason());
   gpus = o.cuda_devices;
   if (!gpus.empty()) {
-    if (device != Device::Cuda) throw Error(ErrorKind::InvalidArgument, "CUDA devices were listed but the device is the CPU");
+    if (device != Device::Cuda)
+      throw Error(ErrorKind::InvalidArgument, "CUDA devices were listed but the device is the CPU");
     const int visible = cuda_device_count();
     for (int d : gpus)
       if (d < 0 || d >= visible)
-        throw Error(ErrorKind::InvalidArgument, "CUDA device " + std::to_string(d) + " does not exist (" +
-                                                    std::to_string(visible) + " visible)");
+        throw Error(ErrorKind::InvalidArgument,
+                    "CUDA device " + std::to_string(d) + " does not exist (" + std::to_string(visible) + " visible)");
       else if (!cuda_device_usable(d))
         throw Error(ErrorKind::Device, cuda_device_unusable_reason(d));
     std::sort(gpus.begin(), gpus.end());
@@ -221,15 +231,17 @@ std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const st
         for (int d : gpus) budget = std::min(budget, iso::cuda_free_memory(d) / 3);
         // A streamed source also holds its slabs on the host: bounded as on the CPU, whatever the volume's size.
         if (!resident && !on_device) budget = std::min(budget, host_slab_budget());
-      }
-      else if (resident) budget = std::numeric_limits<std::uint64_t>::max();
-      else budget = host_slab_budget();
+      } else if (resident)
+        budget = std::numeric_limits<std::uint64_t>::max();
+      else
+        budget = host_slab_budget();
     }
     const double fit = double(budget) / per_slice;
     S = fit >= double(part) ? part : std::max<std::int64_t>(1, std::int64_t(fit) - 3);
     // Several GPUs: at least three slabs each, so that whichever is free takes the next.
-    if (several) S = std::min<std::int64_t>(S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) /
-                                                                            (3 * std::int64_t(worker_count))));
+    if (several)
+      S = std::min<std::int64_t>(
+          S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) / (3 * std::int64_t(worker_count))));
   }
   return std::min(S, part);
 }
@@ -452,15 +464,17 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const auto& g = volume.geometry();
   const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
   if (nx < 2 || ny < 2 || nz < 2)
-    throw Error(ErrorKind::InvalidArgument, volume.name() + ": size " + std::to_string(nx) + "x" + std::to_string(ny) +
-                                                "x" + std::to_string(nz) +
-                                                " is too small: marching cubes needs at least 2 samples along every axis");
+    throw Error(ErrorKind::InvalidArgument,
+                volume.name() + ": size " + std::to_string(nx) + "x" + std::to_string(ny) + "x" + std::to_string(nz) +
+                    " is too small: marching cubes needs at least 2 samples along every axis");
   if (ze < 0) ze = nz;
-  if (zb < 0 || zb > ze || ze > nz) throw Error(ErrorKind::InvalidArgument, volume.name() + ": slice range out of bounds");
+  if (zb < 0 || zb > ze || ze > nz)
+    throw Error(ErrorKind::InvalidArgument, volume.name() + ": slice range out of bounds");
   const std::int64_t part = ze - zb;
   if (parts) {
     if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted at given levels");
-    if (!o.exclude_labels.empty()) throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted without excluded labels");
+    if (!o.exclude_labels.empty())
+      throw Error(ErrorKind::InvalidArgument, "a part of a volume is extracted without excluded labels");
     parts->assign(o.levels.size(), {});
     if (part == 0) return TriangleMesh{};
   }
@@ -502,8 +516,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     sized.count_down();
   }
   const auto engine_start = Clock::now();
-  std::unique_ptr<iso::SlabEngine> engine =
-      iso::make_engine(device, device == Device::Cuda ? gpus[0] : 0, iso::cpu_engine_threads(o.threads, nx * ny * part));
+  std::unique_ptr<iso::SlabEngine> engine = iso::make_engine(device, device == Device::Cuda ? gpus[0] : 0,
+                                                             iso::cpu_engine_threads(o.threads, nx * ny * part));
   rep.seconds_engine_start = since(engine_start);
   rep.device = engine->name();
   if (cpu_team) rep.device = "cpu (" + std::to_string(worker_count) + " workers)";
@@ -517,8 +531,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const std::uint64_t slice_points = std::uint64_t(nx * ny);
   const std::size_t vbytes = voxel_bytes(volume.type());
   // Labels and scalars: their samples as read, then converted to 4 bytes, on host and device.
-  const std::size_t extra_raw = std::max(o.labels ? voxel_bytes(o.labels->type()) : 0,
-                                         o.scalars ? voxel_bytes(o.scalars->type()) : 0);
+  const std::size_t extra_raw =
+      std::max(o.labels ? voxel_bytes(o.labels->type()) : 0, o.scalars ? voxel_bytes(o.scalars->type()) : 0);
   const std::size_t extra_bytes = (o.labels ? 4 : 0) + (o.scalars ? 4 : 0);
   const void* resident = volume.resident_data();
   // Built-in fields are computed by the CUDA engine on the GPU (the gyroid's sines would differ from the host's).
@@ -528,7 +542,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const double sample_copies = device == Device::Cuda && !on_device && !resident && !several ? 2.0 : 1.0;
   const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point(nx) +
                                                    double(extra_raw + extra_bytes));
-  const std::int64_t S = slab_slices_for(o, device, gpus, part, per_slice, resident != nullptr, on_device, worker_count);
+  const std::int64_t S =
+      slab_slices_for(o, device, gpus, part, per_slice, resident != nullptr, on_device, worker_count);
   rep.slab_slices = S;
   const std::int64_t slab_count = (part + S - 1) / S;
   rep.slabs = slab_count;
@@ -585,7 +600,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     rep.seconds_host_mesh = host_mesh_seconds;
     if (report) {
       *report = rep;
-      report->duplicates_removed += std::int64_t(engine ? engine->coincident_removed() : team_outcome.coincident_removed);
+      report->duplicates_removed +=
+          std::int64_t(engine ? engine->coincident_removed() : team_outcome.coincident_removed);
     }
   };
   if (parts) {
@@ -610,18 +626,24 @@ namespace iso {
 
 std::unique_ptr<SlabEngine> make_engine(Device device, int gpu, int cpu_threads) {
   if (device != Device::Cuda) return make_cpu_engine(cpu_threads);
-  if constexpr (core::kCudaBuilt) return make_cuda_engine(gpu);
-  else core::no_cuda_backend("isosurfaces on cuda");
+  if constexpr (core::kCudaBuilt)
+    return make_cuda_engine(gpu);
+  else
+    core::no_cuda_backend("isosurfaces on cuda");
 }
 
 std::uint64_t cuda_free_memory(int device) {
-  if constexpr (core::kCudaBuilt) return cuda_engine_free_memory(device);
-  else return 0;
+  if constexpr (core::kCudaBuilt)
+    return cuda_engine_free_memory(device);
+  else
+    return 0;
 }
 
 void* pinned_host_alloc(std::size_t bytes) {
-  if constexpr (core::kCudaBuilt) return cuda_engine_pinned_alloc(bytes);
-  else return nullptr;
+  if constexpr (core::kCudaBuilt)
+    return cuda_engine_pinned_alloc(bytes);
+  else
+    return nullptr;
 }
 
 void pinned_host_free(void* p) {
@@ -691,23 +713,24 @@ SlabTask make_task(const VolumeGeometry& g, VoxelType type, const IsosurfaceOpti
   return task;
 }
 
-
-std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin,
-                                                    std::int64_t z_end, IsosurfaceReport* report,
-                                                    std::unique_ptr<SlabEngine>* keep_engine) {
+std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& o,
+                                                     std::int64_t z_begin, std::int64_t z_end, IsosurfaceReport* report,
+                                                     std::unique_ptr<SlabEngine>* keep_engine) {
   std::vector<IsosurfacePart> parts;
   extract_impl(volume, o, report, z_begin, z_end, &parts, keep_engine);
   return parts;
 }
 
 TriangleMesh extract_isosurface_on_cpu_workers(VolumeSource& volume, const IsosurfaceOptions& o, int workers,
-                                              IsosurfaceReport* report) {
+                                               IsosurfaceReport* report) {
   IsosurfaceOptions cpu = o;
   cpu.device = Device::Cpu;
   return extract_impl(volume, cpu, report, 0, -1, nullptr, nullptr, workers);
 }
 
-void set_room_piece_bytes(std::uint64_t bytes) { room_piece_bytes.store(std::max<std::uint64_t>(1, bytes), std::memory_order_relaxed); }
+void set_room_piece_bytes(std::uint64_t bytes) {
+  room_piece_bytes.store(std::max<std::uint64_t>(1, bytes), std::memory_order_relaxed);
+}
 
 std::string level_group_name(double level) { return level_name(level); }
 

@@ -9,10 +9,10 @@
 // joined after the workers would cost a quarter of a two-GPU run.) A slab a GPU cannot hold goes into host arrays of
 // its own, copied in its turn.
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -74,9 +74,8 @@ void read_labels(VolumeSource& v, std::int64_t z0, std::int64_t z1, std::int32_t
     v.read_slices(z0, z1, raw.data());
     in = raw.data();
   }
-  core::visit_voxel_type(v.type(), [&](auto tag) {
-    to_labels(static_cast<const decltype(tag)*>(in), n, out, v.name(), z0, slice);
-  });
+  core::visit_voxel_type(
+      v.type(), [&](auto tag) { to_labels(static_cast<const decltype(tag)*>(in), n, out, v.name(), z0, slice); });
 }
 
 namespace {
@@ -113,8 +112,10 @@ class Team {
     const auto workers_start = Clock::now();
     // The workers and the sizer on kept threads (threads made and joined in each run take milliseconds to end).
     core::run_on_kept_threads(team_.workers + 1, [&](std::size_t w) {
-      if (w < team_.workers) worker(w);
-      else sizer();
+      if (w < team_.workers)
+        worker(w);
+      else
+        sizer();
     });
     {
       std::lock_guard<std::mutex> lock(error_mutex_);
@@ -253,7 +254,8 @@ class Team {
   void sizer() {
     try {
       estimated_.wait();
-      if (nl_ == 1 && may_size_ahead(o_, expected_triangles_)) make_room_ahead({expected_triangles_ / 2}, {expected_triangles_});
+      if (nl_ == 1 && may_size_ahead(o_, expected_triangles_))
+        make_room_ahead({expected_triangles_ / 2}, {expected_triangles_});
       std::unique_lock<std::mutex> lock(join_mutex_);
       if (room_vertices_[0] == 0) room_from_first_slabs(lock);
       join_wake_.wait(lock, [&] { return stop_ || counted_prefix_ == slab_count_; });
@@ -367,9 +369,10 @@ class Team {
 
   void worker(std::size_t w) {
     try {
-      auto eng = w == 0 && !team_.cpu ? std::move(team_.first_engine)
-                 : make_engine(team_.cpu ? Device::Cpu : Device::Cuda, team_.cpu ? 0 : team_.gpus[w],
-                               std::max(1, cpu_thread_count(o_.threads) / int(team_.workers)));
+      auto eng = w == 0 && !team_.cpu
+                     ? std::move(team_.first_engine)
+                     : make_engine(team_.cpu ? Device::Cpu : Device::Cuda, team_.cpu ? 0 : team_.gpus[w],
+                                   std::max(1, cpu_thread_count(o_.threads) / int(team_.workers)));
       SlabBuffers buf;
       run_.allocate(buf, !team_.cpu);
       std::vector<std::int64_t> mine;  // this worker's slabs not yet home, in slab order
@@ -491,8 +494,9 @@ SlabTask SlabRun::task_of(SlabTask t, std::int64_t s, SlabBuffers& buf) const {
   t.z1 = sp[1];
   t.data_z0 = sp[2];
   t.data_z1 = sp[3];
-  t.data = resident ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
-                    : on_device ? nullptr : buf.data.data();
+  t.data = resident    ? static_cast<const char*>(resident) + std::uint64_t(sp[2]) * slice_points * vbytes
+           : on_device ? nullptr
+                       : buf.data.data();
   t.labels = o.labels ? buf.labels.data() : nullptr;
   t.scalars = o.scalars ? buf.scalars.data() : nullptr;
   return t;

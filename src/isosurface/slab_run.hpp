@@ -28,8 +28,8 @@ struct SlabRun {
 
   VolumeSource& volume;
   const IsosurfaceOptions& o;
-  std::vector<double> levels;         // as asked
-  std::vector<double> engine_levels;  // what the engines classify against (see level_above, level_below)
+  std::vector<double> levels;           // as asked
+  std::vector<double> engine_levels;    // what the engines classify against (see level_above, level_below)
   std::int64_t zb = 0, ze = 0, nz = 0;  // the part's grid points [zb, ze) of nz
   std::int64_t slab_slices = 1, slab_count = 1;
   std::uint64_t slice_points = 0, slab_points = 0;  // samples of a slice, of a slab's buffers
@@ -38,7 +38,7 @@ struct SlabRun {
   const void* resident = nullptr;                   // the whole volume in host memory, or null
   bool on_device = false;                           // a built-in field computed by the CUDA engine
   SlabTask task;                                    // what every slab's task starts from
-  std::vector<char> raw;  // labels' and scalars' samples as read (one read at a time)
+  std::vector<char> raw;                            // labels' and scalars' samples as read (one read at a time)
 
   // Slab s: its owned slices [z0, z1) and the slices [d0, d1) its cells and gradients read.
   std::array<std::int64_t, 4> span_of(std::int64_t s) const;
