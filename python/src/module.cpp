@@ -351,22 +351,8 @@ SolverOptions solver_options(const std::string& device, int threads, double tole
   return o;
 }
 
-}  // namespace
-
-
-PYBIND11_MODULE(_parasurf, m) {
-  m.doc() = "parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs (C++ core)";
-  py::register_exception_translator([](std::exception_ptr p) {
-    try {
-      if (p) std::rethrow_exception(p);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::InvalidArgument || e.kind() == ErrorKind::Parse) PyErr_SetString(PyExc_ValueError, e.what());
-      else if (e.kind() == ErrorKind::OutOfMemory) PyErr_SetString(PyExc_MemoryError, e.what());
-      else if (e.kind() == ErrorKind::Io) PyErr_SetString(PyExc_OSError, e.what());
-      else PyErr_SetString(PyExc_RuntimeError, e.what());
-    }
-  });
-  python::register_device_array(m);
+// The engines alone, for bench/python and the tests: the same work as the Python functions, in C++.
+void bind_timings(py::module_& m) {
   m.def(
       "_engine_seconds",
       [](py::handle volume, double level, const std::string& device, int repeats, int threads, bool api) {
@@ -489,6 +475,10 @@ PYBIND11_MODULE(_parasurf, m) {
                               v.space == MemorySpace::Cuda ? "cuda" : "cpu", v.device, voxel_type_name(v.type));
       },
       "How the module sees an array: (address, shape, strides in bytes, 'cpu'|'cuda', device, sample type), no copy");
+}
+
+// Marching cubes, surface evaluation, tessellation and the device queries.
+void bind_capabilities(py::module_& m) {
   m.def("marching_cubes", &marching_cubes_array_py, py::arg("volume"), py::arg("level"), py::arg("spacing"),
         py::arg("gradient_direction"), py::arg("step_size"), py::arg("allow_degenerate"), py::arg("method"), py::arg("mask"),
         py::arg("device"), py::arg("threads"), py::arg("progress"));
@@ -501,6 +491,10 @@ PYBIND11_MODULE(_parasurf, m) {
   m.def("cuda_fallback_warning", &cuda_fallback_warning,
         "Why device='auto' runs on the CPU although a GPU is visible (its architecture is not in this build); '' when not");
   m.attr("__version__") = PARASURF_VERSION;
+}
+
+// Volumes read and meshes written.
+void bind_files(py::module_& m) {
   m.def(
       "read_volume",
       [](const std::string& path) {
@@ -579,6 +573,10 @@ PYBIND11_MODULE(_parasurf, m) {
       },
       py::arg("path"), py::arg("vertices"), py::arg("faces"), py::arg("normals") = py::none(), py::arg("values") = py::none(),
       py::arg("groups") = py::none(), py::arg("group_names") = std::vector<std::string>{});
+}
+
+// The subdivision solver's curve applications.
+void bind_solver(py::module_& m) {
   m.def(
       "intersect_curves",
       [](py::array_t<double, py::array::c_style | py::array::forcecast> a, py::array_t<double, py::array::c_style | py::array::forcecast> b,
@@ -718,6 +716,10 @@ PYBIND11_MODULE(_parasurf, m) {
       },
       py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("resolution"),
       py::arg("device"), py::arg("threads"));
+}
+
+// The solver's surface applications.
+void bind_surface_solver(py::module_& m) {
   m.def(
       "intersect_surfaces",
       [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
@@ -825,7 +827,10 @@ PYBIND11_MODULE(_parasurf, m) {
       },
       py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("resolution"),
       py::arg("device"), py::arg("threads"));
+}
 
+// Free-form deformation: lattices and deformed meshes.
+void bind_ffd(py::module_& m) {
   py::class_<Lattice>(m, "Lattice", "A trivariate B-spline volume embedding world space (see parasurf.lattice)")
       .def_property_readonly("count", [](const Lattice& l) { return l.count; })
       .def_property_readonly("degree", [](const Lattice& l) { return l.degree; })
@@ -919,4 +924,27 @@ PYBIND11_MODULE(_parasurf, m) {
       },
       py::arg("vertices"), py::arg("faces"), py::arg("lattice"), py::arg("method"), py::arg("level"), py::arg("device"),
       py::arg("precision"), py::arg("allow_non_manifold"));
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_parasurf, m) {
+  m.doc() = "parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs (C++ core)";
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::InvalidArgument || e.kind() == ErrorKind::Parse) PyErr_SetString(PyExc_ValueError, e.what());
+      else if (e.kind() == ErrorKind::OutOfMemory) PyErr_SetString(PyExc_MemoryError, e.what());
+      else if (e.kind() == ErrorKind::Io) PyErr_SetString(PyExc_OSError, e.what());
+      else PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+  });
+  python::register_device_array(m);
+  bind_timings(m);
+  bind_capabilities(m);
+  bind_files(m);
+  bind_solver(m);
+  bind_surface_solver(m);
+  bind_ffd(m);
 }
