@@ -1,4 +1,4 @@
-// What the volume readers share with readers kept in files of their own (VTK XML ImageData).
+// What the volume readers share with readers kept in files of their own (NIfTI, VTK XML ImageData, DICOM).
 #pragma once
 #include <cstdint>
 #include <istream>
@@ -22,6 +22,22 @@ std::unique_ptr<VolumeSource> owned_volume_data(const std::string& name, VolumeG
 // n whitespace-separated numbers of `type` from `in`, each checked to be a number the type can hold.
 std::vector<char> ascii_samples(const std::string& name, std::istream& in, std::size_t n, VoxelType type);
 
+// Throws Error(Parse) naming `path`.
+[[noreturn]] void parse_fail(const std::string& path, const std::string& msg);
+std::uint64_t file_size(const std::string& path);
+bool ends_with(const std::string& s, const std::string& suffix);  // ignoring case
+
+// How a data region is stored.
+enum class Encoding { Raw, Deflate, Ascii };
+// Opens the data region of a volume whose header `name` has been read: checks the size of uncompressed files
+// against the header before any work. `offset` is a file byte for raw and ASCII data and for compressed streams;
+// `inflated_skip` skips uncompressed bytes inside a compressed stream (a .nii.gz header). Samples are scaled to
+// float as slope * x + inter where that is not the identity.
+std::unique_ptr<VolumeSource> open_data(const std::string& name, const std::string& data_path, std::uint64_t offset,
+                                        Encoding enc, VolumeGeometry g, VoxelType type, bool big_endian,
+                                        std::uint64_t inflated_skip = 0, double slope = 1, double inter = 0);
+
+std::unique_ptr<VolumeSource> open_nifti(const std::string& path);
 std::unique_ptr<VolumeSource> open_vti(const std::string& path);
 
 // A DICOM series: a folder (holding one series) or one file of it (its series, from the files beside it).

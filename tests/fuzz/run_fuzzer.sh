@@ -25,7 +25,8 @@ patch)
   ;;
 volume)
   target=fuzz_volume_readers
-  "${cxx[@]}" "$src/tests/fuzz/fuzz_volume_readers.cpp" "$src/src/io/volume_readers.cpp" "$src/src/io/vti_reader.cpp" \
+  "${cxx[@]}" "$src/tests/fuzz/fuzz_volume_readers.cpp" "$src/src/io/volume_readers.cpp" "$src/src/io/nifti_reader.cpp" \
+    "$src/src/io/vti_reader.cpp" \
     "$src/src/io/dicom_reader.cpp" "$src/src/core/parallel.cpp" -fopenmp -lz -o "$work/$target"
   printf '\002NRRD0004\ntype: uchar\ndimension: 3\nsizes: 2 2 2\nspacings: 1 1 1\nencoding: ascii\n\n1 2 3 4 5 6 7 8\n' > "$corpus/nrrd"
   printf '\003NDims = 3\nDimSize = 2 2 2\nElementType = MET_UCHAR\nElementSpacing = 1 1 1\nElementDataFile = LOCAL\nabcdefgh' > "$corpus/mhd"
