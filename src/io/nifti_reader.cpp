@@ -29,14 +29,22 @@ T get(const unsigned char* h, std::size_t at, bool swap) {
 
 VoxelType nifti_type(const std::string& path, int code) {
   switch (code) {
-    case 2: return VoxelType::UInt8;
-    case 4: return VoxelType::Int16;
-    case 8: return VoxelType::Int32;
-    case 16: return VoxelType::Float32;
-    case 64: return VoxelType::Float64;
-    case 256: return VoxelType::Int8;
-    case 512: return VoxelType::UInt16;
-    case 768: return VoxelType::UInt32;
+    case 2:
+      return VoxelType::UInt8;
+    case 4:
+      return VoxelType::Int16;
+    case 8:
+      return VoxelType::Int32;
+    case 16:
+      return VoxelType::Float32;
+    case 64:
+      return VoxelType::Float64;
+    case 256:
+      return VoxelType::Int8;
+    case 512:
+      return VoxelType::UInt16;
+    case 768:
+      return VoxelType::UInt32;
     default:
       parse_fail(path, "unsupported NIfTI datatype " + std::to_string(code) +
                            " (supported: uint8, int8, uint16, int16, uint32, int32, float32, float64)");
@@ -44,8 +52,8 @@ VoxelType nifti_type(const std::string& path, int code) {
 }
 
 // Orientation: sform when set, else qform (quaternion, qfac in pixdim[0]), else scaling only (NIfTI "method 1").
-void nifti_orientation(VolumeGeometry& g, int qform, int sform, const double quat[3], const double qoff[3],
-                       double qfac, const double srow[12]) {
+void nifti_orientation(VolumeGeometry& g, int qform, int sform, const double quat[3], const double qoff[3], double qfac,
+                       const double srow[12]) {
   if (sform > 0) {
     for (int c = 0; c < 3; ++c) {
       const double n = std::sqrt(srow[c] * srow[c] + srow[4 + c] * srow[4 + c] + srow[8 + c] * srow[8 + c]);
@@ -57,9 +65,9 @@ void nifti_orientation(VolumeGeometry& g, int qform, int sform, const double qua
   } else if (qform > 0) {
     const double b = quat[0], c = quat[1], d = quat[2];
     const double a = std::sqrt(std::max(0.0, 1.0 - (b * b + c * c + d * d)));
-    const double R[9] = {a * a + b * b - c * c - d * d, 2 * (b * c - a * d), 2 * (b * d + a * c),
-                         2 * (b * c + a * d), a * a + c * c - b * b - d * d, 2 * (c * d - a * b),
-                         2 * (b * d - a * c), 2 * (c * d + a * b), a * a + d * d - c * c - b * b};
+    const double R[9] = {a * a + b * b - c * c - d * d, 2 * (b * c - a * d),           2 * (b * d + a * c),
+                         2 * (b * c + a * d),           a * a + c * c - b * b - d * d, 2 * (c * d - a * b),
+                         2 * (b * d - a * c),           2 * (c * d + a * b),           a * a + d * d - c * c - b * b};
     for (int i = 0; i < 9; ++i) g.direction[i] = R[i];
     if (qfac < 0)
       for (int r = 0; r < 3; ++r) g.direction[r * 3 + 2] = -g.direction[r * 3 + 2];
@@ -81,8 +89,10 @@ std::unique_ptr<VolumeSource> open_nifti(const std::string& path) {
   if (size < 348) parse_fail(path, "too short for a NIfTI header (" + std::to_string(size) + " bytes)");
   {
     std::unique_ptr<io::ByteStream> s;
-    if (gz) s = std::make_unique<io::InflateStream>(path, 0);
-    else s = std::make_unique<io::PlainStream>(path, 0);
+    if (gz)
+      s = std::make_unique<io::InflateStream>(path, 0);
+    else
+      s = std::make_unique<io::PlainStream>(path, 0);
     try {
       s->read_at(0, h, 348);
     } catch (const Error&) {
@@ -99,11 +109,16 @@ std::unique_ptr<VolumeSource> open_nifti(const std::string& path) {
   const std::int32_t s0 = get<std::int32_t>(h, 0, false);
   bool swap = false;
   int version = 0;
-  if (s0 == 348) version = 1;
-  else if (s0 == 540) version = 2;
-  else if (get<std::int32_t>(h, 0, true) == 348) version = 1, swap = true;
-  else if (get<std::int32_t>(h, 0, true) == 540) version = 2, swap = true;
-  else parse_fail(path, "not a NIfTI file (sizeof_hdr is " + std::to_string(s0) + ", expected 348 or 540)");
+  if (s0 == 348)
+    version = 1;
+  else if (s0 == 540)
+    version = 2;
+  else if (get<std::int32_t>(h, 0, true) == 348)
+    version = 1, swap = true;
+  else if (get<std::int32_t>(h, 0, true) == 540)
+    version = 2, swap = true;
+  else
+    parse_fail(path, "not a NIfTI file (sizeof_hdr is " + std::to_string(s0) + ", expected 348 or 540)");
 
   VolumeGeometry g;
   std::int64_t dim[8];
