@@ -21,7 +21,6 @@
 #include "core/kept_threads.hpp"
 #include "core/memory.hpp"
 #include "core/voxel_dispatch.hpp"
-#include "isosurface/labels.hpp"
 #include "isosurface/slab_run.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"

@@ -50,6 +50,10 @@ struct SlabRun {
   void allocate(SlabBuffers& buf, bool pinned) const;
 };
 
+// Slices [z0, z1) of a label volume into out as int32; `raw` is scratch for streamed sources. Throws
+// Error(InvalidArgument) naming the volume and slice of a sample that is not an integer in the int32 range.
+void read_labels(VolumeSource& labels, std::int64_t z0, std::int64_t z1, std::int32_t* out, std::vector<char>& raw);
+
 // n samples of a type as float32 (all threads).
 void samples_to_floats(const void* in, VoxelType type, std::size_t n, float* out);
 

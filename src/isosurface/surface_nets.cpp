@@ -17,7 +17,7 @@
 
 #include "core/backends.hpp"
 #include "core/memory.hpp"
-#include "isosurface/labels.hpp"
+#include "isosurface/slab_run.hpp"
 #include "isosurface/nets_core.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
