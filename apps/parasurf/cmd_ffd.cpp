@@ -15,7 +15,7 @@ namespace {
 
 struct FfdArgs {
   std::string input, output, patches, lattice = "9", degree = "3", lattice_file, edits, method = "accurate", precision = "double",
-                         device = "auto", json;
+                         device = "auto", json, format;
   double padding = 0.05, twist_degrees = 0;
   int level = 4, threads = 0;
   bool allow_non_manifold = false;
@@ -82,7 +82,7 @@ void run(const FfdArgs& a, const PolygonMesh& mesh, const Lattice& lattice, cons
   session.update(lattice.control_points);
   const TriangleMesh deformed = session.mesh();
   check_finite(deformed, a.input + " deformed by the lattice" + (a.edits.empty() ? "" : " with the edits of " + a.edits));
-  write_mesh(a.output, deformed);
+  write_mesh(a.output, deformed, choose_mesh_format(a.output, a.format));
   if (!a.patches.empty()) session.write_bezier_patches(a.patches);
   const FfdReport& r = session.report();
   std::printf("ffd %s on %s (%s): %lld faces -> %lld triangles, %lld vertices", ffd_method_name(r.method), device_name(r.device),
@@ -101,10 +101,11 @@ void run(const FfdArgs& a, const PolygonMesh& mesh, const Lattice& lattice, cons
   report["surfaces"] = r.surfaces;
   report["samples"] = r.samples;
   report["max_degree"] = {r.max_degree_s, r.max_degree_t};
-  report["output_vertices"] = r.output_vertices;
-  report["output_triangles"] = r.output_triangles;
-  report["preprocess_seconds"] = r.preprocess_seconds;
-  report["update_seconds"] = r.update_seconds;
+  report["vertices"] = r.output_vertices;
+  report["triangles"] = r.output_triangles;
+  report["seconds"] = {{"total", r.preprocess_seconds + r.update_seconds},
+                       {"preprocess", r.preprocess_seconds},
+                       {"update", r.update_seconds}};
   report["degenerate_skipped"] = report.value("degenerate_skipped", std::int64_t(0)) + r.degenerate_skipped;
 }
 
@@ -142,6 +143,7 @@ void add_ffd(CLI::App& app) {
   cmd->add_option("--device", a->device, "auto | cpu | cuda");
   add_threads_option(cmd, a->threads);
   cmd->add_flag("--allow-non-manifold", a->allow_non_manifold, "Deform meshes with non-manifold edges too");
+  add_mesh_format_option(cmd, a->format);
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");
   cmd->callback([a] {
     const bool builtin = a->input.empty();
@@ -154,8 +156,7 @@ void add_ffd(CLI::App& app) {
     }
     if (!a->patches.empty() && a->method != "accurate")
       throw Error(ErrorKind::InvalidArgument, "--patches needs --method accurate (the other methods have no exact surface)");
-    if (!is_mesh_output(a->output))
-      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (" + mesh_output_formats() + ")");
+    choose_mesh_format(a->output, a->format);  // a bad name fails before any work
     MeshReadReport read;
     if (builtin) read.format = "built-in Utah teapot";
     if (!builtin) note_if_fifo(a->input);
@@ -194,9 +195,7 @@ void add_ffd(CLI::App& app) {
     o.threads = a->threads;
     o.allow_non_manifold = a->allow_non_manifold;
     nlohmann::json report;
-    report["input"] = builtin ? std::string("built-in Utah teapot") : a->input;
-    report["output"] = a->output;
-    report["format"] = read.format;
+    report["input_format"] = read.format;
     report["degenerate_skipped"] = read.degenerate_skipped;
     report["lattice"] = {{"count", lattice.count}, {"degree", lattice.degree}};
     report["target_miss"] = miss;
@@ -208,7 +207,8 @@ void add_ffd(CLI::App& app) {
       if (a->precision == "float") run<float>(*a, mesh, lattice, o, report);
       else run<double>(*a, mesh, lattice, o, report);
     });
-    if (!a->json.empty()) write_report(a->json, report.dump(2) + "\n");
+    if (!a->json.empty())
+      write_json_report(a->json, "ffd", builtin ? std::string("built-in Utah teapot") : a->input, a->output, report);
   });
 }
 

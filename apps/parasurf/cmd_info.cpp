@@ -8,40 +8,69 @@
 namespace parasurf::cli {
 
 void add_info(CLI::App& app) {
+  struct Args {
+    bool bandwidth = false;
+    std::string json;
+  };
+  auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("info", "Print the devices and the build's features");
-  auto bandwidth = std::make_shared<bool>(false);
-  cmd->add_flag("--bandwidth", *bandwidth, "Also measure each GPU's device-to-device copy bandwidth");
-  cmd->callback([bandwidth] {
+  cmd->add_flag("--bandwidth", a->bandwidth, "Also measure each GPU's device-to-device copy bandwidth");
+  cmd->add_option("--json", a->json, "Write the report as JSON to this file (- for standard output)");
+  cmd->callback([a] {
     const BuildFeatures f = build_features();
-    std::printf("parasurf 0.1.0\n");
+    nlohmann::json j = {{"build", {{"cuda", f.cuda}, {"cuda_architectures", f.cuda_architectures},
+                                   {"openmp", f.openmp}, {"compiler", f.compiler}}},
+                        {"cpu", {{"hardware_threads", hardware_threads()}}},
+                        {"cuda", nlohmann::json::array()}};
+    std::printf("parasurf %s\n", PARASURF_VERSION);
     std::printf("build: CUDA backend %s%s%s, OpenMP %s, compiler %s\n", f.cuda ? "yes" : "no",
                 f.cuda ? " (architectures " : "", f.cuda ? (f.cuda_architectures + ")").c_str() : "",
                 f.openmp ? "yes" : "no", f.compiler.c_str());
     std::printf("cpu: %d hardware threads\n", hardware_threads());
     const auto devices = cuda_devices();
-    if (devices.empty()) std::printf("cuda: none (%s)\n", cuda_unavailable_reason().c_str());
+    if (devices.empty()) {
+      std::printf("cuda: none (%s)\n", cuda_unavailable_reason().c_str());
+      j["cuda_unavailable"] = cuda_unavailable_reason();
+    }
     for (const auto& d : devices) {
       std::printf("cuda:%d %s, compute %d.%d, %d multiprocessors, %.1f GiB (%.1f GiB free), L2 %.0f MiB, host-native "
                   "atomics %s\n",
                   d.index, d.name.c_str(), d.compute_major, d.compute_minor, d.multiprocessors,
                   d.total_memory_bytes / double(1ull << 30), d.free_memory_bytes / double(1ull << 30),
                   d.l2_cache_bytes / double(1ull << 20), d.host_native_atomics ? "yes" : "no");
-      if (*bandwidth)
-        std::printf("cuda:%d copy bandwidth %.0f GB/s (device-to-device, read+write)\n", d.index,
-                    measure_cuda_copy_bandwidth(d.index) * 1e-9);
+      nlohmann::json dj = {{"index", d.index},
+                           {"name", d.name},
+                           {"compute_capability", {d.compute_major, d.compute_minor}},
+                           {"multiprocessors", d.multiprocessors},
+                           {"memory_bytes", d.total_memory_bytes},
+                           {"free_memory_bytes", d.free_memory_bytes},
+                           {"l2_cache_bytes", d.l2_cache_bytes},
+                           {"host_native_atomics", d.host_native_atomics}};
+      if (a->bandwidth) {
+        const double bw = measure_cuda_copy_bandwidth(d.index);
+        std::printf("cuda:%d copy bandwidth %.0f GB/s (device-to-device, read+write)\n", d.index, bw * 1e-9);
+        dj["copy_bandwidth_bytes_per_second"] = bw;
+      }
+      j["cuda"].push_back(std::move(dj));
     }
     if (devices.empty()) {
       std::printf("default device (auto): cpu\n");
-      return;
+    } else {
+      // What auto would run an isosurface of a host volume on, with this process's estimates (measured on the CPU
+      // here; a fresh process also starts the GPU's context, which its first GPU call pays).
+      std::printf("default device (auto), isosurfaces of host float32 volumes at a typical density:\n");
+      j["auto_isosurface_float32"] = nlohmann::json::array();
+      for (std::int64_t n : {64, 128, 256, 512, 1024}) {
+        const AutoDeviceEstimate e = isosurface_auto_estimate({n, n, n}, VoxelType::Float32);
+        std::printf("  %4lld^3  %-4s (cpu about %.3g ms, cuda about %.3g ms)\n", (long long)n, device_name(e.device),
+                    e.cpu_seconds * 1e3, e.cuda_seconds * 1e3);
+        j["auto_isosurface_float32"].push_back({{"size", n},
+                                                {"device", device_name(e.device)},
+                                                {"cpu_seconds", e.cpu_seconds},
+                                                {"cuda_seconds", e.cuda_seconds}});
+      }
     }
-    // What auto would run an isosurface of a host volume on, with this process's estimates (measured on the CPU
-    // here; a fresh process also starts the GPU's context, which its first GPU call pays).
-    std::printf("default device (auto), isosurfaces of host float32 volumes at a typical density:\n");
-    for (std::int64_t n : {64, 128, 256, 512, 1024}) {
-      const AutoDeviceEstimate e = isosurface_auto_estimate({n, n, n}, VoxelType::Float32);
-      std::printf("  %4lld^3  %-4s (cpu about %.3g ms, cuda about %.3g ms)\n", (long long)n, device_name(e.device),
-                  e.cpu_seconds * 1e3, e.cuda_seconds * 1e3);
-    }
+    if (!a->json.empty()) write_json_report(a->json, "info", "", "", std::move(j));
   });
 }
 

@@ -16,7 +16,7 @@ namespace {
 
 struct IsoArgs {
   std::string input, output, field, size = "128", levels, direction = "descent", topology = "classic";
-  std::string device = "auto", devices, json, raw_dims, raw_type, endian = "little", spacing, origin, labels, scalars, balance = "cost";
+  std::string format, device = "auto", devices, json, raw_dims, raw_type, endian = "little", spacing, origin, labels, scalars, balance = "cost";
   std::vector<std::int32_t> exclude_labels;
   bool keep_degenerate = false, keep_pinches = false, no_normals = false, quiet = false, per_label = false;
   int threads = 0, smoothing = 32;
@@ -77,6 +77,7 @@ void add_isosurface(CLI::App& app) {
                     "tangle field) as a welded mesh with normals");
   cmd->add_option("input", a->input, "Volume: .nii[.gz], .nrrd/.nhdr, .mhd/.mha, .vtk, or raw with --raw-dims");
   cmd->add_option("--output,-o", a->output, "Mesh: .ply, .obj, .glb, .stl, .vtp or .vtu (default: <input stem>.ply)");
+  add_mesh_format_option(cmd, a->format);
   cmd->add_option("--field", a->field, "Built-in field instead of a file: sphere | torus | gyroid | tangle");
   cmd->add_option("--size", a->size, "Samples of the built-in field: N or NxMxK (default 128)");
   cmd->add_option("--level,-l", a->levels, "Iso value(s), comma-separated (default: the field's, or mid-range)");
@@ -145,8 +146,8 @@ void add_isosurface(CLI::App& app) {
     }
     if (a->output.empty()) a->output = (field.empty() ? stem_of(a->input) : field) + ".ply";
     const std::string& out = a->output;
-    if (!is_mesh_output(out))
-      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + out + "' (" + mesh_output_formats() + ")");
+    const MeshFormat format = choose_mesh_format(out, a->format);
+    const std::string input = a->input.empty() ? volume->name() : a->input;
 
     if (a->per_label) {
       if (!a->levels.empty() || !a->labels.empty() || !a->scalars.empty())
@@ -159,7 +160,7 @@ void add_isosurface(CLI::App& app) {
       LabelBoundaryReport rep;
       const TriangleMesh mesh = extract_label_boundaries(*volume, lo, &rep);
       check_finite(mesh, volume->name());
-      write_mesh(out, mesh);
+      write_mesh(out, mesh, format);
       const auto& g = volume->geometry();
       if (!a->quiet) {
         std::printf("label map: %s, %lldx%lldx%lld %s; %zu labels with boundaries, %lld label pairs\n",
@@ -171,13 +172,13 @@ void add_isosurface(CLI::App& app) {
                     (long long)mesh.triangle_count());
       }
       if (!a->json.empty()) {
-        nlohmann::json j = {{"volume", volume->name()},        {"dims", g.dims},
+        nlohmann::json j = {{"dims", g.dims},
                             {"mode", "per-label"},             {"labels", rep.labels}, {"device", rep.device},
                             {"label_pairs", rep.label_pairs},  {"vertices", mesh.vertex_count()},
                             {"triangles", mesh.triangle_count()}, {"groups", mesh.group_names},
                             {"seconds", {{"total", rep.seconds_total}, {"read", rep.seconds_read},
                                          {"faces", rep.seconds_faces}, {"smooth", rep.seconds_smooth}}}};
-        write_report(a->json, j.dump(2) + "\n");
+        write_json_report(a->json, "isosurface", input, out, j);
       }
       if (mesh.triangle_count() == 0) {
         std::fprintf(stderr, "parasurf: the label map has no boundaries; wrote an empty mesh to %s\n", out.c_str());
@@ -220,7 +221,7 @@ void add_isosurface(CLI::App& app) {
     o.memory_budget = std::uint64_t(a->memory_mb * 1048576.0);
     const bool show = !a->quiet;
     if (mpi_world()) {  // mpirun -np N: every rank extracts its own z range
-      isosurface_mpi(*volume, o, out, show, a->json, a->balance);
+      isosurface_mpi(*volume, o, out, format, input, show, a->json, a->balance);
       return;
     }
     if (show)
@@ -233,7 +234,7 @@ void add_isosurface(CLI::App& app) {
     IsosurfaceReport rep;
     const TriangleMesh mesh = extract_isosurface(*volume, o, &rep);
     check_finite(mesh, volume->name());
-    write_mesh(out, mesh);
+    write_mesh(out, mesh, format);
     const double voxels = double(g.voxel_count()) * double(rep.levels.size());
     if (show) {
       std::printf("levels:");
@@ -255,8 +256,7 @@ void add_isosurface(CLI::App& app) {
                   (long long)mesh.triangle_count());
     }
     if (!a->json.empty()) {
-      nlohmann::json j = {{"volume", volume->name()},
-                          {"dims", g.dims},
+      nlohmann::json j = {{"dims", g.dims},
                           {"type", voxel_type_name(volume->type())},
                           {"levels", rep.levels},
                           {"device", rep.device},
@@ -280,7 +280,7 @@ void add_isosurface(CLI::App& app) {
                                        {"host_mesh_ahead", rep.seconds_host_mesh_ahead},
                                        {"engine_start", rep.seconds_engine_start}, {"upload", rep.seconds_upload},
                                        {"download", rep.seconds_download}}}};
-      write_report(a->json, j.dump(2) + "\n");
+      write_json_report(a->json, "isosurface", input, out, j);
     }
     if (mesh.triangle_count() == 0) {
       std::fprintf(stderr, "parasurf: no surface found at the given level(s); wrote an empty mesh to %s\n", out.c_str());

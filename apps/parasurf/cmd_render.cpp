@@ -1,4 +1,5 @@
 // parasurf render: an offscreen PNG picture of a mesh file (no display needed).
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -58,21 +59,23 @@ std::vector<float> smooth_normals(const TriangleMesh& m) {
 
 void add_render(CLI::App& app) {
   struct Args {
-    std::string input, output, size = "960x720", view = "-1,-1.7,0.9", up = "0,0,1", color;
+    std::string input, output, size = "960x720", view = "-1,-1.7,0.9", up = "0,0,1", color, json;
     int supersample = 3;
     bool flat = false;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("render", "Draw a mesh (.ply, .obj, .off, .stl) into a PNG picture, offscreen");
   cmd->add_option("input", a->input, "Mesh file; PLY face colours (red green blue) are used")->required();
-  cmd->add_option("--output,-o", a->output, "PNG file (default: <input stem>.png)");
+  cmd->add_option("--output,-o", a->output, "PNG file, or - for standard output (default: <input stem>.png)");
   cmd->add_option("--size", a->size, "Width x height in pixels (16..8192 each)");
   cmd->add_option("--view", a->view, "Direction from the mesh towards the camera, x,y,z");
   cmd->add_option("--up", a->up, "Up direction of the picture, x,y,z");
   cmd->add_option("--color", a->color, "Colour of faces without their own, r,g,b in 0..1");
   cmd->add_option("--supersample", a->supersample, "Samples per pixel side (1..4)");
   cmd->add_flag("--flat", a->flat, "Face normals instead of smooth vertex normals");
+  cmd->add_option("--json", a->json, "Write the report as JSON to this file (- for standard output)");
   cmd->callback([a] {
+    const auto started = std::chrono::steady_clock::now();
     if (a->output.empty()) {
       std::string stem = a->input.substr(a->input.find_last_of('/') + 1);
       a->output = stem.substr(0, stem.find_last_of('.')) + ".png";
@@ -90,7 +93,8 @@ void add_render(CLI::App& app) {
     }
     if (o.width < 16 || o.width > 8192 || o.height < 16 || o.height > 8192)
       throw Error(ErrorKind::InvalidArgument, "--size " + a->size + ": each side must be in 16..8192");
-    if (a->output.size() < 5 || a->output.substr(a->output.size() - 4) != ".png")
+    const bool stream = a->output == "-" || a->output.starts_with("/dev/");  // standard output, a descriptor
+    if (!stream && (a->output.size() < 5 || a->output.substr(a->output.size() - 4) != ".png"))
       throw Error(ErrorKind::InvalidArgument, "the picture '" + a->output + "' must be a .png file");
     const PolygonMesh pm = read_polygon_mesh(a->input);
     TriangleMesh m;
@@ -105,6 +109,11 @@ void add_render(CLI::App& app) {
     const auto pixels = render_mesh(m, o, rgb);
     write_png(a->output, pixels, o.width, o.height);
     std::printf("wrote %s (%dx%d, %lld triangles)\n", a->output.c_str(), o.width, o.height, (long long)m.triangle_count());
+    if (!a->json.empty())
+      write_json_report(a->json, "render", a->input, a->output,
+                        {{"size", {o.width, o.height}},
+                         {"triangles", m.triangle_count()},
+                         {"seconds", {{"total", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}}}});
   });
 }
 

@@ -1,5 +1,6 @@
 // parasurf solve: geometric applications of the subdivision solver (curve intersection, Hausdorff distance, ray
 // traps, curve and surface bisectors, surface-surface intersection, contact points of moving surfaces).
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -101,6 +102,7 @@ void add_solve(CLI::App& app) {
       ->check(CLI::IsMember({"tasks", "levels"}));
   cmd->add_option("--json,--output,-o", a->json, "Write the result as JSON to this file");
   cmd->callback([a] { naming_file(a->input, [&] {
+    const auto started = std::chrono::steady_clock::now();
     if (a->resolution != 0 && !(a->resolution >= 1e-6 && a->resolution <= 1))
       throw Error(ErrorKind::InvalidArgument, "--resolution " + std::to_string(a->resolution) +
                                                   " is outside 1e-6..1 (a fraction of a knot span)");
@@ -124,8 +126,15 @@ void add_solve(CLI::App& app) {
     } clear_bar;
     const std::string& in = a->input;
     auto resolution = [&](double fallback) { return a->resolution > 0 ? a->resolution : fallback; };
+    auto report = [&](nlohmann::json out) {
+      if (a->json.empty()) return;
+      out["app"] = a->app;
+      out["device"] = a->device;
+      out["seconds"] = {{"total", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}};
+      write_json_report(a->json, "solve", in, a->picture, std::move(out));
+    };
     auto finish = [&](const nlohmann::json& out, const std::string& status) {
-      if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
+      report(out);
       stopped(in, status);
     };
     const std::array<float, 3> red{0.85f, 0.2f, 0.15f};
@@ -324,7 +333,7 @@ void add_solve(CLI::App& app) {
       }
       out["status"] = status;
       std::printf("%zu curve pairs: %zu intersection(s), %zu overlap(s); %s\n", pairs.size(), points, overlaps, status.c_str());
-      if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
+      report(out);
       stopped(in, status);
       return;
     }
@@ -343,7 +352,7 @@ void add_solve(CLI::App& app) {
       std::printf("  overlap: s in [%.9g, %.9g], t in [%.9g, %.9g]\n", v.s0, v.s1, v.t0, v.t1);
       out["overlaps"].push_back({{"s", {v.s0, v.s1}}, {"t", {v.t0, v.t1}}});
     }
-    if (!a->json.empty()) write_report(a->json, out.dump(2) + "\n");
+    report(out);
     if (!a->picture.empty()) {
       Plot2D plot;
       draw_bspline(plot, b1, kCurveColors[0]);

@@ -15,7 +15,7 @@ namespace {
 
 struct SurfaceArgs {
   std::string input, generator = "wavy", degree = "5x5", resolution = "256x256", method = "auto",
-                     precision = "float", device = "auto", output = "surface.ply", obj, json;
+                     precision = "float", device = "auto", output = "surface.ply", obj, json, format;
   std::int64_t seed = -1;
   bool rational = false, tensor_cores = false;
   int threads = 0;
@@ -42,7 +42,7 @@ void run(const SurfaceArgs& a, const BezierSurface& surface, GridSpec grid) {
   for (auto f : samples.degenerate) degenerate += f;
   const TriangleMesh mesh = grid_mesh(samples, grid.rows, grid.cols);
   check_finite(mesh, a.input.empty() ? "the generated surface" : a.input);
-  write_mesh(a.output, mesh);
+  write_mesh(a.output, mesh, choose_mesh_format(a.output, a.format));
   if (!a.obj.empty()) write_mesh(a.obj, mesh);
   std::printf("surface: degree %dx%d%s, %lldx%lld samples, method %s, device %s, %s\n", surface.degree_u,
               surface.degree_v, surface.rational() ? " rational" : "", (long long)grid.rows, (long long)grid.cols,
@@ -56,20 +56,17 @@ void run(const SurfaceArgs& a, const BezierSurface& surface, GridSpec grid) {
   std::printf("wrote %s (%lld vertices, %lld triangles)%s%s\n", a.output.c_str(), (long long)mesh.vertex_count(),
               (long long)mesh.triangle_count(), a.obj.empty() ? "" : " and ", a.obj.c_str());
   if (!a.json.empty()) {
-    const nlohmann::json doc = {{"command", "surface"},
-                             {"input", a.input.empty() ? "built-in " + a.generator : a.input},
-                             {"output", a.output},
-                             {"degree", {surface.degree_u, surface.degree_v}},
+    const nlohmann::json doc = {{"degree", {surface.degree_u, surface.degree_v}},
                              {"rational", surface.rational()},
                              {"resolution", {grid.rows, grid.cols}},
                              {"method", method_name(report.method_used)},
                              {"device", device_name(report.device_used)},
                              {"precision", a.precision},
-                             {"seconds", report.seconds_total},
+                             {"seconds", {{"total", report.seconds_total}, {"kernel", report.seconds_kernel}}},
                              {"degenerate_normals", degenerate},
                              {"vertices", mesh.vertex_count()},
                              {"triangles", mesh.triangle_count()}};
-    write_report(a.json, doc.dump(2) + "\n");
+    write_json_report(a.json, "surface", a.input.empty() ? "built-in " + a.generator : a.input, a.output, doc);
   }
 }
 
@@ -93,6 +90,7 @@ void add_surface(CLI::App& app) {
   cmd->add_flag("--tensor-cores", args->tensor_cores,
                 "GPU, float, factored: stage 2 on TF32 tensor cores with split operands (opt-in; slower than the FP32 kernel on the H200)");
   cmd->add_option("--output,-o", args->output, "Mesh file: .ply, .obj, .glb, .stl, .vtp or .vtu");
+  add_mesh_format_option(cmd, args->format);
   cmd->add_option("--json", args->json, "Write the report as JSON to this file (- for standard output)");
   cmd->add_option("--obj", args->obj, "Also write this .obj file");
   cmd->callback([args] {
@@ -101,8 +99,7 @@ void add_surface(CLI::App& app) {
       throw Error(ErrorKind::InvalidArgument, "--resolution " + args->resolution + " is outside 2.." +
                                                   std::to_string(kMaxGridSide) + " per direction");
     // fail on bad names before any work, so that no output is half written
-    if (!args->output.empty() && !is_mesh_output(args->output))
-      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + args->output + "' (" + mesh_output_formats() + ")");
+    if (!args->output.empty()) choose_mesh_format(args->output, args->format);
     if (!args->obj.empty() && !(args->obj.size() > 4 && args->obj.ends_with(".obj")))
       throw Error(ErrorKind::InvalidArgument, "--obj must name a .obj file, not '" + args->obj + "'");
     if (args->output.empty()) throw Error(ErrorKind::InvalidArgument, "--output must name a mesh file (" + mesh_output_formats() + ")");

@@ -14,7 +14,7 @@ namespace parasurf::cli {
 namespace {
 
 struct TessellateArgs {
-  std::string input, output, precision = "double", device = "auto", strategy = "auto", json;
+  std::string input, output, precision = "double", device = "auto", strategy = "auto", json, format;
   int resolution = 16;
   double tolerance = 0, crease = 30;
   bool keep_degenerate = false, no_orient = false, compare_uniform = false, host_assembly = false;
@@ -65,11 +65,11 @@ void add_tessellate(CLI::App& app) {
   add_threads_option(cmd, a->threads);
   cmd->add_flag("--host-assembly", a->host_assembly,
                 "On CUDA: copy the samples back and weld on the host's threads (default: weld on the GPU)");
+  add_mesh_format_option(cmd, a->format);
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");
   cmd->callback([a] {
     if (a->output.empty()) a->output = default_output(a->input);
-    if (!is_mesh_output(a->output))
-      throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + a->output + "' (" + mesh_output_formats() + ")");
+    const MeshFormat format = choose_mesh_format(a->output, a->format);
     TessellationOptions o;
     o.resolution = a->resolution;
     o.tolerance = a->tolerance;
@@ -95,7 +95,7 @@ void add_tessellate(CLI::App& app) {
     if (!output_rank()) return;  // rank 0 assembles and writes
     const TriangleMesh out = to_triangle_mesh(mesh);
     check_finite(out, a->input.empty() ? "the Utah teapot" : a->input);
-    write_mesh(a->output, out);
+    write_mesh(a->output, out, format);
     const double total =
         rep.seconds_plan + rep.seconds_evaluate + rep.seconds_exchange + rep.seconds_assemble + rep.seconds_download;
     std::printf("model: %s\n", model.name.c_str());
@@ -126,12 +126,14 @@ void add_tessellate(CLI::App& app) {
     nlohmann::json j = {{"model", model.name},         {"patches", rep.patches},
                         {"evaluated_points", rep.evaluated_points}, {"vertices", mesh.vertex_count()},
                         {"triangles", mesh.triangle_count()},        {"device", device_name(rep.device)},
-                        {"strategy", rep.strategy},    {"seconds", total},
+                        {"strategy", rep.strategy},
                         {"shared_edges", rep.shared_edges}, {"open_edges", rep.open_edges},
                         {"t_junction_edges", rep.t_junction_edges}, {"t_junction_pieces", rep.t_junction_pieces},
-                        {"mpi_ranks", o.team ? o.team->members : 1}, {"seconds_exchange", rep.seconds_exchange},
+                        {"mpi_ranks", o.team ? o.team->members : 1},
                         {"assembled_on", rep.assembled_on_device ? "gpu" : "host"},
-                        {"seconds_assemble", rep.seconds_assemble}, {"seconds_download", rep.seconds_download}};
+                        {"seconds", {{"total", total}, {"plan", rep.seconds_plan}, {"evaluate", rep.seconds_evaluate},
+                                     {"exchange", rep.seconds_exchange}, {"assemble", rep.seconds_assemble},
+                                     {"download", rep.seconds_download}}}};
     if (o.tolerance > 0) {
       j["tolerance"] = o.tolerance;
       if (a->compare_uniform) {
@@ -152,7 +154,7 @@ void add_tessellate(CLI::App& app) {
     std::printf("wrote %s (%lld vertices, %lld triangles)\n", a->output.c_str(), (long long)out.vertex_count(),
                 (long long)out.triangle_count());
     if (!a->json.empty()) {
-      write_report(a->json, j.dump(2) + "\n");
+      write_json_report(a->json, "tessellate", a->input.empty() ? "built-in Utah teapot" : a->input, a->output, j);
     }
   });
 }

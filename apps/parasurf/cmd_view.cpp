@@ -1,5 +1,6 @@
 // parasurf view: a self-contained web page (three.js from Debian's libjs-three, inlined; the mesh inlined as glTF)
 // that shows a mesh with orbit controls, per-group colours and a normals-shading switch; no network needed.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -154,7 +155,7 @@ void replace_all(std::string& s, const std::string& key, const std::string& valu
 
 void add_view(CLI::App& app) {
   struct Args {
-    std::string input, output, three = "/usr/share/javascript/three";
+    std::string input, output, three = "/usr/share/javascript/three", json;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("view", "Write a self-contained web page that shows a mesh (orbit controls, per-group "
@@ -162,7 +163,9 @@ void add_view(CLI::App& app) {
   cmd->add_option("input", a->input, "Mesh: .glb, .ply (face colours kept), .obj, .off or .stl")->required();
   cmd->add_option("--output,-o", a->output, "HTML file (default: the mesh's name with .html)");
   cmd->add_option("--three", a->three, "Directory of three.js (Debian's libjs-three)");
+  cmd->add_option("--json", a->json, "Write the report as JSON to this file (- for standard output)");
   cmd->callback([a] {
+    const auto started = std::chrono::steady_clock::now();
     if (a->output.empty()) a->output = a->input.substr(0, a->input.find_last_of('.')) + ".html";
     const std::string three = a->three + "/three.min.js", orbit = a->three + "/examples/js/controls/OrbitControls.js",
                       gltf = a->three + "/examples/js/loaders/GLTFLoader.js";
@@ -184,6 +187,10 @@ void add_view(CLI::App& app) {
     page.replace(dp, 5, base64(glb));
     write_report(a->output, page);
     std::printf("wrote %s (%zu KiB, the mesh and three.js inlined): open it in a browser\n", a->output.c_str(), page.size() / 1024);
+    if (!a->json.empty())
+      write_json_report(a->json, "view", a->input, a->output,
+                        {{"bytes", page.size()},
+                         {"seconds", {{"total", std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()}}}});
   });
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 #include <unistd.h>
 
 #include "io/atomic_file.hpp"
@@ -20,6 +21,23 @@ void write_report(const std::string& path, const std::string& text) {
   io::AtomicFile f(path);  // a regular file through a temporary; "-", pipes and devices in place
   f.write(text);
   f.commit();
+}
+
+void write_json_report(const std::string& path, const std::string& command, const std::string& input,
+                       const std::string& output, nlohmann::json fields) {
+  fields["parasurf"] = PARASURF_VERSION;
+  fields["command"] = command;
+  fields["input"] = input.empty() ? nlohmann::json() : nlohmann::json(input);
+  fields["output"] = output.empty() ? nlohmann::json() : nlohmann::json(output);
+  write_report(path, fields.dump(2) + "\n");
+}
+
+CLI::Option* add_mesh_format_option(CLI::App* cmd, std::string& format) {
+  return cmd
+      ->add_option("--format", format,
+                   "Mesh format when the output's name does not tell it (-, /dev/stdout, a pipe; PLY by default on "
+                   "standard output), or ply-ascii for a text PLY")
+      ->check(CLI::IsMember({"ply", "ply-ascii", "obj", "glb", "stl", "vtp", "vtu"}));
 }
 
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads) {
@@ -110,22 +128,37 @@ void remove_partial_outputs_and_die(int signal) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // A JSON report on standard output (--json -) is a stream a program parses: the human-readable report goes to
-  // standard error instead.
-  for (int k = 1; k < argc; ++k) {
-    const std::string arg = argv[k];
-    if ((arg == "--json" && k + 1 < argc && std::string(argv[k + 1]) == "-") || arg == "--json=-") {
+  // An output on standard output (a mesh, a picture or a JSON report given as - or /dev/stdout) is a stream a
+  // program reads: the human-readable report goes to standard error instead, and only one output may go there.
+  {
+    std::vector<std::string> to_stdout;
+    for (int k = 2; k < argc; ++k) {
+      const std::string arg = argv[k];
+      for (const char* option : {"--json", "--output", "-o"}) {
+        const std::string name = option;
+        std::string value;
+        if (arg == name && k + 1 < argc) value = argv[k + 1];
+        else if (arg.starts_with(name + "=")) value = arg.substr(name.size() + 1);
+        else if (name == "-o" && arg.size() > 2 && arg.starts_with("-o")) value = arg.substr(2);
+        if (value == "-" || value == "/dev/stdout") to_stdout.push_back(name + " " + value);
+      }
+    }
+    if (to_stdout.size() > 1) {
+      std::fprintf(stderr, "parasurf: error: %s and %s both go to standard output; send one of them to a file\n",
+                   to_stdout[0].c_str(), to_stdout[1].c_str());
+      return 2;
+    }
+    if (!to_stdout.empty()) {
       std::fflush(stdout);
-      const int json_fd = dup(STDOUT_FILENO);
-      if (json_fd >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) parasurf::io::set_standard_output(json_fd);
-      break;
+      const int stream_fd = dup(STDOUT_FILENO);
+      if (stream_fd >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) parasurf::io::set_standard_output(stream_fd);
     }
   }
   std::signal(SIGINT, remove_partial_outputs_and_die);
   std::signal(SIGTERM, remove_partial_outputs_and_die);
   CLI::App app{"parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "parasurf 0.1.0");
+  app.set_version_flag("--version", "parasurf " PARASURF_VERSION);
   app.footer(
       "Exit status: 0 done; 1 a file, device or run failed; 2 bad arguments or input (the message names them); 3 "
       "isosurface found no surface at a level inside the data range (an empty mesh is written); 4 solve stopped at "

@@ -210,8 +210,8 @@ std::shared_ptr<const SolverTeam> mpi_solver_team() {
   return team;
 }
 
-void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string& out, bool show, const std::string& json,
-                    const std::string& balance_mode) {
+void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string& out, MeshFormat format,
+                    const std::string& input, bool show, const std::string& json, const std::string& balance_mode) {
   const double t0 = now();
   const auto& g = volume.geometry();
   const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
@@ -523,7 +523,13 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   layout.groups = levels > 1 || o.labels;
   layout.labels = o.labels != nullptr;
   layout.colors = o.labels != nullptr;
-  if (out.ends_with(".ply")) {
+  // A binary PLY into a regular file (or a new one): written by all ranks at once. Anything else (another format,
+  // standard output, a pipe, a link, whose target is written as the ordinary writer does) goes through rank 0.
+  std::error_code status_error;
+  const auto kind = std::filesystem::symlink_status(out, status_error).type();
+  const bool collective = format == MeshFormat::Ply && out != "-" && !out.starts_with("/dev/") &&
+                          (kind == std::filesystem::file_type::not_found || kind == std::filesystem::file_type::regular);
+  if (collective) {
     // parasurf's binary PLY: rank 0 writes the header, every rank its records of every level at their offsets.
     const std::string header = layout.header(all_v, all_t, group_names);
     const std::size_t vbytes = layout.vertex_bytes(), fbytes = layout.face_bytes();
@@ -591,7 +597,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     }
     whole.group_names = group_names;
     whole.group_colors = group_colors;
-    if (g_rank == 0) write_mesh(out, whole);
+    if (g_rank == 0) write_mesh(out, whole, format);
     MPI_Barrier(MPI_COMM_WORLD);
   }
   const double t_write = now() - t_write0;
@@ -664,13 +670,13 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
                                    {"part_engine_start", f.engine_start}, {"part_upload", f.upload}, {"part_download", f.download},
                                    {"part_after_report", f.part - f.part_total}}},
                        {"timeline", timeline(f.marks)}});
-    const nlohmann::json j = {{"volume", volume.name()}, {"dims", g.dims}, {"levels", o.levels}, {"mpi_ranks", g_size},
+    const nlohmann::json j = {{"dims", g.dims}, {"levels", o.levels}, {"mpi_ranks", g_size},
                               {"device", device_name(device)}, {"balance", balance_mode}, {"vertices", total_v_all},
                               {"triangles", total_t_all}, {"unused_vertices_removed", vertices_removed}, {"ranks", ranks},
                               {"seconds", {{"total", slowest}, {"slowest_rank", slowest}, {"mean_rank", mean},
                                            {"after_start", slowest_after_start},
                                            {"balance", t_balance}, {"write", t_write}}}};
-    write_report(json, j.dump(2) + "\n");
+    write_json_report(json, "isosurface", input, out, j);
   }
   if (total_t_all == 0) {
     std::fprintf(stderr, "parasurf: no surface found at the given level; wrote an empty mesh to %s\n", out.c_str());

@@ -17,7 +17,8 @@ bool output_rank() { return true; }
 std::shared_ptr<const TessellationTeam> mpi_tessellation_team() { return nullptr; }
 std::shared_ptr<const SolverTeam> mpi_solver_team() { return nullptr; }
 void mpi_abort(int code) { std::exit(code); }
-void isosurface_mpi(VolumeSource&, parasurf::IsosurfaceOptions, const std::string&, bool, const std::string&, const std::string&) {
+void isosurface_mpi(VolumeSource&, parasurf::IsosurfaceOptions, const std::string&, MeshFormat, const std::string&, bool,
+                    const std::string&, const std::string&) {
   throw Error(ErrorKind::InvalidArgument, "this build has no MPI (install libopenmpi-dev and rebuild)");
 }
 }  // namespace parasurf::cli

@@ -37,18 +37,31 @@ struct TriangleMesh {
 template <class T>
 TriangleMesh grid_mesh(const SurfaceSamples<T>& samples, std::int64_t rows, std::int64_t cols);
 
-// Writes .ply (binary little-endian; vertex property "value", face properties "group", "label", "outer_label" and
-// the group colour as "red green blue" when present), .obj ("g" lines per group), .glb (glTF 2.0 binary; one
-// primitive, material and vertex arrays per group, values as the vertex attribute "_VALUE"), .stl (binary), .vtp or .vtu (VTK
-// XML PolyData / UnstructuredGrid, raw appended arrays; point data Normals and value, cell data group, label,
-// outer_label and colour) by extension,
+// Mesh file formats. PLY is binary little-endian unless PlyAscii (the text form, for readers that cannot take a
+// binary PLY's face properties, e.g. meshio).
+enum class MeshFormat { Ply, PlyAscii, Obj, Glb, Stl, Vtp, Vtu };
+
+// Writes .ply (vertex property "value", face properties "group", "label", "outer_label" and the group colour as
+// "red green blue" when present), .obj ("g" lines per group), .glb (glTF 2.0 binary; one primitive, material and
+// vertex arrays per group, values as the vertex attribute "_VALUE"), .stl (binary), .vtp or .vtu (VTK XML PolyData /
+// UnstructuredGrid, raw appended arrays; point data Normals and value, cell data group, label, outer_label and
+// colour), by extension or in the format given,
 // through a temporary file renamed on success, so that a failure never leaves a partial file; a symbolic link is kept
-// (its target is written), and "-" (standard output, PLY), pipes, FIFOs and devices are written in place, never
-// replaced. Throws Error(Io).
+// (its target is written), and "-" or /dev/stdout (standard output; PLY unless a format is given), /dev/fd/N, pipes,
+// FIFOs and devices are written in place, never replaced. Throws Error(Io).
 void write_mesh(const std::string& path, const TriangleMesh& mesh);
+void write_mesh(const std::string& path, const TriangleMesh& mesh, MeshFormat format);
 // Whether a path names a mesh format write_mesh writes (by extension), and the list of them for messages.
 bool is_mesh_output(const std::string& path);
 std::string mesh_output_formats();
+// The format of a path's extension, if it has one of the mesh extensions.
+bool mesh_format_of(const std::string& path, MeshFormat& format);
+// Format names: "ply", "ply-ascii", "obj", "glb", "stl", "vtp", "vtu".
+const char* mesh_format_name(MeshFormat format);
+// The format an output gets: `requested` (a format name, or empty for none) must agree with the path's extension
+// when it has one (ply-ascii agrees with .ply); a path without one (a FIFO, a device) needs `requested`, except
+// standard output and descriptors ("-", /dev/stdout, /dev/fd/N), which are PLY by default. Throws Error(InvalidArgument) naming the path and the choices.
+MeshFormat choose_mesh_format(const std::string& path, const std::string& requested);
 
 // Throws Error(InvalidArgument) naming `source` when a vertex position is not finite (inputs whose coordinates
 // overflow the mesh's float range): such a mesh is an error, not a result.

@@ -300,9 +300,12 @@ def read_volume(path):
     return _parasurf.read_volume(str(path))
 
 
-def write_mesh(path, vertices, faces, normals=None, *, values=None, groups=None, group_names=()):
+def write_mesh(path, vertices, faces, normals=None, *, values=None, groups=None, group_names=(), format=None):
     """Write a triangle mesh as the command line does, by the extension of ``path``: .ply (binary), .obj, .glb,
     .stl, .vtp or .vtu, through a temporary file renamed on success (links, pipes and devices are written in place).
+    ``format`` ("ply", "ply-ascii", "obj", "glb", "stl", "vtp", "vtu") names the format of a path without one of
+    those extensions (a pipe, ``/dev/stdout``) or asks for a text PLY ("ply-ascii", which meshio reads with its
+    face groups); it must agree with the extension when there is one.
 
     ``vertices`` (V, 3) and optional ``normals`` (V, 3) are written as float32, ``faces`` (F, 3) index the vertices;
     ``values`` (V,) become the vertex property "value", ``groups`` (F,) the face groups, named by ``group_names``.
@@ -311,7 +314,8 @@ def write_mesh(path, vertices, faces, normals=None, *, values=None, groups=None,
     """
     host = lambda a, t: None if a is None else _np.asarray(_host(a), dtype=t)
     return _parasurf.write_mesh(str(path), host(vertices, _np.float32), host(faces, _np.int64), host(normals, _np.float32),
-                                host(values, _np.float32), host(groups, _np.int32), [str(g) for g in group_names])
+                                host(values, _np.float32), host(groups, _np.int32), [str(g) for g in group_names],
+                                "" if format is None else str(format))
 
 
 def _curve(c):

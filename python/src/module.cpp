@@ -533,7 +533,9 @@ void bind_files(py::module_& m) {
       [](const std::string& path, py::array_t<float, py::array::c_style | py::array::forcecast> vertices,
          py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> faces, std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> normals,
          std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> values,
-         std::optional<py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>> groups, std::vector<std::string> group_names) {
+         std::optional<py::array_t<std::int32_t, py::array::c_style | py::array::forcecast>> groups, std::vector<std::string> group_names,
+         const std::string& format_name) {
+        const MeshFormat format = choose_mesh_format(path, format_name);
         if (vertices.ndim() != 2 || vertices.shape(1) != 3) throw Error(ErrorKind::InvalidArgument, "vertices must have shape (V, 3)");
         if (faces.ndim() != 2 || faces.shape(1) != 3) throw Error(ErrorKind::InvalidArgument, "faces must have shape (F, 3)");
         const py::ssize_t nv = vertices.shape(0), nf = faces.shape(0);
@@ -566,13 +568,11 @@ void bind_files(py::module_& m) {
         }
         mesh.group_names = std::move(group_names);
         check_finite(mesh, "write_mesh");
-        if (!is_mesh_output(path))
-          throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (" + mesh_output_formats() + ")");
         py::gil_scoped_release release;
-        write_mesh(path, mesh);
+        write_mesh(path, mesh, format);
       },
       py::arg("path"), py::arg("vertices"), py::arg("faces"), py::arg("normals") = py::none(), py::arg("values") = py::none(),
-      py::arg("groups") = py::none(), py::arg("group_names") = std::vector<std::string>{});
+      py::arg("groups") = py::none(), py::arg("group_names") = std::vector<std::string>{}, py::arg("format") = std::string());
 }
 
 // The subdivision solver's curve applications.

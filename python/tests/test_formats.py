@@ -273,6 +273,53 @@ def test_write_mesh_round_trip_and_refusals(tmp_path, rng):
     assert not (tmp_path / "x.ply").exists() and not (tmp_path / "x.xyz").exists()
 
 
+def test_text_ply_keeps_every_bit_and_its_groups_reach_meshio(tmp_path, rng):
+    """meshio's binary PLY reader cannot take a face property (it reads them column-wise); the text PLY carries the
+    groups to it. Numbers are written shortest-exact: they read back bit for bit."""
+    verts, faces, normals = parasurf.tessellate(resolution=5)
+    verts = (verts * rng.uniform(1e-3, 1e4) + rng.uniform(-1e5, 1e5, 3)).astype(np.float32)
+    groups = rng.integers(-1, 4, len(faces)).astype(np.int32)
+    values = rng.standard_normal(len(verts)).astype(np.float32)
+    path = tmp_path / "t.ply"
+    parasurf.write_mesh(path, verts, faces, normals, values=values, groups=groups, group_names=list("abcd"),
+                        format="ply-ascii")
+    head, body = path.read_text().split("end_header\n", 1)
+    assert "format ascii 1.0" in head and "comment group 3 d" in head
+    lines = body.splitlines()
+    nv = len(verts)
+    vrec = np.array([[np.float32(x) for x in line.split()] for line in lines[:nv]], dtype=np.float32)
+    np.testing.assert_array_equal(vrec[:, :3], verts)
+    np.testing.assert_array_equal(vrec[:, 3:6], normals.astype(np.float32))
+    np.testing.assert_array_equal(vrec[:, 6], values)
+    frec = np.array([[int(x) for x in line.split()] for line in lines[nv:]])
+    assert len(frec) == len(faces) and (frec[:, 0] == 3).all()
+    np.testing.assert_array_equal(frec[:, 1:4], faces)
+    np.testing.assert_array_equal(frec[:, 4], groups)
+    with pytest.raises(ValueError, match="names the ply format, not obj"):
+        parasurf.write_mesh(tmp_path / "x.ply", verts, faces, format="obj")
+    with pytest.raises(ValueError, match="unknown mesh format"):
+        parasurf.write_mesh(tmp_path / "x.ply", verts, faces, format="off")
+    parasurf.write_mesh(tmp_path / "no-extension", verts, faces, format="stl")
+    assert (tmp_path / "no-extension").read_bytes()[80:84] == np.uint32(len(faces)).tobytes()
+    meshio = pytest.importorskip("meshio", reason="meshio is not installed (python3-meshio)")
+    m = meshio.read(path)
+    np.testing.assert_array_equal(m.points, verts)
+    np.testing.assert_array_equal(m.cells_dict["triangle"], faces)
+    np.testing.assert_array_equal(np.concatenate(m.cell_data["group"]), groups)
+
+
+def test_binary_ply_with_groups_reaches_open3d(tmp_path):
+    o3d = pytest.importorskip("open3d", reason="open3d is not installed")
+    verts, faces, normals = parasurf.tessellate(resolution=4)
+    path = tmp_path / "t.ply"
+    parasurf.write_mesh(path, verts, faces, normals, groups=np.arange(len(faces), dtype=np.int32) % 3,
+                        group_names=["a", "b", "c"])
+    m = o3d.io.read_triangle_mesh(str(path))
+    np.testing.assert_array_equal(np.asarray(m.vertices), verts.astype(np.float32))
+    np.testing.assert_array_equal(np.asarray(m.triangles), faces)
+    np.testing.assert_array_equal(np.asarray(m.vertex_normals), normals.astype(np.float32))
+
+
 def test_type_stubs_match_the_module():
     import ast
     import inspect

@@ -60,9 +60,20 @@ void remove_partial_outputs() noexcept {
 
 AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   if (path.empty()) fail(path, "empty file name");
-  if (path == "-") {  // standard output
-    fd_ = dup(g_standard_output.load());
-    if (fd_ < 0) fail(path, "standard output: " + errno_text());
+  // Standard output and a process's open descriptors are written in place through the descriptor itself: the
+  // file behind it keeps the shell's mode (appending, a pipe), and standard output follows a program's move of it.
+  int descriptor = -1;
+  if (path == "-" || path == "/dev/stdout") descriptor = g_standard_output.load();
+  else if (path == "/dev/stderr") descriptor = STDERR_FILENO;
+  else
+    for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"})
+      if (path.starts_with(prefix) && path.size() > std::strlen(prefix) && path.size() < std::strlen(prefix) + 9 &&
+          path.find_first_not_of("0123456789", std::strlen(prefix)) == std::string::npos)
+        descriptor = std::stoi(path.substr(std::strlen(prefix)));
+  if (descriptor == STDOUT_FILENO && path != "-" && path != "/dev/stdout") descriptor = g_standard_output.load();
+  if (descriptor >= 0) {
+    fd_ = dup(descriptor);
+    if (fd_ < 0) fail(path, "descriptor " + std::to_string(descriptor) + ": " + errno_text());
     in_place_ = true;
     return;
   }

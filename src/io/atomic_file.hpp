@@ -2,7 +2,8 @@
 // - a regular file (or a new one) is written to a unique temporary sibling, created exclusively (never through a
 //   planted link), synced and renamed over the target on commit(); a failure removes the temporary;
 // - a symbolic link is kept: its target is written the same way (or in place when the target is not regular);
-// - "-", a pipe, a FIFO, a terminal or a device is written in place (there is nothing to rename, nothing to lose).
+// - "-" and /dev/stdout (standard output), /dev/stderr, /dev/fd/N, a pipe, a FIFO, a terminal or a device is written
+//   in place (there is nothing to rename, nothing to lose).
 // Temporaries still open when the process is interrupted are removed by remove_partial_outputs(), which a program's
 // SIGINT/SIGTERM handler may call (it is async-signal-safe).
 #pragma once

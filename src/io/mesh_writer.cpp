@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
+#include <charconv>
 #include <cstring>
 #include <vector>
 #include <string>
@@ -74,6 +75,53 @@ void write_ply(const std::string& path, const TriangleMesh& m) {
     layout.pack_faces(m, t0, t1, 0, buf.data());
     f.write(buf.data(), buf.size());
   }
+  f.commit();
+}
+
+// The text PLY: the same properties in the same order, numbers written shortest-exact (they read back bit for bit).
+void write_ply_ascii(const std::string& path, const TriangleMesh& m) {
+  io::PlyLayout layout = io::PlyLayout::of(m);
+  layout.ascii = true;
+  io::AtomicFile f(path);
+  f.write(layout.header(std::uint64_t(m.vertex_count()), std::uint64_t(m.triangle_count()), m.group_names));
+  std::string out;
+  char num[64];
+  auto put = [&](auto x, char after) {
+    const auto r = std::to_chars(num, num + sizeof num, x);
+    out.append(num, r.ptr);
+    out += after;
+  };
+  auto flush = [&](bool always) {
+    if (always || out.size() > (1 << 20)) {
+      f.write(out);
+      out.clear();
+    }
+  };
+  for (std::int64_t v = 0; v < m.vertex_count(); ++v) {
+    const std::size_t i = 3 * std::size_t(v);
+    put(m.positions[i], ' '), put(m.positions[i + 1], ' ');
+    put(m.positions[i + 2], layout.normals || layout.values ? ' ' : '\n');
+    if (layout.normals) put(m.normals[i], ' '), put(m.normals[i + 1], ' '), put(m.normals[i + 2], layout.values ? ' ' : '\n');
+    if (layout.values) put(m.vertex_values[std::size_t(v)], '\n');
+    flush(false);
+  }
+  for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
+    const std::size_t i = 3 * std::size_t(t);
+    out += "3 ";
+    put(m.triangles[i], ' '), put(m.triangles[i + 1], ' ');
+    std::string tail;
+    if (layout.groups) tail += ' ' + std::to_string(m.face_groups[std::size_t(t)]);
+    if (layout.labels) tail += ' ' + std::to_string(m.face_labels[std::size_t(t)]);
+    if (layout.outer_labels) tail += ' ' + std::to_string(m.face_outer_labels[std::size_t(t)]);
+    if (layout.colors) {
+      const float* c = group_colour(m, m.face_groups[std::size_t(t)]);
+      for (int q = 0; q < 3; ++q) tail += ' ' + std::to_string(int(io::colour_byte(c[q])));
+    }
+    put(m.triangles[i + 2], tail.empty() ? '\n' : ' ');
+    if (!tail.empty()) out.append(tail, 1, std::string::npos), out += '\n';
+    flush(false);
+  }
+  flush(true);
   f.commit();
 }
 
@@ -265,23 +313,90 @@ void check_finite(const TriangleMesh& mesh, const std::string& source) {
                     " vertices are not finite (coordinates beyond the float range, about 3.4e38, or not numbers)");
 }
 
-void write_mesh(const std::string& path, const TriangleMesh& mesh) {
-  if (ends_with(path, ".ply") || path == "-") write_ply(path, mesh);  // "-": standard output, as PLY
-  else if (ends_with(path, ".obj")) write_obj(path, mesh);
-  else if (ends_with(path, ".glb")) write_glb(path, mesh);
-  else if (ends_with(path, ".stl")) write_stl(path, mesh);
-  else if (ends_with(path, ".vtp")) io::write_vtk_xml(path, mesh, false);
-  else if (ends_with(path, ".vtu")) io::write_vtk_xml(path, mesh, true);
-  else throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (" + mesh_output_formats() + ")");
+void write_mesh(const std::string& path, const TriangleMesh& mesh, MeshFormat format) {
+  switch (format) {
+    case MeshFormat::Ply: return write_ply(path, mesh);
+    case MeshFormat::PlyAscii: return write_ply_ascii(path, mesh);
+    case MeshFormat::Obj: return write_obj(path, mesh);
+    case MeshFormat::Glb: return write_glb(path, mesh);
+    case MeshFormat::Stl: return write_stl(path, mesh);
+    case MeshFormat::Vtp: return io::write_vtk_xml(path, mesh, false);
+    case MeshFormat::Vtu: return io::write_vtk_xml(path, mesh, true);
+  }
+  throw Error(ErrorKind::InvalidArgument, "unknown mesh format");
 }
 
-bool is_mesh_output(const std::string& path) {
-  for (const char* e : {".ply", ".obj", ".glb", ".stl", ".vtp", ".vtu"})
-    if (path.size() > std::strlen(e) && ends_with(path, e)) return true;
+void write_mesh(const std::string& path, const TriangleMesh& mesh) {
+  write_mesh(path, mesh, choose_mesh_format(path, ""));
+}
+
+namespace {
+
+struct FormatName {
+  MeshFormat format;
+  const char* name;
+  const char* extension;
+};
+constexpr FormatName kFormats[] = {{MeshFormat::Ply, "ply", ".ply"},      {MeshFormat::PlyAscii, "ply-ascii", ".ply"},
+                                   {MeshFormat::Obj, "obj", ".obj"},      {MeshFormat::Glb, "glb", ".glb"},
+                                   {MeshFormat::Stl, "stl", ".stl"},      {MeshFormat::Vtp, "vtp", ".vtp"},
+                                   {MeshFormat::Vtu, "vtu", ".vtu"}};
+
+const char* extension_of(MeshFormat format) {
+  for (const auto& f : kFormats)
+    if (f.format == format) return f.extension;
+  return "";
+}
+
+// Standard output and open descriptors: streams whose names say nothing of a format.
+bool is_descriptor(const std::string& path) {
+  return path == "-" || path == "/dev/stdout" || path == "/dev/stderr" || path.starts_with("/dev/fd/") ||
+         path.starts_with("/proc/self/fd/");
+}
+
+}  // namespace
+
+bool mesh_format_of(const std::string& path, MeshFormat& format) {
+  for (const auto& f : kFormats)
+    if (path.size() > std::strlen(f.extension) && ends_with(path, f.extension)) {
+      format = f.format;
+      return true;
+    }
   return false;
 }
 
-std::string mesh_output_formats() { return "use .ply, .obj, .glb, .stl, .vtp or .vtu"; }
+bool is_mesh_output(const std::string& path) {
+  MeshFormat f;
+  return mesh_format_of(path, f);
+}
+
+const char* mesh_format_name(MeshFormat format) {
+  for (const auto& f : kFormats)
+    if (f.format == format) return f.name;
+  return "?";
+}
+
+std::string mesh_output_formats() {
+  return "use .ply, .obj, .glb, .stl, .vtp or .vtu, or name the format: ply, ply-ascii, obj, glb, stl, vtp, vtu";
+}
+
+MeshFormat choose_mesh_format(const std::string& path, const std::string& requested) {
+  MeshFormat by_path{};
+  const bool known = mesh_format_of(path, by_path);
+  if (requested.empty()) {
+    if (known) return by_path;
+    if (is_descriptor(path)) return MeshFormat::Ply;
+    throw Error(ErrorKind::InvalidArgument, "cannot tell the mesh format of '" + path + "' (" + mesh_output_formats() + ")");
+  }
+  for (const auto& f : kFormats)
+    if (requested == f.name) {
+      if (known && std::strcmp(f.extension, extension_of(by_path)) != 0)
+        throw Error(ErrorKind::InvalidArgument, "'" + path + "' names the " + mesh_format_name(by_path) +
+                                                    " format, not " + requested + " (rename the file or leave the format out)");
+      return f.format;
+    }
+  throw Error(ErrorKind::InvalidArgument, "unknown mesh format '" + requested + "' (" + mesh_output_formats() + ")");
+}
 
 namespace io {
 
@@ -297,7 +412,8 @@ PlyLayout PlyLayout::of(const TriangleMesh& m) {
 }
 
 std::string PlyLayout::header(std::uint64_t vertices, std::uint64_t faces, const std::vector<std::string>& group_names) const {
-  std::string h = "ply\nformat binary_little_endian 1.0\ncomment written by parasurf\n";
+  std::string h = ascii ? "ply\nformat ascii 1.0\ncomment written by parasurf\n"
+                        : "ply\nformat binary_little_endian 1.0\ncomment written by parasurf\n";
   h += "element vertex " + std::to_string(vertices) + "\n";
   h += "property float x\nproperty float y\nproperty float z\n";
   if (normals) h += "property float nx\nproperty float ny\nproperty float nz\n";

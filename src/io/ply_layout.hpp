@@ -11,6 +11,7 @@ namespace parasurf::io {
 
 struct PlyLayout {
   bool normals = false, values = false, groups = false, colors = false, labels = false, outer_labels = false;
+  bool ascii = false;  // the header's format line only: records are written by the text writer
 
   static PlyLayout of(const TriangleMesh& mesh);  // the properties the mesh's arrays hold
   std::size_t vertex_bytes() const { return 12 + (normals ? 12 : 0) + (values ? 4 : 0); }

@@ -50,6 +50,44 @@ for cmd in "surface -r 8" "tessellate -r 2" "isosurface --field sphere --size 12
     || no "$cmd --json - mixed other text into the JSON"
 done
 [ -c /dev/null ] || no "/dev/null was replaced"
+# Every report follows one layout (docs/formats.md): version, command, input, output, seconds.total.
+cp plain.ply m.ply
+python3 -c "import sys; sys.stdout.buffer.write(bytes(1 if 1 <= x <= 3 and 1 <= y <= 3 and 1 <= z <= 3 else 0 for z in range(6) for y in range(6) for x in range(6)))" > labels.raw
+printf '{"curve1": {"points": [[0, 0], [1, 1]]}, "curve2": {"points": [[0, 1], [1, 0]]}}' > c.json
+for cmd in "info" "surface -r 8 -o j.ply" "tessellate -r 2 -o j.ply" "isosurface --field sphere --size 12 -o j.ply" \
+           "isosurface --per-label labels.raw --raw-dims 6x6x6 --raw-type uint8 -o j.ply" "ffd -m 1 -o j.ply" "solve curves c.json" \
+           "render m.ply --size 32x32 -o j.png"; do
+  # shellcheck disable=SC2086
+  "$exe" $cmd --json layout.json >/dev/null 2>&1 || no "$cmd --json"
+  python3 - "$cmd" layout.json <<'PY' || no "$cmd: the report does not follow the layout"
+import json, sys
+j = json.load(open(sys.argv[2]))
+command = sys.argv[1].split()[0]
+assert j["command"] == command, j["command"]
+assert j["parasurf"].count(".") == 2
+assert "input" in j and "output" in j
+assert command == "info" or isinstance(j["seconds"]["total"], float), j.get("seconds")
+assert command in ("info", "solve", "render") or (j["vertices"] > 0 and j["triangles"] > 0)
+PY
+done
+# A mesh on standard output: "-" or /dev/stdout (PLY unless --format names another), the human report on stderr; a
+# mesh and a JSON report cannot share it; a descriptor (/dev/fd/N) is written in place, appending as opened.
+"$exe" tessellate -r 4 -o - > stdout.ply 2> stdout.err || no "-o -"
+cmp -s plain.ply stdout.ply || no "-o - is not the mesh the file got"
+grep -q "wrote -" stdout.err || no "-o -: the report did not go to standard error"
+"$exe" tessellate -r 4 -o /dev/stdout > devstdout.ply 2>/dev/null || no "-o /dev/stdout"
+cmp -s plain.ply devstdout.ply || no "-o /dev/stdout is not the mesh the file got"
+"$exe" tessellate -r 4 -o - --format obj 2>/dev/null | head -1 | grep -q "^# written by parasurf" || no "--format obj"
+"$exe" tessellate -r 4 -o - --json - >/dev/null 2>&1; [ $? -eq 2 ] || no "a mesh and a report both on standard output"
+"$exe" tessellate -r 4 -o x.obj --format ply >/dev/null 2>&1; [ $? -eq 2 ] || no "a format that disagrees with the name"
+[ -e x.obj ] && no "a refused format left a file"
+echo head > appended.ply
+"$exe" tessellate -r 4 -o /dev/fd/3 3>>appended.ply >/dev/null || no "-o /dev/fd/3"
+[ "$(head -1 appended.ply)" = head ] || no "/dev/fd/3 opened for appending was replaced"
+[ "$(stat -c %s appended.ply)" = $(( $(stat -c %s plain.ply) + 5 )) ] || no "/dev/fd/3 did not get the mesh"
+"$exe" tessellate -r 4 -o ascii.ply --format ply-ascii >/dev/null || no "--format ply-ascii"
+head -2 ascii.ply | grep -q "format ascii 1.0" || no "ply-ascii is not a text PLY"
+"$exe" render m.ply --size 32x32 -o - 2>/dev/null | head -c 4 | grep -q PNG || no "render -o -"
 # A failure (a directory where the output goes) leaves no temporary.
 mkdir adir.ply
 "$exe" tessellate -r 4 -o adir.ply >/dev/null 2>&1 && no "writing over a directory succeeded"

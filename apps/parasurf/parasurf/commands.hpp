@@ -1,12 +1,14 @@
 // Subcommands of the parasurf CLI; each registers its options and a callback.
 #pragma once
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "parasurf/error.hpp"
+#include "parasurf/io.hpp"
 
 namespace parasurf::cli {
 
@@ -46,6 +48,16 @@ auto naming_file(const std::string& file, F&& body) {
 // "-" is standard output, and pipes, FIFOs and devices are written in place. Throws Error(Io) naming the path.
 void write_report(const std::string& path, const std::string& text);
 
+// A command's JSON report (docs/formats.md, "JSON reports"): every report holds "parasurf" (the version),
+// "command", "input" and "output" (null when there is none), then the command's own fields; durations are in an
+// object "seconds" whose "total" is the whole run. Written as write_report does.
+void write_json_report(const std::string& path, const std::string& command, const std::string& input,
+                       const std::string& output, nlohmann::json fields);
+
+// --format for commands that write meshes: the format when the output's name does not tell it (standard output, a
+// pipe) or to ask for ply-ascii.
+CLI::Option* add_mesh_format_option(CLI::App* cmd, std::string& format);
+
 // --threads N (0 = all): counts above the library's limit run with that many threads, said once on stderr.
 CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
 
@@ -75,8 +87,9 @@ struct SolverTeam;
 }  // namespace parasurf
 namespace parasurf::cli {
 // `mpirun -np N parasurf isosurface`: every rank extracts its z range; one mesh written collectively.
-void isosurface_mpi(VolumeSource& volume, parasurf::IsosurfaceOptions options, const std::string& out, bool show,
-                    const std::string& json, const std::string& balance);
+void isosurface_mpi(VolumeSource& volume, parasurf::IsosurfaceOptions options, const std::string& out,
+                    MeshFormat format, const std::string& input, bool show, const std::string& json,
+                    const std::string& balance);
 
 // Under mpirun with several ranks: teams whose exchanges are MPI collectives (null otherwise).
 std::shared_ptr<const parasurf::TessellationTeam> mpi_tessellation_team();
