@@ -173,6 +173,7 @@ int main(int argc, char** argv) {
   parasurf::cli::add_view(app);
   parasurf::cli::add_solve(app);
   parasurf::cli::add_bench(app);
+  parasurf::cli::add_completion(app);
   // Under mpirun every process runs this main; a failure on one rank must stop all of them.
   const bool mpi = parasurf::cli::mpi_world();
   if (mpi) parasurf::cli::mpi_pick_gpu();  // before MPI or CUDA start: each rank sees only its GPU

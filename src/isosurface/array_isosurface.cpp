@@ -55,17 +55,6 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
   // triangles, the values of the vertices next to them come from the triangles kept.
   io.vertex_ranges = o.values;
   io.progress = o.progress;
-  // On the CPU a whole array is one slab: large ones are cut so that progress (and a caller's interrupt) is heard
-  // between slabs. (A GPU keeps its one upload.)
-  const std::int64_t slice = v.shape[1] * v.shape[2], samples = slice * v.shape[0];
-  constexpr std::int64_t slab_samples = std::int64_t(1) << 27;
-  const auto on_cpu = [&] {
-    return o.device == Device::Cpu ||
-           (o.device == Device::Auto && isosurface_auto_estimate({v.shape[2], v.shape[1], v.shape[0]}, v.type, 0,
-                                                                 o.threads).device == Device::Cpu);
-  };
-  if (samples > slab_samples && on_cpu())
-    io.slab_slices = std::max<std::int64_t>(2, slab_samples / slice);
   IsosurfaceReport report;
   TriangleMesh mesh = extract_isosurface(*source, io, &report);
   const double level = report.levels.empty() ? o.level : report.levels[0];

@@ -219,8 +219,13 @@ Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
 
 // Slices per slab: as asked, else the whole part when it fits the budget (the memory asked for; on a GPU a third
 // of its free memory, and for streamed sources the host's slab budget too), else as many as fit with the overlap.
+// On the CPU a large streamed part is cut into slabs of about 2^25 samples anyway, so that progress (and a caller's
+// interrupt, which the progress hook throws) is heard during the run: the next slab is read while one is processed,
+// so the cut costs nothing there. (A volume in memory stays one slab: its slabs' meshes would be joined by growing
+// copies; a GPU keeps its one upload.)
 std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const std::vector<int>& gpus, std::int64_t part,
-                             double per_slice, bool resident, bool on_device, std::size_t worker_count) {
+                             std::uint64_t slice_points, double per_slice, bool resident, bool on_device,
+                             std::size_t worker_count) {
   const bool several = worker_count > 1;
   std::int64_t S = o.slab_slices;
   if (S <= 0) {
@@ -242,6 +247,9 @@ std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const st
     if (several)
       S = std::min<std::int64_t>(
           S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) / (3 * std::int64_t(worker_count))));
+    constexpr std::uint64_t kCpuSlabSamples = std::uint64_t(1) << 25;
+    if (device == Device::Cpu && !resident && std::uint64_t(part) * slice_points > 2 * kCpuSlabSamples)
+      S = std::min<std::int64_t>(S, std::max<std::int64_t>(2, std::int64_t(kCpuSlabSamples / slice_points)));
   }
   return std::min(S, part);
 }
@@ -352,6 +360,8 @@ struct OneEngine {
       const std::uint64_t v0 = m.vertices, t0 = m.triangle_count;
       t.vertex_base = v0;
       const iso::SlabCounts c = engine.count(t);
+      // Counting (the classification with it) takes most of a slab: heard within one-slab runs too.
+      if (o.progress) o.progress((double(s) + (double(L) + 0.6) / double(slabs.levels.size())) / double(slabs.slab_count));
       sized.wait();
       if (vertices_total + c.vertices > std::numeric_limits<std::uint32_t>::max())
         throw Error(ErrorKind::LimitReached, slabs.volume.name() + ": the mesh has more than 4294967295 vertices");
@@ -543,7 +553,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point(nx) +
                                                    double(extra_raw + extra_bytes));
   const std::int64_t S =
-      slab_slices_for(o, device, gpus, part, per_slice, resident != nullptr, on_device, worker_count);
+      slab_slices_for(o, device, gpus, part, slice_points, per_slice, resident != nullptr, on_device, worker_count);
   rep.slab_slices = S;
   const std::int64_t slab_count = (part + S - 1) / S;
   rep.slabs = slab_count;

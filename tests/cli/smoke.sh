@@ -129,4 +129,19 @@ uses = collections.Counter(tuple(sorted((f[k], f[(k + 1) % 3]))) for f in faces 
 boundary = sum(1 for n in uses.values() if n == 1)
 assert boundary == 2 * 2 + 2 * 2 + 2 + 2 + 2, (boundary, "the stitched side must not be open")
 PY
+# Shell completion written from the command line's definitions: subcommands, options, choices, files.
+bash -c '
+  source <("$1" completion bash) || exit 1
+  complete_words() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _parasurf; echo "${COMPREPLY[*]}"; }
+  [[ " $(complete_words parasurf iso) " == " isosurface " ]] || { echo "subcommand: $(complete_words parasurf iso)"; exit 1; }
+  [[ " $(complete_words parasurf bench "") " == *" patches "* ]] || { echo "bench subcommands"; exit 1; }
+  [[ " $(complete_words parasurf isosurface --topo) " == " --topology " ]] || { echo "option"; exit 1; }
+  [[ " $(complete_words parasurf isosurface --topology "") " == " classic decider mc33 " ]] || { echo "choices: $(complete_words parasurf isosurface --topology "")"; exit 1; }
+  [[ " $(complete_words parasurf solve "") " == *" ssi "* ]] || { echo "solve apps"; exit 1; }
+  [[ " $(complete_words parasurf tessellate --format p) " == " ply ply-ascii " ]] || { echo "formats"; exit 1; }
+  cd "$2" && [[ " $(complete_words parasurf isosurface ball.m) " == *" ball.mhd "* ]] || { echo "files"; exit 1; }
+  [[ -z "$(complete_words parasurf isosurface --threads "")" ]] || { echo "a number completed"; exit 1; }
+' _ "$exe" "$dir" || { echo "FAIL: bash completion"; exit 1; }
+"$exe" completion fish | grep -q "complete -c parasurf -n '__fish_seen_subcommand_from isosurface' -l topology -x -a 'classic decider mc33'"
+"$exe" completion zsh | head -1 | grep -q bashcompinit
 echo "smoke passed"
