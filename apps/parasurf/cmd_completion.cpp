@@ -43,7 +43,8 @@ std::vector<std::string> choices_of(const CLI::Option* o) {
   if (d.find(" | ") == std::string::npos) return out;
   std::vector<std::string> parts;
   std::size_t at = 0;
-  for (std::size_t bar; (bar = d.find(" | ", at)) != std::string::npos; at = bar + 3) parts.push_back(d.substr(at, bar - at));
+  for (std::size_t bar; (bar = d.find(" | ", at)) != std::string::npos; at = bar + 3)
+    parts.push_back(d.substr(at, bar - at));
   parts.push_back(d.substr(at));
   if (const auto colon = parts[0].rfind(": "); colon != std::string::npos) parts[0] = parts[0].substr(colon + 2);
   for (const auto& p : parts) {
@@ -71,8 +72,8 @@ void collect(const CLI::App* app, const std::string& path, std::vector<CommandIn
     info.takes_value = o->get_items_expected_max() > 0 && o->get_type_size_max() > 0;
     if (info.takes_value) info.choices = choices_of(o);
     const std::string type = o->get_type_name();
-    info.number = type.starts_with("INT") || type.starts_with("UINT") || type.starts_with("FLOAT") ||
-                  type.starts_with("NUMBER");
+    info.number =
+        type.starts_with("INT") || type.starts_with("UINT") || type.starts_with("FLOAT") || type.starts_with("NUMBER");
     c.options.push_back(std::move(info));
   }
   for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; }))
@@ -114,8 +115,10 @@ std::string bash_script(const std::vector<CommandInfo>& commands) {
       for (const auto& n : o.names) alts += (alts.empty() ? "" : "|") + n;
       if (!o.choices.empty())
         s += "        " + alts + ") COMPREPLY=($(compgen -W '" + join(o.choices) + "' -- \"$cur\")); return ;;\n";
-      else if (o.number) s += "        " + alts + ") COMPREPLY=(); return ;;\n";
-      else s += "        " + alts + ") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n";
+      else if (o.number)
+        s += "        " + alts + ") COMPREPLY=(); return ;;\n";
+      else
+        s += "        " + alts + ") COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n";
     }
     s += "      esac\n";
     std::vector<std::string> names;
@@ -137,8 +140,9 @@ std::string bash_script(const std::vector<CommandInfo>& commands) {
 }
 
 std::string fish_script(const std::vector<CommandInfo>& commands) {
-  std::string s = "# fish completion for parasurf (written by `parasurf completion fish`)\n"
-                  "complete -c parasurf -f\n";
+  std::string s =
+      "# fish completion for parasurf (written by `parasurf completion fish`)\n"
+      "complete -c parasurf -f\n";
   for (const auto& c : commands) {
     // fish's condition: the words seen name exactly this command path.
     std::string cond;
@@ -151,8 +155,7 @@ std::string fish_script(const std::vector<CommandInfo>& commands) {
       cond = "__fish_seen_subcommand_from " + parts.back();
       if (parts.size() > 1) cond = "__fish_seen_subcommand_from " + parts[0] + "; and " + cond;
     }
-    for (const auto& sub : c.subcommands)
-      s += "complete -c parasurf -n '" + cond + "' -a " + sub + "\n";
+    for (const auto& sub : c.subcommands) s += "complete -c parasurf -n '" + cond + "' -a " + sub + "\n";
     for (const auto& o : c.options) {
       s += "complete -c parasurf -n '" + cond + "'";
       for (const auto& n : o.names) s += (n.starts_with("--") ? " -l " + n.substr(2) : " -s " + n.substr(1));
@@ -170,18 +173,21 @@ std::string fish_script(const std::vector<CommandInfo>& commands) {
 
 void add_completion(CLI::App& app) {
   auto shell = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand(
-      "completion", "Print a shell completion script: bash (source it, or put it in "
-                    "~/.local/share/bash-completion/completions/parasurf), zsh (the bash script through "
-                    "bashcompinit) or fish (~/.config/fish/completions/parasurf.fish)");
+  auto* cmd = app.add_subcommand("completion",
+                                 "Print a shell completion script: bash (source it, or put it in "
+                                 "~/.local/share/bash-completion/completions/parasurf), zsh (the bash script through "
+                                 "bashcompinit) or fish (~/.config/fish/completions/parasurf.fish)");
   cmd->add_option("shell", *shell, "bash | zsh | fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
   cmd->callback([&app, shell] {
     std::vector<CommandInfo> commands;
     collect(&app, "", commands);
     std::string script;
-    if (*shell == "fish") script = fish_script(commands);
-    else if (*shell == "zsh") script = "autoload -U +X bashcompinit && bashcompinit\n" + bash_script(commands);
-    else script = bash_script(commands);
+    if (*shell == "fish")
+      script = fish_script(commands);
+    else if (*shell == "zsh")
+      script = "autoload -U +X bashcompinit && bashcompinit\n" + bash_script(commands);
+    else
+      script = bash_script(commands);
     std::fwrite(script.data(), 1, script.size(), stdout);
   });
 }

@@ -18,8 +18,11 @@ void add_info(CLI::App& app) {
   cmd->add_option("--json", a->json, "Write the report as JSON to this file (- for standard output)");
   cmd->callback([a] {
     const BuildFeatures f = build_features();
-    nlohmann::json j = {{"build", {{"cuda", f.cuda}, {"cuda_architectures", f.cuda_architectures},
-                                   {"openmp", f.openmp}, {"compiler", f.compiler}}},
+    nlohmann::json j = {{"build",
+                         {{"cuda", f.cuda},
+                          {"cuda_architectures", f.cuda_architectures},
+                          {"openmp", f.openmp},
+                          {"compiler", f.compiler}}},
                         {"cpu", {{"hardware_threads", hardware_threads()}}},
                         {"cuda", nlohmann::json::array()}};
     std::printf("parasurf %s\n", PARASURF_VERSION);
@@ -33,11 +36,12 @@ void add_info(CLI::App& app) {
       j["cuda_unavailable"] = cuda_unavailable_reason();
     }
     for (const auto& d : devices) {
-      std::printf("cuda:%d %s, compute %d.%d, %d multiprocessors, %.1f GiB (%.1f GiB free), L2 %.0f MiB, host-native "
-                  "atomics %s\n",
-                  d.index, d.name.c_str(), d.compute_major, d.compute_minor, d.multiprocessors,
-                  d.total_memory_bytes / double(1ull << 30), d.free_memory_bytes / double(1ull << 30),
-                  d.l2_cache_bytes / double(1ull << 20), d.host_native_atomics ? "yes" : "no");
+      std::printf(
+          "cuda:%d %s, compute %d.%d, %d multiprocessors, %.1f GiB (%.1f GiB free), L2 %.0f MiB, host-native "
+          "atomics %s\n",
+          d.index, d.name.c_str(), d.compute_major, d.compute_minor, d.multiprocessors,
+          d.total_memory_bytes / double(1ull << 30), d.free_memory_bytes / double(1ull << 30),
+          d.l2_cache_bytes / double(1ull << 20), d.host_native_atomics ? "yes" : "no");
       nlohmann::json dj = {{"index", d.index},
                            {"name", d.name},
                            {"compute_capability", {d.compute_major, d.compute_minor}},

@@ -9,19 +9,15 @@
 #include <vector>
 #include <unistd.h>
 
-#include "io/atomic_file.hpp"
 #include "parasurf/device.hpp"
+#include "parasurf/io.hpp"
 
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
 
 namespace parasurf::cli {
 
-void write_report(const std::string& path, const std::string& text) {
-  io::AtomicFile f(path);  // a regular file through a temporary; "-", pipes and devices in place
-  f.write(text);
-  f.commit();
-}
+void write_report(const std::string& path, const std::string& text) { write_file(path, text); }
 
 void write_json_report(const std::string& path, const std::string& command, const std::string& input,
                        const std::string& output, nlohmann::json fields) {
@@ -121,7 +117,7 @@ std::string gpu_device_request(int argc, char** argv) {
 namespace {
 // Ctrl-C or a kill while an output is being written: its temporary goes, then the signal ends the process as usual.
 void remove_partial_outputs_and_die(int signal) {
-  parasurf::io::remove_partial_outputs();
+  parasurf::remove_partial_outputs();
   std::signal(signal, SIG_DFL);
   std::raise(signal);
 }
@@ -151,7 +147,7 @@ int main(int argc, char** argv) {
     if (!to_stdout.empty()) {
       std::fflush(stdout);
       const int stream_fd = dup(STDOUT_FILENO);
-      if (stream_fd >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) parasurf::io::set_standard_output(stream_fd);
+      if (stream_fd >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) parasurf::set_standard_output(stream_fd);
     }
   }
   std::signal(SIGINT, remove_partial_outputs_and_die);

@@ -63,6 +63,16 @@ const char* mesh_format_name(MeshFormat format);
 // standard output and descriptors ("-", /dev/stdout, /dev/fd/N), which are PLY by default. Throws Error(InvalidArgument) naming the path and the choices.
 MeshFormat choose_mesh_format(const std::string& path, const std::string& requested);
 
+// Writes `data` to `path` by write_mesh's rules for outputs (a regular file through a temporary renamed on success,
+// links kept, standard output, descriptors, pipes and devices in place). Throws Error(Io) naming the path.
+void write_file(const std::string& path, const std::string& data);
+// Removes the temporaries of outputs still being written: for a program's SIGINT/SIGTERM handler
+// (async-signal-safe).
+void remove_partial_outputs() noexcept;
+// The descriptor that "-" and /dev/stdout write to: standard output, unless a program moved it (e.g. to keep its
+// human-readable report off a mesh or JSON stream).
+void set_standard_output(int fd) noexcept;
+
 // Throws Error(InvalidArgument) naming `source` when a vertex position is not finite (inputs whose coordinates
 // overflow the mesh's float range): such a mesh is an error, not a result.
 void check_finite(const TriangleMesh& mesh, const std::string& source);

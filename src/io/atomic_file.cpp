@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "parasurf/error.hpp"
+#include "parasurf/io.hpp"
 
 namespace parasurf::io {
 
@@ -63,8 +64,10 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path) {
   // Standard output and a process's open descriptors are written in place through the descriptor itself: the
   // file behind it keeps the shell's mode (appending, a pipe), and standard output follows a program's move of it.
   int descriptor = -1;
-  if (path == "-" || path == "/dev/stdout") descriptor = g_standard_output.load();
-  else if (path == "/dev/stderr") descriptor = STDERR_FILENO;
+  if (path == "-" || path == "/dev/stdout")
+    descriptor = g_standard_output.load();
+  else if (path == "/dev/stderr")
+    descriptor = STDERR_FILENO;
   else
     for (const char* prefix : {"/dev/fd/", "/proc/self/fd/"})
       if (path.starts_with(prefix) && path.size() > std::strlen(prefix) && path.size() < std::strlen(prefix) + 9 &&
@@ -171,3 +174,17 @@ void AtomicFile::commit() {
 }
 
 }  // namespace parasurf::io
+
+namespace parasurf {
+
+void write_file(const std::string& path, const std::string& data) {
+  io::AtomicFile f(path);
+  f.write(data);
+  f.commit();
+}
+
+void remove_partial_outputs() noexcept { io::remove_partial_outputs(); }
+
+void set_standard_output(int fd) noexcept { io::set_standard_output(fd); }
+
+}  // namespace parasurf

@@ -361,7 +361,8 @@ struct OneEngine {
       t.vertex_base = v0;
       const iso::SlabCounts c = engine.count(t);
       // Counting (the classification with it) takes most of a slab: heard within one-slab runs too.
-      if (o.progress) o.progress((double(s) + (double(L) + 0.6) / double(slabs.levels.size())) / double(slabs.slab_count));
+      if (o.progress)
+        o.progress((double(s) + (double(L) + 0.6) / double(slabs.levels.size())) / double(slabs.slab_count));
       sized.wait();
       if (vertices_total + c.vertices > std::numeric_limits<std::uint32_t>::max())
         throw Error(ErrorKind::LimitReached, slabs.volume.name() + ": the mesh has more than 4294967295 vertices");
