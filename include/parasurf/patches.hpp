@@ -12,6 +12,7 @@
 //  * PN patches (BezierView kinds 9, 10) carry a second Bézier patch, of its own degrees, whose value is the normal.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -105,5 +106,16 @@ std::int64_t append_bezier_patches(const BSplineSurface& surface, PatchModel& mo
 
 // De Boor evaluation of the surface at (u, v), for checks: x y z.
 std::array<double, 3> evaluate_bspline(const BSplineSurface& surface, double u, double v);
+
+// The surface at (u, v) pairs of its knot domain (uv: u0 v0 u1 v1 ...), with what `request` asks (positions,
+// first and second derivatives with respect to u and v, unit normals), on the device `options` names: each pair is
+// evaluated on its Bézier piece. Throws Error(InvalidArgument) naming the first pair outside the domain.
+template <class T>
+SurfaceSamples<T> evaluate_bspline_points(const BSplineSurface& surface, std::span<const double> uv, EvalRequest request,
+                                          const EvalOptions& options = {}, EvalReport* report = nullptr);
+// The same into caller-provided arrays of uv.size() / 2 samples (null pointers: not written).
+template <class T>
+void evaluate_bspline_points_into(const BSplineSurface& surface, std::span<const double> uv, EvalRequest request,
+                                  SampleSpans<T> out, const EvalOptions& options = {}, EvalReport* report = nullptr);
 
 }  // namespace parasurf

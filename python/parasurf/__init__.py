@@ -14,7 +14,7 @@ import numpy as _np
 from . import _parasurf
 from ._parasurf import DeviceArray, Lattice, __version__, cuda_available
 
-__all__ = ["read_volume", "write_mesh", "marching_cubes", "evaluate_surface", "tessellate", "lattice", "ffd", "intersect_curves", "intersect_curves_batch", "ray_traps",
+__all__ = ["read_volume", "write_mesh", "marching_cubes", "evaluate_surface", "evaluate_bspline_surface", "tessellate", "lattice", "ffd", "intersect_curves", "intersect_curves_batch", "ray_traps",
            "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "Lattice",
            "DeviceArray", "cuda_available", "__version__"]
 
@@ -218,14 +218,50 @@ def _host(x):
     return _np.asarray(x)
 
 
-def tessellate(path=None, *, resolution=16, tolerance=0.0, device="auto", progress=None):
+def tessellate(path=None, *, surfaces=None, resolution=16, tolerance=0.0, device="auto", progress=None):
     """Tessellate a patch model (.bv, .bpt, B-spline .json; None: the built-in Utah teapot) into a welded mesh.
 
-    Returns ``verts`` (V, 3) float32, ``faces`` (F, 3) int32 and ``normals`` (V, 3) float32. ``tolerance`` > 0
-    chooses the resolution per patch from a chordal tolerance instead. ``progress`` is called with the fraction
-    done between the phases (planning, evaluation, assembly); Ctrl-C is heard there too.
+    ``surfaces`` instead of a path: one B-spline/NURBS surface or a list of them, each a dict with ``points``
+    (nu, nv, 3), ``degree`` (p, q) (default: nu - 1, nv - 1, a Bézier patch), ``knots`` (knots_u, knots_v)
+    (default: clamped uniform) and ``weights`` (nu, nv) for a NURBS surface; each surface is a face group and
+    surfaces that share a boundary are welded there. Returns ``verts`` (V, 3) float32, ``faces`` (F, 3) int32 and
+    ``normals`` (V, 3) float32. ``tolerance`` > 0 chooses the resolution per patch from a chordal tolerance
+    instead. ``progress`` is called with the fraction done between the phases (planning, evaluation, assembly);
+    Ctrl-C is heard there too.
     """
-    return _parasurf.tessellate(None if path is None else str(path), int(resolution), float(tolerance), _auto(device), progress)
+    given = None
+    if surfaces is not None:
+        given = [_bspline(x) for x in ([surfaces] if isinstance(surfaces, dict) else surfaces)]
+    return _parasurf.tessellate(None if path is None else str(path), int(resolution), float(tolerance), _auto(device),
+                                progress, given)
+
+
+def evaluate_bspline_surface(surface, uv, *, derivatives=False, second_derivatives=False, precision="double",
+                             device="auto", threads=0):
+    """Evaluate a B-spline or NURBS surface (a dict as in ``tessellate``'s ``surfaces``) at (u, v) pairs.
+
+    ``uv`` (N, 2) lies in the knot domain [knots_u[p], knots_u[nu]] x [knots_v[q], knots_v[nv]]. Returns
+    ``points`` (N, 3), unit ``normals`` (N, 3) and a dict with them, ``degenerate`` (True where Su x Sv vanishes),
+    and with ``derivatives=True`` ``du`` and ``dv``, with ``second_derivatives=True`` ``duu``, ``duv`` and ``dvv``
+    (with respect to u and v of the knot domain); float64 or float32 (``precision``), host arrays. Each pair is
+    evaluated on its Bézier piece (exact knot insertion), on the device asked for.
+    """
+    out = _parasurf.evaluate_bspline_surface(_bspline(surface), _np.asarray(_host(uv), dtype=_np.float64),
+                                             bool(derivatives), bool(second_derivatives), precision, _auto(device),
+                                             int(threads))
+    return out["points"], out["normals"], out
+
+
+def _bspline(s):
+    """A surface dict as the module takes it: (points, weights, degree, knots)."""
+    if not isinstance(s, dict):
+        raise TypeError("a B-spline surface is a dict with 'points' and optionally 'degree', 'knots', 'weights'")
+    pts = _np.asarray(_host(s["points"]), dtype=_np.float64)
+    w = s.get("weights")
+    w = None if w is None else _np.asarray(_host(w), dtype=_np.float64)
+    degree = [int(d) for d in s["degree"]] if s.get("degree") is not None else []
+    knots = [[float(k) for k in kn] for kn in s["knots"]] if s.get("knots") is not None else []
+    return pts, w, degree, knots
 
 
 def lattice(vertices, count=(9, 9, 9), degree=(3, 3, 3), *, padding=0.05, knots=None, world_to_parameter=None):

@@ -57,7 +57,11 @@ def evaluate_surface(control_points: ArrayLike, resolution: tuple[int, int] = ..
                      weights: ArrayLike | None = ..., derivatives: bool = ..., second_derivatives: bool = ...,
                      precision: Literal["float", "double"] = ..., device: Device = ...,
                      threads: int = ...) -> tuple[Any, Any, dict[str, Any]]: ...
-def tessellate(path: Path | None = ..., *, resolution: int = ..., tolerance: float = ..., device: Device = ...,
+def evaluate_bspline_surface(surface: dict[str, Any], uv: ArrayLike, *, derivatives: bool = ...,
+                             second_derivatives: bool = ..., precision: Literal["float", "double"] = ...,
+                             device: Device = ..., threads: int = ...) -> tuple[Any, Any, dict[str, Any]]: ...
+def tessellate(path: Path | None = ..., *, surfaces: dict[str, Any] | Sequence[dict[str, Any]] | None = ...,
+               resolution: int = ..., tolerance: float = ..., device: Device = ...,
                progress: Callable[[float], Any] | None = ...) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.uint32], npt.NDArray[np.float64]]: ...
 def lattice(vertices: ArrayLike, count: int | Sequence[int] = ..., degree: int | Sequence[int] = ..., *,
             padding: float = ..., knots: Sequence[Sequence[float]] | None = ...,

@@ -230,8 +230,27 @@ py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::fo
   return precision == "float" ? run(float{}) : run(double{});
 }
 
+// A B-spline or NURBS surface given as (points (nu, nv, 3), weights (nu, nv) or None, degree (p, q) or [], knots
+// (knots_u, knots_v) or []), as the Python wrapper passes it.
+BSplineSurface bspline_arg(const py::handle& t, const std::string& which);
+
 py::tuple tessellate_model(std::optional<std::string> path, int resolution, double tolerance, const std::string& device,
-                           py::object progress) {
+                           py::object progress, py::object surfaces) {
+  std::optional<PatchModel> given;
+  if (!surfaces.is_none()) {
+    if (path) throw Error(ErrorKind::InvalidArgument, "give either a path or surfaces, not both");
+    PatchModel model;
+    model.name = "surfaces";
+    int k = 0;
+    for (const py::handle t : surfaces) {
+      const std::string which = "surface " + std::to_string(k);
+      model.groups.push_back(PatchGroup{k % 8, which});
+      append_bezier_patches(bspline_arg(t, which), model, k);
+      ++k;
+    }
+    if (k == 0) throw Error(ErrorKind::InvalidArgument, "surfaces is empty");
+    given = std::move(model);
+  }
   TessellationOptions o;
   o.progress = progress_hook(progress);
   o.resolution = resolution;
@@ -240,7 +259,7 @@ py::tuple tessellate_model(std::optional<std::string> path, int resolution, doub
   TriangleMesh m;
   {
     py::gil_scoped_release release;
-    const PatchModel model = path ? read_patch_model(*path) : utah_teapot();
+    const PatchModel model = given ? std::move(*given) : path ? read_patch_model(*path) : utah_teapot();
     m = to_triangle_mesh(tessellate(model, o));
   }
   return mesh_arrays(std::move(m));
@@ -296,11 +315,79 @@ BSplineSurface surface_arg(const CArray& p, std::vector<int> degree, std::vector
   if (knots.size() == 2) {
     s.knots_u = knots[0];
     s.knots_v = knots[1];
-  } else {
-    s.knots_u = bezier_knots(s.degree_u);
-    s.knots_v = bezier_knots(s.degree_v);
+  } else {  // clamped uniform (a Bézier surface when the count is degree + 1)
+    auto clamped = [](int p, int n) {
+      std::vector<double> k(std::size_t(n + p + 1), 0.0);
+      for (int i = 0; i <= p; ++i) k[std::size_t(n + i)] = 1.0;
+      for (int i = p + 1; i < n; ++i) k[std::size_t(i)] = double(i - p) / double(n - p);
+      return k;
+    };
+    if (s.degree_u < 1 || s.degree_v < 1 || s.degree_u >= s.count_u || s.degree_v >= s.count_v)
+      throw Error(ErrorKind::InvalidArgument, std::string(which) + ": degree " + std::to_string(s.degree_u) + "x" +
+                                                  std::to_string(s.degree_v) + " needs more than that many control points per direction");
+    s.knots_u = clamped(s.degree_u, s.count_u);
+    s.knots_v = clamped(s.degree_v, s.count_v);
   }
   return s;
+}
+
+BSplineSurface bspline_arg(const py::handle& t, const std::string& which) {
+  const py::tuple args = py::reinterpret_borrow<py::object>(t).cast<py::tuple>();
+  if (args.size() != 4) throw Error(ErrorKind::InvalidArgument, which + ": expected (points, weights, degree, knots)");
+  const CArray points = args[0].cast<CArray>();
+  BSplineSurface s = surface_arg(points, args[2].cast<std::vector<int>>(), args[3].cast<std::vector<std::vector<double>>>(),
+                                 which.c_str());
+  if (!args[1].is_none()) {
+    const CArray w = args[1].cast<CArray>();
+    if (w.ndim() != 2 || w.shape(0) != points.shape(0) || w.shape(1) != points.shape(1))
+      throw Error(ErrorKind::InvalidArgument, which + ": weights must have shape (nu, nv)");
+    s.weights.assign(w.data(), w.data() + w.size());
+  }
+  validate(s, which);
+  return s;
+}
+
+// A B-spline or NURBS surface at (u, v) pairs of its knot domain, into arrays the caller gets without a copy.
+py::dict evaluate_bspline_surface(py::handle surface, CArray uv, bool derivatives, bool second, const std::string& precision,
+                                  const std::string& device, int threads) {
+  const BSplineSurface s = bspline_arg(surface, "surface");
+  if (uv.ndim() != 2 || uv.shape(1) != 2) throw Error(ErrorKind::InvalidArgument, "uv must have shape (N, 2)");
+  const std::int64_t count = uv.shape(0);
+  EvalRequest req;
+  req.normals = true;
+  req.first_derivatives = derivatives;
+  req.second_derivatives = second;
+  EvalOptions o;
+  o.device = parse_device(device);
+  o.threads = threads;
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    core::check_host_allocation(sample_bytes(count, req, sizeof(T)), "evaluate_bspline_surface: the samples");
+    py::dict out;
+    SampleSpans<T> spans;
+    spans.count = count;
+    auto field = [&](std::array<T*, 3>& to, const char* name) {
+      py::array_t<T> block(std::vector<py::ssize_t>{3, py::ssize_t(count)});
+      for (int c = 0; c < 3; ++c) to[std::size_t(c)] = block.mutable_data() + c * count;
+      const py::ssize_t e = sizeof(T);
+      out[name] = py::array(block.dtype(), {py::ssize_t(count), py::ssize_t(3)}, {e, e * count}, block.data(), block);
+    };
+    field(spans.position, "points");
+    field(spans.normal, "normals");
+    if (derivatives) field(spans.du, "du"), field(spans.dv, "dv");
+    if (second) field(spans.duu, "duu"), field(spans.duv, "duv"), field(spans.dvv, "dvv");
+    py::array_t<std::uint8_t> degenerate(count);
+    spans.degenerate = degenerate.mutable_data();
+    out["degenerate"] = degenerate.attr("view")("bool");
+    {
+      py::gil_scoped_release release;
+      evaluate_bspline_points_into<T>(s, std::span<const double>(uv.data(), std::size_t(uv.size())), req, spans, o);
+    }
+    return out;
+  };
+  if (precision != "float" && precision != "double")
+    throw Error(ErrorKind::InvalidArgument, "precision must be 'float' or 'double'");
+  return precision == "float" ? run(float{}) : run(double{});
 }
 
 // (k, N) array of fixed-size rows.
@@ -486,7 +573,9 @@ void bind_capabilities(py::module_& m) {
         py::arg("cols"), py::arg("derivatives"), py::arg("second_derivatives"), py::arg("precision"), py::arg("device"),
         py::arg("threads"), py::arg("gpu") = -1);
   m.def("tessellate", &tessellate_model, py::arg("path"), py::arg("resolution"), py::arg("tolerance"), py::arg("device"),
-        py::arg("progress") = py::none());
+        py::arg("progress") = py::none(), py::arg("surfaces") = py::none());
+  m.def("evaluate_bspline_surface", &evaluate_bspline_surface, py::arg("surface"), py::arg("uv"), py::arg("derivatives"),
+        py::arg("second_derivatives"), py::arg("precision"), py::arg("device"), py::arg("threads"));
   m.def("cuda_available", &cuda_available, "Whether a CUDA device that this build can run is present");
   m.def("cuda_fallback_warning", &cuda_fallback_warning,
         "Why device='auto' runs on the CPU although a GPU is visible (its architecture is not in this build); '' when not");

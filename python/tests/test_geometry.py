@@ -331,3 +331,97 @@ def test_hostile_arguments_raise_instead_of_ending_the_interpreter():
     assert len(parasurf.marching_cubes(sphere, 0.5, device="cpu", threads=100000)[1]) > 0  # clamped to the limit
     with pytest.raises(ValueError):
         parasurf.marching_cubes(sphere, 0.5, device="cpu", threads=-1)
+
+
+def _nurbs_reference(s, u, v):
+    """Rational B-spline surface at complex (u, v) by the Cox-de Boor recursion (the span chosen by the real
+    parts): complex steps give first derivatives to rounding."""
+    def basis(knots, p, n, t):
+        tr = t.real
+        k = n - 1 if tr >= knots[n] else max(i for i in range(p, n) if knots[i] <= tr)
+        N = [1.0 + 0j if i == k else 0j for i in range(len(knots) - 1)]
+        for d in range(1, p + 1):
+            for i in range(len(knots) - 1 - d):
+                a = 0j if knots[i + d] == knots[i] else (t - knots[i]) / (knots[i + d] - knots[i]) * N[i]
+                b = 0j if knots[i + d + 1] == knots[i + 1] else (knots[i + d + 1] - t) / (knots[i + d + 1] - knots[i + 1]) * N[i + 1]
+                N[i] = a + b
+        return N[:n]
+    P, W = s["points"], s["weights"]
+    nu, nv = W.shape
+    Nu, Nv = basis(s["knots"][0], s["degree"][0], nu, u), basis(s["knots"][1], s["degree"][1], nv, v)
+    num, den = np.zeros(3, complex), 0j
+    for i in range(nu):
+        for j in range(nv):
+            c = Nu[i] * Nv[j] * W[i, j]
+            num += c * P[i, j]
+            den += c
+    return num / den
+
+
+def _random_nurbs(rng):
+    p, q = int(rng.integers(2, 5)), int(rng.integers(1, 4))
+    nu, nv = p + int(rng.integers(1, 5)), q + int(rng.integers(1, 5))
+    def knots(p, n):
+        inner = np.sort(rng.uniform(0.5, 3.0, n - p - 1))
+        if len(inner) > 1:
+            inner[1] = inner[0]  # a double knot: continuity drops there
+        return [0.5] * (p + 1) + list(inner) + [3.0] * (p + 1)
+    return {"points": rng.uniform(-10, 10, (nu, nv, 3)) + 1e3, "degree": (p, q),
+            "knots": (knots(p, nu), knots(q, nv)), "weights": rng.uniform(0.3, 3.0, (nu, nv))}
+
+
+@pytest.mark.parametrize("device", devices())
+def test_bspline_surfaces_evaluate_against_de_boor(rng, device):
+    """NURBS surfaces with double knots, at random pairs and on every knot: positions and first derivatives against
+    the Cox-de Boor recursion with complex steps, second derivatives against differences of those."""
+    for _ in range(5):
+        s = _random_nurbs(rng)
+        ku, kv = s["knots"]
+        uv = np.column_stack([rng.uniform(0.5, 3.0, 40), rng.uniform(0.5, 3.0, 40)])
+        uv = np.vstack([uv, [[k, kv[len(kv) // 2]] for k in sorted(set(ku))], [[0.5, 0.5], [3.0, 3.0]]])
+        pts, normals, out = parasurf.evaluate_bspline_surface(s, uv, derivatives=True, second_derivatives=True,
+                                                             device=device)
+        assert pts.shape == (len(uv), 3) and pts.dtype == np.float64
+        h, e = 1e-30, 1e-5
+        for k, (u, v) in enumerate(uv):
+            ref = _nurbs_reference(s, u, v).real
+            np.testing.assert_allclose(pts[k], ref, rtol=1e-12, atol=1e-9)
+            if u in ku or v in kv:
+                continue  # derivatives at a double knot are one-sided: the checks below use both sides
+            du = _nurbs_reference(s, u + 1j * h, v).imag / h
+            dv = _nurbs_reference(s, u, v + 1j * h).imag / h
+            np.testing.assert_allclose(out["du"][k], du, rtol=1e-9, atol=1e-7 * np.abs(du).max())
+            np.testing.assert_allclose(out["dv"][k], dv, rtol=1e-9, atol=1e-7 * np.abs(dv).max())
+            if min(abs(u - np.array(ku)).min(), abs(v - np.array(kv)).min()) < 2 * e:
+                continue
+            duu = (_nurbs_reference(s, u + e + 1j * h, v).imag - _nurbs_reference(s, u - e + 1j * h, v).imag) / (2 * e * h)
+            duv = (_nurbs_reference(s, u + 1j * h, v + e).imag - _nurbs_reference(s, u + 1j * h, v - e).imag) / (2 * e * h)
+            dvv = (_nurbs_reference(s, u, v + e + 1j * h).imag - _nurbs_reference(s, u, v - e + 1j * h).imag) / (2 * e * h)
+            for name, ref2 in (("duu", duu), ("duv", duv), ("dvv", dvv)):
+                np.testing.assert_allclose(out[name][k], ref2, rtol=1e-5, atol=1e-5 * (np.abs(ref2).max() + 1))
+            n = np.cross(out["du"][k], out["dv"][k])
+            np.testing.assert_allclose(normals[k], n / np.linalg.norm(n), atol=1e-9)
+    with pytest.raises(ValueError, match="outside the surface's domain"):
+        parasurf.evaluate_bspline_surface(s, [[0.4, 1.0]])
+    with pytest.raises(ValueError, match="knot vector u"):
+        parasurf.evaluate_bspline_surface(dict(s, knots=(s["knots"][0][:-1], s["knots"][1])), [[1.0, 1.0]])
+
+
+def test_tessellate_takes_surfaces_as_arrays(tmp_path, rng):
+    """Surfaces from arrays give the mesh their .json file gives; a plain (nu, nv, 3) net with a degree gets clamped
+    uniform knots."""
+    import json
+    s = _random_nurbs(rng)
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"degree": list(s["degree"]), "knots": [list(k) for k in s["knots"]],
+                                "points": s["points"].tolist(), "weights": s["weights"].tolist()}))
+    by_file = parasurf.tessellate(path, resolution=6, device="cpu")
+    by_arrays = parasurf.tessellate(surfaces=s, resolution=6, device="cpu")
+    for a, b in zip(by_file, by_arrays):
+        np.testing.assert_array_equal(a, b)
+    net = {"points": s["points"], "degree": (2, 1)}
+    nu, nv = s["points"].shape[:2]
+    verts, faces, _ = parasurf.tessellate(surfaces=[net, dict(net, points=net["points"] + 100)], resolution=4)
+    assert len(faces) == 2 * 2 * 4 * 4 * (nu - 2) * (nv - 1)
+    with pytest.raises(ValueError, match="either a path or surfaces"):
+        parasurf.tessellate(path, surfaces=s)
