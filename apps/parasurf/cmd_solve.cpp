@@ -5,22 +5,15 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
-#include "io/json_text.hpp"
-#include "io/bspline_json.hpp"
-#include "io/solver_json.hpp"
-#include "io/text_cursor.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/render.hpp"
 #include "parasurf/solver.hpp"
+#include "parasurf/solver_input.hpp"
 
 namespace parasurf::cli {
 
 namespace {
-
-using io::bspline_curve;
-using io::member;
-using io::motion_from_json;
 
 std::vector<std::array<double, 2>> sample_curve(const BezierCurve2& c, int n = 200) {
   std::vector<std::array<double, 2>> out;
@@ -107,8 +100,7 @@ void add_solve(CLI::App& app) {
       throw Error(ErrorKind::InvalidArgument, "--resolution " + std::to_string(a->resolution) +
                                                   " is outside 1e-6..1 (a fraction of a knot span)");
     note_if_fifo(a->input);
-    const std::string text = io::read_text_file(a->input, "solver input", 64ull << 20);
-    const nlohmann::json doc = io::parse_json(text, a->input);
+    const SolverInput doc = SolverInput::read(a->input);
     SolverOptions o;
     o.tolerance = a->tolerance;
     o.threads = a->threads;
@@ -140,7 +132,7 @@ void add_solve(CLI::App& app) {
     const std::array<float, 3> red{0.85f, 0.2f, 0.15f};
 
     if (a->app == "hausdorff") {
-      const BSplineCurve2 c1 = bspline_curve(member(doc, "curve1", in), in + ": curve1"), c2 = bspline_curve(member(doc, "curve2", in), in + ": curve2");
+      const BSplineCurve2 c1 = doc.curve("curve1"), c2 = doc.curve("curve2");
       const HausdorffResult r = hausdorff_distance(c1, c2, o);
       std::printf("Hausdorff distance %.17g; %lld candidates; %s\n", r.distance, (long long)r.candidates, r.status.c_str());
       nlohmann::json out = {{"status", r.status}, {"distance", r.distance}, {"candidates", r.candidates}};
@@ -163,7 +155,7 @@ void add_solve(CLI::App& app) {
       return finish(out, r.status);
     }
     if (a->app == "bisector") {
-      const BSplineCurve2 c1 = bspline_curve(member(doc, "curve1", in), in + ": curve1"), c2 = bspline_curve(member(doc, "curve2", in), in + ": curve2");
+      const BSplineCurve2 c1 = doc.curve("curve1"), c2 = doc.curve("curve2");
       const CurveBisectorResult r = curve_bisector(c1, c2, resolution(1.0 / 128), o);
       std::size_t points = 0;
       nlohmann::json out = {{"status", r.status}, {"curves", nlohmann::json::array()}};
@@ -199,8 +191,7 @@ void add_solve(CLI::App& app) {
       return finish(out, r.status);
     }
     if (a->app == "ssi" || a->app == "surface-bisector") {
-      const BSplineSurface s1 = bspline_surface_from_json(member(doc, "surface1", in), in + ": surface1");
-      const BSplineSurface s2 = bspline_surface_from_json(member(doc, "surface2", in), in + ": surface2");
+      const BSplineSurface s1 = doc.surface("surface1"), s2 = doc.surface("surface2");
       Plot2D plot;
       auto outline = [&](const BSplineSurface& s, std::array<float, 3> color) {  // the iso-parameter net, seen from above
         const double u0 = s.knots_u[std::size_t(s.degree_u)], u1 = s.knots_u[std::size_t(s.count_u)];
@@ -257,9 +248,8 @@ void add_solve(CLI::App& app) {
     }
     if (a->app == "contacts") {
       if (!a->picture.empty()) throw Error(ErrorKind::InvalidArgument, "--picture is not available for contacts (use -o and plot the JSON)");
-      const BSplineSurface s1 = bspline_surface_from_json(member(doc, "moving", in), in + ": moving");
-      const BSplineSurface s2 = bspline_surface_from_json(member(doc, "fixed", in), in + ": fixed");
-      const Motion m = motion_from_json(member(doc, "motion", in), in + ": motion");
+      const BSplineSurface s1 = doc.surface("moving"), s2 = doc.surface("fixed");
+      const Motion m = doc.motion("motion");
       const ContactResult r = contact_points(s1, s2, m, o);
       std::printf("%zu contact point(s) and %zu contact region(s) from %lld piece systems; %s\n", r.contacts.size(), r.regions.size(),
                   (long long)r.combinations, r.status.c_str());
@@ -279,10 +269,7 @@ void add_solve(CLI::App& app) {
       return finish(out, r.status);
     }
     if (a->app == "raytraps") {
-      const auto& list = member(doc, "curves", in);
-      if (!list.is_array()) throw Error(ErrorKind::Parse, in + ": expected {\"curves\": [{\"points\": [[x, y], ...]}, ...]}");
-      std::vector<BezierCurve2> curves;
-      for (std::size_t i = 0; i < list.size(); ++i) curves.push_back(io::bezier_curve_from_json(list[i], in + ": curves[" + std::to_string(i) + "]"));
+      const std::vector<BezierCurve2> curves = doc.bezier_curves("curves");
       const RayTrapResult r = ray_traps(curves, o);
       std::printf("%zu curves: %zu ray trap(s); %s\n", curves.size(), r.traps.size(), r.status.c_str());
       nlohmann::json out = {{"status", r.status}, {"traps", nlohmann::json::array()}};
@@ -305,19 +292,9 @@ void add_solve(CLI::App& app) {
       }
       return finish(out, r.status);
     }
-    if (doc.is_object() && doc.contains("pairs")) {
+    if (doc.has("pairs")) {
       // A batch: {"pairs": [{"curve1": ..., "curve2": ...}, ...]} of Bézier curves, solved together.
-      const auto& list = doc["pairs"];
-      if (!list.is_array()) throw Error(ErrorKind::Parse, in + ": \"pairs\" must be an array of {curve1, curve2}");
-      std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
-      for (std::size_t k = 0; k < list.size(); ++k) {
-        const std::string where = in + ": pairs[" + std::to_string(k) + "]";
-        const auto &j1 = member(list[k], "curve1", where), &j2 = member(list[k], "curve2", where);
-        if (j1.contains("knots") || j2.contains("knots"))
-          throw Error(ErrorKind::InvalidArgument, where + ": a batch takes Bezier curves (no knots)");
-        pairs.emplace_back(BezierCurve2{bspline_curve(j1, where + ".curve1").points},
-                           BezierCurve2{bspline_curve(j2, where + ".curve2").points});
-      }
+      const std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs = doc.bezier_pairs("pairs");
       if (!a->picture.empty()) throw Error(ErrorKind::InvalidArgument, "--picture is not available for a batch");
       const std::vector<CurveIntersectionResult> rs = intersect_curve_pairs(pairs, o);
       std::string status = "complete";
@@ -337,9 +314,8 @@ void add_solve(CLI::App& app) {
       stopped(in, status);
       return;
     }
-    const auto &j1 = member(doc, "curve1", in), &j2 = member(doc, "curve2", in);
-    const bool bspline = j1.contains("knots") || j2.contains("knots");
-    const BSplineCurve2 b1 = bspline_curve(j1, in + ": curve1"), b2 = bspline_curve(j2, in + ": curve2");
+    const bool bspline = doc.is_bspline("curve1") || doc.is_bspline("curve2");
+    const BSplineCurve2 b1 = doc.curve("curve1"), b2 = doc.curve("curve2");
     const CurveIntersectionResult r = bspline ? intersect_curves(b1, b2, o) : intersect_curves(BezierCurve2{b1.points}, BezierCurve2{b2.points}, o);
     std::printf("%s curves with %zu and %zu control points: %zu intersection(s), %zu overlap(s); %s\n", bspline ? "B-spline" : "Bezier",
                 b1.points.size(), b2.points.size(), r.points.size(), r.overlaps.size(), r.status.c_str());

@@ -35,7 +35,8 @@ void evaluate_bspline_points_into(const BSplineSurface& s, std::span<const doubl
                                   SampleSpans<T> out, const EvalOptions& options, EvalReport* report) {
   const auto start = std::chrono::steady_clock::now();
   validate(s);
-  if (uv.size() % 2 != 0) throw Error(ErrorKind::InvalidArgument, "uv must hold (u, v) pairs: an even count of numbers");
+  if (uv.size() % 2 != 0)
+    throw Error(ErrorKind::InvalidArgument, "uv must hold (u, v) pairs: an even count of numbers");
   const std::int64_t n = std::int64_t(uv.size() / 2);
   const std::vector<double> bu = breakpoints(s.knots_u, s.degree_u, s.count_u),
                             bv = breakpoints(s.knots_v, s.degree_v, s.count_v);
@@ -50,11 +51,11 @@ void evaluate_bspline_points_into(const BSplineSurface& s, std::span<const doubl
   for (std::int64_t k = 0; k < n; ++k) {
     const double u = uv[2 * std::size_t(k)], v = uv[2 * std::size_t(k) + 1];
     if (!(u >= bu.front() && u <= bu.back() && v >= bv.front() && v <= bv.back()))
-      throw Error(ErrorKind::InvalidArgument,
-                  "uv pair " + std::to_string(k) + " (" + std::to_string(u) + ", " + std::to_string(v) +
-                      ") is outside the surface's domain [" + std::to_string(bu.front()) + ", " +
-                      std::to_string(bu.back()) + "] x [" + std::to_string(bv.front()) + ", " +
-                      std::to_string(bv.back()) + "]");
+      throw Error(ErrorKind::InvalidArgument, "uv pair " + std::to_string(k) + " (" + std::to_string(u) + ", " +
+                                                  std::to_string(v) + ") is outside the surface's domain [" +
+                                                  std::to_string(bu.front()) + ", " + std::to_string(bu.back()) +
+                                                  "] x [" + std::to_string(bv.front()) + ", " +
+                                                  std::to_string(bv.back()) + "]");
     piece[std::size_t(k)] = span_of(bu, u) * nv + span_of(bv, v);
     ++first[std::size_t(piece[std::size_t(k)] + 1)];
   }
@@ -62,7 +63,8 @@ void evaluate_bspline_points_into(const BSplineSurface& s, std::span<const doubl
   std::vector<std::int64_t> order(static_cast<std::size_t>(n)), next(first.begin(), first.end() - 1);
   for (std::int64_t k = 0; k < n; ++k) order[std::size_t(next[std::size_t(piece[std::size_t(k)])]++)] = k;
 
-  if (out.count != n) throw Error(ErrorKind::InvalidArgument, "evaluate_bspline_points: the outputs do not hold every pair");
+  if (out.count != n)
+    throw Error(ErrorKind::InvalidArgument, "evaluate_bspline_points: the outputs do not hold every pair");
   SurfaceEvaluator<T> evaluator(options);
   EvalReport total;
   std::vector<double> local;
