@@ -141,6 +141,15 @@ std::pair<SurfaceEvaluator<T>&, std::unique_lock<std::mutex>> kept_evaluator() {
 
 // A Bézier surface on a grid or at (u, v) pairs, written by the library straight into the arrays returned: each
 // field is one (3, count) block, returned as a (rows, cols, 3) or (count, 3) view of it (no copy).
+// What the evaluate functions return: points and unit normals, derivatives when asked.
+EvalRequest sample_request(bool derivatives, bool second) {
+  EvalRequest req;
+  req.normals = true;
+  req.first_derivatives = derivatives;
+  req.second_derivatives = second;
+  return req;
+}
+
 py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::forcecast> points,
                           std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> weights,
                           std::optional<py::array_t<double, py::array::c_style | py::array::forcecast>> uv, std::int64_t rows,
@@ -163,10 +172,7 @@ py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::fo
     throw Error(ErrorKind::InvalidArgument, "grid resolution " + std::to_string(rows) + "x" + std::to_string(cols) +
                                                 " is outside 2.." + std::to_string(kMaxGridSide) + " per direction");
   const std::int64_t count = uv ? uv->shape(0) : rows * cols;
-  EvalRequest req;
-  req.normals = true;
-  req.first_derivatives = derivatives;
-  req.second_derivatives = second;
+  const EvalRequest req = sample_request(derivatives, second);
   EvalOptions o;
   o.device = parse_device(device);
   o.threads = threads;
@@ -353,10 +359,7 @@ py::dict evaluate_bspline_surface(py::handle surface, CArray uv, bool derivative
   const BSplineSurface s = bspline_arg(surface, "surface");
   if (uv.ndim() != 2 || uv.shape(1) != 2) throw Error(ErrorKind::InvalidArgument, "uv must have shape (N, 2)");
   const std::int64_t count = uv.shape(0);
-  EvalRequest req;
-  req.normals = true;
-  req.first_derivatives = derivatives;
-  req.second_derivatives = second;
+  const EvalRequest req = sample_request(derivatives, second);
   EvalOptions o;
   o.device = parse_device(device);
   o.threads = threads;

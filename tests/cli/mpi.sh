@@ -6,16 +6,7 @@
 #   usage: mpi.sh <parasurf executable>
 set -uo pipefail
 exe="$1"
-# Two solver results are the same when they agree in everything but the run's duration and outputs.
-same_result() {
-  python3 - "$1" "$2" <<'PY'
-import json, sys
-a, b = (json.load(open(p)) for p in sys.argv[1:])
-for d in (a, b):
-    d.pop("seconds", None), d.pop("output", None)
-sys.exit(a != b)
-PY
-}
+source "$(dirname "$0")/common.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
