@@ -14,7 +14,6 @@
 
 #include "bench_util.hpp"
 #include "parasurf_commit.h"
-#include "isosurface/engine.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
@@ -144,49 +143,37 @@ nlohmann::json run_peers(const IsoBenchArgs& a, const HostVolume& h) {
 // The GPU with the samples already on the device and the mesh left there: classify + scan + generate only.
 nlohmann::json gpu_resident(const HostVolume& h, int repeats, double min_time, double copy_bw, double host_best,
                             CaseTopology topology) {
-  auto engine = iso::make_engine(Device::Cuda, 0, 0);
-  iso::SlabTask task;
-  task.type = h.type;
-  task.data = h.bytes.data();
-  task.dims = h.geometry.dims;
-  task.data_z0 = 0;
-  task.data_z1 = task.z1 = h.geometry.dims[2];
-  task.level = h.level;
-  task.normals = true;
-  task.decider = topology != CaseTopology::Classic;
-  task.tunnels = topology == CaseTopology::Mc33;
-  for (int i = 0; i < 9; ++i) task.map.jacobian[i] = task.map.normal_matrix[i] = (i % 4 == 0) ? 1.0f : 0.0f;
-  std::vector<std::uint64_t> ties;
-  iso::MeshTail none;  // nullptr: the mesh stays on the device
-  engine->count(task);  // uploads once; later runs find the samples resident
-  engine->generate(task, none, ties);
+  ArrayView3 view;
+  view.data = h.bytes.data();
+  view.type = h.type;
+  view.shape = {h.geometry.dims[2], h.geometry.dims[1], h.geometry.dims[0]};
+  view.strides = ArrayView3::c_strides(view.shape, h.type);
+  ResidentIsosurface resident(view, topology, true);
+  resident.extract(h.level);  // uploads once; later runs find the samples resident
   // The whole call is timed with the stage events off (they cost the GPU microseconds a slab); the split into stages
   // comes from as many runs again with them on, the best of those.
   double best = 1e30, classify = 0, scan = 0, generate = 0, staged_best = 1e30;
-  iso::SlabCounts c;
+  ResidentIsosurface::Counts c;
   std::vector<double> runs;
-  engine->time_stages(false);
   repeat_runs(repeats, min_time, [&] {
     const auto t = Clock::now();
-    c = engine->count(task);
-    engine->generate(task, none, ties);
+    c = resident.extract(h.level);
     const double sec = since(t);
     runs.push_back(sec);
     best = std::min(best, sec);
   });
-  engine->time_stages(true);
+  resident.time_stages(true);
   repeat_runs(repeats, min_time, [&] {
-    const auto before = engine->seconds();
+    const IsosurfaceProfile before = resident.profile();
     const auto t = Clock::now();
-    engine->count(task);
-    engine->generate(task, none, ties);
+    resident.extract(h.level);
     const double sec = since(t);
-    const auto after = engine->seconds();
+    const IsosurfaceProfile after = resident.profile();
     if (sec < staged_best) {
       staged_best = sec;
-      classify = after.classify - before.classify;
-      scan = after.scan - before.scan;
-      generate = after.generate - before.generate;
+      classify = after.seconds_classify - before.seconds_classify;
+      scan = after.seconds_scan - before.seconds_scan;
+      generate = after.seconds_generate - before.seconds_generate;
     }
   });
   std::nth_element(runs.begin(), runs.begin() + runs.size() / 2, runs.end());
@@ -265,15 +252,15 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
     if (d == Device::Cpu) cpu_best = best;
     std::printf("  %-26s %-28s %9.2f ms  classify %7.2f  scan %6.2f  generate %7.2f  %8.1f Mvox/s  %7.2f Mtri/s  "
                 "(%lld triangles)\n",
-                dname.c_str(), best_rep.device.c_str(), best * 1e3, best_rep.seconds_classify * 1e3,
-                best_rep.seconds_scan * 1e3, best_rep.seconds_generate * 1e3, voxels / best / 1e6,
+                dname.c_str(), best_rep.device.c_str(), best * 1e3, best_rep.profile.seconds_classify * 1e3,
+                best_rep.profile.seconds_scan * 1e3, best_rep.profile.seconds_generate * 1e3, voxels / best / 1e6,
                 double(b.triangles) / best / 1e6, (long long)b.triangles);
     entry[dname] = {{"seconds", best},
                     {"device", best_rep.device},
-                    {"classify", best_rep.seconds_classify},
-                    {"scan", best_rep.seconds_scan},
-                    {"generate", best_rep.seconds_generate},
-                    {"copy", best_rep.seconds_copy},
+                    {"classify", best_rep.profile.seconds_classify},
+                    {"scan", best_rep.profile.seconds_scan},
+                    {"generate", best_rep.profile.seconds_generate},
+                    {"copy", best_rep.profile.seconds_copy},
                     {"triangles", b.triangles},
                     {"vertices", b.vertices}};
     if (d == Device::Auto) {
@@ -318,20 +305,20 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
 void print_stage_breakdown(const IsosurfaceReport& r) {
   std::printf("      setup %.1f ms (engine %.1f)  workers %.1f ms: upload %.1f  kernels %.1f  download %.1f  host mesh %.1f"
               "  (summed over GPUs)  join %.1f ms\n",
-              r.seconds_setup * 1e3, r.seconds_engine_start * 1e3, r.seconds_workers * 1e3, r.seconds_upload * 1e3,
-              (r.seconds_classify + r.seconds_scan + r.seconds_generate) * 1e3, r.seconds_download * 1e3,
-              r.seconds_host_mesh * 1e3, r.seconds_join * 1e3);
+              r.profile.seconds_setup * 1e3, r.profile.seconds_engine_start * 1e3, r.profile.seconds_workers * 1e3, r.profile.seconds_upload * 1e3,
+              (r.profile.seconds_classify + r.profile.seconds_scan + r.profile.seconds_generate) * 1e3, r.profile.seconds_download * 1e3,
+              r.profile.seconds_host_mesh * 1e3, r.profile.seconds_join * 1e3);
 }
 
 nlohmann::json stage_breakdown_json(const IsosurfaceReport& r) {
-  return {{"seconds_setup", r.seconds_setup},
-          {"seconds_engine_start", r.seconds_engine_start},
-          {"seconds_workers", r.seconds_workers},
-          {"seconds_upload", r.seconds_upload},
-          {"seconds_kernels", r.seconds_classify + r.seconds_scan + r.seconds_generate},
-          {"seconds_download", r.seconds_download},
-          {"seconds_host_mesh", r.seconds_host_mesh},
-          {"seconds_join", r.seconds_join}};
+  return {{"seconds_setup", r.profile.seconds_setup},
+          {"seconds_engine_start", r.profile.seconds_engine_start},
+          {"seconds_workers", r.profile.seconds_workers},
+          {"seconds_upload", r.profile.seconds_upload},
+          {"seconds_kernels", r.profile.seconds_classify + r.profile.seconds_scan + r.profile.seconds_generate},
+          {"seconds_download", r.profile.seconds_download},
+          {"seconds_host_mesh", r.profile.seconds_host_mesh},
+          {"seconds_join", r.profile.seconds_join}};
 }
 
 // Several GPUs against one on a host-resident float32 tangle (end to end: upload, extract, mesh to host).
@@ -404,7 +391,7 @@ nlohmann::json bench_out_of_core(const IsoBenchArgs& a, std::int64_t n) {
                 "triangles  slab buffers %.2f GiB  mesh %.2f GiB  peak RSS %.2f GiB%s\n",
                 gpus, best_rep.device.c_str(), best, runs[0], (long long)best_rep.slabs,
                 (long long)best_rep.slab_slices, best_rep.seconds_read, (long long)tris,
-                double(best_rep.peak_slab_bytes) / 1073741824.0, mesh_bytes / 1073741824.0,
+                double(best_rep.profile.peak_slab_bytes) / 1073741824.0, mesh_bytes / 1073741824.0,
                 double(peak_rss()) / 1073741824.0,
                 gpus > 1 ? ("  speedup " + std::to_string(one / best).substr(0, 4) + "x over one GPU").c_str() : "");
     print_stage_breakdown(best_rep);
@@ -412,7 +399,7 @@ nlohmann::json bench_out_of_core(const IsoBenchArgs& a, std::int64_t n) {
     entry.update({{"gpus", gpus}, {"device", best_rep.device}, {"seconds", best}, {"seconds_runs", runs},
                   {"slabs", best_rep.slabs}, {"slab_slices", best_rep.slab_slices},
                   {"seconds_read", best_rep.seconds_read}, {"triangles", tris},
-                  {"peak_slab_bytes", best_rep.peak_slab_bytes}, {"mesh_bytes", mesh_bytes},
+                  {"peak_slab_bytes", best_rep.profile.peak_slab_bytes}, {"mesh_bytes", mesh_bytes},
                   {"peak_rss_bytes", peak_rss()}});
     if (gpus > 1) entry["speedup"] = one / best;
     out.push_back(entry);

@@ -15,7 +15,6 @@
 #include "parasurf/commands.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/solver.hpp"
-#include "solver/engine.hpp"
 
 namespace parasurf::cli {
 
@@ -180,13 +179,13 @@ void add_bench_solver(CLI::App& bench) {
         std::size_t count = 0;
         std::string status;
         f();
-        solver::GpuTraffic before{}, after{};
+        SolverGpuTraffic before{}, after{};
         for (int r = 0; r < std::max(1, a->repeat); ++r) {
-          before = solver::gpu_traffic();
+          before = solver_gpu_traffic();
           const auto t0 = std::chrono::steady_clock::now();
           const auto [n, st] = f();
           best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-          after = solver::gpu_traffic();
+          after = solver_gpu_traffic();
           count = n;
           status = st;
         }

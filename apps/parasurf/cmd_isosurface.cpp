@@ -243,8 +243,8 @@ void add_isosurface(CLI::App& app) {
                   (long long)rep.slab_slices);
       if (!rep.device_choice.empty()) std::printf("%s\n", rep.device_choice.c_str());
       std::printf("time: %.2f ms (read %.2f, classify %.2f, scan %.2f, generate %.2f, copy %.2f); %.1f Mvoxel/s\n",
-                  rep.seconds_total * 1e3, rep.seconds_read * 1e3, rep.seconds_classify * 1e3, rep.seconds_scan * 1e3,
-                  rep.seconds_generate * 1e3, rep.seconds_copy * 1e3, voxels / rep.seconds_total / 1e6);
+                  rep.seconds_total * 1e3, rep.seconds_read * 1e3, rep.profile.seconds_classify * 1e3, rep.profile.seconds_scan * 1e3,
+                  rep.profile.seconds_generate * 1e3, rep.profile.seconds_copy * 1e3, voxels / rep.seconds_total / 1e6);
       if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
       if (rep.rounded_ties_welded)
         std::printf("welded %lld crossings that rounding put on a sample; %lld zero-area triangles removed\n",
@@ -271,15 +271,15 @@ void add_isosurface(CLI::App& app) {
                           {"degenerate_triangles_removed", rep.degenerate_removed},
                           {"seconds", {{"total", rep.seconds_total},
                                        {"read", rep.seconds_read},
-                                       {"classify", rep.seconds_classify},
-                                       {"scan", rep.seconds_scan},
-                                       {"generate", rep.seconds_generate},
-                                       {"copy", rep.seconds_copy},
-                                       {"setup", rep.seconds_setup},
-                                       {"host_mesh", rep.seconds_host_mesh},
-                                       {"host_mesh_ahead", rep.seconds_host_mesh_ahead},
-                                       {"engine_start", rep.seconds_engine_start}, {"upload", rep.seconds_upload},
-                                       {"download", rep.seconds_download}}}};
+                                       {"classify", rep.profile.seconds_classify},
+                                       {"scan", rep.profile.seconds_scan},
+                                       {"generate", rep.profile.seconds_generate},
+                                       {"copy", rep.profile.seconds_copy},
+                                       {"setup", rep.profile.seconds_setup},
+                                       {"host_mesh", rep.profile.seconds_host_mesh},
+                                       {"host_mesh_ahead", rep.profile.seconds_host_mesh_ahead},
+                                       {"engine_start", rep.profile.seconds_engine_start}, {"upload", rep.profile.seconds_upload},
+                                       {"download", rep.profile.seconds_download}}}};
       write_json_report(a->json, "isosurface", input, out, j);
     }
     if (mesh.triangle_count() == 0) {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "isosurface/part.hpp"
+#include "parasurf/distributed.hpp"
 #include "parasurf/error.hpp"
 
 namespace parasurf::cli::mpi {
@@ -48,7 +48,7 @@ template <class T> void broadcast(std::vector<T>& v, MPI_Datatype type, const ch
 // (mpi_pinches.cpp). Level L's part holds vertices v_base[L] + [0, own_v[L]) and triangles t_base[L] + ...; this
 // rank's points start at plane zb. The new vertices come last (the last rank's last level grows): own_v, total_v and
 // all_v follow.
-void split_pinches_across_ranks(std::vector<iso::IsosurfacePart>& parts, const IsosurfaceOptions& o, const VolumeGeometry& g,
+void split_pinches_across_ranks(std::vector<distributed::IsosurfacePart>& parts, const IsosurfaceOptions& o, const VolumeGeometry& g,
                                 std::int64_t zb, std::vector<std::uint64_t>& own_v, const std::vector<std::uint64_t>& v_base,
                                 std::vector<std::uint64_t>& total_v, const std::vector<std::uint64_t>& t_base,
                                 std::uint64_t& all_v, IsosurfaceReport& rep);

@@ -12,12 +12,12 @@
 
 namespace parasurf::cli::mpi {
 
-void split_pinches_across_ranks(std::vector<iso::IsosurfacePart>& parts, const IsosurfaceOptions& o, const VolumeGeometry& g,
+void split_pinches_across_ranks(std::vector<distributed::IsosurfacePart>& parts, const IsosurfaceOptions& o, const VolumeGeometry& g,
                                 std::int64_t zb, std::vector<std::uint64_t>& own_v, const std::vector<std::uint64_t>& v_base,
                                 std::vector<std::uint64_t>& total_v, const std::vector<std::uint64_t>& t_base,
                                 std::uint64_t& all_v, IsosurfaceReport& rep) {
   const std::size_t levels = parts.size();
-  const iso::WorldToIndex to_index = iso::world_to_index_map(g);
+  const distributed::WorldToIndex to_index = distributed::world_to_index_map(g);
   const int threads = cpu_thread_count(o.threads);
   // The level holding global vertex id v on this rank, or levels when another rank holds it.
   auto level_of = [&](std::uint64_t v) {
@@ -38,7 +38,7 @@ void split_pinches_across_ranks(std::vector<iso::IsosurfacePart>& parts, const I
   std::vector<std::vector<std::uint8_t>> flag(levels);
   std::vector<std::uint64_t> on_first;
   for (std::size_t L = 0; L < levels; ++L) {
-    iso::pinch_candidates(parts[L].mesh, threads, to_index, flag[L]);
+    distributed::pinch_candidates(parts[L].mesh, threads, to_index, flag[L]);
     for (std::size_t v = 0; v < flag[L].size(); ++v)
       if (flag[L][v] && first_plane(L, v)) on_first.push_back(v_base[L] + v);
   }
@@ -119,7 +119,7 @@ void split_pinches_across_ranks(std::vector<iso::IsosurfacePart>& parts, const I
             std::uint32_t(std::lower_bound(needed.begin(), needed.end(), corners[3 * k + std::size_t(q)]) - needed.begin()));
     const std::vector<std::uint32_t> before = sub.triangles;
     const std::int64_t added =
-        iso::split_pinched_vertices(sub, o.direction == GradientDirection::Descent, threads, to_index);
+        distributed::split_pinched_vertices(sub, o.direction == GradientDirection::Descent, threads, to_index);
     sources.assign(std::size_t(added), 0);
     for (std::size_t c = 0; c < before.size(); ++c)
       if (sub.triangles[c] != before[c]) {

@@ -18,12 +18,9 @@
 #include <thread>
 #include <nlohmann/json.hpp>
 
-#include "core/memory.hpp"
 #include "mpi_common.hpp"
-#include "io/ply_layout.hpp"
-#include "isosurface/engine.hpp"
-#include "isosurface/part.hpp"
 #include "parasurf/commands.hpp"
+#include "parasurf/distributed.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/io.hpp"
@@ -242,7 +239,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   } else {
     const std::int64_t a = layers * g_rank / g_size, b = layers * (g_rank + 1) / g_size;
     // About 64 layers counted over the whole volume: enough to see where the surface is, a small part of the work.
-    const std::vector<std::int64_t> mine = iso::layer_costs(volume, o, a, b, std::max<std::int64_t>(1, layers / 64));
+    const std::vector<std::int64_t> mine = distributed::layer_costs(volume, o, a, b, std::max<std::int64_t>(1, layers / 64));
     m_costs = mark();
     std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
     for (int r = 0; r < g_size; ++r) {
@@ -282,8 +279,8 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   double t_part = now();
   m_part_begin = mark();
   // The engine (its GPU memory) is released while the mesh is written, not before the ranks number it.
-  std::unique_ptr<iso::SlabEngine> engine;
-  std::vector<iso::IsosurfacePart> parts = iso::extract_isosurface_parts(volume, o, zb, ze, &rep, &engine);
+  std::shared_ptr<void> engine;  // released while the mesh is written
+  std::vector<distributed::IsosurfacePart> parts = distributed::extract_isosurface_parts(volume, o, zb, ze, &rep, &engine);
   const double m_extracted = mark();
   if (!met) o.started();
   t_part = now() - t_part;
@@ -331,7 +328,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     check(MPI_Gatherv(corners.data(), 3 * n, MPI_UINT32_T, all_corners.data(), counts3.data(), displs3.data(), MPI_UINT32_T, 0, MPI_COMM_WORLD),
           "gathering ties");
     std::vector<std::uint64_t> drop;
-    if (g_rank == 0 && total > 1) drop = iso::coincident_tie_drops(all_corners, all_ids);
+    if (g_rank == 0 && total > 1) drop = distributed::coincident_tie_drops(all_corners, all_ids);
     std::uint64_t nd = drop.size();
     check(MPI_Bcast(&nd, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
     drop.resize(std::size_t(nd));
@@ -359,7 +356,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     }
     const std::vector<std::uint64_t> drop = coincident(ids, corners);
     rep.duplicates_removed += std::int64_t(drop.size());
-    iso::drop_triangles(m, own_drops(L, drop));
+    distributed::drop_triangles(m, own_drops(L, drop));
   }
   m_ties_gathered = mark();
   if (rep.duplicates_removed) {
@@ -373,14 +370,14 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   std::int64_t welded = 0;
   int welded_any = 0;
   if (!o.keep_degenerate) {
-    const iso::WorldToIndex to_index = iso::world_to_index_map(volume.geometry());
+    const distributed::WorldToIndex to_index = distributed::world_to_index_map(volume.geometry());
     MPI_Datatype candidate_type;
-    check(MPI_Type_contiguous(int(sizeof(iso::RoundedCandidate)), MPI_BYTE, &candidate_type), "sharing rounded crossings");
+    check(MPI_Type_contiguous(int(sizeof(distributed::RoundedCandidate)), MPI_BYTE, &candidate_type), "sharing rounded crossings");
     check(MPI_Type_commit(&candidate_type), "sharing rounded crossings");
     bool dropped = false;
     for (std::size_t L = 0; L < levels; ++L) {
       TriangleMesh& m = parts[L].mesh;
-      std::vector<iso::RoundedCandidate> local = iso::rounded_candidates(m, cpu_thread_count(o.threads), to_index, {}, v_base[L]), shared;
+      std::vector<distributed::RoundedCandidate> local = distributed::rounded_candidates(m, cpu_thread_count(o.threads), to_index, {}, v_base[L]), shared;
       for (std::size_t k = 0; k < local.size();)
         if (local[k].key[3] == zb || local[k].key[3] == ze) {
           shared.push_back(local[k]);
@@ -389,11 +386,11 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
         } else {
           ++k;
         }
-      const std::vector<iso::RoundedCandidate> everyone = all_gather(shared, candidate_type, "sharing rounded crossings");
+      const std::vector<distributed::RoundedCandidate> everyone = all_gather(shared, candidate_type, "sharing rounded crossings");
       local.insert(local.end(), everyone.begin(), everyone.end());
-      const auto moves = iso::rounded_moves(local);
+      const auto moves = distributed::rounded_moves(local);
       for (const auto& [from, to] : moves) welded += from >= v_base[L] && from < v_base[L] + own_v[L];
-      iso::WeldedTriangles w = iso::apply_rounded_moves(m, v_base[L], moves, cpu_thread_count(o.threads));
+      distributed::WeldedTriangles w = distributed::apply_rounded_moves(m, v_base[L], moves, cpu_thread_count(o.threads));
       std::vector<std::uint64_t> ids;
       std::vector<std::uint32_t> corners;
       for (const std::uint64_t t : w.touched) {
@@ -406,7 +403,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
       std::vector<std::uint64_t> drop = own_drops(L, twins);
       drop.insert(drop.end(), w.degenerate.begin(), w.degenerate.end());
       std::sort(drop.begin(), drop.end());
-      iso::drop_triangles(m, drop);
+      distributed::drop_triangles(m, drop);
       dropped = dropped || !drop.empty();
     }
     MPI_Type_free(&candidate_type);
@@ -438,7 +435,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::vector<std::uint64_t> mine;
     std::vector<std::vector<std::uint32_t>> foreign(levels);  // corners on the next rank's vertices
     for (std::size_t L = 0; L < levels; ++L)
-      for (const auto v : iso::unreferenced_vertices(parts[L].mesh.triangles, 0, own_v[L], &foreign[L])) mine.push_back(v_base[L] + v);
+      for (const auto v : distributed::unreferenced_vertices(parts[L].mesh.triangles, 0, own_v[L], &foreign[L])) mine.push_back(v_base[L] + v);
     m_unused_listed = mark();
     std::vector<std::uint64_t> listed = all_gather(mine, MPI_UINT64_T, "sharing unused vertices");
     std::sort(listed.begin(), listed.end());
@@ -460,7 +457,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
         std::vector<std::uint64_t> own;
         for (auto v : removed)
           if (v >= v_base[L] && v < v_base[L] + own_v[L]) own.push_back(v);
-        iso::remove_vertices(parts[L].mesh, v_base[L], own, removed);
+        distributed::remove_vertices(parts[L].mesh, v_base[L], own, removed);
         own_v[L] = std::uint64_t(parts[L].mesh.vertex_count());
       }
       all_v = number(own_v, v_base, total_v, "numbering vertices");
@@ -489,7 +486,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     std::sort(distinct.begin(), distinct.end());
     distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
     for (const auto& [L, label] : distinct) {
-      group_names.push_back((levels > 1 ? iso::level_group_name(o.levels[std::size_t(L)]) + " " : std::string()) + "label " +
+      group_names.push_back((levels > 1 ? distributed::level_group_name(o.levels[std::size_t(L)]) + " " : std::string()) + "label " +
                             std::to_string(label));
       const auto c = label_color(label);
       group_colors.insert(group_colors.end(), c.begin(), c.end());
@@ -504,7 +501,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     }
   } else if (levels > 1) {
     for (std::size_t L = 0; L < levels; ++L) {
-      group_names.push_back(iso::level_group_name(o.levels[L]));
+      group_names.push_back(distributed::level_group_name(o.levels[L]));
       parts[L].mesh.face_groups.assign(parts[L].mesh.triangles.size() / 3, std::int32_t(L));
     }
   }
@@ -517,7 +514,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   const double t_write0 = now();
   std::jthread release([e = std::move(engine)]() mutable { e.reset(); });
   const std::string partial = out + ".partial";
-  io::PlyLayout layout;
+  distributed::PlyLayout layout;
   layout.normals = o.normals;
   layout.values = o.scalars != nullptr;
   layout.groups = levels > 1 || o.labels;
@@ -539,12 +536,22 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     check(MPI_File_open(MPI_COMM_WORLD, partial.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f), ("opening " + partial).c_str());
     const MPI_Offset vstart = MPI_Offset(header.size()), fstart = vstart + MPI_Offset(all_v * vbytes);
     if (g_rank == 0) check(MPI_File_write_at(f, 0, header.data(), int(header.size()), MPI_CHAR, MPI_STATUS_IGNORE), "writing the header");
-    std::vector<char> vbuf, fbuf;
+    // Record buffers left uninitialised (the threads that pack the records fault their pages in), kept between levels.
+    struct Records {
+      std::unique_ptr<char[]> bytes;
+      std::size_t n = 0, capacity = 0;
+      void resize(std::size_t to) {
+        if (to > capacity) bytes.reset(new char[capacity = to]);
+        n = to;
+      }
+      char* data() const { return bytes.get(); }
+      std::size_t size() const { return n; }
+    } vbuf, fbuf;
     for (std::size_t L = 0; L < levels; ++L) {
       const TriangleMesh& m = parts[L].mesh;
       const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
-      core::resize_for_overwrite(vbuf, std::size_t(nv) * vbytes);
-      core::resize_for_overwrite(fbuf, std::size_t(nt) * fbytes);
+      vbuf.resize(std::size_t(nv) * vbytes);
+      fbuf.resize(std::size_t(nt) * fbytes);
       constexpr std::int64_t kChunk = 1 << 16;
 #pragma omp parallel for schedule(static)
       for (std::int64_t c = 0; c < (nv + kChunk - 1) / kChunk; ++c)
@@ -557,7 +564,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
       std::uint64_t rounds = 0;
       check(MPI_Allreduce(&pieces, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "planning the writes");
       for (std::uint64_t k = 0; k < rounds; ++k) {
-        auto piece = [&](const std::vector<char>& buf, MPI_Offset at) {
+        auto piece = [&](const Records& buf, MPI_Offset at) {
           const std::size_t from = std::min<std::size_t>(buf.size(), std::size_t(k) << 30), to = std::min<std::size_t>(buf.size(), from + (1u << 30));
           check(MPI_File_write_at_all(f, at + MPI_Offset(from), buf.data() + from, int(to - from), MPI_CHAR, MPI_STATUS_IGNORE),
                 "writing the mesh");
@@ -604,19 +611,19 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   const std::uint64_t total_v_all = all_v, total_t_all = all_t;
 
   // Report: per-rank ranges and times on rank 0.
-  auto slab_home = [&](std::size_t k) { return k < rep.seconds_slab_done.size() ? m_part_begin + rep.seconds_slab_done[k] : 0.0; };
+  auto slab_home = [&](std::size_t k) { return k < rep.profile.seconds_slab_done.size() ? m_part_begin + rep.profile.seconds_slab_done[k] : 0.0; };
   struct RankFigures {
     double extract, seconds_read;
     std::int64_t zb, ze, vertices, triangles;
     double startup, balance, part, setup, classify, scan, generate, copy, host_mesh, numbering, after_start, host_mesh_ahead;
     double marks[kMarks], engine_start, upload, download, part_total;
   } mine{t_extract, rep.seconds_read, zb, ze, std::int64_t(mine_v), std::int64_t(mine_t),
-         m_t0 - g_mark_init_begin, t_balance, t_part, rep.seconds_setup, rep.seconds_classify, rep.seconds_scan, rep.seconds_generate,
-         rep.seconds_copy, rep.seconds_host_mesh, t_extract - t_balance - t_part, t0 + t_extract - t_ready,
-         rep.seconds_host_mesh_ahead,
+         m_t0 - g_mark_init_begin, t_balance, t_part, rep.profile.seconds_setup, rep.profile.seconds_classify, rep.profile.seconds_scan, rep.profile.seconds_generate,
+         rep.profile.seconds_copy, rep.profile.seconds_host_mesh, t_extract - t_balance - t_part, t0 + t_extract - t_ready,
+         rep.profile.seconds_host_mesh_ahead,
          {g_mark_init_begin, g_mark_init_end, m_t0, m_costs, m_gathered, m_part_begin, m_ready, slab_home(0), slab_home(1), slab_home(2),
           slab_home(3), m_extracted, m_part_end, m_numbered_ids, m_ties_gathered, m_unused_listed, m_unused_shared, m_unused_removed, m_ties, m_numbered},
-         rep.seconds_engine_start, rep.seconds_upload, rep.seconds_download, rep.seconds_total};
+         rep.profile.seconds_engine_start, rep.profile.seconds_upload, rep.profile.seconds_download, rep.seconds_total};
   std::vector<RankFigures> figures(static_cast<std::size_t>(g_size));
   check(MPI_Gather(&mine, int(sizeof mine), MPI_BYTE, figures.data(), int(sizeof mine), MPI_BYTE, 0, MPI_COMM_WORLD), "gathering figures");
   if (g_rank != 0) return;

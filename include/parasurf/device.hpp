@@ -73,4 +73,8 @@ int cpu_thread_limit();
 void set_default_cpu_threads(int threads);
 int hardware_threads();
 
+// Throws Error(OutOfMemory) naming `what`, the bytes needed and the bytes the system has available when `bytes` of
+// host memory cannot fit: checked before a large allocation, so that an absurd size fails with a message.
+void check_host_memory(std::uint64_t bytes, const std::string& what);
+
 }  // namespace parasurf

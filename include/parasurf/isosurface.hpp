@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,21 @@ struct IsosurfaceOptions {
 // by the golden angle). Linear RGB in [0, 1].
 std::array<float, 3> label_color(std::int32_t label);
 
+// Where an isosurface run's time went, for benchmarks and tuning: the stages' names follow the engines and may
+// change between versions (the mesh and the report's other fields do not depend on them).
+struct IsosurfaceProfile {
+  double seconds_classify = 0, seconds_scan = 0, seconds_generate = 0;  // the engine's passes (summed over slabs)
+  double seconds_copy = 0, seconds_upload = 0, seconds_download = 0;    // host<->device: the sum and its halves
+  double seconds_setup = 0;            // engine start (a CUDA context) and buffers, before the first slab
+  double seconds_engine_start = 0;     // making the engine (a CUDA context, its tables), within seconds_setup
+  double seconds_host_mesh = 0;        // growing the host mesh arrays for each slab's output (several GPUs: summed)
+  double seconds_host_mesh_ahead = 0;  // sizing them ahead while the engine started (within seconds_setup)
+  double seconds_workers = 0;  // several GPUs: from the start of the slab workers until the last one ended
+  double seconds_join = 0;     // several GPUs: joining the slabs' meshes in slab order, after the workers
+  std::uint64_t peak_slab_bytes = 0;      // host bytes held for samples and work arrays at once
+  std::vector<double> seconds_slab_done;  // when each slab's mesh was home, from the run's start (one GPU or CPU)
+};
+
 struct IsosurfaceReport {
   std::string device;  // what ran
   // With device auto and a usable GPU: what auto chose and the two estimated times behind the choice.
@@ -79,17 +95,8 @@ struct IsosurfaceReport {
   std::int64_t rounded_ties_welded = 0, degenerate_removed = 0;
   double value_min = 0, value_max = 0;  // of the finite samples, when a range pass ran (no level, or no surface)
   std::vector<double> levels;
-  double seconds_read = 0, seconds_classify = 0, seconds_scan = 0, seconds_generate = 0, seconds_copy = 0,
-         seconds_total = 0;
-  double seconds_setup = 0;       // engine start (a CUDA context) and buffers, before the first slab
-  double seconds_host_mesh = 0;   // growing the host mesh arrays for each slab's output (several GPUs: summed)
-  double seconds_host_mesh_ahead = 0;  // sizing them ahead while the engine started (within seconds_setup)
-  double seconds_engine_start = 0;     // making the engine (a CUDA context, its tables), within seconds_setup
-  double seconds_upload = 0, seconds_download = 0;  // the two halves of seconds_copy
-  double seconds_workers = 0;  // several GPUs: from the start of the slab workers until the last one ended
-  double seconds_join = 0;     // several GPUs: joining the slabs' meshes in slab order, after the workers
-  std::uint64_t peak_slab_bytes = 0;  // host bytes held for samples and work arrays at once
-  std::vector<double> seconds_slab_done;  // when each slab's mesh was home, from the run's start (one GPU or CPU)
+  double seconds_read = 0, seconds_total = 0;  // reading the volume (the part not overlapped), the whole call
+  IsosurfaceProfile profile;  // where the rest of the time went
 };
 
 // One mesh for all levels: face_groups holds the level index of each triangle when there are several levels.
@@ -163,6 +170,31 @@ struct ArrayMesh {
 // Throws Error(InvalidArgument) for shapes under 2 (after the step), a non-finite level or one outside the data
 // range, a mask of another shape; Error(Device) for a CUDA array without a usable GPU.
 ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOptions& options);
+
+// Marching cubes over and over on one volume kept on the GPU (a level slider, or timing the engine's passes alone):
+// the samples of a C-contiguous host array (x fastest: shape {nz, ny, nx}) go up once, and each extract() runs the
+// engine's passes with the mesh left in its device buffers, returning the counts. The array must outlive the object.
+// Throws Error(Device) without a usable GPU, Error(InvalidArgument) for another layout or a dimension under 2.
+class ResidentIsosurface {
+ public:
+  ResidentIsosurface(const ArrayView3& volume, CaseTopology topology = CaseTopology::Mc33, bool normals = true);
+  ~ResidentIsosurface();
+  ResidentIsosurface(ResidentIsosurface&&) noexcept;
+  ResidentIsosurface& operator=(ResidentIsosurface&&) noexcept;
+
+  struct Counts {
+    std::int64_t vertices = 0, triangles = 0;
+  };
+  Counts extract(double level);
+  // Whether extract() times its passes apart for profile() (off by default: the events cost the GPU microseconds a
+  // call, a large share of a small volume's time).
+  void time_stages(bool on);
+  IsosurfaceProfile profile() const;  // the passes' seconds summed over the calls so far
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 // What `auto` would run marching cubes on for a volume in host memory of these dimensions and sample type with
 // about this many triangles (0: a typical density of scanned volumes), and the estimated seconds on each side as

@@ -304,4 +304,11 @@ struct CurveBisectorResult {
 CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& b, double resolution = 1.0 / 128,
                                    const SolverOptions& options = {});
 
+// Work of the GPU solver engines since the process started, for a benchmark's floor: bytes of node coefficients
+// read and written, subdivision levels (each a device round trip) and cells tested. Zero without CUDA.
+struct SolverGpuTraffic {
+  std::int64_t bytes = 0, levels = 0, cells = 0;
+};
+SolverGpuTraffic solver_gpu_traffic();
+
 }  // namespace parasurf

@@ -11,7 +11,6 @@
 #include <mutex>
 
 #include "arrays.hpp"
-#include "core/memory.hpp"
 
 #include "parasurf/bezier.hpp"
 #include "parasurf/error.hpp"
@@ -186,7 +185,7 @@ py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::fo
   }
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    if (gpu < 0) core::check_host_allocation(sample_bytes(count, req, sizeof(T)), "evaluate_surface: the samples");
+    if (gpu < 0) check_host_memory(sample_bytes(count, req, sizeof(T)), "evaluate_surface: the samples");
     py::dict out;
     SampleSpans<T> spans;
     spans.count = count;
@@ -365,7 +364,7 @@ py::dict evaluate_bspline_surface(py::handle surface, CArray uv, bool derivative
   o.threads = threads;
   auto run = [&](auto tag) {
     using T = decltype(tag);
-    core::check_host_allocation(sample_bytes(count, req, sizeof(T)), "evaluate_bspline_surface: the samples");
+    check_host_memory(sample_bytes(count, req, sizeof(T)), "evaluate_bspline_surface: the samples");
     py::dict out;
     SampleSpans<T> spans;
     spans.count = count;

@@ -138,4 +138,7 @@ void check_host_allocation(std::uint64_t bytes, const std::string& what) {
 }
 
 }  // namespace core
+
+void check_host_memory(std::uint64_t bytes, const std::string& what) { core::check_host_allocation(bytes, what); }
+
 }  // namespace parasurf

@@ -398,7 +398,7 @@ MeshFormat choose_mesh_format(const std::string& path, const std::string& reques
   throw Error(ErrorKind::InvalidArgument, "unknown mesh format '" + requested + "' (" + mesh_output_formats() + ")");
 }
 
-namespace io {
+namespace distributed {
 
 PlyLayout PlyLayout::of(const TriangleMesh& m) {
   PlyLayout l;
@@ -459,6 +459,6 @@ void PlyLayout::pack_faces(const TriangleMesh& m, std::int64_t t0, std::int64_t 
   }
 }
 
-}  // namespace io
+}  // namespace distributed
 
 }  // namespace parasurf

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/backends.hpp"
+#include "isosurface/engine.hpp"
 #include "isosurface/array_mesh.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
@@ -78,6 +79,57 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
   out.faces = Buffer::adopt(std::move(mesh.triangles));
   out.values = Buffer::adopt(std::move(values));
   return out;
+}
+
+struct ResidentIsosurface::Impl {
+  std::unique_ptr<iso::SlabEngine> engine;
+  iso::SlabTask task;
+  std::vector<std::uint64_t> ties;
+};
+
+ResidentIsosurface::ResidentIsosurface(const ArrayView3& volume, CaseTopology topology, bool normals)
+    : impl_(std::make_unique<Impl>()) {
+  if (volume.space != MemorySpace::Host || !volume.c_contiguous())
+    throw Error(ErrorKind::InvalidArgument, "ResidentIsosurface takes a C-contiguous host array");
+  for (int a = 0; a < 3; ++a)
+    if (volume.shape[a] < 2) throw Error(ErrorKind::InvalidArgument, "ResidentIsosurface: every dimension must be at least 2");
+  if (!cuda_available()) throw Error(ErrorKind::Device, "ResidentIsosurface needs a usable CUDA GPU");
+  impl_->engine = iso::make_engine(Device::Cuda, 0, 0);
+  iso::SlabTask& t = impl_->task;
+  t.type = volume.type;
+  t.data = volume.data;
+  t.dims = {volume.shape[2], volume.shape[1], volume.shape[0]};
+  t.data_z0 = 0;
+  t.data_z1 = t.z1 = t.dims[2];
+  t.normals = normals;
+  t.decider = topology != CaseTopology::Classic;
+  t.tunnels = topology == CaseTopology::Mc33;
+  for (int i = 0; i < 9; ++i) t.map.jacobian[i] = t.map.normal_matrix[i] = (i % 4 == 0) ? 1.0f : 0.0f;
+  impl_->engine->time_stages(false);
+}
+
+ResidentIsosurface::~ResidentIsosurface() = default;
+ResidentIsosurface::ResidentIsosurface(ResidentIsosurface&&) noexcept = default;
+ResidentIsosurface& ResidentIsosurface::operator=(ResidentIsosurface&&) noexcept = default;
+
+ResidentIsosurface::Counts ResidentIsosurface::extract(double level) {
+  if (!std::isfinite(level)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
+  impl_->task.level = level;
+  impl_->ties.clear();
+  const iso::MeshTail none;  // no host arrays: the mesh stays in the engine's device buffers
+  const iso::SlabCounts c = impl_->engine->count(impl_->task);  // the first call uploads; later ones find it there
+  impl_->engine->generate(impl_->task, none, impl_->ties);
+  return {std::int64_t(c.vertices), std::int64_t(c.triangles)};
+}
+
+void ResidentIsosurface::time_stages(bool on) { impl_->engine->time_stages(on); }
+
+IsosurfaceProfile ResidentIsosurface::profile() const {
+  const iso::StageSeconds s = impl_->engine->seconds();
+  IsosurfaceProfile p;
+  p.seconds_classify = s.classify, p.seconds_scan = s.scan, p.seconds_generate = s.generate;
+  p.seconds_upload = s.upload, p.seconds_download = s.download, p.seconds_copy = s.upload + s.download;
+  return p;
 }
 
 }  // namespace parasurf

@@ -177,10 +177,10 @@ core::DeviceEstimate estimate_seconds(const AutoJob& job) {
 }
 
 void learn_from_gpu_run(const AutoJob& made, const IsosurfaceReport& rep, bool context_started) {
-  core::learn_link(true, bytes_up(made), rep.seconds_upload);
-  core::learn_link(false, bytes_down(made), rep.seconds_download);
-  core::learn_gpu_call("isosurface", rep.seconds_total - rep.seconds_read - rep.seconds_upload - rep.seconds_download -
-                                         (context_started ? rep.seconds_engine_start : 0) - kernel_seconds(made));
+  core::learn_link(true, bytes_up(made), rep.profile.seconds_upload);
+  core::learn_link(false, bytes_down(made), rep.profile.seconds_download);
+  core::learn_gpu_call("isosurface", rep.seconds_total - rep.seconds_read - rep.profile.seconds_upload - rep.profile.seconds_download -
+                                         (context_started ? rep.profile.seconds_engine_start : 0) - kernel_seconds(made));
 }
 
 double expected_triangles(VolumeSource& volume, const std::vector<double>& levels) {
@@ -254,8 +254,11 @@ namespace {
 std::int64_t middle_layer(std::int64_t from, std::int64_t to) { return from + (to - from - 1) / 2; }
 }  // namespace
 
-std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin, std::int64_t z_end,
-                                      std::int64_t stride, std::uint64_t cell_budget) {
+}  // namespace iso
+
+std::vector<std::int64_t> distributed::layer_costs(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t z_begin,
+                                                   std::int64_t z_end, std::int64_t stride, std::uint64_t cell_budget) {
+  using namespace iso;
   const int field = volume.builtin_field();
   if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "layer costs need the levels");
   if (field < 0 || volume.resident_data()) return active_cells_per_slice(volume, o.levels, z_begin, z_end, stride);
@@ -317,6 +320,8 @@ std::vector<std::int64_t> layer_costs(VolumeSource& volume, const IsosurfaceOpti
   }
   return out;
 }
+
+namespace iso {
 
 std::vector<std::int64_t> active_cells_per_slice(VolumeSource& volume, const std::vector<double>& levels, std::int64_t z_begin,
                                                  std::int64_t z_end, std::int64_t stride) {

@@ -128,7 +128,7 @@ std::string level_name(double v) {
 
 }  // namespace
 
-iso::WorldToIndex iso::world_to_index_map(const VolumeGeometry& g) { return world_to_index(g); }
+distributed::WorldToIndex distributed::world_to_index_map(const VolumeGeometry& g) { return world_to_index(g); }
 
 std::array<float, 3> label_color(std::int32_t label) {
   static const float table[21][3] = {
@@ -414,7 +414,7 @@ struct OneEngine {
     first.scalars = o.scalars ? buffers[0].scalars.data() : nullptr;
     engine.prepare(first, expected_triangles * std::uint64_t(slabs.slab_slices) /
                               std::uint64_t(std::max<std::int64_t>(1, slabs.ze - slabs.zb)));
-    rep.seconds_setup = since(start);
+    rep.profile.seconds_setup = since(start);
     if (o.started) o.started();
     if (streamed) {
       const auto t = Clock::now();
@@ -457,7 +457,7 @@ struct OneEngine {
         read_seconds += since(t);  // only the part of the read that did not overlap
         if (prefetch_failed) throw prefetch_error;
       }
-      rep.seconds_slab_done.push_back(since(start));
+      rep.profile.seconds_slab_done.push_back(since(start));
       if (o.progress) o.progress(double(s + 1) / double(slab_count));
     }
     for (auto& m : meshes) m.trim();
@@ -519,8 +519,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const bool estimable = device == Device::Cuda && volume.builtin_field() >= 0 && !volume.resident_data();
   if (levels.size() == 1 && !o.labels && !o.scalars && (o.expected_triangles > 0 || estimable))
     reserving = std::jthread([&] {
-      reserve_expected_mesh(volume, o, zb, ze, meshes[0], rep.seconds_host_mesh_ahead, expected_triangles, estimated,
-                            sized, !several);
+      reserve_expected_mesh(volume, o, zb, ze, meshes[0], rep.profile.seconds_host_mesh_ahead, expected_triangles,
+                            estimated, sized, !several);
     });
   else {
     estimated.count_down();
@@ -529,7 +529,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const auto engine_start = Clock::now();
   std::unique_ptr<iso::SlabEngine> engine = iso::make_engine(device, device == Device::Cuda ? gpus[0] : 0,
                                                              iso::cpu_engine_threads(o.threads, nx * ny * part));
-  rep.seconds_engine_start = since(engine_start);
+  rep.profile.seconds_engine_start = since(engine_start);
   rep.device = engine->name();
   if (cpu_team) rep.device = "cpu (" + std::to_string(worker_count) + " workers)";
   if (gpus.size() > 1) {
@@ -575,12 +575,12 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const int buffer_count = several ? int(worker_count) : slab_count > 1 ? 2 : 1;
   core::check_host_allocation(buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw,
                               volume.name() + ": slab buffers");
-  rep.peak_slab_bytes = buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw +
-                        std::uint64_t(double(S + 1) * double(slice_points) * engine->work_bytes_per_point(nx));
+  rep.profile.peak_slab_bytes = buffer_count * (slab_bytes + extra_slab_bytes) + slab_points * extra_raw +
+                                std::uint64_t(double(S + 1) * double(slice_points) * engine->work_bytes_per_point(nx));
   double read_seconds = 0, host_mesh_seconds = 0;
   iso::SlabTeamOutcome team_outcome;
   if (several) {
-    rep.seconds_setup = since(start);
+    rep.profile.seconds_setup = since(start);
     if (o.started) o.started();
     // The first GPU's engine, made above, serves its worker (making a GPU engine takes milliseconds).
     iso::SlabTeam team{cpu_team, worker_count, gpus, cpu_team ? nullptr : std::move(engine)};
@@ -588,9 +588,10 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     team_outcome = iso::run_slab_team(run, std::move(team), meshes, estimated, expected_triangles);
     read_seconds = team_outcome.read_seconds;
     host_mesh_seconds = team_outcome.host_mesh_seconds;
-    if (team_outcome.host_mesh_ahead_seconds > 0) rep.seconds_host_mesh_ahead = team_outcome.host_mesh_ahead_seconds;
-    rep.seconds_workers = team_outcome.workers_seconds;
-    rep.seconds_join = team_outcome.join_seconds;
+    if (team_outcome.host_mesh_ahead_seconds > 0)
+      rep.profile.seconds_host_mesh_ahead = team_outcome.host_mesh_ahead_seconds;
+    rep.profile.seconds_workers = team_outcome.workers_seconds;
+    rep.profile.seconds_join = team_outcome.join_seconds;
   } else {
     OneEngine one(run, *engine, device == Device::Cuda, meshes, estimated, sized, expected_triangles, rep, start);
     one.run();
@@ -601,14 +602,14 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   auto finish_report = [&] {
     const auto sec = engine ? engine->seconds() : team_outcome.seconds;
     rep.seconds_read = read_seconds;
-    rep.seconds_classify = sec.classify;
-    rep.seconds_scan = sec.scan;
-    rep.seconds_generate = sec.generate;
-    rep.seconds_copy = sec.upload + sec.download;
-    rep.seconds_upload = sec.upload;
-    rep.seconds_download = sec.download;
+    rep.profile.seconds_classify = sec.classify;
+    rep.profile.seconds_scan = sec.scan;
+    rep.profile.seconds_generate = sec.generate;
+    rep.profile.seconds_copy = sec.upload + sec.download;
+    rep.profile.seconds_upload = sec.upload;
+    rep.profile.seconds_download = sec.download;
     rep.seconds_total = since(start);
-    rep.seconds_host_mesh = host_mesh_seconds;
+    rep.profile.seconds_host_mesh = host_mesh_seconds;
     if (report) {
       *report = rep;
       report->duplicates_removed +=
@@ -724,14 +725,6 @@ SlabTask make_task(const VolumeGeometry& g, VoxelType type, const IsosurfaceOpti
   return task;
 }
 
-std::vector<IsosurfacePart> extract_isosurface_parts(VolumeSource& volume, const IsosurfaceOptions& o,
-                                                     std::int64_t z_begin, std::int64_t z_end, IsosurfaceReport* report,
-                                                     std::unique_ptr<SlabEngine>* keep_engine) {
-  std::vector<IsosurfacePart> parts;
-  extract_impl(volume, o, report, z_begin, z_end, &parts, keep_engine);
-  return parts;
-}
-
 TriangleMesh extract_isosurface_on_cpu_workers(VolumeSource& volume, const IsosurfaceOptions& o, int workers,
                                                IsosurfaceReport* report) {
   IsosurfaceOptions cpu = o;
@@ -743,8 +736,20 @@ void set_room_piece_bytes(std::uint64_t bytes) {
   room_piece_bytes.store(std::max<std::uint64_t>(1, bytes), std::memory_order_relaxed);
 }
 
-std::string level_group_name(double level) { return level_name(level); }
-
 }  // namespace iso
+
+std::vector<distributed::IsosurfacePart> distributed::extract_isosurface_parts(VolumeSource& volume,
+                                                                               const IsosurfaceOptions& o,
+                                                                               std::int64_t z_begin, std::int64_t z_end,
+                                                                               IsosurfaceReport* report,
+                                                                               std::shared_ptr<void>* keep_engine) {
+  std::vector<IsosurfacePart> parts;
+  std::unique_ptr<iso::SlabEngine> engine;
+  extract_impl(volume, o, report, z_begin, z_end, &parts, keep_engine ? &engine : nullptr);
+  if (keep_engine) *keep_engine = std::move(engine);
+  return parts;
+}
+
+std::string distributed::level_group_name(double level) { return level_name(level); }
 
 }  // namespace parasurf

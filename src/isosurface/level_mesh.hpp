@@ -12,6 +12,7 @@
 
 #include "core/memory.hpp"
 #include "isosurface/engine.hpp"
+#include "parasurf/distributed.hpp"
 #include "parasurf/isosurface.hpp"
 
 namespace parasurf::iso {
@@ -53,10 +54,9 @@ template <class T> void make_room(std::vector<T>& v, std::size_t n, double likel
 // many triangles were removed.
 std::int64_t remove_duplicate_ties(LevelMesh& m);
 
-struct WorldToIndex;
 // The levels' meshes as one, cleaned up as a run returns it (join_levels.cpp); `meshes` are emptied.
 TriangleMesh join_levels(std::vector<LevelMesh>& meshes, const std::vector<double>& levels, const IsosurfaceOptions& o,
-                         const WorldToIndex& to_index, IsosurfaceReport& rep);
+                         const distributed::WorldToIndex& to_index, IsosurfaceReport& rep);
 
 // Marching cubes makes about two triangles and one vertex per active cell (the surface's Euler characteristic is
 // small next to its size); the estimate of active cells comes from the cost pass of the load balance.

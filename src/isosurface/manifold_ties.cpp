@@ -140,6 +140,11 @@ template <class Visit> void for_each_pair(const SheetEdge& e, Visit&& visit) {
 
 }  // namespace
 
+}  // namespace parasurf::iso
+
+namespace parasurf::distributed {
+using namespace parasurf::iso;
+
 std::int64_t pinch_candidates(const TriangleMesh& m, int threads, const WorldToIndex& to_index,
                                std::vector<std::uint8_t>& examined) {
   const std::size_t nv = std::size_t(m.vertex_count());
@@ -194,6 +199,9 @@ std::int64_t pinch_candidates(const TriangleMesh& m, int threads, const WorldToI
   }
   return on_samples;
 }
+}  // namespace parasurf::distributed
+
+namespace parasurf::iso {
 
 namespace {
 
@@ -431,6 +439,11 @@ std::int64_t split_core(TriangleMesh& m, bool normals_to_lower, int threads, con
 
 }  // namespace
 
+}  // namespace parasurf::iso
+
+namespace parasurf::distributed {
+using namespace parasurf::iso;
+
 std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index) {
   const std::size_t nv = std::size_t(m.vertex_count()), nt = std::size_t(m.triangle_count());
   if (nt == 0 || 3 * nt > UINT32_MAX) return 0;  // (meshes past 1.4 billion triangles are left as they are)
@@ -525,5 +538,5 @@ std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int 
   }
   return added;
 }
+}  // namespace parasurf::distributed
 
-}  // namespace parasurf::iso

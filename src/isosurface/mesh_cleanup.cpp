@@ -46,6 +46,11 @@ void exclude_labels(TriangleMesh& m, const std::vector<std::int32_t>& excluded) 
   for (auto& v : m.triangles) v = remap[v];
 }
 
+}  // namespace parasurf::iso
+
+namespace parasurf::distributed {
+using namespace parasurf::iso;
+
 std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
                                                  std::uint64_t count, std::vector<std::uint32_t>* beyond) {
   std::vector<std::uint8_t> used(count, 0);
@@ -84,6 +89,9 @@ std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t
   }
   return unused;
 }
+}  // namespace parasurf::distributed
+
+namespace parasurf::iso {
 
 namespace {
 // Keeps the items (of `per` values each) of [0, n) whose indices are not in `removed` (ascending), moved down in
@@ -131,6 +139,11 @@ void compact_in_place(std::vector<T>& values, std::size_t per, const std::vector
   values.resize((n - k) * per);
 }
 }  // namespace
+
+}  // namespace parasurf::iso
+
+namespace parasurf::distributed {
+using namespace parasurf::iso;
 
 void remove_vertices(TriangleMesh& m, std::uint64_t first, const std::vector<std::uint64_t>& own_removed,
                      const std::vector<std::uint64_t>& all_removed) {
@@ -195,5 +208,5 @@ std::vector<std::uint64_t> coincident_tie_drops(const std::vector<std::uint32_t>
   std::sort(drop.begin(), drop.end());
   return drop;
 }
+}  // namespace parasurf::distributed
 
-}  // namespace parasurf::iso

@@ -16,7 +16,9 @@
 
 #include "isosurface/part.hpp"
 
-namespace parasurf::iso {
+
+namespace parasurf::distributed {
+using namespace parasurf::iso;
 
 std::vector<RoundedCandidate> rounded_candidates(const TriangleMesh& m, int threads, const WorldToIndex& to_index,
                                                  const std::vector<std::uint64_t>& part_starts, std::uint64_t base) {
@@ -165,6 +167,9 @@ void drop_triangles(TriangleMesh& m, const std::vector<std::uint64_t>& drop) {
   compact(m.face_labels, 1);
   compact(m.face_outer_labels, 1);
 }
+}  // namespace parasurf::distributed
+
+namespace parasurf::iso {
 
 RoundedTies weld_rounded_crossings(TriangleMesh& m, int threads, const WorldToIndex& to_index,
                                    const std::vector<std::uint64_t>& part_starts) {

@@ -25,12 +25,8 @@ struct Subdivision {
 std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinPoly>>& polys, int equations, int variables, bool square,
                                         const SolverOptions& options, bool hybrid);
 
-// Work of the GPU engines since the process started, for the benchmark's floor: bytes of node coefficients
-// that had to be read and written, levels (each a device round trip) and cells tested.
-struct GpuTraffic {
-  std::int64_t bytes = 0, levels = 0, cells = 0;
-};
-GpuTraffic gpu_traffic();       // zero without CUDA
-GpuTraffic gpu_traffic_cuda();  // the CUDA engines' counters (solver_cuda.cu)
+// The CUDA engines' counters behind solver_gpu_traffic (solver_cuda.cu).
+using GpuTraffic = SolverGpuTraffic;
+GpuTraffic gpu_traffic_cuda();
 
 }  // namespace parasurf::solver

@@ -749,11 +749,9 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
   return lines;
 }
 
-namespace solver {
-GpuTraffic gpu_traffic() {
-  if constexpr (core::kCudaBuilt) return gpu_traffic_cuda();
+SolverGpuTraffic solver_gpu_traffic() {
+  if constexpr (core::kCudaBuilt) return solver::gpu_traffic_cuda();
   else return {};
 }
-}  // namespace solver
 
 }  // namespace parasurf

@@ -274,6 +274,42 @@ TEST(ArrayIsosurface, LevelsAndShapesAreChecked) {
   EXPECT_THROW(marching_cubes_array(host_view(v.data(), {4, 4, 1}), o), Error);
 }
 
+// The resident object (samples up once, meshes left on the GPU) counts what a host run makes, level after level
+// (a slider going back and forth), and refuses what it cannot hold.
+TEST(ResidentIsosurface, CountsWhatTheHostRunMakesAtEveryLevel) {
+  std::mt19937_64 rng(test::run_seed() + 3);
+  const std::array<std::int64_t, 3> n{37, 29, 41};
+  const std::vector<float> vol = bumps(n, rng);
+  ArrayView3 strided = host_view(vol.data(), {n[0], n[1], n[2] / 2});
+  strided.strides[2] *= 2;
+  EXPECT_THROW(ResidentIsosurface{strided}, Error);
+  EXPECT_THROW((ResidentIsosurface{host_view(vol.data(), {n[0], n[1], 1})}), Error);
+  if (!cuda_available()) {
+    try {
+      ResidentIsosurface r(host_view(vol.data(), n));
+      ADD_FAILURE() << "made without a GPU";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::Device) << e.what();
+    }
+    GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  }
+  ResidentIsosurface resident(host_view(vol.data(), n));
+  resident.time_stages(true);
+  for (double level : {0.3, 0.55, 0.3, 0.8}) {
+    ArrayIsosurfaceOptions o;
+    o.level = level;
+    o.device = Device::Cpu;
+    o.values = false;
+    const ArrayMesh host = marching_cubes_array(host_view(vol.data(), n), o);
+    const ResidentIsosurface::Counts c = resident.extract(level);
+    ASSERT_GT(host.triangles, 100) << "level " << level;
+    EXPECT_EQ(c.vertices, host.vertices) << "level " << level;
+    EXPECT_EQ(c.triangles, host.triangles) << "level " << level;
+  }
+  const IsosurfaceProfile p = resident.profile();
+  EXPECT_GT(p.seconds_classify + p.seconds_scan + p.seconds_generate, 0.0);
+}
+
 #ifdef PARASURF_HAVE_CUDA
 // A CUDA array: read in place, the mesh made and left on its GPU, equal to the host array's mesh on the GPU.
 TEST(ArrayIsosurface, CudaArraysGiveTheHostArraysMeshOnTheDevice) {

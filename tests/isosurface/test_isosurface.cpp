@@ -815,7 +815,7 @@ TEST(Isosurface, ExpectedSizeReservedAheadGivesTheIdenticalMesh) {
           EXPECT_EQ(m.triangles, whole.triangles) << what;
           EXPECT_EQ(m.positions, whole.positions) << what;
           EXPECT_EQ(m.normals, whole.normals) << what;
-          EXPECT_GT(rep.seconds_host_mesh_ahead, 0.0) << what << ": the arrays should have been sized ahead";
+          EXPECT_GT(rep.profile.seconds_host_mesh_ahead, 0.0) << what << ": the arrays should have been sized ahead";
         }
     }
 }
@@ -989,7 +989,7 @@ TEST(Isosurface, LargeCudaMeshArrivesIntact) {
   IsosurfaceReport rep;
   const TriangleMesh g = extract_isosurface(*tangle, o, &rep);
   ASSERT_GT(c.triangle_count(), std::int64_t(1) << 21) << "the mesh should be large enough to be sized ahead";
-  EXPECT_GT(rep.seconds_host_mesh_ahead, 0.0) << "the host mesh should have been sized ahead";
+  EXPECT_GT(rep.profile.seconds_host_mesh_ahead, 0.0) << "the host mesh should have been sized ahead";
   expect_same_but_rounding(g, c, 1e-5, 1e-4);
 }
 
