@@ -7,6 +7,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/memory.hpp"
+#include "parasurf/device.hpp"
 
 namespace parasurf::core {
 namespace {
@@ -69,12 +70,45 @@ bool pageable(const void* host) {
   return !known || where.type == cudaMemoryTypeUnregistered;
 }
 
-void download_staged(const StagingPair& pair, const std::vector<HostCopy>& copies, cudaStream_t stream, int threads) {
-  std::vector<HostCopy> pieces;  // of at most a chunk
+namespace {
+
+// Pieces of at most a chunk, brought home in turn through the pair: the copy engine fills one chunk while the host's
+// threads empty the other. `landed` holds one event per chunk.
+void bring_home(const StagingPair& pair, const std::vector<HostCopy>& pieces, cudaStream_t stream,
+                const cudaEvent_t landed[2], int threads, const char* what) {
+  auto bring = [&](std::size_t p) {
+    PS_CUDA(cudaMemcpyAsync(pair.host[p & 1], pieces[p].device, pieces[p].bytes, cudaMemcpyDeviceToHost, stream), what);
+    PS_CUDA(cudaEventRecord(landed[p & 1], stream), what);
+  };
+  bring(0);
+  for (std::size_t p = 0; p < pieces.size(); ++p) {
+    if (p + 1 < pieces.size()) bring(p + 1);  // into the chunk emptied in the last round
+    PS_CUDA(cudaEventSynchronize(landed[p & 1]), what);
+    parallel_copy(pieces[p].host, pair.host[p & 1], pieces[p].bytes, threads);
+  }
+}
+
+std::vector<HostCopy> chunk_pieces(const std::vector<HostCopy>& copies) {
+  std::vector<HostCopy> pieces;
   for (const HostCopy& c : copies)
     for (std::size_t at = 0; at < c.bytes; at += kStagingChunkBytes)
       pieces.push_back({static_cast<char*>(c.host) + at, static_cast<const char*>(c.device) + at,
                         std::min(kStagingChunkBytes, c.bytes - at)});
+  return pieces;
+}
+
+// The host's threads each link may use to fill or empty its chunks: links on several GPUs copy at once.
+std::atomic<int> links_copying{0};
+struct CopyingShare {
+  CopyingShare() { ++links_copying; }
+  ~CopyingShare() { --links_copying; }
+  int threads() const { return std::max(1, cpu_thread_count(0) / std::max(1, links_copying.load())); }
+};
+
+}  // namespace
+
+void download_staged(const StagingPair& pair, const std::vector<HostCopy>& copies, cudaStream_t stream, int threads) {
+  const std::vector<HostCopy> pieces = chunk_pieces(copies);
   if (pieces.empty()) return;
   cudaEvent_t landed[2] = {nullptr, nullptr};
   struct Events {
@@ -86,23 +120,82 @@ void download_staged(const StagingPair& pair, const std::vector<HostCopy>& copie
   } owned{landed};
   for (int b = 0; b < 2; ++b)
     PS_CUDA(cudaEventCreateWithFlags(&landed[b], cudaEventDisableTiming), "creating a staging event");
-  auto bring = [&](std::size_t p) {
-    PS_CUDA(cudaMemcpyAsync(pair.host[p & 1], pieces[p].device, pieces[p].bytes, cudaMemcpyDeviceToHost, stream),
-            "copying results to the host");
-    PS_CUDA(cudaEventRecord(landed[p & 1], stream), "copying results to the host");
-  };
   try {
-    bring(0);
-    for (std::size_t p = 0; p < pieces.size(); ++p) {
-      if (p + 1 < pieces.size()) bring(p + 1);  // into the chunk emptied in the last round
-      PS_CUDA(cudaEventSynchronize(landed[p & 1]), "copying results to the host");
-      parallel_copy(pieces[p].host, pair.host[p & 1], pieces[p].bytes, threads);
-    }
+    bring_home(pair, pieces, stream, landed, threads, "copying results to the host");
   } catch (...) {
     cudaStreamSynchronize(stream);  // no copy may still be landing in the chunks when they go back
     cudaGetLastError();
     throw;
   }
+}
+
+StagedLink::~StagedLink() {
+  cudaSetDevice(device_);  // the releasing thread may have another
+  if (stream_) {
+    cudaStreamSynchronize(stream_);  // the chunks go back to the spares with no copy in flight
+    cudaStreamDestroy(stream_);
+  }
+  for (auto& e : chunk_done_)
+    if (e) cudaEventDestroy(e);
+  if (work_done_) cudaEventDestroy(work_done_);
+  give_back_staging(pair_);
+}
+
+bool StagedLink::chunks_for(std::size_t bytes) {
+  if (!staging_pays(device_, bytes, bool(pair_))) return false;
+  if (!stream_) {
+    PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the staging stream");
+    for (int b = 0; b < 2; ++b)
+      PS_CUDA(cudaEventCreateWithFlags(&chunk_done_[b], cudaEventDisableTiming), "creating a staging event");
+    PS_CUDA(cudaEventCreateWithFlags(&work_done_, cudaEventDisableTiming), "creating a staging event");
+  }
+  if (!pair_) pair_ = take_staging(device_);
+  return bool(pair_);
+}
+
+void StagedLink::upload(void* device, const void* host, std::size_t bytes, const char* what) {
+  if (!pageable(host) || !chunks_for(bytes)) {
+    PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), what);
+    return;
+  }
+  // The staging stream does not wait for the default stream by itself.
+  PS_CUDA(cudaDeviceSynchronize(), what);
+  const CopyingShare share;
+  for (std::size_t at = 0, k = 0; at < bytes; at += kStagingChunkBytes, ++k) {
+    const std::size_t b = k & 1, n = std::min(kStagingChunkBytes, bytes - at);
+    PS_CUDA(cudaEventSynchronize(chunk_done_[b]), what);  // its last chunk has left
+    parallel_copy(pair_.host[b], static_cast<const char*>(host) + at, n, share.threads());
+    PS_CUDA(cudaMemcpyAsync(static_cast<char*>(device) + at, pair_.host[b], n, cudaMemcpyHostToDevice, stream_), what);
+    PS_CUDA(cudaEventRecord(chunk_done_[b], stream_), what);
+  }
+  PS_CUDA(cudaStreamSynchronize(stream_), what);
+}
+
+void StagedLink::download(const std::vector<HostCopy>& copies, const char* what) {
+  std::size_t total = 0;
+  for (const HostCopy& c : copies) total += c.host ? c.bytes : 0;
+  // Which arrays are pageable, asked only where chunks could serve (each query costs a visible share of a small run).
+  std::vector<char> staged(copies.size(), 0);
+  std::size_t staged_bytes = 0;
+  if (total >= kMinStagedBytes)
+    for (std::size_t i = 0; i < copies.size(); ++i) {
+      staged[i] = copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host);
+      staged_bytes += staged[i] ? copies[i].bytes : 0;
+    }
+  const bool chunks = staged_bytes > 0 && chunks_for(staged_bytes);
+  std::vector<HostCopy> through;
+  for (std::size_t i = 0; i < copies.size(); ++i) {
+    if (!copies[i].host || copies[i].bytes == 0) continue;
+    if (chunks && staged[i])
+      through.push_back(copies[i]);
+    else
+      PS_CUDA(cudaMemcpy(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault), what);
+  }
+  if (through.empty()) return;
+  PS_CUDA(cudaEventRecord(work_done_, cudaStreamLegacy), what);
+  PS_CUDA(cudaStreamWaitEvent(stream_, work_done_, 0), what);
+  const CopyingShare share;
+  bring_home(pair_, chunk_pieces(through), stream_, chunk_done_, share.threads(), what);
 }
 
 }  // namespace parasurf::core

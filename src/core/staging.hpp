@@ -46,4 +46,31 @@ struct HostCopy {
 // bytes are home. The host's side is split over `threads` threads.
 void download_staged(const StagingPair& pair, const std::vector<HostCopy>& copies, cudaStream_t stream, int threads);
 
+// One device's link for a job that copies again and again (an isosurface engine's slabs): a stream of its own and a
+// pair borrowed on the first staged copy, given back when the link goes. Pageable copies from kMinStagedBytes go
+// through the pair (when staging_pays), the host's side split over this process's cores, shared among the links
+// copying at once (one per GPU of a several-GPU run); pinned or device memory and small copies go straight.
+class StagedLink {
+ public:
+  explicit StagedLink(int device) : device_(device) {}
+  ~StagedLink();
+  StagedLink(const StagedLink&) = delete;
+  StagedLink& operator=(const StagedLink&) = delete;
+
+  // Host to device, once the device has finished all its work (the destination may still be read by it); returns
+  // when the bytes are there. `what` names the copy in errors.
+  void upload(void* device, const void* host, std::size_t bytes, const char* what);
+  // Device to host after the work queued on the legacy default stream; returns when every byte is home. Entries
+  // with no host pointer or no bytes are skipped.
+  void download(const std::vector<HostCopy>& copies, const char* what);
+
+ private:
+  bool chunks_for(std::size_t bytes);
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  StagingPair pair_;
+  cudaEvent_t chunk_done_[2] = {nullptr, nullptr};  // a chunk has left (uploads) or arrived (downloads)
+  cudaEvent_t work_done_ = nullptr;                 // the kernels before a staged download are done
+};
+
 }  // namespace parasurf::core

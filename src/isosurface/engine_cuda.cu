@@ -49,7 +49,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 class CudaEngine final : public SlabEngine {
  public:
-  explicit CudaEngine(int device) : device_(device) {
+  explicit CudaEngine(int device) : device_(device), link_(device) {
     PS_CUDA(cudaSetDevice(device), "selecting the CUDA device");
     cudaDeviceProp p{};
     PS_CUDA(cudaGetDeviceProperties(&p, device), "reading device properties");
@@ -154,11 +154,12 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA_LAUNCH("moving a held slab's vertex ids");
     }
     const std::size_t nv = h.vertices, nt = h.triangle_count;
-    download_mesh({{out.positions, h.positions.ptr, nv * 12},
+    link_.download({{out.positions, h.positions.ptr, nv * 12},
                    {h.normals_held ? out.normals : nullptr, h.normals.ptr, nv * 12},
                    {h.values_held ? out.values : nullptr, h.values.ptr, nv * 4},
                    {out.triangles, h.triangles.ptr, nt * 12},
-                   {h.labels_held ? out.face_labels : nullptr, h.labels.ptr, nt * 4}});
+                   {h.labels_held ? out.face_labels : nullptr, h.labels.ptr, nt * 4}},
+                   "downloading the mesh");
     seconds_.download += since(t0);
     spare_held_.push_back(std::move(it->second));
     held_.erase(it);
@@ -224,14 +225,6 @@ class CudaEngine final : public SlabEngine {
   ~CudaEngine() override {
     cudaSetDevice(device_);  // the releasing thread may have another (MPI ranks release it on a helper thread)
     if (copy_stream_) cudaStreamDestroy(copy_stream_);
-    if (stage_stream_) {
-      cudaStreamSynchronize(stage_stream_);  // the chunks go back to the spares with no copy in flight
-      cudaStreamDestroy(stage_stream_);
-    }
-    for (auto& e : stage_event_)
-      if (e) cudaEventDestroy(e);
-    if (mesh_ready_) cudaEventDestroy(mesh_ready_);
-    if (stage_.host[0]) core::give_back_staging(stage_);
     if (classify_start_) cudaEventDestroy(classify_start_);
     if (classify_end_) cudaEventDestroy(classify_end_);
     if (totals_end_) cudaEventDestroy(totals_end_);
@@ -264,7 +257,7 @@ class CudaEngine final : public SlabEngine {
                                                                t.spacing[1], t.spacing[2]);
         PS_CUDA_LAUNCH("computing the field's samples");
       } else {
-        upload_samples(data_.ptr, t.data, bytes);
+        link_.upload(data_.ptr, t.data, bytes, "uploading the slab samples");
       }
       uploaded_field_ = t.field;
       uploaded_ = t.data;
@@ -275,101 +268,6 @@ class CudaEngine final : public SlabEngine {
     upload_extra(t.labels, t, labels_, labels_key_, "allocating the slab labels", "uploading the slab labels");
     upload_extra(t.scalars, t, scalars_, scalars_key_, "allocating the slab scalars", "uploading the slab scalars");
     return {data_.as<T>(), t.dims[0], t.dims[1], t.dims[2], t.data_z0};
-  }
-
-  // Copies through the pinned chunks when core::staging_pays (from 4 MiB; a process's first mid-size copy goes
-  // straight), samples going up and meshes coming home. False where they cannot be had (a locked-memory limit):
-  // the caller copies straight.
-  bool chunks_for(std::size_t bytes) {
-    if (!core::staging_pays(device_, bytes, bool(stage_))) return false;
-    if (!stage_stream_) {
-      PS_CUDA(cudaStreamCreateWithFlags(&stage_stream_, cudaStreamNonBlocking), "creating the staging stream");
-      for (int b = 0; b < 2; ++b)
-        PS_CUDA(cudaEventCreateWithFlags(&stage_event_[b], cudaEventDisableTiming), "creating a staging event");
-      PS_CUDA(cudaEventCreateWithFlags(&mesh_ready_, cudaEventDisableTiming), "creating a staging event");
-    }
-    if (!stage_.host[0]) stage_ = core::take_staging(device_);
-    return stage_.host[0] != nullptr;
-  }
-  // The host's cores each engine may use to fill or empty the chunks: engines on several GPUs copy at once.
-  static std::atomic<int>& engines_staging() {
-    static std::atomic<int> n{0};
-    return n;
-  }
-  struct StagingShare {
-    StagingShare() { ++engines_staging(); }
-    ~StagingShare() { --engines_staging(); }
-    int threads() const { return std::max(1, cpu_thread_count(0) / std::max(1, engines_staging().load())); }
-  };
-  // Samples in pageable host memory (a caller's array) go up through two pinned chunks that the host's cores fill
-  // in turn while the copy engine drains the other: the driver stages a pageable copy on one thread, far below the
-  // link's rate. Pinned samples (streamed slabs) and small uploads go straight.
-  void upload_samples(void* device, const void* host, std::size_t bytes) {
-    if (!core::pageable(host) || !chunks_for(bytes)) {
-      PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), "uploading the slab samples");
-      return;
-    }
-    // The staging stream does not wait for the default stream by itself: the last slab's kernels must be done with
-    // these samples' buffer first.
-    PS_CUDA(cudaDeviceSynchronize(), "finishing the last slab before uploading");
-    const StagingShare share;
-    constexpr std::size_t chunk = core::kStagingChunkBytes;
-    for (std::size_t at = 0, k = 0; at < bytes; at += chunk, ++k) {
-      const std::size_t b = k & 1, n = std::min(chunk, bytes - at);
-      PS_CUDA(cudaEventSynchronize(stage_event_[b]), "uploading the slab samples");  // its last chunk has left
-      core::parallel_copy(stage_.host[b], static_cast<const char*>(host) + at, n, share.threads());
-      PS_CUDA(cudaMemcpyAsync(static_cast<char*>(device) + at, stage_.host[b], n, cudaMemcpyHostToDevice, stage_stream_),
-              "uploading the slab samples");
-      PS_CUDA(cudaEventRecord(stage_event_[b], stage_stream_), "uploading the slab samples");
-    }
-    PS_CUDA(cudaStreamSynchronize(stage_stream_), "uploading the slab samples");
-  }
-
-  // A mesh array on its way home.
-  struct HomeCopy {
-    void* host;
-    const void* device;
-    std::size_t bytes;
-  };
-  // A slab's mesh arrays into the host's: into pageable memory through the two pinned chunks, which the copy engine
-  // fills in turn while the host's cores empty the other (the driver's own pageable copy runs on one thread). Small
-  // meshes, pinned memory and device arrays (a held slab) go straight. Waits for the kernels before it on the default stream.
-  void download_mesh(std::initializer_list<HomeCopy> list) {
-    const std::vector<HomeCopy> copies(list);
-    std::size_t total = 0;
-    for (const HomeCopy& c : copies) total += c.host ? c.bytes : 0;
-    // Which arrays are pageable, asked only where chunks could serve (each query costs a visible share of a small run).
-    std::vector<char> staged(copies.size(), 0);
-    std::size_t staged_bytes = 0;
-    if (total >= core::kMinStagedBytes)
-      for (std::size_t i = 0; i < copies.size(); ++i) {
-        staged[i] = copies[i].host && copies[i].bytes > 0 && core::pageable(copies[i].host);
-        staged_bytes += staged[i] ? copies[i].bytes : 0;
-      }
-    const bool chunks = staged_bytes > 0 && chunks_for(staged_bytes);
-    for (std::size_t i = 0; i < copies.size(); ++i)
-      if (copies[i].host && copies[i].bytes > 0 && !(chunks && staged[i]))
-        PS_CUDA(cudaMemcpy(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault), "downloading the mesh");
-    if (!chunks) return;
-    PS_CUDA(cudaEventRecord(mesh_ready_, cudaStreamLegacy), "downloading the mesh");
-    PS_CUDA(cudaStreamWaitEvent(stage_stream_, mesh_ready_, 0), "downloading the mesh");
-    std::vector<HomeCopy> pieces;  // of at most a chunk
-    for (std::size_t i = 0; i < copies.size(); ++i)
-      for (std::size_t at = 0; staged[i] && at < copies[i].bytes; at += core::kStagingChunkBytes)
-        pieces.push_back({static_cast<char*>(copies[i].host) + at, static_cast<const char*>(copies[i].device) + at,
-                          std::min(core::kStagingChunkBytes, copies[i].bytes - at)});
-    const StagingShare share;
-    auto bring = [&](std::size_t p) {
-      PS_CUDA(cudaMemcpyAsync(stage_.host[p & 1], pieces[p].device, pieces[p].bytes, cudaMemcpyDeviceToHost, stage_stream_),
-              "downloading the mesh");
-      PS_CUDA(cudaEventRecord(stage_event_[p & 1], stage_stream_), "downloading the mesh");
-    };
-    bring(0);
-    for (std::size_t p = 0; p < pieces.size(); ++p) {
-      if (p + 1 < pieces.size()) bring(p + 1);  // into the chunk emptied in the last round
-      PS_CUDA(cudaEventSynchronize(stage_event_[p & 1]), "downloading the mesh");
-      core::parallel_copy(pieces[p].host, stage_.host[p & 1], pieces[p].bytes, share.threads());
-    }
   }
 
   // Labels (int32) or scalars (float) on the same slices as the samples, uploaded once per slab.
@@ -767,11 +665,12 @@ class CudaEngine final : public SlabEngine {
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
     // (A held slab's tail lies on the device, hold(): copied straight.)
-    download_mesh({{out.positions, positions_.ptr, nv * 12},
+    link_.download({{out.positions, positions_.ptr, nv * 12},
                    {task.normals ? out.normals : nullptr, normals_.ptr, nv * 12},
                    {out.triangles, triangles_.ptr, nt * 12},
                    {task.vertex_values() ? out.values : nullptr, values_.ptr, nv * 4},
-                   {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}});
+                   {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}},
+                   "downloading the mesh");
     // Only a mesh bound for the host asks (a resident one is left as it is).
     point_vertices_ = true;
     tie_vertices_ = level_samples_seen_;  // the count pass saw samples on the level in this slab
@@ -814,10 +713,7 @@ class CudaEngine final : public SlabEngine {
   bool point_vertices_ = false;
   bool tie_vertices_ = true;
   cudaStream_t copy_stream_ = nullptr;
-  cudaStream_t stage_stream_ = nullptr;  // copies through the pinned chunks (upload_samples, download_mesh)
-  core::StagingPair stage_;  // borrowed from the process's spare chunks on the first staged copy
-  cudaEvent_t stage_event_[2] = {nullptr, nullptr};  // a chunk has left (uploads) or arrived (downloads)
-  cudaEvent_t mesh_ready_ = nullptr;  // the kernels before a staged download are done
+  core::StagedLink link_;  // samples from and meshes into pageable host memory, through pinned chunks
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
   // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and
   // the scan, and each is bound by latency at partial occupancy, so they overlap a little.
