@@ -389,7 +389,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   ull* extra = seam_count;  // counted down to zero by the fill: its room holds the extra clusters
   if (seam > 0) {
     seam_cluster_kernel<T><<<blocks_for(seam, kThreads), kThreads, 0, s>>>(st, seam_first, keys, cluster, extra, positions,
-                                                                            plan.cos_crease, seam, d_overflow, d_creases);
+                                                                            math::CreaseTest(plan.cos_crease), seam, d_overflow, d_creases);
     PS_CUDA_LAUNCH("launching the seam cluster kernel");
   }
   exclusive_sum(extra, crease_first, seam + 1, temp, temp_bytes, s, "scanning crease clusters");
@@ -451,14 +451,7 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     PS_CUDA_LAUNCH("launching the patch centre kernel");
     std::vector<double> sums(static_cast<std::size_t>(np) * 4);
     read_back({{sums.data(), d_sums.ptr, sums.size() * 8}}, "reading patch sums");
-    std::vector<double> centre(std::size_t(nc) * 3, 0.0), count(std::size_t(nc), 0.0);
-    for (std::int64_t p = 0; p < np; ++p) {
-      const auto c = std::size_t(plan.component[p]);
-      for (int k = 0; k < 3; ++k) centre[c * 3 + k] += sums[std::size_t(p) * 4 + k];
-      count[c] += sums[std::size_t(p) * 4 + 3];
-    }
-    for (std::size_t c = 0; c < std::size_t(nc); ++c)
-      for (int k = 0; k < 3; ++k) centre[c * 3 + k] /= std::max(count[c], 1.0);
+    const std::vector<double> centre = math::component_centres(np, plan.component, sums.data(), std::size_t(nc));
     upload(d_centre, centre.data(), nc * 3, s, "uploading component centres");
     upload(d_closed, plan.component_closed.data(), nc, s, "uploading closed components");
     d_volume.ensure(std::size_t(np) * 8, "allocating patch volumes");
@@ -468,7 +461,10 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
     std::vector<double> volume(static_cast<std::size_t>(np));
     read_back({{volume.data(), d_volume.ptr, volume.size() * 8}}, "reading patch volumes");
     outcome.component_volume.assign(std::size_t(nc), 0.0);
-    for (std::int64_t p = 0; p < np; ++p) outcome.component_volume[std::size_t(plan.component[p])] += volume[std::size_t(p)];
+    for (std::int64_t p = 0; p < np; ++p) {
+      double& v = outcome.component_volume[std::size_t(plan.component[p])];
+      v = math::add(v, volume[std::size_t(p)]);
+    }
     std::vector<std::uint8_t> flip(std::size_t(nc), 0);
     bool any = false;
     for (std::size_t c = 0; c < std::size_t(nc); ++c) {

@@ -11,6 +11,7 @@
 #include "core/memory.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
+#include "patches/assemble_math.hpp"
 #include "patches/plan.hpp"
 
 namespace parasurf::patches {
@@ -129,7 +130,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   for (std::int64_t v = 0; v < seam_vertices; ++v)
     std::sort(seam.begin() + seam_first[std::size_t(v)], seam.begin() + seam_first[std::size_t(v) + 1],
               [](const Contribution& a, const Contribution& b) { return a.sample < b.sample; });
-  const double cos_crease = std::cos(o.crease_angle_degrees * 3.14159265358979323846 / 180.0);
+  const math::CreaseTest crease(math::crease_cosine(o.crease_angle_degrees));
   // seam sample -> normal slot (none: the sample's vertex)
   std::vector<std::uint32_t> slot_of_sample(std::size_t(pl.grid_samples + pl.extra_samples), UINT32_MAX);
   // Normals clustered per seam vertex in parallel: the first cluster is the vertex's own slot; further clusters
@@ -152,10 +153,6 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
     std::vector<int> cluster;                 // cluster of each contribution of the vertex
     auto& mine = creases[std::size_t(omp_get_thread_num())];
     auto& my_samples = crease_samples[std::size_t(omp_get_thread_num())];
-    auto unit = [](const std::array<double, 3>& x, double* out) {
-      const double len = norm3(x.data());
-      for (int c = 0; c < 3; ++c) out[c] = len > 0 ? x[c] / len : 0.0;
-    };
     // static: each thread's vertices are one ascending block, so the threads' lists in order are in vertex order
 #pragma omp for schedule(static)
     for (std::int64_t v = 0; v < seam_vertices; ++v) {
@@ -172,13 +169,9 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
       for (std::size_t k = a; k < b; ++k) {
         const std::size_t s = std::size_t(seam[k].sample);
         const double n[3] = {double(st.nrm[0][s]), double(st.nrm[1][s]), double(st.nrm[2][s])};
-        const bool zero = n[0] == 0 && n[1] == 0 && n[2] == 0;
         int hit = -1;
-        for (std::size_t c = 0; c < sums.size() && hit < 0; ++c) {
-          const double len = norm3(sums[c].data());
-          if (zero || len == 0 || (sums[c][0] * n[0] + sums[c][1] * n[1] + sums[c][2] * n[2]) >= cos_crease * len)
-            hit = int(c);
-        }
+        for (std::size_t c = 0; c < sums.size() && hit < 0; ++c)
+          if (crease.joins(sums[c].data(), n)) hit = int(c);
         if (hit < 0) {
           hit = int(sums.size());
           sums.push_back({0, 0, 0});
@@ -187,12 +180,12 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
         cluster.push_back(hit);
         if (hit == 0) slot_of_sample[s] = std::uint32_t(v);
       }
-      unit(sums[0], nv);
+      math::unit3(sums[0].data(), nv);
       if (sums.size() > 1) {
         ++crease_vertices;
         for (std::size_t c = 1; c < sums.size(); ++c) {
           Crease cr{v, {0, 0, 0}, my_samples.size(), 0};
-          unit(sums[c], cr.normal);
+          math::unit3(sums[c].data(), cr.normal);
           for (std::size_t k = a; k < b; ++k)
             if (cluster[k - a] == int(c)) my_samples.push_back(seam[k].sample), ++cr.count;
           mine.push_back(cr);
@@ -291,9 +284,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
         const double* a = &mesh.positions[std::size_t(mesh.triangles[3 * t]) * 3];
         const double* b = &mesh.positions[std::size_t(mesh.triangles[3 * t + 1]) * 3];
         const double* c = &mesh.positions[std::size_t(mesh.triangles[3 * t + 2]) * 3];
-        const double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-        const double x[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
-        const bool zero = x[0] == 0 && x[1] == 0 && x[2] == 0;
+        const bool zero = math::zero_area(a, b, c);
         keep[t] = !zero;
         dropped += zero;
       }
@@ -321,27 +312,25 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
   }
   // closed components face outward: flip those whose signed volume is negative (nothing to do without one)
   if (o.orient) {
+    // As the device orients (assemble_math.hpp): per patch in triangle order, then per component in patch order.
     const auto nc = pl.topo.component_closed.size();
     std::vector<double> volume(nc, 0.0);
-    std::vector<std::array<double, 3>> centre(nc, {0, 0, 0});
-    std::vector<std::int64_t> count(nc, 0);
     const bool any_closed = std::find(pl.topo.component_closed.begin(), pl.topo.component_closed.end(), 1) != pl.topo.component_closed.end();
     const std::int64_t nf = any_closed ? mesh.triangle_count() : 0;
-    for (std::int64_t t = 0; t < nf; ++t) {
-      const auto c = std::size_t(pl.topo.component[std::size_t(mesh.face_patch[t])]);
-      const double* a = &mesh.positions[std::size_t(mesh.triangles[3 * t]) * 3];
-      for (int k = 0; k < 3; ++k) centre[c][k] += a[k];
-      ++count[c];
-    }
-    for (std::size_t c = 0; c < nc; ++c)
-      for (int k = 0; k < 3; ++k) centre[c][k] /= double(std::max<std::int64_t>(count[c], 1));
-    for (std::int64_t t = 0; t < nf; ++t) {
-      const auto c = std::size_t(pl.topo.component[std::size_t(mesh.face_patch[t])]);
-      double q[3][3];
-      for (int v = 0; v < 3; ++v)
-        for (int k = 0; k < 3; ++k) q[v][k] = mesh.positions[std::size_t(mesh.triangles[3 * t + v]) * 3 + k] - centre[c][k];
-      volume[c] += q[0][0] * (q[1][1] * q[2][2] - q[1][2] * q[2][1]) - q[0][1] * (q[1][0] * q[2][2] - q[1][2] * q[2][0]) +
-                   q[0][2] * (q[1][0] * q[2][1] - q[1][1] * q[2][0]);
+    auto corner = [&](std::int64_t t, int k) { return &mesh.positions[std::size_t(mesh.triangles[3 * t + k]) * 3]; };
+    if (any_closed) {
+      std::vector<double> sums(std::size_t(np) * 4, 0.0), patch_volume(std::size_t(np), 0.0);
+      for (std::int64_t t = 0; t < nf; ++t) math::add_centre_term(&sums[std::size_t(mesh.face_patch[t]) * 4], corner(t, 0));
+      const std::vector<double> centre = math::component_centres(np, pl.topo.component.data(), sums.data(), nc);
+      for (std::int64_t t = 0; t < nf; ++t) {
+        const auto p = std::size_t(mesh.face_patch[t]), c = std::size_t(pl.topo.component[p]);
+        if (pl.topo.component_closed[c])
+          patch_volume[p] = math::add_volume_term(patch_volume[p], corner(t, 0), corner(t, 1), corner(t, 2), &centre[c * 3]);
+      }
+      for (std::int64_t p = 0; p < np; ++p) {
+        double& v = volume[std::size_t(pl.topo.component[std::size_t(p)])];
+        v = math::add(v, patch_volume[std::size_t(p)]);
+      }
     }
     std::vector<std::uint8_t> flip_slot(mesh.normals.size() / 3, 0);
     bool any = false;

@@ -6,6 +6,7 @@
 
 #include "core/cuda_check.hpp"
 #include "patches/assemble.hpp"
+#include "patches/assemble_math.hpp"
 
 namespace parasurf::patches::cuda {
 
@@ -40,11 +41,9 @@ struct TriangleOut {
   std::uint8_t* keep;  // null: keep every triangle
 };
 
-// Rounded double arithmetic without contraction: the same expression the host writes, evaluated term by term.
-__device__ inline double mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline double add(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline double sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ inline double length3(const double* a) { return sqrt(add(add(mul(a[0], a[0]), mul(a[1], a[1])), mul(a[2], a[2]))); }
+// Rounded double arithmetic without contraction, shared with the host's assembly (assemble_math.hpp).
+using math::add;
+using math::mul;
 
 unsigned blocks_for(std::int64_t n, int per_block) { return unsigned(std::max<std::int64_t>(1, (n + per_block - 1) / per_block)); }
 
@@ -137,25 +136,6 @@ __device__ void walk_contributions(const SampleViews<T>& st, const SeamKeys& sea
   }
 }
 
-// Whether a contribution with normal n joins the cluster whose normal sum is sum: zero normals and empty sums join
-// anything; else dot(sum, n) >= cos_crease * |sum|, rounded as the host rounds it. Where cos_crease > 0 the squares
-// of the two sides decide it without the square root unless they agree to 1e-12 (the rounding of either side moves
-// it by a few units of 2^-53): the poles' hundreds of contributions are walked one after another.
-__device__ inline bool joins(const double* sum, const double* n, bool zero, double cos_crease, double cos_squared) {
-  const double sq = add(add(mul(sum[0], sum[0]), mul(sum[1], sum[1])), mul(sum[2], sum[2]));
-  if (zero || sq == 0) return true;
-  const double dot = add(add(mul(sum[0], n[0]), mul(sum[1], n[1])), mul(sum[2], n[2]));
-  if (cos_crease > 0) {
-    if (dot < 0) return false;
-    const double lhs = mul(dot, dot), rhs = mul(cos_squared, sq);
-    if (lhs > 1e-200 && rhs > 1e-200) {
-      if (lhs > rhs * (1 + 1e-12)) return true;
-      if (lhs < rhs * (1 - 1e-12)) return false;
-    }
-  }
-  return dot >= mul(cos_crease, sqrt(sq));
-}
-
 // Takes the position from the vertex's first contribution (they are sorted by sample) and assigns the normal
 // clusters greedily in that order (a contribution joins the first cluster within the crease angle of its sum).
 // Cluster 0, which nearly every contribution joins, keeps its sum in registers and is tested alone first: the
@@ -163,7 +143,7 @@ __device__ inline bool joins(const double* sum, const double* n, bool zero, doub
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     seam_cluster_kernel(SampleViews<T> st, const ull* first, SeamKeys seam, std::uint8_t* cluster_of, ull* extra,
-                        double* positions, double cos_crease, std::int64_t seam_vertices, int* overflow,
+                        double* positions, math::CreaseTest crease, std::int64_t seam_vertices, int* overflow,
                         ull* crease_vertices) {
   const std::int64_t v = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const bool live = v < seam_vertices;
@@ -173,7 +153,6 @@ __global__ void __launch_bounds__(kThreads)
     if (a == b)
       for (int c = 0; c < 3; ++c) positions[v * 3 + c] = 0.0;
   }
-  const double cos_squared = mul(cos_crease, cos_crease);
   double sum0[3] = {0.0, 0.0, 0.0};
   double sums[kMaxClusters][3];  // clusters 1 and up (creases): rare
   int clusters = 0;
@@ -194,7 +173,7 @@ __global__ void __launch_bounds__(kThreads)
     bool fails = false;  // an empty sum (the first contribution) joins: cluster 0 is then made for it
     if (lane < count) {
       const double* n = normals[lane];
-      fails = !joins(prefix[warp][lane], n, n[0] == 0 && n[1] == 0 && n[2] == 0, cos_crease, cos_squared);
+      fails = !crease.joins(prefix[warp][lane], n);
     }
     const unsigned failed = __ballot_sync(~0u, fails);
     const int taken = failed ? __ffs(failed) - 1 : count;
@@ -215,10 +194,9 @@ __global__ void __launch_bounds__(kThreads)
   walk_contributions(st, seam, nullptr, live, a, b, [&](ull k, std::int64_t sample, const double* n, std::uint8_t) {
     if (k == a)
       for (int c = 0; c < 3; ++c) positions[v * 3 + c] = double(st.pos[c][sample]);
-    const bool zero = n[0] == 0 && n[1] == 0 && n[2] == 0;
-    int hit = clusters > 0 && joins(sum0, n, zero, cos_crease, cos_squared) ? 0 : -1;
+    int hit = clusters > 0 && crease.joins(sum0, n) ? 0 : -1;
     for (int c = 1; c < clusters && hit < 0; ++c)
-      if (joins(sums[c], n, zero, cos_crease, cos_squared)) hit = c;
+      if (crease.joins(sums[c], n)) hit = c;
     if (hit < 0) {
       if (clusters == kMaxClusters) {
         atomicExch(overflow, 1);
@@ -273,8 +251,7 @@ __global__ void __launch_bounds__(kThreads)
     double s[3];
     for (int c = 0; c < 3; ++c) s[c] = cl == 0 ? sum0[c] : sum[cl][c];
     const std::int64_t slot = cl == 0 ? v : extra_base + cl;
-    const double len = length3(s);
-    for (int c = 0; c < 3; ++c) normals[slot * 3 + c] = len > 0 ? s[c] / len : 0.0;
+    math::unit3(s, normals + slot * 3);
   }
 }
 
@@ -355,13 +332,7 @@ __device__ inline std::uint32_t normal_slot(const std::uint32_t* slot_of_sample,
 }
 
 __device__ inline bool zero_area(const double* positions, std::uint32_t ia, std::uint32_t ib, std::uint32_t ic) {
-  const double* a = positions + std::size_t(ia) * 3;
-  const double* b = positions + std::size_t(ib) * 3;
-  const double* c = positions + std::size_t(ic) * 3;
-  const double e1[3] = {sub(b[0], a[0]), sub(b[1], a[1]), sub(b[2], a[2])};
-  const double e2[3] = {sub(c[0], a[0]), sub(c[1], a[1]), sub(c[2], a[2])};
-  return sub(mul(e1[1], e2[2]), mul(e1[2], e2[1])) == 0 && sub(mul(e1[2], e2[0]), mul(e1[0], e2[2])) == 0 &&
-         sub(mul(e1[0], e2[1]), mul(e1[1], e2[0])) == 0;
+  return math::zero_area(positions + std::size_t(ia) * 3, positions + std::size_t(ib) * 3, positions + std::size_t(ic) * 3);
 }
 
 __device__ inline void write_triangle(const DevicePlan& d, const TriangleOut& out, const std::uint32_t* slot_of_sample,
@@ -456,9 +427,7 @@ __global__ void patch_centre_kernel(DevicePlan d, const ull* tri_first, Triangle
   double s[4] = {0, 0, 0, 0};
   for (ull t = tri_first[p]; t < tri_first[p + 1]; ++t) {
     if (out.keep && !out.keep[t]) continue;
-    const double* a = positions + std::size_t(out.vertex[t * 3]) * 3;
-    for (int c = 0; c < 3; ++c) s[c] = add(s[c], a[c]);
-    s[3] += 1;
+    math::add_centre_term(s, positions + std::size_t(out.vertex[t * 3]) * 3);
   }
   for (int c = 0; c < 4; ++c) sums[p * 4 + c] = s[c];
 }
@@ -473,11 +442,9 @@ __global__ void patch_volume_kernel(DevicePlan d, const ull* tri_first, Triangle
   if (closed[comp])
     for (ull t = tri_first[p]; t < tri_first[p + 1]; ++t) {
       if (out.keep && !out.keep[t]) continue;
-      double q[3][3];
-      for (int v = 0; v < 3; ++v)
-        for (int c = 0; c < 3; ++c) q[v][c] = sub(positions[std::size_t(out.vertex[t * 3 + v]) * 3 + c], centre[comp * 3 + c]);
-      sum += q[0][0] * (q[1][1] * q[2][2] - q[1][2] * q[2][1]) - q[0][1] * (q[1][0] * q[2][2] - q[1][2] * q[2][0]) +
-             q[0][2] * (q[1][0] * q[2][1] - q[1][1] * q[2][0]);
+      const double* corner = positions;
+      sum = math::add_volume_term(sum, corner + std::size_t(out.vertex[t * 3]) * 3, corner + std::size_t(out.vertex[t * 3 + 1]) * 3,
+                                  corner + std::size_t(out.vertex[t * 3 + 2]) * 3, centre + comp * 3);
     }
   volume[p] = sum;
 }

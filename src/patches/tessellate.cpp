@@ -15,6 +15,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/tessellate.hpp"
 #include "patches/assemble.hpp"
+#include "patches/assemble_math.hpp"
 #include "patches/batch.hpp"
 #include "patches/plan.hpp"
 #include "patches/plan_walk.hpp"
@@ -349,7 +350,7 @@ void fill_device_assembly_input(const Plan& pl, const TessellationOptions& o, De
   a.seam_vertices = np > 0 ? pl.interior_base[0] : pl.topo.corner_count;
   a.vertices = pl.vertices;
   a.samples = pl.grid_samples + pl.extra_samples;
-  a.cos_crease = std::cos(o.crease_angle_degrees * 3.14159265358979323846 / 180.0);
+  a.cos_crease = patches::math::crease_cosine(o.crease_angle_degrees);
   a.keep_degenerate = o.keep_degenerate;
   a.orient = o.orient;
 }
