@@ -207,11 +207,60 @@ std::shared_ptr<const SolverTeam> mpi_solver_team() {
   return team;
 }
 
-void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string& out, MeshFormat format,
-                    const std::string& input, bool show, const std::string& json, const std::string& balance_mode) {
-  const double t0 = now();
-  const auto& g = volume.geometry();
-  const std::int64_t nx = g.dims[0], ny = g.dims[1], nz = g.dims[2];
+namespace {
+
+// One rank's share of an isosurface spread over the ranks, in the steps of the one-process pipeline: balanced
+// ranges, this rank's part, global ids, cancelled ties, welded rounded crossings, unused vertices removed, pinches
+// split, groups, then the mesh written and the report. Each step that changes the mesh is collective.
+struct RankRun {
+  VolumeSource& volume;
+  IsosurfaceOptions o;
+  const std::string balance_mode;
+  const VolumeGeometry& g;
+  const std::int64_t nx, ny, nz;
+  Device device = Device::Cpu;
+  double t0 = 0, t_balance = 0, t_part = 0, t_ready = 0, t_extract = 0, t_write = 0;
+  // The timeline's marks (host-wide clock), for the JSON report.
+  double m_t0 = 0, m_costs = 0, m_gathered = 0, m_part_begin = 0, m_ready = 0, m_extracted = 0, m_part_end = 0,
+         m_numbered_ids = 0, m_ties_gathered = 0, m_unused_listed = 0, m_unused_shared = 0, m_unused_removed = 0,
+         m_ties = 0, m_numbered = 0;
+  std::int64_t zb = 0, ze = 0;  // this rank's grid points
+  IsosurfaceReport rep;
+  std::shared_ptr<void> engine;  // released while the mesh is written, not before the ranks number it
+  std::vector<distributed::IsosurfacePart> parts;
+  std::size_t levels = 0;
+  // Per level: this rank's vertices and triangles, the global ids before them, and the level's totals.
+  std::vector<std::uint64_t> own_v, own_t, v_base, t_base, total_v, total_t;
+  std::uint64_t all_v = 0, all_t = 0, vertices_removed = 0;
+  int welded_any = 0;
+  bool met = false;  // this rank has met the others once its engine started
+  std::vector<std::string> group_names;
+  std::vector<float> group_colors;
+
+  RankRun(VolumeSource& v, IsosurfaceOptions options, const std::string& balance)
+      : volume(v), o(std::move(options)), balance_mode(balance), g(v.geometry()), nx(g.dims[0]), ny(g.dims[1]),
+        nz(g.dims[2]) {}
+
+  void prepare();
+  void balance_ranges();
+  void extract_part();
+  std::uint64_t number(const std::vector<std::uint64_t>& own, std::vector<std::uint64_t>& base,
+                       std::vector<std::uint64_t>& total, const char* what);
+  void renumber_triangles();
+  std::vector<std::uint64_t> coincident(const std::vector<std::uint64_t>& ids, const std::vector<std::uint32_t>& corners);
+  std::vector<std::uint64_t> own_drops(std::size_t L, const std::vector<std::uint64_t>& drop) const;
+  void cancel_ties();
+  void weld_rounded_crossings();
+  void remove_unused_vertices();
+  void make_groups();
+  void write(const std::string& out, MeshFormat format);
+  void write_collective(const std::string& out, const distributed::PlyLayout& layout);
+  void write_through_rank0(const std::string& out, MeshFormat format, const distributed::PlyLayout& layout);
+  void report(const std::string& out, const std::string& input, bool show, const std::string& json);
+};
+
+void RankRun::prepare() {
+  t0 = now();
   if (o.levels.empty()) throw Error(ErrorKind::InvalidArgument, "MPI runs need --level (the data range is not scanned first)");
   if (!o.exclude_labels.empty()) throw Error(ErrorKind::InvalidArgument, "MPI runs do not take --exclude-label yet");
   if (nx < 2 || ny < 2 || nz < 2) throw Error(ErrorKind::InvalidArgument, volume.name() + ": too small for marching cubes");
@@ -220,20 +269,22 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   // Every OpenMP loop of this rank (generators and readers on the prefetch thread too), not only the engine's.
   omp_set_num_threads(o.threads);
   set_default_cpu_threads(o.threads);
-  const Device device = o.device == Device::Auto ? (cuda_available() ? Device::Cuda : Device::Cpu) : o.device;
+  device = o.device == Device::Auto ? (cuda_available() ? Device::Cuda : Device::Cpu) : o.device;
   o.device = device;
-  if (device == Device::Cuda) o.cuda_devices = {g_local_rank % cuda_device_count()};  // one GPU per rank on a node  // 0 once mpi_pick_gpu narrowed them
+  if (device == Device::Cuda) o.cuda_devices = {g_local_rank % cuda_device_count()};  // one GPU per rank on a node
   o.progress = nullptr;
   if (const char* fail = std::getenv("PARASURF_TEST_FAIL_RANK"))  // fault injection for the tests
     if (std::atoi(fail) == g_rank)
       throw Error(ErrorKind::Io, volume.name() + ": rank " + std::to_string(g_rank) + " could not read its slices (injected by PARASURF_TEST_FAIL_RANK)");
-  const double m_t0 = mark();
-  double m_costs = 0, m_gathered = 0, m_part_begin = 0, m_ready = 0, m_part_end = 0;
+  m_t0 = mark();
+  levels = o.levels.size();
+}
 
-  // First pass: active cells per layer, each rank over an equal share, then equal-cost ranges.
+// First pass: active cells per layer, each rank over an equal share, then equal-cost ranges.
+void RankRun::balance_ranges() {
   const std::int64_t layers = nz - 1;
   std::vector<std::int64_t> bounds(static_cast<std::size_t>(g_size + 1));
-  double t_balance = now();
+  t_balance = now();
   if (balance_mode == "equal") {
     for (int r = 0; r <= g_size; ++r) bounds[std::size_t(r)] = r == g_size ? nz : layers * r / g_size;
   } else {
@@ -262,89 +313,95 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     }
   }
   t_balance = now() - t_balance;
-  const std::int64_t zb = bounds[std::size_t(g_rank)], ze = bounds[std::size_t(g_rank + 1)];
-  // Every rank meets the others once its engine has started (GPU context, buffers): what follows is the extraction
-  // proper, timed apart from the start-up. A rank with no slices meets them after its (empty) part.
-  bool met = false;
-  double t_ready = 0;
-  o.started = [&] {
+  zb = bounds[std::size_t(g_rank)], ze = bounds[std::size_t(g_rank + 1)];
+}
+
+// Second pass: this rank's part of every level. Every rank meets the others once its engine has started (GPU
+// context, buffers): what follows is the extraction proper, timed apart from the start-up. A rank with no slices
+// meets them after its (empty) part.
+void RankRun::extract_part() {
+  o.started = [this] {
     check(MPI_Barrier(MPI_COMM_WORLD), "waiting for every rank's engine");
     t_ready = now();
     m_ready = mark();
     met = true;
   };
-
-  // Second pass: this rank's part of every level.
-  IsosurfaceReport rep;
-  double t_part = now();
+  t_part = now();
   m_part_begin = mark();
-  // The engine (its GPU memory) is released while the mesh is written, not before the ranks number it.
-  std::shared_ptr<void> engine;  // released while the mesh is written
-  std::vector<distributed::IsosurfacePart> parts = distributed::extract_isosurface_parts(volume, o, zb, ze, &rep, &engine);
-  const double m_extracted = mark();
+  parts = distributed::extract_isosurface_parts(volume, o, zb, ze, &rep, &engine);
+  m_extracted = mark();
   if (!met) o.started();
   t_part = now() - t_part;
   m_part_end = mark();
-  const std::size_t levels = o.levels.size();
-  const int count = int(levels);
   // Global ids: level by level, and within a level rank by rank, as one process orders them. A part's triangles keep
   // their ids from 0 (a corner v is vertex v_base + v): the writer adds the base as it packs them, and nothing waits
   // for the other ranks before then.
-  std::vector<std::uint64_t> own_v(levels), own_t(levels), v_base(levels, 0), t_base(levels, 0), total_v(levels), total_t(levels);
+  own_v.assign(levels, 0), own_t.assign(levels, 0), v_base.assign(levels, 0), t_base.assign(levels, 0);
+  total_v.assign(levels, 0), total_t.assign(levels, 0);
   for (std::size_t L = 0; L < levels; ++L) own_v[L] = std::uint64_t(parts[L].mesh.vertex_count());
-  auto number = [&](const std::vector<std::uint64_t>& own, std::vector<std::uint64_t>& base, std::vector<std::uint64_t>& total, const char* what) {
-    check(MPI_Exscan(own.data(), base.data(), count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), what);
-    if (g_rank == 0) std::fill(base.begin(), base.end(), 0);
-    check(MPI_Allreduce(own.data(), total.data(), count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), what);
-    std::uint64_t before = 0;  // the levels before this one
-    for (std::size_t L = 0; L < levels; ++L) base[L] += before, before += total[L];
-    return before;
-  };
-  std::uint64_t all_v = number(own_v, v_base, total_v, "numbering vertices");
+  all_v = number(own_v, v_base, total_v, "numbering vertices");
   if (all_v > 0xffffffffull) throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+  renumber_triangles();
+  m_numbered_ids = mark();
+}
+
+// The ids before this rank's of each level (`base`) and each level's total, from every rank's `own`; returns the
+// total over the levels.
+std::uint64_t RankRun::number(const std::vector<std::uint64_t>& own, std::vector<std::uint64_t>& base,
+                              std::vector<std::uint64_t>& total, const char* what) {
+  const int count = int(levels);
+  check(MPI_Exscan(own.data(), base.data(), count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), what);
+  if (g_rank == 0) std::fill(base.begin(), base.end(), 0);
+  check(MPI_Allreduce(own.data(), total.data(), count, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD), what);
+  std::uint64_t before = 0;  // the levels before this one
+  for (std::size_t L = 0; L < levels; ++L) base[L] += before, before += total[L];
+  return before;
+}
+
+void RankRun::renumber_triangles() {
   for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
   number(own_t, t_base, total_t, "numbering triangles");
-  const double m_numbered_ids = mark();
-  double m_ties_gathered = 0, m_unused_listed = 0, m_unused_shared = 0, m_unused_removed = 0;
-  std::uint64_t vertices_removed = 0;
+}
 
-  // Which of the listed triangles (global ids and corners) cancel as coincident, across the whole mesh as in one
-  // process: rank 0 decides and every rank gets the ids.
-  auto coincident = [&](const std::vector<std::uint64_t>& ids, const std::vector<std::uint32_t>& corners) {
-    int n = int(ids.size());
-    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size)), counts3(static_cast<std::size_t>(g_size)), displs3(static_cast<std::size_t>(g_size));
-    check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "gathering ties");
-    int total = 0;
-    for (int r = 0; r < g_size; ++r) {
-      displs[std::size_t(r)] = total;
-      counts3[std::size_t(r)] = 3 * counts[std::size_t(r)];
-      displs3[std::size_t(r)] = 3 * total;
-      total += counts[std::size_t(r)];
-    }
-    std::vector<std::uint64_t> all_ids(std::size_t(g_rank == 0 ? total : 0));
-    std::vector<std::uint32_t> all_corners(std::size_t(g_rank == 0 ? 3 * total : 0));
-    check(MPI_Gatherv(ids.data(), n, MPI_UINT64_T, all_ids.data(), counts.data(), displs.data(), MPI_UINT64_T, 0, MPI_COMM_WORLD),
-          "gathering ties");
-    check(MPI_Gatherv(corners.data(), 3 * n, MPI_UINT32_T, all_corners.data(), counts3.data(), displs3.data(), MPI_UINT32_T, 0, MPI_COMM_WORLD),
-          "gathering ties");
-    std::vector<std::uint64_t> drop;
-    if (g_rank == 0 && total > 1) drop = distributed::coincident_tie_drops(all_corners, all_ids);
-    std::uint64_t nd = drop.size();
-    check(MPI_Bcast(&nd, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
-    drop.resize(std::size_t(nd));
-    if (nd) check(MPI_Bcast(drop.data(), int(nd), MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
-    return drop;
-  };
-  // This rank's triangles among the ascending global ids `drop`, as local ids.
-  auto own_drops = [&](std::size_t L, const std::vector<std::uint64_t>& drop) {
-    std::vector<std::uint64_t> mine;
-    const auto nt = std::uint64_t(parts[L].mesh.triangle_count());
-    for (auto it = std::lower_bound(drop.begin(), drop.end(), t_base[L]); it != drop.end() && *it < t_base[L] + nt; ++it)
-      mine.push_back(*it - t_base[L]);
-    return mine;
-  };
+// Which of the listed triangles (global ids and corners) cancel as coincident, across the whole mesh as in one
+// process: rank 0 decides and every rank gets the ids.
+std::vector<std::uint64_t> RankRun::coincident(const std::vector<std::uint64_t>& ids, const std::vector<std::uint32_t>& corners) {
+  int n = int(ids.size());
+  std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size)), counts3(static_cast<std::size_t>(g_size)), displs3(static_cast<std::size_t>(g_size));
+  check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "gathering ties");
+  int total = 0;
+  for (int r = 0; r < g_size; ++r) {
+    displs[std::size_t(r)] = total;
+    counts3[std::size_t(r)] = 3 * counts[std::size_t(r)];
+    displs3[std::size_t(r)] = 3 * total;
+    total += counts[std::size_t(r)];
+  }
+  std::vector<std::uint64_t> all_ids(std::size_t(g_rank == 0 ? total : 0));
+  std::vector<std::uint32_t> all_corners(std::size_t(g_rank == 0 ? 3 * total : 0));
+  check(MPI_Gatherv(ids.data(), n, MPI_UINT64_T, all_ids.data(), counts.data(), displs.data(), MPI_UINT64_T, 0, MPI_COMM_WORLD),
+        "gathering ties");
+  check(MPI_Gatherv(corners.data(), 3 * n, MPI_UINT32_T, all_corners.data(), counts3.data(), displs3.data(), MPI_UINT32_T, 0, MPI_COMM_WORLD),
+        "gathering ties");
+  std::vector<std::uint64_t> drop;
+  if (g_rank == 0 && total > 1) drop = distributed::coincident_tie_drops(all_corners, all_ids);
+  std::uint64_t nd = drop.size();
+  check(MPI_Bcast(&nd, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
+  drop.resize(std::size_t(nd));
+  if (nd) check(MPI_Bcast(drop.data(), int(nd), MPI_UINT64_T, 0, MPI_COMM_WORLD), "sharing dropped ties");
+  return drop;
+}
 
-  // Coincident tie triangles cancel within each level across the whole mesh, as in one process.
+// This rank's triangles among the ascending global ids `drop`, as local ids.
+std::vector<std::uint64_t> RankRun::own_drops(std::size_t L, const std::vector<std::uint64_t>& drop) const {
+  std::vector<std::uint64_t> mine;
+  const auto nt = std::uint64_t(parts[L].mesh.triangle_count());
+  for (auto it = std::lower_bound(drop.begin(), drop.end(), t_base[L]); it != drop.end() && *it < t_base[L] + nt; ++it)
+    mine.push_back(*it - t_base[L]);
+  return mine;
+}
+
+// Coincident tie triangles cancel within each level across the whole mesh, as in one process.
+void RankRun::cancel_ties() {
   rep.duplicates_removed = 0;
   for (std::size_t L = 0; L < levels; ++L) {
     TriangleMesh& m = parts[L].mesh;
@@ -359,70 +416,68 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     distributed::drop_triangles(m, own_drops(L, drop));
   }
   m_ties_gathered = mark();
-  if (rep.duplicates_removed) {
-    for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
-    number(own_t, t_base, total_t, "numbering triangles");
-  }
-  // Crossings a rounding from a sample, welded as one process welds them (rounded_ties.cpp). A group at a sample on
-  // a plane this rank shares with a neighbour (its first plane of points, and the next rank's first) spans both
-  // ranks: those candidates go to every rank, the others stay; each rank then has every move its triangles need.
-  // Triangles that repeat a vertex go; coincident ones among those at a group cancel, rank 0 deciding.
+  if (rep.duplicates_removed) renumber_triangles();
+}
+
+// Crossings a rounding from a sample, welded as one process welds them (rounded_ties.cpp). A group at a sample on
+// a plane this rank shares with a neighbour (its first plane of points, and the next rank's first) spans both
+// ranks: those candidates go to every rank, the others stay; each rank then has every move its triangles need.
+// Triangles that repeat a vertex go; coincident ones among those at a group cancel, rank 0 deciding.
+void RankRun::weld_rounded_crossings() {
+  if (o.keep_degenerate) return;
   std::int64_t welded = 0;
-  int welded_any = 0;
-  if (!o.keep_degenerate) {
-    const distributed::WorldToIndex to_index = distributed::world_to_index_map(volume.geometry());
-    MPI_Datatype candidate_type;
-    check(MPI_Type_contiguous(int(sizeof(distributed::RoundedCandidate)), MPI_BYTE, &candidate_type), "sharing rounded crossings");
-    check(MPI_Type_commit(&candidate_type), "sharing rounded crossings");
-    bool dropped = false;
-    for (std::size_t L = 0; L < levels; ++L) {
-      TriangleMesh& m = parts[L].mesh;
-      std::vector<distributed::RoundedCandidate> local = distributed::rounded_candidates(m, cpu_thread_count(o.threads), to_index, {}, v_base[L]), shared;
-      for (std::size_t k = 0; k < local.size();)
-        if (local[k].key[3] == zb || local[k].key[3] == ze) {
-          shared.push_back(local[k]);
-          local[k] = local.back();
-          local.pop_back();
-        } else {
-          ++k;
-        }
-      const std::vector<distributed::RoundedCandidate> everyone = all_gather(shared, candidate_type, "sharing rounded crossings");
-      local.insert(local.end(), everyone.begin(), everyone.end());
-      const auto moves = distributed::rounded_moves(local);
-      for (const auto& [from, to] : moves) welded += from >= v_base[L] && from < v_base[L] + own_v[L];
-      distributed::WeldedTriangles w = distributed::apply_rounded_moves(m, v_base[L], moves, cpu_thread_count(o.threads));
-      std::vector<std::uint64_t> ids;
-      std::vector<std::uint32_t> corners;
-      for (const std::uint64_t t : w.touched) {
-        ids.push_back(t_base[L] + t);
-        for (int c = 0; c < 3; ++c) corners.push_back(std::uint32_t(v_base[L] + m.triangles[3 * t + std::size_t(c)]));
+  const distributed::WorldToIndex to_index = distributed::world_to_index_map(volume.geometry());
+  MPI_Datatype candidate_type;
+  check(MPI_Type_contiguous(int(sizeof(distributed::RoundedCandidate)), MPI_BYTE, &candidate_type), "sharing rounded crossings");
+  check(MPI_Type_commit(&candidate_type), "sharing rounded crossings");
+  bool dropped = false;
+  for (std::size_t L = 0; L < levels; ++L) {
+    TriangleMesh& m = parts[L].mesh;
+    std::vector<distributed::RoundedCandidate> local = distributed::rounded_candidates(m, cpu_thread_count(o.threads), to_index, {}, v_base[L]), shared;
+    for (std::size_t k = 0; k < local.size();)
+      if (local[k].key[3] == zb || local[k].key[3] == ze) {
+        shared.push_back(local[k]);
+        local[k] = local.back();
+        local.pop_back();
+      } else {
+        ++k;
       }
-      const std::vector<std::uint64_t> twins = coincident(ids, corners);
-      rep.duplicates_removed += std::int64_t(twins.size());
-      rep.degenerate_removed += std::int64_t(w.degenerate.size());  // (this rank's; summed below)
-      std::vector<std::uint64_t> drop = own_drops(L, twins);
-      drop.insert(drop.end(), w.degenerate.begin(), w.degenerate.end());
-      std::sort(drop.begin(), drop.end());
-      distributed::drop_triangles(m, drop);
-      dropped = dropped || !drop.empty();
+    const std::vector<distributed::RoundedCandidate> everyone = all_gather(shared, candidate_type, "sharing rounded crossings");
+    local.insert(local.end(), everyone.begin(), everyone.end());
+    const auto moves = distributed::rounded_moves(local);
+    for (const auto& [from, to] : moves) welded += from >= v_base[L] && from < v_base[L] + own_v[L];
+    distributed::WeldedTriangles w = distributed::apply_rounded_moves(m, v_base[L], moves, cpu_thread_count(o.threads));
+    std::vector<std::uint64_t> ids;
+    std::vector<std::uint32_t> corners;
+    for (const std::uint64_t t : w.touched) {
+      ids.push_back(t_base[L] + t);
+      for (int c = 0; c < 3; ++c) corners.push_back(std::uint32_t(v_base[L] + m.triangles[3 * t + std::size_t(c)]));
     }
-    MPI_Type_free(&candidate_type);
-    welded_any = int(dropped || welded > 0);
-    check(MPI_Allreduce(MPI_IN_PLACE, &welded_any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "welding rounded crossings");
-    std::int64_t counts[2] = {welded, rep.degenerate_removed};
-    check(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD), "welding rounded crossings");
-    rep.rounded_ties_welded = counts[0];
-    rep.degenerate_removed = counts[1];
-    if (welded_any) {
-      for (std::size_t L = 0; L < levels; ++L) own_t[L] = std::uint64_t(parts[L].mesh.triangle_count());
-      number(own_t, t_base, total_t, "numbering triangles");
-    }
+    const std::vector<std::uint64_t> twins = coincident(ids, corners);
+    rep.duplicates_removed += std::int64_t(twins.size());
+    rep.degenerate_removed += std::int64_t(w.degenerate.size());  // (this rank's; summed below)
+    std::vector<std::uint64_t> drop = own_drops(L, twins);
+    drop.insert(drop.end(), w.degenerate.begin(), w.degenerate.end());
+    std::sort(drop.begin(), drop.end());
+    distributed::drop_triangles(m, drop);
+    dropped = dropped || !drop.empty();
   }
-  // Vertices left unused (a sample on the level whose triangles all collapsed, or cancelled ties), as one process
-  // removes them: each rank lists its own vertices that its triangles do not use; a rank's last cell layer uses
-  // the next rank's first vertices, so every rank strikes the listed ones its triangles use; the rest go, and
-  // every corner drops by the removed ids below it.
-  // (Tie candidates that all survived leave every vertex its triangles: only cancelled ones count, as in one process.)
+  MPI_Type_free(&candidate_type);
+  welded_any = int(dropped || welded > 0);
+  check(MPI_Allreduce(MPI_IN_PLACE, &welded_any, 1, MPI_INT, MPI_LOR, MPI_COMM_WORLD), "welding rounded crossings");
+  std::int64_t counts[2] = {welded, rep.degenerate_removed};
+  check(MPI_Allreduce(MPI_IN_PLACE, counts, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD), "welding rounded crossings");
+  rep.rounded_ties_welded = counts[0];
+  rep.degenerate_removed = counts[1];
+  if (welded_any) renumber_triangles();
+}
+
+// Vertices left unused (a sample on the level whose triangles all collapsed, or cancelled ties), as one process
+// removes them: each rank lists its own vertices that its triangles do not use; a rank's last cell layer uses
+// the next rank's first vertices, so every rank strikes the listed ones its triangles use; the rest go, and
+// every corner drops by the removed ids below it. Then the pinches at ties are split.
+// (Tie candidates that all survived leave every vertex its triangles: only cancelled ones count, as in one process.)
+void RankRun::remove_unused_vertices() {
   int maybe_unused = int(rep.duplicates_removed > 0 || welded_any);  // the same on every rank (rank 0 shared the drops)
   for (std::size_t L = 0; L < levels; ++L)
     maybe_unused |= int(parts[L].point_vertices && !o.keep_degenerate);
@@ -467,11 +522,12 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
   }
   if (ties && o.split_pinches)
     mpi::split_pinches_across_ranks(parts, o, volume.geometry(), zb, own_v, v_base, total_v, t_base, all_v, rep);
-  // Groups as in one process: with labels, the (level, label) pairs of the whole mesh in order, each with its
-  // label's colour; else, with several levels, one group per level.
-  const double m_ties = mark();
-  std::vector<std::string> group_names;
-  std::vector<float> group_colors;
+  m_ties = mark();
+}
+
+// Groups as in one process: with labels, the (level, label) pairs of the whole mesh in order, each with its
+// label's colour; else, with several levels, one group per level.
+void RankRun::make_groups() {
   if (o.labels) {
     std::vector<std::int32_t> mine;  // (level, label) pairs, flattened
     for (std::size_t L = 0; L < levels; ++L) {
@@ -505,112 +561,123 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
       parts[L].mesh.face_groups.assign(parts[L].mesh.triangles.size() / 3, std::int32_t(L));
     }
   }
-  std::uint64_t all_t = 0, mine_v = 0, mine_t = 0;
-  for (std::size_t L = 0; L < levels; ++L) all_t += total_t[L], mine_v += own_v[L], mine_t += own_t[L];
-  const double t_extract = now() - t0;
-  const double m_numbered = mark();
+  for (std::size_t L = 0; L < levels; ++L) all_t += total_t[L];
+  t_extract = now() - t0;
+  m_numbered = mark();
+}
 
-  // Output.
+// A binary PLY into a regular file (or a new one): written by all ranks at once. Anything else (another format,
+// standard output, a pipe, a link, whose target is written as the ordinary writer does) goes through rank 0.
+void RankRun::write(const std::string& out, MeshFormat format) {
   const double t_write0 = now();
   std::jthread release([e = std::move(engine)]() mutable { e.reset(); });
-  const std::string partial = out + ".partial";
   distributed::PlyLayout layout;
   layout.normals = o.normals;
   layout.values = o.scalars != nullptr;
   layout.groups = levels > 1 || o.labels;
   layout.labels = o.labels != nullptr;
   layout.colors = o.labels != nullptr;
-  // A binary PLY into a regular file (or a new one): written by all ranks at once. Anything else (another format,
-  // standard output, a pipe, a link, whose target is written as the ordinary writer does) goes through rank 0.
   std::error_code status_error;
   const auto kind = std::filesystem::symlink_status(out, status_error).type();
   const bool collective = format == MeshFormat::Ply && out != "-" && !out.starts_with("/dev/") &&
                           (kind == std::filesystem::file_type::not_found || kind == std::filesystem::file_type::regular);
-  if (collective) {
-    // parasurf's binary PLY: rank 0 writes the header, every rank its records of every level at their offsets.
-    const std::string header = layout.header(all_v, all_t, group_names);
-    const std::size_t vbytes = layout.vertex_bytes(), fbytes = layout.face_bytes();
-    if (g_rank == 0) std::filesystem::remove(partial);
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_File f;
-    check(MPI_File_open(MPI_COMM_WORLD, partial.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f), ("opening " + partial).c_str());
-    const MPI_Offset vstart = MPI_Offset(header.size()), fstart = vstart + MPI_Offset(all_v * vbytes);
-    if (g_rank == 0) check(MPI_File_write_at(f, 0, header.data(), int(header.size()), MPI_CHAR, MPI_STATUS_IGNORE), "writing the header");
-    // Record buffers left uninitialised (the threads that pack the records fault their pages in), kept between levels.
-    struct Records {
-      std::unique_ptr<char[]> bytes;
-      std::size_t n = 0, capacity = 0;
-      void resize(std::size_t to) {
-        if (to > capacity) bytes.reset(new char[capacity = to]);
-        n = to;
-      }
-      char* data() const { return bytes.get(); }
-      std::size_t size() const { return n; }
-    } vbuf, fbuf;
-    for (std::size_t L = 0; L < levels; ++L) {
-      const TriangleMesh& m = parts[L].mesh;
-      const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
-      vbuf.resize(std::size_t(nv) * vbytes);
-      fbuf.resize(std::size_t(nt) * fbytes);
-      constexpr std::int64_t kChunk = 1 << 16;
-#pragma omp parallel for schedule(static)
-      for (std::int64_t c = 0; c < (nv + kChunk - 1) / kChunk; ++c)
-        layout.pack_vertices(m, c * kChunk, std::min(nv, (c + 1) * kChunk), vbuf.data() + std::size_t(c * kChunk) * vbytes);
-#pragma omp parallel for schedule(static)
-      for (std::int64_t c = 0; c < (nt + kChunk - 1) / kChunk; ++c)
-        layout.pack_faces(m, c * kChunk, std::min(nt, (c + 1) * kChunk), std::uint32_t(v_base[L]), fbuf.data() + std::size_t(c * kChunk) * fbytes);
-      // Every rank takes part in as many collective writes as the rank with the most pieces of this level.
-      const std::uint64_t pieces = std::max<std::uint64_t>(1, (std::max(vbuf.size(), fbuf.size()) + (1u << 30) - 1) >> 30);
-      std::uint64_t rounds = 0;
-      check(MPI_Allreduce(&pieces, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "planning the writes");
-      for (std::uint64_t k = 0; k < rounds; ++k) {
-        auto piece = [&](const Records& buf, MPI_Offset at) {
-          const std::size_t from = std::min<std::size_t>(buf.size(), std::size_t(k) << 30), to = std::min<std::size_t>(buf.size(), from + (1u << 30));
-          check(MPI_File_write_at_all(f, at + MPI_Offset(from), buf.data() + from, int(to - from), MPI_CHAR, MPI_STATUS_IGNORE),
-                "writing the mesh");
-        };
-        piece(vbuf, vstart + MPI_Offset(v_base[L] * vbytes));
-        piece(fbuf, fstart + MPI_Offset(t_base[L] * fbytes));
-      }
-    }
-    check(MPI_File_close(&f), "closing the mesh");
-    MPI_Barrier(MPI_COMM_WORLD);
-    if (g_rank == 0) std::filesystem::rename(partial, out);
-  } else {
-    // Other formats: every level's pieces gathered to rank 0 in order, written by the ordinary writer.
-    auto gather = [&](const auto& local, auto& all, MPI_Datatype type) {
-      int n = int(local.size());
-      std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
-      check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "gathering the mesh");
-      int total = 0;
-      for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
-      const std::size_t at = all.size();
-      all.resize(at + std::size_t(g_rank == 0 ? total : 0));
-      check(MPI_Gatherv(local.data(), n, type, all.data() + at, counts.data(), displs.data(), type, 0, MPI_COMM_WORLD), "gathering the mesh");
-    };
-    TriangleMesh whole;
-    for (std::size_t L = 0; L < levels; ++L) {
-      const TriangleMesh& m = parts[L].mesh;
-      gather(m.positions, whole.positions, MPI_FLOAT);
-      if (layout.normals) gather(m.normals, whole.normals, MPI_FLOAT);
-      if (layout.values) gather(m.vertex_values, whole.vertex_values, MPI_FLOAT);
-      std::vector<std::uint32_t> corners(m.triangles.size());
-      const auto base = std::uint32_t(v_base[L]);
-#pragma omp parallel for schedule(static)
-      for (std::int64_t k = 0; k < std::int64_t(corners.size()); ++k) corners[std::size_t(k)] = m.triangles[std::size_t(k)] + base;
-      gather(corners, whole.triangles, MPI_UINT32_T);
-      if (layout.groups) gather(m.face_groups, whole.face_groups, MPI_INT32_T);
-      if (layout.labels) gather(m.face_labels, whole.face_labels, MPI_INT32_T);
-    }
-    whole.group_names = group_names;
-    whole.group_colors = group_colors;
-    if (g_rank == 0) write_mesh(out, whole, format);
-    MPI_Barrier(MPI_COMM_WORLD);
-  }
-  const double t_write = now() - t_write0;
-  const std::uint64_t total_v_all = all_v, total_t_all = all_t;
+  if (collective)
+    write_collective(out, layout);
+  else
+    write_through_rank0(out, format, layout);
+  t_write = now() - t_write0;
+}
 
-  // Report: per-rank ranges and times on rank 0.
+// parasurf's binary PLY: rank 0 writes the header, every rank its records of every level at their offsets, into a
+// partial file renamed once every rank is done.
+void RankRun::write_collective(const std::string& out, const distributed::PlyLayout& layout) {
+  const std::string partial = out + ".partial";
+  const std::string header = layout.header(all_v, all_t, group_names);
+  const std::size_t vbytes = layout.vertex_bytes(), fbytes = layout.face_bytes();
+  if (g_rank == 0) std::filesystem::remove(partial);
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_File f;
+  check(MPI_File_open(MPI_COMM_WORLD, partial.c_str(), MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &f), ("opening " + partial).c_str());
+  const MPI_Offset vstart = MPI_Offset(header.size()), fstart = vstart + MPI_Offset(all_v * vbytes);
+  if (g_rank == 0) check(MPI_File_write_at(f, 0, header.data(), int(header.size()), MPI_CHAR, MPI_STATUS_IGNORE), "writing the header");
+  // Record buffers left uninitialised (the threads that pack the records fault their pages in), kept between levels.
+  struct Records {
+    std::unique_ptr<char[]> bytes;
+    std::size_t n = 0, capacity = 0;
+    void resize(std::size_t to) {
+      if (to > capacity) bytes.reset(new char[capacity = to]);
+      n = to;
+    }
+    char* data() const { return bytes.get(); }
+    std::size_t size() const { return n; }
+  } vbuf, fbuf;
+  for (std::size_t L = 0; L < levels; ++L) {
+    const TriangleMesh& m = parts[L].mesh;
+    const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
+    vbuf.resize(std::size_t(nv) * vbytes);
+    fbuf.resize(std::size_t(nt) * fbytes);
+    constexpr std::int64_t kChunk = 1 << 16;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t c = 0; c < (nv + kChunk - 1) / kChunk; ++c)
+      layout.pack_vertices(m, c * kChunk, std::min(nv, (c + 1) * kChunk), vbuf.data() + std::size_t(c * kChunk) * vbytes);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t c = 0; c < (nt + kChunk - 1) / kChunk; ++c)
+      layout.pack_faces(m, c * kChunk, std::min(nt, (c + 1) * kChunk), std::uint32_t(v_base[L]), fbuf.data() + std::size_t(c * kChunk) * fbytes);
+    // Every rank takes part in as many collective writes as the rank with the most pieces of this level.
+    const std::uint64_t pieces = std::max<std::uint64_t>(1, (std::max(vbuf.size(), fbuf.size()) + (1u << 30) - 1) >> 30);
+    std::uint64_t rounds = 0;
+    check(MPI_Allreduce(&pieces, &rounds, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD), "planning the writes");
+    for (std::uint64_t k = 0; k < rounds; ++k) {
+      auto piece = [&](const Records& buf, MPI_Offset at) {
+        const std::size_t from = std::min<std::size_t>(buf.size(), std::size_t(k) << 30), to = std::min<std::size_t>(buf.size(), from + (1u << 30));
+        check(MPI_File_write_at_all(f, at + MPI_Offset(from), buf.data() + from, int(to - from), MPI_CHAR, MPI_STATUS_IGNORE),
+              "writing the mesh");
+      };
+      piece(vbuf, vstart + MPI_Offset(v_base[L] * vbytes));
+      piece(fbuf, fstart + MPI_Offset(t_base[L] * fbytes));
+    }
+  }
+  check(MPI_File_close(&f), "closing the mesh");
+  MPI_Barrier(MPI_COMM_WORLD);
+  if (g_rank == 0) std::filesystem::rename(partial, out);
+}
+
+// Other formats: every level's pieces gathered to rank 0 in order, written by the ordinary writer.
+void RankRun::write_through_rank0(const std::string& out, MeshFormat format, const distributed::PlyLayout& layout) {
+  auto gather = [&](const auto& local, auto& all, MPI_Datatype type) {
+    int n = int(local.size());
+    std::vector<int> counts(static_cast<std::size_t>(g_size)), displs(static_cast<std::size_t>(g_size));
+    check(MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD), "gathering the mesh");
+    int total = 0;
+    for (int r = 0; r < g_size; ++r) displs[std::size_t(r)] = total, total += counts[std::size_t(r)];
+    const std::size_t at = all.size();
+    all.resize(at + std::size_t(g_rank == 0 ? total : 0));
+    check(MPI_Gatherv(local.data(), n, type, all.data() + at, counts.data(), displs.data(), type, 0, MPI_COMM_WORLD), "gathering the mesh");
+  };
+  TriangleMesh whole;
+  for (std::size_t L = 0; L < levels; ++L) {
+    const TriangleMesh& m = parts[L].mesh;
+    gather(m.positions, whole.positions, MPI_FLOAT);
+    if (layout.normals) gather(m.normals, whole.normals, MPI_FLOAT);
+    if (layout.values) gather(m.vertex_values, whole.vertex_values, MPI_FLOAT);
+    std::vector<std::uint32_t> corners(m.triangles.size());
+    const auto base = std::uint32_t(v_base[L]);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t k = 0; k < std::int64_t(corners.size()); ++k) corners[std::size_t(k)] = m.triangles[std::size_t(k)] + base;
+    gather(corners, whole.triangles, MPI_UINT32_T);
+    if (layout.groups) gather(m.face_groups, whole.face_groups, MPI_INT32_T);
+    if (layout.labels) gather(m.face_labels, whole.face_labels, MPI_INT32_T);
+  }
+  whole.group_names = group_names;
+  whole.group_colors = group_colors;
+  if (g_rank == 0) write_mesh(out, whole, format);
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+// Per-rank ranges and times, on rank 0.
+void RankRun::report(const std::string& out, const std::string& input, bool show, const std::string& json) {
+  std::uint64_t mine_v = 0, mine_t = 0;
+  for (std::size_t L = 0; L < levels; ++L) mine_v += own_v[L], mine_t += own_t[L];
   auto slab_home = [&](std::size_t k) { return k < rep.profile.seconds_slab_done.size() ? m_part_begin + rep.profile.seconds_slab_done[k] : 0.0; };
   struct RankFigures {
     double extract, seconds_read;
@@ -655,7 +722,7 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
     if (rep.pinched_vertices_split)
       std::printf("split %lld tie vertices where the level set pinches (one vertex per sheet)\n",
                   (long long)rep.pinched_vertices_split);
-    std::printf("wrote %s (%llu vertices, %llu triangles)\n", out.c_str(), (unsigned long long)total_v_all, (unsigned long long)total_t_all);
+    std::printf("wrote %s (%llu vertices, %llu triangles)\n", out.c_str(), (unsigned long long)all_v, (unsigned long long)all_t);
   }
   if (!json.empty()) {
     double first = 1e300;
@@ -678,17 +745,33 @@ void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string
                                    {"part_after_report", f.part - f.part_total}}},
                        {"timeline", timeline(f.marks)}});
     const nlohmann::json j = {{"dims", g.dims}, {"levels", o.levels}, {"mpi_ranks", g_size},
-                              {"device", device_name(device)}, {"balance", balance_mode}, {"vertices", total_v_all},
-                              {"triangles", total_t_all}, {"unused_vertices_removed", vertices_removed}, {"ranks", ranks},
+                              {"device", device_name(device)}, {"balance", balance_mode}, {"vertices", all_v},
+                              {"triangles", all_t}, {"unused_vertices_removed", vertices_removed}, {"ranks", ranks},
                               {"seconds", {{"total", slowest}, {"slowest_rank", slowest}, {"mean_rank", mean},
                                            {"after_start", slowest_after_start},
                                            {"balance", t_balance}, {"write", t_write}}}};
     write_json_report(json, "isosurface", input, out, j);
   }
-  if (total_t_all == 0) {
+  if (all_t == 0) {
     std::fprintf(stderr, "parasurf: no surface found at the given level; wrote an empty mesh to %s\n", out.c_str());
     throw ExitStatus{3};
   }
+}
+
+}  // namespace
+
+void isosurface_mpi(VolumeSource& volume, IsosurfaceOptions o, const std::string& out, MeshFormat format,
+                    const std::string& input, bool show, const std::string& json, const std::string& balance_mode) {
+  RankRun run(volume, std::move(o), balance_mode);
+  run.prepare();
+  run.balance_ranges();
+  run.extract_part();
+  run.cancel_ties();
+  run.weld_rounded_crossings();
+  run.remove_unused_vertices();
+  run.make_groups();
+  run.write(out, format);
+  run.report(out, input, show, json);
 }
 
 }  // namespace parasurf::cli

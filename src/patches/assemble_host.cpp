@@ -82,18 +82,14 @@ void append_polyhedra(PatchMesh& mesh, const PatchModel& m, TessellationReport* 
   for (const auto& g : m.groups) mesh.group_names.push_back(g.name);
 }
 
+// Seam vertices (corners and edge vertices): every ring sample of every patch contributes; the first (by sample)
+// gives the position, the normals are clustered by the crease angle. Allocates the normals (a slot per vertex, then
+// one per extra cluster) and fills slot_of_sample for the seam's samples. Returns the vertices with a crease.
 template <class T>
-PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationOptions& o, TessellationReport* rep) {
+std::int64_t weld_seams(const Plan& pl, const SampleStore<T>& st, const TessellationOptions& o, int threads,
+                        PatchMesh& mesh, std::vector<std::uint32_t>& slot_of_sample) {
   const PatchModel& m = *pl.model;
   const auto np = std::int64_t(m.patches.size());
-  // A team's member 0 assembles alone once the others are done: it may take the node's cores.
-  const bool team = o.team && o.team->members > 1;
-  const int threads = team && o.team->assembly_threads > 0 ? o.team->assembly_threads : cpu_thread_count(o.threads);
-  PatchMesh mesh;
-  check_mesh_size(pl);
-  core::resize_for_overwrite(mesh.positions, std::size_t(pl.vertices) * 3);
-  // seam vertices: every ring sample of every patch contributes; the first gives the position, normals are
-  // clustered by the crease angle
   struct Contribution {
     std::int64_t vertex, sample;
   };
@@ -132,7 +128,7 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
               [](const Contribution& a, const Contribution& b) { return a.sample < b.sample; });
   const math::CreaseTest crease(math::crease_cosine(o.crease_angle_degrees));
   // seam sample -> normal slot (none: the sample's vertex)
-  std::vector<std::uint32_t> slot_of_sample(std::size_t(pl.grid_samples + pl.extra_samples), UINT32_MAX);
+  slot_of_sample.assign(std::size_t(pl.grid_samples + pl.extra_samples), UINT32_MAX);
   // Normals clustered per seam vertex in parallel: the first cluster is the vertex's own slot; further clusters
   // (creases) are gathered per thread in vertex order and numbered after, as a serial sweep would number them.
   // The normals are allocated once their count is known, so the seam's first clusters wait in seam_normals.
@@ -208,13 +204,20 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
         ++slot;
       }
   }
+  return crease_vertices;
+}
+
+// Interior vertices come from their patch alone.
+template <class T>
+void put_interiors(const Plan& pl, const SampleStore<T>& st, int threads, PatchMesh& mesh) {
+  const PatchModel& m = *pl.model;
+  const auto np = std::int64_t(m.patches.size());
   auto put = [&](std::int64_t v, std::int64_t s) {
     for (int c = 0; c < 3; ++c) {
       mesh.positions[std::size_t(v) * 3 + c] = double(st.pos[c][std::size_t(s)]);
       mesh.normals[std::size_t(v) * 3 + c] = double(st.nrm[c][std::size_t(s)]);
     }
   };
-  // interior vertices come from their patch alone
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (std::int64_t p = 0; p < np; ++p) {
     if (m.patches[p].kind == PatchKind::Triangle) {
@@ -232,6 +235,14 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
         }
     }
   }
+}
+
+// Triangles, per patch in parallel, concatenated in patch order (counted, then written in place), with their normal
+// slots, groups and patches; zero-area ones dropped unless kept.
+void make_triangles(const Plan& pl, const TessellationOptions& o, int threads,
+                    const std::vector<std::uint32_t>& slot_of_sample, PatchMesh& mesh) {
+  const PatchModel& m = *pl.model;
+  const auto np = std::int64_t(m.patches.size());
   auto normal_slot = [&](const Ref& r) -> std::uint32_t {
     const std::uint32_t slot = slot_of_sample[std::size_t(r.sample)];
     return slot != UINT32_MAX ? slot : std::uint32_t(r.vertex);
@@ -310,45 +321,63 @@ PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationO
     mesh.face_group.resize(std::size_t(w));
     mesh.face_patch.resize(std::size_t(w));
   }
-  // closed components face outward: flip those whose signed volume is negative (nothing to do without one)
-  if (o.orient) {
-    // As the device orients (assemble_math.hpp): per patch in triangle order, then per component in patch order.
-    const auto nc = pl.topo.component_closed.size();
-    std::vector<double> volume(nc, 0.0);
-    const bool any_closed = std::find(pl.topo.component_closed.begin(), pl.topo.component_closed.end(), 1) != pl.topo.component_closed.end();
-    const std::int64_t nf = any_closed ? mesh.triangle_count() : 0;
-    auto corner = [&](std::int64_t t, int k) { return &mesh.positions[std::size_t(mesh.triangles[3 * t + k]) * 3]; };
-    if (any_closed) {
-      std::vector<double> sums(std::size_t(np) * 4, 0.0), patch_volume(std::size_t(np), 0.0);
-      for (std::int64_t t = 0; t < nf; ++t) math::add_centre_term(&sums[std::size_t(mesh.face_patch[t]) * 4], corner(t, 0));
-      const std::vector<double> centre = math::component_centres(np, pl.topo.component.data(), sums.data(), nc);
-      for (std::int64_t t = 0; t < nf; ++t) {
-        const auto p = std::size_t(mesh.face_patch[t]), c = std::size_t(pl.topo.component[p]);
-        if (pl.topo.component_closed[c])
-          patch_volume[p] = math::add_volume_term(patch_volume[p], corner(t, 0), corner(t, 1), corner(t, 2), &centre[c * 3]);
-      }
-      for (std::int64_t p = 0; p < np; ++p) {
-        double& v = volume[std::size_t(pl.topo.component[std::size_t(p)])];
-        v = math::add(v, patch_volume[std::size_t(p)]);
-      }
-    }
-    std::vector<std::uint8_t> flip_slot(mesh.normals.size() / 3, 0);
-    bool any = false;
+}
+
+// Closed components face outward: those whose signed volume is negative are turned over (nothing to do without
+// one).
+void orient_components(const Plan& pl, PatchMesh& mesh, TessellationReport* rep) {
+  const auto np = std::int64_t(pl.model->patches.size());
+  // As the device orients (assemble_math.hpp): per patch in triangle order, then per component in patch order.
+  const auto nc = pl.topo.component_closed.size();
+  std::vector<double> volume(nc, 0.0);
+  const bool any_closed = std::find(pl.topo.component_closed.begin(), pl.topo.component_closed.end(), 1) != pl.topo.component_closed.end();
+  const std::int64_t nf = any_closed ? mesh.triangle_count() : 0;
+  auto corner = [&](std::int64_t t, int k) { return &mesh.positions[std::size_t(mesh.triangles[3 * t + k]) * 3]; };
+  if (any_closed) {
+    std::vector<double> sums(std::size_t(np) * 4, 0.0), patch_volume(std::size_t(np), 0.0);
+    for (std::int64_t t = 0; t < nf; ++t) math::add_centre_term(&sums[std::size_t(mesh.face_patch[t]) * 4], corner(t, 0));
+    const std::vector<double> centre = math::component_centres(np, pl.topo.component.data(), sums.data(), nc);
     for (std::int64_t t = 0; t < nf; ++t) {
-      const auto c = std::size_t(pl.topo.component[std::size_t(mesh.face_patch[t])]);
-      if (!pl.topo.component_closed[c] || volume[c] >= 0) continue;
-      std::swap(mesh.triangles[3 * t + 1], mesh.triangles[3 * t + 2]);
-      std::swap(mesh.triangle_normals[3 * t + 1], mesh.triangle_normals[3 * t + 2]);
-      for (int k = 0; k < 3; ++k) flip_slot[mesh.triangle_normals[3 * t + k]] = 1;
-      any = true;
+      const auto p = std::size_t(mesh.face_patch[t]), c = std::size_t(pl.topo.component[p]);
+      if (pl.topo.component_closed[c])
+        patch_volume[p] = math::add_volume_term(patch_volume[p], corner(t, 0), corner(t, 1), corner(t, 2), &centre[c * 3]);
     }
-    if (any)
-      for (std::size_t s = 0; s < flip_slot.size(); ++s)
-        if (flip_slot[s])
-          for (int k = 0; k < 3; ++k) mesh.normals[s * 3 + k] = -mesh.normals[s * 3 + k];
-    count_flips(pl, volume, rep);
+    for (std::int64_t p = 0; p < np; ++p) {
+      double& v = volume[std::size_t(pl.topo.component[std::size_t(p)])];
+      v = math::add(v, patch_volume[std::size_t(p)]);
+    }
   }
-  append_polyhedra(mesh, m, rep);
+  std::vector<std::uint8_t> flip_slot(mesh.normals.size() / 3, 0);
+  bool any = false;
+  for (std::int64_t t = 0; t < nf; ++t) {
+    const auto c = std::size_t(pl.topo.component[std::size_t(mesh.face_patch[t])]);
+    if (!pl.topo.component_closed[c] || volume[c] >= 0) continue;
+    std::swap(mesh.triangles[3 * t + 1], mesh.triangles[3 * t + 2]);
+    std::swap(mesh.triangle_normals[3 * t + 1], mesh.triangle_normals[3 * t + 2]);
+    for (int k = 0; k < 3; ++k) flip_slot[mesh.triangle_normals[3 * t + k]] = 1;
+    any = true;
+  }
+  if (any)
+    for (std::size_t s = 0; s < flip_slot.size(); ++s)
+      if (flip_slot[s])
+        for (int k = 0; k < 3; ++k) mesh.normals[s * 3 + k] = -mesh.normals[s * 3 + k];
+  count_flips(pl, volume, rep);
+}
+
+template <class T>
+PatchMesh assemble(const Plan& pl, const SampleStore<T>& st, const TessellationOptions& o, TessellationReport* rep) {
+  // A team's member 0 assembles alone once the others are done: it may take the node's cores.
+  const bool team = o.team && o.team->members > 1;
+  const int threads = team && o.team->assembly_threads > 0 ? o.team->assembly_threads : cpu_thread_count(o.threads);
+  PatchMesh mesh;
+  check_mesh_size(pl);
+  core::resize_for_overwrite(mesh.positions, std::size_t(pl.vertices) * 3);
+  std::vector<std::uint32_t> slot_of_sample;
+  const std::int64_t crease_vertices = weld_seams(pl, st, o, threads, mesh, slot_of_sample);
+  put_interiors(pl, st, threads, mesh);
+  make_triangles(pl, o, threads, slot_of_sample, mesh);
+  if (o.orient) orient_components(pl, mesh, rep);
+  append_polyhedra(mesh, *pl.model, rep);
   if (rep) rep->crease_vertices = crease_vertices;
   return mesh;
 }
