@@ -68,6 +68,191 @@ std::string stem_of(const std::string& path) {
   return stem;
 }
 
+
+// The volume the arguments name: a built-in field (the tangle when nothing is named), a raw file, or a volume file.
+std::unique_ptr<VolumeSource> open_input(const IsoArgs& a, std::string& field) {
+  std::unique_ptr<VolumeSource> volume;
+  field = a.field;
+  if (a.input.empty() && field.empty()) field = "tangle";
+  if (!a.input.empty() && !field.empty())
+    throw Error(ErrorKind::InvalidArgument, "give either an input file or --field, not both");
+  if (!field.empty()) {
+    volume = synthetic_field(field, parse_dims(a.size, "--size"));
+  } else if (!a.raw_dims.empty() || !a.raw_type.empty()) {
+    if (a.raw_dims.empty() || a.raw_type.empty())
+      throw Error(ErrorKind::InvalidArgument, "a raw file needs both --raw-dims and --raw-type");
+    RawVolumeOptions r;
+    r.dims = parse_dims(a.raw_dims, "--raw-dims");
+    r.type = parse_voxel_type(a.raw_type);
+    r.big_endian = a.endian == "big";
+    r.header_bytes = a.header_bytes;
+    if (!a.spacing.empty()) {
+      const auto s = parse_list(a.spacing, "--spacing", 3);
+      r.spacing = {s[0], s[1], s[2]};
+    }
+    if (!a.origin.empty()) {
+      const auto o = parse_list(a.origin, "--origin", 3);
+      r.origin = {o[0], o[1], o[2]};
+    }
+    volume = open_raw_volume(a.input, r);
+  } else {
+    if (!a.spacing.empty() || !a.origin.empty())
+      throw Error(ErrorKind::InvalidArgument, "--spacing and --origin apply to raw files (headers carry their own)");
+    note_if_fifo(a.input);
+    volume = open_volume(a.input);
+  }
+  return volume;
+}
+
+// --per-label: the boundaries between the regions of a label map.
+void run_per_label(const IsoArgs& a, VolumeSource& volume, const std::string& out, MeshFormat format,
+                   const std::string& input) {
+  if (!a.levels.empty() || !a.labels.empty() || !a.scalars.empty())
+    throw Error(ErrorKind::InvalidArgument, "--per-label takes the label map as input: no --level, --labels or --scalars");
+  LabelBoundaryOptions lo;
+  lo.smoothing_iterations = a.smoothing;
+  lo.exclude_labels = a.exclude_labels;
+  lo.threads = a.threads;
+  lo.device = parse_device(a.device);
+  LabelBoundaryReport rep;
+  const TriangleMesh mesh = extract_label_boundaries(volume, lo, &rep);
+  check_finite(mesh, volume.name());
+  write_mesh(out, mesh, format);
+  const auto& g = volume.geometry();
+  if (!a.quiet) {
+    std::printf("label map: %s, %lldx%lldx%lld %s; %zu labels with boundaries, %lld label pairs\n",
+                volume.name().c_str(), (long long)g.dims[0], (long long)g.dims[1], (long long)g.dims[2],
+                voxel_type_name(volume.type()), rep.labels.size(), (long long)rep.label_pairs);
+    std::printf("%s; time: %.2f ms (read %.2f, faces %.2f, smoothing %.2f)\n", rep.device.c_str(), rep.seconds_total * 1e3,
+                rep.seconds_read * 1e3, rep.seconds_faces * 1e3, rep.seconds_smooth * 1e3);
+    std::printf("wrote %s (%lld vertices, %lld triangles)\n", out.c_str(), (long long)mesh.vertex_count(),
+                (long long)mesh.triangle_count());
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = {{"dims", g.dims},
+                        {"mode", "per-label"},             {"labels", rep.labels}, {"device", rep.device},
+                        {"label_pairs", rep.label_pairs},  {"vertices", mesh.vertex_count()},
+                        {"triangles", mesh.triangle_count()}, {"groups", mesh.group_names},
+                        {"seconds", {{"total", rep.seconds_total}, {"read", rep.seconds_read},
+                                     {"faces", rep.seconds_faces}, {"smooth", rep.seconds_smooth}}}};
+    write_json_report(a.json, "isosurface", input, out, j);
+  }
+  if (mesh.triangle_count() == 0) {
+    std::fprintf(stderr, "parasurf: the label map has no boundaries; wrote an empty mesh to %s\n", out.c_str());
+    throw ExitStatus{3};
+  }
+}
+
+// The extraction's options from the arguments; `labels` and `scalars` hold the companion volumes they point to.
+IsosurfaceOptions isosurface_options(const IsoArgs& a, const std::string& field, std::unique_ptr<VolumeSource>& labels,
+                                     std::unique_ptr<VolumeSource>& scalars) {
+  IsosurfaceOptions o;
+  if (!a.labels.empty()) o.labels = (labels = open_volume(a.labels)).get();
+  if (!a.scalars.empty()) o.scalars = (scalars = open_volume(a.scalars)).get();
+  o.exclude_labels = a.exclude_labels;
+  if (!a.levels.empty()) o.levels = parse_list(a.levels, "--level");
+  else if (!field.empty()) o.levels = {synthetic_field_level(field)};
+  o.direction = parse_gradient_direction(a.direction);
+  o.topology = parse_case_topology(a.topology);
+  o.keep_degenerate = a.keep_degenerate;
+  o.split_pinches = !a.keep_pinches;
+  o.normals = !a.no_normals;
+  o.device = parse_device(a.device);
+  if (!a.devices.empty()) {
+    if (o.device == Device::Cpu) throw Error(ErrorKind::InvalidArgument, "--devices lists GPUs; it conflicts with --device cpu");
+    if (!cuda_available()) throw Error(ErrorKind::Device, "--devices: " + cuda_unavailable_reason());
+    o.device = Device::Cuda;
+    if (a.devices == "all") {
+      for (int d = 0; d < cuda_device_count(); ++d)
+        if (cuda_device_usable(d)) o.cuda_devices.push_back(d);
+    } else {
+      for (double d : parse_list(a.devices, "--devices")) {
+        if (d != std::floor(d) || d < 0 || d > 1024)
+          throw Error(ErrorKind::InvalidArgument, "--devices: '" + a.devices + "' is not all or GPU indices");
+        o.cuda_devices.push_back(int(d));
+      }
+    }
+  }
+  o.threads = a.threads;
+  if (a.slab_slices < 0) throw Error(ErrorKind::InvalidArgument, "--slab-slices must be 0 or positive");
+  o.slab_slices = a.slab_slices;
+  if (!(a.memory_mb >= 0) || a.memory_mb > 1e9) throw Error(ErrorKind::InvalidArgument, "--memory must be 0..1e9 MiB");
+  o.memory_budget = std::uint64_t(a.memory_mb * 1048576.0);
+  return o;
+}
+
+// Levels of a volume, on one process (or spread over the ranks under mpirun), with the report.
+void run_levels(const IsoArgs& a, VolumeSource& volume, IsosurfaceOptions o, const std::string& out, MeshFormat format,
+                const std::string& input) {
+  const bool show = !a.quiet;
+  if (mpi_world()) {  // mpirun -np N: every rank extracts its own z range
+    isosurface_mpi(volume, o, out, format, input, show, a.json, a.balance);
+    return;
+  }
+  if (show)
+    o.progress = [](double f) { progress_bar("slabs", f); };
+  const auto& g = volume.geometry();
+  if (show)
+    std::printf("volume: %s, %lldx%lldx%lld %s, spacing %g %g %g\n", volume.name().c_str(), (long long)g.dims[0],
+                (long long)g.dims[1], (long long)g.dims[2], voxel_type_name(volume.type()), g.spacing[0],
+                g.spacing[1], g.spacing[2]);
+  IsosurfaceReport rep;
+  const TriangleMesh mesh = extract_isosurface(volume, o, &rep);
+  check_finite(mesh, volume.name());
+  write_mesh(out, mesh, format);
+  const double voxels = double(g.voxel_count()) * double(rep.levels.size());
+  if (show) {
+    std::printf("levels:");
+    for (double l : rep.levels) std::printf(" %g", l);
+    std::printf("\n%s, %lld slab(s) of %lld slices\n", rep.device.c_str(), (long long)rep.slabs,
+                (long long)rep.slab_slices);
+    if (!rep.device_choice.empty()) std::printf("%s\n", rep.device_choice.c_str());
+    std::printf("time: %.2f ms (read %.2f, classify %.2f, scan %.2f, generate %.2f, copy %.2f); %.1f Mvoxel/s\n",
+                rep.seconds_total * 1e3, rep.seconds_read * 1e3, rep.profile.seconds_classify * 1e3, rep.profile.seconds_scan * 1e3,
+                rep.profile.seconds_generate * 1e3, rep.profile.seconds_copy * 1e3, voxels / rep.seconds_total / 1e6);
+    if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
+    if (rep.rounded_ties_welded)
+      std::printf("welded %lld crossings that rounding put on a sample; %lld zero-area triangles removed\n",
+                  (long long)rep.rounded_ties_welded, (long long)rep.degenerate_removed);
+    if (rep.pinched_vertices_split)
+      std::printf("split %lld tie vertices where the level set pinches (one vertex per sheet)\n",
+                  (long long)rep.pinched_vertices_split);
+    std::printf("wrote %s (%lld vertices, %lld triangles)\n", out.c_str(), (long long)mesh.vertex_count(),
+                (long long)mesh.triangle_count());
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = {{"dims", g.dims},
+                        {"type", voxel_type_name(volume.type())},
+                        {"levels", rep.levels},
+                        {"device", rep.device},
+                        {"device_choice", rep.device_choice},
+                        {"slabs", rep.slabs},
+                        {"vertices", mesh.vertex_count()},
+                        {"triangles", mesh.triangle_count()},
+                        {"groups", mesh.group_names},
+                        {"coincident_tie_triangles_removed", rep.duplicates_removed},
+                        {"pinched_vertices_split", rep.pinched_vertices_split},
+                        {"rounded_ties_welded", rep.rounded_ties_welded},
+                        {"degenerate_triangles_removed", rep.degenerate_removed},
+                        {"seconds", {{"total", rep.seconds_total},
+                                     {"read", rep.seconds_read},
+                                     {"classify", rep.profile.seconds_classify},
+                                     {"scan", rep.profile.seconds_scan},
+                                     {"generate", rep.profile.seconds_generate},
+                                     {"copy", rep.profile.seconds_copy},
+                                     {"setup", rep.profile.seconds_setup},
+                                     {"host_mesh", rep.profile.seconds_host_mesh},
+                                     {"host_mesh_ahead", rep.profile.seconds_host_mesh_ahead},
+                                     {"engine_start", rep.profile.seconds_engine_start}, {"upload", rep.profile.seconds_upload},
+                                     {"download", rep.profile.seconds_download}}}};
+    write_json_report(a.json, "isosurface", input, out, j);
+  }
+  if (mesh.triangle_count() == 0) {
+    std::fprintf(stderr, "parasurf: no surface found at the given level(s); wrote an empty mesh to %s\n", out.c_str());
+    throw ExitStatus{3};
+  }
+}
+
 }  // namespace
 
 void add_isosurface(CLI::App& app) {
@@ -114,178 +299,17 @@ void add_isosurface(CLI::App& app) {
                   "Under mpirun: z ranges per rank by active cells (cost, from a first pass) or equal slices (equal)")
       ->check(CLI::IsMember({"cost", "equal"}));
   cmd->callback([a] {
-    std::unique_ptr<VolumeSource> volume;
-    std::string field = a->field;
-    if (a->input.empty() && field.empty()) field = "tangle";
-    if (!a->input.empty() && !field.empty())
-      throw Error(ErrorKind::InvalidArgument, "give either an input file or --field, not both");
-    if (!field.empty()) {
-      volume = synthetic_field(field, parse_dims(a->size, "--size"));
-    } else if (!a->raw_dims.empty() || !a->raw_type.empty()) {
-      if (a->raw_dims.empty() || a->raw_type.empty())
-        throw Error(ErrorKind::InvalidArgument, "a raw file needs both --raw-dims and --raw-type");
-      RawVolumeOptions r;
-      r.dims = parse_dims(a->raw_dims, "--raw-dims");
-      r.type = parse_voxel_type(a->raw_type);
-      r.big_endian = a->endian == "big";
-      r.header_bytes = a->header_bytes;
-      if (!a->spacing.empty()) {
-        const auto s = parse_list(a->spacing, "--spacing", 3);
-        r.spacing = {s[0], s[1], s[2]};
-      }
-      if (!a->origin.empty()) {
-        const auto o = parse_list(a->origin, "--origin", 3);
-        r.origin = {o[0], o[1], o[2]};
-      }
-      volume = open_raw_volume(a->input, r);
-    } else {
-      if (!a->spacing.empty() || !a->origin.empty())
-        throw Error(ErrorKind::InvalidArgument, "--spacing and --origin apply to raw files (headers carry their own)");
-      note_if_fifo(a->input);
-      volume = open_volume(a->input);
-    }
+    std::string field;
+    const std::unique_ptr<VolumeSource> volume = open_input(*a, field);
     if (a->output.empty()) a->output = (field.empty() ? stem_of(a->input) : field) + ".ply";
     const std::string& out = a->output;
     const MeshFormat format = choose_mesh_format(out, a->format);
     const std::string input = a->input.empty() ? volume->name() : a->input;
 
-    if (a->per_label) {
-      if (!a->levels.empty() || !a->labels.empty() || !a->scalars.empty())
-        throw Error(ErrorKind::InvalidArgument, "--per-label takes the label map as input: no --level, --labels or --scalars");
-      LabelBoundaryOptions lo;
-      lo.smoothing_iterations = a->smoothing;
-      lo.exclude_labels = a->exclude_labels;
-      lo.threads = a->threads;
-      lo.device = parse_device(a->device);
-      LabelBoundaryReport rep;
-      const TriangleMesh mesh = extract_label_boundaries(*volume, lo, &rep);
-      check_finite(mesh, volume->name());
-      write_mesh(out, mesh, format);
-      const auto& g = volume->geometry();
-      if (!a->quiet) {
-        std::printf("label map: %s, %lldx%lldx%lld %s; %zu labels with boundaries, %lld label pairs\n",
-                    volume->name().c_str(), (long long)g.dims[0], (long long)g.dims[1], (long long)g.dims[2],
-                    voxel_type_name(volume->type()), rep.labels.size(), (long long)rep.label_pairs);
-        std::printf("%s; time: %.2f ms (read %.2f, faces %.2f, smoothing %.2f)\n", rep.device.c_str(), rep.seconds_total * 1e3,
-                    rep.seconds_read * 1e3, rep.seconds_faces * 1e3, rep.seconds_smooth * 1e3);
-        std::printf("wrote %s (%lld vertices, %lld triangles)\n", out.c_str(), (long long)mesh.vertex_count(),
-                    (long long)mesh.triangle_count());
-      }
-      if (!a->json.empty()) {
-        nlohmann::json j = {{"dims", g.dims},
-                            {"mode", "per-label"},             {"labels", rep.labels}, {"device", rep.device},
-                            {"label_pairs", rep.label_pairs},  {"vertices", mesh.vertex_count()},
-                            {"triangles", mesh.triangle_count()}, {"groups", mesh.group_names},
-                            {"seconds", {{"total", rep.seconds_total}, {"read", rep.seconds_read},
-                                         {"faces", rep.seconds_faces}, {"smooth", rep.seconds_smooth}}}};
-        write_json_report(a->json, "isosurface", input, out, j);
-      }
-      if (mesh.triangle_count() == 0) {
-        std::fprintf(stderr, "parasurf: the label map has no boundaries; wrote an empty mesh to %s\n", out.c_str());
-        throw ExitStatus{3};
-      }
-      return;
-    }
-    IsosurfaceOptions o;
+    if (a->per_label) return run_per_label(*a, *volume, out, format, input);
     std::unique_ptr<VolumeSource> labels, scalars;
-    if (!a->labels.empty()) o.labels = (labels = open_volume(a->labels)).get();
-    if (!a->scalars.empty()) o.scalars = (scalars = open_volume(a->scalars)).get();
-    o.exclude_labels = a->exclude_labels;
-    if (!a->levels.empty()) o.levels = parse_list(a->levels, "--level");
-    else if (!field.empty()) o.levels = {synthetic_field_level(field)};
-    o.direction = parse_gradient_direction(a->direction);
-    o.topology = parse_case_topology(a->topology);
-    o.keep_degenerate = a->keep_degenerate;
-    o.split_pinches = !a->keep_pinches;
-    o.normals = !a->no_normals;
-    o.device = parse_device(a->device);
-    if (!a->devices.empty()) {
-      if (o.device == Device::Cpu) throw Error(ErrorKind::InvalidArgument, "--devices lists GPUs; it conflicts with --device cpu");
-      if (!cuda_available()) throw Error(ErrorKind::Device, "--devices: " + cuda_unavailable_reason());
-      o.device = Device::Cuda;
-      if (a->devices == "all") {
-        for (int d = 0; d < cuda_device_count(); ++d)
-          if (cuda_device_usable(d)) o.cuda_devices.push_back(d);
-      } else {
-        for (double d : parse_list(a->devices, "--devices")) {
-          if (d != std::floor(d) || d < 0 || d > 1024)
-            throw Error(ErrorKind::InvalidArgument, "--devices: '" + a->devices + "' is not all or GPU indices");
-          o.cuda_devices.push_back(int(d));
-        }
-      }
-    }
-    o.threads = a->threads;
-    if (a->slab_slices < 0) throw Error(ErrorKind::InvalidArgument, "--slab-slices must be 0 or positive");
-    o.slab_slices = a->slab_slices;
-    if (!(a->memory_mb >= 0) || a->memory_mb > 1e9) throw Error(ErrorKind::InvalidArgument, "--memory must be 0..1e9 MiB");
-    o.memory_budget = std::uint64_t(a->memory_mb * 1048576.0);
-    const bool show = !a->quiet;
-    if (mpi_world()) {  // mpirun -np N: every rank extracts its own z range
-      isosurface_mpi(*volume, o, out, format, input, show, a->json, a->balance);
-      return;
-    }
-    if (show)
-      o.progress = [](double f) { progress_bar("slabs", f); };
-    const auto& g = volume->geometry();
-    if (show)
-      std::printf("volume: %s, %lldx%lldx%lld %s, spacing %g %g %g\n", volume->name().c_str(), (long long)g.dims[0],
-                  (long long)g.dims[1], (long long)g.dims[2], voxel_type_name(volume->type()), g.spacing[0],
-                  g.spacing[1], g.spacing[2]);
-    IsosurfaceReport rep;
-    const TriangleMesh mesh = extract_isosurface(*volume, o, &rep);
-    check_finite(mesh, volume->name());
-    write_mesh(out, mesh, format);
-    const double voxels = double(g.voxel_count()) * double(rep.levels.size());
-    if (show) {
-      std::printf("levels:");
-      for (double l : rep.levels) std::printf(" %g", l);
-      std::printf("\n%s, %lld slab(s) of %lld slices\n", rep.device.c_str(), (long long)rep.slabs,
-                  (long long)rep.slab_slices);
-      if (!rep.device_choice.empty()) std::printf("%s\n", rep.device_choice.c_str());
-      std::printf("time: %.2f ms (read %.2f, classify %.2f, scan %.2f, generate %.2f, copy %.2f); %.1f Mvoxel/s\n",
-                  rep.seconds_total * 1e3, rep.seconds_read * 1e3, rep.profile.seconds_classify * 1e3, rep.profile.seconds_scan * 1e3,
-                  rep.profile.seconds_generate * 1e3, rep.profile.seconds_copy * 1e3, voxels / rep.seconds_total / 1e6);
-      if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
-      if (rep.rounded_ties_welded)
-        std::printf("welded %lld crossings that rounding put on a sample; %lld zero-area triangles removed\n",
-                    (long long)rep.rounded_ties_welded, (long long)rep.degenerate_removed);
-      if (rep.pinched_vertices_split)
-        std::printf("split %lld tie vertices where the level set pinches (one vertex per sheet)\n",
-                    (long long)rep.pinched_vertices_split);
-      std::printf("wrote %s (%lld vertices, %lld triangles)\n", out.c_str(), (long long)mesh.vertex_count(),
-                  (long long)mesh.triangle_count());
-    }
-    if (!a->json.empty()) {
-      nlohmann::json j = {{"dims", g.dims},
-                          {"type", voxel_type_name(volume->type())},
-                          {"levels", rep.levels},
-                          {"device", rep.device},
-                          {"device_choice", rep.device_choice},
-                          {"slabs", rep.slabs},
-                          {"vertices", mesh.vertex_count()},
-                          {"triangles", mesh.triangle_count()},
-                          {"groups", mesh.group_names},
-                          {"coincident_tie_triangles_removed", rep.duplicates_removed},
-                          {"pinched_vertices_split", rep.pinched_vertices_split},
-                          {"rounded_ties_welded", rep.rounded_ties_welded},
-                          {"degenerate_triangles_removed", rep.degenerate_removed},
-                          {"seconds", {{"total", rep.seconds_total},
-                                       {"read", rep.seconds_read},
-                                       {"classify", rep.profile.seconds_classify},
-                                       {"scan", rep.profile.seconds_scan},
-                                       {"generate", rep.profile.seconds_generate},
-                                       {"copy", rep.profile.seconds_copy},
-                                       {"setup", rep.profile.seconds_setup},
-                                       {"host_mesh", rep.profile.seconds_host_mesh},
-                                       {"host_mesh_ahead", rep.profile.seconds_host_mesh_ahead},
-                                       {"engine_start", rep.profile.seconds_engine_start}, {"upload", rep.profile.seconds_upload},
-                                       {"download", rep.profile.seconds_download}}}};
-      write_json_report(a->json, "isosurface", input, out, j);
-    }
-    if (mesh.triangle_count() == 0) {
-      std::fprintf(stderr, "parasurf: no surface found at the given level(s); wrote an empty mesh to %s\n", out.c_str());
-      throw ExitStatus{3};
-    }
+    const IsosurfaceOptions o = isosurface_options(*a, field, labels, scalars);
+    run_levels(*a, *volume, o, out, format, input);
   });
 }
 
