@@ -45,6 +45,7 @@ BatchTiming timed(const PatchModel& m, int seg, const BatchOptions& o, double bu
   return best;
 }
 
+// One function: the table, printed row by row as each strategy and size is measured, and its JSON beside it.
 void run(const PatchBenchArgs& a) {
   nlohmann::json doc;
   char date[32];

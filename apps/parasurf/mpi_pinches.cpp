@@ -12,6 +12,8 @@
 
 namespace parasurf::cli::mpi {
 
+// One function: one exchange (gather to rank 0, the pass there, the moves sent back) whose halves share the
+// per-level marks and id maps built at its start.
 void split_pinches_across_ranks(std::vector<distributed::IsosurfacePart>& parts, const IsosurfaceOptions& o, const VolumeGeometry& g,
                                 std::int64_t zb, std::vector<std::uint64_t>& own_v, const std::vector<std::uint64_t>& v_base,
                                 std::vector<std::uint64_t>& total_v, const std::vector<std::uint64_t>& t_base,

@@ -473,6 +473,8 @@ void choose_axes(const Vec3& n, const std::array<int, 3>& degree, bool identity,
 
 }  // namespace
 
+// One function (its four stages numbered inside): each stage consumes the lists the one before built (clipped
+// pieces, shared surfaces, their frames), which live only for the call.
 Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int level, FfdReport& report) {
   const std::vector<Vec3> q = to_parameter_space(mesh, lattice);
   const auto polys = convex_polygons(mesh, q, report);

@@ -298,20 +298,28 @@ class BinaryCursor {
   std::string name_;
 };
 
-void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh, MeshReadReport& report) {
+enum class PlyEncoding { Ascii, Little, Big };
+
+struct PlyHeader {
+  PlyEncoding encoding = PlyEncoding::Ascii;
+  std::vector<PlyElement> elements;
+  std::size_t body = 0;  // offset of the first record
+};
+
+// The header, up to end_header: format, elements (counts bounded by the file's size) and their properties.
+PlyHeader read_ply_header(std::string_view text, const std::string& name) {
   LineReader in(text, name);
   if (!in.next_line() || in.field() != "ply") fail(name, "1", "not a PLY file (first line is not 'ply')");
-  enum class Encoding { Ascii, Little, Big } encoding = Encoding::Ascii;
+  PlyHeader h;
   bool have_format = false;
-  std::vector<PlyElement> elements;
   bool ended = false;
   while (!ended && in.next_line()) {
     const std::string_view key = in.field();
     if (key == "format") {
       const std::string_view f = in.field();
-      if (f == "ascii") encoding = Encoding::Ascii;
-      else if (f == "binary_little_endian") encoding = Encoding::Little;
-      else if (f == "binary_big_endian") encoding = Encoding::Big;
+      if (f == "ascii") h.encoding = PlyEncoding::Ascii;
+      else if (f == "binary_little_endian") h.encoding = PlyEncoding::Little;
+      else if (f == "binary_big_endian") h.encoding = PlyEncoding::Big;
       else in.fail_here("unknown PLY format '" + std::string(f) + "'");
       have_format = true;
     } else if (key == "element") {
@@ -321,9 +329,9 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
       if (e.count < 0 || std::uint64_t(e.count) > text.size())
         in.fail_here("element '" + e.name + "' count " + std::to_string(e.count) + " is impossible for a file of " +
                      std::to_string(text.size()) + " bytes");
-      elements.push_back(std::move(e));
+      h.elements.push_back(std::move(e));
     } else if (key == "property") {
-      if (elements.empty()) in.fail_here("property before any element");
+      if (h.elements.empty()) in.fail_here("property before any element");
       PlyProperty p;
       std::string_view t = in.field();
       if (t == "list") {
@@ -337,7 +345,7 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
       if (!vt) in.fail_here("unknown property type '" + std::string(t) + "'");
       p.type = *vt;
       p.name = std::string(in.field());
-      elements.back().properties.push_back(std::move(p));
+      h.elements.back().properties.push_back(std::move(p));
     } else if (key == "end_header") {
       ended = true;
     } else if (key != "comment" && key != "obj_info" && !key.empty()) {
@@ -346,13 +354,29 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
   }
   if (!ended) fail(name, "", "no end_header");
   if (!have_format) fail(name, "", "no format line");
-  report.format = encoding == Encoding::Ascii ? "ply-ascii" : "ply-binary";
+  h.body = in.offset();
+  return h;
+}
 
+// Where the columns parasurf reads lie: the vertex element's x, y, z and the face element's uchar red, green, blue
+// (as parasurf and most tools write them).
+struct PlyColumns {
   const PlyElement* vertex_el = nullptr;
-  for (const auto& e : elements)
+  const PlyElement* face_el = nullptr;
+  int xyz[3] = {-1, -1, -1};
+  int rgb[3] = {-1, -1, -1};
+  bool have_rgb() const { return rgb[0] >= 0 && rgb[1] >= 0 && rgb[2] >= 0; }
+};
+
+PlyColumns ply_columns(const PlyHeader& h, const std::string& name) {
+  PlyColumns cols;
+  const PlyElement*& vertex_el = cols.vertex_el;
+  const PlyElement*& face_el = cols.face_el;
+  int* const xyz = cols.xyz;
+  int* const rgb = cols.rgb;
+  for (const auto& e : h.elements)
     if (e.name == "vertex") vertex_el = &e;
   if (!vertex_el) fail(name, "", "no 'vertex' element");
-  int xyz[3] = {-1, -1, -1};
   for (int k = 0; k < int(vertex_el->properties.size()); ++k) {
     const auto& p = vertex_el->properties[k];
     if (p.is_list) continue;
@@ -362,15 +386,13 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
   }
   if (xyz[0] < 0 || xyz[1] < 0 || xyz[2] < 0) fail(name, "", "the vertex element lacks x, y or z");
   if (vertex_el->count > std::numeric_limits<std::uint32_t>::max()) fail(name, "", "more than 2^32 vertices");
-  for (const auto& e : elements) {
+  for (const auto& e : h.elements) {
     if (&e == vertex_el) break;
     if (e.name == "face") fail(name, "", "the face element comes before the vertex element (not supported)");
   }
   // Face colours (uchar red green blue), as parasurf and most tools write them.
-  const PlyElement* face_el = nullptr;
-  for (const auto& e : elements)
+  for (const auto& e : h.elements)
     if (e.name == "face") face_el = &e;
-  int rgb[3] = {-1, -1, -1};
   if (face_el)
     for (int k = 0; k < int(face_el->properties.size()); ++k) {
       const auto& p = face_el->properties[k];
@@ -379,102 +401,133 @@ void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh
       if (p.name == "green") rgb[1] = k;
       if (p.name == "blue") rgb[2] = k;
     }
-  const bool have_rgb = rgb[0] >= 0 && rgb[1] >= 0 && rgb[2] >= 0;
-  auto push_rgb = [&](const double* c) {
-    for (int a = 0; a < 3; ++a) mesh.face_colors.push_back(std::uint8_t(std::clamp(c[a], 0.0, 255.0)));
-  };
 
+  return cols;
+}
+
+void push_face_color(PolygonMesh& mesh, const double* c) {
+  for (int a = 0; a < 3; ++a) mesh.face_colors.push_back(std::uint8_t(std::clamp(c[a], 0.0, 255.0)));
+}
+
+// The records of an ASCII body, line by line (blank lines skipped).
+void read_ply_ascii(std::string_view text, const std::string& name, const PlyHeader& h, const PlyColumns& cols,
+                    PolygonMesh& mesh, MeshReadReport& report) {
+  const PlyElement* const vertex_el = cols.vertex_el;
+  const PlyElement* const face_el = cols.face_el;
+  const int* const xyz = cols.xyz;
+  const int* const rgb = cols.rgb;
+  const bool have_rgb = cols.have_rgb();
+  const std::size_t body = h.body;
+  const std::vector<PlyElement>& elements = h.elements;
   std::vector<std::uint32_t> corners;
-  const std::size_t body = in.offset();
-  if (encoding == Encoding::Ascii) {
-    LineReader body_in(text.substr(std::min(body, text.size())), name);
-    for (const auto& e : elements) {
-      for (long long r = 0; r < e.count; ++r) {
-        if (!body_in.next_line()) fail(name, "", "file ends inside element '" + e.name + "'");
-        if (body_in.line().find_first_not_of(" \t") == std::string_view::npos) { --r; continue; }
-        double xyz_row[3] = {0, 0, 0};
-        double rgb_row[3] = {0, 0, 0};
-        bool face_added = false;
-        for (int k = 0; k < int(e.properties.size()); ++k) {
-          const auto& p = e.properties[k];
-          if (!p.is_list) {
-            const double v = body_in.number(body_in.field(), "property value");
-            for (int a = 0; a < 3; ++a) {
-              if (xyz[a] == k) xyz_row[a] = v;
-              if (&e == face_el && rgb[a] == k) rgb_row[a] = v;
-            }
-            continue;
+  LineReader body_in(text.substr(std::min(body, text.size())), name);
+  for (const auto& e : elements) {
+    for (long long r = 0; r < e.count; ++r) {
+      if (!body_in.next_line()) fail(name, "", "file ends inside element '" + e.name + "'");
+      if (body_in.line().find_first_not_of(" \t") == std::string_view::npos) { --r; continue; }
+      double xyz_row[3] = {0, 0, 0};
+      double rgb_row[3] = {0, 0, 0};
+      bool face_added = false;
+      for (int k = 0; k < int(e.properties.size()); ++k) {
+        const auto& p = e.properties[k];
+        if (!p.is_list) {
+          const double v = body_in.number(body_in.field(), "property value");
+          for (int a = 0; a < 3; ++a) {
+            if (xyz[a] == k) xyz_row[a] = v;
+            if (&e == face_el && rgb[a] == k) rgb_row[a] = v;
           }
-          const long long n = body_in.integer(body_in.field(), "list count");
-          if (n < 0 || n > 65536) body_in.fail_here("list count " + std::to_string(n) + " is outside 0..65536");
-          const bool is_face = e.name == "face" && (p.name == "vertex_indices" || p.name == "vertex_index");
-          if (is_face && n > kMaxFaceCorners)
-            body_in.fail_here("face of " + std::to_string(n) + " corners: at most " + std::to_string(kMaxFaceCorners));
-          corners.clear();
-          for (long long c = 0; c < n; ++c) {
-            const std::string_view f = body_in.field();
-            if (is_face) corners.push_back(checked_index(body_in.integer(f, "face index"), vertex_el->count, body_in));
-            else body_in.number(f, "list value");
-          }
-          if (is_face) {
-            if (n < 3) body_in.fail_here("face with fewer than 3 corners");
-            face_added = add_checked_face(mesh, corners, report);
-          }
+          continue;
         }
-        if (&e == vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
-        if (face_added && have_rgb) push_rgb(rgb_row);
-      }
-    }
-  } else {
-    BinaryCursor cur(text, body, encoding == Encoding::Big, name);
-    for (const auto& e : elements) {
-      // The smallest possible row already bounds the count by the bytes left.
-      std::size_t min_row = 0;
-      for (const auto& p : e.properties) min_row += p.is_list ? ply_size(p.count_type) : ply_size(p.type);
-      if (min_row > 0 && std::uint64_t(e.count) > cur.remaining() / min_row)
-        fail(name, "", "element '" + e.name + "' count " + std::to_string(e.count) + " needs more bytes than the file has");
-      if (&e == vertex_el) mesh.positions.reserve(std::size_t(3 * e.count));
-      for (long long r = 0; r < e.count; ++r) {
-        double xyz_row[3] = {0, 0, 0};
-        double rgb_row[3] = {0, 0, 0};
-        bool face_added = false;
-        for (int k = 0; k < int(e.properties.size()); ++k) {
-          const auto& p = e.properties[k];
-          if (!p.is_list) {
-            const double v = cur.read(p.type);
-            for (int a = 0; a < 3; ++a) {
-              if (xyz[a] == k) xyz_row[a] = v;
-              if (&e == face_el && rgb[a] == k) rgb_row[a] = v;
-            }
-            continue;
-          }
-          const double nd = cur.read(p.count_type);
-          if (nd < 0 || nd > 65536)
-            fail(name, "", "list count " + std::to_string(nd) + " at byte " + std::to_string(cur.pos()) + " is outside 0..65536");
-          const long long n = (long long)nd;
-          const bool is_face = e.name == "face" && (p.name == "vertex_indices" || p.name == "vertex_index");
-          if (is_face && n > kMaxFaceCorners)
-            fail(name, "", "face " + std::to_string(r) + " has " + std::to_string(n) + " corners: at most " +
-                               std::to_string(kMaxFaceCorners));
-          corners.clear();
-          for (long long c = 0; c < n; ++c) {
-            const double iv = cur.read(p.type);
-            if (!is_face) continue;
-            if (!(iv >= 0 && iv < double(vertex_el->count)) || iv != std::floor(iv))
-              fail(name, "", "face " + std::to_string(r) + " uses vertex index " + std::to_string(iv) + ", outside 0.." +
-                                 std::to_string(vertex_el->count - 1));
-            corners.push_back(std::uint32_t(iv));
-          }
-          if (is_face) {
-            if (n < 3) fail(name, "", "face " + std::to_string(r) + " has fewer than 3 corners");
-            face_added = add_checked_face(mesh, corners, report);
-          }
+        const long long n = body_in.integer(body_in.field(), "list count");
+        if (n < 0 || n > 65536) body_in.fail_here("list count " + std::to_string(n) + " is outside 0..65536");
+        const bool is_face = e.name == "face" && (p.name == "vertex_indices" || p.name == "vertex_index");
+        if (is_face && n > kMaxFaceCorners)
+          body_in.fail_here("face of " + std::to_string(n) + " corners: at most " + std::to_string(kMaxFaceCorners));
+        corners.clear();
+        for (long long c = 0; c < n; ++c) {
+          const std::string_view f = body_in.field();
+          if (is_face) corners.push_back(checked_index(body_in.integer(f, "face index"), vertex_el->count, body_in));
+          else body_in.number(f, "list value");
         }
-        if (&e == vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
-        if (face_added && have_rgb) push_rgb(rgb_row);
+        if (is_face) {
+          if (n < 3) body_in.fail_here("face with fewer than 3 corners");
+          face_added = add_checked_face(mesh, corners, report);
+        }
       }
+      if (&e == vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
+      if (face_added && have_rgb) push_face_color(mesh, rgb_row);
     }
   }
+}
+
+// The records of a binary body; every count is bounded by the bytes left before it is read.
+void read_ply_binary(std::string_view text, const std::string& name, const PlyHeader& h, const PlyColumns& cols,
+                     PolygonMesh& mesh, MeshReadReport& report) {
+  const PlyElement* const vertex_el = cols.vertex_el;
+  const PlyElement* const face_el = cols.face_el;
+  const int* const xyz = cols.xyz;
+  const int* const rgb = cols.rgb;
+  const bool have_rgb = cols.have_rgb();
+  const std::vector<PlyElement>& elements = h.elements;
+  std::vector<std::uint32_t> corners;
+  BinaryCursor cur(text, h.body, h.encoding == PlyEncoding::Big, name);
+  for (const auto& e : elements) {
+    // The smallest possible row already bounds the count by the bytes left.
+    std::size_t min_row = 0;
+    for (const auto& p : e.properties) min_row += p.is_list ? ply_size(p.count_type) : ply_size(p.type);
+    if (min_row > 0 && std::uint64_t(e.count) > cur.remaining() / min_row)
+      fail(name, "", "element '" + e.name + "' count " + std::to_string(e.count) + " needs more bytes than the file has");
+    if (&e == vertex_el) mesh.positions.reserve(std::size_t(3 * e.count));
+    for (long long r = 0; r < e.count; ++r) {
+      double xyz_row[3] = {0, 0, 0};
+      double rgb_row[3] = {0, 0, 0};
+      bool face_added = false;
+      for (int k = 0; k < int(e.properties.size()); ++k) {
+        const auto& p = e.properties[k];
+        if (!p.is_list) {
+          const double v = cur.read(p.type);
+          for (int a = 0; a < 3; ++a) {
+            if (xyz[a] == k) xyz_row[a] = v;
+            if (&e == face_el && rgb[a] == k) rgb_row[a] = v;
+          }
+          continue;
+        }
+        const double nd = cur.read(p.count_type);
+        if (nd < 0 || nd > 65536)
+          fail(name, "", "list count " + std::to_string(nd) + " at byte " + std::to_string(cur.pos()) + " is outside 0..65536");
+        const long long n = (long long)nd;
+        const bool is_face = e.name == "face" && (p.name == "vertex_indices" || p.name == "vertex_index");
+        if (is_face && n > kMaxFaceCorners)
+          fail(name, "", "face " + std::to_string(r) + " has " + std::to_string(n) + " corners: at most " +
+                             std::to_string(kMaxFaceCorners));
+        corners.clear();
+        for (long long c = 0; c < n; ++c) {
+          const double iv = cur.read(p.type);
+          if (!is_face) continue;
+          if (!(iv >= 0 && iv < double(vertex_el->count)) || iv != std::floor(iv))
+            fail(name, "", "face " + std::to_string(r) + " uses vertex index " + std::to_string(iv) + ", outside 0.." +
+                               std::to_string(vertex_el->count - 1));
+          corners.push_back(std::uint32_t(iv));
+        }
+        if (is_face) {
+          if (n < 3) fail(name, "", "face " + std::to_string(r) + " has fewer than 3 corners");
+          face_added = add_checked_face(mesh, corners, report);
+        }
+      }
+      if (&e == vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
+      if (face_added && have_rgb) push_face_color(mesh, rgb_row);
+    }
+  }
+}
+
+void parse_ply(std::string_view text, const std::string& name, PolygonMesh& mesh, MeshReadReport& report) {
+  const PlyHeader h = read_ply_header(text, name);
+  report.format = h.encoding == PlyEncoding::Ascii ? "ply-ascii" : "ply-binary";
+  const PlyColumns cols = ply_columns(h, name);
+  if (h.encoding == PlyEncoding::Ascii)
+    read_ply_ascii(text, name, h, cols, mesh, report);
+  else
+    read_ply_binary(text, name, h, cols, mesh, report);
   // Colours only when every kept face has one.
   if (mesh.face_colors.size() != std::size_t(3 * mesh.face_count())) mesh.face_colors.clear();
 }

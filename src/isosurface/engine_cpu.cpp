@@ -214,6 +214,8 @@ class CpuEngine final : public SlabEngine {
     return l;
   }
 
+  // One function: the row sweep keeps its row pointers and running offsets in locals across the classify, count and
+  // tie passes of a row, which a split into calls would pass through memory on every row.
   template <class T>
   SlabCounts count_t(const SlabTask& task) {
     using R = typename mc::RealOf<T>::type;
@@ -531,6 +533,7 @@ class CpuEngine final : public SlabEngine {
     }
   }
 
+  // One function, as count_t: the vertex and triangle sweeps of a row share its pointers and offsets in locals.
   template <class T>
   void generate_t(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) {
     using R = typename mc::RealOf<T>::type;

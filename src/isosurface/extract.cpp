@@ -467,6 +467,8 @@ struct OneEngine {
 // The whole volume (parts null), or the part whose grid points [zb, ze) own the vertices (an MPI rank's share): then
 // one part per level, each with its ties returned instead of resolved, and the last cell layer's triangles refer
 // to the next part's first vertices by ids that continue past this part's own.
+// One function: the run's set-up in order (levels, device, slabs, buffers, engine, the mesh sized ahead) before the
+// one-engine loop or the several-GPU scheduler, each a class of its own.
 TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, IsosurfaceReport* report, std::int64_t zb,
                           std::int64_t ze, std::vector<iso::IsosurfacePart>* parts,
                           std::unique_ptr<iso::SlabEngine>* keep_engine = nullptr, int cpu_workers = 0) {

@@ -206,6 +206,8 @@ namespace parasurf::iso {
 namespace {
 
 // The pass on a whole mesh (split_pinched_vertices runs it on the triangles around the vertices on samples).
+// One function: its steps (chains, fans at edges of several sheets, pairings, new vertices) share the per-vertex
+// corner lists built at its start.
 std::int64_t split_core(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index) {
   const std::size_t nv = std::size_t(m.vertex_count()), nt = std::size_t(m.triangle_count());
   threads = std::max(1, threads);

@@ -170,6 +170,9 @@ thread_local ThreadResources thread_resources;
 
 }  // namespace
 
+// One function (its steps numbered inside): every step launches on one stream into device arrays carved from two
+// allocations sized before the first kernel, so that the host waits only at the end; split, each step would take
+// the whole set of arrays and offsets as arguments.
 template <class T>
 AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, PatchMesh& mesh) {
   using Clock = std::chrono::steady_clock;

@@ -368,6 +368,8 @@ template <class T> void upload(DeviceBuffer& buf, const void* src, std::size_t b
 
 }  // namespace
 
+// One function, as the assembly: upload, launch and download of one batch share one stream and the arrays carved
+// for it before the first copy.
 template <class T>
 BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,
                      const OnDevice<T>& on_device) {

@@ -165,6 +165,7 @@ struct Task {
 };
 
 // All candidate parameters t (global, on A) where the one-sided distance from A to B can be largest.
+// One function: the bounds, the pairs of pieces, the systems and the exact measurement share the pieces' forms.
 HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B, const SolverOptions& o, std::int64_t& candidates,
                         std::string& status) {
   const std::size_t na = A.size(), nb = B.size();

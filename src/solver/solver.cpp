@@ -160,6 +160,7 @@ void check_square(const std::vector<BernsteinPoly>& equations, const SolverOptio
 // clustered into tangent roots and solution regions.
 // The time limit covers this phase too (a solution region of millions of cells takes seconds to cluster): past the
 // deadline the cells not yet clustered are reported as one region around them, and the result is marked partial.
+// One function: Newton, the clustering and the regions read the same sorted cells and the deadline.
 SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& positive, Subdivision sub, const SolverOptions& o,
                           std::chrono::steady_clock::time_point deadline) {
   const int n = sys.n;

@@ -252,6 +252,8 @@ void upload_weights() {
 
 }  // namespace
 
+// One function: the level loop keeps the frontier, its double buffer and the per-level counters on the device
+// between iterations; its set-up and hand-back sit around that loop.
 std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinPoly>>& polys, int equations, int variables, bool square,
                                         const SolverOptions& o, bool hybrid) {
   const int systems = int(polys.size());

@@ -88,6 +88,8 @@ void flat_contacts(const SurfacePiece& p, const PiecePlane& pp, const SurfacePie
 
 }  // namespace
 
+// One function: the pruning of piece combinations (boxes, normal cones) and the systems built for the survivors
+// share the per-piece forms made once at its start.
 ContactResult contact_points(const BSplineSurface& moving, const BSplineSurface& fixed, const Motion& motion, const SolverOptions& o) {
   const auto deadline = solver::deadline_after(o.max_seconds);
   const auto pa = surface_pieces(moving, "moving surface"), pb = surface_pieces(fixed, "fixed surface");
