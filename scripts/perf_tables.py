@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the tables of docs/performance.md from the benchmarks' JSON in docs/results/.
+"""Writes the tables of docs/performance.md from the benchmarks' JSON kept in docs/results/.
 
-    scripts/perf_tables.py            rewrite the part of docs/performance.md between its table markers
-    scripts/perf_tables.py --check    exit 1 when that part differs from what the JSON gives (a ctest test)
+    scripts/perf_tables.py                              rewrite the part of docs/performance.md between its markers
+    scripts/perf_tables.py --check                      exit 1 when that part differs from what the JSON gives
+    scripts/perf_tables.py --store h200 bench-isosurface f.json
+                                                        keep a benchmark's --json output as the current figures of
+                                                        that machine (docs/results/<machine>.json), then rewrite
 
-Each table names its device, date, commit and the command that reproduces it. A JSON file that is absent
-leaves its table out.
+docs/results holds one file per machine, one entry per benchmark. Each table names its device, date, commit and
+the command that reproduces it; an entry that is absent leaves its table out.
 """
 import argparse
 import json
@@ -20,8 +23,18 @@ END = "<!-- end of tables -->"
 
 
 def load(name):
-    path = RESULTS / name
-    return (json.loads(path.read_text()), f"results/{name}") if path.exists() else (None, None)
+    """The entry "bench-isosurface-h200.json" names: benchmark bench-isosurface of results/h200.json."""
+    benchmark, machine = name[:-len(".json")].rsplit("-", 1)
+    path = RESULTS / f"{machine}.json"
+    entries = json.loads(path.read_text()) if path.exists() else {}
+    return (entries[benchmark], f"results/{machine}.json") if benchmark in entries else (None, None)
+
+
+def store(machine, benchmark, source):
+    path = RESULTS / f"{machine}.json"
+    entries = json.loads(path.read_text()) if path.exists() else {}
+    entries[benchmark] = json.loads(pathlib.Path(source).read_text())
+    path.write_text(json.dumps(dict(sorted(entries.items())), indent=1) + "\n")
 
 
 def ms(seconds):
@@ -282,7 +295,11 @@ def render():
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="exit 1 when the document is not what the JSON gives")
+    parser.add_argument("--store", nargs=3, metavar=("MACHINE", "BENCHMARK", "FILE"),
+                        help="keep FILE as BENCHMARK's current figures on MACHINE first")
     args = parser.parse_args()
+    if args.store:
+        store(*args.store)
     text = DOC.read_text()
     if BEGIN not in text or END not in text:
         sys.exit(f"{DOC}: the table markers are missing")
