@@ -30,8 +30,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Runs `run` at least `repeats` times and for at least `min_seconds` (at most kMaxRuns times): the best of three runs
-// of a 0.08 ms extraction varied from 0.075 to 0.095 ms (H200, MR_Gd), and so did its ratio to the CPU's best.
+// Runs `run` at least `repeats` times and for at least `min_seconds` (at most kMaxRuns times): the best of a few runs
+// of a sub-millisecond extraction moves by a quarter from one call to the next, and its ratios with it.
 constexpr int kMaxRuns = 100000;
 template <class Run>
 void repeat_runs(int repeats, double min_seconds, Run&& run) {
