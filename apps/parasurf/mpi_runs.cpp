@@ -269,7 +269,7 @@ void RankRun::prepare() {
   // Every OpenMP loop of this rank (generators and readers on the prefetch thread too), not only the engine's.
   omp_set_num_threads(o.threads);
   set_default_cpu_threads(o.threads);
-  device = o.device == Device::Auto ? (cuda_available() ? Device::Cuda : Device::Cpu) : o.device;
+  device = resolve_device(o.device);
   o.device = device;
   if (device == Device::Cuda) o.cuda_devices = {g_local_rank % cuda_device_count()};  // one GPU per rank on a node
   o.progress = nullptr;
