@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ffd/ffd_kernels.hpp"
+#include "parasurf/device.hpp"
 #include "parasurf/ffd.hpp"
 
 namespace parasurf::ffd {
@@ -43,20 +44,24 @@ LatticeView<double> make_exact_view(const LatticeView<T>& v, const double* to_pa
   return x;
 }
 
-// CPU: deforms into positions/normals (V x 3 each); samples and controls are scratch of sample_count x 3.
+// The per-edit work on one device: update() deforms with the given control points (in T and, for the exact
+// surfaces, in double) and keeps the results; download() copies the last update's positions and normals (V x 3
+// each) into host arrays. The CPU and CUDA backends have this one entry; make_backend chooses between them.
 template <class T>
-void update_cpu(const SessionData<T>& data, const T* control_points, const double* control_points_exact,
-                std::vector<T>& controls, std::vector<T>& positions, std::vector<T>& normals);
-
-// CUDA: the session's data lives on one device; update() leaves the results there until download().
-template <class T>
-class CudaSession {
+class Backend {
  public:
-  virtual ~CudaSession() = default;
+  virtual ~Backend() = default;
   virtual void update(const T* control_points, const double* control_points_exact) = 0;
   virtual void download(T* positions, T* normals) const = 0;
 };
+
+// `device` resolved (cpu or cuda); the data must outlive the backend (the CPU backend reads it on every update).
 template <class T>
-std::unique_ptr<CudaSession<T>> make_cuda_session(const SessionData<T>& data);
+std::unique_ptr<Backend<T>> make_backend(Device device, const SessionData<T>& data);
+
+template <class T>
+std::unique_ptr<Backend<T>> make_cpu_backend(const SessionData<T>& data);   // ffd_cpu.cpp
+template <class T>
+std::unique_ptr<Backend<T>> make_cuda_backend(const SessionData<T>& data);  // ffd_cuda.cu (CUDA builds)
 
 }  // namespace parasurf::ffd

@@ -1,8 +1,13 @@
 // CPU backend of the per-edit FFD work: OpenMP loops over the shared kernels.
 #include "ffd/ffd_backend.hpp"
 
+#include <cstring>
+
 namespace parasurf::ffd {
 
+namespace {
+
+// Deforms into positions/normals (V x 3 each); controls is scratch of sample_count x 3.
 template <class T>
 void update_cpu(const SessionData<T>& data, const T* control_points, const double* control_points_exact,
                 std::vector<T>& controls, std::vector<T>& positions, std::vector<T>& normals) {
@@ -43,9 +48,31 @@ void update_cpu(const SessionData<T>& data, const T* control_points, const doubl
                     positions.data() + 3 * v, normals.data() + 3 * v);
 }
 
-template void update_cpu<float>(const SessionData<float>&, const float*, const double*, std::vector<float>&,
-                                 std::vector<float>&, std::vector<float>&);
-template void update_cpu<double>(const SessionData<double>&, const double*, const double*, std::vector<double>&,
-                                  std::vector<double>&, std::vector<double>&);
+template <class T>
+class CpuBackend final : public Backend<T> {
+ public:
+  explicit CpuBackend(const SessionData<T>& data) : data_(data) {}
+  void update(const T* control_points, const double* control_points_exact) override {
+    update_cpu(data_, control_points, control_points_exact, controls_, positions_, normals_);
+  }
+  void download(T* positions, T* normals) const override {
+    if (positions_.empty()) return;
+    std::memcpy(positions, positions_.data(), positions_.size() * sizeof(T));
+    std::memcpy(normals, normals_.data(), normals_.size() * sizeof(T));
+  }
+
+ private:
+  const SessionData<T>& data_;
+  std::vector<T> controls_, positions_, normals_;
+};
+
+}  // namespace
+
+template <class T>
+std::unique_ptr<Backend<T>> make_cpu_backend(const SessionData<T>& data) {
+  return std::make_unique<CpuBackend<T>>(data);
+}
+template std::unique_ptr<Backend<float>> make_cpu_backend(const SessionData<float>&);
+template std::unique_ptr<Backend<double>> make_cpu_backend(const SessionData<double>&);
 
 }  // namespace parasurf::ffd

@@ -104,9 +104,9 @@ void upload(DeviceBuffer& buf, const std::vector<V>& v, const char* what, cudaSt
 }
 
 template <class T>
-class CudaSessionImpl final : public CudaSession<T> {
+class CudaBackend final : public Backend<T> {
  public:
-  explicit CudaSessionImpl(const SessionData<T>& d)
+  explicit CudaBackend(const SessionData<T>& d)
       : method_(d.method), lattice_(d.lattice), exact_(make_exact_view(d.lattice, d.to_param_exact, d.to_world_exact)) {
     PS_CUDA(cudaGetDevice(&device_), "finding the current device for FFD");
     PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the FFD stream");
@@ -138,7 +138,7 @@ class CudaSessionImpl final : public CudaSession<T> {
     exact_.knots = knots_exact_.as<double>();
     exact_.control_points = control_points_exact_.as<double>();
   }
-  ~CudaSessionImpl() override { cudaStreamDestroy(stream_); }
+  ~CudaBackend() override { cudaStreamDestroy(stream_); }
 
   void update(const T* control_points, const double* control_points_exact) override {
     PS_CUDA(cudaSetDevice(device_), "selecting the FFD device");
@@ -194,10 +194,10 @@ class CudaSessionImpl final : public CudaSession<T> {
 }  // namespace
 
 template <class T>
-std::unique_ptr<CudaSession<T>> make_cuda_session(const SessionData<T>& data) {
-  return std::make_unique<CudaSessionImpl<T>>(data);
+std::unique_ptr<Backend<T>> make_cuda_backend(const SessionData<T>& data) {
+  return std::make_unique<CudaBackend<T>>(data);
 }
-template std::unique_ptr<CudaSession<float>> make_cuda_session(const SessionData<float>&);
-template std::unique_ptr<CudaSession<double>> make_cuda_session(const SessionData<double>&);
+template std::unique_ptr<Backend<float>> make_cuda_backend(const SessionData<float>&);
+template std::unique_ptr<Backend<double>> make_cuda_backend(const SessionData<double>&);
 
 }  // namespace parasurf::ffd

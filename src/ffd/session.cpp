@@ -22,12 +22,24 @@ struct FfdState {
   FfdReport report;
   ffd::Prepared prepared;
   ffd::SessionData<T> data;
-  std::unique_ptr<ffd::CudaSession<T>> cuda;
-  // CPU results and scratch (the CUDA session keeps its own on the device)
-  std::vector<T> positions, normals, controls, control_points;
+  std::unique_ptr<ffd::Backend<T>> backend;  // holds the last update's results
+  std::vector<T> control_points;
   std::vector<double> last_control_points;  // for the exact patches, recomputed in double
   bool updated = false;
 };
+
+namespace ffd {
+
+template <class T>
+std::unique_ptr<Backend<T>> make_backend(Device device, const SessionData<T>& data) {
+  if (device != Device::Cuda) return make_cpu_backend(data);
+  if constexpr (core::kCudaBuilt)
+    return make_cuda_backend(data);
+  else
+    core::no_cuda_backend("FFD on cuda");
+}
+
+}  // namespace ffd
 
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -115,10 +127,7 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
     d.rest_positions = convert<T>(prep.rest_positions);
     d.rest_normals = convert<T>(prep.rest_normals);
   }
-  if (device == Device::Cuda) {
-    if constexpr (core::kCudaBuilt) state_->cuda = ffd::make_cuda_session<T>(d);
-    else core::no_cuda_backend("FFD on cuda");
-  }
+  state_->backend = ffd::make_backend<T>(device, d);
   report.preprocess_seconds = seconds_since(t0);
 }
 
@@ -136,8 +145,7 @@ void FfdSession<T>::update(std::span<const double> control_points) {
   const auto t0 = std::chrono::steady_clock::now();
   s.control_points.assign(control_points.begin(), control_points.end());
   s.last_control_points.assign(control_points.begin(), control_points.end());
-  if (s.cuda) s.cuda->update(s.control_points.data(), s.last_control_points.data());
-  else ffd::update_cpu(s.data, s.control_points.data(), s.last_control_points.data(), s.controls, s.positions, s.normals);
+  s.backend->update(s.control_points.data(), s.last_control_points.data());
   s.report.update_seconds = seconds_since(t0);
   s.updated = true;
 }
@@ -146,14 +154,9 @@ template <class T>
 void FfdSession<T>::download(std::vector<T>& positions, std::vector<T>& normals) const {
   const FfdState<T>& s = *state_;
   if (!s.updated) throw Error(ErrorKind::InvalidArgument, "FFD: download before the first update");
-  if (s.cuda) {
-    positions.resize(std::size_t(3 * s.data.vertex_count));
-    normals.resize(std::size_t(3 * s.data.vertex_count));
-    s.cuda->download(positions.data(), normals.data());
-  } else {
-    positions = s.positions;
-    normals = s.normals;
-  }
+  positions.resize(std::size_t(3 * s.data.vertex_count));
+  normals.resize(std::size_t(3 * s.data.vertex_count));
+  s.backend->download(positions.data(), normals.data());
 }
 
 template <class T>
