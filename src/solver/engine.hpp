@@ -1,7 +1,8 @@
-// The subdivision engines behind solve_systems and sample_solution_sets: the CPU engine (solver.cpp) and the CUDA
-// engines (solver_cuda.cu), which return the same cells so that one host finish (Newton, clustering) serves all.
+// The subdivision engines behind solve_systems and sample_solution_sets: the CPU engine (subdivide_cpu.cpp) and the
+// CUDA engines (solver_cuda.cu), which return the same cells so that one host finish (Newton, clustering) serves all.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,34 @@ struct Subdivision {
   std::int64_t nodes = 0;
   double tolerance = 0;  // the final one (raised when a continuum fills the levels)
 };
+
+struct System;
+
+// A batch of systems for the engines: each system with its equations and inequalities (positive may be empty:
+// none anywhere); square: as many equations as variables (roots), else solution sets sampled.
+struct Batch {
+  const std::vector<System>& systems;
+  const std::vector<std::vector<BernsteinPoly>>& equations;
+  const std::vector<std::vector<BernsteinPoly>>& positive;
+  const std::vector<int>& variables;  // of each system
+  bool square;
+  const std::vector<BernsteinPoly>& inequalities(std::size_t i) const {
+    static const std::vector<BernsteinPoly> none;
+    return positive.empty() ? none : positive[i];
+  }
+};
+
+// The subdivision engines behind one entry: every backend (the CPU's two schemes, CUDA, hybrid) takes a batch and
+// returns one subdivision per system, in order.
+class Engine {
+ public:
+  virtual ~Engine() = default;
+  virtual std::vector<Subdivision> subdivide(const Batch& batch, const SolverOptions& options) = 0;
+};
+// The one place the solver chooses its engine: `device` resolved (cpu, cuda or hybrid).
+std::unique_ptr<Engine> make_engine(Device device, SolverCpuScheme scheme);
+std::unique_ptr<Engine> make_cpu_engine(SolverCpuScheme scheme);  // subdivide_cpu.cpp
+std::unique_ptr<Engine> make_cuda_engine(bool hybrid);            // solver_cuda.cu (CUDA builds)
 
 // The GPU engines on a batch of systems of one shape (the same number of polynomials with the same degrees: the
 // equations first, then the inequalities). Hybrid: the CPU reads every level's test results and builds the next

@@ -93,56 +93,12 @@ void check_system(const std::vector<BernsteinPoly>& equations, int n, const std:
 
 System make_system(const std::vector<BernsteinPoly>& equations, int n) { return System{equations, n}; }
 
-// Every system of the batch through the engine the options ask for; the CUDA engines take systems of one shape at
-// a time (grouped here).
+// Every system of the batch through the engine the options ask for.
 std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
                                        const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
-  const std::size_t count = systems.size();
-  static const std::vector<BernsteinPoly> none;
-  auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
-  std::vector<Subdivision> out(count);
-  const Device device = resolve_device(o.device);
-  if (device == Device::Cpu && o.cpu_scheme == SolverCpuScheme::TaskBuffer) return subdivide_cpu_tasks(systems, equations, positive, o, square);
-  if (device == Device::Cpu) {
-    if (count == 1) {
-      out[0] = subdivide_cpu(systems[0], equations[0], ineq(0), o, square);
-      return out;
-    }
-    SolverOptions one = o;
-    one.threads = 1;
-    one.progress = nullptr;
-    const int threads = cpu_thread_count(o.threads);
-    core::RegionErrors errors_s0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-    for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
-      errors_s0.capture([&] {
-        out[std::size_t(i)] = subdivide_cpu(systems[std::size_t(i)], equations[std::size_t(i)], ineq(std::size_t(i)), one, square);
-      });
-    }
-    errors_s0.rethrow();
-    return out;
-  }
-  std::map<std::vector<int>, std::vector<std::size_t>> shapes;
-  for (std::size_t i = 0; i < count; ++i) {
-    std::vector<int> key{int(equations[i].size())};
-    for (const auto* list : {&equations[i], &ineq(i)})
-      for (const auto& p : *list) key.insert(key.end(), p.degree.begin(), p.degree.end()), key.push_back(-1);
-    shapes[key].push_back(i);
-  }
-  for (const auto& [key, members] : shapes) {
-    std::vector<std::vector<BernsteinPoly>> polys;
-    for (std::size_t i : members) {
-      polys.push_back(equations[i]);
-      polys.back().insert(polys.back().end(), ineq(i).begin(), ineq(i).end());
-    }
-    std::vector<Subdivision> r;
-    if constexpr (core::kCudaBuilt)
-      r = solver::subdivide_cuda(polys, key[0], systems[members[0]].n, square, o, device == Device::Hybrid);
-    else
-      core::no_cuda_backend(std::string("the solver on ") + device_name(device));
-    for (std::size_t j = 0; j < members.size(); ++j) out[members[j]] = std::move(r[j]);
-  }
-  return out;
+  std::vector<int> variables;
+  for (const System& s : systems) variables.push_back(s.n);
+  return make_engine(resolve_device(o.device), o.cpu_scheme)->subdivide(Batch{systems, equations, positive, variables, square}, o);
 }
 
 }  // namespace
@@ -749,6 +705,16 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
   }
   return lines;
 }
+
+namespace solver {
+std::unique_ptr<Engine> make_engine(Device device, SolverCpuScheme scheme) {
+  if (device == Device::Cpu) return make_cpu_engine(scheme);
+  if constexpr (core::kCudaBuilt)
+    return make_cuda_engine(device == Device::Hybrid);
+  else
+    core::no_cuda_backend(std::string("the solver on ") + device_name(device));
+}
+}  // namespace solver
 
 SolverGpuTraffic solver_gpu_traffic() {
   if constexpr (core::kCudaBuilt) return solver::gpu_traffic_cuda();

@@ -9,6 +9,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <map>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -439,6 +440,43 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
   }
   return out;
 }
+
+namespace {
+
+// The CUDA engines (cuda: the levels stay on the device; hybrid: the host builds each level's node list) take the
+// systems of one shape (the same number of polynomials of the same degrees) per traversal: grouped here.
+class CudaEngine final : public Engine {
+ public:
+  explicit CudaEngine(bool hybrid) : hybrid_(hybrid) {}
+  std::vector<Subdivision> subdivide(const Batch& b, const SolverOptions& o) override {
+    const std::size_t count = b.variables.size();
+    std::vector<Subdivision> out(count);
+    std::map<std::vector<int>, std::vector<std::size_t>> shapes;
+    for (std::size_t i = 0; i < count; ++i) {
+      std::vector<int> key{int(b.equations[i].size())};
+      for (const auto* list : {&b.equations[i], &b.inequalities(i)})
+        for (const auto& p : *list) key.insert(key.end(), p.degree.begin(), p.degree.end()), key.push_back(-1);
+      shapes[key].push_back(i);
+    }
+    for (const auto& [key, members] : shapes) {
+      std::vector<std::vector<BernsteinPoly>> polys;
+      for (std::size_t i : members) {
+        polys.push_back(b.equations[i]);
+        polys.back().insert(polys.back().end(), b.inequalities(i).begin(), b.inequalities(i).end());
+      }
+      std::vector<Subdivision> r = subdivide_cuda(polys, key[0], b.variables[members[0]], b.square, o, hybrid_);
+      for (std::size_t j = 0; j < members.size(); ++j) out[members[j]] = std::move(r[j]);
+    }
+    return out;
+  }
+
+ private:
+  bool hybrid_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_cuda_engine(bool hybrid) { return std::make_unique<CudaEngine>(hybrid); }
 
 GpuTraffic gpu_traffic_cuda() { return {g_bytes.load(), g_levels.load(), g_cells.load()}; }
 

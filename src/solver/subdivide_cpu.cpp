@@ -685,4 +685,47 @@ std::vector<Subdivision> subdivide_cpu_tasks(const std::vector<System>& systems,
   return subdivide_tasks(systems, equations, positive, o, square);
 }
 
+namespace {
+
+// The CPU engine: the shared task ring (TaskBuffer), or level by level, one system per thread for a batch (Levels).
+class CpuEngine final : public Engine {
+ public:
+  explicit CpuEngine(SolverCpuScheme scheme) : scheme_(scheme) {}
+  std::vector<Subdivision> subdivide(const Batch& b, const SolverOptions& o) override {
+    if (scheme_ == SolverCpuScheme::TaskBuffer) return subdivide_tasks(b.systems, b.equations, b.positive, o, b.square);
+    const std::size_t count = b.systems.size();
+    std::vector<Subdivision> out(count);
+    if (count == 1) {
+      out[0] = subdivide(b.systems[0], b.equations[0], b.inequalities(0), o, b.square);
+      return out;
+    }
+    SolverOptions one = o;
+    one.threads = 1;
+    one.progress = nullptr;
+    const int threads = cpu_thread_count(o.threads);
+    core::RegionErrors errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+    for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
+      errors.capture([&] {
+        const auto k = std::size_t(i);
+        out[k] = subdivide(b.systems[k], b.equations[k], b.inequalities(k), one, b.square);
+      });
+    }
+    errors.rethrow();
+    return out;
+  }
+
+ private:
+  using Engine::subdivide;
+  static Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equations,
+                               const std::vector<BernsteinPoly>& positive, const SolverOptions& o, bool square) {
+    return solver::subdivide(sys, equations, positive, o, square);
+  }
+  SolverCpuScheme scheme_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_cpu_engine(SolverCpuScheme scheme) { return std::make_unique<CpuEngine>(scheme); }
+
 }  // namespace parasurf::solver
