@@ -210,13 +210,7 @@ void run_levels(const IsoArgs& a, VolumeSource& volume, IsosurfaceOptions o, con
     std::printf("time: %.2f ms (read %.2f, classify %.2f, scan %.2f, generate %.2f, copy %.2f); %.1f Mvoxel/s\n",
                 rep.seconds_total * 1e3, rep.seconds_read * 1e3, rep.profile.seconds_classify * 1e3, rep.profile.seconds_scan * 1e3,
                 rep.profile.seconds_generate * 1e3, rep.profile.seconds_copy * 1e3, voxels / rep.seconds_total / 1e6);
-    if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
-    if (rep.rounded_ties_welded)
-      std::printf("welded %lld crossings that rounding put on a sample; %lld zero-area triangles removed\n",
-                  (long long)rep.rounded_ties_welded, (long long)rep.degenerate_removed);
-    if (rep.pinched_vertices_split)
-      std::printf("split %lld tie vertices where the level set pinches (one vertex per sheet)\n",
-                  (long long)rep.pinched_vertices_split);
+    print_tie_cleanup(rep);
     std::printf("wrote %s (%lld vertices, %lld triangles)\n", out.c_str(), (long long)mesh.vertex_count(),
                 (long long)mesh.triangle_count());
   }

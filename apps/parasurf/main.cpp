@@ -60,6 +60,16 @@ void note_if_fifo(const std::string& path) {
     std::fprintf(stderr, "parasurf: %s is a FIFO: waiting for a writer\n", path.c_str());
 }
 
+void print_tie_cleanup(const IsosurfaceReport& rep) {
+  if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
+  if (rep.rounded_ties_welded)
+    std::printf("welded %lld crossings that rounding put on a sample; %lld zero-area triangles removed\n",
+                (long long)rep.rounded_ties_welded, (long long)rep.degenerate_removed);
+  if (rep.pinched_vertices_split)
+    std::printf("split %lld tie vertices where the level set pinches (one vertex per sheet)\n",
+                (long long)rep.pinched_vertices_split);
+}
+
 void progress_bar(const char* what, double fraction) {
   static const bool tty = isatty(STDERR_FILENO) != 0;
   if (!tty) return;

@@ -715,13 +715,7 @@ void RankRun::report(const std::string& out, const std::string& input, bool show
     }
     std::printf("time: %.2f ms (slowest rank %.2f, mean %.2f; balance %.2f; after every engine started %.2f); writing %.2f ms\n",
                 slowest * 1e3, slowest * 1e3, mean * 1e3, t_balance * 1e3, slowest_after_start * 1e3, t_write * 1e3);
-    if (rep.duplicates_removed) std::printf("removed %lld coincident tie triangles\n", (long long)rep.duplicates_removed);
-    if (rep.rounded_ties_welded)
-      std::printf("welded %lld crossings that rounding put on a sample; %lld zero-area triangles removed\n",
-                  (long long)rep.rounded_ties_welded, (long long)rep.degenerate_removed);
-    if (rep.pinched_vertices_split)
-      std::printf("split %lld tie vertices where the level set pinches (one vertex per sheet)\n",
-                  (long long)rep.pinched_vertices_split);
+    print_tie_cleanup(rep);
     std::printf("wrote %s (%llu vertices, %llu triangles)\n", out.c_str(), (unsigned long long)all_v, (unsigned long long)all_t);
   }
   if (!json.empty()) {

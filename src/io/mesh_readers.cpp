@@ -412,16 +412,9 @@ void push_face_color(PolygonMesh& mesh, const double* c) {
 // The records of an ASCII body, line by line (blank lines skipped).
 void read_ply_ascii(std::string_view text, const std::string& name, const PlyHeader& h, const PlyColumns& cols,
                     PolygonMesh& mesh, MeshReadReport& report) {
-  const PlyElement* const vertex_el = cols.vertex_el;
-  const PlyElement* const face_el = cols.face_el;
-  const int* const xyz = cols.xyz;
-  const int* const rgb = cols.rgb;
-  const bool have_rgb = cols.have_rgb();
-  const std::size_t body = h.body;
-  const std::vector<PlyElement>& elements = h.elements;
   std::vector<std::uint32_t> corners;
-  LineReader body_in(text.substr(std::min(body, text.size())), name);
-  for (const auto& e : elements) {
+  LineReader body_in(text.substr(std::min(h.body, text.size())), name);
+  for (const auto& e : h.elements) {
     for (long long r = 0; r < e.count; ++r) {
       if (!body_in.next_line()) fail(name, "", "file ends inside element '" + e.name + "'");
       if (body_in.line().find_first_not_of(" \t") == std::string_view::npos) { --r; continue; }
@@ -433,8 +426,8 @@ void read_ply_ascii(std::string_view text, const std::string& name, const PlyHea
         if (!p.is_list) {
           const double v = body_in.number(body_in.field(), "property value");
           for (int a = 0; a < 3; ++a) {
-            if (xyz[a] == k) xyz_row[a] = v;
-            if (&e == face_el && rgb[a] == k) rgb_row[a] = v;
+            if (cols.xyz[a] == k) xyz_row[a] = v;
+            if (&e == cols.face_el && cols.rgb[a] == k) rgb_row[a] = v;
           }
           continue;
         }
@@ -446,7 +439,7 @@ void read_ply_ascii(std::string_view text, const std::string& name, const PlyHea
         corners.clear();
         for (long long c = 0; c < n; ++c) {
           const std::string_view f = body_in.field();
-          if (is_face) corners.push_back(checked_index(body_in.integer(f, "face index"), vertex_el->count, body_in));
+          if (is_face) corners.push_back(checked_index(body_in.integer(f, "face index"), cols.vertex_el->count, body_in));
           else body_in.number(f, "list value");
         }
         if (is_face) {
@@ -454,8 +447,8 @@ void read_ply_ascii(std::string_view text, const std::string& name, const PlyHea
           face_added = add_checked_face(mesh, corners, report);
         }
       }
-      if (&e == vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
-      if (face_added && have_rgb) push_face_color(mesh, rgb_row);
+      if (&e == cols.vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
+      if (face_added && cols.have_rgb()) push_face_color(mesh, rgb_row);
     }
   }
 }
@@ -463,21 +456,15 @@ void read_ply_ascii(std::string_view text, const std::string& name, const PlyHea
 // The records of a binary body; every count is bounded by the bytes left before it is read.
 void read_ply_binary(std::string_view text, const std::string& name, const PlyHeader& h, const PlyColumns& cols,
                      PolygonMesh& mesh, MeshReadReport& report) {
-  const PlyElement* const vertex_el = cols.vertex_el;
-  const PlyElement* const face_el = cols.face_el;
-  const int* const xyz = cols.xyz;
-  const int* const rgb = cols.rgb;
-  const bool have_rgb = cols.have_rgb();
-  const std::vector<PlyElement>& elements = h.elements;
   std::vector<std::uint32_t> corners;
   BinaryCursor cur(text, h.body, h.encoding == PlyEncoding::Big, name);
-  for (const auto& e : elements) {
+  for (const auto& e : h.elements) {
     // The smallest possible row already bounds the count by the bytes left.
     std::size_t min_row = 0;
     for (const auto& p : e.properties) min_row += p.is_list ? ply_size(p.count_type) : ply_size(p.type);
     if (min_row > 0 && std::uint64_t(e.count) > cur.remaining() / min_row)
       fail(name, "", "element '" + e.name + "' count " + std::to_string(e.count) + " needs more bytes than the file has");
-    if (&e == vertex_el) mesh.positions.reserve(std::size_t(3 * e.count));
+    if (&e == cols.vertex_el) mesh.positions.reserve(std::size_t(3 * e.count));
     for (long long r = 0; r < e.count; ++r) {
       double xyz_row[3] = {0, 0, 0};
       double rgb_row[3] = {0, 0, 0};
@@ -487,8 +474,8 @@ void read_ply_binary(std::string_view text, const std::string& name, const PlyHe
         if (!p.is_list) {
           const double v = cur.read(p.type);
           for (int a = 0; a < 3; ++a) {
-            if (xyz[a] == k) xyz_row[a] = v;
-            if (&e == face_el && rgb[a] == k) rgb_row[a] = v;
+            if (cols.xyz[a] == k) xyz_row[a] = v;
+            if (&e == cols.face_el && cols.rgb[a] == k) rgb_row[a] = v;
           }
           continue;
         }
@@ -504,9 +491,9 @@ void read_ply_binary(std::string_view text, const std::string& name, const PlyHe
         for (long long c = 0; c < n; ++c) {
           const double iv = cur.read(p.type);
           if (!is_face) continue;
-          if (!(iv >= 0 && iv < double(vertex_el->count)) || iv != std::floor(iv))
+          if (!(iv >= 0 && iv < double(cols.vertex_el->count)) || iv != std::floor(iv))
             fail(name, "", "face " + std::to_string(r) + " uses vertex index " + std::to_string(iv) + ", outside 0.." +
-                               std::to_string(vertex_el->count - 1));
+                               std::to_string(cols.vertex_el->count - 1));
           corners.push_back(std::uint32_t(iv));
         }
         if (is_face) {
@@ -514,8 +501,8 @@ void read_ply_binary(std::string_view text, const std::string& name, const PlyHe
           face_added = add_checked_face(mesh, corners, report);
         }
       }
-      if (&e == vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
-      if (face_added && have_rgb) push_face_color(mesh, rgb_row);
+      if (&e == cols.vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
+      if (face_added && cols.have_rgb()) push_face_color(mesh, rgb_row);
     }
   }
 }

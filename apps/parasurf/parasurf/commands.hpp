@@ -9,6 +9,7 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/io.hpp"
+#include "parasurf/isosurface.hpp"
 
 namespace parasurf::cli {
 
@@ -65,6 +66,10 @@ CLI::Option* add_threads_option(CLI::App* cmd, int& threads);
 // A progress bar on stderr for long runs, drawn only when stderr is a terminal (never into logs or pipes).
 // fraction in [0, 1]; 1 clears the line.
 void progress_bar(const char* what, double fraction);
+
+// The report's lines about the clean-up where samples equal the level (cancelled ties, welded crossings, split
+// pinches), each printed when it did something.
+void print_tie_cleanup(const IsosurfaceReport& rep);
 
 // An input that is a FIFO blocks until something writes to it, as `cat` does: say so on stderr before reading.
 void note_if_fifo(const std::string& path);
