@@ -193,11 +193,8 @@ iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, 
 // The device the engines run on (auto: CUDA when usable), and the GPUs listed (checked: visible, usable, once
 // each; the first GPU when none is).
 Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
-  Device device = o.device;
-  if (device == Device::Auto) device = (core::kCudaBuilt && cuda_available()) ? Device::Cuda : Device::Cpu;
-  if (device == Device::Hybrid) device = cuda_available() ? Device::Cuda : Device::Cpu;
-  if (device == Device::Cuda && !cuda_available())
-    throw Error(ErrorKind::Device, "--device cuda: " + cuda_unavailable_reason());
+  // (Hybrid: the engines are one GPU's or the CPU's; several GPUs are asked for with the device list.)
+  Device device = o.device == Device::Hybrid ? (cuda_available() ? Device::Cuda : Device::Cpu) : resolve_device(o.device);
   gpus = o.cuda_devices;
   if (!gpus.empty()) {
     if (device != Device::Cuda)

@@ -48,9 +48,9 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
                      const OnDevice<T>& on_device = {});
 }
 
-// The CUDA backend where this build has it: usable() is false and the others throw Error(Device) without it.
+// The CUDA backend where this build has it (the device is chosen by resolve_device); without it these throw
+// Error(Device).
 namespace gpu {
-bool usable();
 template <class T>
 BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,
                      const cuda::OnDevice<T>& on_device = {});

@@ -204,7 +204,6 @@ template BatchTiming evaluate<double>(const HostBatch<double>&, PatchStrategy, c
 
 namespace parasurf::patches::gpu {
 
-bool usable() { return core::kCudaBuilt && cuda_available(); }
 
 template <class T>
 BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,

@@ -121,14 +121,7 @@ template <class T> patches::HostBatch<T> make_batch(const Plan& pl, std::int64_t
 }
 
 
-Device pick_device(Device requested) {
-  if (requested == Device::Cuda && !patches::gpu::usable())
-    throw Error(ErrorKind::Device, "--device cuda: no CUDA device is available (or CUDA was not built)");
-  if (requested == Device::Auto) return patches::gpu::usable() ? Device::Cuda : Device::Cpu;
-  if (requested == Device::Hybrid && !patches::gpu::usable())
-    throw Error(ErrorKind::Device, "--device hybrid: no CUDA device is available (or CUDA was not built)");
-  return requested;
-}
+Device pick_device(Device requested) { return resolve_device(requested); }
 
 template <class T>
 BatchTiming run_batch(const patches::HostBatch<T>& batch, SampleStore<T>& store, Device device, PatchStrategy strategy,
