@@ -194,7 +194,8 @@ iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, 
 // each; the first GPU when none is).
 Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
   // (Hybrid: the engines are one GPU's or the CPU's; several GPUs are asked for with the device list.)
-  Device device = o.device == Device::Hybrid ? (cuda_available() ? Device::Cuda : Device::Cpu) : resolve_device(o.device);
+  Device device =
+      o.device == Device::Hybrid ? (cuda_available() ? Device::Cuda : Device::Cpu) : resolve_device(o.device);
   gpus = o.cuda_devices;
   if (!gpus.empty()) {
     if (device != Device::Cuda)
