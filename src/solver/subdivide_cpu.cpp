@@ -696,7 +696,7 @@ class CpuEngine final : public Engine {
     const std::size_t count = b.systems.size();
     std::vector<Subdivision> out(count);
     if (count == 1) {
-      out[0] = subdivide(b.systems[0], b.equations[0], b.inequalities(0), o, b.square);
+      out[0] = solver::subdivide(b.systems[0], b.equations[0], b.inequalities(0), o, b.square);
       return out;
     }
     SolverOptions one = o;
@@ -708,7 +708,7 @@ class CpuEngine final : public Engine {
     for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
       errors.capture([&] {
         const auto k = std::size_t(i);
-        out[k] = subdivide(b.systems[k], b.equations[k], b.inequalities(k), one, b.square);
+        out[k] = solver::subdivide(b.systems[k], b.equations[k], b.inequalities(k), one, b.square);
       });
     }
     errors.rethrow();
@@ -716,11 +716,6 @@ class CpuEngine final : public Engine {
   }
 
  private:
-  using Engine::subdivide;
-  static Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equations,
-                               const std::vector<BernsteinPoly>& positive, const SolverOptions& o, bool square) {
-    return solver::subdivide(sys, equations, positive, o, square);
-  }
   SolverCpuScheme scheme_;
 };
 
