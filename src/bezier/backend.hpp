@@ -1,6 +1,8 @@
-// Internal entry points of the surface backends. Every backend takes the same job description and row range.
+// Internal entry points of the surface backends. Every backend takes the same job description; the evaluator
+// keeps one Backend per device (make_backend chooses it) and calls its two entries.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "bezier/kernels.hpp"
@@ -33,7 +35,55 @@ template <class T> struct Job {
   std::int64_t rows = 0, cols = 0;   // grid
   const double* uv = nullptr;        // point list (u0 v0 u1 v1 ...), when not a grid
   std::int64_t point_count = 0;
+  const kern::BinomialRows* binom_u = nullptr;  // level 3 (host), kept by the evaluator
+  const kern::BinomialRows* binom_v = nullptr;
+  const std::vector<T>* power_tiles = nullptr;  // Matrix: the tiles `power` views (host)
 };
+
+// One way of evaluating surfaces: the CPU, the GPU, or both on one grid. A backend keeps its own caches between
+// calls (level 2 and stage 1 on the host, device buffers and level 2 on the device).
+template <class T> class Backend {
+ public:
+  virtual ~Backend() = default;
+  // Every row of the job's grid into host outputs. Returns how many times this call built level 2.
+  virtual int evaluate_grid(Job<T>& job, const kern::OutView<T>& out, const EvalOptions& options,
+                            EvalReport& report) = 0;
+  // The job's (u, v) list into host outputs.
+  virtual void evaluate_points(const Job<T>& job, const kern::OutView<T>& out, const EvalOptions& options,
+                               EvalReport& report) = 0;
+};
+
+// The backend of a resolved device (Cpu, Cuda or Hybrid). In a build without CUDA, asking for Cuda or Hybrid
+// throws Error(Device).
+template <class T> std::unique_ptr<Backend<T>> make_backend(Device device);
+
+// The CPU backend, also the CPU's share of the hybrid schemes (prepare once, then rows).
+template <class T> class CpuBackend final : public Backend<T> {
+ public:
+  int evaluate_grid(Job<T>& job, const kern::OutView<T>& out, const EvalOptions& options, EvalReport& report) override;
+  void evaluate_points(const Job<T>& job, const kern::OutView<T>& out, const EvalOptions& options,
+                       EvalReport& report) override;
+  // Level 2 (rebuilt only when degree, resolution or order changed) and stage 1 of the factored method into the
+  // job; returns whether level 2 was built.
+  bool prepare(Job<T>& job, int threads);
+  // Rows [row_begin, row_end) of a prepared grid job.
+  void rows(const Job<T>& job, std::int64_t row_begin, std::int64_t row_end, const kern::OutView<T>& out,
+            int threads) const;
+
+ private:
+  struct TableKey {
+    int m = -1, n = -1, order = -1;
+    std::int64_t rows = -1, cols = -1;
+    bool operator==(const TableKey&) const = default;
+  } key_;
+  std::vector<T> bu_, dbu_, ddbu_, bv_, dbv_, ddbv_;  // level 2
+  std::vector<T> q_, qv_, qvv_;                        // factored stage 1
+};
+
+// Defined with the CUDA backend (cuda.cu) and the hybrid schemes (hybrid.cpp); make_backend names them only where
+// this build has CUDA.
+template <class T> std::unique_ptr<Backend<T>> make_cuda_backend();
+template <class T> std::unique_ptr<Backend<T>> make_hybrid_backend();
 
 // Calls f.template operator()<NC, Order>() for the job's runtime nc and order.
 template <class F> decltype(auto) dispatch_nc_order(int nc, int order, F&& f) {

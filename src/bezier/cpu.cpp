@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "bezier/backend.hpp"
+#include "core/memory.hpp"
+#include "parasurf/device.hpp"
 
 namespace parasurf::bezier::cpu {
 
@@ -140,3 +142,61 @@ PARASURF_INSTANTIATE(double)
 #undef PARASURF_INSTANTIATE
 
 }  // namespace parasurf::bezier::cpu
+
+namespace parasurf::bezier {
+
+template <class T>
+bool CpuBackend<T>::prepare(Job<T>& job, int threads) {
+  if (job.method != Method::Mle && job.method != Method::Factored) return false;
+  const int m = job.net.m, n = job.net.n;
+  const TableKey key{m, n, job.order, job.rows, job.cols};
+  const bool build = !(key == key_);
+  if (build) {
+    const auto mu = std::size_t(m + 1), nv = std::size_t(n + 1);
+    core::check_host_allocation(sizeof(T) * 3 * (mu * job.rows + nv * job.cols), "the Bernstein tables");
+    bu_.resize(mu * job.rows);
+    dbu_.resize(job.order >= 1 ? mu * job.rows : 0);
+    ddbu_.resize(job.order >= 2 ? mu * job.rows : 0);
+    bv_.resize(nv * job.cols);
+    dbv_.resize(job.order >= 1 ? nv * job.cols : 0);
+    ddbv_.resize(job.order >= 2 ? nv * job.cols : 0);
+    cpu::build_tables<T>(m, job.rows, job.order, *job.binom_u, bu_.data(), dbu_.data(), ddbu_.data(), threads);
+    cpu::build_tables<T>(n, job.cols, job.order, *job.binom_v, bv_.data(), dbv_.data(), ddbv_.data(), threads);
+    key_ = key;
+  }
+  job.tables = {bu_.data(), dbu_.data(), ddbu_.data(), bv_.data(), dbv_.data(), ddbv_.data()};
+  if (job.method == Method::Factored) {
+    const std::size_t size = std::size_t(m + 1) * job.nc * job.cols;
+    q_.resize(size);
+    qv_.resize(job.order >= 1 ? size : 0);
+    qvv_.resize(job.order >= 2 ? size : 0);
+    job.columns = cpu::build_factored_columns<T>(job, q_.data(), qv_.data(), qvv_.data(), threads);
+  }
+  return build;
+}
+
+template <class T>
+void CpuBackend<T>::rows(const Job<T>& job, std::int64_t row_begin, std::int64_t row_end, const kern::OutView<T>& out,
+                         int threads) const {
+  cpu::evaluate_grid_rows<T>(job, row_begin, row_end, out, threads);
+}
+
+template <class T>
+int CpuBackend<T>::evaluate_grid(Job<T>& job, const kern::OutView<T>& out, const EvalOptions& options, EvalReport&) {
+  const int threads = cpu_thread_count(options.threads);
+  const bool built = prepare(job, threads);
+  rows(job, 0, job.rows, out, threads);
+  return built ? 1 : 0;
+}
+
+template <class T>
+void CpuBackend<T>::evaluate_points(const Job<T>& job, const kern::OutView<T>& out, const EvalOptions& options,
+                                    EvalReport&) {
+  cpu::evaluate_point_list<T>(job, out, cpu_thread_count(options.threads));
+}
+
+template class CpuBackend<float>;
+template class CpuBackend<double>;
+
+}  // namespace parasurf::bezier
+

@@ -508,6 +508,51 @@ void evaluate_points(Context* ctx, const Inputs<T>& in, const kern::OutView<T>& 
   PS_CUDA(cudaStreamSynchronize(ctx->stream), "copying samples to the host");
 }
 
+namespace {
+
+// The CUDA backend: one context (stream, device buffers, the device's level 2) for the evaluator's calls. Grids
+// run in launches of as many rows as fit in 80 % of the free device memory.
+template <class T> class CudaBackend final : public Backend<T> {
+ public:
+  CudaBackend() : ctx_(create_context()) {}
+  ~CudaBackend() override { destroy_context(ctx_); }
+  CudaBackend(const CudaBackend&) = delete;
+  CudaBackend& operator=(const CudaBackend&) = delete;
+
+  int evaluate_grid(Job<T>& job, const kern::OutView<T>& out, const EvalOptions& options, EvalReport& report) override {
+    const Inputs<T> in = inputs_of(job, options);
+    const std::uint64_t row_bytes = sample_bytes(job.cols, request_of(out), sizeof(T));
+    std::int64_t chunk = std::max<std::int64_t>(1, std::int64_t(0.8 * double(free_device_memory()) / double(row_bytes)));
+    chunk = std::min(chunk, job.rows);
+    int builds = 0;
+    for (std::int64_t r0 = 0; r0 < job.rows; r0 += chunk) {
+      const std::int64_t r1 = std::min(job.rows, r0 + chunk);
+      if (launch_grid<T>(ctx_, in, r0, r1, out, false, 0)) ++builds;
+      finish_grid<T>(ctx_, r0, options.skip_copy_back ? r0 : r1, out, &report);
+    }
+    return builds;
+  }
+
+  void evaluate_points(const Job<T>& job, const kern::OutView<T>& out, const EvalOptions& options,
+                       EvalReport& report) override {
+    cuda::evaluate_points<T>(ctx_, inputs_of(job, options), out, &report);
+  }
+
+ private:
+  // The request an output view answers (its pointers tell which outputs are wanted).
+  static EvalRequest request_of(const kern::OutView<T>& out) {
+    EvalRequest r;
+    r.positions = out.p[0] != nullptr;
+    r.first_derivatives = out.du[0] != nullptr;
+    r.normals = out.nrm[0] != nullptr;
+    r.second_derivatives = out.duu[0] != nullptr;
+    return r;
+  }
+  Context* ctx_;
+};
+
+}  // namespace
+
 #define PARASURF_INSTANTIATE(T)                                                                                  \
   template bool launch_grid<T>(Context*, const Inputs<T>&, std::int64_t, std::int64_t, const kern::OutView<T>&, \
                                bool, std::int64_t);                                                             \
@@ -518,3 +563,11 @@ PARASURF_INSTANTIATE(double)
 #undef PARASURF_INSTANTIATE
 
 }  // namespace parasurf::bezier::cuda
+
+namespace parasurf::bezier {
+template <class T> std::unique_ptr<Backend<T>> make_cuda_backend() {
+  return std::make_unique<cuda::CudaBackend<T>>();
+}
+template std::unique_ptr<Backend<float>> make_cuda_backend<float>();
+template std::unique_ptr<Backend<double>> make_cuda_backend<double>();
+}  // namespace parasurf::bezier

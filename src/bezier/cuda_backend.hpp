@@ -1,4 +1,5 @@
-// Host-side interface of the CUDA surface backend (implemented in cuda.cu; only in builds with CUDA).
+// Host-side interface of the CUDA surface backend (implemented in cuda.cu; only in builds with CUDA): the launches
+// that the CUDA backend and the hybrid schemes (hybrid.cpp) drive.
 #pragma once
 #include <cstdint>
 
@@ -27,6 +28,31 @@ template <class T> struct Inputs {
   bool tensor_cores = false;                  // float factored grids may run stage 2 on tensor cores
   bool fold_rows = true;                      // factored whole grids fold rows u and 1 - u into one contraction
 };
+
+// The device inputs of a host job.
+template <class T> Inputs<T> inputs_of(const Job<T>& job, const EvalOptions& options) {
+  Inputs<T> in;
+  in.method = job.method;
+  in.nc = job.nc;
+  in.order = job.order;
+  in.m = job.net.m;
+  in.n = job.net.n;
+  in.host_net = job.net.P;
+  in.power = job.power_tiles;
+  in.power_ku = job.power.ku;
+  in.power_kv = job.power.kv;
+  in.binom_u = job.binom_u;
+  in.binom_v = job.binom_v;
+  in.rows = job.rows;
+  in.cols = job.cols;
+  in.uv = job.uv;
+  in.point_count = job.point_count;
+  in.poison = options.poison_device_buffers;
+  in.launch_bytes = options.gpu_launch_bytes;
+  in.tensor_cores = options.gpu_tensor_cores;
+  in.fold_rows = options.gpu_fold_rows;
+  return in;
+}
 
 // Tile ownership of the dynamic CPU+GPU scheme, in pinned host memory mapped into the device. GPU blocks take
 // tiles from the front (a device atomic orders them), CPU threads from the back (a host atomic). No atomic
