@@ -1,7 +1,9 @@
-// Internal entry points of the patch-batch backends: the same description for CPU and CUDA.
+// Internal entry points of the patch-batch backends: the same description for CPU and CUDA, and one Backend
+// interface over the CPU, the GPU and both (make_backend chooses).
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "parasurf/tessellate.hpp"
@@ -27,6 +29,27 @@ template <class T> struct SampleViews {
   T* pos[3] = {};
   T* nrm[3] = {};
 };
+
+// How a backend runs a batch: the GPU's strategy, the CPU's threads, the hybrid scheme and the CPU's share.
+struct BatchSettings {
+  PatchStrategy strategy = PatchStrategy::Auto;
+  int threads = 0;  // 0: all
+  HybridScheme scheme = HybridScheme::Dynamic;
+  double cpu_share = -1;  // Static: < 0 profiles first
+};
+
+// One way of evaluating patch batches: the CPU, the GPU, or both on one batch.
+template <class T> class Backend {
+ public:
+  virtual ~Backend() = default;
+  // The batch's samples into host outputs (batch.total() each).
+  virtual BatchTiming evaluate(const HostBatch<T>& batch, const SampleViews<T>& out) = 0;
+};
+
+// The backend of a resolved device (Cpu, Cuda or Hybrid); Error(Device) for Cuda or Hybrid in a build without CUDA.
+// Samples that stay on the device (no host outputs, or consumed there by the assembly) are the CUDA backend's
+// own entry, `gpu::evaluate` below.
+template <class T> std::unique_ptr<Backend<T>> make_backend(Device device, const BatchSettings& settings);
 
 namespace cpu {
 template <class T> void evaluate(const HostBatch<T>& batch, const SampleViews<T>& out, int threads);

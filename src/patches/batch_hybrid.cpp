@@ -201,35 +201,3 @@ template BatchTiming evaluate<double>(const HostBatch<double>&, PatchStrategy, c
                                       HybridScheme, double);
 
 }  // namespace parasurf::patches::hybrid
-
-namespace parasurf::patches::gpu {
-
-
-template <class T>
-BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const SampleViews<T>& host_out, bool copy_back,
-                     const cuda::OnDevice<T>& on_device) {
-  if constexpr (core::kCudaBuilt) return cuda::evaluate<T>(batch, strategy, host_out, copy_back, on_device);
-  else core::no_cuda_backend("patches on cuda");
-}
-
-template <class T>
-AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& device_samples, PatchMesh& mesh) {
-  if constexpr (core::kCudaBuilt) return cuda::assemble<T>(plan, device_samples, mesh);
-  else core::no_cuda_backend("patch assembly on cuda");
-}
-
-template <class T> void download(const SampleViews<T>& device_samples, const SampleViews<T>& host, std::int64_t n) {
-  if constexpr (core::kCudaBuilt) cuda::download<T>(device_samples, host, n);
-  else core::no_cuda_backend("patch samples on cuda");
-}
-
-#define PARASURF_INSTANTIATE(T)                                                                                      \
-  template BatchTiming evaluate<T>(const HostBatch<T>&, PatchStrategy, const SampleViews<T>&, bool,                  \
-                                   const cuda::OnDevice<T>&);                                                        \
-  template AssemblyOutcome assemble<T>(const AssemblyPlan&, const SampleViews<T>&, PatchMesh&);                      \
-  template void download<T>(const SampleViews<T>&, const SampleViews<T>&, std::int64_t);
-PARASURF_INSTANTIATE(float)
-PARASURF_INSTANTIATE(double)
-#undef PARASURF_INSTANTIATE
-
-}  // namespace parasurf::patches::gpu

@@ -125,20 +125,11 @@ Device pick_device(Device requested) { return resolve_device(requested); }
 
 template <class T>
 BatchTiming run_batch(const patches::HostBatch<T>& batch, SampleStore<T>& store, Device device, PatchStrategy strategy,
-                      int threads, bool copy_back, HybridScheme scheme = HybridScheme::Dynamic, double cpu_share = -1) {
+                      int threads, HybridScheme scheme = HybridScheme::Dynamic, double cpu_share = -1) {
   const std::int64_t n = batch.total();
   core::check_host_allocation(std::uint64_t(n) * 6 * sizeof(T), std::to_string(n) + " patch samples");
   for (int c = 0; c < 3; ++c) core::resize_for_overwrite(store.pos[c], std::size_t(n)), core::resize_for_overwrite(store.nrm[c], std::size_t(n));
-  if (device == Device::Cuda) return patches::gpu::evaluate<T>(batch, strategy, store.views(), copy_back);
-  if (device == Device::Hybrid)
-    return patches::hybrid::evaluate<T>(batch, strategy, store.views(), cpu_thread_count(threads), scheme, cpu_share);
-  BatchTiming t;
-  const auto t0 = Clock::now();
-  patches::cpu::evaluate<T>(batch, store.views(), cpu_thread_count(threads));
-  t.kernel_seconds = t.total_seconds = since(t0);
-  t.device = Device::Cpu;
-  t.strategy = PatchStrategy::Tables;
-  return t;
+  return patches::make_backend<T>(device, {strategy, threads, scheme, cpu_share})->evaluate(batch, store.views());
 }
 
 // Team run: this member evaluates its patches into the whole model's sample arrays, then the exchange fills in
@@ -150,7 +141,7 @@ BatchTiming run_team_batch(const Plan& pl, const TessellationTeam& team, const T
   const auto batch = make_batch<T>(pl, ranges.patch[me], ranges.patch[me + 1]);
   SampleStore<T> mine;
   BatchTiming timing;  // a member with no patches (more members than patches) only takes part in the exchange
-  if (batch.total() > 0) timing = run_batch<T>(batch, mine, device, strategy, threads, true);
+  if (batch.total() > 0) timing = run_batch<T>(batch, mine, device, strategy, threads);
   const std::int64_t total = pl.grid_samples + pl.extra_samples;
   core::check_host_allocation(std::uint64_t(total) * 6 * sizeof(T), std::to_string(total) + " patch samples");
   const auto t0 = Clock::now();
@@ -185,7 +176,7 @@ std::vector<double> plan_deviation(const Plan& pl, int k, int threads, const Tes
     pa = ranges.patch[std::size_t(team->member)], pb = ranges.patch[std::size_t(team->member) + 1];
     run_team_batch<double>(pl, *team, ranges, store, Device::Cpu, PatchStrategy::Tables, threads, true, nullptr);
   } else {
-    run_batch<double>(batch, store, Device::Cpu, PatchStrategy::Tables, threads, true);
+    run_batch<double>(batch, store, Device::Cpu, PatchStrategy::Tables, threads);
   }
   auto param = [&](std::int64_t p, std::int64_t s, double& u, double& v) {
     if (s >= pl.grid_samples) {
@@ -442,7 +433,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     }
     seconds_given_up = attempt_seconds + fill_seconds;  // not evaluation: the device's try
   } else {
-    timing = run_batch<T>(make_batch<T>(pl), store, device, o.strategy, o.threads, true, o.hybrid_scheme, o.cpu_share);
+    timing = run_batch<T>(make_batch<T>(pl), store, device, o.strategy, o.threads, o.hybrid_scheme, o.cpu_share);
     if (rep) rep->own_patches = rep->patches;
     if (rep && device == Device::Cuda && o.assemble_on_device)
       rep->assembly_note = "the model has T-junctions, which the host assembly stitches";
@@ -537,7 +528,7 @@ BatchTiming evaluate_patch_grids(const PatchModel& model, const std::vector<std:
   }
   if (out)  // reuse the caller's arrays: no fresh pages to fault in when the sizes match
     for (int c = 0; c < 3; ++c) store.pos[c] = std::move(out->position[c]), store.nrm[c] = std::move(out->normal[c]);
-  BatchTiming t = run_batch<T>(batch, store, device, options.strategy, options.threads, true, options.hybrid_scheme,
+  BatchTiming t = run_batch<T>(batch, store, device, options.strategy, options.threads, options.hybrid_scheme,
                                options.cpu_share);
   if (out) {
     for (int c = 0; c < 3; ++c) out->position[c] = std::move(store.pos[c]), out->normal[c] = std::move(store.nrm[c]);
