@@ -12,7 +12,7 @@
 #include "core/memory.hpp"
 #include "io/atomic_file.hpp"
 #include "io/mesh_formats.hpp"
-#include "io/ply_layout.hpp"
+#include "parasurf/distributed.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/io.hpp"
 
@@ -58,7 +58,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 using io::group_colour;
 
 void write_ply(const std::string& path, const TriangleMesh& m) {
-  const io::PlyLayout layout = io::PlyLayout::of(m);
+  const distributed::PlyLayout layout = distributed::PlyLayout::of(m);
   io::AtomicFile f(path);
   f.write(layout.header(std::uint64_t(m.vertex_count()), std::uint64_t(m.triangle_count()), m.group_names));
   std::vector<char> buf;
@@ -80,7 +80,7 @@ void write_ply(const std::string& path, const TriangleMesh& m) {
 
 // The text PLY: the same properties in the same order, numbers written shortest-exact (they read back bit for bit).
 void write_ply_ascii(const std::string& path, const TriangleMesh& m) {
-  io::PlyLayout layout = io::PlyLayout::of(m);
+  distributed::PlyLayout layout = distributed::PlyLayout::of(m);
   layout.ascii = true;
   io::AtomicFile f(path);
   f.write(layout.header(std::uint64_t(m.vertex_count()), std::uint64_t(m.triangle_count()), m.group_names));
