@@ -405,9 +405,25 @@ PlyColumns ply_columns(const PlyHeader& h, const std::string& name) {
   return cols;
 }
 
-void push_face_color(PolygonMesh& mesh, const double* c) {
-  for (int a = 0; a < 3; ++a) mesh.face_colors.push_back(std::uint8_t(std::clamp(c[a], 0.0, 255.0)));
-}
+// What parasurf keeps of one record, whichever the encoding: its position (vertex element), its colour (face
+// element) and whether it added a face.
+struct PlyRow {
+  double xyz[3] = {0, 0, 0};
+  double rgb[3] = {0, 0, 0};
+  bool face_added = false;
+  // Scalar property k of element e.
+  void scalar(const PlyColumns& cols, const PlyElement& e, int k, double v) {
+    for (int a = 0; a < 3; ++a) {
+      if (cols.xyz[a] == k) xyz[a] = v;
+      if (&e == cols.face_el && cols.rgb[a] == k) rgb[a] = v;
+    }
+  }
+  void finish(const PlyColumns& cols, const PlyElement& e, PolygonMesh& mesh) const {
+    if (&e == cols.vertex_el) mesh.positions.insert(mesh.positions.end(), xyz, xyz + 3);
+    if (face_added && cols.have_rgb())
+      for (int a = 0; a < 3; ++a) mesh.face_colors.push_back(std::uint8_t(std::clamp(rgb[a], 0.0, 255.0)));
+  }
+};
 
 // The records of an ASCII body, line by line (blank lines skipped).
 void read_ply_ascii(std::string_view text, const std::string& name, const PlyHeader& h, const PlyColumns& cols,
@@ -418,17 +434,11 @@ void read_ply_ascii(std::string_view text, const std::string& name, const PlyHea
     for (long long r = 0; r < e.count; ++r) {
       if (!body_in.next_line()) fail(name, "", "file ends inside element '" + e.name + "'");
       if (body_in.line().find_first_not_of(" \t") == std::string_view::npos) { --r; continue; }
-      double xyz_row[3] = {0, 0, 0};
-      double rgb_row[3] = {0, 0, 0};
-      bool face_added = false;
+      PlyRow row;
       for (int k = 0; k < int(e.properties.size()); ++k) {
         const auto& p = e.properties[k];
         if (!p.is_list) {
-          const double v = body_in.number(body_in.field(), "property value");
-          for (int a = 0; a < 3; ++a) {
-            if (cols.xyz[a] == k) xyz_row[a] = v;
-            if (&e == cols.face_el && cols.rgb[a] == k) rgb_row[a] = v;
-          }
+          row.scalar(cols, e, k, body_in.number(body_in.field(), "property value"));
           continue;
         }
         const long long n = body_in.integer(body_in.field(), "list count");
@@ -444,11 +454,10 @@ void read_ply_ascii(std::string_view text, const std::string& name, const PlyHea
         }
         if (is_face) {
           if (n < 3) body_in.fail_here("face with fewer than 3 corners");
-          face_added = add_checked_face(mesh, corners, report);
+          row.face_added = add_checked_face(mesh, corners, report);
         }
       }
-      if (&e == cols.vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
-      if (face_added && cols.have_rgb()) push_face_color(mesh, rgb_row);
+      row.finish(cols, e, mesh);
     }
   }
 }
@@ -466,17 +475,11 @@ void read_ply_binary(std::string_view text, const std::string& name, const PlyHe
       fail(name, "", "element '" + e.name + "' count " + std::to_string(e.count) + " needs more bytes than the file has");
     if (&e == cols.vertex_el) mesh.positions.reserve(std::size_t(3 * e.count));
     for (long long r = 0; r < e.count; ++r) {
-      double xyz_row[3] = {0, 0, 0};
-      double rgb_row[3] = {0, 0, 0};
-      bool face_added = false;
+      PlyRow row;
       for (int k = 0; k < int(e.properties.size()); ++k) {
         const auto& p = e.properties[k];
         if (!p.is_list) {
-          const double v = cur.read(p.type);
-          for (int a = 0; a < 3; ++a) {
-            if (cols.xyz[a] == k) xyz_row[a] = v;
-            if (&e == cols.face_el && cols.rgb[a] == k) rgb_row[a] = v;
-          }
+          row.scalar(cols, e, k, cur.read(p.type));
           continue;
         }
         const double nd = cur.read(p.count_type);
@@ -498,11 +501,10 @@ void read_ply_binary(std::string_view text, const std::string& name, const PlyHe
         }
         if (is_face) {
           if (n < 3) fail(name, "", "face " + std::to_string(r) + " has fewer than 3 corners");
-          face_added = add_checked_face(mesh, corners, report);
+          row.face_added = add_checked_face(mesh, corners, report);
         }
       }
-      if (&e == cols.vertex_el) mesh.positions.insert(mesh.positions.end(), xyz_row, xyz_row + 3);
-      if (face_added && cols.have_rgb()) push_face_color(mesh, rgb_row);
+      row.finish(cols, e, mesh);
     }
   }
 }

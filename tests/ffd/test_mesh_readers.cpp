@@ -44,19 +44,32 @@ void put(std::string& s, V v, bool big) {
   s.append(b, sizeof(V));
 }
 
-std::string cube_ply(const std::string& format) {
+// Face q's colour (red, green, blue) when the cube's faces carry one.
+int face_colour(int q, int channel) { return channel == 0 ? 40 * q + 5 : channel == 1 ? 250 - q : 3 * q; }
+
+std::string cube_ply(const std::string& format, bool colours = false) {
   std::string s = "ply\nformat " + format + " 1.0\ncomment test\nelement vertex 8\nproperty float y\nproperty double x\n"
-                  "property uchar flag\nproperty float z\nelement face 6\nproperty list uchar int vertex_indices\nend_header\n";
+                  "property uchar flag\nproperty float z\nelement face 6\nproperty list uchar int vertex_indices\n";
+  // (blue first: the columns are found by name)
+  s += colours ? "property uchar blue\nproperty uchar red\nproperty uchar green\nend_header\n" : "end_header\n";
   const bool big = format == "binary_big_endian";
   for (auto& v : kCube) {
     if (format == "ascii") s += std::to_string(v[1]) + " " + std::to_string(v[0]) + " 7 " + std::to_string(v[2]) + "\n";
     else put(s, float(v[1]), big), put(s, double(v[0]), big), put(s, std::uint8_t(7), big), put(s, float(v[2]), big);
   }
-  for (auto& q : kQuads) {
-    if (format == "ascii") s += "4 " + std::to_string(q[0]) + " " + std::to_string(q[1]) + " " + std::to_string(q[2]) + " " + std::to_string(q[3]) + "\n";
-    else {
+  for (int f = 0; f < 6; ++f) {
+    const int* q = kQuads[f];
+    const int rgb_order[3] = {2, 0, 1};
+    if (format == "ascii") {
+      s += "4 " + std::to_string(q[0]) + " " + std::to_string(q[1]) + " " + std::to_string(q[2]) + " " + std::to_string(q[3]);
+      if (colours)
+        for (int c : rgb_order) s += " " + std::to_string(face_colour(f, c));
+      s += "\n";
+    } else {
       put(s, std::uint8_t(4), big);
       for (int c = 0; c < 4; ++c) put(s, std::int32_t(q[c]), big);
+      if (colours)
+        for (int c : rgb_order) put(s, std::uint8_t(face_colour(f, c)), big);
     }
   }
   return s;
@@ -119,6 +132,19 @@ TEST(MeshReaders, TheSameCubeInEveryFormat) {
     expect_cube(m, binary ? "stl binary" : "stl ascii");
     EXPECT_EQ(r.welded_vertices, 36 - 8);
     EXPECT_EQ(m.face_count(), 12);
+  }
+}
+
+TEST(MeshReaders, PlyFaceColoursAreReadByName) {
+  for (const char* f : {"ascii", "binary_little_endian", "binary_big_endian"}) {
+    SCOPED_TRACE(f);
+    const auto m = parse_polygon_mesh(cube_ply(f, true), "cube.ply");
+    expect_cube(m, f);
+    ASSERT_EQ(m.face_colors.size(), std::size_t(3 * m.face_count()));
+    ASSERT_EQ(m.face_count(), 6);
+    for (int q = 0; q < 6; ++q)
+      for (int c = 0; c < 3; ++c) EXPECT_EQ(int(m.face_colors[std::size_t(3 * q + c)]), face_colour(q, c)) << q << " " << c;
+    EXPECT_TRUE(parse_polygon_mesh(cube_ply(f), "cube.ply").face_colors.empty());  // no colour columns
   }
 }
 
