@@ -639,6 +639,38 @@ PS_HD float cells_range(const SlabValues<T>& s, const std::int64_t* lowest, cons
 // neighbours across it (strides `b`, `c`): the nine columns of two samples that its cells share.
 template <class T>
 PS_HD_HOST_INLINE float inner_edge_range(const T* at, std::int64_t along, std::int64_t b, std::int64_t c, float level) {
+#if !defined(__CUDA_ARCH__) && defined(__SSE__)
+  // The scalar form below, four lanes at a time (lane dc of row db; _mm_min_ps(x, y) is x < y ? x : y, the scalar
+  // form's select, so NaN samples drop out alike): the same bits, in fewer instructions on every vertex.
+  {
+    const __m128 lev = _mm_set1_ps(level);
+    __m128 lo[3], hi[3], finite = _mm_setzero_ps();
+    PS_UNROLL for (int db = 0; db < 3; ++db) {
+      const T* q = at + (db - 1) * b;
+      const __m128 v0 = _mm_setr_ps(float(q[-c]), float(q[0]), float(q[c]), float(q[c]));
+      const __m128 v1 = _mm_setr_ps(float(q[along - c]), float(q[along]), float(q[along + c]), float(q[along + c]));
+      lo[db] = _mm_min_ps(v1, _mm_min_ps(v0, lev));
+      hi[db] = _mm_max_ps(v1, _mm_max_ps(v0, lev));
+      finite = _mm_add_ps(finite, _mm_add_ps(_mm_sub_ps(v0, v0), _mm_sub_ps(v1, v1)));
+    }
+    if (_mm_movemask_ps(_mm_cmpneq_ps(finite, _mm_setzero_ps())) != 0)  // a NaN or an infinity: which one
+      PS_UNROLL for (int db = 0; db < 3; ++db)
+        for (int dc = 0; dc < 3; ++dc) {
+          const T* q = at + (db - 1) * b + (dc - 1) * c;
+          const float v0 = float(q[0]), v1 = float(q[along]);
+          if (v0 != v0 || v1 != v1) return NAN;
+        }
+    __m128 best = _mm_setzero_ps();
+    PS_UNROLL for (int db = 0; db < 2; ++db) {
+      const __m128 l = _mm_min_ps(lo[db + 1], lo[db]), h = _mm_max_ps(hi[db + 1], hi[db]);
+      // lanes 0, 1: the columns dc and dc + 1
+      const __m128 cl = _mm_sub_ps(_mm_min_ps(_mm_shuffle_ps(l, l, _MM_SHUFFLE(3, 3, 2, 1)), l), lev);
+      const __m128 ch = _mm_sub_ps(_mm_max_ps(_mm_shuffle_ps(h, h, _MM_SHUFFLE(3, 3, 2, 1)), h), lev);
+      best = _mm_max_ps(_mm_sub_ps(ch, cl), best);
+    }
+    return _mm_cvtss_f32(_mm_max_ss(_mm_shuffle_ps(best, best, _MM_SHUFFLE(1, 1, 1, 1)), best));
+  }
+#endif
   // On the samples as they are, against the level: max(v − level, 0) is max(v, level) − level exactly (the
   // subtraction rounds monotonically), and so for the smallest.
   float lo[3][3], hi[3][3];

@@ -224,6 +224,65 @@ TEST(ArrayIsosurface, EngineValuesDoNotDependOnSlabs) {
   }
 }
 
+// A vertex's value is NaN when any cell around its edge holds a NaN, whichever of the edge's nine columns holds it and
+// at which end; the cells away from it keep finite values. Planes across each axis, so that the vertex lies inside
+// the grid (every cell around it present) and its edge runs along that axis.
+TEST(ArrayIsosurface, EngineValuesAreNaNWhereACellAroundTheEdgeHoldsOne) {
+  const std::int64_t n = 6;
+  for (int axis = 0; axis < 3; ++axis)
+    for (int end = 0; end < 2; ++end)
+      for (int corner = 0; corner < 4; ++corner) {
+        std::vector<float> vol(std::size_t(n * n * n));
+        for (std::int64_t z = 0; z < n; ++z)
+          for (std::int64_t y = 0; y < n; ++y)
+            for (std::int64_t x = 0; x < n; ++x) {
+              const std::int64_t p[3] = {x, y, z};
+              vol[std::size_t((z * n + y) * n + x)] = float(p[axis]) - 2.5f;
+            }
+        // The NaN: in a corner column of the cells around the edge from (2, 2, 2) along `axis`, at its lower or
+        // upper end.
+        std::int64_t q[3];
+        q[axis] = 2 + end;
+        q[(axis + 1) % 3] = corner & 1 ? 3 : 1;
+        q[(axis + 2) % 3] = corner & 2 ? 3 : 1;
+        vol[std::size_t((q[2] * n + q[1]) * n + q[0])] = NAN;
+        VolumeGeometry g;
+        g.dims = {n, n, n};
+        for (Device device : test::devices()) {
+          if (device == Device::Hybrid) continue;
+          MemoryVolume v(g, VoxelType::Float32, vol.data(), "planes");
+          IsosurfaceOptions o;
+          o.levels = {0.0};
+          o.device = device;
+          o.vertex_ranges = true;
+          o.keep_degenerate = true;
+          const TriangleMesh m = extract_isosurface(v, o);
+          const std::string what = std::string(device_name(device)) + " axis " + std::to_string(axis) + " end " +
+                                   std::to_string(end) + " corner " + std::to_string(corner);
+          ASSERT_EQ(m.vertex_values.size(), std::size_t(m.vertex_count())) << what;
+          int checked = 0;
+          for (std::int64_t k = 0; k < m.vertex_count(); ++k) {
+            float at[3];
+            for (int a = 0; a < 3; ++a) at[a] = m.positions[std::size_t(3 * k + a)];
+            if (at[axis] != 2.5f) continue;
+            const float b = at[(axis + 1) % 3], c = at[(axis + 2) % 3];
+            const float value = m.vertex_values[std::size_t(k)];
+            if (b == 2.0f && c == 2.0f) {
+              EXPECT_TRUE(std::isnan(value)) << what << ": " << value;
+              ++checked;
+            }
+            // Edges whose cells stay clear of the NaN's sample (two or more columns away from it).
+            const float qb = float(q[(axis + 1) % 3]), qc = float(q[(axis + 2) % 3]);
+            if (std::fabs(b - qb) >= 2.0f || std::fabs(c - qc) >= 2.0f) {
+              EXPECT_EQ(value, 1.0f) << what << " at " << b << ", " << c;
+              ++checked;
+            }
+          }
+          EXPECT_GT(checked, 10) << what;
+        }
+      }
+}
+
 TEST(ArrayIsosurface, StridedAndSteppedViewsEqualTheirContiguousCopies) {
   std::mt19937_64 rng(test::run_seed() + 1);
   const std::array<std::int64_t, 3> n{26, 21, 30};
