@@ -22,3 +22,8 @@ def rng():
 def devices():
     return ["cpu", "cuda"] if parasurf.cuda_available() else ["cpu", pytest.param("cuda", marks=pytest.mark.skip(
         reason="no CUDA device (or a build without CUDA)"))]
+
+
+def pytest_terminal_summary(terminalreporter):
+    # Also under -q (which hides the header), so that a failure in CI can be reproduced.
+    terminalreporter.write_line(f"parasurf python tests: seed {SEED} (set PARASURF_TEST_SEED to reproduce)")
