@@ -175,8 +175,8 @@ BSplineSurface plane_z(double z, double half) {
   return bezier_surface({{{-half, -half, z}, {-half, half, z}}, {{half, -half, z}, {half, half, z}}});
 }
 
-// A wavy height field as a degree (2, 3) B-spline with interior knots, z = amp * sin(...) + lift.
-BSplineSurface wavy(std::mt19937_64& rng, double lift) {
+// A wavy height field as a degree (2, 3) B-spline with interior knots: random heights in lift + tilt * x ± 0.4.
+BSplineSurface wavy(std::mt19937_64& rng, double lift, double tilt = 0) {
   std::uniform_real_distribution<double> u(-1, 1);
   BSplineSurface s;
   s.degree_u = 2, s.degree_v = 3, s.count_u = 5, s.count_v = 6;
@@ -185,7 +185,7 @@ BSplineSurface wavy(std::mt19937_64& rng, double lift) {
   for (int i = 0; i < s.count_u; ++i)
     for (int j = 0; j < s.count_v; ++j) {
       const double x = -1 + 2.0 * i / (s.count_u - 1), y = -1 + 2.0 * j / (s.count_v - 1);
-      s.points.insert(s.points.end(), {x + 0.1 * u(rng), y + 0.1 * u(rng), lift + 0.4 * u(rng)});
+      s.points.insert(s.points.end(), {x + 0.1 * u(rng), y + 0.1 * u(rng), lift + tilt * x + 0.4 * u(rng)});
     }
   return s;
 }
@@ -288,7 +288,9 @@ TEST(SurfaceIntersection, PointsLieOnBothBSplineSurfaces) {
   o.device = engine;
   const std::uint64_t seed = test::run_seed() + 33;
   std::mt19937_64 rng(seed);
-  const BSplineSurface a = wavy(rng, 0.0), b = wavy(rng, 0.1);
+  // The second one is tilted so that it lies below the first near x = -1 and above it near x = 1: two untilted
+  // random height fields need not meet at all.
+  const BSplineSurface a = wavy(rng, 0.0), b = wavy(rng, 0.1, 0.8);
   const SurfaceIntersectionResult r = intersect_surfaces(a, b, 1.0 / 64, o);
   ASSERT_EQ(r.status, "complete");
   ASSERT_FALSE(r.curves.empty()) << "seed " << seed;
