@@ -84,6 +84,7 @@ Lattice edited_lattice(const PolygonMesh& mesh) {
 
 struct Timing {
   double update_median = 0, update_best = 0, preprocess = 0;
+  double download_best = 0;  // the last update's positions and normals into host vectors (GPU sessions)
   FfdReport report;
 };
 
@@ -101,6 +102,15 @@ Timing time_session(const PolygonMesh& mesh, const Lattice& lattice, FfdOptions 
   }
   std::sort(times.begin(), times.end());
   Timing t;
+  if (o.device == Device::Cuda) {
+    std::vector<T> positions, normals;
+    t.download_best = 1e30;
+    for (int r = 0; r < std::max(3, repeats); ++r) {
+      const auto t0 = Clock::now();
+      session.download(positions, normals);
+      t.download_best = std::min(t.download_best, std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+  }
   t.update_median = times[times.size() / 2];
   t.update_best = times.front();
   t.report = session.report();
@@ -109,14 +119,14 @@ Timing time_session(const PolygonMesh& mesh, const Lattice& lattice, FfdOptions 
 }
 
 template <class T>
-nlohmann::json bench_mesh(const FfdBenchArgs& a, const NamedMesh& nm, double copy_bw) {
+nlohmann::json bench_mesh(const FfdBenchArgs& a, const NamedMesh& nm, double copy_bw, const LinkBandwidth& link) {
   const Lattice lattice = edited_lattice(nm.mesh);
   nlohmann::json rows = nlohmann::json::array();
   const bool want_cuda = a.devices.find("cuda") != std::string::npos && cuda_available();
   const bool want_cpu = a.devices.find("cpu") != std::string::npos;
   std::printf("\n%s: %lld faces\n", nm.name.c_str(), (long long)nm.mesh.face_count());
-  std::printf("  %-9s %3s %-6s %9s %11s %11s %10s %12s %10s\n", "method", "m", "device", "threads", "vertices", "update ms",
-              "updates/s", "Mvertices/s", "x floor");
+  std::printf("  %-9s %3s %-6s %9s %11s %11s %10s %12s %10s %12s\n", "method", "m", "device", "threads", "vertices",
+              "update ms", "updates/s", "Mvertices/s", "x floor", "home ms/link");
   auto row = [&](FfdMethod method, int level, Device device, int threads) -> nlohmann::json {
     FfdOptions o;
     o.method = method;
@@ -130,10 +140,17 @@ nlohmann::json bench_mesh(const FfdBenchArgs& a, const NamedMesh& nm, double cop
     const double bytes = v * 6 * sizeof(T) * (method == FfdMethod::Accurate ? 1 : 2);
     const double floor_s = copy_bw > 0 ? bytes / copy_bw : 0;
     const int shown_threads = device == Device::Cuda ? 0 : cpu_thread_count(threads);
-    std::printf("  %-9s %3d %-6s %9s %11lld %11.3f %10.0f %12.1f %10s\n", ffd_method_name(method), method == FfdMethod::Point ? 0 : level,
-                device_name(device), device == Device::Cuda ? "-" : std::to_string(shown_threads).c_str(), (long long)v,
-                t.update_median * 1e3, 1.0 / t.update_median, v / t.update_median * 1e-6,
-                device == Device::Cuda && floor_s > 0 ? std::to_string(t.update_median / floor_s).substr(0, 6).c_str() : "-");
+    // The results brought home: positions and normals over the pinned device-to-host rate.
+    const double download_floor = link.device_to_host > 0 ? link.seconds(0, v * 6 * sizeof(T)) : 0;
+    char home[48] = "-";  // the download and its share of the link floor
+    if (device == Device::Cuda && t.download_best > 0)
+      std::snprintf(home, sizeof home, "%.3f %3.0f%%", t.download_best * 1e3, 100 * download_floor / t.download_best);
+    std::printf("  %-9s %3d %-6s %9s %11lld %11.3f %10.0f %12.1f %10s %12s\n", ffd_method_name(method),
+                method == FfdMethod::Point ? 0 : level, device_name(device),
+                device == Device::Cuda ? "-" : std::to_string(shown_threads).c_str(), (long long)v, t.update_median * 1e3,
+                1.0 / t.update_median, v / t.update_median * 1e-6,
+                device == Device::Cuda && floor_s > 0 ? std::to_string(t.update_median / floor_s).substr(0, 6).c_str() : "-",
+                home);
     return {{"mesh", nm.name},
             {"faces", nm.mesh.face_count()},
             {"method", ffd_method_name(method)},
@@ -150,7 +167,11 @@ nlohmann::json bench_mesh(const FfdBenchArgs& a, const NamedMesh& nm, double cop
             {"update_seconds_best", t.update_best},
             {"vertices_per_second", v / t.update_median},
             {"floor_seconds", floor_s},
-            {"ratio_to_floor", device == Device::Cuda && floor_s > 0 ? t.update_median / floor_s : 0.0}};
+            {"ratio_to_floor", device == Device::Cuda && floor_s > 0 ? t.update_median / floor_s : 0.0},
+            {"download_seconds", t.download_best},
+            {"download_link_floor_seconds", device == Device::Cuda ? download_floor : 0.0},
+            {"download_fraction_of_link_floor",
+             device == Device::Cuda && t.download_best > 0 ? download_floor / t.download_best : 0.0}};
   };
   std::vector<std::pair<FfdMethod, int>> runs{{FfdMethod::Point, 1}};
   for (auto m : split_ints(a.levels, "--levels")) {
@@ -207,7 +228,11 @@ void add_bench_ffd(CLI::App& bench) {
       a->repeats = 2;
     }
     double copy_bw = 0;
-    if (cuda_available() && a->devices.find("cuda") != std::string::npos) copy_bw = measure_cuda_copy_bandwidth(0);
+    LinkBandwidth link;
+    if (cuda_available() && a->devices.find("cuda") != std::string::npos) {
+      copy_bw = measure_cuda_copy_bandwidth(0);
+      link = measure_cuda_link_bandwidth(0);
+    }
     const std::time_t now = std::time(nullptr);
     char date[32];
     std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
@@ -222,7 +247,8 @@ void add_bench_ffd(CLI::App& bench) {
     for (const auto& f : split(a->meshes)) meshes.push_back({f.substr(f.find_last_of('/') + 1), read_polygon_mesh(f)});
     nlohmann::json rows = nlohmann::json::array();
     for (const auto& m : meshes) {
-      const nlohmann::json r = a->precision == "float" ? bench_mesh<float>(*a, m, copy_bw) : bench_mesh<double>(*a, m, copy_bw);
+      const nlohmann::json r = a->precision == "float" ? bench_mesh<float>(*a, m, copy_bw, link)
+                                                         : bench_mesh<double>(*a, m, copy_bw, link);
       rows.insert(rows.end(), r.begin(), r.end());
     }
     if (!a->json.empty()) {
@@ -232,6 +258,8 @@ void add_bench_ffd(CLI::App& bench) {
                           {"commit", PARASURF_GIT_COMMIT}, {"device", device},
                           {"cpu_threads", cpu_thread_count(a->threads)},
                           {"copy_bandwidth_bytes_per_second", copy_bw},
+                          {"link_host_to_device_bytes_per_second", link.host_to_device},
+                          {"link_device_to_host_bytes_per_second", link.device_to_host},
                           {"precision", a->precision},     {"results", rows}};
       write_report(a->json, j.dump(2) + "\n");
     }

@@ -192,7 +192,8 @@ nlohmann::json gpu_resident(const HostVolume& h, int repeats, double min_time, d
           {"bytes", bytes},        {"speedup_vs_cpu", host_best > 0 ? host_best / best : 0.0}};
 }
 
-void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nlohmann::json& results) {
+void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, const LinkBandwidth& link,
+                  nlohmann::json& results) {
   std::printf("\n%s: %lldx%lldx%lld %s, level %g\n", h.name.c_str(), (long long)h.geometry.dims[0],
               (long long)h.geometry.dims[1], (long long)h.geometry.dims[2], voxel_type_name(h.type), h.level);
   MemoryVolume vol(h.geometry, h.type, h.bytes.data(), h.name);
@@ -263,6 +264,18 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, nl
                     {"copy", best_rep.profile.seconds_copy},
                     {"triangles", b.triangles},
                     {"vertices", b.vertices}};
+    // From host memory the GPU's floor is the link: the samples up and the mesh (positions, normals, corners) home.
+    if (link.host_to_device > 0 && best_rep.device.rfind("cuda", 0) == 0) {
+      const double up = double(h.bytes.size()), down = double(b.vertices) * 24.0 + double(b.triangles) * 12.0;
+      const double serial = link.seconds(up, down), overlapped = link.overlapped_seconds(up, down);
+      entry[dname]["link_floor_seconds"] = serial;
+      entry[dname]["link_floor_overlapped_seconds"] = overlapped;
+      entry[dname]["ratio_to_link_floor"] = best / serial;
+      entry[dname]["fraction_of_link_floor"] = overlapped / best;
+      std::printf("  %-26s link floor %.2f ms (%.0f MB up, %.0f MB home; overlapped %.2f ms): %.2fx, %.0f%% of the "
+                  "overlapped floor\n",
+                  "", serial * 1e3, up * 1e-6, down * 1e-6, overlapped * 1e3, best / serial, 100 * overlapped / best);
+    }
     if (d == Device::Auto) {
       double faster = 0;
       for (const char* side : {"cpu", "cuda"})
@@ -522,16 +535,25 @@ void add_bench_isosurface(CLI::App& bench) {
       a->min_time = 0;
     }
     double copy_bw = 0;
-    if (cuda_available() && a->devices.find("cuda") != std::string::npos) copy_bw = measure_cuda_copy_bandwidth(0);
+    LinkBandwidth link;
+    if (cuda_available() && a->devices.find("cuda") != std::string::npos) {
+      copy_bw = measure_cuda_copy_bandwidth(0);
+      link = measure_cuda_link_bandwidth(0);
+    }
     std::printf("isosurface benchmark: %d CPU threads%s\n", cpu_thread_count(a->threads),
-                copy_bw > 0 ? (", device copy bandwidth " + std::to_string(int(copy_bw * 1e-9)) + " GB/s").c_str() : "");
+                copy_bw > 0 ? (", device copy bandwidth " + std::to_string(int(copy_bw * 1e-9)) +
+                               " GB/s, pinned link " + std::to_string(int(link.host_to_device * 1e-9)) + " GB/s up, " +
+                               std::to_string(int(link.device_to_host * 1e-9)) + " GB/s home")
+                                  .c_str()
+                            : "");
     nlohmann::json results = nlohmann::json::array();
     for (const auto n : split_ints(a->sizes, "--sizes"))
-      for (const auto& t : split(a->types)) bench_volume(*a, tangle_volume(n, parse_voxel_type(t)), copy_bw, results);
+      for (const auto& t : split(a->types)) bench_volume(*a, tangle_volume(n, parse_voxel_type(t)), copy_bw, link, results);
     for (const auto& item : split(a->volumes)) {
       const auto colon = item.rfind(':');
       if (colon == std::string::npos) throw Error(ErrorKind::InvalidArgument, "--volumes: expected FILE:LEVEL");
-      bench_volume(*a, file_volume(item.substr(0, colon), std::stod(item.substr(colon + 1))), copy_bw, results);
+      bench_volume(*a, file_volume(item.substr(0, colon), std::stod(item.substr(colon + 1))), copy_bw, link,
+                   results);
     }
     nlohmann::json multi, ooc, labels;
     if (a->label_map > 0) labels = bench_label_map(*a, a->label_map);
@@ -547,6 +569,8 @@ void add_bench_isosurface(CLI::App& bench) {
                           {"commit", PARASURF_GIT_COMMIT},
                           {"cpu_threads", cpu_thread_count(a->threads)},
                           {"copy_bandwidth_bytes_per_second", copy_bw},
+                          {"link_host_to_device_bytes_per_second", link.host_to_device},
+                          {"link_device_to_host_bytes_per_second", link.device_to_host},
                           {"results", results},
                           {"multi_gpu", multi},
                           {"out_of_core", ooc},

@@ -59,11 +59,16 @@ void run(const PatchBenchArgs& a) {
   std::vector<Device> devs;
   for (const auto& d : split(a.devices == "auto" ? std::string(gpus.empty() ? "cpu" : "cpu,cuda") : a.devices))
     devs.push_back(parse_device(d));
+  LinkBandwidth link;
   if (!gpus.empty()) {
     copy_bw = measure_cuda_copy_bandwidth(0);
+    link = measure_cuda_link_bandwidth(0);
     doc["gpu"] = gpus[0].name;
     doc["copy_bandwidth_bytes_per_second"] = copy_bw;
-    std::printf("gpu: %s, measured copy bandwidth %.0f GB/s (read+write)\n", gpus[0].name.c_str(), copy_bw * 1e-9);
+    doc["link_host_to_device_bytes_per_second"] = link.host_to_device;
+    doc["link_device_to_host_bytes_per_second"] = link.device_to_host;
+    std::printf("gpu: %s, measured copy bandwidth %.0f GB/s (read+write), pinned link %.1f GB/s up, %.1f GB/s home\n",
+                gpus[0].name.c_str(), copy_bw * 1e-9, link.host_to_device * 1e-9, link.device_to_host * 1e-9);
   }
   const int hw = cpu_thread_count(0);
   std::vector<std::int64_t> threads = a.threads.empty() ? std::vector<std::int64_t>{1, hw} : split_ints(a.threads, "--threads");
@@ -132,6 +137,7 @@ void run(const PatchBenchArgs& a) {
                           (long long)side, prec.c_str(), label.c_str(), gpu || hybrid ? "" : std::to_string(t).c_str(),
                           points, pps * 1e-6, gbps, frac * 100);
               double gpu_copy_seconds = 0;  // hybrid's peer: the GPU alone, samples copied to host memory
+              const double link_floor = link.device_to_host > 0 ? link.seconds(0, points * double(bytes_per_point)) : 0;
               if (hybrid) {
                 BatchOptions g = o;
                 g.device = Device::Cuda;
@@ -139,8 +145,10 @@ void run(const PatchBenchArgs& a) {
                 const BatchTiming gt = prec == "float" ? timed<float>(m, seg, g, a.budget, true)
                                                        : timed<double>(m, seg, g, a.budget, true);
                 gpu_copy_seconds = gt.total_seconds;
-                std::printf("  CPU took %.1f%% of the samples; GPU alone with the copy to host %.1f Mpts/s: hybrid %.2fx",
-                            r.cpu_share * 100, points / gpu_copy_seconds * 1e-6, gpu_copy_seconds / r.kernel_seconds);
+                std::printf("  CPU took %.1f%% of the samples; GPU alone with the copy to host %.1f Mpts/s (%.0f%% of the "
+                            "link floor): hybrid %.2fx",
+                            r.cpu_share * 100, points / gpu_copy_seconds * 1e-6, 100 * link_floor / gpu_copy_seconds,
+                            gpu_copy_seconds / r.kernel_seconds);
               }
               std::printf("\n");
               rows.push_back({{"model", name}, {"patches", m.patches.size()}, {"points_per_side", side},
@@ -148,7 +156,9 @@ void run(const PatchBenchArgs& a) {
                               {"threads", gpu ? 0 : t}, {"points", points}, {"seconds", r.kernel_seconds},
                               {"cpu_share", r.cpu_share}, {"gpu_with_copy_seconds", gpu_copy_seconds},
                               {"points_per_second", pps}, {"output_bytes_per_point", bytes_per_point},
-                              {"fraction_of_copy_bandwidth", frac}});
+                              {"fraction_of_copy_bandwidth", frac}, {"link_floor_seconds", link_floor},
+                              {"gpu_with_copy_fraction_of_link_floor",
+                               gpu_copy_seconds > 0 ? link_floor / gpu_copy_seconds : 0.0}});
             }
         }
       }
@@ -218,11 +228,21 @@ void run(const PatchBenchArgs& a) {
                     name.c_str(), device_name(dev), o.resolution, (long long)rep.evaluated_points,
                     (long long)mesh.triangle_count(), runs, rep.seconds_plan * 1e3, rep.seconds_evaluate * 1e3, where,
                     rep.seconds_assemble * 1e3, rep.seconds_assemble / std::max(rep.seconds_evaluate, 1e-9));
+        // The welded mesh's arrays as they cross the link (positions and normals in double).
+        const double mesh_bytes = double(mesh.positions.size() + mesh.normals.size()) * 8 +
+                                  double(mesh.triangles.size() + mesh.triangle_normals.size() +
+                                         mesh.face_group.size() + mesh.face_patch.size()) * 4;
+        const double download_floor =
+            rep.assembled_on_device && link.device_to_host > 0 ? link.seconds(0, mesh_bytes) : 0;
         if (rep.assembled_on_device) {
           const double* ph = rep.seconds_assembly_phases;
-          std::printf(", mesh download %.2f ms\n      gpu assembly, host time (last run): plan %.2f, upload %.2f, seams launched "
-                      "%.2f, triangles launched %.2f, wait %.2f ms",
-                      rep.seconds_download * 1e3, ph[0] * 1e3, ph[1] * 1e3, ph[2] * 1e3, ph[3] * 1e3, ph[4] * 1e3);
+          std::printf(", mesh download %.2f ms", rep.seconds_download * 1e3);
+          if (download_floor > 0)
+            std::printf(" (%.0f MB, link floor %.2f ms: %.0f%% of it)", mesh_bytes * 1e-6, download_floor * 1e3,
+                        100 * download_floor / rep.seconds_download);
+          std::printf("\n      gpu assembly, host time (last run): plan %.2f, upload %.2f, seams launched %.2f, triangles "
+                      "launched %.2f, wait %.2f ms",
+                      ph[0] * 1e3, ph[1] * 1e3, ph[2] * 1e3, ph[3] * 1e3, ph[4] * 1e3);
         }
         if (on_device && !rep.assembled_on_device) std::printf(" (device assembly declined: %s)", rep.assembly_note.c_str());
         std::printf("\n");
@@ -232,6 +252,8 @@ void run(const PatchBenchArgs& a) {
                                        {"evaluate_seconds", rep.seconds_evaluate},
                                        {"assemble_seconds", rep.seconds_assemble},
                                        {"download_seconds", rep.seconds_download},
+                                       {"download_bytes", rep.assembled_on_device ? mesh_bytes : 0.0},
+                                       {"download_link_floor_seconds", download_floor},
                                        {"assembly_phase_seconds", std::vector<double>(std::begin(rep.seconds_assembly_phases),
                                                                                       std::end(rep.seconds_assembly_phases))}});
       }

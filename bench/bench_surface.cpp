@@ -35,6 +35,7 @@ struct Row {
   bool rows_folded = false;   // GPU rows u and 1 - u in one contraction (factored whole grids)
   std::int64_t resolution = 0;
   double seconds = 0, points_per_s = 0, bytes = 0, gbps = 0, copy_fraction = 0, cpu_share = 0;
+  double link_floor = 0;  // results in host memory: their bytes over the measured pinned device-to-host rate
 };
 
 template <class T>
@@ -87,6 +88,7 @@ void print_row(const Row& r) {
               r.method.c_str(), r.precision.c_str(), r.scheme.c_str(), r.net, r.net, (long long)r.resolution,
               r.threads, r.seconds * 1e3, r.points_per_s * 1e-6, r.gbps);
   if (r.copy_fraction > 0) std::printf("  %5.1f%% of copy bw", 100 * r.copy_fraction);
+  if (r.link_floor > 0) std::printf("  link floor %.3f ms: %5.1f%% of it", r.link_floor * 1e3, 100 * r.link_floor / r.seconds);
   if (r.scheme.rfind("hybrid", 0) == 0) std::printf("  cpu share %.3f", r.cpu_share);
   if (r.tensor_cores) std::printf("  tensor cores");
   if (r.rows_folded) std::printf("  rows folded");
@@ -99,7 +101,9 @@ nlohmann::json to_json(const Row& r) {
           {"scheme", r.scheme},       {"net", r.net},           {"resolution", r.resolution},
           {"threads", r.threads},     {"seconds", r.seconds},   {"points_per_second", r.points_per_s},
           {"output_bytes", r.bytes},  {"gb_per_second", r.gbps}, {"fraction_of_copy_bandwidth", r.copy_fraction},
-          {"cpu_share", r.cpu_share}, {"tensor_cores", r.tensor_cores}, {"rows_folded", r.rows_folded}};
+          {"cpu_share", r.cpu_share}, {"tensor_cores", r.tensor_cores}, {"rows_folded", r.rows_folded},
+          {"link_floor_seconds", r.link_floor},
+          {"fraction_of_link_floor", r.link_floor > 0 ? r.link_floor / r.seconds : 0.0}};
 }
 
 void run_bench(const BenchArgs& a) {
@@ -113,11 +117,16 @@ void run_bench(const BenchArgs& a) {
   doc["cpu_threads"] = hardware_threads();
   const auto gpus = cuda_devices();
   double copy_bw = 0;
+  LinkBandwidth link;
   if (!gpus.empty()) {
     copy_bw = measure_cuda_copy_bandwidth(0);
+    link = measure_cuda_link_bandwidth(0);
     doc["gpu"] = gpus[0].name;
     doc["copy_bandwidth_bytes_per_second"] = copy_bw;
-    std::printf("gpu: %s, measured copy bandwidth %.0f GB/s (read+write)\n", gpus[0].name.c_str(), copy_bw * 1e-9);
+    doc["link_host_to_device_bytes_per_second"] = link.host_to_device;
+    doc["link_device_to_host_bytes_per_second"] = link.device_to_host;
+    std::printf("gpu: %s, measured copy bandwidth %.0f GB/s (read+write), pinned link %.1f GB/s up, %.1f GB/s home\n",
+                gpus[0].name.c_str(), copy_bw * 1e-9, link.host_to_device * 1e-9, link.device_to_host * 1e-9);
   } else {
     std::printf("gpu: none (%s); CPU rows only\n", cuda_unavailable_reason().c_str());
   }
@@ -226,6 +235,7 @@ void run_bench(const BenchArgs& a) {
             Row r = prec == "double"
                         ? measure<double>(s, res, Method::Factored, dev, 0, a.budget, 0, extra)
                         : measure<float>(s, res, Method::Factored, dev, 0, a.budget, 0, extra);
+            r.link_floor = link.seconds(0, r.bytes);
             add(r, scheme, net);
             return r;
           };

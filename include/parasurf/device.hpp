@@ -60,6 +60,20 @@ Device resolve_device(Device requested);
 // Measured device-to-device copy bandwidth in bytes/s (read + write counted), median of several runs.
 double measure_cuda_copy_bandwidth(int device_index = 0, std::uint64_t bytes = 1ull << 30);
 
+// The host link's rates in bytes/s, each way, between pinned host memory and a device: the floor of any job that
+// moves its inputs up and its results home (bytes in / host_to_device + bytes out / device_to_host, or the larger
+// of the two when they overlap). Best of several copies of `bytes`. Throws Error(Device) without CUDA.
+struct LinkBandwidth {
+  double host_to_device = 0, device_to_host = 0;
+  // Seconds for a job that moves `up` bytes to the device and `down` bytes home, one after the other.
+  double seconds(double up, double down) const { return up / host_to_device + down / device_to_host; }
+  // The same with the two directions overlapped (a job that copies in chunks while it computes).
+  double overlapped_seconds(double up, double down) const {
+    return up / host_to_device > down / device_to_host ? up / host_to_device : down / device_to_host;
+  }
+};
+LinkBandwidth measure_cuda_link_bandwidth(int device_index = 0, std::uint64_t bytes = 256ull << 20);
+
 // CPU threads: 0 = all available; requests above cpu_thread_limit() get that many. Applies to the library's OpenMP
 // regions. Throws Error(InvalidArgument) for a negative count.
 int cpu_thread_count(int requested);

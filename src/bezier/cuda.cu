@@ -386,26 +386,7 @@ void copy_back(Context* ctx, std::int64_t first, std::int64_t count, std::int64_
     }
   if (host_out.flag && ctx->dev_out[21])
     copies.push_back({host_out.flag + first, static_cast<std::uint8_t*>(ctx->dev_out[21]) + dev_first, std::size_t(count)});
-  std::size_t total = 0, pageable_bytes = 0;
-  for (const auto& c : copies) total += c.bytes;
-  std::vector<char> pageable(copies.size(), 0);
-  if (total >= core::kMinStagedBytes)
-    for (std::size_t i = 0; i < copies.size(); ++i)
-      if (core::pageable(copies[i].host)) pageable[i] = 1, pageable_bytes += copies[i].bytes;
-  core::StagingPair pair;
-  if (pageable_bytes > 0 && core::staging_pays(ctx->device, pageable_bytes, false)) pair = core::take_staging(ctx->device);
-  std::vector<core::HostCopy> staged;
-  for (std::size_t i = 0; i < copies.size(); ++i)
-    if (pair && pageable[i]) staged.push_back(copies[i]);
-    else
-      PS_CUDA(cudaMemcpyAsync(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault, ctx->stream),
-              "copying samples to the host");
-  if (!pair) return;
-  struct GiveBack {
-    core::StagingPair p;
-    ~GiveBack() { core::give_back_staging(p); }
-  } give_back{pair};
-  core::download_staged(pair, staged, ctx->stream, cpu_thread_count(0));
+  core::copy_home(ctx->device, copies, ctx->stream, cpu_thread_count(0), "copying samples to the host");
 }
 
 }  // namespace

@@ -27,6 +27,9 @@ std::string cuda_unavailable_reason() { return "this build has no CUDA backend (
 double measure_cuda_copy_bandwidth(int, std::uint64_t) {
   throw Error(ErrorKind::Device, "bandwidth measurement needs the CUDA backend");
 }
+LinkBandwidth measure_cuda_link_bandwidth(int, std::uint64_t) {
+  throw Error(ErrorKind::Device, "bandwidth measurement needs the CUDA backend");
+}
 Buffer Buffer::cuda(int, std::size_t) {
   throw Error(ErrorKind::Device, "this build has no CUDA backend (configure with a CUDA toolkit)");
 }

@@ -2,6 +2,7 @@
 // copy-bandwidth probe used as the physical floor of the benchmarks.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -234,6 +235,40 @@ double measure_cuda_copy_bandwidth(int device_index, std::uint64_t bytes) {
   std::sort(ms.begin(), ms.end());
   const double median_s = ms[ms.size() / 2] * 1e-3;
   return 2.0 * double(bytes) / median_s;  // read + write
+}
+
+LinkBandwidth measure_cuda_link_bandwidth(int device_index, std::uint64_t bytes) {
+  PS_CUDA(cudaSetDevice(device_index), "selecting the device for the link probe");
+  void *host = nullptr, *dev = nullptr;
+  PS_CUDA(cudaMallocHost(&host, bytes), "pinning the link probe's host buffer");
+  cudaError_t err = cudaMalloc(&dev, bytes);
+  if (err != cudaSuccess) {
+    cudaFreeHost(host);
+    core::throw_cuda(err, "allocating the link probe's device buffer", "cudaMalloc");
+  }
+  std::memset(host, 0x5a, bytes);  // pages faulted in before the first copy
+  cudaEvent_t start, stop;
+  cudaEventCreate(&start);
+  cudaEventCreate(&stop);
+  // Best of several copies each way: the link's rate, not the noise of a host shared with other work.
+  float best[2] = {1e30f, 1e30f};
+  for (int r = 0; r < 8 && err == cudaSuccess; ++r)
+    for (int way = 0; way < 2 && err == cudaSuccess; ++way) {
+      cudaEventRecord(start);
+      err = way == 0 ? cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice)
+                     : cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost);
+      cudaEventRecord(stop);
+      cudaEventSynchronize(stop);
+      float t = 0;
+      cudaEventElapsedTime(&t, start, stop);
+      if (r > 0) best[way] = std::min(best[way], t);  // the first copy each way warms up
+    }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(dev);
+  cudaFreeHost(host);
+  if (err != cudaSuccess) core::throw_cuda(err, "running the link probe", "cudaMemcpy");
+  return {double(bytes) / (best[0] * 1e-3), double(bytes) / (best[1] * 1e-3)};
 }
 
 // Results come from the device's stream-ordered pool, kept (not returned to the driver) between calls: a call's

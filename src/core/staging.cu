@@ -129,6 +129,30 @@ void download_staged(const StagingPair& pair, const std::vector<HostCopy>& copie
   }
 }
 
+void copy_home(int device, const std::vector<HostCopy>& copies, cudaStream_t stream, int threads, const char* what) {
+  std::size_t total = 0, pageable_bytes = 0;
+  for (const auto& c : copies) total += c.bytes;
+  std::vector<char> staged_copy(copies.size(), 0);
+  if (total >= kMinStagedBytes)
+    for (std::size_t i = 0; i < copies.size(); ++i)
+      if (copies[i].bytes && pageable(copies[i].host)) staged_copy[i] = 1, pageable_bytes += copies[i].bytes;
+  StagingPair pair;
+  if (pageable_bytes > 0 && staging_pays(device, pageable_bytes, false)) pair = take_staging(device);
+  struct GiveBack {
+    StagingPair p;
+    ~GiveBack() { give_back_staging(p); }
+  } give_back{pair};
+  std::vector<HostCopy> staged;
+  for (std::size_t i = 0; i < copies.size(); ++i)
+    if (pair && staged_copy[i])
+      staged.push_back(copies[i]);
+    else if (copies[i].bytes)
+      PS_CUDA(cudaMemcpyAsync(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault, stream), what);
+  // The straight copies are queued ahead of the staged ones on the same stream: one wait covers both.
+  if (!staged.empty()) download_staged(pair, staged, stream, threads);
+  PS_CUDA(cudaStreamSynchronize(stream), what);
+}
+
 StagedLink::~StagedLink() {
   cudaSetDevice(device_);  // the releasing thread may have another
   if (stream_) {

@@ -46,6 +46,13 @@ struct HostCopy {
 // bytes are home. The host's side is split over `threads` threads.
 void download_staged(const StagingPair& pair, const std::vector<HostCopy>& copies, cudaStream_t stream, int threads);
 
+// Device arrays into host memory after the work queued on `stream` (on `device`); returns when every byte is home.
+// Pageable destinations, kMinStagedBytes and more in all, come through a pinned pair emptied by `threads` threads
+// where staging pays (the driver's own pageable copy runs on one thread, far below the link); pinned or device
+// destinations and small copies go straight. Entries with no bytes are skipped. The one way every capability
+// brings results home from a job's stream.
+void copy_home(int device, const std::vector<HostCopy>& copies, cudaStream_t stream, int threads, const char* what);
+
 // One device's link for a job that copies again and again (an isosurface engine's slabs): a stream of its own and a
 // pair borrowed on the first staged copy, given back when the link goes. Pageable copies from kMinStagedBytes go
 // through the pair (when staging_pays), the host's side split over this process's cores, shared among the links

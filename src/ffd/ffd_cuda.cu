@@ -5,6 +5,8 @@
 
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
+#include "core/staging.hpp"
+#include "parasurf/device.hpp"
 #include "ffd/ffd_backend.hpp"
 
 namespace parasurf::ffd {
@@ -176,8 +178,8 @@ class CudaBackend final : public Backend<T> {
   void download(T* positions, T* normals) const override {
     PS_CUDA(cudaSetDevice(device_), "selecting the FFD device");
     const std::size_t bytes = std::size_t(3 * n_vertices_) * sizeof(T);
-    PS_CUDA(cudaMemcpy(positions, out_.ptr, bytes, cudaMemcpyDeviceToHost), "downloading the FFD positions");
-    PS_CUDA(cudaMemcpy(normals, out_normals_.ptr, bytes, cudaMemcpyDeviceToHost), "downloading the FFD normals");
+    core::copy_home(device_, {{positions, out_.ptr, bytes}, {normals, out_normals_.ptr, bytes}}, stream_,
+                    cpu_thread_count(0), "downloading the FFD positions and normals");
   }
 
  private:

@@ -27,6 +27,8 @@
 
 #include "core/cuda_check.hpp"
 #include "core/memory.hpp"
+#include "core/staging.hpp"
+#include "parasurf/device.hpp"
 #include "patches/assemble.hpp"
 #include "patches/assemble_kernels.cuh"
 
@@ -540,28 +542,31 @@ AssemblyOutcome assemble(const AssemblyPlan& plan, const SampleViews<T>& st, Pat
   core::resize_for_overwrite(mesh.face_group, std::size_t(kept));
   core::resize_for_overwrite(mesh.face_patch, std::size_t(kept));
   const auto t2 = Clock::now();
-  auto down = [&](void* to, const void* from, std::size_t bytes) {
-    if (bytes) PS_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToHost, s), "copying the mesh to the host");
-  };
-  down(mesh.positions.data(), positions, mesh.positions.size() * 8);
-  down(mesh.normals.data(), normals, mesh.normals.size() * 8);
-  down(mesh.triangles.data(), tri.vertex, mesh.triangles.size() * 4);
-  down(mesh.triangle_normals.data(), tri.normal, mesh.triangle_normals.size() * 4);
-  down(mesh.face_group.data(), tri.group, mesh.face_group.size() * 4);
-  down(mesh.face_patch.data(), tri.patch, mesh.face_patch.size() * 4);
-  PS_CUDA(cudaStreamSynchronize(s), "copying the mesh to the host");
+  // Pageable and freshly allocated: the mesh comes through pinned chunks emptied (and its pages faulted in) by all
+  // cores.
+  core::copy_home(device,
+                  {{mesh.positions.data(), positions, mesh.positions.size() * 8},
+                   {mesh.normals.data(), normals, mesh.normals.size() * 8},
+                   {mesh.triangles.data(), tri.vertex, mesh.triangles.size() * 4},
+                   {mesh.triangle_normals.data(), tri.normal, mesh.triangle_normals.size() * 4},
+                   {mesh.face_group.data(), tri.group, mesh.face_group.size() * 4},
+                   {mesh.face_patch.data(), tri.patch, mesh.face_patch.size() * 4}},
+                  s, cpu_thread_count(0), "copying the mesh to the host");
   outcome.seconds_download = std::chrono::duration<double>(Clock::now() - t2).count();
   outcome.done = true;
   return outcome;
 }
 
 template <class T> void download(const SampleViews<T>& device_samples, const SampleViews<T>& host, std::int64_t n) {
+  std::vector<core::HostCopy> copies;
   for (int c = 0; c < 3; ++c) {
-    PS_CUDA(cudaMemcpy(host.pos[c], device_samples.pos[c], std::size_t(n) * sizeof(T), cudaMemcpyDeviceToHost),
-            "copying patch samples to the host");
-    PS_CUDA(cudaMemcpy(host.nrm[c], device_samples.nrm[c], std::size_t(n) * sizeof(T), cudaMemcpyDeviceToHost),
-            "copying patch samples to the host");
+    copies.push_back({host.pos[c], device_samples.pos[c], std::size_t(n) * sizeof(T)});
+    copies.push_back({host.nrm[c], device_samples.nrm[c], std::size_t(n) * sizeof(T)});
   }
+  int device = 0;
+  PS_CUDA(cudaGetDevice(&device), "copying patch samples to the host");
+  // After the work on the legacy default stream, as the samples were made.
+  core::copy_home(device, copies, nullptr, cpu_thread_count(0), "copying patch samples to the host");
 }
 
 template void download<float>(const SampleViews<float>&, const SampleViews<float>&, std::int64_t);

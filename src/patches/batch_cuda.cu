@@ -13,6 +13,7 @@
 
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
+#include "core/staging.hpp"
 #include "parasurf/device.hpp"
 #include "patches/batch.hpp"
 
@@ -572,13 +573,14 @@ BatchTiming evaluate(const HostBatch<T>& batch, PatchStrategy strategy, const Sa
     if (on_device(views)) copy_back = false;
   }
   if (copy_back) {
+    std::vector<core::HostCopy> copies;
     for (int c = 0; c < 3; ++c) {
-      PS_CUDA(cudaMemcpyAsync(host_out.pos[c], dv.pos[c], std::size_t(total) * sizeof(T), cudaMemcpyDeviceToHost, stream),
-              "copying patch samples to the host");
-      PS_CUDA(cudaMemcpyAsync(host_out.nrm[c], dv.nrm[c], std::size_t(total) * sizeof(T), cudaMemcpyDeviceToHost, stream),
-              "copying patch samples to the host");
+      copies.push_back({host_out.pos[c], dv.pos[c], std::size_t(total) * sizeof(T)});
+      copies.push_back({host_out.nrm[c], dv.nrm[c], std::size_t(total) * sizeof(T)});
     }
-    PS_CUDA(cudaStreamSynchronize(stream), "copying patch samples to the host");
+    int device = 0;
+    PS_CUDA(cudaGetDevice(&device), "copying patch samples to the host");
+    core::copy_home(device, copies, stream, cpu_thread_count(0), "copying patch samples to the host");
   }
   timing.total_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return timing;
