@@ -1,6 +1,7 @@
 // parasurf info: devices and build features.
 #include <cstdio>
 
+#include "parasurf/bezier.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/isosurface.hpp"
@@ -72,6 +73,19 @@ void add_info(CLI::App& app) {
                                                 {"device", device_name(e.device)},
                                                 {"cpu_seconds", e.cpu_seconds},
                                                 {"cuda_seconds", e.cuda_seconds}});
+      }
+    }
+    if (!devices.empty()) {
+      std::printf("default device (auto), surface grids with normals into host memory (float, bicubic net):\n");
+      j["auto_surface_float"] = nlohmann::json::array();
+      for (std::int64_t n : {64, 256, 512, 1024, 2048}) {
+        const AutoDeviceEstimate e = surface_auto_estimate(n * n, 16, false);
+        std::printf("  %4lld^2  %-4s (cpu about %.3g ms, cuda about %.3g ms)\n", (long long)n, device_name(e.device),
+                    e.cpu_seconds * 1e3, e.cuda_seconds * 1e3);
+        j["auto_surface_float"].push_back({{"size", n},
+                                           {"device", device_name(e.device)},
+                                           {"cpu_seconds", e.cpu_seconds},
+                                           {"cuda_seconds", e.cuda_seconds}});
       }
     }
     if (!a->json.empty()) write_json_report(a->json, "info", "", "", std::move(j));

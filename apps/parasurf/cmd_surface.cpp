@@ -47,6 +47,7 @@ void run(const SurfaceArgs& a, const BezierSurface& surface, GridSpec grid) {
   std::printf("surface: degree %dx%d%s, %lldx%lld samples, method %s, device %s, %s\n", surface.degree_u,
               surface.degree_v, surface.rational() ? " rational" : "", (long long)grid.rows, (long long)grid.cols,
               method_name(report.method_used), device_name(report.device_used), a.precision.c_str());
+  if (!report.device_choice.empty()) std::printf("%s\n", report.device_choice.c_str());
   if (a.tensor_cores && !report.gpu_tensor_cores)
     std::printf("note: the tensor-core path did not apply (it takes float grids of the factored method on a GPU of "
                 "compute capability 8.0+, u-degree up to 19)\n");
@@ -61,6 +62,7 @@ void run(const SurfaceArgs& a, const BezierSurface& surface, GridSpec grid) {
                              {"resolution", {grid.rows, grid.cols}},
                              {"method", method_name(report.method_used)},
                              {"device", device_name(report.device_used)},
+                             {"device_choice", report.device_choice},
                              {"precision", a.precision},
                              {"seconds", {{"total", report.seconds_total}, {"kernel", report.seconds_kernel}}},
                              {"degenerate_normals", degenerate},

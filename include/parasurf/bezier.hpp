@@ -93,6 +93,9 @@ struct EvalReport {
   std::int64_t tiles_cpu = 0, tiles_gpu = 0;
   bool gpu_tensor_cores = false;   // GPU: stage 2 ran on tensor cores (see EvalOptions::gpu_tensor_cores)
   bool gpu_rows_folded = false;    // GPU: rows u and 1 - u ran as one contraction (see EvalOptions::gpu_fold_rows)
+  // Device auto with a usable GPU: what auto chose and the two estimated times behind the choice (small grids stay
+  // on the CPU; large ones, and outputs in GPU memory, go to the GPU).
+  std::string device_choice;
 };
 
 // Sample arrays (structure of arrays).
@@ -156,6 +159,11 @@ class SurfaceEvaluator {
 };
 
 // One-shot helpers.
+// What `auto` would evaluate `points` samples with normals of a net of `control_points` into host memory on
+// (T float or double; threads 0: all), with this process's estimates.
+AutoDeviceEstimate surface_auto_estimate(std::int64_t points, std::int64_t control_points, bool doubles,
+                                         int threads = 0);
+
 template <class T>
 SurfaceSamples<T> evaluate_grid(const BezierSurface& surface, GridSpec grid, EvalRequest request,
                                 const EvalOptions& options = {}, EvalReport* report = nullptr);

@@ -54,6 +54,13 @@ bool cuda_available();
 // process does other start-up work. Never throws; does nothing without CUDA.
 void cuda_warm_up(int device_index = 0) noexcept;
 
+// What `auto` would run a job on, and the estimated seconds on each side as this process knows them (each
+// capability's *_auto_estimate). Without a usable GPU: the CPU, and cuda_seconds 0.
+struct AutoDeviceEstimate {
+  Device device = Device::Cpu;
+  double cpu_seconds = 0, cuda_seconds = 0;
+};
+
 // Resolves Auto to Cpu or Cuda; throws Error when Cuda/Hybrid is requested and no device exists.
 Device resolve_device(Device requested);
 

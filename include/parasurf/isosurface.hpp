@@ -200,10 +200,6 @@ class ResidentIsosurface {
 // about this many triangles (0: a typical density of scanned volumes), and the estimated seconds on each side as
 // this process knows them (the CPU's rates are measured once per process; both sides are corrected by the runs
 // that followed). Without a usable GPU: the CPU, and cuda_seconds 0.
-struct AutoDeviceEstimate {
-  Device device = Device::Cpu;
-  double cpu_seconds = 0, cuda_seconds = 0;
-};
 AutoDeviceEstimate isosurface_auto_estimate(std::array<std::int64_t, 3> dims, VoxelType type, double triangles = 0,
                                             int threads = 0);
 

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/backends.hpp"
+#include "bezier/auto_device.hpp"
 #include "bezier/backend.hpp"
 #include "core/memory.hpp"
 #include "parasurf/bezier.hpp"
@@ -101,6 +102,27 @@ SampleSpans<T> masked(SampleSpans<T> s, const EvalRequest& r) {
   return s;
 }
 
+// The call as auto's estimate sees it: points, the net, the outputs' bytes and where they lie.
+template <class T>
+bezier::AutoJob auto_job(const BezierSurface& surface, std::int64_t points, const kern::OutView<T>& out, int threads) {
+  bezier::AutoJob job;
+  job.points = points;
+  job.control_points = surface.control_point_count();
+  job.doubles = sizeof(T) == 8;
+  job.threads = threads;
+  const T* const* kinds[] = {out.p, out.du, out.dv, out.nrm, out.duu, out.duv, out.dvv};
+  const void* first = out.flag;
+  for (const T* const* k : kinds)
+    for (int c = 0; c < 3; ++c)
+      if (k[c]) {
+        job.bytes_home += double(points) * sizeof(T);
+        if (!first) first = k[c];
+      }
+  if (out.flag) job.bytes_home += double(points);
+  job.outputs_on_gpu = core::gpu_holding(first);
+  return job;
+}
+
 }  // namespace
 
 template <class T>
@@ -187,17 +209,21 @@ void SurfaceEvaluator<T>::evaluate_grid_into(const BezierSurface& surface, GridS
   out = masked(out, request);
   State& st = *state_;
   const Method method = options_.method == Method::Auto ? Method::Factored : options_.method;
-  const Device device = resolve_device(options_.device);
+  const kern::OutView<T> host_out = out_view(out);
+  const bool weigh = options_.device == Device::Auto && !options_.skip_copy_back;
+  const bezier::AutoJob auto_of = weigh ? auto_job(surface, grid.count(), host_out, options_.threads) : bezier::AutoJob{};
+  const Device device =
+      weigh ? bezier::choose_device(auto_of, &report_.device_choice) : resolve_device(options_.device);
   Job<T> job = prepare_job<T>(surface, request, method, st);
   job.rows = grid.rows;
   job.cols = grid.cols;
-  const kern::OutView<T> host_out = out_view(out);
   report_.method_used = method;
   report_.device_used = device;
 
   st.counters.level2_builds += st.backend(device).evaluate_grid(job, host_out, options_, report_);
   ++st.counters.level1_runs;
   report_.seconds_total = seconds_since(t0);
+  if (weigh) bezier::learn_from_run(auto_of, device, report_.seconds_total, report_.seconds_transfer);
 }
 
 template <class T>
@@ -216,15 +242,19 @@ void SurfaceEvaluator<T>::evaluate_points_into(const BezierSurface& surface, std
   out = masked(out, request);
   State& st = *state_;
   const Method method = options_.method == Method::Auto ? Method::Factored : options_.method;
-  const Device device = resolve_device(options_.device);
+  const kern::OutView<T> host_out = out_view(out);
+  const bool weigh = options_.device == Device::Auto && !options_.skip_copy_back && count > 0;
+  const bezier::AutoJob auto_of = weigh ? auto_job(surface, count, host_out, options_.threads) : bezier::AutoJob{};
+  const Device device =
+      weigh ? bezier::choose_device(auto_of, &report_.device_choice) : resolve_device(options_.device);
   Job<T> job = prepare_job<T>(surface, request, method, st);
   job.uv = uv.data();
   job.point_count = count;
   report_.method_used = method;
   report_.device_used = device == Device::Hybrid ? Device::Cuda : device;  // a point list is one launch: no tiles
-  const kern::OutView<T> host_out = out_view(out);
   if (count > 0) st.backend(device).evaluate_points(job, host_out, options_, report_);
   report_.seconds_total = seconds_since(t0);
+  if (weigh) bezier::learn_from_run(auto_of, device, report_.seconds_total, report_.seconds_transfer);
 }
 
 template <class T>

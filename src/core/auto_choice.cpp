@@ -7,6 +7,8 @@
 #include <map>
 #include <mutex>
 
+#include "parasurf/array.hpp"
+
 namespace parasurf::core {
 namespace {
 
@@ -93,6 +95,13 @@ void learn_gpu_call(const char* job, double seconds) {
   std::lock_guard<std::mutex> g(lock());
   double& c = table()[job].gpu_call;
   c = blend(c, std::clamp(seconds, 1e-4, 2e-2));
+}
+
+int gpu_holding(const void* p) {
+  if (!p) return -1;
+  for (int d = 0; d < cuda_device_count(); ++d)
+    if (cuda_context_active(d)) return cuda_device_of(p);
+  return -1;
 }
 
 std::string describe(const AutoDecision& d) {

@@ -38,6 +38,9 @@ void learn_gpu_call(const char* job, double seconds);
 
 // Whether this process has started the device's context already (a GPU's first call pays for that).
 bool cuda_context_active(int device_index);
+// The GPU whose memory holds `p`, or -1 for host memory, without starting CUDA: no GPU memory exists before this
+// process has started a context.
+int gpu_holding(const void* p);
 // "auto chose cpu: about 5.9 ms against 8.1 ms on cuda" for reports.
 std::string describe(const AutoDecision& d);
 

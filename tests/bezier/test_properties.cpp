@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "parasurf/array.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/patches.hpp"
 #include "support.hpp"
@@ -202,6 +203,45 @@ TEST(Properties, GpuMatchesCpuOnLargeGridAndHybridMatchesGpu) {
       ASSERT_NEAR(b.position[comp][k], d.position[comp][k], tol) << k;
       ASSERT_NEAR(b.normal[comp][k], d.normal[comp][k], 1e-3) << k;
     }
+}
+
+// `auto` weighs the CPU against the GPU per call: a small grid into host memory stays on the CPU (a GPU call's
+// fixed cost alone is longer), a large one goes to the GPU once its context runs, outputs in GPU memory run there;
+// without a GPU everything runs on the CPU. Results equal the chosen device's.
+TEST(Properties, AutoKeepsSmallGridsOnTheCpuAndLargeOnesOnTheGpu) {
+  const BezierSurface s = make_random_surface(3, 3, test::run_seed() + 11, false);
+  EvalRequest req;
+  EvalOptions automatic, cpu;
+  cpu.device = Device::Cpu;
+  EvalReport r;
+  const auto small = evaluate_grid<float>(s, {16, 16}, req, automatic, &r);
+  EXPECT_EQ(r.device_used, Device::Cpu) << r.device_choice;
+  EXPECT_EQ(small.position, evaluate_grid<float>(s, {16, 16}, req, cpu).position);
+  const AutoDeviceEstimate tiny = surface_auto_estimate(256, 16, false);
+  EXPECT_EQ(tiny.device, Device::Cpu);
+  if (!cuda_available()) {
+    EXPECT_TRUE(r.device_choice.empty());
+    GTEST_SKIP() << "no CUDA device (" << cuda_unavailable_reason() << "): auto ran the CPU, the GPU half skips";
+  }
+  EXPECT_NE(r.device_choice.find("auto chose cpu"), std::string::npos) << r.device_choice;
+  cuda_warm_up(0);
+  // A 3000^2 grid's samples: the GPU's kernel and link against about 40 CPU-thread-milliseconds per million
+  // points; on a host with very many cores the CPU could win, so the choice is checked against the estimate.
+  const AutoDeviceEstimate big = surface_auto_estimate(3000 * 3000, 16, false);
+  EXPECT_GT(big.cuda_seconds, 0);
+  const auto large = evaluate_grid<float>(s, {3000, 3000}, req, automatic, &r);
+  EXPECT_EQ(r.device_used, big.device) << r.device_choice;
+  EXPECT_FALSE(r.device_choice.empty());
+  EXPECT_EQ(large.count, 3000 * 3000);
+  // Outputs in GPU memory: the GPU, whatever the size.
+  const std::int64_t n = 16 * 16;
+  Buffer dev = Buffer::cuda(0, std::size_t(3 * n) * sizeof(float));
+  SampleSpans<float> out;
+  out.count = n;
+  for (int c = 0; c < 3; ++c) out.position[c] = static_cast<float*>(dev.data) + c * n;
+  SurfaceEvaluator<float> ev(automatic);
+  ev.evaluate_grid_into(s, {16, 16}, req, out);
+  EXPECT_EQ(ev.last_report().device_used, Device::Cuda) << ev.last_report().device_choice;
 }
 
 // Grids whose output arrays pass 4 GiB run as several launches on the GPU (32-bit offsets in the kernel); a
