@@ -14,9 +14,11 @@ namespace {
 constexpr double kCpuPointSeconds = 26e-9, kCpuPerControlPointSeconds = 0.08e-9, kDoubleFactor = 1.33;
 // Threads scale at about 0.85 each (memory-bound stores), after a parallel region's start.
 constexpr double kThreadEfficiency = 0.85, kParallelStartSeconds = 10e-6;
-// A GPU call: launch and waits; results home through pinned staging at a typical pageable-destination rate; the
-// kernels' rate (points with normals per second); a context's start (cuInit and the context on a large GPU).
-constexpr double kGpuCallSeconds = 0.1e-3, kDownloadBytesPerSecond = 10e9, kGpuPointsPerSecond = 1e11;
+// A GPU call: launch and waits; results home at a rate between the driver's pageable copy (a process's first
+// mid-size copy, 5-11 GB/s on an H200 host) and pinned staging emptied by all cores (about 40 GB/s there), until
+// this process has measured its own; the kernels' rate (points with normals per second); a context's start (cuInit
+// and the context on a large GPU).
+constexpr double kGpuCallSeconds = 0.1e-3, kDownloadBytesPerSecond = 25e9, kGpuPointsPerSecond = 1e11;
 constexpr double kContextStartSeconds = 0.3;
 
 const char* job_name(const AutoJob& job) { return job.doubles ? "surface-double" : "surface-float"; }
