@@ -1,4 +1,6 @@
 // parasurf isosurface: a welded marching-cubes mesh from a volume file, a raw file or a built-in field.
+#include <sys/resource.h>
+
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -19,6 +21,7 @@ struct IsoArgs {
   std::string format, device = "auto", devices, json, raw_dims, raw_type, endian = "little", spacing, origin, labels, scalars, balance = "cost";
   std::vector<std::int32_t> exclude_labels;
   bool keep_degenerate = false, keep_pinches = false, no_normals = false, quiet = false, per_label = false;
+  bool stream_mesh = false;
   int threads = 0, smoothing = 32;
   std::int64_t slab_slices = 0, header_bytes = 0;
   double memory_mb = 0;
@@ -181,6 +184,8 @@ IsosurfaceOptions isosurface_options(const IsoArgs& a, const std::string& field,
   return o;
 }
 
+std::uint64_t peak_rss_bytes();
+
 // Levels of a volume, on one process (or spread over the ranks under mpirun), with the report.
 void run_levels(const IsoArgs& a, VolumeSource& volume, IsosurfaceOptions o, const std::string& out, MeshFormat format,
                 const std::string& input) {
@@ -228,6 +233,7 @@ void run_levels(const IsoArgs& a, VolumeSource& volume, IsosurfaceOptions o, con
                         {"pinched_vertices_split", rep.pinched_vertices_split},
                         {"rounded_ties_welded", rep.rounded_ties_welded},
                         {"degenerate_triangles_removed", rep.degenerate_removed},
+                        {"peak_rss_bytes", peak_rss_bytes()},
                         {"seconds", {{"total", rep.seconds_total},
                                      {"read", rep.seconds_read},
                                      {"classify", rep.profile.seconds_classify},
@@ -242,6 +248,47 @@ void run_levels(const IsoArgs& a, VolumeSource& volume, IsosurfaceOptions o, con
     write_json_report(a.json, "isosurface", input, out, j);
   }
   if (mesh.triangle_count() == 0) {
+    std::fprintf(stderr, "parasurf: no surface found at the given level(s); wrote an empty mesh to %s\n", out.c_str());
+    throw ExitStatus{3};
+  }
+}
+
+// The process's peak resident memory so far (Linux: kilobytes in ru_maxrss).
+std::uint64_t peak_rss_bytes() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return std::uint64_t(u.ru_maxrss) * 1024;
+}
+
+// --stream-mesh: the mesh written part by part (binary PLY), never whole in memory.
+void run_streamed(const IsoArgs& a, VolumeSource& volume, IsosurfaceOptions o, const std::string& out, MeshFormat format,
+                  const std::string& input) {
+  if (format != MeshFormat::Ply)
+    throw Error(ErrorKind::InvalidArgument, "--stream-mesh writes binary PLY: name a .ply output (or --format ply)");
+  const bool show = !a.quiet;
+  if (show) o.progress = [](double f) { progress_bar("parts", f); };
+  const StreamedIsosurfaceReport r =
+      write_isosurface_ply(volume, o, out, std::uint64_t(std::max(0.0, a.memory_mb) * 1048576.0));
+  const IsosurfaceReport& rep = r.run;
+  if (show) {
+    std::printf("%s, %lld slab(s)\n", rep.device.c_str(), (long long)rep.slabs);
+    if (r.streamed)
+      std::printf("streamed in %lld parts (%.1f MB through temporary files)\n", (long long)r.parts, r.spilled_bytes * 1e-6);
+    else
+      std::printf("made in memory: %s\n", r.why.c_str());
+    std::printf("time: %.2f ms; peak memory %.1f MB\n", rep.seconds_total * 1e3, peak_rss_bytes() * 1e-6);
+    std::printf("wrote %s (%lld vertices, %lld triangles)\n", out.c_str(), (long long)rep.vertices, (long long)rep.triangles);
+  }
+  if (!a.json.empty()) {
+    nlohmann::json j = {{"dims", volume.geometry().dims}, {"type", voxel_type_name(volume.type())},
+                        {"levels", rep.levels},           {"device", rep.device},
+                        {"streamed", r.streamed},         {"not_streamed_because", r.why},
+                        {"parts", r.parts},               {"spilled_bytes", r.spilled_bytes},
+                        {"vertices", rep.vertices},       {"triangles", rep.triangles},
+                        {"peak_rss_bytes", peak_rss_bytes()}, {"seconds", {{"total", rep.seconds_total}}}};
+    write_json_report(a.json, "isosurface", input, out, j);
+  }
+  if (rep.triangles == 0) {
     std::fprintf(stderr, "parasurf: no surface found at the given level(s); wrote an empty mesh to %s\n", out.c_str());
     throw ExitStatus{3};
   }
@@ -271,7 +318,11 @@ void add_isosurface(CLI::App& app) {
   cmd->add_option("--devices", a->devices, "Several GPUs: all | 0,1,... (slabs go to whichever is free)");
   add_threads_option(cmd, a->threads);
   cmd->add_option("--slab-slices", a->slab_slices, "z-slices per slab (0 = from the memory budget)");
-  cmd->add_option("--memory", a->memory_mb, "Memory budget for one slab, MiB (0 = automatic)");
+  cmd->add_option("--memory", a->memory_mb,
+                  "Memory budget for one slab, MiB (0 = automatic); with --stream-mesh also the mesh held per part");
+  cmd->add_flag("--stream-mesh", a->stream_mesh,
+                "Write the mesh (binary PLY) part by part through temporary files beside the output: the same file, "
+                "for meshes larger than memory");
   cmd->add_option("--raw-dims", a->raw_dims, "Raw file: NxMxK samples (x fastest)");
   cmd->add_option("--raw-type", a->raw_type, "Raw file: uint8 int8 uint16 int16 uint32 int32 float32 float64");
   cmd->add_option("--endian", a->endian, "Raw file: little | big")->check(CLI::IsMember({"little", "big"}));
@@ -303,6 +354,7 @@ void add_isosurface(CLI::App& app) {
     if (a->per_label) return run_per_label(*a, *volume, out, format, input);
     std::unique_ptr<VolumeSource> labels, scalars;
     const IsosurfaceOptions o = isosurface_options(*a, field, labels, scalars);
+    if (a->stream_mesh && !mpi_world()) return run_streamed(*a, *volume, o, out, format, input);
     run_levels(*a, *volume, o, out, format, input);
   });
 }

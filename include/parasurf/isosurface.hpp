@@ -110,6 +110,24 @@ struct IsosurfaceReport {
 TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& options,
                                 IsosurfaceReport* report = nullptr);
 
+// The mesh extract_isosurface makes, written as binary PLY to `path` with the bytes write_mesh writes for it, but
+// part by part so that a mesh larger than memory can be written: slices of the volume are extracted in turn (each
+// part's mesh about `part_bytes`, from a first pass that counts the cells on the level), their vertex records and
+// faces spilled to unnamed temporary files beside the output (or in TMPDIR for standard output and pipes), and the
+// file assembled at the end (written to a temporary and renamed, as write_mesh does). Seams are exact: a part's
+// last cells use the next part's first vertices. Where samples equal a level (ties, and crossings a rounding put on
+// a sample) the mesh needs a clean-up across the whole of it: then the run is made in memory instead, with the same
+// result, and the report says so (streamed false). Excluded labels are refused (Error(InvalidArgument)).
+struct StreamedIsosurfaceReport {
+  IsosurfaceReport run;      // the parts' runs summed (slabs, times, counts)
+  bool streamed = false;     // false: the mesh was made in memory (`why` says why)
+  std::string why;
+  std::int64_t parts = 0;
+  std::uint64_t spilled_bytes = 0;  // written to the temporary files
+};
+StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const IsosurfaceOptions& options,
+                                              const std::string& path, std::uint64_t part_bytes = 0);
+
 // Boundaries between the regions of a label map (Surface Nets, as vtkSurfaceNets3D): one mesh in which a face
 // between labels a and b exists once and both regions share it. Each triangle carries its two labels: face_labels
 // holds the larger, face_outer_labels the smaller, and the triangle's normal points from the first into the

@@ -92,6 +92,22 @@ head -2 ascii.ply | grep -q "format ascii 1.0" || no "ply-ascii is not a text PL
 mkdir adir.ply
 "$exe" tessellate -r 4 -o adir.ply >/dev/null 2>&1 && no "writing over a directory succeeded"
 ls -a | grep -q parasurf- && no "a temporary was left behind: $(ls -a | grep parasurf-)"
-
+# --stream-mesh: the mesh part by part through temporaries beside the output, the same file as in memory; into a
+# FIFO too (the temporaries then go to TMPDIR); other formats refused before anything is written.
+"$exe" isosurface --size 72 -q -o whole.ply --level 0.3,0.6 || no "in-memory isosurface"
+"$exe" isosurface --size 72 -q -o parts.ply --level 0.3,0.6 --stream-mesh --memory 0.05 --json parts.json \
+  || no "--stream-mesh"
+cmp -s whole.ply parts.ply || no "--stream-mesh wrote another file than the in-memory run"
+grep -q '"streamed": true' parts.json || no "--stream-mesh did not stream: $(grep not_streamed parts.json)"
+mkfifo streamed.ply
+timeout 60 cat streamed.ply > streamed_copy.ply &
+reader=$!
+TMPDIR=$dir timeout 60 "$exe" isosurface --size 72 -q -o streamed.ply --level 0.3,0.6 --stream-mesh --memory 0.05 \
+  || no "--stream-mesh into a FIFO"
+wait $reader
+cmp -s whole.ply streamed_copy.ply || no "--stream-mesh into a FIFO: the reader did not get the mesh"
+"$exe" isosurface --size 24 -q -o streamed.obj --stream-mesh >/dev/null 2>&1; [ $? -eq 2 ] || no "--stream-mesh to .obj"
+[ -e streamed.obj ] && no "a refused --stream-mesh left a file"
+ls -a | grep -q parasurf-spill && no "a spill file was left behind"
 [ $fail -eq 0 ] && echo "all output cases passed"
 exit $fail

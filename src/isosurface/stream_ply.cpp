@@ -1,0 +1,308 @@
+// An isosurface written as binary PLY part by part (write_isosurface_ply): the volume's slices in parts whose meshes
+// fit a budget, each part extracted with exact seams (distributed::extract_isosurface_parts, as MPI ranks do), its
+// vertex records and faces spilled to unnamed temporary files, the file assembled from them at the end with the
+// header the whole mesh needs. Peak memory: one part's mesh and the engine's slabs.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <utility>
+
+#include "io/atomic_file.hpp"
+#include "isosurface/level_mesh.hpp"
+#include "parasurf/device.hpp"
+#include "parasurf/distributed.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/io.hpp"
+
+namespace parasurf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// An unnamed temporary file: nothing is left behind however the process ends.
+class Spill {
+ public:
+  explicit Spill(const std::string& dir) : dir_(dir) {
+#ifdef O_TMPFILE
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+#endif
+    if (fd_ < 0) {  // a file system without O_TMPFILE: a unique name, removed at once
+      std::string name = dir + "/.parasurf-spill-XXXXXX";
+      fd_ = ::mkstemp(name.data());
+      if (fd_ >= 0) ::unlink(name.c_str());
+    }
+    if (fd_ < 0) throw Error(ErrorKind::Io, "cannot create a temporary file in " + dir + ": " + std::strerror(errno));
+  }
+  ~Spill() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  Spill(const Spill&) = delete;
+  Spill& operator=(const Spill&) = delete;
+
+  void append(const void* data, std::size_t bytes) {
+    const char* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+      const ssize_t n = ::write(fd_, p, std::min<std::size_t>(bytes, std::size_t(1) << 30));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0)
+        throw Error(ErrorKind::Io,
+                    "writing a temporary file in " + dir_ + ": " + std::strerror(n < 0 ? errno : ENOSPC));
+      p += n, bytes -= std::size_t(n), size_ += std::uint64_t(n);
+    }
+  }
+  void read(std::uint64_t at, void* out, std::size_t bytes) const {
+    char* p = static_cast<char*>(out);
+    while (bytes > 0) {
+      const ssize_t n = ::pread(fd_, p, bytes, off_t(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw Error(ErrorKind::Io, "reading back a temporary file in " + dir_ + ": " + std::strerror(errno));
+      p += n, at += std::uint64_t(n), bytes -= std::size_t(n);
+    }
+  }
+  std::uint64_t size() const { return size_; }
+
+ private:
+  std::string dir_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+// Where the temporaries go: beside a file output (the same file system, which has room for the mesh), else TMPDIR.
+std::string spill_directory(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const auto kind = fs::status(path, ec).type();
+  const bool file =
+      path != "-" && !path.starts_with("/dev/") && (kind == fs::file_type::not_found || kind == fs::file_type::regular);
+  if (file) {
+    const fs::path parent = fs::absolute(fs::path(path), ec).parent_path();
+    if (!ec && !parent.empty()) return parent.string();
+  }
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp && *tmp ? tmp : "/tmp";
+}
+
+// Mesh bytes a cell on the level brings, about: two triangles and a vertex with normal and value, and labels.
+constexpr double kMeshBytesPerActiveCell = 64;
+constexpr std::uint64_t kDefaultPartBytes = std::uint64_t(256) << 20;
+
+// Grid-point boundaries of the parts: each part's cells on the levels about `part_bytes` of mesh, from a pass that
+// counts them on every stride-th layer; at least two slices each.
+std::vector<std::int64_t> part_bounds(VolumeSource& volume, const IsosurfaceOptions& o, std::uint64_t part_bytes) {
+  const std::int64_t nz = volume.geometry().dims[2], layers = nz - 1;
+  const std::vector<std::int64_t> costs =
+      distributed::layer_costs(volume, o, 0, layers, std::max<std::int64_t>(1, layers / 64));
+  std::vector<std::int64_t> bounds{0};
+  double acc = 0;
+  for (std::int64_t z = 0; z < layers; ++z) {
+    acc += double(costs[std::size_t(z)]) * kMeshBytesPerActiveCell;
+    if (acc > double(part_bytes) && z + 1 - bounds.back() >= 2 && nz - (z + 1) >= 2) {
+      bounds.push_back(z + 1);
+      acc = 0;
+    }
+  }
+  bounds.push_back(nz);
+  return bounds;
+}
+
+// Whether a part's mesh needs the clean-up of join_levels, which takes the whole mesh: samples equal to the level
+// (coincident tie triangles, vertices their collapsed triangles leave unused, pinches).
+bool has_ties(const distributed::IsosurfacePart& part, const IsosurfaceOptions& o) {
+  return !part.ties.empty() || (part.point_vertices && !o.keep_degenerate) || (part.tie_vertices && o.split_pinches);
+}
+
+}  // namespace
+
+// One function: the parts in order (each spilled as it comes), then the file from the spills; the in-memory run
+// where a part needs the clean-up across the whole mesh.
+StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const IsosurfaceOptions& options,
+                                              const std::string& path, std::uint64_t part_bytes) {
+  const auto start = Clock::now();
+  StreamedIsosurfaceReport out;
+  if (!options.exclude_labels.empty())
+    throw Error(ErrorKind::InvalidArgument,
+                "a streamed mesh cannot exclude labels (their vertices are removed "
+                "across the whole mesh); write it in memory");
+  auto in_memory = [&](const std::string& why) {
+    StreamedIsosurfaceReport r;
+    r.why = why;
+    const TriangleMesh m = extract_isosurface(volume, options, &r.run);
+    write_mesh(path, m, MeshFormat::Ply);
+    r.run.seconds_total = std::chrono::duration<double>(Clock::now() - start).count();
+    return r;
+  };
+  const auto& g = volume.geometry();
+  if (g.dims[0] < 2 || g.dims[1] < 2 || g.dims[2] < 4) return in_memory("the volume is too thin to split");
+  IsosurfaceOptions o = options;
+  IsosurfaceReport& rep = out.run;
+  if (o.levels.empty()) {  // as extract_isosurface: the middle of the data range
+    const auto [lo, hi] = volume_value_range(volume);
+    if (!(lo <= hi)) throw Error(ErrorKind::InvalidArgument, volume.name() + ": no finite samples");
+    rep.value_min = lo, rep.value_max = hi;
+    o.levels = {0.5 * (lo + hi)};
+  }
+  for (double l : o.levels)
+    if (!std::isfinite(l)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
+  rep.levels = o.levels;
+  const std::size_t levels = o.levels.size();
+  const std::vector<std::int64_t> bounds = part_bounds(volume, o, part_bytes ? part_bytes : kDefaultPartBytes);
+  const std::int64_t part_count = std::int64_t(bounds.size()) - 1;
+  const distributed::WorldToIndex to_index = distributed::world_to_index_map(g);
+  distributed::PlyLayout layout;
+  layout.normals = o.normals;
+  layout.values = iso::vertex_values(o);
+  layout.groups = levels > 1 || o.labels;
+  layout.labels = layout.colors = o.labels != nullptr;
+
+  const std::string dir = spill_directory(path);
+  std::vector<std::unique_ptr<Spill>> vertex_spill, face_spill;
+  for (std::size_t L = 0; L < levels; ++L) {
+    vertex_spill.push_back(std::make_unique<Spill>(dir));
+    face_spill.push_back(std::make_unique<Spill>(dir));
+  }
+  std::vector<std::uint64_t> vertices(levels, 0), triangles(levels, 0);
+  std::vector<std::set<std::int32_t>> labels_seen(levels);
+  std::vector<std::vector<distributed::RoundedCandidate>> candidates(levels);  // the last part's, per level
+  const std::size_t face_words = layout.labels ? 4 : 3;                        // three corners, and the label
+  std::vector<char> records;
+  std::vector<std::uint32_t> faces;
+  const auto progress = options.progress;
+  for (std::int64_t p = 0; p < part_count; ++p) {
+    if (progress) o.progress = [&, p](double f) { progress((double(p) + f) / double(part_count)); };
+    IsosurfaceReport pr;
+    std::vector<distributed::IsosurfacePart> parts =
+        distributed::extract_isosurface_parts(volume, o, bounds[std::size_t(p)], bounds[std::size_t(p) + 1], &pr);
+    rep.device = pr.device;
+    rep.device_choice = pr.device_choice;
+    rep.slabs += pr.slabs;
+    rep.slab_slices = std::max(rep.slab_slices, pr.slab_slices);
+    rep.seconds_read += pr.seconds_read;
+    rep.profile.seconds_classify += pr.profile.seconds_classify;
+    rep.profile.seconds_scan += pr.profile.seconds_scan;
+    rep.profile.seconds_generate += pr.profile.seconds_generate;
+    rep.profile.seconds_copy += pr.profile.seconds_copy;
+    rep.profile.peak_slab_bytes = std::max(rep.profile.peak_slab_bytes, pr.profile.peak_slab_bytes);
+    for (std::size_t L = 0; L < levels; ++L) {
+      const distributed::IsosurfacePart& part = parts[L];
+      if (has_ties(part, o)) return in_memory("samples equal to the level: the tie clean-up takes the whole mesh");
+      const TriangleMesh& m = part.mesh;
+      // Crossings that rounding put on one sample are welded where two or more have the same position; such a
+      // group lies around one sample, within this part and the one before.
+      if (!o.keep_degenerate) {
+        std::vector<distributed::RoundedCandidate> mine =
+            distributed::rounded_candidates(m, cpu_thread_count(o.threads), to_index, {}, vertices[L]);
+        std::vector<distributed::RoundedCandidate> both = candidates[L];
+        both.insert(both.end(), mine.begin(), mine.end());
+        if (!distributed::rounded_moves(both).empty())
+          return in_memory("crossings that rounding put on one sample: welding them takes the whole mesh");
+        candidates[L] = std::move(mine);
+      }
+      const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
+      std::uint64_t all = 0;
+      for (std::size_t k = 0; k < levels; ++k) all += vertices[k];
+      if (all + std::uint64_t(nv) > 0xffffffffull)
+        throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
+      constexpr std::int64_t kBatch = 1 << 16;
+      for (std::int64_t v0 = 0; v0 < nv; v0 += kBatch) {
+        const std::int64_t v1 = std::min(nv, v0 + kBatch);
+        records.resize(std::size_t(v1 - v0) * layout.vertex_bytes());
+        layout.pack_vertices(m, v0, v1, records.data());
+        vertex_spill[L]->append(records.data(), records.size());
+      }
+      for (std::int64_t t0 = 0; t0 < nt; t0 += kBatch) {
+        const std::int64_t t1 = std::min(nt, t0 + kBatch);
+        faces.clear();
+        for (std::int64_t t = t0; t < t1; ++t) {
+          for (int c = 0; c < 3; ++c)
+            faces.push_back(std::uint32_t(vertices[L] + m.triangles[3 * std::size_t(t) + std::size_t(c)]));
+          if (layout.labels) {
+            const std::int32_t label = m.face_labels[std::size_t(t)];
+            faces.push_back(std::uint32_t(label));
+            labels_seen[L].insert(label);
+          }
+        }
+        face_spill[L]->append(faces.data(), faces.size() * 4);
+      }
+      vertices[L] += std::uint64_t(nv);
+      triangles[L] += std::uint64_t(nt);
+    }
+  }
+  std::uint64_t all_vertices = 0, all_triangles = 0;
+  for (std::size_t L = 0; L < levels; ++L) all_vertices += vertices[L], all_triangles += triangles[L];
+  // An empty result (and the errors an empty run reports) as the in-memory run gives it.
+  if (all_triangles == 0) return in_memory("no surface found");
+
+  // Groups as one mesh has them: the (level, label) pairs in order, each with its label's colour; else the levels.
+  TriangleMesh chunk;  // a batch of faces with what pack_faces reads
+  std::vector<std::string> group_names;
+  std::vector<std::pair<std::int32_t, std::int32_t>> pairs;
+  if (o.labels) {
+    for (std::size_t L = 0; L < levels; ++L)
+      for (std::int32_t label : labels_seen[L]) pairs.push_back({std::int32_t(L), label});
+    for (const auto& [L, label] : pairs) {
+      group_names.push_back(
+          (levels > 1 ? distributed::level_group_name(o.levels[std::size_t(L)]) + " " : std::string()) + "label " +
+          std::to_string(label));
+      const auto c = label_color(label);
+      chunk.group_colors.insert(chunk.group_colors.end(), c.begin(), c.end());
+    }
+  } else if (levels > 1) {
+    for (double l : o.levels) group_names.push_back(distributed::level_group_name(l));
+  }
+  io::AtomicFile file(path);
+  file.write(layout.header(all_vertices, all_triangles, group_names));
+  constexpr std::size_t kCopyBytes = std::size_t(8) << 20;
+  for (std::size_t L = 0; L < levels; ++L) {
+    const Spill& s = *vertex_spill[L];
+    records.resize(kCopyBytes);
+    for (std::uint64_t at = 0; at < s.size(); at += kCopyBytes) {
+      const std::size_t n = std::size_t(std::min<std::uint64_t>(kCopyBytes, s.size() - at));
+      s.read(at, records.data(), n);
+      file.write(records.data(), n);
+    }
+  }
+  std::uint32_t shift = 0;  // the vertices of the levels before
+  for (std::size_t L = 0; L < levels; ++L) {
+    const Spill& s = *face_spill[L];
+    constexpr std::uint64_t kBatch = 1 << 16;
+    for (std::uint64_t t0 = 0; t0 < triangles[L]; t0 += kBatch) {
+      const std::uint64_t n = std::min(kBatch, triangles[L] - t0);
+      faces.resize(std::size_t(n * face_words));
+      s.read(t0 * face_words * 4, faces.data(), faces.size() * 4);
+      chunk.triangles.resize(std::size_t(3 * n));
+      chunk.face_groups.assign(layout.groups ? std::size_t(n) : 0, std::int32_t(L));
+      chunk.face_labels.resize(layout.labels ? std::size_t(n) : 0);
+      for (std::size_t t = 0; t < n; ++t) {
+        for (std::size_t c = 0; c < 3; ++c) chunk.triangles[3 * t + c] = faces[face_words * t + c] + shift;
+        if (layout.labels) {
+          const auto label = std::int32_t(faces[face_words * t + 3]);
+          chunk.face_labels[t] = label;
+          chunk.face_groups[t] = std::int32_t(
+              std::lower_bound(pairs.begin(), pairs.end(), std::pair{std::int32_t(L), label}) - pairs.begin());
+        }
+      }
+      records.resize(std::size_t(n) * layout.face_bytes());
+      layout.pack_faces(chunk, 0, std::int64_t(n), 0, records.data());
+      file.write(records.data(), records.size());
+    }
+    shift += std::uint32_t(vertices[L]);
+  }
+  file.commit();
+  for (std::size_t L = 0; L < levels; ++L) out.spilled_bytes += vertex_spill[L]->size() + face_spill[L]->size();
+  out.streamed = true;
+  out.parts = part_count;
+  rep.vertices = std::int64_t(all_vertices);
+  rep.triangles = std::int64_t(all_triangles);
+  rep.seconds_total = std::chrono::duration<double>(Clock::now() - start).count();
+  return out;
+}
+
+}  // namespace parasurf
