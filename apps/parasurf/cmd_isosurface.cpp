@@ -294,6 +294,19 @@ void run_streamed(const IsoArgs& a, VolumeSource& volume, IsosurfaceOptions o, c
   }
 }
 
+// Whether the mesh may not fit in memory: at a typical density of scanned volumes (0.05 triangles per sample and
+// level, about 26 bytes each with their share of the vertices), more than half of the host's available memory.
+bool mesh_may_not_fit(const VolumeSource& volume, const IsosurfaceOptions& o) {
+  const double bytes = double(volume.geometry().voxel_count()) * double(std::max<std::size_t>(1, o.levels.size())) *
+                       0.05 * 26;
+  try {
+    check_host_memory(std::uint64_t(2 * bytes), "the mesh");
+  } catch (const Error&) {
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void add_isosurface(CLI::App& app) {
@@ -322,7 +335,7 @@ void add_isosurface(CLI::App& app) {
                   "Memory budget for one slab, MiB (0 = automatic); with --stream-mesh also the mesh held per part");
   cmd->add_flag("--stream-mesh", a->stream_mesh,
                 "Write the mesh (binary PLY) part by part through temporary files beside the output: the same file, "
-                "for meshes larger than memory");
+                "for meshes larger than memory (chosen by itself when the mesh may not fit)");
   cmd->add_option("--raw-dims", a->raw_dims, "Raw file: NxMxK samples (x fastest)");
   cmd->add_option("--raw-type", a->raw_type, "Raw file: uint8 int8 uint16 int16 uint32 int32 float32 float64");
   cmd->add_option("--endian", a->endian, "Raw file: little | big")->check(CLI::IsMember({"little", "big"}));
@@ -354,7 +367,12 @@ void add_isosurface(CLI::App& app) {
     if (a->per_label) return run_per_label(*a, *volume, out, format, input);
     std::unique_ptr<VolumeSource> labels, scalars;
     const IsosurfaceOptions o = isosurface_options(*a, field, labels, scalars);
-    if (a->stream_mesh && !mpi_world()) return run_streamed(*a, *volume, o, out, format, input);
+    if (!mpi_world() && (a->stream_mesh || (format == MeshFormat::Ply && o.exclude_labels.empty() &&
+                                             mesh_may_not_fit(*volume, o)))) {
+      if (!a->stream_mesh && !a->quiet)
+        std::printf("the mesh may not fit in memory: writing it part by part (as --stream-mesh)\n");
+      return run_streamed(*a, *volume, o, out, format, input);
+    }
     run_levels(*a, *volume, o, out, format, input);
   });
 }
