@@ -58,35 +58,30 @@ void add_info(CLI::App& app) {
       }
       j["cuda"].push_back(std::move(dj));
     }
+    // What auto would run a job on for a few sizes, with this process's estimates (the CPU's measured here; a fresh
+    // process also starts the GPU's context, which its first GPU call pays).
+    auto choices = [&](const char* title, const char* key, const char* power, auto estimate) {
+      std::printf("default device (auto), %s:\n", title);
+      j[key] = nlohmann::json::array();
+      for (std::int64_t n : {64, 256, 512, 1024}) {
+        const AutoDeviceEstimate e = estimate(n);
+        std::printf("  %4lld%s  %-4s (cpu about %.3g ms, cuda about %.3g ms)\n", (long long)n, power,
+                    device_name(e.device), e.cpu_seconds * 1e3, e.cuda_seconds * 1e3);
+        j[key].push_back({{"size", n},
+                          {"device", device_name(e.device)},
+                          {"cpu_seconds", e.cpu_seconds},
+                          {"cuda_seconds", e.cuda_seconds}});
+      }
+    };
     if (devices.empty()) {
       std::printf("default device (auto): cpu\n");
     } else {
-      // What auto would run an isosurface of a host volume on, with this process's estimates (measured on the CPU
-      // here; a fresh process also starts the GPU's context, which its first GPU call pays).
-      std::printf("default device (auto), isosurfaces of host float32 volumes at a typical density:\n");
-      j["auto_isosurface_float32"] = nlohmann::json::array();
-      for (std::int64_t n : {64, 128, 256, 512, 1024}) {
-        const AutoDeviceEstimate e = isosurface_auto_estimate({n, n, n}, VoxelType::Float32);
-        std::printf("  %4lld^3  %-4s (cpu about %.3g ms, cuda about %.3g ms)\n", (long long)n, device_name(e.device),
-                    e.cpu_seconds * 1e3, e.cuda_seconds * 1e3);
-        j["auto_isosurface_float32"].push_back({{"size", n},
-                                                {"device", device_name(e.device)},
-                                                {"cpu_seconds", e.cpu_seconds},
-                                                {"cuda_seconds", e.cuda_seconds}});
-      }
-    }
-    if (!devices.empty()) {
-      std::printf("default device (auto), surface grids with normals into host memory (float, bicubic net):\n");
-      j["auto_surface_float"] = nlohmann::json::array();
-      for (std::int64_t n : {64, 256, 512, 1024, 2048}) {
-        const AutoDeviceEstimate e = surface_auto_estimate(n * n, 16, false);
-        std::printf("  %4lld^2  %-4s (cpu about %.3g ms, cuda about %.3g ms)\n", (long long)n, device_name(e.device),
-                    e.cpu_seconds * 1e3, e.cuda_seconds * 1e3);
-        j["auto_surface_float"].push_back({{"size", n},
-                                           {"device", device_name(e.device)},
-                                           {"cpu_seconds", e.cpu_seconds},
-                                           {"cuda_seconds", e.cuda_seconds}});
-      }
+      choices("isosurfaces of host float32 volumes at a typical density", "auto_isosurface_float32", "^3",
+              [](std::int64_t n) {
+                return isosurface_auto_estimate({n, n, n}, VoxelType::Float32);
+              });
+      choices("surface grids with normals into host memory (float, bicubic net)", "auto_surface_float", "^2",
+              [](std::int64_t n) { return surface_auto_estimate(n * n, 16, false); });
     }
     if (!a->json.empty()) write_json_report(a->json, "info", "", "", std::move(j));
   });
