@@ -102,7 +102,7 @@ std::vector<std::int64_t> part_bounds(VolumeSource& volume, const IsosurfaceOpti
       distributed::layer_costs(volume, o, 0, layers, std::max<std::int64_t>(1, layers / 64));
   std::vector<std::int64_t> bounds{0};
   double acc = 0;
-  for (std::int64_t z = 0; z < layers; ++z) {
+  for (std::int64_t z = 0; z < std::min<std::int64_t>(layers, std::int64_t(costs.size())); ++z) {
     acc += double(costs[std::size_t(z)]) * kMeshBytesPerActiveCell;
     if (acc > double(part_bytes) && z + 1 - bounds.back() >= 2 && nz - (z + 1) >= 2) {
       bounds.push_back(z + 1);
