@@ -88,12 +88,22 @@ void bring_home(const StagingPair& pair, const std::vector<HostCopy>& pieces, cu
   }
 }
 
+// The pieces of a staged transfer of `total` bytes: about a sixth of it, so that what nothing overlaps (the first
+// piece's fill on the way up, the last one's emptying on the way home) is short; at least 2 MiB, where each piece's
+// fixed costs (a copy, an event, waking the threads) would add up; at most a chunk.
+std::size_t piece_bytes(std::size_t total) {
+  return std::clamp<std::size_t>((total / 6 + 4095) & ~std::size_t(4095), std::size_t(2) << 20, kStagingChunkBytes);
+}
+
 std::vector<HostCopy> chunk_pieces(const std::vector<HostCopy>& copies) {
+  std::size_t total = 0;
+  for (const HostCopy& c : copies) total += c.bytes;
+  const std::size_t piece = piece_bytes(total);
   std::vector<HostCopy> pieces;
   for (const HostCopy& c : copies)
-    for (std::size_t at = 0; at < c.bytes; at += kStagingChunkBytes)
+    for (std::size_t at = 0; at < c.bytes; at += piece)
       pieces.push_back({static_cast<char*>(c.host) + at, static_cast<const char*>(c.device) + at,
-                        std::min(kStagingChunkBytes, c.bytes - at)});
+                        std::min(piece, c.bytes - at)});
   return pieces;
 }
 
@@ -165,6 +175,13 @@ StagedLink::~StagedLink() {
   give_back_staging(pair_);
 }
 
+void StagedLink::give_back_chunks() {
+  if (!pair_) return;
+  if (stream_) PS_CUDA(cudaStreamSynchronize(stream_), "finishing the staged copies");
+  give_back_staging(pair_);
+  pair_ = {};
+}
+
 bool StagedLink::chunks_for(std::size_t bytes) {
   if (!staging_pays(device_, bytes, bool(pair_))) return false;
   if (!stream_) {
@@ -185,8 +202,9 @@ void StagedLink::upload(void* device, const void* host, std::size_t bytes, const
   // The staging stream does not wait for the default stream by itself.
   PS_CUDA(cudaDeviceSynchronize(), what);
   const CopyingShare share;
-  for (std::size_t at = 0, k = 0; at < bytes; at += kStagingChunkBytes, ++k) {
-    const std::size_t b = k & 1, n = std::min(kStagingChunkBytes, bytes - at);
+  const std::size_t piece = piece_bytes(bytes);
+  for (std::size_t at = 0, k = 0; at < bytes; at += piece, ++k) {
+    const std::size_t b = k & 1, n = std::min(piece, bytes - at);
     PS_CUDA(cudaEventSynchronize(chunk_done_[b]), what);  // its last chunk has left
     parallel_copy(pair_.host[b], static_cast<const char*>(host) + at, n, share.threads());
     PS_CUDA(cudaMemcpyAsync(static_cast<char*>(device) + at, pair_.host[b], n, cudaMemcpyHostToDevice, stream_), what);

@@ -70,6 +70,9 @@ class StagedLink {
   // Device to host after the work queued on the legacy default stream; returns when every byte is home. Entries
   // with no host pointer or no bytes are skipped.
   void download(const std::vector<HostCopy>& copies, const char* what);
+  // Gives the pinned pair back to the process's spares, no copy being in flight (an engine kept idle between runs
+  // holds none); the next staged copy takes one again.
+  void give_back_chunks();
 
  private:
   bool chunks_for(std::size_t bytes);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <map>
 #include <mutex>
 
@@ -122,20 +123,22 @@ __global__ void values_kernel(cells::Grid g, float level, const float* p, const 
   }
 }
 
-// One engine per GPU for the process: its context, tables and work arrays are made once, not per call.
-struct KeptEngine {
-  std::mutex busy;
+// The process's kept engine for one call (take_cuda_engine), kept again when the call returns; an engine a failed
+// call leaves is freed.
+struct EngineLease {
+  explicit EngineLease(int d) : device(d), engine(take_cuda_engine(d)) {}
+  EngineLease(const EngineLease&) = delete;
+  EngineLease& operator=(const EngineLease&) = delete;
+  ~EngineLease() {
+    if (std::uncaught_exceptions() > 0) return;
+    try {
+      keep_cuda_engine(device, std::move(engine));
+    } catch (...) {  // (freed instead)
+    }
+  }
+  int device;
   std::unique_ptr<SlabEngine> engine;
 };
-KeptEngine& kept_engine(int device) {
-  static std::mutex guard;
-  // Never destroyed: at exit the CUDA runtime may be gone before static destructors run.
-  static auto* engines = new std::map<int, std::unique_ptr<KeptEngine>>();
-  const std::lock_guard<std::mutex> lock(guard);
-  auto& e = (*engines)[device];
-  if (!e) e = std::make_unique<KeptEngine>();
-  return *e;
-}
 
 std::uint64_t exclusive_sum(const std::uint32_t* in, std::uint32_t* out, std::int64_t n, core::DeviceBuffer& temp) {
   std::size_t bytes = 0;
@@ -251,10 +254,8 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   task.ranges = o.values;
   task.range_level = float(level);
 
-  KeptEngine& kept = kept_engine(volume.device);
-  const std::lock_guard<std::mutex> lock(kept.busy);
-  if (!kept.engine) kept.engine = make_cuda_engine(volume.device);
-  SlabEngine& engine = *kept.engine;
+  const EngineLease lease(volume.device);
+  SlabEngine& engine = *lease.engine;
   engine.time_stages(false);
   const SlabCounts counts = engine.count(task);
   ArrayMesh out;

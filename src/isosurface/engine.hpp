@@ -124,6 +124,9 @@ class SlabEngine {
   virtual void prepare(const SlabTask& largest, std::uint64_t expected_triangles) { (void)largest, (void)expected_triangles; }
   // Bytes of work arrays per point of a slab (beyond the samples) whose rows hold nx points, for slab sizing.
   virtual double work_bytes_per_point(std::int64_t nx) const = 0;
+  // Before the engine serves another run: forgets what the runs so far left (samples known by their host address,
+  // times, flags, held slabs), and lets its arrays go when they hold more than `keep_bytes` of the device.
+  virtual void reset(std::uint64_t keep_bytes) { (void)keep_bytes; }
 };
 
 // What every slab of a run shares (samples, slices and level are set per slab). `field`: a built-in field the
@@ -147,6 +150,12 @@ void set_cpu_local_ties(bool on);
 void set_cpu_hold_limit(std::uint64_t bytes);
 // The CUDA backend (engine_cuda.cu; only in builds with CUDA).
 std::unique_ptr<SlabEngine> make_cuda_engine(int device);
+// A process keeps one idle CUDA engine per GPU between runs: making one (streams, events, tables, pinned totals) and
+// its device arrays costs as much as a 256^3 volume's whole extraction. take_ gives the kept engine, reset, or a new
+// one while another run holds it; keep_ keeps an engine whose run ended (its arrays let go beyond an eighth of the
+// device's memory, at most 1 GiB), or frees it when one is kept already.
+std::unique_ptr<SlabEngine> take_cuda_engine(int device);
+void keep_cuda_engine(int device, std::unique_ptr<SlabEngine> engine);
 std::uint64_t cuda_engine_free_memory(int device);
 void* cuda_engine_pinned_alloc(std::size_t bytes);
 void cuda_engine_pinned_free(void* p);

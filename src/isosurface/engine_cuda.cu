@@ -92,6 +92,36 @@ class CudaEngine final : public SlabEngine {
     return std::max(2.0, 45.0 * segments / double(std::max<std::int64_t>(nx, 1)));
   }
 
+  void reset(std::uint64_t keep_bytes) override {
+    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
+    // The same host address may hold other samples in the next run (a caller's array written again).
+    uploaded_ = nullptr;
+    uploaded_bytes_ = 0;
+    uploaded_field_ = -1;
+    uploaded_z0_ = -1;
+    staged_ = {};
+    labels_key_ = {};
+    scalars_key_ = {};
+    seconds_ = {};
+    counts_ = {};
+    tie_total_ = vertex_segments_listed_ = 0;
+    generated_ahead_ = false;
+    level_samples_seen_ = true;
+    point_vertices_ = false;
+    tie_vertices_ = true;
+    time_stages_ = true;
+    for (auto& [slot, h] : held_) spare_held_.push_back(std::move(h));
+    held_.clear();
+    link_.give_back_chunks();  // other jobs may stage through them meanwhile
+    std::uint64_t held = 0;
+    for (const core::DeviceBuffer* b : arrays()) held += b->bytes;
+    for (const auto& h : spare_held_)
+      held += h->positions.bytes + h->normals.bytes + h->values.bytes + h->triangles.bytes + h->labels.bytes;
+    if (held <= keep_bytes) return;
+    for (core::DeviceBuffer* b : arrays()) b->release();
+    spare_held_.clear();
+  }
+
   SlabCounts count(const SlabTask& task) override {
     PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");  // the calling thread may have another
     return core::visit_voxel_type(task.type, [&](auto tag) { return count_t<decltype(tag)>(task); });
@@ -751,6 +781,13 @@ class CudaEngine final : public SlabEngine {
     return l;
   }
 
+  // The arrays sized by the slabs (not the tables and counters, made once), for reset().
+  std::vector<core::DeviceBuffer*> arrays() {
+    return {&totals_, &vertex_list_, &data_, &staging_, &point_planes_, &centre_planes_, &listed_planes_,
+            &listed_centres_, &vertex_segments_, &segment_inside_, &segment_on_level_, &segment_local_, &group_counts_,
+            &group_bases_, &next_centres_, &scan_temp_, &positions_, &normals_, &triangles_, &ties_, &labels_,
+            &scalars_, &values_, &face_labels_, &point_marks_};
+  }
   core::DeviceBuffer totals_, vertex_list_, table_, classic_triangles_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
       counters_, data_, point_planes_, centre_planes_, listed_planes_, listed_centres_, vertex_segments_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,
       next_centres_,
@@ -762,6 +799,48 @@ class CudaEngine final : public SlabEngine {
 }  // namespace
 
 std::unique_ptr<SlabEngine> make_cuda_engine(int device) { return std::make_unique<CudaEngine>(device); }
+
+namespace {
+std::mutex& kept_mutex() {
+  static std::mutex m;
+  return m;
+}
+// Never destroyed: at exit the CUDA runtime may be gone before static destructors run.
+std::map<int, std::unique_ptr<SlabEngine>>& kept_engines() {
+  static auto* kept = new std::map<int, std::unique_ptr<SlabEngine>>();
+  return *kept;
+}
+}  // namespace
+
+std::unique_ptr<SlabEngine> take_cuda_engine(int device) {
+  {
+    const std::lock_guard<std::mutex> lock(kept_mutex());
+    auto it = kept_engines().find(device);
+    if (it != kept_engines().end() && it->second) return std::move(it->second);
+  }
+  return make_cuda_engine(device);
+}
+
+void keep_cuda_engine(int device, std::unique_ptr<SlabEngine> engine) {
+  if (!engine) return;
+  {
+    const std::lock_guard<std::mutex> lock(kept_mutex());
+    if (kept_engines()[device]) return;  // (freed below, outside the lock)
+  }
+  std::size_t free_bytes = 0, total = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  try {
+    engine->reset(std::min<std::uint64_t>(std::uint64_t(1) << 30, total / 8));
+  } catch (const Error&) {
+    return;  // a device in error keeps nothing
+  }
+  const std::lock_guard<std::mutex> lock(kept_mutex());
+  auto& slot = kept_engines()[device];
+  if (!slot) slot = std::move(engine);
+}
 void* cuda_engine_pinned_alloc(std::size_t bytes) {
   void* p = nullptr;
   if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {

@@ -598,9 +598,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     read_seconds = one.read_seconds;
     host_mesh_seconds = one.host_mesh_seconds;
   }
+  const iso::StageSeconds sec = engine ? engine->seconds() : team_outcome.seconds;
+  const std::uint64_t coincident = engine ? engine->coincident_removed() : team_outcome.coincident_removed;
+  // The GPU's engine serves the next run (kept_engine), unless the caller keeps it.
+  if constexpr (core::kCudaBuilt)
+    if (engine && device == Device::Cuda && !keep_engine) iso::keep_cuda_engine(gpus[0], std::move(engine));
   // Stage times and the report, as the run ends.
   auto finish_report = [&] {
-    const auto sec = engine ? engine->seconds() : team_outcome.seconds;
     rep.seconds_read = read_seconds;
     rep.profile.seconds_classify = sec.classify;
     rep.profile.seconds_scan = sec.scan;
@@ -612,8 +616,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
     rep.profile.seconds_host_mesh = host_mesh_seconds;
     if (report) {
       *report = rep;
-      report->duplicates_removed +=
-          std::int64_t(engine ? engine->coincident_removed() : team_outcome.coincident_removed);
+      report->duplicates_removed += std::int64_t(coincident);
     }
   };
   if (parts) {
@@ -639,7 +642,7 @@ namespace iso {
 std::unique_ptr<SlabEngine> make_engine(Device device, int gpu, int cpu_threads) {
   if (device != Device::Cuda) return make_cpu_engine(cpu_threads);
   if constexpr (core::kCudaBuilt)
-    return make_cuda_engine(gpu);
+    return take_cuda_engine(gpu);
   else
     core::no_cuda_backend("isosurfaces on cuda");
 }

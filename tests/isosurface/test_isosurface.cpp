@@ -960,6 +960,34 @@ TEST(Isosurface, ReusedCudaEngineGivesWhatAFreshOneGives) {
   }
 }
 
+// Runs share one kept engine per GPU, which knows uploaded samples by their host address: a caller that writes its
+// array again and runs again must get the new samples' mesh, not the old one (staged through the pinned chunks
+// at this size, and sent straight at a small one).
+TEST(Isosurface, KeptCudaEngineSeesAnArrayWrittenAgain) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  for (const std::int64_t n : {std::int64_t(24), std::int64_t(136)}) {
+    const std::array<std::int64_t, 3> dims{n, n, n};
+    auto tangle = synthetic_field("tangle", dims);
+    std::vector<float> samples(std::size_t(n * n * n));
+    tangle->read_slices(0, n, samples.data());
+    MemoryVolume v(tangle->geometry(), VoxelType::Float32, samples.data(), "tangle");
+    IsosurfaceOptions o;
+    o.levels = {0.5};
+    o.device = Device::Cuda;
+    const TriangleMesh first = extract_isosurface(v, o);
+    for (float& s : samples) s += 0.125f;  // another surface from the same address and size
+    const TriangleMesh again = extract_isosurface(v, o);
+    o.device = Device::Cpu;
+    const TriangleMesh cpu = extract_isosurface(v, o);
+    ASSERT_GT(cpu.triangle_count(), 0);
+    ASSERT_NE(cpu.triangles, first.triangles) << n << "^3: the test must change the mesh";
+    EXPECT_EQ(again.triangles, cpu.triangles) << n << "^3";
+    ASSERT_EQ(again.positions.size(), cpu.positions.size());
+    for (std::size_t i = 0; i < cpu.positions.size(); ++i)
+      ASSERT_NEAR(again.positions[i], cpu.positions[i], 1e-5) << n << "^3";
+  }
+}
+
 // `got` (a GPU's mesh) has the triangles of `want` (the CPU's), and positions and normals that differ only by rounding.
 void expect_same_but_rounding(const TriangleMesh& got, const TriangleMesh& want, double position_tolerance,
                               double normal_tolerance) {
