@@ -1,10 +1,12 @@
 // parasurf info: devices and build features.
 #include <cstdio>
+#include <vector>
 
 #include "parasurf/bezier.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/isosurface.hpp"
+#include "parasurf/tessellate.hpp"
 
 namespace parasurf::cli {
 
@@ -60,10 +62,11 @@ void add_info(CLI::App& app) {
     }
     // What auto would run a job on for a few sizes, with this process's estimates (the CPU's measured here; a fresh
     // process also starts the GPU's context, which its first GPU call pays).
-    auto choices = [&](const char* title, const char* key, const char* power, auto estimate) {
+    auto choices = [&](const char* title, const char* key, const char* power, auto estimate,
+                       const std::vector<std::int64_t>& sizes = {64, 256, 512, 1024}) {
       std::printf("default device (auto), %s:\n", title);
       j[key] = nlohmann::json::array();
-      for (std::int64_t n : {64, 256, 512, 1024}) {
+      for (std::int64_t n : sizes) {
         const AutoDeviceEstimate e = estimate(n);
         std::printf("  %4lld%s  %-4s (cpu about %.3g ms, cuda about %.3g ms)\n", (long long)n, power,
                     device_name(e.device), e.cpu_seconds * 1e3, e.cuda_seconds * 1e3);
@@ -82,6 +85,10 @@ void add_info(CLI::App& app) {
               });
       choices("surface grids with normals into host memory (float, bicubic net)", "auto_surface_float", "^2",
               [](std::int64_t n) { return surface_auto_estimate(n * n, 16, false); });
+      choices("tessellated meshes into host memory (double; the Utah teapot's 32 patches, N segments a side)",
+              "auto_tessellation_teapot", "", [](std::int64_t n) {
+                return tessellation_auto_estimate(32 * (n + 1) * (n + 1), true);
+              }, {4, 16, 64, 256});
     }
     if (!a->json.empty()) write_json_report(a->json, "info", "", "", std::move(j));
   });

@@ -118,6 +118,7 @@ void add_tessellate(CLI::App& app) {
     if (rep.assembled_on_device) std::printf(", mesh download %.2f", rep.seconds_download * 1e3);
     std::printf(")\n");
     if (!rep.assembly_note.empty()) std::printf("assembled on the host: %s\n", rep.assembly_note.c_str());
+    if (!rep.device_choice.empty()) std::printf("%s\n", rep.device_choice.c_str());
     if (rep.device == Device::Hybrid)
       std::printf("hybrid (%s): the CPU evaluated %.1f%% of the samples\n", a->hybrid_scheme.c_str(), rep.cpu_share * 100);
     if (o.team)
@@ -126,7 +127,7 @@ void add_tessellate(CLI::App& app) {
     nlohmann::json j = {{"model", model.name},         {"patches", rep.patches},
                         {"evaluated_points", rep.evaluated_points}, {"vertices", mesh.vertex_count()},
                         {"triangles", mesh.triangle_count()},        {"device", device_name(rep.device)},
-                        {"strategy", rep.strategy},
+                        {"strategy", rep.strategy},                  {"device_choice", rep.device_choice},
                         {"shared_edges", rep.shared_edges}, {"open_edges", rep.open_edges},
                         {"t_junction_edges", rep.t_junction_edges}, {"t_junction_pieces", rep.t_junction_pieces},
                         {"mpi_ranks", o.team ? o.team->members : 1},

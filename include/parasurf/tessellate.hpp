@@ -97,6 +97,8 @@ struct TessellationReport {
   std::string assembly_note;                    // why the host assembled where the device was asked to
   std::int64_t own_patches = 0;                 // team runs: the patches this member evaluated
   Device device = Device::Cpu;
+  // With device auto and a usable GPU: what auto chose and the two estimated times behind the choice.
+  std::string device_choice;
   std::string strategy;
   double cpu_share = 0;                         // Hybrid: fraction of the samples the CPU evaluated
 };
@@ -112,6 +114,10 @@ std::vector<double> sampled_patch_deviation(const PatchModel& model, const Tesse
 // Smallest uniform resolution whose sampled deviation is at most `tolerance` on every patch (up to max_resolution;
 // returns max_resolution + 1 when none is).
 int uniform_resolution_for(const PatchModel& model, double tolerance, int max_resolution = 1024);
+
+// What `auto` would tessellate a model of `samples` evaluated points (about as many mesh vertices) into host memory
+// on (doubles or floats; threads 0: all), with this process's estimates.
+AutoDeviceEstimate tessellation_auto_estimate(std::int64_t samples, bool doubles = true, int threads = 0);
 
 // One vertex per (position, normal) pair, float, with per-face groups: what PLY and glTF hold.
 TriangleMesh to_triangle_mesh(const PatchMesh& mesh);

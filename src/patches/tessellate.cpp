@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <type_traits>
 #include <unordered_map>
 
 #include "core/memory.hpp"
@@ -16,6 +17,7 @@
 #include "parasurf/tessellate.hpp"
 #include "patches/assemble.hpp"
 #include "patches/assemble_math.hpp"
+#include "patches/auto_device.hpp"
 #include "patches/batch.hpp"
 #include "patches/plan.hpp"
 #include "patches/plan_walk.hpp"
@@ -366,7 +368,26 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
   // The phases' shares of a typical run: planning is short, evaluation and assembly split the rest.
   if (o.progress) o.progress(0.1);
   SampleStore<T> store;
-  const Device device = pick_device(o.device);
+  // auto with a GPU: the faster side for this model's mesh, by the estimates (patches/auto_device.hpp); a team's
+  // members all take the GPU when there is one (their shares are chosen together).
+  patches::AutoJob auto_job;
+  const bool weigh = o.device == Device::Auto && !team_run(o) && cuda_available();
+  if (weigh) {
+    auto_job.samples = pl.grid_samples + pl.extra_samples;
+    auto_job.vertices = pl.vertices;
+    auto_job.triangles = 2 * pl.vertices;
+    auto_job.doubles = std::is_same_v<T, double>;
+    auto_job.threads = o.threads;
+    auto_job.host_assembly = !o.assemble_on_device || !pl.topo.splits.empty();
+  }
+  std::string choice;
+  const Device device = weigh ? patches::choose_device(auto_job, &choice) : pick_device(o.device);
+  if (rep) rep->device_choice = choice;
+  const auto run_start = Clock::now();
+  // What this run teaches auto (the evaluation and assembly, the mesh's way home).
+  auto learn = [&](double download_seconds) {
+    if (weigh) patches::learn_from_run(auto_job, device, since(run_start), download_seconds);
+  };
   {
     // The whole run's host memory, known from the plan before any work: the mesh, and beside it the samples
     // wherever they come to the host.
@@ -428,6 +449,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
       }
       if (o.orient) count_flips(pl, outcome.component_volume, rep);
       append_polyhedra(device_mesh, model, rep);
+      learn(outcome.seconds_download);
       if (o.progress) o.progress(1.0);
       return device_mesh;
     }
@@ -450,6 +472,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
   t0 = Clock::now();
   PatchMesh mesh = assemble<T>(pl, store, o, rep);
   if (rep) rep->seconds_assemble = since(t0);
+  if (device == Device::Cpu) learn(0);  // (a GPU's run welded here would blur its estimate)
   if (o.progress) o.progress(1.0);
   return mesh;
 }

@@ -616,5 +616,35 @@ TEST(Tessellate, WritersProduceReadableFiles) {
   }
 }
 
+// auto weighs the CPU against a GPU per model: the teapot at 2 segments a side (288 points) stays on the CPU and is
+// the CPU's mesh; at 256 it runs where this process's estimate says (a GPU's fixed cost and the mesh's way home
+// against the host's evaluation and welding).
+TEST(Tessellate, AutoKeepsSmallModelsOnTheCpu) {
+  const PatchModel teapot = utah_teapot();
+  TessellationOptions automatic, cpu;
+  automatic.resolution = cpu.resolution = 2;
+  cpu.device = Device::Cpu;
+  TessellationReport r;
+  const PatchMesh small = tessellate(teapot, automatic, &r);
+  EXPECT_EQ(r.device, Device::Cpu) << r.device_choice;
+  const PatchMesh want = tessellate(teapot, cpu);
+  EXPECT_EQ(small.positions, want.positions);
+  EXPECT_EQ(small.triangles, want.triangles);
+  EXPECT_EQ(tessellation_auto_estimate(288).device, Device::Cpu);
+  if (!cuda_available()) {
+    EXPECT_TRUE(r.device_choice.empty());
+    GTEST_SKIP() << "no CUDA device (" << cuda_unavailable_reason() << "): auto ran the CPU, the GPU half skips";
+  }
+  EXPECT_NE(r.device_choice.find("auto chose cpu"), std::string::npos) << r.device_choice;
+  cuda_warm_up(0);
+  automatic.resolution = 256;
+  const AutoDeviceEstimate big = tessellation_auto_estimate(32 * 257 * 257);
+  EXPECT_GT(big.cuda_seconds, 0);
+  const PatchMesh large = tessellate(teapot, automatic, &r);
+  EXPECT_EQ(r.device, big.device) << r.device_choice;
+  EXPECT_FALSE(r.device_choice.empty());
+  EXPECT_GT(large.triangle_count(), 32 * 256 * 256);
+}
+
 }  // namespace
 }  // namespace parasurf
