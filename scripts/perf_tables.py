@@ -127,9 +127,14 @@ def patches():
     tess = doc.get("tessellation") or []
     if tess:
         out.append("\nWelded meshes (evaluation, then welding and assembly, median of the runs):\n")
-        out.append(table(["model", "segments", "device", "triangles", "evaluate", "assemble", "where"],
+        out.append(table(["model", "segments", "device", "triangles", "evaluate", "assemble", "where",
+                          "mesh home", "of link floor"],
                          [[t["model"], t["resolution"], t["device"], f"{t['triangles']:,}", ms(t["evaluate_seconds"]),
-                           ms(t["assemble_seconds"]), t["assembled_on"]] for t in tess]))
+                           ms(t["assemble_seconds"]), t["assembled_on"],
+                           ms(t["download_seconds"]) if t.get("download_seconds") else "",
+                           f"{100 * t['download_link_floor_seconds'] / t['download_seconds']:.0f} %"
+                           if t.get("download_seconds") and t.get("download_link_floor_seconds") else ""]
+                          for t in tess]))
     peer_doc, peer_link = load("bench-patches-2core.json")
     if peer_doc and peer_doc.get("peer"):
         out.append("\nAgainst OpenSubdiv's `CpuEvaluator` on bicubic patches, " +
@@ -152,6 +157,7 @@ def isosurface_rows(doc):
         body.append([r["volume"], f"{r.get('triangles', cpu.get('triangles', res.get('triangles', 0))):,}",
                      ms(cpu["seconds"]) if cpu.get("seconds") else "",
                      ms(cuda["seconds"]) if cuda.get("seconds") else "",
+                     f"{100 * cuda['fraction_of_link_floor']:.0f} %" if cuda.get("fraction_of_link_floor") else "",
                      f"{ms(auto['seconds'])} ({chose})" if auto.get("seconds") else "",
                      ratio(auto["ratio_to_faster"]) if auto.get("ratio_to_faster") else "",
                      ms(res["seconds"]) if res.get("seconds") else "",
@@ -159,7 +165,7 @@ def isosurface_rows(doc):
                      ms(sk) if sk else "", ratio(sk / cpu["seconds"]) if sk and cpu.get("seconds") else "",
                      ratio(sk / res["seconds"]) if sk and res.get("seconds") else "",
                      ratio(vtk / cpu["seconds"]) if vtk and cpu.get("seconds") else ""])
-    return table(["volume", "triangles", "CPU", "GPU from host", "auto (chose)", "auto ÷ faster", "GPU resident", "resident ÷ floor", "scikit-image",
+    return table(["volume", "triangles", "CPU", "GPU from host", "of link floor", "auto (chose)", "auto ÷ faster", "GPU resident", "resident ÷ floor", "scikit-image",
                   "skimage ÷ CPU", "skimage ÷ resident", "VTK ÷ CPU"], body)
 
 
@@ -173,6 +179,9 @@ def isosurface():
            "which chooses per call from its estimates of both (best of repeated calls, so its estimates have "
            "learned from the first), and its time over the faster of the two; GPU resident: samples "
            "and mesh on the GPU, with its floor (read the volume once, write the mesh once at the copy bandwidth). "
+           "Of link floor: the pinned link's time for the samples up and the mesh home (measured in the same run, "
+           "one after the other) over the GPU-from-host time; the samples and the mesh are pageable host arrays, "
+           "which the host's cores copy through pinned staging on the way. "
            "Peers run on the same array in the same run (scikit-image on one thread, as it runs; VTK's Flying Edges "
            "where installed).\n",
            caption(doc, link, "NVIDIA H200, " + str(doc.get("cpu_threads", "?")) + " host threads",
@@ -195,7 +204,9 @@ def ffd():
     res = doc["results"]
     out = ["### Free-form deformation\n",
            "One update after an edit of a 9×9×9 tricubic lattice (the mesh prepared once), results left on the GPU; "
-           "best of the runs. Floor: writing the output vertices and normals once at the copy bandwidth.\n",
+           "best of the runs. Floor: writing the output vertices and normals once at the copy bandwidth. Home: the "
+           "updated vertices and normals copied into pageable host arrays, and the pinned link's time for them over "
+           "that (measured in the same run).\n",
            caption(doc, link, f"{doc.get('device', 'GPU')}, {doc.get('cpu_threads', '?')} host threads",
                    "parasurf bench ffd --spheres 14500,69000 --json f.json")]
     body = []
@@ -207,9 +218,13 @@ def ffd():
             continue
         body.append([key[0], key[1], key[2] or "", f"{gpu['output_vertices']:,}", ms(gpu["update_seconds_best"]),
                      ratio(gpu["ratio_to_floor"]) if gpu.get("ratio_to_floor") else "",
+                     ms(gpu["download_seconds"]) if gpu.get("download_seconds") else "",
+                     f"{100 * gpu['download_fraction_of_link_floor']:.0f} %"
+                     if gpu.get("download_fraction_of_link_floor") else "",
                      ms(cpu["update_seconds_best"]) if cpu else "",
                      ratio(cpu["update_seconds_best"] / gpu["update_seconds_best"]) if cpu else ""])
-    out.append(table(["mesh", "method", "m", "vertices out", "GPU update", "÷ floor", "CPU update", "CPU ÷ GPU"], body))
+    out.append(table(["mesh", "method", "m", "vertices out", "GPU update", "÷ floor", "home", "of link floor",
+                      "CPU update", "CPU ÷ GPU"], body))
     return "\n".join(out)
 
 

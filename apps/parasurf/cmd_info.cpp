@@ -86,9 +86,9 @@ void add_info(CLI::App& app) {
       choices("surface grids with normals into host memory (float, bicubic net)", "auto_surface_float", "^2",
               [](std::int64_t n) { return surface_auto_estimate(n * n, 16, false); });
       choices("tessellated meshes into host memory (double; the Utah teapot's 32 patches, N segments a side)",
-              "auto_tessellation_teapot", "", [](std::int64_t n) {
-                return tessellation_auto_estimate(32 * (n + 1) * (n + 1), true);
-              }, {4, 16, 64, 256});
+              "auto_tessellation_teapot", "",
+              [](std::int64_t n) { return tessellation_auto_estimate(32 * (n + 1) * (n + 1), true); },
+              {4, 16, 64, 256});
     }
     if (!a->json.empty()) write_json_report(a->json, "info", "", "", std::move(j));
   });

@@ -102,8 +102,8 @@ std::vector<HostCopy> chunk_pieces(const std::vector<HostCopy>& copies) {
   std::vector<HostCopy> pieces;
   for (const HostCopy& c : copies)
     for (std::size_t at = 0; at < c.bytes; at += piece)
-      pieces.push_back({static_cast<char*>(c.host) + at, static_cast<const char*>(c.device) + at,
-                        std::min(piece, c.bytes - at)});
+      pieces.push_back(
+          {static_cast<char*>(c.host) + at, static_cast<const char*>(c.device) + at, std::min(piece, c.bytes - at)});
   return pieces;
 }
 
