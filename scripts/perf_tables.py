@@ -179,9 +179,10 @@ def isosurface():
            "which chooses per call from its estimates of both (best of repeated calls, so its estimates have "
            "learned from the first), and its time over the faster of the two; GPU resident: samples "
            "and mesh on the GPU, with its floor (read the volume once, write the mesh once at the copy bandwidth). "
-           "Of link floor: the pinned link's time for the samples up and the mesh home (measured in the same run, "
-           "one after the other) over the GPU-from-host time; the samples and the mesh are pageable host arrays, "
-           "which the host's cores copy through pinned staging on the way. "
+           "Of link floor: the floor of a job that overlaps its two directions on the pinned link (the larger of "
+           "the samples' time up and the mesh's time home, the link measured in the same run) over the GPU-from-host "
+           "time; the samples and the mesh are pageable host arrays, which the host's cores copy through pinned "
+           "staging on the way, and a fresh mesh's pages are faulted in and cleared. "
            "Peers run on the same array in the same run (scikit-image on one thread, as it runs; VTK's Flying Edges "
            "where installed).\n",
            caption(doc, link, "NVIDIA H200, " + str(doc.get("cpu_threads", "?")) + " host threads",
