@@ -51,7 +51,7 @@ Device choose_device(const AutoJob& job, std::string* why) {
     return Device::Cuda;
   }
   if (!cuda_available()) return Device::Cpu;
-  const core::AutoDecision d = core::decide(job_name(job), estimate_seconds(job));
+  const core::AutoDecision d = core::decide(job_name(job), estimate_seconds(job), true);
   if (why) *why = core::describe(d);
   return d.device;
 }

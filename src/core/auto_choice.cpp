@@ -15,7 +15,15 @@ namespace {
 struct Corrections {
   double cpu = 1, cuda = 1;
   double gpu_call = 0;  // learned fixed cost of a GPU call, 0 until measured
+  bool cpu_measured = false;
+  bool explored[2] = {false, false};  // each side run once to learn it (cpu, cuda)
+  int runs = 0;                       // calls decided for a run
 };
+
+// A side the process has not measured for a job is tried once when its estimate is within this factor of the
+// chosen side's: its estimate may be off by more (a calibration on another field, a GPU's typical rates) and would
+// never be corrected while the other side keeps winning.
+constexpr double kExploreWithin = 2.0;
 
 // Link rates by size class (log2 of the bytes), each a running geometric mean; 0 = not measured.
 struct LinkRates {
@@ -46,11 +54,25 @@ double correction(const char* job, Device side) {
   return side == Device::Cpu ? it->second.cpu : it->second.cuda;
 }
 
-AutoDecision decide(const char* job, DeviceEstimate raw) {
+AutoDecision decide(const char* job, DeviceEstimate raw, bool for_run) {
   AutoDecision d;
   d.cpu_seconds = raw.cpu_seconds * correction(job, Device::Cpu);
   d.cuda_seconds = raw.cuda_seconds * correction(job, Device::Cuda);
   d.device = d.cuda_seconds < d.cpu_seconds ? Device::Cuda : Device::Cpu;
+  if (!for_run) return d;
+  std::lock_guard<std::mutex> g(lock());
+  Corrections& c = table()[job];
+  // (A process's first call never explores: a one-shot run would pay for a lesson it cannot use.)
+  if (++c.runs < 2 || raw.cpu_bound || !(d.cpu_seconds > 0) || !(d.cuda_seconds > 0)) return d;
+  const bool gpu = d.device == Device::Cuda;
+  const double chosen = gpu ? d.cuda_seconds : d.cpu_seconds, other = gpu ? d.cpu_seconds : d.cuda_seconds;
+  if (other > kExploreWithin * chosen) return d;
+  const bool other_measured = gpu ? c.cpu_measured : c.gpu_call > 0;
+  bool& explored = c.explored[gpu ? 0 : 1];
+  if (other_measured || explored) return d;
+  explored = true;
+  d.device = gpu ? Device::Cpu : Device::Cuda;
+  d.exploring = true;
   return d;
 }
 
@@ -61,8 +83,11 @@ void learn(const char* job, Device ran, double estimated_seconds, double measure
   std::lock_guard<std::mutex> g(lock());
   Corrections& c = table()[job];
   double& f = ran == Device::Cpu ? c.cpu : c.cuda;
-  // Geometric mean with the last factor: one slow run (a page fault storm, a busy core) moves it only halfway.
-  f = std::clamp(std::sqrt(f * ratio), 0.25, 4.0);
+  // The first run of the job replaces the estimate's factor (the estimate comes from other work); later ones move
+  // it by the geometric mean, so that one slow run (a page fault storm, a busy core) moves it only halfway.
+  const bool first = ran == Device::Cpu && !c.cpu_measured;
+  f = std::clamp(first ? ratio : std::sqrt(f * ratio), 0.25, 4.0);
+  if (ran == Device::Cpu) c.cpu_measured = true;
 }
 
 double link_seconds(bool up, double bytes, double typical_bytes_per_second) {
@@ -107,9 +132,9 @@ int gpu_holding(const void* p) {
 std::string describe(const AutoDecision& d) {
   char text[160];
   const bool gpu = d.device == Device::Cuda;
-  std::snprintf(text, sizeof text, "auto chose %s: about %.3g ms against %.3g ms on %s", gpu ? "cuda" : "cpu",
+  std::snprintf(text, sizeof text, "auto chose %s: about %.3g ms against %.3g ms on %s%s", gpu ? "cuda" : "cpu",
                 (gpu ? d.cuda_seconds : d.cpu_seconds) * 1e3, (gpu ? d.cpu_seconds : d.cuda_seconds) * 1e3,
-                gpu ? "the cpu" : "cuda");
+                gpu ? "the cpu" : "cuda", d.exploring ? " (trying it once: not yet measured in this process)" : "");
   return text;
 }
 

@@ -680,7 +680,7 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     chosen.device = Device::Cpu;
   } else {
     before = iso::estimate_seconds(iso::auto_job(volume, o, iso::expected_triangles(volume, o.levels)));
-    decision = core::decide("isosurface", before);
+    decision = core::decide("isosurface", before, true);
     chosen.device = decision.device;
   }
   const bool gpu = chosen.device == Device::Cuda, cold = gpu && !core::cuda_context_active(0);

@@ -66,7 +66,7 @@ core::DeviceEstimate estimate_seconds(const AutoJob& job) {
 
 Device choose_device(const AutoJob& job, std::string* why) {
   if (!cuda_available()) return Device::Cpu;
-  const core::AutoDecision d = core::decide(job_name(job), estimate_seconds(job));
+  const core::AutoDecision d = core::decide(job_name(job), estimate_seconds(job), true);
   if (why) *why = core::describe(d);
   return d.device;
 }

@@ -230,7 +230,9 @@ TEST(Properties, AutoKeepsSmallGridsOnTheCpuAndLargeOnesOnTheGpu) {
   const AutoDeviceEstimate big = surface_auto_estimate(3000 * 3000, 16, false);
   EXPECT_GT(big.cuda_seconds, 0);
   const auto large = evaluate_grid<float>(s, {3000, 3000}, req, automatic, &r);
-  EXPECT_EQ(r.device_used, big.device) << r.device_choice;
+  // (or the other side, tried once to measure it: core::decide)
+  EXPECT_TRUE(r.device_used == big.device || r.device_choice.find("trying it once") != std::string::npos)
+      << r.device_choice;
   EXPECT_FALSE(r.device_choice.empty());
   EXPECT_EQ(large.count, 3000 * 3000);
   // Outputs in GPU memory: the GPU, whatever the size.

@@ -641,7 +641,9 @@ TEST(Tessellate, AutoKeepsSmallModelsOnTheCpu) {
   const AutoDeviceEstimate big = tessellation_auto_estimate(32 * 257 * 257);
   EXPECT_GT(big.cuda_seconds, 0);
   const PatchMesh large = tessellate(teapot, automatic, &r);
-  EXPECT_EQ(r.device, big.device) << r.device_choice;
+  // (or the other side, tried once to measure it: core::decide)
+  EXPECT_TRUE(r.device == big.device || r.device_choice.find("trying it once") != std::string::npos)
+      << r.device_choice;
   EXPECT_FALSE(r.device_choice.empty());
   EXPECT_GT(large.triangle_count(), 32 * 256 * 256);
 }
