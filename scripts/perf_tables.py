@@ -152,20 +152,16 @@ def isosurface_rows(doc):
         peers = r.get("peers") or {}
         sk = (peers.get("skimage") or {}).get("seconds")
         vtk = (peers.get("vtk_flying_edges") or {}).get("seconds")
-        auto = r.get("auto") or {}
-        chose = auto.get("device", "").split(" ")[0]
         body.append([r["volume"], f"{r.get('triangles', cpu.get('triangles', res.get('triangles', 0))):,}",
                      ms(cpu["seconds"]) if cpu.get("seconds") else "",
                      ms(cuda["seconds"]) if cuda.get("seconds") else "",
                      f"{100 * cuda['fraction_of_link_floor']:.0f} %" if cuda.get("fraction_of_link_floor") else "",
-                     f"{ms(auto['seconds'])} ({chose})" if auto.get("seconds") else "",
-                     ratio(auto["ratio_to_faster"]) if auto.get("ratio_to_faster") else "",
                      ms(res["seconds"]) if res.get("seconds") else "",
                      ratio(res["floor_ratio"]) if res.get("floor_ratio") else "",
                      ms(sk) if sk else "", ratio(sk / cpu["seconds"]) if sk and cpu.get("seconds") else "",
                      ratio(sk / res["seconds"]) if sk and res.get("seconds") else "",
                      ratio(vtk / cpu["seconds"]) if vtk and cpu.get("seconds") else ""])
-    return table(["volume", "triangles", "CPU", "GPU from host", "of link floor", "auto (chose)", "auto ÷ faster", "GPU resident", "resident ÷ floor", "scikit-image",
+    return table(["volume", "triangles", "CPU", "GPU from host", "of link floor", "GPU resident", "resident ÷ floor", "scikit-image",
                   "skimage ÷ CPU", "skimage ÷ resident", "VTK ÷ CPU"], body)
 
 
@@ -175,9 +171,7 @@ def isosurface():
         return ""
     out = ["### Isosurfaces\n",
            "The tangle field, level 0.5 for float32 and its byte image for uint8; welded mesh with normals. CPU: the "
-           "host's threads; GPU from host: samples in host memory, mesh back in host memory; auto: the default device, "
-           "which chooses per call from its estimates of both (best of repeated calls, so its estimates have "
-           "learned from the first), and its time over the faster of the two; GPU resident: samples "
+           "host's threads; GPU from host: samples in host memory, mesh back in host memory; GPU resident: samples "
            "and mesh on the GPU, with its floor (read the volume once, write the mesh once at the copy bandwidth). "
            "Of link floor: the floor of a job that overlaps its two directions on the pinned link (the larger of "
            "the samples' time up and the mesh's time home, the link measured in the same run) over the GPU-from-host "
@@ -189,6 +183,22 @@ def isosurface():
                    "parasurf bench isosurface --sizes 64,128,256,512 --volumes MR_Gd.nii.gz:60,spm152.nii.gz:60 "
                    "--json f.json"),
            isosurface_rows(doc)]
+    auto, auto_link = load("bench-isosurface-auto-h200.json")
+    if auto:
+        out.append("\n`auto`, the default device, against the faster of the two: it chooses per call from its "
+                   "estimates of both, which the process's runs correct (best of repeated calls, so its estimates "
+                   "have learned from the first). " +
+                   caption(auto, auto_link, "NVIDIA H200, " + str(auto.get("cpu_threads", "?")) + " host threads",
+                           "parasurf bench isosurface --sizes 64,128,256 --volumes MR_Gd.nii.gz:60,spm152.nii.gz:60 "
+                           "--devices cpu,cuda,auto --no-peers --json f.json"))
+        rows = []
+        for r in auto["results"]:
+            a = r.get("auto") or {}
+            if not a.get("seconds"):
+                continue
+            rows.append([r["volume"], ms(r["cpu"]["seconds"]), ms(r["cuda"]["seconds"]),
+                         f"{ms(a['seconds'])} ({a.get('device', '').split(' ')[0]})", ratio(a["ratio_to_faster"])])
+        out.append(table(["volume", "CPU", "GPU from host", "auto (chose)", "auto ÷ faster"], rows))
     small, small_link = load("bench-isosurface-2core.json")
     if small:
         out.append("\nOn the development machine, " + caption(small, small_link, f"{small.get('cpu_threads', '?')} "
