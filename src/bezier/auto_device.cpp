@@ -39,9 +39,9 @@ double kernel_seconds(const AutoJob& job) {
 core::DeviceEstimate estimate_seconds(const AutoJob& job) {
   core::DeviceEstimate e;
   e.cpu_seconds = cpu_seconds(job);
-  e.cuda_seconds = (core::cuda_context_active(0) ? 0 : kContextStartSeconds) +
-                   core::gpu_call_seconds(job_name(job), kGpuCallSeconds) +
-                   core::link_seconds(false, job.bytes_home, kDownloadBytesPerSecond) + kernel_seconds(job);
+  e.cuda_seconds = core::gpu_call_home_seconds(job_name(job), kContextStartSeconds, kGpuCallSeconds, job.bytes_home,
+                                               kDownloadBytesPerSecond) +
+                   kernel_seconds(job);
   return e;
 }
 

@@ -115,6 +115,12 @@ double gpu_call_seconds(const char* job, double typical_seconds) {
   return it == table().end() || it->second.gpu_call <= 0 ? typical_seconds : it->second.gpu_call;
 }
 
+double gpu_call_home_seconds(const char* job, double context_start_seconds, double typical_call_seconds,
+                             double bytes_home, double typical_bytes_per_second) {
+  return (cuda_context_active(0) ? 0 : context_start_seconds) + gpu_call_seconds(job, typical_call_seconds) +
+         link_seconds(false, bytes_home, typical_bytes_per_second);
+}
+
 void learn_gpu_call(const char* job, double seconds) {
   if (!std::isfinite(seconds)) return;
   std::lock_guard<std::mutex> g(lock());

@@ -40,6 +40,11 @@ void learn_link(bool up, double bytes, double seconds);
 // A GPU call's fixed cost for `job` (launches, waits, buffers), learned as the rest of its measured time.
 double gpu_call_seconds(const char* job, double typical_seconds);
 void learn_gpu_call(const char* job, double seconds);
+// A GPU call whose results come home: its context's start when this process has not started it, the job's fixed
+// cost (gpu_call_seconds) and `bytes_home` over the link (link_seconds), each from what the process measured where
+// it has, else the typical values given.
+double gpu_call_home_seconds(const char* job, double context_start_seconds, double typical_call_seconds,
+                             double bytes_home, double typical_bytes_per_second);
 
 // Whether this process has started the device's context already (a GPU's first call pays for that).
 bool cuda_context_active(int device_index);

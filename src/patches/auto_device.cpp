@@ -57,10 +57,9 @@ double kernel_seconds(const AutoJob& job) { return double(job.samples) * kGpuPoi
 core::DeviceEstimate estimate_seconds(const AutoJob& job) {
   core::DeviceEstimate e;
   e.cpu_seconds = cpu_seconds(job);
-  e.cuda_seconds = (core::cuda_context_active(0) ? 0 : kContextStartSeconds) +
-                   core::gpu_call_seconds(job_name(job), kGpuCallSeconds) +
-                   core::link_seconds(false, bytes_home(job), kDownloadBytesPerSecond) + kernel_seconds(job) +
-                   (job.host_assembly ? cpu_assembly_seconds(job) : 0);
+  e.cuda_seconds = core::gpu_call_home_seconds(job_name(job), kContextStartSeconds, kGpuCallSeconds, bytes_home(job),
+                                               kDownloadBytesPerSecond) +
+                   kernel_seconds(job) + (job.host_assembly ? cpu_assembly_seconds(job) : 0);
   return e;
 }
 
