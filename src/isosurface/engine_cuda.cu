@@ -841,6 +841,7 @@ void keep_cuda_engine(int device, std::unique_ptr<SlabEngine> engine) {
   auto& slot = kept_engines()[device];
   if (!slot) slot = std::move(engine);
 }
+
 void* cuda_engine_pinned_alloc(std::size_t bytes) {
   void* p = nullptr;
   if (cudaHostAlloc(&p, bytes, cudaHostAllocPortable) != cudaSuccess) {
