@@ -6,8 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <exception>
-#include <map>
-#include <mutex>
 
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
