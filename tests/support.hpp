@@ -43,6 +43,10 @@ inline std::string shared_data(const std::string& rel) {
   return std::filesystem::exists(path) ? path : std::string();
 }
 
+// A path in the temporary directory that no other test process uses: ctest runs the tests as processes side by
+// side, and two that wrote the same name read each other's files.
+std::string temp_path(const std::string& name);
+
 // High-precision reference: value and derivatives to second order, from the exact derivative nets.
 struct RefJet {
   long double s[3], su[3], sv[3], suu[3], suv[3], svv[3];

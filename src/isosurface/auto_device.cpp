@@ -217,6 +217,18 @@ bool auto_weighs_devices(const IsosurfaceOptions& o) {
   return o.device == Device::Auto && o.cuda_devices.empty() && core::kCudaBuilt && cuda_available();
 }
 
+AutoPick pick_device(VolumeSource& volume, const IsosurfaceOptions& o) {
+  AutoPick p;
+  const auto& d = volume.geometry().dims;
+  const double samples = double(d[0]) * double(d[1]) * double(d[2]) * double(std::max<std::size_t>(1, o.levels.size()));
+  if (samples < kAlwaysCpuSamples) return p;
+  p.weighed = true;
+  p.before = estimate_seconds(auto_job(volume, o, expected_triangles(volume, o.levels)));
+  p.decision = core::decide("isosurface", p.before, true);
+  p.device = p.decision.device;
+  return p;
+}
+
 AutoJob auto_job(const VolumeSource& volume, const IsosurfaceOptions& o, double triangles) {
   AutoJob job;
   job.dims = volume.geometry().dims;

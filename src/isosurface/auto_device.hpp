@@ -38,6 +38,16 @@ core::DeviceEstimate estimate_seconds(const AutoJob& job);
 // A GPU run of `made` (its actual triangles and vertices) reported `rep`: the link's rates for its copies and the
 // call's fixed cost are learned from it (`context_started`: the run started the GPU's context).
 void learn_from_gpu_run(const AutoJob& made, const IsosurfaceReport& rep, bool context_started);
+// What `auto` takes for one run over `volume` (the CPU below kAlwaysCpuSamples, else the side estimated faster,
+// which from a process's second call may be the unmeasured side tried once): `weighed` says whether the estimates
+// were made (`before`, `decision`).
+struct AutoPick {
+  Device device = Device::Cpu;
+  bool weighed = false;
+  core::DeviceEstimate before;
+  core::AutoDecision decision;
+};
+AutoPick pick_device(VolumeSource& volume, const IsosurfaceOptions& o);
 // Triangles expected: from edge crossings on a lattice of rows when the samples lie in memory, else a typical
 // density of scanned volumes.
 double expected_triangles(VolumeSource& volume, const std::vector<double>& levels);

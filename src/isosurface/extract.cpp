@@ -671,22 +671,13 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
   if (!iso::auto_weighs_devices(o)) return extract_impl(volume, o, report, 0, -1, nullptr);
   // auto with a GPU: the faster side for this call, from both estimates; the run that follows corrects the
   // estimate of the side it ran on (with the triangles it made, so only the rates are learned).
-  const auto& d = volume.geometry().dims;
-  const double samples = double(d[0]) * double(d[1]) * double(d[2]) * double(std::max<std::size_t>(1, o.levels.size()));
+  const iso::AutoPick pick = iso::pick_device(volume, o);
   IsosurfaceOptions chosen = o;
-  core::DeviceEstimate before;
-  core::AutoDecision decision;
-  if (samples < iso::kAlwaysCpuSamples) {
-    chosen.device = Device::Cpu;
-  } else {
-    before = iso::estimate_seconds(iso::auto_job(volume, o, iso::expected_triangles(volume, o.levels)));
-    decision = core::decide("isosurface", before, true);
-    chosen.device = decision.device;
-  }
+  chosen.device = pick.device;
   const bool gpu = chosen.device == Device::Cuda, cold = gpu && !core::cuda_context_active(0);
   IsosurfaceReport rep;
   TriangleMesh mesh = extract_impl(volume, chosen, &rep, 0, -1, nullptr);
-  if (samples >= iso::kAlwaysCpuSamples) {
+  if (pick.weighed) {
     // What the run measured, with the triangles it made: the CPU's estimate is scaled, the GPU's parts (the link's
     // rates, the fixed cost) are learned one by one. The read costs the same on either side.
     iso::AutoJob made = iso::auto_job(volume, o, double(rep.triangles));
@@ -694,10 +685,10 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
     if (gpu) iso::learn_from_gpu_run(made, rep, cold);
     // (A CPU chosen by the cheap bounds teaches nothing: estimating it again could start the calibration the bounds
     // spared, after the run.)
-    else if (!before.cpu_bound)
+    else if (!pick.before.cpu_bound)
       if (const core::DeviceEstimate e = iso::estimate_seconds(made); !e.cpu_bound)
         core::learn("isosurface", Device::Cpu, e.cpu_seconds, rep.seconds_total - rep.seconds_read);
-    rep.device_choice = core::describe(decision);
+    rep.device_choice = core::describe(pick.decision);
   }
   if (report) *report = rep;
   return mesh;

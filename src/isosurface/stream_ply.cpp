@@ -15,7 +15,9 @@
 #include <set>
 #include <utility>
 
+#include "core/auto_choice.hpp"
 #include "io/atomic_file.hpp"
+#include "isosurface/auto_device.hpp"
 #include "isosurface/level_mesh.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/distributed.hpp"
@@ -131,18 +133,29 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
     throw Error(ErrorKind::InvalidArgument,
                 "a streamed mesh cannot exclude labels (their vertices are removed "
                 "across the whole mesh); write it in memory");
+  // One device for the whole file (auto decides once, for the whole volume): the CPU's and a GPU's meshes differ in
+  // the last bits of their positions, so parts made on both would not give the in-memory run's file.
+  IsosurfaceOptions on_one = options;
+  std::string choice;
+  if (iso::auto_weighs_devices(options)) {
+    const iso::AutoPick pick = iso::pick_device(volume, options);
+    on_one.device = pick.device;
+    if (pick.weighed) choice = core::describe(pick.decision);
+  }
   auto in_memory = [&](const std::string& why) {
     StreamedIsosurfaceReport r;
     r.why = why;
-    const TriangleMesh m = extract_isosurface(volume, options, &r.run);
+    const TriangleMesh m = extract_isosurface(volume, on_one, &r.run);
+    r.run.device_choice = choice;
     write_mesh(path, m, MeshFormat::Ply);
     r.run.seconds_total = std::chrono::duration<double>(Clock::now() - start).count();
     return r;
   };
   const auto& g = volume.geometry();
   if (g.dims[0] < 2 || g.dims[1] < 2 || g.dims[2] < 4) return in_memory("the volume is too thin to split");
-  IsosurfaceOptions o = options;
+  IsosurfaceOptions o = on_one;
   IsosurfaceReport& rep = out.run;
+  rep.device_choice = choice;
   if (o.levels.empty()) {  // as extract_isosurface: the middle of the data range
     const auto [lo, hi] = volume_value_range(volume);
     if (!(lo <= hi)) throw Error(ErrorKind::InvalidArgument, volume.name() + ": no finite samples");
@@ -181,7 +194,6 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
     std::vector<distributed::IsosurfacePart> parts =
         distributed::extract_isosurface_parts(volume, o, bounds[std::size_t(p)], bounds[std::size_t(p) + 1], &pr);
     rep.device = pr.device;
-    rep.device_choice = pr.device_choice;
     rep.slabs += pr.slabs;
     rep.slab_slices = std::max(rep.slab_slices, pr.slab_slices);
     rep.seconds_read += pr.seconds_read;

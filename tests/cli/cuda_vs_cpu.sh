@@ -2,7 +2,8 @@
 # The command line on the GPU against the CPU, end to end: volumes read from files (uint8 and float32 MetaImage, the
 # same integer values) and a built-in field, one level and two. Faces must be equal, positions within 1e-5 and
 # normals within 1e-4 of the CPU's; under mpirun (when present), 2 ranks on the GPU write the one-process file byte for
-# byte. Skips (77) where parasurf has no usable CUDA device.
+# byte; `--stream-mesh` on the GPU writes the in-memory GPU run's file. Skips (77) where parasurf has no usable CUDA
+# device.
 #   usage: cuda_vs_cpu.sh <parasurf executable> [mpi|no-mpi]   (mpi: the build has MPI and mpirun runs it)
 set -uo pipefail
 exe="$1"
@@ -63,5 +64,15 @@ for input in "u8.mhd:1" "u8.mhd:1,2" "f32.mhd:1,2" "field:0.5" "field:0.4,0.6"; 
       || { cat "$dir/mpi.log"; fail "2 ranks on the GPU on $src at $levels"; }
     cmp -s "$dir/$tag-cuda.ply" "$dir/$tag-cuda2.ply" || fail "2 ranks on the GPU differ from one process on $src at $levels"
   fi
+done
+# --stream-mesh on the GPU: the file of the in-memory GPU run, part by part (or in memory, where a part needs the
+# whole mesh's clean-up: the JSON says which); and auto, which settles one device for the whole file.
+for dev in cuda auto; do
+  "$exe" isosurface --field tangle --size 72 --level 0.3,0.6 --device $dev -q -o "$dir/whole-$dev.ply" \
+    || fail "in-memory run on $dev"
+  "$exe" isosurface --field tangle --size 72 --level 0.3,0.6 --device $dev -q -o "$dir/parts-$dev.ply" --stream-mesh \
+    --memory 0.05 --json "$dir/parts-$dev.json" || fail "--stream-mesh on $dev"
+  cmp -s "$dir/whole-$dev.ply" "$dir/parts-$dev.ply" || fail "--stream-mesh on $dev wrote another file than in memory"
+  echo "--stream-mesh on $dev: the in-memory file ($(grep -oE '"streamed": (true|false)' "$dir/parts-$dev.json"))"
 done
 echo "cuda_vs_cpu passed"

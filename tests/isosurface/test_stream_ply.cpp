@@ -54,8 +54,7 @@ struct Blobs {
 };
 
 struct Files {
-  std::string dir = ::testing::TempDir();
-  std::string memory = dir + "/parasurf_stream_memory.ply", streamed = dir + "/parasurf_stream_parts.ply";
+  std::string memory = test::temp_path("memory.ply"), streamed = test::temp_path("parts.ply");
   ~Files() {
     std::remove(memory.c_str());
     std::remove(streamed.c_str());

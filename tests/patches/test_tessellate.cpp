@@ -601,9 +601,8 @@ TEST(Tessellate, WritersProduceReadableFiles) {
   o.resolution = 4;
   const TriangleMesh tm = to_triangle_mesh(tessellate(utah_teapot(), o));
   EXPECT_EQ(tm.face_groups.size(), std::size_t(tm.triangle_count()));
-  const std::string dir = testing::TempDir();
   for (const char* ext : {".ply", ".obj", ".glb"}) {
-    const std::string path = dir + "/teapot_test" + ext;
+    const std::string path = test::temp_path(std::string("teapot") + ext);
     write_mesh(path, tm);
     std::FILE* f = std::fopen(path.c_str(), "rb");
     ASSERT_NE(f, nullptr) << path;
