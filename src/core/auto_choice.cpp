@@ -105,8 +105,17 @@ double link_seconds(bool up, double bytes, double typical_bytes_per_second) {
 void learn_link(bool up, double bytes, double seconds) {
   if (!(bytes >= 65536) || !(seconds > 0) || !std::isfinite(seconds)) return;
   std::lock_guard<std::mutex> g(lock());
-  double& r = link().rate[up ? 0 : 1][size_class(bytes)];
-  r = blend(r, bytes / seconds);
+  double* rates = link().rate[up ? 0 : 1];
+  const int c = size_class(bytes);
+  // One run moves what is known by at most a factor of two (then halfway, by the blend): a copy slowed by page
+  // faults or a busy host would otherwise make the GPU look slow, and a side that looks slow is not run again to
+  // correct it. What is known: this size's rate, else the nearest measured within a factor of 8.
+  double known = 0;
+  for (int d = 0; d <= 3 && known == 0; ++d)
+    for (int k : {c - d, c + d})
+      if (known == 0 && k >= 0 && k < 64 && rates[k] > 0) known = rates[k];
+  const double measured = bytes / seconds;
+  rates[c] = blend(rates[c], known > 0 ? std::clamp(measured, known / 2, known * 2) : measured);
 }
 
 double gpu_call_seconds(const char* job, double typical_seconds) {
@@ -125,7 +134,9 @@ void learn_gpu_call(const char* job, double seconds) {
   if (!std::isfinite(seconds)) return;
   std::lock_guard<std::mutex> g(lock());
   double& c = table()[job].gpu_call;
-  c = blend(c, std::clamp(seconds, 1e-4, 2e-2));
+  // At most a factor of two per run, as the link's rates (learn_link).
+  const double bounded = c > 0 ? std::clamp(seconds, c / 2, c * 2) : seconds;
+  c = blend(c, std::clamp(bounded, 1e-4, 2e-2));
 }
 
 int gpu_holding(const void* p) {

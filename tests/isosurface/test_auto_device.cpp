@@ -77,11 +77,19 @@ TEST(AutoDevice, LinkRatesAreLearnedBySize) {
   EXPECT_NEAR(core::link_seconds(true, 4 * huge, 1e10), 4 * huge / 2e10, 1e-9 * huge);  // within a factor of 8
   EXPECT_DOUBLE_EQ(core::link_seconds(true, 32 * huge, 1e10), 32 * huge / 1e10);         // beyond it
   EXPECT_DOUBLE_EQ(core::link_seconds(false, huge, 1e10), huge / 1e10);                 // the other direction
+  // A run slowed 200x (page faults, a busy host) moves a known rate by the square root of two at most, and a size
+  // first measured so slow starts at half the nearest known rate.
+  core::learn_link(true, huge, huge / 1e8);
+  EXPECT_NEAR(core::link_seconds(true, huge, 1e10), huge / std::sqrt(2e10 * 1e10), 1e-9 * huge / 1e10);
+  core::learn_link(true, 2 * huge, 2 * huge / 1e8);
+  EXPECT_NEAR(core::link_seconds(true, 2 * huge, 1e10), 2 * huge / (std::sqrt(2e10 * 1e10) / 2), 1e-9 * huge / 1e10);
   core::learn_link(true, 1000, 1);  // too small to tell a rate
   EXPECT_DOUBLE_EQ(core::link_seconds(true, 1000, 1e10), 1000 / 1e10);
   EXPECT_DOUBLE_EQ(core::gpu_call_seconds("test-call", 5e-4), 5e-4);
   core::learn_gpu_call("test-call", 1.0);  // clamped: a call's fixed cost is not a second
   EXPECT_DOUBLE_EQ(core::gpu_call_seconds("test-call", 5e-4), 2e-2);
+  core::learn_gpu_call("test-call", 1e-4);  // a fast call after it: halfway to half the known cost
+  EXPECT_NEAR(core::gpu_call_seconds("test-call", 5e-4), std::sqrt(2e-2 * 1e-2), 1e-12);
 }
 
 // Samples of a built-in field in memory, as a caller's array would hold them.
