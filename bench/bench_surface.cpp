@@ -289,6 +289,7 @@ void add_bench(CLI::App& app) {
   add_bench_isosurface(*bench);
   add_bench_ffd(*bench);
   add_bench_solver(*bench);
+  add_bench_auto(*bench);
 }
 
 }  // namespace parasurf::cli

@@ -312,8 +312,26 @@ def python_functions():
                               ratio(r["ratio_to_engine"])] for r in doc["rows"]])])
 
 
+def auto_jobs():
+    doc, link = load("bench-auto-h200.json")
+    if not doc or not doc.get("rows"):
+        return ""
+    out = ["### `auto` on surfaces, patch meshes and FFD\n",
+           "The default device against the faster of the CPU and the GPU, each job through the call a user makes with "
+           "its results in host memory (a surface grid with normals, the teapot's welded mesh, an FFD session of 10 "
+           "updates each brought home, its preparation included), best of repeated calls in one process, auto last. "
+           "An FFD session that starts on the CPU moves to the GPU once its updates have cost the GPU's start.\n",
+           caption(doc, link, "NVIDIA H200, " + str(doc.get("cpu_threads", "?")) + " host threads",
+                   "parasurf bench auto --json f.json")]
+    out.append(table(["job", "CPU", "GPU", "auto (chose)", "auto ÷ faster"],
+                     [[r["job"], ms(r["cpu_seconds"]), ms(r["cuda_seconds"]),
+                       f"{ms(r['auto_seconds'])} ({r['auto_device'].split(' ')[0]})", ratio(r["ratio_to_faster"])]
+                      for r in doc["rows"]]))
+    return "\n".join(out)
+
+
 def render():
-    sections = [s for s in (surface(), patches(), isosurface(), ffd(), solver(), python_marching_cubes(),
+    sections = [s for s in (surface(), patches(), isosurface(), ffd(), auto_jobs(), solver(), python_marching_cubes(),
                             python_functions()) if s]
     return BEGIN + "\n\n" + "\n".join(sections) + "\n" + END
 

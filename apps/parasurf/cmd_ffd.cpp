@@ -91,8 +91,10 @@ void run(const FfdArgs& a, const PolygonMesh& mesh, const Lattice& lattice, cons
     std::printf("; %lld pieces in %lld Bezier surfaces (degree up to %dx%d)", (long long)r.pieces, (long long)r.surfaces,
                 r.max_degree_s, r.max_degree_t);
   std::printf("\n  preprocessing %.3f s, update %.3f ms -> %s\n", r.preprocess_seconds, 1e3 * r.update_seconds, a.output.c_str());
+  if (!r.device_choice.empty()) std::printf("  %s\n", r.device_choice.c_str());
   report["method"] = ffd_method_name(r.method);
   report["device"] = device_name(r.device);
+  if (!r.device_choice.empty()) report["device_choice"] = r.device_choice;
   report["precision"] = a.precision;
   report["level"] = o.level;
   report["input_faces"] = r.input_faces;

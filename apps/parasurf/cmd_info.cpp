@@ -5,6 +5,7 @@
 #include "parasurf/bezier.hpp"
 #include "parasurf/commands.hpp"
 #include "parasurf/device.hpp"
+#include "parasurf/ffd.hpp"
 #include "parasurf/isosurface.hpp"
 #include "parasurf/tessellate.hpp"
 
@@ -89,6 +90,10 @@ void add_info(CLI::App& app) {
               "auto_tessellation_teapot", "",
               [](std::int64_t n) { return tessellation_auto_estimate(32 * (n + 1) * (n + 1), true); },
               {4, 16, 64, 256});
+      choices("FFD updates into host memory (float, accurate, level 4: a mesh of N triangles, a surface per 2)",
+              "auto_ffd_accurate", "",
+              [](std::int64_t n) { return ffd_auto_estimate(FfdMethod::Accurate, 8 * n, n / 2); },
+              {1000, 10000, 100000, 1000000});
     }
     if (!a->json.empty()) write_json_report(a->json, "info", "", "", std::move(j));
   });

@@ -146,7 +146,17 @@ struct FfdReport {
   std::int64_t output_vertices = 0, output_triangles = 0;
   int max_degree_s = 0, max_degree_t = 0;
   double preprocess_seconds = 0, update_seconds = 0;
+  // Device::Auto with a usable GPU: what auto weighed and chose ("auto chose cpu: ..."), and where the session moved
+  // to the GPU, after how many updates; empty otherwise.
+  std::string device_choice;
 };
+
+// What `auto` would start an FFD session of this size on (per update: `vertices` output vertices, `surfaces` Bézier
+// surfaces sampled by accurate FFD), with the CPU's update time and the GPU's first update (its start included) as
+// this process knows them. A session that starts on the CPU moves to the GPU once its updates have cost the GPU's
+// start (FfdReport::device_choice says so).
+AutoDeviceEstimate ffd_auto_estimate(FfdMethod method, std::int64_t vertices, std::int64_t surfaces = 0,
+                                     bool doubles = false, int threads = 0);
 
 template <class T>
 struct FfdState;

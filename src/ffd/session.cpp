@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "ffd/auto_device.hpp"
 #include "ffd/ffd_backend.hpp"
 #include "ffd/lattice_view.hpp"
 #include "ffd/prepare.hpp"
@@ -26,6 +27,11 @@ struct FfdState {
   std::vector<T> control_points;
   std::vector<double> last_control_points;  // for the exact patches, recomputed in double
   bool updated = false;
+  // auto: the job it weighed; whether the session moves to the GPU, once its CPU updates have taken move_after
+  ffd::AutoJob auto_job;
+  bool auto_weighed = false, move_pending = false;
+  double move_after_seconds = 0;
+  std::int64_t updates = 0;
 };
 
 namespace ffd {
@@ -84,9 +90,9 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
   }
   Device device = options.device;
   if (device == Device::Hybrid) throw Error(ErrorKind::InvalidArgument, "FFD runs on cpu or cuda, not hybrid");
-  device = resolve_device(device);
+  const bool weigh = device == Device::Auto && core::kCudaBuilt && cuda_available();
+  device = weigh ? Device::Cpu : resolve_device(device);  // auto: settled below, once the output's size is known
   FfdReport& report = state_->report;
-  report.device = device;
   report.method = options.method;
   report.input_faces = mesh.face_count();
 
@@ -127,12 +133,45 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
     d.rest_positions = convert<T>(prep.rest_positions);
     d.rest_normals = convert<T>(prep.rest_normals);
   }
+  if (weigh) {
+    ffd::AutoJob& job = state_->auto_job;
+    job.method = options.method;
+    job.vertices = report.output_vertices;
+    job.surfaces = report.surfaces;
+    job.doubles = sizeof(T) == 8;
+    job.threads = options.threads;
+    const ffd::AutoPlan p = ffd::plan(job);
+    device = p.device;
+    state_->auto_weighed = true;
+    state_->move_pending = p.move_after_seconds > 0;
+    state_->move_after_seconds = p.move_after_seconds;
+    report.device_choice = p.why;
+  }
+  report.device = device;
   state_->backend = ffd::make_backend<T>(device, d);
   report.preprocess_seconds = seconds_since(t0);
 }
 
 template <class T>
 FfdSession<T>::~FfdSession() = default;
+
+namespace {
+// auto's move of a session from the CPU to the GPU, between updates (each update computes everything from the
+// control points, so nothing of the CPU's results is needed). A GPU that cannot take it leaves the session where it is.
+template <class T>
+void move_to_gpu(FfdState<T>& s) {
+  s.move_pending = false;
+  s.updated = false;  // the new backend holds no results until the update that follows
+  try {
+    s.backend = ffd::make_backend<T>(Device::Cuda, s.data);
+  } catch (const Error& e) {
+    s.report.device_choice += "; stayed on the cpu: " + std::string(e.what());
+    return;
+  }
+  s.report.device = Device::Cuda;
+  s.report.device_choice += "; moved to cuda after " + std::to_string(s.updates) + " updates";
+}
+}  // namespace
 
 template <class T>
 void FfdSession<T>::update(std::span<const double> control_points) {
@@ -142,12 +181,18 @@ void FfdSession<T>::update(std::span<const double> control_points) {
                                                 " control-point coordinates, got " + std::to_string(control_points.size()));
   for (double v : control_points)
     if (!std::isfinite(v)) throw Error(ErrorKind::InvalidArgument, "FFD update: a control point is not finite");
+  if (s.move_pending && s.move_after_seconds <= 0) move_to_gpu(s);
   const auto t0 = std::chrono::steady_clock::now();
   s.control_points.assign(control_points.begin(), control_points.end());
   s.last_control_points.assign(control_points.begin(), control_points.end());
   s.backend->update(s.control_points.data(), s.last_control_points.data());
   s.report.update_seconds = seconds_since(t0);
   s.updated = true;
+  ++s.updates;
+  // (A session's first update starts the threads and faults the arrays in: not what the next ones cost.)
+  if (s.auto_weighed && s.report.device == Device::Cpu && s.updates > 1)
+    ffd::learn_cpu_update(s.auto_job, s.report.update_seconds);
+  if (s.move_pending) s.move_after_seconds -= s.report.update_seconds;
 }
 
 template <class T>

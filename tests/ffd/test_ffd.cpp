@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <random>
 
+#include "ffd/auto_device.hpp"
 #include "ffd/ffd_kernels.hpp"
 #include "ffd/lattice_view.hpp"
 #include "ffd/prepare.hpp"
@@ -563,6 +564,64 @@ TEST(Ffd, NonConvexFacesAreTriangulated) {
     check_accurate_against_point<double>(device, m, l, 3, 1e-10, 1e-8);
     expect_watertight(m, l, 2, device);
   }
+}
+
+// auto's rule for a session: the GPU at once where its first update, start included, beats a CPU update; the CPU
+// with a move where only the GPU's later updates do (the move comes once the CPU has spent the start); the CPU alone
+// where the GPU is not faster per update either.
+TEST(FfdAuto, TheGpuAtOnceLaterOrNever) {
+  const ffd::AutoPlan at_once = ffd::plan_for(10e-3, 1e-3, 5e-3);
+  EXPECT_EQ(at_once.device, Device::Cuda);
+  EXPECT_EQ(at_once.move_after_seconds, 0);
+  const ffd::AutoPlan later = ffd::plan_for(10e-3, 1e-3, 0.3);
+  EXPECT_EQ(later.device, Device::Cpu);
+  EXPECT_DOUBLE_EQ(later.move_after_seconds, 0.3);
+  EXPECT_NE(later.why.find("moves to cuda"), std::string::npos) << later.why;
+  const ffd::AutoPlan never = ffd::plan_for(1e-3, 2e-3, 0);
+  EXPECT_EQ(never.device, Device::Cpu);
+  EXPECT_EQ(never.move_after_seconds, 0);
+  // The estimates themselves: a larger mesh costs more on either side, and the CPU more than the GPU per update.
+  ffd::AutoJob small, large;
+  small.vertices = 1000, large.vertices = 10000000;
+  small.surfaces = 100, large.surfaces = 1000000;
+  const core::DeviceEstimate a = ffd::estimate_update(small), b = ffd::estimate_update(large);
+  EXPECT_LT(a.cpu_seconds, b.cpu_seconds);
+  EXPECT_LT(a.cuda_seconds, b.cuda_seconds);
+  EXPECT_GT(b.cpu_seconds, b.cuda_seconds);
+}
+
+// On a machine with a GPU: a small session stays on the CPU; a large one runs on the GPU, at once or (where this
+// process has not started the GPU) once its CPU updates have cost the start, and gives the CPU's mesh after the move.
+TEST(FfdAuto, SmallSessionsStayOnTheCpuLargeOnesMove) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  std::mt19937_64 rng(test::run_seed() + 17);
+  const PolygonMesh tiny = sphere_mesh(4, 6);
+  const Lattice small_lattice = random_lattice(tiny, rng, 0.05, false);
+  FfdOptions o;
+  o.method = FfdMethod::Point;
+  FfdSession<float> small(tiny, small_lattice, o);
+  for (int i = 0; i < 5; ++i) small.update(small_lattice.control_points);
+  EXPECT_EQ(small.report().device, Device::Cpu) << small.report().device_choice;
+
+  const PolygonMesh mesh = sphere_mesh(60, 90);
+  const Lattice lattice = random_lattice(mesh, rng, 0.05, false);
+  o.method = FfdMethod::Accurate;
+  o.level = 8;
+  FfdSession<float> session(mesh, lattice, o);
+  o.device = Device::Cpu;
+  FfdSession<float> cpu(mesh, lattice, o);
+  cpu.update(lattice.control_points);
+  std::vector<float> want, want_n, got, got_n;
+  cpu.download(want, want_n);
+  std::printf("%s\n", session.report().device_choice.c_str());
+  for (int i = 0; i < 400 && session.report().device == Device::Cpu; ++i) session.update(lattice.control_points);
+  ASSERT_EQ(session.report().device, Device::Cuda) << session.report().device_choice;
+  session.update(lattice.control_points);
+  session.download(got, got_n);
+  ASSERT_EQ(got.size(), want.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, double(std::abs(got[i] - want[i])));
+  EXPECT_LT(worst, 1e-4) << session.report().device_choice;
 }
 
 }  // namespace

@@ -24,6 +24,7 @@ void add_solve(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_completion(CLI::App& app);  // reads the whole app's definitions when run
 void add_bench_patches(CLI::App& bench);  // `bench patches`, registered by add_bench
+void add_bench_auto(CLI::App& bench);     // `bench auto`, registered by add_bench
 void add_bench_isosurface(CLI::App& bench);  // `bench isosurface`, registered by add_bench
 void add_bench_ffd(CLI::App& bench);         // `bench ffd`, registered by add_bench
 void add_bench_solver(CLI::App& bench);      // `bench solver`, registered by add_bench
