@@ -17,6 +17,28 @@ namespace parasurf {
 using bezier::Job;
 using Clock = std::chrono::steady_clock;
 
+namespace {
+// A one-shot call (evaluate_grid, evaluate_points) makes and drops its evaluator around the evaluation: on a GPU,
+// making the evaluator's buffers and freeing them cost about as much as a small grid's evaluation, so auto, learning
+// from the evaluation alone, kept small one-shot grids on a GPU that took 2.7-4.5x the CPU's time. Such calls learn
+// from their whole time; the evaluation inside hands them its lesson.
+struct DeferredLesson {
+  bool defer = false, ready = false;
+  bezier::AutoJob job;
+  Device device = Device::Cpu;
+  double transfer_seconds = 0;
+};
+thread_local DeferredLesson t_lesson;
+
+void learn_or_defer(const bezier::AutoJob& job, Device device, double seconds, double transfer_seconds) {
+  if (!t_lesson.defer) return bezier::learn_from_run(job, device, seconds, transfer_seconds);
+  t_lesson.ready = true;
+  t_lesson.job = job;
+  t_lesson.device = device;
+  t_lesson.transfer_seconds = transfer_seconds;
+}
+}  // namespace
+
 template <class T>
 struct SurfaceEvaluator<T>::State {
   MleCounters counters;
@@ -223,7 +245,7 @@ void SurfaceEvaluator<T>::evaluate_grid_into(const BezierSurface& surface, GridS
   st.counters.level2_builds += st.backend(device).evaluate_grid(job, host_out, options_, report_);
   ++st.counters.level1_runs;
   report_.seconds_total = seconds_since(t0);
-  if (weigh) bezier::learn_from_run(auto_of, device, report_.seconds_total, report_.seconds_transfer);
+  if (weigh) learn_or_defer(auto_of, device, report_.seconds_total, report_.seconds_transfer);
 }
 
 template <class T>
@@ -254,25 +276,44 @@ void SurfaceEvaluator<T>::evaluate_points_into(const BezierSurface& surface, std
   report_.device_used = device == Device::Hybrid ? Device::Cuda : device;  // a point list is one launch: no tiles
   if (count > 0) st.backend(device).evaluate_points(job, host_out, options_, report_);
   report_.seconds_total = seconds_since(t0);
-  if (weigh) bezier::learn_from_run(auto_of, device, report_.seconds_total, report_.seconds_transfer);
+  if (weigh) learn_or_defer(auto_of, device, report_.seconds_total, report_.seconds_transfer);
 }
+
+namespace {
+// A one-shot call: an evaluator made for `call` and dropped after it; auto learns from the whole (see DeferredLesson).
+template <class T, class Call>
+SurfaceSamples<T> one_shot(const EvalOptions& options, EvalReport* report, Call call) {
+  const auto t0 = Clock::now();
+  struct Scope {  // (the lesson is cleared however the call ends)
+    Scope() { t_lesson = {}, t_lesson.defer = true; }
+    ~Scope() { t_lesson = {}; }
+  } scope;
+  SurfaceSamples<T> s;
+  EvalReport r;
+  {
+    SurfaceEvaluator<T> ev(options);
+    s = call(ev);
+    r = ev.last_report();
+  }
+  if (t_lesson.ready)
+    bezier::learn_from_run(t_lesson.job, t_lesson.device, seconds_since(t0), t_lesson.transfer_seconds);
+  if (report) *report = r;
+  return s;
+}
+}  // namespace
 
 template <class T>
 SurfaceSamples<T> evaluate_grid(const BezierSurface& surface, GridSpec grid, EvalRequest request,
                                 const EvalOptions& options, EvalReport* report) {
-  SurfaceEvaluator<T> ev(options);
-  auto s = ev.evaluate_grid(surface, grid, request);
-  if (report) *report = ev.last_report();
-  return s;
+  return one_shot<T>(options, report,
+                     [&](SurfaceEvaluator<T>& ev) { return ev.evaluate_grid(surface, grid, request); });
 }
 
 template <class T>
 SurfaceSamples<T> evaluate_points(const BezierSurface& surface, std::span<const double> uv, EvalRequest request,
                                   const EvalOptions& options, EvalReport* report) {
-  SurfaceEvaluator<T> ev(options);
-  auto s = ev.evaluate_points(surface, uv, request);
-  if (report) *report = ev.last_report();
-  return s;
+  return one_shot<T>(options, report,
+                     [&](SurfaceEvaluator<T>& ev) { return ev.evaluate_points(surface, uv, request); });
 }
 
 template class SurfaceEvaluator<float>;
