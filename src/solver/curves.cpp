@@ -5,6 +5,7 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/curve_coincidence.hpp"
 #include "solver/curve_point.hpp"
 
 namespace parasurf {
@@ -191,12 +192,67 @@ bool boxes_meet(const BezierCurve2& a, const BezierCurve2& b) {
   }
   return true;
 }
+
+// Curves that share an arc (solver::coincident_arcs): the arc, and the crossings of the pieces beside it, each
+// piece against the other curve solved as a pair of its own (a loop of the common curve can cross the other curve
+// elsewhere). Every piece touches the arc at one of its ends, where the curves run on as one: the solver finds a
+// tangent cluster there, which belongs to the arc.
+CurveIntersectionResult overlapping(const BezierCurve2& a, const BezierCurve2& b, const CurveOverlap& arc,
+                                    const SolverOptions& options) {
+  CurveIntersectionResult out;
+  out.overlaps.push_back(arc);
+  std::array<double, 2> da{}, db{};
+  point_at(a, 0.5 * (arc.s0 + arc.s1), &da);
+  point_at(b, 0.5 * (arc.t0 + arc.t1), &db);
+  const bool same_way = da[0] * db[0] + da[1] * db[1] >= 0;
+  const double ends[2][2] = {{arc.s0, same_way ? arc.t0 : arc.t1}, {arc.s1, same_way ? arc.t1 : arc.t0}};
+  struct Piece {
+    double s0, s1, t0, t1;
+  };
+  std::vector<Piece> pieces;
+  constexpr double kEdge = 1e-9;
+  if (arc.s0 > kEdge) pieces.push_back({0, arc.s0, 0, 1});
+  if (arc.s1 < 1 - kEdge) pieces.push_back({arc.s1, 1, 0, 1});
+  if (arc.t0 > kEdge) pieces.push_back({arc.s0, arc.s1, 0, arc.t0});
+  if (arc.t1 < 1 - kEdge) pieces.push_back({arc.s0, arc.s1, arc.t1, 1});
+  for (const Piece& p : pieces) {
+    const BezierCurve2 pa = solver::curve_piece(a, p.s0, p.s1), pb = solver::curve_piece(b, p.t0, p.t1);
+    SolveResult r = solve_system(crossing_equations(pa, pb), options);
+    if (r.status != "complete" && out.status == "complete") out.status = r.status;
+    std::erase_if(r.roots, [&](const Root& root) {
+      const double s = p.s0 + root.x[0] * (p.s1 - p.s0), t = p.t0 + root.x[1] * (p.t1 - p.t0);
+      const double reach = root.multiplicity_hint > 1 ? kOverlapReach : 1e-7;
+      for (const auto& e : ends)
+        if (std::abs(s - e[0]) <= reach && std::abs(t - e[1]) <= reach) return true;
+      return false;
+    });
+    for (CurveIntersection ci : crossings(pa, pb, r, options.tolerance).points) {
+      ci.s = p.s0 + ci.s * (p.s1 - p.s0);
+      ci.t = p.t0 + ci.t * (p.t1 - p.t0);
+      out.points.push_back(ci);
+    }
+  }
+  // A crossing on the line between two pieces is found by both.
+  std::sort(out.points.begin(), out.points.end(), [](const auto& x, const auto& y) { return x.s < y.s; });
+  std::vector<CurveIntersection> once;
+  for (const auto& ci : out.points)
+    if (once.empty() || std::abs(ci.s - once.back().s) > 1e-9 || std::abs(ci.t - once.back().t) > 1e-9)
+      once.push_back(ci);
+  out.points = std::move(once);
+  return out;
+}
+
+// One pair: its shared arc where the curves coincide over one, else the crossings the solver finds.
+CurveIntersectionResult intersect_pair(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options) {
+  if (const auto arc = solver::coincident_arcs(a, b)) return overlapping(a, b, *arc, options);
+  return crossings(a, b, solve_system(crossing_equations(a, b), options), options.tolerance);
+}
 }  // namespace
 
 CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options) {
   check_curve(a, "1");
   check_curve(b, "2");
-  return crossings(a, b, solve_system(crossing_equations(a, b), options), options.tolerance);
+  return intersect_pair(a, b, options);
 }
 
 std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
@@ -209,6 +265,11 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std
     check_curve(pairs[k].first, (which + "1").c_str());
     check_curve(pairs[k].second, (which + "2").c_str());
     if (!boxes_meet(pairs[k].first, pairs[k].second)) continue;
+    // (A shared arc is found directly; tracing it by subdivision takes thousands of times a crossing's work.)
+    if (const auto arc = solver::coincident_arcs(pairs[k].first, pairs[k].second)) {
+      out[k] = overlapping(pairs[k].first, pairs[k].second, *arc, options);
+      continue;
+    }
     solved.push_back(k);
     systems.push_back(crossing_equations(pairs[k].first, pairs[k].second));
   }

@@ -11,6 +11,7 @@
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/curve_coincidence.hpp"
 #include "support.hpp"
 #include "team.hpp"
 
@@ -540,6 +541,75 @@ TEST(Solver, CurveOverlapEndsAreExactOnEveryEngine) {
         seen.push_back(v);
       }
     }
+  }
+}
+
+// Shared arcs are found from the curves themselves, not traced by subdivision (which took 0.1-0.4 s a pair): arcs
+// of random cubics and quintics, either way round, a cubic's arc reaching past its ends, an arc raised to a higher
+// degree, ends moved by rounding; and none where curves only cross, touch, or run 1e-6 apart. Crossings beside the
+// arc (a loop of the common curve) are points of both curves away from the arc.
+TEST(Solver, SharedArcsAreFoundDirectlyWithTheCrossingsBesideThem) {
+  const std::uint64_t seed = test::run_seed() + 52;
+  std::printf("seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto random_curve = [&](int degree) {
+    BezierCurve2 c;
+    for (int i = 0; i <= degree; ++i) c.points.push_back({u(rng), u(rng)});
+    return c;
+  };
+  auto raise = [](const BezierCurve2& c) {  // one degree up, the same curve
+    const std::size_t n = c.points.size();
+    BezierCurve2 r;
+    r.points.resize(n + 1);
+    r.points[0] = c.points[0], r.points[n] = c.points[n - 1];
+    for (std::size_t i = 1; i < n; ++i)
+      for (int k = 0; k < 2; ++k)
+        r.points[i][std::size_t(k)] = double(i) / double(n) * c.points[i - 1][std::size_t(k)] +
+                                      (1 - double(i) / double(n)) * c.points[i][std::size_t(k)];
+    return r;
+  };
+  int loops = 0;
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const BezierCurve2 a = random_curve(round % 2 ? 5 : 3);
+    double u0 = 0.4 * u(rng), u1 = 0.6 + 0.4 * u(rng);
+    if (round % 4 == 2) u0 -= 0.3, u1 += 0.3;  // past both ends (cubics): a lies inside b
+    BezierCurve2 b = round % 4 == 2 ? sub_arc(a, u0, u1) : solver::curve_piece(a, u0, u1);
+    const bool reversed = round % 3 == 0;
+    if (reversed) std::reverse(b.points.begin(), b.points.end());
+    if (round % 5 == 1) b = raise(b);
+    if (round % 7 == 3) b.points.front()[0] += 1e-14, b.points.back()[1] -= 1e-14;
+    const double s0 = std::max(0.0, u0), s1 = std::min(1.0, u1);
+    double t0 = (s0 - u0) / (u1 - u0), t1 = (s1 - u0) / (u1 - u0);
+    if (reversed) t0 = 1 - t0, t1 = 1 - t1, std::swap(t0, t1);
+    const auto arc = solver::coincident_arcs(a, b);
+    ASSERT_TRUE(arc.has_value());
+    EXPECT_NEAR(arc->s0, s0, 1e-9);
+    EXPECT_NEAR(arc->s1, s1, 1e-9);
+    EXPECT_NEAR(arc->t0, t0, 1e-9);
+    EXPECT_NEAR(arc->t1, t1, 1e-9);
+    const CurveIntersectionResult r = intersect_curves(a, b);
+    EXPECT_EQ(r.status, "complete");
+    ASSERT_EQ(r.overlaps.size(), 1u);
+    EXPECT_NEAR(r.overlaps[0].s0, s0, 1e-9);
+    EXPECT_NEAR(r.overlaps[0].t1, t1, 1e-9);
+    for (const CurveIntersection& p : r.points) {
+      const auto pa = solver::curve_piece(a, p.s, p.s).points[0], pb = solver::curve_piece(b, p.t, p.t).points[0];
+      EXPECT_LT(std::hypot(pa[0] - pb[0], pa[1] - pb[1]), 1e-9) << p.s << " " << p.t;
+      // Away from the arc: s outside it, or t not the arc's image of s.
+      const double image = reversed ? t1 - (p.s - s0) / (s1 - s0) * (t1 - t0) : t0 + (p.s - s0) / (s1 - s0) * (t1 - t0);
+      EXPECT_TRUE(p.s < s0 - 1e-6 || p.s > s1 + 1e-6 || std::abs(p.t - image) > 1e-6) << p.s << " " << p.t;
+      ++loops;
+    }
+  }
+  std::printf("  60 shared arcs, %d crossings beside them\n", loops);
+  for (int k = 0; k < 200; ++k) {  // crossing, touching or near pairs: no shared arc
+    const BezierCurve2 a = random_curve(3 + k % 3);
+    BezierCurve2 b = k % 4 == 0 ? solver::curve_piece(a, 0.2, 0.8) : random_curve(3 + k % 4);
+    if (k % 4 == 0)
+      for (auto& p : b.points) p[1] += 1e-6;
+    EXPECT_FALSE(solver::coincident_arcs(a, b).has_value()) << "pair " << k;
   }
 }
 

@@ -1,0 +1,133 @@
+// Coincident arcs of two planar Bézier curves (see curve_coincidence.hpp).
+#include "solver/curve_coincidence.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+namespace parasurf::solver {
+namespace {
+
+using Point = std::array<double, 2>;
+
+// Point and derivative at t without allocating (curves have at most 64 control points: check_curve).
+Point point_and_tangent(const BezierCurve2& c, double t, Point& d) {
+  std::array<Point, 64> w;
+  const std::size_t n = c.points.size();
+  std::copy(c.points.begin(), c.points.end(), w.begin());
+  d = {0, 0};
+  for (std::size_t r = 1; r < n; ++r) {
+    if (r == n - 1)
+      for (int k = 0; k < 2; ++k) d[k] = double(n - 1) * (w[1][k] - w[0][k]);
+    for (std::size_t i = 0; i + r < n; ++i)
+      for (int k = 0; k < 2; ++k) w[i][k] = (1 - t) * w[i][k] + t * w[i + 1][k];
+  }
+  return w[0];
+}
+
+// The parameter where c passes within `eps` of p, or NaN: Newton on the distance's derivative (quadratic where the
+// distance is zero) from each sample nearer than its neighbours (a curve with a loop comes near p twice).
+double parameter_on(const BezierCurve2& c, const Point& p, double eps) {
+  constexpr int kSamples = 16;
+  std::array<double, kSamples + 1> dist;
+  Point d;
+  for (int i = 0; i <= kSamples; ++i) {
+    const Point q = point_and_tangent(c, double(i) / kSamples, d);
+    dist[std::size_t(i)] = std::hypot(q[0] - p[0], q[1] - p[1]);
+  }
+  double best = NAN, best_d = eps;
+  for (int i = 0; i <= kSamples; ++i) {
+    if ((i > 0 && dist[std::size_t(i - 1)] < dist[std::size_t(i)]) ||
+        (i < kSamples && dist[std::size_t(i + 1)] < dist[std::size_t(i)]))
+      continue;
+    double u = double(i) / kSamples;
+    for (int it = 0; it < 30; ++it) {
+      const Point q = point_and_tangent(c, u, d);
+      const double dd = d[0] * d[0] + d[1] * d[1];
+      if (!(dd > 0)) break;
+      const double step = (d[0] * (q[0] - p[0]) + d[1] * (q[1] - p[1])) / dd;
+      u = std::clamp(u - step, 0.0, 1.0);
+      if (std::abs(step) < 1e-15) break;
+    }
+    const Point q = point_and_tangent(c, u, d);
+    if (const double e = std::hypot(q[0] - p[0], q[1] - p[1]); e <= best_d) best = u, best_d = e;
+  }
+  return best;
+}
+
+// The curve raised to `degree` (its degree or more).
+std::vector<Point> raised(std::vector<Point> p, std::size_t degree) {
+  while (p.size() < degree + 1) {
+    const std::size_t n = p.size();  // degree n - 1 to n
+    std::vector<Point> q(n + 1);
+    q[0] = p[0], q[n] = p[n - 1];
+    for (std::size_t i = 1; i < n; ++i)
+      for (int k = 0; k < 2; ++k) q[i][k] = double(i) / double(n) * p[i - 1][k] + (1 - double(i) / double(n)) * p[i][k];
+    p = std::move(q);
+  }
+  return p;
+}
+
+}  // namespace
+
+BezierCurve2 curve_piece(const BezierCurve2& c, double t0, double t1) {
+  const bool reversed = t0 > t1;
+  if (reversed) std::swap(t0, t1);
+  // Split at t0 and keep the right part, then split that at the image of t1 and keep the left part.
+  auto split = [](std::vector<Point> p, double t, bool keep_right) {
+    const std::size_t n = p.size();
+    std::vector<Point> left(n), right(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      left[r] = p[0], right[n - 1 - r] = p[n - 1 - r];
+      for (std::size_t i = 0; i + 1 < n - r; ++i)
+        for (int k = 0; k < 2; ++k) p[i][k] = (1 - t) * p[i][k] + t * p[i + 1][k];
+    }
+    return keep_right ? right : left;
+  };
+  std::vector<Point> p = t0 > 0 ? split(c.points, t0, true) : c.points;
+  if (t1 < 1) p = split(p, (t1 - t0) / (1 - t0), false);
+  if (reversed) std::reverse(p.begin(), p.end());
+  return {p};
+}
+
+std::optional<CurveOverlap> coincident_arcs(const BezierCurve2& a, const BezierCurve2& b) {
+  double lo[2] = {1e300, 1e300}, hi[2] = {-1e300, -1e300};
+  for (const BezierCurve2* c : {&a, &b})
+    for (const auto& p : c->points)
+      for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], p[k]), hi[k] = std::max(hi[k], p[k]);
+  const double size = std::hypot(hi[0] - lo[0], hi[1] - lo[1]);
+  if (!(size > 0)) return std::nullopt;
+  const double eps = 1e-9 * size;
+  // (s, t) pairs at which the curves meet at an end of one of them.
+  std::array<std::array<double, 2>, 4> meet;
+  int found = 0;
+  for (double t_end : {0.0, 1.0})
+    if (const double s = parameter_on(a, b.points[t_end == 0 ? 0 : b.points.size() - 1], eps); !std::isnan(s))
+      meet[std::size_t(found++)] = {s, t_end};
+  for (double s_end : {0.0, 1.0})
+    if (const double t = parameter_on(b, a.points[s_end == 0 ? 0 : a.points.size() - 1], eps); !std::isnan(t))
+      meet[std::size_t(found++)] = {s_end, t};
+  constexpr double kShortest = 1e-6;  // in both parameters: shorter shared arcs are points
+  const std::size_t degree = std::max(a.points.size(), b.points.size()) - 1;
+  for (int i = 0; i < found; ++i)
+    for (int j = i + 1; j < found; ++j) {
+      const double ds = meet[j][0] - meet[i][0], dt = meet[j][1] - meet[i][1];
+      if (std::abs(ds) < kShortest || std::abs(dt) < kShortest) continue;
+      // t = alpha s + beta, over the s where both parameters lie in [0, 1].
+      const double alpha = dt / ds, beta = meet[i][1] - alpha * meet[i][0];
+      double s0 = std::max(0.0, std::min(-beta / alpha, (1 - beta) / alpha));
+      double s1 = std::min(1.0, std::max(-beta / alpha, (1 - beta) / alpha));
+      if (!(s1 - s0 >= kShortest)) continue;
+      const double t_at_s0 = std::clamp(alpha * s0 + beta, 0.0, 1.0), t_at_s1 = std::clamp(alpha * s1 + beta, 0.0, 1.0);
+      const std::vector<Point> pa = raised(curve_piece(a, s0, s1).points, degree);
+      const std::vector<Point> pb = raised(curve_piece(b, t_at_s0, t_at_s1).points, degree);
+      bool same = true;
+      for (std::size_t k = 0; k < pa.size() && same; ++k)
+        same = std::hypot(pa[k][0] - pb[k][0], pa[k][1] - pb[k][1]) <= eps;
+      if (same) return CurveOverlap{s0, s1, std::min(t_at_s0, t_at_s1), std::max(t_at_s0, t_at_s1)};
+    }
+  return std::nullopt;
+}
+
+}  // namespace parasurf::solver

@@ -1,0 +1,20 @@
+// Coincident arcs of two planar Bézier curves, found directly instead of traced by subdivision: where two
+// polynomial curves share an arc, their parameters are related by an affine map there (Sederberg, "Improperly
+// parametrized rational curves", CAGD 3, 1986: a proper polynomial parametrisation is unique up to an affine
+// change of parameter), and each end of the shared arc is an end of one of the two curves.
+#pragma once
+#include <optional>
+
+#include "parasurf/solver.hpp"
+
+namespace parasurf::solver {
+
+// The piece of `c` over [t0, t1] (t0 > t1: the piece reversed), by de Casteljau.
+BezierCurve2 curve_piece(const BezierCurve2& c, double t0, double t1);
+
+// Where curves a and b coincide (their control points agree within a 1e-9 fraction of the pair's size after both
+// pieces are raised to one degree) over an arc longer than a point: s in [s0, s1] on a, t in [t0, t1] on b.
+// Candidate maps come from the curves' ends that lie on the other curve, so the test is cheap when no end does.
+std::optional<CurveOverlap> coincident_arcs(const BezierCurve2& a, const BezierCurve2& b);
+
+}  // namespace parasurf::solver
