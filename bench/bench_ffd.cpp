@@ -34,39 +34,6 @@ struct NamedMesh {
   PolygonMesh mesh;
 };
 
-// A closed UV sphere of about `triangles` triangles (planar quads count as two).
-PolygonMesh uv_sphere(std::int64_t triangles) {
-  const int sectors = std::max(8, int(std::sqrt(double(triangles))));
-  const int rings = std::max(3, int(triangles / (2 * sectors)) + 1);
-  PolygonMesh m;
-  const double pi = 3.14159265358979323846;
-  m.positions.insert(m.positions.end(), {0, 0, 1});
-  for (int r = 1; r < rings; ++r)
-    for (int s = 0; s < sectors; ++s) {
-      const double th = pi * r / rings, ph = 2 * pi * s / sectors;
-      m.positions.insert(m.positions.end(), {std::sin(th) * std::cos(ph), std::sin(th) * std::sin(ph), std::cos(th)});
-    }
-  m.positions.insert(m.positions.end(), {0, 0, -1});
-  const std::uint32_t south = std::uint32_t(m.vertex_count() - 1);
-  auto ring = [&](int r, int s) { return std::uint32_t(1 + (r - 1) * sectors + (s % sectors)); };
-  for (int s = 0; s < sectors; ++s) {
-    const std::uint32_t t[3] = {0, ring(1, s), ring(1, s + 1)};
-    m.add_face(t);
-  }
-  for (int r = 1; r + 1 < rings; ++r)
-    for (int s = 0; s < sectors; ++s) {
-      // Two triangles per cell, as a scanned mesh would have.
-      const std::uint32_t t0[3] = {ring(r, s), ring(r + 1, s), ring(r + 1, s + 1)}, t1[3] = {ring(r, s), ring(r + 1, s + 1), ring(r, s + 1)};
-      m.add_face(t0);
-      m.add_face(t1);
-    }
-  for (int s = 0; s < sectors; ++s) {
-    const std::uint32_t t[3] = {south, ring(rings - 1, s + 1), ring(rings - 1, s)};
-    m.add_face(t);
-  }
-  return m;
-}
-
 // The 9x9x9 tricubic lattice of the paper over the mesh, with every control point moved a little (fixed seed).
 Lattice edited_lattice(const PolygonMesh& mesh) {
   std::array<double, 3> lo{1e300, 1e300, 1e300}, hi{-1e300, -1e300, -1e300};
