@@ -70,7 +70,8 @@ inline PolygonMesh uv_sphere(std::int64_t triangles) {
   for (int r = 1; r + 1 < rings; ++r)
     for (int s = 0; s < sectors; ++s) {
       // Two triangles per cell, as a scanned mesh would have.
-      const std::uint32_t t0[3] = {ring(r, s), ring(r + 1, s), ring(r + 1, s + 1)}, t1[3] = {ring(r, s), ring(r + 1, s + 1), ring(r, s + 1)};
+      const std::uint32_t t0[3] = {ring(r, s), ring(r + 1, s), ring(r + 1, s + 1)},
+                          t1[3] = {ring(r, s), ring(r + 1, s + 1), ring(r, s + 1)};
       m.add_face(t0);
       m.add_face(t1);
     }
