@@ -3,11 +3,14 @@
 // biquadratic B-spline surfaces under a cubic scale-and-translation motion of 29 control points, surface-surface
 // intersection of 14x7 and 26x10 surfaces, ray traps of 3, 4, 5 quadratic curves and the bisector of a 3x3 and a
 // 2x2 surface. The paper's shapes are not published: ours are generated deterministically (below) and can be
-// written out (--write-inputs) for `parasurf solve`.
+// written out (--write-inputs) for `parasurf solve`. Beside them, a batch of our own: 10^4 pairs of planar cubic and
+// quintic curves, as collision queries meet them (crossing, tangent and overlapping pairs mixed).
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <random>
 #include <nlohmann/json.hpp>
 
 #include "bench_util.hpp"
@@ -103,6 +106,44 @@ std::pair<BSplineSurface, BSplineSurface> bisector_pair() {
   return {cap, plane};
 }
 
+// Collision-style queries: `count` pairs of planar Bézier curves, cubic and quintic, mostly random in the unit square
+// (0 to several crossings each), one in ten touching tangentially (a parabola on its tangent line, moved and turned)
+// and one in ten overlapping (a piece of the first curve, reversed).
+std::vector<std::pair<BezierCurve2, BezierCurve2>> curve_pairs(int count) {
+  std::mt19937_64 rng(2011);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto random_curve = [&](int degree) {
+    BezierCurve2 c;
+    for (int i = 0; i <= degree; ++i) c.points.push_back({u(rng), u(rng)});
+    return c;
+  };
+  auto place = [&](BezierCurve2 c, double angle, double scale, double dx, double dy) {
+    for (auto& p : c.points) {
+      const double x = p[0], y = p[1];
+      p = {dx + scale * (std::cos(angle) * x - std::sin(angle) * y), dy + scale * (std::sin(angle) * x + std::cos(angle) * y)};
+    }
+    return c;
+  };
+  std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
+  for (int i = 0; i < count; ++i) {
+    const int degree = i % 2 ? 5 : 3;
+    if (i % 10 == 3) {  // y = x^2 over [-1, 1] (its cubic form) on the line y = 0
+      const double angle = 2 * kPi * u(rng), scale = 0.2 + 0.3 * u(rng), dx = u(rng), dy = u(rng);
+      const BezierCurve2 parabola{{{-1, 1}, {-1.0 / 3, -1.0 / 3}, {1.0 / 3, -1.0 / 3}, {1, 1}}};
+      const BezierCurve2 line{{{-1, 0}, {-1.0 / 3, 0}, {1.0 / 3, 0}, {1, 0}}};
+      pairs.push_back({place(parabola, angle, scale, dx, dy), place(line, angle, scale, dx, dy)});
+    } else if (i % 10 == 7) {
+      const BezierCurve2 a = random_curve(degree);
+      BezierCurve2 b = curve_piece(a, 0.2 + 0.2 * u(rng), 0.6 + 0.3 * u(rng));
+      std::reverse(b.points.begin(), b.points.end());
+      pairs.push_back({a, b});
+    } else {
+      pairs.push_back({random_curve(degree), random_curve(degree)});
+    }
+  }
+  return pairs;
+}
+
 nlohmann::json curve_json(const BSplineCurve2& c) { return {{"degree", c.degree}, {"knots", c.knots}, {"points", c.points}}; }
 nlohmann::json surface_json(const BSplineSurface& s) {
   nlohmann::json rows = nlohmann::json::array();
@@ -121,13 +162,13 @@ nlohmann::json surface_json(const BSplineSurface& s) {
 
 void add_bench_solver(CLI::App& bench) {
   struct Args {
-    std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors", curves = "3,4,5", inputs, engines = "all";
+    std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors,curvepairs", curves = "3,4,5", inputs, engines = "all";
     int threads = 0, repeat = 3;
     double max_seconds = 120;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = bench.add_subcommand("solver", "Subdivision solver: the experiments of Park et al. 2011 (section 6) beside the paper's GPU times");
-  cmd->add_option("--experiments", a->experiments, "Comma-separated: hausdorff, contacts, ssi, raytraps, bisectors");
+  cmd->add_option("--experiments", a->experiments, "Comma-separated: hausdorff, contacts, ssi, raytraps, bisectors, curvepairs");
   cmd->add_option("--curves", a->curves, "Ray traps: numbers of curves k, comma-separated (3..6)");
   cmd->add_option("--engines", a->engines,
                   "Comma-separated: cpu (level by level), cpu-tasks (the paper's lock-free task buffer), cuda (GPU-resident), "
@@ -193,11 +234,13 @@ void add_bench_solver(CLI::App& bench) {
         const long long levels = after.levels - before.levels;
         char over_floor[32] = "-";
         if (engine != Device::Cpu && floor_ms > 0) std::snprintf(over_floor, sizeof over_floor, "%.0f", best / floor_ms);
-        std::printf("  %-34s %-9s %10.2f %9zu %12.0f %12.2f %8lld %9s  %s\n", label.c_str(), engine_choice.name.c_str(), best, count, paper, paper / best,
-                    levels, over_floor, status.c_str());
+        char paper_ms[24] = "-", paper_over[24] = "-";  // (experiments of our own have no paper figure)
+        if (paper > 0) std::snprintf(paper_ms, sizeof paper_ms, "%.0f", paper), std::snprintf(paper_over, sizeof paper_over, "%.2f", paper / best);
+        std::printf("  %-34s %-9s %10.2f %9zu %12s %12s %8lld %9s  %s\n", label.c_str(), engine_choice.name.c_str(), best, count, paper_ms,
+                    paper_over, levels, over_floor, status.c_str());
         std::fflush(stdout);
         rows.push_back({{"experiment", id}, {"label", label}, {"engine", engine_choice.name}, {"ms", best}, {"results", count},
-                        {"status", status}, {"paper_gpu_ms", paper}, {"paper_over_ours", paper / best}, {"threads", threads}, {"gpu", gpu},
+                        {"status", status}, {"paper_gpu_ms", paper}, {"paper_over_ours", paper > 0 ? paper / best : 0.0}, {"threads", threads}, {"gpu", gpu},
                         {"gpu_bytes", bytes}, {"gpu_levels", levels}, {"floor_ms", floor_ms}});
       }
     };
@@ -250,6 +293,19 @@ void add_bench_solver(CLI::App& bench) {
         });
       }
     }
+    if (want("curvepairs")) {
+      const auto pairs = curve_pairs(10000);
+      run("10^4 curve pairs (cubic, quintic)", "curvepairs", 0, [&] {
+        const std::vector<CurveIntersectionResult> r = intersect_curve_pairs(pairs, o);
+        std::size_t found = 0;
+        std::string status = "complete";
+        for (const auto& x : r) {
+          found += x.points.size() + x.overlaps.size();
+          if (x.status != "complete") status = x.status;
+        }
+        return std::pair<std::size_t, std::string>{found, status};
+      });
+    }
     if (want("bisectors")) {
       const auto [cap, plane] = bisector_pair();
       save("surface_bisector", {{"surface1", surface_json(cap)}, {"surface2", surface_json(plane)}});
@@ -259,7 +315,7 @@ void add_bench_solver(CLI::App& bench) {
       });
     }
     std::printf("  results: Hausdorff = candidates measured, contacts = points, SSI = polyline points, ray traps = traps, "
-                "bisector = samples\n");
+                "bisector = samples, curve pairs = intersection points and overlaps\n");
     if (!a->json.empty())
       write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"date", today()}, {"commit", PARASURF_GIT_COMMIT}, {"gpu", gpu}, {"threads", threads}, {"results", rows}}.dump(2) + "\n");
   });

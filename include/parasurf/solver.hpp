@@ -141,6 +141,8 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
 struct BezierCurve2 {
   std::vector<std::array<double, 2>> points;
 };
+// The piece of `c` over [t0, t1] as a curve of its own, by de Casteljau (t0 > t1: the piece reversed).
+BezierCurve2 curve_piece(const BezierCurve2& c, double t0, double t1);
 
 struct CurveIntersection {
   double s = 0, t = 0;          // parameters on the first and the second curve

@@ -4,7 +4,38 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <string>
 #include <vector>
+
+#include "parasurf/error.hpp"
+
+namespace parasurf {
+
+BezierCurve2 curve_piece(const BezierCurve2& c, double t0, double t1) {
+  if (c.points.empty()) throw Error(ErrorKind::InvalidArgument, "curve_piece: the curve has no control points");
+  if (!(t0 >= 0 && t0 <= 1 && t1 >= 0 && t1 <= 1))
+    throw Error(ErrorKind::InvalidArgument, "curve_piece: the parameters " + std::to_string(t0) + " and " +
+                                                std::to_string(t1) + " must lie in [0, 1]");
+  const bool reversed = t0 > t1;
+  if (reversed) std::swap(t0, t1);
+  // Split at t0 and keep the right part, then split that at the image of t1 and keep the left part.
+  auto split = [](std::vector<std::array<double, 2>> p, double t, bool keep_right) {
+    const std::size_t n = p.size();
+    std::vector<std::array<double, 2>> left(n), right(n);
+    for (std::size_t r = 0; r < n; ++r) {
+      left[r] = p[0], right[n - 1 - r] = p[n - 1 - r];
+      for (std::size_t i = 0; i + 1 < n - r; ++i)
+        for (int k = 0; k < 2; ++k) p[i][k] = (1 - t) * p[i][k] + t * p[i + 1][k];
+    }
+    return keep_right ? right : left;
+  };
+  std::vector<std::array<double, 2>> p = t0 > 0 ? split(c.points, t0, true) : c.points;
+  if (t1 < 1) p = split(p, (t1 - t0) / (1 - t0), false);
+  if (reversed) std::reverse(p.begin(), p.end());
+  return {p};
+}
+
+}  // namespace parasurf
 
 namespace parasurf::solver {
 namespace {
@@ -70,26 +101,6 @@ std::vector<Point> raised(std::vector<Point> p, std::size_t degree) {
 }
 
 }  // namespace
-
-BezierCurve2 curve_piece(const BezierCurve2& c, double t0, double t1) {
-  const bool reversed = t0 > t1;
-  if (reversed) std::swap(t0, t1);
-  // Split at t0 and keep the right part, then split that at the image of t1 and keep the left part.
-  auto split = [](std::vector<Point> p, double t, bool keep_right) {
-    const std::size_t n = p.size();
-    std::vector<Point> left(n), right(n);
-    for (std::size_t r = 0; r < n; ++r) {
-      left[r] = p[0], right[n - 1 - r] = p[n - 1 - r];
-      for (std::size_t i = 0; i + 1 < n - r; ++i)
-        for (int k = 0; k < 2; ++k) p[i][k] = (1 - t) * p[i][k] + t * p[i + 1][k];
-    }
-    return keep_right ? right : left;
-  };
-  std::vector<Point> p = t0 > 0 ? split(c.points, t0, true) : c.points;
-  if (t1 < 1) p = split(p, (t1 - t0) / (1 - t0), false);
-  if (reversed) std::reverse(p.begin(), p.end());
-  return {p};
-}
 
 std::optional<CurveOverlap> coincident_arcs(const BezierCurve2& a, const BezierCurve2& b) {
   double lo[2] = {1e300, 1e300}, hi[2] = {-1e300, -1e300};

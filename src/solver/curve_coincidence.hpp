@@ -9,9 +9,6 @@
 
 namespace parasurf::solver {
 
-// The piece of `c` over [t0, t1] (t0 > t1: the piece reversed), by de Casteljau.
-BezierCurve2 curve_piece(const BezierCurve2& c, double t0, double t1);
-
 // Where curves a and b coincide (their control points agree within a 1e-9 fraction of the pair's size after both
 // pieces are raised to one degree) over an arc longer than a point: s in [s0, s1] on a, t in [t0, t1] on b.
 // Candidate maps come from the curves' ends that lie on the other curve, so the test is cheap when no end does.

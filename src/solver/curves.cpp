@@ -216,7 +216,7 @@ CurveIntersectionResult overlapping(const BezierCurve2& a, const BezierCurve2& b
   if (arc.t0 > kEdge) pieces.push_back({arc.s0, arc.s1, 0, arc.t0});
   if (arc.t1 < 1 - kEdge) pieces.push_back({arc.s0, arc.s1, arc.t1, 1});
   for (const Piece& p : pieces) {
-    const BezierCurve2 pa = solver::curve_piece(a, p.s0, p.s1), pb = solver::curve_piece(b, p.t0, p.t1);
+    const BezierCurve2 pa = curve_piece(a, p.s0, p.s1), pb = curve_piece(b, p.t0, p.t1);
     SolveResult r = solve_system(crossing_equations(pa, pb), options);
     if (r.status != "complete" && out.status == "complete") out.status = r.status;
     std::erase_if(r.roots, [&](const Root& root) {

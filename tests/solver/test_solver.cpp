@@ -575,7 +575,7 @@ TEST(Solver, SharedArcsAreFoundDirectlyWithTheCrossingsBesideThem) {
     const BezierCurve2 a = random_curve(round % 2 ? 5 : 3);
     double u0 = 0.4 * u(rng), u1 = 0.6 + 0.4 * u(rng);
     if (round % 4 == 2) u0 -= 0.3, u1 += 0.3;  // past both ends (cubics): a lies inside b
-    BezierCurve2 b = round % 4 == 2 ? sub_arc(a, u0, u1) : solver::curve_piece(a, u0, u1);
+    BezierCurve2 b = round % 4 == 2 ? sub_arc(a, u0, u1) : curve_piece(a, u0, u1);
     const bool reversed = round % 3 == 0;
     if (reversed) std::reverse(b.points.begin(), b.points.end());
     if (round % 5 == 1) b = raise(b);
@@ -595,7 +595,7 @@ TEST(Solver, SharedArcsAreFoundDirectlyWithTheCrossingsBesideThem) {
     EXPECT_NEAR(r.overlaps[0].s0, s0, 1e-9);
     EXPECT_NEAR(r.overlaps[0].t1, t1, 1e-9);
     for (const CurveIntersection& p : r.points) {
-      const auto pa = solver::curve_piece(a, p.s, p.s).points[0], pb = solver::curve_piece(b, p.t, p.t).points[0];
+      const auto pa = curve_piece(a, p.s, p.s).points[0], pb = curve_piece(b, p.t, p.t).points[0];
       EXPECT_LT(std::hypot(pa[0] - pb[0], pa[1] - pb[1]), 1e-9) << p.s << " " << p.t;
       // Away from the arc: s outside it, or t not the arc's image of s.
       const double image = reversed ? t1 - (p.s - s0) / (s1 - s0) * (t1 - t0) : t0 + (p.s - s0) / (s1 - s0) * (t1 - t0);
@@ -606,7 +606,7 @@ TEST(Solver, SharedArcsAreFoundDirectlyWithTheCrossingsBesideThem) {
   std::printf("  60 shared arcs, %d crossings beside them\n", loops);
   for (int k = 0; k < 200; ++k) {  // crossing, touching or near pairs: no shared arc
     const BezierCurve2 a = random_curve(3 + k % 3);
-    BezierCurve2 b = k % 4 == 0 ? solver::curve_piece(a, 0.2, 0.8) : random_curve(3 + k % 4);
+    BezierCurve2 b = k % 4 == 0 ? curve_piece(a, 0.2, 0.8) : random_curve(3 + k % 4);
     if (k % 4 == 0)
       for (auto& p : b.points) p[1] += 1e-6;
     EXPECT_FALSE(solver::coincident_arcs(a, b).has_value()) << "pair " << k;
