@@ -65,7 +65,7 @@ struct SolverTeam {
 struct SolverOptions {
   double tolerance = 1e-7;            // cells narrower than this that are neither excluded nor proved are kept as candidates
   double newton_tolerance = 1e-14;    // |dx| that ends Newton
-  std::int64_t max_nodes = 20'000'000;
+  std::int64_t max_nodes = 20'000'000;  // cells per system (a batch may take this times its systems in all)
   double max_seconds = 60;
   int threads = 0;                    // CPU threads, 0 = all (cells of one subdivision level run in parallel)
   std::function<void(int level, std::int64_t cells)> progress;  // called before each level, for long solves

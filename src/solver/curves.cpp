@@ -196,37 +196,53 @@ bool boxes_meet(const BezierCurve2& a, const BezierCurve2& b) {
 // Curves that share an arc (solver::coincident_arcs): the arc, and the crossings of the pieces beside it, each
 // piece against the other curve solved as a pair of its own (a loop of the common curve can cross the other curve
 // elsewhere). Every piece touches the arc at one of its ends, where the curves run on as one: the solver finds a
-// tangent cluster there, which belongs to the arc.
-CurveIntersectionResult overlapping(const BezierCurve2& a, const BezierCurve2& b, const CurveOverlap& arc,
-                                    const SolverOptions& options) {
-  CurveIntersectionResult out;
-  out.overlaps.push_back(arc);
+// tangent cluster there, which belongs to the arc. Two steps, so that a batch solves every pair's pieces together.
+struct SharedArc {
+  struct Piece {
+    double s0, s1, t0, t1;
+    BezierCurve2 a, b;
+  };
+  CurveOverlap arc;
+  double ends[2][2];  // (s, t) of the arc's two ends
+  std::vector<Piece> pieces;
+};
+
+SharedArc shared_arc(const BezierCurve2& a, const BezierCurve2& b, const CurveOverlap& arc) {
+  SharedArc out;
+  out.arc = arc;
   std::array<double, 2> da{}, db{};
   point_at(a, 0.5 * (arc.s0 + arc.s1), &da);
   point_at(b, 0.5 * (arc.t0 + arc.t1), &db);
   const bool same_way = da[0] * db[0] + da[1] * db[1] >= 0;
-  const double ends[2][2] = {{arc.s0, same_way ? arc.t0 : arc.t1}, {arc.s1, same_way ? arc.t1 : arc.t0}};
-  struct Piece {
-    double s0, s1, t0, t1;
-  };
-  std::vector<Piece> pieces;
+  out.ends[0][0] = arc.s0, out.ends[0][1] = same_way ? arc.t0 : arc.t1;
+  out.ends[1][0] = arc.s1, out.ends[1][1] = same_way ? arc.t1 : arc.t0;
   constexpr double kEdge = 1e-9;
-  if (arc.s0 > kEdge) pieces.push_back({0, arc.s0, 0, 1});
-  if (arc.s1 < 1 - kEdge) pieces.push_back({arc.s1, 1, 0, 1});
-  if (arc.t0 > kEdge) pieces.push_back({arc.s0, arc.s1, 0, arc.t0});
-  if (arc.t1 < 1 - kEdge) pieces.push_back({arc.s0, arc.s1, arc.t1, 1});
-  for (const Piece& p : pieces) {
-    const BezierCurve2 pa = curve_piece(a, p.s0, p.s1), pb = curve_piece(b, p.t0, p.t1);
-    SolveResult r = solve_system(crossing_equations(pa, pb), options);
+  auto add = [&](double s0, double s1, double t0, double t1) {
+    out.pieces.push_back({s0, s1, t0, t1, curve_piece(a, s0, s1), curve_piece(b, t0, t1)});
+  };
+  if (arc.s0 > kEdge) add(0, arc.s0, 0, 1);
+  if (arc.s1 < 1 - kEdge) add(arc.s1, 1, 0, 1);
+  if (arc.t0 > kEdge) add(arc.s0, arc.s1, 0, arc.t0);
+  if (arc.t1 < 1 - kEdge) add(arc.s0, arc.s1, arc.t1, 1);
+  return out;
+}
+
+// The arc and the crossings from its pieces' solutions (one per piece, in order).
+CurveIntersectionResult shared_arc_result(const SharedArc& shared, std::vector<SolveResult> solved, double tolerance) {
+  CurveIntersectionResult out;
+  out.overlaps.push_back(shared.arc);
+  for (std::size_t k = 0; k < shared.pieces.size(); ++k) {
+    const SharedArc::Piece& p = shared.pieces[k];
+    SolveResult& r = solved[k];
     if (r.status != "complete" && out.status == "complete") out.status = r.status;
     std::erase_if(r.roots, [&](const Root& root) {
       const double s = p.s0 + root.x[0] * (p.s1 - p.s0), t = p.t0 + root.x[1] * (p.t1 - p.t0);
       const double reach = root.multiplicity_hint > 1 ? kOverlapReach : 1e-7;
-      for (const auto& e : ends)
+      for (const auto& e : shared.ends)
         if (std::abs(s - e[0]) <= reach && std::abs(t - e[1]) <= reach) return true;
       return false;
     });
-    for (CurveIntersection ci : crossings(pa, pb, r, options.tolerance).points) {
+    for (CurveIntersection ci : crossings(p.a, p.b, r, tolerance).points) {
       ci.s = p.s0 + ci.s * (p.s1 - p.s0);
       ci.t = p.t0 + ci.t * (p.t1 - p.t0);
       out.points.push_back(ci);
@@ -244,7 +260,12 @@ CurveIntersectionResult overlapping(const BezierCurve2& a, const BezierCurve2& b
 
 // One pair: its shared arc where the curves coincide over one, else the crossings the solver finds.
 CurveIntersectionResult intersect_pair(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options) {
-  if (const auto arc = solver::coincident_arcs(a, b)) return overlapping(a, b, *arc, options);
+  if (const auto arc = solver::coincident_arcs(a, b)) {
+    const SharedArc shared = shared_arc(a, b, *arc);
+    std::vector<std::vector<BernsteinPoly>> systems;
+    for (const auto& p : shared.pieces) systems.push_back(crossing_equations(p.a, p.b));
+    return shared_arc_result(shared, solve_systems(systems, options), options.tolerance);
+  }
   return crossings(a, b, solve_system(crossing_equations(a, b), options), options.tolerance);
 }
 }  // namespace
@@ -258,26 +279,45 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
 std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
                                                            const SolverOptions& options) {
   std::vector<CurveIntersectionResult> out(pairs.size());
-  std::vector<std::size_t> solved;  // pairs whose control boxes meet: the others have no intersection
+  // Every system goes into one batch: the pairs whose control boxes meet (the others have no intersection), and
+  // for pairs that share an arc (found directly: tracing it by subdivision takes thousands of times a crossing's
+  // work) the pieces beside the arc.
+  std::vector<std::size_t> solved, arc_of;  // per system: its pair, and its shared arc or npos
   std::vector<std::vector<BernsteinPoly>> systems;
+  std::vector<SharedArc> arcs;
+  std::vector<std::size_t> arc_pair;
+  constexpr std::size_t kNone = std::size_t(-1);
   for (std::size_t k = 0; k < pairs.size(); ++k) {
     const std::string which = "pair " + std::to_string(k) + ", curve ";
     check_curve(pairs[k].first, (which + "1").c_str());
     check_curve(pairs[k].second, (which + "2").c_str());
     if (!boxes_meet(pairs[k].first, pairs[k].second)) continue;
-    // (A shared arc is found directly; tracing it by subdivision takes thousands of times a crossing's work.)
     if (const auto arc = solver::coincident_arcs(pairs[k].first, pairs[k].second)) {
-      out[k] = overlapping(pairs[k].first, pairs[k].second, *arc, options);
+      arcs.push_back(shared_arc(pairs[k].first, pairs[k].second, *arc));
+      arc_pair.push_back(k);
+      for (const auto& p : arcs.back().pieces) {
+        solved.push_back(k);
+        arc_of.push_back(arcs.size() - 1);
+        systems.push_back(crossing_equations(p.a, p.b));
+      }
       continue;
     }
     solved.push_back(k);
+    arc_of.push_back(kNone);
     systems.push_back(crossing_equations(pairs[k].first, pairs[k].second));
   }
-  const std::vector<SolveResult> results = solve_systems(systems, options);
+  std::vector<SolveResult> results = solve_systems(systems, options);
+  std::vector<std::vector<SolveResult>> piece_results(arcs.size());
   for (std::size_t i = 0; i < solved.size(); ++i) {
+    if (arc_of[i] != kNone) {
+      piece_results[arc_of[i]].push_back(std::move(results[i]));
+      continue;
+    }
     const auto& [a, b] = pairs[solved[i]];
     out[solved[i]] = crossings(a, b, results[i], options.tolerance);
   }
+  for (std::size_t j = 0; j < arcs.size(); ++j)
+    out[arc_pair[j]] = shared_arc_result(arcs[j], std::move(piece_results[j]), options.tolerance);
   return out;
 }
 
@@ -385,22 +425,23 @@ std::vector<BezierPiece> bspline_to_bezier(const BSplineCurve2& c) {
 
 CurveIntersectionResult intersect_curves(const BSplineCurve2& a, const BSplineCurve2& b, const SolverOptions& options) {
   const auto pa = bspline_to_bezier(a), pb = bspline_to_bezier(b);
-  // Every pair of pieces whose boxes meet is one system of one batch (threads, the GPU or a team share it out).
+  // Every pair of pieces is one pair of one batch (threads, the GPU or a team share it out; shared arcs found
+  // directly, pieces whose boxes do not meet skipped).
   std::vector<std::pair<std::size_t, std::size_t>> pairs;
-  std::vector<std::vector<BernsteinPoly>> systems;
+  std::vector<std::pair<BezierCurve2, BezierCurve2>> curves;
   for (std::size_t i = 0; i < pa.size(); ++i)
     for (std::size_t j = 0; j < pb.size(); ++j) {
       check_curve(pa[i].curve, "1");
       check_curve(pb[j].curve, "2");
       if (!boxes_meet(pa[i].curve, pb[j].curve)) continue;
       pairs.emplace_back(i, j);
-      systems.push_back(crossing_equations(pa[i].curve, pb[j].curve));
+      curves.emplace_back(pa[i].curve, pb[j].curve);
     }
-  const std::vector<SolveResult> solved = solve_systems(systems, options);
+  const std::vector<CurveIntersectionResult> solved = intersect_curve_pairs(curves, options);
   CurveIntersectionResult out;
   for (std::size_t k = 0; k < pairs.size(); ++k) {
     const BezierPiece &x = pa[pairs[k].first], &y = pb[pairs[k].second];
-    const CurveIntersectionResult r = crossings(x.curve, y.curve, solved[k], options.tolerance);
+    const CurveIntersectionResult& r = solved[k];
     if (r.status != "complete") out.status = r.status;
     for (auto p : r.points) {
       p.s = x.u0 + p.s * (x.u1 - x.u0);

@@ -1,7 +1,9 @@
 // The subdivision engines behind solve_systems and sample_solution_sets: the CPU engine (subdivide_cpu.cpp) and the
 // CUDA engines (solver_cuda.cu), which return the same cells so that one host finish (Newton, clustering) serves all.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -21,6 +23,13 @@ struct Subdivision {
 };
 
 struct System;
+
+// The cells a batch of `systems` may take in all: max_nodes per system, wherever its cells fall (engines that
+// traverse a batch as one count the batch; a system's result then does not depend on how many others it came with).
+inline std::int64_t batch_cell_limit(std::int64_t max_nodes, std::size_t systems) {
+  const auto n = std::int64_t(std::max<std::size_t>(systems, 1));
+  return max_nodes > std::numeric_limits<std::int64_t>::max() / n ? std::numeric_limits<std::int64_t>::max() : max_nodes * n;
+}
 
 // A batch of systems for the engines: each system with its equations and inequalities (positive may be empty:
 // none anywhere); square: as many equations as variables (roots), else solution sets sampled.

@@ -327,9 +327,10 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
   std::vector<int> h_verdict;
   std::vector<unsigned long long> h_index;
   int level = 0;
+  const std::int64_t max_nodes = batch_cell_limit(o.max_nodes, std::size_t(systems));
   while (count > 0) {
-    if (nodes + count > o.max_nodes) {
-      status = "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)";
+    if (nodes + count > max_nodes) {
+      status = "limit reached: " + std::to_string(max_nodes) + " cells (partial result)";
       break;
     }
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {

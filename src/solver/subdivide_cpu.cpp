@@ -562,6 +562,9 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   // runs low, and settles its taken nodes when its stack empties: no shared counter per node.
   std::atomic<std::int64_t> pending{std::int64_t(count)}, nodes{0}, candidates{0};
   std::atomic<int> stop{0};  // 1: node limit, 2: time limit, 3: stopped by the caller, 4: a failure
+  const std::int64_t max_nodes = batch_cell_limit(o.max_nodes, count);
+  // Past this many candidate cells (a continuum) they are taken at 1e-4: 200 per system, as on the GPU.
+  const std::int64_t candidate_limit = std::max<std::int64_t>(20000, 200 * std::int64_t(count));
   std::atomic<double> tolerance{o.tolerance};
   std::vector<std::size_t> overflow;  // roots that did not fit in the ring at the start
   for (std::size_t i = 0; i < count; ++i)
@@ -610,7 +613,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       // The node limit is counted every 64 nodes (approximate by that much per thread); the clock is read at every
       // node, as one node of a high-degree system can take milliseconds.
       if ((++seen_here & 63) == 0) {
-        if (nodes.fetch_add(64) + 64 > o.max_nodes) stop = 1;
+        if (nodes.fetch_add(64) + 64 > max_nodes) stop = 1;
         if (o.stop && o.stop()) stop = 3;
       }
       if (stop.load(std::memory_order_relaxed) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds)
@@ -647,7 +650,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
         });
       });
       if (errors.failed()) stop = 4;
-      if (square && unresolved[sys].size() > before && ++candidates > 20000 && tol < 1e-4) tolerance = 1e-4;
+      if (square && unresolved[sys].size() > before && ++candidates > candidate_limit && tol < 1e-4) tolerance = 1e-4;
     }
     nodes += seen_here & 63;
     std::lock_guard<std::mutex> lock(merge);
@@ -658,7 +661,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     }
   }
   errors.rethrow();
-  const std::string status = stop.load() == 1   ? "limit reached: " + std::to_string(o.max_nodes) + " cells (partial result)"
+  const std::string status = stop.load() == 1   ? "limit reached: " + std::to_string(max_nodes) + " cells (partial result)"
                              : stop.load() == 2 ? time_limit_status(o.max_seconds)
                              : stop.load() == 3 ? "interrupted (partial result)"
                                                 : "complete";

@@ -485,6 +485,43 @@ TEST(Solver, CurvePairsInABatchEqualSingleCalls) {
   }
 }
 
+// The cell limit holds per system on every engine: a batch of systems that each fit it completes even when their
+// cells together pass it (engines that traverse a batch as one counted the batch against one system's limit, and a
+// batch of 10^4 curve pairs ended partial on the GPU).
+TEST(Solver, TheCellLimitIsPerSystemInABatch) {
+  const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 2), y = BernsteinPoly::univariate({0, 1}, 1, 2);
+  auto k = [](double v) { return BernsteinPoly::constant(2, v); };
+  std::vector<std::vector<BernsteinPoly>> systems;
+  for (int i = 0; i < 40; ++i) {
+    // A circle and a line tangent to it (a cluster of cells at the tangency), moved a little each time.
+    const double cx = 0.4 + 0.005 * i, cy = 0.45;
+    systems.push_back({(x - k(cx)) * (x - k(cx)) + (y - k(cy)) * (y - k(cy)) - k(0.09), y - k(cy + 0.3)});
+  }
+  SolverOptions cpu;
+  const SolveResult alone = solve_system(systems[0], cpu);
+  ASSERT_EQ(alone.status, "complete");
+  ASSERT_GT(alone.nodes, 20);
+  for (Device engine : test::solver_engines()) {
+    SCOPED_TRACE(device_name(engine));
+    SolverOptions o;
+    o.device = engine;
+    o.max_nodes = 2 * alone.nodes;  // each system fits; the 40 together have 20 times that
+    const std::vector<SolveResult> r = solve_systems(systems, o);
+    std::int64_t cells = 0;
+    for (const SolveResult& s : r) {
+      EXPECT_EQ(s.status, "complete");
+      ASSERT_EQ(s.roots.size(), 1u);
+      EXPECT_NEAR(s.roots[0].x[1], 0.75, 1e-3);
+      cells += s.nodes;
+    }
+    if (engine == Device::Cpu) EXPECT_GT(cells, o.max_nodes);
+    // and a system past the limit still stops: a line of roots (tens of thousands of cells at 1e-4) against 2000
+    o.max_nodes = 2000;
+    o.tolerance = 1e-4;
+    EXPECT_EQ(solve_systems({{x - y, 2.0 * (x - y)}}, o)[0].status.rfind("limit reached", 0), 0u);
+  }
+}
+
 // Overlapping curves: the overlap's ends are curve ends, found from the exact curves, so they are right to rounding
 // and the same on every engine; the solver's cells only locate them.
 TEST(Solver, CurveOverlapEndsAreExactOnEveryEngine) {
