@@ -105,7 +105,10 @@ void add_render(CLI::App& app) {
         m.triangles.insert(m.triangles.end(), {pm.face_indices[pm.face_offsets[f]], pm.face_indices[c], pm.face_indices[c + 1]});
         if (!pm.face_colors.empty()) rgb.insert(rgb.end(), pm.face_colors.begin() + 3 * f, pm.face_colors.begin() + 3 * f + 3);
       }
-    if (!a->flat) m.normals = smooth_normals(m);
+    if (!a->flat) {
+      const std::vector<float> n = smooth_normals(m);
+      m.normals.assign(n.begin(), n.end());
+    }
     const auto pixels = render_mesh(m, o, rgb);
     write_png(a->output, pixels, o.width, o.height);
     std::printf("wrote %s (%dx%d, %lld triangles)\n", a->output.c_str(), o.width, o.height, (long long)m.triangle_count());

@@ -119,7 +119,7 @@ void split_pinches_across_ranks(std::vector<distributed::IsosurfacePart>& parts,
       for (int q = 0; q < 3; ++q)
         sub.triangles.push_back(
             std::uint32_t(std::lower_bound(needed.begin(), needed.end(), corners[3 * k + std::size_t(q)]) - needed.begin()));
-    const std::vector<std::uint32_t> before = sub.triangles;
+    const HostVector<std::uint32_t> before = sub.triangles;
     const std::int64_t added =
         distributed::split_pinched_vertices(sub, o.direction == GradientDirection::Descent, threads, to_index);
     sources.assign(std::size_t(added), 0);

@@ -39,9 +39,9 @@ struct Buffer {
   MemorySpace space = MemorySpace::Host;
   int device = 0;
 
-  template <class T>
-  static Buffer adopt(std::vector<T>&& values) {
-    auto held = std::make_shared<std::vector<T>>(std::move(values));
+  template <class T, class A>
+  static Buffer adopt(std::vector<T, A>&& values) {
+    auto held = std::make_shared<std::vector<T, A>>(std::move(values));
     Buffer b;
     b.data = held->data();
     b.bytes = held->size() * sizeof(T);

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "parasurf/device.hpp"
+#include "parasurf/host_vector.hpp"
 
 namespace parasurf {
 
@@ -102,10 +103,10 @@ struct EvalReport {
 template <class T>
 struct SurfaceSamples {
   std::int64_t count = 0;
-  std::array<std::vector<T>, 3> position, du, dv, normal, duu, duv, dvv;
+  std::array<HostVector<T>, 3> position, du, dv, normal, duu, duv, dvv;
   // 1 where Su x Sv vanishes (e.g. a collapsed row): normal then is the limit normal from second
   // derivatives when that exists, else (0,0,0). Otherwise 0 and the normal has unit length.
-  std::vector<std::uint8_t> degenerate;
+  HostVector<std::uint8_t> degenerate;
 };
 
 // Non-owning view of caller-provided outputs; a null pointer means "not requested".

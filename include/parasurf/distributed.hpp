@@ -8,6 +8,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -99,7 +100,7 @@ WeldedTriangles apply_rounded_moves(TriangleMesh& m, std::uint64_t base,
 
 // Vertices of ids [first, first + count) that no corner in `triangles` refers to, ascending. With `beyond`, the same
 // pass lists the distinct corners past them (first + count and up), ascending.
-std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
+std::vector<std::uint64_t> unreferenced_vertices(std::span<const std::uint32_t> triangles, std::uint64_t first,
                                                  std::uint64_t count, std::vector<std::uint32_t>* beyond = nullptr);
 
 // Removes this mesh's vertices of the ascending ids `own_removed` (its first vertex has id `first`; a triangle

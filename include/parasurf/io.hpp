@@ -20,13 +20,13 @@ void write_control_net(const std::string& path, const BezierSurface& surface);
 
 // Indexed triangle mesh, counter-clockwise triangles; normals optional (one per vertex).
 struct TriangleMesh {
-  std::vector<float> positions;       // V x 3
-  std::vector<float> normals;         // V x 3 or empty
-  std::vector<std::uint32_t> triangles;  // F x 3
+  HostVector<float> positions;       // V x 3
+  HostVector<float> normals;         // V x 3 or empty
+  HostVector<std::uint32_t> triangles;  // F x 3
   std::vector<std::int32_t> face_groups;   // F group indices (-1: none), or empty
   std::vector<std::string> group_names;    // names of the groups, by index
   std::vector<float> group_colors;         // 3 per group (linear RGB in [0, 1]), or empty for a built-in palette
-  std::vector<float> vertex_values;        // V scalars (written as "value"), or empty
+  HostVector<float> vertex_values;         // V scalars (written as "value"), or empty
   std::vector<std::int32_t> face_labels;        // F labels, or empty
   std::vector<std::int32_t> face_outer_labels;  // F labels of the side each normal points to, or empty
   std::int64_t vertex_count() const { return std::int64_t(positions.size() / 3); }

@@ -66,10 +66,10 @@ struct TessellationOptions {
 // Welded mesh: positions are shared by every triangle that touches them; normals are indexed per corner, so a
 // vertex on a crease has one normal per side while staying one vertex.
 struct PatchMesh {
-  std::vector<double> positions;               // V x 3
-  std::vector<double> normals;                 // N x 3, unit
-  std::vector<std::uint32_t> triangles;        // F x 3 position indices, counter-clockwise seen from the normal
-  std::vector<std::uint32_t> triangle_normals; // F x 3 normal indices
+  HostVector<double> positions;                // V x 3
+  HostVector<double> normals;                  // N x 3, unit
+  HostVector<std::uint32_t> triangles;         // F x 3 position indices, counter-clockwise seen from the normal
+  HostVector<std::uint32_t> triangle_normals;  // F x 3 normal indices
   std::vector<std::int32_t> face_group;        // F, group index or -1
   std::vector<std::int32_t> face_patch;        // F, patch index (-1: polyhedron face)
   std::vector<std::string> group_names;

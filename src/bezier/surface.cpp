@@ -69,7 +69,7 @@ SurfaceSamples<T> allocate_samples(std::int64_t count, const EvalRequest& r) {
   SurfaceSamples<T> s;
   s.count = count;
   try {
-    auto make = [&](std::array<std::vector<T>, 3>& a) {
+    auto make = [&](auto& a) {
       for (auto& v : a) v.resize(std::size_t(count));
     };
     if (r.positions) make(s.position);
@@ -97,7 +97,7 @@ template <class T>
 SampleSpans<T> spans_of(SurfaceSamples<T>& s) {
   SampleSpans<T> o;
   o.count = s.count;
-  auto ptrs = [](std::array<std::vector<T>, 3>& a, std::array<T*, 3>& p) {
+  auto ptrs = [](auto& a, std::array<T*, 3>& p) {
     for (int c = 0; c < 3; ++c) p[c] = a[c].empty() ? nullptr : a[c].data();
   };
   ptrs(s.position, o.position);

@@ -211,7 +211,7 @@ TriangleMesh FfdSession<T>::mesh() const {
   TriangleMesh m;
   m.positions.assign(p.begin(), p.end());
   m.normals.assign(n.begin(), n.end());
-  m.triangles = state_->prepared.triangles;
+  m.triangles.assign(state_->prepared.triangles.begin(), state_->prepared.triangles.end());
   return m;
 }
 

@@ -74,10 +74,10 @@ void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, 
   }
   std::vector<std::uint32_t> face_at, vertex_at;
   const std::uint64_t kept_f = scan_flags(keep, face_at, threads), kept_v = scan_flags(used, vertex_at, threads);
-  std::vector<float> pos(std::size_t(kept_v) * 3), nrm(m.normals.empty() ? 0 : std::size_t(kept_v) * 3);
-  std::vector<float> val(m.vertex_values.empty() ? 0 : std::size_t(kept_v));
+  HostVector<float> pos(std::size_t(kept_v) * 3), nrm(m.normals.empty() ? 0 : std::size_t(kept_v) * 3);
+  HostVector<float> val(m.vertex_values.empty() ? 0 : std::size_t(kept_v));
   border.assign(std::size_t(kept_v), 0);
-  std::vector<std::uint32_t> tri(std::size_t(kept_f) * 3);
+  HostVector<std::uint32_t> tri(std::size_t(kept_f) * 3);
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static) nowait
@@ -104,7 +104,7 @@ void drop_masked(const cells::Grid& g, const ArrayView3& mask, TriangleMesh& m, 
 // values[v] for the vertices with only[v] set: the largest range of the cells of its triangles, each triangle's
 // cell found from its centroid.
 template <class T>
-void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::vector<float>& values,
+void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, HostVector<float>& values,
                  const std::vector<std::uint8_t>& only, int threads) {
   const std::int64_t nf = m.triangle_count();
   for (std::size_t v = 0; v < only.size(); ++v)
@@ -181,7 +181,7 @@ void fill_values(const cells::Grid& g, float level, const TriangleMesh& m, std::
 }  // namespace
 
 void finish_array_mesh(const ArrayView3& volume, const ArrayView3& mask, double level, std::array<double, 3> cell_size,
-                       TriangleMesh& mesh, std::vector<float>* values, int threads) {
+                       TriangleMesh& mesh, HostVector<float>* values, int threads) {
   threads = cpu_engine_threads(threads, volume.shape[0] * volume.shape[1] * volume.shape[2]);
   const cells::Grid g = grid_of(volume, cell_size);
   core::visit_voxel_type(volume.type, [&](auto tag) {

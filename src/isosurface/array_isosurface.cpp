@@ -62,7 +62,7 @@ ArrayMesh marching_cubes_array(const ArrayView3& volume, const ArrayIsosurfaceOp
 
   ArrayMesh out;
   out.device = report.device;
-  std::vector<float> values;
+  HostVector<float> values;
   if (mesh.triangle_count() > 0 && o.mask) {
     iso::finish_array_mesh(v, o.mask->stepped(o.step), level, cell, mesh, o.values ? &values : nullptr, o.threads);
   } else if (o.values) {

@@ -30,7 +30,7 @@ IsosurfaceOptions array_order_options(const ArrayIsosurfaceOptions& options);
 // triangle's cell is the floor of its centroid in grid units (step · spacing), clamped to the grid. `volume` and
 // `mask` are the stepped views.
 void finish_array_mesh(const ArrayView3& volume, const ArrayView3& mask, double level, std::array<double, 3> cell_size,
-                       TriangleMesh& mesh, std::vector<float>* values, int threads);
+                       TriangleMesh& mesh, HostVector<float>* values, int threads);
 
 // The same on a CUDA array: the run and the passes on its GPU, the mesh left there.
 ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurfaceOptions& options);

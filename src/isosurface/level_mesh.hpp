@@ -21,8 +21,8 @@ namespace parasurf::iso {
 inline bool vertex_values(const IsosurfaceOptions& o) { return o.scalars != nullptr || o.vertex_ranges; }
 
 struct LevelMesh {
-  std::vector<float> positions, normals, values;
-  std::vector<std::uint32_t> triangles;
+  HostVector<float> positions, normals, values;  // HostVector: the slabs' copies write every element
+  HostVector<std::uint32_t> triangles;
   std::vector<std::int32_t> labels;
   std::vector<std::uint64_t> ties;
   bool point_vertices = false;  // some vertex sits on a sample equal to the level (it may have lost its triangles)
@@ -39,7 +39,7 @@ struct LevelMesh {
 // Room for n values: arrays sized ahead serve as they are, others grow as slabs come. `likely_scale` > 1 reserves
 // room for what is likely to come, but pages are faulted in only for what came: a guess too high costs address
 // space, not memory (faulting in the whole guess held 8x the mesh for a surface in the first of 8 slabs).
-template <class T> void make_room(std::vector<T>& v, std::size_t n, double likely_scale = 1) {
+template <class T, class A> void make_room(std::vector<T, A>& v, std::size_t n, double likely_scale = 1) {
   if (n <= v.size()) return;
   if (n > v.capacity() && likely_scale > 1) v.reserve(std::max(n, std::size_t(double(n) * likely_scale)));
   if (n > v.capacity()) {

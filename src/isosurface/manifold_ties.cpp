@@ -522,7 +522,7 @@ std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int 
   for (std::size_t k = 0; k < sub.triangles.size(); ++k)
     sub.triangles[k] = std::uint32_t(
         std::lower_bound(vertices.begin(), vertices.end(), m.triangles[3 * std::size_t(around[k / 3]) + k % 3]) - vertices.begin());
-  const std::vector<std::uint32_t> before = sub.triangles;
+  const HostVector<std::uint32_t> before = sub.triangles;
   const std::int64_t added = split_core(sub, normals_to_lower, threads, to_index);
   if (added == 0) return 0;
   // New vertex k copies the vertex whose corners moved to it.

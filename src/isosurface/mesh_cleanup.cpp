@@ -1,6 +1,7 @@
 // Mesh clean-up after the slabs: coincident tie triangles that cancel in pairs, vertices no triangle uses (removed
 // and the corners renumbered in place, in parallel), and triangles of excluded labels.
 #include <algorithm>
+#include <span>
 #include <atomic>
 #include <cstring>
 #include <mutex>
@@ -51,7 +52,7 @@ void exclude_labels(TriangleMesh& m, const std::vector<std::int32_t>& excluded) 
 namespace parasurf::distributed {
 using namespace parasurf::iso;
 
-std::vector<std::uint64_t> unreferenced_vertices(const std::vector<std::uint32_t>& triangles, std::uint64_t first,
+std::vector<std::uint64_t> unreferenced_vertices(std::span<const std::uint32_t> triangles, std::uint64_t first,
                                                  std::uint64_t count, std::vector<std::uint32_t>* beyond) {
   std::vector<std::uint8_t> used(count, 0);
   const auto n = std::int64_t(triangles.size());
@@ -97,8 +98,8 @@ namespace {
 // Keeps the items (of `per` values each) of [0, n) whose indices are not in `removed` (ascending), moved down in
 // place by chunks in parallel: a chunk's items move down by at most k = removed.size(), into the last k of the
 // chunk before, so every chunk saves those first.
-template <class T>
-void compact_in_place(std::vector<T>& values, std::size_t per, const std::vector<std::uint64_t>& removed, std::uint64_t n) {
+template <class T, class A>
+void compact_in_place(std::vector<T, A>& values, std::size_t per, const std::vector<std::uint64_t>& removed, std::uint64_t n) {
   const std::uint64_t k = removed.size();
   if (k == 0 || values.empty()) return;
   const std::uint64_t chunk = std::max<std::uint64_t>(std::uint64_t(1) << 16, 2 * k);

@@ -111,7 +111,7 @@ class Conformance : public testing::TestWithParam<Case> {
     for (std::int64_t k = 0; k < out.count; ++k) {
       const auto ref = test::reference_eval(s, uv[2 * k], uv[2 * k + 1]);
       for (int c = 0; c < 3; ++c) {
-        auto err = [&](const std::vector<T>& got, long double want) {
+        auto err = [&](const HostVector<T>& got, long double want) {
           if (got.empty()) return 0.0;  // not requested
           const double e = std::fabs(double(got[k]) - double(want));
           return std::isnan(double(got[k])) ? std::numeric_limits<double>::infinity() : e;

@@ -213,7 +213,7 @@ TEST(ArrayIsosurface, EngineValuesDoNotDependOnSlabs) {
       ASSERT_EQ(m.vertex_values.size(), std::size_t(m.vertex_count()));
       ASSERT_GT(m.vertex_count(), 100);
       if (slices == 0) {
-        whole = m.vertex_values;
+        whole.assign(m.vertex_values.begin(), m.vertex_values.end());
         EXPECT_TRUE(std::any_of(whole.begin(), whole.end(), [](float x) { return std::isnan(x); }));
         continue;
       }

@@ -1111,7 +1111,7 @@ TEST(Isosurface, EveryVoxelTypeGivesTheSameTopology) {
     g.dims = {n, n, n};
     // A level that samples equal (ties) and one that none equals.
     TriangleMesh reference, reference_between, reference_two;
-    auto worst = [](const std::vector<float>& a, const std::vector<float>& b) {
+    auto worst = [](const HostVector<float>& a, const HostVector<float>& b) {
       double w = a.size() == b.size() ? 0.0 : 1e30;
       for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) w = std::max(w, double(std::fabs(a[i] - b[i])));
       return w;
