@@ -58,20 +58,13 @@ Point point_and_tangent(const BezierCurve2& c, double t, Point& d) {
 }
 
 // The parameter where c passes within `eps` of p, or NaN: Newton on the distance's derivative (quadratic where the
-// distance is zero) from each sample nearer than its neighbours (a curve with a loop comes near p twice).
+// distance is zero) from every sample (a curve with a loop comes near p twice; a quintic's tight turn can put the
+// sample nearest to p in another basin than p's own, which made a shared arc go unseen and be traced cell by cell).
 double parameter_on(const BezierCurve2& c, const Point& p, double eps) {
   constexpr int kSamples = 16;
-  std::array<double, kSamples + 1> dist;
   Point d;
-  for (int i = 0; i <= kSamples; ++i) {
-    const Point q = point_and_tangent(c, double(i) / kSamples, d);
-    dist[std::size_t(i)] = std::hypot(q[0] - p[0], q[1] - p[1]);
-  }
   double best = NAN, best_d = eps;
   for (int i = 0; i <= kSamples; ++i) {
-    if ((i > 0 && dist[std::size_t(i - 1)] < dist[std::size_t(i)]) ||
-        (i < kSamples && dist[std::size_t(i + 1)] < dist[std::size_t(i)]))
-      continue;
     double u = double(i) / kSamples;
     for (int it = 0; it < 30; ++it) {
       const Point q = point_and_tangent(c, u, d);
@@ -127,10 +120,13 @@ std::optional<CurveOverlap> coincident_arcs(const BezierCurve2& a, const BezierC
       if (std::abs(ds) < kShortest || std::abs(dt) < kShortest) continue;
       // t = alpha s + beta, over the s where both parameters lie in [0, 1].
       const double alpha = dt / ds, beta = meet[i][1] - alpha * meet[i][0];
-      double s0 = std::max(0.0, std::min(-beta / alpha, (1 - beta) / alpha));
-      double s1 = std::min(1.0, std::max(-beta / alpha, (1 - beta) / alpha));
+      // (An end that is a curve's end stays exactly 0 or 1, not a rounding away from it.)
+      auto snap = [](double x) { return x < 1e-14 ? 0.0 : x > 1 - 1e-14 ? 1.0 : x; };
+      double s0 = snap(std::max(0.0, std::min(-beta / alpha, (1 - beta) / alpha)));
+      double s1 = snap(std::min(1.0, std::max(-beta / alpha, (1 - beta) / alpha)));
       if (!(s1 - s0 >= kShortest)) continue;
-      const double t_at_s0 = std::clamp(alpha * s0 + beta, 0.0, 1.0), t_at_s1 = std::clamp(alpha * s1 + beta, 0.0, 1.0);
+      const double t_at_s0 = snap(std::clamp(alpha * s0 + beta, 0.0, 1.0)),
+                   t_at_s1 = snap(std::clamp(alpha * s1 + beta, 0.0, 1.0));
       const std::vector<Point> pa = raised(curve_piece(a, s0, s1).points, degree);
       const std::vector<Point> pb = raised(curve_piece(b, t_at_s0, t_at_s1).points, degree);
       bool same = true;

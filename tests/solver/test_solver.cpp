@@ -581,6 +581,26 @@ TEST(Solver, CurveOverlapEndsAreExactOnEveryEngine) {
   }
 }
 
+// A quintic with a tight turn: the sample of the curve nearest to the other curve's end lay in another basin of the
+// distance than the end's own, so the shared arc went unseen and was traced cell by cell (2^18 cells, a second).
+TEST(Solver, SharedArcsOfQuinticsWithTightTurnsAreFoundDirectly) {
+  const BezierCurve2 a{{{0.679412, 0.211084}, {0.548772, 0.999065}, {0.725208, 0.344670}, {0.566116, 0.217277},
+                        {0.389115, 0.453786}, {0.315848, 0.590373}}};
+  const BezierCurve2 b = curve_piece(a, 0.725394, 0.274932);  // reversed
+  SolverOptions o;
+  o.cpu_scheme = SolverCpuScheme::Levels;
+  std::int64_t cells = 0;
+  o.progress = [&](int, std::int64_t c) { cells += c; };
+  const CurveIntersectionResult r = intersect_curves(a, b, o);
+  ASSERT_EQ(r.overlaps.size(), 1u);
+  EXPECT_NEAR(r.overlaps[0].s0, 0.274932, 1e-12);
+  EXPECT_NEAR(r.overlaps[0].s1, 0.725394, 1e-12);
+  EXPECT_EQ(r.overlaps[0].t0, 0.0);
+  EXPECT_EQ(r.overlaps[0].t1, 1.0);
+  EXPECT_TRUE(r.points.empty());
+  EXPECT_LT(cells, 5000);  // the pieces beside the arc, not the arc
+}
+
 // Shared arcs are found from the curves themselves, not traced by subdivision (which took 0.1-0.4 s a pair): arcs
 // of random cubics and quintics, either way round, a cubic's arc reaching past its ends, an arc raised to a higher
 // degree, ends moved by rounding; and none where curves only cross, touch, or run 1e-6 apart. Crossings beside the
