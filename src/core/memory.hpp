@@ -23,7 +23,8 @@ void prefault(void* p, std::uint64_t bytes);
 void parallel_copy(void* to, const void* from, std::size_t bytes, int threads);
 
 // v.resize(n) for a vector of plain values whose new part is about to be overwritten: fresh pages are faulted in
-// by all threads first (a HostVector's new elements are then left as they are, a std::vector's cleared). Grows by half again beyond the first allocation, as slabs are appended one by one.
+// by all threads first (a HostVector's new elements are then left as they are, a std::vector's cleared). Grows by
+// half again beyond the first allocation, as slabs are appended one by one.
 template <class T, class A> void resize_for_overwrite(std::vector<T, A>& v, std::size_t n) {
   if (n > v.capacity()) {
     v.reserve(v.capacity() == 0 ? n : std::max(n, v.capacity() + v.capacity() / 2));

@@ -60,7 +60,15 @@ Point point_and_tangent(const BezierCurve2& c, double t, Point& d) {
 // The parameter where c passes within `eps` of p, or NaN: Newton on the distance's derivative (quadratic where the
 // distance is zero) from every sample (a curve with a loop comes near p twice; a quintic's tight turn can put the
 // sample nearest to p in another basin than p's own, which made a shared arc go unseen and be traced cell by cell).
+// Every pair of a batch asks this four times, so a start is dropped as soon as it heads for a point of the curve
+// that is not p (the rest of the distance is across the curve, not along it), and a p outside the control points'
+// box (which holds the curve) is not looked for at all.
 double parameter_on(const BezierCurve2& c, const Point& p, double eps) {
+  for (int k = 0; k < 2; ++k) {
+    const auto [lo, hi] = std::minmax_element(c.points.begin(), c.points.end(),
+                                              [k](const Point& x, const Point& y) { return x[k] < y[k]; });
+    if (p[k] < (*lo)[k] - eps || p[k] > (*hi)[k] + eps) return NAN;
+  }
   constexpr int kSamples = 16;
   Point d;
   double best = NAN, best_d = eps;
@@ -71,8 +79,11 @@ double parameter_on(const BezierCurve2& c, const Point& p, double eps) {
       const double dd = d[0] * d[0] + d[1] * d[1];
       if (!(dd > 0)) break;
       const double step = (d[0] * (q[0] - p[0]) + d[1] * (q[1] - p[1])) / dd;
-      u = std::clamp(u - step, 0.0, 1.0);
-      if (std::abs(step) < 1e-15) break;
+      const double miss = std::hypot(q[0] - p[0], q[1] - p[1]);
+      if (miss > eps && miss > 100 * std::sqrt(dd) * std::abs(step)) break;  // near a closest point that is not p
+      const double next = std::clamp(u - step, 0.0, 1.0);
+      if (next == u || std::abs(step) < 1e-15) break;  // converged, or held at an end of the curve
+      u = next;
     }
     const Point q = point_and_tangent(c, u, d);
     if (const double e = std::hypot(q[0] - p[0], q[1] - p[1]); e <= best_d) best = u, best_d = e;
