@@ -31,6 +31,13 @@ inline std::int64_t batch_cell_limit(std::int64_t max_nodes, std::size_t systems
   return max_nodes > std::numeric_limits<std::int64_t>::max() / n ? std::numeric_limits<std::int64_t>::max() : max_nodes * n;
 }
 
+// A solution curve (a continuum) fills the levels with candidate cells of the tolerance's size: past this many in a
+// batch, every engine takes them at 1e-4. 200 per system, so a system's result does not depend on its batch.
+inline std::int64_t continuum_candidate_limit(std::size_t systems) {
+  return std::max<std::int64_t>(20000, 200 * std::int64_t(std::max<std::size_t>(systems, 1)));
+}
+inline constexpr double continuum_tolerance = 1e-4;
+
 // A batch of systems for the engines: each system with its equations and inequalities (positive may be empty:
 // none anywhere); square: as many equations as variables (roots), else solution sets sampled.
 struct Batch {

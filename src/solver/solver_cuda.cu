@@ -418,7 +418,8 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
       std::memcpy(&width, &lc.max_width, sizeof(width));
       tolerance = std::max(tolerance, 1.01 * width);  // every child is at most as wide as the widest parent
     }
-    if (square && candidates > std::max<std::int64_t>(20000, 200ll * systems) && tolerance < 1e-4) tolerance = 1e-4;
+    if (square && candidates > continuum_candidate_limit(std::size_t(systems)) && tolerance < continuum_tolerance)
+      tolerance = continuum_tolerance;
   }
   PS_CUDA(cudaDeviceSynchronize(), "running the GPU solver");
   std::vector<double> r_box(std::size_t(finished) * 2 * sh.n);

@@ -459,7 +459,8 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
       break;
     }
     // A solution curve would fill the levels with cells of the tolerance's size: stop refining early then.
-    if (square && out.candidates.size() > 20000 && tolerance < 1e-4) tolerance = 1e-4;
+    if (square && std::int64_t(out.candidates.size()) > continuum_candidate_limit(1) && tolerance < continuum_tolerance)
+      tolerance = continuum_tolerance;
   }
   out.tolerance = tolerance;
   return out;
@@ -563,8 +564,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   std::atomic<std::int64_t> pending{std::int64_t(count)}, nodes{0}, candidates{0};
   std::atomic<int> stop{0};  // 1: node limit, 2: time limit, 3: stopped by the caller, 4: a failure
   const std::int64_t max_nodes = batch_cell_limit(o.max_nodes, count);
-  // Past this many candidate cells (a continuum) they are taken at 1e-4: 200 per system, as on the GPU.
-  const std::int64_t candidate_limit = std::max<std::int64_t>(20000, 200 * std::int64_t(count));
+  const std::int64_t candidate_limit = continuum_candidate_limit(count);
   std::atomic<double> tolerance{o.tolerance};
   std::vector<std::size_t> overflow;  // roots that did not fit in the ring at the start
   for (std::size_t i = 0; i < count; ++i)
@@ -650,7 +650,8 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
         });
       });
       if (errors.failed()) stop = 4;
-      if (square && unresolved[sys].size() > before && ++candidates > candidate_limit && tol < 1e-4) tolerance = 1e-4;
+      if (square && unresolved[sys].size() > before && ++candidates > candidate_limit && tol < continuum_tolerance)
+        tolerance = continuum_tolerance;
     }
     nodes += seen_here & 63;
     std::lock_guard<std::mutex> lock(merge);
