@@ -4,9 +4,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#ifdef __linux__
-#include <sys/mman.h>
-#endif
 
 namespace parasurf::detail {
 
@@ -31,11 +28,10 @@ constexpr bool kPoison = false;
 void* allocate_result(std::size_t bytes) {
   void* p = nullptr;
   if (bytes >= kHuge) {
-    // Aligned to a huge page so that the system can back it with huge pages when asked (madvise mode).
+    // Aligned to a huge page, so that a system that backs memory with huge pages by itself can do so here. It is
+    // not asked to (madvise MADV_HUGEPAGE): where the system defragments on such a request (Debian's default), each
+    // fault would wait for compaction.
     if (posix_memalign(&p, kHuge, bytes) != 0) throw std::bad_alloc();
-#ifdef __linux__
-    madvise(p, bytes & ~(kHuge - 1), MADV_HUGEPAGE);  // a hint: no harm where refused
-#endif
   } else {
     p = ::operator new(bytes);
   }
