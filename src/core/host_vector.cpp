@@ -4,6 +4,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
+
+#include "core/memory.hpp"
 
 namespace parasurf::detail {
 
@@ -28,10 +33,12 @@ constexpr bool kPoison = false;
 void* allocate_result(std::size_t bytes) {
   void* p = nullptr;
   if (bytes >= kHuge) {
-    // Aligned to a huge page, so that a system that backs memory with huge pages by itself can do so here. It is
-    // not asked to (madvise MADV_HUGEPAGE): where the system defragments on such a request (Debian's default), each
-    // fault would wait for compaction.
+    // Aligned to a huge page, and asked to be backed by huge pages where the system gives them without waiting
+    // (a 512th of the faults).
     if (posix_memalign(&p, kHuge, bytes) != 0) throw std::bad_alloc();
+#ifdef __linux__
+    if (core::huge_pages_on_request()) madvise(p, bytes & ~(kHuge - 1), MADV_HUGEPAGE);
+#endif
   } else {
     p = ::operator new(bytes);
   }
