@@ -57,6 +57,12 @@ Point point_and_tangent(const BezierCurve2& c, double t, Point& d) {
   return w[0];
 }
 
+// |q - p|: hypot's care for rounding is not needed here, only where the sum of squares overflows.
+double distance(const Point& q, const Point& p) {
+  const double dx = q[0] - p[0], dy = q[1] - p[1], s = dx * dx + dy * dy;
+  return std::isfinite(s) ? std::sqrt(s) : std::hypot(dx, dy);
+}
+
 // The parameter where c passes within `eps` of p, or NaN: Newton on the distance's derivative (quadratic where the
 // distance is zero) from every sample (a curve with a loop comes near p twice; a quintic's tight turn can put the
 // sample nearest to p in another basin than p's own, which made a shared arc go unseen and be traced cell by cell).
@@ -79,14 +85,14 @@ double parameter_on(const BezierCurve2& c, const Point& p, double eps) {
       const double dd = d[0] * d[0] + d[1] * d[1];
       if (!(dd > 0)) break;
       const double step = (d[0] * (q[0] - p[0]) + d[1] * (q[1] - p[1])) / dd;
-      const double miss = std::hypot(q[0] - p[0], q[1] - p[1]);
+      const double miss = distance(q, p);
       if (miss > eps && miss > 100 * std::sqrt(dd) * std::abs(step)) break;  // near a closest point that is not p
       const double next = std::clamp(u - step, 0.0, 1.0);
       if (next == u || std::abs(step) < 1e-15) break;  // converged, or held at an end of the curve
       u = next;
     }
     const Point q = point_and_tangent(c, u, d);
-    if (const double e = std::hypot(q[0] - p[0], q[1] - p[1]); e <= best_d) best = u, best_d = e;
+    if (const double e = distance(q, p); e <= best_d) best = u, best_d = e;
   }
   return best;
 }

@@ -2,7 +2,11 @@
 // Bernstein form (each coordinate promoted to the two variables) and solved by subdivision.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <optional>
 
+#include "core/region_errors.hpp"
+#include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "solver/curve_coincidence.hpp"
@@ -279,45 +283,59 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
 std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
                                                            const SolverOptions& options) {
   std::vector<CurveIntersectionResult> out(pairs.size());
-  // Every system goes into one batch: the pairs whose control boxes meet (the others have no intersection), and
-  // for pairs that share an arc (found directly: tracing it by subdivision takes thousands of times a crossing's
-  // work) the pieces beside the arc.
-  std::vector<std::size_t> solved, arc_of;  // per system: its pair, and its shared arc or npos
-  std::vector<std::vector<BernsteinPoly>> systems;
-  std::vector<SharedArc> arcs;
-  std::vector<std::size_t> arc_pair;
-  constexpr std::size_t kNone = std::size_t(-1);
   for (std::size_t k = 0; k < pairs.size(); ++k) {
     const std::string which = "pair " + std::to_string(k) + ", curve ";
     check_curve(pairs[k].first, (which + "1").c_str());
     check_curve(pairs[k].second, (which + "2").c_str());
-    if (!boxes_meet(pairs[k].first, pairs[k].second)) continue;
-    if (const auto arc = solver::coincident_arcs(pairs[k].first, pairs[k].second)) {
-      arcs.push_back(shared_arc(pairs[k].first, pairs[k].second, *arc));
-      arc_pair.push_back(k);
-      for (const auto& p : arcs.back().pieces) {
-        solved.push_back(k);
-        arc_of.push_back(arcs.size() - 1);
-        systems.push_back(crossing_equations(p.a, p.b));
+  }
+  // Every system goes into one batch: the pairs whose control boxes meet (the others have no intersection), and
+  // for pairs that share an arc (found directly: tracing it by subdivision takes thousands of times a crossing's
+  // work) the pieces beside the arc. The search for shared arcs and the making of each pair's equations are the
+  // pair's own work, as long as a crossing's solve: they run on all threads, as the solve does, before it.
+  struct Prepared {
+    bool meet = false;
+    std::optional<SharedArc> arc;
+    std::vector<std::vector<BernsteinPoly>> systems;  // the pair's, or its pieces'
+  };
+  std::vector<Prepared> prepared(pairs.size());
+  const int threads = cpu_thread_count(options.threads);
+  core::RegionErrors errors;
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (std::size_t k = 0; k < pairs.size(); ++k)
+    errors.capture([&] {
+      const auto& [a, b] = pairs[k];
+      Prepared& p = prepared[k];
+      if (!boxes_meet(a, b)) return;
+      p.meet = true;
+      if (const auto arc = solver::coincident_arcs(a, b)) {
+        p.arc = shared_arc(a, b, *arc);
+        for (const auto& piece : p.arc->pieces) p.systems.push_back(crossing_equations(piece.a, piece.b));
+      } else {
+        p.systems.push_back(crossing_equations(a, b));
       }
-      continue;
-    }
-    solved.push_back(k);
-    arc_of.push_back(kNone);
-    systems.push_back(crossing_equations(pairs[k].first, pairs[k].second));
-  }
+    });
+  errors.rethrow();
+  std::vector<std::size_t> first(pairs.size() + 1, 0);  // the pair's systems: [first[k], first[k + 1])
+  for (std::size_t k = 0; k < pairs.size(); ++k) first[k + 1] = first[k] + prepared[k].systems.size();
+  std::vector<std::vector<BernsteinPoly>> systems;
+  systems.reserve(first.back());
+  for (auto& p : prepared)
+    for (auto& e : p.systems) systems.push_back(std::move(e));
   std::vector<SolveResult> results = solve_systems(systems, options);
-  std::vector<std::vector<SolveResult>> piece_results(arcs.size());
-  for (std::size_t i = 0; i < solved.size(); ++i) {
-    if (arc_of[i] != kNone) {
-      piece_results[arc_of[i]].push_back(std::move(results[i]));
-      continue;
-    }
-    const auto& [a, b] = pairs[solved[i]];
-    out[solved[i]] = crossings(a, b, results[i], options.tolerance);
-  }
-  for (std::size_t j = 0; j < arcs.size(); ++j)
-    out[arc_pair[j]] = shared_arc_result(arcs[j], std::move(piece_results[j]), options.tolerance);
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+  for (std::size_t k = 0; k < pairs.size(); ++k)
+    errors.capture([&] {
+      const Prepared& p = prepared[k];
+      if (!p.meet) return;
+      if (p.arc) {
+        std::vector<SolveResult> pieces(std::make_move_iterator(results.begin() + std::ptrdiff_t(first[k])),
+                                        std::make_move_iterator(results.begin() + std::ptrdiff_t(first[k + 1])));
+        out[k] = shared_arc_result(*p.arc, std::move(pieces), options.tolerance);
+      } else {
+        out[k] = crossings(pairs[k].first, pairs[k].second, results[first[k]], options.tolerance);
+      }
+    });
+  errors.rethrow();
   return out;
 }
 
