@@ -126,9 +126,11 @@ std::optional<CurveOverlap> coincident_arcs(const BezierCurve2& a, const BezierC
   for (double t_end : {0.0, 1.0})
     if (const double s = parameter_on(a, b.points[t_end == 0 ? 0 : b.points.size() - 1], eps); !std::isnan(s))
       meet[std::size_t(found++)] = {s, t_end};
-  for (double s_end : {0.0, 1.0})
+  for (double s_end : {0.0, 1.0}) {
+    if (s_end == 1 && found == 0) return std::nullopt;  // an arc has two ends, each an end of a curve
     if (const double t = parameter_on(b, a.points[s_end == 0 ? 0 : a.points.size() - 1], eps); !std::isnan(t))
       meet[std::size_t(found++)] = {s_end, t};
+  }
   constexpr double kShortest = 1e-6;  // in both parameters: shorter shared arcs are points
   const std::size_t degree = std::max(a.points.size(), b.points.size()) - 1;
   for (int i = 0; i < found; ++i)
