@@ -1,8 +1,9 @@
 // The arrays results come in (surface samples, meshes): std::vector with an allocator that leaves new elements
 // uninitialised. The library writes every element of a result, so clearing a fresh array first (what resize does
 // for std::vector<float>) would only be a second pass over it, on one thread, before the engine's threads or the
-// GPU's copy fill it; for a large grid or mesh that pass took longer than the work. Otherwise a HostVector is a
-// std::vector: copy one into a std::vector with `std::vector<float>(v.begin(), v.end())`.
+// GPU's copy fill it; for a large grid or mesh that pass took longer than the work. Large arrays are also offered
+// to the system as transparent huge pages (a 512th of the page faults). Otherwise a HostVector is a std::vector:
+// copy one into a std::vector with `std::vector<float>(v.begin(), v.end())`.
 #pragma once
 #include <cstddef>
 #include <new>

@@ -8,8 +8,6 @@
 #include <sys/mman.h>
 #endif
 
-#include "core/memory.hpp"
-
 namespace parasurf::detail {
 
 namespace {
@@ -33,11 +31,10 @@ constexpr bool kPoison = false;
 void* allocate_result(std::size_t bytes) {
   void* p = nullptr;
   if (bytes >= kHuge) {
-    // Aligned to a huge page, and asked to be backed by huge pages where the system gives them without waiting
-    // (a 512th of the faults).
+    // Aligned to a huge page so that the system can back it with huge pages when asked (madvise mode).
     if (posix_memalign(&p, kHuge, bytes) != 0) throw std::bad_alloc();
 #ifdef __linux__
-    if (core::huge_pages_on_request()) madvise(p, bytes & ~(kHuge - 1), MADV_HUGEPAGE);
+    madvise(p, bytes & ~(kHuge - 1), MADV_HUGEPAGE);  // a hint: no harm where refused
 #endif
   } else {
     p = ::operator new(bytes);

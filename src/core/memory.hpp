@@ -15,12 +15,8 @@ void check_host_allocation(std::uint64_t bytes, const std::string& what);
 
 std::string format_bytes(std::uint64_t bytes);
 
-// Whether ranges asked to be transparent huge pages (Linux MADV_HUGEPAGE) get them without a fault waiting for the
-// system to compact memory.
-bool huge_pages_on_request();
-
 // Faults in the pages of [p, p + bytes), memory no other thread uses yet (contents unchanged): below 2 MiB in one
-// system call (Linux MADV_POPULATE_WRITE), from 2 MiB touched by all threads (as huge pages where they come at once).
+// system call (Linux MADV_POPULATE_WRITE), from 2 MiB as transparent huge pages touched by all threads.
 void prefault(void* p, std::uint64_t bytes);
 
 // memcpy split over `threads` OpenMP threads (one copy below 1 MiB): one core moves a fraction of what the memory can.

@@ -72,23 +72,6 @@ bool all_pages_resident(std::uintptr_t from, std::uintptr_t to) {
 }  // namespace
 #endif
 
-bool huge_pages_on_request() {
-#ifdef __linux__
-  // Asked for with MADV_HUGEPAGE, huge pages come at once only where the system defragments in the background
-  // ("defer", or "never": none are made then); under "madvise" or "defer+madvise" (common defaults) a fault of such a
-  // range may wait for compaction, longer than the 4 KiB faults it saves.
-  static const bool cheap = [] {
-    std::ifstream f("/sys/kernel/mm/transparent_hugepage/defrag");
-    std::string line;
-    std::getline(f, line);
-    return line.find("[defer]") != std::string::npos || line.find("[never]") != std::string::npos;
-  }();
-  return cheap;
-#else
-  return false;
-#endif
-}
-
 void prefault(void* p, std::uint64_t bytes) {
 #ifdef __linux__
 #ifndef MADV_POPULATE_WRITE
@@ -108,11 +91,11 @@ void prefault(void* p, std::uint64_t bytes) {
     madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE);  // older kernels: EINVAL, no harm
     return;
   }
-  // Transparent huge pages where the system gives them on request without waiting: a 512th of the faults. The pages are then
+  // Transparent huge pages where the system allows them on request: a 512th of the faults. The pages are then
   // touched by all threads (an atomic add of zero: a write that changes nothing): a fault takes only its own
   // mapping's lock, where MADV_POPULATE_WRITE holds the process's address-space lock and stalled the CUDA driver's
   // allocations meanwhile.
-  if (huge_pages_on_request()) madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
+  madvise(reinterpret_cast<void*>(from), to - from, MADV_HUGEPAGE);
   const std::int64_t pages = std::int64_t((to - from) / page);
 #pragma omp parallel for schedule(static) num_threads(cpu_thread_count(0))
   for (std::int64_t k = 0; k < pages; ++k)
