@@ -83,10 +83,12 @@ void learn(const char* job, Device ran, double estimated_seconds, double measure
   std::lock_guard<std::mutex> g(lock());
   Corrections& c = table()[job];
   double& f = ran == Device::Cpu ? c.cpu : c.cuda;
-  // The first run of the job replaces the estimate's factor (the estimate comes from other work); later ones move
-  // it by the geometric mean, so that one slow run (a page fault storm, a busy core) moves it only halfway.
-  const bool first = ran == Device::Cpu && !c.cpu_measured;
-  f = std::clamp(first ? ratio : std::sqrt(f * ratio), 0.25, 4.0);
+  // A first CPU run faster than estimated replaces the estimate's factor (the estimate comes from other work); every
+  // other run moves it by the geometric mean, so that one slow run (threads waking after GPU work, a page fault
+  // storm, a busy core) moves it only halfway. Taken at its word, one cold first call would make the CPU look several
+  // times slower than it is, and a side that looks slow is not run again to correct it.
+  const bool trust = ran == Device::Cpu && !c.cpu_measured && ratio <= f;
+  f = std::clamp(trust ? ratio : std::sqrt(f * ratio), 0.25, 4.0);
   if (ran == Device::Cpu) c.cpu_measured = true;
 }
 

@@ -28,14 +28,14 @@ TEST(AutoDevice, DecisionFollowsTheFasterSideAndLearns) {
   core::learn(job, Device::Cuda, 1e-3, 4e-3);
   EXPECT_GT(core::correction(job, Device::Cuda), 2.0);
   EXPECT_EQ(core::decide(job, e).device, Device::Cpu);
-  // Absurd or missing measurements change nothing; the first CPU run replaces the factor (the estimate came from
-  // other work), and after it a single outlier moves the factor by at most 2.
+  // Absurd or missing measurements change nothing; a first CPU run slower than its estimate moves the factor
+  // halfway (a cold first call must not keep the CPU from running again), and a single outlier by at most 2.
   const double before = core::correction(job, Device::Cpu);
   core::learn(job, Device::Cpu, 1e-3, std::nan(""));
   core::learn(job, Device::Cpu, 0, 1e-3);
   core::learn(job, Device::Cpu, 1e-3, -1);
   EXPECT_EQ(core::correction(job, Device::Cpu), before);
-  core::learn(job, Device::Cpu, 1e-3, 2e-3);
+  core::learn(job, Device::Cpu, 1e-3, 4e-3);
   EXPECT_NEAR(core::correction(job, Device::Cpu), 2.0, 1e-12);
   core::learn(job, Device::Cpu, 1e-3, 1e3);
   EXPECT_NEAR(core::correction(job, Device::Cpu), std::sqrt(8.0), 1e-12);
@@ -46,6 +46,15 @@ TEST(AutoDevice, DecisionFollowsTheFasterSideAndLearns) {
 // A side that has not run a job in this process may be estimated a few times too slow and would then never run:
 // from the second call on, when it lies within 2x of the chosen side, it runs once and learns; reports of what auto
 // would do never explore, nor do estimates that are bounds or sides far behind.
+// A first CPU run faster than its estimate is taken at its word.
+TEST(AutoDevice, AFirstCpuRunFasterThanItsEstimateReplacesIt) {
+  const char* job = "test-first-fast";
+  core::learn(job, Device::Cpu, 1e-3, 0.3e-3);
+  EXPECT_NEAR(core::correction(job, Device::Cpu), 0.3, 1e-12);
+  core::learn(job, Device::Cpu, 1e-3, 0.3e-3);  // later runs by the geometric mean
+  EXPECT_NEAR(core::correction(job, Device::Cpu), 0.3, 1e-12);
+}
+
 TEST(AutoDevice, AnUnmeasuredSideCloseToTheChosenOneRunsOnce) {
   const char* job = "test-explore";
   const core::DeviceEstimate e{1.5e-3, 1e-3};
