@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "parasurf/bezier.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/patches.hpp"
 
@@ -164,6 +165,24 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
 // intersect_curves gives it.
 std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
                                                            const SolverOptions& options = {});
+
+// The point of a set of polynomial Bézier patches nearest to each query point (point projection, as CAD kernels'
+// "project a point on a surface", for many points at once): every critical point of the distance inside a patch
+// and on its edges, and the corners, among the patches whose control boxes come near enough; all their systems are
+// solved in one batch. Where a query has a continuum of nearest points (on an axis of symmetry), one of them.
+struct ClosestPoint {
+  std::int64_t patch = -1;        // index into the patches; on a tie, the lowest
+  double u = 0, v = 0;            // parameters on that patch
+  std::array<double, 3> point{};  // the patch at (u, v)
+  double distance = 0;
+};
+struct ClosestPointsResult {
+  std::vector<ClosestPoint> points;  // one per query, in order
+  std::int64_t systems = 0;          // interior and edge systems solved
+  std::string status = "complete";   // else the first partial system's status (a limit reached)
+};
+ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches, const std::vector<std::array<double, 3>>& queries,
+                                   const SolverOptions& options = {});
 
 // A planar B-spline curve: degree p >= 1, count + p + 1 non-decreasing knots, parameter in [knots[p], knots[count]].
 struct BSplineCurve2 {

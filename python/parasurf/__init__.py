@@ -312,6 +312,29 @@ def intersect_curves_batch(pairs, *, tolerance=1e-7, device="cpu", threads=0):
                                              for a, b in pairs], float(tolerance), device, int(threads))
 
 
+def closest_points(queries, patches=None, *, device="cpu", threads=0):
+    """The point of a patch model nearest to each query point (point projection onto surfaces, many at once).
+
+    ``queries`` (n, 3). ``patches``: None (the built-in Utah teapot), a path to a patch model (.bv, .bpt, B-spline
+    .json; its tensor-product patches), or a list of Bézier control nets, each an (m+1, n+1, 3) array. Every
+    critical point of the distance inside the patches and on their edges, and the corners, of the patches that can
+    hold the nearest point, are found by the subdivision solver in one batch. Returns a dict: ``points`` (n, 3),
+    ``distance`` (n,), ``patch`` (n,) int64 (the lowest index on a tie), ``uv`` (n, 2) on that patch, ``systems``
+    solved and ``status``. Where a query has a whole curve of nearest points (on an axis of symmetry), one of them.
+    ``device``: "cpu", "cuda", "hybrid" or "auto".
+    """
+    q = _np.ascontiguousarray(queries, dtype=_np.float64)
+    nets = []
+    path = None
+    if patches is not None and not isinstance(patches, (str, bytes)) and not hasattr(patches, "__fspath__"):
+        nets = [_np.ascontiguousarray(p, dtype=_np.float64) for p in patches]
+        if not nets:
+            raise ValueError("closest points: no patches")
+    elif patches is not None:
+        path = str(patches)
+    return _parasurf.closest_points(q, path, nets, device, int(threads))
+
+
 def ray_traps(curves, *, tolerance=1e-7, threads=0):
     """Ray traps of k = 3..6 planar Bézier curves (each (n_i, 2) control points): closed light paths that reflect
     once on every curve in turn. Returns a dict: ``params`` (m, k), ``points`` (m, k, 2) and ``status``.

@@ -710,6 +710,61 @@ void bind_solver(py::module_& m) {
       },
       py::arg("pairs"), py::arg("tolerance"), py::arg("device"), py::arg("threads"));
   m.def(
+      "closest_points",
+      [](CArray queries, const py::object& path, const std::vector<CArray>& nets, const std::string& device, int threads) {
+        if (queries.ndim() != 2 || queries.shape(1) != 3)
+          throw Error(ErrorKind::InvalidArgument, "queries must have shape (n, 3)");
+        std::vector<BezierSurface> patches;
+        if (!nets.empty()) {
+          for (std::size_t i = 0; i < nets.size(); ++i) {
+            const CArray& a = nets[i];
+            if (a.ndim() != 3 || a.shape(2) != 3 || a.shape(0) < 2 || a.shape(1) < 2)
+              throw Error(ErrorKind::InvalidArgument,
+                          "patch " + std::to_string(i) + ": control points must have shape (m+1, n+1, 3) with m, n >= 1");
+            BezierSurface b;
+            b.degree_u = int(a.shape(0)) - 1;
+            b.degree_v = int(a.shape(1)) - 1;
+            b.points.assign(a.data(), a.data() + a.size());
+            patches.push_back(std::move(b));
+          }
+        } else {
+          const PatchModel model = path.is_none() ? utah_teapot() : read_patch_model(path.cast<std::string>());
+          for (std::int64_t i = 0; i < std::int64_t(model.patches.size()); ++i)
+            if (model.patches[std::size_t(i)].kind == PatchKind::Tensor) patches.push_back(patch_surface(model, i));
+          if (patches.empty()) throw Error(ErrorKind::InvalidArgument, "the model has no tensor-product patches");
+        }
+        std::vector<std::array<double, 3>> q(std::size_t(queries.shape(0)));
+        std::copy_n(queries.data(), 3 * q.size(), q.data()->data());
+        SolverOptions o = solver_options(device, threads);
+        Interrupt interrupt;
+        o.stop = interrupt.poll();
+        ClosestPointsResult r;
+        {
+          py::gil_scoped_release release;
+          r = closest_points(patches, q, o);
+        }
+        interrupt.raise_if_stopped();
+        const auto n = py::ssize_t(r.points.size());
+        py::array_t<double> points({n, py::ssize_t(3)}), uv({n, py::ssize_t(2)}), distance(n);
+        py::array_t<std::int64_t> patch(n);
+        for (py::ssize_t i = 0; i < n; ++i) {
+          const ClosestPoint& c = r.points[std::size_t(i)];
+          for (int k = 0; k < 3; ++k) points.mutable_at(i, k) = c.point[std::size_t(k)];
+          uv.mutable_at(i, 0) = c.u, uv.mutable_at(i, 1) = c.v;
+          distance.mutable_at(i) = c.distance;
+          patch.mutable_at(i) = c.patch;
+        }
+        py::dict out;
+        out["points"] = points;
+        out["distance"] = distance;
+        out["patch"] = patch;
+        out["uv"] = uv;
+        out["systems"] = r.systems;
+        out["status"] = r.status;
+        return out;
+      },
+      py::arg("queries"), py::arg("path"), py::arg("nets"), py::arg("device"), py::arg("threads"));
+  m.def(
       "ray_traps",
       [](std::vector<py::array_t<double, py::array::c_style | py::array::forcecast>> curves, double tolerance, int threads) {
         std::vector<BezierCurve2> cs;

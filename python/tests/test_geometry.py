@@ -1,4 +1,6 @@
 """Surface evaluation, patch tessellation and FFD from Python: shapes, dtypes, values against references."""
+import math
+
 import numpy as np
 import pytest
 
@@ -154,6 +156,35 @@ def test_intersect_curves():
     assert batch[-1]["tangent"][0]
     with pytest.raises(ValueError):
         parasurf.intersect_curves_batch([([[0, 0]], [[0, 1], [1, 0]])])
+
+
+def test_closest_points_on_the_teapot_and_on_given_nets():
+    # Points on the teapot are their own nearest points; one above the lid's knob is 0.05 above its top.
+    rng = np.random.default_rng(5)
+    nets = [rng.random((4, 4, 3)), rng.random((3, 5, 3)) + [0.5, 0, 0]]
+    r = parasurf.closest_points([[0, 0, 3.2], [3, 0, 1]], device="cpu")
+    assert r["points"].shape == (2, 3) and r["uv"].shape == (2, 2) and r["patch"].dtype == np.int64
+    assert abs(r["distance"][0] - 0.05) < 1e-12 and r["status"] == "complete"
+    on = parasurf.closest_points(r["points"])
+    assert (on["distance"] < 1e-12).all()
+    np.testing.assert_allclose(np.linalg.norm(r["points"] - [[0, 0, 3.2], [3, 0, 1]], axis=1), r["distance"], atol=1e-14)
+    q = rng.random((20, 3)) * 2 - 0.5
+    g = parasurf.closest_points(q, nets)
+    # No sample of the nets is nearer than the answer.
+    for i in range(len(q)):
+        for net in nets:
+            m, n = net.shape[0] - 1, net.shape[1] - 1
+            t = np.linspace(0, 1, 41)
+            bu = np.array([[math.comb(m, a) * x ** a * (1 - x) ** (m - a) for a in range(m + 1)] for x in t])
+            bv = np.array([[math.comb(n, b) * y ** b * (1 - y) ** (n - b) for b in range(n + 1)] for y in t])
+            pts = np.einsum("ua,vb,abk->uvk", bu, bv, net).reshape(-1, 3)
+            assert np.linalg.norm(pts - q[i], axis=1).min() >= g["distance"][i] - 1e-12
+    with pytest.raises(ValueError):
+        parasurf.closest_points([[0, 0, float("nan")]])
+    with pytest.raises(ValueError):
+        parasurf.closest_points([[0, 0, 0]], [])
+    with pytest.raises(ValueError):
+        parasurf.closest_points([0, 0, 0])
 
 
 def test_ray_traps_reflect():

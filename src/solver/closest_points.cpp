@@ -1,0 +1,331 @@
+// The point of a set of Bézier patches nearest to each of many query points, by the subdivision solver (Park et al.,
+// CAD 43, 2011) on the conditions of a closest point (Ma & Hewitt, "Point inversion and projection for NURBS curve
+// and surface", CAGD 20(2), 2003): inside a patch the chord S - q is perpendicular to Su and Sv, on an edge to the
+// edge's tangent, or the point is a corner. Every patch that may hold the nearest point (its control box no farther
+// than a point already known on the surface) gives one interior system and one per edge; all of them go to the
+// engine as one batch.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/region_errors.hpp"
+#include "parasurf/bezier.hpp"
+#include "parasurf/device.hpp"
+#include "parasurf/error.hpp"
+#include "parasurf/solver.hpp"
+
+namespace parasurf {
+
+namespace {
+
+using Vec3 = std::array<double, 3>;
+
+constexpr std::size_t kSide = 5;  // samples along each side of a patch for the first bound, corners included
+
+// What a query needs of a patch: its coordinates and the parts of the conditions that do not depend on the query.
+// Coordinates are taken from the centre of the patch's box, so that a model far from the origin does not lose the
+// conditions' digits to cancellation. With p = q - centre: (S - q) . Su = dot_u - sum_k p_k su[k], all at the
+// degree of dot_u; the same along v and on the edges.
+struct PatchTerms {
+  Vec3 centre{};
+  std::array<BernsteinPoly, 3> x;       // coordinates from the centre, in (u, v)
+  BernsteinPoly dot_u, dot_v;           // S . Su, S . Sv
+  std::array<BernsteinPoly, 3> su, sv;  // Su, Sv raised to the degrees of dot_u, dot_v
+  struct Edge {
+    bool along_u;                          // the edge runs along u (v fixed) or along v (u fixed)
+    double at;                             // the fixed parameter
+    BernsteinPoly dot;                     // C . C' (one variable)
+    std::array<BernsteinPoly, 3> tangent;  // C' raised to its degree
+  };
+  std::vector<Edge> edges;    // the edges that are curves (a collapsed edge is its corner)
+  Vec3 lo{}, hi{};            // the control points' box, which holds the patch
+  std::vector<Vec3> samples;  // points on the patch: an upper bound on the distance for pruning
+
+  Vec3 point(const double* uv) const {
+    return {centre[0] + x[0].evaluate(uv), centre[1] + x[1].evaluate(uv), centre[2] + x[2].evaluate(uv)};
+  }
+};
+
+BernsteinPoly raise_to(const BernsteinPoly& p, const std::vector<int>& degree) {
+  BernsteinPoly out = p;
+  for (int v = 0; v < p.variables(); ++v)
+    if (out.degree[std::size_t(v)] < degree[std::size_t(v)]) out = elevate(out, v, degree[std::size_t(v)]);
+  return out;
+}
+
+BernsteinPoly dot3(const std::array<BernsteinPoly, 3>& a, const std::array<BernsteinPoly, 3>& b) {
+  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+// A coordinate of the edge u = at (along v) or v = at (along u), as a polynomial in one variable.
+std::vector<double> edge_coefficients(const BezierSurface& s, int k, bool along_u, int end, double centre) {
+  const int m = s.degree_u, n = s.degree_v;
+  std::vector<double> c;
+  if (along_u)
+    for (int i = 0; i <= m; ++i) c.push_back(s.points[std::size_t(3 * (i * (n + 1) + (end ? n : 0)) + k)] - centre);
+  else
+    for (int j = 0; j <= n; ++j) c.push_back(s.points[std::size_t(3 * ((end ? m : 0) * (n + 1) + j) + k)] - centre);
+  return c;
+}
+
+PatchTerms patch_terms(const BezierSurface& s) {
+  PatchTerms t;
+  const int m = s.degree_u, n = s.degree_v;
+  t.lo = t.hi = {s.points[0], s.points[1], s.points[2]};
+  for (std::size_t i = 0; i < s.points.size(); i += 3)
+    for (std::size_t k = 0; k < 3; ++k)
+      t.lo[k] = std::min(t.lo[k], s.points[i + k]), t.hi[k] = std::max(t.hi[k], s.points[i + k]);
+  for (std::size_t k = 0; k < 3; ++k) t.centre[k] = 0.5 * (t.lo[k] + t.hi[k]);
+  for (int k = 0; k < 3; ++k) {
+    t.x[std::size_t(k)].degree = {m, n};
+    t.x[std::size_t(k)].coef.resize(std::size_t((m + 1) * (n + 1)));
+    for (int i = 0; i < (m + 1) * (n + 1); ++i)
+      t.x[std::size_t(k)].coef[std::size_t(i)] = s.points[std::size_t(3 * i + k)] - t.centre[std::size_t(k)];
+  }
+  std::array<BernsteinPoly, 3> xu, xv;
+  for (int k = 0; k < 3; ++k)
+    xu[std::size_t(k)] = derivative(t.x[std::size_t(k)], 0), xv[std::size_t(k)] = derivative(t.x[std::size_t(k)], 1);
+  t.dot_u = dot3(t.x, xu);
+  t.dot_v = dot3(t.x, xv);
+  for (int k = 0; k < 3; ++k) {
+    t.su[std::size_t(k)] = raise_to(xu[std::size_t(k)], t.dot_u.degree);
+    t.sv[std::size_t(k)] = raise_to(xv[std::size_t(k)], t.dot_v.degree);
+  }
+  for (const bool along_u : {true, false})
+    for (int end = 0; end < 2; ++end) {
+      PatchTerms::Edge e;
+      e.along_u = along_u;
+      e.at = end;
+      std::array<BernsteinPoly, 3> c, d;
+      bool collapsed = true;
+      for (int k = 0; k < 3; ++k) {
+        const std::vector<double> coef = edge_coefficients(s, k, along_u, end, t.centre[std::size_t(k)]);
+        for (double x : coef) collapsed = collapsed && x == coef[0];
+        c[std::size_t(k)] = BernsteinPoly::univariate(coef, 0, 1);
+        d[std::size_t(k)] = derivative(c[std::size_t(k)], 0);
+      }
+      if (collapsed) continue;
+      e.dot = dot3(c, d);
+      for (int k = 0; k < 3; ++k) e.tangent[std::size_t(k)] = raise_to(d[std::size_t(k)], e.dot.degree);
+      t.edges.push_back(std::move(e));
+    }
+  for (std::size_t a = 0; a < kSide; ++a)
+    for (std::size_t b = 0; b < kSide; ++b) {
+      const double uv[2] = {double(a) / (kSide - 1), double(b) / (kSide - 1)};
+      t.samples.push_back(t.point(uv));
+    }
+  return t;
+}
+
+// dot - sum_k p_k terms[k] for p = q - centre, coefficient by coefficient (the terms share dot's degrees).
+BernsteinPoly condition(const BernsteinPoly& dot, const std::array<BernsteinPoly, 3>& terms, const Vec3& q,
+                        const Vec3& centre) {
+  const Vec3 p = {q[0] - centre[0], q[1] - centre[1], q[2] - centre[2]};
+  BernsteinPoly out = dot;
+  for (std::size_t i = 0; i < out.coef.size(); ++i)
+    out.coef[i] -= p[0] * terms[0].coef[i] + p[1] * terms[1].coef[i] + p[2] * terms[2].coef[i];
+  return out;
+}
+
+double distance(const Vec3& a, const Vec3& b) {
+  return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
+}
+
+double box_distance(const Vec3& q, const Vec3& lo, const Vec3& hi) {
+  double s = 0;
+  for (int k = 0; k < 3; ++k) {
+    const double d = std::max({lo[std::size_t(k)] - q[std::size_t(k)], 0.0, q[std::size_t(k)] - hi[std::size_t(k)]});
+    s += d * d;
+  }
+  return std::sqrt(s);
+}
+
+// The point at (u, v), then Gauss-Newton on |S - q|^2 within the unit square from there: a root of the conditions
+// is already a foot point (the steps change nothing), and a cell of a continuum of foot points (a query on an axis
+// of symmetry) moves onto the continuum. The nearer of the start and the end.
+ClosestPoint settle(const PatchTerms& t, std::int64_t patch, const Vec3& q, double u, double v) {
+  auto at = [&](double a, double b, Vec3* du, Vec3* dv) {
+    const double uv[2] = {a, b};
+    Vec3 p;
+    for (int k = 0; k < 3; ++k) {
+      double g[2];
+      p[std::size_t(k)] = t.centre[std::size_t(k)] + t.x[std::size_t(k)].evaluate_with_gradient(uv, g);
+      if (du) (*du)[std::size_t(k)] = g[0], (*dv)[std::size_t(k)] = g[1];
+    }
+    return p;
+  };
+  ClosestPoint best{patch, u, v, at(u, v, nullptr, nullptr), 0};
+  best.distance = distance(best.point, q);
+  double a = u, b = v;
+  for (int it = 0; it < 8; ++it) {
+    Vec3 du, dv;
+    const Vec3 p = at(a, b, &du, &dv);
+    double g[2] = {0, 0}, h[3] = {0, 0, 0};
+    for (int k = 0; k < 3; ++k) {
+      const double r = p[std::size_t(k)] - q[std::size_t(k)];
+      g[0] += du[std::size_t(k)] * r, g[1] += dv[std::size_t(k)] * r;
+      h[0] += du[std::size_t(k)] * du[std::size_t(k)], h[1] += du[std::size_t(k)] * dv[std::size_t(k)],
+          h[2] += dv[std::size_t(k)] * dv[std::size_t(k)];
+    }
+    const double det = h[0] * h[2] - h[1] * h[1];
+    if (!(std::abs(det) > 1e-30 * (h[0] * h[2] + 1e-300))) break;
+    const double na = std::clamp(a - (h[2] * g[0] - h[1] * g[1]) / det, 0.0, 1.0);
+    const double nb = std::clamp(b - (h[0] * g[1] - h[1] * g[0]) / det, 0.0, 1.0);
+    if (na == a && nb == b) break;
+    a = na, b = nb;
+  }
+  const Vec3 p = at(a, b, nullptr, nullptr);
+  if (const double d = distance(p, q); d < best.distance) best = {patch, a, b, p, d};
+  return best;
+}
+
+// Nearer, or as near on a lower patch index: the same answer whatever the order candidates come in.
+bool better(const ClosestPoint& a, const ClosestPoint& b) {
+  return a.distance < b.distance || (a.distance == b.distance && a.patch < b.patch);
+}
+
+void check(const std::vector<BezierSurface>& patches, const std::vector<Vec3>& queries) {
+  if (patches.empty()) throw Error(ErrorKind::InvalidArgument, "closest points: no patches");
+  constexpr std::size_t kMaxPatches = std::size_t(1) << 20, kMaxQueries = std::size_t(1) << 26;
+  if (patches.size() > kMaxPatches)
+    throw Error(ErrorKind::LimitReached, "closest points: " + std::to_string(patches.size()) + " patches; at most " +
+                                             std::to_string(kMaxPatches) + " in one call");
+  if (queries.size() > kMaxQueries)
+    throw Error(ErrorKind::LimitReached, "closest points: " + std::to_string(queries.size()) + " queries; at most " +
+                                             std::to_string(kMaxQueries) + " in one call");
+  for (std::size_t i = 0; i < patches.size(); ++i) {
+    const std::string which = "closest points: patch " + std::to_string(i);
+    try {
+      validate(patches[i]);
+    } catch (const Error& e) {
+      throw Error(e.kind(), which + ": " + e.what());
+    }
+    if (patches[i].rational())
+      throw Error(ErrorKind::InvalidArgument, which + " is rational; the solver takes polynomial patches");
+    if (patches[i].degree_u > 16 || patches[i].degree_v > 16)
+      throw Error(ErrorKind::InvalidArgument, which + ": degree " + std::to_string(patches[i].degree_u) + "x" +
+                                                  std::to_string(patches[i].degree_v) +
+                                                  "; at most 16 in each direction");
+  }
+  for (std::size_t i = 0; i < queries.size(); ++i)
+    for (double x : queries[i])
+      if (!std::isfinite(x))
+        throw Error(ErrorKind::InvalidArgument, "closest points: query " + std::to_string(i) + " is not finite");
+}
+
+}  // namespace
+
+ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
+                                   const std::vector<std::array<double, 3>>& queries, const SolverOptions& options) {
+  check(patches, queries);
+  ClosestPointsResult out;
+  out.points.resize(queries.size());
+  if (queries.empty()) return out;
+  const int threads = cpu_thread_count(options.threads);
+  std::vector<PatchTerms> terms(patches.size());
+  core::RegionErrors errors;
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+  for (std::size_t p = 0; p < patches.size(); ++p) errors.capture([&] { terms[p] = patch_terms(patches[p]); });
+  errors.rethrow();
+
+  // Per query: the nearest sample (a point on the surface, so the nearest point is no farther) and the patches
+  // whose boxes come that near; each gives its interior system and one per edge.
+  struct Task {
+    std::size_t query, patch;
+    int edge;  // -1: the interior
+  };
+  std::vector<std::vector<Task>> tasks_of(queries.size());
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+  for (std::size_t i = 0; i < queries.size(); ++i)
+    errors.capture([&] {
+      const Vec3& q = queries[i];
+      ClosestPoint& best = out.points[i];  // the nearest corner so far
+      best.distance = std::numeric_limits<double>::infinity();
+      double bound = best.distance;
+      for (std::size_t p = 0; p < terms.size(); ++p)
+        for (std::size_t s = 0; s < terms[p].samples.size(); ++s) {
+          const double d = distance(terms[p].samples[s], q);
+          bound = std::min(bound, d);
+          const std::size_t a = s / kSide, b = s % kSide;
+          if ((a == 0 || a == kSide - 1) && (b == 0 || b == kSide - 1)) {
+            const ClosestPoint c{std::int64_t(p), double(a) / (kSide - 1), double(b) / (kSide - 1), terms[p].samples[s],
+                                 d};
+            if (better(c, best)) best = c;
+          }
+        }
+      for (std::size_t p = 0; p < terms.size(); ++p) {
+        if (box_distance(q, terms[p].lo, terms[p].hi) > bound * (1 + 1e-12)) continue;
+        tasks_of[i].push_back({i, p, -1});
+        for (int e = 0; e < int(terms[p].edges.size()); ++e) tasks_of[i].push_back({i, p, e});
+      }
+    });
+  errors.rethrow();
+  std::vector<Task> tasks;
+  for (auto& t : tasks_of) tasks.insert(tasks.end(), t.begin(), t.end());
+  tasks_of.clear();
+  tasks_of.shrink_to_fit();
+
+  std::vector<std::vector<BernsteinPoly>> systems(tasks.size());
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+  for (std::size_t k = 0; k < tasks.size(); ++k)
+    errors.capture([&] {
+      const Task& t = tasks[k];
+      const PatchTerms& pt = terms[t.patch];
+      const Vec3& q = queries[t.query];
+      if (t.edge < 0) {
+        systems[k] = {condition(pt.dot_u, pt.su, q, pt.centre), condition(pt.dot_v, pt.sv, q, pt.centre)};
+      } else {
+        const PatchTerms::Edge& e = pt.edges[std::size_t(t.edge)];
+        systems[k] = {condition(e.dot, e.tangent, q, pt.centre)};
+      }
+    });
+  errors.rethrow();
+  const std::vector<SolveResult> solved = solve_systems(systems, options);
+  systems.clear();
+  systems.shrink_to_fit();
+  out.systems = std::int64_t(tasks.size());
+  for (const SolveResult& r : solved)
+    if (r.status != "complete") {
+      out.status = r.status;
+      break;
+    }
+
+  // Every root (and the centre of every unresolved region) becomes a point on its patch; the nearest wins. Tasks
+  // come grouped by query, so each query's run is settled by one thread.
+  std::vector<std::size_t> first(queries.size() + 1, tasks.size());
+  for (std::size_t k = tasks.size(); k-- > 0;) first[tasks[k].query] = k;
+  for (std::size_t i = queries.size(); i-- > 0;) first[i] = std::min(first[i], first[i + 1]);
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+  for (std::size_t i = 0; i < queries.size(); ++i)
+    errors.capture([&] {
+      ClosestPoint& best = out.points[i];
+      const Vec3& q = queries[i];
+      for (std::size_t k = first[i]; k < first[i + 1]; ++k) {
+        const Task& t = tasks[k];
+        const PatchTerms& pt = terms[t.patch];
+        auto offer = [&](const std::vector<double>& x) {
+          ClosestPoint c;
+          if (t.edge < 0) {
+            c = settle(pt, std::int64_t(t.patch), q, x[0], x[1]);
+          } else {  // a foot point along the edge (the interior's own system finds those inside)
+            const PatchTerms::Edge& e = pt.edges[std::size_t(t.edge)];
+            const double uv[2] = {e.along_u ? x[0] : e.at, e.along_u ? e.at : x[0]};
+            c = {std::int64_t(t.patch), uv[0], uv[1], pt.point(uv), 0};
+            c.distance = distance(c.point, q);
+          }
+          if (better(c, best)) best = c;
+        };
+        for (const Root& r : solved[k].roots) offer(r.x);
+        for (const SolutionRegion& g : solved[k].regions) {
+          std::vector<double> mid(g.lo.size());
+          for (std::size_t d = 0; d < mid.size(); ++d) mid[d] = 0.5 * (g.lo[d] + g.hi[d]);
+          offer(mid);
+        }
+      }
+    });
+  errors.rethrow();
+  return out;
+}
+
+}  // namespace parasurf
