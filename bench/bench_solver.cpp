@@ -162,13 +162,13 @@ nlohmann::json surface_json(const BSplineSurface& s) {
 
 void add_bench_solver(CLI::App& bench) {
   struct Args {
-    std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors,curvepairs", curves = "3,4,5", inputs, engines = "all";
+    std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors,curvepairs,closestpoints", curves = "3,4,5", inputs, engines = "all";
     int threads = 0, repeat = 3;
     double max_seconds = 120;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = bench.add_subcommand("solver", "Subdivision solver: the experiments of Park et al. 2011 (section 6) beside the paper's GPU times");
-  cmd->add_option("--experiments", a->experiments, "Comma-separated: hausdorff, contacts, ssi, raytraps, bisectors, curvepairs");
+  cmd->add_option("--experiments", a->experiments, "Comma-separated: hausdorff, contacts, ssi, raytraps, bisectors, curvepairs, closestpoints");
   cmd->add_option("--curves", a->curves, "Ray traps: numbers of curves k, comma-separated (3..6)");
   cmd->add_option("--engines", a->engines,
                   "Comma-separated: cpu (level by level), cpu-tasks (the paper's lock-free task buffer), cuda (GPU-resident), "
@@ -306,6 +306,20 @@ void add_bench_solver(CLI::App& bench) {
         return std::pair<std::size_t, std::string>{found, status};
       });
     }
+    if (want("closestpoints")) {
+      // 10^4 points around the teapot (its box grown by a quarter each way), each projected onto its 32 patches.
+      const PatchModel model = utah_teapot();
+      std::vector<BezierSurface> patches;
+      for (std::int64_t p = 0; p < std::int64_t(model.patches.size()); ++p) patches.push_back(patch_surface(model, p));
+      std::mt19937_64 rng(2011);
+      std::uniform_real_distribution<double> x(-4.3, 4.3), y(-2.5, 2.5), z(-0.8, 4.0);
+      std::vector<std::array<double, 3>> queries(10000);
+      for (auto& q : queries) q = {x(rng), y(rng), z(rng)};
+      run("10^4 closest points, teapot", "closestpoints", 0, [&] {
+        const ClosestPointsResult r = closest_points(patches, queries, o);
+        return std::pair<std::size_t, std::string>{std::size_t(r.systems), r.status};
+      });
+    }
     if (want("bisectors")) {
       const auto [cap, plane] = bisector_pair();
       save("surface_bisector", {{"surface1", surface_json(cap)}, {"surface2", surface_json(plane)}});
@@ -315,7 +329,7 @@ void add_bench_solver(CLI::App& bench) {
       });
     }
     std::printf("  results: Hausdorff = candidates measured, contacts = points, SSI = polyline points, ray traps = traps, "
-                "bisector = samples, curve pairs = intersection points and overlaps\n");
+                "bisector = samples, curve pairs = intersection points and overlaps, closest points = systems solved\n");
     if (!a->json.empty())
       write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"date", today()}, {"commit", PARASURF_GIT_COMMIT}, {"gpu", gpu}, {"threads", threads}, {"results", rows}}.dump(2) + "\n");
   });

@@ -21,7 +21,8 @@ namespace {
 
 using Vec3 = std::array<double, 3>;
 
-constexpr std::size_t kSide = 5;  // samples along each side of a patch for the first bound, corners included
+constexpr std::size_t kSide = 9;  // samples along each side of a patch for the first bound, corners included
+constexpr int kPieces = 4;        // sub-patches along each side whose boxes bound the distance from below
 
 // What a query needs of a patch: its coordinates and the parts of the conditions that do not depend on the query.
 // Coordinates are taken from the centre of the patch's box, so that a model far from the origin does not lose the
@@ -37,10 +38,12 @@ struct PatchTerms {
     double at;                             // the fixed parameter
     BernsteinPoly dot;                     // C . C' (one variable)
     std::array<BernsteinPoly, 3> tangent;  // C' raised to its degree
+    Vec3 lo{}, hi{};                       // its control points' box (absolute)
   };
-  std::vector<Edge> edges;    // the edges that are curves (a collapsed edge is its corner)
-  Vec3 lo{}, hi{};            // the control points' box, which holds the patch
-  std::vector<Vec3> samples;  // points on the patch: an upper bound on the distance for pruning
+  std::vector<Edge> edges;                       // the edges that are curves (a collapsed edge is its corner)
+  Vec3 lo{}, hi{};                               // the control points' box, which holds the patch
+  std::vector<std::array<Vec3, 2>> piece_boxes;  // boxes of kPieces x kPieces sub-patches' control points
+  std::vector<Vec3> samples;                     // points on the patch: an upper bound on the distance for pruning
 
   Vec3 point(const double* uv) const {
     return {centre[0] + x[0].evaluate(uv), centre[1] + x[1].evaluate(uv), centre[2] + x[2].evaluate(uv)};
@@ -106,6 +109,10 @@ PatchTerms patch_terms(const BezierSurface& s) {
         d[std::size_t(k)] = derivative(c[std::size_t(k)], 0);
       }
       if (collapsed) continue;
+      for (int k = 0; k < 3; ++k) {
+        const auto [lo, hi] = std::minmax_element(c[std::size_t(k)].coef.begin(), c[std::size_t(k)].coef.end());
+        e.lo[std::size_t(k)] = *lo + t.centre[std::size_t(k)], e.hi[std::size_t(k)] = *hi + t.centre[std::size_t(k)];
+      }
       e.dot = dot3(c, d);
       for (int k = 0; k < 3; ++k) e.tangent[std::size_t(k)] = raise_to(d[std::size_t(k)], e.dot.degree);
       t.edges.push_back(std::move(e));
@@ -115,6 +122,21 @@ PatchTerms patch_terms(const BezierSurface& s) {
       const double uv[2] = {double(a) / (kSide - 1), double(b) / (kSide - 1)};
       t.samples.push_back(t.point(uv));
     }
+  for (int a = 0; a < kPieces; ++a) {
+    std::array<BernsteinPoly, 3> strip;
+    for (int k = 0; k < 3; ++k)
+      strip[std::size_t(k)] = restrict_to(t.x[std::size_t(k)], 0, double(a) / kPieces, double(a + 1) / kPieces);
+    for (int b = 0; b < kPieces; ++b) {
+      std::array<Vec3, 2> box;
+      for (int k = 0; k < 3; ++k) {
+        const BernsteinPoly piece = restrict_to(strip[std::size_t(k)], 1, double(b) / kPieces, double(b + 1) / kPieces);
+        const auto [lo, hi] = std::minmax_element(piece.coef.begin(), piece.coef.end());
+        box[0][std::size_t(k)] = *lo + t.centre[std::size_t(k)],
+        box[1][std::size_t(k)] = *hi + t.centre[std::size_t(k)];
+      }
+      t.piece_boxes.push_back(box);
+    }
+  }
   return t;
 }
 
@@ -240,24 +262,44 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
   for (std::size_t i = 0; i < queries.size(); ++i)
     errors.capture([&] {
       const Vec3& q = queries[i];
-      ClosestPoint& best = out.points[i];  // the nearest corner so far
+      ClosestPoint& best = out.points[i];  // the nearest corner, or a nearer point found from the nearest sample
       best.distance = std::numeric_limits<double>::infinity();
-      double bound = best.distance;
-      for (std::size_t p = 0; p < terms.size(); ++p)
+      double nearest = best.distance;
+      std::size_t near_patch = 0, near_sample = 0;
+      for (std::size_t p = 0; p < terms.size(); ++p) {
+        if (box_distance(q, terms[p].lo, terms[p].hi) > nearest) continue;
         for (std::size_t s = 0; s < terms[p].samples.size(); ++s) {
           const double d = distance(terms[p].samples[s], q);
-          bound = std::min(bound, d);
-          const std::size_t a = s / kSide, b = s % kSide;
-          if ((a == 0 || a == kSide - 1) && (b == 0 || b == kSide - 1)) {
-            const ClosestPoint c{std::int64_t(p), double(a) / (kSide - 1), double(b) / (kSide - 1), terms[p].samples[s],
-                                 d};
+          if (d < nearest) nearest = d, near_patch = p, near_sample = s;
+        }
+      }
+      for (std::size_t p = 0; p < terms.size(); ++p)
+        for (std::size_t a : {std::size_t(0), kSide - 1})
+          for (std::size_t b : {std::size_t(0), kSide - 1}) {
+            const Vec3& corner = terms[p].samples[a * kSide + b];
+            const ClosestPoint c{std::int64_t(p), double(a) / (kSide - 1), double(b) / (kSide - 1), corner,
+                                 distance(corner, q)};
             if (better(c, best)) best = c;
           }
-        }
+      // Down from the nearest sample to the bottom of its basin: usually the answer, and at least a tight bound.
+      const ClosestPoint settled =
+          settle(terms[near_patch], std::int64_t(near_patch), q, double(near_sample / kSide) / (kSide - 1),
+                 double(near_sample % kSide) / (kSide - 1));
+      if (better(settled, best)) best = settled;
+      // Patches (and edges) that may come nearer than that: a sub-patch's box, or the edge's, within the bound.
+      // (with room for the rounding of boxes and points, relative to the coordinates)
+      const double bound = std::min(nearest, settled.distance) * (1 + 1e-9) +
+                           1e-13 * (1 + std::max({std::abs(q[0]), std::abs(q[1]), std::abs(q[2])}));
       for (std::size_t p = 0; p < terms.size(); ++p) {
-        if (box_distance(q, terms[p].lo, terms[p].hi) > bound * (1 + 1e-12)) continue;
+        const PatchTerms& pt = terms[p];
+        if (box_distance(q, pt.lo, pt.hi) > bound) continue;
+        bool near = false;
+        for (const auto& box : pt.piece_boxes) near = near || box_distance(q, box[0], box[1]) <= bound;
+        if (!near) continue;
         tasks_of[i].push_back({i, p, -1});
-        for (int e = 0; e < int(terms[p].edges.size()); ++e) tasks_of[i].push_back({i, p, e});
+        for (int e = 0; e < int(pt.edges.size()); ++e)
+          if (box_distance(q, pt.edges[std::size_t(e)].lo, pt.edges[std::size_t(e)].hi) <= bound)
+            tasks_of[i].push_back({i, p, e});
       }
     });
   errors.rethrow();
