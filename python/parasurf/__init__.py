@@ -312,6 +312,13 @@ def intersect_curves_batch(pairs, *, tolerance=1e-7, device="cpu", threads=0):
                                              for a, b in pairs], float(tolerance), device, int(threads))
 
 
+def patch_nets(path=None):
+    """The tensor-product patches of a patch model (.bv, .bpt, B-spline .json; None: the built-in Utah teapot) as
+    Bézier control nets: a list of dicts with ``points`` (m+1, n+1, 3), ``weights`` (m+1, n+1) or None, and the
+    patch's ``index`` in the file. Triangular patches are left out."""
+    return _parasurf.patch_nets(None if path is None else str(path))
+
+
 def closest_points(queries, patches=None, *, device="cpu", threads=0):
     """The point of a patch model nearest to each query point (point projection onto surfaces, many at once).
 

@@ -710,6 +710,31 @@ void bind_solver(py::module_& m) {
       },
       py::arg("pairs"), py::arg("tolerance"), py::arg("device"), py::arg("threads"));
   m.def(
+      "patch_nets",
+      [](const py::object& path) {
+        const PatchModel model = path.is_none() ? utah_teapot() : read_patch_model(path.cast<std::string>());
+        py::list out;
+        for (std::int64_t i = 0; i < std::int64_t(model.patches.size()); ++i) {
+          if (model.patches[std::size_t(i)].kind != PatchKind::Tensor) continue;
+          const BezierSurface b = patch_surface(model, i);
+          py::array_t<double> a({py::ssize_t(b.degree_u + 1), py::ssize_t(b.degree_v + 1), py::ssize_t(3)});
+          std::copy(b.points.begin(), b.points.end(), a.mutable_data());
+          py::dict d;
+          d["points"] = a;
+          if (b.rational()) {
+            py::array_t<double> w({py::ssize_t(b.degree_u + 1), py::ssize_t(b.degree_v + 1)});
+            std::copy(b.weights.begin(), b.weights.end(), w.mutable_data());
+            d["weights"] = w;
+          } else {
+            d["weights"] = py::none();
+          }
+          d["index"] = i;
+          out.append(d);
+        }
+        return out;
+      },
+      py::arg("path"));
+  m.def(
       "closest_points",
       [](CArray queries, const py::object& path, const std::vector<CArray>& nets, const std::string& device, int threads) {
         if (queries.ndim() != 2 || queries.shape(1) != 3)
