@@ -312,6 +312,29 @@ def python_functions():
                               ratio(r["ratio_to_engine"])] for r in doc["rows"]])])
 
 
+def python_closest_points():
+    parts = []
+    for machine, label in (("h200", "16-core host with an NVIDIA H200"), ("2core", "2-core development machine")):
+        doc, link = load(f"python-closest-points-{machine}.json")
+        if not doc:
+            continue
+        parts.append(caption(doc, link, f"{label} (numpy {doc.get('numpy', '?')})",
+                             "cd bench/python && python3 bench_closest_points.py --json f.json"))
+        parts.append(table(["queries", "device", "parasurf", "systems", "numpy peer", "speed-up",
+                            "peer farther", "peer nearer"],
+                           [[r["queries"], r["device"], ms(r["seconds"]), r["systems"], ms(r["numpy_seconds"]),
+                             ratio(r["speedup_over_numpy"]), r["numpy_farther"], r["numpy_nearer"]]
+                            for r in doc["rows"]]))
+    if not parts:
+        return ""
+    return "\n".join(["### Python: `closest_points`\n",
+                      "10⁴ points around the Utah teapot projected onto its 32 patches, beside the vectorised numpy "
+                      "approach (each patch sampled on a 33² grid, the nearest sample found by brute force, Newton "
+                      "from it). Peer farther / nearer: queries where the peer's answer is more than 1e-9 farther "
+                      "(its sample lay in another basin) or nearer (a point parasurf would have missed) than "
+                      "parasurf's.\n"] + parts)
+
+
 def auto_jobs():
     doc, link = load("bench-auto-h200.json")
     if not doc or not doc.get("rows"):
@@ -332,7 +355,7 @@ def auto_jobs():
 
 def render():
     sections = [s for s in (surface(), patches(), isosurface(), ffd(), auto_jobs(), solver(), python_marching_cubes(),
-                            python_functions()) if s]
+                            python_functions(), python_closest_points()) if s]
     return BEGIN + "\n\n" + "\n".join(sections) + "\n" + END
 
 
