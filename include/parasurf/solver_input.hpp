@@ -3,6 +3,7 @@
 // the patch reader's B-spline objects, motions {"degree", "knots", "points": [[scale, tx, ty, tz], ...]}. Every
 // malformed input is an Error(Parse) naming the input and the member.
 #pragma once
+#include <array>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -34,6 +35,10 @@ class SolverInput {
   std::vector<BezierCurve2> bezier_curves(const std::string& key) const;
   // An array of {"curve1", "curve2"} Bézier pairs (a batch; a pair with knots is refused).
   std::vector<std::pair<BezierCurve2, BezierCurve2>> bezier_pairs(const std::string& key) const;
+  // An array of [x, y, z] points with finite coordinates (closest-point queries).
+  std::vector<std::array<double, 3>> points3(const std::string& key) const;
+  // A string member (a model's path).
+  std::string text(const std::string& key) const;
 
  private:
   struct Document;

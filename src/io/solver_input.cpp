@@ -2,6 +2,8 @@
 // the JSON library (io/solver_json.hpp holds the member readers).
 #include "parasurf/solver_input.hpp"
 
+#include <cmath>
+
 #include "io/bspline_json.hpp"
 #include "io/json_text.hpp"
 #include "io/solver_json.hpp"
@@ -76,6 +78,29 @@ std::vector<std::pair<BezierCurve2, BezierCurve2>> SolverInput::bezier_pairs(con
                        BezierCurve2{io::bspline_curve(j2, where + ".curve2").points});
   }
   return pairs;
+}
+
+std::vector<std::array<double, 3>> SolverInput::points3(const std::string& key) const {
+  const nlohmann::json& list = io::member(doc_->json, key.c_str(), doc_->name);
+  if (!list.is_array()) throw Error(ErrorKind::Parse, doc_->name + ": expected {\"" + key + "\": [[x, y, z], ...]}");
+  std::vector<std::array<double, 3>> points(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& p = list[i];
+    const std::string where = doc_->name + ": " + key + "[" + std::to_string(i) + "]";
+    if (!p.is_array() || p.size() != 3) throw Error(ErrorKind::Parse, where + " must be [x, y, z]");
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (!p[k].is_number()) throw Error(ErrorKind::Parse, where + " must be [x, y, z] (numbers)");
+      points[i][k] = p[k].get<double>();
+      if (!std::isfinite(points[i][k])) throw Error(ErrorKind::Parse, where + " is not finite");
+    }
+  }
+  return points;
+}
+
+std::string SolverInput::text(const std::string& key) const {
+  const nlohmann::json& j = io::member(doc_->json, key.c_str(), doc_->name);
+  if (!j.is_string()) throw Error(ErrorKind::Parse, doc_->name + ": \"" + key + "\" must be a string");
+  return j.get<std::string>();
 }
 
 }  // namespace parasurf

@@ -90,6 +90,10 @@ printf '{"curve1": {"degree": 2, "knots": [0, 0, 0, 0.5, 1, 1, 1], "points": [[0
 printf '{"curves": [{"points": [[0, 1], [0.6, 1.2], [1, 0.5]]}, {"points": [[0.9, -0.4], [0.1, -1.1], [-0.6, -0.8]]}, {"points": [[-0.9, -0.5], [-1.2, 0.2], [-0.5, 0.9]]}]}' > "$dir/traps.json"
 "$exe" solve raytraps "$dir/traps.json" --json "$dir/traps-out.json" >/dev/null
 grep -q '"traps"' "$dir/traps-out.json"
+# closest points on the teapot: above the knob's top (3.15 high), and on the surface at a corner
+printf '{"points": [[0, 0, 3.2], [0, 0, 3.15], [4, 1, 2]]}' > "$dir/closest.json"
+"$exe" solve closest "$dir/closest.json" --json "$dir/closest-out.json" >/dev/null
+python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['closest']; assert abs(r[0]['distance'] - 0.05) < 1e-12 and r[1]['distance'] < 1e-12 and len(r) == 3, r" "$dir/closest-out.json"
 "$exe" bench solver --curves 3 --repeat 1 --engines cpu --write-inputs "$dir/solver" --json "$dir/bs.json" >/dev/null
 grep -q '"paper_gpu_ms"' "$dir/bs.json"
 "$exe" solve hausdorff "$dir/solver/hausdorff_10.json" -o "$dir/h.json" --picture "$dir/h.png" >/dev/null
