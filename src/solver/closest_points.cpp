@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "core/memory.hpp"
 #include "core/region_errors.hpp"
 #include "parasurf/bezier.hpp"
 #include "parasurf/device.hpp"
@@ -230,6 +231,12 @@ void check(const std::vector<BezierSurface>& patches, const std::vector<Vec3>& q
                                                   std::to_string(patches[i].degree_v) +
                                                   "; at most 16 in each direction");
   }
+  // Each query looks at every patch's box (and samples the near ones): bounded before any work starts.
+  constexpr double kMaxPairs = 4294967296.0;
+  if (double(patches.size()) * double(queries.size()) > kMaxPairs)
+    throw Error(ErrorKind::LimitReached,
+                "closest points: " + std::to_string(queries.size()) + " queries on " + std::to_string(patches.size()) +
+                    " patches; at most 2^32 query-patch pairs in " + "one call (split the queries)");
   for (std::size_t i = 0; i < queries.size(); ++i)
     for (double x : queries[i])
       if (!std::isfinite(x))
@@ -308,6 +315,13 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
   tasks_of.clear();
   tasks_of.shrink_to_fit();
 
+  {
+    // The systems' coefficients (and the solver's cells, a few times that) must fit before they are made.
+    double bytes = 0;
+    for (const PatchTerms& pt : terms) bytes = std::max(bytes, double(pt.dot_u.coef.size() + pt.dot_v.coef.size()));
+    core::check_host_allocation(std::uint64_t(4 * 8 * bytes * double(tasks.size())),
+                                "closest points: " + std::to_string(tasks.size()) + " systems");
+  }
   std::vector<std::vector<BernsteinPoly>> systems(tasks.size());
 #pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
   for (std::size_t k = 0; k < tasks.size(); ++k)
