@@ -236,7 +236,7 @@ void check(const std::vector<BezierSurface>& patches, const std::vector<Vec3>& q
   if (double(patches.size()) * double(queries.size()) > kMaxPairs)
     throw Error(ErrorKind::LimitReached,
                 "closest points: " + std::to_string(queries.size()) + " queries on " + std::to_string(patches.size()) +
-                    " patches; at most 2^32 query-patch pairs in " + "one call (split the queries)");
+                    " patches; at most 2^32 query-patch pairs in one call (split the queries)");
   for (std::size_t i = 0; i < queries.size(); ++i)
     for (double x : queries[i])
       if (!std::isfinite(x))
@@ -258,8 +258,9 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
   for (std::size_t p = 0; p < patches.size(); ++p) errors.capture([&] { terms[p] = patch_terms(patches[p]); });
   errors.rethrow();
 
-  // Per query: the nearest sample (a point on the surface, so the nearest point is no farther) and the patches
-  // whose boxes come that near; each gives its interior system and one per edge.
+  // Per query: the nearest corner, a bound on the distance from the nearest sample (a point on the surface, so the
+  // nearest point is no farther), and the patches and edges whose boxes come within it; each such patch gives its
+  // interior system and each such edge one more.
   struct Task {
     std::size_t query, patch;
     int edge;  // -1: the interior
