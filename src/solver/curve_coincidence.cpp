@@ -63,23 +63,79 @@ double distance(const Point& q, const Point& p) {
   return std::isfinite(s) ? std::sqrt(s) : std::hypot(dx, dy);
 }
 
-// The parameter where c passes within `eps` of p, or NaN: Newton on the distance's derivative (quadratic where the
-// distance is zero) from every sample (a curve with a loop comes near p twice; a quintic's tight turn can put the
-// sample nearest to p in another basin than p's own, which made a shared arc go unseen and be traced cell by cell).
-// Every pair of a batch asks this four times, so a start is dropped as soon as it heads for a point of the curve
-// that is not p (the rest of the distance is across the curve, not along it), and a p outside the control points'
-// box (which holds the curve) is not looked for at all.
+// The parameter where c passes within `eps` of p, or NaN. Only sub-arcs whose control points' box (grown by eps)
+// holds p can pass there (a Bézier arc lies in its control points' hull): halving them keeps the one or two arcs
+// around each pass of the curve near p and drops the rest within a few levels, which for the usual pair (p nowhere
+// on c) ends the search before any Newton step. Each arc left small is a start for Newton on the distance's
+// derivative (quadratic where the distance is zero); a curve with a loop comes near p twice, and the nearest pass
+// wins. Every pair of a batch asks this four times.
 double parameter_on(const BezierCurve2& c, const Point& p, double eps) {
-  for (int k = 0; k < 2; ++k) {
-    const auto [lo, hi] = std::minmax_element(c.points.begin(), c.points.end(),
-                                              [k](const Point& x, const Point& y) { return x[k] < y[k]; });
-    if (p[k] < (*lo)[k] - eps || p[k] > (*hi)[k] + eps) return NAN;
+  const std::size_t n = c.points.size();
+  auto holds = [&](const Point* q) {
+    for (int k = 0; k < 2; ++k) {
+      double lo = q[0][k], hi = q[0][k];
+      for (std::size_t i = 1; i < n; ++i) lo = std::min(lo, q[i][k]), hi = std::max(hi, q[i][k]);
+      if (p[k] < lo - eps || p[k] > hi + eps) return false;
+    }
+    return true;
+  };
+  auto extent = [&](const Point* q) {
+    double e = 0;
+    for (int k = 0; k < 2; ++k) {
+      double lo = q[0][k], hi = q[0][k];
+      for (std::size_t i = 1; i < n; ++i) lo = std::min(lo, q[i][k]), hi = std::max(hi, q[i][k]);
+      e = std::max(e, hi - lo);
+    }
+    return e;
+  };
+  if (!holds(c.points.data())) return NAN;
+  // Arcs are kept small enough for Newton's basin (a thousandth of the curve's extent, or 2^-14 of its parameter);
+  // the depth-first stack holds at most one sibling per level.
+  constexpr int kDepth = 14, kMaxStarts = 32;
+  const double small = 1e-3 * extent(c.points.data());
+  struct Arc {
+    std::array<Point, 64> q;
+    double u0, u1;
+    int depth;
+  };
+  std::array<Arc, kDepth + 2> stack;
+  int top = 0;
+  std::copy(c.points.begin(), c.points.end(), stack[0].q.begin());
+  stack[0].u0 = 0, stack[0].u1 = 1, stack[0].depth = 0;
+  ++top;
+  std::array<double, kMaxStarts> starts;
+  int found = 0;
+  while (top > 0 && found < kMaxStarts) {
+    Arc& arc = stack[std::size_t(--top)];
+    if (arc.depth >= kDepth || extent(arc.q.data()) <= small) {
+      starts[std::size_t(found++)] = 0.5 * (arc.u0 + arc.u1);
+      continue;
+    }
+    // Halve in place: the left half stays in this slot, the right half goes above it.
+    Arc& right = stack[std::size_t(top + 1)];
+    std::array<Point, 64> w;
+    std::copy_n(arc.q.begin(), n, w.begin());
+    const double mid = 0.5 * (arc.u0 + arc.u1);
+    right.q[n - 1] = w[n - 1];
+    for (std::size_t r = 1; r < n; ++r) {
+      for (std::size_t i = 0; i + r < n; ++i)
+        for (int k = 0; k < 2; ++k) w[i][k] = 0.5 * (w[i][k] + w[i + 1][k]);
+      arc.q[r] = w[0];
+      right.q[n - 1 - r] = w[n - 1 - r];
+    }
+    right.u0 = mid, right.u1 = arc.u1, right.depth = arc.depth + 1;
+    arc.u1 = mid, arc.depth += 1;
+    const bool keep_left = holds(arc.q.data()), keep_right = holds(right.q.data());
+    if (keep_left) ++top;
+    if (keep_right) {
+      if (!keep_left) std::copy_n(right.q.begin(), n, arc.q.begin()), arc.u0 = right.u0, arc.u1 = right.u1, arc.depth = right.depth;
+      ++top;
+    }
   }
-  constexpr int kSamples = 16;
   Point d;
   double best = NAN, best_d = eps;
-  for (int i = 0; i <= kSamples; ++i) {
-    double u = double(i) / kSamples;
+  for (int i = 0; i < found; ++i) {
+    double u = starts[std::size_t(i)];
     for (int it = 0; it < 30; ++it) {
       const Point q = point_and_tangent(c, u, d);
       const double dd = d[0] * d[0] + d[1] * d[1];
