@@ -331,5 +331,8 @@ struct SolverGpuTraffic {
   std::int64_t bytes = 0, levels = 0, cells = 0;
 };
 SolverGpuTraffic solver_gpu_traffic();
+// Wall time spent inside the subdivision engines (any engine, all threads' calls added) since the process
+// started: a batch's time less this is the host's own share (building equations, Newton, clustering).
+double solver_engine_seconds();
 
 }  // namespace parasurf

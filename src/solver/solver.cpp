@@ -93,12 +93,18 @@ void check_system(const std::vector<BernsteinPoly>& equations, int n, const std:
 
 System make_system(const std::vector<BernsteinPoly>& equations, int n) { return System{equations, n}; }
 
+std::atomic<std::int64_t> g_engine_ns{0};
+
 // Every system of the batch through the engine the options ask for.
 std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
                                        const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
   std::vector<int> variables;
   for (const System& s : systems) variables.push_back(s.n);
-  return make_engine(resolve_device(o.device), o.cpu_scheme)->subdivide(Batch{systems, equations, positive, variables, square}, o);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Subdivision> out =
+      make_engine(resolve_device(o.device), o.cpu_scheme)->subdivide(Batch{systems, equations, positive, variables, square}, o);
+  g_engine_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  return out;
 }
 
 }  // namespace
@@ -715,6 +721,8 @@ std::unique_ptr<Engine> make_engine(Device device, SolverCpuScheme scheme) {
     core::no_cuda_backend(std::string("the solver on ") + device_name(device));
 }
 }  // namespace solver
+
+double solver_engine_seconds() { return 1e-9 * double(g_engine_ns.load()); }
 
 SolverGpuTraffic solver_gpu_traffic() {
   if constexpr (core::kCudaBuilt) return solver::gpu_traffic_cuda();
