@@ -64,11 +64,41 @@ std::unique_ptr<Engine> make_engine(Device device, SolverCpuScheme scheme);
 std::unique_ptr<Engine> make_cpu_engine(SolverCpuScheme scheme);  // subdivide_cpu.cpp
 std::unique_ptr<Engine> make_cuda_engine(bool hybrid);            // solver_cuda.cu (CUDA builds)
 
-// The GPU engines on a batch of systems of one shape (the same number of polynomials with the same degrees: the
-// equations first, then the inequalities). Hybrid: the CPU reads every level's test results and builds the next
-// level's node list, as in Park et al. 2011; otherwise the levels stay on the GPU (compaction by a device scan).
-std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinPoly>>& polys, int equations, int variables, bool square,
-                                        const SolverOptions& options, bool hybrid);
+// The GPU engines traverse a batch of systems of one shape (the same number of polynomials with the same degrees:
+// the equations first, then the inequalities), each system's coefficients packed in one block, polynomial after
+// polynomial (engine_cuda.cpp groups and packs a batch; solver_cuda.cu traverses it).
+constexpr int kGpuMaxPolys = 16, kGpuMaxVars = 6;
+struct GpuShape {
+  int n = 0, m = 0, polys = 0;  // variables, equations, equations + inequalities
+  int block = 0;                // coefficients per node
+  int square = 1;
+  int size[kGpuMaxPolys] = {};
+  int offset[kGpuMaxPolys] = {};
+  int degree[kGpuMaxPolys][kGpuMaxVars] = {};
+  int inner[kGpuMaxPolys][kGpuMaxVars] = {};  // product of (degree + 1) over the later variables
+};
+
+// The cells a traversal finished: cell i's box (n lower bounds, then n upper), its system (index in the batch) and
+// whether it was proved to hold one root (else a candidate at the tolerance). The arrays are the calling thread's
+// and stay valid until its next traversal.
+struct GpuCells {
+  std::int64_t count = 0;
+  const double* box = nullptr;
+  const int* system = nullptr;
+  const int* unique = nullptr;
+  std::string status = "complete";
+  std::int64_t nodes = 0;  // cells tested, all systems together
+  double tolerance = 0;    // the final one
+};
+
+// Host memory for `doubles` coefficients that the GPU reads at the link's speed (pinned; the calling thread's, valid
+// until its next call).
+double* gpu_staging(std::size_t doubles);
+
+// One traversal of `systems` packed systems (coef: systems x shape.block). Hybrid: the CPU reads every level's test
+// results and builds the next level's node list, as in Park et al. 2011; otherwise the levels stay on the GPU
+// (compaction by a device scan).
+GpuCells subdivide_cuda(const GpuShape& shape, const double* coef, int systems, bool square, const SolverOptions& options, bool hybrid);
 
 // The CUDA engines' counters behind solver_gpu_traffic (solver_cuda.cu).
 using GpuTraffic = SolverGpuTraffic;

@@ -5,11 +5,11 @@
 // by sign, Krawczyk's test, tolerance, split axis) -> compaction of the nodes to split and of the finished cells ->
 // split into two children. The GPU-resident engine compacts with a CUB scan and reads back four numbers per level;
 // the hybrid engine reads every node's verdict back and builds the compaction lists on the CPU (the paper's split
-// of work: traversal on the CPU, subdivision and tests on the GPU, coefficients kept on the GPU).
+// of work: traversal on the CPU, subdivision and tests on the GPU, coefficients kept on the GPU). Batches are
+// grouped and packed, and their cells handed back, in engine_cuda.cpp.
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
-#include <map>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -25,19 +25,9 @@ namespace parasurf::solver {
 
 namespace {
 
-constexpr int kMaxPolys = 16;
-constexpr int kMaxVars = 6;
+constexpr int kMaxVars = kGpuMaxVars;
 constexpr int kWarpsPerBlock = 4;
-
-struct Shape {
-  int n = 0, m = 0, polys = 0;  // variables, equations, equations + inequalities
-  int block = 0;                // coefficients per node
-  int square = 1;
-  int size[kMaxPolys];
-  int offset[kMaxPolys];
-  int degree[kMaxPolys][kMaxVars];
-  int inner[kMaxPolys][kMaxVars];  // product of (degree + 1) over the later variables
-};
+using Shape = GpuShape;
 
 enum : int { kExcluded = 0, kUnique = 1, kCandidate = 2, kSplit = 3 };
 
@@ -251,50 +241,54 @@ void upload_weights() {
   done = true;
 }
 
+// Grows a work array by half again beyond the request: a batch's levels widen step by step, and each new
+// allocation (with the free before it) waits for the device.
+void grow(core::DeviceBuffer& b, std::size_t n, const char* what) {
+  if (n > b.bytes) b.ensure(n + n / 2, what);
+}
+
+// Level 0: one node per system, on its unit box.
+__global__ void roots_kernel(int systems, int n, double* __restrict__ box, int* __restrict__ system) {
+  const int s = blockIdx.x * blockDim.x + threadIdx.x;
+  if (s >= systems) return;
+  for (int v = 0; v < n; ++v) box[std::size_t(s) * 2 * n + v] = 0, box[std::size_t(s) * 2 * n + n + v] = 1;
+  system[s] = s;
+}
+
+// Pinned host memory of the calling thread, grown to the largest request.
+struct PinnedBuffer {
+  void* ptr = nullptr;
+  std::size_t bytes = 0;
+  ~PinnedBuffer() {
+    if (ptr) cudaFreeHost(ptr);
+  }
+  void* ensure(std::size_t n, const char* what) {
+    if (n <= bytes) return ptr;
+    if (ptr) cudaFreeHost(ptr), ptr = nullptr, bytes = 0;
+    PS_CUDA(cudaMallocHost(&ptr, std::max<std::size_t>(n, 1)), what);
+    bytes = n;
+    return ptr;
+  }
+};
+
 }  // namespace
+
+double* gpu_staging(std::size_t doubles) {
+  thread_local PinnedBuffer staging;
+  return static_cast<double*>(staging.ensure(doubles * sizeof(double), "pinning host memory for the solver's systems"));
+}
 
 // One function: the level loop keeps the frontier, its double buffer and the per-level counters on the device
 // between iterations; its set-up and hand-back sit around that loop.
-std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinPoly>>& polys, int equations, int variables, bool square,
-                                        const SolverOptions& o, bool hybrid) {
-  const int systems = int(polys.size());
-  std::vector<Subdivision> out(std::size_t(std::max(systems, 0)));
-  if (systems == 0) return out;
-  const auto& first = polys[0];
-  if (int(first.size()) > kMaxPolys)
-    throw Error(ErrorKind::InvalidArgument, "GPU solver: " + std::to_string(first.size()) + " polynomials per system; at most " +
-                                                std::to_string(kMaxPolys));
-  Shape sh;
-  sh.n = variables;
-  sh.m = equations;
-  sh.polys = int(first.size());
-  sh.square = square ? 1 : 0;
-  for (int p = 0; p < sh.polys; ++p) {
-    sh.size[p] = int(first[std::size_t(p)].coef.size());
-    sh.offset[p] = sh.block;
-    sh.block += sh.size[p];
-    for (int v = 0; v < sh.n; ++v) {
-      sh.degree[p][v] = first[std::size_t(p)].degree[std::size_t(v)];
-      int inner = 1;
-      for (int u = v + 1; u < sh.n; ++u) inner *= first[std::size_t(p)].degree[std::size_t(u)] + 1;
-      sh.inner[p][v] = inner;
-    }
-  }
+GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool square, const SolverOptions& o, bool hybrid) {
+  GpuCells result;
+  if (systems <= 0) return result;
   upload_weights();
-  // Level 0: one node per system, on its unit box.
-  std::vector<double> h_coef(std::size_t(systems) * sh.block), h_box(std::size_t(systems) * 2 * sh.n);
-  std::vector<int> h_system(static_cast<std::size_t>(systems));
-  for (int s = 0; s < systems; ++s) {
-    for (int p = 0; p < sh.polys; ++p)
-      std::copy(polys[std::size_t(s)][std::size_t(p)].coef.begin(), polys[std::size_t(s)][std::size_t(p)].coef.end(),
-                h_coef.begin() + std::ptrdiff_t(std::size_t(s) * sh.block + sh.offset[p]));
-    for (int v = 0; v < sh.n; ++v) h_box[std::size_t(s) * 2 * sh.n + v] = 0, h_box[std::size_t(s) * 2 * sh.n + sh.n + v] = 1;
-    h_system[std::size_t(s)] = s;
-  }
   // Work arrays live as long as the thread and grow to the largest batch (a solve is often many small batches).
   struct Workspace {
     core::DeviceBuffer coef[2], box[2], sys[2], verdict, axis, flags, index, scan_temp, counters, totals;
     GrowingBuffer out_box, out_system, out_verdict;
+    PinnedBuffer r_box, r_system, r_verdict;
     LevelTotals* pinned = nullptr;
     ~Workspace() {
       if (pinned) cudaFreeHost(pinned);
@@ -306,23 +300,30 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
   auto &counters = ws.counters, &totals = ws.totals;
   auto &out_box = ws.out_box, &out_system = ws.out_system, &out_verdict = ws.out_verdict;
   int cur = 0;
-  coef[0].ensure(h_coef.size() * sizeof(double), "allocating solver nodes");
-  box[0].ensure(h_box.size() * sizeof(double), "allocating solver nodes");
-  sys[0].ensure(h_system.size() * sizeof(int), "allocating solver nodes");
-  PS_CUDA(cudaMemcpy(coef[0].ptr, h_coef.data(), h_coef.size() * sizeof(double), cudaMemcpyHostToDevice), "uploading the systems");
-  PS_CUDA(cudaMemcpy(box[0].ptr, h_box.data(), h_box.size() * sizeof(double), cudaMemcpyHostToDevice), "uploading the systems");
-  PS_CUDA(cudaMemcpy(sys[0].ptr, h_system.data(), h_system.size() * sizeof(int), cudaMemcpyHostToDevice), "uploading the systems");
+  const std::size_t coef_bytes = std::size_t(systems) * std::size_t(sh.block) * sizeof(double);
+  grow(coef[0], coef_bytes, "allocating solver nodes");
+  grow(box[0], std::size_t(systems) * 2 * sh.n * sizeof(double), "allocating solver nodes");
+  grow(sys[0], std::size_t(systems) * sizeof(int), "allocating solver nodes");
+  PS_CUDA(cudaMemcpyAsync(coef[0].ptr, h_coef, coef_bytes, cudaMemcpyHostToDevice), "uploading the systems");
+  roots_kernel<<<(systems + 255) / 256, 256>>>(systems, sh.n, box[0].as<double>(), sys[0].as<int>());
+  PS_CUDA_LAUNCH("placing the systems");
   counters.ensure(sizeof(LevelCounters), "allocating counters");
   totals.ensure(sizeof(LevelTotals), "allocating counters");
-  PS_CUDA(cudaMemset(counters.ptr, 0, sizeof(LevelCounters)), "clearing counters");
+  PS_CUDA(cudaMemsetAsync(counters.ptr, 0, sizeof(LevelCounters)), "clearing counters");
   if (!ws.pinned) PS_CUDA(cudaMallocHost(&ws.pinned, sizeof(LevelTotals)), "allocating pinned counters");
   LevelTotals* h_totals = ws.pinned;  // pinned: the one read-back of each level
   std::int64_t count = systems, nodes = 0, finished = 0, candidates = 0;
   double tolerance = o.tolerance;
   std::string status = "complete";
-  std::size_t free_bytes = 0, total_bytes = 0;
-  PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "reading free device memory");
-  const double memory_budget = 0.7 * double(free_bytes);
+  // The device's free memory, read once per thread (each read costs a driver call): what this thread's own work
+  // arrays hold is free to it as well.
+  thread_local double free_at_start = -1;
+  if (free_at_start < 0) {
+    std::size_t free_bytes = 0, total_bytes = 0;
+    PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "reading free device memory");
+    free_at_start = double(free_bytes);
+  }
+  const double memory_budget = 0.7 * free_at_start;
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<int> h_verdict;
   std::vector<unsigned long long> h_index;
@@ -346,10 +347,10 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
     nodes += count;
     const int n = int(count);
     const std::size_t ints = std::size_t(n) * sizeof(int);
-    verdict.ensure(ints, "allocating node verdicts");
-    axis.ensure(ints, "allocating node verdicts");
-    flags.ensure(std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
-    index.ensure(std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
+    grow(verdict, ints, "allocating node verdicts");
+    grow(axis, ints, "allocating node verdicts");
+    grow(flags, std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
+    grow(index, std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
     const int blocks = (n + kWarpsPerBlock - 1) / kWarpsPerBlock;
     classify_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, n, tolerance, coef[cur].as<double>(), box[cur].as<double>(), verdict.as<int>(),
                                                      axis.as<int>(), flags.as<unsigned long long>(), counters.as<LevelCounters>());
@@ -371,7 +372,7 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
       std::size_t temp = 0;
       PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp, flags.as<unsigned long long>(), index.as<unsigned long long>(), n),
               "sizing the node scan");
-      scan_temp.ensure(temp, "allocating the node scan");
+      grow(scan_temp, temp, "allocating the node scan");
       PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp.ptr, temp, flags.as<unsigned long long>(), index.as<unsigned long long>(), n),
               "scanning the nodes");
     }
@@ -388,9 +389,9 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
     }
     const int nxt = 1 - cur;
     if (splits > 0 && status == "complete") {
-      coef[nxt].ensure(std::size_t(2 * splits) * sh.block * sizeof(double), "allocating solver nodes");
-      box[nxt].ensure(std::size_t(2 * splits) * 2 * sh.n * sizeof(double), "allocating solver nodes");
-      sys[nxt].ensure(std::size_t(2 * splits) * sizeof(int), "allocating solver nodes");
+      grow(coef[nxt], std::size_t(2 * splits) * sh.block * sizeof(double), "allocating solver nodes");
+      grow(box[nxt], std::size_t(2 * splits) * 2 * sh.n * sizeof(double), "allocating solver nodes");
+      grow(sys[nxt], std::size_t(2 * splits) * sizeof(int), "allocating solver nodes");
     }
     out_box.ensure_keep(std::size_t(finished + outs) * 2 * sh.n * sizeof(double), std::size_t(finished) * 2 * sh.n * sizeof(double),
                         "allocating finished cells");
@@ -421,64 +422,27 @@ std::vector<Subdivision> subdivide_cuda(const std::vector<std::vector<BernsteinP
     if (square && candidates > continuum_candidate_limit(std::size_t(systems)) && tolerance < continuum_tolerance)
       tolerance = continuum_tolerance;
   }
-  PS_CUDA(cudaDeviceSynchronize(), "running the GPU solver");
-  std::vector<double> r_box(std::size_t(finished) * 2 * sh.n);
-  std::vector<int> r_system(static_cast<std::size_t>(finished)), r_verdict(static_cast<std::size_t>(finished));
+  auto* r_box = static_cast<double*>(ws.r_box.ensure(std::size_t(finished) * 2 * sh.n * sizeof(double), "pinning finished cells"));
+  auto* r_system = static_cast<int*>(ws.r_system.ensure(std::size_t(finished) * sizeof(int), "pinning finished cells"));
+  auto* r_verdict = static_cast<int*>(ws.r_verdict.ensure(std::size_t(finished) * sizeof(int), "pinning finished cells"));
   if (finished > 0) {
-    PS_CUDA(cudaMemcpy(r_box.data(), out_box.buf.ptr, r_box.size() * sizeof(double), cudaMemcpyDeviceToHost), "reading finished cells");
-    PS_CUDA(cudaMemcpy(r_system.data(), out_system.buf.ptr, r_system.size() * sizeof(int), cudaMemcpyDeviceToHost), "reading finished cells");
-    PS_CUDA(cudaMemcpy(r_verdict.data(), out_verdict.buf.ptr, r_verdict.size() * sizeof(int), cudaMemcpyDeviceToHost), "reading finished cells");
+    PS_CUDA(cudaMemcpyAsync(r_box, out_box.buf.ptr, std::size_t(finished) * 2 * sh.n * sizeof(double), cudaMemcpyDeviceToHost),
+            "reading finished cells");
+    PS_CUDA(cudaMemcpyAsync(r_system, out_system.buf.ptr, std::size_t(finished) * sizeof(int), cudaMemcpyDeviceToHost), "reading finished cells");
+    PS_CUDA(cudaMemcpyAsync(r_verdict, out_verdict.buf.ptr, std::size_t(finished) * sizeof(int), cudaMemcpyDeviceToHost),
+            "reading finished cells");
   }
-  for (std::int64_t i = 0; i < finished; ++i) {
-    const double* b = &r_box[std::size_t(i) * 2 * sh.n];
-    std::vector<double> lo(b, b + sh.n), hi(b + sh.n, b + 2 * sh.n);
-    Subdivision& s = out[std::size_t(r_system[std::size_t(i)])];
-    (r_verdict[std::size_t(i)] == kUnique ? s.unique : s.candidates).emplace_back(std::move(lo), std::move(hi));
-  }
-  for (auto& s : out) {
-    s.status = status;
-    s.nodes = nodes / systems;  // per-system share of the batch's cells
-    s.tolerance = tolerance;
-  }
-  return out;
+  PS_CUDA(cudaDeviceSynchronize(), "running the GPU solver");
+  for (std::int64_t i = 0; i < finished; ++i) r_verdict[i] = r_verdict[i] == kUnique ? 1 : 0;
+  result.count = finished;
+  result.box = r_box;
+  result.system = r_system;
+  result.unique = r_verdict;
+  result.status = status;
+  result.nodes = nodes;
+  result.tolerance = tolerance;
+  return result;
 }
-
-namespace {
-
-// The CUDA engines (cuda: the levels stay on the device; hybrid: the host builds each level's node list) take the
-// systems of one shape (the same number of polynomials of the same degrees) per traversal: grouped here.
-class CudaEngine final : public Engine {
- public:
-  explicit CudaEngine(bool hybrid) : hybrid_(hybrid) {}
-  std::vector<Subdivision> subdivide(const Batch& b, const SolverOptions& o) override {
-    const std::size_t count = b.variables.size();
-    std::vector<Subdivision> out(count);
-    std::map<std::vector<int>, std::vector<std::size_t>> shapes;
-    for (std::size_t i = 0; i < count; ++i) {
-      std::vector<int> key{int(b.equations[i].size())};
-      for (const auto* list : {&b.equations[i], &b.inequalities(i)})
-        for (const auto& p : *list) key.insert(key.end(), p.degree.begin(), p.degree.end()), key.push_back(-1);
-      shapes[key].push_back(i);
-    }
-    for (const auto& [key, members] : shapes) {
-      std::vector<std::vector<BernsteinPoly>> polys;
-      for (std::size_t i : members) {
-        polys.push_back(b.equations[i]);
-        polys.back().insert(polys.back().end(), b.inequalities(i).begin(), b.inequalities(i).end());
-      }
-      std::vector<Subdivision> r = subdivide_cuda(polys, key[0], b.variables[members[0]], b.square, o, hybrid_);
-      for (std::size_t j = 0; j < members.size(); ++j) out[members[j]] = std::move(r[j]);
-    }
-    return out;
-  }
-
- private:
-  bool hybrid_;
-};
-
-}  // namespace
-
-std::unique_ptr<Engine> make_cuda_engine(bool hybrid) { return std::make_unique<CudaEngine>(hybrid); }
 
 GpuTraffic gpu_traffic_cuda() { return {g_bytes.load(), g_levels.load(), g_cells.load()}; }
 

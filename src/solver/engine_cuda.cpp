@@ -1,0 +1,124 @@
+// The host side of the solver's CUDA engines (the traversal is solver_cuda.cu, after Park et al. 2011): a batch is
+// grouped by shape (the GPU traverses systems of one shape together), each group's coefficients are packed into
+// pinned memory on all threads, and the finished cells are handed back to their systems on all threads. A batch of
+// tens of thousands of small systems spent more time copying polynomials and making per-cell vectors one at a
+// time than the GPU spent on the traversal.
+#include <algorithm>
+#include <cstring>
+#include <omp.h>
+#include <string>
+#include <vector>
+
+#include "parasurf/device.hpp"
+#include "parasurf/error.hpp"
+#include "solver/engine.hpp"
+
+namespace parasurf::solver {
+
+namespace {
+
+// System i's polynomials: its equations, then its inequalities.
+const BernsteinPoly& poly_of(const Batch& b, std::size_t i, int p) {
+  const auto& eq = b.equations[i];
+  return std::size_t(p) < eq.size() ? eq[std::size_t(p)] : b.inequalities(i)[std::size_t(p) - eq.size()];
+}
+int polys_of(const Batch& b, std::size_t i) { return int(b.equations[i].size() + b.inequalities(i).size()); }
+
+bool same_shape(const Batch& b, std::size_t i, std::size_t j) {
+  if (b.equations[i].size() != b.equations[j].size() || polys_of(b, i) != polys_of(b, j) || b.variables[i] != b.variables[j]) return false;
+  for (int p = 0; p < polys_of(b, i); ++p)
+    if (poly_of(b, i, p).degree != poly_of(b, j, p).degree) return false;
+  return true;
+}
+
+GpuShape shape_of(const Batch& b, std::size_t i) {
+  const int polys = polys_of(b, i);
+  if (polys > kGpuMaxPolys)
+    throw Error(ErrorKind::InvalidArgument,
+                "GPU solver: " + std::to_string(polys) + " polynomials per system; at most " + std::to_string(kGpuMaxPolys));
+  GpuShape sh;
+  sh.n = b.variables[i];
+  sh.m = int(b.equations[i].size());
+  sh.polys = polys;
+  sh.square = b.square ? 1 : 0;
+  for (int p = 0; p < polys; ++p) {
+    const BernsteinPoly& poly = poly_of(b, i, p);
+    sh.size[p] = int(poly.coef.size());
+    sh.offset[p] = sh.block;
+    sh.block += sh.size[p];
+    for (int v = 0; v < sh.n; ++v) {
+      sh.degree[p][v] = poly.degree[std::size_t(v)];
+      int inner = 1;
+      for (int u = v + 1; u < sh.n; ++u) inner *= poly.degree[std::size_t(u)] + 1;
+      sh.inner[p][v] = inner;
+    }
+  }
+  return sh;
+}
+
+// The CUDA engines (cuda: the levels stay on the device; hybrid: the host builds each level's node list).
+class CudaEngine final : public Engine {
+ public:
+  explicit CudaEngine(bool hybrid) : hybrid_(hybrid) {}
+  std::vector<Subdivision> subdivide(const Batch& b, const SolverOptions& o) override {
+    const std::size_t count = b.variables.size();
+    std::vector<Subdivision> out(count);
+    const int threads = cpu_thread_count(o.threads);
+    // Groups of one shape, in batch order; a batch is mostly one shape or a few that alternate, so a system is
+    // compared with its group's first member only.
+    std::vector<std::vector<std::size_t>> groups;
+    std::size_t last = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!groups.empty() && same_shape(b, groups[last][0], i)) {
+        groups[last].push_back(i);
+        continue;
+      }
+      last = groups.size();
+      for (std::size_t g = 0; g < groups.size(); ++g)
+        if (same_shape(b, groups[g][0], i)) last = g;
+      if (last == groups.size()) groups.emplace_back();
+      groups[last].push_back(i);
+    }
+    for (const auto& members : groups) {
+      const GpuShape sh = shape_of(b, members[0]);
+      const auto systems = std::int64_t(members.size());
+      double* coef = gpu_staging(std::size_t(systems) * std::size_t(sh.block));
+#pragma omp parallel for schedule(static) num_threads(threads) if (systems > 256)
+      for (std::int64_t j = 0; j < systems; ++j)
+        for (int p = 0; p < sh.polys; ++p) {
+          const auto& c = poly_of(b, members[std::size_t(j)], p).coef;
+          std::memcpy(coef + std::size_t(j) * std::size_t(sh.block) + std::size_t(sh.offset[p]), c.data(), c.size() * sizeof(double));
+        }
+      const GpuCells cells = subdivide_cuda(sh, coef, int(systems), b.square, o, hybrid_);
+      // Each system's cells in the order the GPU finished them (by level, then by node: the same on every run).
+      std::vector<std::int64_t> first(std::size_t(systems) + 1, 0);
+      for (std::int64_t k = 0; k < cells.count; ++k) ++first[std::size_t(cells.system[k]) + 1];
+      for (std::int64_t j = 0; j < systems; ++j) first[std::size_t(j) + 1] += first[std::size_t(j)];
+      std::vector<std::int64_t> order(std::size_t(cells.count)), fill(first.begin(), first.end() - 1);
+      for (std::int64_t k = 0; k < cells.count; ++k) order[std::size_t(fill[std::size_t(cells.system[k])]++)] = k;
+      const int n = sh.n;
+#pragma omp parallel for schedule(static) num_threads(threads) if (systems > 256)
+      for (std::int64_t j = 0; j < systems; ++j) {
+        Subdivision& s = out[members[std::size_t(j)]];
+        for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at) {
+          const std::int64_t k = order[std::size_t(at)];
+          const double* box = cells.box + k * 2 * n;
+          (cells.unique[k] ? s.unique : s.candidates).emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
+        }
+        s.status = cells.status;
+        s.nodes = cells.nodes / systems;  // per-system share of the batch's cells
+        s.tolerance = cells.tolerance;
+      }
+    }
+    return out;
+  }
+
+ private:
+  bool hybrid_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_cuda_engine(bool hybrid) { return std::make_unique<CudaEngine>(hybrid); }
+
+}  // namespace parasurf::solver
