@@ -172,7 +172,7 @@ void add_bench_solver(CLI::App& bench) {
   cmd->add_option("--curves", a->curves, "Ray traps: numbers of curves k, comma-separated (3..6)");
   cmd->add_option("--engines", a->engines,
                   "Comma-separated: cpu (level by level), cpu-tasks (the paper's lock-free task buffer), cuda (GPU-resident), "
-                  "hybrid; all = every available one");
+                  "hybrid, auto (the library's choice per batch); all = every available one");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
   cmd->add_option("--repeat", a->repeat, "Runs per experiment (the fastest is reported)");
   cmd->add_option("--max-seconds", a->max_seconds, "Time limit per run");
@@ -180,15 +180,17 @@ void add_bench_solver(CLI::App& bench) {
   cmd->add_option("--json", a->json, "Write the figures as JSON");
   cmd->callback([a] {
     const int threads = cpu_thread_count(a->threads);
-    // Engines: cpu (level by level), cpu-tasks (the paper's shared lock-free task buffer), cuda, hybrid.
+    // Engines: cpu (level by level), cpu-tasks (the paper's shared lock-free task buffer), cuda, hybrid, and auto
+    // (what the library's defaults choose for each batch: only beside a GPU).
     struct Engine {
       Device device;
       SolverCpuScheme scheme;
       std::string name;
     };
     std::vector<Engine> engines;
-    for (const auto& e : a->engines == "all" ? std::vector<std::string>{"cpu", "cpu-tasks", "cuda", "hybrid"} : split(a->engines)) {
-      if (e == "cpu-tasks") engines.push_back({Device::Cpu, SolverCpuScheme::TaskBuffer, e});
+    for (const auto& e : a->engines == "all" ? std::vector<std::string>{"cpu", "cpu-tasks", "cuda", "hybrid", "auto"} : split(a->engines)) {
+      if (e == "auto" && a->engines == "all" && !cuda_available()) continue;
+      if (e == "cpu-tasks" || e == "auto") engines.push_back({parse_device(e == "auto" ? "auto" : "cpu"), SolverCpuScheme::TaskBuffer, e});
       else if (a->engines != "all" || e == "cpu" || cuda_available()) engines.push_back({parse_device(e), SolverCpuScheme::Levels, e});
     }
     std::string gpu = "none";

@@ -377,7 +377,8 @@ void add_solve(CLI::App& app) {
   add_threads_option(cmd, a->threads);
   cmd->add_option("--device", a->device,
                   "Engine: cpu (default; fastest for one small problem), cuda (GPU-resident breadth first), hybrid (the "
-                  "paper's CPU traversal with GPU subdivision), auto (cuda when a device is present)")
+                  "paper's CPU traversal with GPU subdivision), auto (cuda for batches of 2048 systems and more, and 128 per CPU "
+                  "thread, when a device is present)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "hybrid"}));
   cmd->add_option("--cpu-scheme", a->cpu_scheme,
                   "CPU engine's scheme: tasks (default; the paper's lock-free task buffer, depth first per thread) or "

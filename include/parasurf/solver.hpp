@@ -76,7 +76,9 @@ struct SolverOptions {
   // Engine: Cpu = OpenMP threads over the cells of each level (or over the systems of a batch); Cuda = the
   // GPU-resident breadth-first engine (each level's survivors compacted by a device scan, nodes never leave the
   // GPU); Hybrid = the paper's scheme (the GPU subdivides and tests, the CPU reads the results and builds each
-  // level's node list); Auto = Cuda when a device is present. Newton and clustering run on the CPU for all.
+  // level's node list); Auto = Cuda for a batch of at least 128 systems per CPU thread (and 2048) when a device is
+  // present, else Cpu (the GPU's round trip per level outweighs its speed on fewer). Newton and clustering run on
+  // the CPU for all.
   Device device = Device::Cpu;
   SolverCpuScheme cpu_scheme = SolverCpuScheme::TaskBuffer;
   std::shared_ptr<const SolverTeam> team;  // null: this process alone; batches of one system are never shared

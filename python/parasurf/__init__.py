@@ -303,9 +303,10 @@ def intersect_curves(a, b, *, tolerance=1e-7, threads=0):
                                       float(tolerance), int(threads))
 
 
-def intersect_curves_batch(pairs, *, tolerance=1e-7, device="cpu", threads=0):
+def intersect_curves_batch(pairs, *, tolerance=1e-7, device="auto", threads=0):
     """``intersect_curves`` for many pairs ``[(a, b), ...]`` at once (collision queries, every pair of curves of a
-    drawing): one batch that the CPU threads share, or that a GPU solves in one traversal (``device="cuda"``).
+    drawing): one batch that the CPU threads share, or that a GPU solves in one traversal (``device="cuda"``;
+    ``"auto"`` takes the GPU for batches of 2048 systems and more, and 128 per CPU thread, when one is present).
     Returns a list of dicts as ``intersect_curves`` returns them, in the pairs' order.
     """
     return _parasurf.intersect_curves_batch([(_np.asarray(a, dtype=_np.float64), _np.asarray(b, dtype=_np.float64))
@@ -319,7 +320,7 @@ def patch_nets(path=None):
     return _parasurf.patch_nets(None if path is None else str(path))
 
 
-def closest_points(queries, patches=None, *, device="cpu", threads=0):
+def closest_points(queries, patches=None, *, device="auto", threads=0):
     """The point of a patch model nearest to each query point (point projection onto surfaces, many at once).
 
     ``queries`` (n, 3). ``patches``: None (the built-in Utah teapot), a path to a patch model (.bv, .bpt, B-spline
@@ -328,7 +329,8 @@ def closest_points(queries, patches=None, *, device="cpu", threads=0):
     hold the nearest point, are found by the subdivision solver in one batch. Returns a dict: ``points`` (n, 3),
     ``distance`` (n,), ``patch`` (n,) int64 (the lowest index on a tie), ``uv`` (n, 2) on that patch, ``systems``
     solved and ``status``. Where a query has a whole curve of nearest points (on an axis of symmetry), one of them.
-    ``device``: "cpu", "cuda", "hybrid" or "auto".
+    ``device``: "cpu", "cuda", "hybrid" or "auto" (the GPU for batches of 2048 systems and more, and 128 per CPU
+    thread, when one is present).
     """
     q = _np.ascontiguousarray(queries, dtype=_np.float64)
     nets = []

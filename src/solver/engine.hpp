@@ -61,6 +61,8 @@ class Engine {
 };
 // The one place the solver chooses its engine: `device` resolved (cpu, cuda or hybrid).
 std::unique_ptr<Engine> make_engine(Device device, SolverCpuScheme scheme);
+// The device that runs a batch of `systems` under `options` (auto resolved by the batch's width).
+Device engine_for(const SolverOptions& options, std::size_t systems);
 std::unique_ptr<Engine> make_cpu_engine(SolverCpuScheme scheme);  // subdivide_cpu.cpp
 std::unique_ptr<Engine> make_cuda_engine(bool hybrid);            // solver_cuda.cu (CUDA builds)
 

@@ -95,6 +95,19 @@ System make_system(const std::vector<BernsteinPoly>& equations, int n) { return 
 
 std::atomic<std::int64_t> g_engine_ns{0};
 
+}  // namespace
+
+// The engine for a batch. auto: the GPU engine pays only for wide batches (each level costs it a round trip to the
+// device, however few cells the level has, while the CPU threads take a few systems' cells at once), so a batch
+// goes to the GPU from 128 systems per CPU thread (and 2048) on.
+Device solver::engine_for(const SolverOptions& o, std::size_t systems) {
+  if (o.device != Device::Auto) return resolve_device(o.device);
+  const std::size_t wide = std::max<std::size_t>(2048, 128 * std::size_t(cpu_thread_count(o.threads)));
+  return systems >= wide && cuda_available() ? Device::Cuda : Device::Cpu;
+}
+
+namespace {
+
 // Every system of the batch through the engine the options ask for.
 std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
                                        const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
@@ -102,7 +115,7 @@ std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const
   for (const System& s : systems) variables.push_back(s.n);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<Subdivision> out =
-      make_engine(resolve_device(o.device), o.cpu_scheme)->subdivide(Batch{systems, equations, positive, variables, square}, o);
+      make_engine(engine_for(o, systems.size()), o.cpu_scheme)->subdivide(Batch{systems, equations, positive, variables, square}, o);
   g_engine_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -12,6 +12,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "solver/curve_coincidence.hpp"
+#include "solver/engine.hpp"
 #include "support.hpp"
 #include "team.hpp"
 
@@ -488,6 +489,27 @@ TEST(Solver, CurvePairsInABatchEqualSingleCalls) {
 // The cell limit holds per system on every engine: a batch of systems that each fit it completes even when their
 // cells together pass it (engines that traverse a batch as one counted the batch against one system's limit, and a
 // batch of 10^4 curve pairs ended partial on the GPU).
+// auto sends a batch to the GPU only from 128 systems per CPU thread (and 2048) on; asked-for engines are kept.
+TEST(Solver, AutoSendsOnlyWideBatchesToTheGpu) {
+  const Device gpu = cuda_available() ? Device::Cuda : Device::Cpu;
+  SolverOptions o;
+  o.device = Device::Auto;
+  o.threads = 4;
+  EXPECT_EQ(solver::engine_for(o, 1), Device::Cpu);
+  EXPECT_EQ(solver::engine_for(o, 2047), Device::Cpu);
+  EXPECT_EQ(solver::engine_for(o, 2048), gpu);
+  o.threads = 64;
+  EXPECT_EQ(solver::engine_for(o, 8191), Device::Cpu);
+  EXPECT_EQ(solver::engine_for(o, 8192), gpu);
+  o.device = Device::Cpu;
+  EXPECT_EQ(solver::engine_for(o, 1000000), Device::Cpu);
+  o.device = Device::Hybrid;
+  if (cuda_available())
+    EXPECT_EQ(solver::engine_for(o, 1), Device::Hybrid);
+  else
+    EXPECT_THROW(solver::engine_for(o, 1), Error);  // asked for, not there: refused, not run elsewhere
+}
+
 TEST(Solver, TheCellLimitIsPerSystemInABatch) {
   const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 2), y = BernsteinPoly::univariate({0, 1}, 1, 2);
   auto k = [](double v) { return BernsteinPoly::constant(2, v); };
