@@ -11,6 +11,7 @@
 
 #include "core/memory.hpp"
 #include "core/region_errors.hpp"
+#include "core/release.hpp"
 #include "parasurf/bezier.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
@@ -338,9 +339,8 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
       }
     });
   errors.rethrow();
-  const std::vector<SolveResult> solved = solve_systems(systems, options);
-  systems.clear();
-  systems.shrink_to_fit();
+  std::vector<SolveResult> solved = solve_systems(systems, options);
+  core::release_in_parallel(systems, threads);
   out.systems = std::int64_t(tasks.size());
   for (const SolveResult& r : solved)
     if (r.status != "complete") {
@@ -382,6 +382,7 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
       }
     });
   errors.rethrow();
+  core::release_in_parallel(solved, threads);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "core/region_errors.hpp"
+#include "core/release.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
@@ -322,6 +323,7 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std
   for (auto& p : prepared)
     for (auto& e : p.systems) systems.push_back(std::move(e));
   std::vector<SolveResult> results = solve_systems(systems, options);
+  core::release_in_parallel(systems, threads);
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (std::size_t k = 0; k < pairs.size(); ++k)
     errors.capture([&] {
@@ -336,6 +338,8 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std
       }
     });
   errors.rethrow();
+  core::release_in_parallel(results, threads);
+  core::release_in_parallel(prepared, threads);
   return out;
 }
 
