@@ -162,13 +162,15 @@ nlohmann::json surface_json(const BSplineSurface& s) {
 
 void add_bench_solver(CLI::App& bench) {
   struct Args {
-    std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors,curvepairs,closestpoints", curves = "3,4,5", inputs, engines = "all";
-    int threads = 0, repeat = 3;
+    std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors,curvepairs,closestpoints,rays", curves = "3,4,5", inputs, engines = "all";
+    int threads = 0, repeat = 3, ray_image = 1000;
     double max_seconds = 120;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = bench.add_subcommand("solver", "Subdivision solver: the experiments of Park et al. 2011 (section 6) beside the paper's GPU times");
-  cmd->add_option("--experiments", a->experiments, "Comma-separated: hausdorff, contacts, ssi, raytraps, bisectors, curvepairs, closestpoints");
+  cmd->add_option("--experiments", a->experiments, "Comma-separated: hausdorff, contacts, ssi, raytraps, bisectors, curvepairs, closestpoints, rays");
+  cmd->add_option("--ray-image", a->ray_image, "Side of the camera image of the rays experiment (one ray per pixel)")
+      ->check(CLI::Range(1, 4096));
   cmd->add_option("--curves", a->curves, "Ray traps: numbers of curves k, comma-separated (3..6)");
   cmd->add_option("--engines", a->engines,
                   "Comma-separated: cpu (level by level), cpu-tasks (the paper's lock-free task buffer), cuda (GPU-resident), "
@@ -325,6 +327,36 @@ void add_bench_solver(CLI::App& bench) {
         return std::pair<std::size_t, std::string>{std::size_t(r.systems), r.status};
       });
     }
+    if (want("rays")) {
+      // A camera image of the teapot: one ray per pixel from an eye above and in front of it, the teapot filling the
+      // frame; each ray against the 32 patches.
+      const PatchModel model = utah_teapot();
+      std::vector<BezierSurface> patches;
+      for (std::int64_t p = 0; p < std::int64_t(model.patches.size()); ++p) patches.push_back(patch_surface(model, p));
+      const std::array<double, 3> eye = {6, -8, 6}, at = {0, 0, 1.4};
+      std::array<double, 3> f = {at[0] - eye[0], at[1] - eye[1], at[2] - eye[2]};
+      const double fl = std::sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+      for (double& c : f) c /= fl;
+      std::array<double, 3> r = {f[1], -f[0], 0};  // right: horizontal, across the view
+      const double rl = std::sqrt(r[0] * r[0] + r[1] * r[1]);
+      for (double& c : r) c /= rl;
+      const std::array<double, 3> up = {r[1] * f[2] - r[2] * f[1], r[2] * f[0] - r[0] * f[2], r[0] * f[1] - r[1] * f[0]};
+      const int side = a->ray_image;
+      const double half = 0.3;  // half the image plane's width at distance 1: the teapot fills much of it
+      std::vector<std::array<double, 3>> origins(std::size_t(side) * std::size_t(side), eye), directions(origins.size());
+      for (int i = 0; i < side; ++i)
+        for (int j = 0; j < side; ++j) {
+          const double x = half * (2 * (j + 0.5) / side - 1), y = half * (1 - 2 * (i + 0.5) / side);
+          for (int k = 0; k < 3; ++k) directions[std::size_t(i) * std::size_t(side) + std::size_t(j)][std::size_t(k)] = f[std::size_t(k)] + x * r[std::size_t(k)] + y * up[std::size_t(k)];
+        }
+      const std::string label = std::to_string(side) + "x" + std::to_string(side) + " rays, teapot";
+      run(label, "rays", 0, [&] {
+        const RayHitsResult h = intersect_rays(patches, origins, directions, o);
+        std::size_t hit = 0;
+        for (const RayHit& x : h.hits) hit += x.patch >= 0;
+        return std::pair<std::size_t, std::string>{hit, h.status};
+      });
+    }
     if (want("bisectors")) {
       const auto [cap, plane] = bisector_pair();
       save("surface_bisector", {{"surface1", surface_json(cap)}, {"surface2", surface_json(plane)}});
@@ -334,7 +366,7 @@ void add_bench_solver(CLI::App& bench) {
       });
     }
     std::printf("  results: Hausdorff = candidates measured, contacts = points, SSI = polyline points, ray traps = traps, "
-                "bisector = samples, curve pairs = intersection points and overlaps, closest points = systems solved\n");
+                "bisector = samples, curve pairs = intersection points and overlaps, closest points = systems solved, rays = rays that hit\n");
     if (!a->json.empty())
       write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"date", today()}, {"commit", PARASURF_GIT_COMMIT}, {"gpu", gpu}, {"threads", threads}, {"results", rows}}.dump(2) + "\n");
   });

@@ -186,6 +186,27 @@ struct ClosestPointsResult {
 ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches, const std::vector<std::array<double, 3>>& queries,
                                    const SolverOptions& options = {});
 
+// Rays against a set of polynomial Bézier patches (ray casting a patch model without tessellating it): for each
+// ray origin + t * direction, the nearest point with t > t_min where it meets a patch. The ray is the meeting of
+// two planes, so on a patch it is two equations in (u, v) whose coefficients are the control points' signed
+// distances to the planes; every patch whose control box (and one of its 4 x 4 sub-patch boxes) the ray passes
+// through gives one system, and all systems are solved in one batch. A ray through a seam hits (each patch's
+// domain is closed); a ray grazing a patch meets it at a tangent root.
+struct RayHit {
+  std::int64_t patch = -1;        // index into the patches (the lowest on a tie); -1: the ray misses them all
+  double u = 0, v = 0;            // parameters on that patch
+  double t = 0;                   // point = origin + t * direction
+  std::array<double, 3> point{};  // the patch at (u, v)
+};
+struct RayHitsResult {
+  std::vector<RayHit> hits;         // one per ray, in order
+  std::int64_t systems = 0;         // ray-patch systems solved
+  std::string status = "complete";  // else the first partial system's status (a limit reached)
+};
+RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const std::vector<std::array<double, 3>>& origins,
+                             const std::vector<std::array<double, 3>>& directions, const SolverOptions& options = {},
+                             double t_min = 0);
+
 // A planar B-spline curve: degree p >= 1, count + p + 1 non-decreasing knots, parameter in [knots[p], knots[count]].
 struct BSplineCurve2 {
   int degree = 3;

@@ -15,7 +15,8 @@ from . import _parasurf
 from ._parasurf import DeviceArray, Lattice, __version__, cuda_available
 
 __all__ = ["read_volume", "write_mesh", "marching_cubes", "evaluate_surface", "evaluate_bspline_surface", "tessellate", "lattice", "ffd", "intersect_curves", "intersect_curves_batch", "ray_traps",
-           "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "Lattice",
+           "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "closest_points", "patch_nets",
+           "intersect_rays", "Lattice",
            "DeviceArray", "cuda_available", "__version__"]
 
 _fallback_checked = False
@@ -333,15 +334,36 @@ def closest_points(queries, patches=None, *, device="auto", threads=0):
     thread, when one is present).
     """
     q = _np.ascontiguousarray(queries, dtype=_np.float64)
-    nets = []
-    path = None
+    path, nets = _patch_set(patches, "closest points")
+    return _parasurf.closest_points(q, path, nets, device, int(threads))
+
+
+def _patch_set(patches, what):
+    """(path, nets) for the binding: a model file's path, or control nets, or neither (the teapot)."""
     if patches is not None and not isinstance(patches, (str, bytes)) and not hasattr(patches, "__fspath__"):
         nets = [_np.ascontiguousarray(p, dtype=_np.float64) for p in patches]
         if not nets:
-            raise ValueError("closest points: no patches")
-    elif patches is not None:
-        path = str(patches)
-    return _parasurf.closest_points(q, path, nets, device, int(threads))
+            raise ValueError(what + ": no patches")
+        return None, nets
+    return (None if patches is None else str(patches)), []
+
+
+def intersect_rays(origins, directions, patches=None, *, t_min=0.0, device="auto", threads=0):
+    """Where rays ``origins + t * directions`` first meet a patch model (ray casting without tessellating it).
+
+    ``origins`` and ``directions`` (n, 3); ``patches`` as for ``closest_points`` (None: the Utah teapot, a
+    patch-model path, or a list of (m+1, n+1, 3) Bézier nets, polynomial). Each ray is two planes; on every patch
+    whose control box and one of whose 4 x 4 sub-patch boxes it passes through, the patch's distances to both planes
+    vanish at a hit: those systems of all rays are solved in one batch, and the nearest root with t > ``t_min``
+    wins. Returns a dict: ``hit`` (n,) bool, ``t`` (n,) (inf for a miss), ``points`` (n, 3) and ``uv`` (n, 2) (NaN
+    for a miss), ``patch`` (n,) int64 (-1 for a miss; the lowest index on a tie), ``systems`` solved and
+    ``status``. A ray through a seam or a shared corner hits. ``device``: "cpu", "cuda", "hybrid" or "auto" (the GPU
+    for batches of 2048 systems and more, and 128 per CPU thread, when one is present).
+    """
+    o = _np.ascontiguousarray(origins, dtype=_np.float64)
+    d = _np.ascontiguousarray(directions, dtype=_np.float64)
+    path, nets = _patch_set(patches, "rays")
+    return _parasurf.intersect_rays(o, d, path, nets, float(t_min), device, int(threads))
 
 
 def ray_traps(curves, *, tolerance=1e-7, threads=0):

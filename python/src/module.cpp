@@ -432,6 +432,31 @@ BezierCurve2 curve_arg(const py::array_t<double, py::array::c_style | py::array:
   return c;
 }
 
+// The patches a solver application works on: control nets given as (m+1, n+1, 3) arrays, or the tensor-product
+// patches of a model file (None: the Utah teapot).
+std::vector<BezierSurface> solver_patches(const py::object& path, const std::vector<CArray>& nets) {
+  std::vector<BezierSurface> patches;
+  if (!nets.empty()) {
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+      const CArray& a = nets[i];
+      if (a.ndim() != 3 || a.shape(2) != 3 || a.shape(0) < 2 || a.shape(1) < 2)
+        throw Error(ErrorKind::InvalidArgument,
+                    "patch " + std::to_string(i) + ": control points must have shape (m+1, n+1, 3) with m, n >= 1");
+      BezierSurface b;
+      b.degree_u = int(a.shape(0)) - 1;
+      b.degree_v = int(a.shape(1)) - 1;
+      b.points.assign(a.data(), a.data() + a.size());
+      patches.push_back(std::move(b));
+    }
+  } else {
+    const PatchModel model = path.is_none() ? utah_teapot() : read_patch_model(path.cast<std::string>());
+    for (std::int64_t i = 0; i < std::int64_t(model.patches.size()); ++i)
+      if (model.patches[std::size_t(i)].kind == PatchKind::Tensor) patches.push_back(patch_surface(model, i));
+    if (patches.empty()) throw Error(ErrorKind::InvalidArgument, "the model has no tensor-product patches");
+  }
+  return patches;
+}
+
 SolverOptions solver_options(const std::string& device, int threads, double tolerance = 1e-7) {
   SolverOptions o;
   o.device = parse_device(device);
@@ -739,25 +764,7 @@ void bind_solver(py::module_& m) {
       [](CArray queries, const py::object& path, const std::vector<CArray>& nets, const std::string& device, int threads) {
         if (queries.ndim() != 2 || queries.shape(1) != 3)
           throw Error(ErrorKind::InvalidArgument, "queries must have shape (n, 3)");
-        std::vector<BezierSurface> patches;
-        if (!nets.empty()) {
-          for (std::size_t i = 0; i < nets.size(); ++i) {
-            const CArray& a = nets[i];
-            if (a.ndim() != 3 || a.shape(2) != 3 || a.shape(0) < 2 || a.shape(1) < 2)
-              throw Error(ErrorKind::InvalidArgument,
-                          "patch " + std::to_string(i) + ": control points must have shape (m+1, n+1, 3) with m, n >= 1");
-            BezierSurface b;
-            b.degree_u = int(a.shape(0)) - 1;
-            b.degree_v = int(a.shape(1)) - 1;
-            b.points.assign(a.data(), a.data() + a.size());
-            patches.push_back(std::move(b));
-          }
-        } else {
-          const PatchModel model = path.is_none() ? utah_teapot() : read_patch_model(path.cast<std::string>());
-          for (std::int64_t i = 0; i < std::int64_t(model.patches.size()); ++i)
-            if (model.patches[std::size_t(i)].kind == PatchKind::Tensor) patches.push_back(patch_surface(model, i));
-          if (patches.empty()) throw Error(ErrorKind::InvalidArgument, "the model has no tensor-product patches");
-        }
+        const std::vector<BezierSurface> patches = solver_patches(path, nets);
         std::vector<std::array<double, 3>> q(std::size_t(queries.shape(0)));
         std::copy_n(queries.data(), 3 * q.size(), q.data()->data());
         SolverOptions o = solver_options(device, threads);
@@ -789,6 +796,53 @@ void bind_solver(py::module_& m) {
         return out;
       },
       py::arg("queries"), py::arg("path"), py::arg("nets"), py::arg("device"), py::arg("threads"));
+  m.def(
+      "intersect_rays",
+      [](CArray origins, CArray directions, const py::object& path, const std::vector<CArray>& nets, double t_min,
+         const std::string& device, int threads) {
+        for (const CArray* a : {&origins, &directions})
+          if (a->ndim() != 2 || a->shape(1) != 3) throw Error(ErrorKind::InvalidArgument, "origins and directions must have shape (n, 3)");
+        if (origins.shape(0) != directions.shape(0))
+          throw Error(ErrorKind::InvalidArgument, "rays: " + std::to_string(origins.shape(0)) + " origins but " +
+                                                      std::to_string(directions.shape(0)) + " directions");
+        const std::vector<BezierSurface> patches = solver_patches(path, nets);
+        std::vector<std::array<double, 3>> o(std::size_t(origins.shape(0))), d(o.size());
+        std::copy_n(origins.data(), 3 * o.size(), o.data()->data());
+        std::copy_n(directions.data(), 3 * d.size(), d.data()->data());
+        SolverOptions opt = solver_options(device, threads);
+        Interrupt interrupt;
+        opt.stop = interrupt.poll();
+        RayHitsResult r;
+        {
+          py::gil_scoped_release release;
+          r = intersect_rays(patches, o, d, opt, t_min);
+        }
+        interrupt.raise_if_stopped();
+        const auto n = py::ssize_t(r.hits.size());
+        py::array_t<double> points({n, py::ssize_t(3)}), uv({n, py::ssize_t(2)}), t(n);
+        py::array_t<std::int64_t> patch(n);
+        py::array_t<bool> hit(n);
+        for (py::ssize_t i = 0; i < n; ++i) {
+          const RayHit& h = r.hits[std::size_t(i)];
+          const bool yes = h.patch >= 0;
+          for (int k = 0; k < 3; ++k) points.mutable_at(i, k) = yes ? h.point[std::size_t(k)] : NAN;
+          uv.mutable_at(i, 0) = yes ? h.u : NAN, uv.mutable_at(i, 1) = yes ? h.v : NAN;
+          t.mutable_at(i) = yes ? h.t : INFINITY;
+          patch.mutable_at(i) = h.patch;
+          hit.mutable_at(i) = yes;
+        }
+        py::dict out;
+        out["hit"] = hit;
+        out["t"] = t;
+        out["points"] = points;
+        out["patch"] = patch;
+        out["uv"] = uv;
+        out["systems"] = r.systems;
+        out["status"] = r.status;
+        return out;
+      },
+      py::arg("origins"), py::arg("directions"), py::arg("path"), py::arg("nets"), py::arg("t_min"), py::arg("device"),
+      py::arg("threads"));
   m.def(
       "ray_traps",
       [](std::vector<py::array_t<double, py::array::c_style | py::array::forcecast>> curves, double tolerance, int threads) {

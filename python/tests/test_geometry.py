@@ -187,6 +187,30 @@ def test_closest_points_on_the_teapot_and_on_given_nets():
         parasurf.closest_points([0, 0, 0])
 
 
+def test_intersect_rays_on_the_teapot_and_on_given_nets():
+    # Down the axis onto the knob's top (z = 3.15); a ray aimed at a point of a net hits it or nearer; a miss is -1.
+    r = parasurf.intersect_rays([[0, 0, 10], [0, 0, 10]], [[0, 0, -1], [0, 0, 1]], device="cpu")
+    assert r["hit"].tolist() == [True, False] and r["patch"][1] == -1 and np.isinf(r["t"][1])
+    assert abs(r["points"][0][2] - 3.15) < 1e-12 and abs(r["t"][0] - 6.85) < 1e-12 and r["status"] == "complete"
+    assert np.isnan(r["points"][1]).all() and r["uv"].shape == (2, 2) and r["patch"].dtype == np.int64
+    rng = np.random.default_rng(7)
+    net = rng.random((4, 4, 3))
+    m = 3
+    t = rng.random((30, 2))
+    b = lambda x: np.array([math.comb(m, a) * x ** a * (1 - x) ** (m - a) for a in range(m + 1)])
+    targets = np.array([np.einsum("a,b,abk->k", b(u), b(v), net) for u, v in t])
+    origins = targets + rng.normal(size=(30, 3)) * 3
+    g = parasurf.intersect_rays(origins, targets - origins, [net])
+    assert g["hit"].all() and (g["t"] <= 1 + 1e-9).all()
+    np.testing.assert_allclose(g["points"], origins + g["t"][:, None] * (targets - origins), atol=1e-9)
+    with pytest.raises(ValueError):
+        parasurf.intersect_rays([[0, 0, float("nan")]], [[0, 0, 1]])
+    with pytest.raises(ValueError):
+        parasurf.intersect_rays([[0, 0, 0]], [[0, 0, 0]])
+    with pytest.raises(ValueError):
+        parasurf.intersect_rays([[0, 0, 0]], [[0, 0, 1], [0, 1, 0]])
+
+
 def test_ray_traps_reflect():
     k = 3
     curves = []

@@ -16,6 +16,7 @@
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/patch_set.hpp"
 
 namespace parasurf {
 
@@ -210,34 +211,7 @@ bool better(const ClosestPoint& a, const ClosestPoint& b) {
 }
 
 void check(const std::vector<BezierSurface>& patches, const std::vector<Vec3>& queries) {
-  if (patches.empty()) throw Error(ErrorKind::InvalidArgument, "closest points: no patches");
-  constexpr std::size_t kMaxPatches = std::size_t(1) << 20, kMaxQueries = std::size_t(1) << 26;
-  if (patches.size() > kMaxPatches)
-    throw Error(ErrorKind::LimitReached, "closest points: " + std::to_string(patches.size()) + " patches; at most " +
-                                             std::to_string(kMaxPatches) + " in one call");
-  if (queries.size() > kMaxQueries)
-    throw Error(ErrorKind::LimitReached, "closest points: " + std::to_string(queries.size()) + " queries; at most " +
-                                             std::to_string(kMaxQueries) + " in one call");
-  for (std::size_t i = 0; i < patches.size(); ++i) {
-    const std::string which = "closest points: patch " + std::to_string(i);
-    try {
-      validate(patches[i]);
-    } catch (const Error& e) {
-      throw Error(e.kind(), which + ": " + e.what());
-    }
-    if (patches[i].rational())
-      throw Error(ErrorKind::InvalidArgument, which + " is rational; the solver takes polynomial patches");
-    if (patches[i].degree_u > 16 || patches[i].degree_v > 16)
-      throw Error(ErrorKind::InvalidArgument, which + ": degree " + std::to_string(patches[i].degree_u) + "x" +
-                                                  std::to_string(patches[i].degree_v) +
-                                                  "; at most 16 in each direction");
-  }
-  // Each query looks at every patch's box (and samples the near ones): bounded before any work starts.
-  constexpr double kMaxPairs = 4294967296.0;
-  if (double(patches.size()) * double(queries.size()) > kMaxPairs)
-    throw Error(ErrorKind::LimitReached,
-                "closest points: " + std::to_string(queries.size()) + " queries on " + std::to_string(patches.size()) +
-                    " patches; at most 2^32 query-patch pairs in one call (split the queries)");
+  solver::check_patch_set(patches, queries.size(), "closest points", "queries");
   for (std::size_t i = 0; i < queries.size(); ++i)
     for (double x : queries[i])
       if (!std::isfinite(x))

@@ -128,7 +128,8 @@ double parameter_on(const BezierCurve2& c, const Point& p, double eps) {
     const bool keep_left = holds(arc.q.data()), keep_right = holds(right.q.data());
     if (keep_left) ++top;
     if (keep_right) {
-      if (!keep_left) std::copy_n(right.q.begin(), n, arc.q.begin()), arc.u0 = right.u0, arc.u1 = right.u1, arc.depth = right.depth;
+      if (!keep_left)
+        std::copy_n(right.q.begin(), n, arc.q.begin()), arc.u0 = right.u0, arc.u1 = right.u1, arc.depth = right.depth;
       ++top;
     }
   }

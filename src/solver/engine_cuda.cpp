@@ -3,9 +3,9 @@
 // pinned memory on all threads, and the finished cells are handed back to their systems on all threads. A batch of
 // tens of thousands of small systems spent more time copying polynomials and making per-cell vectors one at a
 // time than the GPU spent on the traversal.
+#include <omp.h>
 #include <algorithm>
 #include <cstring>
-#include <omp.h>
 #include <string>
 #include <vector>
 
@@ -25,7 +25,9 @@ const BernsteinPoly& poly_of(const Batch& b, std::size_t i, int p) {
 int polys_of(const Batch& b, std::size_t i) { return int(b.equations[i].size() + b.inequalities(i).size()); }
 
 bool same_shape(const Batch& b, std::size_t i, std::size_t j) {
-  if (b.equations[i].size() != b.equations[j].size() || polys_of(b, i) != polys_of(b, j) || b.variables[i] != b.variables[j]) return false;
+  if (b.equations[i].size() != b.equations[j].size() || polys_of(b, i) != polys_of(b, j) ||
+      b.variables[i] != b.variables[j])
+    return false;
   for (int p = 0; p < polys_of(b, i); ++p)
     if (poly_of(b, i, p).degree != poly_of(b, j, p).degree) return false;
   return true;
@@ -34,8 +36,8 @@ bool same_shape(const Batch& b, std::size_t i, std::size_t j) {
 GpuShape shape_of(const Batch& b, std::size_t i) {
   const int polys = polys_of(b, i);
   if (polys > kGpuMaxPolys)
-    throw Error(ErrorKind::InvalidArgument,
-                "GPU solver: " + std::to_string(polys) + " polynomials per system; at most " + std::to_string(kGpuMaxPolys));
+    throw Error(ErrorKind::InvalidArgument, "GPU solver: " + std::to_string(polys) +
+                                                " polynomials per system; at most " + std::to_string(kGpuMaxPolys));
   GpuShape sh;
   sh.n = b.variables[i];
   sh.m = int(b.equations[i].size());
@@ -87,7 +89,8 @@ class CudaEngine final : public Engine {
       for (std::int64_t j = 0; j < systems; ++j)
         for (int p = 0; p < sh.polys; ++p) {
           const auto& c = poly_of(b, members[std::size_t(j)], p).coef;
-          std::memcpy(coef + std::size_t(j) * std::size_t(sh.block) + std::size_t(sh.offset[p]), c.data(), c.size() * sizeof(double));
+          std::memcpy(coef + std::size_t(j) * std::size_t(sh.block) + std::size_t(sh.offset[p]), c.data(),
+                      c.size() * sizeof(double));
         }
       const GpuCells cells = subdivide_cuda(sh, coef, int(systems), b.square, o, hybrid_);
       // Each system's cells in the order the GPU finished them (by level, then by node: the same on every run).
@@ -103,7 +106,8 @@ class CudaEngine final : public Engine {
         for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at) {
           const std::int64_t k = order[std::size_t(at)];
           const double* box = cells.box + k * 2 * n;
-          (cells.unique[k] ? s.unique : s.candidates).emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
+          (cells.unique[k] ? s.unique : s.candidates)
+              .emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
         }
         s.status = cells.status;
         s.nodes = cells.nodes / systems;  // per-system share of the batch's cells
