@@ -86,38 +86,79 @@ struct Solve {
   void curve_batch() const;
   void curves() const;
   void closest() const;
+  void rays() const;
 };
 
-// The nearest point of a patch model to each query point: {"points": [[x, y, z], ...]} and optionally "model", a
-// patch-model file (.bv, .bpt, B-spline .json; relative to the input's folder), else the Utah teapot.
-void Solve::closest() const {
+// The patch model of a closest or rays input: "model", a patch-model file (.bv, .bpt, B-spline .json; relative to
+// the input's folder), else the Utah teapot; its tensor-product patches and their indices in the model.
+struct InputPatches {
+  std::string name;
+  std::vector<BezierSurface> patches;
+  std::vector<std::int64_t> index;  // each surface's patch in the model (triangular patches are left out)
+};
+InputPatches input_patches(const SolverInput& doc, const std::string& input) {
   PatchModel model = utah_teapot();
   if (doc.has("model")) {
     std::filesystem::path path = doc.text("model");
-    if (path.is_relative()) path = std::filesystem::path(a->input).parent_path() / path;
+    if (path.is_relative()) path = std::filesystem::path(input).parent_path() / path;
     model = read_patch_model(path.string());
   }
-  std::vector<BezierSurface> patches;
-  std::vector<std::int64_t> index;  // each surface's patch in the model (triangular patches are left out)
+  InputPatches out{model.name, {}, {}};
   for (std::int64_t p = 0; p < std::int64_t(model.patches.size()); ++p)
-    if (model.patches[std::size_t(p)].kind == PatchKind::Tensor) patches.push_back(patch_surface(model, p)), index.push_back(p);
-  if (patches.empty()) throw Error(ErrorKind::InvalidArgument, model.name + ": no tensor-product patches");
+    if (model.patches[std::size_t(p)].kind == PatchKind::Tensor) out.patches.push_back(patch_surface(model, p)), out.index.push_back(p);
+  if (out.patches.empty()) throw Error(ErrorKind::InvalidArgument, model.name + ": no tensor-product patches");
+  return out;
+}
+
+// The nearest point of a patch model to each query point: {"points": [[x, y, z], ...]} and optionally "model".
+void Solve::closest() const {
+  const InputPatches in = input_patches(doc, a->input);
   const std::vector<std::array<double, 3>> queries = doc.points3("points");
-  const ClosestPointsResult r = closest_points(patches, queries, o);
+  const ClosestPointsResult r = closest_points(in.patches, queries, o);
   double largest = 0, sum = 0;
   nlohmann::json rows = nlohmann::json::array();
   for (const ClosestPoint& c : r.points) {
     largest = std::max(largest, c.distance), sum += c.distance;
-    rows.push_back({{"patch", index[std::size_t(c.patch)]}, {"u", c.u}, {"v", c.v}, {"point", c.point}, {"distance", c.distance}});
+    rows.push_back({{"patch", in.index[std::size_t(c.patch)]}, {"u", c.u}, {"v", c.v}, {"point", c.point}, {"distance", c.distance}});
   }
   std::printf("%zu closest points on %zu patches of %s: distance mean %.9g, largest %.9g; %lld systems; %s\n", queries.size(),
-              patches.size(), model.name.c_str(), queries.empty() ? 0.0 : sum / double(queries.size()), largest,
+              in.patches.size(), in.name.c_str(), queries.empty() ? 0.0 : sum / double(queries.size()), largest,
               (long long)r.systems, r.status.c_str());
   for (std::size_t i = 0; i < std::min<std::size_t>(queries.size(), 5); ++i)
     std::printf("  (%.9g, %.9g, %.9g) -> patch %lld (u %.9g, v %.9g): (%.9g, %.9g, %.9g) at %.17g\n", queries[i][0], queries[i][1],
-                queries[i][2], (long long)index[std::size_t(r.points[i].patch)], r.points[i].u, r.points[i].v, r.points[i].point[0],
+                queries[i][2], (long long)in.index[std::size_t(r.points[i].patch)], r.points[i].u, r.points[i].v, r.points[i].point[0],
                 r.points[i].point[1], r.points[i].point[2], r.points[i].distance);
   return finish({{"status", r.status}, {"systems", r.systems}, {"closest", rows}}, r.status);
+}
+
+// Where each ray first meets a patch model: {"origins": [[x, y, z], ...], "directions": [[x, y, z], ...]},
+// optionally "t_min" (hits at t > t_min only, default 0) and "model".
+void Solve::rays() const {
+  const InputPatches in = input_patches(doc, a->input);
+  const std::vector<std::array<double, 3>> origins = doc.points3("origins"), directions = doc.points3("directions");
+  const double t_min = doc.has("t_min") ? doc.number("t_min") : 0.0;
+  const RayHitsResult r = intersect_rays(in.patches, origins, directions, o, t_min);
+  std::size_t hits = 0;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const RayHit& h : r.hits) {
+    if (h.patch < 0) {
+      rows.push_back({{"hit", false}});
+      continue;
+    }
+    ++hits;
+    rows.push_back({{"hit", true}, {"patch", in.index[std::size_t(h.patch)]}, {"u", h.u}, {"v", h.v}, {"t", h.t}, {"point", h.point}});
+  }
+  std::printf("%zu rays on %zu patches of %s: %zu hit; %lld systems; %s\n", origins.size(), in.patches.size(), in.name.c_str(), hits,
+              (long long)r.systems, r.status.c_str());
+  for (std::size_t i = 0; i < std::min<std::size_t>(origins.size(), 5); ++i) {
+    const RayHit& h = r.hits[i];
+    if (h.patch < 0)
+      std::printf("  ray %zu: no hit\n", i);
+    else
+      std::printf("  ray %zu -> patch %lld (u %.9g, v %.9g): (%.9g, %.9g, %.9g) at t = %.17g\n", i, (long long)in.index[std::size_t(h.patch)],
+                  h.u, h.v, h.point[0], h.point[1], h.point[2], h.t);
+  }
+  return finish({{"status", r.status}, {"systems", r.systems}, {"rays", rows}}, r.status);
 }
 
 // The Hausdorff distance of two planar curves, with the two one-sided pairs.
@@ -347,21 +388,22 @@ void Solve::curves() const {
 void add_solve(CLI::App& app) {
   auto a = std::make_shared<SolveArgs>();
   auto* cmd = app.add_subcommand("solve", "Polynomial systems by subdivision: geometric applications (curve intersection, "
-                                          "Hausdorff distance, ray traps, bisectors, surface intersection, contact points, closest points)");
+                                          "Hausdorff distance, ray traps, bisectors, surface intersection, contact points, closest points, rays)");
   cmd->add_option("app", a->app,
                   "curves (intersection of two planar curves) | hausdorff (distance of two planar curves) | raytraps (k >= 3 "
                   "curves) | bisector (of two planar curves) | ssi (intersection of two surfaces) | contacts (a surface moving "
                   "by scale and translation against another) | surface-bisector (point samples) | closest (points projected onto a "
-                  "patch model)")
+                  "patch model) | rays (where rays first meet a patch model)")
       ->required()
-      ->check(CLI::IsMember({"curves", "hausdorff", "raytraps", "bisector", "ssi", "contacts", "surface-bisector", "closest"}));
+      ->check(CLI::IsMember({"curves", "hausdorff", "raytraps", "bisector", "ssi", "contacts", "surface-bisector", "closest", "rays"}));
   cmd->add_option("input", a->input,
                   "JSON. Curves: {\"points\": [[x, y], ...]} (+ \"degree\", \"knots\" for a B-spline). curves, hausdorff, "
                   "bisector: {\"curve1\": ..., \"curve2\": ...}; curves also {\"pairs\": [{\"curve1\": ..., \"curve2\": ...}, "
                   "...]}, Bezier pairs solved as one batch; raytraps: {\"curves\": [...]}. Surfaces as in the patch "
                   "reader's B-spline JSON; ssi, surface-bisector: {\"surface1\": ..., \"surface2\": ...}; contacts: "
                   "{\"moving\": ..., \"fixed\": ..., \"motion\": {\"degree\": 3, \"knots\": [...], \"points\": [[scale, tx, ty, tz], ...]}}; "
-                  "closest: {\"points\": [[x, y, z], ...], \"model\": \"file.bpt\"} (no model: the Utah teapot)")
+                  "closest: {\"points\": [[x, y, z], ...], \"model\": \"file.bpt\"} (no model: the Utah teapot); rays: "
+                  "{\"origins\": [[x, y, z], ...], \"directions\": [...], \"t_min\": 0, \"model\": ...}")
       ->required();
   cmd->add_option("--picture", a->picture, "Also draw the curves and the result into this PNG (surfaces: seen from above)");
   cmd->add_option("--tolerance", a->tolerance, "Parameter width at which unresolved cells stop (tangent roots)");
@@ -413,6 +455,7 @@ void add_solve(CLI::App& app) {
     if (a->app == "contacts") return run.contacts();
     if (a->app == "raytraps") return run.raytraps();
     if (a->app == "closest") return run.closest();
+    if (a->app == "rays") return run.rays();
     if (run.doc.has("pairs")) return run.curve_batch();
     run.curves();
   }); });

@@ -35,10 +35,12 @@ class SolverInput {
   std::vector<BezierCurve2> bezier_curves(const std::string& key) const;
   // An array of {"curve1", "curve2"} Bézier pairs (a batch; a pair with knots is refused).
   std::vector<std::pair<BezierCurve2, BezierCurve2>> bezier_pairs(const std::string& key) const;
-  // An array of [x, y, z] points with finite coordinates (closest-point queries).
+  // An array of [x, y, z] points with finite coordinates (closest-point queries, ray origins and directions).
   std::vector<std::array<double, 3>> points3(const std::string& key) const;
   // A string member (a model's path).
   std::string text(const std::string& key) const;
+  // A finite number member.
+  double number(const std::string& key) const;
 
  private:
   struct Document;

@@ -103,4 +103,12 @@ std::string SolverInput::text(const std::string& key) const {
   return j.get<std::string>();
 }
 
+double SolverInput::number(const std::string& key) const {
+  const nlohmann::json& j = io::member(doc_->json, key.c_str(), doc_->name);
+  if (!j.is_number()) throw Error(ErrorKind::Parse, doc_->name + ": \"" + key + "\" must be a number");
+  const double x = j.get<double>();
+  if (!std::isfinite(x)) throw Error(ErrorKind::Parse, doc_->name + ": \"" + key + "\" is not finite");
+  return x;
+}
+
 }  // namespace parasurf

@@ -94,6 +94,10 @@ grep -q '"traps"' "$dir/traps-out.json"
 printf '{"points": [[0, 0, 3.2], [0, 0, 3.15], [4, 1, 2]]}' > "$dir/closest.json"
 "$exe" solve closest "$dir/closest.json" --json "$dir/closest-out.json" >/dev/null
 python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['closest']; assert abs(r[0]['distance'] - 0.05) < 1e-12 and r[1]['distance'] < 1e-12 and len(r) == 3, r" "$dir/closest-out.json"
+# rays on the teapot: down the axis onto the knob's top (3.15 high), and one pointing away
+printf '{"origins": [[0, 0, 10], [0, 0, 10]], "directions": [[0, 0, -1], [0, 0, 1]]}' > "$dir/rays.json"
+"$exe" solve rays "$dir/rays.json" --json "$dir/rays-out.json" >/dev/null
+python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['rays']; assert r[0]['hit'] and abs(r[0]['t'] - 6.85) < 1e-12 and not r[1]['hit'], r" "$dir/rays-out.json"
 "$exe" bench solver --curves 3 --repeat 1 --engines cpu --write-inputs "$dir/solver" --json "$dir/bs.json" >/dev/null
 grep -q '"paper_gpu_ms"' "$dir/bs.json"
 "$exe" solve hausdorff "$dir/solver/hausdorff_10.json" -o "$dir/h.json" --picture "$dir/h.png" >/dev/null
