@@ -566,7 +566,9 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   const std::int64_t max_nodes = batch_cell_limit(o.max_nodes, count);
   const std::int64_t candidate_limit = continuum_candidate_limit(count);
   std::atomic<double> tolerance{o.tolerance};
-  std::vector<std::size_t> overflow;  // roots that did not fit in the ring at the start
+  // Roots that did not fit in the ring at the start: a thread whose stack and the ring are empty claims the next.
+  std::vector<std::size_t> overflow;
+  std::atomic<std::size_t> next_overflow{0};
   for (std::size_t i = 0; i < count; ++i)
     if (!ring.push(root_item(i))) overflow.push_back(i);
   const auto t0 = std::chrono::steady_clock::now();
@@ -580,15 +582,6 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     std::vector<Node> local;
     std::vector<std::int64_t> visited(count, 0);  // cells per system
     std::int64_t taken = 0, seen_here = 0, emitted = 0;  // nodes taken from the ring (or the roots' overflow); nodes processed
-#pragma omp critical(parasurf_solver_overflow)
-    {
-      // The roots that did not fit are shared out at the start.
-      while (!overflow.empty() && local.size() < 64) {
-        local.push_back(make_root(overflow.back()));
-        overflow.pop_back();
-        ++taken;
-      }
-    }
     for (;;) {
       Node node;
       if (!local.empty()) {
@@ -598,6 +591,15 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
         if (taken > 0) pending -= taken, taken = 0;  // this thread's share of the work is done
         void* item = nullptr;
         if (!ring.pop(item)) {
+          if (next_overflow.load(std::memory_order_relaxed) < overflow.size()) {
+            const std::size_t k = next_overflow.fetch_add(1);
+            if (k < overflow.size()) {
+              errors.capture([&] { local.push_back(make_root(overflow[k])); });
+              ++taken;
+              if (errors.failed()) stop = 4;
+            }
+            continue;
+          }
           if (pending.load() == 0) break;
           std::this_thread::yield();
           continue;

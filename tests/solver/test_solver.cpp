@@ -510,6 +510,28 @@ TEST(Solver, AutoSendsOnlyWideBatchesToTheGpu) {
     EXPECT_THROW(solver::engine_for(o, 1), Error);  // asked for, not there: refused, not run elsewhere
 }
 
+// A batch with more systems than the task ring holds (2^16 slots): the roots left over are taken when the ring runs
+// dry (they were handed out 64 per thread at the start, and the rest never, so the solve spun forever).
+TEST(Solver, ABatchLargerThanTheTaskRingIsSolvedWhole) {
+  const std::size_t count = 70000;
+  std::vector<std::vector<BernsteinPoly>> systems(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double a = (double(i) + 0.5) / double(count);
+    systems[i] = {BernsteinPoly::univariate({-a, 1 - a}, 0, 1)};
+  }
+  SolverOptions o;
+  o.cpu_scheme = SolverCpuScheme::TaskBuffer;
+  o.threads = 3;
+  o.max_seconds = 60;
+  const std::vector<SolveResult> r = solve_systems(systems, o);
+  ASSERT_EQ(r.size(), count);
+  for (std::size_t i = 0; i < count; ++i) {
+    ASSERT_EQ(r[i].status, "complete") << i;
+    ASSERT_EQ(r[i].roots.size(), 1u) << i;
+    ASSERT_NEAR(r[i].roots[0].x[0], (double(i) + 0.5) / double(count), 1e-12) << i;
+  }
+}
+
 TEST(Solver, TheCellLimitIsPerSystemInABatch) {
   const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 2), y = BernsteinPoly::univariate({0, 1}, 1, 2);
   auto k = [](double v) { return BernsteinPoly::constant(2, v); };
