@@ -137,7 +137,7 @@ struct OnRay {
   Vec3 point;
   double off;
 };
-OnRay settle(const PatchBoxes& b, const Vec3& o, const Vec3& d, double u, double v) {
+OnRay settle(const PatchBoxes& b, const Vec3& o, const Vec3& d, double u, double v, int iterations) {
   const double dd = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
   // The part of w across the ray.
   auto across = [&](const Vec3& w) {
@@ -157,7 +157,7 @@ OnRay settle(const PatchBoxes& b, const Vec3& o, const Vec3& d, double u, double
   auto norm = [](const Vec3& w) { return std::sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]); };
   Vec3 p = at(u, v, nullptr, nullptr);
   OnRay best{u, v, p, norm(across({p[0] - o[0], p[1] - o[1], p[2] - o[2]}))};
-  for (int it = 0; it < 12 && best.off > 0; ++it) {
+  for (int it = 0; it < iterations && best.off > 0; ++it) {
     Vec3 su, sv;
     p = at(u, v, &su, &sv);
     const Vec3 r = across({p[0] - o[0], p[1] - o[1], p[2] - o[2]}), ju = across(su), jv = across(sv);
@@ -285,23 +285,24 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
       for (std::size_t j = 0; j < near[i].size(); ++j) {
         const std::size_t p = near[i][j];
         const SolveResult& r = solved[first[i] + j];
-        auto offer = [&](double x, double y) {
+        // A proved root is on the ray already (Newton-refined in a cell that holds one root); other points are
+        // settled onto it, and dropped where they stay off it by more than the rounding of the patch's coordinates.
+        auto offer = [&](double x, double y, bool proved) {
           const double u = std::clamp(-kGrow + x * (1 + 2 * kGrow), 0.0, 1.0),
                        v = std::clamp(-kGrow + y * (1 + 2 * kGrow), 0.0, 1.0);
-          const OnRay h = settle(boxes[p], o, d, u, v);
-          // Off the ray by more than the rounding of the patch's coordinates: a region's cell that is no hit.
-          if (h.off > boxes[p].pad + 1e-12 * boxes[p].size) return;
+          const OnRay h = settle(boxes[p], o, d, u, v, proved ? 0 : 12);
+          if (!proved && h.off > boxes[p].pad + 1e-12 * boxes[p].size) return;
           const Vec3 w = {h.point[0] - o[0], h.point[1] - o[1], h.point[2] - o[2]};
           const double t = (w[0] * d[0] + w[1] * d[1] + w[2] * d[2]) / dd;
           if (!(t > t_min)) return;
           const RayHit hit{std::int64_t(p), h.u, h.v, t, h.point};
           if (better(hit, best)) best = hit;
         };
-        for (const Root& root : r.roots) offer(root.x[0], root.x[1]);
+        for (const Root& root : r.roots) offer(root.x[0], root.x[1], root.proved_single);
         for (const SolutionRegion& g : r.regions) {
-          offer(0.5 * (g.lo[0] + g.hi[0]), 0.5 * (g.lo[1] + g.hi[1]));
+          offer(0.5 * (g.lo[0] + g.hi[0]), 0.5 * (g.lo[1] + g.hi[1]), false);
           for (double u : {g.lo[0], g.hi[0]})
-            for (double v : {g.lo[1], g.hi[1]}) offer(u, v);
+            for (double v : {g.lo[1], g.hi[1]}) offer(u, v, false);
         }
       }
     });
