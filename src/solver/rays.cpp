@@ -27,15 +27,17 @@ using Vec3 = std::array<double, 3>;
 
 constexpr int kPieces = 4;  // sub-patches along each side whose boxes the ray must pass through
 // Each system is solved on its patch's domain grown by this much each way: a ray through a seam meets both patches
-// on their boundary, where rounding of the coefficients can put the root just outside either domain, and the ray
-// would pass between them. Roots are clamped back onto the patch.
-constexpr double kGrow = 1e-9;
+// on their boundary, where the rounding of the coefficients can put the root just outside either domain (by more
+// than 1e-9 on a model millions of units from the origin), and the ray would pass between them. Roots are clamped
+// back onto the patch, and one that had to move counts only if the boundary point is still on the ray.
+constexpr double kGrow = 1e-6;
 
 struct PatchBoxes {
   Vec3 lo{}, hi{};
   std::vector<std::array<Vec3, 2>> pieces;  // kPieces x kPieces sub-patches' control boxes
   double pad = 0;                           // room for the rounding of boxes and of the slab test
   double size = 0;                          // the box's largest side
+  double room = 0;                          // how far off the ray a point on the patch may be: its rounding
   std::array<BernsteinPoly, 3> x;           // the coordinates, in (u, v)
 };
 
@@ -51,6 +53,7 @@ PatchBoxes boxes_of(const BezierSurface& s) {
     size = std::max(size, b.hi[k] - b.lo[k]), far = std::max({far, std::abs(b.lo[k]), std::abs(b.hi[k])});
   b.pad = 1e-9 * size + 1e-12 * far;
   b.size = size;
+  b.room = 1e-9 * size + 1e-14 * far;
   std::array<BernsteinPoly, 3> x;
   for (int k = 0; k < 3; ++k) {
     x[std::size_t(k)].degree = {m, n};
@@ -285,13 +288,15 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
       for (std::size_t j = 0; j < near[i].size(); ++j) {
         const std::size_t p = near[i][j];
         const SolveResult& r = solved[first[i] + j];
-        // A proved root is on the ray already (Newton-refined in a cell that holds one root); other points are
-        // settled onto it, and dropped where they stay off it by more than the rounding of the patch's coordinates.
+        // A proved root inside the patch is on the ray already (Newton-refined in a cell that holds one root); other
+        // points are settled onto it, and dropped where they stay off it by more than the rounding of the patch's
+        // coordinates (a root clamped back from the grown domain: the ray passes beside the patch's edge).
         auto offer = [&](double x, double y, bool proved) {
-          const double u = std::clamp(-kGrow + x * (1 + 2 * kGrow), 0.0, 1.0),
-                       v = std::clamp(-kGrow + y * (1 + 2 * kGrow), 0.0, 1.0);
+          const double u0 = -kGrow + x * (1 + 2 * kGrow), v0 = -kGrow + y * (1 + 2 * kGrow);
+          const double u = std::clamp(u0, 0.0, 1.0), v = std::clamp(v0, 0.0, 1.0);
+          const bool inside = u == u0 && v == v0;
           const OnRay h = settle(boxes[p], o, d, u, v, proved ? 0 : 12);
-          if (!proved && h.off > boxes[p].pad + 1e-12 * boxes[p].size) return;
+          if (!(proved && inside) && h.off > boxes[p].room) return;
           const Vec3 w = {h.point[0] - o[0], h.point[1] - o[1], h.point[2] - o[2]};
           const double t = (w[0] * d[0] + w[1] * d[1] + w[2] * d[2]) / dd;
           if (!(t > t_min)) return;

@@ -223,6 +223,35 @@ TEST(Rays, ABatchGivesWhatSingleRaysGiveAndMissesAreMisses) {
   }
 }
 
+// The edge of an open patch: a ray just inside it or on it hits, one 1e-7 outside misses (the grown domain that
+// catches rays through seams must not catch rays beside an edge), also far from the origin.
+TEST(Rays, AnOpenPatchsEdgeIsExact) {
+  for (const double far : {0.0, 2e6}) {
+    BezierSurface flat;
+    flat.degree_u = flat.degree_v = 2;
+    for (int i = 0; i <= 2; ++i)
+      for (int j = 0; j <= 2; ++j) flat.points.insert(flat.points.end(), {far + i / 2.0, j / 2.0, 0.1 * i * j});
+    const std::vector<Vec3> origins = {{far + 1 - 1e-12, 0.5, 5},     {far + 1, 0.5, 5},
+                                       {far + 1 + 1e-7, 0.5, 5},      {far + 1, 1, 5},
+                                       {far + 1 + 1e-7, 1 + 1e-7, 5}, {far - 1e-7, 0.3, 5}};
+    const std::vector<Vec3> down(origins.size(), Vec3{0, 0, -1});
+    for (Device engine : test::solver_engines()) {
+      SolverOptions o;
+      o.device = engine;
+      const RayHitsResult r = intersect_rays({flat}, origins, down, o);
+      const std::string what = std::string(device_name(engine)) + (far > 0 ? " far" : "");
+      EXPECT_EQ(r.hits[0].patch, 0) << what;
+      EXPECT_EQ(r.hits[1].patch, 0) << what;
+      EXPECT_EQ(r.hits[2].patch, -1) << what;
+      EXPECT_EQ(r.hits[3].patch, 0) << what;  // the corner
+      EXPECT_EQ(r.hits[4].patch, -1) << what;
+      EXPECT_EQ(r.hits[5].patch, -1) << what;
+      for (int i : {0, 1, 3})
+        expect_on_ray({flat}, origins[std::size_t(i)], down[std::size_t(i)], r.hits[std::size_t(i)], what);
+    }
+  }
+}
+
 TEST(Rays, BadInputIsRefusedWithTheReason) {
   const std::vector<BezierSurface> teapot = teapot_patches();
   auto message = [](auto&& call) {
