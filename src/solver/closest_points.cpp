@@ -125,21 +125,7 @@ PatchTerms patch_terms(const BezierSurface& s) {
       const double uv[2] = {double(a) / (kSide - 1), double(b) / (kSide - 1)};
       t.samples.push_back(t.point(uv));
     }
-  for (int a = 0; a < kPieces; ++a) {
-    std::array<BernsteinPoly, 3> strip;
-    for (int k = 0; k < 3; ++k)
-      strip[std::size_t(k)] = restrict_to(t.x[std::size_t(k)], 0, double(a) / kPieces, double(a + 1) / kPieces);
-    for (int b = 0; b < kPieces; ++b) {
-      std::array<Vec3, 2> box;
-      for (int k = 0; k < 3; ++k) {
-        const BernsteinPoly piece = restrict_to(strip[std::size_t(k)], 1, double(b) / kPieces, double(b + 1) / kPieces);
-        const auto [lo, hi] = std::minmax_element(piece.coef.begin(), piece.coef.end());
-        box[0][std::size_t(k)] = *lo + t.centre[std::size_t(k)],
-        box[1][std::size_t(k)] = *hi + t.centre[std::size_t(k)];
-      }
-      t.piece_boxes.push_back(box);
-    }
-  }
+  t.piece_boxes = solver::sub_patch_boxes(t.x, kPieces, t.centre);
   return t;
 }
 

@@ -60,20 +60,7 @@ PatchBoxes boxes_of(const BezierSurface& s) {
     for (int i = 0; i < (m + 1) * (n + 1); ++i) x[std::size_t(k)].coef.push_back(s.points[std::size_t(3 * i + k)]);
   }
   b.x = x;
-  for (int a = 0; a < kPieces; ++a) {
-    std::array<BernsteinPoly, 3> strip;
-    for (int k = 0; k < 3; ++k)
-      strip[std::size_t(k)] = restrict_to(x[std::size_t(k)], 0, double(a) / kPieces, double(a + 1) / kPieces);
-    for (int c = 0; c < kPieces; ++c) {
-      std::array<Vec3, 2> box;
-      for (int k = 0; k < 3; ++k) {
-        const BernsteinPoly piece = restrict_to(strip[std::size_t(k)], 1, double(c) / kPieces, double(c + 1) / kPieces);
-        const auto [lo, hi] = std::minmax_element(piece.coef.begin(), piece.coef.end());
-        box[0][std::size_t(k)] = *lo, box[1][std::size_t(k)] = *hi;
-      }
-      b.pieces.push_back(box);
-    }
-  }
+  b.pieces = solver::sub_patch_boxes(x, kPieces, {0, 0, 0});
   return b;
 }
 
