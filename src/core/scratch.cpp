@@ -46,7 +46,8 @@ std::uint8_t* map(std::size_t bytes, const char* what) {
   void* raw = mmap(nullptr, bytes + kHuge, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED)
     throw Error(ErrorKind::OutOfMemory, std::string(what) + ": the system refused " + format_bytes(bytes) +
-                                            " of work memory (available: " + format_bytes(available_host_memory()) + ")");
+                                            " of work memory (available: " + format_bytes(available_host_memory()) +
+                                            ")");
   const auto start = reinterpret_cast<std::uintptr_t>(raw);
   const std::uintptr_t aligned = (start + kHuge - 1) & ~std::uintptr_t(kHuge - 1);
   if (aligned > start) munmap(raw, aligned - start);
@@ -58,7 +59,8 @@ std::uint8_t* map(std::size_t bytes, const char* what) {
   try {
     return static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(kHuge)));
   } catch (const std::bad_alloc&) {
-    throw Error(ErrorKind::OutOfMemory, std::string(what) + ": no memory for " + format_bytes(bytes) + " of work memory");
+    throw Error(ErrorKind::OutOfMemory,
+                std::string(what) + ": no memory for " + format_bytes(bytes) + " of work memory");
   }
 #endif
 }
@@ -79,42 +81,61 @@ ScratchBlock& ScratchBlock::operator=(ScratchBlock&& o) noexcept {
 
 ScratchBlock::~ScratchBlock() { release(); }
 
-void ScratchBlock::release() {
-  if (!data_) return;
+void give_scratch(std::uint8_t* data, std::size_t bytes) noexcept {
   Pool& p = pool();
   std::vector<std::pair<std::uint8_t*, std::size_t>> drop;
   {
     std::lock_guard<std::mutex> lock(p.guard);
-    p.free.emplace_back(data_, bytes_);
-    p.retained += bytes_;
+    try {
+      p.free.emplace_back(data, bytes);
+      p.retained += bytes;
+    } catch (const std::bad_alloc&) {
+      unmap(data, bytes);  // no room to list it: straight back to the system
+    }
     // Over the limit: the largest blocks go back to the system first (they are the rarest to be asked for again).
     std::sort(p.free.begin(), p.free.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
     while (p.retained > kScratchRetained && !p.free.empty()) {
-      drop.push_back(p.free.back());
+      try {
+        drop.push_back(p.free.back());
+      } catch (const std::bad_alloc&) {
+        unmap(p.free.back().first, p.free.back().second);
+      }
       p.retained -= p.free.back().second;
       p.free.pop_back();
     }
   }
-  for (const auto& [ptr, bytes] : drop) unmap(ptr, bytes);
+  for (const auto& [ptr, size] : drop) unmap(ptr, size);
+}
+
+std::uint8_t* take_scratch(std::size_t n, std::size_t& bytes, std::size_t largest, const char* what) {
+  const std::size_t want = (std::max<std::size_t>(n, 1) + kHuge - 1) & ~(kHuge - 1);
+  Pool& p = pool();
+  {
+    std::lock_guard<std::mutex> lock(p.guard);
+    // The smallest free block that is large enough (the list is sorted by size).
+    auto it = std::find_if(p.free.begin(), p.free.end(), [&](const auto& b) { return b.second >= want; });
+    if (it != p.free.end() && it->second <= std::max(want, largest)) {
+      std::uint8_t* data = it->first;
+      bytes = it->second;
+      p.retained -= it->second;
+      p.free.erase(it);
+      return data;
+    }
+  }
+  bytes = want;
+  return map(want, what);
+}
+
+void ScratchBlock::release() {
+  if (!data_) return;
+  give_scratch(data_, bytes_);
   data_ = nullptr, bytes_ = 0;
 }
 
 void ScratchBlock::reserve(std::size_t n, bool fault_in, const char* what) {
   if (n > bytes_) {
     release();
-    const std::size_t want = (std::max<std::size_t>(n, 1) + kHuge - 1) & ~(kHuge - 1);
-    Pool& p = pool();
-    {
-      std::lock_guard<std::mutex> lock(p.guard);
-      // The smallest free block that is large enough (the list is sorted by size).
-      auto it = std::find_if(p.free.begin(), p.free.end(), [&](const auto& b) { return b.second >= want; });
-      if (it != p.free.end()) {
-        data_ = it->first, bytes_ = it->second;
-        p.retained -= it->second;
-        p.free.erase(it);
-      }
-    }
-    if (!data_) data_ = map(want, what), bytes_ = want;
+    data_ = take_scratch(n, bytes_, std::size_t(-1), what);
     // A block from the pool is resident already (prefault's residency check makes this cheap); a fresh one is
     // faulted in by all threads.
     if (fault_in) prefault(data_, n);

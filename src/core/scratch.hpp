@@ -36,6 +36,12 @@ class ScratchBlock {
   std::size_t bytes_ = 0;
 };
 
+// The pool's blocks one at a time (ScratchBlock is built on these; result arrays take them too): at least n bytes
+// in a block of `bytes`, a free block no larger than max(n rounded up, largest) or a fresh mapping; throws
+// Error(OutOfMemory) naming `what`. give_scratch takes back a block with the size take_scratch reported.
+std::uint8_t* take_scratch(std::size_t n, std::size_t& bytes, std::size_t largest, const char* what);
+void give_scratch(std::uint8_t* data, std::size_t bytes) noexcept;
+
 // Bytes the pool holds for later calls (tests).
 std::uint64_t scratch_retained_bytes();
 
