@@ -37,6 +37,12 @@ inline std::int64_t continuum_candidate_limit(std::size_t systems) {
   return std::max<std::int64_t>(20000, 200 * std::int64_t(std::max<std::size_t>(systems, 1)));
 }
 inline constexpr double continuum_tolerance = 1e-4;
+// A solution curve or surface also doubles the cells waiting to be split at every split: past this many waiting in
+// a batch (2,000 per system), cells are taken at their size. Scaled with the batch, as the candidate limit is: a
+// large batch of well-behaved systems starts with as many waiting roots, which must not make them regions.
+inline std::int64_t continuum_waiting_limit(std::size_t systems) {
+  return std::max<std::int64_t>(100000, 2000 * std::int64_t(std::max<std::size_t>(systems, 1)));
+}
 
 // A batch of systems for the engines: each system with its equations and inequalities (positive may be empty:
 // none anywhere); square: as many equations as variables (roots), else solution sets sampled.

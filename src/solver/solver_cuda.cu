@@ -414,7 +414,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
     cur = nxt;
     count = 2 * splits;
     // As on the CPU: a continuum fills the levels; past these sizes its cells are taken at the current width.
-    if (square && count > std::max<std::int64_t>(100000, 2000ll * systems)) {
+    if (square && count > continuum_waiting_limit(std::size_t(systems))) {
       double width = 0;
       std::memcpy(&width, &lc.max_width, sizeof(width));
       tolerance = std::max(tolerance, 1.01 * width);  // every child is at most as wide as the widest parent

@@ -413,7 +413,7 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
     out.nodes += std::int64_t(frontier.size());
     // A solution curve or surface doubles the level's cells at every split: past this many, the level's cells are
     // taken as they are (a region at this resolution) instead of refining them to the tolerance.
-    if (square && frontier.size() > 100000) {
+    if (square && std::int64_t(frontier.size()) > continuum_waiting_limit(1)) {
       double width = 0;
       for (const auto& c : frontier)
         for (int k = 0; k < n; ++k) width = std::max(width, c.hi[k] - c.lo[k]);
@@ -564,7 +564,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   std::atomic<std::int64_t> pending{std::int64_t(count)}, nodes{0}, candidates{0};
   std::atomic<int> stop{0};  // 1: node limit, 2: time limit, 3: stopped by the caller, 4: a failure
   const std::int64_t max_nodes = batch_cell_limit(o.max_nodes, count);
-  const std::int64_t candidate_limit = continuum_candidate_limit(count);
+  const std::int64_t candidate_limit = continuum_candidate_limit(count), waiting_limit = continuum_waiting_limit(count);
   std::atomic<double> tolerance{o.tolerance};
   // Roots that did not fit in the ring at the start: a thread whose stack and the ring are empty claims the next.
   std::vector<std::size_t> overflow;
@@ -625,8 +625,8 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       ++visited[sys];
       const int m = int(equations[sys].size());
       double tol = tolerance.load(std::memory_order_relaxed);
-      // A continuum keeps the ring full: past 100,000 waiting nodes, cells are taken at their size.
-      if (square && pending.load(std::memory_order_relaxed) + std::int64_t(local.size()) > 100000) {
+      // A continuum keeps the ring full: past the waiting limit, cells are taken at their size.
+      if (square && pending.load(std::memory_order_relaxed) + std::int64_t(local.size()) > waiting_limit) {
         double width = 0;
         for (int k = 0; k < systems[sys].n; ++k) width = std::max(width, node.cell.hi[std::size_t(k)] - node.cell.lo[std::size_t(k)]);
         tol = std::max(tol, 1.01 * width);

@@ -512,12 +512,17 @@ TEST(Solver, AutoSendsOnlyWideBatchesToTheGpu) {
 
 // A batch with more systems than the task ring holds (2^16 slots): the roots left over are taken when the ring runs
 // dry (they were handed out 64 per thread at the start, and the rest never, so the solve spun forever).
+// More systems than the task ring's 2^16 slots, and than the 100,000 waiting cells at which one system's
+// subdivision is taken for a continuum: every system is still solved whole and as it is alone (a proved root, no
+// region), two-variable systems whose roots need a few splits.
 TEST(Solver, ABatchLargerThanTheTaskRingIsSolvedWhole) {
-  const std::size_t count = 70000;
+  const std::size_t count = 120000;
+  const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 2), y = BernsteinPoly::univariate({0, 1}, 1, 2);
   std::vector<std::vector<BernsteinPoly>> systems(count);
   for (std::size_t i = 0; i < count; ++i) {
     const double a = (double(i) + 0.5) / double(count);
-    systems[i] = {BernsteinPoly::univariate({-a, 1 - a}, 0, 1)};
+    // x^2 + y^2 = a^2 + 0.25 and y = 0.5 (x = a): curved, so not proved on the first cell.
+    systems[i] = {x * x + y * y - BernsteinPoly::constant(2, a * a + 0.25), y - BernsteinPoly::constant(2, 0.5)};
   }
   SolverOptions o;
   o.cpu_scheme = SolverCpuScheme::TaskBuffer;
@@ -528,7 +533,10 @@ TEST(Solver, ABatchLargerThanTheTaskRingIsSolvedWhole) {
   for (std::size_t i = 0; i < count; ++i) {
     ASSERT_EQ(r[i].status, "complete") << i;
     ASSERT_EQ(r[i].roots.size(), 1u) << i;
+    ASSERT_TRUE(r[i].regions.empty()) << i;
+    ASSERT_TRUE(r[i].roots[0].proved_single) << i;
     ASSERT_NEAR(r[i].roots[0].x[0], (double(i) + 0.5) / double(count), 1e-12) << i;
+    ASSERT_NEAR(r[i].roots[0].x[1], 0.5, 1e-12) << i;
   }
 }
 
