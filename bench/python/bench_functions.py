@@ -2,7 +2,9 @@
 """The other Python functions against the engines under them, on the same data and device.
 
 evaluate_surface (a bicubic and a degree-7 patch on a 2000 x 2000 grid, positions and normals), tessellate (the
-built-in Utah teapot) and lattice + ffd (the teapot deformed by a twisted 9x9x9 lattice, accurate FFD). Each row:
+built-in Utah teapot), lattice + ffd (the teapot deformed by a twisted 9x9x9 lattice, accurate FFD), and the
+solver's batches: intersect_curves_batch on 10^4 random cubic and quintic pairs (a list of dicts, flat arrays, and
+flat from an (n, 2, k, 2) array), intersect_rays for a camera image of the teapot (--rays N: N x N rays). Each row:
 the Python call, the same work through the C++ API (fresh output arrays each call, as both return them), and
 their ratio. Best of --repeats calls.
 
@@ -24,6 +26,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--grid", type=int, default=2000, help="evaluate_surface: samples per side")
+    ap.add_argument("--pairs", type=int, default=10000, help="intersect_curves_batch: curve pairs")
+    ap.add_argument("--rays", type=int, default=300, help="intersect_rays: rays per side of the image")
     ap.add_argument("--json", help="write the rows as JSON here")
     a = ap.parse_args()
     devices = ["cpu"] + (["cuda"] if parasurf.cuda_available() else [])
@@ -56,6 +60,29 @@ def main():
         py = best(lambda: parasurf.ffd(verts, faces, lat, method="accurate", level=4, device=dev), a.repeats)
         eng = _parasurf._engine_seconds_ffd(verts.astype(np.float64), faces, lat, "accurate", 4, dev, a.repeats)
         report("ffd teapot (%d faces) accurate level 4" % len(faces), dev, py, eng)
+    # The solver's batches ("auto" as well: what a caller who names no device gets).
+    solver_devices = devices + ["auto"]
+    pairs = [(rng.random((k + 1, 2)), rng.random((k + 1, 2))) for k in (3, 5) for _ in range(a.pairs // 2)]
+    cubic = np.array([(rng.random((4, 2)), rng.random((4, 2))) for _ in range(a.pairs)])
+    for dev in solver_devices:
+        eng = _parasurf._engine_seconds_curve_pairs(pairs, dev, a.repeats)
+        py = best(lambda: parasurf.intersect_curves_batch(pairs, device=dev), a.repeats)
+        report("intersect_curves_batch %d pairs, list of dicts" % len(pairs), dev, py, eng)
+        py = best(lambda: parasurf.intersect_curves_batch(pairs, device=dev, flat=True), a.repeats)
+        report("intersect_curves_batch %d pairs, flat" % len(pairs), dev, py, eng)
+        eng = _parasurf._engine_seconds_curve_pairs(list(cubic), dev, a.repeats)
+        py = best(lambda: parasurf.intersect_curves_batch(cubic, device=dev, flat=True), a.repeats)
+        report("intersect_curves_batch %d cubic pairs, array, flat" % len(cubic), dev, py, eng)
+    n = a.rays
+    # A pinhole camera in front of the teapot, one ray per pixel.
+    s = np.linspace(-1.0, 1.0, n)
+    px, py_ = np.meshgrid(s * 4.0, s * 3.0 + 1.5)
+    origins = np.tile([0.0, 1.5, -12.0], (n * n, 1))
+    directions = np.stack([px.ravel(), py_.ravel() - 1.5, np.full(n * n, 12.0)], axis=1)
+    for dev in solver_devices:
+        eng = _parasurf._engine_seconds_rays(origins, directions, dev, a.repeats)
+        py = best(lambda: parasurf.intersect_rays(origins, directions, device=dev), a.repeats)
+        report("intersect_rays teapot, %dx%d rays" % (n, n), dev, py, eng)
     if a.json:
         meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "cuda": parasurf.cuda_available()}
         with open(a.json, "w") as f:

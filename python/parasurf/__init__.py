@@ -304,14 +304,34 @@ def intersect_curves(a, b, *, tolerance=1e-7, threads=0):
                                       float(tolerance), int(threads))
 
 
-def intersect_curves_batch(pairs, *, tolerance=1e-7, device="auto", threads=0):
-    """``intersect_curves`` for many pairs ``[(a, b), ...]`` at once (collision queries, every pair of curves of a
-    drawing): one batch that the CPU threads share, or that a GPU solves in one traversal (``device="cuda"``;
+def intersect_curves_batch(pairs, *, tolerance=1e-7, device="auto", threads=0, flat=False):
+    """``intersect_curves`` for many pairs ``[(a, b), ...]`` (or an array of shape (n, 2, k, 2)) at once (collision
+    queries, every pair of curves of a drawing): one batch that the CPU threads share, or that a GPU solves in one traversal (``device="cuda"``;
     ``"auto"`` takes the GPU for batches of 2048 systems and more, and 128 per CPU thread, when one is present).
-    Returns a list of dicts as ``intersect_curves`` returns them, in the pairs' order.
+    Returns a list of dicts as ``intersect_curves`` returns them, in the pairs' order. With ``flat=True``, one
+    dict of arrays for the whole batch instead (no Python object per pair, for large batches): ``pair`` (k,) int64
+    the pair of each intersection, ``params`` (k, 2), ``points`` (k, 2), ``tangent`` (k,) in the pairs' order;
+    ``overlap_pair`` (r,) and ``overlaps`` (r, 4); ``complete`` (n,) bool per pair and ``status`` (the first
+    pair's status that is not "complete", else "complete").
     """
-    return _parasurf.intersect_curves_batch([(_np.asarray(a, dtype=_np.float64), _np.asarray(b, dtype=_np.float64))
-                                             for a, b in pairs], float(tolerance), device, int(threads))
+    points, counts = _pack_curve_pairs(pairs)
+    return _parasurf.intersect_curves_packed(points, counts, float(tolerance), device, int(threads), bool(flat))
+
+
+def _pack_curve_pairs(pairs):
+    """(points (M, 2), counts (2n,)): the pairs' curves one after the other, converted once. An array of shape
+    (n, 2, k, 2) (n pairs of curves of k control points each) is taken as it is."""
+    if isinstance(pairs, _np.ndarray) and pairs.ndim == 4 and pairs.shape[1] == 2 and pairs.shape[3] == 2:
+        points = _np.ascontiguousarray(pairs, dtype=_np.float64).reshape(-1, 2)
+        return points, _np.full(2 * pairs.shape[0], pairs.shape[2], dtype=_np.int64)
+    curves = [_np.asarray(c, dtype=_np.float64) for a, b in pairs for c in (a, b)]
+    try:
+        points = _np.concatenate(curves) if curves else _np.empty((0, 2))
+    except ValueError:  # curves of different dimensions
+        points = None
+    if points is None or points.ndim != 2 or points.shape[1] != 2:
+        raise ValueError("curve control points must have shape (n, 2)")
+    return points, _np.fromiter(map(len, curves), _np.int64, len(curves))
 
 
 def patch_nets(path=None):

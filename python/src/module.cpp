@@ -559,6 +559,32 @@ void bind_timings(py::module_& m) {
         return best_of(repeats, [&] { to_triangle_mesh(tessellate(model, o)); });
       },
       py::arg("resolution"), py::arg("device"), py::arg("repeats") = 5);
+  // The solver functions' C++ calls on the same inputs (the inputs converted once, outside the timing).
+  m.def(
+      "_engine_seconds_curve_pairs",
+      [best_of](const std::vector<std::pair<py::array_t<double, py::array::c_style | py::array::forcecast>,
+                                            py::array_t<double, py::array::c_style | py::array::forcecast>>>& pairs,
+                const std::string& device, int repeats) {
+        std::vector<std::pair<BezierCurve2, BezierCurve2>> cs;
+        cs.reserve(pairs.size());
+        for (const auto& [a, b] : pairs) cs.emplace_back(curve_arg(a), curve_arg(b));
+        const SolverOptions o = solver_options(device, 0);
+        py::gil_scoped_release release;
+        return best_of(repeats, [&] { intersect_curve_pairs(cs, o); });
+      },
+      py::arg("pairs"), py::arg("device"), py::arg("repeats") = 5);
+  m.def(
+      "_engine_seconds_rays",
+      [best_of](CArray origins, CArray directions, const std::string& device, int repeats) {
+        const std::vector<BezierSurface> patches = solver_patches(py::none(), {});
+        std::vector<std::array<double, 3>> o(std::size_t(origins.shape(0))), d(o.size());
+        std::copy_n(origins.data(), 3 * o.size(), o.data()->data());
+        std::copy_n(directions.data(), 3 * d.size(), d.data()->data());
+        const SolverOptions opt = solver_options(device, 0);
+        py::gil_scoped_release release;
+        return best_of(repeats, [&] { intersect_rays(patches, o, d, opt, 0.0); });
+      },
+      py::arg("origins"), py::arg("directions"), py::arg("device"), py::arg("repeats") = 5);
   m.def(
       "_engine_seconds_ffd",
       [best_of](py::array_t<double, py::array::c_style | py::array::forcecast> vertices, py::object faces, const Lattice& lattice,
@@ -713,13 +739,26 @@ void bind_solver(py::module_& m) {
       },
       py::arg("a"), py::arg("b"), py::arg("tolerance"), py::arg("threads"));
   m.def(
-      "intersect_curves_batch",
-      [](const std::vector<std::pair<py::array_t<double, py::array::c_style | py::array::forcecast>,
-                                     py::array_t<double, py::array::c_style | py::array::forcecast>>>& pairs,
-         double tolerance, const std::string& device, int threads) {
-        std::vector<std::pair<BezierCurve2, BezierCurve2>> cs;
-        cs.reserve(pairs.size());
-        for (const auto& [a, b] : pairs) cs.emplace_back(curve_arg(a), curve_arg(b));
+      "intersect_curves_packed",
+      [](CArray points, py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> counts, double tolerance,
+         const std::string& device, int threads, bool flat) -> py::object {
+        // The pairs' curves one after the other: counts[2i], counts[2i + 1] control points of pair i's curves.
+        if (points.ndim() != 2 || points.shape(1) != 2)
+          throw Error(ErrorKind::InvalidArgument, "curve control points must have shape (n, 2)");
+        if (counts.ndim() != 1 || counts.shape(0) % 2 != 0)
+          throw Error(ErrorKind::InvalidArgument, "intersect_curves_packed: two counts per pair");
+        const std::size_t n = std::size_t(counts.shape(0) / 2);
+        const std::int64_t* count = counts.data();
+        const double* xy = points.data();
+        std::vector<std::pair<BezierCurve2, BezierCurve2>> cs(n);
+        std::int64_t at = 0;
+        for (std::size_t i = 0; i < 2 * n; ++i) {
+          if (count[i] < 0 || count[i] > points.shape(0) - at)
+            throw Error(ErrorKind::InvalidArgument, "intersect_curves_packed: the counts do not add up to the points");
+          BezierCurve2& c = (i % 2 == 0) ? cs[i / 2].first : cs[i / 2].second;
+          c.points.resize(std::size_t(count[i]));
+          for (std::int64_t k = 0; k < count[i]; ++k, ++at) c.points[std::size_t(k)] = {xy[2 * at], xy[2 * at + 1]};
+        }
         SolverOptions o = solver_options(device, threads, tolerance);
         Interrupt interrupt;
         o.stop = interrupt.poll();
@@ -729,11 +768,43 @@ void bind_solver(py::module_& m) {
           r = intersect_curve_pairs(cs, o);
         }
         interrupt.raise_if_stopped();
-        py::list out;
-        for (const auto& x : r) out.append(curve_result(x));
-        return out;
+        if (!flat) {
+          py::list out;
+          for (const auto& x : r) out.append(curve_result(x));
+          return std::move(out);
+        }
+        // One set of arrays for the whole batch: row q of params/points/tangent belongs to pair pair[q], row q of
+        // overlaps to overlap_pair[q], in the pairs' order.
+        py::ssize_t k = 0, j = 0;
+        for (const auto& x : r) k += py::ssize_t(x.points.size()), j += py::ssize_t(x.overlaps.size());
+        auto params = matrix<double>(k, 2), xy_out = matrix<double>(k, 2), overlaps = matrix<double>(j, 4);
+        py::array_t<bool> tangent(k), complete{py::ssize_t(n)};
+        py::array_t<std::int64_t> pair(k), overlap_pair(j);
+        double *pp = params.mutable_data(), *po = xy_out.mutable_data(), *pv = overlaps.mutable_data();
+        bool *pt = tangent.mutable_data(), *pc = complete.mutable_data();
+        std::int64_t *pi = pair.mutable_data(), *pj = overlap_pair.mutable_data();
+        std::string status = "complete";
+        for (std::size_t i = 0; i < n; ++i) {
+          for (const CurveIntersection& c : r[i].points) {
+            *pp++ = c.s, *pp++ = c.t, *po++ = c.point[0], *po++ = c.point[1];
+            *pt++ = c.tangent, *pi++ = std::int64_t(i);
+          }
+          for (const CurveOverlap& v : r[i].overlaps) *pv++ = v.s0, *pv++ = v.s1, *pv++ = v.t0, *pv++ = v.t1, *pj++ = std::int64_t(i);
+          pc[i] = r[i].status == "complete";
+          if (!pc[i] && status == "complete") status = r[i].status;
+        }
+        py::dict out;
+        out["pair"] = pair;
+        out["params"] = params;
+        out["points"] = xy_out;
+        out["tangent"] = tangent;
+        out["overlap_pair"] = overlap_pair;
+        out["overlaps"] = overlaps;
+        out["complete"] = complete;
+        out["status"] = status;
+        return std::move(out);
       },
-      py::arg("pairs"), py::arg("tolerance"), py::arg("device"), py::arg("threads"));
+      py::arg("points"), py::arg("counts"), py::arg("tolerance"), py::arg("device"), py::arg("threads"), py::arg("flat"));
   m.def(
       "patch_nets",
       [](const py::object& path) {

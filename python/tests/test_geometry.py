@@ -156,6 +156,33 @@ def test_intersect_curves():
     assert batch[-1]["tangent"][0]
     with pytest.raises(ValueError):
         parasurf.intersect_curves_batch([([[0, 0]], [[0, 1], [1, 0]])])
+    # flat=True: the same intersections as arrays for the whole batch, each row tagged with its pair.
+    flat = parasurf.intersect_curves_batch(pairs, flat=True)
+    assert flat["status"] == "complete" and flat["complete"].all() and len(flat["complete"]) == len(pairs)
+    assert len(flat["pair"]) == sum(len(b["params"]) for b in batch) > 0
+    assert (np.diff(flat["pair"]) >= 0).all()
+    for i, b in enumerate(batch):
+        rows = flat["pair"] == i
+        np.testing.assert_array_equal(flat["params"][rows], b["params"])
+        np.testing.assert_array_equal(flat["points"][rows], b["points"])
+        np.testing.assert_array_equal(flat["tangent"][rows], b["tangent"])
+        np.testing.assert_array_equal(flat["overlaps"][flat["overlap_pair"] == i], b["overlaps"])
+    # Overlapping pairs report their shared arcs in the flat form too.
+    line = np.array([[0.0, 0.0], [1.0, 1.0]])
+    both = parasurf.intersect_curves_batch([(line, line * 0.5), (line, line + [0, 1])], flat=True)
+    assert list(both["overlap_pair"]) == [0] and both["overlaps"].shape == (1, 4)
+    # An (n, 2, k, 2) array is n pairs of curves of k points each.
+    cubic = np.array([(a, b) for a, b in pairs if len(a) == len(b) == 4] +
+                     [(rng.random((4, 2)), rng.random((4, 2))) for _ in range(50)])
+    as_array = parasurf.intersect_curves_batch(cubic, flat=True)
+    as_list = parasurf.intersect_curves_batch(list(cubic), flat=True)
+    for key in ("pair", "params", "tangent", "overlaps"):
+        np.testing.assert_array_equal(as_array[key], as_list[key])
+    assert parasurf.intersect_curves_batch([], flat=True)["pair"].shape == (0,)
+    assert parasurf.intersect_curves_batch([]) == []
+    for bad in ([([[0, 0], [1, 1]], [[0, 0, 0], [1, 1, 1]])], [([0, 1], [[0, 1], [1, 0]])], [([[0, 0], [1, "x"]], line)]):
+        with pytest.raises(ValueError):
+            parasurf.intersect_curves_batch(bad)
 
 
 def test_closest_points_on_the_teapot_and_on_given_nets():
