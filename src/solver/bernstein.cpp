@@ -111,6 +111,27 @@ double BernsteinPoly::evaluate(const double* x) const {
   return in[0];
 }
 
+namespace {
+
+// One contraction of evaluate_with_gradient: each line of `width` jets of W values (a value and the partials carried
+// so far) into one jet of W + 1 (the value, its derivative along this variable, the carried partials). W fixed at
+// compile time, so that the accumulators stay in registers.
+template <int W>
+void contract_jets(const double* in, std::size_t lines, std::size_t width, const double* b, const double* db, double* out) {
+  for (std::size_t l = 0; l < lines; ++l) {
+    double acc[W + 1] = {};
+    const double* src = in + l * width * W;
+    for (std::size_t i = 0; i < width; ++i, src += W) {
+      acc[0] += b[i] * src[0];
+      acc[1] += db[i] * src[0];
+      for (int q = 1; q < W; ++q) acc[1 + q] += b[i] * src[q];
+    }
+    for (int q = 0; q <= W; ++q) out[l * (W + 1) + std::size_t(q)] = acc[q];
+  }
+}
+
+}  // namespace
+
 double BernsteinPoly::evaluate_with_gradient(const double* x, double* gradient) const {
   // Per variable, the Bernstein basis of degree n and its derivative n (B_{i-1,n-1} - B_{i,n-1}). The variables
   // are contracted last first, carrying the value and the partials of the variables contracted so far:
@@ -118,35 +139,52 @@ double BernsteinPoly::evaluate_with_gradient(const double* x, double* gradient) 
   const int d = variables();
   if (d == 0) return coef.empty() ? 0.0 : coef[0];
   if (d > 7) throw Error(ErrorKind::InvalidArgument, "evaluate_with_gradient: " + std::to_string(d) + " variables; 1..7 supported");
-  thread_local std::vector<double> b, db, jets_a, jets_b;
+  // The solver's systems are small and evaluated millions of times (Newton, curve sampling): work arrays on the
+  // stack where they fit, thread-local ones beyond.
+  std::size_t need = 0, basis = 0;
+  {
+    std::size_t total = coef.size(), w = 1;
+    for (int v = d - 1; v >= 0; --v) {
+      const std::size_t width = std::size_t(degree[std::size_t(v)] + 1);
+      total /= width, ++w;
+      need = std::max(need, total * w);
+      basis = std::max(basis, width);
+    }
+  }
+  constexpr std::size_t kStackJets = 2048, kStackBasis = 32;
+  double stack_jets[2 * kStackJets], stack_basis[2 * kStackBasis];
+  double *jets_a = stack_jets, *jets_b = stack_jets + kStackJets, *b = stack_basis, *db = stack_basis + kStackBasis;
+  if (need > kStackJets || basis > kStackBasis) {
+    thread_local std::vector<double> heap;
+    const std::size_t jn = std::max(need, kStackJets), bn = std::max(basis, kStackBasis);
+    if (heap.size() < 2 * (jn + bn)) heap.resize(2 * (jn + bn));
+    jets_a = heap.data(), jets_b = jets_a + jn, b = jets_b + jn, db = b + bn;
+  }
   std::size_t total = coef.size();
   const double* in = coef.data();
   std::size_t in_width = 1;
   for (int v = d - 1; v >= 0; --v) {
     const int n = degree[std::size_t(v)];
-    const std::size_t width = std::size_t(n + 1), lines = total / width, out_width = in_width + 1;
-    if (b.size() < width) b.resize(width), db.resize(width);
+    const std::size_t width = std::size_t(n + 1), lines = total / width;
     if (n == 0) {
       b[0] = 1, db[0] = 0;
     } else {
-      bernstein_basis(n - 1, x[v], b.data());
-      for (int i = 0; i <= n; ++i) db[std::size_t(i)] = double(n) * ((i > 0 ? b[std::size_t(i - 1)] : 0.0) - (i < n ? b[std::size_t(i)] : 0.0));
-      bernstein_basis(n, x[v], b.data());
+      bernstein_basis(n - 1, x[v], b);
+      for (int i = n; i >= 0; --i) db[i] = double(n) * ((i > 0 ? b[i - 1] : 0.0) - (i < n ? b[i] : 0.0));
+      bernstein_basis(n, x[v], b);
     }
-    std::vector<double>& jets = (v % 2 == 0) ? jets_a : jets_b;
-    if (jets.size() < lines * out_width) jets.resize(lines * out_width);
-    for (std::size_t l = 0; l < lines; ++l) {
-      double acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};  // value, d/dx_v, then the carried partials (d <= 7)
-      for (std::size_t i = 0; i < width; ++i) {
-        const double* src = in + (l * width + i) * in_width;
-        acc[0] += b[i] * src[0];
-        acc[1] += db[i] * src[0];
-        for (std::size_t q = 1; q < in_width; ++q) acc[1 + q] += b[i] * src[q];
-      }
-      std::copy(acc, acc + out_width, jets.data() + l * out_width);
+    double* out = (v % 2 == 0) ? jets_a : jets_b;
+    switch (in_width) {
+      case 1: contract_jets<1>(in, lines, width, b, db, out); break;
+      case 2: contract_jets<2>(in, lines, width, b, db, out); break;
+      case 3: contract_jets<3>(in, lines, width, b, db, out); break;
+      case 4: contract_jets<4>(in, lines, width, b, db, out); break;
+      case 5: contract_jets<5>(in, lines, width, b, db, out); break;
+      case 6: contract_jets<6>(in, lines, width, b, db, out); break;
+      default: contract_jets<7>(in, lines, width, b, db, out); break;
     }
-    in = jets.data();
-    in_width = out_width;
+    in = out;
+    in_width += 1;
     total = lines;
   }
   // in: [value, d/dx_0, d/dx_1, ..., d/dx_{d-1}]

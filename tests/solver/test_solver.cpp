@@ -57,12 +57,15 @@ TEST(Bernstein, AlgebraMatchesEvaluation) {
 TEST(Bernstein, ValueAndGradientInOnePass) {
   std::mt19937_64 rng(test::run_seed() + 21);
   std::uniform_real_distribution<double> u(0, 1);
-  for (int trial = 0; trial < 40; ++trial) {
+  // Beyond the random ones: a degree past the stack's basis (32), seven variables, and sizes past its work arrays.
+  const std::vector<std::vector<int>> shapes = {{40}, {1, 1, 1, 1, 1, 1, 1}, {2, 0, 3, 1, 2, 0, 1}, {12, 12, 12}, {3, 3, 3, 3}};
+  for (int trial = 0; trial < 40 + int(shapes.size()); ++trial) {
     // 1 to 5 variables, degrees 0 to 6 (degree 0 included: a promoted curve's other variables).
     std::vector<int> degree(std::size_t(1 + trial % 5));
     for (int& dg : degree) dg = int(rng() % 7);
+    if (trial >= 40) degree = shapes[std::size_t(trial - 40)];
     const BernsteinPoly p = random_poly(rng, degree);
-    double x[5], grad[5];
+    double x[7], grad[7];
     for (int k = 0; k < 5; ++k) {
       for (double& xi : x) xi = u(rng);
       const double value = p.evaluate_with_gradient(x, grad);
