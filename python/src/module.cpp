@@ -759,6 +759,8 @@ void bind_solver(py::module_& m) {
           c.points.resize(std::size_t(count[i]));
           for (std::int64_t k = 0; k < count[i]; ++k, ++at) c.points[std::size_t(k)] = {xy[2 * at], xy[2 * at + 1]};
         }
+        if (at != points.shape(0))
+          throw Error(ErrorKind::InvalidArgument, "intersect_curves_packed: the counts do not add up to the points");
         SolverOptions o = solver_options(device, threads, tolerance);
         Interrupt interrupt;
         o.stop = interrupt.poll();

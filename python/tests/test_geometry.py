@@ -212,6 +212,11 @@ def test_closest_points_on_the_teapot_and_on_given_nets():
         parasurf.closest_points([[0, 0, 0]], [])
     with pytest.raises(ValueError):
         parasurf.closest_points([0, 0, 0])
+    # A patch collapsed to a point (all its control points equal): that point, at once.
+    point = parasurf.closest_points([[0.5, 0.1, 0.9]], [np.ones((2, 3, 3))], device="cpu")
+    assert point["status"] == "complete"
+    np.testing.assert_allclose(point["points"][0], [1, 1, 1])
+    assert abs(point["distance"][0] - np.sqrt(0.25 + 0.81 + 0.01)) < 1e-14
 
 
 def test_intersect_rays_on_the_teapot_and_on_given_nets():

@@ -118,6 +118,24 @@ def test_solver_functions_survive_hostile_arguments(rng):
         call(parasurf.intersect_curves, curve(), curve(), tolerance=[1e-7, 0.0, -1.0, float("nan")][int(rng.integers(4))])
         call(parasurf.hausdorff_distance, curve(), curve())
         call(parasurf.curve_bisector, curve(), curve(), resolution=[1.0 / 16, 0.0, 2.0, 1e-300][int(rng.integers(4))])
+    # The batches: lists of hostile pairs, arrays of any shape for pairs, points and rays, NaN and absurd numbers.
+    for _ in range(40):
+        pairs = [(curve(), curve()) for _ in range(int(rng.integers(0, 4)))]
+        which = int(rng.integers(4))
+        if which == 1:
+            pairs = any_array(rng, ndim=4, max_side=4)
+        elif which == 2:
+            pairs = pairs + [(curve(),)]  # not a pair
+        elif which == 3:
+            pairs = any_array(rng)
+        call(parasurf.intersect_curves_batch, pairs, flat=bool(rng.integers(2)), device="cpu")
+        rays = rng.standard_normal((int(rng.integers(0, 6)), 3))
+        if rays.size and rng.random() < 0.5:
+            rays.flat[int(rng.integers(rays.size))] = any_number(rng)
+        call(parasurf.intersect_rays, rays, [any_array(rng), rays][int(rng.integers(2))], device="cpu",
+             t_min=any_number(rng))
+        call(parasurf.closest_points, [any_array(rng), rays][int(rng.integers(2))], device="cpu")
+        call(parasurf.closest_points, rays, [any_array(rng, ndim=3)], device="cpu")
 
 
 @pytest.mark.parametrize("values", [np.zeros((0, 3)), np.full((4, 3), np.nan), np.array([[0, 0, 0]] * 4, dtype=object)])

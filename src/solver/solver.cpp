@@ -467,6 +467,27 @@ std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPo
   auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
   check_all(count, o, [&](std::size_t i) { check_square(equations[i], o, ineq(i)); });
   if (count == 0) return {};
+  // A system whose equations are all zero polynomials (the conditions of a patch collapsed to a point, say) holds
+  // everywhere: the unit box is its one region. Subdividing it would fill every level up to the cell limit.
+  {
+    std::vector<std::size_t> rest;
+    for (std::size_t i = 0; i < count; ++i) {
+      bool vacuous = ineq(i).empty();
+      for (const BernsteinPoly& e : equations[i])
+        vacuous = vacuous && std::all_of(e.coef.begin(), e.coef.end(), [](double c) { return c == 0; });
+      if (!vacuous) rest.push_back(i);
+    }
+    if (rest.size() < count) {
+      std::vector<SolveResult> solved = solve_systems(pick(equations, rest), o, pick(positive, rest));
+      std::vector<SolveResult> out(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        const std::size_t n = std::size_t(equations[i][0].variables());
+        out[i].regions.push_back({std::vector<double>(n, 0.0), std::vector<double>(n, 1.0), 1});
+      }
+      for (std::size_t k = 0; k < rest.size(); ++k) out[rest[k]] = std::move(solved[k]);
+      return out;
+    }
+  }
   if (team_batch(o, count))
     return solve_as_team<SolveResult>(count, o, [&](const std::vector<std::size_t>& mine, const SolverOptions& alone) {
       return solve_systems(pick(equations, mine), alone, pick(positive, mine));

@@ -2,6 +2,8 @@
 // `bezier` package's 27 curve-intersection cases (../shared/data/curves) with their exact parameters.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -541,6 +543,34 @@ TEST(Solver, ABatchLargerThanTheTaskRingIsSolvedWhole) {
     ASSERT_NEAR(r[i].roots[0].x[0], (double(i) + 0.5) / double(count), 1e-12) << i;
     ASSERT_NEAR(r[i].roots[0].x[1], 0.5, 1e-12) << i;
   }
+}
+
+// A system of zero polynomials (the closest-point conditions on a patch collapsed to a point) holds everywhere: one
+// region, the unit box, at once, beside the batch's other systems solved as they are alone. Subdivided, it filled
+// every level up to the cell limit (34 s).
+TEST(Solver, AVacuousSystemIsTheWholeBoxAtOnce) {
+  const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 2), y = BernsteinPoly::univariate({0, 1}, 1, 2);
+  const BernsteinPoly zero = BernsteinPoly::constant(2, 0.0) * (x * y);
+  const std::vector<BernsteinPoly> circle = {x * x + y * y - BernsteinPoly::constant(2, 0.5), x - y};
+  SolverOptions o;
+  o.max_seconds = 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<SolveResult> r = solve_systems({circle, {zero, zero}, circle}, o);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5.0);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[1].status, "complete");
+  EXPECT_TRUE(r[1].roots.empty());
+  ASSERT_EQ(r[1].regions.size(), 1u);
+  EXPECT_EQ(r[1].regions[0].lo, std::vector<double>({0.0, 0.0}));
+  EXPECT_EQ(r[1].regions[0].hi, std::vector<double>({1.0, 1.0}));
+  const SolveResult alone = solve_system(circle, o);
+  for (std::size_t i : {std::size_t(0), std::size_t(2)}) {
+    ASSERT_EQ(r[i].roots.size(), alone.roots.size());
+    for (std::size_t k = 0; k < alone.roots.size(); ++k) EXPECT_EQ(r[i].roots[k].x, alone.roots[k].x);
+  }
+  // A batch of nothing but vacuous systems, and one such system alone.
+  EXPECT_EQ(solve_systems({{zero, zero}, {zero, zero}}, o)[1].regions.size(), 1u);
+  EXPECT_EQ(solve_system({zero, zero}, o).status, "complete");
 }
 
 TEST(Solver, TheCellLimitIsPerSystemInABatch) {
