@@ -97,10 +97,19 @@ double link_seconds(bool up, double bytes, double typical_bytes_per_second) {
   const int c = size_class(bytes);
   std::lock_guard<std::mutex> g(lock());
   const double* rates = link().rate[up ? 0 : 1];
-  // The nearest measured class within three (a factor of 8 in size), the smaller on a tie.
+  // This size's rate, else the nearest measured class within three (a factor of 8 in size), the smaller on a tie.
+  // A copy's rate grows with its size (its fixed costs spread; from 4 MiB it is staged on all cores): a smaller
+  // class's rate is taken for a larger copy only where it beats the typical rate, a larger class's for a smaller
+  // copy only where it falls short of it. (An 8 MiB upload at 2.5 GB/s made a 64 MiB one look 10x slower than
+  // it was, and auto kept it on the CPU at 1.5-1.7x the GPU's time.)
   for (int d = 0; d <= 3; ++d)
     for (int k : {c - d, c + d})
-      if (k >= 0 && k < 64 && rates[k] > 0) return bytes / rates[k];
+      if (k >= 0 && k < 64 && rates[k] > 0) {
+        const double r = k == c  ? rates[k]
+                         : k < c ? std::max(rates[k], typical_bytes_per_second)
+                                 : std::min(rates[k], typical_bytes_per_second);
+        return bytes / r;
+      }
   return bytes / typical_bytes_per_second;
 }
 
@@ -109,15 +118,22 @@ void learn_link(bool up, double bytes, double seconds) {
   std::lock_guard<std::mutex> g(lock());
   double* rates = link().rate[up ? 0 : 1];
   const int c = size_class(bytes);
-  // One run moves what is known by at most a factor of two (then halfway, by the blend): a copy slowed by page
-  // faults or a busy host would otherwise make the GPU look slow, and a side that looks slow is not run again to
-  // correct it. What is known: this size's rate, else the nearest measured within a factor of 8.
-  double known = 0;
-  for (int d = 0; d <= 3 && known == 0; ++d)
-    for (int k : {c - d, c + d})
-      if (known == 0 && k >= 0 && k < 64 && rates[k] > 0) known = rates[k];
+  // One run moves what is known of this size by at most a factor of two (then halfway, by the blend): a copy slowed
+  // by page faults or a busy host would otherwise make the GPU look slow, and a side that looks slow is not run
+  // again to correct it. A size's first run is bounded by the nearest measured size within a factor of 8 in one
+  // direction only (link_seconds): no slower than half a smaller copy's rate, no faster than twice a larger one's.
   const double measured = bytes / seconds;
-  rates[c] = blend(rates[c], known > 0 ? std::clamp(measured, known / 2, known * 2) : measured);
+  if (rates[c] > 0) {
+    rates[c] = blend(rates[c], std::clamp(measured, rates[c] / 2, rates[c] * 2));
+    return;
+  }
+  for (int d = 1; d <= 3; ++d)
+    for (int k : {c - d, c + d})
+      if (k >= 0 && k < 64 && rates[k] > 0) {
+        rates[c] = k < c ? std::max(measured, rates[k] / 2) : std::min(measured, rates[k] * 2);
+        return;
+      }
+  rates[c] = measured;
 }
 
 double gpu_call_seconds(const char* job, double typical_seconds) {

@@ -92,6 +92,14 @@ TEST(AutoDevice, LinkRatesAreLearnedBySize) {
   EXPECT_NEAR(core::link_seconds(true, huge, 1e10), huge / std::sqrt(2e10 * 1e10), 1e-9 * huge / 1e10);
   core::learn_link(true, 2 * huge, 2 * huge / 1e8);
   EXPECT_NEAR(core::link_seconds(true, 2 * huge, 1e10), 2 * huge / (std::sqrt(2e10 * 1e10) / 2), 1e-9 * huge / 1e10);
+  // Rates grow with a copy's size (staged from 4 MiB): a small copy's slow rate does not make a larger one look
+  // slower than the typical rate, and a larger size's first run faster than the small one's is taken as it is.
+  const double small = std::ldexp(1.0, 40);
+  core::learn_link(false, small, small / 2e9);
+  EXPECT_DOUBLE_EQ(core::link_seconds(false, 4 * small, 1e10), 4 * small / 1e10);
+  EXPECT_NEAR(core::link_seconds(false, small / 4, 1e10), small / 4 / 2e9, 1e-9 * small / 2e9);
+  core::learn_link(false, 8 * small, 8 * small / 5e10);
+  EXPECT_NEAR(core::link_seconds(false, 8 * small, 1e10), 8 * small / 5e10, 1e-9 * small / 5e10);
   core::learn_link(true, 1000, 1);  // too small to tell a rate
   EXPECT_DOUBLE_EQ(core::link_seconds(true, 1000, 1e10), 1000 / 1e10);
   EXPECT_DOUBLE_EQ(core::gpu_call_seconds("test-call", 5e-4), 5e-4);
