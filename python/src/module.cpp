@@ -852,12 +852,14 @@ void bind_solver(py::module_& m) {
         const auto n = py::ssize_t(r.points.size());
         py::array_t<double> points({n, py::ssize_t(3)}), uv({n, py::ssize_t(2)}), distance(n);
         py::array_t<std::int64_t> patch(n);
+        double *pp = points.mutable_data(), *pu = uv.mutable_data(), *pd = distance.mutable_data();
+        std::int64_t* pi = patch.mutable_data();
         for (py::ssize_t i = 0; i < n; ++i) {
           const ClosestPoint& c = r.points[std::size_t(i)];
-          for (int k = 0; k < 3; ++k) points.mutable_at(i, k) = c.point[std::size_t(k)];
-          uv.mutable_at(i, 0) = c.u, uv.mutable_at(i, 1) = c.v;
-          distance.mutable_at(i) = c.distance;
-          patch.mutable_at(i) = c.patch;
+          for (int k = 0; k < 3; ++k) pp[3 * i + k] = c.point[std::size_t(k)];
+          pu[2 * i] = c.u, pu[2 * i + 1] = c.v;
+          pd[i] = c.distance;
+          pi[i] = c.patch;
         }
         py::dict out;
         out["points"] = points;
@@ -895,14 +897,17 @@ void bind_solver(py::module_& m) {
         py::array_t<double> points({n, py::ssize_t(3)}), uv({n, py::ssize_t(2)}), t(n);
         py::array_t<std::int64_t> patch(n);
         py::array_t<bool> hit(n);
+        double *pp = points.mutable_data(), *pu = uv.mutable_data(), *pt = t.mutable_data();
+        std::int64_t* pi = patch.mutable_data();
+        bool* ph = hit.mutable_data();
         for (py::ssize_t i = 0; i < n; ++i) {
           const RayHit& h = r.hits[std::size_t(i)];
           const bool yes = h.patch >= 0;
-          for (int k = 0; k < 3; ++k) points.mutable_at(i, k) = yes ? h.point[std::size_t(k)] : NAN;
-          uv.mutable_at(i, 0) = yes ? h.u : NAN, uv.mutable_at(i, 1) = yes ? h.v : NAN;
-          t.mutable_at(i) = yes ? h.t : INFINITY;
-          patch.mutable_at(i) = h.patch;
-          hit.mutable_at(i) = yes;
+          for (int k = 0; k < 3; ++k) pp[3 * i + k] = yes ? h.point[std::size_t(k)] : NAN;
+          pu[2 * i] = yes ? h.u : NAN, pu[2 * i + 1] = yes ? h.v : NAN;
+          pt[i] = yes ? h.t : INFINITY;
+          pi[i] = h.patch;
+          ph[i] = yes;
         }
         py::dict out;
         out["hit"] = hit;

@@ -78,6 +78,7 @@ void free_result(void* p, std::size_t bytes) noexcept {
     {
       std::lock_guard<std::mutex> lock(l.guard);
       auto it = l.blocks.find(p);
+      if (it == l.blocks.end()) return;  // not lent by allocate_result: nothing of ours to give back
       got = it->second;
       l.blocks.erase(it);
     }

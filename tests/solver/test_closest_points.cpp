@@ -10,12 +10,14 @@
 #include "parasurf/error.hpp"
 #include "parasurf/patches.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/teapot_patches.hpp"
 #include "support.hpp"
 
 namespace parasurf {
 namespace {
 
 using Vec3 = std::array<double, 3>;
+using test::teapot_patches;
 
 long double ref_distance(const BezierSurface& s, long double u, long double v, const Vec3& q) {
   const test::RefJet j = test::reference_eval(s, u, v);
@@ -82,17 +84,6 @@ void expect_valid(const std::vector<BezierSurface>& patches, const Vec3& q, cons
                              (c.point[2] - q[2]) * (c.point[2] - q[2]));
   EXPECT_NEAR(c.distance, d, 1e-13 * scale);
   EXPECT_LE(c.distance, double(reference_distance(patches, q, grid)) + tolerance);
-}
-
-std::vector<BezierSurface> teapot_patches(Vec3 shift = {0, 0, 0}) {
-  const PatchModel m = utah_teapot();
-  std::vector<BezierSurface> out;
-  for (std::int64_t p = 0; p < std::int64_t(m.patches.size()); ++p) {
-    BezierSurface s = patch_surface(m, p);
-    for (std::size_t i = 0; i < s.points.size(); ++i) s.points[i] += shift[i % 3];
-    out.push_back(std::move(s));
-  }
-  return out;
 }
 
 TEST(ClosestPoints, RandomPatchesMatchADenseSearchOnEveryEngine) {

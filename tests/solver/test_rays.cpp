@@ -10,12 +10,14 @@
 #include "parasurf/error.hpp"
 #include "parasurf/patches.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/teapot_patches.hpp"
 #include "support.hpp"
 
 namespace parasurf {
 namespace {
 
 using Vec3 = std::array<double, 3>;
+using test::teapot_patches;
 
 // The nearest t > 0 where the ray meets the patches: Newton on S(u, v) - o - t d = 0 in long double from an
 // n x n grid of starts on every patch (t started at the projection of the start point), kept where it converges
@@ -59,17 +61,6 @@ long double reference_t(const std::vector<BezierSurface>& patches, const Vec3& o
           best = std::min(best, t);
       }
   return best;
-}
-
-std::vector<BezierSurface> teapot_patches(Vec3 shift = {0, 0, 0}) {
-  const PatchModel m = utah_teapot();
-  std::vector<BezierSurface> out;
-  for (std::int64_t p = 0; p < std::int64_t(m.patches.size()); ++p) {
-    BezierSurface s = patch_surface(m, p);
-    for (std::size_t i = 0; i < s.points.size(); ++i) s.points[i] += shift[i % 3];
-    out.push_back(std::move(s));
-  }
-  return out;
 }
 
 // A hit is a point of its patch on the ray, at the t it reports.
