@@ -26,6 +26,7 @@
 #include "point_grid.hpp"
 #include "solver/bernstein_kernels.hpp"
 #include "solver/engine.hpp"
+#include "solver/sampled_sets.hpp"
 #include "solver/system.hpp"
 
 namespace parasurf {
@@ -34,21 +35,31 @@ using namespace solver;
 
 namespace solver {
 
-bool newton(const System& s, std::vector<double>& x, const std::vector<double>& lo, const std::vector<double>& hi,
-            double tolerance, int iterations) {
+namespace {
+// `M` and `N`: the equation and variable counts when known at compile time (fixed-size matrices: the small square
+// systems of curve slices get closed-form LU steps).
+template <int M, int N>
+bool newton_steps(const System& s, std::vector<double>& x, const std::vector<double>& lo, const std::vector<double>& hi,
+                  double tolerance, int iterations) {
   const int n = s.n, m = int(s.eq.size());
   // Systems have at most kMaxVariables unknowns: fixed-capacity matrices, no heap per step.
-  using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxVariables, kMaxVariables>;
-  using Vector = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, kMaxVariables, 1>;
+  using Matrix = Eigen::Matrix<double, M, N, 0, M == Eigen::Dynamic ? kMaxVariables : M, N == Eigen::Dynamic ? kMaxVariables : N>;
+  using Vector = Eigen::Matrix<double, M, 1, 0, M == Eigen::Dynamic ? kMaxVariables : M, 1>;
+  using Step = Eigen::Matrix<double, N, 1, 0, N == Eigen::Dynamic ? kMaxVariables : N, 1>;
   Matrix jac(m, n);
   Vector f(m);
   int clamps = 0;
   for (int it = 0; it < iterations; ++it) {
     s.evaluate_jacobian(x.data(), jac, &f);
     // Square and well conditioned: LU (a few times cheaper); else the minimum-norm least-squares step.
-    Vector dx;
+    Step dx(n);
     bool solved = false;
-    if (m == n) {
+    if constexpr (M != Eigen::Dynamic && M == N) {
+      // Closed-form inverse; its exact reciprocal condition number (1-norm) stands for LU's estimate.
+      const Matrix inv = jac.inverse();
+      const double rcond = 1 / (jac.cwiseAbs().colwise().sum().maxCoeff() * inv.cwiseAbs().colwise().sum().maxCoeff());
+      if (rcond > 1e-10) dx = -(inv * f), solved = dx.allFinite();
+    } else if (m == n) {
       const Eigen::PartialPivLU<Matrix> lu(jac);
       if (lu.rcond() > 1e-10) dx = lu.solve(-f), solved = dx.allFinite();
     }
@@ -68,6 +79,15 @@ bool newton(const System& s, std::vector<double>& x, const std::vector<double>& 
     if (step <= tolerance * (1 + std::abs(x[0]))) return true;
   }
   return false;
+}
+}  // namespace
+
+bool newton(const System& s, std::vector<double>& x, const std::vector<double>& lo, const std::vector<double>& hi,
+            double tolerance, int iterations) {
+  const int n = s.n, m = int(s.eq.size());
+  if (m == n && n == 2) return newton_steps<2, 2>(s, x, lo, hi, tolerance, iterations);
+  if (m == n && n == 3) return newton_steps<3, 3>(s, x, lo, hi, tolerance, iterations);
+  return newton_steps<Eigen::Dynamic, Eigen::Dynamic>(s, x, lo, hi, tolerance, iterations);
 }
 
 }  // namespace solver
@@ -526,142 +546,156 @@ void check_set(const std::vector<BernsteinPoly>& equations, int n, double resolu
     throw Error(ErrorKind::InvalidArgument, "solution sets: resolution must be in [1e-6, 0.5]");
 }
 
-// The unit direction of a curve F = 0 (n - 1 equations in n variables) at x: the Jacobian's null vector, which is
-// its generalised cross product (t_k = (-1)^k times the minor without column k); the SVD's null vector where those
-// minors all vanish (a singular point).
-std::vector<double> curve_tangent(const System& sys, const std::vector<double>& x) {
+// The unit direction of a curve F = 0 (n - 1 equations in n variables) at x, into t: the Jacobian's null vector,
+// which is its generalised cross product (t_k = (-1)^k times the minor without column k); the SVD's null vector
+// where those minors all vanish (a singular point). Returns whether the Jacobian is singular there: its smallest
+// singular value at most 1e-7 times its largest. The minors' norm is the product of the singular values (Binet-Cauchy),
+// so the SVD is needed only where that product is small against the Frobenius norm F: beyond 1e-7 F^m the smallest
+// singular value is beyond 1e-7 F, hence beyond 1e-7 times the largest. `M` is m when known at compile time
+// (fixed-size minors: closed-form determinants).
+template <int M>
+bool curve_tangent(const System& sys, const double* x, double* t) {
+  constexpr int N = M == Eigen::Dynamic ? Eigen::Dynamic : M + 1;
+  using Matrix = Eigen::Matrix<double, M, N, M == 1 ? Eigen::RowMajor : Eigen::ColMajor, M == Eigen::Dynamic ? kMaxVariables : M,
+                               N == Eigen::Dynamic ? kMaxVariables : N>;
+  using Minor = Eigen::Matrix<double, M, M, 0, M == Eigen::Dynamic ? kMaxVariables : M, M == Eigen::Dynamic ? kMaxVariables : M>;
   const int n = sys.n, m = n - 1;
-  using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxVariables, kMaxVariables>;
   Matrix jac(m, n);
-  sys.evaluate_jacobian(x.data(), jac, static_cast<Eigen::VectorXd*>(nullptr));
-  std::vector<double> t(static_cast<std::size_t>(n));
+  sys.evaluate_jacobian(x, jac, static_cast<Eigen::VectorXd*>(nullptr));
   double norm = 0;
   for (int k = 0; k < n; ++k) {
-    Matrix minor(m, m);
+    Minor minor(m, m);
     for (int c = 0, j = 0; c < n; ++c)
       if (c != k) minor.col(j++) = jac.col(c);
-    t[std::size_t(k)] = (k % 2 ? -1.0 : 1.0) * (m == 0 ? 1.0 : minor.determinant());
-    norm += t[std::size_t(k)] * t[std::size_t(k)];
+    t[k] = (k % 2 ? -1.0 : 1.0) * (m == 0 ? 1.0 : minor.determinant());
+    norm += t[k] * t[k];
   }
   norm = std::sqrt(norm);
+  const double frobenius = jac.norm();
+  const bool regular = std::isfinite(norm) && norm > 1e-7 * std::pow(frobenius, m);
   if (norm > 1e-300 && std::isfinite(norm)) {
-    for (double& v : t) v /= norm;
-    return t;
+    for (int k = 0; k < n; ++k) t[k] /= norm;
+    if (regular) return false;
+    const Eigen::JacobiSVD<Matrix> svd(jac);
+    return !(svd.singularValues()(m - 1) > 1e-7 * svd.singularValues()(0));
   }
   const Eigen::JacobiSVD<Matrix> svd(jac, Eigen::ComputeFullV);
-  for (int k = 0; k < n; ++k) t[std::size_t(k)] = svd.matrixV()(k, n - 1);
-  return t;
+  for (int k = 0; k < n; ++k) t[k] = svd.matrixV()(k, n - 1);
+  return !(svd.singularValues()(m - 1) > 1e-7 * svd.singularValues()(0));
 }
 
-SolutionSetResult finish_set(const System& sys, const std::vector<BernsteinPoly>& positive, const Subdivision& sub, const SolverOptions& o,
-                             double resolution, int threads, std::chrono::steady_clock::time_point deadline) {
+bool curve_tangent(const System& sys, const double* x, double* t) {
+  switch (sys.n - 1) {
+    case 1: return curve_tangent<1>(sys, x, t);
+    case 2: return curve_tangent<2>(sys, x, t);
+    case 3: return curve_tangent<3>(sys, x, t);
+    default: return curve_tangent<Eigen::Dynamic>(sys, x, t);
+  }
+}
+
+solver::SampledSet finish_set(const System& sys, const std::vector<BernsteinPoly>& positive, const Subdivision& sub,
+                              const SolverOptions& o, double resolution, int threads,
+                              std::chrono::steady_clock::time_point deadline) {
   const std::vector<BernsteinPoly>& equations = sys.eq;
   const int n = sys.n, m = int(equations.size());
-  SolutionSetResult out;
+  const bool curve = m == n - 1;
+  const auto un = std::size_t(n);
+  solver::SampledSet out;
+  out.n = n;
   out.status = sub.status;
   out.nodes = sub.nodes;
   double scale = 0;
   for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-  const std::size_t cells = sub.candidates.size();
-  std::vector<SolutionSample> samples(cells + sub.proved.size());
-  std::vector<char> kept(samples.size(), 0);
+  const std::size_t cells = sub.candidates.size(), total = cells + sub.proved.size();
+  std::vector<double> xs(total * un), tangents(curve ? total * un : 0), residuals(total);
+  std::vector<char> kept(total, 0), singular(total, 0);
   // Minimum-norm Newton from each cell's centre lands on the nearest part of the set; the cell keeps the point when
   // it lies within half a cell of it (neighbouring cells then cover the set without gaps).
   // Curve samples already on the set (cells where the curve is a graph over one variable) only get their tangent.
   // The time limit covers this phase too: cells not reached by then are left out of the (partial) result.
   core::RegionErrors errors_1;
   std::atomic<bool> late{false};
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1 && samples.size() >= 32)
-  for (std::int64_t c = 0; c < std::int64_t(samples.size()); ++c) {
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1 && total >= 32)
+  for (std::int64_t c = 0; c < std::int64_t(total); ++c) {
     errors_1.capture([&] {
       if (late.load(std::memory_order_relaxed)) return;
       if ((c & 255) == 0 && std::chrono::steady_clock::now() > deadline) {
         late = true;
         return;
       }
-      std::vector<double> x(static_cast<std::size_t>(n));
+      double* x = xs.data() + std::size_t(c) * un;
       double res;
       if (std::size_t(c) < cells) {
         const auto& [lo, hi] = sub.candidates[std::size_t(c)];
-        std::vector<double> blo(lo), bhi(hi);
+        std::vector<double> start(un), blo(lo), bhi(hi);
         for (int k = 0; k < n; ++k) {
           const double w = hi[k] - lo[k];
-          x[k] = 0.5 * (lo[k] + hi[k]);
+          start[k] = 0.5 * (lo[k] + hi[k]);
           blo[k] = std::max(0.0, lo[k] - 0.5 * w);
           bhi[k] = std::min(1.0, hi[k] + 0.5 * w);
         }
-        newton(sys, x, blo, bhi, o.newton_tolerance, 12);
+        newton(sys, start, blo, bhi, o.newton_tolerance, 12);
+        std::copy(start.begin(), start.end(), x);
         res = sys.residual(x);
       } else {
         const Root& r = sub.proved[std::size_t(c) - cells];
-        x = r.x;
+        std::copy(r.x.begin(), r.x.end(), x);
         res = r.residual;
       }
       if (!(res <= 1e-11 * std::max(1.0, scale))) return;
-      bool ok = true;
-      for (const auto& q : positive) ok = ok && q.evaluate(x.data()) > 0;
-      if (!ok) return;
-      SolutionSample sample{x, res, {}};
-      if (m == n - 1) sample.tangent = curve_tangent(sys, x);
-      samples[std::size_t(c)] = std::move(sample);
+      for (const auto& q : positive)
+        if (!(q.evaluate(x) > 0)) return;
+      residuals[std::size_t(c)] = res;
+      if (curve) singular[std::size_t(c)] = curve_tangent(sys, x, tangents.data() + std::size_t(c) * un);
       kept[std::size_t(c)] = 1;
     });
   }
   errors_1.rethrow();
   if (late) out.status = time_limit_status(o.max_seconds);
   // Neighbouring cells often reach the same point: keep one per quarter cell.
-  std::vector<std::vector<long long>> keys;
   std::vector<std::size_t> order;
-  for (std::size_t c = 0; c < samples.size(); ++c)
+  for (std::size_t c = 0; c < total; ++c)
     if (kept[c]) order.push_back(c);
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return samples[a].x < samples[b].x; });
+  auto at = [&](std::size_t c) { return xs.data() + c * un; };
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return std::lexicographical_compare(at(a), at(a) + un, at(b), at(b) + un); });
   // Kept samples are found through a grid: a set of dimension two or more (coincident surfaces) has many samples
   // with the same first coordinate.
   const double merge = 0.25 * resolution;
-  solver::PointGrid grid(std::size_t(n), merge);
+  solver::PointGrid grid(un, merge);
+  out.x.reserve(order.size() * un);
   for (std::size_t c : order) {
     bool dup = false;
-    grid.near(samples[c].x.data(), [&](std::size_t id) {
+    grid.near(at(c), [&](std::size_t id) {
       if (dup) return;
       double d = 0;
-      for (int k = 0; k < n; ++k) d = std::max(d, std::abs(out.samples[id].x[k] - samples[c].x[k]));
+      for (std::size_t k = 0; k < un; ++k) d = std::max(d, std::abs(out.x[id * un + k] - at(c)[k]));
       dup = d <= merge;
     });
     if (dup) continue;
-    grid.insert(samples[c].x.data(), out.samples.size());
-    out.samples.push_back(samples[c]);
+    grid.insert(at(c), out.size());
+    out.x.insert(out.x.end(), at(c), at(c) + un);
+    if (curve) out.tangent.insert(out.tangent.end(), tangents.data() + c * un, tangents.data() + (c + 1) * un);
+    out.residual.push_back(residuals[c]);
+    out.singular.push_back(singular[c]);
   }
   return out;
 }
 
-}  // namespace
-
-SolutionSetResult sample_solution_set(const std::vector<BernsteinPoly>& equations, int variables, double resolution,
-                                      const SolverOptions& o, const std::vector<BernsteinPoly>& positive) {
-  return sample_solution_sets({equations}, variables, resolution, o, {positive})[0];
-}
-
-std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vector<BernsteinPoly>>& equations, int variables,
-                                                    double resolution, const SolverOptions& o,
-                                                    const std::vector<std::vector<BernsteinPoly>>& positive) {
-  const std::size_t count = equations.size();
-  if (!positive.empty() && positive.size() != count)
-    throw Error(ErrorKind::InvalidArgument, "solution sets: one list of inequalities per system (or none at all)");
+// The sets of a batch, checked, on this process's engines.
+std::vector<solver::SampledSet> sample_unchecked(const std::vector<std::vector<BernsteinPoly>>& equations, int variables,
+                                                 double resolution, const SolverOptions& o,
+                                                 const std::vector<std::vector<BernsteinPoly>>& positive) {
   static const std::vector<BernsteinPoly> none;
   auto ineq = [&](std::size_t i) -> const std::vector<BernsteinPoly>& { return positive.empty() ? none : positive[i]; };
-  check_all(count, o, [&](std::size_t i) { check_set(equations[i], variables, resolution, ineq(i)); });
-  if (count == 0) return {};
-  if (team_batch(o, count))
-    return solve_as_team<SolutionSetResult>(count, o, [&](const std::vector<std::size_t>& mine, const SolverOptions& alone) {
-      return sample_solution_sets(pick(equations, mine), variables, resolution, alone, pick(positive, mine));
-    });
+  const std::size_t count = equations.size();
   const auto deadline = solver::deadline_after(o.max_seconds);
   std::vector<System> systems;
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], variables));
   SolverOptions so = o;
   so.tolerance = resolution;
   const std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, so, false);
-  std::vector<SolutionSetResult> out(count);
+  std::vector<solver::SampledSet> out(count);
   const int threads = cpu_thread_count(o.threads);
   if (count == 1) {
     out[0] = finish_set(systems[0], ineq(0), subs[0], o, resolution, threads, deadline);
@@ -678,22 +712,103 @@ std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vecto
   return out;
 }
 
+void check_sets(const std::vector<std::vector<BernsteinPoly>>& equations, int variables, double resolution,
+                const SolverOptions& o, const std::vector<std::vector<BernsteinPoly>>& positive) {
+  if (!positive.empty() && positive.size() != equations.size())
+    throw Error(ErrorKind::InvalidArgument, "solution sets: one list of inequalities per system (or none at all)");
+  static const std::vector<BernsteinPoly> none;
+  check_all(equations.size(), o, [&](std::size_t i) {
+    check_set(equations[i], variables, resolution, positive.empty() ? none : positive[i]);
+  });
+}
+
+}  // namespace
+
+SolutionSetResult sample_solution_set(const std::vector<BernsteinPoly>& equations, int variables, double resolution,
+                                      const SolverOptions& o, const std::vector<BernsteinPoly>& positive) {
+  return sample_solution_sets({equations}, variables, resolution, o, {positive})[0];
+}
+
+std::vector<SolutionSetResult> sample_solution_sets(const std::vector<std::vector<BernsteinPoly>>& equations, int variables,
+                                                    double resolution, const SolverOptions& o,
+                                                    const std::vector<std::vector<BernsteinPoly>>& positive) {
+  check_sets(equations, variables, resolution, o, positive);
+  const std::size_t count = equations.size();
+  if (count == 0) return {};
+  if (team_batch(o, count))
+    return solve_as_team<SolutionSetResult>(count, o, [&](const std::vector<std::size_t>& mine, const SolverOptions& alone) {
+      return sample_solution_sets(pick(equations, mine), variables, resolution, alone, pick(positive, mine));
+    });
+  const std::vector<solver::SampledSet> sets = sample_unchecked(equations, variables, resolution, o, positive);
+  std::vector<SolutionSetResult> out(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const solver::SampledSet& s = sets[i];
+    const auto n = std::size_t(s.n);
+    out[i].status = s.status;
+    out[i].nodes = s.nodes;
+    out[i].samples.resize(s.size());
+    for (std::size_t j = 0; j < s.size(); ++j) {
+      SolutionSample& sample = out[i].samples[j];
+      sample.x.assign(s.x.begin() + std::ptrdiff_t(j * n), s.x.begin() + std::ptrdiff_t((j + 1) * n));
+      sample.residual = s.residual[j];
+      if (!s.tangent.empty()) sample.tangent.assign(s.tangent.begin() + std::ptrdiff_t(j * n), s.tangent.begin() + std::ptrdiff_t((j + 1) * n));
+    }
+  }
+  return out;
+}
+
+namespace solver {
+std::vector<SampledSet> sample_sets(const std::vector<std::vector<BernsteinPoly>>& equations, int variables, double resolution,
+                                    const SolverOptions& o) {
+  check_sets(equations, variables, resolution, o, {});
+  const std::size_t count = equations.size();
+  if (count == 0) return {};
+  if (!team_batch(o, count)) return sample_unchecked(equations, variables, resolution, o, {});
+  // A team's members exchange the public results; the rank test is made again on them.
+  const std::vector<SolutionSetResult> found = sample_solution_sets(equations, variables, resolution, o);
+  std::vector<SampledSet> out(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    SampledSet& s = out[i];
+    s.n = variables;
+    s.status = found[i].status;
+    s.nodes = found[i].nodes;
+    const System sys = make_system(equations[i], variables);
+    for (const SolutionSample& sample : found[i].samples) {
+      s.x.insert(s.x.end(), sample.x.begin(), sample.x.end());
+      s.residual.push_back(sample.residual);
+      if (int(equations[i].size()) == variables - 1) {
+        s.tangent.resize(s.x.size());
+        s.singular.push_back(curve_tangent(sys, sample.x.data(), s.tangent.data() + s.x.size() - std::size_t(variables)));
+      } else {
+        s.singular.push_back(0);
+      }
+    }
+  }
+  return out;
+}
+}  // namespace solver
 
 std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vector<double>>& points,
                                                      const std::vector<std::vector<double>>& tangents, double spacing, int threads) {
   const std::size_t count = points.size();
-  std::vector<std::vector<std::size_t>> lines;
-  if (count == 0) return lines;
+  if (count == 0) return {};
   const std::size_t n = points[0].size();
-  const double reach = 3.0 * spacing;
-  solver::PointGrid grid(n, reach);
-  std::vector<double> flat(count * n), flat_tangents(count * n);  // contiguous copies: the searches read them often
+  std::vector<double> flat(count * n), flat_tangents(count * n);
   for (std::size_t i = 0; i < count; ++i) {
     std::copy(points[i].begin(), points[i].end(), flat.begin() + std::ptrdiff_t(i * n));
     std::copy(tangents[i].begin(), tangents[i].end(), flat_tangents.begin() + std::ptrdiff_t(i * n));
-    grid.insert(points[i].data(), i);
   }
-  auto point = [&](std::size_t i) { return flat.data() + i * n; };
+  return solver::link_polylines(flat.data(), flat_tangents.data(), count, n, spacing, threads);
+}
+
+std::vector<std::vector<std::size_t>> solver::link_polylines(const double* flat, const double* flat_tangents, std::size_t count,
+                                                             std::size_t n, double spacing, int threads) {
+  std::vector<std::vector<std::size_t>> lines;
+  if (count == 0) return lines;
+  const double reach = 3.0 * spacing;
+  solver::PointGrid grid(n, reach);
+  for (std::size_t i = 0; i < count; ++i) grid.insert(flat + i * n, i);
+  auto point = [&](std::size_t i) { return flat + i * n; };
   auto neighbours = [&](std::size_t i, auto&& visit) { grid.near(point(i), visit); };
   auto distance2 = [&](std::size_t a, std::size_t b) {  // squared: the searches compare without roots
     const double *pa = point(a), *pb = point(b);
@@ -731,7 +846,7 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
       best = long(j), best_d2 = d2;
     }
     if (best >= 0) {  // carry the direction on, oriented along the step taken
-      const double* t = flat_tangents.data() + std::size_t(best) * n;
+      const double* t = flat_tangents + std::size_t(best) * n;
       double along = 0;
       for (std::size_t k = 0; k < n; ++k) along += t[k] * (point(std::size_t(best))[k] - point(i)[k]);
       for (std::size_t k = 0; k < n; ++k) dir[k] = along >= 0 ? t[k] : -t[k];
@@ -747,7 +862,7 @@ std::vector<std::vector<std::size_t>> link_polylines(const std::vector<std::vect
     used[s] = 1;
     std::vector<std::size_t> forward{s}, backward;
     for (int sense : {1, -1}) {
-      std::vector<double> dir = tangents[s];
+      std::vector<double> dir(flat_tangents + s * n, flat_tangents + (s + 1) * n);
       for (double& v : dir) v *= sense;
       auto& chain = sense > 0 ? forward : backward;
       std::size_t at = s;

@@ -67,17 +67,7 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
 // combination of values in [lo_i, hi_i] (the coefficients' range at index i of `var`), so its graph lies in the hull
 // of the points (i/d, lo_i), (i/d, hi_i), and p vanishes only where that hull meets zero. Narrows [t0, t1]
 // (the unit range of `var`) to that part; false when the hull misses zero.
-bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
-  const int d = p.degree[std::size_t(var)];
-  const int inner = inner_size(p, var);
-  const std::size_t outer = p.coef.size() / (std::size_t(d + 1) * std::size_t(inner));
-  double lo[64], hi[64];
-  for (int i = 0; i <= d; ++i) lo[i] = INFINITY, hi[i] = -INFINITY;
-  for (std::size_t a = 0; a < outer; ++a)
-    for (int i = 0; i <= d; ++i) {
-      const double* src = p.coef.data() + (a * std::size_t(d + 1) + std::size_t(i)) * std::size_t(inner);
-      for (int b = 0; b < inner; ++b) lo[i] = std::min(lo[i], src[b]), hi[i] = std::max(hi[i], src[b]);
-    }
+bool clip_hull(const double* lo, const double* hi, int d, double& t0, double& t1) {
   if (d == 0) return lo[0] <= 0 && hi[0] >= 0;  // p does not depend on var
   // The hull meets the axis between the extreme crossings of the segments that join a point at or below zero with
   // one at or above it.
@@ -99,6 +89,51 @@ bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
   return t0 <= t1;
 }
 
+bool clip_zero_range(const BernsteinPoly& p, int var, double& t0, double& t1) {
+  const int d = p.degree[std::size_t(var)];
+  const int inner = inner_size(p, var);
+  const std::size_t outer = p.coef.size() / (std::size_t(d + 1) * std::size_t(inner));
+  double lo[64], hi[64];
+  for (int i = 0; i <= d; ++i) lo[i] = INFINITY, hi[i] = -INFINITY;
+  for (std::size_t a = 0; a < outer; ++a)
+    for (int i = 0; i <= d; ++i) {
+      const double* src = p.coef.data() + (a * std::size_t(d + 1) + std::size_t(i)) * std::size_t(inner);
+      for (int b = 0; b < inner; ++b) lo[i] = std::min(lo[i], src[b]), hi[i] = std::max(hi[i], src[b]);
+    }
+  return clip_hull(lo, hi, d, t0, t1);
+}
+
+// Every variable's coefficient ranges by index (lo[k][i]: the least coefficient whose index along variable k is i),
+// as clip_zero_range finds them one variable at a time. From the last variable to the first, each pass reads the
+// previous one's extremes over the variables after it, so all of them cost about two passes over the coefficients.
+struct Marginals {
+  double lo[kMaxVariables][64], hi[kMaxVariables][64];
+};
+void coef_marginals(const BernsteinPoly& p, Marginals& out) {
+  thread_local std::vector<double> lo_buf, hi_buf;
+  const int n = p.variables();
+  std::size_t size = p.coef.size();
+  const double *lo_in = p.coef.data(), *hi_in = p.coef.data();
+  for (int k = n - 1; k >= 0; --k) {
+    const std::size_t d1 = std::size_t(p.degree[std::size_t(k)] + 1), outer = size / d1;
+    double *lo = out.lo[k], *hi = out.hi[k];
+    for (std::size_t i = 0; i < d1; ++i) lo[i] = INFINITY, hi[i] = -INFINITY;
+    for (std::size_t a = 0; a < outer; ++a)
+      for (std::size_t i = 0; i < d1; ++i) lo[i] = std::min(lo[i], lo_in[a * d1 + i]), hi[i] = std::max(hi[i], hi_in[a * d1 + i]);
+    if (k == 0) break;
+    // The extremes over this variable and the ones after it, per index of the variables before: the next pass's input
+    // (written over the buffers being read: entry a is written after entries up to a * d1 + d1 - 1 >= a are read).
+    if (lo_in == p.coef.data()) lo_buf.resize(outer), hi_buf.resize(outer);
+    double *lo_out = lo_buf.data(), *hi_out = hi_buf.data();
+    for (std::size_t a = 0; a < outer; ++a) {
+      double l = INFINITY, h = -INFINITY;
+      for (std::size_t i = 0; i < d1; ++i) l = std::min(l, lo_in[a * d1 + i]), h = std::max(h, hi_in[a * d1 + i]);
+      lo_out[a] = l, hi_out[a] = h;
+    }
+    lo_in = lo_out, hi_in = hi_out, size = outer;
+  }
+}
+
 // Domain reduction of a cell (the projected-polyhedron step of Sherbrooke & Patrikalakis 1993): along
 // each variable, the part where every equation can vanish (clip_zero_range); the cell shrinks to that box, its
 // polynomials restricted by de Casteljau, again while a round at least halves some side. Near a simple root the
@@ -107,12 +142,16 @@ enum class Clip { Empty, Unchanged, Shrunk };
 Clip clip_cell(Cell& cell, int m, int n) {
   Clip result = Clip::Unchanged;
   thread_local std::vector<double> scratch;
+  thread_local std::vector<Marginals> ranges;
+  if (ranges.size() < std::size_t(m)) ranges.resize(std::size_t(m));
   for (int round = 0; round < 4; ++round) {
     double t0[kMaxVariables], t1[kMaxVariables], narrowest = 1;
+    for (int i = 0; i < m; ++i) coef_marginals(cell.f[std::size_t(i)], ranges[std::size_t(i)]);
     for (int k = 0; k < n; ++k) {
       t0[k] = 0, t1[k] = 1;
       for (int i = 0; i < m; ++i)
-        if (!clip_zero_range(cell.f[std::size_t(i)], k, t0[k], t1[k])) return Clip::Empty;
+        if (!clip_hull(ranges[std::size_t(i)].lo[k], ranges[std::size_t(i)].hi[k], cell.f[std::size_t(i)].degree[std::size_t(k)], t0[k], t1[k]))
+          return Clip::Empty;
       // A margin keeps roots (which a clip often puts on its edge) off the new box's faces, where the single-root
       // test could never prove them, and covers the clip's rounding; sides stay above 1e-7 (of the system's box),
       // where the coefficients' rounding would start to hide the roots from that test.

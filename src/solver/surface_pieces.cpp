@@ -296,29 +296,37 @@ bool coplanar(const PiecePlane& a, const SurfacePiece& b, const PiecePlane& bp) 
 // The points are samples of per-piece systems in piece-normalised coordinates (piece index + local parameter),
 // each system's samples already merged: two systems' samples can coincide only where their pieces meet, so only
 // points within `merge` of a piece boundary (an integer coordinate) are compared.
-std::vector<std::size_t> unique_points(const std::vector<std::vector<double>>& pts, double merge) {
+std::vector<std::size_t> unique_points(const double* pts, std::size_t count, std::size_t n, double merge) {
   std::vector<std::size_t> kept;
-  if (pts.empty()) return kept;
-  const std::size_t n = pts[0].size();
+  kept.reserve(count);
   solver::PointGrid grid(n, merge);
-  for (std::size_t i = 0; i < pts.size(); ++i) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const double* p = pts + i * n;
     bool edge = false;
-    for (std::size_t k = 0; k < n; ++k) edge = edge || std::abs(pts[i][k] - std::round(pts[i][k])) <= merge;
+    for (std::size_t k = 0; k < n; ++k) edge = edge || std::abs(p[k] - std::round(p[k])) <= merge;
     if (!edge) {
       kept.push_back(i);
       continue;
     }
     bool dup = false;
-    grid.near(pts[i].data(), [&](std::size_t j) {
+    grid.near(p, [&](std::size_t j) {
       double d = 0;
-      for (std::size_t k = 0; k < n; ++k) d = std::max(d, std::abs(pts[i][k] - pts[j][k]));
+      for (std::size_t k = 0; k < n; ++k) d = std::max(d, std::abs(p[k] - pts[j * n + k]));
       dup = dup || d <= merge;
     });
     if (dup) continue;
-    grid.insert(pts[i].data(), i);
+    grid.insert(p, i);
     kept.push_back(i);
   }
   return kept;
+}
+
+std::vector<std::size_t> unique_points(const std::vector<std::vector<double>>& pts, double merge) {
+  if (pts.empty()) return {};
+  const std::size_t n = pts[0].size();
+  std::vector<double> flat(pts.size() * n);
+  for (std::size_t i = 0; i < pts.size(); ++i) std::copy(pts[i].begin(), pts[i].end(), flat.begin() + std::ptrdiff_t(i * n));
+  return unique_points(flat.data(), pts.size(), n, merge);
 }
 
 }  // namespace parasurf::solver

@@ -11,6 +11,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "point_grid.hpp"
+#include "solver/sampled_sets.hpp"
 #include "surface_pieces.hpp"
 
 namespace parasurf {
@@ -20,45 +21,31 @@ namespace solver {
 namespace {
 
 // Samples of a 2-D part of the intersection (surfaces that coincide over an area), among `pts` (piece-normalised
-// (u1, v1, u2, v2)). There the system's 3 x 4 Jacobian has rank 2 (the normals are parallel), which alone also holds
-// along a curve of tangential contact; an area is told from a curve by its samples' neighbours: within two sample
-// spacings a curve has about 4, an area about 12. Returns, per sample, its region (or -1), and the region count.
-std::pair<std::vector<int>, int> coincident_regions(const std::vector<std::vector<double>>& pts,
-                                                    const std::vector<std::vector<BernsteinPoly>>& systems,
-                                                    const std::vector<std::pair<std::size_t, std::size_t>>& origin,
-                                                    const std::vector<SolutionSetResult>& found, double resolution,
-                                                    int threads) {
-  const std::size_t n = pts.size();
+// (u1, v1, u2, v2), 4 per sample). There the system's 3 x 4 Jacobian has rank 2 (the normals are parallel:
+// `singular`), which alone also holds along a curve of tangential contact; an area is told from a curve by its
+// samples' neighbours: within two sample spacings a curve has about 4, an area about 12. Returns, per sample, its
+// region (or -1), and the region count.
+std::pair<std::vector<int>, int> coincident_regions(const std::vector<double>& pts, const std::vector<char>& singular,
+                                                    double resolution) {
+  const std::size_t n = singular.size();
   std::vector<int> region(n, -1);
-  std::vector<char> flat(n, 0);
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads) if (threads > 1)
-  for (std::int64_t i = 0; i < std::int64_t(n); ++i) {
-    const auto [k, smp] = origin[std::size_t(i)];
-    const double* x = found[k].samples[smp].x.data();
-    Eigen::Matrix<double, 3, 4> jac;
-    for (int r = 0; r < 3; ++r) {
-      double g[4];
-      systems[k][std::size_t(r)].evaluate_with_gradient(x, g);
-      for (int c = 0; c < 4; ++c) jac(r, c) = g[c];
-    }
-    const Eigen::JacobiSVD<Eigen::Matrix<double, 3, 4>> svd(jac);
-    const auto sv = svd.singularValues();
-    flat[std::size_t(i)] = !(sv(2) > 1e-7 * sv(0));
-  }
+  const double* const p = pts.data();
   const double reach = 2 * resolution;
   solver::PointGrid grid(4, reach);
+  bool any = false;
   for (std::size_t i = 0; i < n; ++i)
-    if (flat[i]) grid.insert(pts[i].data(), i);
+    if (singular[i]) grid.insert(p + 4 * i, i), any = true;
+  if (!any) return {std::move(region), 0};
   auto flat_near = [&](std::size_t i, auto&& visit) {
-    grid.near(pts[i].data(), [&](std::size_t j) {
+    grid.near(p + 4 * i, [&](std::size_t j) {
       double d = 0;
-      for (int c = 0; c < 4; ++c) d = std::max(d, std::abs(pts[i][std::size_t(c)] - pts[j][std::size_t(c)]));
+      for (std::size_t c = 0; c < 4; ++c) d = std::max(d, std::abs(p[4 * i + c] - p[4 * j + c]));
       if (j != i && d <= reach) visit(j);
     });
   };
   std::vector<char> area(n, 0);
   for (std::size_t i = 0; i < n; ++i)
-    if (flat[i]) {
+    if (singular[i]) {
       int count = 0;
       flat_near(i, [&](std::size_t) { ++count; });
       area[i] = count >= 8;
@@ -86,9 +73,9 @@ std::pair<std::vector<int>, int> coincident_regions(const std::vector<std::vecto
   std::vector<double> lo(std::size_t(regions) * 2, HUGE_VAL), hi(std::size_t(regions) * 2, -HUGE_VAL);
   for (std::size_t i = 0; i < n; ++i)
     if (region[i] >= 0)
-      for (int c = 0; c < 2; ++c) {
-        const std::size_t at = std::size_t(region[i]) * 2 + std::size_t(c);
-        lo[at] = std::min(lo[at], pts[i][std::size_t(c)]), hi[at] = std::max(hi[at], pts[i][std::size_t(c)]);
+      for (std::size_t c = 0; c < 2; ++c) {
+        const std::size_t at = std::size_t(region[i]) * 2 + c;
+        lo[at] = std::min(lo[at], p[4 * i + c]), hi[at] = std::max(hi[at], p[4 * i + c]);
       }
   std::vector<int> renumber(std::size_t(regions), -1);
   int kept = 0;
@@ -100,73 +87,100 @@ std::pair<std::vector<int>, int> coincident_regions(const std::vector<std::vecto
   return {std::move(region), kept};
 }
 
+// x_p(u1, v1) - x_q(u2, v2), coordinate c, in the variables (u1, v1, u2, v2): its Bernstein coefficients are the
+// differences of the pieces' control coordinates (each side is constant along the other's variables).
+BernsteinPoly coordinate_difference(const SurfacePiece& p, const SurfacePiece& q, int c) {
+  BernsteinPoly d;
+  d.degree = {p.du, p.dv, q.du, q.dv};
+  const std::vector<double>&a = p.c[std::size_t(c)], &b = q.c[std::size_t(c)];
+  d.coef.resize(a.size() * b.size());
+  double* out = d.coef.data();
+  for (double x : a)
+    for (double y : b) *out++ = x - y;
+  return d;
+}
+
 }  // namespace
 
 SurfaceIntersectionResult intersect_piece_pairs(const std::vector<SurfacePiece>& pa, const std::vector<SurfacePiece>& pb,
                                                 const std::vector<std::pair<int, int>>& pairs, double resolution,
                                                 const SolverOptions& o) {
   std::vector<std::vector<BernsteinPoly>> systems(pairs.size());
+  const int threads = thread_count(o);
   core::RegionErrors errors_0;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(thread_count(o)) if (thread_count(o) > 1)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (threads > 1)
   for (std::int64_t k = 0; k < std::int64_t(pairs.size()); ++k) {
     errors_0.capture([&] {
       const SurfacePiece &p = pa[std::size_t(pairs[std::size_t(k)].first)], &q = pb[std::size_t(pairs[std::size_t(k)].second)];
-      for (int c = 0; c < 3; ++c) systems[std::size_t(k)].push_back(surface_coord(p, c, 0, 1, 4) - surface_coord(q, c, 2, 3, 4));
+      for (int c = 0; c < 3; ++c) systems[std::size_t(k)].push_back(coordinate_difference(p, q, c));
     });
   }
   errors_0.rethrow();
-  const std::vector<SolutionSetResult> found = sample_solution_sets(systems, 4, resolution, quiet(o));
+  const std::vector<SampledSet> found = sample_sets(systems, 4, resolution, quiet(o));
   SurfaceIntersectionResult out;
   // Samples in piece-normalised coordinates (span index + local parameter), where neighbouring pieces abut.
-  std::vector<std::vector<double>> pts, tangents;
-  std::vector<std::pair<std::size_t, std::size_t>> origin;  // (pair, sample)
+  std::size_t total = 0;
   for (std::size_t k = 0; k < pairs.size(); ++k) {
     if (found[k].status != "complete") out.status = found[k].status;
+    total += found[k].size();
+  }
+  std::vector<double> pts(4 * total);
+  std::vector<std::pair<std::size_t, std::size_t>> origin(total);  // (pair, sample)
+  for (std::size_t k = 0, i = 0; k < pairs.size(); ++k) {
     const SurfacePiece &p = pa[std::size_t(pairs[k].first)], &q = pb[std::size_t(pairs[k].second)];
-    for (std::size_t s = 0; s < found[k].samples.size(); ++s) {
-      const auto& x = found[k].samples[s].x;
-      pts.push_back({p.iu + x[0], p.iv + x[1], q.iu + x[2], q.iv + x[3]});
-      tangents.push_back(found[k].samples[s].tangent);
-      origin.emplace_back(k, s);
+    for (std::size_t s = 0; s < found[k].size(); ++s, ++i) {
+      const double* x = found[k].x.data() + 4 * s;
+      const double shift[4] = {double(p.iu), double(p.iv), double(q.iu), double(q.iv)};
+      for (std::size_t c = 0; c < 4; ++c) pts[4 * i + c] = shift[c] + x[c];
+      origin[i] = {k, s};
     }
   }
-  const std::vector<std::size_t> unique = unique_points(pts, 0.25 * resolution);
+  const std::vector<std::size_t> unique = unique_points(pts.data(), total, 4, 0.25 * resolution);
   // Areas where the surfaces coincide are regions, and their samples stay out of the curves.
-  std::vector<std::vector<double>> up;
-  std::vector<std::pair<std::size_t, std::size_t>> uo;
-  for (std::size_t i : unique) up.push_back(pts[i]), uo.push_back(origin[i]);
-  const auto [region, regions] = coincident_regions(up, systems, uo, found, resolution, thread_count(o));
+  std::vector<double> up(4 * unique.size());
+  std::vector<char> singular(unique.size());
+  for (std::size_t u = 0; u < unique.size(); ++u) {
+    std::copy(pts.begin() + std::ptrdiff_t(4 * unique[u]), pts.begin() + std::ptrdiff_t(4 * unique[u] + 4), up.begin() + std::ptrdiff_t(4 * u));
+    const auto [k, smp] = origin[unique[u]];
+    singular[u] = found[k].singular[smp];
+  }
+  const auto [region, regions] = coincident_regions(up, singular, resolution);
   out.overlaps.assign(std::size_t(regions), SurfaceOverlap{});
   for (auto& v : out.overlaps) v.lo.fill(HUGE_VAL), v.hi.fill(-HUGE_VAL);
+  auto params = [&](std::size_t k, std::size_t smp) {
+    const SurfacePiece &p = pa[std::size_t(pairs[k].first)], &q = pb[std::size_t(pairs[k].second)];
+    const double* x = found[k].x.data() + 4 * smp;
+    return std::array<double, 4>{p.u0 + x[0] * (p.u1 - p.u0), p.v0 + x[1] * (p.v1 - p.v0), q.u0 + x[2] * (q.u1 - q.u0),
+                                 q.v0 + x[3] * (q.v1 - q.v0)};
+  };
   std::vector<std::size_t> kept;
+  std::vector<double> kp, kt;
+  kp.reserve(up.size()), kt.reserve(up.size());
   for (std::size_t u = 0; u < unique.size(); ++u) {
+    const auto [k, smp] = origin[unique[u]];
     if (region[u] < 0) {
       kept.push_back(unique[u]);
+      kp.insert(kp.end(), up.begin() + std::ptrdiff_t(4 * u), up.begin() + std::ptrdiff_t(4 * u + 4));
+      kt.insert(kt.end(), found[k].tangent.begin() + std::ptrdiff_t(4 * smp), found[k].tangent.begin() + std::ptrdiff_t(4 * smp + 4));
       continue;
     }
-    const auto [k, smp] = origin[unique[u]];
-    const SurfacePiece &p = pa[std::size_t(pairs[k].first)], &q = pb[std::size_t(pairs[k].second)];
-    const auto& x = found[k].samples[smp].x;
-    const double par[4] = {p.u0 + x[0] * (p.u1 - p.u0), p.v0 + x[1] * (p.v1 - p.v0), q.u0 + x[2] * (q.u1 - q.u0),
-                           q.v0 + x[3] * (q.v1 - q.v0)};
+    const std::array<double, 4> par = params(k, smp);
     SurfaceOverlap& v = out.overlaps[std::size_t(region[u])];
-    for (int c = 0; c < 4; ++c) v.lo[std::size_t(c)] = std::min(v.lo[std::size_t(c)], par[c]), v.hi[std::size_t(c)] = std::max(v.hi[std::size_t(c)], par[c]);
+    for (std::size_t c = 0; c < 4; ++c) v.lo[c] = std::min(v.lo[c], par[c]), v.hi[c] = std::max(v.hi[c], par[c]);
     ++v.samples;
   }
-  std::vector<std::vector<double>> kp, kt;
-  for (std::size_t i : kept) kp.push_back(pts[i]), kt.push_back(tangents[i]);
   std::vector<PieceCoords> coords(pa.size());
   for (std::size_t i = 0; i < pa.size(); ++i) coords[i] = piece_coords(pa[i]);
-  for (const auto& line : link_polylines(kp, kt, resolution, o.threads)) {
+  for (const auto& line : link_polylines(kp.data(), kt.data(), kept.size(), 4, resolution, o.threads)) {
     IntersectionCurve c;
     c.closed = line.size() > 3 && line.front() == line.back();
+    c.params.reserve(line.size()), c.points.reserve(line.size());
     for (std::size_t idx : line) {
       const auto [k, s] = origin[kept[idx]];
-      const SurfacePiece &p = pa[std::size_t(pairs[k].first)], &q = pb[std::size_t(pairs[k].second)];
-      const auto& x = found[k].samples[s].x;
-      c.params.push_back({p.u0 + x[0] * (p.u1 - p.u0), p.v0 + x[1] * (p.v1 - p.v0), q.u0 + x[2] * (q.u1 - q.u0), q.v0 + x[3] * (q.v1 - q.v0)});
+      const double* x = found[k].x.data() + 4 * s;
+      c.params.push_back(params(k, s));
       c.points.push_back(piece_point(coords[std::size_t(pairs[k].first)], x[0], x[1]));
-      c.residual = std::max(c.residual, found[k].samples[s].residual);
+      c.residual = std::max(c.residual, found[k].residual[s]);
     }
     out.curves.push_back(std::move(c));
   }

@@ -59,11 +59,12 @@ inline int inner_size(const BernsteinPoly& p, int var) {
 struct System {
   const std::vector<BernsteinPoly>& eq;
   int n;  // variables (the equations number eq.size(), n or fewer)
-  double residual(const std::vector<double>& x) const {
+  double residual(const double* x) const {
     double r = 0;
-    for (const auto& e : eq) r = std::max(r, std::abs(e.evaluate(x.data())));
+    for (const auto& e : eq) r = std::max(r, std::abs(e.evaluate(x)));
     return r;
   }
+  double residual(const std::vector<double>& x) const { return residual(x.data()); }
   // The equations' values (into f, when given) and their Jacobian at x, each row in one Bernstein pass.
   template <class Matrix, class Vector>
   void evaluate_jacobian(const double* x, Matrix& jac, Vector* f) const {
