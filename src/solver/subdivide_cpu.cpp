@@ -73,13 +73,18 @@ bool clip_hull(const double* lo, const double* hi, int d, double& t0, double& t1
   // one at or above it.
   double a = INFINITY, b = -INFINITY;
   const double step = 1.0 / d;
+  // The points at or below zero and those at or above it, listed first: the pairs are then all of one of each.
+  double below_v[128], below_t[128], above_v[128], above_t[128];
+  int below = 0, above = 0;
   for (int i = 0; i < 2 * (d + 1); ++i) {
-    const double vi = i & 1 ? hi[i >> 1] : lo[i >> 1];
-    if (!(vi <= 0)) continue;
-    for (int j = 0; j < 2 * (d + 1); ++j) {
-      const double vj = j & 1 ? hi[j >> 1] : lo[j >> 1];
-      if (!(vj >= 0)) continue;
-      const double span = vj - vi, ti = (i >> 1) * step, tj = (j >> 1) * step;
+    const double v = i & 1 ? hi[i >> 1] : lo[i >> 1], t = (i >> 1) * step;
+    if (v <= 0) below_v[below] = v, below_t[below++] = t;
+    if (v >= 0) above_v[above] = v, above_t[above++] = t;
+  }
+  for (int i = 0; i < below; ++i) {
+    const double vi = below_v[i], ti = below_t[i];
+    for (int j = 0; j < above; ++j) {
+      const double span = above_v[j] - vi, tj = above_t[j];
       const double t = span > 0 ? ti + (tj - ti) * (-vi / span) : ti;
       a = std::min(a, t), b = std::max(b, t);
     }
