@@ -183,7 +183,7 @@ void add_bench_solver(CLI::App& bench) {
   cmd->callback([a] {
     const int threads = cpu_thread_count(a->threads);
     // Engines: cpu (level by level), cpu-tasks (the paper's shared lock-free task buffer), cuda, hybrid, and auto
-    // (what the library's defaults choose for each batch: only beside a GPU).
+    // (what the library's defaults choose for each batch; without a GPU, the CPU's Auto scheme).
     struct Engine {
       Device device;
       SolverCpuScheme scheme;
@@ -191,8 +191,8 @@ void add_bench_solver(CLI::App& bench) {
     };
     std::vector<Engine> engines;
     for (const auto& e : a->engines == "all" ? std::vector<std::string>{"cpu", "cpu-tasks", "cuda", "hybrid", "auto"} : split(a->engines)) {
-      if (e == "auto" && a->engines == "all" && !cuda_available()) continue;
-      if (e == "cpu-tasks" || e == "auto") engines.push_back({parse_device(e == "auto" ? "auto" : "cpu"), SolverCpuScheme::TaskBuffer, e});
+      if (e == "cpu-tasks") engines.push_back({Device::Cpu, SolverCpuScheme::TaskBuffer, e});
+      else if (e == "auto") engines.push_back({Device::Auto, SolverCpuScheme::TaskBuffer, e});
       else if (a->engines != "all" || e == "cpu" || cuda_available()) engines.push_back({parse_device(e), SolverCpuScheme::Levels, e});
     }
     std::string gpu = "none";
@@ -217,7 +217,7 @@ void add_bench_solver(CLI::App& bench) {
     auto run = [&](const std::string& label, const std::string& id, double paper, auto&& f) {
       for (const Engine& engine_choice : engines) {
         const Device engine = engine_choice.device;
-        if (engine != Device::Cpu && !cuda_available()) continue;
+        if (engine != Device::Cpu && engine != Device::Auto && !cuda_available()) continue;  // auto is the CPU there
         o.device = engine;
         o.cpu_scheme = engine_choice.scheme;
         double best = 1e300;

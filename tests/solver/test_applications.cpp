@@ -486,6 +486,7 @@ TEST(Engines, TaskBufferSchemeMatchesLevels) {
   const std::uint64_t seed = test::run_seed() + 37;
   std::mt19937_64 rng(seed);
   SolverOptions levels, tasks;
+  levels.cpu_scheme = SolverCpuScheme::Levels;
   tasks.cpu_scheme = SolverCpuScheme::TaskBuffer;
   const BSplineSurface a = wavy(rng, 0.0), b = wavy(rng, 0.0);
   Motion m;
