@@ -353,13 +353,20 @@ HausdorffResult hausdorff_distance(const BSplineCurve2& a, const BSplineCurve2& 
   const std::vector<Piece> pa = make_pieces(a), pb = make_pieces(b);
   HausdorffResult out;
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  if (options.device != Device::Cpu || options.team || threads < 4) {
+  // `auto` sends a batch to the GPU from 2048 systems on (engine_for), and one direction poses at most
+  // na (2 nb + 2)^2 systems (per piece of A: antipodal, kink and two-foot systems over B's pieces and kinks); below
+  // that it is the CPU engine, and the directions run side by side as for `cpu`.
+  auto most = [](std::size_t na, std::size_t nb) { return na * (2 * nb + 2) * (2 * nb + 2); };
+  const bool cpu = options.device == Device::Cpu ||
+                   (options.device == Device::Auto && most(pa.size(), pb.size()) < 2048 && most(pb.size(), pa.size()) < 2048);
+  if (!cpu || options.team || threads < 4) {
     out.a_to_b = one_sided(pa, pb, options, out.candidates, out.status);
     out.b_to_a = one_sided(pb, pa, options, out.candidates, out.status);
   } else {
     // The two directions are independent and each is a chain of short parallel phases: run side by side, each
     // on half the threads (a second thread leads its own OpenMP team), the longer chain sets the time.
     SolverOptions first = options, second = options;
+    first.device = second.device = Device::Cpu;
     first.threads = threads / 2;
     second.threads = threads - threads / 2;
     std::int64_t candidates = 0;

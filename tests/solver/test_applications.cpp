@@ -107,9 +107,12 @@ TEST(Hausdorff, EqualsBruteForceOnRandomCurves) {
   for (int trial = 0; trial < 4; ++trial) {
     const BSplineCurve2 a = random_bspline(rng, 5 + int(rng() % 4), 3, 0.0), b = random_bspline(rng, 4 + int(rng() % 5), 2 + int(rng() % 2), 0.4);
     const double ab = brute_one_sided(a, b), ba = brute_one_sided(b, a);
-    for (Device engine : test::solver_engines()) {
+    std::vector<Device> engines = test::solver_engines();
+    engines.push_back(Device::Auto);  // the CPU here: the directions side by side on 4 threads or more
+    for (Device engine : engines) {
       SolverOptions o;
       o.device = engine;
+      if (engine == Device::Auto) o.threads = 4;
       const HausdorffResult r = hausdorff_distance(a, b, o);
       SCOPED_TRACE(std::string(device_name(engine)) + ": seed " + std::to_string(seed) + " trial " + std::to_string(trial));
       ASSERT_EQ(r.status, "complete");
