@@ -250,10 +250,8 @@ def solver():
            "(threads over a lock-free task buffer, the library's CPU default), `cuda` (breadth first on the GPU), "
            "`hybrid` (the paper's scheme), `auto` (the library's choice per batch: `cuda` from 2048 systems and 128 per "
            "CPU thread, else `cpu-tasks`). Each time is the whole call, its host work included; auto ÷ best is within "
-           "run-to-run noise where both ran the same engine. Instances of this host differ: the run below had a load "
-           "of about 7 with nothing of ours running; on a quieter instance (commit 5f28d84, the same solver but for "
-           "the clipping loop) SSI 26x10 took 3.97 ms with `auto` (16.6× the paper), the bisector 3.57 ms and the "
-           "Hausdorff rows 0.75–1.64 ms.\n",
+           "run-to-run noise where both ran the same engine (instances of this host differ by up to 1.7× on the CPU rows "
+           "from one loan to the next).\n",
            caption(doc, link, f"{doc.get('gpu', 'GPU')} host, {doc.get('threads', '?')} threads",
                    "parasurf bench solver --json f.json")]
     labels = []
