@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <exception>
+#include <mutex>
 #include <omp.h>
 #include <thread>
 
@@ -15,6 +16,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "solver/curve_point.hpp"
+#include "solver/engine.hpp"
 
 namespace parasurf {
 
@@ -166,8 +168,9 @@ struct Task {
 
 // All candidate parameters t (global, on A) where the one-sided distance from A to B can be largest.
 // One function: the bounds, the pairs of pieces, the systems and the exact measurement share the pieces' forms.
+// gpu: held while a batch runs on the GPU, when the other direction runs beside this one.
 HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B, const SolverOptions& o, std::int64_t& candidates,
-                        std::string& status) {
+                        std::string& status, std::mutex* gpu = nullptr) {
   const std::size_t na = A.size(), nb = B.size();
   const std::vector<Kink> kinks = kinks_of(B);
   // Upper bound of min_r |A(t) - B(r)| over a piece of A: the farthest corner of its box from the nearest point of B
@@ -299,7 +302,10 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
   for (const auto& task : tasks) eqs.push_back(task.eq), ineqs.push_back(task.positive);
   SolverOptions quiet = o;
   quiet.progress = nullptr;
+  std::unique_lock<std::mutex> on_gpu;
+  if (gpu && solver::engine_for(quiet, eqs.size()) != Device::Cpu) on_gpu = std::unique_lock<std::mutex>(*gpu);
   const std::vector<SolveResult> results = solve_systems(eqs, quiet, ineqs);
+  if (on_gpu) on_gpu.unlock();
   std::vector<std::vector<double>> found(tasks.size());
   std::vector<std::string> task_status(tasks.size());
   for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -353,12 +359,9 @@ HausdorffResult hausdorff_distance(const BSplineCurve2& a, const BSplineCurve2& 
   const std::vector<Piece> pa = make_pieces(a), pb = make_pieces(b);
   HausdorffResult out;
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
-  // `auto` sends a batch to the GPU from 2048 systems on (engine_for), and one direction poses at most
-  // na (2 nb + 2)^2 systems (per piece of A: antipodal, kink and two-foot systems over B's pieces and kinks); below
-  // that it is the CPU engine, and the directions run side by side as for `cpu`.
-  auto most = [](std::size_t na, std::size_t nb) { return na * (2 * nb + 2) * (2 * nb + 2); };
-  const bool cpu = options.device == Device::Cpu ||
-                   (options.device == Device::Auto && most(pa.size(), pb.size()) < 2048 && most(pb.size(), pa.size()) < 2048);
+  // The directions run side by side on the CPU engines; under `auto` a direction's batch may go to the GPU (from
+  // 2048 systems on), one direction's at a time.
+  const bool cpu = options.device == Device::Cpu || options.device == Device::Auto;
   if (!cpu || options.team || threads < 4) {
     out.a_to_b = one_sided(pa, pb, options, out.candidates, out.status);
     out.b_to_a = one_sided(pb, pa, options, out.candidates, out.status);
@@ -366,21 +369,21 @@ HausdorffResult hausdorff_distance(const BSplineCurve2& a, const BSplineCurve2& 
     // The two directions are independent and each is a chain of short parallel phases: run side by side, each
     // on half the threads (a second thread leads its own OpenMP team), the longer chain sets the time.
     SolverOptions first = options, second = options;
-    first.device = second.device = Device::Cpu;
     first.threads = threads / 2;
     second.threads = threads - threads / 2;
     std::int64_t candidates = 0;
     std::string status = "complete";
     std::exception_ptr failure;
+    std::mutex gpu;
     std::thread other([&] {
       try {
-        out.b_to_a = one_sided(pb, pa, second, candidates, status);
+        out.b_to_a = one_sided(pb, pa, second, candidates, status, &gpu);
       } catch (...) {
         failure = std::current_exception();
       }
     });
     try {
-      out.a_to_b = one_sided(pa, pb, first, out.candidates, out.status);
+      out.a_to_b = one_sided(pa, pb, first, out.candidates, out.status, &gpu);
     } catch (...) {
       other.join();
       throw;
