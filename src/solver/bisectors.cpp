@@ -8,6 +8,7 @@
 #include "core/region_errors.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/sampled_sets.hpp"
 #include "surface_pieces.hpp"
 
 namespace parasurf {
@@ -211,20 +212,23 @@ CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& 
     }
   }
   CurveBisectorResult out;
-  std::vector<std::vector<double>> pts, tangents;
+  std::vector<double> pts, tangents;  // (s, t) per sample, piece-normalised
   std::vector<std::pair<std::size_t, std::size_t>> origin;
   for (std::size_t k = 0; k < pairs.size(); ++k) {
     if (found[k].status != "complete") out.status = found[k].status;
     for (std::size_t s = 0; s < found[k].st.size(); ++s) {
-      pts.push_back({pairs[k].first + found[k].st[s][0], pairs[k].second + found[k].st[s][1]});
-      tangents.push_back(found[k].tangent[s]);
+      pts.insert(pts.end(), {pairs[k].first + found[k].st[s][0], pairs[k].second + found[k].st[s][1]});
+      tangents.insert(tangents.end(), found[k].tangent[s].begin(), found[k].tangent[s].end());
       origin.emplace_back(k, s);
     }
   }
-  const std::vector<std::size_t> kept = unique_points(pts, 0.25 * resolution);
-  std::vector<std::vector<double>> kp, kt;
-  for (std::size_t i : kept) kp.push_back(pts[i]), kt.push_back(tangents[i]);
-  for (const auto& line : link_polylines(kp, kt, resolution, o.threads)) {
+  const std::vector<std::size_t> kept = unique_points(pts.data(), origin.size(), 2, 0.25 * resolution);
+  std::vector<double> kp, kt;
+  for (std::size_t i : kept) {
+    kp.insert(kp.end(), pts.begin() + std::ptrdiff_t(2 * i), pts.begin() + std::ptrdiff_t(2 * i + 2));
+    kt.insert(kt.end(), tangents.begin() + std::ptrdiff_t(2 * i), tangents.begin() + std::ptrdiff_t(2 * i + 2));
+  }
+  for (const auto& line : link_polylines(kp.data(), kt.data(), kept.size(), 2, resolution, o.threads)) {
     BisectorCurve c;
     c.closed = line.size() > 3 && line.front() == line.back();
     for (std::size_t idx : line) {

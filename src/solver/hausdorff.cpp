@@ -305,7 +305,7 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
   std::unique_lock<std::mutex> on_gpu;
   if (gpu && solver::engine_for(quiet, eqs.size()) != Device::Cpu) on_gpu = std::unique_lock<std::mutex>(*gpu);
   const std::vector<SolveResult> results = solve_systems(eqs, quiet, ineqs);
-  if (on_gpu) on_gpu.unlock();
+  if (on_gpu) on_gpu.unlock();  // the measurements below are CPU work
   std::vector<std::vector<double>> found(tasks.size());
   std::vector<std::string> task_status(tasks.size());
   for (std::size_t i = 0; i < tasks.size(); ++i) {
@@ -361,8 +361,8 @@ HausdorffResult hausdorff_distance(const BSplineCurve2& a, const BSplineCurve2& 
   const int threads = options.threads > 0 ? options.threads : omp_get_max_threads();
   // The directions run side by side on the CPU engines; under `auto` a direction's batch may go to the GPU (from
   // 2048 systems on), one direction's at a time.
-  const bool cpu = options.device == Device::Cpu || options.device == Device::Auto;
-  if (!cpu || options.team || threads < 4) {
+  const bool side_by_side = (options.device == Device::Cpu || options.device == Device::Auto) && !options.team && threads >= 4;
+  if (!side_by_side) {
     out.a_to_b = one_sided(pa, pb, options, out.candidates, out.status);
     out.b_to_a = one_sided(pb, pa, options, out.candidates, out.status);
   } else {

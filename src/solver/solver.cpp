@@ -37,7 +37,7 @@ namespace solver {
 
 namespace {
 // `M` and `N`: the equation and variable counts when known at compile time (fixed-size matrices: the small square
-// systems of curve slices get closed-form LU steps).
+// systems of curve slices get closed-form inverses instead of a pivoted LU).
 template <int M, int N>
 bool newton_steps(const System& s, std::vector<double>& x, const std::vector<double>& lo, const std::vector<double>& hi,
                   double tolerance, int iterations) {

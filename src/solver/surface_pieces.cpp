@@ -321,12 +321,4 @@ std::vector<std::size_t> unique_points(const double* pts, std::size_t count, std
   return kept;
 }
 
-std::vector<std::size_t> unique_points(const std::vector<std::vector<double>>& pts, double merge) {
-  if (pts.empty()) return {};
-  const std::size_t n = pts[0].size();
-  std::vector<double> flat(pts.size() * n);
-  for (std::size_t i = 0; i < pts.size(); ++i) std::copy(pts[i].begin(), pts[i].end(), flat.begin() + std::ptrdiff_t(i * n));
-  return unique_points(flat.data(), pts.size(), n, merge);
-}
-
 }  // namespace parasurf::solver

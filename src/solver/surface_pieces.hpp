@@ -110,7 +110,6 @@ inline constexpr double kCoplanarResolution = 1.0 / 128;
 
 // Removes near-duplicate points (within `merge` in every coordinate), keeping the first; returns kept indices.
 // The points are samples of per-piece systems in piece-normalised coordinates (piece index + local parameter).
-std::vector<std::size_t> unique_points(const std::vector<std::vector<double>>& pts, double merge);
 std::vector<std::size_t> unique_points(const double* pts, std::size_t count, std::size_t n, double merge);  // n per point
 
 SolverOptions quiet(const SolverOptions& o);
