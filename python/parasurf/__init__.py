@@ -292,19 +292,28 @@ def ffd(vertices, faces, lattice, *, method="accurate", level=4, device="auto", 
                          precision, bool(allow_non_manifold))
 
 
-def intersect_curves(a, b, *, tolerance=1e-7, threads=0):
+
+def _limits(max_seconds, max_cells):
+    """A solve's limits for the binding: None keeps the library's default (60 s, 20,000,000 cells per system)."""
+    return (None if max_seconds is None else float(max_seconds), None if max_cells is None else int(max_cells))
+
+
+def intersect_curves(a, b, *, tolerance=1e-7, threads=0, max_seconds=None, max_cells=None):
     """Intersections of two planar Bézier curves given by control points ``a`` (n, 2) and ``b`` (m, 2).
 
     Returns a dict: ``params`` (k, 2) the (s, t) parameter pairs, ``points`` (k, 2), ``tangent`` (k,) bool,
     ``overlaps`` (r, 4) rows (s0, s1, t0, t1) where the curves coincide, and ``status`` ("complete" or
     "limit reached: ..."). Each intersection is reported once; transversal ones to about 1e-15, tangent ones to
     about 1e-8 (``tangent``: the curves' tangents are parallel there).
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
     return _parasurf.intersect_curves(_np.asarray(a, dtype=_np.float64), _np.asarray(b, dtype=_np.float64),
-                                      float(tolerance), int(threads))
+                                      float(tolerance), int(threads), _limits(max_seconds, max_cells))
 
 
-def intersect_curves_batch(pairs, *, tolerance=1e-7, device="auto", threads=0, flat=False):
+def intersect_curves_batch(pairs, *, tolerance=1e-7, device="auto", threads=0, flat=False, max_seconds=None,
+                           max_cells=None):
     """``intersect_curves`` for many pairs ``[(a, b), ...]`` (or an array of shape (n, 2, k, 2)) at once (collision
     queries, every pair of curves of a drawing): one batch that the CPU threads share, or that a GPU solves in one traversal (``device="cuda"``;
     ``"auto"`` takes the GPU for batches of 2048 systems and more, and 128 per CPU thread, when one is present).
@@ -313,9 +322,12 @@ def intersect_curves_batch(pairs, *, tolerance=1e-7, device="auto", threads=0, f
     the pair of each intersection, ``params`` (k, 2), ``points`` (k, 2), ``tangent`` (k,) in the pairs' order;
     ``overlap_pair`` (r,) and ``overlaps`` (r, 4); ``complete`` (n,) bool per pair and ``status`` (the first
     pair's status that is not "complete", else "complete").
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
     points, counts = _pack_curve_pairs(pairs)
-    return _parasurf.intersect_curves_packed(points, counts, float(tolerance), device, int(threads), bool(flat))
+    return _parasurf.intersect_curves_packed(points, counts, float(tolerance), device, int(threads),
+                                             _limits(max_seconds, max_cells), bool(flat))
 
 
 def _pack_curve_pairs(pairs):
@@ -341,7 +353,7 @@ def patch_nets(path=None):
     return _parasurf.patch_nets(None if path is None else str(path))
 
 
-def closest_points(queries, patches=None, *, device="auto", threads=0):
+def closest_points(queries, patches=None, *, device="auto", threads=0, max_seconds=None, max_cells=None):
     """The point of a patch model nearest to each query point (point projection onto surfaces, many at once).
 
     ``queries`` (n, 3). ``patches``: None (the built-in Utah teapot), a path to a patch model (.bv, .bpt, B-spline
@@ -352,10 +364,12 @@ def closest_points(queries, patches=None, *, device="auto", threads=0):
     solved and ``status``. Where a query has a whole curve of nearest points (on an axis of symmetry), one of them.
     ``device``: "cpu", "cuda", "hybrid" or "auto" (the GPU for batches of 2048 systems and more, and 128 per CPU
     thread, when one is present).
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
     q = _np.ascontiguousarray(queries, dtype=_np.float64)
     path, nets = _patch_set(patches, "closest points")
-    return _parasurf.closest_points(q, path, nets, device, int(threads))
+    return _parasurf.closest_points(q, path, nets, device, int(threads), _limits(max_seconds, max_cells))
 
 
 def _patch_set(patches, what):
@@ -368,7 +382,8 @@ def _patch_set(patches, what):
     return (None if patches is None else str(patches)), []
 
 
-def intersect_rays(origins, directions, patches=None, *, t_min=0.0, device="auto", threads=0):
+def intersect_rays(origins, directions, patches=None, *, t_min=0.0, device="auto", threads=0, max_seconds=None,
+                   max_cells=None):
     """Where rays ``origins + t * directions`` first meet a patch model (ray casting without tessellating it).
 
     ``origins`` and ``directions`` (n, 3); ``patches`` as for ``closest_points`` (None: the Utah teapot, a
@@ -379,18 +394,24 @@ def intersect_rays(origins, directions, patches=None, *, t_min=0.0, device="auto
     for a miss), ``patch`` (n,) int64 (-1 for a miss; the lowest index on a tie), ``systems`` solved and
     ``status``. A ray through a seam or a shared corner hits. ``device``: "cpu", "cuda", "hybrid" or "auto" (the GPU
     for batches of 2048 systems and more, and 128 per CPU thread, when one is present).
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
     o = _np.ascontiguousarray(origins, dtype=_np.float64)
     d = _np.ascontiguousarray(directions, dtype=_np.float64)
     path, nets = _patch_set(patches, "rays")
-    return _parasurf.intersect_rays(o, d, path, nets, float(t_min), device, int(threads))
+    return _parasurf.intersect_rays(o, d, path, nets, float(t_min), device, int(threads),
+                                    _limits(max_seconds, max_cells))
 
 
-def ray_traps(curves, *, tolerance=1e-7, threads=0):
+def ray_traps(curves, *, tolerance=1e-7, threads=0, max_seconds=None, max_cells=None):
     """Ray traps of k = 3..6 planar Bézier curves (each (n_i, 2) control points): closed light paths that reflect
     once on every curve in turn. Returns a dict: ``params`` (m, k), ``points`` (m, k, 2) and ``status``.
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
-    return _parasurf.ray_traps([_np.asarray(c, dtype=_np.float64) for c in curves], float(tolerance), int(threads))
+    return _parasurf.ray_traps([_np.asarray(c, dtype=_np.float64) for c in curves], float(tolerance), int(threads),
+                               _limits(max_seconds, max_cells))
 
 
 def read_volume(path):
@@ -448,44 +469,52 @@ def _surface(s):
     return _np.asarray(s, dtype=_np.float64), [], []
 
 
-def hausdorff_distance(a, b, *, device="cpu", threads=0):
+def hausdorff_distance(a, b, *, device="cpu", threads=0, max_seconds=None, max_cells=None):
     """Hausdorff distance between two planar curves (Bézier (n, 2) arrays or B-spline dicts, see ``_curve``).
 
     Returns a dict: ``distance``; ``a_to_b`` and ``b_to_a``, each a dict with the one-sided ``distance``, the
     parameter ``t`` on the first curve where it is attained, ``r`` of its closest point on the other, and the two
     points ``from`` and ``to``; ``candidates`` measured and ``status``. ``device``: "cpu" (fastest for one pair),
     "cuda", "hybrid" or "auto".
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
     pa, da, ka = _curve(a)
     pb, db, kb = _curve(b)
-    return _parasurf.hausdorff_distance(pa, da, ka, pb, db, kb, device, int(threads))
+    return _parasurf.hausdorff_distance(pa, da, ka, pb, db, kb, device, int(threads), _limits(max_seconds, max_cells))
 
 
-def curve_bisector(a, b, *, resolution=1.0 / 128, device="cpu", threads=0):
+def curve_bisector(a, b, *, resolution=1.0 / 128, device="cpu", threads=0, max_seconds=None, max_cells=None):
     """Bisector of two planar curves: points equidistant from both on both normals, as polylines.
 
     Returns a dict: ``curves``, a list of dicts with ``points`` (k, 2), ``params`` (k, 2) (s on ``a``, t on ``b``)
     and ``closed``; and ``status``. ``resolution``: sampling cell width as a fraction of a knot span.
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
     pa, da, ka = _curve(a)
     pb, db, kb = _curve(b)
-    return _parasurf.curve_bisector(pa, da, ka, pb, db, kb, float(resolution), device, int(threads))
+    return _parasurf.curve_bisector(pa, da, ka, pb, db, kb, float(resolution), device, int(threads),
+                                    _limits(max_seconds, max_cells))
 
 
-def intersect_surfaces(a, b, *, resolution=1.0 / 64, device="cpu", threads=0):
+def intersect_surfaces(a, b, *, resolution=1.0 / 64, device="cpu", threads=0, max_seconds=None, max_cells=None):
     """Intersection curves of two surfaces (Bézier (m+1, n+1, 3) arrays or B-spline dicts, see ``_surface``).
 
     Returns a dict: ``curves``, a list of dicts with ``points`` (k, 3), ``params`` (k, 4) as (u1, v1, u2, v2) and
     ``closed``; ``overlaps`` (r, 8), the boxes (u1 lo, u1 hi, v1 lo, v1 hi, u2 lo, u2 hi, v2 lo, v2 hi) where the
     surfaces coincide over an area (coplanar or overlapping faces, whose intersection is not a curve there); and
     ``status``. Every point lies on both surfaces to about 1e-15.
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
     sa, da, ka = _surface(a)
     sb, db, kb = _surface(b)
-    return _parasurf.intersect_surfaces(sa, da, ka, sb, db, kb, float(resolution), device, int(threads))
+    return _parasurf.intersect_surfaces(sa, da, ka, sb, db, kb, float(resolution), device, int(threads),
+                                        _limits(max_seconds, max_cells))
 
 
-def contact_points(moving, fixed, motion, *, device="cpu", threads=0):
+def contact_points(moving, fixed, motion, *, device="cpu", threads=0, max_seconds=None, max_cells=None):
     """Contact points of ``moving`` under a scale-and-translation motion against ``fixed`` (surfaces as in
     ``intersect_surfaces``). ``motion`` is a dict with ``points`` (n, 4) rows (scale, tx, ty, tz), ``degree`` and
     ``knots``: T(t)[P] = scale(t) P + (tx, ty, tz)(t).
@@ -493,22 +522,28 @@ def contact_points(moving, fixed, motion, *, device="cpu", threads=0):
     Returns a dict: ``params`` (c, 5) rows (u1, v1, u2, v2, t), ``points`` (c, 3) on ``fixed``; ``regions`` (r, 10)
     rows (t0, t1, u1 lo, u1 hi, v1 lo, v1 hi, u2 lo, u2 hi, v2 lo, v2 hi) where the surfaces stay in contact over a
     set (parallel planar faces brought into one plane, coinciding surfaces); and ``status``.
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
     sa, da, ka = _surface(moving)
     sb, db, kb = _surface(fixed)
     mp = _np.asarray(motion["points"], dtype=_np.float64)
     return _parasurf.contact_points(sa, da, ka, sb, db, kb, mp, int(motion.get("degree", 3)),
-                                    [float(k) for k in motion["knots"]], device, int(threads))
+                                    [float(k) for k in motion["knots"]], device, int(threads),
+                                    _limits(max_seconds, max_cells))
 
 
-def surface_bisector(a, b, *, resolution=1.0 / 16, device="cpu", threads=0):
+def surface_bisector(a, b, *, resolution=1.0 / 16, device="cpu", threads=0, max_seconds=None, max_cells=None):
     """Point samples of the bisector of two surfaces, on a grid of the first surface's parameters.
 
     Returns a dict: ``params`` (k, 4) rows (u, v, s, t) of the two feet, ``points`` (k, 3) equidistant from both;
     ``overlaps`` (r, 8), boxes (u lo, u hi, v lo, v hi, s lo, s hi, t lo, t hi) where the surfaces coincide
     (coplanar faces: every point on their normal there is equidistant, so the bisector is no surface); and
     ``status``.
+    ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
+    with ``status`` "limit reached: ...".
     """
     sa, da, ka = _surface(a)
     sb, db, kb = _surface(b)
-    return _parasurf.surface_bisector(sa, da, ka, sb, db, kb, float(resolution), device, int(threads))
+    return _parasurf.surface_bisector(sa, da, ka, sb, db, kb, float(resolution), device, int(threads),
+                                      _limits(max_seconds, max_cells))

@@ -9,6 +9,7 @@
 #include <functional>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "arrays.hpp"
 
@@ -457,6 +458,19 @@ std::vector<BezierSurface> solver_patches(const py::object& path, const std::vec
   return patches;
 }
 
+// A solve's limits from Python (max_seconds, max_cells): None keeps the library's default.
+using Limits = std::pair<std::optional<double>, std::optional<std::int64_t>>;
+void set_limits(SolverOptions& o, const Limits& limits) {
+  if (const auto& s = limits.first) {
+    if (!(*s > 0)) throw Error(ErrorKind::InvalidArgument, "max_seconds must be positive (got " + std::to_string(*s) + ")");
+    o.max_seconds = *s;
+  }
+  if (const auto& c = limits.second) {
+    if (*c < 1) throw Error(ErrorKind::InvalidArgument, "max_cells must be at least 1 (got " + std::to_string(*c) + ")");
+    o.max_nodes = *c;
+  }
+}
+
 SolverOptions solver_options(const std::string& device, int threads, double tolerance = 1e-7) {
   SolverOptions o;
   o.device = parse_device(device);
@@ -722,11 +736,12 @@ void bind_solver(py::module_& m) {
   m.def(
       "intersect_curves",
       [](py::array_t<double, py::array::c_style | py::array::forcecast> a, py::array_t<double, py::array::c_style | py::array::forcecast> b,
-         double tolerance, int threads) {
+         double tolerance, int threads, const Limits& limits) {
         const BezierCurve2 ca = curve_arg(a), cb = curve_arg(b);
         SolverOptions o;
         o.tolerance = tolerance;
         o.threads = threads;
+        set_limits(o, limits);
         Interrupt interrupt;
         o.stop = interrupt.poll();
         CurveIntersectionResult r;
@@ -737,11 +752,11 @@ void bind_solver(py::module_& m) {
         interrupt.raise_if_stopped();
         return curve_result(r);
       },
-      py::arg("a"), py::arg("b"), py::arg("tolerance"), py::arg("threads"));
+      py::arg("a"), py::arg("b"), py::arg("tolerance"), py::arg("threads"), py::arg("limits"));
   m.def(
       "intersect_curves_packed",
       [](CArray points, py::array_t<std::int64_t, py::array::c_style | py::array::forcecast> counts, double tolerance,
-         const std::string& device, int threads, bool flat) -> py::object {
+         const std::string& device, int threads, const Limits& limits, bool flat) -> py::object {
         // The pairs' curves one after the other: counts[2i], counts[2i + 1] control points of pair i's curves.
         if (points.ndim() != 2 || points.shape(1) != 2)
           throw Error(ErrorKind::InvalidArgument, "curve control points must have shape (n, 2)");
@@ -762,6 +777,7 @@ void bind_solver(py::module_& m) {
         if (at != points.shape(0))
           throw Error(ErrorKind::InvalidArgument, "intersect_curves_packed: the counts do not add up to the points");
         SolverOptions o = solver_options(device, threads, tolerance);
+        set_limits(o, limits);
         Interrupt interrupt;
         o.stop = interrupt.poll();
         std::vector<CurveIntersectionResult> r;
@@ -806,7 +822,7 @@ void bind_solver(py::module_& m) {
         out["status"] = status;
         return std::move(out);
       },
-      py::arg("points"), py::arg("counts"), py::arg("tolerance"), py::arg("device"), py::arg("threads"), py::arg("flat"));
+      py::arg("points"), py::arg("counts"), py::arg("tolerance"), py::arg("device"), py::arg("threads"), py::arg("limits"), py::arg("flat"));
   m.def(
       "patch_nets",
       [](const py::object& path) {
@@ -834,13 +850,14 @@ void bind_solver(py::module_& m) {
       py::arg("path"));
   m.def(
       "closest_points",
-      [](CArray queries, const py::object& path, const std::vector<CArray>& nets, const std::string& device, int threads) {
+      [](CArray queries, const py::object& path, const std::vector<CArray>& nets, const std::string& device, int threads, const Limits& limits) {
         if (queries.ndim() != 2 || queries.shape(1) != 3)
           throw Error(ErrorKind::InvalidArgument, "queries must have shape (n, 3)");
         const std::vector<BezierSurface> patches = solver_patches(path, nets);
         std::vector<std::array<double, 3>> q(std::size_t(queries.shape(0)));
         std::copy_n(queries.data(), 3 * q.size(), q.data()->data());
         SolverOptions o = solver_options(device, threads);
+        set_limits(o, limits);
         Interrupt interrupt;
         o.stop = interrupt.poll();
         ClosestPointsResult r;
@@ -870,11 +887,11 @@ void bind_solver(py::module_& m) {
         out["status"] = r.status;
         return out;
       },
-      py::arg("queries"), py::arg("path"), py::arg("nets"), py::arg("device"), py::arg("threads"));
+      py::arg("queries"), py::arg("path"), py::arg("nets"), py::arg("device"), py::arg("threads"), py::arg("limits"));
   m.def(
       "intersect_rays",
       [](CArray origins, CArray directions, const py::object& path, const std::vector<CArray>& nets, double t_min,
-         const std::string& device, int threads) {
+         const std::string& device, int threads, const Limits& limits) {
         for (const CArray* a : {&origins, &directions})
           if (a->ndim() != 2 || a->shape(1) != 3) throw Error(ErrorKind::InvalidArgument, "origins and directions must have shape (n, 3)");
         if (origins.shape(0) != directions.shape(0))
@@ -885,6 +902,7 @@ void bind_solver(py::module_& m) {
         std::copy_n(origins.data(), 3 * o.size(), o.data()->data());
         std::copy_n(directions.data(), 3 * d.size(), d.data()->data());
         SolverOptions opt = solver_options(device, threads);
+        set_limits(opt, limits);
         Interrupt interrupt;
         opt.stop = interrupt.poll();
         RayHitsResult r;
@@ -920,10 +938,10 @@ void bind_solver(py::module_& m) {
         return out;
       },
       py::arg("origins"), py::arg("directions"), py::arg("path"), py::arg("nets"), py::arg("t_min"), py::arg("device"),
-      py::arg("threads"));
+      py::arg("threads"), py::arg("limits"));
   m.def(
       "ray_traps",
-      [](std::vector<py::array_t<double, py::array::c_style | py::array::forcecast>> curves, double tolerance, int threads) {
+      [](std::vector<py::array_t<double, py::array::c_style | py::array::forcecast>> curves, double tolerance, int threads, const Limits& limits) {
         std::vector<BezierCurve2> cs;
         for (const auto& p : curves) {
           if (p.ndim() != 2 || p.shape(1) != 2) throw Error(ErrorKind::InvalidArgument, "curve control points must have shape (n, 2)");
@@ -934,6 +952,7 @@ void bind_solver(py::module_& m) {
         SolverOptions o;
         o.tolerance = tolerance;
         o.threads = threads;
+        set_limits(o, limits);
         Interrupt interrupt;
         o.stop = interrupt.poll();
         RayTrapResult r;
@@ -956,13 +975,14 @@ void bind_solver(py::module_& m) {
         out["status"] = r.status;
         return out;
       },
-      py::arg("curves"), py::arg("tolerance"), py::arg("threads"));
+      py::arg("curves"), py::arg("tolerance"), py::arg("threads"), py::arg("limits"));
 
   m.def(
       "hausdorff_distance",
-      [](CArray a, int da, std::vector<double> ka, CArray b, int db, std::vector<double> kb, const std::string& device, int threads) {
+      [](CArray a, int da, std::vector<double> ka, CArray b, int db, std::vector<double> kb, const std::string& device, int threads, const Limits& limits) {
         const BSplineCurve2 ca = curve_arg(a, da, ka, "curve a"), cb = curve_arg(b, db, kb, "curve b");
         SolverOptions o = solver_options(device, threads);
+        set_limits(o, limits);
         Interrupt interrupt;
         o.stop = interrupt.poll();
         HausdorffResult r;
@@ -989,13 +1009,14 @@ void bind_solver(py::module_& m) {
         return out;
       },
       py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("device"),
-      py::arg("threads"));
+      py::arg("threads"), py::arg("limits"));
   m.def(
       "curve_bisector",
       [](CArray a, int da, std::vector<double> ka, CArray b, int db, std::vector<double> kb, double resolution, const std::string& device,
-         int threads) {
+         int threads, const Limits& limits) {
         const BSplineCurve2 ca = curve_arg(a, da, ka, "curve a"), cb = curve_arg(b, db, kb, "curve b");
         SolverOptions o = solver_options(device, threads);
+        set_limits(o, limits);
         Interrupt interrupt;
         o.stop = interrupt.poll();
         CurveBisectorResult r;
@@ -1018,7 +1039,7 @@ void bind_solver(py::module_& m) {
         return out;
       },
       py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("resolution"),
-      py::arg("device"), py::arg("threads"));
+      py::arg("device"), py::arg("threads"), py::arg("limits"));
 }
 
 // The solver's surface applications.
@@ -1026,9 +1047,10 @@ void bind_surface_solver(py::module_& m) {
   m.def(
       "intersect_surfaces",
       [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
-         double resolution, const std::string& device, int threads) {
+         double resolution, const std::string& device, int threads, const Limits& limits) {
         const BSplineSurface sa = surface_arg(a, da, ka, "surface a"), sb = surface_arg(b, db, kb, "surface b");
         SolverOptions o = solver_options(device, threads);
+        set_limits(o, limits);
         Interrupt interrupt;
         o.stop = interrupt.poll();
         SurfaceIntersectionResult r;
@@ -1055,11 +1077,11 @@ void bind_surface_solver(py::module_& m) {
         return out;
       },
       py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("resolution"),
-      py::arg("device"), py::arg("threads"));
+      py::arg("device"), py::arg("threads"), py::arg("limits"));
   m.def(
       "contact_points",
       [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
-         CArray motion, int motion_degree, std::vector<double> motion_knots, const std::string& device, int threads) {
+         CArray motion, int motion_degree, std::vector<double> motion_knots, const std::string& device, int threads, const Limits& limits) {
         const BSplineSurface sa = surface_arg(a, da, ka, "moving surface"), sb = surface_arg(b, db, kb, "fixed surface");
         if (motion.ndim() != 2 || motion.shape(1) != 4) throw Error(ErrorKind::InvalidArgument, "motion: control points must have shape (n, 4): scale, tx, ty, tz");
         Motion m;
@@ -1068,6 +1090,7 @@ void bind_surface_solver(py::module_& m) {
         for (py::ssize_t i = 0; i < motion.shape(0); ++i)
           m.points.push_back({motion.data()[4 * i], motion.data()[4 * i + 1], motion.data()[4 * i + 2], motion.data()[4 * i + 3]});
         SolverOptions o = solver_options(device, threads);
+        set_limits(o, limits);
         Interrupt interrupt;
         o.stop = interrupt.poll();
         ContactResult r;
@@ -1095,13 +1118,14 @@ void bind_surface_solver(py::module_& m) {
         return out;
       },
       py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("motion"),
-      py::arg("motion_degree"), py::arg("motion_knots"), py::arg("device"), py::arg("threads"));
+      py::arg("motion_degree"), py::arg("motion_knots"), py::arg("device"), py::arg("threads"), py::arg("limits"));
   m.def(
       "surface_bisector",
       [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
-         double resolution, const std::string& device, int threads) {
+         double resolution, const std::string& device, int threads, const Limits& limits) {
         const BSplineSurface sa = surface_arg(a, da, ka, "surface a"), sb = surface_arg(b, db, kb, "surface b");
         SolverOptions o = solver_options(device, threads);
+        set_limits(o, limits);
         Interrupt interrupt;
         o.stop = interrupt.poll();
         SurfaceBisectorResult r;
@@ -1129,7 +1153,7 @@ void bind_surface_solver(py::module_& m) {
         return out;
       },
       py::arg("a"), py::arg("degree_a"), py::arg("knots_a"), py::arg("b"), py::arg("degree_b"), py::arg("knots_b"), py::arg("resolution"),
-      py::arg("device"), py::arg("threads"));
+      py::arg("device"), py::arg("threads"), py::arg("limits"));
 }
 
 // Free-form deformation: lattices and deformed meshes.

@@ -1,5 +1,6 @@
 """Surface evaluation, patch tessellation and FFD from Python: shapes, dtypes, values against references."""
 import math
+import time
 
 import numpy as np
 import pytest
@@ -276,6 +277,23 @@ def test_hausdorff_distance():
     assert abs(bs["distance"] - 1.5) < 1e-12
     with pytest.raises(ValueError):
         parasurf.hausdorff_distance({"points": [[0, 0], [1, 1]], "degree": 1, "knots": [0, 1, 0, 1]}, [[0, 0], [1, 0]])
+
+
+def test_solver_limits():
+    # max_cells and max_seconds bound a solve: the answer comes back marked partial, not after the default minute.
+    a, b = [[0, 0], [0.5, 1], [1, 0]], [[0, 0.8], [0.3, -0.2], [0.7, 1.0], [1, 0.2]]
+    assert parasurf.hausdorff_distance(a, b)["status"] == "complete"
+    # (cells are counted per system, by 64 per thread: a batch of n systems stops past about n * max_cells)
+    assert parasurf.hausdorff_distance(a, b, max_cells=1)["status"].startswith("limit reached: 7 cells")
+    far = [[0, 1e18], [0.5, 1], [1, 0]]
+    assert parasurf.hausdorff_distance(far, b, max_cells=1000)["status"].startswith("limit reached")
+    assert parasurf.hausdorff_distance(far, b)["status"] == "complete"
+    t0 = time.perf_counter()
+    r = parasurf.closest_points(np.random.default_rng(1).standard_normal((2000, 3)) * 3, max_seconds=1e-6, device="cpu")
+    assert r["status"].startswith("limit reached") and time.perf_counter() - t0 < 30
+    for bad in (dict(max_seconds=0), dict(max_seconds=-1.0), dict(max_seconds=float("nan")), dict(max_cells=0)):
+        with pytest.raises(ValueError, match="max_"):
+            parasurf.hausdorff_distance(a, b, **bad)
 
 
 def paraboloid():

@@ -116,7 +116,10 @@ def test_solver_functions_survive_hostile_arguments(rng):
         return c
     for _ in range(60):
         call(parasurf.intersect_curves, curve(), curve(), tolerance=[1e-7, 0.0, -1.0, float("nan")][int(rng.integers(4))])
-        call(parasurf.hausdorff_distance, curve(), curve())
+        limits = {}
+        if rng.random() < 0.5:  # absurd limits: refused, or a partial result
+            limits = {["max_seconds", "max_cells"][int(rng.integers(2))]: any_number(rng)}
+        call(parasurf.hausdorff_distance, curve(), curve(), **limits)
         call(parasurf.curve_bisector, curve(), curve(), resolution=[1.0 / 16, 0.0, 2.0, 1e-300][int(rng.integers(4))])
     # The batches: lists of hostile pairs, arrays of any shape for pairs, points and rays, NaN and absurd numbers.
     for _ in range(40):

@@ -44,6 +44,11 @@ inline std::int64_t continuum_waiting_limit(std::size_t systems) {
   return std::max<std::int64_t>(100000, 2000 * std::int64_t(std::max<std::size_t>(systems, 1)));
 }
 
+// Equations whose coefficients' rounding hides their sign over wide areas (coordinates of 1e18 beside ones of 1)
+// multiply cells without a continuum's wide frontier: past this many cells of one system, the CPU engines take its
+// cells at their size too.
+inline constexpr std::int64_t continuum_system_cells = 400000;
+
 // A batch of systems for the engines: each system with its equations and inequalities (positive may be empty:
 // none anywhere); square: as many equations as variables (roots), else solution sets sampled.
 struct Batch {

@@ -456,7 +456,7 @@ Subdivision subdivide(const System& sys, const std::vector<BernsteinPoly>& equat
     out.nodes += std::int64_t(frontier.size());
     // A solution curve or surface doubles the level's cells at every split: past this many, the level's cells are
     // taken as they are (a region at this resolution) instead of refining them to the tolerance.
-    if (square && std::int64_t(frontier.size()) > continuum_waiting_limit(1)) {
+    if (square && (std::int64_t(frontier.size()) > continuum_waiting_limit(1) || out.nodes > continuum_system_cells)) {
       double width = 0;
       for (const auto& c : frontier)
         for (int k = 0; k < n; ++k) width = std::max(width, c.hi[k] - c.lo[k]);
@@ -609,6 +609,8 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   const std::int64_t max_nodes = batch_cell_limit(o.max_nodes, count);
   const std::int64_t candidate_limit = continuum_candidate_limit(count), waiting_limit = continuum_waiting_limit(count);
   std::atomic<double> tolerance{o.tolerance};
+  // Cells visited per system: depth first, few cells wait even where a system's cells multiply.
+  std::vector<std::atomic<std::int64_t>> visited(square ? count : 0);
   // Roots that did not fit in the ring at the start: a thread whose stack and the ring are empty claims the next.
   std::vector<std::size_t> overflow;
   std::atomic<std::size_t> next_overflow{0};
@@ -678,8 +680,15 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
         mine.visits.emplace_back(sys, 1);
       const int m = int(equations[sys].size());
       double tol = tolerance.load(std::memory_order_relaxed);
-      // A continuum keeps the ring full: past the waiting limit, cells are taken at their size.
-      if (square && pending.load(std::memory_order_relaxed) + std::int64_t(local.size()) > waiting_limit) {
+      // A continuum keeps the ring full, or one system's cells multiply: past either limit, cells are taken at their
+      // size.
+      bool crowded = false;
+      if (square) {  // counted by 64 of a thread's run of cells of the system (one shared write per 64 cells)
+        if ((mine.visits.back().second & 63) == 0) visited[sys].fetch_add(64, std::memory_order_relaxed);
+        crowded = visited[sys].load(std::memory_order_relaxed) > continuum_system_cells ||
+                  pending.load(std::memory_order_relaxed) + std::int64_t(local.size()) > waiting_limit;
+      }
+      if (crowded) {
         double width = 0;
         for (int k = 0; k < systems[sys].n; ++k) width = std::max(width, node.cell.hi[std::size_t(k)] - node.cell.lo[std::size_t(k)]);
         tol = std::max(tol, 1.01 * width);

@@ -146,6 +146,29 @@ TEST(Hausdorff, SelfBisectorCase) {
   }
 }
 
+// A control point at 1e18 beside ones of order 1: the rounding of the systems' coefficients hides their sign over
+// wide areas, so cells multiply without a continuum's wide frontier. Depth first, the task scheme refined them all to
+// the tolerance (past the 30 s limit here on two cores, then "limit reached"); both CPU schemes now finish, with the right answer:
+// the near part of the quadratic is, to 1e-9, the ray from (1, 0) up, so the point of the other curve farthest
+// from it is (0, 0.8), 1 away.
+TEST(Hausdorff, FarControlPointFinishes) {
+  const BezierCurve2 a{{{0, 1e18}, {0.5, 1}, {1, 0}}};
+  const BSplineCurve2 b{2, {0, 0, 0, 0.5, 1, 1, 1}, {{0, 0.8}, {0.3, -0.2}, {0.7, 1.0}, {1, 0.2}}};
+  const BSplineCurve2 sa{2, {0, 0, 0, 1, 1, 1}, a.points};
+  for (SolverCpuScheme scheme : {SolverCpuScheme::TaskBuffer, SolverCpuScheme::Levels}) {
+    SCOPED_TRACE(scheme == SolverCpuScheme::TaskBuffer ? "tasks" : "levels");
+    SolverOptions o;
+    o.cpu_scheme = scheme;
+    o.max_seconds = 30;
+    const HausdorffResult r = hausdorff_distance(sa, b, o);
+    EXPECT_EQ(r.status, "complete");  // (under 2 s with tasks, 5 s with levels, on two cores)
+    EXPECT_NEAR(r.a_to_b.distance, 1e18, 1e3);
+    EXPECT_NEAR(r.b_to_a.distance, 1.0, 1e-6);
+    EXPECT_EQ(r.b_to_a.from[0], 0.0);
+    EXPECT_EQ(r.b_to_a.from[1], 0.8);
+  }
+}
+
 // ------------------------------------------------------------------------------------------------ surfaces
 
 // A Bézier patch as the clamped B-spline of one span; points[i][j], i along u.
