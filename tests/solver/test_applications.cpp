@@ -147,17 +147,22 @@ TEST(Hausdorff, SelfBisectorCase) {
 }
 
 // A control point at 1e18 beside ones of order 1: the rounding of the systems' coefficients hides their sign over
-// wide areas, so cells multiply without a continuum's wide frontier. Depth first, the task scheme refined them all to
-// the tolerance (past the 30 s limit here on two cores, then "limit reached"); both CPU schemes now finish, with the right answer:
-// the near part of the quadratic is, to 1e-9, the ray from (1, 0) up, so the point of the other curve farthest
-// from it is (0, 0.8), 1 away.
+// wide areas, so cells multiply without a continuum's wide frontier. Depth first, the task scheme refined them all
+// to the tolerance (past the 30 s limit here on two cores, then "limit reached"); every engine now finishes, with
+// the right answer: the near part of the quadratic is, to 1e-9, the ray from (1, 0) up, so the point of the other
+// curve farthest from it is (0, 0.8), 1 away.
 TEST(Hausdorff, FarControlPointFinishes) {
   const BezierCurve2 a{{{0, 1e18}, {0.5, 1}, {1, 0}}};
   const BSplineCurve2 b{2, {0, 0, 0, 0.5, 1, 1, 1}, {{0, 0.8}, {0.3, -0.2}, {0.7, 1.0}, {1, 0.2}}};
   const BSplineCurve2 sa{2, {0, 0, 0, 1, 1, 1}, a.points};
-  for (SolverCpuScheme scheme : {SolverCpuScheme::TaskBuffer, SolverCpuScheme::Levels}) {
-    SCOPED_TRACE(scheme == SolverCpuScheme::TaskBuffer ? "tasks" : "levels");
+  std::vector<std::pair<Device, SolverCpuScheme>> runs{{Device::Cpu, SolverCpuScheme::TaskBuffer},
+                                                       {Device::Cpu, SolverCpuScheme::Levels}};
+  for (Device d : test::solver_engines())  // the GPU engines, breadth first, meet the waiting limit
+    if (d != Device::Cpu) runs.emplace_back(d, SolverCpuScheme::TaskBuffer);
+  for (const auto& [device, scheme] : runs) {
+    SCOPED_TRACE(std::string(device_name(device)) + (scheme == SolverCpuScheme::TaskBuffer ? " tasks" : " levels"));
     SolverOptions o;
+    o.device = device;
     o.cpu_scheme = scheme;
     o.max_seconds = 30;
     const HausdorffResult r = hausdorff_distance(sa, b, o);
