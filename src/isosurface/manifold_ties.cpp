@@ -446,6 +446,44 @@ std::int64_t split_core(TriangleMesh& m, bool normals_to_lower, int threads, con
 namespace parasurf::distributed {
 using namespace parasurf::iso;
 
+bool plain_fans(std::vector<FanCorner>& list, bool open_too) {
+  std::sort(list.begin(), list.end(), [](const FanCorner& a, const FanCorner& b) { return a.v < b.v; });
+  for (std::size_t a = 0; a < list.size();) {
+    std::size_t b = a;
+    while (b < list.size() && list[b].v == list[a].v) ++b;
+    const std::size_t deg = b - a;
+    // The triangles no other precedes (none whose next vertex is their previous one): none for a closed fan, one
+    // for an open one.
+    std::size_t first = a, starts = 0;
+    for (std::size_t k = a; k < b; ++k) {
+      bool preceded = false;
+      for (std::size_t j = a; j < b && !preceded; ++j) preceded = list[j].next == list[k].prev;
+      if (!preceded) first = k, ++starts;
+    }
+    if (starts > (open_too ? 1u : 0u)) return false;
+    const bool open = starts == 1;
+    std::size_t at = first, steps = 0;
+    for (;;) {
+      std::size_t hit = b, hits = 0;
+      for (std::size_t k = a; k < b; ++k)
+        if (list[k].prev == list[at].next) hit = k, ++hits;
+      ++steps;
+      if (hits > 1 || steps > deg) return false;
+      if (hits == 0) {  // the open fan's last triangle
+        if (!open || steps != deg) return false;
+        break;
+      }
+      at = hit;
+      if (at == first) {  // round a closed fan
+        if (open || steps != deg || deg < 3) return false;
+        break;
+      }
+    }
+    a = b;
+  }
+  return true;
+}
+
 std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int threads, const WorldToIndex& to_index) {
   const std::size_t nv = std::size_t(m.vertex_count()), nt = std::size_t(m.triangle_count());
   if (nt == 0 || 3 * nt > UINT32_MAX) return 0;  // (meshes past 1.4 billion triangles are left as they are)
@@ -474,38 +512,15 @@ std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int 
   // Where samples on the level are everywhere (integer data at a data value), the pass runs on the whole mesh: the
   // shortcuts below would only add to it. (Both ways give the same mesh.)
   if (at_samples.size() > nt / 8) return split_core(m, normals_to_lower, threads, to_index);
-  // Most vertices on samples are a plain closed fan (each triangle's next vertex is exactly one other triangle's
-  // previous one, and following that visits all): then no sheets meet there, nor along an edge from there (such an
-  // edge breaks the fans at both ends), and there is nothing to split.
+  // Most vertices on samples are a plain closed fan (part.hpp): then there is nothing to split.
   {
-    struct Around {
-      std::uint32_t v, next, prev;
-    };
-    std::vector<Around> list;
+    std::vector<FanCorner> list;
     for (const std::uint32_t t : at_samples)
       for (int q = 0; q < 3; ++q) {
         const std::uint32_t* c = &m.triangles[3 * std::size_t(t)];
         if (flag[c[q]] & 1) list.push_back({c[q], c[(q + 1) % 3], c[(q + 2) % 3]});
       }
-    std::sort(list.begin(), list.end(), [](const Around& a, const Around& b) { return a.v < b.v; });
-    bool plain = true;
-    for (std::size_t a = 0; a < list.size() && plain;) {
-      std::size_t b = a;
-      while (b < list.size() && list[b].v == list[a].v) ++b;
-      const std::size_t deg = b - a;
-      std::size_t at = a, steps = 0;
-      do {
-        std::size_t hit = b, hits = 0;
-        for (std::size_t k = a; k < b; ++k)
-          if (list[k].prev == list[at].next) hit = k, ++hits;
-        plain = hits == 1;
-        at = hit;
-        ++steps;
-      } while (plain && at != a && steps <= deg);
-      plain = plain && steps == deg && deg >= 3;
-      a = b;
-    }
-    if (plain) return 0;
+    if (plain_fans(list)) return 0;
   }
   for (const std::uint32_t t : at_samples)
     for (int q = 0; q < 3; ++q) flag[m.triangles[3 * std::size_t(t) + std::size_t(q)]] |= 2;

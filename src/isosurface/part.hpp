@@ -9,9 +9,25 @@
 #include "parasurf/distributed.hpp"
 #include "parasurf/isosurface.hpp"
 
+namespace parasurf::distributed {
+// A corner of a triangle at a vertex on a sample: the vertex, and the triangle's next and previous vertices.
+struct FanCorner {
+  std::uint32_t v, next, prev;
+};
+// Whether every vertex listed is a plain closed fan: each of its triangles' next vertex is exactly one other
+// triangle's previous one, following that visits all of them, and there are three or more. There no sheets meet,
+// nor along an edge from there (such an edge breaks the fans at both ends), and split_pinched_vertices changes
+// nothing. With open_too, one open fan passes as well (a vertex at the volume's border): a chain from the one
+// triangle no other precedes through all the others, each next vertex some other's previous one once at most.
+// Sorts the list by vertex.
+bool plain_fans(std::vector<FanCorner>& corners, bool open_too = false);
+}  // namespace parasurf::distributed
+
 namespace parasurf::iso {
 
 using distributed::apply_rounded_moves;
+using distributed::FanCorner;
+using distributed::plain_fans;
 using distributed::coincident_tie_drops;
 using distributed::drop_triangles;
 using distributed::extract_isosurface_parts;

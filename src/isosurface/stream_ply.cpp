@@ -19,6 +19,7 @@
 #include "io/atomic_file.hpp"
 #include "isosurface/auto_device.hpp"
 #include "isosurface/level_mesh.hpp"
+#include "isosurface/part.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/distributed.hpp"
 #include "parasurf/error.hpp"
@@ -115,11 +116,47 @@ std::vector<std::int64_t> part_bounds(VolumeSource& volume, const IsosurfaceOpti
   return bounds;
 }
 
-// Whether a part's mesh needs the clean-up of join_levels, which takes the whole mesh: samples equal to the level
-// (coincident tie triangles, vertices their collapsed triangles leave unused, pinches).
+// Whether a part's mesh needs the clean-up of join_levels that takes the whole mesh: samples equal to the level
+// whose coincident tie triangles cancel, or whose collapsed triangles leave vertices unused (engines that do not
+// settle them cell by cell). Pinches are checked part by part (PinchCheck).
 bool has_ties(const distributed::IsosurfacePart& part, const IsosurfaceOptions& o) {
-  return !part.ties.empty() || (part.point_vertices && !o.keep_degenerate) || (part.tie_vertices && o.split_pinches);
+  return !part.ties.empty() || (part.point_vertices && !o.keep_degenerate);
 }
+
+// Vertices on samples equal to the level, where the level set may pinch: while every such vertex is one plain fan,
+// split_pinched_vertices changes nothing (part.hpp), and the parts can be written as they come. A vertex's
+// triangles lie in the cells below and above its sample, so those of a part's first vertices come partly from the
+// part before: the corners that refer past a part's own vertices wait for the next part.
+class PinchCheck {
+ public:
+  // `base`: the vertices before this part. False where some vertex on a sample is not one plain fan, closed or open
+  // (at the volume's border).
+  bool plain(const distributed::IsosurfacePart& part, std::uint64_t base, int threads, const iso::WorldToIndex& to_index) {
+    const TriangleMesh& m = part.mesh;
+    const std::uint64_t nv = std::uint64_t(m.vertex_count());
+    std::vector<std::uint8_t> on;
+    if (part.tie_vertices) iso::pinch_candidates(m, threads, to_index, on);
+    auto on_sample = [&](std::uint64_t local) { return part.tie_vertices && (on[local] & 1); };
+    std::vector<iso::FanCorner> settled, open;
+    for (const iso::FanCorner& c : waiting_)
+      if (on_sample(c.v - base)) settled.push_back(c);
+    const std::size_t nt = std::size_t(m.triangle_count());
+    for (std::size_t t = 0; t < nt; ++t) {
+      const std::uint32_t* c = &m.triangles[3 * t];
+      for (int q = 0; q < 3; ++q) {
+        const iso::FanCorner corner{std::uint32_t(base + c[q]), std::uint32_t(base + c[(q + 1) % 3]),
+                                    std::uint32_t(base + c[(q + 2) % 3])};
+        if (c[q] >= nv) open.push_back(corner);
+        else if (on_sample(c[q])) settled.push_back(corner);
+      }
+    }
+    waiting_ = std::move(open);
+    return iso::plain_fans(settled, true);
+  }
+
+ private:
+  std::vector<iso::FanCorner> waiting_;  // corners at the next part's vertices
+};
 
 }  // namespace
 
@@ -184,6 +221,7 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
   std::vector<std::uint64_t> vertices(levels, 0), triangles(levels, 0);
   std::vector<std::set<std::int32_t>> labels_seen(levels);
   std::vector<std::vector<distributed::RoundedCandidate>> candidates(levels);  // the last part's, per level
+  std::vector<PinchCheck> pinches(levels);
   const std::size_t face_words = layout.labels ? 4 : 3;                        // three corners, and the label
   std::vector<char> records;
   std::vector<std::uint32_t> faces;
@@ -206,6 +244,8 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
       const distributed::IsosurfacePart& part = parts[L];
       if (has_ties(part, o)) return in_memory("samples equal to the level: the tie clean-up takes the whole mesh");
       const TriangleMesh& m = part.mesh;
+      if (o.split_pinches && !pinches[L].plain(part, vertices[L], cpu_thread_count(o.threads), to_index))
+        return in_memory("the level set may pinch at samples equal to the level: splitting there takes the whole mesh");
       // Crossings that rounding put on one sample are welded where two or more have the same position; such a
       // group lies around one sample, within this part and the one before.
       if (!o.keep_degenerate) {

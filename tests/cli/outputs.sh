@@ -108,6 +108,18 @@ wait $reader
 cmp -s whole.ply streamed_copy.ply || no "--stream-mesh into a FIFO: the reader did not get the mesh"
 "$exe" isosurface --size 24 -q -o streamed.obj --stream-mesh >/dev/null 2>&1; [ $? -eq 2 ] || no "--stream-mesh to .obj"
 [ -e streamed.obj ] && no "a refused --stream-mesh left a file"
+# An integer volume at an integer level (samples on the level, as CT thresholds meet them): still part by part, the
+# same file.
+python3 -c "
+import math
+n = 40
+open('q.raw', 'wb').write(bytes(max(0, min(255, int(200 - 8 * math.sqrt((i - 19.5) ** 2 + (j - 17) ** 2 + (k - 21) ** 2))))
+                                for k in range(n) for j in range(n) for i in range(n)))"
+q=(q.raw --raw-dims 40x40x40 --raw-type uint8 --level 120 -q)
+"$exe" isosurface "${q[@]}" -o qwhole.ply || no "in-memory isosurface of an integer volume"
+"$exe" isosurface "${q[@]}" -o qparts.ply --stream-mesh --memory 0.05 --json qparts.json || no "--stream-mesh, ties"
+cmp -s qwhole.ply qparts.ply || no "--stream-mesh with ties wrote another file than the in-memory run"
+grep -q '"streamed": true' qparts.json || no "--stream-mesh with ties did not stream: $(grep not_streamed qparts.json)"
 ls -a | grep -q parasurf-spill && no "a spill file was left behind"
 [ $fail -eq 0 ] && echo "all output cases passed"
 exit $fail
