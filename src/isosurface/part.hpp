@@ -26,15 +26,15 @@ bool plain_fans(std::vector<FanCorner>& corners, bool open_too = false);
 namespace parasurf::iso {
 
 using distributed::apply_rounded_moves;
-using distributed::FanCorner;
-using distributed::plain_fans;
 using distributed::coincident_tie_drops;
 using distributed::drop_triangles;
 using distributed::extract_isosurface_parts;
+using distributed::FanCorner;
 using distributed::IsosurfacePart;
 using distributed::layer_costs;
 using distributed::level_group_name;
 using distributed::pinch_candidates;
+using distributed::plain_fans;
 using distributed::remove_vertices;
 using distributed::rounded_candidates;
 using distributed::rounded_moves;

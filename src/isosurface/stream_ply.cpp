@@ -131,7 +131,8 @@ class PinchCheck {
  public:
   // `base`: the vertices before this part. False where some vertex on a sample is not one plain fan, closed or open
   // (at the volume's border).
-  bool plain(const distributed::IsosurfacePart& part, std::uint64_t base, int threads, const iso::WorldToIndex& to_index) {
+  bool plain(const distributed::IsosurfacePart& part, std::uint64_t base, int threads,
+             const iso::WorldToIndex& to_index) {
     const TriangleMesh& m = part.mesh;
     const std::uint64_t nv = std::uint64_t(m.vertex_count());
     std::vector<std::uint8_t> on;
@@ -146,8 +147,10 @@ class PinchCheck {
       for (int q = 0; q < 3; ++q) {
         const iso::FanCorner corner{std::uint32_t(base + c[q]), std::uint32_t(base + c[(q + 1) % 3]),
                                     std::uint32_t(base + c[(q + 2) % 3])};
-        if (c[q] >= nv) open.push_back(corner);
-        else if (on_sample(c[q])) settled.push_back(corner);
+        if (c[q] >= nv)
+          open.push_back(corner);
+        else if (on_sample(c[q]))
+          settled.push_back(corner);
       }
     }
     waiting_ = std::move(open);
@@ -222,7 +225,7 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
   std::vector<std::set<std::int32_t>> labels_seen(levels);
   std::vector<std::vector<distributed::RoundedCandidate>> candidates(levels);  // the last part's, per level
   std::vector<PinchCheck> pinches(levels);
-  const std::size_t face_words = layout.labels ? 4 : 3;                        // three corners, and the label
+  const std::size_t face_words = layout.labels ? 4 : 3;  // three corners, and the label
   std::vector<char> records;
   std::vector<std::uint32_t> faces;
   const auto progress = options.progress;
