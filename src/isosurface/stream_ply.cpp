@@ -177,9 +177,11 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
   // the last bits of their positions, so parts made on both would not give the in-memory run's file.
   IsosurfaceOptions on_one = options;
   std::string choice;
+  bool chose_gpu = false;
   if (iso::auto_weighs_devices(options)) {
     const iso::AutoPick pick = iso::pick_device(volume, options);
     on_one.device = pick.device;
+    chose_gpu = pick.device != Device::Cpu;
     if (pick.weighed) choice = core::describe(pick.decision);
   }
   auto in_memory = [&](const std::string& why) {
@@ -245,7 +247,21 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
     rep.profile.peak_slab_bytes = std::max(rep.profile.peak_slab_bytes, pr.profile.peak_slab_bytes);
     for (std::size_t L = 0; L < levels; ++L) {
       const distributed::IsosurfacePart& part = parts[L];
-      if (has_ties(part, o)) return in_memory("samples equal to the level: the tie clean-up takes the whole mesh");
+      if (has_ties(part, o)) {
+        // A GPU that auto chose leaves ties to the whole mesh: the CPU's classic table settles them part by part,
+        // so the run starts again there, which keeps memory bounded (a mesh made in memory may not fit).
+        if (chose_gpu && !o.keep_degenerate && o.topology == CaseTopology::Classic) {
+          IsosurfaceOptions on_cpu = options;
+          on_cpu.device = Device::Cpu;
+          vertex_spill.clear(), face_spill.clear();
+          StreamedIsosurfaceReport r = write_isosurface_ply(volume, on_cpu, path, part_bytes);
+          r.run.device_choice =
+              choice + (choice.empty() ? "" : "; ") +
+              "samples equal to the level: streamed on the CPU, which settles their ties part by part";
+          return r;
+        }
+        return in_memory("samples equal to the level: the tie clean-up takes the whole mesh");
+      }
       const TriangleMesh& m = part.mesh;
       if (o.split_pinches && !pinches[L].plain(part, vertices[L], cpu_thread_count(o.threads), to_index))
         return in_memory("the level set may pinch at samples equal to the level: splitting there takes the whole mesh");

@@ -169,6 +169,33 @@ TEST(StreamedMesh, TiesArePartByPartUnlessTheLevelSetPinches) {
   EXPECT_TRUE(read_file(f.memory) == read_file(f.streamed));
 }
 
+// A 256^3 integer volume at one of its values with the default device: where auto takes the GPU (whose engine
+// leaves ties to a pass over the whole mesh), the streamed run starts again on the CPU instead of holding the mesh;
+// either way the file is the CPU's in-memory one.
+TEST(StreamedMesh, TiesStreamWhateverDeviceAutoTakes) {
+  VolumeGeometry g;
+  g.dims = {256, 256, 256};
+  std::vector<std::uint8_t> v(std::size_t(g.voxel_count()));
+  for (std::int64_t k = 0; k < 256; ++k)
+    for (std::int64_t j = 0; j < 256; ++j)
+      for (std::int64_t i = 0; i < 256; ++i) {
+        const double r = std::sqrt(double((i - 127) * (i - 127) + (j - 120) * (j - 120) + (k - 131) * (k - 131)));
+        v[std::size_t((k * 256 + j) * 256 + i)] = std::uint8_t(std::max(0.0, 200 - r));
+      }
+  MemoryVolume volume(g, VoxelType::UInt8, v.data(), "ball");
+  IsosurfaceOptions o;
+  o.levels = {120};
+  o.device = Device::Cpu;
+  Files f;
+  write_mesh(f.memory, extract_isosurface(volume, o), MeshFormat::Ply);
+  o.device = Device::Auto;
+  const StreamedIsosurfaceReport s = write_isosurface_ply(volume, o, f.streamed, 1 << 20);
+  std::printf("  %s; %s\n", s.run.device.c_str(), s.run.device_choice.c_str());
+  EXPECT_TRUE(s.streamed) << s.why;
+  EXPECT_GE(s.parts, 2);
+  EXPECT_TRUE(read_file(f.memory) == read_file(f.streamed));
+}
+
 TEST(StreamedMesh, ExcludedLabelsAreRefusedAndNothingIsWritten) {
   std::mt19937_64 rng(test::run_seed() + 63);
   const Blobs b(rng);
