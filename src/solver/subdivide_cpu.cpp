@@ -634,6 +634,8 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     std::vector<std::pair<std::vector<double>, std::vector<double>>> unresolved;
     std::vector<Node> local;
     std::int64_t taken = 0, seen_here = 0, emitted = 0;  // nodes taken from the ring (or the roots' overflow); nodes processed
+    std::size_t ring_seen = 0;  // the ring's size when this thread last read it
+    bool crowded_seen = false;  // whether the cells waiting passed the continuum's limit when last read
     for (;;) {
       Node node;
       if (!local.empty()) {
@@ -683,10 +685,15 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       // A continuum keeps the ring full, or one system's cells multiply: past either limit, cells are taken at their
       // size.
       bool crowded = false;
-      if (square) {  // counted by 64 of a thread's run of cells of the system (one shared write per 64 cells)
-        if ((mine.visits.back().second & 63) == 0) visited[sys].fetch_add(64, std::memory_order_relaxed);
-        crowded = visited[sys].load(std::memory_order_relaxed) > continuum_system_cells ||
-                  pending.load(std::memory_order_relaxed) + std::int64_t(local.size()) > waiting_limit;
+      if (square) {
+        // A system's cells are counted by 64 of a thread's run of them (one shared write per 64 cells), and read
+        // only within such a run: a batch of many small systems never touches the counts.
+        const std::int64_t run = mine.visits.back().second;
+        if ((run & 63) == 0) visited[sys].fetch_add(64, std::memory_order_relaxed);
+        // (`pending` changes with every thread's shared cells: read at every 16th cell)
+        if ((seen_here & 15) == 1)
+          crowded_seen = pending.load(std::memory_order_relaxed) + std::int64_t(local.size()) > waiting_limit;
+        crowded = crowded_seen || (run >= 64 && visited[sys].load(std::memory_order_relaxed) > continuum_system_cells);
       }
       if (crowded) {
         double width = 0;
@@ -701,10 +708,14 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       errors.capture([&] {
         process_cell(systems[sys], node.cell, m, square, tol, scale[sys], o, ineq(sys), found, unresolved, [&](Cell&& child) {
           // The ring's ends are written by every thread's pops and pushes: read them for every 8th child only, or
-          // while this thread has little work of its own anyway.
-          if (((++emitted & 7) == 0 || local.size() < 4) && ring.approximate_size() < std::size_t(2 * threads)) {
+          // while this thread has little work of its own and the ring looked short when last read (a batch of many
+          // small systems keeps it full of roots).
+          if ((++emitted & 7) == 0 || (local.size() < 4 && ring_seen < std::size_t(4 * threads)))
+            ring_seen = ring.approximate_size();
+          if (ring_seen < std::size_t(2 * threads)) {
             Node* shared = new Node{std::move(child), sys};
             ++pending;
+            ++ring_seen;
             if (ring.push(shared)) return;
             --pending;
             child = std::move(shared->cell);
