@@ -137,7 +137,7 @@ class PinchCheck {
     const std::uint64_t nv = std::uint64_t(m.vertex_count());
     std::vector<std::uint8_t> on;
     if (part.tie_vertices) iso::pinch_candidates(m, threads, to_index, on);
-    auto on_sample = [&](std::uint64_t local) { return part.tie_vertices && (on[local] & 1); };
+    auto on_sample = [&](std::uint64_t local) { return part.tie_vertices && local < nv && (on[local] & 1); };
     std::vector<iso::FanCorner> settled, open;
     for (const iso::FanCorner& c : waiting_)
       if (on_sample(c.v - base)) settled.push_back(c);
@@ -263,6 +263,11 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
         return in_memory("samples equal to the level: the tie clean-up takes the whole mesh");
       }
       const TriangleMesh& m = part.mesh;
+      const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
+      std::uint64_t all = 0;
+      for (std::size_t k = 0; k < levels; ++k) all += vertices[k];
+      if (all + std::uint64_t(nv) > 0xffffffffull)
+        throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
       if (o.split_pinches && !pinches[L].plain(part, vertices[L], cpu_thread_count(o.threads), to_index))
         return in_memory("the level set may pinch at samples equal to the level: splitting there takes the whole mesh");
       // Crossings that rounding put on one sample are welded where two or more have the same position; such a
@@ -276,11 +281,6 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
           return in_memory("crossings that rounding put on one sample: welding them takes the whole mesh");
         candidates[L] = std::move(mine);
       }
-      const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
-      std::uint64_t all = 0;
-      for (std::size_t k = 0; k < levels; ++k) all += vertices[k];
-      if (all + std::uint64_t(nv) > 0xffffffffull)
-        throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
       constexpr std::int64_t kBatch = 1 << 16;
       for (std::int64_t v0 = 0; v0 < nv; v0 += kBatch) {
         const std::int64_t v1 = std::min(nv, v0 + kBatch);
