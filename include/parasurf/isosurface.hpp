@@ -115,9 +115,12 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
 // part's mesh about `part_bytes`, from a first pass that counts the cells on the level), their vertex records and
 // faces spilled to unnamed temporary files beside the output (or in TMPDIR for standard output and pipes), and the
 // file assembled at the end (written to a temporary and renamed, as write_mesh does). Seams are exact: a part's
-// last cells use the next part's first vertices. Where samples equal a level (ties, and crossings a rounding put on
-// a sample) the mesh needs a clean-up across the whole of it: then the run is made in memory instead, with the same
-// result, and the report says so (streamed false). Excluded labels are refused (Error(InvalidArgument)).
+// last cells use the next part's first vertices. Samples equal to a level stream too where the CPU's classic table
+// settles their ties cell by cell and every vertex on them is one plain fan (checked part by part). Where the level
+// set pinches at such a sample, where ties are left to a pass over the whole mesh (other tables, the GPU engine,
+// keep_degenerate; a run that auto sent to the GPU starts again on the CPU instead), or where crossings a rounding
+// put on one sample must be welded, the run is made in memory, with the same result, and the report says so
+// (streamed false). Excluded labels are refused (Error(InvalidArgument)).
 struct StreamedIsosurfaceReport {
   IsosurfaceReport run;      // the parts' runs summed (slabs, times, counts)
   bool streamed = false;     // false: the mesh was made in memory (`why` says why)
