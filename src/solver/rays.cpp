@@ -10,6 +10,8 @@
 #include <limits>
 #include <string>
 
+#include <omp.h>
+
 #include "core/memory.hpp"
 #include "core/region_errors.hpp"
 #include "core/release.hpp"
@@ -198,31 +200,60 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
                              const std::vector<Vec3>& directions, const SolverOptions& options, double t_min) {
   check(patches, origins, directions, t_min);
   RayHitsResult out;
-  out.hits.resize(origins.size());
   if (origins.empty()) return out;
   const int threads = cpu_thread_count(options.threads);
+  // One hit record per ray (64 MiB for a million): faulted in by all threads, not page by page on this one.
+  out.hits.reserve(origins.size());
+  core::prefault(out.hits.data(), origins.size() * sizeof(RayHit));
+  out.hits.resize(origins.size());
   std::vector<PatchBoxes> boxes(patches.size());
   core::RegionErrors errors;
 #pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
   for (std::size_t p = 0; p < patches.size(); ++p) errors.capture([&] { boxes[p] = boxes_of(patches[p]); });
   errors.rethrow();
 
-  // The patches each ray passes through: its box, then one of its sub-patch boxes.
-  std::vector<std::vector<std::uint32_t>> near(origins.size());
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
-  for (std::size_t i = 0; i < origins.size(); ++i)
-    errors.capture([&] {
-      for (std::size_t p = 0; p < boxes.size(); ++p) {
-        const PatchBoxes& b = boxes[p];
-        if (!passes(origins[i], directions[i], b.lo, b.hi, b.pad, t_min)) continue;
-        bool any = false;
-        for (const auto& box : b.pieces) any = any || passes(origins[i], directions[i], box[0], box[1], b.pad, t_min);
-        if (any) near[i].push_back(std::uint32_t(p));
-      }
-    });
-  errors.rethrow();
-  std::vector<std::size_t> first(origins.size() + 1, 0);  // ray i's systems: [first[i], first[i + 1])
-  for (std::size_t i = 0; i < origins.size(); ++i) first[i + 1] = first[i] + near[i].size();
+  // The patches each ray passes through (its box, then one of its sub-patch boxes), as one list in ray order: each
+  // thread lists a block of rays, and the blocks are joined in order (a list per ray cost a million allocations).
+  // Ray i's systems are [first[i], first[i + 1]): system k is ray ray_of[k] against patch patch_of[k].
+  const std::size_t rays = origins.size();
+  std::vector<std::size_t> first(rays + 1, 0);
+  std::vector<std::size_t> ray_of;
+  std::vector<std::uint32_t> patch_of;
+  {
+    std::vector<std::vector<std::uint32_t>> block(static_cast<std::size_t>(threads));
+    std::size_t blocks = 1;  // the team the runtime gave
+#pragma omp parallel num_threads(threads)
+    {
+      const std::size_t t = std::size_t(omp_get_thread_num()), nt = std::size_t(omp_get_num_threads());
+      if (t == 0) blocks = nt;
+      std::vector<std::uint32_t>& mine = block[t];
+      errors.capture([&] {
+        for (std::size_t i = rays * t / nt, end = rays * (t + 1) / nt; i < end; ++i) {
+          std::size_t found = 0;
+          for (std::size_t p = 0; p < boxes.size(); ++p) {
+            const PatchBoxes& b = boxes[p];
+            if (!passes(origins[i], directions[i], b.lo, b.hi, b.pad, t_min)) continue;
+            bool any = false;
+            for (const auto& box : b.pieces) any = any || passes(origins[i], directions[i], box[0], box[1], b.pad, t_min);
+            if (any) mine.push_back(std::uint32_t(p)), ++found;
+          }
+          first[i + 1] = found;
+        }
+      });
+    }
+    errors.rethrow();
+    for (std::size_t i = 0; i < rays; ++i) first[i + 1] += first[i];
+    // (core::check_host_allocation below bounds what the systems take; these lists are a fraction of it.)
+    ray_of.resize(first.back());
+    patch_of.resize(first.back());
+#pragma omp parallel for schedule(static, 1) num_threads(threads)
+    for (std::size_t t = 0; t < blocks; ++t) {
+      const std::size_t begin = rays * t / blocks, end = rays * (t + 1) / blocks;
+      std::copy(block[t].begin(), block[t].end(), patch_of.begin() + std::ptrdiff_t(first[begin]));
+      for (std::size_t i = begin; i < end; ++i)
+        std::fill(ray_of.begin() + std::ptrdiff_t(first[i]), ray_of.begin() + std::ptrdiff_t(first[i + 1]), i);
+    }
+  }
   const std::size_t count = first.back();
   {
     // The systems' coefficients (and the solver's cells, a few times that) must fit before they are made.
@@ -232,25 +263,25 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
     core::check_host_allocation(std::uint64_t(4 * 8 * 2 * double(largest) * double(count)),
                                 "rays: " + std::to_string(count) + " ray-patch systems");
   }
+  // Made and released in the same static blocks: each thread frees into its own heap what it allocated.
   std::vector<std::vector<BernsteinPoly>> systems(count);
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
-  for (std::size_t i = 0; i < origins.size(); ++i)
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::size_t k = 0; k < count; ++k)
     errors.capture([&] {
+      const std::size_t i = ray_of[k];
       const auto normals = planes_of(directions[i]);
       const Vec3& o = origins[i];
-      for (std::size_t j = 0; j < near[i].size(); ++j) {
-        const BezierSurface& s = patches[near[i][j]];
-        std::vector<BernsteinPoly>& eq = systems[first[i] + j];
-        eq.resize(2);
-        for (std::size_t e = 0; e < 2; ++e) {
-          eq[e].degree = {s.degree_u, s.degree_v};
-          eq[e].coef.resize(s.points.size() / 3);
-          const Vec3& n = normals[e];
-          for (std::size_t c = 0; c < eq[e].coef.size(); ++c)
-            eq[e].coef[c] = n[0] * (s.points[3 * c] - o[0]) + n[1] * (s.points[3 * c + 1] - o[1]) +
-                            n[2] * (s.points[3 * c + 2] - o[2]);
-          grow_domain(eq[e].coef, s.degree_u, s.degree_v);
-        }
+      const BezierSurface& s = patches[patch_of[k]];
+      std::vector<BernsteinPoly>& eq = systems[k];
+      eq.resize(2);
+      for (std::size_t e = 0; e < 2; ++e) {
+        eq[e].degree = {s.degree_u, s.degree_v};
+        eq[e].coef.resize(s.points.size() / 3);
+        const Vec3& n = normals[e];
+        for (std::size_t c = 0; c < eq[e].coef.size(); ++c)
+          eq[e].coef[c] = n[0] * (s.points[3 * c] - o[0]) + n[1] * (s.points[3 * c + 1] - o[1]) +
+                          n[2] * (s.points[3 * c + 2] - o[2]);
+        grow_domain(eq[e].coef, s.degree_u, s.degree_v);
       }
     });
   errors.rethrow();
@@ -272,9 +303,9 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
       const Vec3 &o = origins[i], &d = directions[i];
       const double dd = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
       RayHit& best = out.hits[i];
-      for (std::size_t j = 0; j < near[i].size(); ++j) {
-        const std::size_t p = near[i][j];
-        const SolveResult& r = solved[first[i] + j];
+      for (std::size_t k = first[i]; k < first[i + 1]; ++k) {
+        const std::size_t p = patch_of[k];
+        const SolveResult& r = solved[k];
         // A proved root inside the patch is on the ray already (Newton-refined in a cell that holds one root); other
         // points are settled onto it, and dropped where they stay off it by more than the rounding of the patch's
         // coordinates (a root clamped back from the grown domain: the ray passes beside the patch's edge).

@@ -489,15 +489,20 @@ std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPo
   if (count == 0) return {};
   // A system whose equations are all zero polynomials (the conditions of a patch collapsed to a point, say) holds
   // everywhere: the unit box is its one region. Subdividing it would fill every level up to the cell limit.
+  const int threads = cpu_thread_count(o.threads);
   {
-    std::vector<std::size_t> rest;
-    for (std::size_t i = 0; i < count; ++i) {
-      bool vacuous = ineq(i).empty();
-      for (const BernsteinPoly& e : equations[i])
-        vacuous = vacuous && std::all_of(e.coef.begin(), e.coef.end(), [](double c) { return c == 0; });
-      if (!vacuous) rest.push_back(i);
+    std::vector<char> vacuous(count);  // (read on all threads: a batch's coefficients are hundreds of MiB)
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1 && count > 1024)
+    for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
+      bool v = ineq(std::size_t(i)).empty();
+      for (const BernsteinPoly& e : equations[std::size_t(i)])
+        v = v && std::all_of(e.coef.begin(), e.coef.end(), [](double c) { return c == 0; });
+      vacuous[std::size_t(i)] = v;
     }
-    if (rest.size() < count) {
+    if (std::find(vacuous.begin(), vacuous.end(), 1) != vacuous.end()) {
+      std::vector<std::size_t> rest;
+      for (std::size_t i = 0; i < count; ++i)
+        if (!vacuous[i]) rest.push_back(i);
       std::vector<SolveResult> solved = solve_systems(pick(equations, rest), o, pick(positive, rest));
       std::vector<SolveResult> out(count);
       for (std::size_t i = 0; i < count; ++i) {
@@ -514,12 +519,15 @@ std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPo
     });
   const auto deadline = solver::deadline_after(o.max_seconds);
   std::vector<System> systems;
+  systems.reserve(count);
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], int(equations[i].size())));
   std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, o, true);
   std::vector<SolveResult> out(count);
-  const int threads = cpu_thread_count(o.threads);
   core::RegionErrors errors_s1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && count > 1)
+  // One system at a time balances a few hard systems; in a batch of many small ones, threads taking them one by one
+  // from a shared counter wait on it.
+  const int chunk = count >= std::size_t(256) * std::size_t(threads) ? 16 : 1;
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads) if (threads > 1 && count > 1)
   for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
     errors_s1.capture([&] {
       out[std::size_t(i)] = finish_square(systems[std::size_t(i)], ineq(std::size_t(i)), std::move(subs[std::size_t(i)]), o, deadline);
