@@ -10,7 +10,6 @@
 #include <limits>
 #include <string>
 
-#include <omp.h>
 
 #include "core/memory.hpp"
 #include "core/region_errors.hpp"
@@ -212,44 +211,42 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
   for (std::size_t p = 0; p < patches.size(); ++p) errors.capture([&] { boxes[p] = boxes_of(patches[p]); });
   errors.rethrow();
 
-  // The patches each ray passes through (its box, then one of its sub-patch boxes), as one list in ray order: each
-  // thread lists a block of rays, and the blocks are joined in order (a list per ray cost a million allocations).
+  // The patches each ray passes through (its box, then one of its sub-patch boxes), as one list in ray order:
+  // threads list blocks of rays (a list per ray cost a million allocations), and the blocks are joined in order.
+  // Blocks are taken as threads come free: the rays that meet the model lie together (an image's middle rows).
   // Ray i's systems are [first[i], first[i + 1]): system k is ray ray_of[k] against patch patch_of[k].
   const std::size_t rays = origins.size();
+  constexpr std::size_t kBlock = 2048;
+  const std::size_t blocks = (rays + kBlock - 1) / kBlock;
   std::vector<std::size_t> first(rays + 1, 0);
   std::vector<std::size_t> ray_of;
   std::vector<std::uint32_t> patch_of;
   {
-    std::vector<std::vector<std::uint32_t>> block(static_cast<std::size_t>(threads));
-    std::size_t blocks = 1;  // the team the runtime gave
-#pragma omp parallel num_threads(threads)
-    {
-      const std::size_t t = std::size_t(omp_get_thread_num()), nt = std::size_t(omp_get_num_threads());
-      if (t == 0) blocks = nt;
-      std::vector<std::uint32_t>& mine = block[t];
+    std::vector<std::vector<std::uint32_t>> block(blocks);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (std::size_t g = 0; g < blocks; ++g)
       errors.capture([&] {
-        for (std::size_t i = rays * t / nt, end = rays * (t + 1) / nt; i < end; ++i) {
+        for (std::size_t i = g * kBlock, end = std::min(rays, i + kBlock); i < end; ++i) {
           std::size_t found = 0;
           for (std::size_t p = 0; p < boxes.size(); ++p) {
             const PatchBoxes& b = boxes[p];
             if (!passes(origins[i], directions[i], b.lo, b.hi, b.pad, t_min)) continue;
             bool any = false;
             for (const auto& box : b.pieces) any = any || passes(origins[i], directions[i], box[0], box[1], b.pad, t_min);
-            if (any) mine.push_back(std::uint32_t(p)), ++found;
+            if (any) block[g].push_back(std::uint32_t(p)), ++found;
           }
           first[i + 1] = found;
         }
       });
-    }
     errors.rethrow();
     for (std::size_t i = 0; i < rays; ++i) first[i + 1] += first[i];
     // (core::check_host_allocation below bounds what the systems take; these lists are a fraction of it.)
     ray_of.resize(first.back());
     patch_of.resize(first.back());
-#pragma omp parallel for schedule(static, 1) num_threads(threads)
-    for (std::size_t t = 0; t < blocks; ++t) {
-      const std::size_t begin = rays * t / blocks, end = rays * (t + 1) / blocks;
-      std::copy(block[t].begin(), block[t].end(), patch_of.begin() + std::ptrdiff_t(first[begin]));
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::size_t g = 0; g < blocks; ++g) {
+      const std::size_t begin = g * kBlock, end = std::min(rays, begin + kBlock);
+      std::copy(block[g].begin(), block[g].end(), patch_of.begin() + std::ptrdiff_t(first[begin]));
       for (std::size_t i = begin; i < end; ++i)
         std::fill(ray_of.begin() + std::ptrdiff_t(first[i]), ray_of.begin() + std::ptrdiff_t(first[i + 1]), i);
     }

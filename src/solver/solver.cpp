@@ -202,7 +202,8 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   for (auto& r : sub.proved) add_root(std::move(r));
   auto& candidates = sub.candidates;
   double scale = 0;
-  for (const auto& e : sys.eq) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
+  if (!sub.unique.empty())
+    for (const auto& e : sys.eq) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
   for (std::size_t u = 0; u < sub.unique.size(); ++u) {  // cells of the GPU engines proved to hold one root
     const auto& [lo, hi] = sub.unique[u];
     if (past(u)) {
@@ -222,6 +223,14 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
       candidates.emplace_back(lo, hi);
     }
   }
+  auto done = [&] {
+    std::sort(result.roots.begin(), result.roots.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
+    if (late) result.status = time_limit_status(o.max_seconds);
+    return std::move(result);
+  };
+  // Most systems of a large batch end here: nothing to cluster (the clustering's work arrays cost more than their
+  // proved roots).
+  if (candidates.empty()) return done();
   const double tolerance = sub.tolerance;
   // Threads deliver cells in any order: sort them so that the clusters and their centroids are reproducible. (Past
   // the deadline already, millions of cells are not sorted: they become one region as they are.)
@@ -344,9 +353,7 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
     if (!(res < 1e-3 * centroid_res)) x = centroid, res = centroid_res;  // Newton only counts when it clearly helped
     if (satisfies(x)) add_root({x, res, false, 2});
   }
-  std::sort(result.roots.begin(), result.roots.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
-  if (late) result.status = time_limit_status(o.max_seconds);
-  return result;
+  return done();
 }
 
 }  // namespace
