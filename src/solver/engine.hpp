@@ -16,7 +16,9 @@ namespace parasurf::solver {
 struct Subdivision {
   std::vector<Root> proved;
   std::vector<std::pair<std::vector<double>, std::vector<double>>> candidates;  // cells at the tolerance
-  std::vector<std::pair<std::vector<double>, std::vector<double>>> unique;      // cells proved to hold one root (GPU engines)
+  // Cells proved to hold one root (GPU engines), n lower then n upper bounds each: one array per system, not two
+  // per cell (a million rays leave hundreds of thousands of them).
+  std::vector<double> unique;
   std::string status = "complete";
   std::int64_t nodes = 0;
   double tolerance = 0;  // the final one (raised when a continuum fills the levels)

@@ -103,11 +103,17 @@ class CudaEngine final : public Engine {
 #pragma omp parallel for schedule(static) num_threads(threads) if (systems > 256)
       for (std::int64_t j = 0; j < systems; ++j) {
         Subdivision& s = out[members[std::size_t(j)]];
+        std::size_t unique = 0;
+        for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at)
+          unique += cells.unique[order[std::size_t(at)]] != 0;
+        s.unique.reserve(unique * std::size_t(2 * n));
         for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at) {
           const std::int64_t k = order[std::size_t(at)];
           const double* box = cells.box + k * 2 * n;
-          (cells.unique[k] ? s.unique : s.candidates)
-              .emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
+          if (cells.unique[k])
+            s.unique.insert(s.unique.end(), box, box + 2 * n);
+          else
+            s.candidates.emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
         }
         s.status = cells.status;
         s.nodes = cells.nodes / systems;  // per-system share of the batch's cells

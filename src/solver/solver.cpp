@@ -201,26 +201,30 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   result.nodes = sub.nodes;
   for (auto& r : sub.proved) add_root(std::move(r));
   auto& candidates = sub.candidates;
-  double scale = 0;
-  if (!sub.unique.empty())
+  if (!sub.unique.empty()) {  // cells of the GPU engines proved to hold one root
+    double scale = 0;
     for (const auto& e : sys.eq) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-  for (std::size_t u = 0; u < sub.unique.size(); ++u) {  // cells of the GPU engines proved to hold one root
-    const auto& [lo, hi] = sub.unique[u];
-    if (past(u)) {
-      candidates.emplace_back(lo, hi);
-      continue;
-    }
-    std::vector<double> x(static_cast<std::size_t>(n));
-    for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
-    // The root's existence and uniqueness are proved: Newton (kept in the cell) only refines it. Its step test may
-    // never pass where the Jacobian is nearly singular (two roots 3.6e-4 apart: the rounding of f, divided by a
-    // small derivative, keeps the steps near 1e-14), so a few more steps may settle below 1e-10 instead; the last
-    // step then bounds the distance to the root, and the residual must be small too.
-    const bool settled = newton(sys, x, lo, hi, o.newton_tolerance, 30) || newton(sys, x, lo, hi, 1e-10, 5);
-    if (settled && sys.residual(x) <= 1e-12 * std::max(1.0, scale)) {
-      if (satisfies(x)) add_root({x, sys.residual(x), true, 1});
-    } else {
-      candidates.emplace_back(lo, hi);
+    std::vector<double> lo(static_cast<std::size_t>(n)), hi(lo), x(lo);
+    for (std::size_t u = 0; u < sub.unique.size() / std::size_t(2 * n); ++u) {
+      const double* box = sub.unique.data() + u * std::size_t(2 * n);
+      lo.assign(box, box + n);
+      hi.assign(box + n, box + 2 * n);
+      if (past(u)) {
+        candidates.emplace_back(lo, hi);
+        continue;
+      }
+      for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
+      // The root's existence and uniqueness are proved: Newton (kept in the cell) only refines it. Its step test may
+      // never pass where the Jacobian is nearly singular (two roots 3.6e-4 apart: the rounding of f, divided by a
+      // small derivative, keeps the steps near 1e-14), so a few more steps may settle below 1e-10 instead; the last
+      // step then bounds the distance to the root, and the residual must be small too.
+      const bool settled = newton(sys, x, lo, hi, o.newton_tolerance, 30) || newton(sys, x, lo, hi, 1e-10, 5);
+      const double residual = settled ? sys.residual(x) : 0;
+      if (settled && residual <= 1e-12 * std::max(1.0, scale)) {
+        if (satisfies(x)) add_root({x, residual, true, 1});
+      } else {
+        candidates.emplace_back(lo, hi);
+      }
     }
   }
   auto done = [&] {
