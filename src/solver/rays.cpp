@@ -216,6 +216,12 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
   // Blocks are taken as threads come free: the rays that meet the model lie together (an image's middle rows).
   // Ray i's systems are [first[i], first[i + 1]): system k is ray ray_of[k] against patch patch_of[k].
   const std::size_t rays = origins.size();
+  // The model's box holds every patch's grown box: a ray that misses it misses them all (the slab test is monotone
+  // in the box's bounds, so no ray it passes is lost).
+  Vec3 model_lo = boxes[0].lo, model_hi = boxes[0].hi;
+  for (const PatchBoxes& b : boxes)
+    for (std::size_t k = 0; k < 3; ++k)
+      model_lo[k] = std::min(model_lo[k], b.lo[k] - b.pad), model_hi[k] = std::max(model_hi[k], b.hi[k] + b.pad);
   constexpr std::size_t kBlock = 2048;
   const std::size_t blocks = (rays + kBlock - 1) / kBlock;
   std::vector<std::size_t> first(rays + 1, 0);
@@ -228,6 +234,10 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
       errors.capture([&] {
         for (std::size_t i = g * kBlock, end = std::min(rays, i + kBlock); i < end; ++i) {
           std::size_t found = 0;
+          if (!passes(origins[i], directions[i], model_lo, model_hi, 0, t_min)) {
+            first[i + 1] = 0;
+            continue;
+          }
           for (std::size_t p = 0; p < boxes.size(); ++p) {
             const PatchBoxes& b = boxes[p];
             if (!passes(origins[i], directions[i], b.lo, b.hi, b.pad, t_min)) continue;
