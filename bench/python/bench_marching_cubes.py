@@ -5,7 +5,8 @@ For each size: the Python function on a host array (device cpu and, with a GPU, 
 the same array and device (the mesh without values) and beside the C++ call that makes all the Python function
 returns (marching_cubes_array: mesh, normals and values; the Python function's cost over it is the binding's);
 scikit-image on the same array; and, with a GPU, the Python function on PyTorch and CuPy CUDA arrays beside the
-engine on the same device array. Times are the best of --repeats calls.
+engine on the same device array. The paths of a row are timed in turn, round after round (at least --repeats
+rounds and --min-seconds), and each keeps its best time.
 
     PYTHONPATH=build/python python3 bench/python/bench_marching_cubes.py --sizes 64,128,256,512 --json mc.json
 """
@@ -41,6 +42,33 @@ def best(f, repeats, sync=lambda: None):
     return out
 
 
+def best_interleaved(calls, repeats, min_seconds, sync=lambda: None):
+    """The best time of each call, the calls taken in turn round after round (at least `repeats` rounds and
+    `min_seconds`, at most 50 times `repeats`), so that every path meets the same state of the host (its clocks,
+    caches and other load) rather than each its own stretch of it. Each call returns the seconds it measured."""
+    for c in calls:
+        c()  # warm: thread pools, the GPU context, the framework's allocator
+    sync()
+    bests = [1e300] * len(calls)
+    end = time.perf_counter() + min_seconds
+    rounds = 0
+    while rounds < repeats or (time.perf_counter() < end and rounds < 50 * repeats):
+        for i, c in enumerate(calls):
+            bests[i] = min(bests[i], c())
+        rounds += 1
+    return bests
+
+
+def timed(f, sync=lambda: None):
+    """A call of f timed from Python, its device work included."""
+    def run():
+        t0 = time.perf_counter()
+        f()
+        sync()
+        return time.perf_counter() - t0
+    return run
+
+
 def commit():
     if os.environ.get("PARASURF_COMMIT"):  # a copy of the tree without its history (a GPU machine)
         return os.environ["PARASURF_COMMIT"]
@@ -54,7 +82,9 @@ def commit():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="64,128,256,512")
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=5, help="rounds at least (each round runs every path once)")
+    ap.add_argument("--min-seconds", type=float, default=0.5,
+                    help="and rounds until this long has passed for a size and device (small sizes: many rounds)")
     ap.add_argument("--skimage-max", type=int, default=256, help="largest size scikit-image runs at (it is slow)")
     ap.add_argument("--json", help="write the rows as JSON here")
     a = ap.parse_args()
@@ -82,9 +112,10 @@ def main():
         if sk is not None and n <= a.skimage_max:
             peer = best(lambda: sk(vol, level), max(1, min(a.repeats, 3)))
         for dev in devices:
-            py = best(lambda: parasurf.marching_cubes(vol, level, device=dev), a.repeats)
-            eng = _parasurf._engine_seconds(vol, level, dev, a.repeats)
-            api = _parasurf._engine_seconds(vol, level, dev, a.repeats, api=True)
+            py, eng, api = best_interleaved(
+                [timed(lambda: parasurf.marching_cubes(vol, level, device=dev)),
+                 lambda: _parasurf._engine_seconds(vol, level, dev, 1),
+                 lambda: _parasurf._engine_seconds(vol, level, dev, 1, api=True)], a.repeats, a.min_seconds)
             row = {"size": n, "path": "python, host array, " + dev, "device": dev, "seconds": py, "engine_seconds": eng,
                    "ratio_to_engine": py / eng, "api_seconds": api, "ratio_to_api": py / api}
             if peer is not None:
@@ -104,9 +135,10 @@ def main():
                     sync = cupy.cuda.Device().synchronize
             except Exception:
                 continue
-            py = best(lambda: parasurf.marching_cubes(d, level), a.repeats, sync)
-            eng = _parasurf._engine_seconds(d, level, "cuda", a.repeats)
-            api = _parasurf._engine_seconds(d, level, "cuda", a.repeats, api=True)
+            py, eng, api = best_interleaved(
+                [timed(lambda: parasurf.marching_cubes(d, level), sync),
+                 lambda: _parasurf._engine_seconds(d, level, "cuda", 1),
+                 lambda: _parasurf._engine_seconds(d, level, "cuda", 1, api=True)], a.repeats, a.min_seconds, sync)
             report({"size": n, "path": "python, %s CUDA array" % name, "device": "cuda", "seconds": py,
                     "engine_seconds": eng, "ratio_to_engine": py / eng, "api_seconds": api, "ratio_to_api": py / api})
     meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "machine": platform.node(),
