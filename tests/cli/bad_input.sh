@@ -147,7 +147,7 @@ fi
 # coincide at all times (planes, copies at other degrees, reversed or with more knots are recognised; this pairing
 # of the two is not): every cell is unresolved. The limit
 # covers the clustering of the cells after the subdivision too (it once ran 0.8 s past a 3 s limit on 2 cores, 9.6 s
-# past 5 s on 16).
+# past 5 s on 16). The whole run takes about 7 CPU seconds: a limit of 0.2 s stops it on any machine.
 python3 -c "
 import json
 x, sq = [-1, 0, 1], [1, -1, 1]
@@ -161,12 +161,12 @@ print(json.dumps({'moving': surf(quad, [0, 0, 0, 1, 1, 1]), 'fixed': surf(cut, [
                   'motion': {'degree': 1, 'knots': [0, 0, 1, 1], 'points': [[1, 0, 0, 0], [1, 0, 0, 0]]}}))
 " > "$dir/same.json"
 t0=$(date +%s.%N)
-out=$("$exe" solve contacts "$dir/same.json" --max-seconds 3 -o "$dir/same-out.json" 2>&1); rc=$?
+out=$("$exe" solve contacts "$dir/same.json" --max-seconds 0.2 -o "$dir/same-out.json" 2>&1); rc=$?
 took=$(python3 -c "import sys; print('%.2f' % ($(date +%s.%N) - $t0))")
-if [ $rc -ne 4 ] || ! grep -qF "limit reached: 3 s" <<<"$out" || ! grep -qF "partial" "$dir/same-out.json"; then
+if [ $rc -ne 4 ] || ! grep -qF "limit reached: 0.2 s" <<<"$out" || ! grep -qF "partial" "$dir/same-out.json"; then
   echo "FAIL (coinciding surfaces must stop at --max-seconds with a partial result): rc=$rc $out"; fail=1
-elif ! python3 -c "import sys; sys.exit(0 if $took < 3.6 else 1)"; then
-  echo "FAIL (--max-seconds 3 ran $took s)"; fail=1
+elif ! python3 -c "import sys; sys.exit(0 if $took < 0.8 else 1)"; then
+  echo "FAIL (--max-seconds 0.2 ran $took s)"; fail=1
 fi
 
 [ $fail -eq 0 ] && echo "all bad-input cases passed"
