@@ -10,7 +10,6 @@
 #include <limits>
 #include <string>
 
-
 #include "core/memory.hpp"
 #include "core/region_errors.hpp"
 #include "core/release.hpp"
@@ -242,7 +241,8 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
             const PatchBoxes& b = boxes[p];
             if (!passes(origins[i], directions[i], b.lo, b.hi, b.pad, t_min)) continue;
             bool any = false;
-            for (const auto& box : b.pieces) any = any || passes(origins[i], directions[i], box[0], box[1], b.pad, t_min);
+            for (const auto& box : b.pieces)
+              any = any || passes(origins[i], directions[i], box[0], box[1], b.pad, t_min);
             if (any) block[g].push_back(std::uint32_t(p)), ++found;
           }
           first[i + 1] = found;
