@@ -130,14 +130,16 @@ bool has_ties(const distributed::IsosurfacePart& part, const IsosurfaceOptions& 
 class PinchCheck {
  public:
   // `base`: the vertices before this part. False where some vertex on a sample is not one plain fan, closed or open
-  // (at the volume's border).
+  // (at the volume's border). With `every_sample`, every vertex on a sample is checked, not only those of samples on
+  // the level: crossings welded on a sample make the whole-mesh pass look at all of them.
   bool plain(const distributed::IsosurfacePart& part, std::uint64_t base, int threads,
-             const iso::WorldToIndex& to_index) {
+             const iso::WorldToIndex& to_index, bool every_sample) {
     const TriangleMesh& m = part.mesh;
     const std::uint64_t nv = std::uint64_t(m.vertex_count());
+    const bool look = part.tie_vertices || every_sample;
     std::vector<std::uint8_t> on;
-    if (part.tie_vertices) iso::pinch_candidates(m, threads, to_index, on);
-    auto on_sample = [&](std::uint64_t local) { return part.tie_vertices && local < nv && (on[local] & 1); };
+    if (look) iso::pinch_candidates(m, threads, to_index, on);
+    auto on_sample = [&](std::uint64_t local) { return look && local < nv && (on[local] & 1); };
     std::vector<iso::FanCorner> settled, open;
     for (const iso::FanCorner& c : waiting_)
       if (on_sample(c.v - base)) settled.push_back(c);
@@ -159,6 +161,119 @@ class PinchCheck {
 
  private:
   std::vector<iso::FanCorner> waiting_;  // corners at the next part's vertices
+};
+
+// Crossings that a rounding put on one sample, welded part by part as weld_rounded_crossings welds them in the whole
+// mesh (rounded_ties.cpp). A group of such vertices lies around one sample: the vertices of the edges at it, owned
+// by the grid points of its slice and the slice below. A group on a sample strictly inside a part's slices is
+// therefore the part's own, and its triangles are the part's too; a group on a part's first slice may take vertices
+// of the part before, and one on the next part's first slice vertices of the next. Only the first kind is welded
+// here: the others, and a weld whose removed vertices would renumber the first vertices that the part before refers
+// to, send the run to memory.
+class RoundedWelds {
+ public:
+  struct Result {
+    bool local = true;  // false: the whole mesh must weld
+    std::int64_t welded = 0, degenerate = 0, coincident = 0;
+  };
+  // `m`: the part's mesh (welded in place), its first vertex `base` in the level's numbering, its slices [z0, z1)
+  // of a volume of nz.
+  Result weld(TriangleMesh& m, std::uint64_t base, std::int64_t z0, std::int64_t z1, std::int64_t nz, int threads,
+              const iso::WorldToIndex& to_index) {
+    Result r;
+    std::vector<distributed::RoundedCandidate> mine = iso::rounded_candidates(m, threads, to_index, {}, base);
+    std::vector<distributed::RoundedCandidate> both = carried_;
+    both.insert(both.end(), mine.begin(), mine.end());
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> moves = iso::rounded_moves(both);  // (sorts `both`)
+    if (moves.empty()) {
+      finish(m, std::move(mine));
+      return r;
+    }
+    // Groups from `both` as rounded_moves made them: each must be this part's own, on a slice inside its range.
+    auto same = [](const distributed::RoundedCandidate& a, const distributed::RoundedCandidate& b) {
+      return std::equal(a.key, a.key + 4, b.key) && std::equal(a.bits, a.bits + 3, b.bits);
+    };
+    bool any = false;
+    for (std::size_t a = 0; a < both.size();) {
+      std::size_t b = a + 1;
+      while (b < both.size() && same(both[a], both[b])) ++b;
+      if (b - a >= 2) {
+        std::size_t earlier = 0;
+        for (std::size_t c = a; c < b; ++c) earlier += both[c].v < base;
+        const std::int64_t z = both[a].key[3];
+        if (earlier == b - a) {  // the part before's own group, welded there (its vertices are gone from `carried_`)
+        } else if (earlier > 0 || (z0 > 0 && z <= z0) || (z1 < nz && z >= z1)) {
+          r.local = false;
+          return r;
+        } else {
+          any = true;
+        }
+      }
+      a = b;
+    }
+    if (!any) {
+      finish(m, std::move(mine));
+      return r;
+    }
+    // (moves of the part before's groups, none in practice: its welded vertices left `carried_`)
+    std::erase_if(moves, [&](const auto& mv) { return mv.first < base; });
+    for (auto& [from, to] : moves) from -= base, to -= base;
+    for (const auto& [from, to] : moves)
+      if (std::binary_search(referenced_.begin(), referenced_.end(), std::uint32_t(from))) {
+        r.local = false;
+        return r;
+      }
+    const std::uint64_t nv = std::uint64_t(m.vertex_count());
+    iso::WeldedTriangles w = iso::apply_rounded_moves(m, 0, moves, threads);
+    std::vector<std::uint32_t> corners;
+    for (const std::uint64_t t : w.touched) corners.insert(corners.end(), &m.triangles[3 * t], &m.triangles[3 * t] + 3);
+    std::vector<std::uint64_t> drop = iso::coincident_tie_drops(corners, w.touched);
+    r.welded = std::int64_t(moves.size());
+    r.degenerate = std::int64_t(w.degenerate.size());
+    r.coincident = std::int64_t(drop.size());
+    drop.insert(drop.end(), w.degenerate.begin(), w.degenerate.end());
+    std::sort(drop.begin(), drop.end());
+    // The vertices that may be left unused: those moved away and the dropped triangles' own.
+    std::vector<std::uint64_t> maybe;
+    for (const auto& [from, to] : moves) maybe.push_back(from);
+    for (const std::uint64_t t : drop)
+      for (int q = 0; q < 3; ++q)
+        if (m.triangles[3 * t + std::size_t(q)] < nv) maybe.push_back(m.triangles[3 * t + std::size_t(q)]);
+    std::sort(maybe.begin(), maybe.end());
+    maybe.erase(std::unique(maybe.begin(), maybe.end()), maybe.end());
+    iso::drop_triangles(m, drop);
+    std::vector<char> used(maybe.size(), 0);
+    for (const std::uint32_t c : m.triangles) {
+      const auto it = std::lower_bound(maybe.begin(), maybe.end(), std::uint64_t(c));
+      if (it != maybe.end() && *it == c) used[std::size_t(it - maybe.begin())] = 1;
+    }
+    std::vector<std::uint64_t> removed;
+    for (std::size_t k = 0; k < maybe.size(); ++k)
+      if (!used[k] && !std::binary_search(referenced_.begin(), referenced_.end(), std::uint32_t(maybe[k])))
+        removed.push_back(maybe[k]);
+    // The part before wrote its corners at this part's first vertices: none of those may be renumbered.
+    if (!removed.empty() && !referenced_.empty() && removed.front() <= referenced_.back()) {
+      r.local = false;
+      return r;
+    }
+    iso::remove_vertices(m, 0, removed, removed);
+    finish(m, iso::rounded_candidates(m, threads, to_index, {}, base));
+    return r;
+  }
+
+ private:
+  // Keeps this part's candidates for the next part, and the vertices of the next part this part's triangles use.
+  void finish(const TriangleMesh& m, std::vector<distributed::RoundedCandidate> mine) {
+    carried_ = std::move(mine);
+    const std::uint64_t nv = std::uint64_t(m.vertex_count());
+    referenced_.clear();
+    for (const std::uint32_t c : m.triangles)
+      if (c >= nv) referenced_.push_back(std::uint32_t(c - nv));
+    std::sort(referenced_.begin(), referenced_.end());
+    referenced_.erase(std::unique(referenced_.begin(), referenced_.end()), referenced_.end());
+  }
+  std::vector<distributed::RoundedCandidate> carried_;  // the part before's, in the level's numbering
+  std::vector<std::uint32_t> referenced_;               // this part's vertices the part before's triangles use
 };
 
 }  // namespace
@@ -225,7 +340,7 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
   }
   std::vector<std::uint64_t> vertices(levels, 0), triangles(levels, 0);
   std::vector<std::set<std::int32_t>> labels_seen(levels);
-  std::vector<std::vector<distributed::RoundedCandidate>> candidates(levels);  // the last part's, per level
+  std::vector<RoundedWelds> welds(levels);
   std::vector<PinchCheck> pinches(levels);
   const std::size_t face_words = layout.labels ? 4 : 3;  // three corners, and the label
   std::vector<char> records;
@@ -246,7 +361,7 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
     rep.profile.seconds_copy += pr.profile.seconds_copy;
     rep.profile.peak_slab_bytes = std::max(rep.profile.peak_slab_bytes, pr.profile.peak_slab_bytes);
     for (std::size_t L = 0; L < levels; ++L) {
-      const distributed::IsosurfacePart& part = parts[L];
+      distributed::IsosurfacePart& part = parts[L];
       if (has_ties(part, o)) {
         // A GPU that auto chose leaves ties to the whole mesh: the CPU's classic table settles them part by part,
         // so the run starts again there, which keeps memory bounded (a mesh made in memory may not fit).
@@ -262,25 +377,29 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
         }
         return in_memory("samples equal to the level: the tie clean-up takes the whole mesh");
       }
-      const TriangleMesh& m = part.mesh;
-      const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
       std::uint64_t all = 0;
       for (std::size_t k = 0; k < levels; ++k) all += vertices[k];
-      if (all + std::uint64_t(nv) > 0xffffffffull)
+      if (all + std::uint64_t(part.mesh.vertex_count()) > 0xffffffffull)
         throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
-      if (o.split_pinches && !pinches[L].plain(part, vertices[L], cpu_thread_count(o.threads), to_index))
-        return in_memory("the level set may pinch at samples equal to the level: splitting there takes the whole mesh");
-      // Crossings that rounding put on one sample are welded where two or more have the same position; such a
-      // group lies around one sample, within this part and the one before.
+      // Crossings that rounding put on one sample are welded where two or more have the same position, as the
+      // whole mesh welds them; then every vertex on a sample must be one plain fan.
       if (!o.keep_degenerate) {
-        std::vector<distributed::RoundedCandidate> mine =
-            distributed::rounded_candidates(m, cpu_thread_count(o.threads), to_index, {}, vertices[L]);
-        std::vector<distributed::RoundedCandidate> both = candidates[L];
-        both.insert(both.end(), mine.begin(), mine.end());
-        if (!distributed::rounded_moves(both).empty())
-          return in_memory("crossings that rounding put on one sample: welding them takes the whole mesh");
-        candidates[L] = std::move(mine);
+        const RoundedWelds::Result w =
+            welds[L].weld(part.mesh, vertices[L], bounds[std::size_t(p)], bounds[std::size_t(p) + 1], g.dims[2],
+                          cpu_thread_count(o.threads), to_index);
+        if (!w.local)
+          return in_memory(
+              "crossings that rounding put on one sample at a seam between parts: welding them takes "
+              "the whole mesh");
+        rep.rounded_ties_welded += w.welded;
+        rep.degenerate_removed += w.degenerate;
+        rep.duplicates_removed += w.coincident;
       }
+      if (o.split_pinches &&
+          !pinches[L].plain(part, vertices[L], cpu_thread_count(o.threads), to_index, !o.keep_degenerate))
+        return in_memory("the level set may pinch at a sample: splitting there takes the whole mesh");
+      const TriangleMesh& m = part.mesh;
+      const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
       constexpr std::int64_t kBatch = 1 << 16;
       for (std::int64_t v0 = 0; v0 < nv; v0 += kBatch) {
         const std::int64_t v1 = std::min(nv, v0 + kBatch);
