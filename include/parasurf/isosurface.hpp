@@ -118,10 +118,10 @@ TriangleMesh extract_isosurface(VolumeSource& volume, const IsosurfaceOptions& o
 // last cells use the next part's first vertices. Samples equal to a level stream too where the CPU's classic table
 // settles their ties cell by cell and every vertex on them is one plain fan (checked part by part). Where the level
 // set pinches at such a sample, where ties are left to a pass over the whole mesh (other tables, the GPU engine,
-// keep_degenerate; a run that auto sent to the GPU starts again on the CPU instead), or where crossings a rounding
-// put on one sample of a seam between parts must be welded (those inside a part are welded there), the run is made
-// in memory, with the same result, and the report says so (streamed false). Excluded labels are refused
-// (Error(InvalidArgument)).
+// keep_degenerate; a run that auto sent to the GPU starts again on the CPU instead), the run is made in memory, with
+// the same result, and the report says so (streamed false). Crossings a rounding put on one sample are welded part
+// by part: without keep_degenerate each part waits for the next, so two parts (each half of `part_bytes`) are held
+// at once. Excluded labels are refused (Error(InvalidArgument)).
 struct StreamedIsosurfaceReport {
   IsosurfaceReport run;      // the parts' runs summed (slabs, times, counts)
   bool streamed = false;     // false: the mesh was made in memory (`why` says why)

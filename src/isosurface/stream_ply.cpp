@@ -132,11 +132,10 @@ class PinchCheck {
   // `base`: the vertices before this part. False where some vertex on a sample is not one plain fan, closed or open
   // (at the volume's border). With `every_sample`, every vertex on a sample is checked, not only those of samples on
   // the level: crossings welded on a sample make the whole-mesh pass look at all of them.
-  bool plain(const distributed::IsosurfacePart& part, std::uint64_t base, int threads,
+  bool plain(const TriangleMesh& m, bool tie_vertices, std::uint64_t base, int threads,
              const iso::WorldToIndex& to_index, bool every_sample) {
-    const TriangleMesh& m = part.mesh;
     const std::uint64_t nv = std::uint64_t(m.vertex_count());
-    const bool look = part.tie_vertices || every_sample;
+    const bool look = tie_vertices || every_sample;
     std::vector<std::uint8_t> on;
     if (look) iso::pinch_candidates(m, threads, to_index, on);
     auto on_sample = [&](std::uint64_t local) { return look && local < nv && (on[local] & 1); };
@@ -164,69 +163,110 @@ class PinchCheck {
 };
 
 // Crossings that a rounding put on one sample, welded part by part as weld_rounded_crossings welds them in the whole
-// mesh (rounded_ties.cpp). A group of such vertices lies around one sample: the vertices of the edges at it, owned
-// by the grid points of its slice and the slice below. A group on a sample strictly inside a part's slices is
-// therefore the part's own, and its triangles are the part's too; a group on a part's first slice may take vertices
-// of the part before, and one on the next part's first slice vertices of the next. Only the first kind is welded
-// here: the others, and a weld whose removed vertices would renumber the first vertices that the part before refers
-// to, send the run to memory.
-class RoundedWelds {
+// mesh (rounded_ties.cpp). A group of such vertices lies around one sample z: the vertices of the edges at it, owned
+// by the grid points of slices z - 1 and z, and its triangles lie in the cells of those slices. Each part is held
+// until the next one is made; the two are then welded as one window, except the groups past a slice g that has none
+// (g in the newer part's slices): those touch no cell of the older part, which is written, and wait for the next
+// window with the newer one. Groups on both sides of g share no triangle, so welding them in turn gives what one
+// weld of the whole mesh gives. A window without such a slice, or whose weld would renumber vertices that the part
+// written before refers to, sends the run to memory.
+class WeldWindow {
  public:
   struct Result {
     bool local = true;  // false: the whole mesh must weld
     std::int64_t welded = 0, degenerate = 0, coincident = 0;
   };
-  // `m`: the part's mesh (welded in place), its first vertex `base` in the level's numbering, its slices [z0, z1)
-  // of a volume of nz.
-  Result weld(TriangleMesh& m, std::uint64_t base, std::int64_t z0, std::int64_t z1, std::int64_t nz, int threads,
-              const iso::WorldToIndex& to_index) {
+  std::uint64_t held_vertices() const { return held_ ? std::uint64_t(held_->vertex_count()) : 0; }
+  // Takes the next part's mesh (slices [z0, z1) of nz), and appends to `out` the meshes to write now, in order.
+  Result step(TriangleMesh&& m, std::int64_t z0, std::int64_t z1, std::int64_t nz, int threads,
+              const iso::WorldToIndex& to_index, std::vector<TriangleMesh>& out) {
     Result r;
-    std::vector<distributed::RoundedCandidate> mine = iso::rounded_candidates(m, threads, to_index, {}, base);
-    std::vector<distributed::RoundedCandidate> both = carried_;
-    both.insert(both.end(), mine.begin(), mine.end());
-    std::vector<std::pair<std::uint64_t, std::uint64_t>> moves = iso::rounded_moves(both);  // (sorts `both`)
-    if (moves.empty()) {
-      finish(m, std::move(mine));
+    if (!held_) {
+      held_ = std::make_unique<TriangleMesh>(std::move(m));
+      held_z0_ = z0;
+      if (z1 >= nz) r = weld_held(nz, threads, to_index, nullptr);  // one part: weld it whole
+      if (r.local && z1 >= nz) release(out);
       return r;
     }
-    // Groups from `both` as rounded_moves made them: each must be this part's own, on a slice inside its range.
-    auto same = [](const distributed::RoundedCandidate& a, const distributed::RoundedCandidate& b) {
-      return std::equal(a.key, a.key + 4, b.key) && std::equal(a.bits, a.bits + 3, b.bits);
+    auto next = std::make_unique<TriangleMesh>(std::move(m));
+    r = weld_held(z1 >= nz ? nz : -1, threads, to_index, next.get(), z0, z1);
+    if (!r.local) return r;
+    release(out);
+    held_ = std::move(next);
+    held_z0_ = z0;
+    if (z1 >= nz) release(out);
+    return r;
+  }
+
+ private:
+  // Welds the groups of the held part and `next` (none: the held part alone) below a slice without groups in
+  // [z0, z1) (`all_below` >= 0: every group), then splits the window back into the two.
+  Result weld_held(std::int64_t all_below, int threads, const iso::WorldToIndex& to_index, TriangleMesh* next,
+                   std::int64_t z0 = 0, std::int64_t z1 = 0) {
+    Result r;
+    TriangleMesh& a = *held_;
+    const std::uint64_t na = std::uint64_t(a.vertex_count());
+    std::vector<distributed::RoundedCandidate> both = iso::rounded_candidates(a, threads, to_index, {}, 0);
+    if (next) {
+      std::vector<distributed::RoundedCandidate> b = iso::rounded_candidates(*next, threads, to_index, {}, na);
+      both.insert(both.end(), b.begin(), b.end());
+    }
+    if (iso::rounded_moves(both).empty()) return r;  // (sorts `both` as the groups below read it)
+    auto same = [](const distributed::RoundedCandidate& x, const distributed::RoundedCandidate& y) {
+      return std::equal(x.key, x.key + 4, y.key) && std::equal(x.bits, x.bits + 3, y.bits);
     };
-    bool any = false;
-    for (std::size_t a = 0; a < both.size();) {
-      std::size_t b = a + 1;
-      while (b < both.size() && same(both[a], both[b])) ++b;
-      if (b - a >= 2) {
-        std::size_t earlier = 0;
-        for (std::size_t c = a; c < b; ++c) earlier += both[c].v < base;
-        const std::int64_t z = both[a].key[3];
-        if (earlier == b - a) {  // the part before's own group, welded there (its vertices are gone from `carried_`)
-        } else if (earlier > 0 || (z0 > 0 && z <= z0) || (z1 < nz && z >= z1)) {
-          r.local = false;
-          return r;
-        } else {
-          any = true;
-        }
-      }
-      a = b;
+    struct Group {
+      std::size_t first, end;
+      std::int64_t z;
+    };
+    std::vector<Group> groups;
+    for (std::size_t x = 0; x < both.size();) {
+      std::size_t y = x + 1;
+      while (y < both.size() && same(both[x], both[y])) ++y;
+      if (y - x >= 2) groups.push_back({x, y, both[x].key[3]});
+      x = y;
     }
-    if (!any) {
-      finish(m, std::move(mine));
-      return r;
-    }
-    // (moves of the part before's groups, none in practice: its welded vertices left `carried_`)
-    std::erase_if(moves, [&](const auto& mv) { return mv.first < base; });
-    for (auto& [from, to] : moves) from -= base, to -= base;
-    for (const auto& [from, to] : moves)
-      if (std::binary_search(referenced_.begin(), referenced_.end(), std::uint32_t(from))) {
+    // The slice the window's weld stops at: the last one of the newer part's with no group.
+    std::int64_t below = all_below;
+    if (below < 0) {
+      for (std::int64_t g = z1 - 1; g >= z0 && below < 0; --g)
+        if (std::none_of(groups.begin(), groups.end(), [&](const Group& q) { return q.z == g; })) below = g;
+      if (below < 0) {
         r.local = false;
         return r;
       }
-    const std::uint64_t nv = std::uint64_t(m.vertex_count());
-    iso::WeldedTriangles w = iso::apply_rounded_moves(m, 0, moves, threads);
+    }
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> moves;
+    for (const Group& q : groups) {
+      if (q.z >= below) continue;
+      // A group on the held part's first slice would take the part written before: the last window welded those.
+      if (held_z0_ > 0 && q.z <= held_z0_) {
+        r.local = false;
+        return r;
+      }
+      for (std::size_t c = q.first; c + 1 < q.end; ++c) moves.push_back({both[c].v, both[q.end - 1].v});
+    }
+    if (moves.empty()) return r;
+    std::sort(moves.begin(), moves.end());
+    for (const auto& mv : moves)
+      if (std::binary_search(referenced_.begin(), referenced_.end(), std::uint32_t(mv.first))) {
+        r.local = false;
+        return r;
+      }
+    // One mesh of the two: the held part's triangles refer past its vertices to the next part's already.
+    const std::size_t ta = std::size_t(a.triangle_count());
+    if (next) {
+      a.positions.insert(a.positions.end(), next->positions.begin(), next->positions.end());
+      a.normals.insert(a.normals.end(), next->normals.begin(), next->normals.end());
+      a.vertex_values.insert(a.vertex_values.end(), next->vertex_values.begin(), next->vertex_values.end());
+      for (const std::uint32_t c : next->triangles) a.triangles.push_back(std::uint32_t(c + na));
+      a.face_labels.insert(a.face_labels.end(), next->face_labels.begin(), next->face_labels.end());
+      *next = TriangleMesh{};
+    }
+    const std::uint64_t nv = std::uint64_t(a.vertex_count());
+    iso::WeldedTriangles w = iso::apply_rounded_moves(a, 0, moves, threads);
     std::vector<std::uint32_t> corners;
-    for (const std::uint64_t t : w.touched) corners.insert(corners.end(), &m.triangles[3 * t], &m.triangles[3 * t] + 3);
+    for (const std::uint64_t t : w.touched) corners.insert(corners.end(), &a.triangles[3 * t], &a.triangles[3 * t] + 3);
     std::vector<std::uint64_t> drop = iso::coincident_tie_drops(corners, w.touched);
     r.welded = std::int64_t(moves.size());
     r.degenerate = std::int64_t(w.degenerate.size());
@@ -235,15 +275,15 @@ class RoundedWelds {
     std::sort(drop.begin(), drop.end());
     // The vertices that may be left unused: those moved away and the dropped triangles' own.
     std::vector<std::uint64_t> maybe;
-    for (const auto& [from, to] : moves) maybe.push_back(from);
+    for (const auto& mv : moves) maybe.push_back(mv.first);
     for (const std::uint64_t t : drop)
       for (int q = 0; q < 3; ++q)
-        if (m.triangles[3 * t + std::size_t(q)] < nv) maybe.push_back(m.triangles[3 * t + std::size_t(q)]);
+        if (a.triangles[3 * t + std::size_t(q)] < nv) maybe.push_back(a.triangles[3 * t + std::size_t(q)]);
     std::sort(maybe.begin(), maybe.end());
     maybe.erase(std::unique(maybe.begin(), maybe.end()), maybe.end());
-    iso::drop_triangles(m, drop);
+    iso::drop_triangles(a, drop);
     std::vector<char> used(maybe.size(), 0);
-    for (const std::uint32_t c : m.triangles) {
+    for (const std::uint32_t c : a.triangles) {
       const auto it = std::lower_bound(maybe.begin(), maybe.end(), std::uint64_t(c));
       if (it != maybe.end() && *it == c) used[std::size_t(it - maybe.begin())] = 1;
     }
@@ -251,29 +291,44 @@ class RoundedWelds {
     for (std::size_t k = 0; k < maybe.size(); ++k)
       if (!used[k] && !std::binary_search(referenced_.begin(), referenced_.end(), std::uint32_t(maybe[k])))
         removed.push_back(maybe[k]);
-    // The part before wrote its corners at this part's first vertices: none of those may be renumbered.
+    // The part written before refers to the held part's first vertices: none of those may be renumbered.
     if (!removed.empty() && !referenced_.empty() && removed.front() <= referenced_.back()) {
       r.local = false;
       return r;
     }
-    iso::remove_vertices(m, 0, removed, removed);
-    finish(m, iso::rounded_candidates(m, threads, to_index, {}, base));
+    iso::remove_vertices(a, 0, removed, removed);
+    if (next) {  // back into the two parts
+      const std::uint64_t va =
+          na - std::uint64_t(std::lower_bound(removed.begin(), removed.end(), na) - removed.begin());
+      const std::size_t kept_a =
+          ta - std::size_t(std::lower_bound(drop.begin(), drop.end(), std::uint64_t(ta)) - drop.begin());
+      auto tail = [](auto& from, auto& to, std::size_t at) {
+        to.assign(from.begin() + std::ptrdiff_t(std::min(at, from.size())), from.end());
+        from.resize(std::min(at, from.size()));
+      };
+      tail(a.positions, next->positions, 3 * std::size_t(va));
+      tail(a.normals, next->normals, 3 * std::size_t(va));
+      tail(a.vertex_values, next->vertex_values, std::size_t(va));
+      tail(a.triangles, next->triangles, 3 * kept_a);
+      tail(a.face_labels, next->face_labels, kept_a);
+      for (std::uint32_t& c : next->triangles) c = std::uint32_t(c - va);
+    }
     return r;
   }
-
- private:
-  // Keeps this part's candidates for the next part, and the vertices of the next part this part's triangles use.
-  void finish(const TriangleMesh& m, std::vector<distributed::RoundedCandidate> mine) {
-    carried_ = std::move(mine);
-    const std::uint64_t nv = std::uint64_t(m.vertex_count());
+  // Hands the held part on to be written; the next part's vertices its triangles use are kept.
+  void release(std::vector<TriangleMesh>& out) {
+    const std::uint64_t nv = std::uint64_t(held_->vertex_count());
     referenced_.clear();
-    for (const std::uint32_t c : m.triangles)
+    for (const std::uint32_t c : held_->triangles)
       if (c >= nv) referenced_.push_back(std::uint32_t(c - nv));
     std::sort(referenced_.begin(), referenced_.end());
     referenced_.erase(std::unique(referenced_.begin(), referenced_.end()), referenced_.end());
+    out.push_back(std::move(*held_));
+    held_.reset();
   }
-  std::vector<distributed::RoundedCandidate> carried_;  // the part before's, in the level's numbering
-  std::vector<std::uint32_t> referenced_;               // this part's vertices the part before's triangles use
+  std::unique_ptr<TriangleMesh> held_;     // the part made last, not yet written
+  std::int64_t held_z0_ = 0;               // its first slice
+  std::vector<std::uint32_t> referenced_;  // its vertices that the part written before refers to
 };
 
 }  // namespace
@@ -323,7 +378,9 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
     if (!std::isfinite(l)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
   rep.levels = o.levels;
   const std::size_t levels = o.levels.size();
-  const std::vector<std::int64_t> bounds = part_bounds(volume, o, part_bytes ? part_bytes : kDefaultPartBytes);
+  // Without degenerate triangles a part waits for the next one (WeldWindow): two are held, each half the budget.
+  const std::uint64_t budget = part_bytes ? part_bytes : kDefaultPartBytes;
+  const std::vector<std::int64_t> bounds = part_bounds(volume, o, o.keep_degenerate ? budget : budget / 2);
   const std::int64_t part_count = std::int64_t(bounds.size()) - 1;
   const distributed::WorldToIndex to_index = distributed::world_to_index_map(g);
   distributed::PlyLayout layout;
@@ -340,7 +397,7 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
   }
   std::vector<std::uint64_t> vertices(levels, 0), triangles(levels, 0);
   std::vector<std::set<std::int32_t>> labels_seen(levels);
-  std::vector<RoundedWelds> welds(levels);
+  std::vector<WeldWindow> welds(levels);
   std::vector<PinchCheck> pinches(levels);
   const std::size_t face_words = layout.labels ? 4 : 3;  // three corners, and the label
   std::vector<char> records;
@@ -378,51 +435,55 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
         return in_memory("samples equal to the level: the tie clean-up takes the whole mesh");
       }
       std::uint64_t all = 0;
-      for (std::size_t k = 0; k < levels; ++k) all += vertices[k];
+      for (std::size_t k = 0; k < levels; ++k) all += vertices[k] + welds[k].held_vertices();
       if (all + std::uint64_t(part.mesh.vertex_count()) > 0xffffffffull)
         throw Error(ErrorKind::LimitReached, volume.name() + ": the mesh has more than 4294967295 vertices");
       // Crossings that rounding put on one sample are welded where two or more have the same position, as the
-      // whole mesh welds them; then every vertex on a sample must be one plain fan.
+      // whole mesh welds them (a part waits for the next one); then every vertex on a sample must be one plain fan.
+      std::vector<TriangleMesh> ready;
       if (!o.keep_degenerate) {
-        const RoundedWelds::Result w =
-            welds[L].weld(part.mesh, vertices[L], bounds[std::size_t(p)], bounds[std::size_t(p) + 1], g.dims[2],
-                          cpu_thread_count(o.threads), to_index);
+        const WeldWindow::Result w =
+            welds[L].step(std::move(part.mesh), bounds[std::size_t(p)], bounds[std::size_t(p) + 1], g.dims[2],
+                          cpu_thread_count(o.threads), to_index, ready);
         if (!w.local)
           return in_memory(
-              "crossings that rounding put on one sample at a seam between parts: welding them takes "
-              "the whole mesh");
+              "crossings that rounding put on one sample could not be welded part by part (groups on every slice "
+              "of a part): welding them takes the whole mesh");
         rep.rounded_ties_welded += w.welded;
         rep.degenerate_removed += w.degenerate;
         rep.duplicates_removed += w.coincident;
+      } else {
+        ready.push_back(std::move(part.mesh));
       }
-      if (o.split_pinches &&
-          !pinches[L].plain(part, vertices[L], cpu_thread_count(o.threads), to_index, !o.keep_degenerate))
-        return in_memory("the level set may pinch at a sample: splitting there takes the whole mesh");
-      const TriangleMesh& m = part.mesh;
-      const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
-      constexpr std::int64_t kBatch = 1 << 16;
-      for (std::int64_t v0 = 0; v0 < nv; v0 += kBatch) {
-        const std::int64_t v1 = std::min(nv, v0 + kBatch);
-        records.resize(std::size_t(v1 - v0) * layout.vertex_bytes());
-        layout.pack_vertices(m, v0, v1, records.data());
-        vertex_spill[L]->append(records.data(), records.size());
-      }
-      for (std::int64_t t0 = 0; t0 < nt; t0 += kBatch) {
-        const std::int64_t t1 = std::min(nt, t0 + kBatch);
-        faces.clear();
-        for (std::int64_t t = t0; t < t1; ++t) {
-          for (int c = 0; c < 3; ++c)
-            faces.push_back(std::uint32_t(vertices[L] + m.triangles[3 * std::size_t(t) + std::size_t(c)]));
-          if (layout.labels) {
-            const std::int32_t label = m.face_labels[std::size_t(t)];
-            faces.push_back(std::uint32_t(label));
-            labels_seen[L].insert(label);
-          }
+      for (const TriangleMesh& m : ready) {
+        if (o.split_pinches && !pinches[L].plain(m, part.tie_vertices, vertices[L], cpu_thread_count(o.threads),
+                                                 to_index, !o.keep_degenerate))
+          return in_memory("the level set may pinch at a sample: splitting there takes the whole mesh");
+        const std::int64_t nv = m.vertex_count(), nt = m.triangle_count();
+        constexpr std::int64_t kBatch = 1 << 16;
+        for (std::int64_t v0 = 0; v0 < nv; v0 += kBatch) {
+          const std::int64_t v1 = std::min(nv, v0 + kBatch);
+          records.resize(std::size_t(v1 - v0) * layout.vertex_bytes());
+          layout.pack_vertices(m, v0, v1, records.data());
+          vertex_spill[L]->append(records.data(), records.size());
         }
-        face_spill[L]->append(faces.data(), faces.size() * 4);
+        for (std::int64_t t0 = 0; t0 < nt; t0 += kBatch) {
+          const std::int64_t t1 = std::min(nt, t0 + kBatch);
+          faces.clear();
+          for (std::int64_t t = t0; t < t1; ++t) {
+            for (int c = 0; c < 3; ++c)
+              faces.push_back(std::uint32_t(vertices[L] + m.triangles[3 * std::size_t(t) + std::size_t(c)]));
+            if (layout.labels) {
+              const std::int32_t label = m.face_labels[std::size_t(t)];
+              faces.push_back(std::uint32_t(label));
+              labels_seen[L].insert(label);
+            }
+          }
+          face_spill[L]->append(faces.data(), faces.size() * 4);
+        }
+        vertices[L] += std::uint64_t(nv);
+        triangles[L] += std::uint64_t(nt);
       }
-      vertices[L] += std::uint64_t(nv);
-      triangles[L] += std::uint64_t(nt);
     }
   }
   std::uint64_t all_vertices = 0, all_triangles = 0;
