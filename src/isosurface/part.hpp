@@ -66,6 +66,16 @@ struct RoundedTies {
 };
 RoundedTies weld_rounded_crossings(TriangleMesh& m, int threads, const WorldToIndex& to_index,
                                    const std::vector<std::uint64_t>& part_starts);
+// Its steps, for a mesh welded piece by piece (stream_ply.cpp). The groups of candidates that rounded_moves sorted:
+// [first, end) of each run at one sample and position, two or more long.
+std::vector<std::pair<std::size_t, std::size_t>> rounded_groups(const std::vector<RoundedCandidate>& sorted);
+// The moves (of m's own vertices, ids from 0) applied, the triangles that then repeat a vertex dropped and
+// coincident pairs cancelled (order kept), the counts added to `counts`. Returns the vertices that may be left
+// unused: those moved away and the dropped triangles' corners among m's vertices, ascending. `dropped`: the dropped
+// triangles' ids before the drop, ascending.
+std::vector<std::uint64_t> weld_moves(TriangleMesh& m,
+                                      const std::vector<std::pair<std::uint64_t, std::uint64_t>>& moves, int threads,
+                                      RoundedTies& counts, std::vector<std::uint64_t>* dropped = nullptr);
 
 // Cells crossing each level in each cell layer z of [z_begin, z_end), summed over the levels (the cheap first pass
 // of the load balance): the middle layer of every stride is counted and stands for all of them.

@@ -87,9 +87,6 @@ std::vector<RoundedCandidate> rounded_candidates(const TriangleMesh& m, int thre
 }
 
 std::vector<std::pair<std::uint64_t, std::uint64_t>> rounded_moves(std::vector<RoundedCandidate>& candidates) {
-  auto same = [](const RoundedCandidate& a, const RoundedCandidate& b) {
-    return std::equal(a.key, a.key + 4, b.key) && std::equal(a.bits, a.bits + 3, b.bits);
-  };
   std::sort(candidates.begin(), candidates.end(), [](const RoundedCandidate& a, const RoundedCandidate& b) {
     if (!std::equal(a.key, a.key + 4, b.key)) return std::lexicographical_compare(a.key, a.key + 4, b.key, b.key + 4);
     if (!std::equal(a.bits, a.bits + 3, b.bits)) return std::lexicographical_compare(a.bits, a.bits + 3, b.bits, b.bits + 3);
@@ -98,12 +95,8 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> rounded_moves(std::vector<R
   // Each group of two or more becomes its last (highest) vertex: a rank's triangles may refer to later ranks'
   // vertices, never to earlier ones.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> moves;
-  for (std::size_t a = 0; a < candidates.size();) {
-    std::size_t b = a + 1;
-    while (b < candidates.size() && same(candidates[a], candidates[b])) ++b;
+  for (const auto& [a, b] : iso::rounded_groups(candidates))
     for (std::size_t c = a; c + 1 < b; ++c) moves.push_back({candidates[c].v, candidates[b - 1].v});
-    a = b;
-  }
   std::sort(moves.begin(), moves.end());
   return moves;
 }
@@ -171,6 +164,44 @@ void drop_triangles(TriangleMesh& m, const std::vector<std::uint64_t>& drop) {
 
 namespace parasurf::iso {
 
+std::vector<std::pair<std::size_t, std::size_t>> rounded_groups(const std::vector<RoundedCandidate>& sorted) {
+  auto same = [](const RoundedCandidate& a, const RoundedCandidate& b) {
+    return std::equal(a.key, a.key + 4, b.key) && std::equal(a.bits, a.bits + 3, b.bits);
+  };
+  std::vector<std::pair<std::size_t, std::size_t>> groups;
+  for (std::size_t a = 0; a < sorted.size();) {
+    std::size_t b = a + 1;
+    while (b < sorted.size() && same(sorted[a], sorted[b])) ++b;
+    if (b - a >= 2) groups.push_back({a, b});
+    a = b;
+  }
+  return groups;
+}
+
+std::vector<std::uint64_t> weld_moves(TriangleMesh& m, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& moves,
+                                      int threads, RoundedTies& counts, std::vector<std::uint64_t>* dropped) {
+  const std::uint64_t nv = std::uint64_t(m.vertex_count());
+  WeldedTriangles w = apply_rounded_moves(m, 0, moves, threads);
+  std::vector<std::uint32_t> corners;
+  for (const std::uint64_t t : w.touched) corners.insert(corners.end(), &m.triangles[3 * t], &m.triangles[3 * t] + 3);
+  std::vector<std::uint64_t> drop = coincident_tie_drops(corners, w.touched);
+  counts.vertices_welded += std::int64_t(moves.size());
+  counts.degenerate_dropped += std::int64_t(w.degenerate.size());
+  counts.coincident_dropped += std::int64_t(drop.size());
+  drop.insert(drop.end(), w.degenerate.begin(), w.degenerate.end());
+  std::sort(drop.begin(), drop.end());
+  std::vector<std::uint64_t> maybe;
+  for (const auto& mv : moves) maybe.push_back(mv.first);
+  for (const std::uint64_t t : drop)
+    for (int q = 0; q < 3; ++q)
+      if (m.triangles[3 * t + std::size_t(q)] < nv) maybe.push_back(m.triangles[3 * t + std::size_t(q)]);
+  std::sort(maybe.begin(), maybe.end());
+  maybe.erase(std::unique(maybe.begin(), maybe.end()), maybe.end());
+  drop_triangles(m, drop);
+  if (dropped) *dropped = std::move(drop);
+  return maybe;
+}
+
 RoundedTies weld_rounded_crossings(TriangleMesh& m, int threads, const WorldToIndex& to_index,
                                    const std::vector<std::uint64_t>& part_starts) {
   RoundedTies out;
@@ -180,16 +211,7 @@ RoundedTies weld_rounded_crossings(TriangleMesh& m, int threads, const WorldToIn
   if (candidates.size() < 2) return out;
   const auto moves = rounded_moves(candidates);
   if (moves.empty()) return out;
-  out.vertices_welded = std::int64_t(moves.size());
-  WeldedTriangles w = apply_rounded_moves(m, 0, moves, threads);
-  std::vector<std::uint32_t> corners;
-  for (const std::uint64_t t : w.touched) corners.insert(corners.end(), &m.triangles[3 * t], &m.triangles[3 * t] + 3);
-  std::vector<std::uint64_t> drop = coincident_tie_drops(corners, w.touched);
-  out.degenerate_dropped = std::int64_t(w.degenerate.size());
-  out.coincident_dropped = std::int64_t(drop.size());
-  drop.insert(drop.end(), w.degenerate.begin(), w.degenerate.end());
-  std::sort(drop.begin(), drop.end());
-  drop_triangles(m, drop);
+  weld_moves(m, moves, threads, out);
   // The welded vertices, and any whose triangles all went, are removed (order kept).
   const std::vector<std::uint64_t> unused = unreferenced_vertices(m.triangles, 0, std::uint64_t(nv));
   remove_vertices(m, 0, unused, unused);

@@ -212,39 +212,28 @@ class WeldWindow {
       both.insert(both.end(), b.begin(), b.end());
     }
     if (iso::rounded_moves(both).empty()) return r;  // (sorts `both` as the groups below read it)
-    auto same = [](const distributed::RoundedCandidate& x, const distributed::RoundedCandidate& y) {
-      return std::equal(x.key, x.key + 4, y.key) && std::equal(x.bits, x.bits + 3, y.bits);
-    };
-    struct Group {
-      std::size_t first, end;
-      std::int64_t z;
-    };
-    std::vector<Group> groups;
-    for (std::size_t x = 0; x < both.size();) {
-      std::size_t y = x + 1;
-      while (y < both.size() && same(both[x], both[y])) ++y;
-      if (y - x >= 2) groups.push_back({x, y, both[x].key[3]});
-      x = y;
-    }
+    const std::vector<std::pair<std::size_t, std::size_t>> groups = iso::rounded_groups(both);
+    auto slice = [&](const std::pair<std::size_t, std::size_t>& q) { return both[q.first].key[3]; };
     // The slice the window's weld stops at: the last one of the newer part's with no group.
     std::int64_t below = all_below;
     if (below < 0) {
       for (std::int64_t g = z1 - 1; g >= z0 && below < 0; --g)
-        if (std::none_of(groups.begin(), groups.end(), [&](const Group& q) { return q.z == g; })) below = g;
+        if (std::none_of(groups.begin(), groups.end(), [&](const auto& q) { return slice(q) == g; })) below = g;
       if (below < 0) {
         r.local = false;
         return r;
       }
     }
     std::vector<std::pair<std::uint64_t, std::uint64_t>> moves;
-    for (const Group& q : groups) {
-      if (q.z >= below) continue;
+    for (const auto& [first, end] : groups) {
+      const std::int64_t z = slice({first, end});
+      if (z >= below) continue;
       // A group on the held part's first slice would take the part written before: the last window welded those.
-      if (held_z0_ > 0 && q.z <= held_z0_) {
+      if (held_z0_ > 0 && z <= held_z0_) {
         r.local = false;
         return r;
       }
-      for (std::size_t c = q.first; c + 1 < q.end; ++c) moves.push_back({both[c].v, both[q.end - 1].v});
+      for (std::size_t c = first; c + 1 < end; ++c) moves.push_back({both[c].v, both[end - 1].v});
     }
     if (moves.empty()) return r;
     std::sort(moves.begin(), moves.end());
@@ -263,25 +252,12 @@ class WeldWindow {
       a.face_labels.insert(a.face_labels.end(), next->face_labels.begin(), next->face_labels.end());
       *next = TriangleMesh{};
     }
-    const std::uint64_t nv = std::uint64_t(a.vertex_count());
-    iso::WeldedTriangles w = iso::apply_rounded_moves(a, 0, moves, threads);
-    std::vector<std::uint32_t> corners;
-    for (const std::uint64_t t : w.touched) corners.insert(corners.end(), &a.triangles[3 * t], &a.triangles[3 * t] + 3);
-    std::vector<std::uint64_t> drop = iso::coincident_tie_drops(corners, w.touched);
-    r.welded = std::int64_t(moves.size());
-    r.degenerate = std::int64_t(w.degenerate.size());
-    r.coincident = std::int64_t(drop.size());
-    drop.insert(drop.end(), w.degenerate.begin(), w.degenerate.end());
-    std::sort(drop.begin(), drop.end());
-    // The vertices that may be left unused: those moved away and the dropped triangles' own.
-    std::vector<std::uint64_t> maybe;
-    for (const auto& mv : moves) maybe.push_back(mv.first);
-    for (const std::uint64_t t : drop)
-      for (int q = 0; q < 3; ++q)
-        if (a.triangles[3 * t + std::size_t(q)] < nv) maybe.push_back(a.triangles[3 * t + std::size_t(q)]);
-    std::sort(maybe.begin(), maybe.end());
-    maybe.erase(std::unique(maybe.begin(), maybe.end()), maybe.end());
-    iso::drop_triangles(a, drop);
+    iso::RoundedTies counts;
+    std::vector<std::uint64_t> drop;
+    const std::vector<std::uint64_t> maybe = iso::weld_moves(a, moves, threads, counts, &drop);
+    r.welded = counts.vertices_welded;
+    r.degenerate = counts.degenerate_dropped;
+    r.coincident = counts.coincident_dropped;
     std::vector<char> used(maybe.size(), 0);
     for (const std::uint32_t c : a.triangles) {
       const auto it = std::lower_bound(maybe.begin(), maybe.end(), std::uint64_t(c));
