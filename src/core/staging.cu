@@ -16,9 +16,9 @@ std::mutex& spare_mutex() {
   static std::mutex m;
   return m;
 }
-std::vector<StagingPair>& spares() {
-  static auto* pairs = new std::vector<StagingPair>;  // leaked on purpose, as the chunks are
-  return *pairs;
+std::vector<StagingRing>& spares() {
+  static auto* rings = new std::vector<StagingRing>;  // leaked on purpose, as the buffers are
+  return *rings;
 }
 std::atomic<int> mid_size_copies{0};
 
@@ -26,40 +26,40 @@ std::atomic<int> mid_size_copies{0};
 
 bool spare_staging(int device) {
   std::lock_guard<std::mutex> lock(spare_mutex());
-  return std::any_of(spares().begin(), spares().end(), [&](const StagingPair& p) { return p.device == device; });
+  return std::any_of(spares().begin(), spares().end(), [&](const StagingRing& r) { return r.device == device; });
 }
 
-StagingPair take_staging(int device) {
+StagingRing take_staging(int device) {
   {
     std::lock_guard<std::mutex> lock(spare_mutex());
     for (auto it = spares().begin(); it != spares().end(); ++it)
       if (it->device == device) {
-        const StagingPair p = *it;
+        const StagingRing r = *it;
         spares().erase(it);
-        return p;
+        return r;
       }
   }
-  StagingPair p;
-  p.device = device;
-  for (int b = 0; b < 2; ++b)
-    if (cudaHostAlloc(&p.host[b], kStagingChunkBytes, cudaHostAllocDefault) != cudaSuccess) {
+  StagingRing r;
+  r.device = device;
+  for (int b = 0; b < kStagingBuffers; ++b)
+    if (cudaHostAlloc(&r.host[b], kStagingBufferBytes, cudaHostAllocDefault) != cudaSuccess) {
       cudaGetLastError();  // not sticky: the straight copy still works
-      if (b == 1) cudaFreeHost(p.host[0]);
+      for (int q = 0; q < b; ++q) cudaFreeHost(r.host[q]);
       return {};
     }
-  return p;
+  return r;
 }
 
-void give_back_staging(const StagingPair& pair) {
-  if (!pair) return;
+void give_back_staging(const StagingRing& ring) {
+  if (!ring) return;
   std::lock_guard<std::mutex> lock(spare_mutex());
-  spares().push_back(pair);
+  spares().push_back(ring);
 }
 
-bool staging_pays(int device, std::size_t bytes, bool holding_pair) {
+bool staging_pays(int device, std::size_t bytes, bool holding_ring) {
   constexpr std::size_t first_staged_from = std::size_t(256) << 20;
   if (bytes < kMinStagedBytes) return false;
-  if (!holding_pair && bytes < first_staged_from && !spare_staging(device) && mid_size_copies++ < 1) return false;
+  if (!holding_ring && bytes < first_staged_from && !spare_staging(device) && mid_size_copies++ < 1) return false;
   return true;
 }
 
@@ -72,27 +72,28 @@ bool pageable(const void* host) {
 
 namespace {
 
-// Pieces of at most a chunk, brought home in turn through the pair: the copy engine fills one chunk while the host's
-// threads empty the other. `landed` holds one event per chunk.
-void bring_home(const StagingPair& pair, const std::vector<HostCopy>& pieces, cudaStream_t stream,
-                const cudaEvent_t landed[2], int threads, const char* what) {
+// Pieces of at most a buffer, brought home in turn through the ring: the copy engine fills the buffers ahead while
+// the host's threads empty the oldest. `landed` holds one event per buffer.
+void bring_home(const StagingRing& ring, const std::vector<HostCopy>& pieces, cudaStream_t stream,
+                const cudaEvent_t* landed, int threads, const char* what) {
+  constexpr std::size_t n = kStagingBuffers;
   auto bring = [&](std::size_t p) {
-    PS_CUDA(cudaMemcpyAsync(pair.host[p & 1], pieces[p].device, pieces[p].bytes, cudaMemcpyDeviceToHost, stream), what);
-    PS_CUDA(cudaEventRecord(landed[p & 1], stream), what);
+    PS_CUDA(cudaMemcpyAsync(ring.host[p % n], pieces[p].device, pieces[p].bytes, cudaMemcpyDeviceToHost, stream), what);
+    PS_CUDA(cudaEventRecord(landed[p % n], stream), what);
   };
-  bring(0);
+  for (std::size_t p = 0; p + 1 < n && p < pieces.size(); ++p) bring(p);
   for (std::size_t p = 0; p < pieces.size(); ++p) {
-    if (p + 1 < pieces.size()) bring(p + 1);  // into the chunk emptied in the last round
-    PS_CUDA(cudaEventSynchronize(landed[p & 1]), what);
-    parallel_copy(pieces[p].host, pair.host[p & 1], pieces[p].bytes, threads);
+    if (p + n - 1 < pieces.size()) bring(p + n - 1);  // into the buffer emptied in the last round
+    PS_CUDA(cudaEventSynchronize(landed[p % n]), what);
+    parallel_copy(pieces[p].host, ring.host[p % n], pieces[p].bytes, threads);
   }
 }
 
-// The pieces of a staged transfer of `total` bytes: about a sixth of it, so that what nothing overlaps (the first
+// The pieces of a staged transfer of `total` bytes: about a quarter of it, so that what nothing overlaps (the first
 // piece's fill on the way up, the last one's emptying on the way home) is short; at least 2 MiB, where each piece's
-// fixed costs (a copy, an event, waking the threads) would add up; at most a chunk.
+// fixed costs (a copy, an event, waking the threads) would add up; at most a buffer.
 std::size_t piece_bytes(std::size_t total) {
-  return std::clamp<std::size_t>((total / 6 + 4095) & ~std::size_t(4095), std::size_t(2) << 20, kStagingChunkBytes);
+  return std::clamp<std::size_t>((total / 4 + 4095) & ~std::size_t(4095), std::size_t(2) << 20, kStagingBufferBytes);
 }
 
 std::vector<HostCopy> chunk_pieces(const std::vector<HostCopy>& copies) {
@@ -107,7 +108,7 @@ std::vector<HostCopy> chunk_pieces(const std::vector<HostCopy>& copies) {
   return pieces;
 }
 
-// The host's threads each link may use to fill or empty its chunks: links on several GPUs copy at once.
+// The host's threads each link may use to fill or empty its buffers: links on several GPUs copy at once.
 std::atomic<int> links_copying{0};
 struct CopyingShare {
   CopyingShare() { ++links_copying; }
@@ -117,23 +118,23 @@ struct CopyingShare {
 
 }  // namespace
 
-void download_staged(const StagingPair& pair, const std::vector<HostCopy>& copies, cudaStream_t stream, int threads) {
+void download_staged(const StagingRing& ring, const std::vector<HostCopy>& copies, cudaStream_t stream, int threads) {
   const std::vector<HostCopy> pieces = chunk_pieces(copies);
   if (pieces.empty()) return;
-  cudaEvent_t landed[2] = {nullptr, nullptr};
+  cudaEvent_t landed[kStagingBuffers] = {};
   struct Events {
     cudaEvent_t* e;
     ~Events() {
-      for (int b = 0; b < 2; ++b)
+      for (int b = 0; b < kStagingBuffers; ++b)
         if (e[b]) cudaEventDestroy(e[b]);
     }
   } owned{landed};
-  for (int b = 0; b < 2; ++b)
+  for (int b = 0; b < kStagingBuffers; ++b)
     PS_CUDA(cudaEventCreateWithFlags(&landed[b], cudaEventDisableTiming), "creating a staging event");
   try {
-    bring_home(pair, pieces, stream, landed, threads, "copying results to the host");
+    bring_home(ring, pieces, stream, landed, threads, "copying results to the host");
   } catch (...) {
-    cudaStreamSynchronize(stream);  // no copy may still be landing in the chunks when they go back
+    cudaStreamSynchronize(stream);  // no copy may still be landing in the buffers when they go back
     cudaGetLastError();
     throw;
   }
@@ -146,52 +147,52 @@ void copy_home(int device, const std::vector<HostCopy>& copies, cudaStream_t str
   if (total >= kMinStagedBytes)
     for (std::size_t i = 0; i < copies.size(); ++i)
       if (copies[i].bytes && pageable(copies[i].host)) staged_copy[i] = 1, pageable_bytes += copies[i].bytes;
-  StagingPair pair;
-  if (pageable_bytes > 0 && staging_pays(device, pageable_bytes, false)) pair = take_staging(device);
+  StagingRing ring;
+  if (pageable_bytes > 0 && staging_pays(device, pageable_bytes, false)) ring = take_staging(device);
   struct GiveBack {
-    StagingPair p;
-    ~GiveBack() { give_back_staging(p); }
-  } give_back{pair};
+    StagingRing r;
+    ~GiveBack() { give_back_staging(r); }
+  } give_back{ring};
   std::vector<HostCopy> staged;
   for (std::size_t i = 0; i < copies.size(); ++i)
-    if (pair && staged_copy[i])
+    if (ring && staged_copy[i])
       staged.push_back(copies[i]);
     else if (copies[i].bytes)
       PS_CUDA(cudaMemcpyAsync(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault, stream), what);
   // The straight copies are queued ahead of the staged ones on the same stream: one wait covers both.
-  if (!staged.empty()) download_staged(pair, staged, stream, threads);
+  if (!staged.empty()) download_staged(ring, staged, stream, threads);
   PS_CUDA(cudaStreamSynchronize(stream), what);
 }
 
 StagedLink::~StagedLink() {
   cudaSetDevice(device_);  // the releasing thread may have another
   if (stream_) {
-    cudaStreamSynchronize(stream_);  // the chunks go back to the spares with no copy in flight
+    cudaStreamSynchronize(stream_);  // the buffers go back to the spares with no copy in flight
     cudaStreamDestroy(stream_);
   }
   for (auto& e : chunk_done_)
     if (e) cudaEventDestroy(e);
   if (work_done_) cudaEventDestroy(work_done_);
-  give_back_staging(pair_);
+  give_back_staging(ring_);
 }
 
 void StagedLink::give_back_chunks() {
-  if (!pair_) return;
+  if (!ring_) return;
   if (stream_) PS_CUDA(cudaStreamSynchronize(stream_), "finishing the staged copies");
-  give_back_staging(pair_);
-  pair_ = {};
+  give_back_staging(ring_);
+  ring_ = {};
 }
 
 bool StagedLink::chunks_for(std::size_t bytes) {
-  if (!staging_pays(device_, bytes, bool(pair_))) return false;
+  if (!staging_pays(device_, bytes, bool(ring_))) return false;
   if (!stream_) {
     PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the staging stream");
-    for (int b = 0; b < 2; ++b)
+    for (int b = 0; b < kStagingBuffers; ++b)
       PS_CUDA(cudaEventCreateWithFlags(&chunk_done_[b], cudaEventDisableTiming), "creating a staging event");
     PS_CUDA(cudaEventCreateWithFlags(&work_done_, cudaEventDisableTiming), "creating a staging event");
   }
-  if (!pair_) pair_ = take_staging(device_);
-  return bool(pair_);
+  if (!ring_) ring_ = take_staging(device_);
+  return bool(ring_);
 }
 
 void StagedLink::upload(void* device, const void* host, std::size_t bytes, const char* what) {
@@ -204,10 +205,10 @@ void StagedLink::upload(void* device, const void* host, std::size_t bytes, const
   const CopyingShare share;
   const std::size_t piece = piece_bytes(bytes);
   for (std::size_t at = 0, k = 0; at < bytes; at += piece, ++k) {
-    const std::size_t b = k & 1, n = std::min(piece, bytes - at);
-    PS_CUDA(cudaEventSynchronize(chunk_done_[b]), what);  // its last chunk has left
-    parallel_copy(pair_.host[b], static_cast<const char*>(host) + at, n, share.threads());
-    PS_CUDA(cudaMemcpyAsync(static_cast<char*>(device) + at, pair_.host[b], n, cudaMemcpyHostToDevice, stream_), what);
+    const std::size_t b = k % kStagingBuffers, n = std::min(piece, bytes - at);
+    PS_CUDA(cudaEventSynchronize(chunk_done_[b]), what);  // its last piece has left
+    parallel_copy(ring_.host[b], static_cast<const char*>(host) + at, n, share.threads());
+    PS_CUDA(cudaMemcpyAsync(static_cast<char*>(device) + at, ring_.host[b], n, cudaMemcpyHostToDevice, stream_), what);
     PS_CUDA(cudaEventRecord(chunk_done_[b], stream_), what);
   }
   PS_CUDA(cudaStreamSynchronize(stream_), what);
@@ -237,7 +238,7 @@ void StagedLink::download(const std::vector<HostCopy>& copies, const char* what)
   PS_CUDA(cudaEventRecord(work_done_, cudaStreamLegacy), what);
   PS_CUDA(cudaStreamWaitEvent(stream_, work_done_, 0), what);
   const CopyingShare share;
-  bring_home(pair_, chunk_pieces(through), stream_, chunk_done_, share.threads(), what);
+  bring_home(ring_, chunk_pieces(through), stream_, chunk_done_, share.threads(), what);
 }
 
 }  // namespace parasurf::core
