@@ -1021,10 +1021,10 @@ TEST(Isosurface, LargeCudaMeshArrivesIntact) {
   expect_same_but_rounding(g, c, 1e-5, 1e-4);
 }
 
-// A caller's array of more than 256 MiB goes up through two pinned 32 MiB chunks in turn (the last one partial),
-// which the second run borrows again from the process's spare chunks: a chunk copied to the wrong place, or
+// A caller's array of more than 256 MiB goes up through the ring of pinned buffers in 8 MiB pieces (the last one
+// partial), which the second run borrows again from the process's spares: a piece copied to the wrong place, or
 // overwritten before its copy left, would change the mesh.
-TEST(Isosurface, HostArrayStagedThroughPinnedChunksGivesTheCpuMesh) {
+TEST(Isosurface, HostArrayStagedThroughPinnedBuffersGivesTheCpuMesh) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
   std::mt19937_64 rng(test::run_seed() ^ 0x57a9);
   std::uniform_real_distribution<double> wobble(-0.02, 0.02);
@@ -1034,13 +1034,13 @@ TEST(Isosurface, HostArrayStagedThroughPinnedChunksGivesTheCpuMesh) {
   }, {-3, -3, -3}, {3, 3 - 11 * h, 3 - 3 * h / 4}, {h, h, h / 4});
   const std::int64_t bytes = tangle.geometry().voxel_count() * 4;
   ASSERT_GT(bytes, std::int64_t(256) << 20) << "the samples should be staged from the first upload";
-  ASSERT_NE(bytes % (std::int64_t(32) << 20), 0) << "the last chunk should be partial";
+  ASSERT_NE(bytes % (std::int64_t(8) << 20), 0) << "the last piece should be partial";
   IsosurfaceOptions o;
   o.levels = {0.5};
   o.device = Device::Cpu;
   const TriangleMesh c = extract_isosurface(tangle, o);
   o.device = Device::Cuda;
-  for (int run = 0; run < 2; ++run) {  // the second run: a fresh engine with the chunks the first gave back
+  for (int run = 0; run < 2; ++run) {  // the second run: a fresh engine with the buffers the first gave back
     IsosurfaceReport rep;
     const TriangleMesh g = extract_isosurface(tangle, o, &rep);
     ASSERT_EQ(rep.slabs, 1);
