@@ -83,7 +83,7 @@ class StagedLink {
   cudaStream_t stream_ = nullptr;
   StagingRing ring_;
   cudaEvent_t chunk_done_[kStagingBuffers] = {};  // a buffer's piece has left (uploads) or arrived (downloads)
-  cudaEvent_t work_done_ = nullptr;                 // the kernels before a staged download are done
+  cudaEvent_t work_done_ = nullptr;               // the kernels before a staged download are done
 };
 
 }  // namespace parasurf::core
