@@ -10,6 +10,7 @@
 
 #include "isosurface/field_value.hpp"
 #include "isosurface/mc_kernels.hpp"
+#include "isosurface/near_sample.hpp"
 #include "parasurf/isosurface.hpp"
 #include "parasurf/volume.hpp"
 
@@ -61,6 +62,9 @@ struct SlabTask {
   // Instead of scalars: each vertex's value is scikit-image's (mc::point_ranges), against the caller's level.
   bool ranges = false;
   float range_level = 0;
+  // Active: the mesh is welded where crossings rounded onto a sample, and an engine that can lists the vertices
+  // that may lie on one (near_sample_vertices) so that the weld tests those alone.
+  NearSampleProbe near_probe;
   bool vertex_values() const { return scalars != nullptr || ranges; }
 };
 
@@ -109,6 +113,13 @@ class SlabEngine {
   // Whether the last generate() may have left a vertex unused: only a vertex at a sample on the level can be, when
   // every triangle around it collapses and is dropped. (The CPU engine, when it settles ties in its count pass,
   // leaves none.)
+  // The vertices of the last generate() (ids from the slab's first, ascending) that may lie on a sample by the
+  // task's near_probe; false when they were not listed (no active probe, a mesh left on the device, an engine that
+  // does not list, too many to list), and then every vertex is tested.
+  virtual bool near_sample_vertices(std::vector<std::uint32_t>& ids) {
+    (void)ids;
+    return false;
+  }
   virtual bool point_vertices() const = 0;
   // Whether the last generate() placed a vertex on a sample equal to the level at all (where the level set may
   // pinch); true when the engine cannot tell.
@@ -146,6 +157,8 @@ int cpu_engine_threads(int requested, std::int64_t points);
 // Tests: false makes the CPU engine list its ties for the pass over the whole mesh, as the CUDA engine does, instead
 // of resolving them in its count pass (the two must give the same mesh).
 void set_cpu_local_ties(bool on);
+// Whether one-engine runs list the vertices near samples for the weld (extract.cpp; tests compare with the whole scan).
+void set_near_sample_listing(bool on);
 // Tests: the bytes of slab meshes a CPU engine holds at most (hold()); beyond, it refuses, as a GPU out of memory.
 void set_cpu_hold_limit(std::uint64_t bytes);
 // The CUDA backend (engine_cuda.cu; only in builds with CUDA).

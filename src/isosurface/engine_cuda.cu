@@ -20,6 +20,7 @@
 #include "isosurface/cuda_classify.cuh"
 #include "isosurface/cuda_count.cuh"
 #include "isosurface/cuda_generate.cuh"
+#include "isosurface/cuda_near.cuh"
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/field_value.hpp"
@@ -83,6 +84,11 @@ class CudaEngine final : public SlabEngine {
   StageSeconds seconds() const override { return seconds_; }
   void time_stages(bool on) override { time_stages_ = on; }
   bool point_vertices() const override { return point_vertices_; }
+  bool near_sample_vertices(std::vector<std::uint32_t>& ids) override {
+    if (!near_listed_) return false;
+    ids = near_host_;
+    return true;
+  }
   bool tie_vertices() const override { return tie_vertices_; }
   // Per segment of 32 points: two words of bits, a word of offsets, a share of its group's counts, its point and
   // centre planes, and its place and planes in the vertex pass's list (five words), over the points it holds in a
@@ -692,6 +698,17 @@ class CudaEngine final : public SlabEngine {
     }
     // A mesh made ahead is complete: count() waited for the stream that made it, and a second wait costs a slab time.
     if (!generated_ahead_) PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
+    // The vertices the weld after the run must test, listed before the download (which waits for the kernel).
+    near_listed_ = task.near_probe.active;
+    const std::uint64_t near_capacity = std::max<std::uint64_t>(4096, nv / 8);
+    unsigned long long* near_count = counters_.as<unsigned long long>() + 5;
+    if (near_listed_ && nv > 0) {
+      near_ids_.ensure(near_capacity * 4, "allocating the list of vertices near samples");
+      cuda::near_sample_kernel<<<unsigned((nv + 255) / 256), 256>>>(positions_.as<float>(), nv, task.near_probe,
+                                                                    near_ids_.as<std::uint32_t>(), near_count,
+                                                                    near_capacity);
+      PS_CUDA_LAUNCH("listing the vertices near samples");
+    }
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
     // (A held slab's tail lies on the device, hold(): copied straight.)
@@ -704,11 +721,22 @@ class CudaEngine final : public SlabEngine {
     // Only a mesh bound for the host asks (a resident one is left as it is).
     point_vertices_ = true;
     tie_vertices_ = level_samples_seen_;  // the count pass saw samples on the level in this slab
+    // The point-vertex flag and the count of vertices near samples, in one read (counters 2 to 5).
+    unsigned long long read[4] = {0, 0, 0, 0};
+    if (out.positions || (near_listed_ && nv > 0))
+      PS_CUDA(cudaMemcpy(read, points, sizeof read, cudaMemcpyDeviceToHost), "reading the generation's counters");
     if (out.positions) {
-      unsigned long long any = 0;
-      PS_CUDA(cudaMemcpy(&any, points, sizeof any, cudaMemcpyDeviceToHost), "reading the point-vertex flag");
+      unsigned long long any = read[0];
       if (any != 0 && nv > 0 && owned_rows > 0) any = point_vertex_unused(task.vertex_base, nv, nt);
       point_vertices_ = any != 0;
+    }
+    near_host_.clear();
+    if (near_listed_ && read[3] > near_capacity) near_listed_ = false;
+    if (near_listed_ && read[3] > 0) {
+      near_host_.resize(std::size_t(read[3]));
+      PS_CUDA(cudaMemcpy(near_host_.data(), near_ids_.ptr, near_host_.size() * 4, cudaMemcpyDeviceToHost),
+              "downloading the vertices near samples");
+      std::sort(near_host_.begin(), near_host_.end());
     }
     if (tie_total_ > 0) {
       const std::size_t base = ties.size();
@@ -734,14 +762,18 @@ class CudaEngine final : public SlabEngine {
   bool generated_ahead_ = false;  // count() made the mesh too
   bool level_samples_seen_ = true;  // whether the last slab counted held samples on the level (unknown at first)
   std::map<const void*, std::size_t> wave_;  // resident blocks of a kernel on the device
-  // ties (count, list), point vertices, segments listed for the vertex pass, whether a sample lies on the level
-  static constexpr int kCounters = 5;
+  // ties (count, list), point vertices, segments listed for the vertex pass, whether a sample lies on the level,
+  // vertices near samples
+  static constexpr int kCounters = 6;
   unsigned long long* level_samples() { return counters_.as<unsigned long long>() + 4; }
   int multiprocessors_ = 1;
   bool dependent_launch_ = false;  // programmatic dependent launch (compute capability 9.0 on)
   bool time_stages_ = true;
   bool point_vertices_ = false;
   bool tie_vertices_ = true;
+  bool near_listed_ = false;               // the last generation listed its vertices near samples
+  std::vector<std::uint32_t> near_host_;   // those vertices, ascending
+  core::DeviceBuffer near_ids_;
   cudaStream_t copy_stream_ = nullptr;
   core::StagedLink link_;  // samples from and meshes into pageable host memory, through pinned chunks
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
@@ -786,7 +818,7 @@ class CudaEngine final : public SlabEngine {
     return {&totals_, &vertex_list_, &data_, &staging_, &point_planes_, &centre_planes_, &listed_planes_,
             &listed_centres_, &vertex_segments_, &segment_inside_, &segment_on_level_, &segment_local_, &group_counts_,
             &group_bases_, &next_centres_, &scan_temp_, &positions_, &normals_, &triangles_, &ties_, &labels_,
-            &scalars_, &values_, &face_labels_, &point_marks_};
+            &scalars_, &values_, &face_labels_, &point_marks_, &near_ids_};
   }
   core::DeviceBuffer totals_, vertex_list_, table_, classic_triangles_, ambiguous_, tunnel_flags_, tunnel_block_, tunnel_entries_,
       counters_, data_, point_planes_, centre_planes_, listed_planes_, listed_centres_, vertex_segments_, segment_inside_, segment_on_level_, segment_local_, group_counts_, group_bases_,

@@ -3,6 +3,7 @@
 // Slab scheme after Rogeiro 2011 (work units of slices with overlap); vertex ids are global from the start, so
 // seams between slabs are welded without a merge pass.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -186,6 +187,8 @@ std::pair<double, double> volume_value_range(VolumeSource& volume) {
 
 namespace {
 
+std::atomic<bool> near_listing{true};
+
 iso::SlabTask slab_task(const VolumeSource& volume, const IsosurfaceOptions& o, bool field_on_device) {
   return iso::make_task(volume.geometry(), volume.type(), o, field_on_device ? volume.builtin_field() : -1);
 }
@@ -345,7 +348,8 @@ struct OneEngine {
   Clock::time_point start;
   double read_seconds = 0, host_mesh_seconds = 0;
   std::uint64_t vertices_total = 0;
-  iso::SlabBuffers buffers[2];  // slab s in buffers[s % 2]
+  iso::SlabBuffers buffers[2];          // slab s in buffers[s % 2]
+  std::vector<std::uint32_t> near_ids;  // a slab's vertices that may lie on a sample
 
   void run_slab(std::int64_t s, iso::SlabBuffers& buf) {
     const IsosurfaceOptions& o = slabs.o;
@@ -388,6 +392,13 @@ struct OneEngine {
       std::vector<std::uint64_t> ties;
       engine.generate(t, tail, ties);
       for (auto x : ties) m.ties.push_back(t0 + x);
+      if (m.near_listed) {
+        near_ids.clear();
+        if (engine.near_sample_vertices(near_ids))
+          for (const std::uint32_t id : near_ids) m.near_samples.push_back(v0 + id);
+        else
+          m.near_listed = false, m.near_samples = {};
+      }
       m.point_vertices = m.point_vertices || engine.point_vertices();
       m.tie_vertices = m.tie_vertices || engine.tie_vertices();
       vertices_total += c.vertices;
@@ -399,6 +410,7 @@ struct OneEngine {
     const std::int64_t slab_count = slabs.slab_count;
     for (int b = 0; b < (slab_count > 1 ? 2 : 1); ++b) slabs.allocate(buffers[b], gpu);
     const bool streamed = (!slabs.resident && !slabs.on_device) || o.labels || o.scalars;
+    for (auto& m : meshes) m.near_listed = slabs.task.near_probe.active;
     // The mesh is sized ahead while the first slab is counted (the host's pages would take a quarter of a large
     // one-GPU run): the engine's arrays need only the estimate.
     estimated.wait();
@@ -569,6 +581,11 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   run.resident = resident;
   run.on_device = on_device;
   run.task = slab_task(volume, o, on_device);
+  // One engine, one mesh welded after: the engine lists the vertices the weld must test.
+  if (!o.keep_degenerate && !several && !parts && near_listing.load(std::memory_order_relaxed)) {
+    run.task.near_probe = iso::near_sample_probe(world_to_index(volume.geometry()));
+    run.task.near_probe.active = true;
+  }
   const std::uint64_t slab_points = run.slab_points, slab_bytes = run.slab_bytes;
   const std::uint64_t extra_slab_bytes = slab_points * extra_bytes;
   // One GPU or the CPU: two buffers (read ahead); several GPUs: one per GPU.
@@ -638,6 +655,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
 }  // namespace
 
 namespace iso {
+
+void set_near_sample_listing(bool on) { near_listing.store(on, std::memory_order_relaxed); }
 
 std::unique_ptr<SlabEngine> make_engine(Device device, int gpu, int cpu_threads) {
   if (device != Device::Cuda) return make_cpu_engine(cpu_threads);

@@ -19,8 +19,14 @@ TriangleMesh join_levels(std::vector<LevelMesh>& meshes, const std::vector<doubl
   bool maybe_unused = false;  // some vertex may have lost all its triangles
   bool maybe_pinched = false;  // some vertex sits on a sample equal to the level, where the level set may pinch
   std::vector<std::uint64_t> part_starts;  // the first vertex of each level after the first
+  // The vertices that may lie on a sample, when every level's engine listed them: the weld tests those alone.
+  bool listed = !o.keep_degenerate;
+  std::vector<std::uint64_t> near;
   for (auto& m : meshes) {
     if (&m != &meshes.front()) part_starts.push_back(nv);
+    listed = listed && m.near_listed;
+    if (listed)
+      for (const std::uint64_t v : m.near_samples) near.push_back(nv + v);
     const std::int64_t dropped = remove_duplicate_ties(m);
     rep.duplicates_removed += dropped;
     maybe_unused = maybe_unused || (m.point_vertices && !o.keep_degenerate) || dropped > 0;
@@ -57,11 +63,12 @@ TriangleMesh join_levels(std::vector<LevelMesh>& meshes, const std::vector<doubl
     // A sample on the level whose triangles all collapsed (and were dropped) leaves a vertex no triangle uses.
     const std::vector<std::uint64_t> unused = unreferenced_vertices(out.triangles, 0, std::uint64_t(out.vertex_count()));
     remove_vertices(out, 0, unused, unused);
+    listed = listed && unused.empty();  // (the listed ids would have moved)
   }
   if (!o.keep_degenerate) {
     const RoundedTies w = weld_rounded_crossings(
         out, cpu_thread_count_for(o.threads, out.vertex_count(), std::int64_t(1) << 15), to_index,
-        part_starts);
+        part_starts, listed ? &near : nullptr);
     rep.rounded_ties_welded = w.vertices_welded;
     rep.degenerate_removed = w.degenerate_dropped;
     rep.duplicates_removed += w.coincident_dropped;

@@ -27,6 +27,9 @@ struct LevelMesh {
   std::vector<std::uint64_t> ties;
   bool point_vertices = false;  // some vertex sits on a sample equal to the level (it may have lost its triangles)
   bool tie_vertices = false;    // some vertex sits on a sample equal to the level (the level set may pinch there)
+  // The vertices that may lie on a sample, ascending, when every slab's engine listed them (near_listed).
+  std::vector<std::uint64_t> near_samples;
+  bool near_listed = false;
   // What the slabs wrote: the arrays may be longer (sized ahead, reserve_expected_mesh) until trim().
   std::uint64_t vertices = 0, triangle_count = 0;
   void trim() {

@@ -64,8 +64,15 @@ void exclude_labels(TriangleMesh& m, const std::vector<std::int32_t>& excluded);
 struct RoundedTies {
   std::int64_t vertices_welded = 0, degenerate_dropped = 0, coincident_dropped = 0;
 };
+// listed: the vertices that may lie on a sample, ascending, as the engines found them where they made the mesh (else
+// every vertex is tested).
 RoundedTies weld_rounded_crossings(TriangleMesh& m, int threads, const WorldToIndex& to_index,
-                                   const std::vector<std::uint64_t>& part_starts);
+                                   const std::vector<std::uint64_t>& part_starts,
+                                   const std::vector<std::uint64_t>* listed = nullptr);
+// The candidates among the listed vertices (ids of m, ascending), as rounded_candidates finds them among all.
+std::vector<RoundedCandidate> listed_rounded_candidates(const TriangleMesh& m, const std::vector<std::uint64_t>& listed,
+                                                        const WorldToIndex& to_index,
+                                                        const std::vector<std::uint64_t>& part_starts);
 // Its steps, for a mesh welded piece by piece (stream_ply.cpp). The groups of candidates that rounded_moves sorted:
 // [first, end) of each run at one sample and position, two or more long.
 std::vector<std::pair<std::size_t, std::size_t>> rounded_groups(const std::vector<RoundedCandidate>& sorted);

@@ -14,27 +14,48 @@
 #include <cstring>
 #include <vector>
 
+#include "isosurface/near_sample.hpp"
 #include "isosurface/part.hpp"
 
 
 namespace parasurf::distributed {
 using namespace parasurf::iso;
 
+namespace {
+
+// The exact test of a vertex the coarse one passed: all three index coordinates whole within the rounding of its
+// float position (only bitwise-equal positions are welded, so a crossing near a sample but not on it stays).
+struct ExactOnSample {
+  const double* o;
+  const double* inv;
+  double row[3];  // index units per world unit, by axis (the rounding of a float position, mapped to index units)
+  const std::vector<std::uint64_t>& part_starts;
+  std::uint64_t base;
+  bool operator()(const TriangleMesh& m, std::uint64_t v, RoundedCandidate& c) const {
+    const float* q = &m.positions[3 * std::size_t(v)];
+    const double d[3] = {double(q[0]) - o[0], double(q[1]) - o[1], double(q[2]) - o[2]};
+    const double size = std::abs(double(q[0])) + std::abs(double(q[1])) + std::abs(double(q[2]));
+    for (int a = 0; a < 3; ++a) {
+      const double x = inv[3 * a] * d[0] + inv[3 * a + 1] * d[1] + inv[3 * a + 2] * d[2];
+      if (!(std::abs(x - std::nearbyint(x)) <= 1e-3 + size * row[a])) return false;
+      c.key[1 + a] = std::int64_t(std::nearbyint(x));
+    }
+    c.key[0] = std::int64_t(std::upper_bound(part_starts.begin(), part_starts.end(), v) - part_starts.begin());
+    std::memcpy(c.bits, q, sizeof c.bits);
+    c.v = base + v;
+    return true;
+  }
+};
+
+}  // namespace
+
 std::vector<RoundedCandidate> rounded_candidates(const TriangleMesh& m, int threads, const WorldToIndex& to_index,
                                                  const std::vector<std::uint64_t>& part_starts, std::uint64_t base) {
   const std::size_t nv = std::size_t(m.vertex_count());
   threads = std::max(1, threads);
-  // Vertices on a sample: all three index coordinates whole (within float rounding of the world position; only
-  // bitwise-equal positions are welded, so a crossing near a sample but not on it stays).
   std::vector<std::vector<RoundedCandidate>> found(static_cast<std::size_t>(threads));
-  const double* o = to_index.origin;
-  const double* inv = to_index.inverse;
-  double row[3];  // index units per world unit, by axis (the rounding of a float position, mapped to index units)
-  for (int a = 0; a < 3; ++a) row[a] = (std::abs(inv[3 * a]) + std::abs(inv[3 * a + 1]) + std::abs(inv[3 * a + 2])) * 0x1p-23;
-  // (in float for the coarse test: its own rounding of the map and of the subtraction is in the wider margin)
-  float of[3], invf[9], rowf[3];
-  for (int a = 0; a < 3; ++a) of[a] = float(o[a]), rowf[a] = float(row[a] * 8);
-  for (int k = 0; k < 9; ++k) invf[k] = float(inv[k]);
+  ExactOnSample exact{to_index.origin, to_index.inverse, {}, part_starts, base};
+  const NearSampleProbe probe = near_sample_probe(to_index, exact.row);
   constexpr std::int64_t kBlock = 512;
   const std::int64_t blocks = (std::int64_t(nv) + kBlock - 1) / kBlock;
 #pragma omp parallel num_threads(threads)
@@ -45,40 +66,13 @@ std::vector<RoundedCandidate> rounded_candidates(const TriangleMesh& m, int thre
     for (std::int64_t b = 0; b < blocks; ++b) {
       const std::int64_t v0 = b * kBlock, n = std::min<std::int64_t>(kBlock, std::int64_t(nv) - v0);
       const float* p = &m.positions[3 * std::size_t(v0)];
-      // A coarse test in float first, branch-free so that it vectorises eight wide (most vertices are a crossing on
-      // no sample); the few it passes are tested exactly below.
+      // The coarse test first, branch-free so that it vectorises eight wide (most vertices are a crossing on no
+      // sample); the few it passes are tested exactly.
 #pragma omp simd
-      for (std::int64_t i = 0; i < n; ++i) {
-        const float d0 = p[3 * i] - of[0], d1 = p[3 * i + 1] - of[1], d2 = p[3 * i + 2] - of[2];
-        const float size = std::abs(p[3 * i]) + std::abs(p[3 * i + 1]) + std::abs(p[3 * i + 2]) + std::abs(of[0]) +
-                           std::abs(of[1]) + std::abs(of[2]);
-        bool whole = true;
-        for (int a = 0; a < 3; ++a) {
-          const float x = invf[3 * a] * d0 + invf[3 * a + 1] * d1 + invf[3 * a + 2] * d2;
-          whole = whole & (std::abs(x - std::nearbyint(x)) <= 0.01f + size * rowf[a]);
-        }
-        on[i] = whole;
-      }
-      for (std::int64_t i = 0; i < n; ++i) {
-        if (!on[i]) continue;
-        const std::int64_t v = v0 + i;
-        const float* q = &m.positions[3 * std::size_t(v)];
-        const double d[3] = {double(q[0]) - o[0], double(q[1]) - o[1], double(q[2]) - o[2]};
-        const double size = std::abs(double(q[0])) + std::abs(double(q[1])) + std::abs(double(q[2]));
-        bool whole = true;
-        for (int a = 0; a < 3; ++a) {
-          const double x = inv[3 * a] * d[0] + inv[3 * a + 1] * d[1] + inv[3 * a + 2] * d[2];
-          whole = whole && std::abs(x - std::nearbyint(x)) <= 1e-3 + size * row[a];
-        }
-        if (!whole) continue;
-        RoundedCandidate c{};
-        c.key[0] = std::int64_t(std::upper_bound(part_starts.begin(), part_starts.end(), std::uint64_t(v)) - part_starts.begin());
-        for (int a = 0; a < 3; ++a)
-          c.key[1 + a] = std::int64_t(std::nearbyint(inv[3 * a] * d[0] + inv[3 * a + 1] * d[1] + inv[3 * a + 2] * d[2]));
-        std::memcpy(c.bits, q, sizeof c.bits);
-        c.v = base + std::uint64_t(v);
-        mine.push_back(c);
-      }
+      for (std::int64_t i = 0; i < n; ++i) on[i] = near_sample(probe, p + 3 * i, kNearCoarseBase);
+      RoundedCandidate c{};
+      for (std::int64_t i = 0; i < n; ++i)
+        if (on[i] && exact(m, std::uint64_t(v0 + i), c)) mine.push_back(c);
     }
   }
   std::vector<RoundedCandidate> all;
@@ -202,12 +196,26 @@ std::vector<std::uint64_t> weld_moves(TriangleMesh& m, const std::vector<std::pa
   return maybe;
 }
 
+std::vector<RoundedCandidate> listed_rounded_candidates(const TriangleMesh& m, const std::vector<std::uint64_t>& listed,
+                                                        const WorldToIndex& to_index,
+                                                        const std::vector<std::uint64_t>& part_starts) {
+  distributed::ExactOnSample exact{to_index.origin, to_index.inverse, {}, part_starts, 0};
+  near_sample_probe(to_index, exact.row);
+  std::vector<RoundedCandidate> found;
+  RoundedCandidate c{};
+  for (const std::uint64_t v : listed)
+    if (v < std::uint64_t(m.vertex_count()) && exact(m, v, c)) found.push_back(c);
+  return found;
+}
+
 RoundedTies weld_rounded_crossings(TriangleMesh& m, int threads, const WorldToIndex& to_index,
-                                   const std::vector<std::uint64_t>& part_starts) {
+                                   const std::vector<std::uint64_t>& part_starts,
+                                   const std::vector<std::uint64_t>* listed) {
   RoundedTies out;
   const std::size_t nv = std::size_t(m.vertex_count());
   if (m.triangle_count() == 0 || nv < 2) return out;
-  std::vector<RoundedCandidate> candidates = rounded_candidates(m, threads, to_index, part_starts, 0);
+  std::vector<RoundedCandidate> candidates = listed ? listed_rounded_candidates(m, *listed, to_index, part_starts)
+                                                    : rounded_candidates(m, threads, to_index, part_starts, 0);
   if (candidates.size() < 2) return out;
   const auto moves = rounded_moves(candidates);
   if (moves.empty()) return out;

@@ -1542,6 +1542,78 @@ TEST(Isosurface, CrossingsRoundedOntoASampleAreWelded) {
     }
 }
 
+// The GPU engine lists the vertices that may lie on a sample as it makes the mesh, and the weld tests those alone:
+// the mesh must be the one the weld's own pass over every vertex gives, for one slab and several, one level and two,
+// far from the origin with planted near-ties and on the gyroid (where analytic zeros round onto samples all over).
+// On the host, the list's test (the float one the GPU runs) must pass every vertex the weld's exact test accepts.
+TEST(Isosurface, VerticesNearSamplesListedByTheEnginesGiveTheScannedWeld) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x4ea5);
+  const int n = 26;
+  VolumeGeometry g;
+  g.dims = {n, n, n};
+  g.spacing = {0.7, 1.3, 0.9};
+  g.origin = {1000.0, -2000.0, 500.0};
+  std::vector<float> data(std::size_t(n) * n * n);
+  std::uniform_real_distribution<double> centre(11.5, 13.5), radius(7.0, 9.0), coin(0, 1);
+  const double c[3] = {centre(rng), centre(rng), centre(rng)}, r = radius(rng);
+  for (int k = 0; k < n; ++k)
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < n; ++i) {
+        const double f = std::sqrt((i - c[0]) * (i - c[0]) + (j - c[1]) * (j - c[1]) + (k - c[2]) * (k - c[2])) - r;
+        float& s = data[std::size_t((k * n + j) * n + i)];
+        s = float(f);
+        if (std::abs(f) < 0.6 && coin(rng) < 0.5) s = float((f > 0 ? 1 : -1) * 1e-30);
+      }
+  MemoryVolume sphere(g, data, "sphere with near-ties");
+  const auto gyroid = synthetic_field("gyroid", {64, 64, 64});
+  struct Case {
+    VolumeSource* volume;
+    std::vector<double> levels;
+  };
+  const Case cases[] = {{&sphere, {0.0}}, {&sphere, {0.0, 0.25}}, {gyroid.get(), {0.0}}, {gyroid.get(), {0.0, 0.3}}};
+  for (const Case& cs : cases) {
+    IsosurfaceOptions o;
+    o.device = Device::Cpu;
+    o.levels = {cs.levels[0]};
+    o.keep_degenerate = true;  // the crossings rounded onto samples kept apart
+    const TriangleMesh m = extract_isosurface(*cs.volume, o);
+    const auto to_index = iso::world_to_index_map(cs.volume->geometry());
+    const iso::NearSampleProbe probe = iso::near_sample_probe(to_index);
+    std::vector<std::uint64_t> listed;
+    for (std::int64_t v = 0; v < m.vertex_count(); ++v)
+      if (iso::near_sample(probe, &m.positions[3 * std::size_t(v)], iso::kNearListBase)) listed.push_back(std::uint64_t(v));
+    const auto all = iso::rounded_candidates(m, 2, to_index, {}, 0);
+    const auto some = iso::listed_rounded_candidates(m, listed, to_index, {});
+    ASSERT_GT(all.size(), 1u) << cs.volume->name() << ": no vertex on a sample, the case tests nothing";
+    if (cs.volume == gyroid.get())  // (the sphere's planted samples put half its vertices on samples)
+      EXPECT_LT(listed.size(), std::size_t(m.vertex_count()) / 20) << "the list should be short";
+    ASSERT_EQ(some.size(), all.size()) << cs.volume->name();
+    for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(some[i].v, all[i].v) << cs.volume->name();
+  }
+  for (Device d : devices())
+    for (const Case& cs : cases)
+      for (std::int64_t slab : {std::int64_t(0), std::int64_t(7)}) {
+        IsosurfaceOptions o;
+        o.device = d;
+        o.levels = cs.levels;
+        o.slab_slices = slab;
+        const std::string what = std::string(device_name(d)) + " " + cs.volume->name() + ", " +
+                                 std::to_string(cs.levels.size()) + " levels, slabs of " + std::to_string(slab);
+        IsosurfaceReport listed_rep, scanned_rep;
+        const TriangleMesh listed = extract_isosurface(*cs.volume, o, &listed_rep);
+        iso::set_near_sample_listing(false);
+        const TriangleMesh scanned = extract_isosurface(*cs.volume, o, &scanned_rep);
+        iso::set_near_sample_listing(true);
+        EXPECT_GT(scanned_rep.rounded_ties_welded, 0) << what << ": nothing to weld, the case tests nothing";
+        EXPECT_EQ(listed_rep.rounded_ties_welded, scanned_rep.rounded_ties_welded) << what;
+        EXPECT_EQ(listed_rep.degenerate_removed, scanned_rep.degenerate_removed) << what;
+        EXPECT_EQ(listed.triangles, scanned.triangles) << what;
+        EXPECT_EQ(listed.positions, scanned.positions) << what;
+        EXPECT_EQ(listed.normals, scanned.normals) << what;
+        EXPECT_EQ(listed.face_groups, scanned.face_groups) << what;
+      }
+}
+
 // A few ties in a large smooth volume (a block of random integers inside a sphere's field, level 1): the pinch pass
 // then looks only at the triangles around them, and must still split every pinch (CPU and CUDA, every topology).
 TEST(Isosurface, PinchesAmongFewTiesAreSplit) {
