@@ -39,47 +39,10 @@ struct PatchBoxes {
   double size = 0;                          // the box's largest side
   double room = 0;                          // how far off the ray a point on the patch may be: its rounding
   std::array<BernsteinPoly, 3> x;           // the coordinates, in (u, v)
+  // The control points on the grown domain (grow_domain), x, y, z interleaved: a ray's equations are their
+  // distances from its planes (grow_domain is affine, so it commutes with that projection), one product a point.
+  std::vector<double> grown;
 };
-
-PatchBoxes boxes_of(const BezierSurface& s) {
-  PatchBoxes b;
-  const int m = s.degree_u, n = s.degree_v;
-  b.lo = b.hi = {s.points[0], s.points[1], s.points[2]};
-  for (std::size_t i = 0; i < s.points.size(); i += 3)
-    for (std::size_t k = 0; k < 3; ++k)
-      b.lo[k] = std::min(b.lo[k], s.points[i + k]), b.hi[k] = std::max(b.hi[k], s.points[i + k]);
-  double size = 0, far = 0;
-  for (std::size_t k = 0; k < 3; ++k)
-    size = std::max(size, b.hi[k] - b.lo[k]), far = std::max({far, std::abs(b.lo[k]), std::abs(b.hi[k])});
-  b.pad = 1e-9 * size + 1e-12 * far;
-  b.size = size;
-  b.room = 1e-9 * size + 1e-14 * far;
-  std::array<BernsteinPoly, 3> x;
-  for (int k = 0; k < 3; ++k) {
-    x[std::size_t(k)].degree = {m, n};
-    for (int i = 0; i < (m + 1) * (n + 1); ++i) x[std::size_t(k)].coef.push_back(s.points[std::size_t(3 * i + k)]);
-  }
-  b.x = x;
-  b.pieces = solver::sub_patch_boxes(x, kPieces, {0, 0, 0});
-  return b;
-}
-
-// Whether the ray passes through the box (grown by pad) somewhere with t above t_min (slab test; a direction
-// parallel to a slab keeps the ray inside it or outside it for every t).
-bool passes(const Vec3& o, const Vec3& d, const Vec3& lo, const Vec3& hi, double pad, double t_min) {
-  double t0 = -std::numeric_limits<double>::infinity(), t1 = std::numeric_limits<double>::infinity();
-  for (std::size_t k = 0; k < 3; ++k) {
-    const double a = lo[k] - pad, b = hi[k] + pad;
-    if (d[k] == 0) {
-      if (o[k] < a || o[k] > b) return false;
-      continue;
-    }
-    double ta = (a - o[k]) / d[k], tb = (b - o[k]) / d[k];
-    if (ta > tb) std::swap(ta, tb);
-    t0 = std::max(t0, ta), t1 = std::min(t1, tb);
-  }
-  return t0 <= t1 && t1 > t_min;
-}
 
 // A polynomial of degree (m, n) on [0, 1]^2, coefficients row by row, rewritten on [-kGrow, 1 + kGrow]^2: along each
 // line, de Casteljau at -kGrow keeps the part from there on, then at the image of 1 + kGrow the part before it (both
@@ -101,6 +64,67 @@ void grow_domain(std::vector<double>& c, int m, int n) {
   };
   for (int i = 0; i <= m; ++i) line(c.data() + std::size_t(i) * std::size_t(n + 1), 1, n);
   for (int j = 0; j <= n; ++j) line(c.data() + j, std::size_t(n + 1), m);
+}
+
+PatchBoxes boxes_of(const BezierSurface& s) {
+  PatchBoxes b;
+  const int m = s.degree_u, n = s.degree_v;
+  b.lo = b.hi = {s.points[0], s.points[1], s.points[2]};
+  for (std::size_t i = 0; i < s.points.size(); i += 3)
+    for (std::size_t k = 0; k < 3; ++k)
+      b.lo[k] = std::min(b.lo[k], s.points[i + k]), b.hi[k] = std::max(b.hi[k], s.points[i + k]);
+  double size = 0, far = 0;
+  for (std::size_t k = 0; k < 3; ++k)
+    size = std::max(size, b.hi[k] - b.lo[k]), far = std::max({far, std::abs(b.lo[k]), std::abs(b.hi[k])});
+  b.pad = 1e-9 * size + 1e-12 * far;
+  b.size = size;
+  b.room = 1e-9 * size + 1e-14 * far;
+  std::array<BernsteinPoly, 3> x;
+  for (int k = 0; k < 3; ++k) {
+    x[std::size_t(k)].degree = {m, n};
+    for (int i = 0; i < (m + 1) * (n + 1); ++i) x[std::size_t(k)].coef.push_back(s.points[std::size_t(3 * i + k)]);
+  }
+  b.pieces = solver::sub_patch_boxes(x, kPieces, {0, 0, 0});
+  const std::size_t points = std::size_t((m + 1) * (n + 1));
+  b.grown.resize(3 * points);
+  for (std::size_t k = 0; k < 3; ++k) {
+    std::vector<double> c = x[k].coef;
+    grow_domain(c, m, n);
+    for (std::size_t i = 0; i < points; ++i) b.grown[3 * i + k] = c[i];
+  }
+  b.x = std::move(x);
+  return b;
+}
+
+// A ray as the slab test takes it: its origin and the reciprocals of its direction (a box test then multiplies
+// where it divided, about a third of the ray listing's time; a product by a fixed factor rounds monotonically in the
+// box's bounds as the quotient did, and differs from it by a unit in the last place of t, far inside the pad).
+struct SlabRay {
+  Vec3 o, inv;
+  bool parallel[3];
+};
+SlabRay slab_ray(const Vec3& o, const Vec3& d) {
+  SlabRay r{o, {}, {}};
+  for (std::size_t k = 0; k < 3; ++k) r.parallel[k] = d[k] == 0, r.inv[k] = d[k] == 0 ? 0 : 1 / d[k];
+  return r;
+}
+
+// Whether the ray passes through the box (grown by pad) somewhere with t above t_min (slab test; a direction
+// parallel to a slab keeps the ray inside it or outside it for every t).
+bool passes(const SlabRay& r, const Vec3& lo, const Vec3& hi, double pad, double t_min) {
+  const Vec3& o = r.o;
+  double t0 = -std::numeric_limits<double>::infinity(), t1 = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < 3; ++k) {
+    const double a = lo[k] - pad, b = hi[k] + pad;
+    if (r.parallel[k]) {
+      if (o[k] < a || o[k] > b) return false;
+      continue;
+    }
+    double ta = (a - o[k]) * r.inv[k], tb = (b - o[k]) * r.inv[k];
+    if (ta > tb) std::swap(ta, tb);
+    t0 = std::max(t0, ta), t1 = std::min(t1, tb);
+  }
+  return t0 <= t1 && t1 > t_min;
 }
 
 // Two unit normals of planes that meet in the ray's line.
@@ -233,16 +257,16 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
       errors.capture([&] {
         for (std::size_t i = g * kBlock, end = std::min(rays, i + kBlock); i < end; ++i) {
           std::size_t found = 0;
-          if (!passes(origins[i], directions[i], model_lo, model_hi, 0, t_min)) {
+          const SlabRay ray = slab_ray(origins[i], directions[i]);
+          if (!passes(ray, model_lo, model_hi, 0, t_min)) {
             first[i + 1] = 0;
             continue;
           }
           for (std::size_t p = 0; p < boxes.size(); ++p) {
             const PatchBoxes& b = boxes[p];
-            if (!passes(origins[i], directions[i], b.lo, b.hi, b.pad, t_min)) continue;
+            if (!passes(ray, b.lo, b.hi, b.pad, t_min)) continue;
             bool any = false;
-            for (const auto& box : b.pieces)
-              any = any || passes(origins[i], directions[i], box[0], box[1], b.pad, t_min);
+            for (const auto& box : b.pieces) any = any || passes(ray, box[0], box[1], b.pad, t_min);
             if (any) block[g].push_back(std::uint32_t(p)), ++found;
           }
           first[i + 1] = found;
@@ -279,16 +303,15 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
       const auto normals = planes_of(directions[i]);
       const Vec3& o = origins[i];
       const BezierSurface& s = patches[patch_of[k]];
+      const std::vector<double>& g = boxes[patch_of[k]].grown;
       std::vector<BernsteinPoly>& eq = systems[k];
       eq.resize(2);
       for (std::size_t e = 0; e < 2; ++e) {
         eq[e].degree = {s.degree_u, s.degree_v};
-        eq[e].coef.resize(s.points.size() / 3);
+        eq[e].coef.resize(g.size() / 3);
         const Vec3& n = normals[e];
         for (std::size_t c = 0; c < eq[e].coef.size(); ++c)
-          eq[e].coef[c] = n[0] * (s.points[3 * c] - o[0]) + n[1] * (s.points[3 * c + 1] - o[1]) +
-                          n[2] * (s.points[3 * c + 2] - o[2]);
-        grow_domain(eq[e].coef, s.degree_u, s.degree_v);
+          eq[e].coef[c] = n[0] * (g[3 * c] - o[0]) + n[1] * (g[3 * c + 1] - o[1]) + n[2] * (g[3 * c + 2] - o[2]);
       }
     });
   errors.rethrow();
