@@ -1475,22 +1475,19 @@ TEST(Isosurface, LargeMeshesComeHomeThroughPinnedChunks) {
   expect_same_mesh(many, g, rep, "noise on all GPUs, slabs of 56 slices");
 }
 
-// Samples a rounding away from the level (1e-30 off it, on one side, as analytic fields give), on an anisotropic
-// grid away from the origin: the crossings next to them land exactly on the sample. Kept degenerate, those make
-// zero-area triangles; otherwise they are welded as exact ties would be: no zero-area triangle, closed, 2-manifold,
-// and a sphere as before. (Near-ties on both sides of one edge put its crossing midway, a zero-area triangle with
-// distinct corners that only moving vertices could remove: not planted here.)
-TEST(Isosurface, CrossingsRoundedOntoASampleAreWelded) {
-  std::mt19937_64 rng(test::run_seed() ^ 0x20a7d);
+// A sphere's distance on a 22^3 grid far from the origin (spacing 0.7, 1.3, 0.9), with about half the samples within
+// 0.6 of the level on one side (chosen at random) set to 1e-30 on that side: near-ties whose crossings round onto
+// the sample. `planted` counts them.
+MemoryVolume sphere_with_near_ties(std::mt19937_64& rng, std::vector<float>& data, std::int64_t& planted) {
   const int n = 22;
   VolumeGeometry g;
   g.dims = {n, n, n};
   g.spacing = {0.7, 1.3, 0.9};
   g.origin = {1000.0, -2000.0, 500.0};
-  std::vector<float> data(std::size_t(n) * n * n);
+  data.assign(std::size_t(n) * n * n, 0.0f);
   std::uniform_real_distribution<double> centre(9.5, 11.5), radius(6.0, 8.0), coin(0, 1);
   const double c[3] = {centre(rng), centre(rng), centre(rng)}, r = radius(rng);
-  std::int64_t planted = 0;
+  planted = 0;
   const double side = coin(rng) < 0.5 ? 1 : -1;
   for (int k = 0; k < n; ++k)
     for (int j = 0; j < n; ++j)
@@ -1500,7 +1497,19 @@ TEST(Isosurface, CrossingsRoundedOntoASampleAreWelded) {
         s = float(f);
         if (side * f > 0 && side * f < 0.6 && coin(rng) < 0.5) s = float(side * 1e-30), ++planted;
       }
-  MemoryVolume v(g, data, "sphere with near-ties");
+  return MemoryVolume(g, data, "sphere with near-ties");
+}
+
+// Samples a rounding away from the level (1e-30 off it, on one side, as analytic fields give), on an anisotropic
+// grid away from the origin: the crossings next to them land exactly on the sample. Kept degenerate, those make
+// zero-area triangles; otherwise they are welded as exact ties would be: no zero-area triangle, closed, 2-manifold,
+// and a sphere as before. (Near-ties on both sides of one edge put its crossing midway, a zero-area triangle with
+// distinct corners that only moving vertices could remove: not planted here.)
+TEST(Isosurface, CrossingsRoundedOntoASampleAreWelded) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x20a7d);
+  std::vector<float> data;
+  std::int64_t planted = 0;
+  MemoryVolume v = sphere_with_near_ties(rng, data, planted);
   auto zero_area = [](const TriangleMesh& m) {
     std::int64_t zero = 0;
     for (std::int64_t t = 0; t < m.triangle_count(); ++t) {
@@ -1548,23 +1557,9 @@ TEST(Isosurface, CrossingsRoundedOntoASampleAreWelded) {
 // On the host, the list's test (the float one the GPU runs) must pass every vertex the weld's exact test accepts.
 TEST(Isosurface, VerticesNearSamplesListedByTheEnginesGiveTheScannedWeld) {
   std::mt19937_64 rng(test::run_seed() ^ 0x4ea5);
-  const int n = 26;
-  VolumeGeometry g;
-  g.dims = {n, n, n};
-  g.spacing = {0.7, 1.3, 0.9};
-  g.origin = {1000.0, -2000.0, 500.0};
-  std::vector<float> data(std::size_t(n) * n * n);
-  std::uniform_real_distribution<double> centre(11.5, 13.5), radius(7.0, 9.0), coin(0, 1);
-  const double c[3] = {centre(rng), centre(rng), centre(rng)}, r = radius(rng);
-  for (int k = 0; k < n; ++k)
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < n; ++i) {
-        const double f = std::sqrt((i - c[0]) * (i - c[0]) + (j - c[1]) * (j - c[1]) + (k - c[2]) * (k - c[2])) - r;
-        float& s = data[std::size_t((k * n + j) * n + i)];
-        s = float(f);
-        if (std::abs(f) < 0.6 && coin(rng) < 0.5) s = float((f > 0 ? 1 : -1) * 1e-30);
-      }
-  MemoryVolume sphere(g, data, "sphere with near-ties");
+  std::vector<float> data;
+  std::int64_t planted = 0;
+  MemoryVolume sphere = sphere_with_near_ties(rng, data, planted);
   const auto gyroid = synthetic_field("gyroid", {64, 64, 64});
   struct Case {
     VolumeSource* volume;
