@@ -79,6 +79,13 @@ Device engine_for(const SolverOptions& options, std::size_t systems);
 std::unique_ptr<Engine> make_cpu_engine(SolverCpuScheme scheme);  // subdivide_cpu.cpp
 std::unique_ptr<Engine> make_cuda_engine(bool hybrid);            // solver_cuda.cu (CUDA builds)
 
+// System i's polynomials: its equations, then its inequalities (shape_groups.cpp).
+const BernsteinPoly& batch_poly(const Batch& b, std::size_t i, int p);
+int batch_polys(const Batch& b, std::size_t i);
+// The batch's systems grouped by shape (variables, equations, inequalities and every polynomial's degrees), each
+// group in batch order, the groups in the order of their first members.
+std::vector<std::vector<std::size_t>> shape_groups(const Batch& b, int threads);
+
 // The GPU engines traverse a batch of systems of one shape (the same number of polynomials with the same degrees:
 // the equations first, then the inequalities), each system's coefficients packed in one block, polynomial after
 // polynomial (engine_cuda.cpp groups and packs a batch; solver_cuda.cu traverses it).

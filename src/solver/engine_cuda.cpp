@@ -17,24 +17,8 @@ namespace parasurf::solver {
 
 namespace {
 
-// System i's polynomials: its equations, then its inequalities.
-const BernsteinPoly& poly_of(const Batch& b, std::size_t i, int p) {
-  const auto& eq = b.equations[i];
-  return std::size_t(p) < eq.size() ? eq[std::size_t(p)] : b.inequalities(i)[std::size_t(p) - eq.size()];
-}
-int polys_of(const Batch& b, std::size_t i) { return int(b.equations[i].size() + b.inequalities(i).size()); }
-
-bool same_shape(const Batch& b, std::size_t i, std::size_t j) {
-  if (b.equations[i].size() != b.equations[j].size() || polys_of(b, i) != polys_of(b, j) ||
-      b.variables[i] != b.variables[j])
-    return false;
-  for (int p = 0; p < polys_of(b, i); ++p)
-    if (poly_of(b, i, p).degree != poly_of(b, j, p).degree) return false;
-  return true;
-}
-
 GpuShape shape_of(const Batch& b, std::size_t i) {
-  const int polys = polys_of(b, i);
+  const int polys = batch_polys(b, i);
   if (polys > kGpuMaxPolys)
     throw Error(ErrorKind::InvalidArgument, "GPU solver: " + std::to_string(polys) +
                                                 " polynomials per system; at most " + std::to_string(kGpuMaxPolys));
@@ -44,7 +28,7 @@ GpuShape shape_of(const Batch& b, std::size_t i) {
   sh.polys = polys;
   sh.square = b.square ? 1 : 0;
   for (int p = 0; p < polys; ++p) {
-    const BernsteinPoly& poly = poly_of(b, i, p);
+    const BernsteinPoly& poly = batch_poly(b, i, p);
     sh.size[p] = int(poly.coef.size());
     sh.offset[p] = sh.block;
     sh.block += sh.size[p];
@@ -66,21 +50,7 @@ class CudaEngine final : public Engine {
     const std::size_t count = b.variables.size();
     std::vector<Subdivision> out(count);
     const int threads = cpu_thread_count(o.threads);
-    // Groups of one shape, in batch order; a batch is mostly one shape or a few that alternate, so a system is
-    // compared with its group's first member only.
-    std::vector<std::vector<std::size_t>> groups;
-    std::size_t last = 0;
-    for (std::size_t i = 0; i < count; ++i) {
-      if (!groups.empty() && same_shape(b, groups[last][0], i)) {
-        groups[last].push_back(i);
-        continue;
-      }
-      last = groups.size();
-      for (std::size_t g = 0; g < groups.size(); ++g)
-        if (same_shape(b, groups[g][0], i)) last = g;
-      if (last == groups.size()) groups.emplace_back();
-      groups[last].push_back(i);
-    }
+    const std::vector<std::vector<std::size_t>> groups = shape_groups(b, threads);
     for (const auto& members : groups) {
       const GpuShape sh = shape_of(b, members[0]);
       const auto systems = std::int64_t(members.size());
@@ -88,7 +58,7 @@ class CudaEngine final : public Engine {
 #pragma omp parallel for schedule(static) num_threads(threads) if (systems > 256)
       for (std::int64_t j = 0; j < systems; ++j)
         for (int p = 0; p < sh.polys; ++p) {
-          const auto& c = poly_of(b, members[std::size_t(j)], p).coef;
+          const auto& c = batch_poly(b, members[std::size_t(j)], p).coef;
           std::memcpy(coef + std::size_t(j) * std::size_t(sh.block) + std::size_t(sh.offset[p]), c.data(),
                       c.size() * sizeof(double));
         }

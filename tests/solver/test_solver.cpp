@@ -15,6 +15,7 @@
 #include "parasurf/solver.hpp"
 #include "solver/curve_coincidence.hpp"
 #include "solver/engine.hpp"
+#include "solver/system.hpp"
 #include "support.hpp"
 #include "team.hpp"
 
@@ -489,6 +490,34 @@ TEST(Solver, CurvePairsInABatchEqualSingleCalls) {
     EXPECT_GE(overlaps, 8u);
     EXPECT_GE(tangents, 30u);
   }
+}
+
+// The GPU engines traverse the systems of one shape together: a batch whose shapes alternate (and differ only in
+// one degree, or in an inequality's) falls into one group per shape, each in batch order.
+TEST(Solver, BatchesGroupBySystemShape) {
+  const std::uint64_t seed = test::run_seed() + 43;
+  std::mt19937_64 rng(seed);
+  const std::vector<std::vector<std::vector<int>>> shapes = {
+      {{3, 3}, {3, 3}}, {{5, 5}, {5, 5}}, {{3, 5}, {3, 5}}, {{4}}, {{3, 3}, {3, 3}, {2, 2}}, {{3, 3}, {3, 3}, {2, 3}}};
+  const std::vector<int> equations = {2, 2, 2, 1, 2, 2};
+  std::vector<std::vector<BernsteinPoly>> eqs, positive;
+  std::vector<int> variables;
+  std::vector<std::vector<std::size_t>> expected;
+  std::vector<int> group_of_shape(shapes.size(), -1);
+  for (std::size_t i = 0; i < 5000; ++i) {
+    const std::size_t k = i < 200 ? i % 2 : rng() % shapes.size();
+    std::vector<BernsteinPoly> e, q;
+    for (std::size_t p = 0; p < shapes[k].size(); ++p)
+      (int(p) < equations[k] ? e : q).push_back(random_poly(rng, shapes[k][p]));
+    eqs.push_back(std::move(e));
+    positive.push_back(std::move(q));
+    variables.push_back(int(shapes[k][0].size()));
+    if (group_of_shape[k] < 0) group_of_shape[k] = int(expected.size()), expected.emplace_back();
+    expected[std::size_t(group_of_shape[k])].push_back(i);
+  }
+  const std::vector<solver::System> none;
+  const solver::Batch batch{none, eqs, positive, variables, true};
+  for (int threads : {1, 3}) EXPECT_EQ(solver::shape_groups(batch, threads), expected) << "seed " << seed;
 }
 
 // The cell limit holds per system on every engine: a batch of systems that each fit it completes even when their
