@@ -22,6 +22,13 @@ std::vector<double> coordinate(const BezierCurve2& c, int k) {
   return v;
 }
 std::array<double, 2> point_at(const BezierCurve2& c, double t, std::array<double, 2>* tangent) { return solver::curve_point(c, t, tangent); }
+bool curve_ok(const BezierCurve2& c) {
+  if (c.points.size() < 2 || c.points.size() > 64) return false;
+  for (const auto& p : c.points)
+    if (!std::isfinite(p[0]) || !std::isfinite(p[1])) return false;
+  return true;
+}
+
 void check_curve(const BezierCurve2& c, const char* which) {
   if (c.points.size() < 2 || c.points.size() > 64)
     throw Error(ErrorKind::InvalidArgument, std::string("curve ") + which + ": needs 2..64 control points");
@@ -284,11 +291,13 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
 std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
                                                            const SolverOptions& options) {
   std::vector<CurveIntersectionResult> out(pairs.size());
-  for (std::size_t k = 0; k < pairs.size(); ++k) {
-    const std::string which = "pair " + std::to_string(k) + ", curve ";
-    check_curve(pairs[k].first, (which + "1").c_str());
-    check_curve(pairs[k].second, (which + "2").c_str());
-  }
+  // The message names the pair, so it is made only for a bad one (a string per pair cost more than the checks).
+  for (std::size_t k = 0; k < pairs.size(); ++k)
+    if (!curve_ok(pairs[k].first) || !curve_ok(pairs[k].second)) {
+      const std::string which = "pair " + std::to_string(k) + ", curve ";
+      check_curve(pairs[k].first, (which + "1").c_str());
+      check_curve(pairs[k].second, (which + "2").c_str());
+    }
   // Every system goes into one batch: the pairs whose control boxes meet (the others have no intersection), and
   // for pairs that share an arc (found directly: tracing it by subdivision takes thousands of times a crossing's
   // work) the pieces beside the arc. The search for shared arcs and the making of each pair's equations are the
