@@ -20,10 +20,17 @@ namespace {
 
 constexpr std::size_t kHuge = std::size_t(2) << 20;
 
+struct FreeBlock {
+  std::uint8_t* data;
+  std::size_t bytes;
+  std::uint64_t returned;  // when it came back (a count of returns)
+};
+
 struct Pool {
   std::mutex guard;
-  std::vector<std::pair<std::uint8_t*, std::size_t>> free;  // blocks no engine holds
+  std::vector<FreeBlock> free;  // blocks no engine or result holds, smallest first
   std::uint64_t retained = 0;
+  std::uint64_t returns = 0;
 };
 
 Pool& pool() {
@@ -83,28 +90,32 @@ ScratchBlock::~ScratchBlock() { release(); }
 
 void give_scratch(std::uint8_t* data, std::size_t bytes) noexcept {
   Pool& p = pool();
-  std::vector<std::pair<std::uint8_t*, std::size_t>> drop;
+  std::vector<FreeBlock> drop;
   {
     std::lock_guard<std::mutex> lock(p.guard);
     try {
-      p.free.emplace_back(data, bytes);
+      p.free.push_back({data, bytes, ++p.returns});
       p.retained += bytes;
     } catch (const std::bad_alloc&) {
       unmap(data, bytes);  // no room to list it: straight back to the system
     }
-    // Over the limit: the largest blocks go back to the system first (they are the rarest to be asked for again).
-    std::sort(p.free.begin(), p.free.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+    std::sort(p.free.begin(), p.free.end(), [](const FreeBlock& a, const FreeBlock& b) { return a.bytes < b.bytes; });
+    // Over the limit: the blocks that came back longest ago go to the system first. A caller repeating one job then
+    // finds its own blocks again; dropping the largest first kept an earlier job's smaller blocks while a job with
+    // large results (a 2000² grid of doubles) faulted in every page of them on every call.
     while (p.retained > kScratchRetained && !p.free.empty()) {
+      const auto oldest = std::min_element(
+          p.free.begin(), p.free.end(), [](const FreeBlock& a, const FreeBlock& b) { return a.returned < b.returned; });
       try {
-        drop.push_back(p.free.back());
+        drop.push_back(*oldest);
       } catch (const std::bad_alloc&) {
-        unmap(p.free.back().first, p.free.back().second);
+        unmap(oldest->data, oldest->bytes);
       }
-      p.retained -= p.free.back().second;
-      p.free.pop_back();
+      p.retained -= oldest->bytes;
+      p.free.erase(oldest);
     }
   }
-  for (const auto& [ptr, size] : drop) unmap(ptr, size);
+  for (const FreeBlock& b : drop) unmap(b.data, b.bytes);
 }
 
 std::uint8_t* take_scratch(std::size_t n, std::size_t& bytes, std::size_t largest, const char* what) {
@@ -113,11 +124,11 @@ std::uint8_t* take_scratch(std::size_t n, std::size_t& bytes, std::size_t larges
   {
     std::lock_guard<std::mutex> lock(p.guard);
     // The smallest free block that is large enough (the list is sorted by size).
-    auto it = std::find_if(p.free.begin(), p.free.end(), [&](const auto& b) { return b.second >= want; });
-    if (it != p.free.end() && it->second <= std::max(want, largest)) {
-      std::uint8_t* data = it->first;
-      bytes = it->second;
-      p.retained -= it->second;
+    auto it = std::find_if(p.free.begin(), p.free.end(), [&](const FreeBlock& b) { return b.bytes >= want; });
+    if (it != p.free.end() && it->bytes <= std::max(want, largest)) {
+      std::uint8_t* data = it->data;
+      bytes = it->bytes;
+      p.retained -= it->bytes;
       p.free.erase(it);
       return data;
     }

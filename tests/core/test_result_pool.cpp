@@ -28,6 +28,27 @@ constexpr bool kHeapResults = false;
 constexpr bool kHeapResults = false;
 #endif
 
+// Past the pool's limit the blocks that came back longest ago go first: a job repeated with results larger than an
+// earlier job's finds its own blocks again (the pool once dropped the largest blocks first, so every call of such
+// a job faulted its results in anew while the earlier job's blocks stayed).
+TEST(ResultPool, ARepeatedJobKeepsItsBlocksOverAnEarlierJobs) {
+  const std::size_t mib = std::size_t(1) << 20, earlier = 60 * mib, later = 100 * mib;
+  std::size_t got = 0;
+  std::vector<std::pair<std::uint8_t*, std::size_t>> blocks;
+  for (int i = 0; i < 3; ++i) blocks.emplace_back(core::take_scratch(earlier, got, earlier, "test"), got);
+  for (const auto& [p, bytes] : blocks) core::give_scratch(p, bytes);
+  blocks.clear();
+  for (int i = 0; i < 2; ++i) blocks.emplace_back(core::take_scratch(later, got, later, "test"), got);
+  const std::vector<std::pair<std::uint8_t*, std::size_t>> job = blocks;
+  for (const auto& [p, bytes] : blocks) core::give_scratch(p, bytes);
+  EXPECT_LE(core::scratch_retained_bytes(), core::kScratchRetained);
+  const std::uint64_t before = core::scratch_retained_bytes();
+  std::uint8_t* again = core::take_scratch(later, got, later, "test");
+  EXPECT_EQ(core::scratch_retained_bytes() + got, before) << "the repeated job's blocks were given back to the system";
+  EXPECT_TRUE(again == job[0].first || again == job[1].first);
+  core::give_scratch(again, got);
+}
+
 TEST(ResultPool, AFreedResultsBlockServesTheNext) {
   if (kHeapResults) GTEST_SKIP() << "results stay on the heap under AddressSanitizer";
   std::mt19937_64 rng(test::run_seed() ^ 0x9e50);
