@@ -130,6 +130,27 @@ py::tuple marching_cubes_array_py(py::handle volume, py::object level, std::arra
                         r.device);
 }
 
+// One field of samples (points, normals, a derivative) in host memory: one (3, count) block from the library's result
+// pool, as a C++ caller's arrays come (pages a freed result left resident: a fresh numpy array faulted in every page
+// of a large grid, a quarter of a 2000² call on two cores), returned as a `shape` view of it with `strides` in
+// elements (no copy).
+template <class T>
+py::object pooled_field(std::array<T*, 3>& to, std::int64_t count, const std::vector<std::int64_t>& shape,
+                        const std::vector<std::int64_t>& strides) {
+  const Buffer b = Buffer::adopt(HostVector<T>(3 * std::size_t(count)));
+  for (int c = 0; c < 3; ++c) to[std::size_t(c)] = static_cast<T*>(b.data) + c * count;
+  return python::array_out(b, shape, sizeof(T) == 4 ? "float32" : "float64", strides);
+}
+
+// The samples' degenerate flags, from the same pool.
+py::object pooled_flags(std::uint8_t*& to, const std::vector<std::int64_t>& shape) {
+  std::size_t count = 1;
+  for (const std::int64_t n : shape) count *= std::size_t(n);
+  const Buffer b = Buffer::adopt(HostVector<std::uint8_t>(count));
+  to = static_cast<std::uint8_t*>(b.data);
+  return python::array_out(b, shape, "bool");
+}
+
 // One evaluator per precision for the process: its tables and device buffers are kept between calls.
 template <class T>
 std::pair<SurfaceEvaluator<T>&, std::unique_lock<std::mutex>> kept_evaluator() {
@@ -199,14 +220,7 @@ py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::fo
         out[name] = python::array_out(b, shape, sizeof(T) == 4 ? "float32" : "float64", strides);
         return;
       }
-      py::array_t<T> block(std::vector<py::ssize_t>{3, py::ssize_t(count)});
-      for (int c = 0; c < 3; ++c) to[std::size_t(c)] = block.mutable_data() + c * count;
-      const py::ssize_t e = sizeof(T);
-      if (uv)
-        out[name] = py::array(block.dtype(), {py::ssize_t(count), py::ssize_t(3)}, {e, e * count}, block.data(), block);
-      else
-        out[name] = py::array(block.dtype(), {py::ssize_t(rows), py::ssize_t(cols), py::ssize_t(3)}, {e * cols, e, e * count},
-                              block.data(), block);
+      out[name] = pooled_field(to, count, shape, strides);
     };
     field(spans.position, "points");
     field(spans.normal, "normals");
@@ -218,9 +232,7 @@ py::dict evaluate_surface(py::array_t<double, py::array::c_style | py::array::fo
       spans.degenerate = static_cast<std::uint8_t*>(b.data);
       out["degenerate"] = python::array_out(b, flag_shape, "bool");
     } else {
-      py::array_t<std::uint8_t> degenerate(std::vector<py::ssize_t>(flag_shape.begin(), flag_shape.end()));
-      spans.degenerate = degenerate.mutable_data();
-      out["degenerate"] = degenerate.attr("view")("bool");
+      out["degenerate"] = pooled_flags(spans.degenerate, flag_shape);
     }
     {
       py::gil_scoped_release release;
@@ -369,19 +381,12 @@ py::dict evaluate_bspline_surface(py::handle surface, CArray uv, bool derivative
     py::dict out;
     SampleSpans<T> spans;
     spans.count = count;
-    auto field = [&](std::array<T*, 3>& to, const char* name) {
-      py::array_t<T> block(std::vector<py::ssize_t>{3, py::ssize_t(count)});
-      for (int c = 0; c < 3; ++c) to[std::size_t(c)] = block.mutable_data() + c * count;
-      const py::ssize_t e = sizeof(T);
-      out[name] = py::array(block.dtype(), {py::ssize_t(count), py::ssize_t(3)}, {e, e * count}, block.data(), block);
-    };
+    auto field = [&](std::array<T*, 3>& to, const char* name) { out[name] = pooled_field(to, count, {count, 3}, {1, count}); };
     field(spans.position, "points");
     field(spans.normal, "normals");
     if (derivatives) field(spans.du, "du"), field(spans.dv, "dv");
     if (second) field(spans.duu, "duu"), field(spans.duv, "duv"), field(spans.dvv, "dvv");
-    py::array_t<std::uint8_t> degenerate(count);
-    spans.degenerate = degenerate.mutable_data();
-    out["degenerate"] = degenerate.attr("view")("bool");
+    out["degenerate"] = pooled_flags(spans.degenerate, {count});
     {
       py::gil_scoped_release release;
       evaluate_bspline_points_into<T>(s, std::span<const double>(uv.data(), std::size_t(uv.size())), req, spans, o);

@@ -374,9 +374,12 @@ def test_evaluate_surface_at_pairs_with_second_derivatives(device, precision, rn
         here = parasurf.evaluate_surface(cps, uv=at, weights=w, second_derivatives=True, device=device)[2]
         for got, want in ((here["duu"], duu), (here["duv"], duv), (here["dvv"], dvv)):
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    # The library wrote the arrays returned: each field is a view of its own (3, count) block.
+    # The library wrote the arrays returned (held by the library's buffer, no copy): each field is a view of its own
+    # (3, count) block.
     for key in ("points", "normals"):
-        assert grid[key].base is not None and grid[key].base.shape == (3, 99)
+        e = grid[key].itemsize
+        assert grid[key].base is not None and not grid[key].flags.owndata
+        assert grid[key].strides == (9 * e, e, 99 * e) and pairs[key].strides == (e, 99 * e)
     assert not np.shares_memory(grid["points"], grid["normals"])
     assert grid["degenerate"].dtype == bool and grid["degenerate"].shape == (11, 9)
 
