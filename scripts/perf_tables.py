@@ -304,19 +304,22 @@ def python_marching_cubes():
 
 
 def python_functions():
-    doc, link = load("python-functions-h200.json")
-    if not doc:
+    parts = []
+    for machine, label in (("h200", "16-core host with an NVIDIA H200"), ("2core", "2-core development machine")):
+        doc, link = load(f"python-functions-{machine}.json")
+        if not doc:
+            continue
+        meta = doc.get("meta", {})
+        doc = {**doc, "commit": meta.get("commit", "?"), **({"date": meta["date"]} if "date" in meta else {})}
+        parts.append(caption(doc, link, label, "cd bench/python && python3 bench_functions.py --json f.json"))
+        parts.append(table(["function", "device", "Python", "C++ API", "Python ÷ C++"],
+                           [[r["function"], r["device"], ms(r["seconds"]), ms(r["engine_seconds"]),
+                             ratio(r["ratio_to_engine"])] for r in doc["rows"]]))
+    if not parts:
         return ""
-    meta = doc.get("meta", {})
-    doc = {**doc, "commit": meta.get("commit", "?")}
     return "\n".join(["### Python: the other functions\n",
                       "Each function beside the same work through the one-shot C++ calls, which return fresh arrays "
-                      "too.\n",
-                      caption(doc, link, "16-core host with an NVIDIA H200", "cd bench/python && python3 "
-                              "bench_functions.py --json f.json"),
-                      table(["function", "device", "Python", "C++ API", "Python ÷ C++"],
-                            [[r["function"], r["device"], ms(r["seconds"]), ms(r["engine_seconds"]),
-                              ratio(r["ratio_to_engine"])] for r in doc["rows"]])])
+                      "too.\n"] + parts)
 
 
 def python_closest_points():
