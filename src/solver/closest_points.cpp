@@ -16,6 +16,7 @@
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/bernstein_kernels.hpp"
 #include "solver/patch_set.hpp"
 
 namespace parasurf {
@@ -48,8 +49,43 @@ struct PatchTerms {
   std::vector<std::array<Vec3, 2>> piece_boxes;  // boxes of kPieces x kPieces sub-patches' control points
   std::vector<Vec3> samples;                     // points on the patch: an upper bound on the distance for pruning
 
+  std::vector<double> net;  // the control points from the centre, interleaved: net[3 (i (n + 1) + j) + k]
+
   Vec3 point(const double* uv) const {
     return {centre[0] + x[0].evaluate(uv), centre[1] + x[1].evaluate(uv), centre[2] + x[2].evaluate(uv)};
+  }
+
+  // The point (from the centre) and, when asked, its partials at (u, v): the three coordinates in one pass over the
+  // bases of u and v, made once (three evaluations of the coordinates made them three times; the settling of
+  // candidates is most of the host's work around a batch).
+  void jet(double u, double v, Vec3& p, Vec3* du, Vec3* dv) const {
+    const int m = x[0].degree[0], n = x[0].degree[1];
+    double bu[17], bv[17], dbu[17], dbv[17];  // patches have degree 16 at most (check_patch_set)
+    auto basis = [](int d, double t, double* b, double* db) {
+      if (d == 0) {
+        b[0] = 1, db[0] = 0;
+        return;
+      }
+      solverk::bernstein_basis(d - 1, t, b);
+      for (int i = d; i >= 0; --i) db[i] = double(d) * ((i > 0 ? b[i - 1] : 0.0) - (i < d ? b[i] : 0.0));
+      solverk::bernstein_basis(d, t, b);
+    };
+    basis(m, u, bu, dbu);
+    basis(n, v, bv, dbv);
+    p = {0, 0, 0};
+    Vec3 pu{0, 0, 0}, pv{0, 0, 0};
+    for (int i = 0; i <= m; ++i) {
+      Vec3 row{0, 0, 0}, row_v{0, 0, 0};  // sums over j along the row i, with the v basis and its derivative
+      const double* c = net.data() + 3 * std::size_t(i * (n + 1));
+      for (int j = 0; j <= n; ++j, c += 3)
+        for (int k = 0; k < 3; ++k) row[std::size_t(k)] += bv[j] * c[k], row_v[std::size_t(k)] += dbv[j] * c[k];
+      for (int k = 0; k < 3; ++k) {
+        p[std::size_t(k)] += bu[i] * row[std::size_t(k)];
+        pu[std::size_t(k)] += dbu[i] * row[std::size_t(k)];
+        pv[std::size_t(k)] += bu[i] * row_v[std::size_t(k)];
+      }
+    }
+    if (du) *du = pu, *dv = pv;
   }
 };
 
@@ -89,6 +125,8 @@ PatchTerms patch_terms(const BezierSurface& s) {
     for (int i = 0; i < (m + 1) * (n + 1); ++i)
       t.x[std::size_t(k)].coef[std::size_t(i)] = s.points[std::size_t(3 * i + k)] - t.centre[std::size_t(k)];
   }
+  t.net.resize(s.points.size());
+  for (std::size_t i = 0; i < s.points.size(); ++i) t.net[i] = s.points[i] - t.centre[i % 3];
   std::array<BernsteinPoly, 3> xu, xv;
   for (int k = 0; k < 3; ++k)
     xu[std::size_t(k)] = derivative(t.x[std::size_t(k)], 0), xv[std::size_t(k)] = derivative(t.x[std::size_t(k)], 1);
@@ -122,8 +160,9 @@ PatchTerms patch_terms(const BezierSurface& s) {
     }
   for (std::size_t a = 0; a < kSide; ++a)
     for (std::size_t b = 0; b < kSide; ++b) {
-      const double uv[2] = {double(a) / (kSide - 1), double(b) / (kSide - 1)};
-      t.samples.push_back(t.point(uv));
+      Vec3 p;
+      t.jet(double(a) / (kSide - 1), double(b) / (kSide - 1), p, nullptr, nullptr);
+      t.samples.push_back({t.centre[0] + p[0], t.centre[1] + p[1], t.centre[2] + p[2]});
     }
   t.piece_boxes = solver::sub_patch_boxes(t.x, kPieces, t.centre);
   return t;
@@ -157,13 +196,9 @@ double box_distance(const Vec3& q, const Vec3& lo, const Vec3& hi) {
 // of symmetry) moves onto the continuum. The nearer of the start and the end.
 ClosestPoint settle(const PatchTerms& t, std::int64_t patch, const Vec3& q, double u, double v) {
   auto at = [&](double a, double b, Vec3* du, Vec3* dv) {
-    const double uv[2] = {a, b};
     Vec3 p;
-    for (int k = 0; k < 3; ++k) {
-      double g[2];
-      p[std::size_t(k)] = t.centre[std::size_t(k)] + t.x[std::size_t(k)].evaluate_with_gradient(uv, g);
-      if (du) (*du)[std::size_t(k)] = g[0], (*dv)[std::size_t(k)] = g[1];
-    }
+    t.jet(a, b, p, du, dv);
+    for (int k = 0; k < 3; ++k) p[std::size_t(k)] += t.centre[std::size_t(k)];
     return p;
   };
   ClosestPoint best{patch, u, v, at(u, v, nullptr, nullptr), 0};
@@ -285,7 +320,8 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
                                 "closest points: " + std::to_string(tasks.size()) + " systems");
   }
   std::vector<std::vector<BernsteinPoly>> systems(tasks.size());
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+  // Static, as release_in_parallel frees them: each thread frees what it made, into its own malloc arena.
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (std::size_t k = 0; k < tasks.size(); ++k)
     errors.capture([&] {
       const Task& t = tasks[k];
