@@ -119,29 +119,22 @@ class ByteBuffer {
   bool sparse_;
 };
 
-// A per-row array (counts, offsets, first and last cells) from the scratch pool. As std::vectors these went back to
-// malloc with the engine, which returned the top of its heap to the system, and the next extraction faulted the
-// pages in again (2.7 MB for a 256³ volume: about 1 ms of a 2-core run); a block from the pool stays resident.
-// New elements are not cleared: every array is assigned or written whole before it is read.
+// A per-row array (counts, offsets, first and last cells): a view into the engine's one block of them.
 template <class T>
 class RowArray {
  public:
-  void resize(std::size_t n) {
-    block_.reserve(n * sizeof(T), false, "isosurface row arrays");
+  void view(std::uint8_t*& at, std::size_t n) {
+    data_ = reinterpret_cast<T*>(at);
     n_ = n;
+    at += (n * sizeof(T) + 63) & ~std::size_t(63);
   }
-  void assign(std::size_t n, T value) {
-    resize(n);
-    std::fill_n(data(), n, value);
-  }
-  T* data() { return reinterpret_cast<T*>(block_.data()); }
-  const T* data() const { return reinterpret_cast<const T*>(block_.data()); }
-  T& operator[](std::size_t i) { return data()[i]; }
-  const T& operator[](std::size_t i) const { return data()[i]; }
+  T* data() { return data_; }
+  T& operator[](std::size_t i) { return data_[i]; }
+  const T& operator[](std::size_t i) const { return data_[i]; }
   std::size_t size() const { return n_; }
 
  private:
-  core::ScratchBlock block_;
+  T* data_ = nullptr;
   std::size_t n_ = 0;
 };
 
@@ -251,15 +244,16 @@ class CpuEngine final : public SlabEngine {
     const R level = R(task.level);
     const std::int64_t rows = l.flag_rows();
     flags_.resize(std::size_t(rows * l.nx));
-    row_vertices_.assign(std::size_t(rows), 0);
-    row_triangles_.assign(std::size_t(rows), 0);
-    row_first_.assign(std::size_t(rows), l.nx);
-    row_last_.assign(std::size_t(rows), -1);
-    // Sweep 1 (vectorised): inside bytes of every slice the flags read, and which rows hold a sample on the level.
     const std::int64_t inside_z1 = std::min(l.flag_z1 + 1, l.nz), inside_rows = (inside_z1 - l.z0) * l.ny;
+    view_rows(std::size_t(rows), std::size_t(inside_rows));
+    std::fill_n(row_vertices_.data(), rows, 0u);
+    std::fill_n(row_triangles_.data(), rows, 0u);
+    std::fill_n(row_first_.data(), rows, l.nx);
+    std::fill_n(row_last_.data(), rows, std::int64_t(-1));
+    // Sweep 1 (vectorised): inside bytes of every slice the flags read, and which rows hold a sample on the level.
     inside_.resize(std::size_t(inside_rows * l.nx));
-    row_on_level_.assign(std::size_t(inside_rows), 0);
-    row_uniform_.assign(std::size_t(inside_rows), 0);
+    std::fill_n(row_on_level_.data(), inside_rows, std::uint8_t(0));
+    std::fill_n(row_uniform_.data(), inside_rows, std::uint8_t(0));
     std::uint8_t* in = inside_.data();
     std::uint8_t* flags = flags_.data();
     const mc::CaseLookup cases = lookup(task);
@@ -464,8 +458,6 @@ class CpuEngine final : public SlabEngine {
     coincident_dropped_ += dropped;
     seconds_.classify += since(t0);
     const auto t1 = Clock::now();
-    row_vertex_base_.resize(std::size_t(rows));
-    row_triangle_base_.resize(std::size_t(rows));
     std::uint64_t v = 0, tri = 0, slab_vertices = 0;
     const std::int64_t owned_rows = (l.z1 - l.z0) * l.ny;
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -752,6 +744,21 @@ class CpuEngine final : public SlabEngine {
   std::uint64_t coincident_dropped_ = 0;
   StageSeconds seconds_;
   ByteBuffer flags_, inside_, point_used_{true};  // point_used_: rows with samples on the level only
+  // The per-row arrays in one block of the scratch pool. As std::vectors they went back to malloc with the engine,
+  // which returned the top of its heap to the system, and the next extraction faulted the pages in again (2.7 MB for
+  // a 256³ volume: about 1 ms of a 2-core run); the pool's block stays resident. Its pages are touched only as far
+  // as the rows reach. New elements are not cleared: each array is filled or written whole before it is read.
+  void view_rows(std::size_t rows, std::size_t inside_rows) {
+    const auto bytes = [](std::size_t n, std::size_t size) { return (n * size + 63) & ~std::size_t(63); };
+    rows_block_.reserve(2 * bytes(inside_rows, 1) + 2 * bytes(rows, 8) + 2 * bytes(rows, 4) + 2 * bytes(rows, 8), false,
+                        "isosurface row arrays");
+    std::uint8_t* at = rows_block_.data();
+    row_on_level_.view(at, inside_rows), row_uniform_.view(at, inside_rows);
+    row_first_.view(at, rows), row_last_.view(at, rows);
+    row_vertices_.view(at, rows), row_triangles_.view(at, rows);
+    row_vertex_base_.view(at, rows), row_triangle_base_.view(at, rows);
+  }
+  core::ScratchBlock rows_block_;
   RowArray<std::uint8_t> row_on_level_, row_uniform_;
   RowArray<std::int64_t> row_first_, row_last_;
   RowArray<std::uint32_t> row_vertices_, row_triangles_;
