@@ -57,6 +57,16 @@ TriangleMesh extract(VolumeSource& v, double level, Device d, IsosurfaceOptions 
   return extract_isosurface(v, o);
 }
 
+// Two meshes the same to the bit: every array a run returns.
+void expect_identical_arrays(const TriangleMesh& a, const TriangleMesh& b, const std::string& what) {
+  EXPECT_EQ(a.triangles, b.triangles) << what;
+  EXPECT_EQ(a.positions, b.positions) << what;
+  EXPECT_EQ(a.normals, b.normals) << what;
+  EXPECT_EQ(a.vertex_values, b.vertex_values) << what;
+  EXPECT_EQ(a.face_labels, b.face_labels) << what;
+  EXPECT_EQ(a.face_groups, b.face_groups) << what;
+}
+
 void expect_closed_manifold(const TriangleMesh& m, const std::string& what) {
   const auto e = iso_edges(m);
   EXPECT_EQ(e.boundary, 0) << what;
@@ -606,11 +616,8 @@ TEST(Isosurface, TiesResolvedInTheCountPassMatchThePassOverTheMesh) {
         const TriangleMesh global = extract_isosurface(*v, o, &global_rep);
         iso::set_cpu_local_ties(true);
         const std::string what = v->name() + " trial " + std::to_string(trial) + " slabs of " + std::to_string(slab);
-        ASSERT_EQ(local.triangles, global.triangles) << what;
-        ASSERT_EQ(local.positions, global.positions) << what;
-        ASSERT_EQ(local.normals, global.normals) << what;
-        ASSERT_EQ(local.face_labels, global.face_labels) << what;
-        ASSERT_EQ(local.face_groups, global.face_groups) << what;
+        expect_identical_arrays(local, global, what);
+        if (HasFailure()) return;  // the first differing case is enough
         ASSERT_EQ(local_rep.duplicates_removed, global_rep.duplicates_removed) << what;
         EXPECT_EQ(test::iso_unused_vertices(local), 0) << what;
         pairs += local_rep.duplicates_removed;
@@ -1374,12 +1381,7 @@ void expect_same_mesh(const TriangleMesh& many, const TriangleMesh& one, const I
   ASSERT_GT(one.triangle_count(), 100) << what;
   EXPECT_GT(rep.slabs, 2) << what << ": the workers should split the volume";
   EXPECT_EQ(rep.triangles, one.triangle_count()) << what;
-  EXPECT_EQ(many.triangles, one.triangles) << what;
-  EXPECT_EQ(many.positions, one.positions) << what;
-  EXPECT_EQ(many.normals, one.normals) << what;
-  EXPECT_EQ(many.vertex_values, one.vertex_values) << what;
-  EXPECT_EQ(many.face_labels, one.face_labels) << what;
-  EXPECT_EQ(many.face_groups, one.face_groups) << what;
+  expect_identical_arrays(many, one, what);
 }
 
 std::string case_name(VolumeSource* v, const IsosurfaceOptions& o) {
@@ -1602,10 +1604,7 @@ TEST(Isosurface, VerticesNearSamplesListedByTheEnginesGiveTheScannedWeld) {
         EXPECT_GT(scanned_rep.rounded_ties_welded, 0) << what << ": nothing to weld, the case tests nothing";
         EXPECT_EQ(listed_rep.rounded_ties_welded, scanned_rep.rounded_ties_welded) << what;
         EXPECT_EQ(listed_rep.degenerate_removed, scanned_rep.degenerate_removed) << what;
-        EXPECT_EQ(listed.triangles, scanned.triangles) << what;
-        EXPECT_EQ(listed.positions, scanned.positions) << what;
-        EXPECT_EQ(listed.normals, scanned.normals) << what;
-        EXPECT_EQ(listed.face_groups, scanned.face_groups) << what;
+        expect_identical_arrays(listed, scanned, what);
       }
 }
 
