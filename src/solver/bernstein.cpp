@@ -166,13 +166,7 @@ double BernsteinPoly::evaluate_with_gradient(const double* x, double* gradient) 
   for (int v = d - 1; v >= 0; --v) {
     const int n = degree[std::size_t(v)];
     const std::size_t width = std::size_t(n + 1), lines = total / width;
-    if (n == 0) {
-      b[0] = 1, db[0] = 0;
-    } else {
-      bernstein_basis(n - 1, x[v], b);
-      for (int i = n; i >= 0; --i) db[i] = double(n) * ((i > 0 ? b[i - 1] : 0.0) - (i < n ? b[i] : 0.0));
-      bernstein_basis(n, x[v], b);
-    }
+    solverk::bernstein_basis_and_derivative(n, x[v], b, db);
     double* out = (v % 2 == 0) ? jets_a : jets_b;
     switch (in_width) {
       case 1: contract_jets<1>(in, lines, width, b, db, out); break;

@@ -53,6 +53,17 @@ PS_HD void bernstein_basis(int n, double t, double* b) {
   }
 }
 
+// The basis of degree n at t into b[0..n] and its derivative into db[0..n]: n (B_{i-1,n-1} - B_{i,n-1}).
+PS_HD void bernstein_basis_and_derivative(int n, double t, double* b, double* db) {
+  if (n == 0) {
+    b[0] = 1, db[0] = 0;
+    return;
+  }
+  bernstein_basis(n - 1, t, b);
+  for (int i = n; i >= 0; --i) db[i] = double(n) * ((i > 0 ? b[i - 1] : 0.0) - (i < n ? b[i] : 0.0));
+  bernstein_basis(n, t, b);
+}
+
 // The solver splits cells a little off their middle: roots at simple fractions (1/2, 1/4, 3/4, ...), common in
 // real inputs, would otherwise fall exactly on cell faces, where no test can prove them inside one cell.
 constexpr double kSplitAt = 0.5 - 1.0 / 3072;

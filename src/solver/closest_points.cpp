@@ -61,17 +61,8 @@ struct PatchTerms {
   void jet(double u, double v, Vec3& p, Vec3* du, Vec3* dv) const {
     const int m = x[0].degree[0], n = x[0].degree[1];
     double bu[17], bv[17], dbu[17], dbv[17];  // patches have degree 16 at most (check_patch_set)
-    auto basis = [](int d, double t, double* b, double* db) {
-      if (d == 0) {
-        b[0] = 1, db[0] = 0;
-        return;
-      }
-      solverk::bernstein_basis(d - 1, t, b);
-      for (int i = d; i >= 0; --i) db[i] = double(d) * ((i > 0 ? b[i - 1] : 0.0) - (i < d ? b[i] : 0.0));
-      solverk::bernstein_basis(d, t, b);
-    };
-    basis(m, u, bu, dbu);
-    basis(n, v, bv, dbv);
+    solverk::bernstein_basis_and_derivative(m, u, bu, dbu);
+    solverk::bernstein_basis_and_derivative(n, v, bv, dbv);
     p = {0, 0, 0};
     Vec3 pu{0, 0, 0}, pv{0, 0, 0};
     for (int i = 0; i <= m; ++i) {
