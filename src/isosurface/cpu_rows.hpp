@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 #include "core/hd.hpp"
 #include "isosurface/mc_kernels.hpp"
@@ -33,6 +36,45 @@ constexpr std::uint64_t kSlotBytes = 0x4F4F4F4F4F4F4F4Full, kInsideBytes = 0x101
     diff |= (a ^ (load8(row[q] + i) & kInsideBytes)) | (a ^ (load8(row[q] + i + 1) & kInsideBytes));
   return diff;
 }
+// Which of the cells i .. i + 31 are mixed (needs points i .. i + 32): bit b set when cell i + b has corners on both
+// sides. Four times mixed8's width in about its instructions, as most cells of a row are not mixed.
+[[gnu::always_inline]] inline std::uint32_t mixed32(const std::uint8_t* const* row, std::int64_t i) {
+#if defined(__AVX2__)
+  const __m256i bit = _mm256_set1_epi8(char(kInsideBytes & 0xFF));
+  auto inside = [&](const std::uint8_t* p) __attribute__((always_inline)) {
+    return _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)), bit);
+  };
+  const __m256i a = inside(row[0] + i);
+  __m256i diff = _mm256_xor_si256(a, inside(row[0] + i + 1));
+  for (int q = 1; q < 4; ++q)
+    diff = _mm256_or_si256(
+        diff, _mm256_or_si256(_mm256_xor_si256(a, inside(row[q] + i)), _mm256_xor_si256(a, inside(row[q] + i + 1))));
+  return std::uint32_t(_mm256_movemask_epi8(_mm256_slli_epi16(diff, 3)));  // bit 4 of each byte to its top bit
+#else
+  std::uint32_t m = 0;
+  for (int w = 0; w < 4; ++w)
+    m |= std::uint32_t((((mixed8(row, i + 8 * w) >> 4) & 0x0101010101010101ull) * 0x0102040810204080ull) >> 56)
+         << (8 * w);
+  return m;
+#endif
+}
+
+// visit(i) for every mixed cell i of [begin, end) between four flag rows, lowest first, 32 cells at a time; spans
+// shorter than that visit every cell (the caller's work for an unmixed cell must be nothing).
+template <class Visit>
+[[gnu::always_inline]] inline void for_mixed_cells(const std::uint8_t* const* row, std::int64_t begin, std::int64_t end,
+                                                   Visit&& visit) {
+  if (end - begin < 32) {
+    for (std::int64_t i = begin; i < end; ++i) visit(i);
+    return;
+  }
+  std::int64_t i = begin;
+  for (; i + 32 <= end; i += 32)
+    for (std::uint32_t m = mixed32(row, i); m; m &= m - 1) visit(i + std::countr_zero(m));
+  if (i < end)  // the last 32 cells, less those visited
+    for (std::uint32_t m = mixed32(row, end - 32) >> (i - (end - 32)); m; m &= m - 1) visit(i + std::countr_zero(m));
+}
+
 // The first vertex slot of each corner's point of a cell: corner (q, i) starts after the slots before point i of row
 // q, corner (q, i + 1) after point i's own slots too. through[q]: the slots of row q up to and including point i.
 [[gnu::always_inline]] inline void corner_first_slots(const std::uint8_t* cf, const std::uint64_t* row_base,
@@ -151,6 +193,42 @@ void inside_row(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_
   }
   on_level = on, any_inside = any_in, all_inside = all_in;
 }
+
+#if defined(__AVX2__)
+// inside_row for float samples, 32 at a time: the compiler's own vectorisation of the loop above packs the compare
+// masks to bytes at twice the instructions, and this sweep reads every sample of the volume. (eq & 2) - in is
+// inside | equal << 1 with in and eq as 0 / -1 masks, in 32-bit lanes before the packs.
+inline void inside_row(const float* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, float level,
+                       std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
+  if (nx < 32) {
+    inside_row<float, float>(v, o, nx, level, on_level, any_inside, all_inside);
+    return;
+  }
+  const __m256 lv = _mm256_set1_ps(level), top = _mm256_set1_ps(mc::largest_finite<float>());
+  const __m256i two = _mm256_set1_epi32(2), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  __m256i any = _mm256_setzero_si256(), all = _mm256_set1_epi8(-1);
+  auto block = [&](std::int64_t at) __attribute__((always_inline)) {
+    __m256i b[4];
+    for (int q = 0; q < 4; ++q) {
+      const __m256 x = _mm256_loadu_ps(v + at + 8 * q);
+      const __m256 in = _mm256_and_ps(_mm256_cmp_ps(x, lv, _CMP_GE_OQ), _mm256_cmp_ps(x, top, _CMP_LE_OQ));
+      const __m256 eq = _mm256_cmp_ps(x, lv, _CMP_EQ_OQ);
+      b[q] = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(eq), two), _mm256_castps_si256(in));
+    }
+    // The packs interleave the four vectors' 128-bit halves; the permutation puts the bytes back in sample order.
+    const __m256i bytes = _mm256_permutevar8x32_epi32(
+        _mm256_packs_epi16(_mm256_packs_epi32(b[0], b[1]), _mm256_packs_epi32(b[2], b[3])), order);
+    any = _mm256_or_si256(any, bytes), all = _mm256_and_si256(all, bytes);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + at), bytes);
+  };
+  std::int64_t i = 0;
+  for (; i + 32 <= nx; i += 32) block(i);
+  if (i < nx) block(nx - 32);  // the last 32 again, overlapping: the same bytes for the ones done twice
+  on_level = std::uint8_t(!_mm256_testz_si256(any, _mm256_set1_epi8(2)));
+  any_inside = std::uint8_t(!_mm256_testz_si256(any, _mm256_set1_epi8(1)));
+  all_inside = std::uint8_t(_mm256_testc_si256(all, _mm256_set1_epi8(1)));
+}
+#endif
 
 // The same for 8- and 16-bit samples, which are exact in float: x >= level is v >= ceil(level), and x == level
 // needs an integral level. Integer compares vectorise; the float conversion does not.

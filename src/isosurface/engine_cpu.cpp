@@ -431,10 +431,7 @@ class CpuEngine final : public SlabEngine {
           n += classic_triangles[cas];
         }
       };
-      std::int64_t i = i_begin;
-      for (; i + 8 <= i_end; i += 8)  // the mixed cells among eight
-        for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) count_fast(i + (__builtin_ctzll(m) >> 3));
-      for (; i < i_end; ++i) count_fast(i);  // (cases 0 and 255 have no triangles)
+      for_mixed_cells(row, i_begin, i_end, count_fast);  // (cases 0 and 255 have no triangles)
       row_triangles_[std::size_t(r)] = n;
     }
     }
@@ -706,7 +703,24 @@ class CpuEngine final : public SlabEngine {
         };
         std::uint32_t before[4] = {0, 0, 0, 0};  // slots of the points before i in each row (none before the span)
         std::int64_t i = i_begin;
-        for (; i + 8 <= i_end; i += 8) {  // the mixed cells among eight; the rest only move the slot counts on
+        for (; i + 32 <= i_end; i += 32) {  // the mixed cells among 32; the rest only move the slot counts on
+          std::uint32_t words[4][4];  // slots of each row's points in each eight of the 32
+          for (int q = 0; q < 4; ++q)
+            for (int w = 0; w < 4; ++w)
+              words[q][w] = std::uint32_t(__builtin_popcountll(load8(row[q] + i + 8 * w) & kSlotBytes));
+          for (std::uint32_t m = mixed32(row, i); m; m &= m - 1) {
+            const int b = std::countr_zero(m), w = b >> 3;
+            std::uint32_t through[4];
+            for (int q = 0; q < 4; ++q) {
+              through[q] = before[q] + std::uint32_t(__builtin_popcountll(load8(row[q] + i + 8 * w) & kSlotBytes &
+                                                                          bytes_through(b & 7)));
+              for (int x = 0; x < w; ++x) through[q] += words[q][x];
+            }
+            emit_cell(i + b, through);
+          }
+          for (int q = 0; q < 4; ++q) before[q] += words[q][0] + words[q][1] + words[q][2] + words[q][3];
+        }
+        for (; i + 8 <= i_end; i += 8) {  // the rest: the mixed cells among eight
           std::uint64_t slots[4];
           for (int q = 0; q < 4; ++q) slots[q] = load8(row[q] + i) & kSlotBytes;
           for (std::uint64_t m = mixed8(row, i); m; m &= m - 1) {
