@@ -1,9 +1,11 @@
-// The CPU engine's wide row sweeps against their one-sample forms: the float inside row (32 samples at a time, a last
-// block overlapping the one before) against the plain loop, and the 32-cell mixed masks against the 8-cell ones, on
-// fresh random rows of every short length, with the values that real volumes hold at the edges of the rules: samples
-// on the level, NaN, infinities, the largest finite float and subnormals.
+// The CPU engine's wide row sweeps against their one-sample forms: the float and 16-bit inside rows (32 samples at a
+// time, a last block overlapping the one before) against the plain loop and the rule, and the 32-cell mixed masks
+// against the 8-cell ones, on fresh random rows of every short length, with the values that real volumes hold at the
+// edges of the rules: samples on the level, NaN, infinities, the largest finite float, subnormals, the ends of the
+// integer types.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -62,6 +64,64 @@ TEST(CpuRows, FloatInsideRowMatchesThePlainLoop) {
       ASSERT_EQ(any[0], any[1]) << "n " << n;
       ASSERT_EQ(all[0], all[1]) << "n " << n;
     }
+}
+
+// 16-bit rows (CT volumes) against the rule itself: a sample is inside when it is at least the level, and on the
+// level when equal to it, levels integral or not, inside the type's range or past either end, or NaN.
+template <class T>
+void check_small_int_rows(std::mt19937_64& rng) {
+  constexpr int lo = std::numeric_limits<T>::min(), hi = std::numeric_limits<T>::max();
+  for (int round = 0; round < 40; ++round)
+    for (std::int64_t n = 1; n <= 100; ++n) {
+      float level;
+      switch (rng() % 6) {
+        case 0:
+          level = float(lo + int(rng() % std::uint64_t(hi - lo + 1)));
+          break;  // integral: samples may equal it
+        case 1:
+          level = float(lo + int(rng() % std::uint64_t(hi - lo + 1))) + 0.5f;
+          break;
+        case 2:
+          level = float(lo) - float(rng() % 3);
+          break;  // at or below the lowest value: all inside
+        case 3:
+          level = float(hi) + float(rng() % 3);
+          break;  // at or above the highest
+        case 4:
+          level = std::numeric_limits<float>::quiet_NaN();
+          break;
+        default:
+          level = std::uniform_real_distribution<float>(-1e5f, 1e5f)(rng);
+      }
+      std::vector<T> v(static_cast<std::size_t>(n));
+      const int centre = std::isfinite(level) ? std::clamp(int(std::lround(level)), lo, hi) : 0;
+      for (auto& x : v)
+        x = rng() % 4 == 0 ? T(lo + int(rng() % std::uint64_t(hi - lo + 1)))
+                           : T(std::clamp(centre + int(rng() % 5) - 2, lo, hi));  // near the level: ties and both sides
+      std::vector<std::uint8_t> got(static_cast<std::size_t>(n) + 1, 0xAB), want(static_cast<std::size_t>(n));
+      std::uint8_t on, any, all, want_on = 0, want_any = 0, want_all = 1;
+      rows::inside_row_small_int<T>(v.data(), got.data(), n, level, on, any, all);
+      for (std::int64_t i = 0; i < n; ++i) {
+        const float x = float(v[std::size_t(i)]);
+        const std::uint8_t in = x >= level, eq = x == level;
+        want[std::size_t(i)] = std::uint8_t(in | eq << 1);
+        want_on |= eq, want_any |= in, want_all &= in;
+      }
+      ASSERT_EQ(std::vector<std::uint8_t>(got.begin(), got.begin() + n), want)
+          << sizeof(T) * 8 << "-bit row of " << n << ", level " << level << " (seed " << parasurf::test::run_seed()
+          << ")";
+      EXPECT_EQ(got[std::size_t(n)], 0xAB) << "a byte past the row was written";
+      ASSERT_EQ(on, want_on);
+      ASSERT_EQ(any, want_any);
+      ASSERT_EQ(all, want_all);
+    }
+}
+
+TEST(CpuRows, SixteenBitInsideRowsFollowTheRule) {
+  std::mt19937_64 rng(parasurf::test::run_seed() ^ 0x1616);
+  check_small_int_rows<std::int16_t>(rng);
+  check_small_int_rows<std::uint16_t>(rng);
+  check_small_int_rows<std::int8_t>(rng);
 }
 
 TEST(CpuRows, MixedCellsOf32AreThoseOf8) {
