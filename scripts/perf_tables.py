@@ -203,7 +203,7 @@ def isosurface():
     if small:
         out.append("\nOn the development machine, " + caption(small, small_link, f"{small.get('cpu_threads', '?')} "
                                                               "cores, no GPU",
-                                                              "parasurf bench isosurface --sizes 64,256 --json f.json"))
+                                                              "parasurf bench isosurface --sizes 64,256,512 --json f.json"))
         out.append(isosurface_rows(small))
     return "\n".join(out)
 
