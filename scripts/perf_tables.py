@@ -150,7 +150,9 @@ def isosurface_rows(doc):
     for r in doc["results"]:
         cpu, cuda, res = r.get("cpu") or {}, r.get("cuda") or {}, r.get("cuda_resident") or {}
         peers = r.get("peers") or {}
-        sk = (peers.get("skimage") or {}).get("seconds")
+        # scikit-image's times from runs that gave it a transposed view of the samples (no "order" recorded) are
+        # about twice its time on the array as numpy holds it: left out.
+        sk = (peers.get("skimage") or {}).get("seconds") if (peers.get("skimage") or {}).get("order") == "C" else None
         vtk = (peers.get("vtk_flying_edges") or {}).get("seconds")
         body.append([r["volume"], f"{r.get('triangles', cpu.get('triangles', res.get('triangles', 0))):,}",
                      ms(cpu["seconds"]) if cpu.get("seconds") else "",
@@ -177,8 +179,12 @@ def isosurface():
            "the samples' time up and the mesh's time home, the link measured in the same run) over the GPU-from-host "
            "time; the samples and the mesh are pageable host arrays, which the host's cores copy through pinned "
            "staging on the way, and a fresh mesh's pages are faulted in and cleared. "
-           "Peers run on the same array in the same run (scikit-image on one thread, as it runs; VTK's Flying Edges "
-           "where installed).\n",
+           "Peers run on the same array in the same run (scikit-image on one thread, as it runs, on the samples in "
+           "C order as numpy holds them; VTK's Flying Edges where installed)." +
+           (" The scikit-image columns are empty where that run gave it a transposed view of the samples, which "
+            "about doubles its time; the Python table below has it on the same H200 host." if any(
+                (r.get("peers") or {}).get("skimage", {}).get("seconds") and
+                (r.get("peers") or {}).get("skimage", {}).get("order") != "C" for r in doc["results"]) else "") + "\n",
            caption(doc, link, "NVIDIA H200, " + str(doc.get("cpu_threads", "?")) + " host threads",
                    "parasurf bench isosurface --sizes 64,128,256,512 --volumes MR_Gd.nii.gz:60,spm152.nii.gz:60 "
                    "--json f.json"),

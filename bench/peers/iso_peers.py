@@ -118,7 +118,7 @@ def main():
             tri = verts[faces]
             area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1).sum()
             out[name] = {"seconds": sec, "triangles": int(len(faces)), "vertices": int(len(verts)),
-                         "area": float(area), "method": method}
+                         "area": float(area), "method": method, "order": "C"}
         except ImportError as e:
             out[name] = {"error": str(e)}
     print(json.dumps(out))
