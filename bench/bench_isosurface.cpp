@@ -40,7 +40,7 @@ void repeat_runs(int repeats, double min_seconds, Run&& run) {
 }
 
 struct IsoBenchArgs {
-  std::string sizes = "256,512", types = "float32,uint8", devices = "cpu,cuda,auto", volumes, json, python;
+  std::string sizes = "256,512", types = "float32,uint8,int16", devices = "cpu,cuda,auto", volumes, json, python;
   std::string topology = "classic";
   int threads = 0, repeats = 3, rounds = 1;
   double min_time = 0.2;  // seconds of runs per measurement, at the least (beside --repeats)
@@ -63,7 +63,8 @@ std::uint64_t peak_rss() {
   return 0;
 }
 
-// The tangle field as an in-memory array of the given type (uint8: mapped to 0..255 over [0, 25]).
+// The tangle field as an in-memory array of the given type (uint8: mapped to 0..255 over [0, 25]; int16: to
+// -1000..24000, the way CT volumes store Hounsfield units).
 struct HostVolume {
   std::string name;
   VolumeGeometry geometry;
@@ -80,11 +81,18 @@ HostVolume tangle_volume(std::int64_t n, VoxelType type) {
   if (type == VoxelType::Float32) {
     h.bytes.resize(f.size() * 4);
     std::memcpy(h.bytes.data(), f.data(), h.bytes.size());
-  } else {
+  } else if (type == VoxelType::Int16) {
+    h.bytes.resize(f.size() * 2);
+    for (std::size_t i = 0; i < f.size(); ++i) {
+      const auto v = std::int16_t(std::clamp(std::lround(f[i] * 1000.0 - 1000.0), -32768L, 32767L));
+      std::memcpy(h.bytes.data() + 2 * i, &v, 2);
+    }
+    h.level = 0.5 * 1000.0 - 1000.0 + 0.5;  // between the codes of 0.5 and its neighbour: no ties
+  } else {  // uint8 (the command checks the types)
     h.bytes.resize(f.size());
     for (std::size_t i = 0; i < f.size(); ++i)
       h.bytes[i] = char(std::uint8_t(std::clamp(std::lround(f[i] * 10.2), 0L, 255L)));
-    h.level = 0.5 * 10.2 + 0.5;  // between the codes of 0.5 and its neighbour: no ties
+    h.level = 0.5 * 10.2 + 0.5;
   }
   return h;
 }
@@ -509,7 +517,7 @@ void add_bench_isosurface(CLI::App& bench) {
   auto a = std::make_shared<IsoBenchArgs>();
   auto* cmd = bench.add_subcommand("isosurface", "Marching cubes: CPU, CUDA, GPU floor, VTK Flying Edges, scikit-image");
   cmd->add_option("--sizes", a->sizes, "Tangle field sizes N (N^3 samples), comma-separated");
-  cmd->add_option("--types", a->types, "Sample types of the field: float32, uint8");
+  cmd->add_option("--types", a->types, "Sample types of the field: float32, uint8, int16");
   cmd->add_option("--devices", a->devices, "cpu,cuda,auto (auto: what the default device chose, and its time against the faster of the two)");
   cmd->add_option("--volumes", a->volumes, "Volume files with levels: FILE:LEVEL,...");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
@@ -529,6 +537,11 @@ void add_bench_isosurface(CLI::App& bench) {
   cmd->add_option("--json", a->json, "Write the figures as JSON");
   cmd->callback([a] {
     parse_case_topology(a->topology);  // a bad name stops the run before anything is measured
+    for (const auto& t : split(a->types)) {
+      const VoxelType type = parse_voxel_type(t);
+      if (type != VoxelType::Float32 && type != VoxelType::UInt8 && type != VoxelType::Int16)
+        throw Error(ErrorKind::InvalidArgument, "bench isosurface: --types takes float32, uint8 and int16, not " + t);
+    }
     if (a->quick) {
       a->sizes = "64";
       a->repeats = 1;

@@ -172,7 +172,8 @@ def isosurface():
     if not doc:
         return ""
     out = ["### Isosurfaces\n",
-           "The tangle field, level 0.5 for float32 and its byte image for uint8; welded mesh with normals. CPU: the "
+           "The tangle field, level 0.5 for float32, its byte image for uint8 and its Hounsfield-like int16 image "
+           "(-1000 + 1000 times the field); welded mesh with normals. CPU: the "
            "host's threads; GPU from host: samples in host memory, mesh back in host memory; GPU resident: samples "
            "and mesh on the GPU, with its floor (read the volume once, write the mesh once at the copy bandwidth). "
            "Of link floor: the floor of a job that overlaps its two directions on the pinned link (the larger of "
