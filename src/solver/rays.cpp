@@ -39,9 +39,13 @@ struct PatchBoxes {
   double size = 0;                          // the box's largest side
   double room = 0;                          // how far off the ray a point on the patch may be: its rounding
   std::array<BernsteinPoly, 3> x;           // the coordinates, in (u, v)
-  // The control points on the grown domain (grow_domain), x, y, z interleaved: a ray's equations are their
-  // distances from its planes (grow_domain is affine, so it commutes with that projection), one product a point.
+  // The control points on the grown domain (grow_domain), x, y, z interleaved, less `ref`: a ray's equations are
+  // their distances from its planes (grow_domain is affine, so it commutes with that projection), one product a
+  // point. Relative to a point of the patch, the extrapolation rounds at the patch's scale: on absolute coordinates
+  // millions of units out it would move the points by about 1e-9, differently on each patch, and open the point where
+  // four patches meet at a pole to a ray aimed at it.
   std::vector<double> grown;
+  Vec3 ref{};  // the patch's first control point
 };
 
 // A polynomial of degree (m, n) on [0, 1]^2, coefficients row by row, rewritten on [-kGrow, 1 + kGrow]^2: along each
@@ -87,8 +91,10 @@ PatchBoxes boxes_of(const BezierSurface& s) {
   b.pieces = solver::sub_patch_boxes(x, kPieces, {0, 0, 0});
   const std::size_t points = std::size_t((m + 1) * (n + 1));
   b.grown.resize(3 * points);
+  b.ref = {s.points[0], s.points[1], s.points[2]};
   for (std::size_t k = 0; k < 3; ++k) {
     std::vector<double> c = x[k].coef;
+    for (double& v : c) v -= b.ref[k];
     grow_domain(c, m, n);
     for (std::size_t i = 0; i < points; ++i) b.grown[3 * i + k] = c[i];
   }
@@ -303,7 +309,9 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
       const auto normals = planes_of(directions[i]);
       const Vec3& o = origins[i];
       const BezierSurface& s = patches[patch_of[k]];
-      const std::vector<double>& g = boxes[patch_of[k]].grown;
+      const PatchBoxes& b = boxes[patch_of[k]];
+      const std::vector<double>& g = b.grown;
+      const Vec3 from = {b.ref[0] - o[0], b.ref[1] - o[1], b.ref[2] - o[2]};  // the origin to the grown points' ref
       std::vector<BernsteinPoly>& eq = systems[k];
       eq.resize(2);
       for (std::size_t e = 0; e < 2; ++e) {
@@ -311,7 +319,8 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
         eq[e].coef.resize(g.size() / 3);
         const Vec3& n = normals[e];
         for (std::size_t c = 0; c < eq[e].coef.size(); ++c)
-          eq[e].coef[c] = n[0] * (g[3 * c] - o[0]) + n[1] * (g[3 * c + 1] - o[1]) + n[2] * (g[3 * c + 2] - o[2]);
+          eq[e].coef[c] =
+              n[0] * (g[3 * c] + from[0]) + n[1] * (g[3 * c + 1] + from[1]) + n[2] * (g[3 * c + 2] + from[2]);
       }
     });
   errors.rethrow();

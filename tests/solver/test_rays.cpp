@@ -147,6 +147,13 @@ TEST(Rays, TeapotSeamsCornersTheAxisAndFarFromTheOrigin) {
   }
   origins.push_back({0, 0, 10}), directions.push_back({0, 0, -1});  // down the axis: the knob's top (z = 3.15)
   origins.push_back({0, 0, -5}), directions.push_back({0, 0, 1});   // up the axis: the bottom's centre (z = 0)
+  // Oblique rays at the poles, where four patches meet in one point: far from the origin, rounding that differs from
+  // patch to patch can open that point to a ray aimed at it.
+  const Vec3 knob_origins[] = {
+      {0.70463296082198124, -3.1481519561562568, 4.5386055465746509}, {-2.5, 1.25, 6}, {3, 3, 3.5}, {-1, -3.5, 5}};
+  const Vec3 bottom_origins[] = {{0.6, -2.9, -2}, {-3, 0.4, -1.5}, {2, 2, -4}};
+  for (const Vec3& o : knob_origins) origins.push_back(o), directions.push_back({-o[0], -o[1], 3.15 - o[2]});
+  for (const Vec3& o : bottom_origins) origins.push_back(o), directions.push_back({-o[0], -o[1], -o[2]});
   for (Device engine : test::solver_engines()) {
     SolverOptions o;
     o.device = engine;
@@ -163,6 +170,11 @@ TEST(Rays, TeapotSeamsCornersTheAxisAndFarFromTheOrigin) {
     const RayHit& up = r.hits[targets.size() + 1];
     expect_on_ray(teapot, origins[targets.size() + 1], directions[targets.size() + 1], up, "up the axis");
     EXPECT_NEAR(up.point[2], 0, 1e-9);
+    for (std::size_t i = targets.size() + 2; i < origins.size(); ++i) {  // the oblique rays at the poles
+      const std::string what = std::string(device_name(engine)) + " pole ray " + std::to_string(i);
+      expect_on_ray(teapot, origins[i], directions[i], r.hits[i], what);
+      EXPECT_NEAR(r.hits[i].t, 1, 1e-9) << what;
+    }
     // Far from the origin: the same patches and parameters, the same t.
     const Vec3 shift = {3e6, -2e6, 1e6};
     std::vector<Vec3> far_origins = origins;
