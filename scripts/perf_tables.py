@@ -145,14 +145,19 @@ def patches():
     return "\n".join(out)
 
 
+def skimage_seconds(result):
+    """scikit-image's time in an isosurface result, or None; also None for runs that gave it a transposed view of the
+    samples (no "order" recorded), which takes about twice its time on the array as numpy holds it."""
+    sk = (result.get("peers") or {}).get("skimage") or {}
+    return sk.get("seconds") if sk.get("order") == "C" else None
+
+
 def isosurface_rows(doc):
     body = []
     for r in doc["results"]:
         cpu, cuda, res = r.get("cpu") or {}, r.get("cuda") or {}, r.get("cuda_resident") or {}
         peers = r.get("peers") or {}
-        # scikit-image's times from runs that gave it a transposed view of the samples (no "order" recorded) are
-        # about twice its time on the array as numpy holds it: left out.
-        sk = (peers.get("skimage") or {}).get("seconds") if (peers.get("skimage") or {}).get("order") == "C" else None
+        sk = skimage_seconds(r)
         vtk = (peers.get("vtk_flying_edges") or {}).get("seconds")
         body.append([r["volume"], f"{r.get('triangles', cpu.get('triangles', res.get('triangles', 0))):,}",
                      ms(cpu["seconds"]) if cpu.get("seconds") else "",
@@ -184,8 +189,8 @@ def isosurface():
            "C order as numpy holds them; VTK's Flying Edges where installed)." +
            (" The scikit-image columns are empty where that run gave it a transposed view of the samples, which "
             "about doubles its time; the Python table below has it on the same H200 host." if any(
-                (r.get("peers") or {}).get("skimage", {}).get("seconds") and
-                (r.get("peers") or {}).get("skimage", {}).get("order") != "C" for r in doc["results"]) else "") + "\n",
+                ((r.get("peers") or {}).get("skimage") or {}).get("seconds") and not skimage_seconds(r)
+                for r in doc["results"]) else "") + "\n",
            caption(doc, link, "NVIDIA H200, " + str(doc.get("cpu_threads", "?")) + " host threads",
                    "parasurf bench isosurface --sizes 64,128,256,512 --volumes MR_Gd.nii.gz:60,spm152.nii.gz:60 "
                    "--json f.json"),

@@ -196,6 +196,27 @@ void inside_row(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_
 }
 
 #if defined(__AVX2__)
+// The wide inside rows' common part, for a row of at least 32 samples: bytes_at(i) gives the inside bytes of samples
+// i .. i + 31 (bit 0 inside, bit 1 on the level), stored here block by block, the last block overlapping the one
+// before (the same bytes for the samples done twice); and the row's on-level, any- and all-inside answers.
+template <class Bytes>
+[[gnu::always_inline]] inline void store_inside_blocks(std::uint8_t* PS_RESTRICT o, std::int64_t nx, Bytes&& bytes_at,
+                                                       std::uint8_t& on_level, std::uint8_t& any_inside,
+                                                       std::uint8_t& all_inside) {
+  __m256i any = _mm256_setzero_si256(), all = _mm256_set1_epi8(-1);
+  auto block = [&](std::int64_t at) __attribute__((always_inline)) {
+    const __m256i bytes = bytes_at(at);
+    any = _mm256_or_si256(any, bytes), all = _mm256_and_si256(all, bytes);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + at), bytes);
+  };
+  std::int64_t i = 0;
+  for (; i + 32 <= nx; i += 32) block(i);
+  if (i < nx) block(nx - 32);
+  on_level = std::uint8_t(!_mm256_testz_si256(any, _mm256_set1_epi8(2)));
+  any_inside = std::uint8_t(!_mm256_testz_si256(any, _mm256_set1_epi8(1)));
+  all_inside = std::uint8_t(_mm256_testc_si256(all, _mm256_set1_epi8(1)));
+}
+
 // inside_row for float samples, 32 at a time: the compiler's own vectorisation of the loop above packs the compare
 // masks to bytes at twice the instructions, and this sweep reads every sample of the volume. (eq & 2) - in is
 // inside | equal << 1 with in and eq as 0 / -1 masks, in 32-bit lanes before the packs.
@@ -207,27 +228,21 @@ inline void inside_row(const float* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, 
   }
   const __m256 lv = _mm256_set1_ps(level), top = _mm256_set1_ps(mc::largest_finite<float>());
   const __m256i two = _mm256_set1_epi32(2), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  __m256i any = _mm256_setzero_si256(), all = _mm256_set1_epi8(-1);
-  auto block = [&](std::int64_t at) __attribute__((always_inline)) {
-    __m256i b[4];
-    for (int q = 0; q < 4; ++q) {
-      const __m256 x = _mm256_loadu_ps(v + at + 8 * q);
-      const __m256 in = _mm256_and_ps(_mm256_cmp_ps(x, lv, _CMP_GE_OQ), _mm256_cmp_ps(x, top, _CMP_LE_OQ));
-      const __m256 eq = _mm256_cmp_ps(x, lv, _CMP_EQ_OQ);
-      b[q] = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(eq), two), _mm256_castps_si256(in));
-    }
-    // The packs interleave the four vectors' 128-bit halves; the permutation puts the bytes back in sample order.
-    const __m256i bytes = _mm256_permutevar8x32_epi32(
-        _mm256_packs_epi16(_mm256_packs_epi32(b[0], b[1]), _mm256_packs_epi32(b[2], b[3])), order);
-    any = _mm256_or_si256(any, bytes), all = _mm256_and_si256(all, bytes);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + at), bytes);
-  };
-  std::int64_t i = 0;
-  for (; i + 32 <= nx; i += 32) block(i);
-  if (i < nx) block(nx - 32);  // the last 32 again, overlapping: the same bytes for the ones done twice
-  on_level = std::uint8_t(!_mm256_testz_si256(any, _mm256_set1_epi8(2)));
-  any_inside = std::uint8_t(!_mm256_testz_si256(any, _mm256_set1_epi8(1)));
-  all_inside = std::uint8_t(_mm256_testc_si256(all, _mm256_set1_epi8(1)));
+  store_inside_blocks(
+      o, nx,
+      [&](std::int64_t at) __attribute__((always_inline)) {
+        __m256i b[4];
+        for (int q = 0; q < 4; ++q) {
+          const __m256 x = _mm256_loadu_ps(v + at + 8 * q);
+          const __m256 in = _mm256_and_ps(_mm256_cmp_ps(x, lv, _CMP_GE_OQ), _mm256_cmp_ps(x, top, _CMP_LE_OQ));
+          const __m256 eq = _mm256_cmp_ps(x, lv, _CMP_EQ_OQ);
+          b[q] = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(eq), two), _mm256_castps_si256(in));
+        }
+        // The packs interleave the four vectors' 128-bit halves; the permutation puts the bytes back in sample order.
+        return _mm256_permutevar8x32_epi32(
+            _mm256_packs_epi16(_mm256_packs_epi32(b[0], b[1]), _mm256_packs_epi32(b[2], b[3])), order);
+      },
+      on_level, any_inside, all_inside);
 }
 #endif
 
@@ -247,29 +262,23 @@ void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, s
                     can_eq = _mm256_set1_epi16(eq < lowest ? 0 : -1);
       const __m256i t = _mm256_set1_epi16(short(std::clamp(thr, lowest, highest))),
                     e = _mm256_set1_epi16(short(std::clamp(eq, lowest, highest))), two = _mm256_set1_epi16(2);
-      __m256i any = _mm256_setzero_si256(), all = _mm256_set1_epi8(-1);
-      auto block = [&](std::int64_t at) __attribute__((always_inline)) {
-        __m256i b[2];
-        for (int q = 0; q < 2; ++q) {
-          const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + at + 16 * q));
-          __m256i in;
-          if constexpr (std::is_signed_v<T>)
-            in = _mm256_andnot_si256(_mm256_cmpgt_epi16(t, x), can_in);
-          else
-            in = _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_max_epu16(x, t), x), can_in);
-          const __m256i eqm = _mm256_and_si256(_mm256_cmpeq_epi16(x, e), can_eq);
-          b[q] = _mm256_sub_epi16(_mm256_and_si256(eqm, two), in);  // inside | equal << 1, as in the float row
-        }
-        const __m256i bytes = _mm256_permute4x64_epi64(_mm256_packs_epi16(b[0], b[1]), 0xD8);
-        any = _mm256_or_si256(any, bytes), all = _mm256_and_si256(all, bytes);
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(o + at), bytes);
-      };
-      std::int64_t i = 0;
-      for (; i + 32 <= nx; i += 32) block(i);
-      if (i < nx) block(nx - 32);
-      on_level = std::uint8_t(!_mm256_testz_si256(any, _mm256_set1_epi8(2)));
-      any_inside = std::uint8_t(!_mm256_testz_si256(any, _mm256_set1_epi8(1)));
-      all_inside = std::uint8_t(_mm256_testc_si256(all, _mm256_set1_epi8(1)));
+      store_inside_blocks(
+          o, nx,
+          [&](std::int64_t at) __attribute__((always_inline)) {
+            __m256i b[2];
+            for (int q = 0; q < 2; ++q) {
+              const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + at + 16 * q));
+              __m256i in;
+              if constexpr (std::is_signed_v<T>)
+                in = _mm256_andnot_si256(_mm256_cmpgt_epi16(t, x), can_in);
+              else
+                in = _mm256_and_si256(_mm256_cmpeq_epi16(_mm256_max_epu16(x, t), x), can_in);
+              const __m256i eqm = _mm256_and_si256(_mm256_cmpeq_epi16(x, e), can_eq);
+              b[q] = _mm256_sub_epi16(_mm256_and_si256(eqm, two), in);  // inside | equal << 1, as in the float row
+            }
+            return _mm256_permute4x64_epi64(_mm256_packs_epi16(b[0], b[1]), 0xD8);
+          },
+          on_level, any_inside, all_inside);
       return;
     }
   }

@@ -1,8 +1,8 @@
 // The CPU engine's wide row sweeps against their one-sample forms: the float and 16-bit inside rows (32 samples at a
-// time, a last block overlapping the one before) against the plain loop and the rule, and the 32-cell mixed masks
-// against the 8-cell ones, on fresh random rows of every short length, with the values that real volumes hold at the
-// edges of the rules: samples on the level, NaN, infinities, the largest finite float, subnormals, the ends of the
-// integer types.
+// time, a last block overlapping the one before) against the plain loop and the rule, and the 32- and 8-cell mixed
+// masks against the cells' corners, on fresh random rows of every short length, with the values that real volumes
+// hold at the edges of the rules: samples on the level, NaN, infinities, the largest finite float, subnormals, the
+// ends of the integer types.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -124,7 +124,18 @@ TEST(CpuRows, SixteenBitInsideRowsFollowTheRule) {
   check_small_int_rows<std::int8_t>(rng);
 }
 
-TEST(CpuRows, MixedCellsOf32AreThoseOf8) {
+namespace {
+// Whether cell c between four flag rows has corners on both sides, corner by corner.
+bool mixed_by_corners(const std::uint8_t* const* row, std::int64_t c) {
+  const bool in = (row[0][c] & 0x10) != 0;
+  for (int q = 0; q < 4; ++q)
+    for (int d = 0; d < 2; ++d)
+      if (((row[q][c + d] & 0x10) != 0) != in) return true;
+  return false;
+}
+}  // namespace
+
+TEST(CpuRows, MixedCellMasksMatchTheCorners) {
   std::mt19937_64 rng(parasurf::test::run_seed() ^ 0x5eed);
   for (int round = 0; round < 200; ++round) {
     const std::int64_t n = 33 + std::int64_t(rng() % 200);  // points; cells 0 .. n - 2
@@ -134,18 +145,12 @@ TEST(CpuRows, MixedCellsOf32AreThoseOf8) {
     const std::uint8_t* row[4] = {flags.data(), flags.data() + n, flags.data() + 2 * n, flags.data() + 3 * n};
     for (std::int64_t i = 0; i + 33 <= n; ++i) {
       const std::uint32_t wide = rows::mixed32(row, i);
+      const std::uint64_t narrow = rows::mixed8(row, i);
       for (int b = 0; b < 32; ++b) {
-        const std::int64_t c = i + b, base = c & ~std::int64_t(7);
-        const bool mixed = base + 9 <= n ? (rows::mixed8(row, base) >> (8 * (c - base)) & 0x10) != 0
-                                         : [&] {  // near the row's end: the cell's corners one by one
-                                             bool in = (row[0][c] & 0x10) != 0, m = false;
-                                             for (int q = 0; q < 4; ++q)
-                                               for (int d = 0; d < 2; ++d)
-                                                 m = m || (((row[q][c + d] & 0x10) != 0) != in);
-                                             return m;
-                                           }();
+        const bool mixed = mixed_by_corners(row, i + b);
         ASSERT_EQ((wide >> b & 1) != 0, mixed)
-            << "cell " << c << " of " << n - 1 << " (seed " << parasurf::test::run_seed() << ")";
+            << "mixed32: cell " << i + b << " of " << n - 1 << " (seed " << parasurf::test::run_seed() << ")";
+        if (b < 8) ASSERT_EQ((narrow >> (8 * b) & 0x10) != 0, mixed) << "mixed8: cell " << i + b;
       }
     }
     // Every span visits its mixed cells once each, in order, and no other (short spans: every cell).
@@ -154,12 +159,8 @@ TEST(CpuRows, MixedCellsOf32AreThoseOf8) {
                          end = begin + std::int64_t(rng() % std::uint64_t(n - 1 - begin + 1));
       std::vector<std::int64_t> seen, want;
       rows::for_mixed_cells(row, begin, end, [&](std::int64_t i) { seen.push_back(i); });
-      for (std::int64_t i = begin; i < end; ++i) {
-        bool in = (row[0][i] & 0x10) != 0, m = end - begin < 32;
-        for (int q = 0; q < 4; ++q)
-          for (int d = 0; d < 2; ++d) m = m || (((row[q][i + d] & 0x10) != 0) != in);
-        if (m) want.push_back(i);
-      }
+      for (std::int64_t i = begin; i < end; ++i)
+        if (end - begin < 32 || mixed_by_corners(row, i)) want.push_back(i);
       ASSERT_EQ(seen, want) << "span [" << begin << ", " << end << ") of " << n - 1 << " cells";
     }
   }
