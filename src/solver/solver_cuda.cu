@@ -3,10 +3,13 @@
 // Newton on proved cells and clusters the tolerance cells, as for the CPU engine).
 // Breadth first: every node of a level, of every system of the batch, is one warp. A level is classify (exclusion
 // by sign, Krawczyk's test, tolerance, split axis) -> compaction of the nodes to split and of the finished cells ->
-// split into two children. The GPU-resident engine compacts with a CUB scan and reads back four numbers per level;
-// the hybrid engine reads every node's verdict back and builds the compaction lists on the CPU (the paper's split
-// of work: traversal on the CPU, subdivision and tests on the GPU, coefficients kept on the GPU). Batches are
-// grouped and packed, and their cells handed back, in engine_cuda.cpp.
+// split into two children. The GPU-resident engine compacts with a CUB scan and keeps the frontier's counts on the
+// device: a one-thread kernel closes each level (totals, limits, the continuum's tolerance, the next count), so the
+// host queues levels without waiting for them and looks at the state every few levels, or when a level's children
+// do not fit and the buffers must grow (that level then runs again). The hybrid engine reads every node's verdict
+// back and builds the compaction lists on the CPU (the paper's split of work: traversal on the CPU, subdivision and
+// tests on the GPU, coefficients kept on the GPU). Batches are grouped and packed, and their cells handed back, in
+// engine_cuda.cpp.
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -55,16 +58,44 @@ struct LevelCounters {
   unsigned long long candidates;
 };
 
-// One warp per node: the node's verdict and, for a split, its axis.
-__global__ void classify_kernel(Shape sh, int count, double tolerance, const double* __restrict__ coef, const double* __restrict__ box,
-                                int* __restrict__ verdict, int* __restrict__ axis_out, unsigned long long* __restrict__ flags,
-                                LevelCounters* counters) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int node = blockIdx.x * kWarpsPerBlock + warp;
-  __shared__ solverk::Range s_jac[kWarpsPerBlock][kMaxVars * kMaxVars];
-  __shared__ double s_mid[kWarpsPerBlock][kMaxVars];
-  __shared__ double s_err[kWarpsPerBlock][kMaxVars];
-  if (node >= count) return;
+// The frontier between levels, on the device (the resident engine): level L reads its node count from count[L & 1]
+// and its level kernel writes the next level's into the other. The host writes the capacities and reads the rest.
+struct LevelState {
+  unsigned long long count[2];
+  unsigned long long cap[2];        // nodes each parity's buffers hold
+  unsigned long long cap_finished;  // finished cells the output holds
+  unsigned long long finished;      // finished cells written
+  unsigned long long out_base;      // where the running level's finished cells start
+  unsigned long long nodes;         // cells tested
+  unsigned long long candidates;    // tolerance cells
+  unsigned long long bytes;         // coefficients read and written
+  unsigned long long need;          // cells wanted, when a level halted or met the memory budget
+  double tolerance;
+  int levels;      // levels completed
+  int halt;        // kHalt*: the level `levels` found its buffers too small, ran no split and waits for the host
+  int done_level;  // the last level to run (-1 while the traversal goes on)
+  int stop;        // kStop*: why the traversal ended early
+};
+enum : int { kHaltNone = 0, kHaltNodes = 1, kHaltFinished = 2 };
+enum : int { kStopNone = 0, kStopCells = 1, kStopMemory = 2 };
+
+// A batch's limits, as the host loop applied them between levels.
+struct LevelLimits {
+  long long max_nodes, waiting_limit, candidate_limit, budget_nodes;
+  double continuum_tolerance;
+  int square, block;
+};
+
+__device__ bool level_active(const LevelState* st, int level) {
+  return st->halt == kHaltNone && (st->done_level < 0 || level <= st->done_level);
+}
+
+// One node's verdict and, for a split, its axis (one warp; `sj`, `smid`, `serr` are the warp's shared scratch).
+__device__ void classify_node(const Shape& sh, int node, double tolerance, const double* __restrict__ coef,
+                              const double* __restrict__ box, int* __restrict__ verdict, int* __restrict__ axis_out,
+                              unsigned long long* __restrict__ flags, LevelCounters* counters, solverk::Range* sj,
+                              double* smid, double* serr) {
+  const int lane = threadIdx.x % 32;
   const double* c = coef + static_cast<long long>(node) * sh.block;
   const double* lo = box + static_cast<long long>(node) * 2 * sh.n;
   const double* hi = lo + sh.n;
@@ -79,7 +110,7 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
     if (p < sh.m && lane == 0) {
       int total = 0;
       for (int v = 0; v < sh.n; ++v) total += sh.degree[p][v];
-      s_err[warp][p] = solverk::evaluation_error(fmax(fabs(mn), fabs(mx)), total);
+      serr[p] = solverk::evaluation_error(fmax(fabs(mn), fabs(mx)), total);
     }
   }
   int result = kExcluded, axis = 0;
@@ -99,7 +130,7 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
           mn = mx = 0;
         mn = warp_min(mn);
         mx = warp_max(mx);
-        if (lane == 0) s_jac[warp][e * sh.n + v] = {mn, mx};
+        if (lane == 0) sj[e * sh.n + v] = {mn, mx};
       }
     // Values at the cell's centre: sum of coefficients times the Bernstein weights at 1/2.
     if (sh.square)
@@ -114,7 +145,7 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
           acc += w * c[sh.offset[e] + i];
         }
         acc = warp_sum(acc);
-        if (lane == 0) s_mid[warp][e] = acc;
+        if (lane == 0) smid[e] = acc;
       }
     __syncwarp();
     if (lane == 0) {
@@ -122,7 +153,7 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
       for (int v = 0; v < sh.n; ++v) width = fmax(width, hi[v] - lo[v]);
       result = kSplit;
       if (sh.square) {
-        const solverk::CellTest t = solverk::krawczyk_test(sh.n, s_jac[warp], s_mid[warp], s_err[warp]);
+        const solverk::CellTest t = solverk::krawczyk_test(sh.n, sj, smid, serr);
         if (t == solverk::CellTest::Empty) result = kExcluded;
         else if (t == solverk::CellTest::Unique) result = kUnique;
       }
@@ -132,7 +163,7 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
         for (int v = 0; v < sh.n; ++v) {
           if (hi[v] - lo[v] < 0.5 * tolerance) continue;
           double var = 0;
-          for (int e = 0; e < sh.m; ++e) var = fmax(var, fmax(fabs(s_jac[warp][e * sh.n + v].lo), fabs(s_jac[warp][e * sh.n + v].hi)));
+          for (int e = 0; e < sh.m; ++e) var = fmax(var, fmax(fabs(sj[e * sh.n + v].lo), fabs(sj[e * sh.n + v].hi)));
           if (!sh.square) var = var * (hi[v] - lo[v]) + 1e-300 * (hi[v] - lo[v]);
           if (var > best) best = var, axis = v;
         }
@@ -149,6 +180,29 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const dou
   }
 }
 
+// One warp per node. The resident engine passes its state (the level's count and tolerance come from it, and the
+// flags past the count, up to `scanned`, are cleared for the scan); the hybrid engine passes both as arguments.
+__global__ void classify_kernel(Shape sh, int count, double tolerance, const LevelState* st, int level, long long scanned,
+                                const double* __restrict__ coef, const double* __restrict__ box, int* __restrict__ verdict,
+                                int* __restrict__ axis_out, unsigned long long* __restrict__ flags, LevelCounters* counters) {
+  if (st) {
+    if (!level_active(st, level)) return;
+    count = int(st->count[level & 1]);
+    tolerance = st->tolerance;
+  }
+  const int warp = threadIdx.x / 32;
+  __shared__ solverk::Range s_jac[kWarpsPerBlock][kMaxVars * kMaxVars];
+  __shared__ double s_mid[kWarpsPerBlock][kMaxVars];
+  __shared__ double s_err[kWarpsPerBlock][kMaxVars];
+  for (int node = blockIdx.x * kWarpsPerBlock + warp; node < count; node += gridDim.x * kWarpsPerBlock) {
+    classify_node(sh, node, tolerance, coef, box, verdict, axis_out, flags, counters, s_jac[warp], s_mid[warp], s_err[warp]);
+    __syncwarp();
+  }
+  for (long long i = count + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < scanned;
+       i += static_cast<long long>(gridDim.x) * blockDim.x)
+    flags[i] = 0;
+}
+
 struct LevelTotals {
   unsigned long long splits, outs, candidates, max_width;
 };
@@ -161,16 +215,64 @@ __global__ void totals_kernel(const unsigned long long* flags, const unsigned lo
   *counters = {0ull, 0ull};
 }
 
+// The resident engine's level, closed by one thread: its totals, the limits the host loop applied between levels,
+// the continuum's tolerance and the next level's count. A level whose children or finished cells do not fit halts
+// before its split (the host grows the buffers and runs it again); the counters are cleared either way.
+__global__ void level_kernel(LevelState* st, int level, LevelLimits lim, const unsigned long long* flags,
+                             const unsigned long long* index, LevelCounters* counters) {
+  if (!level_active(st, level)) return;
+  const int p = level & 1;
+  const unsigned long long n = st->count[p];
+  const unsigned long long last = index[n - 1] + flags[n - 1];
+  const unsigned long long splits = last & 0xffffffffull, outs = last >> 32, children = 2 * splits;
+  const LevelCounters c = *counters;
+  *counters = {0ull, 0ull};
+  const bool memory = static_cast<long long>(children) > lim.budget_nodes;
+  if (!memory && children > st->cap[1 - p]) {
+    st->halt = kHaltNodes;
+    st->need = children;
+    return;
+  }
+  if (st->finished + outs > st->cap_finished) {
+    st->halt = kHaltFinished;
+    st->need = st->finished + outs;
+    return;
+  }
+  st->out_base = st->finished;
+  st->finished += outs;
+  st->nodes += n;
+  st->candidates += c.candidates;
+  st->bytes += (n + 3 * splits) * static_cast<unsigned long long>(lim.block) * sizeof(double);
+  st->levels = level + 1;
+  if (memory) {  // the level's finished cells are kept, its children dropped: the traversal ends here
+    st->stop = kStopMemory;
+    st->need = children;
+    st->count[1 - p] = 0;
+    st->done_level = level;
+    return;
+  }
+  st->count[1 - p] = children;
+  // As on the CPU: a continuum fills the levels; past these sizes its cells are taken at the current width.
+  if (lim.square && static_cast<long long>(children) > lim.waiting_limit)
+    st->tolerance = fmax(st->tolerance, 1.01 * __longlong_as_double(static_cast<long long>(c.max_width)));
+  if (lim.square && static_cast<long long>(st->candidates) > lim.candidate_limit && st->tolerance < lim.continuum_tolerance)
+    st->tolerance = lim.continuum_tolerance;
+  if (children == 0) {
+    st->done_level = level;
+  } else if (static_cast<long long>(st->nodes + children) > lim.max_nodes) {
+    st->stop = kStopCells;
+    st->done_level = level;
+  }
+}
+
 // One warp per node: a split node writes its two children (de Casteljau at 1/2 along its axis, a line per lane);
-// a finished cell writes its record.
-__global__ void split_kernel(Shape sh, int count, const double* __restrict__ coef, const double* __restrict__ box,
-                             const int* __restrict__ system, const int* __restrict__ verdict, const int* __restrict__ axis_of,
-                             const unsigned long long* __restrict__ index, double* __restrict__ next_coef,
-                             double* __restrict__ next_box, int* __restrict__ next_system, double* __restrict__ out_box,
-                             int* __restrict__ out_system, int* __restrict__ out_verdict, int out_base) {
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int node = blockIdx.x * kWarpsPerBlock + warp;
-  if (node >= count) return;
+// a finished cell writes its record. The resident engine's state gives the count and where finished cells go.
+__device__ void split_node(const Shape& sh, int node, const double* __restrict__ coef, const double* __restrict__ box,
+                           const int* __restrict__ system, const int* __restrict__ verdict, const int* __restrict__ axis_of,
+                           const unsigned long long* __restrict__ index, double* __restrict__ next_coef,
+                           double* __restrict__ next_box, int* __restrict__ next_system, double* __restrict__ out_box,
+                           int* __restrict__ out_system, int* __restrict__ out_verdict, long long out_base) {
+  const int lane = threadIdx.x % 32;
   const int v = verdict[node];
   const double* b = box + static_cast<long long>(node) * 2 * sh.n;
   if (v == kUnique || v == kCandidate) {
@@ -208,6 +310,25 @@ __global__ void split_kernel(Shape sh, int count, const double* __restrict__ coe
         cr[at + (n - 1 - r) * inner] = w[n - 1 - r];
       }
     }
+  }
+}
+
+__global__ void split_kernel(Shape sh, int count, const LevelState* st, int level, const double* __restrict__ coef,
+                             const double* __restrict__ box, const int* __restrict__ system, const int* __restrict__ verdict,
+                             const int* __restrict__ axis_of, const unsigned long long* __restrict__ index,
+                             double* next_coef, double* next_box, int* next_system, double* __restrict__ out_box,
+                             int* __restrict__ out_system, int* __restrict__ out_verdict, long long out_base) {
+  if (st) {
+    if (!level_active(st, level)) return;
+    count = int(st->count[level & 1]);
+    out_base = static_cast<long long>(st->out_base);
+    if (st->stop == kStopMemory) next_coef = nullptr, next_box = nullptr, next_system = nullptr;
+  }
+  const int warp = threadIdx.x / 32;
+  for (int node = blockIdx.x * kWarpsPerBlock + warp; node < count; node += gridDim.x * kWarpsPerBlock) {
+    split_node(sh, node, coef, box, system, verdict, axis_of, index, next_coef, next_box, next_system, out_box, out_system,
+               out_verdict, out_base);
+    __syncwarp();
   }
 }
 
@@ -271,6 +392,156 @@ struct PinnedBuffer {
   }
 };
 
+// The resident engine's buffers (the thread's workspace) and its state on the device.
+struct ResidentLevels {
+  core::DeviceBuffer *coef, *box, *sys;
+  core::DeviceBuffer &verdict, &axis, &flags, &index, &scan_temp, &counters;
+  GrowingBuffer &out_box, &out_system, &out_verdict;
+  core::DeviceBuffer state;
+  LevelState* pinned = nullptr;  // the state's copy on the host
+  ~ResidentLevels() {
+    if (pinned) cudaFreeHost(pinned);
+  }
+};
+
+// The host looks at the device's state after this many levels: often enough that a level past the end or a halt
+// costs little (its kernels return at once), rarely enough that the levels run back to back.
+constexpr int kLevelsPerLook = 8;
+
+int block_limit() {
+  static const int limit = [] {
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+      sms = 132;
+    return 8 * std::max(sms, 1);
+  }();
+  return limit;
+}
+
+// The levels of a batch with the frontier kept on the device (level 0, one node per system, is in coef[0], box[0],
+// sys[0]); finished cells in out_*. The limits are those of the hybrid loop below, applied by level_kernel, except
+// time and interruption, which the host checks every kLevelsPerLook levels.
+void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool square, const SolverOptions& o, double memory_budget,
+                     std::int64_t max_nodes, std::chrono::steady_clock::time_point t0, std::string& status, std::int64_t& nodes,
+                     std::int64_t& finished, std::int64_t& candidates, double& tolerance) {
+  const std::size_t node_bytes = std::size_t(sh.block) * sizeof(double), box_bytes = 2 * std::size_t(sh.n) * sizeof(double);
+  auto node_cap = [&](int p) {
+    return std::min({r.coef[p].bytes / node_bytes, r.box[p].bytes / box_bytes, r.sys[p].bytes / sizeof(int)});
+  };
+  auto finished_cap = [&] {
+    return std::min({r.out_box.buf.bytes / box_bytes, r.out_system.buf.bytes / sizeof(int), r.out_verdict.buf.bytes / sizeof(int)});
+  };
+  auto grow_nodes = [&](int p, std::size_t cells) {
+    grow(r.coef[p], cells * node_bytes, "allocating solver nodes");
+    grow(r.box[p], cells * box_bytes, "allocating solver nodes");
+    grow(r.sys[p], cells * sizeof(int), "allocating solver nodes");
+  };
+  // Per-level arrays for the larger parity, and the scan's scratch for as many flags.
+  std::size_t scan_bytes = 0;
+  auto size_level_arrays = [&] {
+    const std::size_t most = std::max(node_cap(0), node_cap(1));
+    grow(r.verdict, most * sizeof(int), "allocating node verdicts");
+    grow(r.axis, most * sizeof(int), "allocating node verdicts");
+    grow(r.flags, most * sizeof(unsigned long long), "allocating node verdicts");
+    grow(r.index, most * sizeof(unsigned long long), "allocating node verdicts");
+    PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, r.flags.as<unsigned long long>(), r.index.as<unsigned long long>(),
+                                          int(most)),
+            "sizing the node scan");
+    grow(r.scan_temp, scan_bytes, "allocating the node scan");
+    scan_bytes = r.scan_temp.bytes;
+  };
+  grow_nodes(1, 2 * std::size_t(systems));  // room for every system's two children
+  r.out_box.ensure_keep(std::size_t(systems) * box_bytes, 0, "allocating finished cells");
+  r.out_system.ensure_keep(std::size_t(systems) * sizeof(int), 0, "allocating finished cells");
+  r.out_verdict.ensure_keep(std::size_t(systems) * sizeof(int), 0, "allocating finished cells");
+  size_level_arrays();
+  r.state.ensure(sizeof(LevelState), "allocating the level state");
+  if (!r.pinned) PS_CUDA(cudaMallocHost(&r.pinned, sizeof(LevelState)), "allocating the level state");
+  LevelState& s = *r.pinned;
+  s = {};
+  s.count[0] = std::uint64_t(systems);
+  s.cap[0] = node_cap(0), s.cap[1] = node_cap(1), s.cap_finished = finished_cap();
+  s.tolerance = tolerance;
+  s.done_level = -1;
+  const LevelLimits lim{max_nodes,
+                        continuum_waiting_limit(std::size_t(systems)),
+                        continuum_candidate_limit(std::size_t(systems)),
+                        static_cast<long long>(std::min(memory_budget / double(node_bytes + box_bytes), 9e18)),
+                        continuum_tolerance,
+                        square ? 1 : 0,
+                        sh.block};
+  auto* st = r.state.as<LevelState>();
+  if (std::int64_t(systems) > max_nodes) {
+    status = "limit reached: " + std::to_string(max_nodes) + " cells (partial result)";
+    return;
+  }
+  PS_CUDA(cudaMemcpyAsync(st, &s, sizeof s, cudaMemcpyHostToDevice), "writing the level state");
+  int level = 0;
+  long long reach = systems;  // at most this many nodes in the next level queued (its grid covers them)
+  for (;;) {
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
+      status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
+      break;
+    }
+    if (o.stop && o.stop()) {
+      status = "interrupted (partial result)";
+      break;
+    }
+    if (o.progress) o.progress(level, reach);
+    for (int k = 0; k < kLevelsPerLook; ++k, ++level) {
+      const int p = level & 1;
+      const int blocks = int(std::min<long long>((reach + kWarpsPerBlock - 1) / kWarpsPerBlock, block_limit()));
+      classify_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, 0, 0, st, level, reach, r.coef[p].as<double>(), r.box[p].as<double>(),
+                                                       r.verdict.as<int>(), r.axis.as<int>(), r.flags.as<unsigned long long>(),
+                                                       r.counters.as<LevelCounters>());
+      PS_CUDA_LAUNCH("testing solver nodes");
+      PS_CUDA(cub::DeviceScan::ExclusiveSum(r.scan_temp.ptr, scan_bytes, r.flags.as<unsigned long long>(),
+                                            r.index.as<unsigned long long>(), int(reach)),
+              "scanning the nodes");
+      level_kernel<<<1, 1>>>(st, level, lim, r.flags.as<unsigned long long>(), r.index.as<unsigned long long>(),
+                             r.counters.as<LevelCounters>());
+      PS_CUDA_LAUNCH("closing a level");
+      split_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, 0, st, level, r.coef[p].as<double>(), r.box[p].as<double>(), r.sys[p].as<int>(),
+                                                    r.verdict.as<int>(), r.axis.as<int>(), r.index.as<unsigned long long>(),
+                                                    r.coef[1 - p].as<double>(), r.box[1 - p].as<double>(), r.sys[1 - p].as<int>(),
+                                                    r.out_box.buf.as<double>(), r.out_system.buf.as<int>(), r.out_verdict.buf.as<int>(), 0);
+      PS_CUDA_LAUNCH("splitting solver nodes");
+      reach = std::min<long long>(2 * reach, static_cast<long long>(s.cap[1 - p]));
+    }
+    PS_CUDA(cudaMemcpy(&s, st, sizeof s, cudaMemcpyDeviceToHost), "reading the level state");
+    level = s.levels;
+    const int p = level & 1;
+    if (s.halt != kHaltNone) {  // level `level` runs again with room for what it needs
+      if (s.halt == kHaltNodes) {
+        grow_nodes(1 - p, std::size_t(s.need));
+        s.cap[1 - p] = node_cap(1 - p);
+        size_level_arrays();
+      } else {
+        r.out_box.ensure_keep(std::size_t(s.need) * box_bytes, std::size_t(s.finished) * box_bytes, "allocating finished cells");
+        r.out_system.ensure_keep(std::size_t(s.need) * sizeof(int), std::size_t(s.finished) * sizeof(int), "allocating finished cells");
+        r.out_verdict.ensure_keep(std::size_t(s.need) * sizeof(int), std::size_t(s.finished) * sizeof(int), "allocating finished cells");
+        s.cap_finished = finished_cap();
+      }
+      s.halt = kHaltNone;
+      PS_CUDA(cudaMemcpyAsync(st, &s, sizeof s, cudaMemcpyHostToDevice), "writing the level state");
+      reach = static_cast<long long>(s.count[p]);
+      continue;
+    }
+    if (s.done_level >= 0) break;
+    reach = static_cast<long long>(s.count[p]);
+  }
+  if (s.stop == kStopCells) status = "limit reached: " + std::to_string(max_nodes) + " cells (partial result)";
+  if (s.stop == kStopMemory)
+    status = "limit reached: device memory (" + std::to_string(s.need) + " cells in one level) (partial result)";
+  nodes = std::int64_t(s.nodes);
+  finished = std::int64_t(s.finished);
+  candidates = std::int64_t(s.candidates);
+  tolerance = s.tolerance;
+  g_bytes += std::int64_t(s.bytes);
+  g_levels += s.levels;
+  g_cells += std::int64_t(s.nodes);
+}
+
 }  // namespace
 
 double* gpu_staging(std::size_t doubles) {
@@ -288,6 +559,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   struct Workspace {
     core::DeviceBuffer coef[2], box[2], sys[2], verdict, axis, flags, index, scan_temp, counters, totals;
     GrowingBuffer out_box, out_system, out_verdict;
+    ResidentLevels level{coef, box, sys, verdict, axis, flags, index, scan_temp, counters, out_box, out_system, out_verdict};
     PinnedBuffer r_box, r_system, r_verdict;
     LevelTotals* pinned = nullptr;
     ~Workspace() {
@@ -329,6 +601,11 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   std::vector<unsigned long long> h_index;
   int level = 0;
   const std::int64_t max_nodes = batch_cell_limit(o.max_nodes, std::size_t(systems));
+  if (!hybrid) {
+    resident_levels(ws.level, sh, systems, square, o, memory_budget, max_nodes, t0, status, nodes, finished, candidates,
+                    tolerance);
+    count = 0;
+  }
   while (count > 0) {
     if (nodes + count > max_nodes) {
       status = "limit reached: " + std::to_string(max_nodes) + " cells (partial result)";
@@ -352,8 +629,9 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
     grow(flags, std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
     grow(index, std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
     const int blocks = (n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    classify_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, n, tolerance, coef[cur].as<double>(), box[cur].as<double>(), verdict.as<int>(),
-                                                     axis.as<int>(), flags.as<unsigned long long>(), counters.as<LevelCounters>());
+    classify_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, n, tolerance, nullptr, 0, 0, coef[cur].as<double>(), box[cur].as<double>(),
+                                                     verdict.as<int>(), axis.as<int>(), flags.as<unsigned long long>(),
+                                                     counters.as<LevelCounters>());
     PS_CUDA_LAUNCH("testing solver nodes");
     if (hybrid) {
       // The CPU reads every verdict and lays out the next level (and the finished cells) itself.
@@ -397,7 +675,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
                         "allocating finished cells");
     out_system.ensure_keep(std::size_t(finished + outs) * sizeof(int), std::size_t(finished) * sizeof(int), "allocating finished cells");
     out_verdict.ensure_keep(std::size_t(finished + outs) * sizeof(int), std::size_t(finished) * sizeof(int), "allocating finished cells");
-    split_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, n, coef[cur].as<double>(), box[cur].as<double>(), sys[cur].as<int>(), verdict.as<int>(),
+    split_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, n, nullptr, 0, coef[cur].as<double>(), box[cur].as<double>(), sys[cur].as<int>(), verdict.as<int>(),
                                                   axis.as<int>(), index.as<unsigned long long>(),
                                                   status == "complete" ? coef[nxt].as<double>() : nullptr,
                                                   status == "complete" ? box[nxt].as<double>() : nullptr,

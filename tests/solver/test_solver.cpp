@@ -10,6 +10,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
@@ -518,6 +519,81 @@ TEST(Solver, BatchesGroupBySystemShape) {
   const std::vector<solver::System> none;
   const solver::Batch batch{none, eqs, positive, variables, true};
   for (int threads : {1, 3}) EXPECT_EQ(solver::shape_groups(batch, threads), expected) << "seed " << seed;
+}
+
+// The resident GPU engine keeps the frontier's counts on the device and lets the host look only every few levels;
+// the hybrid engine reads every level back. Both run the same kernels in the same order, so their results are the
+// same to the bit. Each solve runs on a new thread, whose work arrays start empty: the resident levels overflow
+// their node and finished-cell buffers and run again after the host grows them. Also with a cell limit that
+// stops a batch part way (the limit is applied on the device).
+TEST(Solver, ResidentGpuLevelsEqualTheHybridLevels) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the GPU engines do not run here";
+  const std::uint64_t seed = test::run_seed() + 41;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto random_curve = [&](int n) {
+    BezierCurve2 c;
+    for (int i = 0; i < n; ++i) c.points.push_back({u(rng), u(rng)});
+    return c;
+  };
+  std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
+  for (int k = 0; k < 3000; ++k)
+    if (k % 7 == 0)  // tangent: deep levels of a few cells each
+      pairs.emplace_back(BezierCurve2{{{0, 1}, {0.5, -1}, {1, 1}}}, BezierCurve2{{{0.2, 0}, {0.9 - 1e-3 * u(rng), 0}}});
+    else
+      pairs.emplace_back(random_curve(3 + k % 4), random_curve(4 + k % 3));
+  auto on_a_new_thread = [](auto&& work) {
+    std::exception_ptr failed;
+    std::thread t([&] {
+      try {
+        work();
+      } catch (...) {
+        failed = std::current_exception();
+      }
+    });
+    t.join();
+    if (failed) std::rethrow_exception(failed);
+  };
+  SolverOptions resident, hybrid;
+  resident.device = Device::Cuda;
+  hybrid.device = Device::Hybrid;
+  std::vector<CurveIntersectionResult> a, b;
+  on_a_new_thread([&] { a = intersect_curve_pairs(pairs, resident); });
+  on_a_new_thread([&] { b = intersect_curve_pairs(pairs, hybrid); });
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  ASSERT_EQ(a.size(), b.size());
+  std::size_t points = 0;
+  for (std::size_t k = 0; k < a.size(); ++k) {
+    ASSERT_EQ(a[k].status, b[k].status) << k;
+    ASSERT_EQ(a[k].points.size(), b[k].points.size()) << k;
+    for (std::size_t i = 0; i < a[k].points.size(); ++i) {
+      EXPECT_EQ(a[k].points[i].s, b[k].points[i].s) << k;
+      EXPECT_EQ(a[k].points[i].t, b[k].points[i].t) << k;
+      EXPECT_EQ(a[k].points[i].tangent, b[k].points[i].tangent) << k;
+    }
+    points += a[k].points.size();
+  }
+  EXPECT_GT(points, 1500u);
+  // A line of roots in every system: a continuum the cell limit stops on both engines at the same level.
+  const BernsteinPoly x = BernsteinPoly::univariate({0, 1}, 0, 2), y = BernsteinPoly::univariate({0, 1}, 1, 2);
+  std::vector<std::vector<BernsteinPoly>> lines;
+  for (int i = 0; i < 64; ++i) lines.push_back({x - y - BernsteinPoly::constant(2, 0.01 * i), 2.0 * (x - y)});
+  SolverOptions limited = resident;
+  limited.max_nodes = 200;  // the batch's 12,800 cells end the line's levels long before 1e-5
+  limited.tolerance = 1e-5;
+  std::vector<SolveResult> la, lb;
+  on_a_new_thread([&] { la = solve_systems(lines, limited); });
+  limited.device = Device::Hybrid;
+  on_a_new_thread([&] { lb = solve_systems(lines, limited); });
+  ASSERT_EQ(la.size(), lb.size());
+  EXPECT_EQ(la[0].status.rfind("limit reached", 0), 0u) << la[0].status;
+  for (std::size_t i = 0; i < la.size(); ++i) {
+    EXPECT_EQ(la[i].status, lb[i].status);
+    EXPECT_EQ(la[i].nodes, lb[i].nodes);
+    ASSERT_EQ(la[i].roots.size(), lb[i].roots.size());
+    ASSERT_EQ(la[i].regions.size(), lb[i].regions.size());
+    for (std::size_t k = 0; k < la[i].regions.size(); ++k) EXPECT_EQ(la[i].regions[k].lo, lb[i].regions[k].lo);
+  }
 }
 
 // The cell limit holds per system on every engine: a batch of systems that each fit it completes even when their
