@@ -146,7 +146,8 @@ class CpuEngine final : public SlabEngine {
   bool point_vertices() const override { return point_vertices_; }
   bool tie_vertices() const override { return tie_vertices_; }
   std::uint64_t coincident_removed() const override { return coincident_dropped_; }
-  // Flag and inside bytes; the point marks of ties (a third byte) are touched only in rows on the level.
+  // Flag bytes, the threads' rings of inside bytes (one byte per point at most), and the point marks of ties (a
+  // third byte, touched only in rows on the level).
   double work_bytes_per_point(std::int64_t) const override { return 3.0; }
 
   SlabCounts count(const SlabTask& task) override {
@@ -250,15 +251,23 @@ class CpuEngine final : public SlabEngine {
     std::fill_n(row_triangles_.data(), rows, 0u);
     std::fill_n(row_first_.data(), rows, l.nx);
     std::fill_n(row_last_.data(), rows, std::int64_t(-1));
-    // Sweep 1 (vectorised): inside bytes of every slice the flags read, and which rows hold a sample on the level.
-    inside_.resize(std::size_t(inside_rows * l.nx));
+    // Three sweeps per slice: sweep 1 (vectorised) makes the inside bytes of the slice's points and notes the rows
+    // holding a sample on the level, sweep 2 turns inside bytes into flags, and the count pass reads the flags of the
+    // cells. Each thread runs them over a range of slices of its own, a few slices apart, so that what one sweep writes
+    // the next reads from the core's cache: inside bytes live only in a ring of three slices per thread, and a cell
+    // slice is counted three slices after its flags were made. Cells whose count may read flags of another thread's
+    // slices (ties look two cells away) are counted after a barrier.
+    const std::int64_t nx = l.nx, ny = l.ny;
+    const std::size_t slice_bytes = std::size_t(ny * nx);
+    const std::size_t ring_slot = (slice_bytes + 2 * std::size_t(ny) + 63) & ~std::size_t(63);
+    // Four slices or more per thread, so that the rings hold at most one byte per point of the slab (as the budget
+    // of work_bytes_per_point assumes) however many threads there are.
+    const int team = int(std::min<std::int64_t>(threads_, std::max<std::int64_t>(1, (l.flag_z1 - l.z0) / 4)));
+    ring_.resize(std::size_t(team) * 3 * ring_slot);
     std::fill_n(row_on_level_.data(), inside_rows, std::uint8_t(0));
-    std::fill_n(row_uniform_.data(), inside_rows, std::uint8_t(0));
-    std::uint8_t* in = inside_.data();
     std::uint8_t* flags = flags_.data();
     const mc::CaseLookup cases = lookup(task);
     const std::uint8_t* classic_triangles = mc::case_tables().classic_triangles;
-    const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
     // Cells with an MC33 centre vertex, as (row, cell): marked after the loop, which reads the flags they change.
     std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> centers(task.tunnels ? std::size_t(threads_) : 0u);
     // Classic cells without kept degenerates resolve their ties here (level_cells.hpp); other topologies list them
@@ -278,7 +287,7 @@ class CpuEngine final : public SlabEngine {
     std::uint64_t dropped = 0;
     // The three passes share one parallel region: on small volumes, starting a region per pass cost more than the
     // barriers between the passes.
-#pragma omp parallel num_threads(threads_) reduction(+ : dropped)
+#pragma omp parallel num_threads(team) reduction(+ : dropped)
     {
     std::vector<std::int64_t>& my_unused = unused_slots[std::size_t(omp_get_thread_num())];
     std::vector<std::int64_t>& my_points = unused_points[std::size_t(omp_get_thread_num())];
@@ -289,71 +298,86 @@ class CpuEngine final : public SlabEngine {
     constexpr std::size_t kSlotMemo = 256;
     std::array<SlotAnswer, kSlotMemo> slot_memo{};
     const auto cell_bits = cell_bits_of(l, flags, s, level);
-#pragma omp for schedule(static)
-    for (std::int64_t r = 0; r < inside_rows; ++r) {
-      // Locals and restrict: byte stores could alias anything, which would stop the loop from vectorising.
-      const std::int64_t nx = l.nx;
-      const T* PS_RESTRICT v = s.data + ((l.z0 - task.data_z0) * l.ny + r) * nx;
-      std::uint8_t* PS_RESTRICT o = in + r * nx;
-      std::uint8_t on = 0, any_in = 0, all_in = 1;
-      if constexpr (std::is_same_v<T, std::uint8_t>)
-        inside_row_uint8(v, o, nx, level, on, any_in, all_in);
-      else if constexpr (std::is_integral_v<T> && sizeof(T) <= 2)
-        inside_row_small_int(v, o, nx, level, on, any_in, all_in);
-      else
-        inside_row(v, o, nx, level, on, any_in, all_in);
-      row_on_level_[std::size_t(r)] = on;
-      row_uniform_[std::size_t(r)] = all_in ? 1 : any_in ? 2 : 0;  // all inside, mixed, all outside
-    }
-    // Sweep 2: flags from inside bytes (x, y, z crossings by xor); rows near on-level samples take the exact path.
-#pragma omp for schedule(dynamic, 64)
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
-      std::uint8_t* f = flags + r * l.nx;
-      if (local && row_on_level_[std::size_t(r)]) std::memset(point_used + r * l.nx, 0, std::size_t(l.nx));
-      const bool has_y = j + 1 < l.ny, has_z = k + 1 < l.nz;
-      const bool exact = row_on_level_[std::size_t(r)] || (has_y && row_on_level_[std::size_t(r + 1)]) ||
-                         (has_z && row_on_level_[std::size_t(r + l.ny)]);
-      std::uint32_t n = 0;
-      const std::uint8_t ua = row_uniform_[std::size_t(r)], ub = has_y ? row_uniform_[std::size_t(r + 1)] : ua,
-                         uc = has_z ? row_uniform_[std::size_t(r + l.ny)] : ua;
-      if (!exact && ua != 2 && ua == ub && ua == uc) {  // the row and its +y, +z rows all on one side: no slots
-        std::memset(f, ua << 4, std::size_t(l.nx));
-      } else if (exact && j >= 1 && has_y && k > l.z0 && has_z) {  // the six neighbour rows are in `in`
-        const std::uint8_t* a = in + r * l.nx;
-        n = exact_row_flags(a, a - l.nx, a + l.nx, a - l.ny * l.nx, a + l.ny * l.nx, f, l.nx);
-      } else if (exact) {
-        for (std::int64_t i = 0; i < l.nx; ++i) {
-          f[i] = mc::point_flags<T, R>(s, i, j, k, level);
-          n += std::uint32_t(mc::slot_count(f[i]));
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const std::int64_t slices = l.flag_z1 - l.z0;
+    const std::int64_t ka = l.z0 + slices * t / nt, kb = l.z0 + slices * (t + 1) / nt;
+    // The slices whose rows this thread notes in row_on_level_ (the last thread has the slice past the flags too).
+    const std::int64_t own_end = t == nt - 1 ? inside_z1 : kb;
+    std::uint8_t* const ring = ring_.data() + std::size_t(t) * 3 * ring_slot;
+    // Slice k's inside bytes, then its rows' on-level and uniform bytes (k >= z0 - 1).
+    auto ring_at = [&](std::int64_t k) { return ring + std::size_t((k - l.z0 + 3) % 3) * ring_slot; };
+    auto sweep1 = [&](std::int64_t k) {
+      std::uint8_t* const in = ring_at(k);
+      std::uint8_t *const on_rows = in + slice_bytes, *const uniform = on_rows + ny;
+      const T* const base = s.data + (k - task.data_z0) * ny * nx;
+      for (std::int64_t j = 0; j < ny; ++j) {
+        // Locals and restrict: byte stores could alias anything, which would stop the loop from vectorising.
+        const T* PS_RESTRICT v = base + j * nx;
+        std::uint8_t* PS_RESTRICT o = in + j * nx;
+        std::uint8_t on = 0, any_in = 0, all_in = 1;
+        if constexpr (std::is_same_v<T, std::uint8_t>)
+          inside_row_uint8(v, o, nx, level, on, any_in, all_in);
+        else if constexpr (std::is_integral_v<T> && sizeof(T) <= 2)
+          inside_row_small_int(v, o, nx, level, on, any_in, all_in);
+        else
+          inside_row(v, o, nx, level, on, any_in, all_in);
+        on_rows[j] = on;
+        uniform[j] = all_in ? 1 : any_in ? 2 : 0;  // all inside, mixed, all outside
+      }
+      if (k >= ka && k < own_end) std::memcpy(row_on_level_.data() + (k - l.z0) * ny, on_rows, std::size_t(ny));
+    };
+    // Flags from inside bytes (x, y, z crossings by xor); rows near on-level samples take the exact path.
+    auto sweep2 = [&](std::int64_t k) {
+      const bool has_z = k + 1 < l.nz;
+      const std::uint8_t* const in0 = ring_at(k);
+      const std::uint8_t *const on0 = in0 + slice_bytes, *const un0 = on0 + ny;
+      const std::uint8_t* const in1 = has_z ? ring_at(k + 1) : in0;
+      const std::uint8_t *const on1 = in1 + slice_bytes, *const un1 = on1 + ny;
+      const std::uint8_t* const below = k > l.z0 ? ring_at(k - 1) : in0;
+      for (std::int64_t j = 0; j < ny; ++j) {
+        const std::int64_t r = (k - l.z0) * ny + j;
+        std::uint8_t* f = flags + r * nx;
+        if (local && on0[j]) std::memset(point_used + r * nx, 0, std::size_t(nx));
+        const bool has_y = j + 1 < ny;
+        const bool exact = on0[j] || (has_y && on0[j + 1]) || (has_z && on1[j]);
+        std::uint32_t n = 0;
+        const std::uint8_t ua = un0[j], ub = has_y ? un0[j + 1] : ua, uc = has_z ? un1[j] : ua;
+        if (!exact && ua != 2 && ua == ub && ua == uc) {  // the row and its +y, +z rows all on one side: no slots
+          std::memset(f, ua << 4, std::size_t(nx));
+        } else if (exact && j >= 1 && has_y && k > l.z0 && has_z) {  // the six neighbour rows are in the ring
+          const std::uint8_t* a = in0 + j * nx;
+          n = exact_row_flags(a, a - nx, a + nx, below + j * nx, in1 + j * nx, f, nx);
+        } else if (exact) {
+          for (std::int64_t i = 0; i < nx; ++i) {
+            f[i] = mc::point_flags<T, R>(s, i, j, k, level);
+            n += std::uint32_t(mc::slot_count(f[i]));
+          }
+        } else {
+          const std::uint8_t* a = in0 + j * nx;
+          n = xor_row_flags(a, has_y ? a + nx : a, has_z ? in1 + j * nx : a, f, nx);
         }
-      } else {
-        const std::uint8_t* a = in + r * l.nx;
-        n = xor_row_flags(a, has_y ? in + (r + 1) * l.nx : a, has_z ? in + (r + l.ny) * l.nx : a, f, l.nx);
+        row_vertices_[std::size_t(r)] = n;
+        if (n) {  // the first and last points with a slot, eight at a time
+          std::int64_t lo = 0, hi = nx - 1;
+          for (std::uint64_t w; lo + 8 <= nx; lo += 8)
+            if ((w = load8(f + lo) & kSlotBytes)) {
+              lo += __builtin_ctzll(w) >> 3;
+              break;
+            }
+          while (!(f[lo] & mc::kSlotMask)) ++lo;
+          for (std::uint64_t w; hi >= 7; hi -= 8)
+            if ((w = load8(f + hi - 7) & kSlotBytes)) {
+              hi -= 7 - ((63 - __builtin_clzll(w)) >> 3);
+              break;
+            }
+          while (!(f[hi] & mc::kSlotMask)) --hi;
+          row_first_[std::size_t(r)] = lo;
+          row_last_[std::size_t(r)] = hi;
+        }
       }
-      row_vertices_[std::size_t(r)] = n;
-      if (n) {  // the first and last points with a slot, eight at a time
-        std::int64_t lo = 0, hi = l.nx - 1;
-        for (std::uint64_t w; lo + 8 <= l.nx; lo += 8)
-          if ((w = load8(f + lo) & kSlotBytes)) {
-            lo += __builtin_ctzll(w) >> 3;
-            break;
-          }
-        while (!(f[lo] & mc::kSlotMask)) ++lo;
-        for (std::uint64_t w; hi >= 7; hi -= 8)
-          if ((w = load8(f + hi - 7) & kSlotBytes)) {
-            hi -= 7 - ((63 - __builtin_clzll(w)) >> 3);
-            break;
-          }
-        while (!(f[hi] & mc::kSlotMask)) --hi;
-        row_first_[std::size_t(r)] = lo;
-        row_last_[std::size_t(r)] = hi;
-      }
-    }
-#pragma omp for schedule(dynamic, 64)
-    for (std::int64_t r = 0; r < cell_rows; ++r) {
+    };
+    auto count_row = [&](std::int64_t r) {
       const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
-      if (j + 1 >= l.ny) continue;
       const std::uint8_t* row[4] = {flags + r * l.nx, flags + (r + 1) * l.nx, flags + (r + l.ny) * l.nx,
                                     flags + (r + l.ny + 1) * l.nx};
       const auto [i_begin, i_end] = cell_span(r, l);
@@ -433,7 +457,29 @@ class CpuEngine final : public SlabEngine {
       };
       for_mixed_cells(row, i_begin, i_end, count_fast);  // (cases 0 and 255 have no triangles)
       row_triangles_[std::size_t(r)] = n;
+    };
+    auto count_slice = [&](std::int64_t c) {
+      for (std::int64_t j = 0; j + 1 < ny; ++j) count_row((c - l.z0) * ny + j);
+    };
+    // Whether the flags that cell slice c's count may read (slices c - 2 to c + 3) are all this thread's.
+    auto pipelined = [&](std::int64_t c) { return (ka == l.z0 || c - 2 >= ka) && (kb == l.flag_z1 || c + 3 < kb); };
+    if (ka < kb) {
+      if (ka > l.z0) sweep1(ka - 1);
+      sweep1(ka);
+      for (std::int64_t k = ka; k < kb; ++k) {
+        if (k + 1 < inside_z1) sweep1(k + 1);
+        sweep2(k);
+        const std::int64_t c = k - 3;
+        if (c >= ka && c < l.cell_z1 && pipelined(c)) count_slice(c);
+      }
+      for (std::int64_t c = std::max(ka, kb - 3); c < std::min(kb, l.cell_z1); ++c)
+        if (pipelined(c)) count_slice(c);
+    } else if (t == nt - 1) {
+      for (std::int64_t k = l.flag_z1; k < inside_z1; ++k) sweep1(k);
     }
+#pragma omp barrier
+    for (std::int64_t c = ka; c < std::min(kb, l.cell_z1); ++c)
+      if (!pipelined(c)) count_slice(c);
     }
     auto mark_center = [&](std::int64_t r, std::int64_t i) {
       flags[r * l.nx + i] |= mc::kSlotCenter;
@@ -757,23 +803,24 @@ class CpuEngine final : public SlabEngine {
   bool tie_vertices_ = false;
   std::uint64_t coincident_dropped_ = 0;
   StageSeconds seconds_;
-  ByteBuffer flags_, inside_, point_used_{true};  // point_used_: rows with samples on the level only
+  ByteBuffer flags_, point_used_{true};  // point_used_: rows with samples on the level only
+  ByteBuffer ring_;                      // each thread's three slices of inside bytes
   // The per-row arrays in one block of the scratch pool. As std::vectors they went back to malloc with the engine,
   // which returned the top of its heap to the system, and the next extraction faulted the pages in again (2.7 MB for
   // a 256³ volume: about 1 ms of a 2-core run); the pool's block stays resident. Its pages are touched only as far
   // as the rows reach. New elements are not cleared: each array is filled or written whole before it is read.
   void view_rows(std::size_t rows, std::size_t inside_rows) {
     const auto bytes = [](std::size_t n, std::size_t size) { return (n * size + 63) & ~std::size_t(63); };
-    rows_block_.reserve(2 * bytes(inside_rows, 1) + 2 * bytes(rows, 8) + 2 * bytes(rows, 4) + 2 * bytes(rows, 8), false,
+    rows_block_.reserve(bytes(inside_rows, 1) + 2 * bytes(rows, 8) + 2 * bytes(rows, 4) + 2 * bytes(rows, 8), false,
                         "isosurface row arrays");
     std::uint8_t* at = rows_block_.data();
-    row_on_level_.view(at, inside_rows), row_uniform_.view(at, inside_rows);
+    row_on_level_.view(at, inside_rows);
     row_first_.view(at, rows), row_last_.view(at, rows);
     row_vertices_.view(at, rows), row_triangles_.view(at, rows);
     row_vertex_base_.view(at, rows), row_triangle_base_.view(at, rows);
   }
   core::ScratchBlock rows_block_;
-  RowArray<std::uint8_t> row_on_level_, row_uniform_;
+  RowArray<std::uint8_t> row_on_level_;
   RowArray<std::int64_t> row_first_, row_last_;
   RowArray<std::uint32_t> row_vertices_, row_triangles_;
   RowArray<std::uint64_t> row_vertex_base_, row_triangle_base_;

@@ -657,6 +657,50 @@ TEST(Isosurface, TiesResolvedInTheCountPassMatchThePassOverTheMesh) {
   EXPECT_GT(pairs, 0) << "no coincident pair arose, so the comparison proves little";
 }
 
+// The CPU engine splits a slab's slices among its threads and counts the cells next to another thread's slices
+// after the others (ties look two cells away): the mesh must not depend on how many threads there are, from more
+// threads than slices to one. Random integer volumes (ties everywhere, resolved in the count pass) and noise, classic
+// and MC33 tables, with and without degenerate triangles, in one slab and in slabs of 5.
+TEST(Isosurface, TheCpuMeshIsTheSameForAnyThreadCount) {
+  const std::uint64_t seed = test::run_seed() ^ 0x7d2ead5;
+  std::mt19937_64 rng(seed);
+  std::int64_t compared = 0, tie_rows = 0;
+  for (int trial = 0; trial < 12; ++trial) {
+    VolumeGeometry g;
+    g.dims = {std::int64_t(4 + rng() % 20), std::int64_t(4 + rng() % 20), std::int64_t(2 + rng() % 40)};
+    std::vector<float> samples(std::size_t(g.voxel_count()));
+    const bool integers = trial % 2 == 0;
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& x : samples) x = integers ? float(rng() % 3) : u(rng);
+    MemoryVolume v(g, samples, integers ? "integer floats" : "noise");
+    for (const CaseTopology topology : {CaseTopology::Classic, CaseTopology::Mc33})
+      for (const bool degenerate : {false, true}) {
+        IsosurfaceOptions o;
+        o.levels = {integers ? 1.0 : 0.0};
+        o.device = Device::Cpu;
+        o.topology = topology;
+        o.keep_degenerate = degenerate;
+        o.slab_slices = trial % 3 == 2 ? 5 : 0;
+        o.threads = 1;
+        const TriangleMesh one = extract_isosurface(v, o);
+        for (const int threads : {2, 3, 7, 16, 64}) {
+          o.threads = threads;
+          const std::string what = v.name() + " " + std::to_string(g.dims[0]) + "x" + std::to_string(g.dims[1]) + "x" +
+                                   std::to_string(g.dims[2]) + (topology == CaseTopology::Mc33 ? " mc33" : " classic") +
+                                   (degenerate ? " degenerate" : "") + ", " + std::to_string(threads) + " threads, seed " +
+                                   std::to_string(seed);
+          expect_identical_arrays(one, extract_isosurface(v, o), what);
+          if (HasFailure()) return;
+          ++compared;
+        }
+        tie_rows += integers && !degenerate && topology == CaseTopology::Classic ? one.triangle_count() : 0;
+      }
+  }
+  std::printf("thread counts: %lld meshes equal to the one-thread mesh (seed %llu)\n", (long long)compared,
+              (unsigned long long)seed);
+  EXPECT_GT(tie_rows, 0) << "no classic mesh with ties was made";
+}
+
 // Real scans at levels on their data values (skipped without ../shared/data): where the level set pinches at a
 // sample, the split gives a 2-manifold mesh with the same triangles at the same places (only vertex copies added),
 // in one slab and in several. With --keep-pinches the old mesh comes back, and it was not manifold.
