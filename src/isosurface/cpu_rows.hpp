@@ -179,6 +179,13 @@ int small_int_equal(float level) {
 // Inside bytes of one row (bit 0: mc::is_inside without a branch; bit 1: the sample equals the level), whether a
 // sample equals the level, and whether the row is all inside or has some inside. Separate functions with restrict
 // pointers and local accumulators, so that the loops vectorise.
+// The bytes [p, p + n) asked into the core's L2 ahead of a sweep that reads each sample once: one core's stream
+// from memory is bounded by how far ahead the hardware prefetcher runs, and this sweep reads the whole volume.
+inline void prefetch_ahead(const void* p, std::size_t n) {
+  for (std::size_t at = 0; at < n; at += 64) __builtin_prefetch(static_cast<const char*>(p) + at, 0, 2);
+}
+inline constexpr std::size_t kSweepPrefetchBytes = 8192;
+
 template <class T, class R>
 void inside_row(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, R level, std::uint8_t& on_level,
                 std::uint8_t& any_inside, std::uint8_t& all_inside) {

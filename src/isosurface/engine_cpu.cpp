@@ -314,6 +314,7 @@ class CpuEngine final : public SlabEngine {
         // Locals and restrict: byte stores could alias anything, which would stop the loop from vectorising.
         const T* PS_RESTRICT v = base + j * nx;
         std::uint8_t* PS_RESTRICT o = in + j * nx;
+        prefetch_ahead(reinterpret_cast<const char*>(v) + kSweepPrefetchBytes, std::size_t(nx) * sizeof(T));
         std::uint8_t on = 0, any_in = 0, all_in = 1;
         if constexpr (std::is_same_v<T, std::uint8_t>)
           inside_row_uint8(v, o, nx, level, on, any_in, all_in);
