@@ -264,7 +264,6 @@ class CpuEngine final : public SlabEngine {
     // of work_bytes_per_point assumes) however many threads there are.
     const int team = int(std::min<std::int64_t>(threads_, std::max<std::int64_t>(1, (l.flag_z1 - l.z0) / 4)));
     ring_.resize(std::size_t(team) * 3 * ring_slot);
-    std::fill_n(row_on_level_.data(), inside_rows, std::uint8_t(0));
     std::uint8_t* flags = flags_.data();
     const mc::CaseLookup cases = lookup(task);
     const std::uint8_t* classic_triangles = mc::case_tables().classic_triangles;
@@ -301,7 +300,8 @@ class CpuEngine final : public SlabEngine {
     const int t = omp_get_thread_num(), nt = omp_get_num_threads();
     const std::int64_t slices = l.flag_z1 - l.z0;
     const std::int64_t ka = l.z0 + slices * t / nt, kb = l.z0 + slices * (t + 1) / nt;
-    // The slices whose rows this thread notes in row_on_level_ (the last thread has the slice past the flags too).
+    // The slices whose rows this thread notes in row_on_level_ (the last thread has the slice past the flags too):
+    // every inside slice has one owner, so no row is left unwritten.
     const std::int64_t own_end = t == nt - 1 ? inside_z1 : kb;
     std::uint8_t* const ring = ring_.data() + std::size_t(t) * 3 * ring_slot;
     // Slice k's inside bytes, then its rows' on-level and uniform bytes (k >= z0 - 1).

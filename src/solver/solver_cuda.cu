@@ -418,6 +418,22 @@ int block_limit() {
   return limit;
 }
 
+// Between levels (both engines): the time limit and the caller's stop, then its progress hook. True when the
+// traversal must end here, with `status` saying why.
+bool stopped_between_levels(const SolverOptions& o, std::chrono::steady_clock::time_point t0, int level,
+                            std::int64_t frontier, std::string& status) {
+  if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
+    status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
+    return true;
+  }
+  if (o.stop && o.stop()) {
+    status = "interrupted (partial result)";
+    return true;
+  }
+  if (o.progress) o.progress(level, frontier);
+  return false;
+}
+
 // The levels of a batch with the frontier kept on the device (level 0, one node per system, is in coef[0], box[0],
 // sys[0]); finished cells in out_*. The limits are those of the hybrid loop below, applied by level_kernel, except
 // time and interruption, which the host checks every kLevelsPerLook levels.
@@ -479,15 +495,7 @@ void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool squar
   int level = 0;
   long long reach = systems;  // at most this many nodes in the next level queued (its grid covers them)
   for (;;) {
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
-      status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
-      break;
-    }
-    if (o.stop && o.stop()) {
-      status = "interrupted (partial result)";
-      break;
-    }
-    if (o.progress) o.progress(level, reach);
+    if (stopped_between_levels(o, t0, level, reach, status)) break;
     for (int k = 0; k < kLevelsPerLook; ++k, ++level) {
       const int p = level & 1;
       const int blocks = int(std::min<long long>((reach + kWarpsPerBlock - 1) / kWarpsPerBlock, block_limit()));
@@ -611,15 +619,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
       status = "limit reached: " + std::to_string(max_nodes) + " cells (partial result)";
       break;
     }
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds) {
-      status = "limit reached: " + std::to_string(o.max_seconds) + " s (partial result)";
-      break;
-    }
-    if (o.stop && o.stop()) {
-      status = "interrupted (partial result)";
-      break;
-    }
-    if (o.progress) o.progress(level, count);
+    if (stopped_between_levels(o, t0, level, count, status)) break;
     ++level;
     nodes += count;
     const int n = int(count);
