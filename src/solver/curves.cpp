@@ -38,11 +38,19 @@ void check_curve(const BezierCurve2& c, const char* which) {
 }  // namespace
 
 namespace {
-// x(s) - y(t) = 0 in (s, t): two equations of bidegree (deg a, deg b).
+// x(s) - y(t) = 0 in (s, t): two equations of bidegree (deg a, deg b). A coordinate of a(s) is constant along t, so
+// its tensor coefficients repeat along t (and b's along s): each coefficient is a difference of control points,
+// exact, with no degree elevation (which cost more than the rest of a pair's preparation).
 std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a, const BezierCurve2& b) {
-  std::vector<BernsteinPoly> eq;
-  for (int k = 0; k < 2; ++k)
-    eq.push_back(BernsteinPoly::univariate(coordinate(a, k), 0, 2) - BernsteinPoly::univariate(coordinate(b, k), 1, 2));
+  const std::size_t m = a.points.size(), n = b.points.size();
+  std::vector<BernsteinPoly> eq(2);
+  for (int k = 0; k < 2; ++k) {
+    eq[std::size_t(k)].degree = {int(m) - 1, int(n) - 1};
+    std::vector<double>& c = eq[std::size_t(k)].coef;
+    c.resize(m * n);
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j < n; ++j) c[i * n + j] = a.points[i][std::size_t(k)] - b.points[j][std::size_t(k)];
+  }
   return eq;
 }
 
@@ -310,7 +318,7 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std
   std::vector<Prepared> prepared(pairs.size());
   const int threads = cpu_thread_count(options.threads);
   core::RegionErrors errors;
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+#pragma omp parallel for schedule(static, 16) num_threads(threads)
   for (std::size_t k = 0; k < pairs.size(); ++k)
     errors.capture([&] {
       const auto& [a, b] = pairs[k];
@@ -332,7 +340,12 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std
   for (auto& p : prepared)
     for (auto& e : p.systems) systems.push_back(std::move(e));
   std::vector<SolveResult> results = solve_systems(systems, options);
-  core::release_in_parallel(systems, threads);
+  // Each thread frees the systems it made (the same static schedule), into its own malloc arena: freed on other
+  // threads, they waited on the arenas' locks.
+#pragma omp parallel for schedule(static, 16) num_threads(threads)
+  for (std::size_t k = 0; k < pairs.size(); ++k)
+    for (std::size_t e = first[k]; e < first[k + 1]; ++e) systems[e] = {};
+  systems = {};
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
   for (std::size_t k = 0; k < pairs.size(); ++k)
     errors.capture([&] {

@@ -19,6 +19,9 @@ struct Subdivision {
   // Cells proved to hold one root (GPU engines), n lower then n upper bounds each: one array per system, not two
   // per cell (a million rays leave hundreds of thousands of them).
   std::vector<double> unique;
+  // Where the engine settled them (the CUDA engines, on small square systems): each unique cell's root (n values)
+  // and its residual, infinite where Newton did not settle and NaN where the host must settle the cell itself.
+  std::vector<double> unique_x, unique_residual;
   std::string status = "complete";
   std::int64_t nodes = 0;
   double tolerance = 0;  // the final one (raised when a continuum fills the levels)
@@ -108,10 +111,18 @@ struct GpuCells {
   const double* box = nullptr;
   const int* system = nullptr;
   const int* unique = nullptr;
+  // The roots of the unique cells (n each) and their residuals (settle_kernel), or null where the host settles them.
+  const double* x = nullptr;
+  const double* residual = nullptr;
   std::string status = "complete";
   std::int64_t nodes = 0;  // cells tested, all systems together
   double tolerance = 0;    // the final one
 };
+
+// Whether the CUDA engines settle proved cells on the device (settle_kernel; on unless a test compares with the
+// host's settling of the same cells).
+bool gpu_settling();
+void set_gpu_settling(bool on);
 
 // Host memory for `doubles` coefficients that the GPU reads at the link's speed (pinned; the calling thread's, valid
 // until its next call).

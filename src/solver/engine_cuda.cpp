@@ -77,12 +77,17 @@ class CudaEngine final : public Engine {
         for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at)
           unique += cells.unique[order[std::size_t(at)]] != 0;
         s.unique.reserve(unique * std::size_t(2 * n));
+        if (cells.x) s.unique_x.reserve(unique * std::size_t(n)), s.unique_residual.reserve(unique);
         for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at) {
           const std::int64_t k = order[std::size_t(at)];
           const double* box = cells.box + k * 2 * n;
-          if (cells.unique[k])
+          if (cells.unique[k]) {
             s.unique.insert(s.unique.end(), box, box + 2 * n);
-          else
+            if (cells.x) {
+              s.unique_x.insert(s.unique_x.end(), cells.x + k * n, cells.x + (k + 1) * n);
+              s.unique_residual.push_back(cells.residual[k]);
+            }
+          } else
             s.candidates.emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
         }
         s.status = cells.status;

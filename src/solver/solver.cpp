@@ -26,6 +26,7 @@
 #include "point_grid.hpp"
 #include "solver/bernstein_kernels.hpp"
 #include "solver/engine.hpp"
+#include "solver/newton_kernels.hpp"
 #include "solver/sampled_sets.hpp"
 #include "solver/system.hpp"
 
@@ -36,30 +37,22 @@ using namespace solver;
 namespace solver {
 
 namespace {
-// `M` and `N`: the equation and variable counts when known at compile time (fixed-size matrices: the small square
-// systems of curve slices get closed-form inverses instead of a pivoted LU).
-template <int M, int N>
+// Systems of more unknowns, or not square: a pivoted LU where it is well conditioned, else the minimum-norm
+// least-squares step.
 bool newton_steps(const System& s, std::vector<double>& x, const std::vector<double>& lo, const std::vector<double>& hi,
                   double tolerance, int iterations) {
   const int n = s.n, m = int(s.eq.size());
   // Systems have at most kMaxVariables unknowns: fixed-capacity matrices, no heap per step.
-  using Matrix = Eigen::Matrix<double, M, N, 0, M == Eigen::Dynamic ? kMaxVariables : M, N == Eigen::Dynamic ? kMaxVariables : N>;
-  using Vector = Eigen::Matrix<double, M, 1, 0, M == Eigen::Dynamic ? kMaxVariables : M, 1>;
-  using Step = Eigen::Matrix<double, N, 1, 0, N == Eigen::Dynamic ? kMaxVariables : N, 1>;
+  using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, 0, kMaxVariables, kMaxVariables>;
+  using Vector = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, kMaxVariables, 1>;
   Matrix jac(m, n);
   Vector f(m);
   int clamps = 0;
   for (int it = 0; it < iterations; ++it) {
     s.evaluate_jacobian(x.data(), jac, &f);
-    // Square and well conditioned: LU (a few times cheaper); else the minimum-norm least-squares step.
-    Step dx(n);
+    Vector dx(n);
     bool solved = false;
-    if constexpr (M != Eigen::Dynamic && M == N) {
-      // Closed-form inverse; its exact reciprocal condition number (1-norm) stands for LU's estimate.
-      const Matrix inv = jac.inverse();
-      const double rcond = 1 / (jac.cwiseAbs().colwise().sum().maxCoeff() * inv.cwiseAbs().colwise().sum().maxCoeff());
-      if (rcond > 1e-10) dx = -(inv * f), solved = dx.allFinite();
-    } else if (m == n) {
+    if (m == n) {
       const Eigen::PartialPivLU<Matrix> lu(jac);
       if (lu.rcond() > 1e-10) dx = lu.solve(-f), solved = dx.allFinite();
     }
@@ -85,9 +78,22 @@ bool newton_steps(const System& s, std::vector<double>& x, const std::vector<dou
 bool newton(const System& s, std::vector<double>& x, const std::vector<double>& lo, const std::vector<double>& hi,
             double tolerance, int iterations) {
   const int n = s.n, m = int(s.eq.size());
-  if (m == n && n == 2) return newton_steps<2, 2>(s, x, lo, hi, tolerance, iterations);
-  if (m == n && n == 3) return newton_steps<3, 3>(s, x, lo, hi, tolerance, iterations);
-  return newton_steps<Eigen::Dynamic, Eigen::Dynamic>(s, x, lo, hi, tolerance, iterations);
+  if (m != n || n > solverk::kNewtonMaxVars) return newton_steps(s, x, lo, hi, tolerance, iterations);
+  // Small square systems: the steps the CUDA engines take on the device (newton_kernels.hpp), with the minimum-norm
+  // least-squares step where the Jacobian is too ill-conditioned for its inverse.
+  auto eval = [&](const double* at, double* jac, double* f) {
+    solverk::PointBases<> bases;
+    for (int i = 0; i < n; ++i) f[i] = solverk::value_and_gradient(s.eq[std::size_t(i)].coef.data(), n, s.eq[std::size_t(i)].degree.data(), at, bases, jac + i * n);
+  };
+  auto least_squares = [&](const double* jac, const double* f, double* dx) {
+    using Matrix = Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor, solverk::kNewtonMaxVars, solverk::kNewtonMaxVars>;
+    using Vector = Eigen::Matrix<double, Eigen::Dynamic, 1, 0, solverk::kNewtonMaxVars, 1>;
+    const Matrix j = Eigen::Map<const Matrix>(jac, n, n);
+    const Vector step = j.completeOrthogonalDecomposition().solve(-Eigen::Map<const Vector>(f, n));
+    for (int k = 0; k < n; ++k) dx[k] = step(k);
+    return true;
+  };
+  return solverk::newton_in_box(n, eval, least_squares, x.data(), lo.data(), hi.data(), tolerance, iterations) == solverk::kNewtonConverged;
 }
 
 }  // namespace solver
@@ -213,13 +219,23 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
         candidates.emplace_back(lo, hi);
         continue;
       }
-      for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
       // The root's existence and uniqueness are proved: Newton (kept in the cell) only refines it. Its step test may
       // never pass where the Jacobian is nearly singular (two roots 3.6e-4 apart: the rounding of f, divided by a
       // small derivative, keeps the steps near 1e-14), so a few more steps may settle below 1e-10 instead; the last
-      // step then bounds the distance to the root, and the residual must be small too.
-      const bool settled = newton(sys, x, lo, hi, o.newton_tolerance, 30) || newton(sys, x, lo, hi, 1e-10, 5);
-      const double residual = settled ? sys.residual(x) : 0;
+      // step then bounds the distance to the root, and the residual must be small too. The CUDA engines take the
+      // same steps on the device for small systems (solver_cuda.cu): their roots and residuals come with the cells.
+      const double device_residual = sub.unique_residual.empty() ? NAN : sub.unique_residual[u];
+      bool settled;
+      double residual;
+      if (device_residual == device_residual) {
+        x.assign(sub.unique_x.begin() + std::ptrdiff_t(u * std::size_t(n)), sub.unique_x.begin() + std::ptrdiff_t((u + 1) * std::size_t(n)));
+        settled = device_residual < HUGE_VAL;
+        residual = settled ? device_residual : 0;
+      } else {
+        for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
+        settled = newton(sys, x, lo, hi, o.newton_tolerance, 30) || newton(sys, x, lo, hi, 1e-10, 5);
+        residual = settled ? sys.residual(x) : 0;
+      }
       if (settled && residual <= 1e-12 * std::max(1.0, scale)) {
         if (satisfies(x)) add_root({x, residual, true, 1});
       } else {
@@ -907,6 +923,14 @@ std::unique_ptr<Engine> make_engine(Device device, SolverCpuScheme scheme) {
   else
     core::no_cuda_backend(std::string("the solver on ") + device_name(device));
 }
+}  // namespace solver
+
+namespace solver {
+namespace {
+std::atomic<bool> g_gpu_settling{true};
+}
+bool gpu_settling() { return g_gpu_settling.load(std::memory_order_relaxed); }
+void set_gpu_settling(bool on) { g_gpu_settling.store(on, std::memory_order_relaxed); }
 }  // namespace solver
 
 double solver_engine_seconds() { return 1e-9 * double(g_engine_ns.load()); }

@@ -1,6 +1,6 @@
 // GPU engines of the subdivision solver (Park, Elber, Kim, Kim, Seong, CAD 43 (2011): the GPU subdivides every
-// candidate node of a level by de Casteljau and tests it; here also the single-root test, so the host only runs
-// Newton on proved cells and clusters the tolerance cells, as for the CPU engine).
+// candidate node of a level by de Casteljau and tests it; here also the single-root test, and Newton on the cells it
+// proves for systems of up to three unknowns, so the host only clusters the tolerance cells, as for the CPU engine).
 // Breadth first: every node of a level, of every system of the batch, is one warp. A level is classify (exclusion
 // by sign, Krawczyk's test, tolerance, split axis) -> compaction of the nodes to split and of the finished cells ->
 // split into two children. The GPU-resident engine compacts with a CUB scan and keeps the frontier's counts on the
@@ -23,6 +23,7 @@
 #include "parasurf/error.hpp"
 #include "solver/bernstein_kernels.hpp"
 #include "solver/engine.hpp"
+#include "solver/newton_kernels.hpp"
 
 namespace parasurf::solver {
 
@@ -376,6 +377,50 @@ __global__ void roots_kernel(int systems, int n, double* __restrict__ box, int* 
   system[s] = s;
 }
 
+// The device settles the cells proved to hold one root of small square systems (newton_kernels.hpp) up to this
+// degree per variable; the host settles the others.
+constexpr int kSettleMaxDegree = 15;
+
+bool settled_on_device(const Shape& sh, bool square) {
+  if (!gpu_settling() || !square || sh.m != sh.n || sh.n > solverk::kNewtonMaxVars) return false;
+  for (int p = 0; p < sh.m; ++p)
+    for (int v = 0; v < sh.n; ++v)
+      if (sh.degree[p][v] > kSettleMaxDegree) return false;
+  return true;
+}
+
+// Newton from the middle of every finished cell proved to hold one root, in the cell, on the system's own
+// coefficients, as the host finish does it: steps to `tolerance` (30 at most), then up to 5 more to 1e-10 where
+// the first did not settle. Out: the point and its residual (the largest |equation|), or an infinite residual
+// where Newton did not settle, or NaN where the host must settle the cell (a step needed least squares).
+__global__ void settle_kernel(Shape sh, long long count, const double* __restrict__ coef, const double* __restrict__ box,
+                              const int* __restrict__ system, const int* __restrict__ verdict, double tolerance,
+                              double* __restrict__ x_out, double* __restrict__ residual_out) {
+  const long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  if (i >= count || verdict[i] != kUnique) return;
+  const int n = sh.n;
+  const double* c = coef + std::size_t(system[i]) * std::size_t(sh.block);
+  const double* lo = box + i * 2 * n;
+  const double* hi = lo + n;
+  double x[solverk::kNewtonMaxVars];
+  for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
+  auto eval = [&](const double* at, double* jac, double* f) {
+    solverk::PointBases<kSettleMaxDegree> bases;
+    for (int p = 0; p < n; ++p) f[p] = solverk::value_and_gradient(c + sh.offset[p], n, sh.degree[p], at, bases, jac + p * n);
+  };
+  auto refuse = [](const double*, const double*, double*) { return false; };
+  int r = solverk::newton_in_box(n, eval, refuse, x, lo, hi, tolerance, 30);
+  if (r == solverk::kNewtonFailed) r = solverk::newton_in_box(n, eval, refuse, x, lo, hi, 1e-10, 5);
+  double residual = r == solverk::kNewtonConverged ? 0.0 : r == solverk::kNewtonFailed ? HUGE_VAL : NAN;
+  if (r == solverk::kNewtonConverged) {
+    double jac[solverk::kNewtonMaxVars * solverk::kNewtonMaxVars], f[solverk::kNewtonMaxVars];
+    eval(x, jac, f);
+    for (int p = 0; p < n; ++p) residual = fabs(f[p]) > residual ? fabs(f[p]) : residual;
+  }
+  for (int k = 0; k < n; ++k) x_out[i * n + k] = x[k];
+  residual_out[i] = residual;
+}
+
 // Pinned host memory of the calling thread, grown to the largest request.
 struct PinnedBuffer {
   void* ptr = nullptr;
@@ -566,9 +611,10 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   // Work arrays live as long as the thread and grow to the largest batch (a solve is often many small batches).
   struct Workspace {
     core::DeviceBuffer coef[2], box[2], sys[2], verdict, axis, flags, index, scan_temp, counters, totals;
+    core::DeviceBuffer root_coef, settled_x, settled_residual;  // the systems as given; the proved cells' roots
     GrowingBuffer out_box, out_system, out_verdict;
     ResidentLevels level{coef, box, sys, verdict, axis, flags, index, scan_temp, counters, out_box, out_system, out_verdict};
-    PinnedBuffer r_box, r_system, r_verdict;
+    PinnedBuffer r_box, r_system, r_verdict, r_x, r_residual;
     LevelTotals* pinned = nullptr;
     ~Workspace() {
       if (pinned) cudaFreeHost(pinned);
@@ -585,6 +631,11 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   grow(box[0], std::size_t(systems) * 2 * sh.n * sizeof(double), "allocating solver nodes");
   grow(sys[0], std::size_t(systems) * sizeof(int), "allocating solver nodes");
   PS_CUDA(cudaMemcpyAsync(coef[0].ptr, h_coef, coef_bytes, cudaMemcpyHostToDevice), "uploading the systems");
+  const bool settle = settled_on_device(sh, square);
+  if (settle) {  // (the levels overwrite coef[0])
+    grow(ws.root_coef, coef_bytes, "allocating solver nodes");
+    PS_CUDA(cudaMemcpyAsync(ws.root_coef.ptr, coef[0].ptr, coef_bytes, cudaMemcpyDeviceToDevice), "keeping the systems");
+  }
   roots_kernel<<<(systems + 255) / 256, 256>>>(systems, sh.n, box[0].as<double>(), sys[0].as<int>());
   PS_CUDA_LAUNCH("placing the systems");
   counters.ensure(sizeof(LevelCounters), "allocating counters");
@@ -703,6 +754,21 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   auto* r_box = static_cast<double*>(ws.r_box.ensure(std::size_t(finished) * 2 * sh.n * sizeof(double), "pinning finished cells"));
   auto* r_system = static_cast<int*>(ws.r_system.ensure(std::size_t(finished) * sizeof(int), "pinning finished cells"));
   auto* r_verdict = static_cast<int*>(ws.r_verdict.ensure(std::size_t(finished) * sizeof(int), "pinning finished cells"));
+  double* r_x = nullptr;
+  double* r_residual = nullptr;
+  if (settle && finished > 0) {
+    const std::size_t x_bytes = std::size_t(finished) * sh.n * sizeof(double), residual_bytes = std::size_t(finished) * sizeof(double);
+    grow(ws.settled_x, x_bytes, "allocating settled roots");
+    grow(ws.settled_residual, residual_bytes, "allocating settled roots");
+    settle_kernel<<<unsigned((finished + 127) / 128), 128>>>(sh, finished, ws.root_coef.as<double>(), out_box.buf.as<double>(),
+                                                            out_system.buf.as<int>(), out_verdict.buf.as<int>(), o.newton_tolerance,
+                                                            ws.settled_x.as<double>(), ws.settled_residual.as<double>());
+    PS_CUDA_LAUNCH("settling proved cells");
+    r_x = static_cast<double*>(ws.r_x.ensure(x_bytes, "pinning settled roots"));
+    r_residual = static_cast<double*>(ws.r_residual.ensure(residual_bytes, "pinning settled roots"));
+    PS_CUDA(cudaMemcpyAsync(r_x, ws.settled_x.ptr, x_bytes, cudaMemcpyDeviceToHost), "reading settled roots");
+    PS_CUDA(cudaMemcpyAsync(r_residual, ws.settled_residual.ptr, residual_bytes, cudaMemcpyDeviceToHost), "reading settled roots");
+  }
   if (finished > 0) {
     PS_CUDA(cudaMemcpyAsync(r_box, out_box.buf.ptr, std::size_t(finished) * 2 * sh.n * sizeof(double), cudaMemcpyDeviceToHost),
             "reading finished cells");
@@ -716,6 +782,8 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   result.box = r_box;
   result.system = r_system;
   result.unique = r_verdict;
+  result.x = r_x;
+  result.residual = r_residual;
   result.status = status;
   result.nodes = nodes;
   result.tolerance = tolerance;
