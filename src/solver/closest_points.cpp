@@ -173,13 +173,24 @@ double distance(const Vec3& a, const Vec3& b) {
   return std::sqrt((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
 }
 
-double box_distance(const Vec3& q, const Vec3& lo, const Vec3& hi) {
+double distance2(const Vec3& a, const Vec3& b) {
+  return (a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]);
+}
+
+// The squared distance from q to a box (0 inside).
+double box_distance2(const Vec3& q, const Vec3& lo, const Vec3& hi) {
   double s = 0;
   for (int k = 0; k < 3; ++k) {
     const double d = std::max({lo[std::size_t(k)] - q[std::size_t(k)], 0.0, q[std::size_t(k)] - hi[std::size_t(k)]});
     s += d * d;
   }
-  return std::sqrt(s);
+  return s;
+}
+
+// A thread's patch order for its queries (kept, so that a query does not allocate).
+std::vector<std::pair<double, std::size_t>>& patch_order() {
+  thread_local std::vector<std::pair<double, std::size_t>> order;
+  return order;
 }
 
 // The point at (u, v), then Gauss-Newton on |S - q|^2 within the unit square from there: a root of the conditions
@@ -241,7 +252,8 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
   const int threads = cpu_thread_count(options.threads);
   std::vector<PatchTerms> terms(patches.size());
   core::RegionErrors errors;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+  // One patch at a time: a model has few patches (the teapot 32), each tens of microseconds of work.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (std::size_t p = 0; p < patches.size(); ++p) errors.capture([&] { terms[p] = patch_terms(patches[p]); });
   errors.rethrow();
 
@@ -259,15 +271,23 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
       const Vec3& q = queries[i];
       ClosestPoint& best = out.points[i];  // the nearest corner, or a nearer point found from the nearest sample
       best.distance = std::numeric_limits<double>::infinity();
-      double nearest = best.distance;
+      // The patches nearest by box first, so that the nearest sample so far rules out the rest early (squared
+      // distances: the order is the same without the roots).
+      std::vector<std::pair<double, std::size_t>>& order = patch_order();
+      order.resize(terms.size());
+      for (std::size_t p = 0; p < terms.size(); ++p) order[p] = {box_distance2(q, terms[p].lo, terms[p].hi), p};
+      std::sort(order.begin(), order.end());
+      double nearest2 = std::numeric_limits<double>::infinity();
       std::size_t near_patch = 0, near_sample = 0;
-      for (std::size_t p = 0; p < terms.size(); ++p) {
-        if (box_distance(q, terms[p].lo, terms[p].hi) > nearest) continue;
+      for (const auto& [box2, p] : order) {
+        if (box2 > nearest2) break;
         for (std::size_t s = 0; s < terms[p].samples.size(); ++s) {
-          const double d = distance(terms[p].samples[s], q);
-          if (d < nearest) nearest = d, near_patch = p, near_sample = s;
+          const double d2 = distance2(terms[p].samples[s], q);
+          // (ties, as on the seams, to the lowest patch: the sample an index-order scan finds)
+          if (d2 < nearest2 || (d2 == nearest2 && p < near_patch)) nearest2 = d2, near_patch = p, near_sample = s;
         }
       }
+      const double nearest = std::sqrt(nearest2);
       for (std::size_t p = 0; p < terms.size(); ++p)
         for (std::size_t a : {std::size_t(0), kSide - 1})
           for (std::size_t b : {std::size_t(0), kSide - 1}) {
@@ -285,15 +305,16 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
       // (with room for the rounding of boxes and points, relative to the coordinates)
       const double bound = std::min(nearest, settled.distance) * (1 + 1e-9) +
                            1e-13 * (1 + std::max({std::abs(q[0]), std::abs(q[1]), std::abs(q[2])}));
+      const double bound2 = bound * bound;
       for (std::size_t p = 0; p < terms.size(); ++p) {
         const PatchTerms& pt = terms[p];
-        if (box_distance(q, pt.lo, pt.hi) > bound) continue;
+        if (box_distance2(q, pt.lo, pt.hi) > bound2) continue;
         bool near = false;
-        for (const auto& box : pt.piece_boxes) near = near || box_distance(q, box[0], box[1]) <= bound;
+        for (const auto& box : pt.piece_boxes) near = near || box_distance2(q, box[0], box[1]) <= bound2;
         if (!near) continue;
         tasks_of[i].push_back({i, p, -1});
         for (int e = 0; e < int(pt.edges.size()); ++e)
-          if (box_distance(q, pt.edges[std::size_t(e)].lo, pt.edges[std::size_t(e)].hi) <= bound)
+          if (box_distance2(q, pt.edges[std::size_t(e)].lo, pt.edges[std::size_t(e)].hi) <= bound2)
             tasks_of[i].push_back({i, p, e});
       }
     });
@@ -348,9 +369,16 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
       for (std::size_t k = first[i]; k < first[i + 1]; ++k) {
         const Task& t = tasks[k];
         const PatchTerms& pt = terms[t.patch];
-        auto offer = [&](const std::vector<double>& x) {
+        // A root proved single (and refined by Newton) is a foot point already: Gauss-Newton from it would move it
+        // by a few units in the last place. Other roots (tangent clusters, centres of regions) settle first.
+        auto offer = [&](const std::vector<double>& x, bool proved) {
           ClosestPoint c;
-          if (t.edge < 0) {
+          if (t.edge < 0 && proved) {
+            Vec3 p;
+            pt.jet(x[0], x[1], p, nullptr, nullptr);
+            for (int d = 0; d < 3; ++d) p[std::size_t(d)] += pt.centre[std::size_t(d)];
+            c = {std::int64_t(t.patch), x[0], x[1], p, distance(p, q)};
+          } else if (t.edge < 0) {
             c = settle(pt, std::int64_t(t.patch), q, x[0], x[1]);
           } else {  // a foot point along the edge (the interior's own system finds those inside)
             const PatchTerms::Edge& e = pt.edges[std::size_t(t.edge)];
@@ -360,11 +388,11 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
           }
           if (better(c, best)) best = c;
         };
-        for (const Root& r : solved[k].roots) offer(r.x);
+        for (const Root& r : solved[k].roots) offer(r.x, r.proved_single);
         for (const SolutionRegion& g : solved[k].regions) {
           std::vector<double> mid(g.lo.size());
           for (std::size_t d = 0; d < mid.size(); ++d) mid[d] = 0.5 * (g.lo[d] + g.hi[d]);
-          offer(mid);
+          offer(mid, false);
         }
       }
     });
