@@ -164,7 +164,7 @@ void add_bench_solver(CLI::App& bench) {
   struct Args {
     std::string json, experiments = "hausdorff,contacts,ssi,raytraps,bisectors,curvepairs,closestpoints,rays", curves = "3,4,5", inputs, engines = "all";
     int threads = 0, repeat = 3, ray_image = 1000;
-    double max_seconds = 120;
+    double max_seconds = 120, min_seconds = 0.2;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = bench.add_subcommand("solver", "Subdivision solver: the experiments of Park et al. 2011 (section 6) beside the paper's GPU times");
@@ -176,7 +176,10 @@ void add_bench_solver(CLI::App& bench) {
                   "Comma-separated: cpu (level by level), cpu-tasks (the paper's lock-free task buffer), cuda (GPU-resident), "
                   "hybrid, auto (the library's choice per batch); all = every available one");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
-  cmd->add_option("--repeat", a->repeat, "Runs per experiment (the fastest is reported)");
+  cmd->add_option("--repeat", a->repeat, "Runs per experiment at least (the fastest is reported)");
+  cmd->add_option("--min-seconds", a->min_seconds,
+                  "Runs go on until an experiment has taken this long on an engine (at most 50 runs): the best of a few "
+                  "runs of a millisecond job is noisy");
   cmd->add_option("--max-seconds", a->max_seconds, "Time limit per run");
   cmd->add_option("--write-inputs", a->inputs, "Write each generated input as JSON for `parasurf solve` into this folder");
   cmd->add_option("--json", a->json, "Write the figures as JSON");
@@ -213,7 +216,8 @@ void add_bench_solver(CLI::App& bench) {
     auto save = [&](const std::string& name, const nlohmann::json& doc) {
       if (!a->inputs.empty()) write_report((std::filesystem::path(a->inputs) / (name + ".json")).string(), doc.dump(1) + "\n");
     };
-    // Runs f `repeat` times per engine (after one warm-up run) and reports the fastest, as (ms, result count, status).
+    // Runs f `repeat` times per engine (after one warm-up run), and more until min_seconds have passed (50 runs at
+    // most), and reports the fastest, as (ms, result count, status).
     auto run = [&](const std::string& label, const std::string& id, double paper, auto&& f) {
       for (const Engine& engine_choice : engines) {
         const Device engine = engine_choice.device;
@@ -226,7 +230,12 @@ void add_bench_solver(CLI::App& bench) {
         f();
         SolverGpuTraffic before{}, after{};
         double engine_ms = 0;  // of the fastest run
-        for (int r = 0; r < std::max(1, a->repeat); ++r) {
+        const auto started = std::chrono::steady_clock::now();
+        auto more = [&](int r) {
+          if (r < std::max(1, a->repeat)) return true;
+          return r < 50 && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() < a->min_seconds;
+        };
+        for (int r = 0; more(r); ++r) {
           before = solver_gpu_traffic();
           const double engine_before = solver_engine_seconds();
           const auto t0 = std::chrono::steady_clock::now();
