@@ -205,7 +205,7 @@ run 2 "$exe" tessellate --tolerance 0.004 --compare-uniform --device cpu -o "$di
   || { cat "$dir/cmp.log"; fail "--compare-uniform under mpirun"; }
 grep -q "uniform resolution meeting the tolerance" "$dir/cmp.log" || fail "no uniform comparison under mpirun"
 # Solver applications: the batches of piece systems are shared out; the result is the single process's.
-"$exe" bench solver --curves 3 --repeat 1 --engines cpu --write-inputs "$dir/solver" --json "$dir/bs.json" >/dev/null || fail "solver inputs"
+"$exe" bench solver --curves 3 --repeat 1 --min-seconds 0 --engines cpu --write-inputs "$dir/solver" --json "$dir/bs.json" >/dev/null || fail "solver inputs"
 for case in hausdorff:hausdorff_10 ssi:ssi_14x7 contacts:contacts surface-bisector:surface_bisector bisector:hausdorff_5; do
   app=${case%%:*}; input=${case#*:}
   "$exe" solve "$app" "$dir/solver/$input.json" --threads 1 -o "$dir/$app-1.json" >/dev/null || fail "single solve $app"

@@ -98,7 +98,7 @@ python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['closest']; asser
 printf '{"origins": [[0, 0, 10], [0, 0, 10]], "directions": [[0, 0, -1], [0, 0, 1]]}' > "$dir/rays.json"
 "$exe" solve rays "$dir/rays.json" --json "$dir/rays-out.json" >/dev/null
 python3 -c "import json, sys; r = json.load(open(sys.argv[1]))['rays']; assert r[0]['hit'] and abs(r[0]['t'] - 6.85) < 1e-12 and not r[1]['hit'], r" "$dir/rays-out.json"
-"$exe" bench solver --curves 3 --repeat 1 --engines cpu --write-inputs "$dir/solver" --json "$dir/bs.json" >/dev/null
+"$exe" bench solver --curves 3 --repeat 1 --min-seconds 0 --engines cpu --write-inputs "$dir/solver" --json "$dir/bs.json" >/dev/null
 grep -q '"paper_gpu_ms"' "$dir/bs.json"
 "$exe" solve hausdorff "$dir/solver/hausdorff_10.json" -o "$dir/h.json" --picture "$dir/h.png" >/dev/null
 grep -q '"curve1_to_curve2"' "$dir/h.json" && [ -s "$dir/h.png" ]
