@@ -640,18 +640,47 @@ PS_HD float cells_range(const SlabValues<T>& s, const std::int64_t* lowest, cons
 template <class T>
 PS_HD_HOST_INLINE float inner_edge_range(const T* at, std::int64_t along, std::int64_t b, std::int64_t c, float level) {
 #if !defined(__CUDA_ARCH__) && defined(__SSE__)
-  // The scalar form below, four lanes at a time (lane dc of row db; _mm_min_ps(x, y) is x < y ? x : y, the scalar
-  // form's select, so NaN samples drop out alike): the same bits, in fewer instructions on every vertex.
+  // The scalar form below, four lanes at a time (_mm_min_ps(x, y) is x < y ? x : y, the scalar form's select, so
+  // NaN samples drop out alike): the same bits, in fewer instructions on every vertex. The cells pair neighbouring
+  // lanes and neighbouring rows alike, so the lanes may run across either axis: along the unit stride where it
+  // crosses the edge, which loads three samples at once, else across c.
   {
     const __m128 lev = _mm_set1_ps(level);
+    __m128 v0[3], v1[3];  // three rows of three lanes (and a fourth that no cell reads): the columns' two samples
+    bool loaded = false;
+#if defined(__AVX__)
+    if constexpr (std::is_same_v<T, float>) {
+      if (b == 1) {  // a y or z edge: lanes along x (the fourth lane masked: it may lie past the array's end)
+        const __m128i three = _mm_setr_epi32(-1, -1, -1, 0);
+        PS_UNROLL for (int dc = 0; dc < 3; ++dc) {
+          const float* q = at - 1 + (dc - 1) * c;
+          v0[dc] = _mm_maskload_ps(q, three);
+          v1[dc] = _mm_maskload_ps(q + along, three);
+        }
+        loaded = true;
+      } else if (along == 1) {  // an x edge: each column's two samples side by side, three columns to a row
+        PS_UNROLL for (int db = 0; db < 3; ++db) {
+          const float* q = at + (db - 1) * b;
+          const auto pair = [](const float* x) { return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x))); };
+          const __m128 u = _mm_unpacklo_ps(pair(q - c), pair(q)), w = _mm_unpacklo_ps(pair(q + c), pair(q + c));
+          v0[db] = _mm_movelh_ps(u, w);
+          v1[db] = _mm_movehl_ps(w, u);
+        }
+        loaded = true;
+      }
+    }
+#endif
+    if (!loaded)
+      PS_UNROLL for (int db = 0; db < 3; ++db) {
+        const T* q = at + (db - 1) * b;
+        v0[db] = _mm_setr_ps(float(q[-c]), float(q[0]), float(q[c]), float(q[c]));
+        v1[db] = _mm_setr_ps(float(q[along - c]), float(q[along]), float(q[along + c]), float(q[along + c]));
+      }
     __m128 lo[3], hi[3], finite = _mm_setzero_ps();
-    PS_UNROLL for (int db = 0; db < 3; ++db) {
-      const T* q = at + (db - 1) * b;
-      const __m128 v0 = _mm_setr_ps(float(q[-c]), float(q[0]), float(q[c]), float(q[c]));
-      const __m128 v1 = _mm_setr_ps(float(q[along - c]), float(q[along]), float(q[along + c]), float(q[along + c]));
-      lo[db] = _mm_min_ps(v1, _mm_min_ps(v0, lev));
-      hi[db] = _mm_max_ps(v1, _mm_max_ps(v0, lev));
-      finite = _mm_add_ps(finite, _mm_add_ps(_mm_sub_ps(v0, v0), _mm_sub_ps(v1, v1)));
+    PS_UNROLL for (int r = 0; r < 3; ++r) {
+      lo[r] = _mm_min_ps(v1[r], _mm_min_ps(v0[r], lev));
+      hi[r] = _mm_max_ps(v1[r], _mm_max_ps(v0[r], lev));
+      finite = _mm_add_ps(finite, _mm_add_ps(_mm_sub_ps(v0[r], v0[r]), _mm_sub_ps(v1[r], v1[r])));
     }
     if (_mm_movemask_ps(_mm_cmpneq_ps(finite, _mm_setzero_ps())) != 0)  // a NaN or an infinity: which one
       PS_UNROLL for (int db = 0; db < 3; ++db)
