@@ -10,6 +10,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "arrays.hpp"
 
@@ -407,6 +408,20 @@ py::array_t<double> rows(const std::vector<std::array<double, N>>& v) {
   return a;
 }
 
+// Traced curves (bisectors, intersection curves) as dicts of their points, parameters and whether they close.
+template <class Curve>
+py::list curve_list(const std::vector<Curve>& curves) {
+  py::list out;
+  for (const Curve& c : curves) {
+    py::dict d;
+    d["points"] = rows(c.points);
+    d["params"] = rows(c.params);
+    d["closed"] = c.closed;
+    out.append(d);
+  }
+  return out;
+}
+
 // A curve intersection as the Python functions return it.
 py::dict curve_result(const CurveIntersectionResult& r) {
   const py::ssize_t k = py::ssize_t(r.points.size());
@@ -737,6 +752,22 @@ void bind_files(py::module_& m) {
 }
 
 // The subdivision solver's curve applications.
+// A solve from Python: the call's limits set, Ctrl-C polled while `solve(options)` runs without the GIL, and
+// Python's exception raised once it returns.
+template <class F>
+auto solve_interruptibly(SolverOptions options, const Limits& limits, F&& solve) {
+  set_limits(options, limits);
+  Interrupt interrupt;
+  options.stop = interrupt.poll();
+  std::optional<decltype(solve(std::as_const(options)))> r;
+  {
+    py::gil_scoped_release release;
+    r.emplace(solve(std::as_const(options)));
+  }
+  interrupt.raise_if_stopped();
+  return std::move(*r);
+}
+
 void bind_solver(py::module_& m) {
   m.def(
       "intersect_curves",
@@ -746,15 +777,8 @@ void bind_solver(py::module_& m) {
         SolverOptions o;
         o.tolerance = tolerance;
         o.threads = threads;
-        set_limits(o, limits);
-        Interrupt interrupt;
-        o.stop = interrupt.poll();
-        CurveIntersectionResult r;
-        {
-          py::gil_scoped_release release;
-          r = intersect_curves(ca, cb, o);
-        }
-        interrupt.raise_if_stopped();
+        const CurveIntersectionResult r = solve_interruptibly(o, limits,
+            [&](const SolverOptions& options) { return intersect_curves(ca, cb, options); });
         return curve_result(r);
       },
       py::arg("a"), py::arg("b"), py::arg("tolerance"), py::arg("threads"), py::arg("limits"));
@@ -781,16 +805,9 @@ void bind_solver(py::module_& m) {
         }
         if (at != points.shape(0))
           throw Error(ErrorKind::InvalidArgument, "intersect_curves_packed: the counts do not add up to the points");
-        SolverOptions o = solver_options(device, threads, tolerance);
-        set_limits(o, limits);
-        Interrupt interrupt;
-        o.stop = interrupt.poll();
-        std::vector<CurveIntersectionResult> r;
-        {
-          py::gil_scoped_release release;
-          r = intersect_curve_pairs(cs, o);
-        }
-        interrupt.raise_if_stopped();
+        const std::vector<CurveIntersectionResult> r =
+            solve_interruptibly(solver_options(device, threads, tolerance), limits,
+                                [&](const SolverOptions& options) { return intersect_curve_pairs(cs, options); });
         if (!flat) {
           py::list out;
           for (const auto& x : r) out.append(curve_result(x));
@@ -861,16 +878,8 @@ void bind_solver(py::module_& m) {
         const std::vector<BezierSurface> patches = solver_patches(path, nets);
         std::vector<std::array<double, 3>> q(std::size_t(queries.shape(0)));
         std::copy_n(queries.data(), 3 * q.size(), q.data()->data());
-        SolverOptions o = solver_options(device, threads);
-        set_limits(o, limits);
-        Interrupt interrupt;
-        o.stop = interrupt.poll();
-        ClosestPointsResult r;
-        {
-          py::gil_scoped_release release;
-          r = closest_points(patches, q, o);
-        }
-        interrupt.raise_if_stopped();
+        const ClosestPointsResult r = solve_interruptibly(solver_options(device, threads), limits,
+            [&](const SolverOptions& options) { return closest_points(patches, q, options); });
         const auto n = py::ssize_t(r.points.size());
         py::array_t<double> points({n, py::ssize_t(3)}), uv({n, py::ssize_t(2)}), distance(n);
         py::array_t<std::int64_t> patch(n);
@@ -906,16 +915,8 @@ void bind_solver(py::module_& m) {
         std::vector<std::array<double, 3>> o(std::size_t(origins.shape(0))), d(o.size());
         std::copy_n(origins.data(), 3 * o.size(), o.data()->data());
         std::copy_n(directions.data(), 3 * d.size(), d.data()->data());
-        SolverOptions opt = solver_options(device, threads);
-        set_limits(opt, limits);
-        Interrupt interrupt;
-        opt.stop = interrupt.poll();
-        RayHitsResult r;
-        {
-          py::gil_scoped_release release;
-          r = intersect_rays(patches, o, d, opt, t_min);
-        }
-        interrupt.raise_if_stopped();
+        const RayHitsResult r = solve_interruptibly(solver_options(device, threads), limits,
+            [&](const SolverOptions& options) { return intersect_rays(patches, o, d, options, t_min); });
         const auto n = py::ssize_t(r.hits.size());
         py::array_t<double> points({n, py::ssize_t(3)}), uv({n, py::ssize_t(2)}), t(n);
         py::array_t<std::int64_t> patch(n);
@@ -957,15 +958,8 @@ void bind_solver(py::module_& m) {
         SolverOptions o;
         o.tolerance = tolerance;
         o.threads = threads;
-        set_limits(o, limits);
-        Interrupt interrupt;
-        o.stop = interrupt.poll();
-        RayTrapResult r;
-        {
-          py::gil_scoped_release release;
-          r = ray_traps(cs, o);
-        }
-        interrupt.raise_if_stopped();
+        const RayTrapResult r = solve_interruptibly(o, limits,
+            [&](const SolverOptions& options) { return ray_traps(cs, options); });
         const py::ssize_t k = py::ssize_t(cs.size()), n = py::ssize_t(r.traps.size());
         py::array_t<double> params(std::vector<py::ssize_t>{n, k}), points(std::vector<py::ssize_t>{n, k, 2});
         for (py::ssize_t i = 0; i < n; ++i)
@@ -986,16 +980,8 @@ void bind_solver(py::module_& m) {
       "hausdorff_distance",
       [](CArray a, int da, std::vector<double> ka, CArray b, int db, std::vector<double> kb, const std::string& device, int threads, const Limits& limits) {
         const BSplineCurve2 ca = curve_arg(a, da, ka, "curve a"), cb = curve_arg(b, db, kb, "curve b");
-        SolverOptions o = solver_options(device, threads);
-        set_limits(o, limits);
-        Interrupt interrupt;
-        o.stop = interrupt.poll();
-        HausdorffResult r;
-        {
-          py::gil_scoped_release release;
-          r = hausdorff_distance(ca, cb, o);
-        }
-        interrupt.raise_if_stopped();
+        const HausdorffResult r = solve_interruptibly(solver_options(device, threads), limits,
+            [&](const SolverOptions& options) { return hausdorff_distance(ca, cb, options); });
         auto pair = [](const HausdorffPair& p) {
           py::dict d;
           d["distance"] = p.distance;
@@ -1020,26 +1006,10 @@ void bind_solver(py::module_& m) {
       [](CArray a, int da, std::vector<double> ka, CArray b, int db, std::vector<double> kb, double resolution, const std::string& device,
          int threads, const Limits& limits) {
         const BSplineCurve2 ca = curve_arg(a, da, ka, "curve a"), cb = curve_arg(b, db, kb, "curve b");
-        SolverOptions o = solver_options(device, threads);
-        set_limits(o, limits);
-        Interrupt interrupt;
-        o.stop = interrupt.poll();
-        CurveBisectorResult r;
-        {
-          py::gil_scoped_release release;
-          r = curve_bisector(ca, cb, resolution, o);
-        }
-        interrupt.raise_if_stopped();
-        py::list curves;
-        for (const auto& c : r.curves) {
-          py::dict d;
-          d["points"] = rows(c.points);
-          d["params"] = rows(c.params);
-          d["closed"] = c.closed;
-          curves.append(d);
-        }
+        const CurveBisectorResult r = solve_interruptibly(solver_options(device, threads), limits,
+            [&](const SolverOptions& options) { return curve_bisector(ca, cb, resolution, options); });
         py::dict out;
-        out["curves"] = curves;
+        out["curves"] = curve_list(r.curves);
         out["status"] = r.status;
         return out;
       },
@@ -1054,26 +1024,10 @@ void bind_surface_solver(py::module_& m) {
       [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
          double resolution, const std::string& device, int threads, const Limits& limits) {
         const BSplineSurface sa = surface_arg(a, da, ka, "surface a"), sb = surface_arg(b, db, kb, "surface b");
-        SolverOptions o = solver_options(device, threads);
-        set_limits(o, limits);
-        Interrupt interrupt;
-        o.stop = interrupt.poll();
-        SurfaceIntersectionResult r;
-        {
-          py::gil_scoped_release release;
-          r = intersect_surfaces(sa, sb, resolution, o);
-        }
-        interrupt.raise_if_stopped();
-        py::list curves;
-        for (const auto& c : r.curves) {
-          py::dict d;
-          d["points"] = rows(c.points);
-          d["params"] = rows(c.params);
-          d["closed"] = c.closed;
-          curves.append(d);
-        }
+        const SurfaceIntersectionResult r = solve_interruptibly(solver_options(device, threads), limits,
+            [&](const SolverOptions& options) { return intersect_surfaces(sa, sb, resolution, options); });
         py::dict out;
-        out["curves"] = curves;
+        out["curves"] = curve_list(r.curves);
         std::vector<std::array<double, 8>> boxes;
         for (const auto& v : r.overlaps)
           boxes.push_back({v.lo[0], v.hi[0], v.lo[1], v.hi[1], v.lo[2], v.hi[2], v.lo[3], v.hi[3]});
@@ -1094,16 +1048,8 @@ void bind_surface_solver(py::module_& m) {
         m.knots = motion_knots;
         for (py::ssize_t i = 0; i < motion.shape(0); ++i)
           m.points.push_back({motion.data()[4 * i], motion.data()[4 * i + 1], motion.data()[4 * i + 2], motion.data()[4 * i + 3]});
-        SolverOptions o = solver_options(device, threads);
-        set_limits(o, limits);
-        Interrupt interrupt;
-        o.stop = interrupt.poll();
-        ContactResult r;
-        {
-          py::gil_scoped_release release;
-          r = contact_points(sa, sb, m, o);
-        }
-        interrupt.raise_if_stopped();
+        const ContactResult r = solve_interruptibly(solver_options(device, threads), limits,
+            [&](const SolverOptions& options) { return contact_points(sa, sb, m, options); });
         const py::ssize_t k = py::ssize_t(r.contacts.size());
         auto params = matrix<double>(k, 5), points = matrix<double>(k, 3);
         for (py::ssize_t i = 0; i < k; ++i) {
@@ -1129,16 +1075,8 @@ void bind_surface_solver(py::module_& m) {
       [](CArray a, std::vector<int> da, std::vector<std::vector<double>> ka, CArray b, std::vector<int> db, std::vector<std::vector<double>> kb,
          double resolution, const std::string& device, int threads, const Limits& limits) {
         const BSplineSurface sa = surface_arg(a, da, ka, "surface a"), sb = surface_arg(b, db, kb, "surface b");
-        SolverOptions o = solver_options(device, threads);
-        set_limits(o, limits);
-        Interrupt interrupt;
-        o.stop = interrupt.poll();
-        SurfaceBisectorResult r;
-        {
-          py::gil_scoped_release release;
-          r = surface_bisector(sa, sb, resolution, o);
-        }
-        interrupt.raise_if_stopped();
+        const SurfaceBisectorResult r = solve_interruptibly(solver_options(device, threads), limits,
+            [&](const SolverOptions& options) { return surface_bisector(sa, sb, resolution, options); });
         const py::ssize_t k = py::ssize_t(r.samples.size());
         auto params = matrix<double>(k, 4), points = matrix<double>(k, 3);
         for (py::ssize_t i = 0; i < k; ++i) {
