@@ -336,14 +336,9 @@ def _pack_curve_pairs(pairs):
     if isinstance(pairs, _np.ndarray) and pairs.ndim == 4 and pairs.shape[1] == 2 and pairs.shape[3] == 2:
         points = _np.ascontiguousarray(pairs, dtype=_np.float64).reshape(-1, 2)
         return points, _np.full(2 * pairs.shape[0], pairs.shape[2], dtype=_np.int64)
-    curves = [_np.asarray(c, dtype=_np.float64) for a, b in pairs for c in (a, b)]
-    try:
-        points = _np.concatenate(curves) if curves else _np.empty((0, 2))
-    except ValueError:  # curves of different dimensions
-        points = None
-    if points is None or points.ndim != 2 or points.shape[1] != 2:
-        raise ValueError("curve control points must have shape (n, 2)")
-    return points, _np.fromiter(map(len, curves), _np.int64, len(curves))
+    if not isinstance(pairs, (list, tuple)):
+        pairs = list(pairs)  # any iterable of pairs, as a loop over it would take
+    return _parasurf._pack_curve_pairs(pairs)
 
 
 def patch_nets(path=None):

@@ -422,15 +422,22 @@ py::list curve_list(const std::vector<Curve>& curves) {
   return out;
 }
 
-// A curve intersection as the Python functions return it.
-py::dict curve_result(const CurveIntersectionResult& r) {
+// A curve intersection as the Python functions return it. The keys are made once per batch (`keys`), not once
+// per pair.
+struct CurveResultKeys {
+  py::str params{"params"}, points{"points"}, tangent{"tangent"}, overlaps{"overlaps"}, status{"status"};
+};
+py::dict curve_result(const CurveIntersectionResult& r, const CurveResultKeys& keys = {}) {
   const py::ssize_t k = py::ssize_t(r.points.size());
   auto params = matrix<double>(k, 2), points = matrix<double>(k, 2);
   py::array_t<bool> tangent(k);
+  double *pp = params.mutable_data(), *pt = points.mutable_data();
+  bool* tg = tangent.mutable_data();
   for (py::ssize_t i = 0; i < k; ++i) {
-    params.mutable_data()[2 * i] = r.points[i].s, params.mutable_data()[2 * i + 1] = r.points[i].t;
-    points.mutable_data()[2 * i] = r.points[i].point[0], points.mutable_data()[2 * i + 1] = r.points[i].point[1];
-    tangent.mutable_data()[i] = r.points[i].tangent;
+    const auto& x = r.points[std::size_t(i)];
+    pp[2 * i] = x.s, pp[2 * i + 1] = x.t;
+    pt[2 * i] = x.point[0], pt[2 * i + 1] = x.point[1];
+    tg[i] = x.tangent;
   }
   auto overlaps = matrix<double>(py::ssize_t(r.overlaps.size()), 4);
   for (std::size_t i = 0; i < r.overlaps.size(); ++i) {
@@ -438,11 +445,11 @@ py::dict curve_result(const CurveIntersectionResult& r) {
     o4[0] = r.overlaps[i].s0, o4[1] = r.overlaps[i].s1, o4[2] = r.overlaps[i].t0, o4[3] = r.overlaps[i].t1;
   }
   py::dict out;
-  out["params"] = params;
-  out["points"] = points;
-  out["tangent"] = tangent;
-  out["overlaps"] = overlaps;
-  out["status"] = r.status;
+  out[keys.params] = params;
+  out[keys.points] = points;
+  out[keys.tangent] = tangent;
+  out[keys.overlaps] = overlaps;
+  out[keys.status] = r.status;
   return out;
 }
 
@@ -768,7 +775,54 @@ auto solve_interruptibly(SolverOptions options, const Limits& limits, F&& solve)
   return std::move(*r);
 }
 
+// The curves of a list of pairs (a, b), one after the other, as intersect_curves_packed takes them: points (M, 2)
+// float64 and two counts per pair. Arrays already float64, (k, 2) and in C order are copied from their memory; other
+// curves (lists, other dtypes or layouts) go through numpy's conversion, as np.asarray(c, float64) does.
+py::tuple pack_curve_pairs(const py::handle& pairs) {
+  const auto fast = [](const py::handle& h, const char* what) {
+    PyObject* f = PySequence_Fast(h.ptr(), what);
+    if (!f) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(f);
+  };
+  const py::object seq = fast(pairs, "pairs must be a sequence of (a, b) curve pairs");
+  const py::ssize_t n = PySequence_Fast_GET_SIZE(seq.ptr());
+  std::vector<py::array> curves;
+  curves.reserve(std::size_t(2 * n));
+  py::array_t<std::int64_t> counts(2 * n);
+  std::int64_t* count = counts.mutable_data();
+  py::ssize_t total = 0;
+  const auto& api = py::detail::npy_api::get();
+  for (py::ssize_t i = 0; i < n; ++i) {
+    const py::object pair = fast(PySequence_Fast_GET_ITEM(seq.ptr(), i), "a pair must be two curves (a, b)");
+    if (PySequence_Fast_GET_SIZE(pair.ptr()) != 2)
+      throw Error(ErrorKind::InvalidArgument, "pair " + std::to_string(i) + " is not two curves (a, b)");
+    for (py::ssize_t side = 0; side < 2; ++side) {
+      PyObject* c = PySequence_Fast_GET_ITEM(pair.ptr(), side);
+      const auto* proxy = py::detail::array_proxy(c);
+      const bool in_place = api.PyArray_Check_(c) && (proxy->flags & api.NPY_ARRAY_C_CONTIGUOUS_) &&
+                            py::detail::array_descriptor_proxy(proxy->descr)->type_num == api.NPY_DOUBLE_;
+      // (py::array's default constructor makes an empty numpy array: not one per curve)
+      py::array a = in_place ? py::reinterpret_borrow<py::array>(c)
+                             : py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(c);
+      if (!a || a.ndim() != 2 || a.shape(1) != 2)
+        throw Error(ErrorKind::InvalidArgument,
+                    "curve control points must have shape (n, 2) (pair " + std::to_string(i) + ")");
+      count[2 * i + side] = a.shape(0);
+      total += a.shape(0);
+      curves.push_back(std::move(a));
+    }
+  }
+  auto points = matrix<double>(total, 2);
+  double* at = points.mutable_data();
+  for (const py::array& a : curves) {
+    std::memcpy(at, a.data(), std::size_t(a.shape(0)) * 2 * sizeof(double));
+    at += 2 * a.shape(0);
+  }
+  return py::make_tuple(points, counts);
+}
+
 void bind_solver(py::module_& m) {
+  m.def("_pack_curve_pairs", &pack_curve_pairs, py::arg("pairs"));
   m.def(
       "intersect_curves",
       [](py::array_t<double, py::array::c_style | py::array::forcecast> a, py::array_t<double, py::array::c_style | py::array::forcecast> b,
@@ -809,8 +863,9 @@ void bind_solver(py::module_& m) {
             solve_interruptibly(solver_options(device, threads, tolerance), limits,
                                 [&](const SolverOptions& options) { return intersect_curve_pairs(cs, options); });
         if (!flat) {
-          py::list out;
-          for (const auto& x : r) out.append(curve_result(x));
+          py::list out(r.size());
+          const CurveResultKeys keys;
+          for (std::size_t i = 0; i < r.size(); ++i) out[i] = curve_result(r[i], keys);
           return std::move(out);
         }
         // One set of arrays for the whole batch: row q of params/points/tangent belongs to pair pair[q], row q of
