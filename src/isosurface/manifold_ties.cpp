@@ -528,15 +528,15 @@ std::int64_t split_pinched_vertices(TriangleMesh& m, bool normals_to_lower, int 
   for (const std::uint32_t t : around)
     for (int q = 0; q < 3; ++q) flag[m.triangles[3 * std::size_t(t) + std::size_t(q)]] |= 4;
   std::vector<std::uint32_t> vertices;  // those of the triangles around, ascending
+  std::vector<std::uint32_t> sub_index(nv);  // a vertex's index among them (set for those only)
   for (std::size_t v = 0; v < nv; ++v)
-    if (flag[v] & 4) vertices.push_back(std::uint32_t(v));
+    if (flag[v] & 4) sub_index[v] = std::uint32_t(vertices.size()), vertices.push_back(std::uint32_t(v));
   TriangleMesh sub;
   sub.positions.resize(3 * vertices.size());
   for (std::size_t k = 0; k < vertices.size(); ++k) std::copy_n(&m.positions[3 * std::size_t(vertices[k])], 3, &sub.positions[3 * k]);
   sub.triangles.resize(3 * around.size());
   for (std::size_t k = 0; k < sub.triangles.size(); ++k)
-    sub.triangles[k] = std::uint32_t(
-        std::lower_bound(vertices.begin(), vertices.end(), m.triangles[3 * std::size_t(around[k / 3]) + k % 3]) - vertices.begin());
+    sub.triangles[k] = sub_index[m.triangles[3 * std::size_t(around[k / 3]) + k % 3]];
   const HostVector<std::uint32_t> before = sub.triangles;
   const std::int64_t added = split_core(sub, normals_to_lower, threads, to_index);
   if (added == 0) return 0;
