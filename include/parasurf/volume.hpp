@@ -48,6 +48,13 @@ class VolumeSource {
   virtual void read_slices(std::int64_t z0, std::int64_t z1, void* out) = 0;
   // The whole volume when it lies in memory (no copy needed), else nullptr.
   virtual const void* resident_data() const { return nullptr; }
+  // Asks a source read from a file to keep its samples (as type() gives them) in memory from now on when they take
+  // at most max_bytes, so that a second pass over the volume (the data range, then the extraction) does not read and
+  // decompress the file again. True when resident_data() now has them.
+  virtual bool keep_resident(std::uint64_t max_bytes) {
+    (void)max_bytes;
+    return resident_data() != nullptr;
+  }
   // Fills a float slice for generators; other sources return false.
   virtual bool is_generator() const { return false; }
   // A built-in field's index (engines that can compute its samples where they run do so), or -1.

@@ -121,6 +121,12 @@ std::uint64_t host_slab_budget() {
                                  std::min<std::uint64_t>(std::uint64_t(2) << 30, core::available_host_memory() / 8));
 }
 
+// Bytes a file's samples may keep in memory once the data-range pass has read them (so that the extraction does not
+// read and decompress the file again): what one slab of the extraction holds anyway.
+std::uint64_t range_pass_budget(const IsosurfaceOptions& o) {
+  return o.memory_budget ? o.memory_budget : host_slab_budget();
+}
+
 std::string level_name(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "level %g", v);
@@ -276,7 +282,7 @@ void hand_over_parts(std::vector<LevelMesh>& meshes, std::vector<iso::Isosurface
 // mesh is an answer.
 void check_levels_in_range(VolumeSource& volume, const std::vector<double>& levels, bool have_range,
                            IsosurfaceReport& rep) {
-  if (!have_range) {
+  if (!have_range) {  // (after the extraction: no later pass to keep the samples for)
     const auto [lo, hi] = volume_value_range(volume);
     rep.value_min = lo;
     rep.value_max = hi;
@@ -294,6 +300,7 @@ std::vector<double> levels_to_run(VolumeSource& volume, const IsosurfaceOptions&
                                   bool& have_range) {
   std::vector<double> levels = o.levels;
   if (levels.empty()) {
+    volume.keep_resident(range_pass_budget(o));
     const auto [lo, hi] = volume_value_range(volume);
     rep.value_min = lo;
     rep.value_max = hi;

@@ -345,6 +345,8 @@ StreamedIsosurfaceReport write_isosurface_ply(VolumeSource& volume, const Isosur
   IsosurfaceReport& rep = out.run;
   rep.device_choice = choice;
   if (o.levels.empty()) {  // as extract_isosurface: the middle of the data range
+    // (a file small beside the parts' budget is read once for both passes)
+    volume.keep_resident((part_bytes ? part_bytes : kDefaultPartBytes) / 4);
     const auto [lo, hi] = volume_value_range(volume);
     if (!(lo <= hi)) throw Error(ErrorKind::InvalidArgument, volume.name() + ": no finite samples");
     rep.value_min = lo, rep.value_max = hi;

@@ -221,6 +221,55 @@ TEST(VolumeReaders, CompressedSlicesReadInAnyOrder) {
   }
 }
 
+// A compressed or scaled file kept in memory after its first pass (keep_resident) gives the samples the file gives,
+// only within the budget; an extraction without a level (the data-range pass, then the mesh) keeps it and makes the
+// mesh of the explicit middle level.
+TEST(VolumeReaders, KeptFilesGiveTheFilesSamples) {
+  TempDir dir;
+  std::mt19937_64 rng(test::run_seed() + 11);
+  const std::int64_t nx = 21, ny = 18, nz = 23;
+  std::vector<std::int16_t> values(std::size_t(nx * ny * nz));
+  for (std::int64_t z = 0; z < nz; ++z)
+    for (std::int64_t y = 0; y < ny; ++y)
+      for (std::int64_t x = 0; x < nx; ++x)  // a blob, and noise so that a lost or shifted slice shows
+        values[std::size_t((z * ny + y) * nx + x)] = std::int16_t(
+            1000 - 10 * ((x - 10) * (x - 10) + (y - 9) * (y - 9) + (z - 11) * (z - 11)) + std::int64_t(rng() % 7));
+  const std::string head = "NRRD0004\ntype: short\ndimension: 3\nsizes: 21 18 23\nendian: little\nencoding: gzip\n\n";
+  write_file(dir / "k.nrrd", head + gzip(bytes_of(values)));
+  Sample s(test::run_seed() + 12);
+  std::string h = nifti1_header(s, 1, 0);
+  put<float>(h, 112, 0.5f);   // scl_slope
+  put<float>(h, 116, -3.0f);  // scl_inter
+  write_file(dir / "k.nii.gz", gzip(h + bytes_of(s.values)));
+  for (const char* name : {"k.nrrd", "k.nii.gz"}) {
+    const std::vector<float> want = read_all(*open_volume(dir / name));
+    auto v = open_volume(dir / name);
+    const std::uint64_t bytes = std::uint64_t(v->geometry().voxel_count()) * voxel_bytes(v->type());
+    std::vector<char> streamed(bytes);
+    v->read_slices(0, v->geometry().dims[2], streamed.data());
+    EXPECT_FALSE(v->keep_resident(bytes - 1)) << name << ": over the budget";
+    EXPECT_EQ(v->resident_data(), nullptr) << name;
+    EXPECT_TRUE(v->keep_resident(bytes)) << name;
+    ASSERT_NE(v->resident_data(), nullptr) << name;
+    EXPECT_EQ(0, std::memcmp(v->resident_data(), streamed.data(), bytes)) << name;
+    EXPECT_EQ(read_all(*v), want) << name << ": kept samples";
+    if (std::string(name) == "k.nii.gz")
+      for (std::size_t i = 0; i < want.size(); ++i) ASSERT_EQ(want[i], 0.5f * float(s.values[i]) - 3.0f) << i;
+  }
+  IsosurfaceOptions o;
+  o.device = Device::Cpu;
+  auto v = open_volume(dir / "k.nrrd");
+  IsosurfaceReport rep;
+  const TriangleMesh implicit = extract_isosurface(*v, o, &rep);
+  EXPECT_NE(v->resident_data(), nullptr) << "the range pass keeps a small file";
+  ASSERT_EQ(rep.levels.size(), 1u);
+  o.levels = rep.levels;
+  const TriangleMesh explicit_level = extract_isosurface(*open_volume(dir / "k.nrrd"), o);
+  ASSERT_GT(implicit.triangle_count(), 50);
+  EXPECT_EQ(implicit.positions, explicit_level.positions);
+  EXPECT_EQ(implicit.triangles, explicit_level.triangles);
+}
+
 TEST(VolumeReaders, MetaImageRawZlibAndLocal) {
   TempDir dir;
   Sample s(test::run_seed() + 3);
