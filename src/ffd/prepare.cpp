@@ -10,7 +10,7 @@
 #include <cmath>
 #include <map>
 #include <cstdio>
-#include <unordered_map>
+#include <limits>
 
 #include "ffd/lattice_view.hpp"
 #include "parasurf/error.hpp"
@@ -60,6 +60,42 @@ struct KeyHash {
     return std::size_t(h ^ (h >> 33));
   }
 };
+// Points by key, each given the next id on its first sight: an open-addressed table (linear probing, at most half
+// full), as a node-based map spent most of the tessellation allocating, hashing into and freeing its nodes.
+class WeldIndex {
+ public:
+  WeldIndex() { grow(std::size_t(1) << 12); }
+  // The id of `k`, or `fresh` (then recorded) when it is new.
+  std::pair<std::uint32_t, bool> find_or_add(const Key& k, std::uint32_t fresh) {
+    if (2 * (used_ + 1) > keys_.size()) grow(2 * keys_.size());
+    for (std::size_t at = KeyHash{}(k) & mask_;; at = (at + 1) & mask_) {
+      if (keys_[at].cls == kEmpty) {
+        keys_[at] = k, ids_[at] = fresh, ++used_;
+        return {fresh, true};
+      }
+      if (keys_[at] == k) return {ids_[at], false};
+    }
+  }
+
+ private:
+  static constexpr std::int64_t kEmpty = std::numeric_limits<std::int64_t>::min();  // (classes are -1 or a face)
+  void grow(std::size_t slots) {
+    std::vector<Key> keys(slots, Key{{0, 0, 0}, kEmpty});
+    std::vector<std::uint32_t> ids(slots);
+    mask_ = slots - 1;
+    for (std::size_t i = 0; i < keys_.size(); ++i)
+      if (keys_[i].cls != kEmpty) {
+        std::size_t at = KeyHash{}(keys_[i]) & mask_;
+        while (keys[at].cls != kEmpty) at = (at + 1) & mask_;
+        keys[at] = keys_[i], ids[at] = ids_[i];
+      }
+    keys_ = std::move(keys), ids_ = std::move(ids);
+  }
+  std::vector<Key> keys_;
+  std::vector<std::uint32_t> ids_;
+  std::size_t mask_ = 0, used_ = 0;
+};
+
 Key key_of(const Vec3& p, std::int64_t cls) {
   return {{std::bit_cast<std::uint64_t>(p[0] + 0.0), std::bit_cast<std::uint64_t>(p[1] + 0.0), std::bit_cast<std::uint64_t>(p[2] + 0.0)}, cls};
 }
@@ -217,9 +253,9 @@ class Tessellation {
  public:
   explicit Tessellation(int m) : m_(m) {}
   std::uint32_t boundary_point(const Vec3& q, std::int64_t cls) {
-    const auto [it, fresh] = index_.try_emplace(key_of(q, cls), std::uint32_t(points.size()));
+    const auto [id, fresh] = index_.find_or_add(key_of(q, cls), std::uint32_t(points.size()));
     if (fresh) points.push_back(q);
-    return it->second;
+    return id;
   }
   std::uint32_t interior_point(const Vec3& q) {
     points.push_back(q);
@@ -262,7 +298,7 @@ class Tessellation {
 
  private:
   int m_;
-  std::unordered_map<Key, std::uint32_t, KeyHash> index_;
+  WeldIndex index_;
   std::vector<std::uint32_t> ids_;
 };
 
@@ -640,7 +676,14 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
   // 4. Tessellate: fan each piece, subdivide each triangle m^2, record (surface, s, t) per vertex and surface.
   Tessellation tess(level);
   std::vector<VertexRecord<double>> first;
-  std::unordered_map<std::uint32_t, std::vector<VertexRecord<double>>> extra;
+  // The records of a vertex on several surfaces after its first, in the order met: a list per vertex through
+  // `next` (kNoEdge ends it), head and tail by vertex.
+  struct Extra {
+    VertexRecord<double> rec;
+    std::uint32_t next;
+  };
+  std::vector<Extra> extras;
+  std::vector<std::uint32_t> extra_head, extra_tail;
   for (const Piece& pc : pieces) {
     const int s = pc.surface;
     const Eigen::Matrix2d gram_inv = (frames[s].transpose() * frames[s]).inverse();
@@ -650,14 +693,20 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
       const VertexRecord<double> rec{(st[0] - rect[s][0]) * rect[s][2], (st[1] - rect[s][1]) * rect[s][3], s};
       if (id >= first.size()) {
         first.resize(id + 1, VertexRecord<double>{0, 0, -1});
+        extra_head.resize(id + 1, kNoEdge), extra_tail.resize(id + 1, kNoEdge);
       }
       if (first[id].surface < 0) {
         first[id] = rec;
       } else if (first[id].surface != s) {
-        auto& list = extra[id];
         bool known = false;
-        for (const auto& e : list) known = known || e.surface == s;
-        if (!known) list.push_back(rec);
+        for (std::uint32_t e = extra_head[id]; e != kNoEdge && !known; e = extras[e].next) known = extras[e].rec.surface == s;
+        if (!known) {
+          check_vertex_limit(extras.size());
+          const auto n = std::uint32_t(extras.size());
+          extras.push_back({rec, kNoEdge});
+          (extra_tail[id] == kNoEdge ? extra_head[id] : extras[extra_tail[id]].next) = n;
+          extra_tail[id] = n;
+        }
       }
     };
     // Weld classes: corners and edges on mesh edges join other faces (-1), everything else stays in this face.
@@ -715,16 +764,15 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
   out.rest_positions.resize(3 * nv);
   out.rest_normals.assign(3 * nv, 0.0);
   out.record_offsets.resize(nv + 1);
-  out.records.reserve(nv + extra.size());
+  out.records.reserve(nv + extras.size());
   for (std::size_t v = 0; v < nv; ++v) {
     affine_apply(to_world.data(), tess.points[v].data(), out.rest_positions.data() + 3 * v);
     out.record_offsets[v] = std::int64_t(out.records.size());
     out.records.push_back(first[v]);
-    const auto it = extra.find(std::uint32_t(v));
-    if (it == extra.end()) {
+    if (extra_head[v] == kNoEdge) {
       for (int d = 0; d < 3; ++d) out.rest_normals[3 * v + d] = world_normal[first[v].surface][d];
     } else {
-      out.records.insert(out.records.end(), it->second.begin(), it->second.end());
+      for (std::uint32_t e = extra_head[v]; e != kNoEdge; e = extras[e].next) out.records.push_back(extras[e].rec);
     }
   }
   out.record_offsets[nv] = std::int64_t(out.records.size());
