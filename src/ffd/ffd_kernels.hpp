@@ -265,10 +265,9 @@ PS_HD int inverse_matrix_offset(int n) {
 }
 constexpr int kInverseTableSize = 4 + 9 + 16 + 25 + 36 + 49 + 64 + 81 + 100;
 
-// The sample of a surface at Chebyshev point (i, j).
+// The sample of a surface at (u, v) of its rectangle.
 template <class T>
-PS_HD void surface_sample(const LatticeView<T>& L, const SurfaceRecord<T>& s, int i, int j, T* out) {
-  const T u = chebyshev_node<T>(i, s.degree_s), v = chebyshev_node<T>(j, s.degree_t);
+PS_HD void surface_sample_at(const LatticeView<T>& L, const SurfaceRecord<T>& s, T u, T v, T* out) {
   T q[3];
   for (int d = 0; d < 3; ++d) q[d] = s.origin[d] + u * s.axis_s[d] + v * s.axis_t[d];
   if (s.span[0] < 0) {
@@ -277,6 +276,12 @@ PS_HD void surface_sample(const LatticeView<T>& L, const SurfaceRecord<T>& s, in
   }
   if (L.degree[0] == 3 && L.degree[1] == 3 && L.degree[2] == 3) volume_point_fixed<T, 3, 3, 3>(L, s.span, q, out);
   else volume_point(L, s.span, q, out);
+}
+
+// The sample of a surface at Chebyshev point (i, j).
+template <class T>
+PS_HD void surface_sample(const LatticeView<T>& L, const SurfaceRecord<T>& s, int i, int j, T* out) {
+  surface_sample_at(L, s, chebyshev_node<T>(i, s.degree_s), chebyshev_node<T>(j, s.degree_t), out);
 }
 
 // All control points of one surface, Sinv F Tinv^T (the seed's two small products per piece), separably.
