@@ -10,7 +10,6 @@
 #include <cmath>
 #include <map>
 #include <cstdio>
-#include <limits>
 
 #include "ffd/lattice_view.hpp"
 #include "parasurf/error.hpp"
@@ -61,38 +60,54 @@ struct KeyHash {
   }
 };
 // Points by key, each given the next id on its first sight: an open-addressed table (linear probing, at most half
-// full), as a node-based map spent most of the tessellation allocating, hashing into and freeing its nodes.
+// full) of 8-byte slots, the upper half of the key's hash beside the point's id + 1 (0: empty); keys are compared,
+// from the points themselves (`key_of_id`), only where those halves agree. (A node-based map spent most of the
+// tessellation allocating, hashing into and freeing its nodes; a table of whole keys was many times the caches.)
 class WeldIndex {
  public:
-  WeldIndex() { grow(std::size_t(1) << 12); }
-  // The id of `k`, or `fresh` (then recorded) when it is new.
-  std::pair<std::uint32_t, bool> find_or_add(const Key& k, std::uint32_t fresh) {
-    if (2 * (used_ + 1) > keys_.size()) grow(2 * keys_.size());
-    for (std::size_t at = KeyHash{}(k) & mask_;; at = (at + 1) & mask_) {
-      if (keys_[at].cls == kEmpty) {
-        keys_[at] = k, ids_[at] = fresh, ++used_;
+  // Room for `points` keys without growing.
+  template <class KeyOfId>
+  void reserve(std::size_t points, KeyOfId&& key_of_id) {
+    std::size_t n = std::size_t(1) << 12;
+    while (n < 2 * points) n *= 2;
+    if (n > slots_.size()) grow(n, key_of_id);
+  }
+  // Asks for the slot where a key hashed to h starts its search: the lookups of a triangle's points are issued
+  // together, as the table is larger than the caches.
+  void prefetch(std::size_t h) const { __builtin_prefetch(&slots_[h & mask_]); }
+  // The id of `k` (hashed to h), or `fresh` (then recorded) when it is new.
+  template <class KeyOfId>
+  std::pair<std::uint32_t, bool> find_or_add(const Key& k, std::size_t h, std::uint32_t fresh, KeyOfId&& key_of_id) {
+    if (2 * (used_ + 1) > slots_.size()) grow(std::max(std::size_t(1) << 12, 2 * slots_.size()), key_of_id);
+    const std::uint64_t tag = std::uint64_t(h) >> 32 << 32;
+    for (std::size_t at = h & mask_;; at = (at + 1) & mask_) {
+      const std::uint64_t slot = slots_[at];
+      if (slot == 0) {
+        slots_[at] = tag | (std::uint64_t(fresh) + 1);  // (ids stay below 2^32 - 1: check_vertex_limit)
+        ++used_;
         return {fresh, true};
       }
-      if (keys_[at] == k) return {ids_[at], false};
+      if ((slot >> 32 << 32) == tag) {
+        const auto id = std::uint32_t((slot & 0xffffffffu) - 1);
+        if (key_of_id(id) == k) return {id, false};
+      }
     }
   }
 
  private:
-  static constexpr std::int64_t kEmpty = std::numeric_limits<std::int64_t>::min();  // (classes are -1 or a face)
-  void grow(std::size_t slots) {
-    std::vector<Key> keys(slots, Key{{0, 0, 0}, kEmpty});
-    std::vector<std::uint32_t> ids(slots);
-    mask_ = slots - 1;
-    for (std::size_t i = 0; i < keys_.size(); ++i)
-      if (keys_[i].cls != kEmpty) {
-        std::size_t at = KeyHash{}(keys_[i]) & mask_;
-        while (keys[at].cls != kEmpty) at = (at + 1) & mask_;
-        keys[at] = keys_[i], ids[at] = ids_[i];
+  template <class KeyOfId>
+  void grow(std::size_t n, KeyOfId& key_of_id) {
+    std::vector<std::uint64_t> slots(n, 0);
+    const std::size_t mask = n - 1;
+    for (const std::uint64_t slot : slots_)
+      if (slot) {
+        std::size_t at = KeyHash{}(key_of_id(std::uint32_t((slot & 0xffffffffu) - 1))) & mask;
+        while (slots[at]) at = (at + 1) & mask;
+        slots[at] = slot;
       }
-    keys_ = std::move(keys), ids_ = std::move(ids);
+    slots_ = std::move(slots), mask_ = mask;
   }
-  std::vector<Key> keys_;
-  std::vector<std::uint32_t> ids_;
+  std::vector<std::uint64_t> slots_;
   std::size_t mask_ = 0, used_ = 0;
 };
 
@@ -250,15 +265,21 @@ std::vector<std::array<int, 3>> fan(const std::vector<Vec3>& p, const Vec3& n) {
 
 // Welded output under construction: boundary points by exact key, interior points new.
 class Tessellation {
+  auto key_of_id() const {
+    return [this](std::uint32_t id) { return key_of(points[id], classes_[id]); };
+  }
+
  public:
   explicit Tessellation(int m) : m_(m) {}
-  std::uint32_t boundary_point(const Vec3& q, std::int64_t cls) {
-    const auto [id, fresh] = index_.find_or_add(key_of(q, cls), std::uint32_t(points.size()));
-    if (fresh) points.push_back(q);
+  // Room for about `points` points on boundaries.
+  void reserve(std::size_t points) { index_.reserve(points, key_of_id()); }
+  std::uint32_t boundary_point(const Key& k, std::size_t h, const Vec3& q) {
+    const auto [id, fresh] = index_.find_or_add(k, h, std::uint32_t(points.size()), key_of_id());
+    if (fresh) points.push_back(q), classes_.push_back(k.cls);
     return id;
   }
   std::uint32_t interior_point(const Vec3& q) {
-    points.push_back(q);
+    points.push_back(q), classes_.push_back(0);  // (never looked up)
     return std::uint32_t(points.size() - 1);
   }
   // m^2 sub-triangles of (a, b, c); corner_cls and edge_cls (ab, bc, ca) are the weld classes of the corners and of
@@ -267,25 +288,41 @@ class Tessellation {
   void subdivide(const Vec3& a, const Vec3& b, const Vec3& c, const std::array<std::int64_t, 3>& corner_cls,
                  const std::array<std::int64_t, 3>& edge_cls, OnVertex&& on_vertex) {
     const int m = m_;
-    ids_.assign(std::size_t((m + 1) * (m + 2) / 2), 0);
-    auto slot = [&](int i, int j) -> std::uint32_t& { return ids_[std::size_t(j * (m + 1) - j * (j - 1) / 2 + i)]; };
+    const std::size_t count = std::size_t((m + 1) * (m + 2) / 2);
+    ids_.assign(count, 0);
+    auto at = [&](int i, int j) { return std::size_t(j * (m + 1) - j * (j - 1) / 2 + i); };
+    auto slot = [&](int i, int j) -> std::uint32_t& { return ids_[at(i, j)]; };
+    // The points and their keys first (the table's slots asked for), then the ids, in the same order.
+    q_.resize(count), keys_.resize(count), hashes_.resize(count), boundary_.resize(count);
     for (int j = 0; j <= m; ++j)
       for (int i = 0; i + j <= m; ++i) {
-        std::uint32_t id;
-        Vec3 q;
-        if (i == 0 && j == 0) q = a, id = boundary_point(q, corner_cls[0]);
-        else if (i == m) q = b, id = boundary_point(q, corner_cls[1]);
-        else if (j == m) q = c, id = boundary_point(q, corner_cls[2]);
-        else if (j == 0) q = segment_point(a, b, i, m), id = boundary_point(q, edge_cls[0]);
-        else if (i == 0) q = segment_point(a, c, j, m), id = boundary_point(q, edge_cls[2]);
-        else if (i + j == m) q = segment_point(b, c, j, m), id = boundary_point(q, edge_cls[1]);
+        const std::size_t k = at(i, j);
+        Vec3& q = q_[k];
+        std::int64_t cls = 0;
+        boundary_[k] = 1;
+        if (i == 0 && j == 0) q = a, cls = corner_cls[0];
+        else if (i == m) q = b, cls = corner_cls[1];
+        else if (j == m) q = c, cls = corner_cls[2];
+        else if (j == 0) q = segment_point(a, b, i, m), cls = edge_cls[0];
+        else if (i == 0) q = segment_point(a, c, j, m), cls = edge_cls[2];
+        else if (i + j == m) q = segment_point(b, c, j, m), cls = edge_cls[1];
         else {
           const double u = double(i) / m, v = double(j) / m, w = 1.0 - u - v;
           for (int d = 0; d < 3; ++d) q[d] = w * a[d] + u * b[d] + v * c[d];
-          id = interior_point(q);
+          boundary_[k] = 0;
         }
+        if (boundary_[k]) {
+          keys_[k] = key_of(q, cls);
+          hashes_[k] = KeyHash{}(keys_[k]);
+          index_.prefetch(hashes_[k]);
+        }
+      }
+    for (int j = 0; j <= m; ++j)
+      for (int i = 0; i + j <= m; ++i) {
+        const std::size_t k = at(i, j);
+        const std::uint32_t id = boundary_[k] ? boundary_point(keys_[k], hashes_[k], q_[k]) : interior_point(q_[k]);
         slot(i, j) = id;
-        on_vertex(id, q);
+        on_vertex(id, q_[k]);
       }
     for (int j = 0; j < m; ++j)
       for (int i = 0; i + j < m; ++i) {
@@ -299,7 +336,12 @@ class Tessellation {
  private:
   int m_;
   WeldIndex index_;
+  std::vector<std::int64_t> classes_;  // each point's weld class
   std::vector<std::uint32_t> ids_;
+  std::vector<Vec3> q_;  // a triangle's points, its boundary points' keys and hashes
+  std::vector<Key> keys_;
+  std::vector<std::size_t> hashes_;
+  std::vector<std::uint8_t> boundary_;
 };
 
 void check_vertex_limit(std::size_t n) {
@@ -675,6 +717,11 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
 
   // 4. Tessellate: fan each piece, subdivide each triangle m^2, record (surface, s, t) per vertex and surface.
   Tessellation tess(level);
+  {
+    std::size_t corners = 0;
+    for (const Piece& pc : pieces) corners += pc.poly.q.size();
+    tess.reserve(corners * std::size_t(level));  // about the points on the fan triangles' edges
+  }
   std::vector<VertexRecord<double>> first;
   // The records of a vertex on several surfaces after its first, in the order met: a list per vertex through
   // `next` (kNoEdge ends it), head and tail by vertex.

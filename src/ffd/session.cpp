@@ -208,10 +208,18 @@ template <class T>
 TriangleMesh FfdSession<T>::mesh() const {
   std::vector<T> p, n;
   download(p, n);
+  // Fresh arrays of a million-triangle mesh: faulted in and filled by all threads (one thread's copies were a tenth
+  // of a whole command's time).
+  const int threads = state_->data.threads;
   TriangleMesh m;
-  m.positions.assign(p.begin(), p.end());
-  m.normals.assign(n.begin(), n.end());
-  m.triangles.assign(state_->prepared.triangles.begin(), state_->prepared.triangles.end());
+  core::resize_for_overwrite(m.positions, p.size());
+  core::resize_for_overwrite(m.normals, n.size());
+  core::resize_for_overwrite(m.triangles, state_->prepared.triangles.size());
+#pragma omp parallel for schedule(static) num_threads(threads) if (p.size() > (std::size_t(1) << 16))
+  for (std::int64_t i = 0; i < std::int64_t(p.size()); ++i)
+    m.positions[std::size_t(i)] = float(p[std::size_t(i)]), m.normals[std::size_t(i)] = float(n[std::size_t(i)]);
+  core::parallel_copy(m.triangles.data(), state_->prepared.triangles.data(),
+                      m.triangles.size() * sizeof(std::uint32_t), threads);
   return m;
 }
 
