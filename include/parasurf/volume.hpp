@@ -98,6 +98,8 @@ std::unique_ptr<VolumeSource> open_raw_volume(const std::string& path, const Raw
 
 // Reads every sample into memory (converted to float32) for callers that want an array.
 MemoryVolume load_volume_float(VolumeSource& source);
+// The same into `out` (geometry().voxel_count() floats, x fastest): float32 sources are read straight into it.
+void read_volume_float(VolumeSource& source, float* out);
 
 // Built-in fields of any size, computed on the fly: "sphere", "torus", "gyroid" (on [−1,1]³, surface at 0) and
 // "tangle" ((x⁴−5x²+y⁴−5y²+z⁴−5z²+11.8)·0.2+0.5 on [−3,3]³, surface at 0.5). Values are float32.

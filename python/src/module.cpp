@@ -687,8 +687,7 @@ void bind_files(py::module_& m) {
         float* samples = a.mutable_data();  // numpy's pointer is taken while the GIL is held
         {
           py::gil_scoped_release release;
-          const MemoryVolume v = load_volume_float(*source);
-          std::memcpy(samples, v.resident_data(), std::size_t(g.voxel_count()) * sizeof(float));
+          read_volume_float(*source, samples);
         }
         py::dict info;
         info["spacing"] = py::make_tuple(g.spacing[2], g.spacing[1], g.spacing[0]);

@@ -97,22 +97,34 @@ void MemoryVolume::read_slices(std::int64_t z0, std::int64_t z1, void* out) {
   std::memcpy(out, static_cast<const char*>(data_) + std::size_t(z0) * slice, std::size_t(z1 - z0) * slice);
 }
 
-MemoryVolume load_volume_float(VolumeSource& source) {
+void read_volume_float(VolumeSource& source, float* out) {
   const auto& g = source.geometry();
-  std::vector<float> values(std::size_t(g.voxel_count()));
-  std::vector<char> slice(std::size_t(g.slice_voxels()) * voxel_bytes(source.type()));
-  const std::size_t n = std::size_t(g.slice_voxels());
-  for (std::int64_t z = 0; z < g.dims[2]; ++z) {
-    source.read_slices(z, z + 1, slice.data());
-    float* dst = values.data() + std::size_t(z) * n;
-    auto convert = [&](auto tag) {
+  const std::size_t slice = std::size_t(g.slice_voxels());
+  // In parts of about 64 MiB of the source's samples.
+  const std::int64_t per = std::int64_t(std::max<std::size_t>(1, (std::size_t(64) << 20) / (slice * voxel_bytes(source.type()))));
+  std::vector<char> part;
+  for (std::int64_t z = 0; z < g.dims[2]; z += per) {
+    const std::int64_t z1 = std::min(g.dims[2], z + per);
+    float* dst = out + std::size_t(z) * slice;
+    const std::size_t n = std::size_t(z1 - z) * slice;
+    if (source.type() == VoxelType::Float32) {
+      source.read_slices(z, z1, dst);
+      continue;
+    }
+    part.resize(n * voxel_bytes(source.type()));
+    source.read_slices(z, z1, part.data());
+    core::visit_voxel_type(source.type(), [&](auto tag) {
       using T = decltype(tag);
-      const T* s = reinterpret_cast<const T*>(slice.data());
+      const T* s = reinterpret_cast<const T*>(part.data());
       for (std::size_t i = 0; i < n; ++i) dst[i] = float(s[i]);
-    };
-    core::visit_voxel_type(source.type(), convert);
+    });
   }
-  return MemoryVolume(g, std::move(values), source.name());
+}
+
+MemoryVolume load_volume_float(VolumeSource& source) {
+  std::vector<float> values(std::size_t(source.geometry().voxel_count()));
+  read_volume_float(source, values.data());
+  return MemoryVolume(source.geometry(), std::move(values), source.name());
 }
 
 namespace {
