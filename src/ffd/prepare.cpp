@@ -746,7 +746,8 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
         first[id] = rec;
       } else if (first[id].surface != s) {
         bool known = false;
-        for (std::uint32_t e = extra_head[id]; e != kNoEdge && !known; e = extras[e].next) known = extras[e].rec.surface == s;
+        for (std::uint32_t e = extra_head[id]; e != kNoEdge && !known; e = extras[e].next)
+          known = extras[e].rec.surface == s;
         if (!known) {
           check_vertex_limit(extras.size());
           const auto n = std::uint32_t(extras.size());

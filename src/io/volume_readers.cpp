@@ -101,7 +101,8 @@ void read_volume_float(VolumeSource& source, float* out) {
   const auto& g = source.geometry();
   const std::size_t slice = std::size_t(g.slice_voxels());
   // In parts of about 64 MiB of the source's samples.
-  const std::int64_t per = std::int64_t(std::max<std::size_t>(1, (std::size_t(64) << 20) / (slice * voxel_bytes(source.type()))));
+  const std::size_t slice_bytes = slice * voxel_bytes(source.type());
+  const std::int64_t per = std::int64_t(std::max<std::size_t>(1, (std::size_t(64) << 20) / slice_bytes));
   std::vector<char> part;
   for (std::int64_t z = 0; z < g.dims[2]; z += per) {
     const std::int64_t z1 = std::min(g.dims[2], z + per);
