@@ -271,8 +271,12 @@ class Tessellation {
 
  public:
   explicit Tessellation(int m) : m_(m) {}
-  // Room for about `points` points on boundaries.
-  void reserve(std::size_t points) { index_.reserve(points, key_of_id()); }
+  // Room for about `boundary` points on boundaries (the weld table) and `all` points, `triangles` triangles (address
+  // space only: growing by copies moved every array several times).
+  void reserve(std::size_t boundary, std::size_t all, std::size_t triangle_count) {
+    index_.reserve(boundary, key_of_id());
+    points.reserve(all), classes_.reserve(all), triangles.reserve(3 * triangle_count);
+  }
   std::uint32_t boundary_point(const Key& k, std::size_t h, const Vec3& q) {
     const auto [id, fresh] = index_.find_or_add(k, h, std::uint32_t(points.size()), key_of_id());
     if (fresh) points.push_back(q), classes_.push_back(k.cls);
@@ -717,12 +721,17 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
 
   // 4. Tessellate: fan each piece, subdivide each triangle m^2, record (surface, s, t) per vertex and surface.
   Tessellation tess(level);
-  {
-    std::size_t corners = 0;
-    for (const Piece& pc : pieces) corners += pc.poly.q.size();
-    tess.reserve(corners * std::size_t(level));  // about the points on the fan triangles' edges
-  }
   std::vector<VertexRecord<double>> first;
+  {
+    // About k - 2 triangles for a piece of k corners, each made of m^2 triangles, with (m - 1)(m - 2) / 2 points of
+    // its own inside and 3m on its edges, shared with its neighbours (a hint: the arrays grow past it).
+    std::size_t fans = 0;
+    for (const Piece& pc : pieces) fans += std::max<std::size_t>(1, pc.poly.q.size() - 2);
+    const std::size_t m = std::size_t(level), boundary = fans * 2 * m;
+    const std::size_t points = fans * ((m - 1) * (m - 2) / 2) + boundary;
+    tess.reserve(boundary, points, fans * m * m);
+    first.reserve(points);
+  }
   // The records of a vertex on several surfaces after its first, in the order met: a list per vertex through
   // `next` (kNoEdge ends it), head and tail by vertex.
   struct Extra {
