@@ -3,6 +3,8 @@
 // m^2 tessellation whose shared-edge points are computed once from canonically ordered endpoints.
 #include "ffd/prepare.hpp"
 
+#include <omp.h>
+
 #include "core/eigen.hpp"
 #include <algorithm>
 #include <array>
@@ -11,6 +13,7 @@
 #include <map>
 #include <cstdio>
 
+#include "core/region_errors.hpp"
 #include "ffd/lattice_view.hpp"
 #include "parasurf/error.hpp"
 
@@ -557,7 +560,7 @@ void choose_axes(const Vec3& n, const std::array<int, 3>& degree, bool identity,
 
 // One function (its four stages numbered inside): each stage consumes the lists the one before built (clipped
 // pieces, shared surfaces, their frames), which live only for the call.
-Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int level, FfdReport& report) {
+Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int level, int threads, FfdReport& report) {
   const std::vector<Vec3> q = to_parameter_space(mesh, lattice);
   const auto polys = convex_polygons(mesh, q, report);
   for (const auto& p : polys) report.input_triangles += std::int64_t(p.idx.size()) - 2;
@@ -572,40 +575,59 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
   const auto arrays = make_lattice_arrays<double>(lattice, lattice.control_points);
   const LatticeView<double>& L = arrays.view;
 
-  // 1. Clip every polygon into pieces that each lie in one knot box.
-  Clipper clipper{q};
-  std::vector<Piece> pieces;
-  std::vector<ClipPolygon> work, next;
-  for (std::size_t f = 0; f < polys.size(); ++f) {
-    ClipPolygon start;
-    const auto& idx = polys[f].idx;
-    for (std::size_t i = 0; i < idx.size(); ++i) {
-      const std::uint32_t a = idx[i], b = idx[(i + 1) % idx.size()];
-      start.q.push_back(q[a]);
-      // Diagonals of an ear-clipped face are not mesh edges: their crossings are canonical all the same.
-      start.edge.push_back(polys[f].boundary[i] ? std::array<std::uint32_t, 2>{std::min(a, b), std::max(a, b)}
-                                                : std::array<std::uint32_t, 2>{kNoEdge, kNoEdge});
-      start.on_mesh_edge.push_back(1);
-    }
-    work.assign(1, start);
-    for (int axis = 0; axis < 3; ++axis) {
-      next.clear();
-      for (auto& poly : work) {
-        double lo = poly.q[0][axis], hi = lo;
-        for (const auto& v : poly.q) lo = std::min(lo, v[axis]), hi = std::max(hi, v[axis]);
-        ClipPolygon rest = poly, below, above;
-        for (double c : planes[axis]) {
-          if (!(c > lo && c < hi)) continue;
-          clipper.split(rest, axis, c, below, above);
-          if (!below.q.empty()) next.push_back(std::move(below));
-          rest = std::move(above);
-          if (rest.q.empty()) break;
+  // 1. Clip every polygon into pieces that each lie in one knot box: faces apart, on all threads, each thread a run
+  // of faces in order (its pieces then follow the previous run's).
+  const Clipper clipper{q};
+  std::vector<std::vector<Piece>> runs(static_cast<std::size_t>(std::max(1, threads)));
+  core::RegionErrors errors;
+#pragma omp parallel num_threads(std::max(1, threads)) if (polys.size() >= 256)
+  {
+    std::vector<Piece>& mine = runs[std::size_t(omp_get_thread_num())];
+    std::vector<ClipPolygon> work, next;
+#pragma omp for schedule(static)
+    for (std::int64_t fi = 0; fi < std::int64_t(polys.size()); ++fi) {
+      errors.capture([&] {
+        const std::size_t f = std::size_t(fi);
+        ClipPolygon start;
+        const auto& idx = polys[f].idx;
+        for (std::size_t i = 0; i < idx.size(); ++i) {
+          const std::uint32_t a = idx[i], b = idx[(i + 1) % idx.size()];
+          start.q.push_back(q[a]);
+          // Diagonals of an ear-clipped face are not mesh edges: their crossings are canonical all the same.
+          start.edge.push_back(polys[f].boundary[i] ? std::array<std::uint32_t, 2>{std::min(a, b), std::max(a, b)}
+                                                    : std::array<std::uint32_t, 2>{kNoEdge, kNoEdge});
+          start.on_mesh_edge.push_back(1);
         }
-        if (!rest.q.empty()) next.push_back(std::move(rest));
-      }
-      std::swap(work, next);
+        work.assign(1, start);
+        for (int axis = 0; axis < 3; ++axis) {
+          next.clear();
+          for (auto& poly : work) {
+            double lo = poly.q[0][axis], hi = lo;
+            for (const auto& v : poly.q) lo = std::min(lo, v[axis]), hi = std::max(hi, v[axis]);
+            ClipPolygon rest = poly, below, above;
+            for (double c : planes[axis]) {
+              if (!(c > lo && c < hi)) continue;
+              clipper.split(rest, axis, c, below, above);
+              if (!below.q.empty()) next.push_back(std::move(below));
+              rest = std::move(above);
+              if (rest.q.empty()) break;
+            }
+            if (!rest.q.empty()) next.push_back(std::move(rest));
+          }
+          std::swap(work, next);
+        }
+        for (auto& poly : work) mine.push_back({std::move(poly), std::int64_t(f), -1});
+      });
     }
-    for (auto& poly : work) pieces.push_back({std::move(poly), std::int64_t(f), -1});
+  }
+  errors.rethrow();
+  std::vector<Piece> pieces;
+  {
+    std::size_t count = 0;
+    for (const auto& r : runs) count += r.size();
+    pieces.reserve(count);
+    for (auto& r : runs)
+      for (auto& pc : r) pieces.push_back(std::move(pc));
   }
   report.pieces = std::int64_t(pieces.size());
 

@@ -39,7 +39,8 @@ struct Prepared {
 
 Prepared prepare_point(const PolygonMesh& mesh, const Lattice& lattice, FfdReport& report);
 Prepared prepare_upsampled(const PolygonMesh& mesh, const Lattice& lattice, int level, FfdReport& report);
-Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int level, FfdReport& report);
+// (threads: the CPU threads that clip the faces)
+Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int level, int threads, FfdReport& report);
 
 // Inverses of the Bernstein collocation matrices at the Chebyshev nodes, degrees 1..kMaxPieceDegree back to back
 // (row a of degree n: the weights of control point a over the n+1 samples).

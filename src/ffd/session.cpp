@@ -101,7 +101,9 @@ FfdSession<T>::FfdSession(const PolygonMesh& mesh, const Lattice& lattice, const
   switch (options.method) {
     case FfdMethod::Point: prep = ffd::prepare_point(mesh, lattice, report); break;
     case FfdMethod::Upsampled: prep = ffd::prepare_upsampled(mesh, lattice, options.level, report); break;
-    case FfdMethod::Accurate: prep = ffd::prepare_accurate(mesh, lattice, options.level, report); break;
+    case FfdMethod::Accurate:
+      prep = ffd::prepare_accurate(mesh, lattice, options.level, cpu_thread_count(options.threads), report);
+      break;
   }
   if (prep.triangles.empty()) throw Error(ErrorKind::InvalidArgument, "FFD: every face of the mesh is degenerate in the lattice's parameters (no area: "
                                                          "a mesh without area, or a lattice far larger than the mesh)");

@@ -308,12 +308,36 @@ TEST(Ffd, WatertightInWatertightOut) {
   for (Device device : test::devices()) expect_watertight(mesh, l, 3, device);
 }
 
+// The faces are clipped on several threads, each a run of faces: any number of threads gives the one-thread
+// preparation, point for point and record for record.
+TEST(Ffd, PreparationIsTheSameOnAnyNumberOfThreads) {
+  std::mt19937_64 rng(test::run_seed() + 9);
+  const PolygonMesh mesh = sphere_mesh(23, 31);
+  const Lattice lattice = random_lattice(mesh, rng, 0.1, true);
+  FfdReport one_report;
+  const ffd::Prepared one = ffd::prepare_accurate(mesh, lattice, 3, 1, one_report);
+  ASSERT_GT(one_report.pieces, std::int64_t(mesh.face_count())) << "the lattice cuts faces";
+  for (int threads : {2, 3, 7}) {
+    FfdReport report;
+    const ffd::Prepared p = ffd::prepare_accurate(mesh, lattice, 3, threads, report);
+    EXPECT_EQ(p.triangles, one.triangles) << threads << " threads";
+    EXPECT_EQ(p.rest_positions, one.rest_positions) << threads << " threads";
+    EXPECT_EQ(p.record_offsets, one.record_offsets) << threads << " threads";
+    ASSERT_EQ(p.records.size(), one.records.size()) << threads << " threads";
+    for (std::size_t i = 0; i < p.records.size(); ++i)
+      ASSERT_TRUE(p.records[i].surface == one.records[i].surface && p.records[i].s == one.records[i].s &&
+                  p.records[i].t == one.records[i].t)
+          << threads << " threads, record " << i;
+    EXPECT_EQ(report.pieces, one_report.pieces);
+  }
+}
+
 TEST(Ffd, ReconstructedControlPointsReproduceTheVolume) {
   std::mt19937_64 rng(test::run_seed() + 4);
   const PolygonMesh mesh = sphere_mesh(5, 7);
   const Lattice lattice = random_lattice(mesh, rng, 0.1, true);
   FfdReport report;
-  const ffd::Prepared prep = ffd::prepare_accurate(mesh, lattice, 2, report);
+  const ffd::Prepared prep = ffd::prepare_accurate(mesh, lattice, 2, 2, report);
   const auto arrays = ffd::make_lattice_arrays<double>(lattice, lattice.control_points);
   const auto table = ffd::chebyshev_inverse_table();
   std::vector<double> samples(3 * prep.control_points), absolute(3 * prep.control_points), controls(3 * prep.control_points);
@@ -466,7 +490,7 @@ TEST(Ffd, ExactPatchesLoadBackAndMatchTheVolume) {
   session.update(lattice.control_points);
   const std::string stem = (std::filesystem::temp_directory_path() / ("ffd-patches-" + std::to_string(rng()))).string();
   FfdReport report;
-  const ffd::Prepared prep = ffd::prepare_accurate(mesh, lattice, 2, report);  // same order as the files
+  const ffd::Prepared prep = ffd::prepare_accurate(mesh, lattice, 2, 2, report);  // same order as the files
   // The trimmed form (control nets + trimming polygons) and the triangular form load back to the same patches.
   session.write_bezier_patches(stem + ".json");
   const PatchModel trimmed = read_patch_model(stem + ".json");
