@@ -10,7 +10,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
-#include <map>
+#include <unordered_map>
 #include <cstdio>
 
 #include "core/region_errors.hpp"
@@ -639,7 +639,15 @@ Prepared prepare_accurate(const PolygonMesh& mesh, const Lattice& lattice, int l
     std::vector<std::size_t> pieces;
   };
   std::vector<SurfaceBuild> builds;
-  std::map<std::array<long long, 8>, std::vector<int>> by_key;
+  struct PlaneKeyHash {
+    std::size_t operator()(const std::array<long long, 8>& k) const {
+      std::uint64_t h = 0x9e3779b97f4a7c15ull;
+      for (long long v : k) h = (h ^ std::uint64_t(v)) * 0xff51afd7ed558ccdull, h ^= h >> 29;
+      return std::size_t(h);
+    }
+  };
+  std::unordered_map<std::array<long long, 8>, std::vector<int>, PlaneKeyHash> by_key;  // (only looked up)
+  by_key.reserve(pieces.size());
   double extent = 0;
   for (int a = 0; a < 3; ++a) extent = std::max(extent, L.domain_hi[a] - L.domain_lo[a]);
   std::vector<Vec3> face_normal(polys.size());
