@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <new>
 #include <sstream>
 #include <type_traits>
 
@@ -19,7 +20,6 @@
 #include "io/number_text.hpp"
 #include "io/volume_data.hpp"
 #include "parasurf/error.hpp"
-#include "parasurf/host_vector.hpp"
 #include "parasurf/volume.hpp"
 
 namespace parasurf {
@@ -198,7 +198,7 @@ class FileVolume final : public VolumeSource {
   VoxelType type() const override { return scaled_ ? VoxelType::Float32 : stored_; }
   std::string name() const override { return name_; }
   const void* resident_data() const override {
-    if (!kept_.empty()) return kept_.data();
+    if (kept_) return kept_.get();
     return owned_.empty() || scaled_ ? nullptr : owned_.data();
   }
 
@@ -207,12 +207,15 @@ class FileVolume final : public VolumeSource {
     if (resident_data()) return true;
     const std::uint64_t voxels = std::uint64_t(geometry_.voxel_count());
     if (voxels * voxel_bytes(type()) > max_bytes) return false;
-    HostVector<char> all(std::size_t(voxels) * voxel_bytes(type()));
+    // (not a std::vector: its zeroing would be one more pass over the volume; without the memory, the file is read
+    // again later as before)
+    std::unique_ptr<char[]> all(new (std::nothrow) char[std::size_t(voxels) * voxel_bytes(type())]);
+    if (!all) return false;
     // In parts of about 64 MiB, so that the stored samples of a scaled volume are not held whole beside it.
     const std::uint64_t slice = std::uint64_t(geometry_.slice_voxels()) * voxel_bytes(type());
     const std::int64_t per = std::int64_t(std::max<std::uint64_t>(1, (std::uint64_t(64) << 20) / slice));
     for (std::int64_t z = 0; z < geometry_.dims[2]; z += per)
-      read_slices(z, std::min(geometry_.dims[2], z + per), all.data() + std::size_t(z) * std::size_t(slice));
+      read_slices(z, std::min(geometry_.dims[2], z + per), all.get() + std::size_t(z) * std::size_t(slice));
     kept_ = std::move(all);
     stream_.reset();
     owned_ = std::vector<char>();
@@ -222,9 +225,9 @@ class FileVolume final : public VolumeSource {
 
   void read_slices(std::int64_t z0, std::int64_t z1, void* out) override {
     const std::size_t count = std::size_t(geometry_.slice_voxels()) * std::size_t(z1 - z0);
-    if (!kept_.empty()) {  // (as type() gives them: scaled already)
+    if (kept_) {  // (as type() gives them: scaled already)
       const std::size_t bytes = voxel_bytes(type());
-      std::memcpy(out, kept_.data() + std::size_t(z0) * std::size_t(geometry_.slice_voxels()) * bytes, count * bytes);
+      std::memcpy(out, kept_.get() + std::size_t(z0) * std::size_t(geometry_.slice_voxels()) * bytes, count * bytes);
       return;
     }
     const std::size_t size = voxel_bytes(stored_);
@@ -264,7 +267,7 @@ class FileVolume final : public VolumeSource {
   std::unique_ptr<io::ByteStream> stream_;
   std::vector<char> owned_;
   std::vector<char> scratch_;
-  HostVector<char> kept_;  // keep_resident's copy
+  std::unique_ptr<char[]> kept_;  // keep_resident's copy
   bool scaled_ = false;
   double slope_ = 1, inter_ = 0;
 };
