@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <functional>
 #include <cstring>
@@ -798,8 +799,12 @@ py::tuple pack_curve_pairs(const py::handle& pairs) {
     for (py::ssize_t side = 0; side < 2; ++side) {
       PyObject* c = PySequence_Fast_GET_ITEM(pair.ptr(), side);
       const auto* proxy = py::detail::array_proxy(c);
-      const bool in_place = api.PyArray_Check_(c) && (proxy->flags & api.NPY_ARRAY_C_CONTIGUOUS_) &&
-                            py::detail::array_descriptor_proxy(proxy->descr)->type_num == api.NPY_DOUBLE_;
+      bool in_place = api.PyArray_Check_(c) && (proxy->flags & api.NPY_ARRAY_C_CONTIGUOUS_);
+      if (in_place) {  // float64 in the machine's byte order
+        const auto* descr = py::detail::array_descriptor_proxy(proxy->descr);
+        const char native = std::endian::native == std::endian::little ? '<' : '>';
+        in_place = descr->type_num == api.NPY_DOUBLE_ && (descr->byteorder == '=' || descr->byteorder == native);
+      }
       // (py::array's default constructor makes an empty numpy array: not one per curve)
       py::array a = in_place ? py::reinterpret_borrow<py::array>(c)
                              : py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(c);

@@ -179,10 +179,11 @@ def test_intersect_curves():
     as_list = parasurf.intersect_curves_batch(list(cubic), flat=True)
     for key in ("pair", "params", "tangent", "overlaps"):
         np.testing.assert_array_equal(as_array[key], as_list[key])
-    # Curves of other dtypes and layouts (float32, reversed views, nested lists, a generator of pairs) give what
-    # their float64 copies give.
+    # Curves of other dtypes, byte orders and layouts (float32, big-endian, reversed views, nested lists, a
+    # generator of pairs) give what their float64 copies give.
     mixed = [(a.astype(np.float32), b[::-1]) for a, b in pairs[:20]]
     mixed += [(a.tolist(), np.asfortranarray(b)) for a, b in pairs[20:40]]
+    mixed += [(a.astype(">f8"), b.astype(np.float64).view(np.float64)) for a, b in pairs[40:60]]
     copies = [(np.array(a, dtype=np.float64), np.array(b, dtype=np.float64)) for a, b in mixed]
     got = parasurf.intersect_curves_batch(iter(mixed), flat=True)
     want = parasurf.intersect_curves_batch(copies, flat=True)
