@@ -758,7 +758,6 @@ void bind_files(py::module_& m) {
       py::arg("groups") = py::none(), py::arg("group_names") = std::vector<std::string>{}, py::arg("format") = std::string());
 }
 
-// The subdivision solver's curve applications.
 // A solve from Python: the call's limits set, Ctrl-C polled while `solve(options)` runs without the GIL, and
 // Python's exception raised once it returns.
 template <class F>
@@ -825,6 +824,7 @@ py::tuple pack_curve_pairs(const py::handle& pairs) {
   return py::make_tuple(points, counts);
 }
 
+// The subdivision solver's curve applications.
 void bind_solver(py::module_& m) {
   m.def("_pack_curve_pairs", &pack_curve_pairs, py::arg("pairs"));
   m.def(

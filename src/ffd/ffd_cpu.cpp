@@ -29,7 +29,7 @@ void update_cpu(const SessionData<T>& data, const T* control_points, const doubl
   X.control_points = control_points_exact;
   controls.resize(std::size_t(3 * data.sample_count));
   const std::int64_t ns = std::int64_t(data.surfaces.size());
-  // The Chebyshev nodes of every degree once (two cosines per sample cost a tenth of an update).
+  // The Chebyshev nodes of every degree once, rather than two cosines for every sample.
   double node[kMaxPieceDegree + 1][kMaxPieceDegree + 1];
   for (int n = 0; n <= kMaxPieceDegree; ++n)
     for (int i = 0; i <= n; ++i) node[n][i] = chebyshev_node<double>(i, n);

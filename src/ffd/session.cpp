@@ -210,8 +210,7 @@ template <class T>
 TriangleMesh FfdSession<T>::mesh() const {
   std::vector<T> p, n;
   download(p, n);
-  // Fresh arrays of a million-triangle mesh: faulted in and filled by all threads (one thread's copies were a tenth
-  // of a whole command's time).
+  // Fresh arrays, as large as the mesh: faulted in and filled by all threads rather than one.
   const int threads = state_->data.threads;
   TriangleMesh m;
   core::resize_for_overwrite(m.positions, p.size());
