@@ -68,6 +68,7 @@ struct KeyHash {
 // tessellation allocating, hashing into and freeing its nodes; a table of whole keys was many times the caches.)
 class WeldIndex {
  public:
+  WeldIndex() : slots_(std::size_t(1) << 12, 0), mask_((std::size_t(1) << 12) - 1) {}
   // Room for `points` keys without growing.
   template <class KeyOfId>
   void reserve(std::size_t points, KeyOfId&& key_of_id) {
@@ -81,7 +82,7 @@ class WeldIndex {
   // The id of `k` (hashed to h), or `fresh` (then recorded) when it is new.
   template <class KeyOfId>
   std::pair<std::uint32_t, bool> find_or_add(const Key& k, std::size_t h, std::uint32_t fresh, KeyOfId&& key_of_id) {
-    if (2 * (used_ + 1) > slots_.size()) grow(std::max(std::size_t(1) << 12, 2 * slots_.size()), key_of_id);
+    if (2 * (used_ + 1) > slots_.size()) grow(2 * slots_.size(), key_of_id);
     const std::uint64_t tag = std::uint64_t(h) >> 32 << 32;
     for (std::size_t at = h & mask_;; at = (at + 1) & mask_) {
       const std::uint64_t slot = slots_[at];

@@ -661,8 +661,8 @@ PS_HD_HOST_INLINE float inner_edge_range(const T* at, std::int64_t along, std::i
       } else if (along == 1) {  // an x edge: each column's two samples side by side, three columns to a row
         PS_UNROLL for (int db = 0; db < 3; ++db) {
           const float* q = at + (db - 1) * b;
-          const auto pair = [](const float* x) {
-            return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(x)));
+          const auto pair = [](const float* x) {  // (an unaligned 64-bit load: x is 4-byte aligned)
+            return _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i_u*>(x)));
           };
           const __m128 u = _mm_unpacklo_ps(pair(q - c), pair(q)), w = _mm_unpacklo_ps(pair(q + c), pair(q + c));
           v0[db] = _mm_movelh_ps(u, w);
