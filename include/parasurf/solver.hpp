@@ -349,9 +349,10 @@ CurveBisectorResult curve_bisector(const BSplineCurve2& a, const BSplineCurve2& 
                                    const SolverOptions& options = {});
 
 // Work of the GPU solver engines since the process started, for a benchmark's floor: bytes of node coefficients
-// read and written, subdivision levels (each a device round trip) and cells tested. Zero without CUDA.
+// read and written, subdivision levels (each a device round trip) and cells tested; and the proved cells whose root
+// the device's Newton settled (the others are settled on the host). Zero without CUDA.
 struct SolverGpuTraffic {
-  std::int64_t bytes = 0, levels = 0, cells = 0;
+  std::int64_t bytes = 0, levels = 0, cells = 0, settled = 0;
 };
 SolverGpuTraffic solver_gpu_traffic();
 // Wall time spent inside the subdivision engines (any engine, all threads' calls added) since the process

@@ -346,7 +346,7 @@ struct GrowingBuffer {
   }
 };
 
-std::atomic<std::int64_t> g_bytes{0}, g_levels{0}, g_cells{0};
+std::atomic<std::int64_t> g_bytes{0}, g_levels{0}, g_cells{0}, g_settled{0};
 
 void upload_weights() {
   static bool done = false;  // per process; the constant is per device (device 0 here)
@@ -777,7 +777,12 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
             "reading finished cells");
   }
   PS_CUDA(cudaDeviceSynchronize(), "running the GPU solver");
-  for (std::int64_t i = 0; i < finished; ++i) r_verdict[i] = r_verdict[i] == kUnique ? 1 : 0;
+  std::int64_t settled = 0;
+  for (std::int64_t i = 0; i < finished; ++i) {
+    r_verdict[i] = r_verdict[i] == kUnique ? 1 : 0;
+    if (r_residual && r_verdict[i] && r_residual[i] == r_residual[i]) ++settled;  // NaN: handed back to the host
+  }
+  g_settled += settled;
   result.count = finished;
   result.box = r_box;
   result.system = r_system;
@@ -790,6 +795,6 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   return result;
 }
 
-GpuTraffic gpu_traffic_cuda() { return {g_bytes.load(), g_levels.load(), g_cells.load()}; }
+GpuTraffic gpu_traffic_cuda() { return {g_bytes.load(), g_levels.load(), g_cells.load(), g_settled.load()}; }
 
 }  // namespace parasurf::solver

@@ -632,11 +632,17 @@ TEST(Solver, GpuSettledRootsEqualTheHostsNewton) {
   known.push_back({0.41});
   SolverOptions o;
   o.device = Device::Cuda;
+  const std::int64_t settled_before = solver_gpu_traffic().settled;
   const std::vector<SolveResult> device = solve_systems(systems, o);
+  const std::int64_t settled = solver_gpu_traffic().settled - settled_before;
   solver::set_gpu_settling(false);
   const std::vector<SolveResult> host = solve_systems(systems, o);
   solver::set_gpu_settling(true);
   SCOPED_TRACE("seed " + std::to_string(seed));
+  // The device path ran: the random systems' proved roots (one or more each) are the device's to settle; the
+  // ill-scaled system's and the degree-16 one's are not.
+  EXPECT_GE(settled, 200) << "roots settled on the device";
+  EXPECT_EQ(solver_gpu_traffic().settled - settled_before, settled) << "the device settled with its settling off";
   ASSERT_EQ(device.size(), host.size());
   double worst = 0;
   for (std::size_t i = 0; i < systems.size(); ++i) {
@@ -656,8 +662,8 @@ TEST(Solver, GpuSettledRootsEqualTheHostsNewton) {
     EXPECT_TRUE(found) << "system " << i;
   }
   EXPECT_LT(worst, 1e-12);
-  std::printf("  %zu systems: device and host settling agree within %.2g (seed %llu)\n", systems.size(), worst,
-              (unsigned long long)seed);
+  std::printf("  %zu systems: device and host settling agree within %.2g, %lld roots settled on the device (seed %llu)\n",
+              systems.size(), worst, (long long)settled, (unsigned long long)seed);
 }
 
 // The cell limit holds per system on every engine: a batch of systems that each fit it completes even when their
