@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -166,6 +167,12 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
 // engine spreads over its threads and the GPU engines solve in one traversal; results in the pairs' order, each as
 // intersect_curves gives it.
 std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
+                                                           const SolverOptions& options = {});
+// The same for curves packed one after the other, as arrays hold them (no vector per curve): pair k's first curve
+// is the next counts[2k] control points of `points`, its second the counts[2k + 1] after them; the counts must
+// add up to points.size().
+std::vector<CurveIntersectionResult> intersect_curve_pairs(std::span<const std::array<double, 2>> points,
+                                                           std::span<const std::int64_t> counts,
                                                            const SolverOptions& options = {});
 
 // The point of a set of polynomial Bézier patches nearest to each query point (point projection, as CAD kernels'

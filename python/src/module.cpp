@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <utility>
 
 #include "arrays.hpp"
@@ -850,22 +851,13 @@ void bind_solver(py::module_& m) {
         if (counts.ndim() != 1 || counts.shape(0) % 2 != 0)
           throw Error(ErrorKind::InvalidArgument, "intersect_curves_packed: two counts per pair");
         const std::size_t n = std::size_t(counts.shape(0) / 2);
-        const std::int64_t* count = counts.data();
-        const double* xy = points.data();
-        std::vector<std::pair<BezierCurve2, BezierCurve2>> cs(n);
-        std::int64_t at = 0;
-        for (std::size_t i = 0; i < 2 * n; ++i) {
-          if (count[i] < 0 || count[i] > points.shape(0) - at)
-            throw Error(ErrorKind::InvalidArgument, "intersect_curves_packed: the counts do not add up to the points");
-          BezierCurve2& c = (i % 2 == 0) ? cs[i / 2].first : cs[i / 2].second;
-          c.points.resize(std::size_t(count[i]));
-          for (std::int64_t k = 0; k < count[i]; ++k, ++at) c.points[std::size_t(k)] = {xy[2 * at], xy[2 * at + 1]};
-        }
-        if (at != points.shape(0))
-          throw Error(ErrorKind::InvalidArgument, "intersect_curves_packed: the counts do not add up to the points");
+        // (M, 2) float64 in C order: the layout of std::array<double, 2>, taken where it lies.
+        const std::span<const std::array<double, 2>> xy(reinterpret_cast<const std::array<double, 2>*>(points.data()),
+                                                        std::size_t(points.shape(0)));
+        const std::span<const std::int64_t> count(counts.data(), std::size_t(counts.shape(0)));
         const std::vector<CurveIntersectionResult> r =
             solve_interruptibly(solver_options(device, threads, tolerance), limits,
-                                [&](const SolverOptions& options) { return intersect_curve_pairs(cs, options); });
+                                [&](const SolverOptions& options) { return intersect_curve_pairs(xy, count, options); });
         if (!flat) {
           py::list out(r.size());
           const CurveResultKeys keys;

@@ -2,6 +2,7 @@
 // Bernstein form (each coordinate promoted to the two variables) and solved by subdivision.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <iterator>
 #include <optional>
 
@@ -296,16 +297,15 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
   return intersect_pair(a, b, options);
 }
 
-std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
-                                                           const SolverOptions& options) {
-  std::vector<CurveIntersectionResult> out(pairs.size());
-  // The message names the pair, so it is made only for a bad one (a string per pair cost more than the checks).
-  for (std::size_t k = 0; k < pairs.size(); ++k)
-    if (!curve_ok(pairs[k].first) || !curve_ok(pairs[k].second)) {
-      const std::string which = "pair " + std::to_string(k) + ", curve ";
-      check_curve(pairs[k].first, (which + "1").c_str());
-      check_curve(pairs[k].second, (which + "2").c_str());
-    }
+namespace {
+// The batch of pairs 0..n-1, whose curves `pair_of(k)` gives (as pointers: into the caller's curves, or to the
+// calling thread's curves filled from packed points). The curves must have been checked.
+// (One function for both forms, not a template: with two copies of this body the compiler stopped inlining what it
+// calls.)
+using CurvesOf = std::pair<const BezierCurve2*, const BezierCurve2*>;
+std::vector<CurveIntersectionResult> solve_pairs(std::size_t n, const std::function<CurvesOf(std::size_t)>& pair_of,
+                                                 const SolverOptions& options) {
+  std::vector<CurveIntersectionResult> out(n);
   // Every system goes into one batch: the pairs whose control boxes meet (the others have no intersection), and
   // for pairs that share an arc (found directly: tracing it by subdivision takes thousands of times a crossing's
   // work) the pieces beside the arc. The search for shared arcs and the making of each pair's equations are the
@@ -315,26 +315,26 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std
     std::optional<SharedArc> arc;
     std::vector<std::vector<BernsteinPoly>> systems;  // the pair's, or its pieces'
   };
-  std::vector<Prepared> prepared(pairs.size());
+  std::vector<Prepared> prepared(n);
   const int threads = cpu_thread_count(options.threads);
   core::RegionErrors errors;
 #pragma omp parallel for schedule(static, 16) num_threads(threads)
-  for (std::size_t k = 0; k < pairs.size(); ++k)
+  for (std::size_t k = 0; k < n; ++k)
     errors.capture([&] {
-      const auto& [a, b] = pairs[k];
+      const auto [a, b] = pair_of(k);
       Prepared& p = prepared[k];
-      if (!boxes_meet(a, b)) return;
+      if (!boxes_meet(*a, *b)) return;
       p.meet = true;
-      if (const auto arc = solver::coincident_arcs(a, b)) {
-        p.arc = shared_arc(a, b, *arc);
+      if (const auto arc = solver::coincident_arcs(*a, *b)) {
+        p.arc = shared_arc(*a, *b, *arc);
         for (const auto& piece : p.arc->pieces) p.systems.push_back(crossing_equations(piece.a, piece.b));
       } else {
-        p.systems.push_back(crossing_equations(a, b));
+        p.systems.push_back(crossing_equations(*a, *b));
       }
     });
   errors.rethrow();
-  std::vector<std::size_t> first(pairs.size() + 1, 0);  // the pair's systems: [first[k], first[k + 1])
-  for (std::size_t k = 0; k < pairs.size(); ++k) first[k + 1] = first[k] + prepared[k].systems.size();
+  std::vector<std::size_t> first(n + 1, 0);  // the pair's systems: [first[k], first[k + 1])
+  for (std::size_t k = 0; k < n; ++k) first[k + 1] = first[k] + prepared[k].systems.size();
   std::vector<std::vector<BernsteinPoly>> systems;
   systems.reserve(first.back());
   for (auto& p : prepared)
@@ -343,11 +343,11 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std
   // Each thread frees the systems it made (the same static schedule), into its own malloc arena: freed on other
   // threads, they waited on the arenas' locks.
 #pragma omp parallel for schedule(static, 16) num_threads(threads)
-  for (std::size_t k = 0; k < pairs.size(); ++k)
+  for (std::size_t k = 0; k < n; ++k)
     for (std::size_t e = first[k]; e < first[k + 1]; ++e) systems[e] = {};
   systems = {};
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
-  for (std::size_t k = 0; k < pairs.size(); ++k)
+  for (std::size_t k = 0; k < n; ++k)
     errors.capture([&] {
       const Prepared& p = prepared[k];
       if (!p.meet) return;
@@ -356,13 +356,62 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std
                                         std::make_move_iterator(results.begin() + std::ptrdiff_t(first[k + 1])));
         out[k] = shared_arc_result(*p.arc, std::move(pieces), options.tolerance);
       } else {
-        out[k] = crossings(pairs[k].first, pairs[k].second, results[first[k]], options.tolerance);
+        const auto [a, b] = pair_of(k);
+        out[k] = crossings(*a, *b, results[first[k]], options.tolerance);
       }
     });
   errors.rethrow();
   core::release_in_parallel(results, threads);
   core::release_in_parallel(prepared, threads);
   return out;
+}
+}  // namespace
+
+std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
+                                                           const SolverOptions& options) {
+  // The message names the pair, so it is made only for a bad one (a string per pair cost more than the checks).
+  for (std::size_t k = 0; k < pairs.size(); ++k)
+    if (!curve_ok(pairs[k].first) || !curve_ok(pairs[k].second)) {
+      const std::string which = "pair " + std::to_string(k) + ", curve ";
+      check_curve(pairs[k].first, (which + "1").c_str());
+      check_curve(pairs[k].second, (which + "2").c_str());
+    }
+  return solve_pairs(pairs.size(), [&](std::size_t k) { return CurvesOf{&pairs[k].first, &pairs[k].second}; }, options);
+}
+
+std::vector<CurveIntersectionResult> intersect_curve_pairs(std::span<const std::array<double, 2>> points,
+                                                           std::span<const std::int64_t> counts, const SolverOptions& options) {
+  if (counts.size() % 2 != 0)
+    throw Error(ErrorKind::InvalidArgument, "curve pairs: " + std::to_string(counts.size()) + " counts; two per pair");
+  // Where each curve's points start, the curves checked as the vector form checks them (the message made only for
+  // a bad one).
+  std::vector<std::size_t> start(counts.size() + 1, 0);
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const auto which = [i] { return "pair " + std::to_string(i / 2) + ", curve " + std::to_string(i % 2 + 1); };
+    const std::int64_t c = counts[i];
+    if (c < 2 || c > 64)
+      throw Error(ErrorKind::InvalidArgument, which() + ": needs 2..64 control points (got " + std::to_string(c) + ")");
+    if (std::uint64_t(c) > points.size() - start[i])
+      throw Error(ErrorKind::InvalidArgument, "curve pairs: the counts ask for more than the " +
+                                                  std::to_string(points.size()) + " points given");
+    start[i + 1] = start[i] + std::size_t(c);
+    for (std::size_t q = start[i]; q < start[i + 1]; ++q)
+      if (!std::isfinite(points[q][0]) || !std::isfinite(points[q][1]))
+        throw Error(ErrorKind::InvalidArgument, which() + ": a control point is not finite");
+  }
+  if (start.back() != points.size())
+    throw Error(ErrorKind::InvalidArgument, "curve pairs: the counts add up to " + std::to_string(start.back()) +
+                                                " points, not the " + std::to_string(points.size()) + " given");
+  const auto at = [&](std::size_t i) { return points.begin() + std::ptrdiff_t(start[i]); };
+  return solve_pairs(
+      counts.size() / 2,
+      [&](std::size_t k) {
+        thread_local BezierCurve2 a, b;  // (their capacity kept from pair to pair)
+        a.points.assign(at(2 * k), at(2 * k + 1));
+        b.points.assign(at(2 * k + 1), at(2 * k + 2));
+        return CurvesOf{&a, &b};
+      },
+      options);
 }
 
 }  // namespace parasurf

@@ -468,6 +468,30 @@ TEST(Solver, CurvePairsInABatchEqualSingleCalls) {
     o.device = engine;
     const std::vector<CurveIntersectionResult> batch = intersect_curve_pairs(pairs, o);
     ASSERT_EQ(batch.size(), pairs.size());
+    {  // the packed form: the same batch, to the bit
+      std::vector<std::array<double, 2>> points;
+      std::vector<std::int64_t> counts;
+      for (const auto& [a, b] : pairs) {
+        points.insert(points.end(), a.points.begin(), a.points.end());
+        points.insert(points.end(), b.points.begin(), b.points.end());
+        counts.push_back(std::int64_t(a.points.size())), counts.push_back(std::int64_t(b.points.size()));
+      }
+      const std::vector<CurveIntersectionResult> packed = intersect_curve_pairs(points, counts, o);
+      ASSERT_EQ(packed.size(), batch.size());
+      for (std::size_t k = 0; k < batch.size(); ++k) {
+        ASSERT_EQ(packed[k].points.size(), batch[k].points.size()) << k;
+        ASSERT_EQ(packed[k].overlaps.size(), batch[k].overlaps.size()) << k;
+        EXPECT_EQ(packed[k].status, batch[k].status) << k;
+        for (std::size_t i = 0; i < batch[k].points.size(); ++i) {
+          EXPECT_EQ(packed[k].points[i].s, batch[k].points[i].s) << k;
+          EXPECT_EQ(packed[k].points[i].t, batch[k].points[i].t) << k;
+          EXPECT_EQ(packed[k].points[i].point, batch[k].points[i].point) << k;
+          EXPECT_EQ(packed[k].points[i].tangent, batch[k].points[i].tangent) << k;
+        }
+        for (std::size_t i = 0; i < batch[k].overlaps.size(); ++i)
+          EXPECT_EQ(packed[k].overlaps[i].s0, batch[k].overlaps[i].s0) << k;
+      }
+    }
     std::size_t roots = 0, overlaps = 0, tangents = 0;
     for (std::size_t k = 0; k < pairs.size(); ++k) {
       SCOPED_TRACE(std::string(device_name(engine)) + " pair " + std::to_string(k));
@@ -491,6 +515,33 @@ TEST(Solver, CurvePairsInABatchEqualSingleCalls) {
     EXPECT_GE(overlaps, 8u);
     EXPECT_GE(tangents, 30u);
   }
+}
+
+// Packed curve pairs are checked before any work: counts that do not pair up, a curve of too few or too many
+// points, counts past the points or short of them, a point that is not finite; the message names the pair.
+TEST(Solver, PackedCurvePairsRefuseBadCounts) {
+  const std::vector<std::array<double, 2>> four = {{0, 0}, {1, 1}, {0, 1}, {1, 0}};
+  auto message = [&](std::vector<std::array<double, 2>> points, std::vector<std::int64_t> counts) {
+    try {
+      intersect_curve_pairs(points, counts);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(intersect_curve_pairs(four, std::vector<std::int64_t>{2, 2}).at(0).points.size(), 1u);
+  EXPECT_NE(message(four, {2, 2, 0}).find("two per pair"), std::string::npos);
+  EXPECT_NE(message(four, {1, 3}).find("pair 0, curve 1: needs 2..64"), std::string::npos);
+  EXPECT_NE(message(four, {2, -2}).find("pair 0, curve 2: needs 2..64"), std::string::npos);
+  std::vector<std::array<double, 2>> many(70, {0.5, 0.5});
+  EXPECT_NE(message(many, {2, 65, 2, 1}).find("pair 0, curve 2"), std::string::npos);
+  EXPECT_NE(message(four, {2, 4}).find("more than the 4 points"), std::string::npos);
+  EXPECT_NE(message(four, {2, 2, 2, 2}).find("more than the 4 points"), std::string::npos);
+  EXPECT_NE(message(many, {2, 2}).find("add up to 4 points, not the 70 given"), std::string::npos);
+  std::vector<std::array<double, 2>> bad = four;
+  bad[3][1] = NAN;
+  EXPECT_NE(message(bad, {2, 2}).find("pair 0, curve 2: a control point is not finite"), std::string::npos);
+  EXPECT_TRUE(intersect_curve_pairs({}, std::vector<std::int64_t>{}).empty());
 }
 
 // The GPU engines traverse the systems of one shape together: a batch whose shapes alternate (and differ only in
