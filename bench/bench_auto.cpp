@@ -52,6 +52,7 @@ void run(const AutoBenchArgs& a) {
   doc["date"] = today();
   doc["commit"] = PARASURF_GIT_COMMIT;
   doc["cpu_threads"] = cpu_thread_count(0);
+  doc["gpu"] = cuda_available() ? cuda_devices().front().name : std::string("none");
   doc["rows"] = nlohmann::json::array();
   std::printf("auto against the faster device, results in host memory: %d CPU threads", cpu_thread_count(0));
   if (!cuda_available()) {

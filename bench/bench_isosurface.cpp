@@ -581,6 +581,7 @@ void add_bench_isosurface(CLI::App& bench) {
                           {"date", today()},
                           {"commit", PARASURF_GIT_COMMIT},
                           {"cpu_threads", cpu_thread_count(a->threads)},
+                          {"gpu", cuda_available() ? cuda_devices().front().name : std::string("none")},
                           {"copy_bandwidth_bytes_per_second", copy_bw},
                           {"link_host_to_device_bytes_per_second", link.host_to_device},
                           {"link_device_to_host_bytes_per_second", link.device_to_host},

@@ -3,12 +3,14 @@
 
     scripts/perf_tables.py                              rewrite the part of docs/performance.md between its markers
     scripts/perf_tables.py --check                      exit 1 when that part differs from what the JSON gives
-    scripts/perf_tables.py --store h200 bench-isosurface f.json
+    scripts/perf_tables.py --store gpu bench-isosurface f.json [--gpu-name NAME]
                                                         keep a benchmark's --json output as the current figures of
                                                         that machine (docs/results/<machine>.json), then rewrite
 
-docs/results holds one file per machine, one entry per benchmark. Each table names its device, date, commit and
-the command that reproduces it; an entry that is absent leaves its table out.
+docs/results holds one file per machine (gpu: the 16-core host with one NVIDIA GPU; 2core: the development
+machine), one entry per benchmark. Each table names its device (the GPU's name that the entry records; --gpu-name
+supplies it for a file that does not), date, commit and the command that reproduces it; an entry that is absent
+leaves its table out.
 """
 import argparse
 import json
@@ -23,17 +25,37 @@ END = "<!-- end of tables -->"
 
 
 def load(name):
-    """The entry "bench-isosurface-h200.json" names: benchmark bench-isosurface of results/h200.json."""
+    """The entry "bench-isosurface-gpu.json" names: benchmark bench-isosurface of results/gpu.json."""
     benchmark, machine = name[:-len(".json")].rsplit("-", 1)
     path = RESULTS / f"{machine}.json"
     entries = json.loads(path.read_text()) if path.exists() else {}
     return (entries[benchmark], f"results/{machine}.json") if benchmark in entries else (None, None)
 
 
-def store(machine, benchmark, source):
+def gpu_name(doc):
+    """The GPU an entry was measured on, as the benchmark or --gpu-name recorded it."""
+    return doc.get("gpu") or doc.get("device") or doc.get("meta", {}).get("gpu") or "GPU"
+
+
+def gpu_host(doc):
+    """'16-core host with an NVIDIA H200' for a Python benchmark's entry."""
+    cores = doc.get("meta", {}).get("cores") or doc.get("cores")
+    return (f"{cores}-core host" if cores else "host") + " with an " + gpu_name(doc)
+
+
+def host(doc, threads_key="cpu_threads"):
+    """'NVIDIA H100 80GB HBM3, 16 host threads' for a GPU entry."""
+    threads = doc.get(threads_key) or doc.get("meta", {}).get("cores") or doc.get("cores")
+    return gpu_name(doc) + (f", {threads} host threads" if threads else "")
+
+
+def store(machine, benchmark, source, gpu=None):
     path = RESULTS / f"{machine}.json"
     entries = json.loads(path.read_text()) if path.exists() else {}
-    entries[benchmark] = json.loads(pathlib.Path(source).read_text())
+    entry = json.loads(pathlib.Path(source).read_text())
+    if gpu and gpu_name(entry) == "GPU":
+        entry["gpu"] = gpu
+    entries[benchmark] = entry
     path.write_text(json.dumps(dict(sorted(entries.items())), indent=1) + "\n")
 
 
@@ -60,7 +82,7 @@ def table(header, rows):
 
 
 def surface():
-    doc, link = load("bench-surface-h200.json")
+    doc, link = load("bench-surface-gpu.json")
     if not doc:
         return ""
     rows = doc["rows"]
@@ -70,7 +92,7 @@ def surface():
            "to the time of writing them once at the copy bandwidth. With copy: the same samples in host memory "
            "(pageable arrays, brought home through pinned staging emptied by all cores). "
            "CPU: the same work on the host's threads.\n",
-           caption(doc, link, f"{doc.get('gpu', 'GPU')}, {doc.get('cpu_threads', '?')} host threads",
+           caption(doc, link, host(doc),
                    "parasurf bench surface --devices cpu,cuda --methods factored --nets 4,12,16 --resolutions 2000 "
                    "--json f.json")]
     body = []
@@ -101,7 +123,7 @@ def surface():
 
 
 def patches():
-    doc, link = load("bench-patches-h200.json")
+    doc, link = load("bench-patches-gpu.json")
     if not doc:
         return ""
     rows = doc["rows"]
@@ -173,7 +195,7 @@ def isosurface_rows(doc):
 
 
 def isosurface():
-    doc, link = load("bench-isosurface-h200.json")
+    doc, link = load("bench-isosurface-gpu.json")
     if not doc:
         return ""
     out = ["### Isosurfaces\n",
@@ -188,19 +210,19 @@ def isosurface():
            "Peers run on the same array in the same run (scikit-image on one thread, as it runs, on the samples in "
            "C order as numpy holds them; VTK's Flying Edges where installed)." +
            (" The scikit-image columns are empty where that run gave it a transposed view of the samples, which "
-            "about doubles its time; the Python table below has it on the same H200 host." if any(
+            "about doubles its time; the Python table below has it on the GPU host." if any(
                 ((r.get("peers") or {}).get("skimage") or {}).get("seconds") and not skimage_seconds(r)
                 for r in doc["results"]) else "") + "\n",
-           caption(doc, link, "NVIDIA H200, " + str(doc.get("cpu_threads", "?")) + " host threads",
+           caption(doc, link, host(doc),
                    "parasurf bench isosurface --sizes 64,128,256,512 --volumes MR_Gd.nii.gz:60,spm152.nii.gz:60 "
                    "--json f.json"),
            isosurface_rows(doc)]
-    auto, auto_link = load("bench-isosurface-auto-h200.json")
+    auto, auto_link = load("bench-isosurface-auto-gpu.json")
     if auto:
         out.append("\n`auto`, the default device, against the faster of the two: it chooses per call from its "
                    "estimates of both, which the process's runs correct (best of repeated calls, so its estimates "
                    "have learned from the first). " +
-                   caption(auto, auto_link, "NVIDIA H200, " + str(auto.get("cpu_threads", "?")) + " host threads",
+                   caption(auto, auto_link, host(auto),
                            "parasurf bench isosurface --sizes 64,128,256 --volumes MR_Gd.nii.gz:60,spm152.nii.gz:60 "
                            "--devices cpu,cuda,auto --no-peers --json f.json"))
         rows = []
@@ -221,7 +243,7 @@ def isosurface():
 
 
 def ffd():
-    doc, link = load("bench-ffd-h200.json")
+    doc, link = load("bench-ffd-gpu.json")
     if not doc:
         return ""
     res = doc["results"]
@@ -230,7 +252,7 @@ def ffd():
            "best of the runs. Floor: writing the output vertices and normals once at the copy bandwidth. Home: the "
            "updated vertices and normals copied into pageable host arrays, and the pinned link's time for them over "
            "that (measured in the same run).\n",
-           caption(doc, link, f"{doc.get('device', 'GPU')}, {doc.get('cpu_threads', '?')} host threads",
+           caption(doc, link, host(doc),
                    "parasurf bench ffd --spheres 14500,69000 --json f.json")]
     body = []
     for key in sorted({(r["mesh"], r["method"], r["level"]) for r in res}, key=lambda k: (k[0], k[1], k[2])):
@@ -252,7 +274,7 @@ def ffd():
 
 
 def solver():
-    doc, link = load("bench-solver-h200.json")
+    doc, link = load("bench-solver-gpu.json")
     if not doc:
         return ""
     res = doc["results"]
@@ -287,11 +309,11 @@ def solver():
 
 def python_marching_cubes():
     parts = []
-    for name, machine in (("python-marching-cubes-h200.json", "16-core host with an NVIDIA H200"),
-                          ("python-marching-cubes-2core.json", "2-core development machine")):
+    for name in ("python-marching-cubes-gpu.json", "python-marching-cubes-2core.json"):
         doc, link = load(name)
         if not doc:
             continue
+        machine = gpu_host(doc) if name.endswith("-gpu.json") else "2-core development machine"
         meta = doc.get("meta", {})
         doc = {**doc, "commit": meta.get("commit", "?"), "date": meta.get("date", "date not recorded")}
         versions = ", ".join(f"{k.replace('_', '-')} {meta[k]}" for k in ("numpy", "scikit_image") if k in meta)
@@ -317,10 +339,11 @@ def python_marching_cubes():
 
 def python_functions():
     parts = []
-    for machine, label in (("h200", "16-core host with an NVIDIA H200"), ("2core", "2-core development machine")):
+    for machine in ("gpu", "2core"):
         doc, link = load(f"python-functions-{machine}.json")
         if not doc:
             continue
+        label = gpu_host(doc) if machine == "gpu" else "2-core development machine"
         meta = doc.get("meta", {})
         doc = {**doc, "commit": meta.get("commit", "?"), **({"date": meta["date"]} if "date" in meta else {})}
         parts.append(caption(doc, link, label, "cd bench/python && python3 bench_functions.py --json f.json"))
@@ -336,10 +359,11 @@ def python_functions():
 
 def python_closest_points():
     parts = []
-    for machine, label in (("h200", "16-core host with an NVIDIA H200"), ("2core", "2-core development machine")):
+    for machine in ("gpu", "2core"):
         doc, link = load(f"python-closest-points-{machine}.json")
         if not doc:
             continue
+        label = gpu_host(doc) if machine == "gpu" else "2-core development machine"
         parts.append(caption(doc, link, f"{label} (numpy {doc.get('numpy', '?')})",
                              "cd bench/python && python3 bench_closest_points.py --json f.json"))
         parts.append(table(["queries", "device", "parasurf", "systems", "numpy peer", "speed-up",
@@ -358,7 +382,7 @@ def python_closest_points():
 
 
 def auto_jobs():
-    doc, link = load("bench-auto-h200.json")
+    doc, link = load("bench-auto-gpu.json")
     if not doc or not doc.get("rows"):
         return ""
     out = ["### `auto` on surfaces, patch meshes and FFD\n",
@@ -366,7 +390,7 @@ def auto_jobs():
            "its results in host memory (a surface grid with normals, the teapot's welded mesh, an FFD session of 10 "
            "updates each brought home, its preparation included), best of repeated calls in one process, auto last. "
            "An FFD session that starts on the CPU moves to the GPU once its updates have cost the GPU's start.\n",
-           caption(doc, link, "NVIDIA H200, " + str(doc.get("cpu_threads", "?")) + " host threads",
+           caption(doc, link, host(doc),
                    "parasurf bench auto --json f.json")]
     out.append(table(["job", "CPU", "GPU", "auto (chose)", "auto ÷ faster"],
                      [[r["job"], ms(r["cpu_seconds"]), ms(r["cuda_seconds"]),
@@ -386,9 +410,10 @@ def main():
     parser.add_argument("--check", action="store_true", help="exit 1 when the document is not what the JSON gives")
     parser.add_argument("--store", nargs=3, metavar=("MACHINE", "BENCHMARK", "FILE"),
                         help="keep FILE as BENCHMARK's current figures on MACHINE first")
+    parser.add_argument("--gpu-name", help="with --store: the GPU the figures come from, where FILE does not name it")
     args = parser.parse_args()
     if args.store:
-        store(*args.store)
+        store(*args.store, gpu=args.gpu_name)
     text = DOC.read_text()
     if BEGIN not in text or END not in text:
         sys.exit(f"{DOC}: the table markers are missing")

@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import parasurf
-from bench_marching_cubes import best, commit
+from bench_marching_cubes import best, commit, gpu_name
 
 
 def teapot_nets():
@@ -114,7 +114,7 @@ def main():
               flush=True)
     if a.json:
         meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "cuda": parasurf.cuda_available(),
-                "numpy": np.__version__}
+                "numpy": np.__version__, "gpu": gpu_name()}
         with open(a.json, "w") as f:
             json.dump({"benchmark": "python-closest-points", **meta, "rows": rows}, f, indent=1)
 

@@ -20,7 +20,7 @@ import numpy as np
 
 import parasurf
 from parasurf import _parasurf
-from bench_marching_cubes import best_interleaved, commit, timed
+from bench_marching_cubes import best_interleaved, commit, gpu_name, timed
 
 
 def main():
@@ -102,7 +102,8 @@ def main():
                           lambda r: _parasurf._engine_seconds_rays(origins, directions, dev, r))
         report("intersect_rays teapot, %dx%d rays" % (n, n), dev, py, eng)
     if a.json:
-        meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "cuda": parasurf.cuda_available()}
+        meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "cuda": parasurf.cuda_available(),
+                "gpu": gpu_name()}
         with open(a.json, "w") as f:
             json.dump({"benchmark": "python functions", "meta": meta, "rows": rows}, f, indent=1)
 

@@ -79,6 +79,18 @@ def commit():
         return "unknown"
 
 
+def gpu_name():
+    """The first GPU's name (for the results' caption), or None without one."""
+    if not parasurf.cuda_available():
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30).stdout.strip().splitlines()
+        return out[0].strip() if out else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="64,128,256,512")
@@ -143,12 +155,8 @@ def main():
                     "engine_seconds": eng, "ratio_to_engine": py / eng, "api_seconds": api, "ratio_to_api": py / api})
     meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "machine": platform.node(),
             "cuda": parasurf.cuda_available(), "numpy": np.__version__}
-    try:
-        import torch
-        if torch.cuda.is_available():
-            meta["gpu"] = torch.cuda.get_device_name(0)
-    except ImportError:
-        pass
+    if gpu_name():
+        meta["gpu"] = gpu_name()
     try:
         import skimage
         meta["scikit_image"] = skimage.__version__
