@@ -424,34 +424,45 @@ py::list curve_list(const std::vector<Curve>& curves) {
   return out;
 }
 
-// A curve intersection as the Python functions return it. The keys are made once per batch (`keys`), not once
-// per pair.
+// A curve intersection as the Python functions return it. What every pair's dict shares (its keys, the dtypes, the
+// "complete" status) is made once per batch (`keys`), not once per pair.
 struct CurveResultKeys {
   py::str params{"params"}, points{"points"}, tangent{"tangent"}, overlaps{"overlaps"}, status{"status"};
+  py::str complete{"complete"};
+  py::dtype f64 = py::dtype::of<double>(), boolean = py::dtype::of<bool>();
 };
+// A fresh C-ordered array of `dt` from numpy's C API: pybind11's constructor builds shape and stride vectors on the
+// heap for each array, and a list of dicts makes four arrays per pair.
+py::array fresh_array(const py::dtype& dt, py::ssize_t rows, py::ssize_t cols = -1) {
+  const auto& api = py::detail::npy_api::get();
+  Py_intptr_t shape[2] = {rows, cols};
+  PyObject* descr = dt.ptr();
+  Py_INCREF(descr);  // (taken by the call)
+  PyObject* a = api.PyArray_NewFromDescr_(api.PyArray_Type_, descr, cols < 0 ? 1 : 2, shape, nullptr, nullptr, 0, nullptr);
+  if (!a) throw py::error_already_set();
+  return py::reinterpret_steal<py::array>(a);
+}
 py::dict curve_result(const CurveIntersectionResult& r, const CurveResultKeys& keys = {}) {
   const py::ssize_t k = py::ssize_t(r.points.size());
-  auto params = matrix<double>(k, 2), points = matrix<double>(k, 2);
-  py::array_t<bool> tangent(k);
-  double *pp = params.mutable_data(), *pt = points.mutable_data();
-  bool* tg = tangent.mutable_data();
+  py::array params = fresh_array(keys.f64, k, 2), points = fresh_array(keys.f64, k, 2), tangent = fresh_array(keys.boolean, k);
+  double *pp = static_cast<double*>(params.mutable_data()), *pt = static_cast<double*>(points.mutable_data());
+  bool* tg = static_cast<bool*>(tangent.mutable_data());
   for (py::ssize_t i = 0; i < k; ++i) {
     const auto& x = r.points[std::size_t(i)];
     pp[2 * i] = x.s, pp[2 * i + 1] = x.t;
     pt[2 * i] = x.point[0], pt[2 * i + 1] = x.point[1];
     tg[i] = x.tangent;
   }
-  auto overlaps = matrix<double>(py::ssize_t(r.overlaps.size()), 4);
-  for (std::size_t i = 0; i < r.overlaps.size(); ++i) {
-    double* o4 = overlaps.mutable_data() + 4 * i;
-    o4[0] = r.overlaps[i].s0, o4[1] = r.overlaps[i].s1, o4[2] = r.overlaps[i].t0, o4[3] = r.overlaps[i].t1;
-  }
+  py::array overlaps = fresh_array(keys.f64, py::ssize_t(r.overlaps.size()), 4);
+  double* o4 = static_cast<double*>(overlaps.mutable_data());
+  for (const CurveOverlap& v : r.overlaps) *o4++ = v.s0, *o4++ = v.s1, *o4++ = v.t0, *o4++ = v.t1;
   py::dict out;
   out[keys.params] = params;
   out[keys.points] = points;
   out[keys.tangent] = tangent;
   out[keys.overlaps] = overlaps;
-  out[keys.status] = r.status;
+  if (r.status == "complete") out[keys.status] = keys.complete;
+  else out[keys.status] = r.status;
   return out;
 }
 
