@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -50,11 +51,28 @@ py::tuple mesh_arrays(TriangleMesh&& m) {
 
 
 // A progress hook for the library: the caller's callback, and Ctrl-C, between slabs (the GIL taken for both).
+// Without a callback the GIL is taken at most every 20 ms from the call's start, so that a short call never waits
+// for it. The callback is held through a shared pointer: the library copies and drops its options on threads that
+// do not hold the GIL, where a Python reference count must not be touched.
 std::function<void(double)> progress_hook(py::object callback) {
-  return [callback](double fraction) {
+  const bool given = !callback.is_none();
+  const std::shared_ptr<py::object> held(new py::object(std::move(callback)), [](py::object* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+  const auto now_ms = [] {
+    return std::int64_t(std::chrono::steady_clock::now().time_since_epoch() / std::chrono::milliseconds(1));
+  };
+  const auto last = std::make_shared<std::atomic<std::int64_t>>(now_ms());
+  return [held, last, given, now_ms](double fraction) {
+    if (!given) {
+      std::int64_t before = last->load(std::memory_order_relaxed);
+      const std::int64_t now = now_ms();
+      if (now - before < 20 || !last->compare_exchange_strong(before, now)) return;
+    }
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-    if (!callback.is_none()) callback(fraction);
+    if (given) (*held)(fraction);
   };
 }
 

@@ -277,6 +277,36 @@ def test_progress_and_interrupt():
     assert len(parasurf.marching_cubes(vol, 0.5, device="cpu")[1]) > 0
 
 
+def test_ctrl_c_stops_marching_cubes_without_a_callback():
+    # Without a progress callback the hook takes the GIL at most every 20 ms: Ctrl-C is still heard within the call,
+    # at the end of its first sweep (where a callback hears 0.6), not after the call.
+    import os
+    import signal
+    import threading
+    import time
+
+    y = np.linspace(-3, 3, 512, dtype=np.float32)
+    q = y ** 4 - 5 * y ** 2
+    vol = np.clip((q[:, None, None] + q[None, :, None] + q[None, None, :] + 11.8) * 4 + 128, 0, 255).astype(np.uint8)
+    heard = []
+    for _ in range(2):  # the second, warm call's times: the first pays for fresh pages
+        heard.clear()
+        start = time.monotonic()
+        parasurf.marching_cubes(vol, 128.5, device="cpu", threads=1, progress=lambda f: heard.append(time.monotonic()))
+    first, full = heard[0] - start, time.monotonic() - start
+    if first < 0.022 or first > 0.5 * full:  # (the hook takes the GIL from 20 ms on)
+        pytest.skip("the first sweep took %.3f s of %.3f s: too short to aim a signal at" % (first, full))
+    timer = threading.Timer(0.5 * first, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            parasurf.marching_cubes(vol, 128.5, device="cpu", threads=1)
+    finally:
+        timer.cancel()
+    assert time.monotonic() - start < 0.5 * (first + full), (time.monotonic() - start, first, full)
+
+
 class OnlyCudaInterface:
     """What Numba or Warp arrays offer: the CUDA array interface alone."""
 
