@@ -780,7 +780,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   std::int64_t settled = 0;
   for (std::int64_t i = 0; i < finished; ++i) {
     r_verdict[i] = r_verdict[i] == kUnique ? 1 : 0;
-    if (r_residual && r_verdict[i] && r_residual[i] == r_residual[i]) ++settled;  // NaN: handed back to the host
+    if (r_residual && r_verdict[i] && r_residual[i] < HUGE_VAL) ++settled;  // NaN: handed back; HUGE_VAL: no root
   }
   g_settled += settled;
   result.count = finished;
