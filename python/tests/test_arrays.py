@@ -296,15 +296,20 @@ def test_ctrl_c_stops_marching_cubes_without_a_callback():
     first, full = heard[0] - start, time.monotonic() - start
     if first < 0.022 or first > 0.5 * full:  # (the hook takes the GIL from 20 ms on)
         pytest.skip("the first sweep took %.3f s of %.3f s: too short to aim a signal at" % (first, full))
-    timer = threading.Timer(0.5 * first, lambda: os.kill(os.getpid(), signal.SIGINT))
-    start = time.monotonic()
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            parasurf.marching_cubes(vol, 128.5, device="cpu", threads=1)
-    finally:
-        timer.cancel()
-    assert time.monotonic() - start < 0.5 * (first + full), (time.monotonic() - start, first, full)
+    took = []
+    for _ in range(3):  # (a timer thread held up on a loaded machine may miss the sweep's end: up to three tries)
+        timer = threading.Timer(0.5 * first, lambda: os.kill(os.getpid(), signal.SIGINT))
+        start = time.monotonic()
+        timer.start()
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                parasurf.marching_cubes(vol, 128.5, device="cpu", threads=1)
+        finally:
+            timer.cancel()
+        took.append(time.monotonic() - start)
+        if took[-1] < 0.5 * (first + full):
+            break
+    assert took[-1] < 0.5 * (first + full), (took, first, full)
 
 
 class OnlyCudaInterface:
