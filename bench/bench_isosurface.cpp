@@ -44,7 +44,7 @@ struct IsoBenchArgs {
   std::string topology = "classic";
   int threads = 0, repeats = 3, rounds = 1;
   double min_time = 0.2;  // seconds of runs per measurement, at the least (beside --repeats)
-  std::int64_t multi_gpu = 0, out_of_core = 0, label_map = 0;
+  std::int64_t multi_gpu = 0, out_of_core = 0, label_map = 0, slab_slices = 0;
   bool quick = false, no_peers = false;
 };
 
@@ -229,6 +229,7 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, co
       o.device = d;
       o.threads = a.threads;
       o.topology = parse_case_topology(a.topology);
+      o.slab_slices = a.slab_slices;
       DeviceBest& b = device_best[dname];
       IsosurfaceReport rep;
       TriangleMesh m;  // the last mesh lives until the next is made, as the peers' outputs do
@@ -270,8 +271,15 @@ void bench_volume(const IsoBenchArgs& a, const HostVolume& h, double copy_bw, co
                     {"scan", best_rep.profile.seconds_scan},
                     {"generate", best_rep.profile.seconds_generate},
                     {"copy", best_rep.profile.seconds_copy},
+                    {"upload", best_rep.profile.seconds_upload},
+                    {"download", best_rep.profile.seconds_download},
+                    {"slabs", best_rep.slabs},
                     {"triangles", b.triangles},
                     {"vertices", b.vertices}};
+    if (best_rep.device.rfind("cuda", 0) == 0)
+      std::printf("  %-26s %lld slab(s); upload %.3f ms, download %.3f ms (each slab's wait for its copies)\n", "",
+                  (long long)best_rep.slabs, best_rep.profile.seconds_upload * 1e3,
+                  best_rep.profile.seconds_download * 1e3);
     // From host memory the GPU's floor is the link: the samples up and the mesh (positions, normals, corners) home.
     if (link.host_to_device > 0 && best_rep.device.rfind("cuda", 0) == 0) {
       const double up = double(h.bytes.size()), down = double(b.vertices) * 24.0 + double(b.triangles) * 12.0;
@@ -530,6 +538,7 @@ void add_bench_isosurface(CLI::App& bench) {
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--python", a->python, "Python for the peers (default: /usr/bin/python3, then python3 on PATH)");
   cmd->add_flag("--no-peers", a->no_peers, "Skip VTK and scikit-image");
+  cmd->add_option("--slab-slices", a->slab_slices, "Slices per slab of parasurf's runs (0: chosen per volume and device)");
   cmd->add_option("--multi-gpu", a->multi_gpu, "Also: tangle N^3 float32 in host memory on one GPU and on all");
   cmd->add_option("--out-of-core", a->out_of_core, "Also: tangle N^3 float32 streamed from the generator on the GPU(s)");
   cmd->add_option("--label-map", a->label_map, "Also: label-map boundaries on an N^3 Voronoi map, with VTK's label filters");

@@ -49,7 +49,45 @@ std::vector<KeptThread*>& idle_threads() {
   return *idle;
 }
 
+KeptThread* lend_thread() {
+  {
+    std::lock_guard<std::mutex> lock(pool_mutex());
+    auto& idle = idle_threads();
+    if (!idle.empty()) {
+      KeptThread* t = idle.back();
+      idle.pop_back();
+      return t;
+    }
+  }
+  return new KeptThread;
+}
+
 }  // namespace
+
+struct KeptJob::State {
+  std::mutex mutex;
+  std::condition_variable done_wake;
+  bool done = false;
+};
+
+KeptJob::KeptJob(std::function<void()> job) : state_(std::make_shared<State>()) {
+  KeptThread* thread = lend_thread();
+  thread->post([state = state_, job = std::move(job), thread] {
+    job();
+    {
+      std::lock_guard<std::mutex> lock(pool_mutex());
+      idle_threads().push_back(thread);
+    }
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->done = true;
+    state->done_wake.notify_all();
+  });
+}
+
+void KeptJob::wait() {
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  state_->done_wake.wait(lock, [&] { return state_->done; });
+}
 
 void run_on_kept_threads(std::size_t n, const std::function<void(std::size_t)>& job) {
   if (n == 0) return;

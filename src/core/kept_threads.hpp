@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <memory>
 
 namespace parasurf::core {
 
@@ -11,5 +12,21 @@ namespace parasurf::core {
 // when all have returned. The job catches its own exceptions (one that escapes ends the process, as it would on a
 // std::thread).
 void run_on_kept_threads(std::size_t n, const std::function<void(std::size_t)>& job);
+
+// One job started on a kept thread beside the caller (a slab's read or upload ahead, every slab of a run: a thread
+// made for each would also make its OpenMP team anew). wait() returns once the job has returned; the destructor
+// waits too. The job catches its own exceptions.
+class KeptJob {
+ public:
+  explicit KeptJob(std::function<void()> job);
+  ~KeptJob() { wait(); }
+  KeptJob(const KeptJob&) = delete;
+  KeptJob& operator=(const KeptJob&) = delete;
+  void wait();
+
+ private:
+  struct State;
+  std::shared_ptr<State> state_;
+};
 
 }  // namespace parasurf::core

@@ -58,7 +58,7 @@ void give_back_staging(const StagingRing& ring) {
 
 bool staging_pays(int device, std::size_t bytes, bool holding_ring) {
   constexpr std::size_t first_staged_from = std::size_t(256) << 20;
-  if (bytes < kMinStagedBytes) return false;
+  if (bytes < (holding_ring ? kMinStagedBytesHeld : kMinStagedBytes)) return false;
   if (!holding_ring && bytes < first_staged_from && !spare_staging(device) && mid_size_copies++ < 1) return false;
   return true;
 }
@@ -183,25 +183,35 @@ void StagedLink::give_back_chunks() {
   ring_ = {};
 }
 
+void StagedLink::make_stream() {
+  if (stream_) return;
+  PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the staging stream");
+  for (int b = 0; b < kStagingBuffers; ++b)
+    PS_CUDA(cudaEventCreateWithFlags(&chunk_done_[b], cudaEventDisableTiming), "creating a staging event");
+  PS_CUDA(cudaEventCreateWithFlags(&work_done_, cudaEventDisableTiming), "creating a staging event");
+}
+
 bool StagedLink::chunks_for(std::size_t bytes) {
   if (!staging_pays(device_, bytes, bool(ring_))) return false;
-  if (!stream_) {
-    PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the staging stream");
-    for (int b = 0; b < kStagingBuffers; ++b)
-      PS_CUDA(cudaEventCreateWithFlags(&chunk_done_[b], cudaEventDisableTiming), "creating a staging event");
-    PS_CUDA(cudaEventCreateWithFlags(&work_done_, cudaEventDisableTiming), "creating a staging event");
-  }
+  make_stream();
   if (!ring_) ring_ = take_staging(device_);
   return bool(ring_);
 }
 
-void StagedLink::upload(void* device, const void* host, std::size_t bytes, const char* what) {
+void StagedLink::upload(void* device, const void* host, std::size_t bytes, const char* what, bool beside_work) {
   if (!pageable(host) || !chunks_for(bytes)) {
-    PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), what);
+    if (!beside_work) {
+      PS_CUDA(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice), what);
+      return;
+    }
+    // On the link's own stream: the default stream would wait for the kernels in flight.
+    make_stream();
+    PS_CUDA(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream_), what);
+    PS_CUDA(cudaStreamSynchronize(stream_), what);
     return;
   }
   // The staging stream does not wait for the default stream by itself.
-  PS_CUDA(cudaDeviceSynchronize(), what);
+  if (!beside_work) PS_CUDA(cudaDeviceSynchronize(), what);
   const CopyingShare share;
   const std::size_t piece = piece_bytes(bytes);
   for (std::size_t at = 0, k = 0; at < bytes; at += piece, ++k) {
@@ -220,7 +230,7 @@ void StagedLink::download(const std::vector<HostCopy>& copies, const char* what)
   // Which arrays are pageable, asked only where chunks could serve (each query costs a visible share of a small run).
   std::vector<char> staged(copies.size(), 0);
   std::size_t staged_bytes = 0;
-  if (total >= kMinStagedBytes)
+  if (total >= (ring_ ? kMinStagedBytesHeld : kMinStagedBytes))
     for (std::size_t i = 0; i < copies.size(); ++i) {
       staged[i] = copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host);
       staged_bytes += staged[i] ? copies[i].bytes : 0;

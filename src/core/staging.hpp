@@ -17,6 +17,9 @@ constexpr int kStagingBuffers = 4;
 constexpr std::size_t kStagingBufferBytes = std::size_t(8) << 20;
 // Below this a copy goes straight: the driver's own copy is as fast.
 constexpr std::size_t kMinStagedBytes = std::size_t(4) << 20;
+// A link that holds its ring already stages from here: no pinning to pay for, and a slab's share of a mesh brought
+// home piece by piece is this size.
+constexpr std::size_t kMinStagedBytesHeld = std::size_t(1) << 20;
 
 // The pinned ring of one device. It outlives its users (pinning anew for each job costs more than staging gains on
 // mid-size copies), so a process pins one per device and user at a time; rings are never freed (the runtime may be
@@ -32,7 +35,8 @@ StagingRing take_staging(int device);
 void give_back_staging(const StagingRing& ring);
 bool spare_staging(int device);
 
-// Whether a copy of `bytes` should be staged, for a user that holds a ring already or not: from kMinStagedBytes;
+// Whether a copy of `bytes` should be staged, for a user that holds a ring already or not: from kMinStagedBytes
+// (kMinStagedBytesHeld when holding one);
 // while the process has pinned none, one copy below 256 MiB goes straight (a one-shot run: pinning would cost more
 // than it gains) and the next pins them (a process that moves such arrays again and again).
 bool staging_pays(int device, std::size_t bytes, bool holding_ring);
@@ -67,9 +71,11 @@ class StagedLink {
   StagedLink(const StagedLink&) = delete;
   StagedLink& operator=(const StagedLink&) = delete;
 
-  // Host to device, once the device has finished all its work (the destination may still be read by it); returns
-  // when the bytes are there. `what` names the copy in errors.
-  void upload(void* device, const void* host, std::size_t bytes, const char* what);
+  // Host to device; returns when the bytes are there. `what` names the copy in errors. The copy starts once the
+  // device has finished all its work (the destination may still be read by it), unless the caller knows that no
+  // queued work touches the destination (`beside_work`: the next slab's samples going up while this slab's kernels
+  // run and its mesh comes home on other streams).
+  void upload(void* device, const void* host, std::size_t bytes, const char* what, bool beside_work = false);
   // Device to host after the work queued on the legacy default stream; returns when every byte is home. Entries
   // with no host pointer or no bytes are skipped.
   void download(const std::vector<HostCopy>& copies, const char* what);
@@ -78,6 +84,7 @@ class StagedLink {
   void give_back_chunks();
 
  private:
+  void make_stream();
   bool chunks_for(std::size_t bytes);
   int device_;
   cudaStream_t stream_ = nullptr;

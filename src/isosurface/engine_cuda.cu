@@ -50,7 +50,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 class CudaEngine final : public SlabEngine {
  public:
-  explicit CudaEngine(int device) : device_(device), link_(device) {
+  explicit CudaEngine(int device) : device_(device), link_(device), ahead_link_(device) {
     PS_CUDA(cudaSetDevice(device), "selecting the CUDA device");
     cudaDeviceProp p{};
     PS_CUDA(cudaGetDeviceProperties(&p, device), "reading device properties");
@@ -119,6 +119,7 @@ class CudaEngine final : public SlabEngine {
     for (auto& [slot, h] : held_) spare_held_.push_back(std::move(h));
     held_.clear();
     link_.give_back_chunks();  // other jobs may stage through them meanwhile
+    ahead_link_.give_back_chunks();
     std::uint64_t held = 0;
     for (const core::DeviceBuffer* b : arrays()) held += b->bytes;
     for (const auto& h : spare_held_)
@@ -245,22 +246,20 @@ class CudaEngine final : public SlabEngine {
     staged_ = {};
     core::visit_voxel_type(task.type, [&](auto tag) { device_values<decltype(tag)>(task); });
   }
-  // Runs on the driver's prefetch thread: a stream of its own that does not wait for the kernels of the slab in
-  // flight (the legacy default stream would), into the buffer that is not in use.
+  // Runs on the driver's prefetch thread: a link of its own whose stream does not wait for the kernels of the slab in
+  // flight (the legacy default stream would), into the buffer that is not in use. Pageable samples (a volume in the
+  // host's memory) go through a ring of its own, so that they go up while this slab's mesh comes home through
+  // link_'s.
   void prefetch(const SlabTask& next) override {
-    if (next.field >= 0 || !next.data) return;
+    if (next.field >= 0 || !next.data || next.device_samples) return;
     PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
     const SampleKey key = key_of(next);
-    if (!copy_stream_) PS_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "creating the upload stream");
     staging_.ensure(key.bytes, "allocating the next slab's samples");
-    PS_CUDA(cudaMemcpyAsync(staging_.ptr, next.data, key.bytes, cudaMemcpyHostToDevice, copy_stream_),
-            "uploading the next slab's samples");
-    PS_CUDA(cudaStreamSynchronize(copy_stream_), "uploading the next slab's samples");
+    ahead_link_.upload(staging_.ptr, next.data, key.bytes, "uploading the next slab's samples", true);
     staged_ = key;
   }
   ~CudaEngine() override {
     cudaSetDevice(device_);  // the releasing thread may have another (MPI ranks release it on a helper thread)
-    if (copy_stream_) cudaStreamDestroy(copy_stream_);
     if (classify_start_) cudaEventDestroy(classify_start_);
     if (classify_end_) cudaEventDestroy(classify_end_);
     if (totals_end_) cudaEventDestroy(totals_end_);
@@ -697,7 +696,8 @@ class CudaEngine final : public SlabEngine {
       }
     }
     // A mesh made ahead is complete: count() waited for the stream that made it, and a second wait costs a slab time.
-    if (!generated_ahead_) PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
+    // (The kernels' stream, which the triangle pass joined: the next slab's upload may be in flight beside it.)
+    if (!generated_ahead_) PS_CUDA(cudaStreamSynchronize(0), "generating the mesh");
     // The vertices the weld after the run must test, listed before the download (which waits for the kernel).
     near_listed_ = task.near_probe.active;
     const std::uint64_t near_capacity = std::max<std::uint64_t>(4096, nv / 8);
@@ -774,8 +774,8 @@ class CudaEngine final : public SlabEngine {
   bool near_listed_ = false;               // the last generation listed its vertices near samples
   std::vector<std::uint32_t> near_host_;   // those vertices, ascending
   core::DeviceBuffer near_ids_;
-  cudaStream_t copy_stream_ = nullptr;
   core::StagedLink link_;  // samples from and meshes into pageable host memory, through pinned chunks
+  core::StagedLink ahead_link_;  // the next slab's samples from pageable host memory, while link_ brings a mesh home
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
   // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and
   // the scan, and each is bound by latency at partial occupancy, so they overlap a little.

@@ -9,6 +9,7 @@
 #include <exception>
 #include <latch>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "core/auto_choice.hpp"
@@ -231,8 +232,8 @@ Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
 // so the cut costs nothing there. (A volume in memory stays one slab: its slabs' meshes would be joined by growing
 // copies; a GPU keeps its one upload.)
 std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const std::vector<int>& gpus, std::int64_t part,
-                             std::uint64_t slice_points, double per_slice, bool resident, bool on_device,
-                             std::size_t worker_count) {
+                             std::uint64_t slice_points, std::size_t vbytes, double per_slice, bool resident,
+                             bool on_device, std::size_t worker_count) {
   const bool several = worker_count > 1;
   std::int64_t S = o.slab_slices;
   if (S <= 0) {
@@ -254,6 +255,17 @@ std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const st
     if (several)
       S = std::min<std::int64_t>(
           S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) / (3 * std::int64_t(worker_count))));
+    // A volume in the host's memory on one GPU goes up in slabs of about 16 MiB (two to eight, of 16 slices or
+    // more; the three slices a slab shares with its neighbours go up twice): the next slab's samples go up while
+    // this slab's kernels run and its mesh comes home. In one slab the whole volume would go up, then the kernels
+    // run, then the whole mesh come home, one after the other.
+    constexpr std::uint64_t kOverlapSlabBytes = std::uint64_t(16) << 20;
+    const std::uint64_t bytes = std::uint64_t(part) * slice_points * vbytes;
+    if (device == Device::Cuda && resident && !on_device && !several && bytes >= 2 * kOverlapSlabBytes) {
+      const std::int64_t slabs =
+          std::min<std::int64_t>({std::int64_t(bytes / kOverlapSlabBytes), 8, part / 16});
+      if (slabs >= 2) S = std::min(S, (part + slabs - 1) / slabs);
+    }
     constexpr std::uint64_t kCpuSlabSamples = std::uint64_t(1) << 25;
     if (device == Device::Cpu && !resident && std::uint64_t(part) * slice_points > 2 * kCpuSlabSamples)
       S = std::min<std::int64_t>(S, std::max<std::int64_t>(2, std::int64_t(kCpuSlabSamples / slice_points)));
@@ -441,18 +453,17 @@ struct OneEngine {
       slabs.read_slab(0, buffers[0]);
       read_seconds += since(t);
     }
-    // Streamed into pinned buffers, the device samples of slab s + 1 go up on the prefetch thread, after its read,
-    // while slab s is processed; staging slab s first means that upload never lands in a buffer slab s still needs.
-    // (From pageable memory, a volume resident on the host, the early upload is slower, competing with the mesh
-    // downloads, so those slabs go up when their turn comes.)
-    const bool upload_ahead = gpu && !slabs.on_device && !slabs.resident && buffers[0].data.pinned();
+    // Streamed into pinned buffers, or lying in the host's memory, the device samples of slab s + 1 go up on the
+    // prefetch thread (after its read) while slab s is processed and its mesh comes home; staging slab s first means
+    // that upload never lands in a buffer slab s still needs.
+    const bool upload_ahead = gpu && !slabs.on_device && (slabs.resident || buffers[0].data.pinned());
     for (std::int64_t s = 0; s < slab_count; ++s) {
-      std::thread prefetch;
+      std::optional<core::KeptJob> prefetch;
       Error prefetch_error(ErrorKind::Io, "");
       bool prefetch_failed = false;
       if (upload_ahead) engine.stage(slabs.task_of(slabs.task, s, buffers[s % 2]));
       if ((streamed || upload_ahead) && s + 1 < slab_count) {
-        prefetch = std::thread([&, s] {
+        prefetch.emplace([&, s] {
           try {
             if (streamed) slabs.read_slab(s + 1, buffers[(s + 1) % 2]);
             if (upload_ahead) engine.prefetch(slabs.task_of(slabs.task, s + 1, buffers[(s + 1) % 2]));
@@ -468,12 +479,12 @@ struct OneEngine {
       try {
         run_slab(s, buffers[s % 2]);
       } catch (...) {
-        if (prefetch.joinable()) prefetch.join();
+        prefetch.reset();  // (waits for it)
         throw;
       }
-      if (prefetch.joinable()) {
+      if (prefetch) {
         const auto t = Clock::now();
-        prefetch.join();
+        prefetch->wait();
         read_seconds += since(t);  // only the part of the read that did not overlap
         if (prefetch_failed) throw prefetch_error;
       }
@@ -570,13 +581,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const void* resident = volume.resident_data();
   // Built-in fields are computed by the CUDA engine on the GPU (the gyroid's sines would differ from the host's).
   const bool on_device = iso::field_on_device(volume, device);
-  // On one GPU the next streamed slab's samples are uploaded while this slab is processed: a second copy there.
+  // On one GPU the next slab's samples are uploaded while this slab is processed: a second copy there.
   // (Several GPUs upload each slab in its turn.)
-  const double sample_copies = device == Device::Cuda && !on_device && !resident && !several ? 2.0 : 1.0;
+  const double sample_copies = device == Device::Cuda && !on_device && !several ? 2.0 : 1.0;
   const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point(nx) +
                                                    double(extra_raw + extra_bytes));
   const std::int64_t S =
-      slab_slices_for(o, device, gpus, part, slice_points, per_slice, resident != nullptr, on_device, worker_count);
+      slab_slices_for(o, device, gpus, part, slice_points, vbytes, per_slice, resident != nullptr, on_device, worker_count);
   rep.slab_slices = S;
   const std::int64_t slab_count = (part + S - 1) / S;
   rep.slabs = slab_count;

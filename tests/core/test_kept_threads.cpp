@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <chrono>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -30,6 +31,37 @@ TEST(KeptThreads, RunJobsAtOnceAndAreLentAgain) {
   }
   EXPECT_EQ(first, second) << "the second run should borrow the first run's threads";
   EXPECT_EQ(first.count(std::this_thread::get_id()), 0u);
+}
+
+// A job started beside the caller runs while the caller works (each waits for the other's signal, which would hang if
+// the job ran in wait()), wait() returns once it has run, and the next job borrows the same thread.
+TEST(KeptThreads, AJobRunsBesideTheCallerOnAKeptThread) {
+  std::thread::id ids[2];
+  for (auto& id : ids) {
+    std::barrier both(2);
+    int ran = 0;
+    {
+      core::KeptJob job([&] {
+        both.arrive_and_wait();  // the caller is running too
+        ran = 1;
+        id = std::this_thread::get_id();
+      });
+      both.arrive_and_wait();
+      job.wait();
+      EXPECT_EQ(ran, 1) << "wait() returns once the job has run";
+      job.wait();  // a second wait returns at once
+    }
+    EXPECT_NE(id, std::this_thread::get_id());
+  }
+  EXPECT_EQ(ids[0], ids[1]) << "the second job should borrow the first one's thread";
+  int ran = 0;
+  {
+    core::KeptJob job([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      ran = 1;
+    });
+  }
+  EXPECT_EQ(ran, 1) << "the destructor waits for the job";
 }
 
 }  // namespace
