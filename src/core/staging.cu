@@ -224,6 +224,11 @@ void StagedLink::upload(void* device, const void* host, std::size_t bytes, const
   PS_CUDA(cudaStreamSynchronize(stream_), what);
 }
 
+void StagedLink::copy_ahead(void* to, const void* from, std::size_t bytes, const char* what) {
+  make_stream();
+  PS_CUDA(cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, stream_), what);
+}
+
 void StagedLink::download(const std::vector<HostCopy>& copies, const char* what) {
   std::size_t total = 0;
   for (const HostCopy& c : copies) total += c.host ? c.bytes : 0;

@@ -76,6 +76,8 @@ class StagedLink {
   // queued work touches the destination (`beside_work`: the next slab's samples going up while this slab's kernels
   // run and its mesh comes home on other streams).
   void upload(void* device, const void* host, std::size_t bytes, const char* what, bool beside_work = false);
+  // Device to device on the link's stream, ahead of its next upload (which waits for it); `what` names the copy.
+  void copy_ahead(void* to, const void* from, std::size_t bytes, const char* what);
   // Device to host after the work queued on the legacy default stream; returns when every byte is home. Entries
   // with no host pointer or no bytes are skipped.
   void download(const std::vector<HostCopy>& copies, const char* what);

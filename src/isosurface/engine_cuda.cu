@@ -255,7 +255,19 @@ class CudaEngine final : public SlabEngine {
     PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
     const SampleKey key = key_of(next);
     staging_.ensure(key.bytes, "allocating the next slab's samples");
-    ahead_link_.upload(staging_.ptr, next.data, key.bytes, "uploading the next slab's samples", true);
+    // The slices it shares with the slab on the device (a volume in memory: the same host bytes) are copied there
+    // instead of crossing the link again.
+    const std::size_t slice_bytes = std::size_t(next.dims[0] * next.dims[1]) * voxel_bytes(next.type);
+    std::size_t shared = 0;
+    if (uploaded_ && uploaded_field_ < 0 && next.data_z0 > uploaded_z0_ && slice_bytes > 0) {
+      const std::size_t skip = std::size_t(next.data_z0 - uploaded_z0_) * slice_bytes;
+      if (skip < uploaded_bytes_ && static_cast<const char*>(uploaded_) + skip == next.data)
+        shared = std::min(uploaded_bytes_ - skip, key.bytes);
+      if (shared > 0)
+        ahead_link_.copy_ahead(staging_.ptr, data_.as<char>() + skip, shared, "copying the slices slabs share");
+    }
+    ahead_link_.upload(staging_.as<char>() + shared, static_cast<const char*>(next.data) + shared, key.bytes - shared,
+                       "uploading the next slab's samples", true);
     staged_ = key;
   }
   ~CudaEngine() override {
