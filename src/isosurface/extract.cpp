@@ -231,6 +231,9 @@ Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
 // interrupt, which the progress hook throws) is heard during the run: the next slab is read while one is processed,
 // so the cut costs nothing there. (A volume in memory stays one slab: its slabs' meshes would be joined by growing
 // copies; a GPU keeps its one upload.)
+// A volume in the host's memory goes up to one GPU in slabs of about this size (slab_slices_for).
+constexpr std::uint64_t kOverlapSlabBytes = std::uint64_t(16) << 20;
+
 std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const std::vector<int>& gpus, std::int64_t part,
                              std::uint64_t slice_points, std::size_t vbytes, double per_slice, bool resident,
                              bool on_device, std::size_t worker_count) {
@@ -259,7 +262,6 @@ std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const st
     // more; the three slices a slab shares with its neighbours go up twice): the next slab's samples go up while
     // this slab's kernels run and its mesh comes home. In one slab the whole volume would go up, then the kernels
     // run, then the whole mesh come home, one after the other.
-    constexpr std::uint64_t kOverlapSlabBytes = std::uint64_t(16) << 20;
     const std::uint64_t bytes = std::uint64_t(part) * slice_points * vbytes;
     if (device == Device::Cuda && resident && !on_device && !several && bytes >= 2 * kOverlapSlabBytes) {
       const std::int64_t slabs =
@@ -400,6 +402,8 @@ struct OneEngine {
       const std::int64_t slices_done = slabs.span_of(s)[1] - slabs.zb;
       if (slices_done < part && 3 * (v0 + c.vertices) > m.positions.capacity()) {
         scale = double(part) / double(slices_done);
+        if (L == 0 && expected_triangles > t0 + c.triangles)
+          scale = std::max(scale, double(expected_triangles) / double(t0 + c.triangles));
         if (double(grow + v0 * 24 + t0 * 12) * scale > 0.5 * double(core::available_host_memory())) scale = 1;
       }
       make_room(m.positions, 3 * (v0 + c.vertices), scale);
@@ -547,13 +551,17 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   std::uint64_t expected_triangles = 0;  // of the whole part, when reserving estimated it
   std::latch estimated(1), sized(1);
   std::jthread reserving;  // (declared after what it writes: joined before they end)
-  // The size is given (MPI's cost pass), or estimated from a built-in field's formula on a GPU. (On the CPU, which
-  // starts at once, only when given.)
-  const bool estimable = device == Device::Cuda && volume.builtin_field() >= 0 && !volume.resident_data();
+  // The size is given (MPI's cost pass), or estimated on a GPU from a built-in field's formula or from rows of a
+  // volume in memory large enough to go up in slabs (the first slabs' rate can be far from the whole volume's, and
+  // each growth of the mesh copies it). (On the CPU, which starts at once, only when given.)
+  const bool in_slabs_from_host =
+      volume.resident_data() && std::uint64_t(nx * ny) * std::uint64_t(part) * voxel_bytes(volume.type()) >= kOverlapSlabBytes * 2;
+  const bool estimable = device == Device::Cuda && !cpu_team && gpus.size() <= 1 &&
+                         ((volume.builtin_field() >= 0 && !volume.resident_data()) || in_slabs_from_host);
   if (levels.size() == 1 && !o.labels && !o.scalars && (o.expected_triangles > 0 || estimable))
     reserving = std::jthread([&] {
-      reserve_expected_mesh(volume, o, zb, ze, meshes[0], rep.profile.seconds_host_mesh_ahead, expected_triangles,
-                            estimated, sized, !several);
+      reserve_expected_mesh(volume, o, levels, zb, ze, meshes[0], rep.profile.seconds_host_mesh_ahead,
+                            expected_triangles, estimated, sized, !several);
     });
   else {
     estimated.count_down();
