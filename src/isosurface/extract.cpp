@@ -264,8 +264,7 @@ std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const st
     // run, then the whole mesh come home, one after the other.
     const std::uint64_t bytes = std::uint64_t(part) * slice_points * vbytes;
     if (device == Device::Cuda && resident && !on_device && !several && bytes >= 2 * kOverlapSlabBytes) {
-      const std::int64_t slabs =
-          std::min<std::int64_t>({std::int64_t(bytes / kOverlapSlabBytes), 8, part / 16});
+      const std::int64_t slabs = std::min<std::int64_t>({std::int64_t(bytes / kOverlapSlabBytes), 8, part / 16});
       if (slabs >= 2) S = std::min(S, (part + slabs - 1) / slabs);
     }
     constexpr std::uint64_t kCpuSlabSamples = std::uint64_t(1) << 25;
@@ -555,7 +554,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   // volume in memory large enough to go up in slabs (the first slabs' rate can be far from the whole volume's, and
   // each growth of the mesh copies it). (On the CPU, which starts at once, only when given.)
   const bool in_slabs_from_host =
-      volume.resident_data() && std::uint64_t(nx * ny) * std::uint64_t(part) * voxel_bytes(volume.type()) >= kOverlapSlabBytes * 2;
+      volume.resident_data() &&
+      std::uint64_t(nx * ny) * std::uint64_t(part) * voxel_bytes(volume.type()) >= kOverlapSlabBytes * 2;
   const bool estimable = device == Device::Cuda && !cpu_team && gpus.size() <= 1 &&
                          ((volume.builtin_field() >= 0 && !volume.resident_data()) || in_slabs_from_host);
   if (levels.size() == 1 && !o.labels && !o.scalars && (o.expected_triangles > 0 || estimable))
@@ -594,8 +594,8 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const double sample_copies = device == Device::Cuda && !on_device && !several ? 2.0 : 1.0;
   const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point(nx) +
                                                    double(extra_raw + extra_bytes));
-  const std::int64_t S =
-      slab_slices_for(o, device, gpus, part, slice_points, vbytes, per_slice, resident != nullptr, on_device, worker_count);
+  const std::int64_t S = slab_slices_for(o, device, gpus, part, slice_points, vbytes, per_slice, resident != nullptr,
+                                         on_device, worker_count);
   rep.slab_slices = S;
   const std::int64_t slab_count = (part + S - 1) / S;
   rep.slabs = slab_count;
