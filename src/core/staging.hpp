@@ -71,16 +71,20 @@ class StagedLink {
   StagedLink(const StagedLink&) = delete;
   StagedLink& operator=(const StagedLink&) = delete;
 
-  // Host to device; returns when the bytes are there. `what` names the copy in errors. The copy starts once the
-  // device has finished all its work (the destination may still be read by it), unless the caller knows that no
-  // queued work touches the destination (`beside_work`: the next slab's samples going up while this slab's kernels
-  // run and its mesh comes home on other streams).
-  void upload(void* device, const void* host, std::size_t bytes, const char* what, bool beside_work = false);
-  // Device to device on the link's stream, ahead of its next upload (which waits for it); `what` names the copy.
-  void copy_ahead(void* to, const void* from, std::size_t bytes, const char* what);
+  // Host to device, once the device has finished all its work (the destination may still be read by it); returns
+  // when the bytes are there. `what` names the copy in errors.
+  void upload(void* device, const void* host, std::size_t bytes, const char* what);
   // Device to host after the work queued on the legacy default stream; returns when every byte is home. Entries
   // with no host pointer or no bytes are skipped.
   void download(const std::vector<HostCopy>& copies, const char* what);
+  // The same, while `bytes` from `host` go up to `device` beside it (a slab's mesh home while the next slab's samples
+  // go up): the two copy engines run at once, through a ring each, and this thread's cores fill the upload's
+  // buffers while the download's pieces land, then empty those. (Two threads copying at once, each with a team of
+  // its own, made both several times slower.) The upload's destination must not be in use by queued work; `shared`
+  // bytes at its start are copied from `device_from` on the device first (slices the last slab holds already).
+  // Returns when both are done.
+  void download_beside_upload(const std::vector<HostCopy>& copies, void* device, const void* host, std::size_t bytes,
+                              const void* device_from, std::size_t shared, const char* what);
   // Gives the pinned ring back to the process's spares, no copy being in flight (an engine kept idle between runs
   // holds none); the next staged copy takes one again.
   void give_back_chunks();
@@ -91,6 +95,10 @@ class StagedLink {
   int device_;
   cudaStream_t stream_ = nullptr;
   StagingRing ring_;
+  // Uploads beside a download: a stream and ring of their own.
+  cudaStream_t up_stream_ = nullptr;
+  StagingRing up_ring_;
+  cudaEvent_t up_done_[kStagingBuffers] = {};
   cudaEvent_t chunk_done_[kStagingBuffers] = {};  // a buffer's piece has left (uploads) or arrived (downloads)
   cudaEvent_t work_done_ = nullptr;               // the kernels before a staged download are done
 };

@@ -50,7 +50,7 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 
 class CudaEngine final : public SlabEngine {
  public:
-  explicit CudaEngine(int device) : device_(device), link_(device), ahead_link_(device) {
+  explicit CudaEngine(int device) : device_(device), link_(device) {
     PS_CUDA(cudaSetDevice(device), "selecting the CUDA device");
     cudaDeviceProp p{};
     PS_CUDA(cudaGetDeviceProperties(&p, device), "reading device properties");
@@ -119,7 +119,7 @@ class CudaEngine final : public SlabEngine {
     for (auto& [slot, h] : held_) spare_held_.push_back(std::move(h));
     held_.clear();
     link_.give_back_chunks();  // other jobs may stage through them meanwhile
-    ahead_link_.give_back_chunks();
+    beside_set_ = false;
     std::uint64_t held = 0;
     for (const core::DeviceBuffer* b : arrays()) held += b->bytes;
     for (const auto& h : spare_held_)
@@ -244,34 +244,33 @@ class CudaEngine final : public SlabEngine {
       uploaded_z0_ = task.data_z0;
     }
     staged_ = {};
+    beside_set_ = false;
     core::visit_voxel_type(task.type, [&](auto tag) { device_values<decltype(tag)>(task); });
   }
-  // Runs on the driver's prefetch thread: a link of its own whose stream does not wait for the kernels of the slab in
-  // flight (the legacy default stream would), into the buffer that is not in use. Pageable samples (a volume in the
-  // host's memory) go through a ring of its own, so that they go up while this slab's mesh comes home through
-  // link_'s.
+  // Runs on the driver's prefetch thread: a stream of its own that does not wait for the kernels of the slab in
+  // flight (the legacy default stream would), into the buffer that is not in use.
   void prefetch(const SlabTask& next) override {
     if (next.field >= 0 || !next.data || next.device_samples) return;
     PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
     const SampleKey key = key_of(next);
+    if (!copy_stream_) PS_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "creating the upload stream");
     staging_.ensure(key.bytes, "allocating the next slab's samples");
-    // The slices it shares with the slab on the device (a volume in memory: the same host bytes) are copied there
-    // instead of crossing the link again.
-    const std::size_t slice_bytes = std::size_t(next.dims[0] * next.dims[1]) * voxel_bytes(next.type);
-    std::size_t shared = 0;
-    if (uploaded_ && uploaded_field_ < 0 && next.data_z0 > uploaded_z0_ && slice_bytes > 0) {
-      const std::size_t skip = std::size_t(next.data_z0 - uploaded_z0_) * slice_bytes;
-      if (skip < uploaded_bytes_ && static_cast<const char*>(uploaded_) + skip == next.data)
-        shared = std::min(uploaded_bytes_ - skip, key.bytes);
-      if (shared > 0)
-        ahead_link_.copy_ahead(staging_.ptr, data_.as<char>() + skip, shared, "copying the slices slabs share");
-    }
-    ahead_link_.upload(staging_.as<char>() + shared, static_cast<const char*>(next.data) + shared, key.bytes - shared,
-                       "uploading the next slab's samples", true);
+    PS_CUDA(cudaMemcpyAsync(staging_.ptr, next.data, key.bytes, cudaMemcpyHostToDevice, copy_stream_),
+            "uploading the next slab's samples");
+    PS_CUDA(cudaStreamSynchronize(copy_stream_), "uploading the next slab's samples");
     staged_ = key;
+  }
+  // The next slab's samples go up with this slab's mesh on its way home (in generate()).
+  void upload_beside(const SlabTask& next) override {
+    if (next.field >= 0 || !next.data || next.device_samples) return;
+    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
+    staging_.ensure(key_of(next).bytes, "allocating the next slab's samples");
+    beside_ = next;
+    beside_set_ = true;
   }
   ~CudaEngine() override {
     cudaSetDevice(device_);  // the releasing thread may have another (MPI ranks release it on a helper thread)
+    if (copy_stream_) cudaStreamDestroy(copy_stream_);
     if (classify_start_) cudaEventDestroy(classify_start_);
     if (classify_end_) cudaEventDestroy(classify_end_);
     if (totals_end_) cudaEventDestroy(totals_end_);
@@ -724,12 +723,29 @@ class CudaEngine final : public SlabEngine {
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
     // (A held slab's tail lies on the device, hold(): copied straight.)
-    link_.download({{out.positions, positions_.ptr, nv * 12},
-                   {task.normals ? out.normals : nullptr, normals_.ptr, nv * 12},
-                   {out.triangles, triangles_.ptr, nt * 12},
-                   {task.vertex_values() ? out.values : nullptr, values_.ptr, nv * 4},
-                   {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}},
-                   "downloading the mesh");
+    const std::vector<core::HostCopy> home = {{out.positions, positions_.ptr, nv * 12},
+                                              {task.normals ? out.normals : nullptr, normals_.ptr, nv * 12},
+                                              {out.triangles, triangles_.ptr, nt * 12},
+                                              {task.vertex_values() ? out.values : nullptr, values_.ptr, nv * 4},
+                                              {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}};
+    if (beside_set_) {
+      beside_set_ = false;
+      // The slices the next slab shares with this one (a volume in memory: the same host bytes) are copied on the
+      // device instead of crossing the link again.
+      const SampleKey key = key_of(beside_);
+      const std::size_t slice_bytes = std::size_t(beside_.dims[0] * beside_.dims[1]) * voxel_bytes(beside_.type);
+      std::size_t shared = 0, skip = 0;
+      if (uploaded_ && uploaded_field_ < 0 && beside_.data_z0 > uploaded_z0_ && slice_bytes > 0) {
+        skip = std::size_t(beside_.data_z0 - uploaded_z0_) * slice_bytes;
+        if (skip < uploaded_bytes_ && static_cast<const char*>(uploaded_) + skip == beside_.data)
+          shared = std::min(uploaded_bytes_ - skip, key.bytes);
+      }
+      link_.download_beside_upload(home, staging_.ptr, beside_.data, key.bytes, data_.as<char>() + skip, shared,
+                                   "downloading the mesh and uploading the next slab's samples");
+      staged_ = key;
+    } else {
+      link_.download(home, "downloading the mesh");
+    }
     // Only a mesh bound for the host asks (a resident one is left as it is).
     point_vertices_ = true;
     tie_vertices_ = level_samples_seen_;  // the count pass saw samples on the level in this slab
@@ -787,7 +803,9 @@ class CudaEngine final : public SlabEngine {
   std::vector<std::uint32_t> near_host_;   // those vertices, ascending
   core::DeviceBuffer near_ids_;
   core::StagedLink link_;  // samples from and meshes into pageable host memory, through pinned chunks
-  core::StagedLink ahead_link_;  // the next slab's samples from pageable host memory, while link_ brings a mesh home
+  cudaStream_t copy_stream_ = nullptr;
+  SlabTask beside_;           // the next slab, whose samples go up while this one's mesh comes home
+  bool beside_set_ = false;
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
   // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and
   // the scan, and each is bound by latency at partial occupancy, so they overlap a little.

@@ -232,7 +232,7 @@ Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
 // so the cut costs nothing there. (A volume in memory stays one slab: its slabs' meshes would be joined by growing
 // copies; a GPU keeps its one upload.)
 // A volume in the host's memory goes up to one GPU in slabs of about this size (slab_slices_for).
-constexpr std::uint64_t kOverlapSlabBytes = std::uint64_t(16) << 20;
+constexpr std::uint64_t kOverlapSlabBytes = std::uint64_t(32) << 20;
 
 std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const std::vector<int>& gpus, std::int64_t part,
                              std::uint64_t slice_points, std::size_t vbytes, double per_slice, bool resident,
@@ -258,13 +258,13 @@ std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const st
     if (several)
       S = std::min<std::int64_t>(
           S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) / (3 * std::int64_t(worker_count))));
-    // A volume in the host's memory on one GPU goes up in slabs of about 16 MiB (two to eight, of 16 slices or
-    // more; the three slices a slab shares with its neighbours go up twice): the next slab's samples go up while
-    // this slab's kernels run and its mesh comes home. In one slab the whole volume would go up, then the kernels
-    // run, then the whole mesh come home, one after the other.
+    // A volume in the host's memory on one GPU goes up in slabs of about 32 MiB (two to four, of 16 slices or
+    // more): the next slab's samples go up while this slab's mesh comes home. In one slab the whole volume would go
+    // up, then the kernels run, then the whole mesh come home, one after the other; each slab costs a few host
+    // round trips.
     const std::uint64_t bytes = std::uint64_t(part) * slice_points * vbytes;
     if (device == Device::Cuda && resident && !on_device && !several && bytes >= 2 * kOverlapSlabBytes) {
-      const std::int64_t slabs = std::min<std::int64_t>({std::int64_t(bytes / kOverlapSlabBytes), 8, part / 16});
+      const std::int64_t slabs = std::min<std::int64_t>({std::int64_t(bytes / kOverlapSlabBytes), 4, part / 16});
       if (slabs >= 2) S = std::min(S, (part + slabs - 1) / slabs);
     }
     constexpr std::uint64_t kCpuSlabSamples = std::uint64_t(1) << 25;
@@ -456,15 +456,18 @@ struct OneEngine {
       slabs.read_slab(0, buffers[0]);
       read_seconds += since(t);
     }
-    // Streamed into pinned buffers, or lying in the host's memory, the device samples of slab s + 1 go up on the
-    // prefetch thread (after its read) while slab s is processed and its mesh comes home; staging slab s first means
-    // that upload never lands in a buffer slab s still needs.
-    const bool upload_ahead = gpu && !slabs.on_device && (slabs.resident || buffers[0].data.pinned());
+    // Streamed into pinned buffers, the device samples of slab s + 1 go up on the prefetch thread, after its read,
+    // while slab s is processed; lying in the host's memory (pageable), they go up while slab s's mesh comes home,
+    // by this thread's cores. Staging slab s first means that upload never lands in a buffer slab s still needs.
+    const bool upload_ahead = gpu && !slabs.on_device && !slabs.resident && buffers[0].data.pinned();
+    const bool upload_beside = gpu && !slabs.on_device && slabs.resident;
     for (std::int64_t s = 0; s < slab_count; ++s) {
       std::optional<core::KeptJob> prefetch;
       Error prefetch_error(ErrorKind::Io, "");
       bool prefetch_failed = false;
-      if (upload_ahead) engine.stage(slabs.task_of(slabs.task, s, buffers[s % 2]));
+      if (upload_ahead || upload_beside) engine.stage(slabs.task_of(slabs.task, s, buffers[s % 2]));
+      if (upload_beside && s + 1 < slab_count)
+        engine.upload_beside(slabs.task_of(slabs.task, s + 1, buffers[(s + 1) % 2]));
       if ((streamed || upload_ahead) && s + 1 < slab_count) {
         prefetch.emplace([&, s] {
           try {
