@@ -231,9 +231,6 @@ Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
 // interrupt, which the progress hook throws) is heard during the run: the next slab is read while one is processed,
 // so the cut costs nothing there. (A volume in memory stays one slab: its slabs' meshes would be joined by growing
 // copies; a GPU keeps its one upload.)
-// A volume in the host's memory goes up to one GPU in slabs of about this size (slab_slices_for).
-constexpr std::uint64_t kOverlapSlabBytes = std::uint64_t(32) << 20;
-
 std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const std::vector<int>& gpus, std::int64_t part,
                              std::uint64_t slice_points, std::size_t vbytes, double per_slice, bool resident,
                              bool on_device, std::size_t worker_count) {
@@ -258,13 +255,9 @@ std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const st
     if (several)
       S = std::min<std::int64_t>(
           S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) / (3 * std::int64_t(worker_count))));
-    // A volume in the host's memory on one GPU goes up in slabs of about 32 MiB (two to four, of 16 slices or
-    // more): the next slab's samples go up while this slab's mesh comes home. In one slab the whole volume would go
-    // up, then the kernels run, then the whole mesh come home, one after the other; each slab costs a few host
-    // round trips.
-    const std::uint64_t bytes = std::uint64_t(part) * slice_points * vbytes;
-    if (device == Device::Cuda && resident && !on_device && !several && bytes >= 2 * kOverlapSlabBytes) {
-      const std::int64_t slabs = std::min<std::int64_t>({std::int64_t(bytes / kOverlapSlabBytes), 4, part / 16});
+    // A volume in the host's memory on one GPU: in slabs, the next going up while this one's mesh comes home.
+    if (device == Device::Cuda && resident && !on_device && !several) {
+      const std::int64_t slabs = iso::host_volume_slabs(std::uint64_t(part) * slice_points * vbytes, part);
       if (slabs >= 2) S = std::min(S, (part + slabs - 1) / slabs);
     }
     constexpr std::uint64_t kCpuSlabSamples = std::uint64_t(1) << 25;
@@ -558,7 +551,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   // each growth of the mesh copies it). (On the CPU, which starts at once, only when given.)
   const bool in_slabs_from_host =
       volume.resident_data() &&
-      std::uint64_t(nx * ny) * std::uint64_t(part) * voxel_bytes(volume.type()) >= kOverlapSlabBytes * 2;
+      iso::host_volume_slabs(std::uint64_t(nx * ny) * std::uint64_t(part) * voxel_bytes(volume.type()), part) > 1;
   const bool estimable = device == Device::Cuda && !cpu_team && gpus.size() <= 1 &&
                          ((volume.builtin_field() >= 0 && !volume.resident_data()) || in_slabs_from_host);
   if (levels.size() == 1 && !o.labels && !o.scalars && (o.expected_triangles > 0 || estimable))
