@@ -259,8 +259,7 @@ void StagedLink::download_beside_upload(const std::vector<HostCopy>& copies, voi
       PS_CUDA(cudaEventCreateWithFlags(&up_done_[b], cudaEventDisableTiming), "creating a staging event");
   }
   // (The caller's destination is not in use: neither stream waits for the kernels before it.)
-  if (shared > 0)
-    PS_CUDA(cudaMemcpyAsync(device, device_from, shared, cudaMemcpyDeviceToDevice, up_stream_), what);
+  if (shared > 0) PS_CUDA(cudaMemcpyAsync(device, device_from, shared, cudaMemcpyDeviceToDevice, up_stream_), what);
   char* up_to = static_cast<char*>(device) + shared;
   const char* up_from = static_cast<const char*>(host) + shared;
   const std::size_t up_bytes = bytes - shared;
