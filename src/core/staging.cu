@@ -58,7 +58,7 @@ void give_back_staging(const StagingRing& ring) {
 
 bool staging_pays(int device, std::size_t bytes, bool holding_ring) {
   constexpr std::size_t first_staged_from = std::size_t(256) << 20;
-  if (bytes < (holding_ring ? kMinStagedBytesHeld : kMinStagedBytes)) return false;
+  if (bytes < kMinStagedBytes) return false;
   if (!holding_ring && bytes < first_staged_from && !spare_staging(device) && mid_size_copies++ < 1) return false;
   return true;
 }
@@ -166,39 +166,31 @@ void copy_home(int device, const std::vector<HostCopy>& copies, cudaStream_t str
 
 StagedLink::~StagedLink() {
   cudaSetDevice(device_);  // the releasing thread may have another
-  for (cudaStream_t s : {stream_, up_stream_})
-    if (s) {
-      cudaStreamSynchronize(s);  // the buffers go back to the spares with no copy in flight
-      cudaStreamDestroy(s);
-    }
+  if (stream_) {
+    cudaStreamSynchronize(stream_);  // the buffers go back to the spares with no copy in flight
+    cudaStreamDestroy(stream_);
+  }
   for (auto& e : chunk_done_)
-    if (e) cudaEventDestroy(e);
-  for (auto& e : up_done_)
     if (e) cudaEventDestroy(e);
   if (work_done_) cudaEventDestroy(work_done_);
   give_back_staging(ring_);
-  give_back_staging(up_ring_);
 }
 
 void StagedLink::give_back_chunks() {
+  if (!ring_) return;
   if (stream_) PS_CUDA(cudaStreamSynchronize(stream_), "finishing the staged copies");
-  if (up_stream_) PS_CUDA(cudaStreamSynchronize(up_stream_), "finishing the staged copies");
   give_back_staging(ring_);
-  give_back_staging(up_ring_);
-  ring_ = up_ring_ = {};
-}
-
-void StagedLink::make_stream() {
-  if (stream_) return;
-  PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the staging stream");
-  for (int b = 0; b < kStagingBuffers; ++b)
-    PS_CUDA(cudaEventCreateWithFlags(&chunk_done_[b], cudaEventDisableTiming), "creating a staging event");
-  PS_CUDA(cudaEventCreateWithFlags(&work_done_, cudaEventDisableTiming), "creating a staging event");
+  ring_ = {};
 }
 
 bool StagedLink::chunks_for(std::size_t bytes) {
   if (!staging_pays(device_, bytes, bool(ring_))) return false;
-  make_stream();
+  if (!stream_) {
+    PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the staging stream");
+    for (int b = 0; b < kStagingBuffers; ++b)
+      PS_CUDA(cudaEventCreateWithFlags(&chunk_done_[b], cudaEventDisableTiming), "creating a staging event");
+    PS_CUDA(cudaEventCreateWithFlags(&work_done_, cudaEventDisableTiming), "creating a staging event");
+  }
   if (!ring_) ring_ = take_staging(device_);
   return bool(ring_);
 }
@@ -228,7 +220,7 @@ void StagedLink::download(const std::vector<HostCopy>& copies, const char* what)
   // Which arrays are pageable, asked only where chunks could serve (each query costs a visible share of a small run).
   std::vector<char> staged(copies.size(), 0);
   std::size_t staged_bytes = 0;
-  if (total >= (ring_ ? kMinStagedBytesHeld : kMinStagedBytes))
+  if (total >= kMinStagedBytes)
     for (std::size_t i = 0; i < copies.size(); ++i) {
       staged[i] = copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host);
       staged_bytes += staged[i] ? copies[i].bytes : 0;
@@ -247,84 +239,6 @@ void StagedLink::download(const std::vector<HostCopy>& copies, const char* what)
   PS_CUDA(cudaStreamWaitEvent(stream_, work_done_, 0), what);
   const CopyingShare share;
   bring_home(ring_, chunk_pieces(through), stream_, chunk_done_, share.threads(), what);
-}
-
-void StagedLink::download_beside_upload(const std::vector<HostCopy>& copies, void* device, const void* host,
-                                        std::size_t bytes, const void* device_from, std::size_t shared,
-                                        const char* what) {
-  make_stream();
-  if (!up_stream_) {
-    PS_CUDA(cudaStreamCreateWithFlags(&up_stream_, cudaStreamNonBlocking), "creating the staging stream");
-    for (int b = 0; b < kStagingBuffers; ++b)
-      PS_CUDA(cudaEventCreateWithFlags(&up_done_[b], cudaEventDisableTiming), "creating a staging event");
-  }
-  // (The caller's destination is not in use: neither stream waits for the kernels before it.)
-  if (shared > 0) PS_CUDA(cudaMemcpyAsync(device, device_from, shared, cudaMemcpyDeviceToDevice, up_stream_), what);
-  char* up_to = static_cast<char*>(device) + shared;
-  const char* up_from = static_cast<const char*>(host) + shared;
-  const std::size_t up_bytes = bytes - shared;
-  std::vector<HostCopy> up_pieces;  // (host = the caller's samples, device = where they go)
-  if (up_bytes > 0 && pageable(host) && staging_pays(device_, up_bytes, bool(up_ring_))) {
-    if (!up_ring_) up_ring_ = take_staging(device_);
-    if (up_ring_) {
-      const std::size_t piece = piece_bytes(up_bytes);
-      for (std::size_t at = 0; at < up_bytes; at += piece)
-        up_pieces.push_back({const_cast<char*>(up_from) + at, up_to + at, std::min(piece, up_bytes - at)});
-    }
-  }
-  if (up_bytes > 0 && up_pieces.empty())  // pinned samples (the copy engine reads them itself) or a small copy
-    PS_CUDA(cudaMemcpyAsync(up_to, up_from, up_bytes, cudaMemcpyHostToDevice, up_stream_), what);
-
-  // The download's pieces, as download() makes them.
-  std::size_t total = 0;
-  for (const HostCopy& c : copies) total += c.host ? c.bytes : 0;
-  std::vector<HostCopy> through;
-  const bool chunks = total >= (ring_ ? kMinStagedBytesHeld : kMinStagedBytes) && chunks_for(total);
-  for (const HostCopy& c : copies) {
-    if (!c.host || c.bytes == 0) continue;
-    if (chunks && pageable(c.host))
-      through.push_back(c);
-    else
-      PS_CUDA(cudaMemcpy(c.host, c.device, c.bytes, cudaMemcpyDefault), what);
-  }
-  const std::vector<HostCopy> down = chunk_pieces(through);
-  if (!down.empty()) {
-    PS_CUDA(cudaEventRecord(work_done_, cudaStreamLegacy), what);
-    PS_CUDA(cudaStreamWaitEvent(stream_, work_done_, 0), what);
-  }
-  constexpr std::size_t n = kStagingBuffers;
-  auto bring = [&](std::size_t p) {
-    PS_CUDA(cudaMemcpyAsync(ring_.host[p % n], down[p].device, down[p].bytes, cudaMemcpyDeviceToHost, stream_), what);
-    PS_CUDA(cudaEventRecord(chunk_done_[p % n], stream_), what);
-  };
-  auto send = [&](std::size_t p) {
-    const std::size_t b = p % n;
-    PS_CUDA(cudaEventSynchronize(up_done_[b]), what);  // its last piece has left
-    parallel_copy(up_ring_.host[b], up_pieces[p].host, up_pieces[p].bytes, cpu_thread_count(0));
-    PS_CUDA(cudaMemcpyAsync(const_cast<void*>(up_pieces[p].device), up_ring_.host[b], up_pieces[p].bytes,
-                            cudaMemcpyHostToDevice, up_stream_),
-            what);
-    PS_CUDA(cudaEventRecord(up_done_[b], up_stream_), what);
-  };
-  try {
-    for (std::size_t p = 0; p + 1 < n && p < down.size(); ++p) bring(p);
-    // In turns: fill an upload piece while download pieces land, then empty a landed one while it goes up.
-    for (std::size_t d = 0, u = 0; d < down.size() || u < up_pieces.size();) {
-      if (u < up_pieces.size()) send(u++);
-      if (d < down.size()) {
-        if (d + n - 1 < down.size()) bring(d + n - 1);  // into the buffer emptied in the last round
-        PS_CUDA(cudaEventSynchronize(chunk_done_[d % n]), what);
-        parallel_copy(down[d].host, ring_.host[d % n], down[d].bytes, cpu_thread_count(0));
-        ++d;
-      }
-    }
-    PS_CUDA(cudaStreamSynchronize(up_stream_), what);
-  } catch (...) {
-    cudaStreamSynchronize(stream_);  // no copy may still be landing in the buffers when they go back
-    cudaStreamSynchronize(up_stream_);
-    cudaGetLastError();
-    throw;
-  }
 }
 
 }  // namespace parasurf::core

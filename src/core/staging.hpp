@@ -17,9 +17,6 @@ constexpr int kStagingBuffers = 4;
 constexpr std::size_t kStagingBufferBytes = std::size_t(8) << 20;
 // Below this a copy goes straight: the driver's own copy is as fast.
 constexpr std::size_t kMinStagedBytes = std::size_t(4) << 20;
-// A link that holds its ring already stages from here: no pinning to pay for, and a slab's share of a mesh brought
-// home piece by piece is this size.
-constexpr std::size_t kMinStagedBytesHeld = std::size_t(1) << 20;
 
 // The pinned ring of one device. It outlives its users (pinning anew for each job costs more than staging gains on
 // mid-size copies), so a process pins one per device and user at a time; rings are never freed (the runtime may be
@@ -35,8 +32,7 @@ StagingRing take_staging(int device);
 void give_back_staging(const StagingRing& ring);
 bool spare_staging(int device);
 
-// Whether a copy of `bytes` should be staged, for a user that holds a ring already or not: from kMinStagedBytes
-// (kMinStagedBytesHeld when holding one);
+// Whether a copy of `bytes` should be staged, for a user that holds a ring already or not: from kMinStagedBytes;
 // while the process has pinned none, one copy below 256 MiB goes straight (a one-shot run: pinning would cost more
 // than it gains) and the next pins them (a process that moves such arrays again and again).
 bool staging_pays(int device, std::size_t bytes, bool holding_ring);
@@ -77,28 +73,15 @@ class StagedLink {
   // Device to host after the work queued on the legacy default stream; returns when every byte is home. Entries
   // with no host pointer or no bytes are skipped.
   void download(const std::vector<HostCopy>& copies, const char* what);
-  // The same, while `bytes` from `host` go up to `device` beside it (a slab's mesh home while the next slab's samples
-  // go up): the two copy engines run at once, through a ring each, and this thread's cores fill the upload's
-  // buffers while the download's pieces land, then empty those. (Two threads copying at once, each with a team of
-  // its own, made both several times slower.) The upload's destination must not be in use by queued work; `shared`
-  // bytes at its start are copied from `device_from` on the device first (slices the last slab holds already).
-  // Returns when both are done.
-  void download_beside_upload(const std::vector<HostCopy>& copies, void* device, const void* host, std::size_t bytes,
-                              const void* device_from, std::size_t shared, const char* what);
   // Gives the pinned ring back to the process's spares, no copy being in flight (an engine kept idle between runs
   // holds none); the next staged copy takes one again.
   void give_back_chunks();
 
  private:
-  void make_stream();
   bool chunks_for(std::size_t bytes);
   int device_;
   cudaStream_t stream_ = nullptr;
   StagingRing ring_;
-  // Uploads beside a download: a stream and ring of their own.
-  cudaStream_t up_stream_ = nullptr;
-  StagingRing up_ring_;
-  cudaEvent_t up_done_[kStagingBuffers] = {};
   cudaEvent_t chunk_done_[kStagingBuffers] = {};  // a buffer's piece has left (uploads) or arrived (downloads)
   cudaEvent_t work_done_ = nullptr;               // the kernels before a staged download are done
 };

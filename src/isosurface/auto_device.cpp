@@ -123,20 +123,11 @@ double kernel_seconds(const AutoJob& job) {
   return samples_of(job) * job.levels / kGpuSamplesPerSecond + job.triangles / kGpuTrianglesPerSecond;
 }
 
-// The samples up and the mesh home: one after the other in one slab; in k slabs, each slab's mesh comes home
-// beside the next slab's samples going up, so that the longer direction and a slab's share of the shorter remain.
-double link_seconds(const AutoJob& job) {
-  const double up = core::link_seconds(true, bytes_up(job), kUploadBytesPerSecond);
-  const double down = core::link_seconds(false, bytes_down(job), kDownloadBytesPerSecond);
-  const std::int64_t k = job.samples_on_host && job.extra_volumes == 0 && job.levels == 1
-                             ? host_volume_slabs(std::uint64_t(bytes_up(job)), job.dims[2])
-                             : 1;
-  return k > 1 ? std::max(up, down) + std::min(up, down) / double(k) : up + down;
-}
-
 double gpu_seconds(const AutoJob& job) {
   return (core::cuda_context_active(0) ? 0 : kContextStartSeconds) +
-         core::gpu_call_seconds("isosurface", kGpuCallSeconds) + link_seconds(job) + kernel_seconds(job) +
+         core::gpu_call_seconds("isosurface", kGpuCallSeconds) +
+         core::link_seconds(true, bytes_up(job), kUploadBytesPerSecond) +
+         core::link_seconds(false, bytes_down(job), kDownloadBytesPerSecond) + kernel_seconds(job) +
          bytes_down(job) / kHostMeshBytesPerSecond;
 }
 
@@ -194,24 +185,12 @@ core::DeviceEstimate estimate_seconds(const AutoJob& job) {
 }
 
 void learn_from_gpu_run(const AutoJob& made, const IsosurfaceReport& rep, bool context_started) {
-  // A run in slabs copied both ways at once: its link time is the model's (from the rates of one-slab runs), not
-  // the sum of its waits.
-  double link = rep.profile.seconds_upload + rep.profile.seconds_download;
-  if (rep.slabs > 1) {
-    link = link_seconds(made);
-  } else {
-    core::learn_link(true, bytes_up(made), rep.profile.seconds_upload);
-    core::learn_link(false, bytes_down(made), rep.profile.seconds_download);
-  }
+  core::learn_link(true, bytes_up(made), rep.profile.seconds_upload);
+  core::learn_link(false, bytes_down(made), rep.profile.seconds_download);
   // (The host mesh's arrays grow with the mesh: not a fixed cost.)
-  core::learn_gpu_call("isosurface", rep.seconds_total - rep.seconds_read - link - rep.profile.seconds_host_mesh -
+  core::learn_gpu_call("isosurface", rep.seconds_total - rep.seconds_read - rep.profile.seconds_upload -
+                                         rep.profile.seconds_download - rep.profile.seconds_host_mesh -
                                          (context_started ? rep.profile.seconds_engine_start : 0) - kernel_seconds(made));
-}
-
-std::int64_t host_volume_slabs(std::uint64_t sample_bytes, std::int64_t slices) {
-  constexpr std::uint64_t kSlabBytes = std::uint64_t(32) << 20;
-  if (sample_bytes < 2 * kSlabBytes) return 1;
-  return std::max<std::int64_t>(1, std::min<std::int64_t>({std::int64_t(sample_bytes / kSlabBytes), 4, slices / 16}));
 }
 
 double expected_triangles(VolumeSource& volume, const std::vector<double>& levels) {

@@ -25,12 +25,6 @@ struct AutoJob {
   int threads = 0;               // CPU threads asked for (0: all)
 };
 
-// Slabs in which a volume of `sample_bytes` in the host's memory, `slices` slices deep, goes up to one GPU (1: whole):
-// about 32 MiB each, two to four from 64 MiB on, of 16 slices or more. The next slab's samples go up while this
-// slab's mesh comes home; in one slab the whole volume would go up, then the kernels run, then the whole mesh come
-// home, one after the other, and each slab costs a few host round trips.
-std::int64_t host_volume_slabs(std::uint64_t sample_bytes, std::int64_t slices);
-
 // Whether `auto` weighs the CPU against a GPU for these options (a usable GPU, no list of GPUs given).
 bool auto_weighs_devices(const IsosurfaceOptions& o);
 // The job of extracting `volume` with `o`, with this many triangles.

@@ -130,10 +130,6 @@ class SlabEngine {
   // it matches). Then prefetch() may start on another thread with the next task, while this one is processed.
   virtual void stage(const SlabTask& task) { (void)task; }
   virtual void prefetch(const SlabTask& next) { (void)next; }
-  // Or, after stage() on the thread that runs the slab: the next task's samples (in pageable host memory) go up
-  // while this slab's mesh comes home in generate(), by the same thread's cores (two threads copying at once are
-  // slower than one). stage() with that task then finds them there.
-  virtual void upload_beside(const SlabTask& next) { (void)next; }
   // Allocates ahead what a slab like `largest` needs (on a GPU: its samples, work arrays, and the mesh arrays of about
   // `expected_triangles`), so that the engine's start-up, not the first slab, pays for it. Arrays still grow as needed.
   virtual void prepare(const SlabTask& largest, std::uint64_t expected_triangles) { (void)largest, (void)expected_triangles; }

@@ -119,7 +119,6 @@ class CudaEngine final : public SlabEngine {
     for (auto& [slot, h] : held_) spare_held_.push_back(std::move(h));
     held_.clear();
     link_.give_back_chunks();  // other jobs may stage through them meanwhile
-    beside_set_ = false;
     std::uint64_t held = 0;
     for (const core::DeviceBuffer* b : arrays()) held += b->bytes;
     for (const auto& h : spare_held_)
@@ -244,13 +243,12 @@ class CudaEngine final : public SlabEngine {
       uploaded_z0_ = task.data_z0;
     }
     staged_ = {};
-    beside_set_ = false;
     core::visit_voxel_type(task.type, [&](auto tag) { device_values<decltype(tag)>(task); });
   }
   // Runs on the driver's prefetch thread: a stream of its own that does not wait for the kernels of the slab in
   // flight (the legacy default stream would), into the buffer that is not in use.
   void prefetch(const SlabTask& next) override {
-    if (next.field >= 0 || !next.data || next.device_samples) return;
+    if (next.field >= 0 || !next.data) return;
     PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
     const SampleKey key = key_of(next);
     if (!copy_stream_) PS_CUDA(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "creating the upload stream");
@@ -259,14 +257,6 @@ class CudaEngine final : public SlabEngine {
             "uploading the next slab's samples");
     PS_CUDA(cudaStreamSynchronize(copy_stream_), "uploading the next slab's samples");
     staged_ = key;
-  }
-  // The next slab's samples go up with this slab's mesh on its way home (in generate()).
-  void upload_beside(const SlabTask& next) override {
-    if (next.field >= 0 || !next.data || next.device_samples) return;
-    PS_CUDA(cudaSetDevice(device_), "selecting the CUDA device");
-    staging_.ensure(key_of(next).bytes, "allocating the next slab's samples");
-    beside_ = next;
-    beside_set_ = true;
   }
   ~CudaEngine() override {
     cudaSetDevice(device_);  // the releasing thread may have another (MPI ranks release it on a helper thread)
@@ -707,8 +697,7 @@ class CudaEngine final : public SlabEngine {
       }
     }
     // A mesh made ahead is complete: count() waited for the stream that made it, and a second wait costs a slab time.
-    // (The kernels' stream, which the triangle pass joined: the next slab's upload may be in flight beside it.)
-    if (!generated_ahead_) PS_CUDA(cudaStreamSynchronize(0), "generating the mesh");
+    if (!generated_ahead_) PS_CUDA(cudaDeviceSynchronize(), "generating the mesh");
     // The vertices the weld after the run must test, listed before the download (which waits for the kernel).
     near_listed_ = task.near_probe.active;
     const std::uint64_t near_capacity = std::max<std::uint64_t>(4096, nv / 8);
@@ -723,29 +712,12 @@ class CudaEngine final : public SlabEngine {
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
     // (A held slab's tail lies on the device, hold(): copied straight.)
-    const std::vector<core::HostCopy> home = {{out.positions, positions_.ptr, nv * 12},
-                                              {task.normals ? out.normals : nullptr, normals_.ptr, nv * 12},
-                                              {out.triangles, triangles_.ptr, nt * 12},
-                                              {task.vertex_values() ? out.values : nullptr, values_.ptr, nv * 4},
-                                              {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}};
-    if (beside_set_) {
-      beside_set_ = false;
-      // The slices the next slab shares with this one (a volume in memory: the same host bytes) are copied on the
-      // device instead of crossing the link again.
-      const SampleKey key = key_of(beside_);
-      const std::size_t slice_bytes = std::size_t(beside_.dims[0] * beside_.dims[1]) * voxel_bytes(beside_.type);
-      std::size_t shared = 0, skip = 0;
-      if (uploaded_ && uploaded_field_ < 0 && beside_.data_z0 > uploaded_z0_ && slice_bytes > 0) {
-        skip = std::size_t(beside_.data_z0 - uploaded_z0_) * slice_bytes;
-        if (skip < uploaded_bytes_ && static_cast<const char*>(uploaded_) + skip == beside_.data)
-          shared = std::min(uploaded_bytes_ - skip, key.bytes);
-      }
-      link_.download_beside_upload(home, staging_.ptr, beside_.data, key.bytes, data_.as<char>() + skip, shared,
-                                   "downloading the mesh and uploading the next slab's samples");
-      staged_ = key;
-    } else {
-      link_.download(home, "downloading the mesh");
-    }
+    link_.download({{out.positions, positions_.ptr, nv * 12},
+                   {task.normals ? out.normals : nullptr, normals_.ptr, nv * 12},
+                   {out.triangles, triangles_.ptr, nt * 12},
+                   {task.vertex_values() ? out.values : nullptr, values_.ptr, nv * 4},
+                   {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}},
+                   "downloading the mesh");
     // Only a mesh bound for the host asks (a resident one is left as it is).
     point_vertices_ = true;
     tie_vertices_ = level_samples_seen_;  // the count pass saw samples on the level in this slab
@@ -802,10 +774,8 @@ class CudaEngine final : public SlabEngine {
   bool near_listed_ = false;               // the last generation listed its vertices near samples
   std::vector<std::uint32_t> near_host_;   // those vertices, ascending
   core::DeviceBuffer near_ids_;
-  core::StagedLink link_;  // samples from and meshes into pageable host memory, through pinned chunks
   cudaStream_t copy_stream_ = nullptr;
-  SlabTask beside_;           // the next slab, whose samples go up while this one's mesh comes home
-  bool beside_set_ = false;
+  core::StagedLink link_;  // samples from and meshes into pageable host memory, through pinned chunks
   cudaEvent_t classify_start_ = nullptr, classify_end_ = nullptr, totals_end_ = nullptr, generated_ = nullptr;
   // The triangle pass runs on a stream of its own, beside the vertex passes: all of them only read the flags and
   // the scan, and each is bound by latency at partial occupancy, so they overlap a little.

@@ -232,8 +232,8 @@ Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
 // so the cut costs nothing there. (A volume in memory stays one slab: its slabs' meshes would be joined by growing
 // copies; a GPU keeps its one upload.)
 std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const std::vector<int>& gpus, std::int64_t part,
-                             std::uint64_t slice_points, std::size_t vbytes, double per_slice, bool resident,
-                             bool on_device, std::size_t worker_count) {
+                             std::uint64_t slice_points, double per_slice, bool resident, bool on_device,
+                             std::size_t worker_count) {
   const bool several = worker_count > 1;
   std::int64_t S = o.slab_slices;
   if (S <= 0) {
@@ -255,11 +255,6 @@ std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const st
     if (several)
       S = std::min<std::int64_t>(
           S, std::max<std::int64_t>(1, (part + 3 * std::int64_t(worker_count) - 1) / (3 * std::int64_t(worker_count))));
-    // A volume in the host's memory on one GPU: in slabs, the next going up while this one's mesh comes home.
-    if (device == Device::Cuda && resident && !on_device && !several) {
-      const std::int64_t slabs = iso::host_volume_slabs(std::uint64_t(part) * slice_points * vbytes, part);
-      if (slabs >= 2) S = std::min(S, (part + slabs - 1) / slabs);
-    }
     constexpr std::uint64_t kCpuSlabSamples = std::uint64_t(1) << 25;
     if (device == Device::Cpu && !resident && std::uint64_t(part) * slice_points > 2 * kCpuSlabSamples)
       S = std::min<std::int64_t>(S, std::max<std::int64_t>(2, std::int64_t(kCpuSlabSamples / slice_points)));
@@ -394,8 +389,6 @@ struct OneEngine {
       const std::int64_t slices_done = slabs.span_of(s)[1] - slabs.zb;
       if (slices_done < part && 3 * (v0 + c.vertices) > m.positions.capacity()) {
         scale = double(part) / double(slices_done);
-        if (L == 0 && expected_triangles > t0 + c.triangles)
-          scale = std::max(scale, double(expected_triangles) / double(t0 + c.triangles));
         if (double(grow + v0 * 24 + t0 * 12) * scale > 0.5 * double(core::available_host_memory())) scale = 1;
       }
       make_room(m.positions, 3 * (v0 + c.vertices), scale);
@@ -450,17 +443,16 @@ struct OneEngine {
       read_seconds += since(t);
     }
     // Streamed into pinned buffers, the device samples of slab s + 1 go up on the prefetch thread, after its read,
-    // while slab s is processed; lying in the host's memory (pageable), they go up while slab s's mesh comes home,
-    // by this thread's cores. Staging slab s first means that upload never lands in a buffer slab s still needs.
+    // while slab s is processed; staging slab s first means that upload never lands in a buffer slab s still needs.
+    // (From pageable memory, a volume resident on the host, the early upload is slower, competing with the mesh
+    // downloads, so those slabs go up when their turn comes.)
     const bool upload_ahead = gpu && !slabs.on_device && !slabs.resident && buffers[0].data.pinned();
-    const bool upload_beside = gpu && !slabs.on_device && slabs.resident;
     for (std::int64_t s = 0; s < slab_count; ++s) {
+      // (On a kept thread: a thread made for each slab would also make its OpenMP team anew.)
       std::optional<core::KeptJob> prefetch;
       Error prefetch_error(ErrorKind::Io, "");
       bool prefetch_failed = false;
-      if (upload_ahead || upload_beside) engine.stage(slabs.task_of(slabs.task, s, buffers[s % 2]));
-      if (upload_beside && s + 1 < slab_count)
-        engine.upload_beside(slabs.task_of(slabs.task, s + 1, buffers[(s + 1) % 2]));
+      if (upload_ahead) engine.stage(slabs.task_of(slabs.task, s, buffers[s % 2]));
       if ((streamed || upload_ahead) && s + 1 < slab_count) {
         prefetch.emplace([&, s] {
           try {
@@ -546,18 +538,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   std::uint64_t expected_triangles = 0;  // of the whole part, when reserving estimated it
   std::latch estimated(1), sized(1);
   std::jthread reserving;  // (declared after what it writes: joined before they end)
-  // The size is given (MPI's cost pass), or estimated on a GPU from a built-in field's formula or from rows of a
-  // volume in memory large enough to go up in slabs (the first slabs' rate can be far from the whole volume's, and
-  // each growth of the mesh copies it). (On the CPU, which starts at once, only when given.)
-  const bool in_slabs_from_host =
-      volume.resident_data() &&
-      iso::host_volume_slabs(std::uint64_t(nx * ny) * std::uint64_t(part) * voxel_bytes(volume.type()), part) > 1;
-  const bool estimable = device == Device::Cuda && !cpu_team && gpus.size() <= 1 &&
-                         ((volume.builtin_field() >= 0 && !volume.resident_data()) || in_slabs_from_host);
+  // The size is given (MPI's cost pass), or estimated from a built-in field's formula on a GPU. (On the CPU, which
+  // starts at once, only when given.)
+  const bool estimable = device == Device::Cuda && volume.builtin_field() >= 0 && !volume.resident_data();
   if (levels.size() == 1 && !o.labels && !o.scalars && (o.expected_triangles > 0 || estimable))
     reserving = std::jthread([&] {
-      reserve_expected_mesh(volume, o, levels, zb, ze, meshes[0], rep.profile.seconds_host_mesh_ahead,
-                            expected_triangles, estimated, sized, !several);
+      reserve_expected_mesh(volume, o, zb, ze, meshes[0], rep.profile.seconds_host_mesh_ahead, expected_triangles,
+                            estimated, sized, !several);
     });
   else {
     estimated.count_down();
@@ -585,13 +572,13 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   const void* resident = volume.resident_data();
   // Built-in fields are computed by the CUDA engine on the GPU (the gyroid's sines would differ from the host's).
   const bool on_device = iso::field_on_device(volume, device);
-  // On one GPU the next slab's samples are uploaded while this slab is processed: a second copy there.
+  // On one GPU the next streamed slab's samples are uploaded while this slab is processed: a second copy there.
   // (Several GPUs upload each slab in its turn.)
-  const double sample_copies = device == Device::Cuda && !on_device && !several ? 2.0 : 1.0;
+  const double sample_copies = device == Device::Cuda && !on_device && !resident && !several ? 2.0 : 1.0;
   const double per_slice = double(slice_points) * (sample_copies * double(vbytes) + engine->work_bytes_per_point(nx) +
                                                    double(extra_raw + extra_bytes));
-  const std::int64_t S = slab_slices_for(o, device, gpus, part, slice_points, vbytes, per_slice, resident != nullptr,
-                                         on_device, worker_count);
+  const std::int64_t S =
+      slab_slices_for(o, device, gpus, part, slice_points, per_slice, resident != nullptr, on_device, worker_count);
   rep.slab_slices = S;
   const std::int64_t slab_count = (part + S - 1) / S;
   rep.slabs = slab_count;

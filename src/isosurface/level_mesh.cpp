@@ -7,7 +7,6 @@
 #include <mutex>
 #include <thread>
 
-#include "isosurface/auto_device.hpp"
 #include "isosurface/part.hpp"
 #include "parasurf/device.hpp"
 
@@ -170,9 +169,8 @@ bool may_size_ahead(const IsosurfaceOptions& o, std::uint64_t triangles) {
   return triangles > 0 && host_mesh_bytes(o, triangles / 2, triangles) <= core::available_host_memory() / 2;
 }
 
-void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, const std::vector<double>& levels,
-                           std::int64_t zb, std::int64_t ze, LevelMesh& m, double& seconds, std::uint64_t& expected,
-                           std::latch& estimated, std::latch& sized, bool size_it) {
+void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m,
+                           double& seconds, std::uint64_t& expected, std::latch& estimated, std::latch& sized, bool size_it) {
   const auto start = Clock::now();
   CountDownOnce announce{estimated}, announce_sized{sized};
   try {
@@ -184,10 +182,6 @@ void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, con
       const auto cost = iso::layer_costs(volume, o, zb, zb + layers, std::max<std::int64_t>(1, layers / 64), 1u << 20);
       for (auto c : cost) triangles += 2 * std::uint64_t(c);
       if (triangles < (1u << 20)) return;  // small meshes are cheap to grow
-    } else if (triangles == 0 && volume.resident_data() && !levels.empty()) {
-      const double nz = double(volume.geometry().dims[2]);
-      triangles = std::uint64_t(expected_triangles(volume, levels) * double(ze - zb) / nz);
-      if (triangles < (1u << 20)) return;
     }
     if (triangles == 0) return;
     triangles += triangles / 8;           // the sampled count errs by a few percent either way

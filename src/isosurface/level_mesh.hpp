@@ -109,12 +109,10 @@ struct CountDownOnce {
   ~CountDownOnce() { (*this)(); }
 };
 
-// The mesh's expected size at `levels` (given, or estimated from a built-in field's formula or from rows of a volume
-// in memory), counted down on `estimated` as soon as it is known (or none is); then, with `size_it`, the level mesh
-// sized ahead for it, counted down on `sized`. (Latches, not a join: the thread's exit takes its OpenMP threads
-// down, which takes milliseconds.)
-void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, const std::vector<double>& levels,
-                           std::int64_t zb, std::int64_t ze, LevelMesh& m, double& seconds, std::uint64_t& expected,
-                           std::latch& estimated, std::latch& sized, bool size_it);
+// The mesh's expected size (given, or estimated from a built-in field's formula), counted down on `estimated` as soon
+// as it is known (or none is); then, with `size_it`, the level mesh sized ahead for it, counted down on `sized`.
+// (Latches, not a join: the thread's exit takes its OpenMP threads down, which takes milliseconds.)
+void reserve_expected_mesh(VolumeSource& volume, const IsosurfaceOptions& o, std::int64_t zb, std::int64_t ze, LevelMesh& m,
+                           double& seconds, std::uint64_t& expected, std::latch& estimated, std::latch& sized, bool size_it);
 
 }  // namespace parasurf::iso
