@@ -7,6 +7,7 @@
 #include "isosurface/auto_device.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -39,8 +40,12 @@ constexpr double kGpuSamplesPerSecond = 1.5e11;
 constexpr double kGpuTrianglesPerSecond = 5e9;
 constexpr double kContextStartSeconds = 0.3;
 // The host mesh's fresh arrays, made when the slab's counts are known (faulted in and cleared: about 12 GB/s of mesh
-// on the H200 host), a cost the GPU's run pays in full while the CPU's calibration holds its share.
+// on the H200 host), a cost the GPU's run pays in full while the CPU's calibration holds its share. Pages a freed
+// result left in the process's pool cost almost nothing: the rate is learned from the GPU runs' measured time (the
+// same time the call's fixed cost is learned without), so that the estimate does not keep a cost the runs no
+// longer pay.
 constexpr double kHostMeshBytesPerSecond = 12e9;
+std::atomic<double> host_mesh_seconds_per_byte{1 / kHostMeshBytesPerSecond};
 // A built-in field's samples cost the CPU this much each to compute (the GPU computes them in its kernels).
 constexpr double kFieldSampleSeconds = 8e-9;
 
@@ -128,7 +133,7 @@ double gpu_seconds(const AutoJob& job) {
          core::gpu_call_seconds("isosurface", kGpuCallSeconds) +
          core::link_seconds(true, bytes_up(job), kUploadBytesPerSecond) +
          core::link_seconds(false, bytes_down(job), kDownloadBytesPerSecond) + kernel_seconds(job) +
-         bytes_down(job) / kHostMeshBytesPerSecond;
+         bytes_down(job) * host_mesh_seconds_per_byte.load(std::memory_order_relaxed);
 }
 
 // Crossed edges along x, y and z from the rows of a lattice: each row's x edges, and the y and z edges to the next
@@ -187,7 +192,13 @@ core::DeviceEstimate estimate_seconds(const AutoJob& job) {
 void learn_from_gpu_run(const AutoJob& made, const IsosurfaceReport& rep, bool context_started) {
   core::learn_link(true, bytes_up(made), rep.profile.seconds_upload);
   core::learn_link(false, bytes_down(made), rep.profile.seconds_download);
-  // (The host mesh's arrays grow with the mesh: not a fixed cost.)
+  // (The host mesh's arrays grow with the mesh: not a fixed cost. Its rate moves halfway to each run's, as the
+  // link's do; a mesh under 1 MiB shows little but the fixed costs.)
+  if (const double bytes = bytes_down(made); bytes >= double(1 << 20) && rep.profile.seconds_host_mesh >= 0) {
+    const double known = host_mesh_seconds_per_byte.load(std::memory_order_relaxed);
+    const double measured = std::clamp(rep.profile.seconds_host_mesh / bytes, known / 4, known * 4);
+    host_mesh_seconds_per_byte.store(0.5 * (known + measured), std::memory_order_relaxed);
+  }
   core::learn_gpu_call("isosurface", rep.seconds_total - rep.seconds_read - rep.profile.seconds_upload -
                                          rep.profile.seconds_download - rep.profile.seconds_host_mesh -
                                          (context_started ? rep.profile.seconds_engine_start : 0) - kernel_seconds(made));
