@@ -448,10 +448,11 @@ struct OneEngine {
     // downloads, so those slabs go up when their turn comes.)
     const bool upload_ahead = gpu && !slabs.on_device && !slabs.resident && buffers[0].data.pinned();
     for (std::int64_t s = 0; s < slab_count; ++s) {
-      // (On a kept thread: a thread made for each slab would also make its OpenMP team anew.)
-      std::optional<core::KeptJob> prefetch;
       Error prefetch_error(ErrorKind::Io, "");
       bool prefetch_failed = false;
+      // (On a kept thread: a thread made for each slab would also make its OpenMP team anew. Declared after what
+      // the job writes, so that leaving the scope waits for it first.)
+      std::optional<core::KeptJob> prefetch;
       if (upload_ahead) engine.stage(slabs.task_of(slabs.task, s, buffers[s % 2]));
       if ((streamed || upload_ahead) && s + 1 < slab_count) {
         prefetch.emplace([&, s] {
