@@ -5,6 +5,8 @@
 #include <functional>
 #include <iterator>
 #include <optional>
+#include <span>
+#include <string>
 
 #include "core/region_errors.hpp"
 #include "core/release.hpp"
@@ -23,18 +25,25 @@ std::vector<double> coordinate(const BezierCurve2& c, int k) {
   return v;
 }
 std::array<double, 2> point_at(const BezierCurve2& c, double t, std::array<double, 2>* tangent) { return solver::curve_point(c, t, tangent); }
-bool curve_ok(const BezierCurve2& c) {
-  if (c.points.size() < 2 || c.points.size() > 64) return false;
-  for (const auto& p : c.points)
-    if (!std::isfinite(p[0]) || !std::isfinite(p[1])) return false;
+// A curve's control points, as a BezierCurve2 holds them or as packed arrays do.
+using Points2 = std::span<const std::array<double, 2>>;
+bool count_ok(std::int64_t count) { return count >= 2 && count <= 64; }
+bool points_finite(Points2 p) {
+  for (const auto& q : p)
+    if (!std::isfinite(q[0]) || !std::isfinite(q[1])) return false;
   return true;
 }
+bool curve_ok(const BezierCurve2& c) { return count_ok(std::int64_t(c.points.size())) && points_finite(c.points); }
 
+// Throws the error of a curve that is not curve_ok, named `what` ("curve 1", "pair 3, curve 2"); `count` is the
+// number of points claimed (a packed count may lie outside the range before any points are taken for it).
+void check_curve(std::int64_t count, Points2 p, const std::string& what) {
+  if (!count_ok(count))
+    throw Error(ErrorKind::InvalidArgument, what + ": needs 2..64 control points (got " + std::to_string(count) + ")");
+  if (!points_finite(p)) throw Error(ErrorKind::InvalidArgument, what + ": a control point is not finite");
+}
 void check_curve(const BezierCurve2& c, const char* which) {
-  if (c.points.size() < 2 || c.points.size() > 64)
-    throw Error(ErrorKind::InvalidArgument, std::string("curve ") + which + ": needs 2..64 control points");
-  for (const auto& p : c.points)
-    if (!std::isfinite(p[0]) || !std::isfinite(p[1])) throw Error(ErrorKind::InvalidArgument, std::string("curve ") + which + ": a control point is not finite");
+  check_curve(std::int64_t(c.points.size()), c.points, std::string("curve ") + which);
 }
 }  // namespace
 
@@ -389,15 +398,13 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(std::span<const std::
   for (std::size_t i = 0; i < counts.size(); ++i) {
     const auto which = [i] { return "pair " + std::to_string(i / 2) + ", curve " + std::to_string(i % 2 + 1); };
     const std::int64_t c = counts[i];
-    if (c < 2 || c > 64)
-      throw Error(ErrorKind::InvalidArgument, which() + ": needs 2..64 control points (got " + std::to_string(c) + ")");
+    if (!count_ok(c)) check_curve(c, {}, which());
     if (std::uint64_t(c) > points.size() - start[i])
       throw Error(ErrorKind::InvalidArgument, "curve pairs: the counts ask for more than the " +
                                                   std::to_string(points.size()) + " points given");
+    const Points2 p = points.subspan(start[i], std::size_t(c));
+    if (!points_finite(p)) check_curve(c, p, which());
     start[i + 1] = start[i] + std::size_t(c);
-    for (std::size_t q = start[i]; q < start[i + 1]; ++q)
-      if (!std::isfinite(points[q][0]) || !std::isfinite(points[q][1]))
-        throw Error(ErrorKind::InvalidArgument, which() + ": a control point is not finite");
   }
   if (start.back() != points.size())
     throw Error(ErrorKind::InvalidArgument, "curve pairs: the counts add up to " + std::to_string(start.back()) +
