@@ -1,8 +1,11 @@
 // parasurf bench auto: the default device against the faster of the CPU and the GPU, each job through the call a
 // user makes with results in host memory: surface grids with normals (evaluate_grid), the teapot tessellated into
 // a welded mesh (tessellate), and an FFD session (prepared once, then updates brought home). Each device runs in the
-// same process, best of repeated calls; auto runs last, so that its estimates have learned from its own first calls
-// as they do in a user's process. (Isosurfaces have their own rows: bench isosurface --devices cpu,cuda,auto.)
+// same process, best of repeated calls; auto runs last in each round, so that its estimates have learned from its
+// own first calls as they do in a user's process. Rounds take turns over the three devices (each keeps its best over
+// all rounds), so that a change in the machine's state during a row (another tenant's load, the page cache, the
+// clocks) falls on every device rather than on the one that ran last. (Isosurfaces have their own rows: bench
+// isosurface --devices cpu,cuda,auto.)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,7 +27,7 @@ namespace {
 
 struct AutoBenchArgs {
   std::string grids = "64,256,1024,2048", teapot = "4,16,64,256", spheres = "1536,69000", json;
-  int ffd_updates = 10;
+  int ffd_updates = 10, rounds = 3;
   double budget = 0.3;
 };
 
@@ -32,11 +35,11 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-// Best of at least 3 calls, up to 30 while the budget lasts; `call` returns the device it ran on.
-std::pair<double, std::string> best_of(double budget, const std::function<std::string()>& call) {
+// Best of at least `least` calls, up to `most` while the budget lasts; `call` returns the device it ran on.
+std::pair<double, std::string> best_of(double budget, int least, int most, const std::function<std::string()>& call) {
   double best = 1e30, spent = 0;
   std::string device;
-  for (int r = 0; r < 3 || (r < 30 && spent < budget); ++r) {
+  for (int r = 0; r < least || (r < most && spent < budget); ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::string d = call();
     const double s = seconds_since(t0);
@@ -63,14 +66,20 @@ void run(const AutoBenchArgs& a) {
   std::printf(", GPU %s\n", cuda_devices()[0].name.c_str());
   std::printf("  %-34s %12s %12s %12s %-5s %s\n", "job", "cpu", "cuda", "auto", "chose", "auto / faster");
   auto row = [&](const std::string& job, const std::function<std::string(Device)>& call) {
-    double t[3];
+    double t[3] = {1e30, 1e30, 1e30};
     std::string chose;
     const Device devices[3] = {Device::Cpu, Device::Cuda, Device::Auto};
-    for (int d = 0; d < 3; ++d) {
-      const auto [s, ran] = best_of(a.budget, [&] { return call(devices[d]); });
-      t[d] = s;
-      if (d == 2) chose = ran;
-    }
+    const int rounds = std::max(1, a.rounds);
+    for (int round = 0; round < rounds; ++round)
+      for (int d = 0; d < 3; ++d) {
+        // At least 3 and at most 30 calls per device over all rounds.
+        const auto [s, ran] = best_of(a.budget / rounds, (3 + rounds - 1) / rounds, std::max(1, 30 / rounds),
+                                      [&] { return call(devices[d]); });
+        if (s < t[d]) {
+          t[d] = s;
+          if (d == 2) chose = ran;
+        }
+      }
     const double faster = std::min(t[0], t[1]);
     std::printf("  %-34s %9.3f ms %9.3f ms %9.3f ms %-5s %.2fx\n", job.c_str(), t[0] * 1e3, t[1] * 1e3, t[2] * 1e3,
                 chose.c_str(), t[2] / faster);
@@ -142,7 +151,8 @@ void add_bench_auto(CLI::App& bench) {
   cmd->add_option("--teapot", args->teapot, "Teapot segments per patch side, comma-separated");
   cmd->add_option("--spheres", args->spheres, "FFD spheres of about these triangle counts");
   cmd->add_option("--ffd-updates", args->ffd_updates, "Updates per FFD session");
-  cmd->add_option("--budget", args->budget, "Seconds of repeats per device and job");
+  cmd->add_option("--budget", args->budget, "Seconds of repeats per device and job, shared by the rounds");
+  cmd->add_option("--rounds", args->rounds, "Turns over cpu, cuda and auto per job (each keeps its best)");
   cmd->add_option("--json", args->json, "Write all figures to this JSON file");
   cmd->callback([args] { run(*args); });
 }
