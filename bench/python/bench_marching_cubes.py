@@ -45,7 +45,9 @@ def best(f, repeats, sync=lambda: None):
 def best_interleaved(calls, repeats, min_seconds, sync=lambda: None):
     """The best time of each call, the calls taken in turn round after round (at least `repeats` rounds and
     `min_seconds`, at most 50 times `repeats`), so that every path meets the same state of the host (its clocks,
-    caches and other load) rather than each its own stretch of it. Each call returns the seconds it measured."""
+    caches and other load) rather than each its own stretch of it. Each round starts one call further on, so that
+    no call always follows the same other one (and meets the caches and the GPU as that one's different work
+    left them). Each call returns the seconds it measured."""
     for c in calls:
         c()  # warm: thread pools, the GPU context, the framework's allocator
     sync()
@@ -53,8 +55,9 @@ def best_interleaved(calls, repeats, min_seconds, sync=lambda: None):
     end = time.perf_counter() + min_seconds
     rounds = 0
     while rounds < repeats or (time.perf_counter() < end and rounds < 50 * repeats):
-        for i, c in enumerate(calls):
-            bests[i] = min(bests[i], c())
+        for k in range(len(calls)):
+            i = (rounds + k) % len(calls)
+            bests[i] = min(bests[i], calls[i]())
         rounds += 1
     return bests
 

@@ -4,12 +4,16 @@
 #include <algorithm>
 #include <atomic>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
 #ifdef __linux__
 #include <sys/mman.h>
+#endif
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
 #endif
 
 #include "core/memory.hpp"
@@ -107,16 +111,59 @@ void prefault(void* p, std::uint64_t bytes) {
 #endif
 }
 
+namespace {
+
+// Pieces at least this large are copied with non-temporal stores.
+constexpr std::size_t kStreamedPiece = std::size_t(256) << 10;
+
+// memcpy whose stores bypass the caches (x86-64: SSE2 streaming stores, which every such CPU has). A plain copy
+// first reads each destination line into the cache to write it (three memory streams per byte copied); a piece
+// this large is not in the cache anyway, and the reader of these copies is a DMA engine or a later pass. Measured
+// on 2 cores, 8 MiB pieces through a 32 MiB ring: 34.6 against 39.8 GB/s. glibc's memcpy streams only beyond a
+// fraction of the last-level cache, which a piece split over many threads does not reach.
+void stream_copy(void* to, const void* from, std::size_t bytes) {
+#if defined(__x86_64__) || defined(_M_X64)
+  auto* d = static_cast<char*>(to);
+  const auto* s = static_cast<const char*>(from);
+  const std::size_t head = std::min(bytes, (16 - reinterpret_cast<std::uintptr_t>(d) % 16) % 16);
+  std::memcpy(d, s, head);
+  d += head, s += head, bytes -= head;
+  std::size_t i = 0;
+  for (; i + 64 <= bytes; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 32));
+    const __m128i e = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(d + i + 48), e);
+  }
+  std::memcpy(d + i, s + i, bytes - i);
+  _mm_sfence();  // the streamed stores are visible before the copy counts as done (a DMA reads them next)
+#else
+  std::memcpy(to, from, bytes);
+#endif
+}
+
+}  // namespace
+
 void parallel_copy(void* to, const void* from, std::size_t bytes, int threads) {
   if (threads <= 1 || bytes < (std::size_t(1) << 20)) {
-    std::memcpy(to, from, bytes);
+    if (bytes >= kStreamedPiece) stream_copy(to, from, bytes);
+    else std::memcpy(to, from, bytes);
     return;
   }
   const std::size_t per = ((bytes + std::size_t(threads) - 1) / std::size_t(threads) + 63) & ~std::size_t(63);
+  const bool streamed = per >= kStreamedPiece;
 #pragma omp parallel for num_threads(threads)
   for (int k = 0; k < threads; ++k) {
     const std::size_t a = std::size_t(k) * per;
-    if (a < bytes) std::memcpy(static_cast<char*>(to) + a, static_cast<const char*>(from) + a, std::min(per, bytes - a));
+    if (a >= bytes) continue;
+    char* d = static_cast<char*>(to) + a;
+    const char* s = static_cast<const char*>(from) + a;
+    if (streamed) stream_copy(d, s, std::min(per, bytes - a));
+    else std::memcpy(d, s, std::min(per, bytes - a));
   }
 }
 

@@ -57,9 +57,9 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// Best of two CPU runs on a built-in field of n^3 float samples, after `warm_ups` untimed ones: {work units,
+// Best of `timed` CPU runs on a built-in field of n^3 float samples, after `warm_ups` untimed ones: {work units,
 // seconds}.
-std::pair<double, double> calibration_run(int n, int threads, int warm_ups) {
+std::pair<double, double> calibration_run(int n, int threads, int warm_ups, int timed) {
   std::vector<float> axis(std::size_t(n) * 3);
   for (int i = 0; i < n; ++i) {
     const double t = 2 * std::numbers::pi * 3 * (i + 0.5) / n;
@@ -80,7 +80,7 @@ std::pair<double, double> calibration_run(int n, int threads, int warm_ups) {
   o.device = Device::Cpu;
   o.threads = threads;
   double best = 1e30, triangles = 0;
-  for (int r = 0; r < warm_ups + 2; ++r) {
+  for (int r = 0; r < warm_ups + timed; ++r) {
     IsosurfaceReport rep;
     const auto t0 = std::chrono::steady_clock::now();
     extract_isosurface(volume, o, &rep);
@@ -90,16 +90,18 @@ std::pair<double, double> calibration_run(int n, int threads, int warm_ups) {
   return {double(n) * n * n + kTriangleWeight * triangles, best};
 }
 
-// Measured once per process and thread count (two small runs, each the best of two). The process's first runs are
-// not timed: its threads start and the engine's arrays are faulted in then (on a 2-core machine the first two 64^3
-// runs took 50 and 26 ms against 2.8 ms after, which made every estimate 3x too slow).
+// Measured once per process and thread count (two small runs, the best of five and of three). The process's first
+// runs are not timed: its threads start and the engine's arrays are faulted in then (on a 2-core machine the first
+// two 64^3 runs took 50 and 26 ms against 2.8 ms after, which made every estimate 3x too slow). On a shared host
+// the best of two was still 3x slow at times (an H100 host: 0.79 ms estimated for a 64^3 run of 0.24 ms, and auto
+// sent it to the GPU at 1.2x the CPU's time); the extra runs cost a few milliseconds once.
 CpuRates cpu_rates(int threads) {
   static std::mutex lock;
   static std::map<int, CpuRates> known;
   std::lock_guard<std::mutex> g(lock);
   if (auto it = known.find(threads); it != known.end()) return it->second;
-  const auto [w0, t0] = calibration_run(64, threads, 2);
-  const auto [w1, t1] = calibration_run(128, threads, 0);
+  const auto [w0, t0] = calibration_run(64, threads, 2, 5);
+  const auto [w1, t1] = calibration_run(128, threads, 1, 3);
   CpuRates r;
   r.per_unit = (t1 - t0) / (w1 - w0);
   r.c0 = t0 - r.per_unit * w0;
