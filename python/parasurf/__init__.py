@@ -34,9 +34,11 @@ def _auto(device):
 
 
 _NATIVE = {_np.dtype(t) for t in ("float32", "float64", "uint8", "int8", "uint16", "int16", "uint32", "int32")}
+_NATIVE_CHARS = frozenset(d.char for d in _NATIVE)
+_UNIT_SPACING = (1.0, 1.0, 1.0)
 
 
-def marching_cubes(volume, level=None, *, spacing=(1.0, 1.0, 1.0), gradient_direction="descent", step_size=1,
+def marching_cubes(volume, level=None, *, spacing=_UNIT_SPACING, gradient_direction="descent", step_size=1,
                    allow_degenerate=True, method="lewiner", mask=None, device="auto", threads=0, progress=None):
     """Isosurface of a 3-D array, a drop-in for ``skimage.measure.marching_cubes``.
 
@@ -68,12 +70,19 @@ def marching_cubes(volume, level=None, *, spacing=(1.0, 1.0, 1.0), gradient_dire
     step_size = int(step_size)
     if step_size < 1:
         raise ValueError("step_size must be at least one.")
-    volume = _as_array(volume, "volume")
+    # The common call costs a few attribute reads here: a numpy array of a sample type in the machine's byte order
+    # that views no other array (nothing to convert, no view's reach to check) goes as it is, and the default
+    # spacing as it is.
+    if not (type(volume) is _np.ndarray and volume.base is None and volume.ndim == 3 and
+            volume.dtype.char in _NATIVE_CHARS and volume.dtype.isnative):
+        volume = _as_array(volume, "volume")
     if mask is not None:
         mask = _as_array(mask, "mask", mask=True)
+    if spacing is not _UNIT_SPACING:
+        spacing = tuple(float(s) for s in spacing)
     try:
         verts, faces, normals, values, _ = _parasurf.marching_cubes(
-            volume, None if level is None else float(level), tuple(float(s) for s in spacing), gradient_direction,
+            volume, None if level is None else float(level), spacing, gradient_direction,
             step_size, bool(allow_degenerate), method, mask, _auto(device), int(threads), progress)
     except ValueError as e:
         if "outside the data range" in str(e):
