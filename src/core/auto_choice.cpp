@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -16,13 +17,16 @@ struct Corrections {
   double cpu = 1, cuda = 1;
   double gpu_call = 0;  // learned fixed cost of a GPU call, 0 until measured
   bool cpu_measured = false;
-  bool explored[2] = {false, false};  // each side run once to learn it (cpu, cuda)
-  int runs = 0;                       // calls decided for a run
+  // Per side (cpu, cuda): calls that found it close behind the chosen one, and the count at which it runs next.
+  std::uint64_t close_calls[2] = {0, 0}, next_look[2] = {0, 0};
+  int runs = 0;  // calls decided for a run
 };
 
-// A side the process has not measured for a job is tried once when its estimate is within this factor of the
-// chosen side's: its estimate may be off by more (a calibration on another field, a GPU's typical rates) and would
-// never be corrected while the other side keeps winning.
+// A side that is not chosen is tried when its estimate is within this factor of the chosen side's: its estimate may
+// be off by more (a calibration on another field, a GPU's typical rates, one cold run's lesson) and would never be
+// corrected while the other side keeps winning. An unmeasured side is tried on the first such call, a measured
+// one on the 4th, 16th, 64th... (each lesson moves an estimate part of the way only, and a single run can be
+// slowed by a cold buffer or a busy core), so that trying costs a vanishing share of the calls.
 constexpr double kExploreWithin = 2.0;
 
 // Link rates by size class (log2 of the bytes), each a running geometric mean; 0 = not measured.
@@ -68,11 +72,14 @@ AutoDecision decide(const char* job, DeviceEstimate raw, bool for_run) {
   const double chosen = gpu ? d.cuda_seconds : d.cpu_seconds, other = gpu ? d.cpu_seconds : d.cuda_seconds;
   if (other > kExploreWithin * chosen) return d;
   const bool other_measured = gpu ? c.cpu_measured : c.gpu_call > 0;
-  bool& explored = c.explored[gpu ? 0 : 1];
-  if (other_measured || explored) return d;
-  explored = true;
+  const int side = gpu ? 0 : 1;
+  const std::uint64_t calls = ++c.close_calls[side];
+  if (c.next_look[side] == 0) c.next_look[side] = other_measured ? 4 : 1;
+  if (calls < c.next_look[side]) return d;
+  c.next_look[side] = 4 * calls;
   d.device = gpu ? Device::Cpu : Device::Cuda;
   d.exploring = true;
+  d.measured_before = other_measured;
   return d;
 }
 
@@ -169,7 +176,10 @@ std::string describe(const AutoDecision& d) {
   const bool gpu = d.device == Device::Cuda;
   std::snprintf(text, sizeof text, "auto chose %s: about %.3g ms against %.3g ms on %s%s", gpu ? "cuda" : "cpu",
                 (gpu ? d.cuda_seconds : d.cpu_seconds) * 1e3, (gpu ? d.cpu_seconds : d.cuda_seconds) * 1e3,
-                gpu ? "the cpu" : "cuda", d.exploring ? " (trying it once: not yet measured in this process)" : "");
+                gpu ? "the cpu" : "cuda",
+                !d.exploring        ? ""
+                : d.measured_before ? " (trying it again: close behind, measured before)"
+                                    : " (trying it once: not yet measured in this process)");
   return text;
 }
 

@@ -17,14 +17,16 @@ struct DeviceEstimate {
 struct AutoDecision {
   Device device = Device::Cpu;
   double cpu_seconds = 0, cuda_seconds = 0;  // corrected by what this process measured
-  bool exploring = false;                    // the slower-looking side, run once to measure it (see decide)
+  bool exploring = false;                    // the slower-looking side, run to measure it (see decide)
+  bool measured_before = false;              // (exploring) a side this process measured before: tried again
 };
 
 // The faster side after correction; ties go to the CPU (no GPU context, no host memory pinned). For a run
-// (`for_run`; not for a report of what auto would do): once per job and side, from the process's second call of the
-// job on, a side this process has not measured (no CPU run learned; no GPU call cost learned) whose estimate lies
-// within 2x of the chosen one's runs instead, so that its estimate is corrected by a measurement (the caller learns
-// from every run). Estimates that are bounds (cpu_bound) never explore.
+// (`for_run`; not for a report of what auto would do), from the process's second call of the job on: the side not
+// chosen runs instead when its estimate lies within 2x of the chosen one's, on the first such call where this
+// process has not measured it (no CPU run learned; no GPU call cost learned), else on the 4th, 16th, 64th... such
+// call, so that its estimate is corrected by measurements (the caller learns from every run). Estimates that are
+// bounds (cpu_bound) never explore.
 AutoDecision decide(const char* job, DeviceEstimate raw, bool for_run = false);
 // A run of `job` on `ran` that was estimated at `estimated_seconds` (uncorrected) took `measured_seconds`.
 // Measurements of one call are noisy: the correction moves part of the way and stays within [1/4, 4].

@@ -44,8 +44,9 @@ TEST(AutoDevice, DecisionFollowsTheFasterSideAndLearns) {
 }
 
 // A side that has not run a job in this process may be estimated a few times too slow and would then never run:
-// from the second call on, when it lies within 2x of the chosen side, it runs once and learns; reports of what auto
-// would do never explore, nor do estimates that are bounds or sides far behind.
+// from the second call on, when it lies within 2x of the chosen side, it runs once and learns (a measured side
+// runs again now and then); reports of what auto would do never explore, nor do estimates that are bounds or sides
+// far behind.
 // A first CPU run faster than its estimate is taken at its word.
 TEST(AutoDevice, AFirstCpuRunFasterThanItsEstimateReplacesIt) {
   const char* job = "test-first-fast";
@@ -70,6 +71,19 @@ TEST(AutoDevice, AnUnmeasuredSideCloseToTheChosenOneRunsOnce) {
   EXPECT_EQ(core::decide(job, e, true).device, Device::Cuda);
   EXPECT_EQ(core::decide(job, e, true).device, Device::Cpu);
   EXPECT_EQ(core::decide(job, e, true).device, Device::Cpu);
+  // Both sides measured: the one behind by less than 2x runs again on the 4th and 16th such call, so that one cold
+  // or slowed run's lesson does not keep it out for the rest of the process.
+  const char* again = "test-look-again";
+  core::learn(again, Device::Cpu, 1e-3, 1e-3);
+  core::learn_gpu_call(again, 1e-3);
+  EXPECT_EQ(core::decide(again, e, true).device, Device::Cuda);  // the process's first call
+  for (int close = 1; close <= 17; ++close) {
+    const core::AutoDecision x = core::decide(again, e, true);
+    const bool look = close == 4 || close == 16;
+    EXPECT_EQ(x.device, look ? Device::Cpu : Device::Cuda) << "close call " << close;
+    EXPECT_EQ(x.exploring, look) << "close call " << close;
+    if (look) EXPECT_NE(core::describe(x).find("trying it again"), std::string::npos) << core::describe(x);
+  }
   for (const char* other : {"test-explore-far", "test-explore-bound"}) {
     core::DeviceEstimate x = other[13] == 'f' ? core::DeviceEstimate{5e-3, 1e-3} : core::DeviceEstimate{1.5e-3, 1e-3};
     x.cpu_bound = other[13] == 'b';
