@@ -388,7 +388,8 @@ def auto_jobs():
     out = ["### `auto` on surfaces, patch meshes and FFD\n",
            "The default device against the faster of the CPU and the GPU, each job through the call a user makes with "
            "its results in host memory (a surface grid with normals, the teapot's welded mesh, an FFD session of 10 "
-           "updates each brought home, its preparation included), best of repeated calls in one process, auto last. "
+           "updates each brought home, its preparation included), best of repeated calls in one process, the three devices "
+           "taking turns over three rounds, auto last in each. "
            "An FFD session that starts on the CPU moves to the GPU once its updates have cost the GPU's start.\n",
            caption(doc, link, host(doc),
                    "parasurf bench auto --json f.json")]
