@@ -1,7 +1,6 @@
 // Core's device runtime in a build without CUDA: no devices, and every CUDA entry point of the public API reports
 // that this build has none. (Capabilities name their CUDA backends only where the build has them: core/backends.hpp.)
 #include "core/auto_choice.hpp"
-#include "core/scratch.hpp"
 #include "parasurf/array.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/error.hpp"
@@ -23,7 +22,6 @@ std::string cuda_fallback_warning() { return ""; }
 void cuda_warm_up(int) noexcept {}
 namespace core {
 bool cuda_context_active(int) { return false; }
-std::size_t pinned_result_blocks() { return 0; }
 }  // namespace core
 std::string cuda_unavailable_reason() { return "this build has no CUDA backend (PARASURF_ENABLE_CUDA=OFF)"; }
 double measure_cuda_copy_bandwidth(int, std::uint64_t) {

@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <map>
 #include <mutex>
+#include <unordered_map>
 
 namespace parasurf::detail {
 
@@ -36,7 +36,7 @@ constexpr bool kPoison = false;
 // where overruns are caught.
 struct Lent {
   std::mutex guard;
-  std::map<const void*, std::size_t> blocks;  // ordered: lent_result_block finds the block around a pointer
+  std::unordered_map<void*, std::size_t> blocks;
 };
 Lent& lent() {
   static auto* l = new Lent();  // never destroyed: results may outlive static destruction (a Python array)
@@ -91,19 +91,3 @@ void free_result(void* p, std::size_t bytes) noexcept {
 }
 
 }  // namespace parasurf::detail
-
-namespace parasurf::core {
-
-LentBlock lent_result_block(const void* p, std::size_t bytes) {
-  detail::Lent& l = detail::lent();
-  std::lock_guard<std::mutex> lock(l.guard);
-  auto it = l.blocks.upper_bound(p);
-  if (it == l.blocks.begin()) return {};
-  --it;
-  const auto* start = static_cast<const std::uint8_t*>(it->first);
-  const auto* at = static_cast<const std::uint8_t*>(p);
-  if (at + bytes > start + it->second) return {};
-  return {const_cast<std::uint8_t*>(start), it->second};
-}
-
-}  // namespace parasurf::core

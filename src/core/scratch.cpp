@@ -2,7 +2,6 @@
 #include "core/scratch.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <mutex>
 #include <new>
 #include <string>
@@ -39,10 +38,7 @@ Pool& pool() {
   return *p;
 }
 
-std::atomic<void (*)(void*, std::size_t)> unmap_hook{nullptr};
-
 void unmap(std::uint8_t* p, std::size_t bytes) {
-  if (auto* hook = unmap_hook.load(std::memory_order_acquire)) hook(p, bytes);
 #ifdef __linux__
   munmap(p, bytes);
 #else
@@ -155,10 +151,6 @@ void ScratchBlock::reserve(std::size_t n, bool fault_in, const char* what) {
     // faulted in by all threads.
     if (fault_in) prefault(data_, n);
   }
-}
-
-void set_scratch_unmap_hook(void (*hook)(void* data, std::size_t bytes)) {
-  unmap_hook.store(hook, std::memory_order_release);
 }
 
 std::uint64_t scratch_retained_bytes() {

@@ -45,17 +45,4 @@ void give_scratch(std::uint8_t* data, std::size_t bytes) noexcept;
 // Bytes the pool holds for later calls (tests).
 std::uint64_t scratch_retained_bytes();
 
-// The pool's block that holds [p, p + bytes) of a result array the pool lent (HostVector storage), or {nullptr, 0}:
-// a GPU copies results home into such a block directly once it is pinned (core/staging.cu).
-struct LentBlock {
-  std::uint8_t* data = nullptr;
-  std::size_t bytes = 0;
-};
-LentBlock lent_result_block(const void* p, std::size_t bytes);
-// `hook` is called with each block just before the pool gives it back to the system (the GPU side unpins the
-// blocks it pinned there). Set once, by the CUDA runtime's first pinning of a block.
-void set_scratch_unmap_hook(void (*hook)(void* data, std::size_t bytes));
-// Result blocks the CUDA runtime holds pinned now (0 in a build without CUDA; tests).
-std::size_t pinned_result_blocks();
-
 }  // namespace parasurf::core

@@ -4,11 +4,9 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
-#include <unordered_map>
 
 #include "core/cuda_check.hpp"
 #include "core/memory.hpp"
-#include "core/scratch.hpp"
 #include "parasurf/device.hpp"
 
 namespace parasurf::core {
@@ -74,58 +72,6 @@ bool pageable(const void* host) {
 
 namespace {
 
-// Result blocks of the process's pool (core/scratch.hpp) as destinations of copies home: a block's first such copy
-// is staged and noted; at its second the block is pinned, and it stays pinned while the pool keeps it, so that a
-// process making results again and again (the pool hands it the same blocks) gets them by DMA with no host copy.
-// Pinning costs more than one staged copy saves: a one-shot run pins nothing.
-enum : int { kSeen = 1, kPinned = 2, kRefused = 3 };
-std::mutex& pinned_mutex() {
-  static auto* m = new std::mutex;  // never destroyed: the pool may unmap blocks during exit
-  return *m;
-}
-std::unordered_map<void*, int>& pinned_blocks() {
-  static auto* blocks = new std::unordered_map<void*, int>;
-  return *blocks;
-}
-void before_unmap(void* data, std::size_t) {
-  std::lock_guard<std::mutex> lock(pinned_mutex());
-  const auto it = pinned_blocks().find(data);
-  if (it == pinned_blocks().end()) return;
-  if (it->second == kPinned) {
-    cudaHostUnregister(data);
-    cudaGetLastError();
-  }
-  pinned_blocks().erase(it);
-}
-
-}  // namespace
-
-std::size_t pinned_result_blocks() {
-  std::lock_guard<std::mutex> lock(pinned_mutex());
-  return std::size_t(
-      std::count_if(pinned_blocks().begin(), pinned_blocks().end(), [](const auto& b) { return b.second == kPinned; }));
-}
-
-bool pin_result_destination(void* host, std::size_t bytes) {
-  const LentBlock block = lent_result_block(host, bytes);
-  if (!block.data) return false;
-  std::lock_guard<std::mutex> lock(pinned_mutex());
-  int& state = pinned_blocks()[block.data];
-  if (state == kPinned) return true;
-  if (state == 0)
-    state = kSeen;
-  else if (state == kSeen) {
-    set_scratch_unmap_hook(before_unmap);
-    // Portable: pinned for every GPU's context (a several-GPU run brings slabs home from each). Refused where the
-    // process may lock no more memory: the block is staged from then on.
-    state = cudaHostRegister(block.data, block.bytes, cudaHostRegisterPortable) == cudaSuccess ? kPinned : kRefused;
-    cudaGetLastError();
-  }
-  return state == kPinned;
-}
-
-namespace {
-
 // Pieces of at most a buffer, brought home in turn through the ring: the copy engine fills the buffers ahead while
 // the host's threads empty the oldest. `landed` holds one event per buffer.
 void bring_home(const StagingRing& ring, const std::vector<HostCopy>& pieces, cudaStream_t stream,
@@ -150,38 +96,15 @@ std::size_t piece_bytes(std::size_t total) {
   return std::clamp<std::size_t>((total / 4 + 4095) & ~std::size_t(4095), std::size_t(2) << 20, kStagingBufferBytes);
 }
 
-// The sizes of the pieces of `total` bytes in order: `piece` each, but where the copy is long enough the
-// last ones halve down to 1 MiB, so that the part of the transfer nothing overlaps at its end (the last piece's trip
-// over the link after its fill on the way up, its emptying after the trip on the way home) is a small piece's.
-std::vector<std::size_t> piece_sizes(std::size_t total, std::size_t piece) {
-  const std::size_t smallest = std::size_t(1) << 20;
-  std::vector<std::size_t> tail;
-  std::size_t tail_bytes = 0;
-  for (std::size_t t = piece / 2; t >= smallest; t /= 2) tail.push_back(t), tail_bytes += t;
-  std::vector<std::size_t> out;
-  if (total < 2 * piece + tail_bytes) tail.clear(), tail_bytes = 0;
-  for (std::size_t at = 0; at < total - tail_bytes; at += piece)
-    out.push_back(std::min(piece, total - tail_bytes - at));
-  out.insert(out.end(), tail.begin(), tail.end());
-  return out;
-}
-
 std::vector<HostCopy> chunk_pieces(const std::vector<HostCopy>& copies) {
   std::size_t total = 0;
   for (const HostCopy& c : copies) total += c.bytes;
   const std::size_t piece = piece_bytes(total);
   std::vector<HostCopy> pieces;
-  for (std::size_t i = 0; i < copies.size(); ++i) {
-    const HostCopy& c = copies[i];
-    // The last array's end tapers (the earlier arrays' pieces are followed by others).
-    const std::vector<std::size_t> sizes =
-        i + 1 == copies.size() ? piece_sizes(c.bytes, piece) : std::vector<std::size_t>(1, piece);
-    for (std::size_t at = 0, k = 0; at < c.bytes; ++k) {
-      const std::size_t n = std::min(sizes[std::min(k, sizes.size() - 1)], c.bytes - at);
-      pieces.push_back({static_cast<char*>(c.host) + at, static_cast<const char*>(c.device) + at, n});
-      at += n;
-    }
-  }
+  for (const HostCopy& c : copies)
+    for (std::size_t at = 0; at < c.bytes; at += piece)
+      pieces.push_back(
+          {static_cast<char*>(c.host) + at, static_cast<const char*>(c.device) + at, std::min(piece, c.bytes - at)});
   return pieces;
 }
 
@@ -223,8 +146,7 @@ void copy_home(int device, const std::vector<HostCopy>& copies, cudaStream_t str
   std::vector<char> staged_copy(copies.size(), 0);
   if (total >= kMinStagedBytes)
     for (std::size_t i = 0; i < copies.size(); ++i)
-      if (copies[i].bytes && pageable(copies[i].host) && !pin_result_destination(copies[i].host, copies[i].bytes))
-        staged_copy[i] = 1, pageable_bytes += copies[i].bytes;
+      if (copies[i].bytes && pageable(copies[i].host)) staged_copy[i] = 1, pageable_bytes += copies[i].bytes;
   StagingRing ring;
   if (pageable_bytes > 0 && staging_pays(device, pageable_bytes, false)) ring = take_staging(device);
   struct GiveBack {
@@ -281,9 +203,9 @@ void StagedLink::upload(void* device, const void* host, std::size_t bytes, const
   // The staging stream does not wait for the default stream by itself.
   PS_CUDA(cudaDeviceSynchronize(), what);
   const CopyingShare share;
-  const std::vector<std::size_t> sizes = piece_sizes(bytes, piece_bytes(bytes));
-  for (std::size_t at = 0, k = 0; at < bytes; at += sizes[k], ++k) {
-    const std::size_t b = k % kStagingBuffers, n = sizes[k];
+  const std::size_t piece = piece_bytes(bytes);
+  for (std::size_t at = 0, k = 0; at < bytes; at += piece, ++k) {
+    const std::size_t b = k % kStagingBuffers, n = std::min(piece, bytes - at);
     PS_CUDA(cudaEventSynchronize(chunk_done_[b]), what);  // its last piece has left
     parallel_copy(ring_.host[b], static_cast<const char*>(host) + at, n, share.threads());
     PS_CUDA(cudaMemcpyAsync(static_cast<char*>(device) + at, ring_.host[b], n, cudaMemcpyHostToDevice, stream_), what);
@@ -300,26 +222,18 @@ void StagedLink::download(const std::vector<HostCopy>& copies, const char* what)
   std::size_t staged_bytes = 0;
   if (total >= kMinStagedBytes)
     for (std::size_t i = 0; i < copies.size(); ++i) {
-      staged[i] = copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host) &&
-                  !pin_result_destination(copies[i].host, copies[i].bytes);
+      staged[i] = copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host);
       staged_bytes += staged[i] ? copies[i].bytes : 0;
     }
   const bool chunks = staged_bytes > 0 && chunks_for(staged_bytes);
   std::vector<HostCopy> through;
-  bool straight = false;
   for (std::size_t i = 0; i < copies.size(); ++i) {
     if (!copies[i].host || copies[i].bytes == 0) continue;
-    if (chunks && staged[i]) {
+    if (chunks && staged[i])
       through.push_back(copies[i]);
-    } else {
-      PS_CUDA(cudaMemcpyAsync(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault, cudaStreamLegacy),
-              what);
-      straight = true;
-    }
+    else
+      PS_CUDA(cudaMemcpy(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault), what);
   }
-  // (The straight copies, queued one after another, are waited for once; a pageable destination's copy returns
-  // only when its bytes are home anyway.)
-  if (straight) PS_CUDA(cudaStreamSynchronize(cudaStreamLegacy), what);
   if (through.empty()) return;
   PS_CUDA(cudaEventRecord(work_done_, cudaStreamLegacy), what);
   PS_CUDA(cudaStreamWaitEvent(stream_, work_done_, 0), what);

@@ -40,11 +40,6 @@ bool staging_pays(int device, std::size_t bytes, bool holding_ring);
 // Whether `host` is pageable (neither pinned nor device memory).
 bool pageable(const void* host);
 
-// Whether a copy home into [host, host + bytes) may go straight by DMA: the range lies in a result block of the
-// process's pool (core/scratch.hpp) that is pinned, the block being pinned at its second use as such a destination
-// (a one-shot run pins nothing) and unpinned when the pool gives it back to the system.
-bool pin_result_destination(void* host, std::size_t bytes);
-
 struct HostCopy {
   void* host;
   const void* device;

@@ -28,25 +28,6 @@ constexpr bool kHeapResults = false;
 constexpr bool kHeapResults = false;
 #endif
 
-// A pointer into a large result's storage names the pool block that holds it (a GPU copies results home into such
-// blocks directly once pinned); ranges that reach past the block, small results on the heap and freed results name
-// none.
-TEST(ResultPool, LentBlocksAreFoundFromPointersIntoThem) {
-  if (kHeapResults) GTEST_SKIP() << "results stay on the heap under AddressSanitizer";
-  const std::size_t n = (std::size_t(3) << 20) + 123;
-  HostVector<std::uint8_t> big(n), small(1000);
-  const core::LentBlock b = core::lent_result_block(big.data() + 100, 1000);
-  ASSERT_NE(b.data, nullptr);
-  EXPECT_LE(b.data, big.data());
-  EXPECT_GE(b.data + b.bytes, big.data() + n);
-  EXPECT_EQ(core::lent_result_block(big.data(), n).data, b.data);
-  EXPECT_EQ(core::lent_result_block(big.data(), b.bytes + 1).data, nullptr) << "reaches past the block";
-  EXPECT_EQ(core::lent_result_block(small.data(), 10).data, nullptr) << "a small result lies on the heap";
-  std::uint8_t* const start = big.data();
-  big = HostVector<std::uint8_t>();
-  EXPECT_EQ(core::lent_result_block(start, 10).data, nullptr) << "the block went back to the pool";
-}
-
 // Past the pool's limit the blocks that came back longest ago go first: a job repeated with results larger than an
 // earlier job's finds its own blocks again (the pool once dropped the largest blocks first, so every call of such
 // a job faulted its results in anew while the earlier job's blocks stayed).
