@@ -183,8 +183,9 @@ void StagedLink::give_back_chunks() {
   ring_ = {};
 }
 
-bool StagedLink::chunks_for(std::size_t bytes) {
-  if (!staging_pays(device_, bytes, bool(ring_))) return false;
+bool StagedLink::chunks_for(std::size_t bytes) { return staging_pays(device_, bytes, bool(ring_)) && ring_ready(); }
+
+bool StagedLink::ring_ready() {
   if (!stream_) {
     PS_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the staging stream");
     for (int b = 0; b < kStagingBuffers; ++b)
@@ -193,6 +194,36 @@ bool StagedLink::chunks_for(std::size_t bytes) {
   }
   if (!ring_) ring_ = take_staging(device_);
   return bool(ring_);
+}
+
+bool StagedLink::bounce_home(const std::vector<HostCopy>& copies, const char* what) {
+  // 256-byte offsets in the buffer, as the device's own allocations are aligned.
+  const auto slot = [](std::size_t bytes) { return (bytes + 255) & ~std::size_t(255); };
+  std::vector<char> bounced(copies.size(), 0);
+  std::size_t room = 0;
+  for (std::size_t i = 0; i < copies.size(); ++i)
+    if (copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host))
+      bounced[i] = 1, room += slot(copies[i].bytes);
+  if (room == 0 || room > kStagingBufferBytes || !ring_ready()) return false;
+  for (std::size_t i = 0; i < copies.size(); ++i)  // pinned or device destinations: straight
+    if (!bounced[i] && copies[i].host && copies[i].bytes > 0)
+      PS_CUDA(cudaMemcpy(copies[i].host, copies[i].device, copies[i].bytes, cudaMemcpyDefault), what);
+  PS_CUDA(cudaEventRecord(work_done_, cudaStreamLegacy), what);
+  PS_CUDA(cudaStreamWaitEvent(stream_, work_done_, 0), what);
+  auto* buffer = static_cast<char*>(ring_.host[0]);
+  for (std::size_t i = 0, at = 0; i < copies.size(); ++i)
+    if (bounced[i]) {
+      PS_CUDA(cudaMemcpyAsync(buffer + at, copies[i].device, copies[i].bytes, cudaMemcpyDeviceToHost, stream_), what);
+      at += slot(copies[i].bytes);
+    }
+  PS_CUDA(cudaStreamSynchronize(stream_), what);
+  const CopyingShare share;
+  for (std::size_t i = 0, at = 0; i < copies.size(); ++i)
+    if (bounced[i]) {
+      parallel_copy(copies[i].host, buffer + at, copies[i].bytes, share.threads());
+      at += slot(copies[i].bytes);
+    }
+  return true;
 }
 
 void StagedLink::upload(void* device, const void* host, std::size_t bytes, const char* what) {
@@ -217,6 +248,9 @@ void StagedLink::upload(void* device, const void* host, std::size_t bytes, const
 void StagedLink::download(const std::vector<HostCopy>& copies, const char* what) {
   std::size_t total = 0;
   for (const HostCopy& c : copies) total += c.host ? c.bytes : 0;
+  if (total >= kMinBouncedBytes && total < kMinStagedBytes && (ring_ || ++small_downloads_ >= 2) &&
+      bounce_home(copies, what))
+    return;
   // Which arrays are pageable, asked only where chunks could serve (each query costs a visible share of a small run).
   std::vector<char> staged(copies.size(), 0);
   std::size_t staged_bytes = 0;
