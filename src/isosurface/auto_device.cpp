@@ -32,8 +32,11 @@ constexpr double kTriangleWeight = 40;
 // GPU: per call (launches, waits; the engine and its arrays are kept between calls, and the first call's making of
 // them is learned with the rest), the link's effective rates for pageable host memory through the engine's staging,
 // the kernels' rate per sample and per triangle, and a context's start (cuInit, the context, the module's load),
-// typical of a data-centre GPU. The first three are replaced by what this process measures.
-constexpr double kGpuCallSeconds = 0.25e-3;
+// typical of a data-centre GPU. The first three are replaced by what this process measures. (A call's fixed cost:
+// on an H100 host a 64^3 uint8 volume from host memory took 0.19 ms in all once small meshes came home through a
+// pinned buffer, about 0.11 ms of it neither the link nor the kernels; at 0.25 ms the estimate lay more than twice
+// the CPU's, so auto never tried the GPU there and kept the CPU at 1.15x the GPU's time.)
+constexpr double kGpuCallSeconds = 0.12e-3;
 constexpr double kUploadBytesPerSecond = 25e9;
 constexpr double kDownloadBytesPerSecond = 15e9;
 constexpr double kGpuSamplesPerSecond = 1.5e11;
