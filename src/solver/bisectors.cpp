@@ -75,7 +75,10 @@ SurfaceBisectorResult surface_bisector(const BSplineSurface& a, const BSplineSur
         const BernsteinPoly g = dot(nc, d), dd = dot(d, d);
         std::array<BernsteinPoly, 3> delta;
         for (int c = 0; c < 3; ++c) delta[c] = -2.0 * (d[c] * g) + n1[c] * dd;
-        systems[std::size_t(k) * pb.size() + j] = {dot(delta, s2[j].xu), dot(delta, s2[j].xv)};
+        std::vector<BernsteinPoly>& system = systems[std::size_t(k) * pb.size() + j];  // moved in, not copied
+        system.reserve(2);
+        system.push_back(dot(delta, s2[j].xu));
+        system.push_back(dot(delta, s2[j].xv));
       }
     });
   }

@@ -339,11 +339,15 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
       const Task& t = tasks[k];
       const PatchTerms& pt = terms[t.patch];
       const Vec3& q = queries[t.query];
+      // Moved in, not listed in braces: an initializer list's elements are copied (two more heap blocks each).
+      std::vector<BernsteinPoly>& system = systems[k];
       if (t.edge < 0) {
-        systems[k] = {condition(pt.dot_u, pt.su, q, pt.centre), condition(pt.dot_v, pt.sv, q, pt.centre)};
+        system.reserve(2);
+        system.push_back(condition(pt.dot_u, pt.su, q, pt.centre));
+        system.push_back(condition(pt.dot_v, pt.sv, q, pt.centre));
       } else {
         const PatchTerms::Edge& e = pt.edges[std::size_t(t.edge)];
-        systems[k] = {condition(e.dot, e.tangent, q, pt.centre)};
+        system.push_back(condition(e.dot, e.tangent, q, pt.centre));
       }
     });
   errors.rethrow();
