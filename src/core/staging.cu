@@ -248,9 +248,10 @@ void StagedLink::upload(void* device, const void* host, std::size_t bytes, const
 void StagedLink::download(const std::vector<HostCopy>& copies, const char* what) {
   std::size_t total = 0;
   for (const HostCopy& c : copies) total += c.host ? c.bytes : 0;
-  if (total >= kMinBouncedBytes && total < kMinStagedBytes && (ring_ || ++small_downloads_ >= 2) &&
-      bounce_home(copies, what))
-    return;
+  if (total >= kMinBouncedBytes && total < kMinStagedBytes) {
+    small_downloads_ = std::min(small_downloads_ + 1, 2);
+    if ((ring_ || small_downloads_ >= 2) && bounce_home(copies, what)) return;
+  }
   // Which arrays are pageable, asked only where chunks could serve (each query costs a visible share of a small run).
   std::vector<char> staged(copies.size(), 0);
   std::size_t staged_bytes = 0;
