@@ -63,12 +63,15 @@ std::array<double, 3> box_max(const PolygonMesh& m) {
 }
 
 // A random lattice over the mesh: random degrees and counts (or the given ones), control points moved at random.
-Lattice random_lattice(const PolygonMesh& mesh, std::mt19937_64& rng, double amplitude, bool random_layout) {
+// With `cut`, every axis has at least two knot spans, so the uniform axes put a knot through the mesh's middle.
+Lattice random_lattice(const PolygonMesh& mesh, std::mt19937_64& rng, double amplitude, bool random_layout,
+                       bool cut = false) {
   LatticeSpec spec;
   if (random_layout) {
     for (int a = 0; a < 3; ++a) {
       spec.degree[a] = 1 + int(rng() % 3);
       spec.count[a] = spec.degree[a] + 1 + int(rng() % 4);
+      if (cut && spec.count[a] == spec.degree[a] + 1) ++spec.count[a];
     }
     // One axis with a non-uniform clamped knot vector.
     const int a = int(rng() % 3);
@@ -313,7 +316,7 @@ TEST(Ffd, WatertightInWatertightOut) {
 TEST(Ffd, PreparationIsTheSameOnAnyNumberOfThreads) {
   std::mt19937_64 rng(test::run_seed() + 9);
   const PolygonMesh mesh = sphere_mesh(23, 31);
-  const Lattice lattice = random_lattice(mesh, rng, 0.1, true);
+  const Lattice lattice = random_lattice(mesh, rng, 0.1, true, true);
   FfdReport one_report;
   const ffd::Prepared one = ffd::prepare_accurate(mesh, lattice, 3, 1, one_report);
   ASSERT_GT(one_report.pieces, std::int64_t(mesh.face_count())) << "the lattice cuts faces";
