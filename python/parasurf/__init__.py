@@ -12,7 +12,30 @@ import warnings as _warnings
 import numpy as _np
 
 from . import _parasurf
-from ._parasurf import DeviceArray, Lattice, __version__, cuda_available
+
+
+def _numpy_problem(pybind11_version, numpy_version):
+    """Why an extension built with this pybind11 cannot use this NumPy, or None. pybind11 before 2.12 reads NumPy
+    1's array structures: under NumPy 2 it misreads them (strides of 0, other dtypes) and raises nothing, so every
+    result would be wrong."""
+    try:
+        major = int(numpy_version.split(".")[0])
+    except ValueError:
+        return None
+    if major < 2 or tuple(pybind11_version[:2]) >= (2, 12):
+        return None
+    return ("parasurf: this build of the extension used pybind11 %d.%d, which cannot read NumPy %s arrays (NumPy 2 "
+            "needs pybind11 2.12 or newer) and would return wrong results. Rebuild it with a newer pybind11 "
+            "(`pip install .` fetches one; for scripts/run.sh, `pip install 'pybind11>=2.12'` and configure with "
+            "-Dpybind11_DIR=$(python3 -m pybind11 --cmakedir)), or run it with NumPy 1.x."
+            % (pybind11_version[0], pybind11_version[1], numpy_version))
+
+
+_problem = _numpy_problem(_parasurf._pybind11_version, _np.__version__)
+if _problem:
+    raise ImportError(_problem)
+
+from ._parasurf import DeviceArray, Lattice, __version__, cuda_available  # noqa: E402
 
 __all__ = ["read_volume", "write_mesh", "marching_cubes", "evaluate_surface", "evaluate_bspline_surface", "tessellate", "lattice", "ffd", "intersect_curves", "intersect_curves_batch", "ray_traps",
            "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "closest_points", "patch_nets",

@@ -1280,6 +1280,8 @@ void bind_ffd(py::module_& m) {
 
 PYBIND11_MODULE(_parasurf, m) {
   m.doc() = "parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs (C++ core)";
+  // The package refuses a NumPy this pybind11 cannot read (pybind11 before 2.12 under NumPy 2).
+  m.attr("_pybind11_version") = py::make_tuple(PYBIND11_VERSION_MAJOR, PYBIND11_VERSION_MINOR, PYBIND11_VERSION_PATCH);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

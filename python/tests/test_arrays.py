@@ -358,3 +358,15 @@ def test_surfaces_of_gpu_control_points_stay_on_the_gpu(framework, rng):
     assert isinstance(mesh[0], parasurf.DeviceArray)
     np.testing.assert_array_equal(home(torch.from_dlpack(mesh[1]) if framework == "torch" else cupy.from_dlpack(mesh[1])),
                                   parasurf.marching_cubes(vol, 0.5, device="cuda")[1])
+
+
+def test_a_numpy_this_build_cannot_read_is_refused():
+    # pybind11 before 2.12 misreads NumPy 2's arrays without an error: the package refuses to load then, with the
+    # remedy, instead of computing from wrong strides.
+    problem = parasurf._numpy_problem
+    assert problem((2, 10, 3), "1.24.2") is None
+    assert problem((2, 12, 0), "2.4.6") is None and problem((3, 0, 1), "2.0.0") is None
+    message = problem((2, 10, 3), "2.4.6")
+    assert "pybind11 2.10" in message and "NumPy 2.4.6" in message and "2.12" in message
+    assert problem((2, 11, 1), "2.0.0rc1") is not None
+    assert problem(parasurf._parasurf._pybind11_version, np.__version__) is None  # this build, this NumPy

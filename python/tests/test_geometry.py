@@ -197,6 +197,33 @@ def test_intersect_curves():
             parasurf.intersect_curves_batch(bad)
 
 
+@pytest.mark.parametrize("device", devices())
+def test_random_curve_pairs_agree_with_the_bezier_package(device, rng):
+    # The bezier package's geometric intersection as an independent reference on fresh random cubic and quintic
+    # pairs: every crossing it finds is one of parasurf's and the other way round (pairs it cannot decide, and
+    # tangencies, which it may miss, are left out).
+    bezier = pytest.importorskip("bezier")
+    pairs = [(rng.random((k, 2)), rng.random((k, 2))) for k in (4, 6) for _ in range(150)]
+    flat = parasurf.intersect_curves_batch(pairs, device=device, flat=True)
+    assert flat["status"] == "complete" and len(flat["overlap_pair"]) == 0
+    compared = 0
+    for i, (a, b) in enumerate(pairs):
+        rows = flat["pair"] == i
+        if flat["tangent"][rows].any():
+            continue
+        ca = bezier.Curve.from_nodes(np.asfortranarray(a.T))
+        try:
+            st = ca.intersect(bezier.Curve.from_nodes(np.asfortranarray(b.T)))
+        except NotImplementedError:
+            continue
+        theirs = np.array(sorted(map(tuple, st.T))).reshape(-1, 2)
+        ours = np.array(sorted(map(tuple, flat["params"][rows]))).reshape(-1, 2)
+        assert theirs.shape == ours.shape, (i, theirs, ours)
+        np.testing.assert_allclose(ours, theirs, atol=1e-9)
+        compared += len(ours)
+    assert compared > 100
+
+
 def test_closest_points_on_the_teapot_and_on_given_nets():
     # Points on the teapot are their own nearest points; one above the lid's knob is 0.05 above its top.
     rng = np.random.default_rng(5)
