@@ -307,6 +307,9 @@ CurveIntersectionResult intersect_curves(const BezierCurve2& a, const BezierCurv
 }
 
 namespace {
+// Pairs from which their preparation and results are shared among the threads.
+constexpr std::size_t kPairsPerTeam = 64;
+
 // The batch of pairs 0..n-1, whose curves `pair_of(k)` gives (as pointers: into the caller's curves, or to the
 // calling thread's curves filled from packed points). The curves must have been checked.
 // (One function for both forms, not a template: with two copies of this body the compiler stopped inlining what it
@@ -326,8 +329,11 @@ std::vector<CurveIntersectionResult> solve_pairs(std::size_t n, const std::funct
   };
   std::vector<Prepared> prepared(n);
   const int threads = cpu_thread_count(options.threads);
+  // A pair's own work is microseconds: a few pairs are not worth waking the other threads (on a loaded machine
+  // that waits for each of them to be scheduled, milliseconds per call).
+  const bool team = threads > 1 && n >= kPairsPerTeam;
   core::RegionErrors errors;
-#pragma omp parallel for schedule(static, 16) num_threads(threads)
+#pragma omp parallel for schedule(static, 16) num_threads(threads) if (team)
   for (std::size_t k = 0; k < n; ++k)
     errors.capture([&] {
       const auto [a, b] = pair_of(k);
@@ -351,11 +357,11 @@ std::vector<CurveIntersectionResult> solve_pairs(std::size_t n, const std::funct
   std::vector<SolveResult> results = solve_systems(systems, options);
   // Each thread frees the systems it made (the same static schedule), into its own malloc arena: freed on other
   // threads, they waited on the arenas' locks.
-#pragma omp parallel for schedule(static, 16) num_threads(threads)
+#pragma omp parallel for schedule(static, 16) num_threads(threads) if (team)
   for (std::size_t k = 0; k < n; ++k)
     for (std::size_t e = first[k]; e < first[k + 1]; ++e) systems[e] = {};
   systems = {};
-#pragma omp parallel for schedule(dynamic, 16) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 16) num_threads(threads) if (team)
   for (std::size_t k = 0; k < n; ++k)
     errors.capture([&] {
       const Prepared& p = prepared[k];

@@ -574,6 +574,10 @@ class NodeRing {
   alignas(64) std::atomic<std::size_t> tail_{0};
 };
 
+// How long the calling thread works through a batch alone before the other threads join: about what waking them
+// costs on an idle machine, so that a call that small (one curve pair: tens of microseconds) stays on one thread.
+constexpr double kSoloSeconds = 50e-6;
+
 std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
                                          const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
   static const std::vector<BernsteinPoly> none;
@@ -627,16 +631,32 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   };
   std::vector<Lists> lists(static_cast<std::size_t>(threads));
   core::RegionErrors errors;
-#pragma omp parallel num_threads(threads) if (count > 0)
-  {
-    Lists& mine = lists[std::size_t(omp_get_thread_num())];
+  // A thread's place in the traversal, kept between the calling thread's start alone and the team's run.
+  struct Walker {
     std::vector<Root> found;  // the current cell's, before tagging
     std::vector<std::pair<std::vector<double>, std::vector<double>>> unresolved;
     std::vector<Node> local;
     std::int64_t taken = 0, seen_here = 0, emitted = 0;  // nodes taken from the ring (or the roots' overflow); nodes processed
     std::size_t ring_seen = 0;  // the ring's size when this thread last read it
     bool crowded_seen = false;  // whether the cells waiting passed the continuum's limit when last read
+    double elapsed = 0;         // seconds since the start when this thread last read the clock
+  };
+  std::vector<Walker> walkers(static_cast<std::size_t>(threads));
+  // Thread t's traversal; `alone`: the calling thread before the team starts, which returns once the batch is
+  // done or kSoloSeconds have passed (its stack kept for the team's run).
+  auto walk = [&](int t, bool alone) {
+    Lists& mine = lists[std::size_t(t)];
+    Walker& w = walkers[std::size_t(t)];
+    auto& found = w.found;
+    auto& unresolved = w.unresolved;
+    auto& local = w.local;
+    auto& taken = w.taken;
+    auto& seen_here = w.seen_here;
+    auto& emitted = w.emitted;
+    auto& ring_seen = w.ring_seen;
+    auto& crowded_seen = w.crowded_seen;
     for (;;) {
+      if (alone && w.elapsed > kSoloSeconds) return;
       Node node;
       if (!local.empty()) {
         node = std::move(local.back());
@@ -672,8 +692,8 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
         if (nodes.fetch_add(64) + 64 > max_nodes) stop = 1;
         if (o.stop && o.stop()) stop = 3;
       }
-      if (stop.load(std::memory_order_relaxed) == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > o.max_seconds)
-        stop = 2;
+      w.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (stop.load(std::memory_order_relaxed) == 0 && w.elapsed > o.max_seconds) stop = 2;
       if (stop.load(std::memory_order_relaxed)) continue;  // drain without work
       const std::size_t sys = node.system;
       if (!mine.visits.empty() && mine.visits.back().first == sys)
@@ -732,8 +752,15 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       found.clear();
       unresolved.clear();
     }
-    nodes += seen_here & 63;
+  };
+  // The calling thread starts alone: a batch it finishes within kSoloSeconds never wakes the others (which, on a
+  // loaded machine, waits for each of them to be scheduled), and a longer one loses that much of their help.
+  if (count > 0) walk(0, true);
+  if (pending.load() > 0) {
+#pragma omp parallel num_threads(threads) if (threads > 1)
+    walk(omp_get_thread_num(), false);
   }
+  for (const Walker& w : walkers) nodes += w.seen_here & 63;
   errors.rethrow();
   for (Lists& l : lists) {
     for (auto& [i, r] : l.found) out[i].proved.push_back(std::move(r));
