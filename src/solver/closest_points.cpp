@@ -252,8 +252,9 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
   const int threads = cpu_thread_count(options.threads);
   std::vector<PatchTerms> terms(patches.size());
   core::RegionErrors errors;
-  // One patch at a time: a model has few patches (the teapot 32), each tens of microseconds of work.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  // One patch at a time: a model has few patches (the teapot 32), each tens of microseconds of work. Loops over a
+  // few items stay on the calling thread: waking the others costs more (on a loaded machine, milliseconds).
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (patches.size() >= 8)
   for (std::size_t p = 0; p < patches.size(); ++p) errors.capture([&] { terms[p] = patch_terms(patches[p]); });
   errors.rethrow();
 
@@ -265,7 +266,7 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
     int edge;  // -1: the interior
   };
   std::vector<std::vector<Task>> tasks_of(queries.size());
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads) if (queries.size() > 64)
   for (std::size_t i = 0; i < queries.size(); ++i)
     errors.capture([&] {
       const Vec3& q = queries[i];
@@ -333,7 +334,7 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
   }
   std::vector<std::vector<BernsteinPoly>> systems(tasks.size());
   // Static, as release_in_parallel frees them: each thread frees what it made, into its own malloc arena.
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(threads) if (tasks.size() >= 256)
   for (std::size_t k = 0; k < tasks.size(); ++k)
     errors.capture([&] {
       const Task& t = tasks[k];
@@ -365,7 +366,7 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
   std::vector<std::size_t> first(queries.size() + 1, tasks.size());
   for (std::size_t k = tasks.size(); k-- > 0;) first[tasks[k].query] = k;
   for (std::size_t i = queries.size(); i-- > 0;) first[i] = std::min(first[i], first[i + 1]);
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads) if (queries.size() > 64)
   for (std::size_t i = 0; i < queries.size(); ++i)
     errors.capture([&] {
       ClosestPoint& best = out.points[i];

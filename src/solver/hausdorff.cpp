@@ -186,7 +186,9 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
   ends.push_back(A.back().u1);
   std::vector<Closest> end_closest(ends.size());
   core::RegionErrors errors_0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+  // (Loops over a few items stay on the calling thread: waking the others costs more than a small solve, and on
+  // a loaded machine milliseconds.)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && ends.size() >= 8)
   for (std::int64_t i = 0; i < std::int64_t(ends.size()); ++i) {
     errors_0.capture([&] {
       const std::size_t piece = std::min(std::size_t(i), na - 1);
@@ -292,7 +294,7 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
   };
   std::vector<Task> tasks(recipes.size());
   core::RegionErrors errors_s0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && recipes.size() > 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1 && recipes.size() >= 8)
   for (std::int64_t i = 0; i < std::int64_t(recipes.size()); ++i)
     errors_s0.capture([&] { tasks[std::size_t(i)] = build(recipes[std::size_t(i)]); });
   errors_s0.rethrow();
@@ -326,7 +328,7 @@ HausdorffPair one_sided(const std::vector<Piece>& A, const std::vector<Piece>& B
   candidates += std::int64_t(cand.size());
   std::vector<Closest> measured(cand.size());
   core::RegionErrors errors_1;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1)
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (threads > 1 && cand.size() >= 16)
   for (std::int64_t i = 0; i < std::int64_t(cand.size()); ++i) {
     errors_1.capture([&] {
       const auto& [a, t] = cand[std::size_t(i)];

@@ -236,7 +236,9 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
   out.hits.resize(origins.size());
   std::vector<PatchBoxes> boxes(patches.size());
   core::RegionErrors errors;
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads)
+  // Loops over a few items stay on the calling thread: waking the others costs more (on a loaded machine,
+  // milliseconds), and one ray is a call users make in a loop.
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (patches.size() >= 8)
   for (std::size_t p = 0; p < patches.size(); ++p) errors.capture([&] { boxes[p] = boxes_of(patches[p]); });
   errors.rethrow();
 
@@ -258,7 +260,7 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
   std::vector<std::uint32_t> patch_of;
   {
     std::vector<std::vector<std::uint32_t>> block(blocks);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (blocks > 1)
     for (std::size_t g = 0; g < blocks; ++g)
       errors.capture([&] {
         for (std::size_t i = g * kBlock, end = std::min(rays, i + kBlock); i < end; ++i) {
@@ -283,7 +285,7 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
     // (core::check_host_allocation below bounds what the systems take; these lists are a fraction of it.)
     ray_of.resize(first.back());
     patch_of.resize(first.back());
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(threads) if (blocks > 1)
     for (std::size_t g = 0; g < blocks; ++g) {
       const std::size_t begin = g * kBlock, end = std::min(rays, begin + kBlock);
       std::copy(block[g].begin(), block[g].end(), patch_of.begin() + std::ptrdiff_t(first[begin]));
@@ -302,7 +304,7 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
   }
   // Made and released in the same static blocks: each thread frees into its own heap what it allocated.
   std::vector<std::vector<BernsteinPoly>> systems(count);
-#pragma omp parallel for schedule(static) num_threads(threads)
+#pragma omp parallel for schedule(static) num_threads(threads) if (count >= 256)
   for (std::size_t k = 0; k < count; ++k)
     errors.capture([&] {
       const std::size_t i = ray_of[k];
@@ -336,7 +338,7 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
     // Every root ahead of the origin is a hit; where the ray meets a patch along a region of roots (through a collapsed
     // edge, or along a flat part), the region's corners and centre, settled onto the ray, are offered. The nearest
     // wins.
-#pragma omp parallel for schedule(dynamic, 256) num_threads(threads)
+#pragma omp parallel for schedule(dynamic, 256) num_threads(threads) if (origins.size() > 256)
   for (std::size_t i = 0; i < origins.size(); ++i)
     errors.capture([&] {
       const Vec3 &o = origins[i], &d = directions[i];

@@ -552,9 +552,9 @@ std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPo
   std::vector<SolveResult> out(count);
   core::RegionErrors errors_s1;
   // One system at a time balances a few hard systems; in a batch of many small ones, threads taking them one by one
-  // from a shared counter wait on it.
+  // from a shared counter wait on it. A few systems (microseconds each, as a rule) stay on the calling thread.
   const int chunk = count >= std::size_t(256) * std::size_t(threads) ? 16 : 1;
-#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads) if (threads > 1 && count > 1)
+#pragma omp parallel for schedule(dynamic, chunk) num_threads(threads) if (threads > 1 && count >= 16)
   for (std::int64_t i = 0; i < std::int64_t(count); ++i) {
     errors_s1.capture([&] {
       out[std::size_t(i)] = finish_square(systems[std::size_t(i)], ineq(std::size_t(i)), std::move(subs[std::size_t(i)]), o, deadline);

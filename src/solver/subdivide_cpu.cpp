@@ -576,7 +576,10 @@ class NodeRing {
 
 // How long the calling thread works through a batch alone before the other threads join: about what waking them
 // costs on an idle machine, so that a call that small (one curve pair: tens of microseconds) stays on one thread.
+// On a loaded machine the last thread of a team can start milliseconds late; the calling thread then works alone
+// for a few times the latest such delay (g_team_start), as the team would not help sooner.
 constexpr double kSoloSeconds = 50e-6;
+std::atomic<double> g_team_start{0};
 
 std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
                                          const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
@@ -642,9 +645,9 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     double elapsed = 0;         // seconds since the start when this thread last read the clock
   };
   std::vector<Walker> walkers(static_cast<std::size_t>(threads));
-  // Thread t's traversal; `alone`: the calling thread before the team starts, which returns once the batch is
-  // done or kSoloSeconds have passed (its stack kept for the team's run).
-  auto walk = [&](int t, bool alone) {
+  // Thread t's traversal; `alone` > 0: the calling thread before the team starts, which returns once the batch is
+  // done or that many seconds have passed (its stack kept for the team's run).
+  auto walk = [&](int t, double alone) {
     Lists& mine = lists[std::size_t(t)];
     Walker& w = walkers[std::size_t(t)];
     auto& found = w.found;
@@ -656,7 +659,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     auto& ring_seen = w.ring_seen;
     auto& crowded_seen = w.crowded_seen;
     for (;;) {
-      if (alone && w.elapsed > kSoloSeconds) return;
+      if (alone > 0 && w.elapsed > alone) return;
       Node node;
       if (!local.empty()) {
         node = std::move(local.back());
@@ -753,12 +756,21 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       unresolved.clear();
     }
   };
-  // The calling thread starts alone: a batch it finishes within kSoloSeconds never wakes the others (which, on a
+  // The calling thread starts alone: a batch it finishes within the solo time never wakes the others (which, on a
   // loaded machine, waits for each of them to be scheduled), and a longer one loses that much of their help.
-  if (count > 0) walk(0, true);
+  const double solo = std::max(kSoloSeconds, 4 * g_team_start.load(std::memory_order_relaxed));
+  if (count > 0) walk(0, solo);
   if (pending.load() > 0) {
+    const auto team_t0 = std::chrono::steady_clock::now();
+    std::atomic<double> last_start{0};
 #pragma omp parallel num_threads(threads) if (threads > 1)
-    walk(omp_get_thread_num(), false);
+    {
+      const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - team_t0).count();
+      for (double seen = last_start.load(); at > seen && !last_start.compare_exchange_weak(seen, at);) {
+      }
+      walk(omp_get_thread_num(), 0);
+    }
+    if (threads > 1) g_team_start.store(last_start.load(), std::memory_order_relaxed);
   }
   for (const Walker& w : walkers) nodes += w.seen_here & 63;
   errors.rethrow();

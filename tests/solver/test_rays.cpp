@@ -10,6 +10,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/patches.hpp"
 #include "parasurf/solver.hpp"
+#include "solver/patch_set.hpp"
 #include "solver/teapot_patches.hpp"
 #include "support.hpp"
 
@@ -252,6 +253,39 @@ TEST(Rays, AnOpenPatchsEdgeIsExact) {
       for (int i : {0, 1, 3})
         expect_on_ray({flat}, origins[std::size_t(i)], down[std::size_t(i)], r.hits[std::size_t(i)], what);
     }
+  }
+}
+
+// The boxes that prune rays and closest-point queries: the control boxes of the sub-patches that restrict_to makes,
+// to rounding (the same de Casteljau steps; the compiler may fuse their products differently), for random degrees
+// up to 16 each way and coordinates far from the origin.
+TEST(Rays, SubPatchBoxesAreTheRestrictedPatchesBoxes) {
+  std::mt19937_64 rng(test::run_seed() + 41);
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (int trial = 0; trial < 40; ++trial) {
+    const int m = 1 + int(rng() % 16), n = 1 + int(rng() % 16), pieces = 1 + int(rng() % 5);
+    const double far = trial % 2 ? 1e6 : 0;
+    std::array<BernsteinPoly, 3> x;
+    for (auto& p : x) {
+      p.degree = {m, n};
+      for (int i = 0; i < (m + 1) * (n + 1); ++i) p.coef.push_back(far + u(rng));
+    }
+    const std::array<double, 3> offset = {u(rng), far, -far};
+    const auto boxes = solver::sub_patch_boxes(x, pieces, offset);
+    ASSERT_EQ(boxes.size(), std::size_t(pieces * pieces));
+    for (int a = 0; a < pieces; ++a)
+      for (int b = 0; b < pieces; ++b)
+        for (std::size_t k = 0; k < 3; ++k) {
+          const BernsteinPoly strip = restrict_to(x[k], 0, double(a) / pieces, double(a + 1) / pieces);
+          const BernsteinPoly piece = restrict_to(strip, 1, double(b) / pieces, double(b + 1) / pieces);
+          const auto [lo, hi] = std::minmax_element(piece.coef.begin(), piece.coef.end());
+          const auto& box = boxes[std::size_t(a * pieces + b)];
+          const double rounding = 1e-14 * (1 + far);
+          ASSERT_NEAR(box[0][k], *lo + offset[k], rounding)
+              << "degree " << m << "x" << n << ", piece " << a << "," << b;
+          ASSERT_NEAR(box[1][k], *hi + offset[k], rounding)
+              << "degree " << m << "x" << n << ", piece " << a << "," << b;
+        }
   }
 }
 
