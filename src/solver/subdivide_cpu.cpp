@@ -577,9 +577,12 @@ class NodeRing {
 // How long the calling thread works through a batch alone before the other threads join: about what waking them
 // costs on an idle machine, so that a call that small (one curve pair: tens of microseconds) stays on one thread.
 // On a loaded machine the last thread of a team can start milliseconds late; the calling thread then works alone
-// for a few times the latest such delay (g_team_start), as the team would not help sooner.
-constexpr double kSoloSeconds = 50e-6;
+// for a few times the longest such delay of the last second (g_team_start, up to kSoloLongest), as the team would
+// not help sooner; a delay older than a second (g_team_seen) is forgotten, so that a passing load does not keep
+// later calls alone.
+constexpr double kSoloSeconds = 50e-6, kSoloLongest = 2e-3;
 std::atomic<double> g_team_start{0};
+std::atomic<std::int64_t> g_team_seen{0};  // steady_clock ticks
 
 std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
                                          const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
@@ -758,19 +761,26 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   };
   // The calling thread starts alone: a batch it finishes within the solo time never wakes the others (which, on a
   // loaded machine, waits for each of them to be scheduled), and a longer one loses that much of their help.
-  const double solo = std::max(kSoloSeconds, 4 * g_team_start.load(std::memory_order_relaxed));
-  if (count > 0) walk(0, solo);
+  const auto seen = std::chrono::steady_clock::duration(g_team_seen.load(std::memory_order_relaxed));
+  const bool recent = t0.time_since_epoch() - seen < std::chrono::seconds(1);
+  const double delay = recent ? g_team_start.load(std::memory_order_relaxed) : 0;
+  if (count > 0) walk(0, std::clamp(4 * delay, kSoloSeconds, kSoloLongest));
   if (pending.load() > 0) {
     const auto team_t0 = std::chrono::steady_clock::now();
     std::atomic<double> last_start{0};
+    std::atomic<int> team{1};
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
       const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - team_t0).count();
       for (double seen = last_start.load(); at > seen && !last_start.compare_exchange_weak(seen, at);) {
       }
+      if (omp_get_thread_num() == 0) team = omp_get_num_threads();
       walk(omp_get_thread_num(), 0);
     }
-    if (threads > 1) g_team_start.store(last_start.load(), std::memory_order_relaxed);
+    if (team.load() > 1) {  // (not a nested team of one)
+      g_team_start.store(std::max(delay, last_start.load()), std::memory_order_relaxed);
+      if (!recent || last_start.load() >= delay) g_team_seen.store(team_t0.time_since_epoch().count(), std::memory_order_relaxed);
+    }
   }
   for (const Walker& w : walkers) nodes += w.seen_here & 63;
   errors.rethrow();
