@@ -18,6 +18,7 @@
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
 #include "solver/patch_set.hpp"
+#include "solver/prepared_patches.hpp"
 
 namespace parasurf {
 
@@ -234,13 +235,18 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
   out.hits.reserve(origins.size());
   core::prefault(out.hits.data(), origins.size() * sizeof(RayHit));
   out.hits.resize(origins.size());
-  std::vector<PatchBoxes> boxes(patches.size());
   core::RegionErrors errors;
   // Loops over a few items stay on the calling thread: waking the others costs more (on a loaded machine,
   // milliseconds), and one ray is a call users make in a loop.
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (patches.size() >= 8)
-  for (std::size_t p = 0; p < patches.size(); ++p) errors.capture([&] { boxes[p] = boxes_of(patches[p]); });
-  errors.rethrow();
+  static solver::PreparedPatches<PatchBoxes> prepared;
+  const auto kept = prepared.get(patches, [&](const std::vector<BezierSurface>& set) {
+    std::vector<PatchBoxes> made(set.size());
+#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (set.size() >= 8)
+    for (std::size_t p = 0; p < set.size(); ++p) errors.capture([&] { made[p] = boxes_of(set[p]); });
+    errors.rethrow();
+    return made;
+  });
+  const std::vector<PatchBoxes>& boxes = *kept;
 
   // The patches each ray passes through (its box, then one of its sub-patch boxes), as one list in ray order:
   // threads list blocks of rays (a list per ray cost a million allocations), and the blocks are joined in order.

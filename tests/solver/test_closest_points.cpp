@@ -174,6 +174,39 @@ TEST(ClosestPoints, ABatchGivesWhatSingleQueriesGive) {
   }
 }
 
+// Calls on one model reuse its prepared patches (a query at a time costs microseconds, not the model's preparation):
+// models that differ only slightly, more of them than are kept, taken in turn, must each answer for themselves.
+// Each model is the teapot moved by its own offset, so that an answer from another model's patches is off by the
+// difference of the offsets; rays alike.
+TEST(ClosestPoints, ModelsTakenInTurnAnswerForThemselves) {
+  const std::vector<BezierSurface> teapot = teapot_patches();
+  std::mt19937_64 rng(test::run_seed() + 5);
+  std::uniform_real_distribution<double> x(-3.5, 3.5), z(-0.5, 3.5);
+  const Vec3 q = {x(rng), x(rng) * 0.7, z(rng)};
+  const ClosestPointsResult base = closest_points(teapot, {q});
+  const RayHitsResult base_ray = intersect_rays(teapot, {{0.3, 0.2, 10}}, {{0, 0, -1}});
+  ASSERT_GE(base_ray.hits[0].patch, 0);
+  for (int round = 0; round < 3; ++round)
+    for (int model = 0; model < 6; ++model) {
+      const Vec3 offset = {0.25 * model, 0, model % 2 ? 1e-9 : 0.0};  // models 1 and 3 differ by 1e-9 from 0 and 2's
+      std::vector<BezierSurface> moved = teapot;
+      for (BezierSurface& s : moved)
+        for (std::size_t i = 0; i < s.points.size(); ++i) s.points[i] += offset[i % 3];
+      const Vec3 mq = {q[0] + offset[0], q[1] + offset[1], q[2] + offset[2]};
+      const ClosestPoint got = closest_points(moved, {mq}).points[0];
+      EXPECT_EQ(got.patch, base.points[0].patch) << "model " << model << ", round " << round;
+      EXPECT_NEAR(got.distance, base.points[0].distance, 1e-12) << "model " << model << ", round " << round;
+      for (int k = 0; k < 3; ++k)
+        EXPECT_NEAR(got.point[std::size_t(k)] - offset[std::size_t(k)], base.points[0].point[std::size_t(k)], 1e-12)
+            << "model " << model << ", round " << round;
+      const RayHit hit =
+          intersect_rays(moved, {{0.3 + offset[0], 0.2 + offset[1], 10 + offset[2]}}, {{0, 0, -1}}).hits[0];
+      EXPECT_EQ(hit.patch, base_ray.hits[0].patch) << "model " << model << ", round " << round;
+      EXPECT_NEAR(hit.point[0] - offset[0], base_ray.hits[0].point[0], 1e-12) << "model " << model;
+      EXPECT_NEAR(hit.point[2] - offset[2], base_ray.hits[0].point[2], 1e-12) << "model " << model;
+    }
+}
+
 TEST(ClosestPoints, BadInputIsRefusedWithTheReason) {
   const std::vector<BezierSurface> teapot = teapot_patches();
   auto message = [](auto&& call) {
