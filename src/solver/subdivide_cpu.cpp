@@ -650,19 +650,20 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   std::vector<Walker> walkers(static_cast<std::size_t>(threads));
   // Thread t's traversal; `alone` > 0: the calling thread before the team starts, which returns once the batch is
   // done or that many seconds have passed (its stack kept for the team's run).
-  auto walk = [&](int t, double alone) {
+  auto walk = [&](int t, double alone) __attribute__((always_inline)) {
     Lists& mine = lists[std::size_t(t)];
     Walker& w = walkers[std::size_t(t)];
     auto& found = w.found;
     auto& unresolved = w.unresolved;
     auto& local = w.local;
-    auto& taken = w.taken;
-    auto& seen_here = w.seen_here;
-    auto& emitted = w.emitted;
-    auto& ring_seen = w.ring_seen;
-    auto& crowded_seen = w.crowded_seen;
+    // The counters in locals for the loop (as members of w they went through memory at every node), put back on
+    // the way out.
+    std::int64_t taken = w.taken, seen_here = w.seen_here, emitted = w.emitted;
+    std::size_t ring_seen = w.ring_seen;
+    bool crowded_seen = w.crowded_seen;
+    double elapsed = w.elapsed;
     for (;;) {
-      if (alone > 0 && w.elapsed > alone) return;
+      if (alone > 0 && elapsed > alone) break;
       Node node;
       if (!local.empty()) {
         node = std::move(local.back());
@@ -698,8 +699,8 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
         if (nodes.fetch_add(64) + 64 > max_nodes) stop = 1;
         if (o.stop && o.stop()) stop = 3;
       }
-      w.elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      if (stop.load(std::memory_order_relaxed) == 0 && w.elapsed > o.max_seconds) stop = 2;
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (stop.load(std::memory_order_relaxed) == 0 && elapsed > o.max_seconds) stop = 2;
       if (stop.load(std::memory_order_relaxed)) continue;  // drain without work
       const std::size_t sys = node.system;
       if (!mine.visits.empty() && mine.visits.back().first == sys)
@@ -758,6 +759,8 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       found.clear();
       unresolved.clear();
     }
+    w.taken = taken, w.seen_here = seen_here, w.emitted = emitted;
+    w.ring_seen = ring_seen, w.crowded_seen = crowded_seen, w.elapsed = elapsed;
   };
   // The calling thread starts alone: a batch it finishes within the solo time never wakes the others (which, on a
   // loaded machine, waits for each of them to be scheduled), and a longer one loses that much of their help.
