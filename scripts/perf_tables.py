@@ -337,13 +337,17 @@ def python_marching_cubes():
                       "after a warm-up. The floor of a Python call is the engine's time on the same data.\n"] + parts)
 
 
+def python_entries(benchmark):
+    """(doc, link, label) of a Python benchmark's entry on each machine that has one, the GPU host first."""
+    for machine in ("gpu", "2core"):
+        doc, link = load(f"{benchmark}-{machine}.json")
+        if doc:
+            yield doc, link, gpu_host(doc) if machine == "gpu" else "2-core development machine"
+
+
 def python_functions():
     parts = []
-    for machine in ("gpu", "2core"):
-        doc, link = load(f"python-functions-{machine}.json")
-        if not doc:
-            continue
-        label = gpu_host(doc) if machine == "gpu" else "2-core development machine"
+    for doc, link, label in python_entries("python-functions"):
         meta = doc.get("meta", {})
         doc = {**doc, "commit": meta.get("commit", "?"), **({"date": meta["date"]} if "date" in meta else {})}
         parts.append(caption(doc, link, label, "cd bench/python && python3 bench_functions.py --json f.json"))
@@ -359,11 +363,7 @@ def python_functions():
 
 def python_closest_points():
     parts = []
-    for machine in ("gpu", "2core"):
-        doc, link = load(f"python-closest-points-{machine}.json")
-        if not doc:
-            continue
-        label = gpu_host(doc) if machine == "gpu" else "2-core development machine"
+    for doc, link, label in python_entries("python-closest-points"):
         parts.append(caption(doc, link, f"{label} (numpy {doc.get('numpy', '?')})",
                              "cd bench/python && python3 bench_closest_points.py --json f.json"))
         parts.append(table(["queries", "device", "parasurf", "systems", "numpy peer", "speed-up",
@@ -383,11 +383,7 @@ def python_closest_points():
 
 def python_curve_pairs():
     parts = []
-    for machine in ("gpu", "2core"):
-        doc, link = load(f"python-curve-pairs-{machine}.json")
-        if not doc:
-            continue
-        label = gpu_host(doc) if machine == "gpu" else "2-core development machine"
+    for doc, link, label in python_entries("python-curve-pairs"):
         peers = doc["peers"]
         bz = peers.get("bezier", {})
         versions = f"numpy {doc.get('numpy', '?')}" + (f", bezier {bz['version']}" if "version" in bz else "")

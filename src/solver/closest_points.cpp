@@ -252,16 +252,10 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
   if (queries.empty()) return out;
   const int threads = cpu_thread_count(options.threads);
   core::RegionErrors errors;
-  // One patch at a time: a model has few patches (the teapot 32), each tens of microseconds of work. Loops over a
-  // few items stay on the calling thread: waking the others costs more (on a loaded machine, milliseconds).
+  // (Loops over a few items stay on the calling thread: waking the others costs more, on a loaded machine
+  // milliseconds.)
   static solver::PreparedPatches<PatchTerms> prepared;
-  const auto kept = prepared.get(patches, [&](const std::vector<BezierSurface>& set) {
-    std::vector<PatchTerms> made(set.size());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (set.size() >= 8)
-    for (std::size_t p = 0; p < set.size(); ++p) errors.capture([&] { made[p] = patch_terms(set[p]); });
-    errors.rethrow();
-    return made;
-  });
+  const auto kept = prepared.get(patches, threads, patch_terms);
   const std::vector<PatchTerms>& terms = *kept;
 
   // Per query: the nearest corner, a bound on the distance from the nearest sample (a point on the surface, so the

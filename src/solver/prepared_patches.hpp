@@ -12,6 +12,7 @@
 #include <mutex>
 #include <vector>
 
+#include "core/region_errors.hpp"
 #include "parasurf/bezier.hpp"
 
 namespace parasurf::solver {
@@ -21,13 +22,13 @@ class PreparedPatches {
  public:
   using Set = std::vector<Prepared>;
 
-  // The prepared patches of `patches`, from the cache or made by prepare(patches) (which may use threads; it runs
-  // outside the cache's lock).
-  std::shared_ptr<const Set> get(const std::vector<BezierSurface>& patches,
-                                 const std::function<Set(const std::vector<BezierSurface>&)>& prepare) {
+  // The prepared patches of `patches`, from the cache or made by prepare(patch) for each (on `threads` threads from
+  // 8 patches on: a model has few patches, each tens of microseconds of work, and waking threads for fewer costs
+  // more; outside the cache's lock).
+  std::shared_ptr<const Set> get(const std::vector<BezierSurface>& patches, int threads,
+                                 const std::function<Prepared(const BezierSurface&)>& prepare) {
     std::vector<double> key = key_of(patches);
-    if (key.empty()) return std::make_shared<const Set>(prepare(patches));  // too large to keep
-    {
+    if (!key.empty()) {
       std::lock_guard<std::mutex> lock(guard_);
       for (auto it = entries_.begin(); it != entries_.end(); ++it)
         if (it->key.size() == key.size() && std::memcmp(it->key.data(), key.data(), key.size() * sizeof(double)) == 0) {
@@ -35,7 +36,13 @@ class PreparedPatches {
           return entries_.front().set;
         }
     }
-    auto set = std::make_shared<const Set>(prepare(patches));
+    auto made = std::make_shared<Set>(patches.size());
+    core::RegionErrors errors;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (patches.size() >= 8)
+    for (std::size_t p = 0; p < patches.size(); ++p) errors.capture([&] { (*made)[p] = prepare(patches[p]); });
+    errors.rethrow();
+    std::shared_ptr<const Set> set = std::move(made);
+    if (key.empty()) return set;  // too large to keep
     std::lock_guard<std::mutex> lock(guard_);
     entries_.push_front({std::move(key), set});
     if (entries_.size() > kEntries) entries_.pop_back();

@@ -239,13 +239,7 @@ RayHitsResult intersect_rays(const std::vector<BezierSurface>& patches, const st
   // Loops over a few items stay on the calling thread: waking the others costs more (on a loaded machine,
   // milliseconds), and one ray is a call users make in a loop.
   static solver::PreparedPatches<PatchBoxes> prepared;
-  const auto kept = prepared.get(patches, [&](const std::vector<BezierSurface>& set) {
-    std::vector<PatchBoxes> made(set.size());
-#pragma omp parallel for schedule(dynamic, 4) num_threads(threads) if (set.size() >= 8)
-    for (std::size_t p = 0; p < set.size(); ++p) errors.capture([&] { made[p] = boxes_of(set[p]); });
-    errors.rethrow();
-    return made;
-  });
+  const auto kept = prepared.get(patches, threads, boxes_of);
   const std::vector<PatchBoxes>& boxes = *kept;
 
   // The patches each ray passes through (its box, then one of its sub-patch boxes), as one list in ray order:
