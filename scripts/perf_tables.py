@@ -371,6 +371,10 @@ def python_closest_points():
                            [[r["queries"], r["device"], ms(r["seconds"]), r["systems"], ms(r["numpy_seconds"]),
                              ratio(r["speedup_over_numpy"]), r["numpy_farther"], r["numpy_nearer"]]
                             for r in doc["rows"]]))
+        loop = doc.get("per_call")
+        if loop:
+            parts.append(f"One query per call (over the first {loop['queries']} queries): parasurf "
+                         f"{loop['parasurf'] * 1e6:.1f} µs, the numpy peer {loop['numpy'] * 1e6:.0f} µs per query.\n")
     if not parts:
         return ""
     return "\n".join(["### Python: `closest_points`\n",

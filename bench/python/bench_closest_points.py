@@ -5,7 +5,8 @@
 usual vectorised approach: every patch sampled on a grid, the nearest sample of each query found by brute force
 (in chunks), then Gauss-Newton on that patch from there, all queries at once. Reported: the time of each, and how
 many of the peer's answers are farther than parasurf's (a sample in the wrong basin; parasurf solves for every
-critical point of every patch that can hold the nearest one). Best of --repeats calls.
+critical point of every patch that can hold the nearest one). Best of --repeats calls. Also the cost of one query
+per call, over the first --loop queries.
 
     PYTHONPATH=build/python python3 bench/python/bench_closest_points.py --json closest.json
 """
@@ -88,6 +89,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--queries", type=int, default=10000)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--loop", type=int, default=200, help="queries asked one call each")
     ap.add_argument("--json", help="write the rows as JSON here")
     a = ap.parse_args()
     rng = np.random.default_rng(2011)
@@ -101,6 +103,13 @@ def main():
     d_peer = numpy_closest(nets, q)
     worse = int((d_peer > ref["distance"] + 1e-9).sum())
     nearer = int((d_peer < ref["distance"] - 1e-9).sum())  # would be a point parasurf missed
+    # One query per call, as a caller snapping points one at a time makes them.
+    loop = q[:a.loop]
+    per_call = {"queries": len(loop),
+                "parasurf": best(lambda: [parasurf.closest_points(x[None]) for x in loop], a.repeats) / len(loop),
+                "numpy": best(lambda: [numpy_closest(nets, x[None]) for x in loop], a.repeats) / len(loop)}
+    print("one query per call (%d queries): parasurf %.1f us, numpy peer %.1f us" %
+          (len(loop), per_call["parasurf"] * 1e6, per_call["numpy"] * 1e6), flush=True)
     for dev in devices:
         s = best(lambda: parasurf.closest_points(q, device=dev), a.repeats)
         r = parasurf.closest_points(q, device=dev)
@@ -116,7 +125,7 @@ def main():
         meta = {"commit": commit(), "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "cuda": parasurf.cuda_available(),
                 "numpy": np.__version__, "gpu": gpu_name()}
         with open(a.json, "w") as f:
-            json.dump({"benchmark": "python-closest-points", **meta, "rows": rows}, f, indent=1)
+            json.dump({"benchmark": "python-closest-points", **meta, "per_call": per_call, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
