@@ -424,6 +424,27 @@ def python_curve_pairs():
                      + parts)
 
 
+def python_rays():
+    parts = []
+    for doc, link, label in python_entries("python-rays"):
+        peer = doc["peer"]
+        parts.append(caption(doc, link, f"{label} (numpy {doc.get('numpy', '?')})",
+                             "cd bench/python && python3 bench_rays.py --json f.json"))
+        parts.append(table(["rays", "device", "parasurf", "hits", "numpy peer", "speed-up"],
+                           [[r["rays"], r["device"], ms(r["seconds"]), r["hits"], ms(peer["seconds"]),
+                             ratio(r["speedup_over_numpy"])] for r in doc["rows"]]))
+        parts.append(f"The peer's {peer['triangles']} triangles ({peer['resolution']} segments per patch side): "
+                     f"{peer['missed']} rays that hit the surface miss them and {peer['extra']} that miss it hit "
+                     f"them; where both hit, the peer's point lies {peer['median_error']:.1e} (median) and at most "
+                     f"{peer['max_error']:.1e} from the surface's along the ray.\n")
+    if not parts:
+        return ""
+    return "\n".join(["### Python: `intersect_rays`\n",
+                      "A camera image of the Utah teapot, one ray per pixel, each ray's first hit on its 32 bicubic "
+                      "patches, beside what a numpy user writes: the model tessellated (not timed) and "
+                      "Möller–Trumbore between every ray and every triangle at once, in chunks of rays.\n"] + parts)
+
+
 def auto_jobs():
     doc, link = load("bench-auto-gpu.json")
     if not doc or not doc.get("rows"):
@@ -445,7 +466,7 @@ def auto_jobs():
 
 def render():
     sections = [s for s in (surface(), patches(), isosurface(), ffd(), auto_jobs(), solver(), python_marching_cubes(),
-                            python_functions(), python_closest_points(), python_curve_pairs()) if s]
+                            python_functions(), python_closest_points(), python_curve_pairs(), python_rays()) if s]
     return BEGIN + "\n\n" + "\n".join(sections) + "\n" + END
 
 
