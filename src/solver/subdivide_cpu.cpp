@@ -775,7 +775,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
       const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - team_t0).count();
-      for (double seen = last_start.load(); at > seen && !last_start.compare_exchange_weak(seen, at);) {
+      for (double latest = last_start.load(); at > latest && !last_start.compare_exchange_weak(latest, at);) {
       }
       if (omp_get_thread_num() == 0) team = omp_get_num_threads();
       walk(omp_get_thread_num(), 0);
