@@ -194,38 +194,87 @@ std::vector<std::pair<double, std::size_t>>& patch_order() {
   return order;
 }
 
-// The point at (u, v), then Gauss-Newton on |S - q|^2 within the unit square from there: a root of the conditions
-// is already a foot point (the steps change nothing), and a cell of a continuum of foot points (a query on an axis
-// of symmetry) moves onto the continuum. The nearer of the start and the end.
-ClosestPoint settle(const PatchTerms& t, std::int64_t patch, const Vec3& q, double u, double v) {
-  auto at = [&](double a, double b, Vec3* du, Vec3* dv) {
-    Vec3 p;
-    t.jet(a, b, p, du, dv);
-    for (int k = 0; k < 3; ++k) p[std::size_t(k)] += t.centre[std::size_t(k)];
-    return p;
-  };
-  ClosestPoint best{patch, u, v, at(u, v, nullptr, nullptr), 0};
-  best.distance = distance(best.point, q);
-  double a = u, b = v;
-  for (int it = 0; it < 8; ++it) {
-    Vec3 du, dv;
-    const Vec3 p = at(a, b, &du, &dv);
-    double g[2] = {0, 0}, h[3] = {0, 0, 0};
-    for (int k = 0; k < 3; ++k) {
-      const double r = p[std::size_t(k)] - q[std::size_t(k)];
-      g[0] += du[std::size_t(k)] * r, g[1] += dv[std::size_t(k)] * r;
-      h[0] += du[std::size_t(k)] * du[std::size_t(k)], h[1] += du[std::size_t(k)] * dv[std::size_t(k)],
-          h[2] += dv[std::size_t(k)] * dv[std::size_t(k)];
+// The basis of degree n at t with its first and second derivatives: n (n - 1) (B_{i-2,n-2} - 2 B_{i-1,n-2} +
+// B_{i,n-2}) for the second.
+void basis_to_second(int n, double t, double* b, double* db, double* ddb) {
+  double low[17];
+  for (int i = 0; i <= n; ++i) ddb[i] = 0;
+  if (n >= 2) {
+    solverk::bernstein_basis(n - 2, t, low);
+    for (int i = 0; i <= n; ++i)
+      ddb[i] = double(n) * (n - 1) *
+               ((i >= 2 ? low[i - 2] : 0.0) - 2 * (i >= 1 && i - 1 <= n - 2 ? low[i - 1] : 0.0) + (i <= n - 2 ? low[i] : 0.0));
+  }
+  solverk::bernstein_basis_and_derivative(n, t, b, db);
+}
+
+// The point at (u, v) (absolute) with its first and second partials.
+struct Jet2 {
+  Vec3 p, u, v, uu, uv, vv;
+};
+Jet2 jet2(const PatchTerms& t, double u, double v) {
+  const int m = t.x[0].degree[0], n = t.x[0].degree[1];
+  double bu[17], bv[17], dbu[17], dbv[17], ddbu[17], ddbv[17];
+  basis_to_second(m, u, bu, dbu, ddbu);
+  basis_to_second(n, v, bv, dbv, ddbv);
+  Jet2 j{};
+  for (int i = 0; i <= m; ++i) {
+    Vec3 row{0, 0, 0}, row_v{0, 0, 0}, row_vv{0, 0, 0};
+    const double* c = t.net.data() + 3 * std::size_t(i * (n + 1));
+    for (int l = 0; l <= n; ++l, c += 3)
+      for (std::size_t k = 0; k < 3; ++k) row[k] += bv[l] * c[k], row_v[k] += dbv[l] * c[k], row_vv[k] += ddbv[l] * c[k];
+    for (std::size_t k = 0; k < 3; ++k) {
+      j.p[k] += bu[i] * row[k], j.u[k] += dbu[i] * row[k], j.uu[k] += ddbu[i] * row[k];
+      j.v[k] += bu[i] * row_v[k], j.uv[k] += dbu[i] * row_v[k], j.vv[k] += bu[i] * row_vv[k];
     }
+  }
+  for (std::size_t k = 0; k < 3; ++k) j.p[k] += t.centre[k];
+  return j;
+}
+
+// The point at (u, v), then Newton on the gradient of |S - q|^2 / 2 within the unit square from there (Gauss-Newton
+// where the Hessian is not positive definite, off a minimum): a root of the conditions is already a foot point (the
+// steps change nothing), a root the solver located only to a cluster of cells converges onto the foot point, and a
+// cell of a continuum of foot points (a query on an axis of symmetry) moves onto the continuum. The end is kept when
+// it is nearer, or as near within rounding and its gradient smaller: at a minimum the distance is second order in
+// the error (1e-8 off changes it by 1e-16), so only the gradient tells the better point there.
+ClosestPoint settle(const PatchTerms& t, std::int64_t patch, const Vec3& q, double u, double v) {
+  auto gradient = [&](const Jet2& j, double* g) {
+    g[0] = g[1] = 0;
+    for (std::size_t k = 0; k < 3; ++k) g[0] += j.u[k] * (j.p[k] - q[k]), g[1] += j.v[k] * (j.p[k] - q[k]);
+    return std::hypot(g[0], g[1]);
+  };
+  const Jet2 start = jet2(t, u, v);
+  double g[2];
+  const double g_start = gradient(start, g);
+  ClosestPoint best{patch, u, v, start.p, distance(start.p, q)};
+  double a = u, b = v;
+  Jet2 j = start;
+  double g_end = g_start;
+  for (int it = 0; it < 24; ++it) {
+    double h[3] = {0, 0, 0}, w[3] = {0, 0, 0};
+    for (std::size_t k = 0; k < 3; ++k) {
+      const double r = j.p[k] - q[k];
+      h[0] += j.u[k] * j.u[k], h[1] += j.u[k] * j.v[k], h[2] += j.v[k] * j.v[k];
+      w[0] += r * j.uu[k], w[1] += r * j.uv[k], w[2] += r * j.vv[k];
+    }
+    const double scale = h[0] * h[2] + 1e-300;
+    if (h[0] + w[0] > 0 && (h[0] + w[0]) * (h[2] + w[2]) - (h[1] + w[1]) * (h[1] + w[1]) > 1e-30 * scale)
+      for (int k = 0; k < 3; ++k) h[k] += w[k];
     const double det = h[0] * h[2] - h[1] * h[1];
-    if (!(std::abs(det) > 1e-30 * (h[0] * h[2] + 1e-300))) break;
+    if (!(std::abs(det) > 1e-30 * scale)) break;
     const double na = std::clamp(a - (h[2] * g[0] - h[1] * g[1]) / det, 0.0, 1.0);
     const double nb = std::clamp(b - (h[0] * g[1] - h[1] * g[0]) / det, 0.0, 1.0);
     if (na == a && nb == b) break;
+    const bool last = std::abs(na - a) + std::abs(nb - b) <= 1e-15;  // converged: this step is the rounding's
     a = na, b = nb;
+    j = jet2(t, a, b);
+    g_end = gradient(j, g);
+    if (last) break;
   }
-  const Vec3 p = at(a, b, nullptr, nullptr);
-  if (const double d = distance(p, q); d < best.distance) best = {patch, a, b, p, d};
+  const double d = distance(j.p, q);
+  const double slack = 4e-16 * (best.distance + std::max({std::abs(q[0]), std::abs(q[1]), std::abs(q[2])}));
+  if (d < best.distance || (d <= best.distance + slack && g_end < g_start)) best = {patch, a, b, j.p, d};
   return best;
 }
 

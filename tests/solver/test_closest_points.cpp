@@ -154,6 +154,48 @@ TEST(ClosestPoints, TeapotSeamsCollapsedEdgesAndTheAxis) {
     EXPECT_NEAR(away.points[i].distance, near_origin.points[i].distance, 1e-8) << "query " << i;
 }
 
+// Every answer is a foot point to the last bits: the chord to the query is perpendicular to the surface (to the
+// free direction on an edge), on every engine, and the engines give the same point. A root the solver located
+// only to a cluster of cells is polished by Newton; its distance alone cannot tell the better point, being second
+// order in the error there (1e-8 off changes it by 1e-16).
+TEST(ClosestPoints, FootPointsArePolishedOnEveryEngine) {
+  const std::vector<BezierSurface> teapot = teapot_patches();
+  const std::uint64_t seed = test::run_seed() + 2;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-4, 4);
+  std::vector<Vec3> queries;
+  for (int i = 0; i < 3000; ++i) queries.push_back({u(rng), u(rng), 1.5 + 0.6 * u(rng)});
+  std::vector<ClosestPointsResult> results;
+  for (Device engine : test::solver_engines()) {
+    SolverOptions o;
+    o.device = engine;
+    results.push_back(closest_points(teapot, queries, o));
+    const ClosestPointsResult& r = results.back();
+    long double worst = 0;
+    for (std::size_t i = 0; i < queries.size(); ++i) {
+      const ClosestPoint& c = r.points[i];
+      if (!(c.distance > 1e-6)) continue;
+      const test::RefJet j = test::reference_eval(teapot[std::size_t(c.patch)], c.u, c.v);
+      long double ru = 0, rv = 0, nu = 0, nv = 0, nr = 0;
+      for (int k = 0; k < 3; ++k) {
+        const long double chord = j.s[k] - queries[i][k];
+        ru += chord * j.su[k], rv += chord * j.sv[k];
+        nu += j.su[k] * j.su[k], nv += j.sv[k] * j.sv[k], nr += chord * chord;
+      }
+      // (cosines of the angles; on an edge or a collapsed one only the free direction counts)
+      if (c.u > 0 && c.u < 1 && nu > 1e-20L) worst = std::max(worst, std::abs(ru) / std::sqrt(nu * nr));
+      if (c.v > 0 && c.v < 1 && nv > 1e-20L) worst = std::max(worst, std::abs(rv) / std::sqrt(nv * nr));
+    }
+    EXPECT_LE(double(worst), 1e-10) << device_name(engine) << ", seed " << seed;
+    std::printf("  %s: %zu foot points perpendicular within %.3g (seed %llu)\n", device_name(engine), queries.size(),
+                double(worst), static_cast<unsigned long long>(seed));
+  }
+  for (std::size_t e = 1; e < results.size(); ++e)
+    for (std::size_t i = 0; i < queries.size(); ++i)
+      for (int k = 0; k < 3; ++k)
+        EXPECT_NEAR(results[e].points[i].point[k], results[0].points[i].point[k], 1e-10) << "engine " << e << " query " << i;
+}
+
 // A query alone and in a batch give the same point on every engine (a system's solution does not depend on the
 // others of its batch).
 TEST(ClosestPoints, ABatchGivesWhatSingleQueriesGive) {
