@@ -45,7 +45,7 @@ skipped=$(grep -c "Skipped" "$OUT/ctest.log")
 note "ctest skipped" "$skipped"
 grep -E "Failed|\*\*\*" "$OUT/ctest.log" | head -20
 
-solver_filter='Solver.*:Hausdorff.*:SurfaceIntersection.*:Contacts.*:Bisectors.*:Engines.*'
+solver_filter='Solver.*:Hausdorff.*:SurfaceIntersection.*:Contacts.*:Bisectors.*:Engines.*:ClosestPoints.*:Rays.*'
 san_filter='*cuda_factored*:*cuda_mle*:*cuda_casteljau_float*:*cuda_matrix_float*:*cuda_brute_float*:*hybrid_factored*:*hybrid_mle_float*:Properties.*:Tessellate.Batch*:Tessellate.Packed*:Tessellate.DeviceAssembly*:Tessellate.Teapot*:Tessellate.Sphere*:Isosurface.*:IsosurfaceLabels.*:Ffd.*:'"$solver_filter"
 [ "${SOLVER_ONLY:-0}" = 1 ] && san_filter=$solver_filter
 [ "${SURFACE_ONLY:-0}" = 1 ] && san_filter='*cuda_*:*hybrid_*:Properties.*'
