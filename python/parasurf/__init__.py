@@ -335,8 +335,8 @@ def intersect_curves(a, b, *, tolerance=1e-7, threads=0, max_seconds=None, max_c
 
     Returns a dict: ``params`` (k, 2) the (s, t) parameter pairs, ``points`` (k, 2), ``tangent`` (k,) bool,
     ``overlaps`` (r, 4) rows (s0, s1, t0, t1) where the curves coincide, and ``status`` ("complete" or
-    "limit reached: ..."). Each intersection is reported once; transversal ones to about 1e-15, tangent ones to
-    about 1e-8 (``tangent``: the curves' tangents are parallel there).
+    "limit reached: ..."). Each intersection is reported once, to about 1e-15, tangencies too (``tangent``: the
+    curves' tangents are parallel there); where the curves also have the same curvature, to about 1e-8.
     ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
     with ``status`` "limit reached: ...".
     """
