@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "parasurf/array.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/io.hpp"
 
@@ -176,6 +177,11 @@ class FfdSession {
   // Results of the last update, on the host (copied from the device when the session runs on CUDA).
   void download(std::vector<T>& positions, std::vector<T>& normals) const;
   TriangleMesh mesh() const;  // welded triangles, positions and normals of the last update
+  // The same mesh written into the caller's arrays: positions and normals (3 x report().output_vertices floats
+  // each) and triangles (3 x report().output_triangles). With MemorySpace::Cuda they are device pointers on the GPU
+  // gpu() names, written there without a trip through the host (a session on the CPU refuses them).
+  void write_mesh(float* positions, float* normals, std::uint32_t* triangles, MemorySpace space) const;
+  int gpu() const;  // the GPU the session's updates run on, -1 on the CPU
   const std::vector<std::uint32_t>& triangles() const;
   // Undeformed world position of every output vertex (what point FFD of the subdivided input is applied to).
   const std::vector<double>& rest_positions() const;

@@ -251,6 +251,33 @@ def _host(x):
     return _np.asarray(x)
 
 
+def _results_like(x, out):
+    """The arrays of a solver's result (a dict, or a list of dicts) in the framework of its input ``x`` and on its GPU
+    when ``x`` lies on one (PyTorch, CuPy, JAX): the solve runs on host copies of the few input numbers (its
+    preparation is host work), and its results go back to the caller's device. Other inputs: as they are."""
+    if _gpu_of(x) < 0:
+        return out
+    mod = type(x).__module__.split(".")[0]
+    if mod == "torch":
+        import torch
+        move = lambda a: torch.from_numpy(a).to(x.device)  # noqa: E731
+    elif mod == "cupy":
+        import cupy
+
+        def move(a):
+            with cupy.cuda.Device(x.device.id):
+                return cupy.asarray(a)
+    elif mod in ("jax", "jaxlib"):
+        import jax
+        move = lambda a: jax.device_put(a, next(iter(x.devices())))  # noqa: E731
+    else:
+        return out
+
+    def convert(d):
+        return {k: move(v) if isinstance(v, _np.ndarray) else v for k, v in d.items()}
+    return [convert(d) for d in out] if isinstance(out, list) else convert(out)
+
+
 def tessellate(path=None, *, surfaces=None, resolution=16, tolerance=0.0, device="auto", progress=None):
     """Tessellate a patch model (.bv, .bpt, B-spline .json; None: the built-in Utah teapot) into a welded mesh.
 
@@ -318,10 +345,18 @@ def ffd(vertices, faces, lattice, *, method="accurate", level=4, device="auto", 
     ``vertices`` (V, 3); ``faces`` (F, k) array or a list of index lists (convex or not); ``method`` "point",
     "accurate" (exact trimmed Bézier pieces, each triangle into level^2 sub-triangles) or "uus". Returns
     ``verts`` (V', 3) float32, ``faces`` (F', 3) int32 and ``normals`` (V', 3) float32.
+    Vertices on a GPU (PyTorch, CuPy, JAX, or the CUDA array interface) give the mesh on that GPU, in the same
+    framework: the deformation runs there and its results are not brought home (the vertices and faces themselves,
+    which the mesh's preparation reads, are copied to the host).
     """
+    gpu = _gpu_of(vertices)
     faces = _host(faces)
-    return _parasurf.ffd(_np.asarray(_host(vertices), dtype=_np.float64), faces, lattice, method, int(level), _auto(device),
-                         precision, bool(allow_non_manifold))
+    out = _parasurf.ffd(_np.asarray(_host(vertices), dtype=_np.float64), faces, lattice, method, int(level),
+                        _auto(device), precision, bool(allow_non_manifold), gpu)
+    if gpu >= 0:
+        wrap = _framework_of(vertices)
+        return tuple(wrap(a) for a in out)
+    return out
 
 
 
@@ -340,8 +375,9 @@ def intersect_curves(a, b, *, tolerance=1e-7, threads=0, max_seconds=None, max_c
     ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
     with ``status`` "limit reached: ...".
     """
-    return _parasurf.intersect_curves(_np.asarray(a, dtype=_np.float64), _np.asarray(b, dtype=_np.float64),
-                                      float(tolerance), int(threads), _limits(max_seconds, max_cells))
+    return _results_like(a, _parasurf.intersect_curves(
+        _np.asarray(_host(a), dtype=_np.float64), _np.asarray(_host(b), dtype=_np.float64), float(tolerance),
+        int(threads), _limits(max_seconds, max_cells)))
 
 
 def intersect_curves_batch(pairs, *, tolerance=1e-7, device="auto", threads=0, flat=False, max_seconds=None,
@@ -357,9 +393,9 @@ def intersect_curves_batch(pairs, *, tolerance=1e-7, device="auto", threads=0, f
     ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
     with ``status`` "limit reached: ...".
     """
-    points, counts = _pack_curve_pairs(pairs)
-    return _parasurf.intersect_curves_packed(points, counts, float(tolerance), device, int(threads),
-                                             _limits(max_seconds, max_cells), bool(flat))
+    points, counts = _pack_curve_pairs(pairs if _gpu_of(pairs) < 0 else _host(pairs))
+    return _results_like(pairs, _parasurf.intersect_curves_packed(points, counts, float(tolerance), device, int(threads),
+                                                                  _limits(max_seconds, max_cells), bool(flat)))
 
 
 def _pack_curve_pairs(pairs):
@@ -394,15 +430,16 @@ def closest_points(queries, patches=None, *, device="auto", threads=0, max_secon
     ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
     with ``status`` "limit reached: ...".
     """
-    q = _np.ascontiguousarray(queries, dtype=_np.float64)
+    q = _np.ascontiguousarray(_host(queries), dtype=_np.float64)
     path, nets = _patch_set(patches, "closest points")
-    return _parasurf.closest_points(q, path, nets, device, int(threads), _limits(max_seconds, max_cells))
+    return _results_like(queries, _parasurf.closest_points(q, path, nets, device, int(threads),
+                                                           _limits(max_seconds, max_cells)))
 
 
 def _patch_set(patches, what):
     """(path, nets) for the binding: a model file's path, or control nets, or neither (the teapot)."""
     if patches is not None and not isinstance(patches, (str, bytes)) and not hasattr(patches, "__fspath__"):
-        nets = [_np.ascontiguousarray(p, dtype=_np.float64) for p in patches]
+        nets = [_np.ascontiguousarray(_host(p), dtype=_np.float64) for p in patches]
         if not nets:
             raise ValueError(what + ": no patches")
         return None, nets
@@ -424,11 +461,11 @@ def intersect_rays(origins, directions, patches=None, *, t_min=0.0, device="auto
     ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
     with ``status`` "limit reached: ...".
     """
-    o = _np.ascontiguousarray(origins, dtype=_np.float64)
-    d = _np.ascontiguousarray(directions, dtype=_np.float64)
+    o = _np.ascontiguousarray(_host(origins), dtype=_np.float64)
+    d = _np.ascontiguousarray(_host(directions), dtype=_np.float64)
     path, nets = _patch_set(patches, "rays")
-    return _parasurf.intersect_rays(o, d, path, nets, float(t_min), device, int(threads),
-                                    _limits(max_seconds, max_cells))
+    return _results_like(origins, _parasurf.intersect_rays(o, d, path, nets, float(t_min), device, int(threads),
+                                                           _limits(max_seconds, max_cells)))
 
 
 def ray_traps(curves, *, tolerance=1e-7, threads=0, max_seconds=None, max_cells=None):

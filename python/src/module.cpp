@@ -1250,30 +1250,58 @@ void bind_ffd(py::module_& m) {
   m.def(
       "ffd",
       [](py::array_t<double, py::array::c_style | py::array::forcecast> vertices, py::object faces, const Lattice& lattice,
-         const std::string& method, int level, const std::string& device, const std::string& precision, bool allow_non_manifold) {
+         const std::string& method, int level, const std::string& device, const std::string& precision, bool allow_non_manifold,
+         int gpu) {
         const PolygonMesh mesh = polygon_mesh(vertices, faces);
         FfdOptions o;
         o.method = parse_ffd_method(method);
         o.level = level;
         o.device = parse_device(device);
         o.allow_non_manifold = allow_non_manifold;
-        TriangleMesh out;
-        {
-          py::gil_scoped_release release;
-          if (precision == "float") {
-            FfdSession<float> s(mesh, lattice, o);
-            s.update(lattice.control_points);
-            out = s.mesh();
-          } else {
-            FfdSession<double> s(mesh, lattice, o);
-            s.update(lattice.control_points);
-            out = s.mesh();
-          }
+        if (precision != "float" && precision != "double") throw Error(ErrorKind::InvalidArgument, "precision must be 'float' or 'double'");
+        if (gpu >= 0) {
+          // The vertices lie on a GPU: the mesh is made there and stays there (the FFD engine runs on the first GPU).
+          if (o.device == Device::Cpu || o.device == Device::Hybrid)
+            throw Error(ErrorKind::InvalidArgument, "the vertices lie on a GPU: device must be 'auto' or 'cuda' (results stay there)");
+          if (gpu != 0) throw Error(ErrorKind::InvalidArgument, "ffd runs on GPU 0; the vertices lie on GPU " + std::to_string(gpu));
+          o.device = Device::Cuda;
         }
-        return mesh_arrays(std::move(out));
+        auto run = [&](auto tag) -> py::tuple {
+          using T = decltype(tag);
+          if (gpu < 0) {
+            TriangleMesh out;
+            {
+              py::gil_scoped_release release;
+              FfdSession<T> s(mesh, lattice, o);
+              s.update(lattice.control_points);
+              out = s.mesh();
+            }
+            return mesh_arrays(std::move(out));
+          }
+          std::optional<FfdSession<T>> s;
+          {
+            py::gil_scoped_release release;
+            s.emplace(mesh, lattice, o);
+            s->update(lattice.control_points);
+          }
+          const std::int64_t nv = s->report().output_vertices, nf = s->report().output_triangles;
+          if (nv >= (std::int64_t(1) << 31))
+            throw Error(ErrorKind::LimitReached, "the mesh has " + std::to_string(nv) + " vertices: int32 face indices hold fewer than 2^31");
+          const Buffer p = Buffer::cuda(s->gpu(), std::max<std::size_t>(1, std::size_t(3 * nv) * sizeof(float)));
+          const Buffer n = Buffer::cuda(s->gpu(), std::max<std::size_t>(1, std::size_t(3 * nv) * sizeof(float)));
+          const Buffer t = Buffer::cuda(s->gpu(), std::max<std::size_t>(1, std::size_t(3 * nf) * sizeof(std::uint32_t)));
+          {
+            py::gil_scoped_release release;
+            s->write_mesh(static_cast<float*>(p.data), static_cast<float*>(n.data), static_cast<std::uint32_t*>(t.data),
+                          MemorySpace::Cuda);
+          }
+          return py::make_tuple(python::array_out(p, {nv, 3}, "float32"), python::array_out(t, {nf, 3}, "int32"),
+                                python::array_out(n, {nv, 3}, "float32"));
+        };
+        return precision == "float" ? run(float{}) : run(double{});
       },
       py::arg("vertices"), py::arg("faces"), py::arg("lattice"), py::arg("method"), py::arg("level"), py::arg("device"),
-      py::arg("precision"), py::arg("allow_non_manifold"));
+      py::arg("precision"), py::arg("allow_non_manifold"), py::arg("gpu") = -1);
 }
 
 }  // namespace

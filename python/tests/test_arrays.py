@@ -360,6 +360,57 @@ def test_surfaces_of_gpu_control_points_stay_on_the_gpu(framework, rng):
                                   parasurf.marching_cubes(vol, 0.5, device="cuda")[1])
 
 
+@pytest.mark.parametrize("framework", cuda_frameworks() or [pytest.param("none", marks=pytest.mark.skip(
+    reason="no CUDA array framework (torch or cupy with a GPU)"))])
+def test_ffd_and_solver_results_follow_gpu_inputs(framework, rng):
+    # ffd of GPU vertices runs on the GPU and leaves its mesh there (the same arrays, to the bit, as the host call on
+    # the GPU); the solver functions, which solve from host copies, hand their arrays back on the input's GPU.
+    if not parasurf.cuda_available():
+        pytest.skip("parasurf has no CUDA device")
+    if framework == "torch":
+        import torch
+        dev, kind, home = (lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda()), torch.Tensor, \
+            (lambda x: x.cpu().numpy())
+    else:
+        import cupy
+        dev, kind, home = cupy.asarray, cupy.ndarray, cupy.asnumpy
+    t = np.linspace(0, 1, 4)
+    verts = np.array([[x, y, z] for x in t for y in t for z in t]) + rng.normal(0, 0.01, (64, 3))
+    faces = np.array([[a, b, c] for a, b, c in rng.integers(0, 64, (40, 3)) if len({a, b, c}) == 3])
+    lat = parasurf.lattice(verts, count=(5, 5, 4), degree=3)
+    lat.control_points[...] += rng.normal(0, 0.02, lat.control_points.shape)
+    for method, precision in (("point", "double"), ("accurate", "float"), ("uus", "double")):
+        ours = parasurf.ffd(dev(verts), faces, lat, method=method, level=2, precision=precision,
+                            allow_non_manifold=True)
+        ref = parasurf.ffd(verts, faces, lat, method=method, level=2, precision=precision, device="cuda",
+                           allow_non_manifold=True)
+        for a, b in zip(ours, ref):
+            assert isinstance(a, kind)
+            np.testing.assert_array_equal(home(a), b)
+    with pytest.raises(ValueError, match="device must be"):
+        parasurf.ffd(dev(verts), faces, lat, device="cpu", allow_non_manifold=True)
+    queries = rng.uniform(-3, 3, (50, 3)) + [0, 0, 1.5]
+    got, want = parasurf.closest_points(dev(queries)), parasurf.closest_points(queries)
+    for key in ("points", "distance", "patch", "uv"):
+        assert isinstance(got[key], kind), key
+        np.testing.assert_array_equal(home(got[key]), want[key], err_msg=key)
+    assert got["status"] == want["status"]
+    o = np.tile([0.0, 1.0, 8.0], (20, 1))
+    d = np.column_stack([rng.uniform(-0.3, 0.3, 20), rng.uniform(-0.3, 0.1, 20), -np.ones(20)])
+    got, want = parasurf.intersect_rays(dev(o), dev(d)), parasurf.intersect_rays(o, d)
+    for key in ("hit", "t", "points", "patch"):
+        assert isinstance(got[key], kind), key
+        np.testing.assert_array_equal(home(got[key]), want[key], err_msg=key)
+    pairs = rng.uniform(size=(30, 2, 4, 2))
+    got, want = parasurf.intersect_curves_batch(dev(pairs), flat=True), parasurf.intersect_curves_batch(pairs, flat=True)
+    for key in ("pair", "params", "points", "tangent"):
+        assert isinstance(got[key], kind), key
+        np.testing.assert_array_equal(home(got[key]), want[key], err_msg=key)
+    got, want = parasurf.intersect_curves(dev(pairs[0, 0]), pairs[0, 1]), parasurf.intersect_curves(pairs[0, 0], pairs[0, 1])
+    assert isinstance(got["params"], kind)
+    np.testing.assert_array_equal(home(got["params"]), want["params"])
+
+
 def test_a_numpy_this_build_cannot_read_is_refused():
     # pybind11 before 2.12 misreads NumPy 2's arrays without an error: the package refuses to load then, with the
     # remedy, instead of computing from wrong strides.

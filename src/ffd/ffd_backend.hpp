@@ -6,6 +6,7 @@
 
 #include "ffd/ffd_kernels.hpp"
 #include "parasurf/device.hpp"
+#include "parasurf/error.hpp"
 #include "parasurf/ffd.hpp"
 
 namespace parasurf::ffd {
@@ -53,6 +54,15 @@ class Backend {
   virtual ~Backend() = default;
   virtual void update(const T* control_points, const double* control_points_exact) = 0;
   virtual void download(T* positions, T* normals) const = 0;
+  // The last update's positions and normals as float32 into device memory of the backend's GPU, and the triangles
+  // (host_triangles, `words` of them) beside them: what a caller whose arrays live on that GPU gets back without a
+  // trip through the host. Only the CUDA backend has results there.
+  virtual void write_device(float* positions, float* normals, std::uint32_t* triangles, const std::uint32_t* host_triangles,
+                            std::size_t words) const {
+    (void)positions, (void)normals, (void)triangles, (void)host_triangles, (void)words;
+    throw Error(ErrorKind::InvalidArgument, "FFD: results in GPU memory need a session on the GPU");
+  }
+  virtual int gpu() const { return -1; }
 };
 
 // `device` resolved (cpu or cuda); the data must outlive the backend (the CPU backend reads it on every update).

@@ -3,6 +3,8 @@
 // per (vertex, surface) record whatever its surface, then one per vertex to average crease normals.
 #include <cuda_runtime.h>
 
+#include <type_traits>
+
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
 #include "core/staging.hpp"
@@ -94,6 +96,14 @@ __global__ void gather_kernel(const T* __restrict__ record_points, const std::in
   for (int d = 0; d < 3; ++d) out[3 * v + d] = record_points[6 * first + d], out_normals[3 * v + d] = nsum[d];
 }
 
+// Positions and normals (n numbers each) rounded to float, as the host's mesh() rounds them.
+template <class T>
+__global__ void to_float_kernel(const T* __restrict__ p, const T* __restrict__ q, std::int64_t n, float* __restrict__ out_p,
+                                float* __restrict__ out_q) {
+  const std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out_p[i] = float(p[i]), out_q[i] = float(q[i]);
+}
+
 unsigned blocks_for(std::int64_t n) { return unsigned((n + kBlock - 1) / kBlock); }
 
 // On the session's stream, so that its kernels run after the data has landed: a cudaMemcpy from pageable memory
@@ -174,6 +184,25 @@ class CudaBackend final : public Backend<T> {
     }
     PS_CUDA(cudaStreamSynchronize(stream_), "running the FFD update");
   }
+
+  void write_device(float* positions, float* normals, std::uint32_t* triangles, const std::uint32_t* host_triangles,
+                    std::size_t words) const override {
+    PS_CUDA(cudaSetDevice(device_), "selecting the FFD device");
+    const std::size_t count = std::size_t(3 * n_vertices_);
+    if constexpr (std::is_same_v<T, float>) {
+      PS_CUDA(cudaMemcpyAsync(positions, out_.ptr, count * sizeof(float), cudaMemcpyDeviceToDevice, stream_), "copying the FFD positions");
+      PS_CUDA(cudaMemcpyAsync(normals, out_normals_.ptr, count * sizeof(float), cudaMemcpyDeviceToDevice, stream_), "copying the FFD normals");
+    } else if (count > 0) {
+      to_float_kernel<T><<<blocks_for(std::int64_t(count)), kBlock, 0, stream_>>>(out_.as<T>(), out_normals_.as<T>(), std::int64_t(count),
+                                                                                  positions, normals);
+      PS_CUDA_LAUNCH("converting the FFD results to float");
+    }
+    if (words > 0)
+      PS_CUDA(cudaMemcpyAsync(triangles, host_triangles, words * sizeof(std::uint32_t), cudaMemcpyHostToDevice, stream_),
+              "uploading the FFD triangles");
+    PS_CUDA(cudaStreamSynchronize(stream_), "writing the FFD mesh on the GPU");
+  }
+  int gpu() const override { return device_; }
 
   void download(T* positions, T* normals) const override {
     PS_CUDA(cudaSetDevice(device_), "selecting the FFD device");

@@ -208,21 +208,34 @@ void FfdSession<T>::download(std::vector<T>& positions, std::vector<T>& normals)
 
 template <class T>
 TriangleMesh FfdSession<T>::mesh() const {
-  std::vector<T> p, n;
-  download(p, n);
   // Fresh arrays, as large as the mesh: faulted in and filled by all threads rather than one.
-  const int threads = state_->data.threads;
   TriangleMesh m;
-  core::resize_for_overwrite(m.positions, p.size());
-  core::resize_for_overwrite(m.normals, n.size());
+  core::resize_for_overwrite(m.positions, std::size_t(3 * state_->data.vertex_count));
+  core::resize_for_overwrite(m.normals, m.positions.size());
   core::resize_for_overwrite(m.triangles, state_->prepared.triangles.size());
-#pragma omp parallel for schedule(static) num_threads(threads) if (p.size() > (std::size_t(1) << 16))
-  for (std::int64_t i = 0; i < std::int64_t(p.size()); ++i)
-    m.positions[std::size_t(i)] = float(p[std::size_t(i)]), m.normals[std::size_t(i)] = float(n[std::size_t(i)]);
-  core::parallel_copy(m.triangles.data(), state_->prepared.triangles.data(),
-                      m.triangles.size() * sizeof(std::uint32_t), threads);
+  write_mesh(m.positions.data(), m.normals.data(), m.triangles.data(), MemorySpace::Host);
   return m;
 }
+
+template <class T>
+void FfdSession<T>::write_mesh(float* positions, float* normals, std::uint32_t* triangles, MemorySpace space) const {
+  const FfdState<T>& s = *state_;
+  if (!s.updated) throw Error(ErrorKind::InvalidArgument, "FFD: write_mesh before the first update");
+  const std::vector<std::uint32_t>& tri = s.prepared.triangles;
+  if (space == MemorySpace::Cuda) {
+    s.backend->write_device(positions, normals, triangles, tri.data(), tri.size());
+    return;
+  }
+  std::vector<T> p, n;
+  download(p, n);
+#pragma omp parallel for schedule(static) num_threads(s.data.threads) if (p.size() > (std::size_t(1) << 16))
+  for (std::int64_t i = 0; i < std::int64_t(p.size()); ++i)
+    positions[std::size_t(i)] = float(p[std::size_t(i)]), normals[std::size_t(i)] = float(n[std::size_t(i)]);
+  core::parallel_copy(triangles, tri.data(), tri.size() * sizeof(std::uint32_t), s.data.threads);
+}
+
+template <class T>
+int FfdSession<T>::gpu() const { return state_->backend->gpu(); }
 
 template <class T>
 const std::vector<std::uint32_t>& FfdSession<T>::triangles() const { return state_->prepared.triangles; }

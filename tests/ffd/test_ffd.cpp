@@ -7,6 +7,10 @@
 #include <filesystem>
 #include <random>
 
+#ifdef PARASURF_HAVE_CUDA
+#include <cuda_runtime.h>
+#endif
+
 #include "ffd/auto_device.hpp"
 #include "ffd/ffd_kernels.hpp"
 #include "ffd/lattice_view.hpp"
@@ -591,6 +595,64 @@ TEST(Ffd, NonConvexFacesAreTriangulated) {
     check_accurate_against_point<double>(device, m, l, 3, 1e-10, 1e-8);
     expect_watertight(m, l, 2, device);
   }
+}
+
+// write_mesh gives mesh()'s arrays, to the bit: into host memory on every backend, and into GPU memory from a
+// session on the GPU, which writes them there itself (float and double sessions, accurate and point FFD). A CPU
+// session refuses GPU memory.
+TEST(Ffd, MeshWrittenWhereTheCallerSaysIsTheSameMesh) {
+  std::mt19937_64 rng(test::run_seed() + 9);
+  const PolygonMesh sphere = sphere_mesh(7, 11);
+  const Lattice lattice = random_lattice(sphere, rng, 0.08, true);
+  auto check = [&](auto tag, Device device, FfdMethod method) {
+    using T = decltype(tag);
+    SCOPED_TRACE(std::string(device_name(device)) + (sizeof(T) == 4 ? " float " : " double ") + ffd_method_name(method));
+    FfdOptions o;
+    o.device = device;
+    o.method = method;
+    o.level = 3;
+    FfdSession<T> s(sphere, lattice, o);
+    EXPECT_THROW(s.write_mesh(nullptr, nullptr, nullptr, MemorySpace::Host), Error);  // before the first update
+    s.update(lattice.control_points);
+    const TriangleMesh mesh = s.mesh();
+    struct {
+      std::vector<float> positions, normals;
+      std::vector<std::uint32_t> triangles;
+    } m{{mesh.positions.begin(), mesh.positions.end()}, {mesh.normals.begin(), mesh.normals.end()},
+        {mesh.triangles.begin(), mesh.triangles.end()}};
+    ASSERT_EQ(std::int64_t(m.positions.size()), 3 * s.report().output_vertices);
+    ASSERT_EQ(std::int64_t(m.triangles.size()), 3 * s.report().output_triangles);
+    std::vector<float> p(m.positions.size()), n(m.normals.size());
+    std::vector<std::uint32_t> t(m.triangles.size());
+    s.write_mesh(p.data(), n.data(), t.data(), MemorySpace::Host);
+    EXPECT_EQ(p, m.positions);
+    EXPECT_EQ(n, m.normals);
+    EXPECT_EQ(t, m.triangles);
+    if (device == Device::Cpu) {
+      EXPECT_EQ(s.gpu(), -1);
+      EXPECT_THROW(s.write_mesh(p.data(), n.data(), t.data(), MemorySpace::Cuda), Error);
+      return;
+    }
+#ifdef PARASURF_HAVE_CUDA
+    ASSERT_GE(s.gpu(), 0);
+    const Buffer dp = Buffer::cuda(s.gpu(), p.size() * 4), dn = Buffer::cuda(s.gpu(), n.size() * 4),
+                 dt = Buffer::cuda(s.gpu(), t.size() * 4);
+    s.write_mesh(static_cast<float*>(dp.data), static_cast<float*>(dn.data), static_cast<std::uint32_t*>(dt.data), MemorySpace::Cuda);
+    std::vector<float> hp(p.size()), hn(n.size());
+    std::vector<std::uint32_t> ht(t.size());
+    ASSERT_EQ(cudaMemcpy(hp.data(), dp.data, dp.bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(hn.data(), dn.data, dn.bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(ht.data(), dt.data, dt.bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(hp, m.positions);
+    EXPECT_EQ(hn, m.normals);
+    EXPECT_EQ(ht, m.triangles);
+#endif
+  };
+  for (Device device : test::devices())
+    for (FfdMethod method : {FfdMethod::Accurate, FfdMethod::Point}) {
+      check(float{}, device, method);
+      check(double{}, device, method);
+    }
 }
 
 // auto's rule for a session: the GPU at once where its first update, start included, beats a CPU update; the CPU
