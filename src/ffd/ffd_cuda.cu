@@ -188,19 +188,22 @@ class CudaBackend final : public Backend<T> {
   void write_device(float* positions, float* normals, std::uint32_t* triangles, const std::uint32_t* host_triangles,
                     std::size_t words) const override {
     PS_CUDA(cudaSetDevice(device_), "selecting the FFD device");
+    // On the legacy stream, in whose order the caller's result arrays were allocated (Buffer::cuda, stream-ordered);
+    // update() has finished the session's own stream.
+    const cudaStream_t legacy = cudaStreamLegacy;
     const std::size_t count = std::size_t(3 * n_vertices_);
     if constexpr (std::is_same_v<T, float>) {
-      PS_CUDA(cudaMemcpyAsync(positions, out_.ptr, count * sizeof(float), cudaMemcpyDeviceToDevice, stream_), "copying the FFD positions");
-      PS_CUDA(cudaMemcpyAsync(normals, out_normals_.ptr, count * sizeof(float), cudaMemcpyDeviceToDevice, stream_), "copying the FFD normals");
+      PS_CUDA(cudaMemcpyAsync(positions, out_.ptr, count * sizeof(float), cudaMemcpyDeviceToDevice, legacy), "copying the FFD positions");
+      PS_CUDA(cudaMemcpyAsync(normals, out_normals_.ptr, count * sizeof(float), cudaMemcpyDeviceToDevice, legacy), "copying the FFD normals");
     } else if (count > 0) {
-      to_float_kernel<T><<<blocks_for(std::int64_t(count)), kBlock, 0, stream_>>>(out_.as<T>(), out_normals_.as<T>(), std::int64_t(count),
-                                                                                  positions, normals);
+      to_float_kernel<T><<<blocks_for(std::int64_t(count)), kBlock, 0, legacy>>>(out_.as<T>(), out_normals_.as<T>(), std::int64_t(count),
+                                                                                 positions, normals);
       PS_CUDA_LAUNCH("converting the FFD results to float");
     }
     if (words > 0)
-      PS_CUDA(cudaMemcpyAsync(triangles, host_triangles, words * sizeof(std::uint32_t), cudaMemcpyHostToDevice, stream_),
+      PS_CUDA(cudaMemcpyAsync(triangles, host_triangles, words * sizeof(std::uint32_t), cudaMemcpyHostToDevice, legacy),
               "uploading the FFD triangles");
-    PS_CUDA(cudaStreamSynchronize(stream_), "writing the FFD mesh on the GPU");
+    PS_CUDA(cudaStreamSynchronize(legacy), "writing the FFD mesh on the GPU");
   }
   int gpu() const override { return device_; }
 

@@ -203,7 +203,8 @@ void basis_to_second(int n, double t, double* b, double* db, double* ddb) {
     solverk::bernstein_basis(n - 2, t, low);
     for (int i = 0; i <= n; ++i)
       ddb[i] = double(n) * (n - 1) *
-               ((i >= 2 ? low[i - 2] : 0.0) - 2 * (i >= 1 && i - 1 <= n - 2 ? low[i - 1] : 0.0) + (i <= n - 2 ? low[i] : 0.0));
+               ((i >= 2 ? low[i - 2] : 0.0) - 2 * (i >= 1 && i - 1 <= n - 2 ? low[i - 1] : 0.0) +
+                (i <= n - 2 ? low[i] : 0.0));
   }
   solverk::bernstein_basis_and_derivative(n, t, b, db);
 }
@@ -222,7 +223,8 @@ Jet2 jet2(const PatchTerms& t, double u, double v) {
     Vec3 row{0, 0, 0}, row_v{0, 0, 0}, row_vv{0, 0, 0};
     const double* c = t.net.data() + 3 * std::size_t(i * (n + 1));
     for (int l = 0; l <= n; ++l, c += 3)
-      for (std::size_t k = 0; k < 3; ++k) row[k] += bv[l] * c[k], row_v[k] += dbv[l] * c[k], row_vv[k] += ddbv[l] * c[k];
+      for (std::size_t k = 0; k < 3; ++k)
+        row[k] += bv[l] * c[k], row_v[k] += dbv[l] * c[k], row_vv[k] += ddbv[l] * c[k];
     for (std::size_t k = 0; k < 3; ++k) {
       j.p[k] += bu[i] * row[k], j.u[k] += dbu[i] * row[k], j.uu[k] += ddbu[i] * row[k];
       j.v[k] += bu[i] * row_v[k], j.uv[k] += dbu[i] * row_v[k], j.vv[k] += bu[i] * row_vv[k];

@@ -193,7 +193,8 @@ TEST(ClosestPoints, FootPointsArePolishedOnEveryEngine) {
   for (std::size_t e = 1; e < results.size(); ++e)
     for (std::size_t i = 0; i < queries.size(); ++i)
       for (int k = 0; k < 3; ++k)
-        EXPECT_NEAR(results[e].points[i].point[k], results[0].points[i].point[k], 1e-10) << "engine " << e << " query " << i;
+        EXPECT_NEAR(results[e].points[i].point[k], results[0].points[i].point[k], 1e-10)
+            << "engine " << e << " query " << i;
 }
 
 // A query alone and in a batch give the same point on every engine (a system's solution does not depend on the
