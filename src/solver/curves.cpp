@@ -51,7 +51,61 @@ namespace {
 // x(s) - y(t) = 0 in (s, t): two equations of bidegree (deg a, deg b). A coordinate of a(s) is constant along t, so
 // its tensor coefficients repeat along t (and b's along s): each coefficient is a difference of control points,
 // exact, with no degree elevation (which cost more than the rest of a pair's preparation).
-std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a, const BezierCurve2& b) {
+// Each curve's domain grows by kGrow at both ends for the solve: a curve that ends on the other one (a T-junction
+// of a drawing, curves joined end to end) meets it at the edge of the parameter box, where the rounding of the
+// control points puts the exact root of the stored equations inside or just outside the box, so that it was found
+// or missed by chance (one random T-junction in nine was missed). Roots found beyond an end are clamped onto it and
+// kept when the curves meet there within kEndGap of their size. (A binary fraction: x (1 + 2 g) - g rounds once.)
+constexpr double kGrow = 1.0 / (1 << 30);
+constexpr double kEndGap = 1e-10;
+constexpr double kSnap = 1e-12;  // a root this near an end is put on it when the curves meet there
+
+// The curve less `centre`, over [-kGrow, 1 + kGrow] as a curve over [0, 1] (de Casteljau, extrapolating by kGrow at
+// each end: [-g, 1] first, then its parameter (1 + 2g) / (1 + g) is the old 1 + g). Curves have 64 points at most.
+BezierCurve2 grown(const BezierCurve2& c, const double* centre) {
+  const std::size_t n = c.points.size();
+  std::array<std::array<double, 2>, 64> w, part;
+  for (std::size_t i = 0; i < n; ++i) w[i] = {c.points[i][0] - centre[0], c.points[i][1] - centre[1]};
+  auto split = [&](double t, bool keep_right) {
+    for (std::size_t r = 0; r < n; ++r) {
+      if (keep_right) part[n - 1 - r] = w[n - 1 - r];
+      else part[r] = w[0];
+      for (std::size_t i = 0; i + 1 < n - r; ++i)
+        for (int k = 0; k < 2; ++k) w[i][k] = (1 - t) * w[i][k] + t * w[i + 1][k];
+    }
+    w = part;
+  };
+  split(-kGrow, true);
+  split((1 + 2 * kGrow) / (1 + kGrow), false);
+  return {std::vector<std::array<double, 2>>(w.begin(), w.begin() + std::ptrdiff_t(n))};
+}
+
+// A parameter of the grown domain on the curve's own, and whether it lay beyond an end (it is then clamped).
+double ungrown(double x, bool* beyond = nullptr) {
+  const double u = x * (1 + 2 * kGrow) - kGrow;
+  if (beyond) *beyond = *beyond || u < 0 || u > 1;
+  return std::clamp(u, 0.0, 1.0);
+}
+
+// The size of two curves together: their control points' box diagonal (what kEndGap is relative to).
+double pair_size(const BezierCurve2& a, const BezierCurve2& b) {
+  double lo[2] = {HUGE_VAL, HUGE_VAL}, hi[2] = {-HUGE_VAL, -HUGE_VAL};
+  for (const BezierCurve2* c : {&a, &b})
+    for (const auto& p : c->points)
+      for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], p[k]), hi[k] = std::max(hi[k], p[k]);
+  return std::hypot(hi[0] - lo[0], hi[1] - lo[1]);
+}
+
+std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a_given, const BezierCurve2& b_given) {
+  // Grown from the centre of both curves' box: the extrapolation's rounding is then relative to the curves' size,
+  // not to their distance from the origin, and the coefficients (differences of control points) keep their digits
+  // (a nearly parallel crossing magnifies their rounding: 1e-12 in its parameters from the absolute coordinates).
+  double lo[2] = {HUGE_VAL, HUGE_VAL}, hi[2] = {-HUGE_VAL, -HUGE_VAL};
+  for (const BezierCurve2* c : {&a_given, &b_given})
+    for (const auto& p : c->points)
+      for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], p[k]), hi[k] = std::max(hi[k], p[k]);
+  const double centre[2] = {0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1])};
+  const BezierCurve2 a = grown(a_given, centre), b = grown(b_given, centre);
   const std::size_t m = a.points.size(), n = b.points.size();
   std::vector<BernsteinPoly> eq(2);
   for (int k = 0; k < 2; ++k) {
@@ -175,10 +229,37 @@ void refine_tangency(const BezierCurve2& a, const BezierCurve2& b, double& s, do
 CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, const SolveResult& r, double tolerance) {
   CurveIntersectionResult out;
   out.status = r.status;
+  std::vector<int> hints;  // each point's root's multiplicity hint
+  const double gap = kEndGap * pair_size(a, b);
   for (const auto& root : r.roots) {
     CurveIntersection ci;
-    ci.s = root.x[0];
-    ci.t = root.x[1];
+    bool beyond_s = false, beyond_t = false;
+    ci.s = ungrown(root.x[0], &beyond_s);
+    ci.t = ungrown(root.x[1], &beyond_t);
+    // A root beyond an end, or within rounding of one (curves joined end to end), is put on that end: the other
+    // parameter is then where the end lies on the other curve. One beyond an end is kept only if the curves meet
+    // there, and once (two roots beyond one end clamp to the same point).
+    const auto near_end = [](double x) { return x <= kSnap || x >= 1 - kSnap; };
+    const bool snap_s = beyond_s || near_end(ci.s), snap_t = beyond_t || near_end(ci.t);
+    if (snap_s || snap_t) {
+      CurveIntersection on = ci;
+      if (snap_s) on.s = std::round(on.s);
+      if (snap_t) on.t = std::round(on.t);
+      if (snap_s && !snap_t) {
+        const double t = parameter_of(b, point_at(a, on.s, nullptr), on.t);
+        if (t >= 0 && t <= 1) on.t = t;
+      } else if (snap_t && !snap_s) {
+        const double s = parameter_of(a, point_at(b, on.t, nullptr), on.s);
+        if (s >= 0 && s <= 1) on.s = s;
+      }
+      const auto pa = point_at(a, on.s, nullptr), pb = point_at(b, on.t, nullptr);
+      const bool meet = std::hypot(pa[0] - pb[0], pa[1] - pb[1]) <= gap;
+      if (meet) ci = on;
+      else if (beyond_s || beyond_t) continue;
+      bool again = false;
+      for (const auto& q : out.points) again = again || (std::abs(q.s - ci.s) <= 1e-9 && std::abs(q.t - ci.t) <= 1e-9);
+      if (again) continue;
+    }
     std::array<double, 2> da{}, db{};
     ci.point = point_at(a, ci.s, &da);
     point_at(b, ci.t, &db);
@@ -195,8 +276,12 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
       ci.point = point_at(a, ci.s, nullptr);
     }
     out.points.push_back(ci);
+    hints.push_back(root.multiplicity_hint);
   }
-  for (const auto& reg : r.regions) out.overlaps.push_back(overlap_ends(a, b, reg));
+  for (SolutionRegion reg : r.regions) {
+    for (double* x : {&reg.lo[0], &reg.lo[1], &reg.hi[0], &reg.hi[1]}) *x = ungrown(*x);
+    out.overlaps.push_back(overlap_ends(a, b, reg));
+  }
   // A root the solver could not prove single at an overlap is a piece of it that clustered apart (near its ends).
   std::vector<CurveIntersection> kept;
   for (std::size_t k = 0; k < out.points.size(); ++k) {
@@ -205,7 +290,7 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
     for (const auto& v : out.overlaps)
       in_overlap = in_overlap || (p.s >= v.s0 - kOverlapReach && p.s <= v.s1 + kOverlapReach &&
                                   p.t >= v.t0 - kOverlapReach && p.t <= v.t1 + kOverlapReach);
-    if (r.roots[k].multiplicity_hint <= 1 || !in_overlap) kept.push_back(p);
+    if (hints[k] <= 1 || !in_overlap) kept.push_back(p);
   }
   out.points = std::move(kept);
   return out;
@@ -220,7 +305,9 @@ bool boxes_meet(const BezierCurve2& a, const BezierCurve2& b) {
     };
     const auto [alo, ahi] = range(a);
     const auto [blo, bhi] = range(b);
-    if (ahi < blo || bhi < alo) return false;
+    // (with the room that curves meeting at an end are given: kEndGap of their size)
+    const double room = kEndGap * (std::max(ahi, bhi) - std::min(alo, blo));
+    if (ahi < blo - room || bhi < alo - room) return false;
   }
   return true;
 }
@@ -268,7 +355,7 @@ CurveIntersectionResult shared_arc_result(const SharedArc& shared, std::vector<S
     SolveResult& r = solved[k];
     if (r.status != "complete" && out.status == "complete") out.status = r.status;
     std::erase_if(r.roots, [&](const Root& root) {
-      const double s = p.s0 + root.x[0] * (p.s1 - p.s0), t = p.t0 + root.x[1] * (p.t1 - p.t0);
+      const double s = p.s0 + ungrown(root.x[0]) * (p.s1 - p.s0), t = p.t0 + ungrown(root.x[1]) * (p.t1 - p.t0);
       const double reach = root.multiplicity_hint > 1 ? kOverlapReach : 1e-7;
       for (const auto& e : shared.ends)
         if (std::abs(s - e[0]) <= reach && std::abs(t - e[1]) <= reach) return true;

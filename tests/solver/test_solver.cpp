@@ -459,6 +459,90 @@ TEST(Solver, TangenciesAnywhereAreLocatedToTheLastBits) {
   }
 }
 
+// Curves that end on another curve, as drawings join them: a T-junction (a curve starting at a point of another,
+// rounded as any computed point is) and curves joined end to end, each met once at the end, on every engine, also
+// far from the origin; a curve that stops 1e-6 short of the other does not meet it there. (Before the solve's
+// domain was grown, one random T-junction in nine was missed: the rounding put the root just outside the box.)
+TEST(Solver, CurvesEndingOnCurvesMeetThere) {
+  const std::uint64_t seed = test::run_seed() + 3;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto at = [](const BezierCurve2& c, double t, std::array<double, 2>* tangent) {
+    auto p = c.points;
+    const std::size_t n = p.size();
+    for (std::size_t r = 1; r < n; ++r) {
+      if (tangent && r == n - 1)
+        *tangent = {double(n - 1) * (p[1][0] - p[0][0]), double(n - 1) * (p[1][1] - p[0][1])};
+      for (std::size_t i = 0; i + r < n; ++i)
+        for (int k = 0; k < 2; ++k) p[i][k] = (1 - t) * p[i][k] + t * p[i + 1][k];
+    }
+    return p[0];
+  };
+  struct Case {
+    BezierCurve2 a, b;
+    double s, t;   // where they meet (s = 0 or 1)
+    bool meet;     // false: a stops short of b
+  };
+  std::vector<Case> cases;
+  for (int k = 0; k < 240; ++k) {
+    const double shift = k % 2 ? 1000.0 : 0.0;  // far from the origin every other time
+    BezierCurve2 b;
+    for (int i = 0; i < 3 + k % 3; ++i) b.points.push_back({shift + u(rng), -shift + u(rng)});
+    const double s0 = 0.1 + 0.8 * u(rng);
+    std::array<double, 2> d{};
+    const std::array<double, 2> p = at(b, s0, &d);
+    const double len = std::hypot(d[0], d[1]);
+    const std::array<double, 2> normal{-d[1] / len, d[0] / len};
+    BezierCurve2 a;
+    switch (k % 3) {
+      case 0:  // a T-junction: a starts on b and leaves on one side
+      case 2: {  // the same, stopping 1e-6 short of b
+        const double short_by = k % 3 == 2 ? 1e-6 : 0.0;
+        a.points.push_back({p[0] + short_by * normal[0], p[1] + short_by * normal[1]});
+        for (int i = 0; i < 3; ++i) {
+          const double along = 0.3 * (u(rng) - 0.5), out = 0.1 + 0.2 * u(rng);
+          a.points.push_back({p[0] + out * normal[0] + along * d[0] / len, p[1] + out * normal[1] + along * d[1] / len});
+        }
+        cases.push_back({a, b, 0.0, s0, short_by == 0});
+        break;
+      }
+      default:  // joined end to end: a ends where b starts
+        for (int i = 0; i < 3; ++i) a.points.push_back({shift + u(rng), -shift + u(rng)});
+        a.points.push_back(b.points.front());
+        cases.push_back({a, b, 1.0, 0.0, true});
+    }
+  }
+  for (Device engine : test::solver_engines()) {
+    SolverOptions o;
+    o.device = engine;
+    std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
+    for (const Case& c : cases) pairs.emplace_back(c.a, c.b);
+    const std::vector<CurveIntersectionResult> batch = intersect_curve_pairs(pairs, o);
+    double worst = 0;
+    int met = 0;
+    for (std::size_t k = 0; k < cases.size(); ++k) {
+      SCOPED_TRACE(std::string(device_name(engine)) + " case " + std::to_string(k) + ", seed " + std::to_string(seed));
+      const Case& c = cases[k];
+      const CurveIntersectionResult one = intersect_curves(c.a, c.b, o);
+      ASSERT_EQ(one.points.size(), batch[k].points.size());
+      int at_end = 0;
+      for (const CurveIntersection& q : one.points)
+        if (std::abs(q.s - c.s) <= 1e-6 && std::abs(q.t - c.t) <= 1e-6) {  // (other crossings lie elsewhere)
+          ++at_end;
+          EXPECT_EQ(q.s, c.s) << "met at the curve's end exactly";
+          if (c.t == 0) EXPECT_EQ(q.t, 0.0) << "and at the other's end exactly";
+          EXPECT_NEAR(q.t, c.t, 1e-9);
+          worst = std::max(worst, std::abs(q.t - c.t));
+        }
+      EXPECT_EQ(at_end, c.meet ? 1 : 0);
+      met += at_end;
+    }
+    EXPECT_EQ(met, 160);
+    std::printf("  %s: %zu curves ending on curves, met within %.3g (seed %llu)\n", device_name(engine), cases.size(), worst,
+                static_cast<unsigned long long>(seed));
+  }
+}
+
 // The arc of cubic c over [u0, u1] as a cubic of its own (blossoming): exact in double for dyadic u0, u1 and
 // small integer control points, so the two curves coincide exactly where they overlap.
 BezierCurve2 sub_arc(const BezierCurve2& c, double u0, double u1) {
