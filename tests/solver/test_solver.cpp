@@ -462,7 +462,7 @@ TEST(Solver, TangenciesAnywhereAreLocatedToTheLastBits) {
 // Curves that end on another curve, as drawings join them: a T-junction (a curve starting at a point of another,
 // rounded as any computed point is) and curves joined end to end, each met once at the end, on every engine, also
 // far from the origin; a curve that stops 1e-6 short of the other does not meet it there. (Before the solve's
-// domain was grown, one random T-junction in nine was missed: the rounding put the root just outside the box.)
+// domain was grown, about a quarter of these were missed: the rounding put the root just outside the box.)
 TEST(Solver, CurvesEndingOnCurvesMeetThere) {
   const std::uint64_t seed = test::run_seed() + 3;
   std::mt19937_64 rng(seed);
