@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "parasurf/error.hpp"
+#include "solver/curve_point.hpp"
 
 namespace parasurf {
 
@@ -18,16 +19,12 @@ BezierCurve2 curve_piece(const BezierCurve2& c, double t0, double t1) {
                                                 std::to_string(t1) + " must lie in [0, 1]");
   const bool reversed = t0 > t1;
   if (reversed) std::swap(t0, t1);
+  if (c.points.size() > 64) throw Error(ErrorKind::InvalidArgument, "curve_piece: more than 64 control points");
   // Split at t0 and keep the right part, then split that at the image of t1 and keep the left part.
-  auto split = [](std::vector<std::array<double, 2>> p, double t, bool keep_right) {
-    const std::size_t n = p.size();
-    std::vector<std::array<double, 2>> left(n), right(n);
-    for (std::size_t r = 0; r < n; ++r) {
-      left[r] = p[0], right[n - 1 - r] = p[n - 1 - r];
-      for (std::size_t i = 0; i + 1 < n - r; ++i)
-        for (int k = 0; k < 2; ++k) p[i][k] = (1 - t) * p[i][k] + t * p[i + 1][k];
-    }
-    return keep_right ? right : left;
+  auto split = [](const std::vector<std::array<double, 2>>& p, double t, bool keep_right) {
+    std::vector<std::array<double, 2>> part(p.size());
+    solver::split_curve(p.data(), p.size(), t, keep_right ? nullptr : part.data(), keep_right ? part.data() : nullptr);
+    return part;
   };
   std::vector<std::array<double, 2>> p = t0 > 0 ? split(c.points, t0, true) : c.points;
   if (t1 < 1) p = split(p, (t1 - t0) / (1 - t0), false);

@@ -1,6 +1,9 @@
-// Point (and first derivative) of a planar Bézier curve by de Casteljau, shared by the solver's curve applications.
+// Point (and first derivative) of a planar Bézier curve, and its parts either side of a parameter, by de Casteljau,
+// shared by the solver's curve applications.
 #pragma once
+#include <algorithm>
 #include <array>
+#include <cstddef>
 
 #include "parasurf/solver.hpp"
 
@@ -18,6 +21,20 @@ inline std::array<double, 2> curve_point(const BezierCurve2& c, double t, std::a
   }
   if (tangent) *tangent = d;
   return w[0];
+}
+
+// The control points of a curve (p, n <= 64 of them) over [0, t] into `left` and over [t, 1] into `right` (either may
+// be null; neither may be p), by de Casteljau at t. A t outside [0, 1] extrapolates the curve.
+inline void split_curve(const std::array<double, 2>* p, std::size_t n, double t, std::array<double, 2>* left,
+                        std::array<double, 2>* right) {
+  std::array<std::array<double, 2>, 64> w;
+  std::copy(p, p + n, w.begin());
+  for (std::size_t r = 0; r < n; ++r) {
+    if (left) left[r] = w[0];
+    if (right) right[n - 1 - r] = w[n - 1 - r];
+    for (std::size_t i = 0; i + 1 < n - r; ++i)
+      for (int k = 0; k < 2; ++k) w[i][k] = (1 - t) * w[i][k] + t * w[i + 1][k];
+  }
 }
 
 }  // namespace parasurf::solver

@@ -64,19 +64,10 @@ constexpr double kSnap = 1e-12;  // a root this near an end is put on it when th
 // each end: [-g, 1] first, then its parameter (1 + 2g) / (1 + g) is the old 1 + g). Curves have 64 points at most.
 BezierCurve2 grown(const BezierCurve2& c, const double* centre) {
   const std::size_t n = c.points.size();
-  std::array<std::array<double, 2>, 64> w, part;
+  std::array<std::array<double, 2>, 64> w, from;
   for (std::size_t i = 0; i < n; ++i) w[i] = {c.points[i][0] - centre[0], c.points[i][1] - centre[1]};
-  auto split = [&](double t, bool keep_right) {
-    for (std::size_t r = 0; r < n; ++r) {
-      if (keep_right) part[n - 1 - r] = w[n - 1 - r];
-      else part[r] = w[0];
-      for (std::size_t i = 0; i + 1 < n - r; ++i)
-        for (int k = 0; k < 2; ++k) w[i][k] = (1 - t) * w[i][k] + t * w[i + 1][k];
-    }
-    w = part;
-  };
-  split(-kGrow, true);
-  split((1 + 2 * kGrow) / (1 + kGrow), false);
+  solver::split_curve(w.data(), n, -kGrow, nullptr, from.data());
+  solver::split_curve(from.data(), n, (1 + 2 * kGrow) / (1 + kGrow), w.data(), nullptr);
   return {std::vector<std::array<double, 2>>(w.begin(), w.begin() + std::ptrdiff_t(n))};
 }
 
