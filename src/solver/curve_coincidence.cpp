@@ -60,12 +60,26 @@ double distance(const Point& q, const Point& p) {
   return std::isfinite(s) ? std::sqrt(s) : std::hypot(dx, dy);
 }
 
-// The parameter where c passes within `eps` of p, or NaN. Only sub-arcs whose control points' box (grown by eps)
-// holds p can pass there (a Bézier arc lies in its control points' hull): halving them keeps the one or two arcs
-// around each pass of the curve near p and drops the rest within a few levels, which for the usual pair (p nowhere
-// on c) ends the search before any Newton step. Each arc left small is a start for Newton on the distance's
-// derivative (quadratic where the distance is zero); a curve with a loop comes near p twice, and the nearest pass
-// wins. Every pair of a batch asks this four times.
+// The curve raised to `degree` (its degree or more).
+std::vector<Point> raised(std::vector<Point> p, std::size_t degree) {
+  while (p.size() < degree + 1) {
+    const std::size_t n = p.size();  // degree n - 1 to n
+    std::vector<Point> q(n + 1);
+    q[0] = p[0], q[n] = p[n - 1];
+    for (std::size_t i = 1; i < n; ++i)
+      for (int k = 0; k < 2; ++k) q[i][k] = double(i) / double(n) * p[i - 1][k] + (1 - double(i) / double(n)) * p[i][k];
+    p = std::move(q);
+  }
+  return p;
+}
+
+}  // namespace
+
+// Only sub-arcs whose control points' box (grown by eps) holds p can pass there (a Bézier arc lies in its control
+// points' hull): halving them keeps the one or two arcs around each pass of the curve near p and drops the rest
+// within a few levels, which for the usual pair (p nowhere on c) ends the search before any Newton step. Each arc
+// left small is a start for Newton on the distance's derivative (quadratic where the distance is zero); a curve with
+// a loop comes near p twice, and the nearest pass wins. Every pair of curves asks this for each of the four ends.
 double parameter_on(const BezierCurve2& c, const Point& p, double eps) {
   const std::size_t n = c.points.size();
   auto holds = [&](const Point* q) {
@@ -150,21 +164,6 @@ double parameter_on(const BezierCurve2& c, const Point& p, double eps) {
   }
   return best;
 }
-
-// The curve raised to `degree` (its degree or more).
-std::vector<Point> raised(std::vector<Point> p, std::size_t degree) {
-  while (p.size() < degree + 1) {
-    const std::size_t n = p.size();  // degree n - 1 to n
-    std::vector<Point> q(n + 1);
-    q[0] = p[0], q[n] = p[n - 1];
-    for (std::size_t i = 1; i < n; ++i)
-      for (int k = 0; k < 2; ++k) q[i][k] = double(i) / double(n) * p[i - 1][k] + (1 - double(i) / double(n)) * p[i][k];
-    p = std::move(q);
-  }
-  return p;
-}
-
-}  // namespace
 
 std::optional<CurveOverlap> coincident_arcs(const BezierCurve2& a, const BezierCurve2& b) {
   double lo[2] = {1e300, 1e300}, hi[2] = {-1e300, -1e300};

@@ -217,7 +217,58 @@ void refine_tangency(const BezierCurve2& a, const BezierCurve2& b, double& s, do
   if (residual(u, v, r, nullptr) <= start) s = u, t = v;
 }
 
-CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, const SolveResult& r, double tolerance) {
+// Where an end of either curve lies on the other (within `gap`): a point of both curves, at the end exactly and
+// where it lies on the other curve. The solver's cells cannot be relied on for these: one curve running on as the
+// other from a shared end is a line of solutions through that point in the grown domain, which the coefficients'
+// rounding can leave wholly on one side of zero, and a root at an end is a cluster located only to the tolerance.
+// Each such point replaces the roots within reach of it (a cluster's reach is the tolerance's, a proved root's its
+// rounding) and is added where there were none.
+void meet_at_ends(const BezierCurve2& a, const BezierCurve2& b, double gap, double tolerance,
+                  std::vector<CurveIntersection>& points, std::vector<int>& hints) {
+  const auto held = [](double x) { return x <= kSnap ? 0.0 : x >= 1 - kSnap ? 1.0 : x; };
+  // Ends that are one point first (exactly there: an end's projection onto the other curve is found only to the
+  // rounding of the coordinates, 1e-12 of the parameter a thousand units from the origin), then the ends that lie
+  // on the other curve elsewhere.
+  std::array<std::array<double, 2>, 8> meetings;
+  int found = 0;
+  bool a_end_met[2] = {false, false}, b_end_met[2] = {false, false};
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) {
+      const auto pa = point_at(a, i, nullptr), pb = point_at(b, j, nullptr);
+      if (std::hypot(pa[0] - pb[0], pa[1] - pb[1]) <= gap)
+        meetings[std::size_t(found++)] = {double(i), double(j)}, a_end_met[i] = b_end_met[j] = true;
+    }
+  for (int i = 0; i < 2; ++i)
+    if (!a_end_met[i])
+      if (const double t = solver::parameter_on(b, point_at(a, i, nullptr), gap); std::isfinite(t))
+        meetings[std::size_t(found++)] = {double(i), held(std::clamp(t, 0.0, 1.0))};
+  for (int j = 0; j < 2; ++j)
+    if (!b_end_met[j])
+      if (const double s = solver::parameter_on(a, point_at(b, j, nullptr), gap); std::isfinite(s))
+        meetings[std::size_t(found++)] = {held(std::clamp(s, 0.0, 1.0)), double(j)};
+  for (int m = 0; m < found; ++m) {
+    const auto [s, t] = meetings[std::size_t(m)];
+    std::size_t kept = 0;
+    for (std::size_t k = 0; k < points.size(); ++k) {
+      const double reach = hints[k] > 1 ? 16 * tolerance : 1e-9;
+      if (std::abs(points[k].s - s) <= reach && std::abs(points[k].t - t) <= reach) continue;
+      points[kept] = points[k], hints[kept] = hints[k], ++kept;
+    }
+    points.resize(kept), hints.resize(kept);
+    CurveIntersection ci;
+    ci.s = s, ci.t = t;
+    std::array<double, 2> da{}, db{};
+    ci.point = point_at(a, s, &da);
+    point_at(b, t, &db);
+    ci.tangent =
+        !(std::abs(da[0] * db[1] - da[1] * db[0]) > 1e-9 * std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]));
+    points.push_back(ci);
+    hints.push_back(2);  // (a piece of an overlap where it lies in one, like a cluster)
+  }
+}
+
+CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, const SolveResult& r, double tolerance,
+                                  bool with_ends = true) {
   CurveIntersectionResult out;
   out.status = r.status;
   std::vector<int> hints;  // each point's root's multiplicity hint
@@ -227,6 +278,18 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
     bool beyond_s = false, beyond_t = false;
     ci.s = ungrown(root.x[0], &beyond_s);
     ci.t = ungrown(root.x[1], &beyond_t);
+    // A root the solver could not prove single (a cluster of candidate cells: tangencies, and also transversal
+    // crossings at a curve's end, where the proof's box leaves the domain) is located to about the tolerance, and a
+    // tangency's tangents differ there by that order: its angle is allowed the tolerance's square root, far below the
+    // sines of real crossings.
+    const double allowed = root.multiplicity_hint > 1 ? std::sqrt(tolerance) : 1e-9;
+    const auto tangent_at = [&](double s, double t) {
+      std::array<double, 2> da{}, db{};
+      point_at(a, s, &da);
+      point_at(b, t, &db);
+      return !(std::abs(da[0] * db[1] - da[1] * db[0]) > allowed * std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]));
+    };
+    if (root.multiplicity_hint > 1 && tangent_at(ci.s, ci.t)) refine_tangency(a, b, ci.s, ci.t);
     // A root beyond an end, or within rounding of one (curves joined end to end), is put on that end: the other
     // parameter is then where the end lies on the other curve. One beyond an end is kept only if the curves meet
     // there, and once (two roots beyond one end clamp to the same point).
@@ -236,39 +299,34 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
       CurveIntersection on = ci;
       if (snap_s) on.s = std::round(on.s);
       if (snap_t) on.t = std::round(on.t);
+      // (the end's parameter on the other curve, held to its domain and put on its end when within rounding of it:
+      // an end on the other's end projects 1e-17 either way of it, depending on the build; whether they meet there
+      // is tested next)
+      const auto held = [&](double x) { return near_end(x) ? std::round(x) : std::clamp(x, 0.0, 1.0); };
       if (snap_s && !snap_t) {
         const double t = parameter_of(b, point_at(a, on.s, nullptr), on.t);
-        if (t >= 0 && t <= 1) on.t = t;
+        if (std::isfinite(t)) on.t = held(t);
       } else if (snap_t && !snap_s) {
         const double s = parameter_of(a, point_at(b, on.t, nullptr), on.s);
-        if (s >= 0 && s <= 1) on.s = s;
+        if (std::isfinite(s)) on.s = held(s);
       }
       const auto pa = point_at(a, on.s, nullptr), pb = point_at(b, on.t, nullptr);
       const bool meet = std::hypot(pa[0] - pb[0], pa[1] - pb[1]) <= gap;
-      if (meet) ci = on;
-      else if (beyond_s || beyond_t) continue;
+      if (meet)
+        ci = on;
+      else if (beyond_s || beyond_t)
+        continue;
       bool again = false;
       for (const auto& q : out.points) again = again || (std::abs(q.s - ci.s) <= 1e-9 && std::abs(q.t - ci.t) <= 1e-9);
       if (again) continue;
     }
-    std::array<double, 2> da{}, db{};
-    ci.point = point_at(a, ci.s, &da);
-    point_at(b, ci.t, &db);
-    const double cross = da[0] * db[1] - da[1] * db[0];
-    const double scale = std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]);
-    // Tangent means parallel tangents, wherever the root lies. A root the solver could not prove single (a cluster
-    // of candidate cells: tangencies, and also transversal crossings at a curve's end, where the proof's box leaves
-    // the domain) is located to about the tolerance, and a tangency's tangents differ there by that order: its angle
-    // is allowed the tolerance's square root, far below the sines of real crossings.
-    const double allowed = root.multiplicity_hint > 1 ? std::sqrt(tolerance) : 1e-9;
-    ci.tangent = !(std::abs(cross) > allowed * scale);
-    if (ci.tangent && root.multiplicity_hint > 1) {
-      refine_tangency(a, b, ci.s, ci.t);
-      ci.point = point_at(a, ci.s, nullptr);
-    }
+    // Tangent means parallel tangents, wherever the root lies.
+    ci.point = point_at(a, ci.s, nullptr);
+    ci.tangent = tangent_at(ci.s, ci.t);
     out.points.push_back(ci);
     hints.push_back(root.multiplicity_hint);
   }
+  if (with_ends) meet_at_ends(a, b, gap, tolerance, out.points, hints);
   for (SolutionRegion reg : r.regions) {
     for (double* x : {&reg.lo[0], &reg.lo[1], &reg.hi[0], &reg.hi[1]}) *x = ungrown(*x);
     out.overlaps.push_back(overlap_ends(a, b, reg));
@@ -291,7 +349,8 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
 bool boxes_meet(const BezierCurve2& a, const BezierCurve2& b) {
   for (int k = 0; k < 2; ++k) {
     auto range = [k](const BezierCurve2& c) {
-      auto [lo, hi] = std::minmax_element(c.points.begin(), c.points.end(), [k](const auto& p, const auto& q) { return p[k] < q[k]; });
+      auto [lo, hi] = std::minmax_element(c.points.begin(), c.points.end(),
+                                          [k](const auto& p, const auto& q) { return p[k] < q[k]; });
       return std::pair{(*lo)[k], (*hi)[k]};
     };
     const auto [alo, ahi] = range(a);
@@ -352,7 +411,7 @@ CurveIntersectionResult shared_arc_result(const SharedArc& shared, std::vector<S
         if (std::abs(s - e[0]) <= reach && std::abs(t - e[1]) <= reach) return true;
       return false;
     });
-    for (CurveIntersection ci : crossings(p.a, p.b, r, tolerance).points) {
+    for (CurveIntersection ci : crossings(p.a, p.b, r, tolerance, false).points) {
       ci.s = p.s0 + ci.s * (p.s1 - p.s0);
       ci.t = p.t0 + ci.t * (p.t1 - p.t0);
       out.points.push_back(ci);
@@ -462,8 +521,8 @@ std::vector<CurveIntersectionResult> solve_pairs(std::size_t n, const std::funct
 }
 }  // namespace
 
-std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs,
-                                                           const SolverOptions& options) {
+std::vector<CurveIntersectionResult> intersect_curve_pairs(
+    const std::vector<std::pair<BezierCurve2, BezierCurve2>>& pairs, const SolverOptions& options) {
   // The message names the pair, so it is made only for a bad one (a string per pair cost more than the checks).
   for (std::size_t k = 0; k < pairs.size(); ++k)
     if (!curve_ok(pairs[k].first) || !curve_ok(pairs[k].second)) {
@@ -471,11 +530,17 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(const std::vector<std
       check_curve(pairs[k].first, (which + "1").c_str());
       check_curve(pairs[k].second, (which + "2").c_str());
     }
-  return solve_pairs(pairs.size(), [&](std::size_t k) { return CurvesOf{&pairs[k].first, &pairs[k].second}; }, options);
+  return solve_pairs(
+      pairs.size(),
+      [&](std::size_t k) {
+        return CurvesOf{&pairs[k].first, &pairs[k].second};
+      },
+      options);
 }
 
 std::vector<CurveIntersectionResult> intersect_curve_pairs(std::span<const std::array<double, 2>> points,
-                                                           std::span<const std::int64_t> counts, const SolverOptions& options) {
+                                                           std::span<const std::int64_t> counts,
+                                                           const SolverOptions& options) {
   if (counts.size() % 2 != 0)
     throw Error(ErrorKind::InvalidArgument, "curve pairs: " + std::to_string(counts.size()) + " counts; two per pair");
   // Where each curve's points start, the curves checked as the vector form checks them (the message made only for
@@ -486,8 +551,8 @@ std::vector<CurveIntersectionResult> intersect_curve_pairs(std::span<const std::
     const std::int64_t c = counts[i];
     if (!count_ok(c)) check_curve(c, {}, which());
     if (std::uint64_t(c) > points.size() - start[i])
-      throw Error(ErrorKind::InvalidArgument, "curve pairs: the counts ask for more than the " +
-                                                  std::to_string(points.size()) + " points given");
+      throw Error(ErrorKind::InvalidArgument,
+                  "curve pairs: the counts ask for more than the " + std::to_string(points.size()) + " points given");
     const Points2 p = points.subspan(start[i], std::size_t(c));
     if (!points_finite(p)) check_curve(c, p, which());
     start[i + 1] = start[i] + std::size_t(c);
@@ -513,7 +578,8 @@ namespace parasurf {
 
 RayTrapResult ray_traps(const std::vector<BezierCurve2>& curves, const SolverOptions& options) {
   const int k = int(curves.size());
-  if (k < 3 || k > 6) throw Error(ErrorKind::InvalidArgument, "ray traps: " + std::to_string(k) + " curves; 3..6 supported");
+  if (k < 3 || k > 6)
+    throw Error(ErrorKind::InvalidArgument, "ray traps: " + std::to_string(k) + " curves; 3..6 supported");
   for (const auto& c : curves) check_curve(c, "of the trap");
   // Coordinates of curve i as polynomials in the k parameters, and its (unnormalised) normal.
   std::vector<BernsteinPoly> x, y, nx, ny;
@@ -557,18 +623,25 @@ std::vector<double> bezier_knots(int degree) {
 
 std::vector<BezierPiece> bspline_to_bezier(const BSplineCurve2& c) {
   const int p = c.degree, n = int(c.points.size());
-  if (p < 1 || p > 32) throw Error(ErrorKind::InvalidArgument, "B-spline curve: degree " + std::to_string(p) + " is outside 1..32");
-  if (n < p + 1) throw Error(ErrorKind::InvalidArgument, "B-spline curve: " + std::to_string(n) + " control points; degree " + std::to_string(p) + " needs at least " + std::to_string(p + 1));
+  if (p < 1 || p > 32)
+    throw Error(ErrorKind::InvalidArgument, "B-spline curve: degree " + std::to_string(p) + " is outside 1..32");
+  if (n < p + 1)
+    throw Error(ErrorKind::InvalidArgument, "B-spline curve: " + std::to_string(n) + " control points; degree " +
+                                                std::to_string(p) + " needs at least " + std::to_string(p + 1));
   if (int(c.knots.size()) != n + p + 1)
-    throw Error(ErrorKind::InvalidArgument, "B-spline curve: " + std::to_string(c.knots.size()) + " knots; " + std::to_string(n) +
-                                                " control points of degree " + std::to_string(p) + " need " + std::to_string(n + p + 1));
+    throw Error(ErrorKind::InvalidArgument, "B-spline curve: " + std::to_string(c.knots.size()) + " knots; " +
+                                                std::to_string(n) + " control points of degree " + std::to_string(p) +
+                                                " need " + std::to_string(n + p + 1));
   for (std::size_t i = 0; i < c.knots.size(); ++i) {
-    if (!std::isfinite(c.knots[i])) throw Error(ErrorKind::InvalidArgument, "B-spline curve: knot " + std::to_string(i) + " is not finite");
+    if (!std::isfinite(c.knots[i]))
+      throw Error(ErrorKind::InvalidArgument, "B-spline curve: knot " + std::to_string(i) + " is not finite");
     if (i > 0 && c.knots[i] < c.knots[i - 1])
-      throw Error(ErrorKind::InvalidArgument, "B-spline curve: the knot vector decreases at index " + std::to_string(i));
+      throw Error(ErrorKind::InvalidArgument,
+                  "B-spline curve: the knot vector decreases at index " + std::to_string(i));
   }
   for (const auto& q : c.points)
-    if (!std::isfinite(q[0]) || !std::isfinite(q[1])) throw Error(ErrorKind::InvalidArgument, "B-spline curve: a control point is not finite");
+    if (!std::isfinite(q[0]) || !std::isfinite(q[1]))
+      throw Error(ErrorKind::InvalidArgument, "B-spline curve: a control point is not finite");
   if (!(c.knots[n] > c.knots[p])) throw Error(ErrorKind::InvalidArgument, "B-spline curve: the domain is empty");
   std::vector<double> u = c.knots;
   std::vector<std::array<double, 2>> P = c.points;
@@ -634,14 +707,16 @@ CurveIntersectionResult intersect_curves(const BSplineCurve2& a, const BSplineCu
       p.t = y.u0 + p.t * (y.u1 - y.u0);
       bool dup = false;  // a root on a piece boundary shows up in both pieces
       for (const auto& q : out.points)
-        dup = dup || (std::abs(q.s - p.s) <= 1e-10 * (1 + std::abs(p.s)) && std::abs(q.t - p.t) <= 1e-10 * (1 + std::abs(p.t)));
+        dup = dup || (std::abs(q.s - p.s) <= 1e-10 * (1 + std::abs(p.s)) &&
+                      std::abs(q.t - p.t) <= 1e-10 * (1 + std::abs(p.t)));
       if (!dup) out.points.push_back(p);
     }
     for (auto v : r.overlaps)
       out.overlaps.push_back({x.u0 + v.s0 * (x.u1 - x.u0), x.u0 + v.s1 * (x.u1 - x.u0), y.u0 + v.t0 * (y.u1 - y.u0),
                               y.u0 + v.t1 * (y.u1 - y.u0)});
   }
-  std::sort(out.points.begin(), out.points.end(), [](const auto& l, const auto& r) { return l.s < r.s || (l.s == r.s && l.t < r.t); });
+  std::sort(out.points.begin(), out.points.end(),
+            [](const auto& l, const auto& r) { return l.s < r.s || (l.s == r.s && l.t < r.t); });
   return out;
 }
 

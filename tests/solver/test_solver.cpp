@@ -482,6 +482,7 @@ TEST(Solver, CurvesEndingOnCurvesMeetThere) {
     BezierCurve2 a, b;
     double s, t;   // where they meet (s = 0 or 1)
     bool meet;     // false: a stops short of b
+    bool continues = false;  // b runs on from a as one curve: a tangent meeting, and no shared arc
   };
   std::vector<Case> cases;
   for (int k = 0; k < 240; ++k) {
@@ -506,10 +507,25 @@ TEST(Solver, CurvesEndingOnCurvesMeetThere) {
         cases.push_back({a, b, 0.0, s0, short_by == 0});
         break;
       }
-      default:  // joined end to end: a ends where b starts
-        for (int i = 0; i < 3; ++i) a.points.push_back({shift + u(rng), -shift + u(rng)});
-        a.points.push_back(b.points.front());
-        cases.push_back({a, b, 1.0, 0.0, true});
+      default:
+        if ((k / 6) % 2 == 0) {  // joined end to end: a ends where b starts
+          for (int i = 0; i < 3; ++i) a.points.push_back({shift + u(rng), -shift + u(rng)});
+          a.points.push_back(b.points.front());
+          cases.push_back({a, b, 1.0, 0.0, true});
+        } else {  // one curve cut in two at s0: the halves run on as one curve from their shared end (tangent there)
+          const std::size_t n = b.points.size();
+          BezierCurve2 left, right;
+          right.points.resize(n);
+          auto w = b.points;  // de Casteljau: step r gives left's point r and right's point n - 1 - r
+          for (std::size_t r = 0; r < n; ++r) {
+            left.points.push_back(w[0]);
+            right.points[n - 1 - r] = w[n - 1 - r];
+            for (std::size_t i = 0; i + 1 < n - r; ++i)
+              for (int c = 0; c < 2; ++c) w[i][c] = (1 - s0) * w[i][c] + s0 * w[i + 1][c];
+          }
+          if ((k / 12) % 2 == 0) cases.push_back({left, right, 1.0, 0.0, true, true});
+          else cases.push_back({right, left, 0.0, 1.0, true, true});
+        }
     }
   }
   for (Device engine : test::solver_engines()) {
@@ -530,11 +546,13 @@ TEST(Solver, CurvesEndingOnCurvesMeetThere) {
         if (std::abs(q.s - c.s) <= 1e-6 && std::abs(q.t - c.t) <= 1e-6) {  // (other crossings lie elsewhere)
           ++at_end;
           EXPECT_EQ(q.s, c.s) << "met at the curve's end exactly";
-          if (c.t == 0) EXPECT_EQ(q.t, 0.0) << "and at the other's end exactly";
+          if (c.t == 0 || c.t == 1) EXPECT_EQ(q.t, c.t) << "and at the other's end exactly";
           EXPECT_NEAR(q.t, c.t, 1e-9);
+          if (c.continues) EXPECT_TRUE(q.tangent) << "the halves of one curve are tangent where they meet";
           worst = std::max(worst, std::abs(q.t - c.t));
         }
       EXPECT_EQ(at_end, c.meet ? 1 : 0);
+      if (c.continues) EXPECT_TRUE(one.overlaps.empty()) << "halves that only share an end share no arc";
       met += at_end;
     }
     EXPECT_EQ(met, 160);
