@@ -67,6 +67,10 @@ struct SolverTeam {
 struct SolverOptions {
   double tolerance = 1e-7;            // cells narrower than this that are neither excluded nor proved are kept as candidates
   double newton_tolerance = 1e-14;    // |dx| that ends Newton
+  // Equations count as met where |f_i| is at most this (in the equations' units): a cell is excluded only where
+  // some equation stays beyond it. Nonzero keeps near misses as candidates (roots of multiplicity 2 and more that
+  // the rounding of the input parted, which then come out as tangent roots); the curve functions set it.
+  double zero_slack = 0;
   std::int64_t max_nodes = 20'000'000;  // cells per system (a batch may take this times its systems in all)
   double max_seconds = 60;
   int threads = 0;                    // CPU threads, 0 = all (cells of one subdivision level run in parallel)

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -59,6 +60,19 @@ namespace {
 constexpr double kGrow = 1.0 / (1 << 30);
 constexpr double kEndGap = 1e-10;
 constexpr double kSnap = 1e-12;  // a root this near an end is put on it when the curves meet there
+// The solve keeps cells where both coordinates' differences may stay within this, in the equations' unit, which
+// crossing_equations makes the rounding of the pair's coordinates: curves tangent to within that rounding (which
+// parts a tangency far from the origin: 1e-13 at a thousand units) are then a tangent cluster, not a miss, and
+// are met where they come within kEndGap. (A wider slack, such as the gap itself, keeps every tangency's cells
+// down to the tolerance over 1e-5 of its parameters: seven times the work of a batch with tangencies in it.)
+constexpr double kSlack = 1.0 / (1ll << 40);
+
+// The caller's options with the curves' zero slack.
+SolverOptions with_slack(const SolverOptions& options) {
+  SolverOptions o = options;
+  o.zero_slack = kSlack;
+  return o;
+}
 
 // The curve less `centre`, over [-kGrow, 1 + kGrow] as a curve over [0, 1] (de Casteljau, extrapolating by kGrow at
 // each end: [-g, 1] first, then its parameter (1 + 2g) / (1 + g) is the old 1 + g). Curves have 64 points at most.
@@ -97,6 +111,12 @@ std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a_given, const
       for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], p[k]), hi[k] = std::max(hi[k], p[k]);
   const double centre[2] = {0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1])};
   const BezierCurve2 a = grown(a_given, centre), b = grown(b_given, centre);
+  // In units in which the solve's zero slack (kSlack) is 16 roundings of the largest coordinate (or of the pair's
+  // size, if larger): a power of two, so that the scaling is exact.
+  double largest = std::hypot(hi[0] - lo[0], hi[1] - lo[1]);
+  for (int k = 0; k < 2; ++k) largest = std::max({largest, std::abs(lo[k]), std::abs(hi[k])});
+  const double rounding = 16 * std::numeric_limits<double>::epsilon() / 2 * largest;
+  const double unit = rounding > 0 && std::isfinite(rounding) ? std::ldexp(1.0, std::ilogb(kSlack / rounding)) : 1.0;
   const std::size_t m = a.points.size(), n = b.points.size();
   std::vector<BernsteinPoly> eq(2);
   for (int k = 0; k < 2; ++k) {
@@ -104,7 +124,7 @@ std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a_given, const
     std::vector<double>& c = eq[std::size_t(k)].coef;
     c.resize(m * n);
     for (std::size_t i = 0; i < m; ++i)
-      for (std::size_t j = 0; j < n; ++j) c[i * n + j] = a.points[i][std::size_t(k)] - b.points[j][std::size_t(k)];
+      for (std::size_t j = 0; j < n; ++j) c[i * n + j] = unit * (a.points[i][std::size_t(k)] - b.points[j][std::size_t(k)]);
   }
   return eq;
 }
@@ -289,7 +309,13 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
       point_at(b, t, &db);
       return !(std::abs(da[0] * db[1] - da[1] * db[0]) > allowed * std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]));
     };
-    if (root.multiplicity_hint > 1 && tangent_at(ci.s, ci.t)) refine_tangency(a, b, ci.s, ci.t);
+    if (root.multiplicity_hint > 1 && tangent_at(ci.s, ci.t)) {
+      refine_tangency(a, b, ci.s, ci.t);
+      // A touch is where the curves come within the gap (a tangency's cluster is within 1e-16 of it even where the
+      // refinement is not taken); a near miss that the slack kept and that stays farther apart is none.
+      const auto pa = point_at(a, ci.s, nullptr), pb = point_at(b, ci.t, nullptr);
+      if (!(std::hypot(pa[0] - pb[0], pa[1] - pb[1]) <= gap) && !beyond_s && !beyond_t) continue;
+    }
     // A root beyond an end, or within rounding of one (curves joined end to end), is put on that end: the other
     // parameter is then where the end lies on the other curve. One beyond an end is kept only if the curves meet
     // there, and once (two roots beyond one end clamp to the same point).
@@ -433,9 +459,9 @@ CurveIntersectionResult intersect_pair(const BezierCurve2& a, const BezierCurve2
     const SharedArc shared = shared_arc(a, b, *arc);
     std::vector<std::vector<BernsteinPoly>> systems;
     for (const auto& p : shared.pieces) systems.push_back(crossing_equations(p.a, p.b));
-    return shared_arc_result(shared, solve_systems(systems, options), options.tolerance);
+    return shared_arc_result(shared, solve_systems(systems, with_slack(options)), options.tolerance);
   }
-  return crossings(a, b, solve_system(crossing_equations(a, b), options), options.tolerance);
+  return crossings(a, b, solve_system(crossing_equations(a, b), with_slack(options)), options.tolerance);
 }
 }  // namespace
 
@@ -493,7 +519,7 @@ std::vector<CurveIntersectionResult> solve_pairs(std::size_t n, const std::funct
   systems.reserve(first.back());
   for (auto& p : prepared)
     for (auto& e : p.systems) systems.push_back(std::move(e));
-  std::vector<SolveResult> results = solve_systems(systems, options);
+  std::vector<SolveResult> results = solve_systems(systems, with_slack(options));
   // Each thread frees the systems it made (the same static schedule), into its own malloc arena: freed on other
   // threads, they waited on the arenas' locks.
 #pragma omp parallel for schedule(static, 16) num_threads(threads) if (team)

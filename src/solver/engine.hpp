@@ -97,6 +97,7 @@ struct GpuShape {
   int n = 0, m = 0, polys = 0;  // variables, equations, equations + inequalities
   int block = 0;                // coefficients per node
   int square = 1;
+  double slack = 0;  // SolverOptions::zero_slack
   int size[kGpuMaxPolys] = {};
   int offset[kGpuMaxPolys] = {};
   int degree[kGpuMaxPolys][kGpuMaxVars] = {};

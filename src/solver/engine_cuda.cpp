@@ -52,7 +52,8 @@ class CudaEngine final : public Engine {
     const int threads = cpu_thread_count(o.threads);
     const std::vector<std::vector<std::size_t>> groups = shape_groups(b, threads);
     for (const auto& members : groups) {
-      const GpuShape sh = shape_of(b, members[0]);
+      GpuShape sh = shape_of(b, members[0]);
+      sh.slack = o.zero_slack;
       const auto systems = std::int64_t(members.size());
       double* coef = gpu_staging(std::size_t(systems) * std::size_t(sh.block));
 #pragma omp parallel for schedule(static) num_threads(threads) if (systems > 256)

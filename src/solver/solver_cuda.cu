@@ -100,18 +100,18 @@ __device__ void classify_node(const Shape& sh, int node, double tolerance, const
   const double* c = coef + static_cast<long long>(node) * sh.block;
   const double* lo = box + static_cast<long long>(node) * 2 * sh.n;
   const double* hi = lo + sh.n;
-  // Exclusion: an equation of one sign, or an inequality <= 0 everywhere.
+  // Exclusion: an equation of one sign (beyond the slack), or an inequality <= 0 everywhere.
   bool excluded = false;
   for (int p = 0; p < sh.polys && !excluded; ++p) {
     double mn = 1e308, mx = -1e308;
     for (int i = lane; i < sh.size[p]; i += 32) mn = fmin(mn, c[sh.offset[p] + i]), mx = fmax(mx, c[sh.offset[p] + i]);
     mn = warp_min(mn);
     mx = warp_max(mx);
-    excluded = p < sh.m ? (mn > 0 || mx < 0) : !(mx > 0);
+    excluded = p < sh.m ? (mn > sh.slack || mx < -sh.slack) : !(mx > 0);
     if (p < sh.m && lane == 0) {
       int total = 0;
       for (int v = 0; v < sh.n; ++v) total += sh.degree[p][v];
-      serr[p] = solverk::evaluation_error(fmax(fabs(mn), fabs(mx)), total);
+      serr[p] = solverk::evaluation_error(fmax(fabs(mn), fabs(mx)), total) + sh.slack;  // (the slack as zero)
     }
   }
   int result = kExcluded, axis = 0;

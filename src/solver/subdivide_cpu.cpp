@@ -143,7 +143,7 @@ void coef_marginals(const BernsteinPoly& p, Marginals& out) {
 // polynomials restricted by de Casteljau, again while a round at least halves some side. Near a simple root the
 // box shrinks quadratically, so far fewer cells are split.
 enum class Clip { Empty, Unchanged, Shrunk };
-Clip clip_cell(Cell& cell, int m, int n) {
+Clip clip_cell(Cell& cell, int m, int n, double slack) {
   Clip result = Clip::Unchanged;
   thread_local std::vector<double> scratch;
   thread_local std::vector<Marginals> ranges;
@@ -151,6 +151,11 @@ Clip clip_cell(Cell& cell, int m, int n) {
   for (int round = 0; round < 4; ++round) {
     double t0[kMaxVariables], t1[kMaxVariables], narrowest = 1;
     for (int i = 0; i < m; ++i) coef_marginals(cell.f[std::size_t(i)], ranges[std::size_t(i)]);
+    if (slack > 0)  // where |f| may stay within the slack, not only where f may vanish
+      for (int i = 0; i < m; ++i)
+        for (int k = 0; k < n; ++k)
+          for (int j = 0; j <= cell.f[std::size_t(i)].degree[std::size_t(k)]; ++j)
+            ranges[std::size_t(i)].lo[k][j] -= slack, ranges[std::size_t(i)].hi[k][j] += slack;
     for (int k = 0; k < n; ++k) {
       t0[k] = 0, t1[k] = 1;
       for (int i = 0; i < m; ++i)
@@ -338,11 +343,12 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
   for (std::size_t i = 0; i < cell.f.size() && !excluded; ++i) {
     const Interval r = coef_range(cell.f[i]);
     if (int(i) < m) eq_range[i] = r;
-    excluded = int(i) < m ? (r.lo > 0 || r.hi < 0) : !(r.hi > 0);  // an equation keeps one sign; an inequality fails everywhere
+    // An equation keeps one sign (beyond the slack); an inequality fails everywhere.
+    excluded = int(i) < m ? (r.lo > o.zero_slack || r.hi < -o.zero_slack) : !(r.hi > 0);
   }
   if (excluded) return;
   // Domain reduction, for curves too: the set where every equation vanishes lies in each one's clipped box.
-  const Clip clip = clip_cell(cell, m, n);
+  const Clip clip = clip_cell(cell, m, n, o.zero_slack);
   if (clip == Clip::Empty) return;
   if (clip == Clip::Shrunk)
     for (int i = 0; i < m; ++i) eq_range[i] = coef_range(cell.f[std::size_t(i)]);
@@ -360,7 +366,8 @@ void process_cell(const System& sys, Cell& cell, int m, bool square, double tole
       const Interval r = eq_range[i];
       int total = 0;
       for (int d : eqs[i].degree) total += d;
-      f_err[i] = solverk::evaluation_error(std::max(std::abs(r.lo), std::abs(r.hi)), total);
+      // (values within the slack count as zero: a cell is empty only if no point of it comes that near)
+      f_err[i] = solverk::evaluation_error(std::max(std::abs(r.lo), std::abs(r.hi)), total) + o.zero_slack;
     }
     const solverk::CellTest test = solverk::krawczyk_test(n, jac, f_mid, f_err);
     if (test == solverk::CellTest::Empty) return;

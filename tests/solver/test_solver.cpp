@@ -194,6 +194,28 @@ TEST(Solver, BadInputIsRefused) {
   p.coef[0] = std::nan("");
   EXPECT_THROW(solve_system({p, p}), Error);
   EXPECT_THROW(solve_system({}), Error);
+  SolverOptions o;
+  for (double slack : {-1e-12, double(NAN), double(INFINITY)}) {
+    o.zero_slack = slack;
+    EXPECT_THROW(solve_system({BernsteinPoly::constant(1, 1.0)}, o), Error) << slack;
+  }
+}
+
+// (x - 1/2)^2 + 1e-14 has no root; within a zero slack of 1e-13 it has a double one at 1/2, on every engine.
+TEST(Solver, AZeroSlackKeepsANearMissAsATangentRoot) {
+  BernsteinPoly f;
+  f.degree = {2};
+  f.coef = {0.25 + 1e-14, -0.25 + 1e-14, 0.25 + 1e-14};
+  for (Device engine : test::solver_engines()) {
+    SolverOptions o;
+    o.device = engine;
+    EXPECT_TRUE(solve_system({f}, o).roots.empty()) << device_name(engine);
+    o.zero_slack = 1e-13;
+    const SolveResult r = solve_system({f}, o);
+    ASSERT_EQ(r.roots.size(), 1u) << device_name(engine);
+    EXPECT_GE(r.roots[0].multiplicity_hint, 2) << device_name(engine);
+    EXPECT_NEAR(r.roots[0].x[0], 0.5, 1e-6) << device_name(engine);
+  }
 }
 
 // A quadratic arc approximating the circle of radius r around the origin from angle a0 to a1, middle point pushed out
@@ -434,7 +456,10 @@ TEST(Solver, TangenciesAnywhereAreLocatedToTheLastBits) {
   const BezierCurve2 line{{{-1, 0}, {-third, 0}, {third, 0}, {1, 0}}};                  // its tangent there, t = 0.5
   std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
   for (int k = 0; k < 200; ++k) {
-    const double angle = 2 * M_PI * u(rng), scale = 0.2 + 0.3 * u(rng), dx = u(rng), dy = u(rng);
+    // Every other pair a thousand units from the origin, where the rounding of the placed control points (1e-13)
+    // parts the tangency or makes it two crossings 1e-7 apart: still one tangent touch.
+    const double far = k % 2 ? 1000.0 : 0.0;
+    const double angle = 2 * M_PI * u(rng), scale = 0.2 + 0.3 * u(rng), dx = far + u(rng), dy = -far + u(rng);
     auto place = [&](BezierCurve2 c) {
       for (auto& p : c.points)
         p = {dx + scale * (std::cos(angle) * p[0] - std::sin(angle) * p[1]), dy + scale * (std::sin(angle) * p[0] + std::cos(angle) * p[1])};
@@ -446,16 +471,45 @@ TEST(Solver, TangenciesAnywhereAreLocatedToTheLastBits) {
     SolverOptions o;
     o.device = engine;
     const std::vector<CurveIntersectionResult> r = intersect_curve_pairs(pairs, o);
-    double worst = 0;
+    double worst = 0, worst_far = 0;
     for (std::size_t k = 0; k < pairs.size(); ++k) {
       SCOPED_TRACE(std::string(device_name(engine)) + " pair " + std::to_string(k) + ", seed " + std::to_string(seed));
       ASSERT_EQ(r[k].points.size(), 1u);
       EXPECT_TRUE(r[k].points[0].tangent);
-      worst = std::max({worst, std::abs(r[k].points[0].s - 0.5), std::abs(r[k].points[0].t - 0.5)});
+      double& w = k % 2 ? worst_far : worst;
+      w = std::max({w, std::abs(r[k].points[0].s - 0.5), std::abs(r[k].points[0].t - 0.5)});
     }
     EXPECT_LE(worst, 1e-12) << device_name(engine) << ", seed " << seed;
-    std::printf("  %s: %zu placed tangencies within %.3g (seed %llu)\n", device_name(engine), pairs.size(), worst,
-                static_cast<unsigned long long>(seed));
+    EXPECT_LE(worst_far, 1e-11) << device_name(engine) << ", seed " << seed;  // (the input's own rounding)
+    std::printf("  %s: %zu placed tangencies within %.3g, %.3g far from the origin (seed %llu)\n", device_name(engine),
+                pairs.size(), worst, worst_far, static_cast<unsigned long long>(seed));
+  }
+}
+
+// A line parallel to a parabola's tangent at its apex, moved off it by `offset` of the curves' size: within the
+// rounding of the coordinates a tangent touch, beyond it below the apex a miss, above it two crossings.
+TEST(Solver, NearMissesTouchOnlyWithinRounding) {
+  const double third = 1.0 / 3;
+  const BezierCurve2 parabola{{{-1, 1}, {-third, -third}, {third, -third}, {1, 1}}};
+  auto line = [&](double y) { return BezierCurve2{{{-1, y}, {-third, y}, {third, y}, {1, y}}}; };
+  const double size = std::hypot(2.0, 1 + third);  // the pair's control box
+  for (Device engine : test::solver_engines()) {
+    SolverOptions o;
+    o.device = engine;
+    SCOPED_TRACE(device_name(engine));
+    for (double offset : {-1e-6, -1e-9, -1e-12})
+      EXPECT_EQ(intersect_curves(parabola, line(offset * size), o).points.size(), 0u) << offset;
+    for (double offset : {-1e-15, 0.0, 1e-15}) {
+      const CurveIntersectionResult r = intersect_curves(parabola, line(offset * size), o);
+      ASSERT_EQ(r.points.size(), 1u) << offset;
+      EXPECT_TRUE(r.points[0].tangent) << offset;
+      EXPECT_NEAR(r.points[0].s, 0.5, 1e-7) << offset;
+    }
+    for (double offset : {1e-6, 1e-3}) {
+      const CurveIntersectionResult r = intersect_curves(parabola, line(offset * size), o);
+      ASSERT_EQ(r.points.size(), 2u) << offset;
+      EXPECT_FALSE(r.points[0].tangent || r.points[1].tangent) << offset;
+    }
   }
 }
 
