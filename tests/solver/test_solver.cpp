@@ -661,6 +661,107 @@ BezierCurve2 sub_arc(const BezierCurve2& c, double u0, double u1) {
 
 // A batch of pairs gives each pair what intersect_curves gives it, on every engine: random cubics and quadratics,
 // with tangent, overlapping and disjoint pairs mixed in.
+// Random cubic and quintic pairs against a long-double reference, half of them a thousand units from the origin:
+// every crossing where the curves meet at an angle (|sin| > 1e-3) is found once, to the last bits, and every point
+// found lies on both curves (in long double). The reference: both curves as 256-segment polylines, each pair of
+// crossing segments a start for Newton on C1(s) = C2(t) in long double.
+TEST(Solver, RandomCurvePairsMatchALongDoubleReference) {
+  const std::uint64_t seed = test::run_seed() + 5;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  using P = std::array<long double, 2>;
+  auto at = [](const BezierCurve2& c, long double t, P* d) {
+    std::vector<P> w;
+    for (const auto& q : c.points) w.push_back({q[0], q[1]});
+    const std::size_t n = w.size();
+    for (std::size_t r = 1; r < n; ++r) {
+      if (d && r == n - 1) *d = {(n - 1) * (w[1][0] - w[0][0]), (n - 1) * (w[1][1] - w[0][1])};
+      for (std::size_t i = 0; i + r < n; ++i)
+        for (int k = 0; k < 2; ++k) w[i][k] = (1 - t) * w[i][k] + t * w[i + 1][k];
+    }
+    return w[0];
+  };
+  auto sine = [&](const BezierCurve2& a, const BezierCurve2& b, long double s, long double t) {
+    P da{}, db{};
+    at(a, s, &da), at(b, t, &db);
+    return std::abs(da[0] * db[1] - da[1] * db[0]) / (std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]));
+  };
+  struct Pair {
+    BezierCurve2 a, b;
+    std::vector<std::array<long double, 2>> roots;  // the reference's crossings at an angle
+  };
+  constexpr int kSegments = 256;
+  std::vector<Pair> pairs;
+  for (int k = 0; k < 120; ++k) {
+    const double far = k % 2 ? 1000.0 : 0.0;
+    Pair p;
+    for (int i = 0; i < 4 + 2 * (k % 3 == 0); ++i) p.a.points.push_back({far + u(rng), far + u(rng)});
+    for (int i = 0; i < 4 + 2 * (k % 5 == 0); ++i) p.b.points.push_back({far + u(rng), far + u(rng)});
+    std::vector<P> pa(kSegments + 1), pb(kSegments + 1);
+    for (int i = 0; i <= kSegments; ++i) pa[i] = at(p.a, (long double)i / kSegments, nullptr), pb[i] = at(p.b, (long double)i / kSegments, nullptr);
+    for (int i = 0; i < kSegments; ++i)
+      for (int j = 0; j < kSegments; ++j) {
+        const P e{pa[i + 1][0] - pa[i][0], pa[i + 1][1] - pa[i][1]}, f{pb[j + 1][0] - pb[j][0], pb[j + 1][1] - pb[j][1]};
+        const long double det = e[0] * (-f[1]) - e[1] * (-f[0]);
+        if (det == 0) continue;
+        const P g{pb[j][0] - pa[i][0], pb[j][1] - pa[i][1]};
+        const long double x = (g[0] * (-f[1]) - g[1] * (-f[0])) / det, y = (e[0] * g[1] - e[1] * g[0]) / det;
+        if (x < -0.5 || x > 1.5 || y < -0.5 || y > 1.5) continue;  // (a little beyond: a crossing at a vertex)
+        long double s = (i + std::clamp(x, 0.0L, 1.0L)) / kSegments, t = (j + std::clamp(y, 0.0L, 1.0L)) / kSegments;
+        bool converged = false;
+        for (int it = 0; it < 40 && !converged; ++it) {
+          P da{}, db{};
+          const P qa = at(p.a, s, &da), qb = at(p.b, t, &db);
+          const long double r0 = qa[0] - qb[0], r1 = qa[1] - qb[1], dt = da[0] * (-db[1]) - da[1] * (-db[0]);
+          const long double ds = (r0 * (-db[1]) - r1 * (-db[0])) / dt, dv = (da[0] * r1 - da[1] * r0) / dt;
+          s -= ds, t -= dv;
+          converged = std::abs(ds) + std::abs(dv) < 1e-17L;
+        }
+        if (!converged || s < 0 || s > 1 || t < 0 || t > 1 || !(sine(p.a, p.b, s, t) > 1e-3)) continue;
+        bool again = false;
+        for (const auto& r : p.roots) again = again || (std::abs(r[0] - s) < 1e-9L && std::abs(r[1] - t) < 1e-9L);
+        if (!again) p.roots.push_back({s, t});
+      }
+    pairs.push_back(std::move(p));
+  }
+  std::vector<std::pair<BezierCurve2, BezierCurve2>> input;
+  std::size_t crossings = 0;
+  for (const Pair& p : pairs) input.emplace_back(p.a, p.b), crossings += p.roots.size();
+  for (Device engine : test::solver_engines()) {
+    SolverOptions o;
+    o.device = engine;
+    const std::vector<CurveIntersectionResult> r = intersect_curve_pairs(input, o);
+    double worst[2] = {0, 0}, worst_gap = 0;
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+      SCOPED_TRACE(std::string(device_name(engine)) + " pair " + std::to_string(k) + ", seed " + std::to_string(seed));
+      const Pair& p = pairs[k];
+      EXPECT_EQ(r[k].status, "complete");
+      for (const auto& want : p.roots) {
+        int found = 0;
+        double error = 1;
+        for (const auto& q : r[k].points)
+          if (std::abs(q.s - want[0]) < 1e-9L && std::abs(q.t - want[1]) < 1e-9L)
+            ++found, error = double(std::max(std::abs(q.s - want[0]), std::abs(q.t - want[1])));
+        EXPECT_EQ(found, 1) << "a crossing at (" << double(want[0]) << ", " << double(want[1]) << ")";
+        // (the rounding of the coordinates, magnified by the crossing's angle)
+        worst[k % 2] = std::max(worst[k % 2], error * double(sine(p.a, p.b, want[0], want[1])));
+      }
+      for (const auto& q : r[k].points) {
+        const P qa = at(p.a, q.s, nullptr), qb = at(p.b, q.t, nullptr);
+        const double gap = double(std::hypot(qa[0] - qb[0], qa[1] - qb[1]));
+        EXPECT_LE(gap, 1e-14 * (1 + 1000 * (k % 2))) << "a point on both curves at (" << q.s << ", " << q.t << ")";
+        worst_gap = std::max(worst_gap, gap / (1 + 1000 * (k % 2)));
+      }
+    }
+    EXPECT_LE(worst[0], 1e-14);
+    EXPECT_LE(worst[1], 1e-14);
+    std::printf("  %s: %zu random pairs, %zu crossings at an angle: within %.3g (x sine), %.3g a thousand units out; "
+                "points on both curves within %.3g of their scale (seed %llu)\n",
+                device_name(engine), pairs.size(), crossings, worst[0], worst[1], worst_gap,
+                static_cast<unsigned long long>(seed));
+  }
+}
+
 TEST(Solver, CurvePairsInABatchEqualSingleCalls) {
   std::mt19937_64 rng(test::run_seed());
   std::uniform_real_distribution<double> u(0, 1);
