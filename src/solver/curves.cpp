@@ -25,7 +25,9 @@ std::vector<double> coordinate(const BezierCurve2& c, int k) {
   for (const auto& p : c.points) v.push_back(p[k]);
   return v;
 }
-std::array<double, 2> point_at(const BezierCurve2& c, double t, std::array<double, 2>* tangent) { return solver::curve_point(c, t, tangent); }
+std::array<double, 2> point_at(const BezierCurve2& c, double t, std::array<double, 2>* tangent) {
+  return solver::curve_point(c, t, tangent);
+}
 // A curve's control points, as a BezierCurve2 holds them or as packed arrays do.
 using Points2 = std::span<const std::array<double, 2>>;
 bool count_ok(std::int64_t count) { return count >= 2 && count <= 64; }
@@ -124,7 +126,8 @@ std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a_given, const
     std::vector<double>& c = eq[std::size_t(k)].coef;
     c.resize(m * n);
     for (std::size_t i = 0; i < m; ++i)
-      for (std::size_t j = 0; j < n; ++j) c[i * n + j] = unit * (a.points[i][std::size_t(k)] - b.points[j][std::size_t(k)]);
+      for (std::size_t j = 0; j < n; ++j)
+        c[i * n + j] = unit * (a.points[i][std::size_t(k)] - b.points[j][std::size_t(k)]);
   }
   return eq;
 }
@@ -140,7 +143,8 @@ double parameter_of(const BezierCurve2& c, std::array<double, 2> p, double u) {
     if (!(dd > 0)) return NAN;
     const double step = (d[0] * (q[0] - p[0]) + d[1] * (q[1] - p[1])) / dd;
     // Converged once the steps are rounding (they stop shrinking, or fall to a few units in the last place).
-    if (!(std::abs(step) < 0.5 * last) || std::abs(step) <= 4e-16 * (1 + std::abs(u))) return std::abs(step) < 1e-9 ? u - step : NAN;
+    if (!(std::abs(step) < 0.5 * last) || std::abs(step) <= 4e-16 * (1 + std::abs(u)))
+      return std::abs(step) < 1e-9 ? u - step : NAN;
     last = std::abs(step);
     u -= step;
   }
@@ -171,8 +175,10 @@ CurveOverlap overlap_ends(const BezierCurve2& a, const BezierCurve2& b, const So
     const bool b_end = std::abs(sb - s_near) <= reach && std::abs(t_end - t_near) <= reach && sb >= 0 && sb <= 1;
     const bool a_end = std::abs(ta - t_near) <= reach && std::abs(s_end - s_near) <= reach && ta >= 0 && ta <= 1;
     // Both: the curves end together (within the reach); the end is the one inside the other curve.
-    if (b_end && (!a_end || (s_end == 0 ? sb > 0 : sb < 1))) s = sb, t = t_end;
-    else if (a_end) s = s_end, t = ta;
+    if (b_end && (!a_end || (s_end == 0 ? sb > 0 : sb < 1)))
+      s = sb, t = t_end;
+    else if (a_end)
+      s = s_end, t = ta;
   };
   double s0, t_at_s0, s1, t_at_s1;
   end(0, same_way ? 0 : 1, reg.lo[0], same_way ? reg.lo[1] : reg.hi[1], s0, t_at_s0);
