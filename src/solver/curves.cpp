@@ -317,9 +317,13 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
     };
     if (root.multiplicity_hint > 1 && tangent_at(ci.s, ci.t)) {
       refine_tangency(a, b, ci.s, ci.t);
-      // A touch is where the curves come within the gap (a tangency's cluster is within 1e-16 of it even where the
-      // refinement is not taken); a near miss that the slack kept and that stays farther apart is none.
-      const auto pa = point_at(a, ci.s, nullptr), pb = point_at(b, ci.t, nullptr);
+      // A touch is where the curves come within the gap: the distance from the first curve's point to the second
+      // curve (where the refinement is not taken, at a contact of order 3, the two parameters are each 1e-7 off,
+      // and the curves' points at them 1e-8 apart, while the curves themselves are 1e-20 apart there); a near miss
+      // that the slack kept and that stays farther apart is none.
+      const auto pa = point_at(a, ci.s, nullptr);
+      const double foot = parameter_of(b, pa, ci.t);
+      const auto pb = point_at(b, std::isfinite(foot) ? foot : ci.t, nullptr);
       if (!(std::hypot(pa[0] - pb[0], pa[1] - pb[1]) <= gap) && !beyond_s && !beyond_t) continue;
     }
     // A root beyond an end, or within rounding of one (curves joined end to end), is put on that end: the other
