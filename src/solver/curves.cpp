@@ -243,6 +243,17 @@ void refine_tangency(const BezierCurve2& a, const BezierCurve2& b, double& s, do
   if (residual(u, v, r, nullptr) <= start) s = u, t = v;
 }
 
+// A parameter held to [0, 1], and put on the end when within kSnap of it.
+double held(double x) { return x <= kSnap ? 0.0 : x >= 1 - kSnap ? 1.0 : x; }
+
+// Whether the curves' tangents at s and t are parallel: the sine of their angle at most `allowed`.
+bool tangents_parallel(const BezierCurve2& a, const BezierCurve2& b, double s, double t, double allowed) {
+  std::array<double, 2> da{}, db{};
+  point_at(a, s, &da);
+  point_at(b, t, &db);
+  return !(std::abs(da[0] * db[1] - da[1] * db[0]) > allowed * std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]));
+}
+
 // Where an end of either curve lies on the other (within `gap`): a point of both curves, at the end exactly and
 // where it lies on the other curve. The solver's cells cannot be relied on for these: one curve running on as the
 // other from a shared end is a line of solutions through that point in the grown domain, which the coefficients'
@@ -251,7 +262,6 @@ void refine_tangency(const BezierCurve2& a, const BezierCurve2& b, double& s, do
 // rounding) and is added where there were none.
 void meet_at_ends(const BezierCurve2& a, const BezierCurve2& b, double gap, double tolerance,
                   std::vector<CurveIntersection>& points, std::vector<int>& hints) {
-  const auto held = [](double x) { return x <= kSnap ? 0.0 : x >= 1 - kSnap ? 1.0 : x; };
   // Ends that are one point first (exactly there: an end's projection onto the other curve is found only to the
   // rounding of the coordinates, 1e-12 of the parameter a thousand units from the origin), then the ends that lie
   // on the other curve elsewhere.
@@ -267,11 +277,11 @@ void meet_at_ends(const BezierCurve2& a, const BezierCurve2& b, double gap, doub
   for (int i = 0; i < 2; ++i)
     if (!a_end_met[i])
       if (const double t = solver::parameter_on(b, point_at(a, i, nullptr), gap); std::isfinite(t))
-        meetings[std::size_t(found++)] = {double(i), held(std::clamp(t, 0.0, 1.0))};
+        meetings[std::size_t(found++)] = {double(i), held(t)};
   for (int j = 0; j < 2; ++j)
     if (!b_end_met[j])
       if (const double s = solver::parameter_on(a, point_at(b, j, nullptr), gap); std::isfinite(s))
-        meetings[std::size_t(found++)] = {held(std::clamp(s, 0.0, 1.0)), double(j)};
+        meetings[std::size_t(found++)] = {held(s), double(j)};
   for (int m = 0; m < found; ++m) {
     const auto [s, t] = meetings[std::size_t(m)];
     std::size_t kept = 0;
@@ -283,11 +293,8 @@ void meet_at_ends(const BezierCurve2& a, const BezierCurve2& b, double gap, doub
     points.resize(kept), hints.resize(kept);
     CurveIntersection ci;
     ci.s = s, ci.t = t;
-    std::array<double, 2> da{}, db{};
-    ci.point = point_at(a, s, &da);
-    point_at(b, t, &db);
-    ci.tangent =
-        !(std::abs(da[0] * db[1] - da[1] * db[0]) > 1e-9 * std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]));
+    ci.point = point_at(a, s, nullptr);
+    ci.tangent = tangents_parallel(a, b, s, t, 1e-9);
     points.push_back(ci);
     hints.push_back(2);  // (a piece of an overlap where it lies in one, like a cluster)
   }
@@ -309,13 +316,7 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
     // tangency's tangents differ there by that order: its angle is allowed the tolerance's square root, far below the
     // sines of real crossings.
     const double allowed = root.multiplicity_hint > 1 ? std::sqrt(tolerance) : 1e-9;
-    const auto tangent_at = [&](double s, double t) {
-      std::array<double, 2> da{}, db{};
-      point_at(a, s, &da);
-      point_at(b, t, &db);
-      return !(std::abs(da[0] * db[1] - da[1] * db[0]) > allowed * std::hypot(da[0], da[1]) * std::hypot(db[0], db[1]));
-    };
-    if (root.multiplicity_hint > 1 && tangent_at(ci.s, ci.t)) {
+    if (root.multiplicity_hint > 1 && tangents_parallel(a, b, ci.s, ci.t, allowed)) {
       refine_tangency(a, b, ci.s, ci.t);
       // A touch is where the curves come within the gap: the distance from the first curve's point to the second
       // curve (where the refinement is not taken, at a contact of order 3, the two parameters are each 1e-7 off,
@@ -338,7 +339,6 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
       // (the end's parameter on the other curve, held to its domain and put on its end when within rounding of it:
       // an end on the other's end projects 1e-17 either way of it, depending on the build; whether they meet there
       // is tested next)
-      const auto held = [&](double x) { return near_end(x) ? std::round(x) : std::clamp(x, 0.0, 1.0); };
       if (snap_s && !snap_t) {
         const double t = parameter_of(b, point_at(a, on.s, nullptr), on.t);
         if (std::isfinite(t)) on.t = held(t);
@@ -358,7 +358,7 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
     }
     // Tangent means parallel tangents, wherever the root lies.
     ci.point = point_at(a, ci.s, nullptr);
-    ci.tangent = tangent_at(ci.s, ci.t);
+    ci.tangent = tangents_parallel(a, b, ci.s, ci.t, allowed);
     out.points.push_back(ci);
     hints.push_back(root.multiplicity_hint);
   }
