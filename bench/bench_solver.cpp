@@ -176,10 +176,10 @@ void add_bench_solver(CLI::App& bench) {
                   "Comma-separated: cpu (level by level), cpu-tasks (the paper's lock-free task buffer), cuda (GPU-resident), "
                   "hybrid, auto (the library's choice per batch); all = every available one");
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all)");
-  cmd->add_option("--repeat", a->repeat, "Runs per experiment at least (the fastest is reported)");
+  cmd->add_option("--repeat", a->repeat, "Rounds per experiment at least (each engine's fastest run is reported)");
   cmd->add_option("--min-seconds", a->min_seconds,
-                  "Runs go on until an experiment has taken this long on an engine (at most 50 runs): the best of a few "
-                  "runs of a millisecond job is noisy");
+                  "Rounds (every engine once, in turn) go on until an experiment has taken this long per engine (at most "
+                  "50 rounds): the best of a few runs of a millisecond job is noisy");
   cmd->add_option("--max-seconds", a->max_seconds, "Time limit per run");
   cmd->add_option("--write-inputs", a->inputs, "Write each generated input as JSON for `parasurf solve` into this folder");
   cmd->add_option("--json", a->json, "Write the figures as JSON");
@@ -216,49 +216,65 @@ void add_bench_solver(CLI::App& bench) {
     auto save = [&](const std::string& name, const nlohmann::json& doc) {
       if (!a->inputs.empty()) write_report((std::filesystem::path(a->inputs) / (name + ".json")).string(), doc.dump(1) + "\n");
     };
-    // Runs f `repeat` times per engine (after one warm-up run), and more until min_seconds have passed (50 runs at
-    // most), and reports the fastest, as (ms, result count, status).
+    // Runs f on every engine (after one warm-up run each) round after round, each round starting one engine further
+    // on, at least `repeat` rounds and until min_seconds per engine have passed (50 rounds at most), and reports each
+    // engine's fastest run as (ms, result count, status). Taken in turn, the engines meet the same state of the host
+    // (its clocks, caches and other load) rather than each its own stretch of it: auto and the engine it chooses run
+    // the same code, and only interleaved runs show them equal.
     auto run = [&](const std::string& label, const std::string& id, double paper, auto&& f) {
-      for (const Engine& engine_choice : engines) {
-        const Device engine = engine_choice.device;
-        if (engine != Device::Cpu && engine != Device::Auto && !cuda_available()) continue;  // auto is the CPU there
-        o.device = engine;
-        o.cpu_scheme = engine_choice.scheme;
-        double best = 1e300;
+      struct Tally {
+        double best = 1e300, engine_ms = 0;  // engine_ms: of the fastest run
         std::size_t count = 0;
         std::string status;
-        f();
-        SolverGpuTraffic before{}, after{};
-        double engine_ms = 0;  // of the fastest run
-        const auto started = std::chrono::steady_clock::now();
-        auto more = [&](int r) {
-          if (r < std::max(1, a->repeat)) return true;
-          return r < 50 && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() < a->min_seconds;
-        };
-        for (int r = 0; more(r); ++r) {
-          before = solver_gpu_traffic();
-          const double engine_before = solver_engine_seconds();
-          const auto t0 = std::chrono::steady_clock::now();
-          const auto [n, st] = f();
-          const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-          if (ms < best) best = ms, engine_ms = 1e3 * (solver_engine_seconds() - engine_before);
-          after = solver_gpu_traffic();
-          count = n;
-          status = st;
-        }
-        const double bytes = double(after.bytes - before.bytes), floor_ms = bandwidth > 0 ? 1e3 * bytes / bandwidth : 0;
-        const long long levels = after.levels - before.levels;
+        double bytes = 0;  // GPU traffic of a run
+        long long levels = 0;
+      };
+      std::vector<std::size_t> runnable;
+      for (std::size_t e = 0; e < engines.size(); ++e)
+        if (engines[e].device == Device::Cpu || engines[e].device == Device::Auto || cuda_available())
+          runnable.push_back(e);  // (auto is the CPU without a GPU)
+      std::vector<Tally> tally(engines.size());
+      auto select = [&](std::size_t e) {
+        o.device = engines[e].device;
+        o.cpu_scheme = engines[e].scheme;
+      };
+      auto once = [&](std::size_t e) {
+        select(e);
+        Tally& t = tally[e];
+        const SolverGpuTraffic before = solver_gpu_traffic();
+        const double engine_before = solver_engine_seconds();
+        const auto t0 = std::chrono::steady_clock::now();
+        const auto [n, st] = f();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (ms < t.best) t.best = ms, t.engine_ms = 1e3 * (solver_engine_seconds() - engine_before);
+        const SolverGpuTraffic after = solver_gpu_traffic();
+        t.bytes = double(after.bytes - before.bytes), t.levels = after.levels - before.levels;
+        t.count = n;
+        t.status = st;
+      };
+      for (const std::size_t e : runnable) select(e), f();
+      const auto started = std::chrono::steady_clock::now();
+      const double budget = a->min_seconds * double(runnable.size());
+      auto more = [&](int r) {
+        if (r < std::max(1, a->repeat)) return true;
+        return r < 50 && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() < budget;
+      };
+      for (int r = 0; more(r); ++r)
+        for (std::size_t k = 0; k < runnable.size(); ++k) once(runnable[(std::size_t(r) + k) % runnable.size()]);
+      for (const std::size_t e : runnable) {
+        const Tally& t = tally[e];
+        const double floor_ms = bandwidth > 0 ? 1e3 * t.bytes / bandwidth : 0;
         char over_floor[32] = "-";
-        if (engine != Device::Cpu && floor_ms > 0) std::snprintf(over_floor, sizeof over_floor, "%.0f", best / floor_ms);
+        if (engines[e].device != Device::Cpu && floor_ms > 0) std::snprintf(over_floor, sizeof over_floor, "%.0f", t.best / floor_ms);
         char paper_ms[24] = "-", paper_over[24] = "-";  // (experiments of our own have no paper figure)
-        if (paper > 0) std::snprintf(paper_ms, sizeof paper_ms, "%.0f", paper), std::snprintf(paper_over, sizeof paper_over, "%.2f", paper / best);
-        std::printf("  %-34s %-9s %10.2f %10.2f %9zu %12s %12s %8lld %9s  %s\n", label.c_str(), engine_choice.name.c_str(), best, engine_ms, count, paper_ms,
-                    paper_over, levels, over_floor, status.c_str());
-        std::fflush(stdout);
-        rows.push_back({{"experiment", id}, {"label", label}, {"engine", engine_choice.name}, {"ms", best}, {"engine_ms", engine_ms}, {"results", count},
-                        {"status", status}, {"paper_gpu_ms", paper}, {"paper_over_ours", paper > 0 ? paper / best : 0.0}, {"threads", threads}, {"gpu", gpu},
-                        {"gpu_bytes", bytes}, {"gpu_levels", levels}, {"floor_ms", floor_ms}});
+        if (paper > 0) std::snprintf(paper_ms, sizeof paper_ms, "%.0f", paper), std::snprintf(paper_over, sizeof paper_over, "%.2f", paper / t.best);
+        std::printf("  %-34s %-9s %10.2f %10.2f %9zu %12s %12s %8lld %9s  %s\n", label.c_str(), engines[e].name.c_str(), t.best, t.engine_ms, t.count,
+                    paper_ms, paper_over, t.levels, over_floor, t.status.c_str());
+        rows.push_back({{"experiment", id}, {"label", label}, {"engine", engines[e].name}, {"ms", t.best}, {"engine_ms", t.engine_ms},
+                        {"results", t.count}, {"status", t.status}, {"paper_gpu_ms", paper}, {"paper_over_ours", paper > 0 ? paper / t.best : 0.0},
+                        {"threads", threads}, {"gpu", gpu}, {"gpu_bytes", t.bytes}, {"gpu_levels", t.levels}, {"floor_ms", floor_ms}});
       }
+      std::fflush(stdout);
     };
     const auto wanted = split(a->experiments);
     auto want = [&](const char* e) { return std::find(wanted.begin(), wanted.end(), e) != wanted.end(); };
