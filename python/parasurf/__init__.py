@@ -7,6 +7,7 @@ runs where its estimated time is shorter, see ``docs/python.md``).
 Errors from the library are raised as ValueError (bad arguments or input), OSError (files), MemoryError or
 RuntimeError (devices).
 """
+import os as _os
 import warnings as _warnings
 
 import numpy as _np
@@ -36,6 +37,22 @@ if _problem:
     raise ImportError(_problem)
 
 from ._parasurf import DeviceArray, Lattice, __version__, cuda_available  # noqa: E402
+
+
+def _path(path, what="path"):
+    """A file argument as the module takes it: a str, bytes or os.PathLike, else TypeError (an array or a number
+    would otherwise be read as a file name)."""
+    try:
+        return _os.fsdecode(_os.fspath(path))
+    except TypeError:
+        raise TypeError("%s must be a str or os.PathLike, not %s" % (what, type(path).__name__)) from None
+
+
+def _points_of(d, what):
+    """The ``points`` entry of a dict argument, else ValueError naming the argument."""
+    if "points" not in d:
+        raise ValueError("%s: a dict needs 'points' (its control points)" % what)
+    return d["points"]
 
 __all__ = ["read_volume", "write_mesh", "marching_cubes", "evaluate_surface", "evaluate_bspline_surface", "tessellate", "lattice", "ffd", "intersect_curves", "intersect_curves_batch", "ray_traps",
            "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "closest_points", "patch_nets",
@@ -292,7 +309,7 @@ def tessellate(path=None, *, surfaces=None, resolution=16, tolerance=0.0, device
     given = None
     if surfaces is not None:
         given = [_bspline(x) for x in ([surfaces] if isinstance(surfaces, dict) else surfaces)]
-    return _parasurf.tessellate(None if path is None else str(path), int(resolution), float(tolerance), _auto(device),
+    return _parasurf.tessellate(None if path is None else _path(path), int(resolution), float(tolerance), _auto(device),
                                 progress, given)
 
 
@@ -316,7 +333,7 @@ def _bspline(s):
     """A surface dict as the module takes it: (points, weights, degree, knots)."""
     if not isinstance(s, dict):
         raise TypeError("a B-spline surface is a dict with 'points' and optionally 'degree', 'knots', 'weights'")
-    pts = _np.asarray(_host(s["points"]), dtype=_np.float64)
+    pts = _np.asarray(_host(_points_of(s, "surface")), dtype=_np.float64)
     w = s.get("weights")
     w = None if w is None else _np.asarray(_host(w), dtype=_np.float64)
     degree = [int(d) for d in s["degree"]] if s.get("degree") is not None else []
@@ -413,7 +430,7 @@ def patch_nets(path=None):
     """The tensor-product patches of a patch model (.bv, .bpt, B-spline .json; None: the built-in Utah teapot) as
     Bézier control nets: a list of dicts with ``points`` (m+1, n+1, 3), ``weights`` (m+1, n+1) or None, and the
     patch's ``index`` in the file. Triangular patches are left out."""
-    return _parasurf.patch_nets(None if path is None else str(path))
+    return _parasurf.patch_nets(None if path is None else _path(path))
 
 
 def closest_points(queries, patches=None, *, device="auto", threads=0, max_seconds=None, max_cells=None):
@@ -492,7 +509,7 @@ def read_volume(path):
     ``marching_cubes(volume, level, spacing=info["spacing"])`` gives vertices in (z, y, x) times the spacing; their
     world positions are ``(affine @ np.c_[verts / spacing, ones].T).T[:, :3]``.
     """
-    return _parasurf.read_volume(str(path))
+    return _parasurf.read_volume(_path(path))
 
 
 def write_mesh(path, vertices, faces, normals=None, *, values=None, groups=None, group_names=(), format=None):
@@ -508,7 +525,7 @@ def write_mesh(path, vertices, faces, normals=None, *, values=None, groups=None,
     vertices, OSError when the file cannot be written.
     """
     host = lambda a, t: None if a is None else _np.asarray(_host(a), dtype=t)
-    return _parasurf.write_mesh(str(path), host(vertices, _np.float32), host(faces, _np.int64), host(normals, _np.float32),
+    return _parasurf.write_mesh(_path(path), host(vertices, _np.float32), host(faces, _np.int64), host(normals, _np.float32),
                                 host(values, _np.float32), host(groups, _np.int32), [str(g) for g in group_names],
                                 "" if format is None else str(format))
 
@@ -517,7 +534,8 @@ def _curve(c):
     """A curve argument: an (n, 2) array of Bézier control points, or a dict with ``points`` (n, 2), ``degree`` and
     ``knots`` (n + degree + 1 values) for a B-spline."""
     if isinstance(c, dict):
-        return (_np.asarray(c["points"], dtype=_np.float64), int(c.get("degree", len(c["points"]) - 1)),
+        pts = _points_of(c, "curve")
+        return (_np.asarray(pts, dtype=_np.float64), int(c.get("degree", len(pts) - 1)),
                 [float(k) for k in c.get("knots", [])])
     return _np.asarray(c, dtype=_np.float64), -1, []
 
@@ -526,7 +544,7 @@ def _surface(s):
     """A surface argument: an (m+1, n+1, 3) array of Bézier control points, or a dict with ``points`` (nu, nv, 3),
     ``degree`` (p, q) and ``knots`` (knots_u, knots_v) for a B-spline surface."""
     if isinstance(s, dict):
-        pts = _np.asarray(s["points"], dtype=_np.float64)
+        pts = _np.asarray(_points_of(s, "surface"), dtype=_np.float64)
         degree = list(s.get("degree", (pts.shape[0] - 1, pts.shape[1] - 1)))
         knots = [[float(k) for k in kn] for kn in s.get("knots", [])]
         return pts, [int(d) for d in degree], knots
@@ -591,7 +609,9 @@ def contact_points(moving, fixed, motion, *, device="cpu", threads=0, max_second
     """
     sa, da, ka = _surface(moving)
     sb, db, kb = _surface(fixed)
-    mp = _np.asarray(motion["points"], dtype=_np.float64)
+    if not isinstance(motion, dict) or "knots" not in motion:
+        raise ValueError("motion: a dict with 'points' (n, 4), 'degree' and 'knots'")
+    mp = _np.asarray(_points_of(motion, "motion"), dtype=_np.float64)
     return _parasurf.contact_points(sa, da, ka, sb, db, kb, mp, int(motion.get("degree", 3)),
                                     [float(k) for k in motion["knots"]], device, int(threads),
                                     _limits(max_seconds, max_cells))

@@ -146,3 +146,32 @@ def test_lattice_and_ffd_refuse_bad_vertices(values):
     with pytest.raises(ALLOWED):
         lat = parasurf.lattice(values)
         parasurf.ffd(values, np.array([[0, 1, 2]]), lat)
+
+
+def test_paths_and_dicts_are_refused_by_name(tmp_path):
+    # A path that is not one: TypeError, not an attempt to open the array's or the number's text as a file.
+    for bad in (np.zeros((2, 2)), 3, None, [1, 2]):
+        for f in (parasurf.read_volume, lambda p: parasurf.write_mesh(p, np.zeros((3, 3)), [[0, 1, 2]])):
+            with pytest.raises(TypeError, match="str or os.PathLike"):
+                f(bad)
+    with pytest.raises(TypeError, match="str or os.PathLike"):
+        parasurf.tessellate(np.zeros(3))
+    with pytest.raises(TypeError, match="str or os.PathLike"):
+        parasurf.patch_nets(1.5)
+    # A path-like object works like its text.
+    out = tmp_path / "t.ply"
+    parasurf.write_mesh(out, np.eye(3), [[0, 1, 2]])
+    assert out.stat().st_size > 0
+    # A curve, surface or motion dict without its control points: ValueError naming what is missing.
+    line = np.array([[0.0, 0.0], [1.0, 1.0]])
+    with pytest.raises(ValueError, match="curve: a dict needs 'points'"):
+        parasurf.hausdorff_distance(line, {"degree": 1})
+    with pytest.raises(ValueError, match="surface: a dict needs 'points'"):
+        parasurf.evaluate_bspline_surface({"degree": (1, 1)}, 4)
+    patch = np.zeros((2, 2, 3))
+    patch[1, :, 0] = 1
+    patch[:, 1, 1] = 1
+    with pytest.raises(ValueError, match="surface: a dict needs 'points'"):
+        parasurf.intersect_surfaces(patch, {"knots": []})
+    with pytest.raises(ValueError, match="motion"):
+        parasurf.contact_points(patch, patch, {"points": [[1, 0, 0, 0]] * 4, "degree": 3})
