@@ -460,7 +460,7 @@ def _patch_set(patches, what):
         if not nets:
             raise ValueError(what + ": no patches")
         return None, nets
-    return (None if patches is None else str(patches)), []
+    return (None if patches is None else _path(patches, what + ": patches")), []
 
 
 def intersect_rays(origins, directions, patches=None, *, t_min=0.0, device="auto", threads=0, max_seconds=None,

@@ -158,6 +158,9 @@ def test_paths_and_dicts_are_refused_by_name(tmp_path):
         parasurf.tessellate(np.zeros(3))
     with pytest.raises(TypeError, match="str or os.PathLike"):
         parasurf.patch_nets(1.5)
+    # bytes name the file they spell (not "b'...'").
+    with pytest.raises(OSError, match="'/nonexistent/model.bv'"):
+        parasurf.closest_points(np.zeros((1, 3)), b"/nonexistent/model.bv")
     # A path-like object works like its text.
     out = tmp_path / "t.ply"
     parasurf.write_mesh(out, np.eye(3), [[0, 1, 2]])
