@@ -54,6 +54,7 @@ def _points_of(d, what):
         raise ValueError("%s: a dict needs 'points' (its control points)" % what)
     return d["points"]
 
+
 __all__ = ["read_volume", "write_mesh", "marching_cubes", "evaluate_surface", "evaluate_bspline_surface", "tessellate", "lattice", "ffd", "intersect_curves", "intersect_curves_batch", "ray_traps",
            "hausdorff_distance", "curve_bisector", "intersect_surfaces", "contact_points", "surface_bisector", "closest_points", "patch_nets",
            "intersect_rays", "Lattice",
