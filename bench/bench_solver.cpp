@@ -393,7 +393,7 @@ void add_bench_solver(CLI::App& bench) {
     std::printf("  results: Hausdorff = candidates measured, contacts = points, SSI = polyline points, ray traps = traps, "
                 "bisector = samples, curve pairs = intersection points and overlaps, closest points = systems solved, rays = rays that hit\n");
     if (!a->json.empty())
-      write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"date", today()}, {"commit", PARASURF_GIT_COMMIT}, {"gpu", gpu}, {"threads", threads}, {"results", rows}}.dump(2) + "\n");
+      write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"date", today()}, {"commit", PARASURF_GIT_COMMIT}, {"gpu", gpu}, {"threads", threads}, {"engines_in_turn", true}, {"results", rows}}.dump(2) + "\n");
   });
 }
 

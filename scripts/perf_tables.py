@@ -283,9 +283,14 @@ def solver():
            "batches of our own; the paper's times are its GTX 580's. Engines: `cpu` (level by level), `cpu-tasks` "
            "(threads over a lock-free task buffer, the library's CPU default), `cuda` (breadth first on the GPU), "
            "`hybrid` (the paper's scheme), `auto` (the library's choice per batch: `cuda` from 2048 systems and 128 per "
-           "CPU thread, else `cpu-tasks`). Each time is the whole call, its host work included; auto ÷ best is within "
-           "run-to-run noise where both ran the same engine (instances of this host differ by up to 1.7× on the CPU rows "
-           "from one loan to the next).\n",
+           "CPU thread, else `cpu-tasks`). Each time is the whole call, its host work included. The benchmark runs the "
+           "engines in turn, round after round, and keeps each one's fastest run" + (
+               "." if doc.get("engines_in_turn") else
+               "; the table below was measured one engine after another, and on the rows where auto ran the engine it "
+               "is compared with (Hausdorff 5x5, ray traps 4) its auto ÷ best is the host's drift between the two "
+               "stretches, not a difference of code: on the 2-core development machine, taken in turn, auto and "
+               "`cpu-tasks` are within 1 % of each other on every row") +
+           " (instances of the GPU host differ by up to 1.7× on the CPU rows from one loan to the next).\n",
            caption(doc, link, f"{doc.get('gpu', 'GPU')} host, {doc.get('threads', '?')} threads",
                    "parasurf bench solver --json f.json")]
     labels = []
