@@ -794,18 +794,43 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   }
   for (const Walker& w : walkers) nodes += w.seen_here & 63;
   errors.rethrow();
-  for (Lists& l : lists) {
-    for (auto& [i, r] : l.found) out[i].proved.push_back(std::move(r));
-    for (auto& [i, u] : l.unresolved) out[i].candidates.push_back(std::move(u));
+  // The threads' results go to their systems on all threads: one thread placing them (and allocating each system's
+  // lists) took a fifth of a 10^5-system batch's time on 16 threads. A pass over the tags finds each system's
+  // entries; each system then takes its own.
+  std::vector<std::size_t> first_found(count + 1, 0), first_unresolved(count + 1, 0);
+  for (const Lists& l : lists) {
+    for (const auto& f : l.found) ++first_found[f.first + 1];
+    for (const auto& u : l.unresolved) ++first_unresolved[u.first + 1];
     for (const auto& [i, cells] : l.visits) out[i].nodes += cells;
+  }
+  std::partial_sum(first_found.begin(), first_found.end(), first_found.begin());
+  std::partial_sum(first_unresolved.begin(), first_unresolved.end(), first_unresolved.begin());
+  std::vector<Root*> found_of(first_found[count]);
+  std::vector<std::pair<std::vector<double>, std::vector<double>>*> unresolved_of(first_unresolved[count]);
+  {
+    std::vector<std::size_t> at_found(first_found.begin(), first_found.end() - 1);
+    std::vector<std::size_t> at_unresolved(first_unresolved.begin(), first_unresolved.end() - 1);
+    for (Lists& l : lists) {
+      for (auto& [i, r] : l.found) found_of[at_found[i]++] = &r;
+      for (auto& [i, u] : l.unresolved) unresolved_of[at_unresolved[i]++] = &u;
+    }
   }
   const std::string status = stop.load() == 1   ? "limit reached: " + std::to_string(max_nodes) + " cells (partial result)"
                              : stop.load() == 2 ? time_limit_status(o.max_seconds)
                              : stop.load() == 3 ? "interrupted (partial result)"
                                                 : "complete";
-  for (auto& s : out) {
+  const double final_tolerance = tolerance.load();
+#pragma omp parallel for schedule(static, 256) num_threads(threads) if (threads > 1 && count >= 4096)
+  for (std::int64_t k = 0; k < std::int64_t(count); ++k) {
+    const auto i = std::size_t(k);
+    Subdivision& s = out[i];
+    s.proved.reserve(first_found[i + 1] - first_found[i]);
+    for (std::size_t e = first_found[i]; e < first_found[i + 1]; ++e) s.proved.push_back(std::move(*found_of[e]));
+    s.candidates.reserve(first_unresolved[i + 1] - first_unresolved[i]);
+    for (std::size_t e = first_unresolved[i]; e < first_unresolved[i + 1]; ++e)
+      s.candidates.push_back(std::move(*unresolved_of[e]));
     s.status = status;
-    s.tolerance = tolerance.load();
+    s.tolerance = final_tolerance;
     // Threads deliver in any order: sorted, results do not depend on the schedule.
     std::sort(s.proved.begin(), s.proved.end(), [](const Root& a, const Root& b) { return a.x < b.x; });
   }
