@@ -216,9 +216,9 @@ void add_bench_solver(CLI::App& bench) {
     auto save = [&](const std::string& name, const nlohmann::json& doc) {
       if (!a->inputs.empty()) write_report((std::filesystem::path(a->inputs) / (name + ".json")).string(), doc.dump(1) + "\n");
     };
-    // Runs f on every engine (after one warm-up run each) round after round, each round starting one engine further
-    // on, at least `repeat` rounds and until min_seconds per engine have passed (50 rounds at most), and reports each
-    // engine's fastest run as (ms, result count, status). Taken in turn, the engines meet the same state of the host
+    // Runs f on every engine (after one warm-up run each) round after round, each round in another order, at least
+    // `repeat` rounds and until min_seconds per engine have passed (50 rounds at most), and reports each engine's
+    // fastest run as (ms, result count, status). Taken in turn, the engines meet the same state of the host
     // (its clocks, caches and other load) rather than each its own stretch of it: auto and the engine it chooses run
     // the same code, and only interleaved runs show them equal.
     auto run = [&](const std::string& label, const std::string& id, double paper, auto&& f) {
@@ -259,8 +259,14 @@ void add_bench_solver(CLI::App& bench) {
         if (r < std::max(1, a->repeat)) return true;
         return r < 50 && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() < budget;
       };
-      for (int r = 0; more(r); ++r)
-        for (std::size_t k = 0; k < runnable.size(); ++k) once(runnable[(std::size_t(r) + k) % runnable.size()]);
+      // Each round in its own order (a fixed seed, the same every run): rotated, each engine would always follow the
+      // same one, and on a GPU host the engine after a GPU engine always found the CPU's threads asleep.
+      std::mt19937 order_rng(20111);
+      std::vector<std::size_t> order = runnable;
+      for (int r = 0; more(r); ++r) {
+        std::shuffle(order.begin(), order.end(), order_rng);
+        for (const std::size_t e : order) once(e);
+      }
       for (const std::size_t e : runnable) {
         const Tally& t = tally[e];
         const double floor_ms = bandwidth > 0 ? 1e3 * t.bytes / bandwidth : 0;
@@ -393,7 +399,7 @@ void add_bench_solver(CLI::App& bench) {
     std::printf("  results: Hausdorff = candidates measured, contacts = points, SSI = polyline points, ray traps = traps, "
                 "bisector = samples, curve pairs = intersection points and overlaps, closest points = systems solved, rays = rays that hit\n");
     if (!a->json.empty())
-      write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"date", today()}, {"commit", PARASURF_GIT_COMMIT}, {"gpu", gpu}, {"threads", threads}, {"engines_in_turn", true}, {"results", rows}}.dump(2) + "\n");
+      write_report(a->json, nlohmann::json{{"benchmark", "solver"}, {"date", today()}, {"commit", PARASURF_GIT_COMMIT}, {"gpu", gpu}, {"threads", threads}, {"engines_in_turn", true}, {"engine_order", "shuffled"}, {"results", rows}}.dump(2) + "\n");
   });
 }
 
