@@ -10,8 +10,8 @@
 #include <exception>
 #include <mutex>
 #include <omp.h>
-#include <thread>
 
+#include "core/kept_threads.hpp"
 #include "core/region_errors.hpp"
 #include "parasurf/error.hpp"
 #include "parasurf/solver.hpp"
@@ -377,7 +377,8 @@ HausdorffResult hausdorff_distance(const BSplineCurve2& a, const BSplineCurve2& 
     std::string status = "complete";
     std::exception_ptr failure;
     std::mutex gpu;
-    std::thread other([&] {
+    // On a kept thread: a thread made for each call would make its OpenMP team anew every time.
+    core::KeptJob other([&] {
       try {
         out.b_to_a = one_sided(pb, pa, second, candidates, status, &gpu);
       } catch (...) {
@@ -387,10 +388,10 @@ HausdorffResult hausdorff_distance(const BSplineCurve2& a, const BSplineCurve2& 
     try {
       out.a_to_b = one_sided(pa, pb, first, out.candidates, out.status, &gpu);
     } catch (...) {
-      other.join();
+      other.wait();
       throw;
     }
-    other.join();
+    other.wait();
     if (failure) std::rethrow_exception(failure);
     out.candidates += candidates;
     if (status != "complete") out.status = status;
