@@ -601,8 +601,10 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     Cell cell;
     std::size_t system;
   };
-  // Roots enter the ring as their system's index (an odd word; nodes are even pointers). The thread that takes one
-  // copies the system into its first cell and measures its scale, so that set-up is spread over the threads.
+  // Threads claim the roots in runs of consecutive systems from a shared counter (one shared write per run, not one
+  // per system: a batch of 10^6 rays on 16 threads spent a third of its time on the ring's and the pending count's
+  // shared ends when every root went through them). The thread that takes a root copies the system into its first
+  // cell and measures its scale, so that set-up is spread over the threads.
   std::vector<double> scale(count, 0.0);
   auto make_root = [&](std::size_t i) {
     for (const auto& e : equations[i]) scale[i] = std::max(scale[i], std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
@@ -611,12 +613,14 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     all.insert(all.end(), ineq(i).begin(), ineq(i).end());
     return Node{{std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), std::move(all)}, i};
   };
-  auto root_item = [](std::size_t i) { return reinterpret_cast<void*>((std::uintptr_t(i) << 1) | 1); };
-  // Room for every root and a few hundred nodes per thread (a full ring only makes workers keep children
-  // themselves); tiny batches must not pay for initialising a large ring.
+  const int team_size = cpu_thread_count(o.threads);
+  // Runs of up to 32 roots, short enough that every thread has a few dozen runs (the last runs of a batch balance
+  // the threads' ends, as the ring's shared children do).
+  const std::size_t root_run = std::clamp<std::size_t>(count / (16 * std::size_t(team_size)), 1, 32);
+  std::atomic<std::size_t> next_root{0};
+  // Shared children: a few hundred nodes per thread (a full ring only makes workers keep children themselves).
   std::size_t capacity = 1024;
-  while (capacity < (std::size_t(1) << 16) && capacity < count + 256 * std::size_t(cpu_thread_count(o.threads)))
-    capacity <<= 1;
+  while (capacity < 256 * std::size_t(team_size)) capacity <<= 1;
   NodeRing ring(capacity);
   // pending: nodes handed out through the ring (or as the batch's roots) whose subtrees are not finished. A thread
   // works through a taken node's subtree on its own stack, sharing children through the ring only while the ring
@@ -628,11 +632,6 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   std::atomic<double> tolerance{o.tolerance};
   // Cells visited per system: depth first, few cells wait even where a system's cells multiply.
   std::vector<std::atomic<std::int64_t>> visited(square ? count : 0);
-  // Roots that did not fit in the ring at the start: a thread whose stack and the ring are empty claims the next.
-  std::vector<std::size_t> overflow;
-  std::atomic<std::size_t> next_overflow{0};
-  for (std::size_t i = 0; i < count; ++i)
-    if (!ring.push(root_item(i))) overflow.push_back(i);
   const auto t0 = std::chrono::steady_clock::now();
   const int threads = cpu_thread_count(o.threads);
   // Each thread's results tagged with their system, merged after the traversal: lists as long as the work, not
@@ -649,7 +648,8 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     std::vector<Root> found;  // the current cell's, before tagging
     std::vector<std::pair<std::vector<double>, std::vector<double>>> unresolved;
     std::vector<Node> local;
-    std::int64_t taken = 0, seen_here = 0, emitted = 0;  // nodes taken from the ring (or the roots' overflow); nodes processed
+    std::int64_t taken = 0, seen_here = 0, emitted = 0;  // roots and ring nodes taken, not yet settled; nodes processed
+    std::size_t root_at = 0, root_end = 0;               // the run of roots claimed and not yet started
     std::size_t ring_seen = 0;  // the ring's size when this thread last read it
     bool crowded_seen = false;  // whether the cells waiting passed the continuum's limit when last read
     double elapsed = 0;         // seconds since the start when this thread last read the clock
@@ -666,6 +666,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     // The counters in locals for the loop (as members of w they went through memory at every node), put back on
     // the way out.
     std::int64_t taken = w.taken, seen_here = w.seen_here, emitted = w.emitted;
+    std::size_t root_at = w.root_at, root_end = w.root_end;
     std::size_t ring_seen = w.ring_seen;
     bool crowded_seen = w.crowded_seen;
     double elapsed = w.elapsed;
@@ -676,29 +677,32 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
         node = std::move(local.back());
         local.pop_back();
       } else {
-        if (taken > 0) pending -= taken, taken = 0;  // this thread's share of the work is done
+        // Subtrees finished are settled in the shared count by 32 (and whenever the thread runs out of work).
+        if (taken >= 32) pending -= taken, taken = 0;
         void* item = nullptr;
-        if (!ring.pop(item)) {
-          if (next_overflow.load(std::memory_order_relaxed) < overflow.size()) {
-            const std::size_t k = next_overflow.fetch_add(1);
-            if (k < overflow.size()) {
-              errors.capture([&] { local.push_back(make_root(overflow[k])); });
-              ++taken;
-              if (errors.failed()) stop = 4;
-            }
+        if (root_at == root_end && next_root.load(std::memory_order_relaxed) < count) {
+          root_at = std::min(count, next_root.fetch_add(root_run));
+          root_end = std::min(count, root_at + root_run);
+        }
+        if (root_at < root_end) {
+          const std::size_t i = root_at++;
+          ++taken;
+          if (stop.load(std::memory_order_relaxed)) continue;  // drain without work
+          errors.capture([&] { node = make_root(i); });
+          if (errors.failed()) {
+            stop = 4;
             continue;
           }
+        } else if (ring.pop(item)) {
+          node = std::move(*static_cast<Node*>(item));
+          delete static_cast<Node*>(item);
+          ++taken;
+        } else {
+          if (taken > 0) pending -= taken, taken = 0;  // this thread's share of the work is done
           if (pending.load() == 0) break;
           std::this_thread::yield();
           continue;
         }
-        if (reinterpret_cast<std::uintptr_t>(item) & 1) {
-          node = make_root(reinterpret_cast<std::uintptr_t>(item) >> 1);
-        } else {
-          node = std::move(*static_cast<Node*>(item));
-          delete static_cast<Node*>(item);
-        }
-        ++taken;
       }
       // The node limit is counted every 64 nodes (approximate by that much per thread); the clock is read at every
       // node, as one node of a high-degree system can take milliseconds.
@@ -744,8 +748,9 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
           // The ring's ends are written by every thread's pops and pushes: read them for every 8th child only, or
           // while this thread has little work of its own and the ring looked short when last read (a batch of many
           // small systems keeps it full of roots).
+          // (roots not yet claimed count as the ring's: idle threads take those first)
           if ((++emitted & 7) == 0 || (local.size() < 4 && ring_seen < std::size_t(4 * threads)))
-            ring_seen = ring.approximate_size();
+            ring_seen = ring.approximate_size() + (count - std::min(count, next_root.load(std::memory_order_relaxed)));
           if (ring_seen < std::size_t(2 * threads)) {
             Node* shared = new Node{std::move(child), sys};
             ++pending;
@@ -767,6 +772,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       unresolved.clear();
     }
     w.taken = taken, w.seen_here = seen_here, w.emitted = emitted;
+    w.root_at = root_at, w.root_end = root_end;
     w.ring_seen = ring_seen, w.crowded_seen = crowded_seen, w.elapsed = elapsed;
   };
   // The calling thread starts alone: a batch it finishes within the solo time never wakes the others (which, on a
