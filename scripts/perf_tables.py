@@ -285,7 +285,7 @@ def solver():
            "`hybrid` (the paper's scheme), `auto` (the library's choice per batch: `cuda` from 2048 systems and 128 per "
            "CPU thread, else `cpu-tasks`). Each time is the whole call, its host work included. The benchmark runs the "
            "engines in turn, round after round, each round in a new order, and keeps each one's fastest run" + (
-               "." if doc.get("engine_order") == "shuffled" else
+               "" if doc.get("engine_order") == "shuffled" else
                "; the table below was measured one engine after another, and on the rows where auto ran the engine it "
                "is compared with (Hausdorff 5x5, ray traps 4) its auto ÷ best is the host's drift between the two "
                "stretches, not a difference of code: on the 2-core development machine, taken in turn, auto and "
