@@ -583,10 +583,11 @@ class NodeRing {
 
 // How long the calling thread works through a batch alone before the other threads join: about what waking them
 // costs on an idle machine, so that a call that small (one curve pair: tens of microseconds) stays on one thread.
-// On a loaded machine the last thread of a team can start milliseconds late; the calling thread then works alone
-// for a few times the longest such delay of the last second (g_team_start, up to kSoloLongest), as the team would
-// not help sooner; a delay older than a second (g_team_seen) is forgotten, so that a passing load does not keep
-// later calls alone.
+// On a loaded machine a team's threads can start milliseconds late; the calling thread then works alone for a few
+// times the longest such delay of the last second (g_team_start, up to kSoloLongest), as the team would not help
+// sooner; a delay older than a second (g_team_seen) is forgotten, so that a passing load does not keep later calls
+// alone. The delay is the time by which half of the helpers had started (with one helper, its start): one thread of
+// a large team woken late would otherwise keep every call of the next second alone while the rest could help.
 constexpr double kSoloSeconds = 50e-6, kSoloLongest = 2e-3;
 std::atomic<double> g_team_start{0};
 std::atomic<std::int64_t> g_team_seen{0};  // steady_clock ticks
@@ -783,19 +784,21 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   if (count > 0) walk(0, std::clamp(4 * delay, kSoloSeconds, kSoloLongest));
   if (pending.load() > 0) {
     const auto team_t0 = std::chrono::steady_clock::now();
-    std::atomic<double> last_start{0};
+    std::vector<double> started(static_cast<std::size_t>(threads), 0.0);  // seconds after team_t0, per thread
     std::atomic<int> team{1};
 #pragma omp parallel num_threads(threads) if (threads > 1)
     {
-      const double at = std::chrono::duration<double>(std::chrono::steady_clock::now() - team_t0).count();
-      for (double latest = last_start.load(); at > latest && !last_start.compare_exchange_weak(latest, at);) {
-      }
+      started[std::size_t(omp_get_thread_num())] = std::chrono::duration<double>(std::chrono::steady_clock::now() - team_t0).count();
       if (omp_get_thread_num() == 0) team = omp_get_num_threads();
       walk(omp_get_thread_num(), 0);
     }
     if (team.load() > 1) {  // (not a nested team of one)
-      g_team_start.store(std::max(delay, last_start.load()), std::memory_order_relaxed);
-      if (!recent || last_start.load() >= delay) g_team_seen.store(team_t0.time_since_epoch().count(), std::memory_order_relaxed);
+      const auto helpers = std::size_t(team.load() - 1);
+      const auto half = started.begin() + 1 + std::ptrdiff_t((helpers - 1) / 2);
+      std::nth_element(started.begin() + 1, half, started.begin() + 1 + std::ptrdiff_t(helpers));
+      const double joined = *half;
+      g_team_start.store(std::max(delay, joined), std::memory_order_relaxed);
+      if (!recent || joined >= delay) g_team_seen.store(team_t0.time_since_epoch().count(), std::memory_order_relaxed);
     }
   }
   for (const Walker& w : walkers) nodes += w.seen_here & 63;
