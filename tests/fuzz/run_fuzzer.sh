@@ -80,7 +80,7 @@ solver)
   "${cxx[@]}" -fopenmp "$src/tests/fuzz/fuzz_solver_inputs.cpp" \
     "$src/src/io/solver_json.cpp" "$src/src/solver/"{bernstein,solver,subdivide_cpu,curves,curve_coincidence,hausdorff,surfaces}.cpp \
     "$src/src/solver/"{surface_pieces,surface_contacts,bisectors}.cpp "$src/src/patches/bspline.cpp" \
-    "$src/src/core/"{device,parallel,cpu_only_runtime}.cpp -o "$work/$target"
+    "$src/src/core/"{device,parallel,cpu_only_runtime,kept_threads}.cpp -o "$work/$target"
   printf '\000{"curve1": {"points": [[0, 0], [0.5, 1], [1, 0]]}, "curve2": {"control_points": [[0, 1], ["3/8", "0x1.8p-2"]]}}' > "$corpus/curves"
   printf '\001{"curve1": {"degree": 2, "knots": [0, 0, 0, 0.5, 1, 1, 1], "points": [[0, 0], [1, 2], [2, -2], [3, 0]]}, "curve2": {"points": [[-1, 0.1], [4, 0.1]]}}' > "$corpus/hausdorff"
   # A Hausdorff input whose distance system has a solution region of tens of thousands of cells: their clustering
