@@ -747,9 +747,9 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
       errors.capture([&] {
         process_cell(systems[sys], node.cell, m, square, tol, scale[sys], o, ineq(sys), found, unresolved, [&](Cell&& child) {
           // The ring's ends are written by every thread's pops and pushes: read them for every 8th child only, or
-          // while this thread has little work of its own and the ring looked short when last read (a batch of many
-          // small systems keeps it full of roots).
-          // (roots not yet claimed count as the ring's: idle threads take those first)
+          // while this thread has little work of its own and the ring looked short when last read. Roots not yet
+          // claimed count as the ring's (idle threads take those first): a batch of many small systems shares no
+          // children until its last roots are claimed.
           if ((++emitted & 7) == 0 || (local.size() < 4 && ring_seen < std::size_t(4 * threads)))
             ring_seen = ring.approximate_size() + (count - std::min(count, next_root.load(std::memory_order_relaxed)));
           if (ring_seen < std::size_t(2 * threads)) {
