@@ -614,14 +614,14 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     all.insert(all.end(), ineq(i).begin(), ineq(i).end());
     return Node{{std::vector<double>(std::size_t(n), 0.0), std::vector<double>(std::size_t(n), 1.0), std::move(all)}, i};
   };
-  const int team_size = cpu_thread_count(o.threads);
+  const int threads = cpu_thread_count(o.threads);
   // Runs of up to 32 roots, short enough that every thread has a few dozen runs (the last runs of a batch balance
   // the threads' ends, as the ring's shared children do).
-  const std::size_t root_run = std::clamp<std::size_t>(count / (16 * std::size_t(team_size)), 1, 32);
+  const std::size_t root_run = std::clamp<std::size_t>(count / (16 * std::size_t(threads)), 1, 32);
   std::atomic<std::size_t> next_root{0};
   // Shared children: a few hundred nodes per thread (a full ring only makes workers keep children themselves).
   std::size_t capacity = 1024;
-  while (capacity < 256 * std::size_t(team_size)) capacity <<= 1;
+  while (capacity < 256 * std::size_t(threads)) capacity <<= 1;
   NodeRing ring(capacity);
   // pending: nodes handed out through the ring (or as the batch's roots) whose subtrees are not finished. A thread
   // works through a taken node's subtree on its own stack, sharing children through the ring only while the ring
@@ -634,7 +634,6 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   // Cells visited per system: depth first, few cells wait even where a system's cells multiply.
   std::vector<std::atomic<std::int64_t>> visited(square ? count : 0);
   const auto t0 = std::chrono::steady_clock::now();
-  const int threads = cpu_thread_count(o.threads);
   // Each thread's results tagged with their system, merged after the traversal: lists as long as the work, not
   // one per system per thread (a batch of 10^4 systems on 16 threads paid for 10^5 empty lists and their merge).
   struct Lists {
