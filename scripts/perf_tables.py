@@ -284,13 +284,8 @@ def solver():
            "(threads over a lock-free task buffer, the library's CPU default), `cuda` (breadth first on the GPU), "
            "`hybrid` (the paper's scheme), `auto` (the library's choice per batch: `cuda` from 2048 systems and 128 per "
            "CPU thread, else `cpu-tasks`). Each time is the whole call, its host work included. The benchmark runs the "
-           "engines in turn, round after round, each round in a new order, and keeps each one's fastest run" + (
-               "" if doc.get("engine_order") == "shuffled" else
-               "; the table below was measured one engine after another, and on the rows where auto ran the engine it "
-               "is compared with (Hausdorff 5x5, ray traps 4) its auto ÷ best is the host's drift between the two "
-               "stretches, not a difference of code: on the 2-core development machine, taken in turn, auto and "
-               "`cpu-tasks` are within 1 % of each other on every row") +
-           " (instances of the GPU host differ by up to 1.7× on the CPU rows from one loan to the next).\n",
+           "engines in turn, round after round, each round in a new order, and keeps each one's fastest run (the CPU "
+           "rows differ by up to 1.7× between instances of the GPU host).\n",
            caption(doc, link, f"{doc.get('gpu', 'GPU')} host, {doc.get('threads', '?')} threads",
                    "parasurf bench solver --json f.json")]
     labels = []

@@ -120,7 +120,7 @@ constexpr std::size_t kStreamedPiece = std::size_t(256) << 10;
 // first reads each destination line into the cache to write it (three memory streams per byte copied); a piece
 // this large is not in the cache anyway, and the reader of these copies is a DMA engine or a later pass. On 2 cores,
 // 8 MiB pieces through a 32 MiB ring: 39.8 against 34.6 GB/s; on an H100 host's 16 threads, a 64 MiB pageable array
-// staged up in 1.56-1.60 ms against 1.69 ms (separate loans of the host). glibc's memcpy streams only beyond a
+// staged up in 1.56-1.60 ms against 1.69 ms (separate instances of the host). glibc's memcpy streams only beyond a
 // fraction of the last-level cache, which a piece split over many threads does not reach.
 void stream_copy(void* to, const void* from, std::size_t bytes) {
 #if defined(__x86_64__) || defined(_M_X64)
