@@ -179,7 +179,7 @@ void add_bench_solver(CLI::App& bench) {
   cmd->add_option("--repeat", a->repeat, "Rounds per experiment at least (each engine's fastest run is reported)");
   cmd->add_option("--min-seconds", a->min_seconds,
                   "Rounds (every engine once, in turn) go on until an experiment has taken this long per engine (at most "
-                  "50 rounds): the best of a few runs of a millisecond job is noisy");
+                  "500 rounds): the best of a few runs of a millisecond job is noisy");
   cmd->add_option("--max-seconds", a->max_seconds, "Time limit per run");
   cmd->add_option("--write-inputs", a->inputs, "Write each generated input as JSON for `parasurf solve` into this folder");
   cmd->add_option("--json", a->json, "Write the figures as JSON");
@@ -217,7 +217,7 @@ void add_bench_solver(CLI::App& bench) {
       if (!a->inputs.empty()) write_report((std::filesystem::path(a->inputs) / (name + ".json")).string(), doc.dump(1) + "\n");
     };
     // Runs f on every engine (after one warm-up run each) round after round, each round in another order, at least
-    // `repeat` rounds and until min_seconds per engine have passed (50 rounds at most), and reports each engine's
+    // `repeat` rounds and until min_seconds per engine have passed (500 rounds at most), and reports each engine's
     // fastest run as (ms, result count, status). Taken in turn, the engines meet the same state of the host
     // (its clocks, caches and other load) rather than each its own stretch of it: auto and the engine it chooses run
     // the same code, and only interleaved runs show them equal.
@@ -257,7 +257,7 @@ void add_bench_solver(CLI::App& bench) {
       const double budget = a->min_seconds * double(runnable.size());
       auto more = [&](int r) {
         if (r < std::max(1, a->repeat)) return true;
-        return r < 50 && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() < budget;
+        return r < 500 && std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count() < budget;
       };
       // Each round in its own order (a fixed seed, the same every run): rotated, each engine would always follow the
       // same one, and on a GPU host the engine after a GPU engine always found the CPU's threads asleep.

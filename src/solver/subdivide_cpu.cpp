@@ -587,8 +587,11 @@ class NodeRing {
 // times the longest such delay of the last second (g_team_start, up to kSoloLongest), as the team would not help
 // sooner; a delay older than a second (g_team_seen) is forgotten, so that a passing load does not keep later calls
 // alone. The delay is the time by which half of the helpers had started (with one helper, its start): one thread of
-// a large team woken late would otherwise keep every call of the next second alone while the rest could help.
-constexpr double kSoloSeconds = 50e-6, kSoloLongest = 2e-3;
+// a large team woken late would otherwise keep every call of the next second alone while the rest could help. A
+// batch whose roots left alone amount to more than twice that delay calls the team before its solo time is up.
+// The roots' rate is judged from kSoloJudged on: a team that has just finished a call is still awake and joins
+// within microseconds, so that batches of a few dozen small systems (a Hausdorff distance's) gain it at once.
+constexpr double kSoloSeconds = 50e-6, kSoloLongest = 2e-3, kSoloJudged = 5e-6;
 std::atomic<double> g_team_start{0};
 std::atomic<std::int64_t> g_team_seen{0};  // steady_clock ticks
 
@@ -657,6 +660,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   std::vector<Walker> walkers(static_cast<std::size_t>(threads));
   // Thread t's traversal; `alone` > 0: the calling thread before the team starts, which returns once the batch is
   // done or that many seconds have passed (its stack kept for the team's run).
+  double team_worth = 0;  // seconds of work left alone above which the team is called (set below)
   auto walk = [&](int t, double alone) __attribute__((always_inline)) {
     Lists& mine = lists[std::size_t(t)];
     Walker& w = walkers[std::size_t(t)];
@@ -671,7 +675,12 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
     bool crowded_seen = w.crowded_seen;
     double elapsed = w.elapsed;
     for (;;) {
-      if (alone > 0 && elapsed > alone) break;
+      // Alone, the calling thread calls the team early once the roots not yet started look like more work than
+      // the team's start costs (at the rate of the roots done so far): a batch of many systems gains the helpers
+      // that much sooner, and a single system (no roots left to judge by) keeps the whole solo time.
+      if (alone > 0 && elapsed > kSoloJudged &&
+          (elapsed > alone || (root_at > 0 && double(count - root_at) * elapsed / double(root_at) > team_worth)))
+        break;
       Node node;
       if (!local.empty()) {
         node = std::move(local.back());
@@ -780,6 +789,7 @@ std::vector<Subdivision> subdivide_tasks(const std::vector<System>& systems, con
   const auto seen = std::chrono::steady_clock::duration(g_team_seen.load(std::memory_order_relaxed));
   const bool recent = t0.time_since_epoch() - seen < std::chrono::seconds(1);
   const double delay = recent ? g_team_start.load(std::memory_order_relaxed) : 0;
+  team_worth = 2 * std::max(delay, kSoloJudged);
   if (count > 0) walk(0, std::clamp(4 * delay, kSoloSeconds, kSoloLongest));
   if (pending.load() > 0) {
     const auto team_t0 = std::chrono::steady_clock::now();
