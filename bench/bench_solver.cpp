@@ -220,7 +220,10 @@ void add_bench_solver(CLI::App& bench) {
     // `repeat` rounds and until min_seconds per engine have passed (500 rounds at most), and reports each engine's
     // fastest run as (ms, result count, status). Taken in turn, the engines meet the same state of the host
     // (its clocks, caches and other load) rather than each its own stretch of it: auto and the engine it chooses run
-    // the same code, and only interleaved runs show them equal.
+    // the same code, and only interleaved runs show them equal. In a round each engine runs twice in a row and the
+    // second run is timed: a run after a GPU engine's found the CPU's threads asleep, and a Hausdorff distance (a
+    // dozen short parallel phases) then took six times its time after another CPU run, so that the medians of the
+    // rounds depended on which engine came before.
     auto run = [&](const std::string& label, const std::string& id, double paper, auto&& f) {
       struct Tally {
         double best = 1e300, engine_ms = 0;  // engine_ms: of the fastest run
@@ -267,7 +270,7 @@ void add_bench_solver(CLI::App& bench) {
       std::vector<std::size_t> order = runnable;
       for (int r = 0; more(r); ++r) {
         std::shuffle(order.begin(), order.end(), order_rng);
-        for (const std::size_t e : order) once(e);
+        for (const std::size_t e : order) select(e), f(), once(e);
       }
       for (const std::size_t e : runnable) {
         Tally& t = tally[e];

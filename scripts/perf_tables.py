@@ -285,10 +285,11 @@ def solver():
            "`hybrid` (the paper's scheme), `auto` (the library's choice per batch: `cuda` from 2048 systems and 128 per "
            "CPU thread, else `cpu-tasks`). Each time is the whole call, its host work included. The benchmark runs the "
            "engines in turn, round after round, each round in a new order (at least a second per engine, up to 500 "
-           "rounds), and keeps each one's fastest run; auto ÷ best compares the fastest runs, and again the medians of "
-           "the rounds, which are steadier for sub-millisecond jobs: there, two engines that run the same code (`auto` "
-           "and `cpu-tasks`) have fastest runs up to 15 % apart. The CPU rows differ by up to 1.7× between instances "
-           "of the GPU host.\n",
+           "rounds; each engine runs twice in a row and the second run is timed, so that none meets the threads as "
+           "a GPU engine left them), and keeps each one's fastest run. Auto ÷ best compares the fastest runs, and "
+           "again the medians of the rounds, which are steadier for sub-millisecond jobs: there, two engines that run "
+           "the same code (`auto` and `cpu-tasks`) have fastest runs up to 15 % apart. The CPU rows differ by up to "
+           "1.7× between instances of the GPU host.\n",
            caption(doc, link, f"{doc.get('gpu', 'GPU')} host, {doc.get('threads', '?')} threads",
                    "parasurf bench solver --json f.json")]
     labels = []
