@@ -287,9 +287,10 @@ def solver():
            "engines in turn, round after round, each round in a new order (at least a second per engine, up to 500 "
            "rounds; each engine runs twice in a row and the second run is timed, so that none meets the threads as "
            "a GPU engine left them), and keeps each one's fastest run. Auto ÷ best compares the fastest runs, and "
-           "again the medians of the rounds, which are steadier for sub-millisecond jobs: there, two engines that run "
-           "the same code (`auto` and `cpu-tasks`) have fastest runs up to 15 % apart. The CPU rows differ by up to "
-           "1.7× between instances of the GPU host.\n",
+           "again the medians of the rounds. The sub-millisecond Hausdorff distances (a dozen short parallel phases "
+           "on two teams of eight threads) vary from run to run by more than 10 % on this host: there two engines "
+           "that run the same code (`auto` and `cpu-tasks`) differ by as much, in fastest runs and in medians alike. "
+           "The CPU rows differ by up to 1.7× between instances of the GPU host.\n",
            caption(doc, link, f"{doc.get('gpu', 'GPU')} host, {doc.get('threads', '?')} threads",
                    "parasurf bench solver --json f.json")]
     labels = []
