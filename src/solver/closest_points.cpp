@@ -241,14 +241,17 @@ Jet2 jet2(const PatchTerms& t, double u, double v) {
 // it is nearer, or as near within rounding and its gradient smaller: at a minimum the distance is second order in
 // the error (1e-8 off changes it by 1e-16), so only the gradient tells the better point there.
 ClosestPoint settle(const PatchTerms& t, std::int64_t patch, const Vec3& q, double u, double v) {
-  auto gradient = [&](const Jet2& j, double* g) {
+  // A parameter on a side of the square that the gradient pushes beyond it is held there: its component of the
+  // gradient is no error (the returned norm leaves it out), and Newton moves the other parameter alone.
+  auto held = [](double x, double gx) { return (x <= 0 && gx > 0) || (x >= 1 && gx < 0); };
+  auto gradient = [&](const Jet2& j, double a, double b, double* g) {
     g[0] = g[1] = 0;
     for (std::size_t k = 0; k < 3; ++k) g[0] += j.u[k] * (j.p[k] - q[k]), g[1] += j.v[k] * (j.p[k] - q[k]);
-    return std::hypot(g[0], g[1]);
+    return std::hypot(held(a, g[0]) ? 0.0 : g[0], held(b, g[1]) ? 0.0 : g[1]);
   };
   const Jet2 start = jet2(t, u, v);
   double g[2];
-  const double g_start = gradient(start, g);
+  const double g_start = gradient(start, u, v, g);
   ClosestPoint best{patch, u, v, start.p, distance(start.p, q)};
   double a = u, b = v;
   Jet2 j = start;
@@ -261,17 +264,35 @@ ClosestPoint settle(const PatchTerms& t, std::int64_t patch, const Vec3& q, doub
       w[0] += r * j.uu[k], w[1] += r * j.uv[k], w[2] += r * j.vv[k];
     }
     const double scale = h[0] * h[2] + 1e-300;
+    // Along a side, the exact second derivative where it is positive (Gauss-Newton converges only linearly when the
+    // query lies off the surface, 24 steps short of the last bits), whatever the other direction's curvature.
+    const double along[2] = {h[0] + w[0] > 0 ? h[0] + w[0] : h[0], h[2] + w[2] > 0 ? h[2] + w[2] : h[2]};
     if (h[0] + w[0] > 0 && (h[0] + w[0]) * (h[2] + w[2]) - (h[1] + w[1]) * (h[1] + w[1]) > 1e-30 * scale)
       for (int k = 0; k < 3; ++k) h[k] += w[k];
     const double det = h[0] * h[2] - h[1] * h[1];
-    if (!(std::abs(det) > 1e-30 * scale)) break;
-    const double na = std::clamp(a - (h[2] * g[0] - h[1] * g[1]) / det, 0.0, 1.0);
-    const double nb = std::clamp(b - (h[0] * g[1] - h[1] * g[0]) / det, 0.0, 1.0);
+    const bool solvable = std::abs(det) > 1e-30 * scale;
+    const double da = solvable ? -(h[2] * g[0] - h[1] * g[1]) / det : 0, db = solvable ? -(h[0] * g[1] - h[1] * g[0]) / det : 0;
+    // On a side, the step or the gradient pushing beyond it: Newton along the side (the coupled step, clamped, would
+    // stop where the side's own slope is not zero).
+    auto outwards = [](double x, double gx, double dx) { return (x <= 0 && (gx > 0 || dx < 0)) || (x >= 1 && (gx < 0 || dx > 0)); };
+    const bool hold_a = outwards(a, g[0], da), hold_b = outwards(b, g[1], db);
+    double na = a, nb = b;
+    if (hold_a && hold_b) break;  // a corner pushed outwards on both sides
+    if (hold_a || hold_b) {
+      const double curvature = along[hold_a ? 1 : 0];
+      if (!(curvature > 0)) break;
+      if (hold_a) nb = std::clamp(b - g[1] / curvature, 0.0, 1.0);
+      else na = std::clamp(a - g[0] / curvature, 0.0, 1.0);
+    } else {
+      if (!solvable) break;
+      na = std::clamp(a + da, 0.0, 1.0);
+      nb = std::clamp(b + db, 0.0, 1.0);
+    }
     if (na == a && nb == b) break;
     const bool last = std::abs(na - a) + std::abs(nb - b) <= 1e-15;  // converged: this step is the rounding's
     a = na, b = nb;
     j = jet2(t, a, b);
-    g_end = gradient(j, g);
+    g_end = gradient(j, a, b, g);
     if (last) break;
   }
   const double d = distance(j.p, q);
@@ -426,7 +447,8 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
         const Task& t = tasks[k];
         const PatchTerms& pt = terms[t.patch];
         // A root proved single (and refined by Newton) is a foot point already: Gauss-Newton from it would move it
-        // by a few units in the last place. Other roots (tangent clusters, centres of regions) settle first.
+        // by a few units in the last place. Other roots (tangent clusters, centres of regions), on an edge too,
+        // settle first.
         auto offer = [&](const std::vector<double>& x, bool proved) {
           ClosestPoint c;
           if (t.edge < 0 && proved) {
@@ -439,8 +461,12 @@ ClosestPointsResult closest_points(const std::vector<BezierSurface>& patches,
           } else {  // a foot point along the edge (the interior's own system finds those inside)
             const PatchTerms::Edge& e = pt.edges[std::size_t(t.edge)];
             const double uv[2] = {e.along_u ? x[0] : e.at, e.along_u ? e.at : x[0]};
-            c = {std::int64_t(t.patch), uv[0], uv[1], pt.point(uv), 0};
-            c.distance = distance(c.point, q);
+            if (proved) {
+              c = {std::int64_t(t.patch), uv[0], uv[1], pt.point(uv), 0};
+              c.distance = distance(c.point, q);
+            } else {  // held on the edge while the gradient points off the patch: Newton along it
+              c = settle(pt, std::int64_t(t.patch), q, uv[0], uv[1]);
+            }
           }
           if (better(c, best)) best = c;
         };

@@ -165,6 +165,11 @@ TEST(ClosestPoints, FootPointsArePolishedOnEveryEngine) {
   std::uniform_real_distribution<double> u(-4, 4);
   std::vector<Vec3> queries;
   for (int i = 0; i < 3000; ++i) queries.push_back({u(rng), u(rng), 1.5 + 0.6 * u(rng)});
+  // Two whose nearest point lies on a patch's side, with the gradient pushing off the patch, reached from a sample
+  // there (it once stopped 1e-9 off the side's foot point: the coupled Newton step, clamped, and Gauss-Newton along
+  // the side, which converges only linearly this far from the surface).
+  queries.push_back({0.49973857625547602, -0.0028316266474051055, 1.3667279936620469});
+  queries.push_back({0.7770623805406105, 0.26863094771558416, 1.0846486861243876});
   std::vector<ClosestPointsResult> results;
   for (Device engine : test::solver_engines()) {
     SolverOptions o;
