@@ -271,18 +271,23 @@ ClosestPoint settle(const PatchTerms& t, std::int64_t patch, const Vec3& q, doub
       for (int k = 0; k < 3; ++k) h[k] += w[k];
     const double det = h[0] * h[2] - h[1] * h[1];
     const bool solvable = std::abs(det) > 1e-30 * scale;
-    const double da = solvable ? -(h[2] * g[0] - h[1] * g[1]) / det : 0, db = solvable ? -(h[0] * g[1] - h[1] * g[0]) / det : 0;
+    const double da = solvable ? -(h[2] * g[0] - h[1] * g[1]) / det : 0,
+                 db = solvable ? -(h[0] * g[1] - h[1] * g[0]) / det : 0;
     // On a side, the step or the gradient pushing beyond it: Newton along the side (the coupled step, clamped, would
     // stop where the side's own slope is not zero).
-    auto outwards = [](double x, double gx, double dx) { return (x <= 0 && (gx > 0 || dx < 0)) || (x >= 1 && (gx < 0 || dx > 0)); };
+    auto outwards = [](double x, double gx, double dx) {
+      return (x <= 0 && (gx > 0 || dx < 0)) || (x >= 1 && (gx < 0 || dx > 0));
+    };
     const bool hold_a = outwards(a, g[0], da), hold_b = outwards(b, g[1], db);
     double na = a, nb = b;
     if (hold_a && hold_b) break;  // a corner pushed outwards on both sides
     if (hold_a || hold_b) {
       const double curvature = along[hold_a ? 1 : 0];
       if (!(curvature > 0)) break;
-      if (hold_a) nb = std::clamp(b - g[1] / curvature, 0.0, 1.0);
-      else na = std::clamp(a - g[0] / curvature, 0.0, 1.0);
+      if (hold_a)
+        nb = std::clamp(b - g[1] / curvature, 0.0, 1.0);
+      else
+        na = std::clamp(a - g[0] / curvature, 0.0, 1.0);
     } else {
       if (!solvable) break;
       na = std::clamp(a + da, 0.0, 1.0);
