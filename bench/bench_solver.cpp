@@ -274,8 +274,8 @@ void add_bench_solver(CLI::App& bench) {
       }
       for (const std::size_t e : runnable) {
         Tally& t = tally[e];
-        // The median of the rounds: on a many-core host the fastest of a few hundred runs of a sub-millisecond job
-        // differs by up to 15 % between two engines that run the same code; their medians agree.
+        // The median of the rounds beside the fastest: on a many-core host the fastest runs of a sub-millisecond job
+        // differ by up to 15 % between two engines that run the same code, and the median shows the typical run.
         const auto mid = t.runs.begin() + std::ptrdiff_t(t.runs.size() / 2);
         std::nth_element(t.runs.begin(), mid, t.runs.end());
         const double median = t.runs.empty() ? 0 : *mid;

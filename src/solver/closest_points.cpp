@@ -241,13 +241,15 @@ Jet2 jet2(const PatchTerms& t, double u, double v) {
 // it is nearer, or as near within rounding and its gradient smaller: at a minimum the distance is second order in
 // the error (1e-8 off changes it by 1e-16), so only the gradient tells the better point there.
 ClosestPoint settle(const PatchTerms& t, std::int64_t patch, const Vec3& q, double u, double v) {
-  // A parameter on a side of the square that the gradient pushes beyond it is held there: its component of the
-  // gradient is no error (the returned norm leaves it out), and Newton moves the other parameter alone.
-  auto held = [](double x, double gx) { return (x <= 0 && gx > 0) || (x >= 1 && gx < 0); };
+  // A parameter on a side of the square that the gradient (or the step dx) pushes beyond it is held there: its
+  // component of the gradient is no error (the returned norm leaves it out), and Newton moves the other one alone.
+  auto outwards = [](double x, double gx, double dx) {
+    return (x <= 0 && (gx > 0 || dx < 0)) || (x >= 1 && (gx < 0 || dx > 0));
+  };
   auto gradient = [&](const Jet2& j, double a, double b, double* g) {
     g[0] = g[1] = 0;
     for (std::size_t k = 0; k < 3; ++k) g[0] += j.u[k] * (j.p[k] - q[k]), g[1] += j.v[k] * (j.p[k] - q[k]);
-    return std::hypot(held(a, g[0]) ? 0.0 : g[0], held(b, g[1]) ? 0.0 : g[1]);
+    return std::hypot(outwards(a, g[0], 0) ? 0.0 : g[0], outwards(b, g[1], 0) ? 0.0 : g[1]);
   };
   const Jet2 start = jet2(t, u, v);
   double g[2];
@@ -273,11 +275,8 @@ ClosestPoint settle(const PatchTerms& t, std::int64_t patch, const Vec3& q, doub
     const bool solvable = std::abs(det) > 1e-30 * scale;
     const double da = solvable ? -(h[2] * g[0] - h[1] * g[1]) / det : 0,
                  db = solvable ? -(h[0] * g[1] - h[1] * g[0]) / det : 0;
-    // On a side, the step or the gradient pushing beyond it: Newton along the side (the coupled step, clamped, would
+    // On a side that the step or the gradient pushes beyond: Newton along the side (the coupled step, clamped, would
     // stop where the side's own slope is not zero).
-    auto outwards = [](double x, double gx, double dx) {
-      return (x <= 0 && (gx > 0 || dx < 0)) || (x >= 1 && (gx < 0 || dx > 0));
-    };
     const bool hold_a = outwards(a, g[0], da), hold_b = outwards(b, g[1], db);
     double na = a, nb = b;
     if (hold_a && hold_b) break;  // a corner pushed outwards on both sides
