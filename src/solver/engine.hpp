@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,12 +17,14 @@ namespace parasurf::solver {
 struct Subdivision {
   std::vector<Root> proved;
   std::vector<std::pair<std::vector<double>, std::vector<double>>> candidates;  // cells at the tolerance
-  // Cells proved to hold one root (GPU engines), n lower then n upper bounds each: one array per system, not two
-  // per cell (a million rays leave hundreds of thousands of them).
-  std::vector<double> unique;
+  // Cells proved to hold one root (GPU engines), n lower then n upper bounds each: one run per system in arrays of
+  // the engine's, which stay valid while the engine lives (a million rays leave hundreds of thousands of cells; as
+  // vectors of each system's, made on one thread and freed on another, a batch of 10^4 systems spent longer
+  // allocating and freeing them than the GPU spent finding them).
+  std::span<const double> unique;
   // Where the engine settled them (the CUDA engines, on small square systems): each unique cell's root (n values)
   // and its residual, infinite where Newton did not settle and NaN where the host must settle the cell itself.
-  std::vector<double> unique_x, unique_residual;
+  std::span<const double> unique_x, unique_residual;
   std::string status = "complete";
   std::int64_t nodes = 0;
   double tolerance = 0;  // the final one (raised when a continuum fills the levels)
@@ -70,6 +73,8 @@ struct Batch {
 
 // The subdivision engines behind one entry: every backend (the CPU's two schemes, CUDA, hybrid) takes a batch and
 // returns one subdivision per system, in order.
+// The subdivisions may refer to arrays of the engine (Subdivision::unique): the caller keeps the engine while it
+// reads them.
 class Engine {
  public:
   virtual ~Engine() = default;

@@ -6,6 +6,8 @@
 #include <omp.h>
 #include <algorithm>
 #include <cstring>
+#include <deque>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -71,25 +73,45 @@ class CudaEngine final : public Engine {
       std::vector<std::int64_t> order(std::size_t(cells.count)), fill(first.begin(), first.end() - 1);
       for (std::int64_t k = 0; k < cells.count; ++k) order[std::size_t(fill[std::size_t(cells.system[k])]++)] = k;
       const int n = sh.n;
+      // The proved cells, system after system, in arrays of the engine's (Subdivision::unique): where each system's
+      // run starts, then the runs written on all threads.
+      std::vector<std::int64_t> unique_first(std::size_t(systems) + 1, 0);
+#pragma omp parallel for schedule(static) num_threads(threads) if (systems > 256)
+      for (std::int64_t j = 0; j < systems; ++j) {
+        std::int64_t unique = 0;
+        for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at)
+          unique += cells.unique[order[std::size_t(at)]] != 0;
+        unique_first[std::size_t(j) + 1] = unique;
+      }
+      for (std::int64_t j = 0; j < systems; ++j) unique_first[std::size_t(j) + 1] += unique_first[std::size_t(j)];
+      const auto proved = std::size_t(unique_first.back());
+      std::vector<double>& boxes = kept_.emplace_back(proved * std::size_t(2 * n));
+      std::vector<double>& roots = kept_.emplace_back(cells.x ? proved * std::size_t(n) : 0);
+      std::vector<double>& residuals = kept_.emplace_back(cells.x ? proved : 0);
 #pragma omp parallel for schedule(static) num_threads(threads) if (systems > 256)
       for (std::int64_t j = 0; j < systems; ++j) {
         Subdivision& s = out[members[std::size_t(j)]];
-        std::size_t unique = 0;
-        for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at)
-          unique += cells.unique[order[std::size_t(at)]] != 0;
-        s.unique.reserve(unique * std::size_t(2 * n));
-        if (cells.x) s.unique_x.reserve(unique * std::size_t(n)), s.unique_residual.reserve(unique);
+        const auto u0 = std::size_t(unique_first[std::size_t(j)]), u1 = std::size_t(unique_first[std::size_t(j) + 1]);
+        std::size_t u = u0;
         for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at) {
           const std::int64_t k = order[std::size_t(at)];
           const double* box = cells.box + k * 2 * n;
           if (cells.unique[k]) {
-            s.unique.insert(s.unique.end(), box, box + 2 * n);
+            std::copy(box, box + 2 * n, boxes.begin() + std::ptrdiff_t(u * std::size_t(2 * n)));
             if (cells.x) {
-              s.unique_x.insert(s.unique_x.end(), cells.x + k * n, cells.x + (k + 1) * n);
-              s.unique_residual.push_back(cells.residual[k]);
+              std::copy(cells.x + k * n, cells.x + (k + 1) * n, roots.begin() + std::ptrdiff_t(u * std::size_t(n)));
+              residuals[u] = cells.residual[k];
             }
+            ++u;
           } else
             s.candidates.emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
+        }
+        if (u1 > u0) {
+          s.unique = std::span<const double>(boxes).subspan(u0 * std::size_t(2 * n), (u1 - u0) * std::size_t(2 * n));
+          if (cells.x) {
+            s.unique_x = std::span<const double>(roots).subspan(u0 * std::size_t(n), (u1 - u0) * std::size_t(n));
+            s.unique_residual = std::span<const double>(residuals).subspan(u0, u1 - u0);
+          }
         }
         s.status = cells.status;
         s.nodes = cells.nodes / systems;  // per-system share of the batch's cells
@@ -101,6 +123,7 @@ class CudaEngine final : public Engine {
 
  private:
   bool hybrid_;
+  std::deque<std::vector<double>> kept_;  // the proved cells of the subdivisions made (a deque: they never move)
 };
 
 }  // namespace

@@ -134,14 +134,16 @@ Device solver::engine_for(const SolverOptions& o, std::size_t systems) {
 
 namespace {
 
-// Every system of the batch through the engine the options ask for.
+// Every system of the batch through the engine the options ask for; `engine` keeps it for the caller, as the
+// subdivisions may refer to its arrays.
 std::vector<Subdivision> subdivide_any(const std::vector<System>& systems, const std::vector<std::vector<BernsteinPoly>>& equations,
-                                       const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square) {
+                                       const std::vector<std::vector<BernsteinPoly>>& positive, const SolverOptions& o, bool square,
+                                       std::unique_ptr<Engine>& engine) {
   std::vector<int> variables;
   for (const System& s : systems) variables.push_back(s.n);
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<Subdivision> out =
-      make_engine(engine_for(o, systems.size()), o.cpu_scheme)->subdivide(Batch{systems, equations, positive, variables, square}, o);
+  engine = make_engine(engine_for(o, systems.size()), o.cpu_scheme);
+  std::vector<Subdivision> out = engine->subdivide(Batch{systems, equations, positive, variables, square}, o);
   g_engine_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
@@ -212,13 +214,18 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   if (!sub.unique.empty()) {  // cells of the GPU engines proved to hold one root
     double scale = 0;
     for (const auto& e : sys.eq) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-    std::vector<double> lo(static_cast<std::size_t>(n)), hi(lo), x(lo);
-    for (std::size_t u = 0; u < sub.unique.size() / std::size_t(2 * n); ++u) {
+    // (A batch's systems end here by the ten thousand on all threads: a proved cell costs its root's allocation
+    // alone; its bounds become vectors only where the host settles it or keeps it as a candidate.)
+    const std::size_t cells = sub.unique.size() / std::size_t(2 * n);
+    result.roots.reserve(result.roots.size() + cells);
+    std::vector<double> lo, hi, x;
+    auto keep_candidate = [&](const double* box) {
+      candidates.emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
+    };
+    for (std::size_t u = 0; u < cells; ++u) {
       const double* box = sub.unique.data() + u * std::size_t(2 * n);
-      lo.assign(box, box + n);
-      hi.assign(box + n, box + 2 * n);
       if (past(u)) {
-        candidates.emplace_back(lo, hi);
+        keep_candidate(box);
         continue;
       }
       // The root's existence and uniqueness are proved: Newton (kept in the cell) only refines it. Its step test may
@@ -229,19 +236,25 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
       const double device_residual = sub.unique_residual.empty() ? NAN : sub.unique_residual[u];
       bool settled;
       double residual;
+      Root root;
       if (device_residual == device_residual) {
-        x.assign(sub.unique_x.begin() + std::ptrdiff_t(u * std::size_t(n)), sub.unique_x.begin() + std::ptrdiff_t((u + 1) * std::size_t(n)));
+        root.x.assign(sub.unique_x.begin() + std::ptrdiff_t(u * std::size_t(n)), sub.unique_x.begin() + std::ptrdiff_t((u + 1) * std::size_t(n)));
         settled = device_residual < HUGE_VAL;
         residual = settled ? device_residual : 0;
       } else {
+        lo.assign(box, box + n);
+        hi.assign(box + n, box + 2 * n);
+        x.resize(std::size_t(n));
         for (int k = 0; k < n; ++k) x[k] = 0.5 * (lo[k] + hi[k]);
         settled = newton(sys, x, lo, hi, o.newton_tolerance, 30) || newton(sys, x, lo, hi, 1e-10, 5);
         residual = settled ? sys.residual(x) : 0;
+        root.x = x;
       }
       if (settled && residual <= 1e-12 * std::max(1.0, scale)) {
-        if (satisfies(x)) add_root({x, residual, true, 1});
+        root.residual = residual, root.proved_single = true, root.multiplicity_hint = 1;
+        if (satisfies(root.x)) add_root(std::move(root));
       } else {
-        candidates.emplace_back(lo, hi);
+        keep_candidate(box);
       }
     }
   }
@@ -550,7 +563,8 @@ std::vector<SolveResult> solve_systems(const std::vector<std::vector<BernsteinPo
   std::vector<System> systems;
   systems.reserve(count);
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], int(equations[i].size())));
-  std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, o, true);
+  std::unique_ptr<Engine> engine;
+  std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, o, true, engine);
   std::vector<SolveResult> out(count);
   core::RegionErrors errors_s1;
   // One system at a time balances a few hard systems; in a batch of many small ones, threads taking them one by one
@@ -731,7 +745,8 @@ std::vector<solver::SampledSet> sample_unchecked(const std::vector<std::vector<B
   for (std::size_t i = 0; i < count; ++i) systems.push_back(make_system(equations[i], variables));
   SolverOptions so = o;
   so.tolerance = resolution;
-  const std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, so, false);
+  std::unique_ptr<Engine> engine;
+  const std::vector<Subdivision> subs = subdivide_any(systems, equations, positive, so, false, engine);
   std::vector<solver::SampledSet> out(count);
   const int threads = cpu_thread_count(o.threads);
   if (count == 1) {
