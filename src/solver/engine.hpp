@@ -110,8 +110,8 @@ struct GpuShape {
 };
 
 // The cells a traversal finished: cell i's box (n lower bounds, then n upper), its system (index in the batch) and
-// whether it was proved to hold one root (else a candidate at the tolerance). The arrays are the calling thread's
-// and stay valid until its next traversal.
+// whether it was proved to hold one root (else a candidate at the tolerance). The arrays are the lane's and stay
+// valid until its next traversal.
 struct GpuCells {
   std::int64_t count = 0;
   const double* box = nullptr;
@@ -130,14 +130,24 @@ struct GpuCells {
 bool gpu_settling();
 void set_gpu_settling(bool on);
 
-// Host memory for `doubles` coefficients that the GPU reads at the link's speed (pinned; the calling thread's, valid
-// until its next call).
-double* gpu_staging(std::size_t doubles);
+// The shape groups of a batch are traversed up to this many at once, each from a thread of its own on that
+// thread's stream: a group's levels are mostly small kernels one after another, which leave the GPU idle.
+constexpr int kGpuLanes = 4;
+// A lane: pinned host memory for one group's coefficients (read by the GPU at the link's speed) and for the cells
+// its traversal finishes (solver_cuda.cu). Each thread has kGpuLanes of them.
+struct GpuLane;
+GpuLane& gpu_lane(int i);  // the calling thread's lane i
+int gpu_current_device();  // the calling thread's CUDA device, for the lanes' threads to use
+void gpu_set_device(int device);
+// Host memory for `doubles` coefficients in the lane, valid until its next use.
+double* gpu_staging(GpuLane& lane, std::size_t doubles);
 
-// One traversal of `systems` packed systems (coef: systems x shape.block). Hybrid: the CPU reads every level's test
-// results and builds the next level's node list, as in Park et al. 2011; otherwise the levels stay on the GPU
-// (compaction by a device scan).
-GpuCells subdivide_cuda(const GpuShape& shape, const double* coef, int systems, bool square, const SolverOptions& options, bool hybrid);
+// One traversal of `systems` packed systems (coef: systems x shape.block), its cells returned in the lane's arrays;
+// `lanes_running` traversals share the device's memory. Hybrid: the CPU reads every level's test results and builds
+// the next level's node list, as in Park et al. 2011; otherwise the levels stay on the GPU (compaction by a device
+// scan).
+GpuCells subdivide_cuda(const GpuShape& shape, const double* coef, int systems, bool square, const SolverOptions& options,
+                        bool hybrid, GpuLane& lane, int lanes_running);
 
 // The CUDA engines' counters behind solver_gpu_traffic (solver_cuda.cu).
 using GpuTraffic = SolverGpuTraffic;

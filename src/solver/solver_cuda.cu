@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
@@ -32,6 +33,16 @@ namespace {
 constexpr int kMaxVars = kGpuMaxVars;
 constexpr int kWarpsPerBlock = 4;
 using Shape = GpuShape;
+
+// Every traversal on its thread's own stream: shape groups of a batch are traversed at once from several threads
+// (engine_cuda.cpp), which the legacy default stream would serialise.
+const cudaStream_t kStream = cudaStreamPerThread;
+
+// Device bytes into host memory, waited for.
+void read_back(void* host, const void* device, std::size_t bytes, const char* what) {
+  PS_CUDA(cudaMemcpyAsync(host, device, bytes, cudaMemcpyDeviceToHost, kStream), what);
+  PS_CUDA(cudaStreamSynchronize(kStream), what);
+}
 
 enum : int { kExcluded = 0, kUnique = 1, kCandidate = 2, kSplit = 3 };
 
@@ -340,7 +351,7 @@ struct GrowingBuffer {
     if (bytes <= buf.bytes) return;
     core::DeviceBuffer bigger;
     bigger.ensure(std::max(bytes, 2 * buf.bytes), what);
-    if (used) PS_CUDA(cudaMemcpy(bigger.ptr, buf.ptr, used, cudaMemcpyDeviceToDevice), what);
+    if (used) PS_CUDA(cudaMemcpyAsync(bigger.ptr, buf.ptr, used, cudaMemcpyDeviceToDevice, kStream), what);
     std::swap(bigger.ptr, buf.ptr);
     std::swap(bigger.bytes, buf.bytes);
   }
@@ -349,18 +360,18 @@ struct GrowingBuffer {
 std::atomic<std::int64_t> g_bytes{0}, g_levels{0}, g_cells{0}, g_settled{0};
 
 void upload_weights() {
-  static bool done = false;  // per process; the constant is per device (device 0 here)
-  if (done) return;
-  std::vector<double> w(64 * 64, 0.0);
-  for (int d = 0; d < 64; ++d) {
-    double binom = 1;
-    for (int i = 0; i <= d; ++i) {
-      w[d * 64 + i] = binom * std::ldexp(1.0, -d);
-      binom = binom * (d - i) / (i + 1);
+  static std::once_flag done;  // per process; the constant is per device (device 0 here)
+  std::call_once(done, [] {
+    std::vector<double> w(64 * 64, 0.0);
+    for (int d = 0; d < 64; ++d) {
+      double binom = 1;
+      for (int i = 0; i <= d; ++i) {
+        w[d * 64 + i] = binom * std::ldexp(1.0, -d);
+        binom = binom * (d - i) / (i + 1);
+      }
     }
-  }
-  PS_CUDA(cudaMemcpyToSymbol(c_half_weight, w.data(), w.size() * sizeof(double)), "uploading the Bernstein weights");
-  done = true;
+    PS_CUDA(cudaMemcpyToSymbol(c_half_weight, w.data(), w.size() * sizeof(double)), "uploading the Bernstein weights");
+  });
 }
 
 // Grows a work array by half again beyond the request: a batch's levels widen step by step, and each new
@@ -421,7 +432,7 @@ __global__ void settle_kernel(Shape sh, long long count, const double* __restric
   residual_out[i] = residual;
 }
 
-// Pinned host memory of the calling thread, grown to the largest request.
+// Pinned host memory, grown to the largest request.
 struct PinnedBuffer {
   void* ptr = nullptr;
   std::size_t bytes = 0;
@@ -506,7 +517,7 @@ void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool squar
     grow(r.flags, most * sizeof(unsigned long long), "allocating node verdicts");
     grow(r.index, most * sizeof(unsigned long long), "allocating node verdicts");
     PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, r.flags.as<unsigned long long>(), r.index.as<unsigned long long>(),
-                                          int(most)),
+                                          int(most), kStream),
             "sizing the node scan");
     grow(r.scan_temp, scan_bytes, "allocating the node scan");
     scan_bytes = r.scan_temp.bytes;
@@ -536,7 +547,7 @@ void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool squar
     status = "limit reached: " + std::to_string(max_nodes) + " cells (partial result)";
     return;
   }
-  PS_CUDA(cudaMemcpyAsync(st, &s, sizeof s, cudaMemcpyHostToDevice), "writing the level state");
+  PS_CUDA(cudaMemcpyAsync(st, &s, sizeof s, cudaMemcpyHostToDevice, kStream), "writing the level state");
   int level = 0;
   long long reach = systems;  // at most this many nodes in the next level queued (its grid covers them)
   for (;;) {
@@ -544,24 +555,24 @@ void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool squar
     for (int k = 0; k < kLevelsPerLook; ++k, ++level) {
       const int p = level & 1;
       const int blocks = int(std::min<long long>((reach + kWarpsPerBlock - 1) / kWarpsPerBlock, block_limit()));
-      classify_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, 0, 0, st, level, reach, r.coef[p].as<double>(), r.box[p].as<double>(),
+      classify_kernel<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, 0, 0, st, level, reach, r.coef[p].as<double>(), r.box[p].as<double>(),
                                                        r.verdict.as<int>(), r.axis.as<int>(), r.flags.as<unsigned long long>(),
                                                        r.counters.as<LevelCounters>());
       PS_CUDA_LAUNCH("testing solver nodes");
       PS_CUDA(cub::DeviceScan::ExclusiveSum(r.scan_temp.ptr, scan_bytes, r.flags.as<unsigned long long>(),
-                                            r.index.as<unsigned long long>(), int(reach)),
+                                            r.index.as<unsigned long long>(), int(reach), kStream),
               "scanning the nodes");
-      level_kernel<<<1, 1>>>(st, level, lim, r.flags.as<unsigned long long>(), r.index.as<unsigned long long>(),
+      level_kernel<<<1, 1, 0, kStream>>>(st, level, lim, r.flags.as<unsigned long long>(), r.index.as<unsigned long long>(),
                              r.counters.as<LevelCounters>());
       PS_CUDA_LAUNCH("closing a level");
-      split_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, 0, st, level, r.coef[p].as<double>(), r.box[p].as<double>(), r.sys[p].as<int>(),
+      split_kernel<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, 0, st, level, r.coef[p].as<double>(), r.box[p].as<double>(), r.sys[p].as<int>(),
                                                     r.verdict.as<int>(), r.axis.as<int>(), r.index.as<unsigned long long>(),
                                                     r.coef[1 - p].as<double>(), r.box[1 - p].as<double>(), r.sys[1 - p].as<int>(),
                                                     r.out_box.buf.as<double>(), r.out_system.buf.as<int>(), r.out_verdict.buf.as<int>(), 0);
       PS_CUDA_LAUNCH("splitting solver nodes");
       reach = std::min<long long>(2 * reach, static_cast<long long>(s.cap[1 - p]));
     }
-    PS_CUDA(cudaMemcpy(&s, st, sizeof s, cudaMemcpyDeviceToHost), "reading the level state");
+    read_back(&s, st, sizeof s, "reading the level state");
     level = s.levels;
     const int p = level & 1;
     if (s.halt != kHaltNone) {  // level `level` runs again with room for what it needs
@@ -576,7 +587,7 @@ void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool squar
         s.cap_finished = finished_cap();
       }
       s.halt = kHaltNone;
-      PS_CUDA(cudaMemcpyAsync(st, &s, sizeof s, cudaMemcpyHostToDevice), "writing the level state");
+      PS_CUDA(cudaMemcpyAsync(st, &s, sizeof s, cudaMemcpyHostToDevice, kStream), "writing the level state");
       reach = static_cast<long long>(s.count[p]);
       continue;
     }
@@ -597,14 +608,31 @@ void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool squar
 
 }  // namespace
 
-double* gpu_staging(std::size_t doubles) {
-  thread_local PinnedBuffer staging;
-  return static_cast<double*>(staging.ensure(doubles * sizeof(double), "pinning host memory for the solver's systems"));
+struct GpuLane {
+  PinnedBuffer staging, r_box, r_system, r_verdict, r_x, r_residual;
+};
+
+GpuLane& gpu_lane(int i) {
+  thread_local GpuLane lanes[kGpuLanes];
+  return lanes[i];
+}
+
+int gpu_current_device() {
+  int device = 0;
+  PS_CUDA(cudaGetDevice(&device), "reading the current CUDA device");
+  return device;
+}
+
+void gpu_set_device(int device) { PS_CUDA(cudaSetDevice(device), "selecting the CUDA device"); }
+
+double* gpu_staging(GpuLane& lane, std::size_t doubles) {
+  return static_cast<double*>(lane.staging.ensure(doubles * sizeof(double), "pinning host memory for the solver's systems"));
 }
 
 // One function: the level loop keeps the frontier, its double buffer and the per-level counters on the device
 // between iterations; its set-up and hand-back sit around that loop.
-GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool square, const SolverOptions& o, bool hybrid) {
+GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool square, const SolverOptions& o, bool hybrid,
+                        GpuLane& lane, int lanes_running) {
   GpuCells result;
   if (systems <= 0) return result;
   upload_weights();
@@ -614,7 +642,6 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
     core::DeviceBuffer root_coef, settled_x, settled_residual;  // the systems as given; the proved cells' roots
     GrowingBuffer out_box, out_system, out_verdict;
     ResidentLevels level{coef, box, sys, verdict, axis, flags, index, scan_temp, counters, out_box, out_system, out_verdict};
-    PinnedBuffer r_box, r_system, r_verdict, r_x, r_residual;
     LevelTotals* pinned = nullptr;
     ~Workspace() {
       if (pinned) cudaFreeHost(pinned);
@@ -630,17 +657,17 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   grow(coef[0], coef_bytes, "allocating solver nodes");
   grow(box[0], std::size_t(systems) * 2 * sh.n * sizeof(double), "allocating solver nodes");
   grow(sys[0], std::size_t(systems) * sizeof(int), "allocating solver nodes");
-  PS_CUDA(cudaMemcpyAsync(coef[0].ptr, h_coef, coef_bytes, cudaMemcpyHostToDevice), "uploading the systems");
+  PS_CUDA(cudaMemcpyAsync(coef[0].ptr, h_coef, coef_bytes, cudaMemcpyHostToDevice, kStream), "uploading the systems");
   const bool settle = settled_on_device(sh, square);
   if (settle) {  // (the levels overwrite coef[0])
     grow(ws.root_coef, coef_bytes, "allocating solver nodes");
-    PS_CUDA(cudaMemcpyAsync(ws.root_coef.ptr, coef[0].ptr, coef_bytes, cudaMemcpyDeviceToDevice), "keeping the systems");
+    PS_CUDA(cudaMemcpyAsync(ws.root_coef.ptr, coef[0].ptr, coef_bytes, cudaMemcpyDeviceToDevice, kStream), "keeping the systems");
   }
-  roots_kernel<<<(systems + 255) / 256, 256>>>(systems, sh.n, box[0].as<double>(), sys[0].as<int>());
+  roots_kernel<<<(systems + 255) / 256, 256, 0, kStream>>>(systems, sh.n, box[0].as<double>(), sys[0].as<int>());
   PS_CUDA_LAUNCH("placing the systems");
   counters.ensure(sizeof(LevelCounters), "allocating counters");
   totals.ensure(sizeof(LevelTotals), "allocating counters");
-  PS_CUDA(cudaMemsetAsync(counters.ptr, 0, sizeof(LevelCounters)), "clearing counters");
+  PS_CUDA(cudaMemsetAsync(counters.ptr, 0, sizeof(LevelCounters), kStream), "clearing counters");
   if (!ws.pinned) PS_CUDA(cudaMallocHost(&ws.pinned, sizeof(LevelTotals)), "allocating pinned counters");
   LevelTotals* h_totals = ws.pinned;  // pinned: the one read-back of each level
   std::int64_t count = systems, nodes = 0, finished = 0, candidates = 0;
@@ -654,7 +681,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
     PS_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes), "reading free device memory");
     free_at_start = double(free_bytes);
   }
-  const double memory_budget = 0.7 * free_at_start;
+  const double memory_budget = 0.7 * free_at_start / std::max(lanes_running, 1);
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<int> h_verdict;
   std::vector<unsigned long long> h_index;
@@ -680,7 +707,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
     grow(flags, std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
     grow(index, std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
     const int blocks = (n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    classify_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, n, tolerance, nullptr, 0, 0, coef[cur].as<double>(), box[cur].as<double>(),
+    classify_kernel<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, n, tolerance, nullptr, 0, 0, coef[cur].as<double>(), box[cur].as<double>(),
                                                      verdict.as<int>(), axis.as<int>(), flags.as<unsigned long long>(),
                                                      counters.as<LevelCounters>());
     PS_CUDA_LAUNCH("testing solver nodes");
@@ -688,27 +715,27 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
       // The CPU reads every verdict and lays out the next level (and the finished cells) itself.
       h_verdict.resize(std::size_t(n));
       h_index.resize(std::size_t(n));
-      PS_CUDA(cudaMemcpy(h_verdict.data(), verdict.ptr, ints, cudaMemcpyDeviceToHost), "reading node verdicts");
+      read_back(h_verdict.data(), verdict.ptr, ints, "reading node verdicts");
       unsigned long long running = 0;
       for (int i = 0; i < n; ++i) {
         h_index[std::size_t(i)] = running;
         const int v = h_verdict[std::size_t(i)];
         running += (v == kSplit ? 1ull : 0ull) + ((v == kUnique || v == kCandidate) ? 1ull << 32 : 0ull);
       }
-      PS_CUDA(cudaMemcpy(index.ptr, h_index.data(), std::size_t(n) * sizeof(unsigned long long), cudaMemcpyHostToDevice),
+      PS_CUDA(cudaMemcpyAsync(index.ptr, h_index.data(), std::size_t(n) * sizeof(unsigned long long), cudaMemcpyHostToDevice, kStream),
               "sending the node lists");
     } else {
       std::size_t temp = 0;
-      PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp, flags.as<unsigned long long>(), index.as<unsigned long long>(), n),
+      PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, temp, flags.as<unsigned long long>(), index.as<unsigned long long>(), n, kStream),
               "sizing the node scan");
       grow(scan_temp, temp, "allocating the node scan");
-      PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp.ptr, temp, flags.as<unsigned long long>(), index.as<unsigned long long>(), n),
+      PS_CUDA(cub::DeviceScan::ExclusiveSum(scan_temp.ptr, temp, flags.as<unsigned long long>(), index.as<unsigned long long>(), n, kStream),
               "scanning the nodes");
     }
-    totals_kernel<<<1, 1>>>(flags.as<unsigned long long>(), index.as<unsigned long long>(), n, counters.as<LevelCounters>(),
+    totals_kernel<<<1, 1, 0, kStream>>>(flags.as<unsigned long long>(), index.as<unsigned long long>(), n, counters.as<LevelCounters>(),
                             totals.as<LevelTotals>());
     PS_CUDA_LAUNCH("totalling a level");
-    PS_CUDA(cudaMemcpy(h_totals, totals.ptr, sizeof(LevelTotals), cudaMemcpyDeviceToHost), "reading level totals");
+    read_back(h_totals, totals.ptr, sizeof(LevelTotals), "reading level totals");
     const long long splits = static_cast<long long>(h_totals->splits), outs = static_cast<long long>(h_totals->outs);
     LevelCounters lc{h_totals->max_width, h_totals->candidates};
     // Room for the children and the finished cells, within the memory budget.
@@ -726,7 +753,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
                         "allocating finished cells");
     out_system.ensure_keep(std::size_t(finished + outs) * sizeof(int), std::size_t(finished) * sizeof(int), "allocating finished cells");
     out_verdict.ensure_keep(std::size_t(finished + outs) * sizeof(int), std::size_t(finished) * sizeof(int), "allocating finished cells");
-    split_kernel<<<blocks, 32 * kWarpsPerBlock>>>(sh, n, nullptr, 0, coef[cur].as<double>(), box[cur].as<double>(), sys[cur].as<int>(), verdict.as<int>(),
+    split_kernel<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, n, nullptr, 0, coef[cur].as<double>(), box[cur].as<double>(), sys[cur].as<int>(), verdict.as<int>(),
                                                   axis.as<int>(), index.as<unsigned long long>(),
                                                   status == "complete" ? coef[nxt].as<double>() : nullptr,
                                                   status == "complete" ? box[nxt].as<double>() : nullptr,
@@ -751,32 +778,32 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
     if (square && candidates > continuum_candidate_limit(std::size_t(systems)) && tolerance < continuum_tolerance)
       tolerance = continuum_tolerance;
   }
-  auto* r_box = static_cast<double*>(ws.r_box.ensure(std::size_t(finished) * 2 * sh.n * sizeof(double), "pinning finished cells"));
-  auto* r_system = static_cast<int*>(ws.r_system.ensure(std::size_t(finished) * sizeof(int), "pinning finished cells"));
-  auto* r_verdict = static_cast<int*>(ws.r_verdict.ensure(std::size_t(finished) * sizeof(int), "pinning finished cells"));
+  auto* r_box = static_cast<double*>(lane.r_box.ensure(std::size_t(finished) * 2 * sh.n * sizeof(double), "pinning finished cells"));
+  auto* r_system = static_cast<int*>(lane.r_system.ensure(std::size_t(finished) * sizeof(int), "pinning finished cells"));
+  auto* r_verdict = static_cast<int*>(lane.r_verdict.ensure(std::size_t(finished) * sizeof(int), "pinning finished cells"));
   double* r_x = nullptr;
   double* r_residual = nullptr;
   if (settle && finished > 0) {
     const std::size_t x_bytes = std::size_t(finished) * sh.n * sizeof(double), residual_bytes = std::size_t(finished) * sizeof(double);
     grow(ws.settled_x, x_bytes, "allocating settled roots");
     grow(ws.settled_residual, residual_bytes, "allocating settled roots");
-    settle_kernel<<<unsigned((finished + 127) / 128), 128>>>(sh, finished, ws.root_coef.as<double>(), out_box.buf.as<double>(),
+    settle_kernel<<<unsigned((finished + 127) / 128), 128, 0, kStream>>>(sh, finished, ws.root_coef.as<double>(), out_box.buf.as<double>(),
                                                             out_system.buf.as<int>(), out_verdict.buf.as<int>(), o.newton_tolerance,
                                                             ws.settled_x.as<double>(), ws.settled_residual.as<double>());
     PS_CUDA_LAUNCH("settling proved cells");
-    r_x = static_cast<double*>(ws.r_x.ensure(x_bytes, "pinning settled roots"));
-    r_residual = static_cast<double*>(ws.r_residual.ensure(residual_bytes, "pinning settled roots"));
-    PS_CUDA(cudaMemcpyAsync(r_x, ws.settled_x.ptr, x_bytes, cudaMemcpyDeviceToHost), "reading settled roots");
-    PS_CUDA(cudaMemcpyAsync(r_residual, ws.settled_residual.ptr, residual_bytes, cudaMemcpyDeviceToHost), "reading settled roots");
+    r_x = static_cast<double*>(lane.r_x.ensure(x_bytes, "pinning settled roots"));
+    r_residual = static_cast<double*>(lane.r_residual.ensure(residual_bytes, "pinning settled roots"));
+    PS_CUDA(cudaMemcpyAsync(r_x, ws.settled_x.ptr, x_bytes, cudaMemcpyDeviceToHost, kStream), "reading settled roots");
+    PS_CUDA(cudaMemcpyAsync(r_residual, ws.settled_residual.ptr, residual_bytes, cudaMemcpyDeviceToHost, kStream), "reading settled roots");
   }
   if (finished > 0) {
-    PS_CUDA(cudaMemcpyAsync(r_box, out_box.buf.ptr, std::size_t(finished) * 2 * sh.n * sizeof(double), cudaMemcpyDeviceToHost),
+    PS_CUDA(cudaMemcpyAsync(r_box, out_box.buf.ptr, std::size_t(finished) * 2 * sh.n * sizeof(double), cudaMemcpyDeviceToHost, kStream),
             "reading finished cells");
-    PS_CUDA(cudaMemcpyAsync(r_system, out_system.buf.ptr, std::size_t(finished) * sizeof(int), cudaMemcpyDeviceToHost), "reading finished cells");
-    PS_CUDA(cudaMemcpyAsync(r_verdict, out_verdict.buf.ptr, std::size_t(finished) * sizeof(int), cudaMemcpyDeviceToHost),
+    PS_CUDA(cudaMemcpyAsync(r_system, out_system.buf.ptr, std::size_t(finished) * sizeof(int), cudaMemcpyDeviceToHost, kStream), "reading finished cells");
+    PS_CUDA(cudaMemcpyAsync(r_verdict, out_verdict.buf.ptr, std::size_t(finished) * sizeof(int), cudaMemcpyDeviceToHost, kStream),
             "reading finished cells");
   }
-  PS_CUDA(cudaDeviceSynchronize(), "running the GPU solver");
+  PS_CUDA(cudaStreamSynchronize(kStream), "running the GPU solver");
   std::int64_t settled = 0;
   for (std::int64_t i = 0; i < finished; ++i) {
     r_verdict[i] = r_verdict[i] == kUnique ? 1 : 0;

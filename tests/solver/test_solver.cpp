@@ -2,6 +2,7 @@
 // `bezier` package's 27 curve-intersection cases (../shared/data/curves) with their exact parameters.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 
 #include <cmath>
@@ -969,6 +970,61 @@ TEST(Solver, ResidentGpuLevelsEqualTheHybridLevels) {
     ASSERT_EQ(la[i].regions.size(), lb[i].regions.size());
     for (std::size_t k = 0; k < la[i].regions.size(); ++k) EXPECT_EQ(la[i].regions[k].lo, lb[i].regions[k].lo);
   }
+}
+
+// The CUDA engine traverses a batch's shape groups (here 12 pairs of degrees) several at once, each from a thread of
+// its own: the caller's hooks are still called one at a time, the roots are those of the run without hooks, and a
+// stop ends every group's traversal.
+TEST(Solver, GpuLanesCallTheHooksOneAtATime) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the GPU engines do not run here";
+  const std::uint64_t seed = test::run_seed() + 44;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto random_curve = [&](int n) {
+    BezierCurve2 c;
+    for (int i = 0; i < n; ++i) c.points.push_back({u(rng), u(rng)});
+    return c;
+  };
+  std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
+  for (int k = 0; k < 2400; ++k) pairs.emplace_back(random_curve(3 + k % 4), random_curve(4 + (k / 4) % 3));
+  SolverOptions o;
+  o.device = Device::Cuda;
+  const std::vector<CurveIntersectionResult> plain = intersect_curve_pairs(pairs, o);
+  std::atomic<int> inside{0}, calls{0};
+  std::atomic<bool> overlapped{false};
+  auto enter = [&] {
+    if (inside.fetch_add(1) != 0) overlapped = true;
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    ++calls;
+    inside.fetch_sub(1);
+  };
+  o.progress = [&](int, std::int64_t) { enter(); };
+  o.stop = [&] {
+    enter();
+    return false;
+  };
+  const std::vector<CurveIntersectionResult> hooked = intersect_curve_pairs(pairs, o);
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  EXPECT_FALSE(overlapped.load());
+  EXPECT_GT(calls.load(), 12);
+  ASSERT_EQ(hooked.size(), plain.size());
+  std::size_t points = 0;
+  for (std::size_t k = 0; k < plain.size(); ++k) {
+    ASSERT_EQ(hooked[k].points.size(), plain[k].points.size()) << k;
+    for (std::size_t i = 0; i < plain[k].points.size(); ++i) EXPECT_EQ(hooked[k].points[i].s, plain[k].points[i].s) << k;
+    points += plain[k].points.size();
+  }
+  EXPECT_GT(points, 1000u);
+  o.progress = nullptr;
+  o.stop = [] { return true; };
+  const std::vector<CurveIntersectionResult> stopped = intersect_curve_pairs(pairs, o);
+  std::size_t interrupted = 0, complete_with_points = 0;
+  for (const auto& r : stopped) {
+    interrupted += r.status.find("interrupted") != std::string::npos;
+    complete_with_points += r.status == "complete" && !r.points.empty();
+  }
+  EXPECT_GT(interrupted, 1000u);
+  EXPECT_EQ(complete_with_points, 0u);
 }
 
 // The CUDA engines settle the cells they prove to hold one root with Newton on the device (systems of one to three
