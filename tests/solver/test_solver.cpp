@@ -897,6 +897,14 @@ TEST(Solver, BatchesGroupBySystemShape) {
   for (int threads : {1, 3}) EXPECT_EQ(solver::shape_groups(batch, threads), expected) << "seed " << seed;
 }
 
+// n control points drawn in the unit square.
+BezierCurve2 unit_square_curve(std::mt19937_64& rng, int n) {
+  std::uniform_real_distribution<double> u(0, 1);
+  BezierCurve2 c;
+  for (int i = 0; i < n; ++i) c.points.push_back({u(rng), u(rng)});
+  return c;
+}
+
 // The resident GPU engine keeps the frontier's counts on the device and lets the host look only every few levels;
 // the hybrid engine reads every level back. Both run the same kernels in the same order, so their results are the
 // same to the bit. Each solve runs on a new thread, whose work arrays start empty: the resident levels overflow
@@ -907,11 +915,7 @@ TEST(Solver, ResidentGpuLevelsEqualTheHybridLevels) {
   const std::uint64_t seed = test::run_seed() + 41;
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0, 1);
-  auto random_curve = [&](int n) {
-    BezierCurve2 c;
-    for (int i = 0; i < n; ++i) c.points.push_back({u(rng), u(rng)});
-    return c;
-  };
+  auto random_curve = [&](int n) { return unit_square_curve(rng, n); };
   std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
   for (int k = 0; k < 3000; ++k)
     if (k % 7 == 0)  // tangent: deep levels of a few cells each
@@ -979,12 +983,7 @@ TEST(Solver, GpuLanesCallTheHooksOneAtATime) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the GPU engines do not run here";
   const std::uint64_t seed = test::run_seed() + 44;
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  auto random_curve = [&](int n) {
-    BezierCurve2 c;
-    for (int i = 0; i < n; ++i) c.points.push_back({u(rng), u(rng)});
-    return c;
-  };
+  auto random_curve = [&](int n) { return unit_square_curve(rng, n); };
   std::vector<std::pair<BezierCurve2, BezierCurve2>> pairs;
   for (int k = 0; k < 2400; ++k) pairs.emplace_back(random_curve(3 + k % 4), random_curve(4 + (k / 4) % 3));
   SolverOptions o;
