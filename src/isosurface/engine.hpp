@@ -157,6 +157,9 @@ int cpu_engine_threads(int requested, std::int64_t points);
 // Tests: false makes the CPU engine list its ties for the pass over the whole mesh, as the CUDA engine does, instead
 // of resolving them in its count pass (the two must give the same mesh).
 void set_cpu_local_ties(bool on);
+// Tests: false makes the CPU engine make every vertex point by point (mc::point_vertices) instead of the float
+// volumes' crossings eight at a time (cpu_vertices.hpp); the two must give the same mesh to the bit.
+void set_cpu_batched_vertices(bool on);
 // Whether one-engine runs list the vertices near samples for the weld (extract.cpp; tests compare with the whole scan).
 void set_near_sample_listing(bool on);
 // Tests: the bytes of slab meshes a CPU engine holds at most (hold()); beyond, it refuses, as a GPU out of memory.

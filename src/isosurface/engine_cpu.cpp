@@ -20,6 +20,7 @@
 #include "core/scratch.hpp"
 #include "core/voxel_dispatch.hpp"
 #include "isosurface/cpu_rows.hpp"
+#include "isosurface/cpu_vertices.hpp"
 #include "isosurface/engine.hpp"
 #include "isosurface/level_cells.hpp"
 #include "isosurface/mc_tables.hpp"
@@ -35,6 +36,7 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::atomic<bool> local_ties_enabled{true};
+std::atomic<bool> batched_vertices_enabled{true};
 std::atomic<std::uint64_t> hold_limit{std::numeric_limits<std::uint64_t>::max()};
 
 }  // namespace
@@ -595,7 +597,70 @@ class CpuEngine final : public SlabEngine {
     }
   }
 
-  // One function, as count_t: the vertex and triangle sweeps of a row share its pointers and offsets in locals.
+  // The vertices of row r's points, the first at vertex v of `out`; returns whether a point vertex was among them.
+  // A row whose points all have their gradients' neighbours (but its first and last two) collects its points' x, y,
+  // z crossings and makes them in batches (float volumes: cpu_vertices.hpp); point vertices and MC33 centres are
+  // made point by point.
+  template <class T>
+  int row_vertices(const SlabTask& task, const Layout& l, std::int64_t r, const MeshTail& out, std::uint64_t v,
+                   bool batch_rows, cpu_vertices::Crossings& crossings) const {
+    using R = typename mc::RealOf<T>::type;
+    const auto s = values<T>(task);
+    const R level = R(task.level);
+    const mc::SlabValues<float> scalars{task.scalars, l.nx, l.ny, l.nz, task.data_z0};
+    const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
+    const std::uint8_t* f = flags_.data() + r * l.nx;
+    const std::int64_t last = row_last_[std::size_t(r)];
+    int saw_point = 0;
+    auto emit = [&](std::int64_t i) {
+      float* nrm = out.normals ? out.normals + 3 * v : nullptr;
+      mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
+                               task.scalars ? &scalars : nullptr, out.values ? out.values + v : nullptr);
+      if (task.ranges && out.values) mc::point_ranges(s, i, j, k, f[i], task.range_level, out.values + v);
+      v += std::uint64_t(mc::slot_count(f[i]));
+      saw_point |= f[i] & mc::kSlotPoint;
+    };
+    const bool batched = batch_rows && j >= 1 && j + 2 < l.ny && k >= 1 && k + 2 < l.nz;
+    auto flush = [&] {
+      if constexpr (std::is_same_v<T, float>) {
+        cpu_vertices::crossing_vertices(s.data + ((k - task.data_z0) * l.ny + j) * l.nx, l.nx, l.nx * l.ny, j, k,
+                                        level, task.map, crossings, out.positions, out.normals);
+        if (task.ranges && out.values)
+          for (int n = 0; n < crossings.n; ++n)
+            out.values[crossings.vertex[n]] =
+                mc::edge_range(s, crossings.i[n], j, k, crossings.axis[n], task.range_level);
+      }
+      crossings.n = 0;
+    };
+    auto take = [&](std::int64_t i) __attribute__((always_inline)) {
+      const std::uint8_t fi = f[i];
+      if (!batched || i < 1 || i + 2 >= l.nx || (fi & (mc::kSlotPoint | mc::kSlotCenter))) {
+        emit(i);
+        return;
+      }
+      std::uint64_t slot = 0;
+      for (int axis = 0; axis < 3; ++axis) {  // (written whether or not the slot exists; counted if it does)
+        const int n = crossings.n, has = fi >> (1 + axis) & 1;
+        crossings.i[n] = std::int32_t(i), crossings.axis[n] = axis, crossings.vertex[n] = v + slot;
+        crossings.n = n + has, slot += std::uint64_t(has);
+      }
+      v += slot;
+      if (crossings.n > cpu_vertices::Crossings::kCapacity - 3) flush();
+    };
+    std::int64_t i = row_first_[std::size_t(r)];
+    for (; i + 8 <= last + 1; i += 8)  // the points with slots among eight, lowest first
+      for (std::uint64_t m = load8(f + i) & kSlotBytes; m;) {
+        const int bit = __builtin_ctzll(m);
+        take(i + (bit >> 3));
+        m &= ~(0xFFull << (bit & ~7));
+      }
+    for (; i <= last; ++i)
+      if (f[i] & mc::kSlotMask) take(i);
+    if (crossings.n) flush();
+    return saw_point;
+  }
+
+  // The triangle sweep of a row keeps its pointers and running offsets in locals, as count_t does.
   template <class T>
   void generate_t(const SlabTask& task, const MeshTail& out, std::vector<std::uint64_t>& ties) {
     using R = typename mc::RealOf<T>::type;
@@ -605,7 +670,6 @@ class CpuEngine final : public SlabEngine {
     const R level = R(task.level);
     const std::uint8_t* flags = flags_.data();
     const std::int64_t owned_rows = (l.z1 - l.z0) * l.ny;
-    const mc::SlabValues<float> scalars{task.scalars, l.nx, l.ny, l.nz, task.data_z0};
     const mc::CaseLookup cases = lookup(task);
     const std::int64_t cell_rows = (l.cell_z1 - l.z0) * l.ny;
     std::vector<std::vector<std::uint64_t>> thread_ties(static_cast<std::size_t>(threads_));
@@ -614,11 +678,16 @@ class CpuEngine final : public SlabEngine {
     const std::uint32_t* cell_words = level_cells::tables().word.data();
     const level_cells::LevelTriangle* level_triangles = level_cells::tables().triangles.data();
     const auto cell_bits = cell_bits_of(l, flags, s, level);
+    // Float volumes make the crossing vertices of inner points eight at a time (cpu_vertices.hpp).
+    const bool batch_rows = std::is_same_v<T, float> && cpu_vertices::kAvailable && !task.scalars &&
+                            cpu_vertices::offsets_fit(l.nx, l.ny) &&
+                            batched_vertices_enabled.load(std::memory_order_relaxed);
     // Vertices and triangles are independent (triangles need only the scanned vertex ids): one parallel region,
     // no barrier between the two loops.
 #pragma omp parallel num_threads(threads_)
     {
       int saw_point = 0;
+      cpu_vertices::Crossings crossings;
 #pragma omp for schedule(dynamic, 64) nowait
       for (std::int64_t r = 0; r < owned_rows; ++r) {
         if (row_vertices_[std::size_t(r)] == 0) continue;
@@ -632,26 +701,7 @@ class CpuEngine final : public SlabEngine {
           for (const std::int64_t offset : {-sz, sz, 2 * sz, 2 * sy})
             for (std::int64_t x = lo; x <= hi; x += std::int64_t(64 / sizeof(T))) __builtin_prefetch(base + offset + x);
         }
-        const std::uint8_t* f = flags + r * l.nx;
-        std::uint64_t v = row_vertex_base_[std::size_t(r)];
-        const std::int64_t last = row_last_[std::size_t(r)];
-        auto emit = [&](std::int64_t i) {
-          float* nrm = out.normals ? out.normals + 3 * v : nullptr;
-          mc::point_vertices<T, R>(s, i, j, k, f[i], level, task.map, out.positions + 3 * v, nrm,
-                                   task.scalars ? &scalars : nullptr, out.values ? out.values + v : nullptr);
-          if (task.ranges && out.values) mc::point_ranges(s, i, j, k, f[i], task.range_level, out.values + v);
-          v += std::uint64_t(mc::slot_count(f[i]));
-          saw_point |= f[i] & mc::kSlotPoint;
-        };
-        std::int64_t i = row_first_[std::size_t(r)];
-        for (; i + 8 <= last + 1; i += 8)  // the points with slots among eight, lowest first
-          for (std::uint64_t m = load8(f + i) & kSlotBytes; m;) {
-            const int bit = __builtin_ctzll(m);
-            emit(i + (bit >> 3));
-            m &= ~(0xFFull << (bit & ~7));
-          }
-        for (; i <= last; ++i)
-          if (f[i] & mc::kSlotMask) emit(i);
+        saw_point |= row_vertices<T>(task, l, r, out, row_vertex_base_[std::size_t(r)], batch_rows, crossings);
       }
       if (saw_point) {
 #pragma omp atomic write
@@ -832,6 +882,7 @@ class CpuEngine final : public SlabEngine {
 std::unique_ptr<SlabEngine> make_cpu_engine(int threads) { return std::make_unique<CpuEngine>(threads); }
 
 void set_cpu_local_ties(bool on) { local_ties_enabled.store(on, std::memory_order_relaxed); }
+void set_cpu_batched_vertices(bool on) { batched_vertices_enabled.store(on, std::memory_order_relaxed); }
 void set_cpu_hold_limit(std::uint64_t bytes) { hold_limit.store(bytes, std::memory_order_relaxed); }
 
 }  // namespace parasurf::iso

@@ -453,22 +453,29 @@ PS_HD void gradient_inner(const T* p, std::int64_t sy, std::int64_t sz, R* g) {
   }
 }
 
+// a · b + c rounded once. The vertex sums are written as fused operations in a fixed order, so that every path that
+// makes a vertex (the CUDA kernels, the CPU's point by point and eight at a time: cpu_vertices.hpp) rounds alike,
+// whichever products a compiler would have fused.
+PS_HD_HOST_INLINE float fused(float a, float b, float c) { return fmaf(a, b, c); }
+PS_HD_HOST_INLINE double fused(double a, double b, double c) { return fma(a, b, c); }
+
 // nrm may be null: no normal is wanted.
 PS_HD_HOST_INLINE void store_vertex(const WorldMap& m, const float* idx, const float* g, float* pos, float* nrm) {
   for (int r = 0; r < 3; ++r)
-    pos[r] = m.origin[r] + m.jacobian[r * 3] * idx[0] + m.jacobian[r * 3 + 1] * idx[1] + m.jacobian[r * 3 + 2] * idx[2];
+    pos[r] = fused(m.jacobian[r * 3 + 2], idx[2],
+                   fused(m.jacobian[r * 3 + 1], idx[1], fused(m.jacobian[r * 3], idx[0], m.origin[r])));
   if (!nrm) return;
   float n[3];
   for (int r = 0; r < 3; ++r)
-    n[r] = m.normal_matrix[r * 3] * g[0] + m.normal_matrix[r * 3 + 1] * g[1] + m.normal_matrix[r * 3 + 2] * g[2];
-  const float len2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+    n[r] = fused(m.normal_matrix[r * 3 + 2], g[2], fused(m.normal_matrix[r * 3 + 1], g[1], m.normal_matrix[r * 3] * g[0]));
+  const float len2 = fused(n[2], n[2], fused(n[1], n[1], n[0] * n[0]));
 #if defined(__CUDA_ARCH__) || !defined(__SSE__)
   const float inv = len2 > 0 ? 1.0f / std::sqrt(len2) : 0.0f;
 #else  // the estimate and one Newton step (relative error about 1e-7): sqrt then divide held the vertex loop's retirement
   // (subnormal and infinite lengths, which the estimate maps to infinity and zero, take the exact form)
   const float e = _mm_cvtss_f32(_mm_rsqrt_ss(_mm_set_ss(len2)));
   const float inv = (len2 >= std::numeric_limits<float>::min() && len2 <= std::numeric_limits<float>::max())
-                        ? e * (1.5f - 0.5f * len2 * e * e)
+                        ? e * fused(-(0.5f * len2 * e), e, 1.5f)
                         : len2 > 0 ? 1.0f / std::sqrt(len2) : 0.0f;
 #endif
   for (int r = 0; r < 3; ++r) nrm[r] = n[r] * inv;
@@ -529,7 +536,7 @@ PS_HD_HOST_INLINE void crossing_vertex(const SlabValues<T>& s, std::int64_t i, s
   float idx[3] = {float(i), float(j), float(k)}, g[3];
   for (int r = 0; r < 3; ++r) {
     idx[r] += r == axis ? float(t) : 0.0f;  // selects: an index known at run time would put idx in memory
-    g[r] = float(g0[r] + t * (g1[r] - g0[r]));
+    g[r] = float(fused(t, g1[r] - g0[r], g0[r]));
   }
   store_vertex(m, idx, g, pos, nrm);
   if (scalars) *value = s0 + float(t) * (scalars->at(i1, j1, k1) - s0);

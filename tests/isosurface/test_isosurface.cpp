@@ -657,6 +657,66 @@ TEST(Isosurface, TiesResolvedInTheCountPassMatchThePassOverTheMesh) {
   EXPECT_GT(pairs, 0) << "no coincident pair arose, so the comparison proves little";
 }
 
+// The CPU engine makes the crossing vertices of float volumes eight at a time (cpu_vertices.hpp) with the operations
+// of the point-by-point path: the two give the same mesh to the bit, on smooth fields with samples on the level,
+// NaN, infinities, huge and tiny values, rotated and flipped frames far from the origin, and slabs.
+TEST(Isosurface, BatchedCrossingVerticesAreThePointByPointOnes) {
+  const std::uint64_t seed = test::run_seed() ^ 0xba7c4ed;
+  std::printf("batched crossing vertices: seed %llu\n", (unsigned long long)seed);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  auto same_bits = [](const auto& a, const auto& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
+  };
+  std::int64_t vertices = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    VolumeGeometry g;
+    g.dims = {std::int64_t(4 + rng() % 37), std::int64_t(4 + rng() % 29), std::int64_t(4 + rng() % 21)};
+    const double angle = u(rng) * 3.0, c = std::cos(angle), sn = std::sin(angle), flip = trial % 3 == 0 ? -1.0 : 1.0;
+    g.direction = {c, -sn, 0, sn, c, 0, 0, 0, flip};
+    g.spacing = {0.2 + std::abs(u(rng)), 0.2 + std::abs(u(rng)), 0.2 + std::abs(u(rng))};
+    g.origin = {1e6 * u(rng), -3e5, 7.5};
+    const double fx = 0.2 + std::abs(u(rng)), fy = 0.2 + std::abs(u(rng)), fz = 0.2 + std::abs(u(rng));
+    const double scale = trial % 4 == 1 ? 1e37 : trial % 4 == 2 ? 1e-38 : 1.0;
+    std::vector<float> f(std::size_t(g.voxel_count()));
+    for (std::int64_t k = 0, at = 0; k < g.dims[2]; ++k)
+      for (std::int64_t j = 0; j < g.dims[1]; ++j)
+        for (std::int64_t i = 0; i < g.dims[0]; ++i, ++at)
+          f[std::size_t(at)] = float(scale * (std::sin(fx * double(i)) + std::cos(fy * double(j)) * std::sin(fz * double(k))));
+    const float level = trial % 5 == 0 ? 0.0f : float(scale * 0.3 * u(rng));
+    for (int n = 0; n < int(f.size() / 40); ++n) {  // samples on the level, missing ones, infinities
+      const std::size_t at = std::size_t(rng() % f.size());
+      const int what = int(rng() % 8);
+      f[at] = what < 4 ? level : what == 4 ? std::numeric_limits<float>::quiet_NaN()
+                                : what == 5 ? std::numeric_limits<float>::infinity()
+                                : what == 6 ? -std::numeric_limits<float>::infinity()
+                                            : std::numeric_limits<float>::max();
+    }
+    MemoryVolume v(g, f, "trial " + std::to_string(trial));
+    IsosurfaceOptions o;
+    o.levels = {double(level)};
+    o.device = Device::Cpu;
+    o.vertex_ranges = trial % 2 == 0;
+    o.normals = trial % 7 != 3;
+    o.threads = 1 + trial % 2;
+    o.slab_slices = trial % 3 == 2 ? 3 : 0;
+    iso::set_cpu_batched_vertices(true);
+    const TriangleMesh batched = extract_isosurface(v, o);
+    iso::set_cpu_batched_vertices(false);
+    const TriangleMesh single = extract_isosurface(v, o);
+    iso::set_cpu_batched_vertices(true);
+    const std::string what = v.name() + " " + std::to_string(g.dims[0]) + "x" + std::to_string(g.dims[1]) + "x" +
+                             std::to_string(g.dims[2]);
+    ASSERT_EQ(batched.triangles, single.triangles) << what;
+    EXPECT_TRUE(same_bits(batched.positions, single.positions)) << what << ": positions";
+    EXPECT_TRUE(same_bits(batched.normals, single.normals)) << what << ": normals";
+    EXPECT_TRUE(same_bits(batched.vertex_values, single.vertex_values)) << what << ": values";
+    if (HasFailure()) return;
+    vertices += batched.vertex_count();
+  }
+  EXPECT_GT(vertices, 10000) << "too few vertices to compare";
+}
+
 // The CPU engine splits a slab's slices among its threads and counts the cells next to another thread's slices
 // after the others (ties look two cells away): the mesh must not depend on how many threads there are, from more
 // threads than slices to one. Random integer volumes (ties everywhere, resolved in the count pass) and noise, classic
