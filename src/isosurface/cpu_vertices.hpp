@@ -46,20 +46,56 @@ namespace detail {
     g[a] = _mm256_and_ps(_mm256_mul_ps(_mm256_sub_ps(vb, va), half), keep);  // (vb - va) / 2 exactly; 0 at a NaN
   }
 }
+// mc::inner_edge_range of the edges from points p along `along` (a, b: their two samples): the nine columns of two
+// samples across each edge (strides across: x edges y and z, y edges x and z, z edges x and y), each column's
+// smallest and largest sample with the level, and the largest range of the four cells, 0 included; NaN where a
+// sample is NaN. Minima and maxima are exact, so the order of the columns does not change a bit.
+[[gnu::always_inline]] inline __m256 edge_ranges(const float* row, __m256i p, __m256i along, __m256i axis, __m256 a,
+                                                 __m256 b, __m256i vy, __m256i vz, float range_level) {
+  const __m256i one = _mm256_set1_epi32(1);
+  const __m256i across_b = _mm256_blendv_epi8(one, vy, _mm256_cmpeq_epi32(axis, _mm256_setzero_si256()));
+  const __m256i across_c = _mm256_blendv_epi8(vz, vy, _mm256_cmpeq_epi32(axis, _mm256_set1_epi32(2)));
+  const __m256 lev = _mm256_set1_ps(range_level);
+  __m256 lo[3][3], hi[3][3], nan = _mm256_setzero_ps();
+  for (int db = 0; db < 3; ++db)
+    for (int dc = 0; dc < 3; ++dc) {
+      __m256 v0 = a, v1 = b;
+      if (db != 1 || dc != 1) {
+        __m256i o = p;
+        if (db != 1) o = db == 0 ? _mm256_sub_epi32(o, across_b) : _mm256_add_epi32(o, across_b);
+        if (dc != 1) o = dc == 0 ? _mm256_sub_epi32(o, across_c) : _mm256_add_epi32(o, across_c);
+        v0 = at(row, o), v1 = at(row, _mm256_add_epi32(o, along));
+      }
+      lo[db][dc] = _mm256_min_ps(v1, _mm256_min_ps(v0, lev));
+      hi[db][dc] = _mm256_max_ps(v1, _mm256_max_ps(v0, lev));
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
+    }
+  __m256 best = _mm256_setzero_ps();
+  for (int db = 0; db < 2; ++db)
+    for (int dc = 0; dc < 2; ++dc) {
+      const __m256 l =
+          _mm256_min_ps(_mm256_min_ps(lo[db][dc], lo[db + 1][dc]), _mm256_min_ps(lo[db][dc + 1], lo[db + 1][dc + 1]));
+      const __m256 h =
+          _mm256_max_ps(_mm256_max_ps(hi[db][dc], hi[db + 1][dc]), _mm256_max_ps(hi[db][dc + 1], hi[db + 1][dc + 1]));
+      best = _mm256_max_ps(_mm256_sub_ps(_mm256_sub_ps(h, lev), _mm256_sub_ps(l, lev)), best);
+    }
+  return _mm256_blendv_ps(best, _mm256_set1_ps(std::numeric_limits<float>::quiet_NaN()), nan);
+}
 }  // namespace detail
 
 // The vertices of the crossings c of the row of point (·, j, k) whose samples start at `row` (sy, sz: the row and
-// slice strides): positions, and normals unless `normals` is null. Every point and its +x, +y, +z neighbours have
-// all six neighbours (mc::inner_point), and offsets_fit holds.
+// slice strides): positions, normals unless `normals` is null, and unless `values` is null scikit-image's value
+// of each against `range_level` (mc::edge_range). Every point and its +x, +y, +z neighbours have all six neighbours
+// (mc::inner_point), and offsets_fit holds.
 inline void crossing_vertices(const float* row, std::int64_t sy, std::int64_t sz, std::int64_t j, std::int64_t k,
-                              float level, const mc::WorldMap& m, const Crossings& c, float* positions,
-                              float* normals) {
+                              float level, const mc::WorldMap& m, const Crossings& c, float* positions, float* normals,
+                              float* values = nullptr, float range_level = 0) {
   using namespace detail;
   const __m256i one = _mm256_set1_epi32(1), vy = _mm256_set1_epi32(std::int32_t(sy)),
                 vz = _mm256_set1_epi32(std::int32_t(sz));
   const __m256i stride[3] = {one, vy, vz};
   const __m256 lv = _mm256_set1_ps(level), fj = _mm256_set1_ps(float(j)), fk = _mm256_set1_ps(float(k));
-  alignas(32) float out[6][8];
+  alignas(32) float out[7][8];
   for (int b = 0; b < c.n; b += 8) {
     const int lanes = c.n - b < 8 ? c.n - b : 8;
     // The last block's missing lanes repeat its first crossing (computed, not stored).
@@ -103,7 +139,9 @@ inline void crossing_vertices(const float* row, std::int64_t sy, std::int64_t sz
       const __m256 inv = _mm256_blendv_ps(exact, newton, normal_range);
       for (int r = 0; r < 3; ++r) _mm256_store_ps(out[3 + r], _mm256_mul_ps(n[r], inv));
     }
+    if (values) _mm256_store_ps(out[6], edge_ranges(row, p, _mm256_sub_epi32(q1, p), axis, a, bv, vy, vz, range_level));
     for (int q = 0; q < lanes; ++q) {
+      if (values) values[c.vertex[b + q]] = out[6][q];
       float* pos = positions + 3 * c.vertex[b + q];
       pos[0] = out[0][q], pos[1] = out[1][q], pos[2] = out[2][q];
       if (normals) {
@@ -117,7 +155,7 @@ inline void crossing_vertices(const float* row, std::int64_t sy, std::int64_t sz
 inline constexpr bool kAvailable = false;
 inline bool offsets_fit(std::int64_t, std::int64_t) { return false; }
 inline void crossing_vertices(const float*, std::int64_t, std::int64_t, std::int64_t, std::int64_t, float,
-                              const mc::WorldMap&, const Crossings&, float*, float*) {}
+                              const mc::WorldMap&, const Crossings&, float*, float*, float* = nullptr, float = 0) {}
 #endif
 
 }  // namespace parasurf::iso::cpu_vertices

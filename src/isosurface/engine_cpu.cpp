@@ -624,11 +624,8 @@ class CpuEngine final : public SlabEngine {
     auto flush = [&] {
       if constexpr (std::is_same_v<T, float>) {
         cpu_vertices::crossing_vertices(s.data + ((k - task.data_z0) * l.ny + j) * l.nx, l.nx, l.nx * l.ny, j, k,
-                                        level, task.map, crossings, out.positions, out.normals);
-        if (task.ranges && out.values)
-          for (int n = 0; n < crossings.n; ++n)
-            out.values[crossings.vertex[n]] =
-                mc::edge_range(s, crossings.i[n], j, k, crossings.axis[n], task.range_level);
+                                        level, task.map, crossings, out.positions, out.normals,
+                                        task.ranges ? out.values : nullptr, task.range_level);
       }
       crossings.n = 0;
     };
