@@ -37,34 +37,52 @@ namespace detail {
                        _mm256_cmp_ps(x, top, _CMP_LE_OQ));
 }
 [[gnu::always_inline]] inline __m256 at(const float* row, __m256i o) { return _mm256_i32gather_ps(row, o, 4); }
-// mc::gradient_inner at the points o of the row.
-[[gnu::always_inline]] inline void gradient(const float* row, __m256i o, const __m256i* stride, __m256* g) {
-  const __m256 v = at(row, o), keep = finite(v), half = _mm256_set1_ps(0.5f);
+// The six neighbours' samples of points, by axis: lo[a] one step down axis a, hi[a] one step up.
+struct Around {
+  __m256 lo[3], hi[3];
+};
+[[gnu::always_inline]] inline Around around(const float* row, __m256i o, const __m256i* stride) {
+  Around n;
+  for (int a = 0; a < 3; ++a)
+    n.lo[a] = at(row, _mm256_sub_epi32(o, stride[a])), n.hi[a] = at(row, _mm256_add_epi32(o, stride[a]));
+  return n;
+}
+// mc::gradient_inner at points whose sample is v and neighbours n.
+[[gnu::always_inline]] inline void gradient(__m256 v, const Around& n, __m256* g) {
+  const __m256 keep = finite(v), half = _mm256_set1_ps(0.5f);
   for (int a = 0; a < 3; ++a) {
-    const __m256 lo = at(row, _mm256_sub_epi32(o, stride[a])), hi = at(row, _mm256_add_epi32(o, stride[a]));
-    const __m256 va = _mm256_blendv_ps(v, lo, finite(lo)), vb = _mm256_blendv_ps(v, hi, finite(hi));
+    const __m256 va = _mm256_blendv_ps(v, n.lo[a], finite(n.lo[a])), vb = _mm256_blendv_ps(v, n.hi[a], finite(n.hi[a]));
     g[a] = _mm256_and_ps(_mm256_mul_ps(_mm256_sub_ps(vb, va), half), keep);  // (vb - va) / 2 exactly; 0 at a NaN
   }
 }
-// mc::inner_edge_range of the edges from points p along `along` (a, b: their two samples): the nine columns of two
-// samples across each edge (strides across: x edges y and z, y edges x and z, z edges x and y), each column's
-// smallest and largest sample with the level, and the largest range of the four cells, 0 included; NaN where a
-// sample is NaN. Minima and maxima are exact, so the order of the columns does not change a bit.
+// mc::inner_edge_range of the edges from points p along `along` (a, b: their two samples; np, nq: the neighbours of
+// both ends): the nine columns of two samples across each edge (strides across: x edges y and z, y edges x and z,
+// z edges x and y; the four beside the edge are neighbours of its ends), each column's smallest and largest sample
+// with the level, and the largest range of the four cells, 0 included; NaN where a sample is NaN. Minima and
+// maxima are exact, so the order of the columns does not change a bit.
 [[gnu::always_inline]] inline __m256 edge_ranges(const float* row, __m256i p, __m256i along, __m256i axis, __m256 a,
-                                                 __m256 b, __m256i vy, __m256i vz, float range_level) {
-  const __m256i one = _mm256_set1_epi32(1);
-  const __m256i across_b = _mm256_blendv_epi8(one, vy, _mm256_cmpeq_epi32(axis, _mm256_setzero_si256()));
-  const __m256i across_c = _mm256_blendv_epi8(vz, vy, _mm256_cmpeq_epi32(axis, _mm256_set1_epi32(2)));
+                                                 __m256 b, const Around& np, const Around& nq, __m256i vy, __m256i vz,
+                                                 float range_level) {
+  const __m256i one = _mm256_set1_epi32(1), x_edge = _mm256_cmpeq_epi32(axis, _mm256_setzero_si256()),
+                z_edge = _mm256_cmpeq_epi32(axis, _mm256_set1_epi32(2));
+  const __m256i across_b = _mm256_blendv_epi8(one, vy, x_edge), across_c = _mm256_blendv_epi8(vz, vy, z_edge);
+  const __m256 bx = _mm256_castsi256_ps(x_edge), cz = _mm256_castsi256_ps(z_edge);
+  // The columns one step across b (y for x edges, else x) and across c (y for z edges, else z), at both ends.
+  auto across = [&](const Around& n, int db, int dc) __attribute__((always_inline)) {
+    if (dc == 1) return db == 0 ? _mm256_blendv_ps(n.lo[0], n.lo[1], bx) : _mm256_blendv_ps(n.hi[0], n.hi[1], bx);
+    return dc == 0 ? _mm256_blendv_ps(n.lo[2], n.lo[1], cz) : _mm256_blendv_ps(n.hi[2], n.hi[1], cz);
+  };
   const __m256 lev = _mm256_set1_ps(range_level);
   __m256 lo[3][3], hi[3][3], nan = _mm256_setzero_ps();
   for (int db = 0; db < 3; ++db)
     for (int dc = 0; dc < 3; ++dc) {
       __m256 v0 = a, v1 = b;
-      if (db != 1 || dc != 1) {
-        __m256i o = p;
-        if (db != 1) o = db == 0 ? _mm256_sub_epi32(o, across_b) : _mm256_add_epi32(o, across_b);
-        if (dc != 1) o = dc == 0 ? _mm256_sub_epi32(o, across_c) : _mm256_add_epi32(o, across_c);
+      if (db != 1 && dc != 1) {  // a corner column: gathered
+        __m256i o = db == 0 ? _mm256_sub_epi32(p, across_b) : _mm256_add_epi32(p, across_b);
+        o = dc == 0 ? _mm256_sub_epi32(o, across_c) : _mm256_add_epi32(o, across_c);
         v0 = at(row, o), v1 = at(row, _mm256_add_epi32(o, along));
+      } else if (db != 1 || dc != 1) {
+        v0 = across(np, db, dc), v1 = across(nq, db, dc);
       }
       lo[db][dc] = _mm256_min_ps(v1, _mm256_min_ps(v0, lev));
       hi[db][dc] = _mm256_max_ps(v1, _mm256_max_ps(v0, lev));
@@ -117,10 +135,12 @@ inline void crossing_vertices(const float* row, std::int64_t sy, std::int64_t sz
                                               _mm256_fmadd_ps(_mm256_set1_ps(m.jacobian[r * 3 + 1]), idx[1],
                                                               _mm256_fmadd_ps(_mm256_set1_ps(m.jacobian[r * 3]), idx[0],
                                                                               _mm256_set1_ps(m.origin[r])))));
+    Around np{}, nq{};
+    if (normals || values) np = around(row, p, stride), nq = around(row, q1, stride);
     if (normals) {
       __m256 g0[3], g1[3], g[3], n[3];
-      gradient(row, p, stride, g0);
-      gradient(row, q1, stride, g1);
+      gradient(a, np, g0);
+      gradient(bv, nq, g1);
       for (int r = 0; r < 3; ++r) g[r] = _mm256_fmadd_ps(t, _mm256_sub_ps(g1[r], g0[r]), g0[r]);
       for (int r = 0; r < 3; ++r)
         n[r] = _mm256_fmadd_ps(_mm256_set1_ps(m.normal_matrix[r * 3 + 2]), g[2],
@@ -139,7 +159,8 @@ inline void crossing_vertices(const float* row, std::int64_t sy, std::int64_t sz
       const __m256 inv = _mm256_blendv_ps(exact, newton, normal_range);
       for (int r = 0; r < 3; ++r) _mm256_store_ps(out[3 + r], _mm256_mul_ps(n[r], inv));
     }
-    if (values) _mm256_store_ps(out[6], edge_ranges(row, p, _mm256_sub_epi32(q1, p), axis, a, bv, vy, vz, range_level));
+    if (values)
+      _mm256_store_ps(out[6], edge_ranges(row, p, _mm256_sub_epi32(q1, p), axis, a, bv, np, nq, vy, vz, range_level));
     for (int q = 0; q < lanes; ++q) {
       if (values) values[c.vertex[b + q]] = out[6][q];
       float* pos = positions + 3 * c.vertex[b + q];
