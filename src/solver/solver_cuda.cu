@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
@@ -359,19 +360,26 @@ struct GrowingBuffer {
 
 std::atomic<std::int64_t> g_bytes{0}, g_levels{0}, g_cells{0}, g_settled{0};
 
+// `__constant__` memory is per device: each device a process solves on gets the weights once, on its first
+// traversal, whichever thread makes it current.
 void upload_weights() {
-  static std::once_flag done;  // per process; the constant is per device (device 0 here)
-  std::call_once(done, [] {
-    std::vector<double> w(64 * 64, 0.0);
-    for (int d = 0; d < 64; ++d) {
-      double binom = 1;
-      for (int i = 0; i <= d; ++i) {
-        w[d * 64 + i] = binom * std::ldexp(1.0, -d);
-        binom = binom * (d - i) / (i + 1);
-      }
+  static std::mutex mutex;
+  static std::vector<char> uploaded;  // indexed by device ordinal
+  int device = 0;
+  PS_CUDA(cudaGetDevice(&device), "querying the current CUDA device");
+  std::lock_guard<std::mutex> lock(mutex);
+  if (device < static_cast<int>(uploaded.size()) && uploaded[device]) return;
+  std::vector<double> w(64 * 64, 0.0);
+  for (int d = 0; d < 64; ++d) {
+    double binom = 1;
+    for (int i = 0; i <= d; ++i) {
+      w[d * 64 + i] = binom * std::ldexp(1.0, -d);
+      binom = binom * (d - i) / (i + 1);
     }
-    PS_CUDA(cudaMemcpyToSymbol(c_half_weight, w.data(), w.size() * sizeof(double)), "uploading the Bernstein weights");
-  });
+  }
+  PS_CUDA(cudaMemcpyToSymbol(c_half_weight, w.data(), w.size() * sizeof(double)), "uploading the Bernstein weights");
+  if (device >= static_cast<int>(uploaded.size())) uploaded.resize(device + 1, 0);
+  uploaded[device] = 1;
 }
 
 // Grows a work array by half again beyond the request: a batch's levels widen step by step, and each new
