@@ -152,8 +152,12 @@ void add_tessellate(CLI::App& app) {
         j["uniform_triangles"] = um.triangle_count();
       }
     }
-    std::printf("wrote %s (%lld vertices, %lld triangles)\n", a->output.c_str(), (long long)out.vertex_count(),
+    // The file has a vertex per (position, normal): a position on a crease is written once per side.
+    const std::int64_t split = out.vertex_count() - mesh.vertex_count();
+    std::printf("wrote %s (%lld vertices, %lld triangles", a->output.c_str(), (long long)out.vertex_count(),
                 (long long)out.triangle_count());
+    if (split > 0) std::printf("; +%lld at creases, a vertex per normal", (long long)split);
+    std::printf(")\n");
     if (!a->json.empty()) {
       write_json_report(a->json, "tessellate", a->input.empty() ? "built-in Utah teapot" : a->input, a->output, j);
     }
