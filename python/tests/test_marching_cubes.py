@@ -223,6 +223,25 @@ def test_ties_follow_scikit_image(rng):
             assert len(ours[1]) == len(theirs[1]), (level, method)
 
 
+def test_a_level_just_below_sample_values_follows_scikit_image():
+    """Quantised float samples and a level one float step below one of their values (a level taken at a fraction of
+    the range of a template image): those samples are inside and no ties, and the mesh is scikit-image's."""
+    skimage_measure = pytest.importorskip("skimage.measure")
+    z, y, x = np.mgrid[:18, :19, :20]
+    ball = (np.round((8 - np.sqrt((z - 9.0) ** 2 + (y - 9.5) ** 2 + (x - 10.0) ** 2)) * 4) / 4).astype(np.float32)
+    level = float(np.nextafter(np.float32(2.0), np.float32(0)))
+    assert np.count_nonzero(ball == np.float32(2.0)) > 50
+    positions = lambda v: set(map(tuple, np.round(v, 4)))
+    devices = ["cpu"] + (["cuda"] if parasurf.cuda_available() else [])
+    for device in devices:
+        for method in ("lorensen", "lewiner"):
+            ours = parasurf.marching_cubes(ball, level, method=method, device=device)
+            theirs = skimage_measure.marching_cubes(ball, level, method=method)
+            assert len(ours[0]) == len(theirs[0]), (device, method)
+            assert len(ours[1]) == len(theirs[1]), (device, method)
+            assert positions(ours[0]) == positions(theirs[0]), (device, method)
+
+
 def read_binary_ply(path):
     with open(path, "rb") as f:
         header = b""

@@ -246,7 +246,10 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   task.data_z0 = 0;
   task.data_z1 = task.z1 = geometry.dims[2];
   task.z0 = 0;
-  task.level = io.ties_outside ? level_above(level, v.type) : io.keep_degenerate ? level_below(level, v.type) : level;
+  const EngineLevel classified = engine_level(level, v.type, io.ties_outside, io.keep_degenerate);
+  task.level = classified.level;
+  task.ties = classified.ties;
+  task.vertex_level = level;
   // The engine writes the values with the vertices; where a mask drops triangles, the values of the vertices next
   // to them come from the triangles kept (below).
   task.ranges = o.values;

@@ -176,8 +176,9 @@ int small_int_equal(float level) {
   return integral ? int(lv) : std::numeric_limits<int>::min();
 }
 
-// Inside bytes of one row (bit 0: mc::is_inside without a branch; bit 1: the sample equals the level), whether a
-// sample equals the level, and whether the row is all inside or has some inside. Separate functions with restrict
+// Inside bytes of one row (bit 0: mc::is_inside without a branch; bit 1: the sample equals `eq`, the level where
+// samples on it are ties, NaN where none is), whether a sample equals it, and whether the row is all inside or has
+// some inside. Separate functions with restrict
 // pointers and local accumulators, so that the loops vectorise.
 // The bytes [p, p + n) asked into the core's L2 ahead of a sweep that reads each sample once: one core's stream
 // from memory is bounded by how far ahead the hardware prefetcher runs, and this sweep reads the whole volume.
@@ -187,13 +188,13 @@ inline void prefetch_ahead(const void* p, std::size_t n) {
 inline constexpr std::size_t kSweepPrefetchBytes = 8192;
 
 template <class T, class R>
-void inside_row(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, R level, std::uint8_t& on_level,
-                std::uint8_t& any_inside, std::uint8_t& all_inside) {
+void inside_row(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, R level, R eq,
+                std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
   const R top = mc::largest_finite<R>();
   std::uint8_t on = 0, any_in = 0, all_in = 1;
   for (std::int64_t i = 0; i < nx; ++i) {
     const R x = R(v[i]);
-    const auto inside = std::uint8_t((x >= level) & (x <= top)), equal = std::uint8_t(x == level);
+    const auto inside = std::uint8_t((x >= level) & (x <= top)), equal = std::uint8_t(x == eq);
     o[i] = std::uint8_t(inside | equal << 1);
     on |= equal;
     any_in |= inside;
@@ -227,13 +228,13 @@ template <class Bytes>
 // inside_row for float samples, 32 at a time: the compiler's own vectorisation of the loop above packs the compare
 // masks to bytes at twice the instructions, and this sweep reads every sample of the volume. (eq & 2) - in is
 // inside | equal << 1 with in and eq as 0 / -1 masks, in 32-bit lanes before the packs.
-inline void inside_row(const float* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, float level,
+inline void inside_row(const float* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, float level, float eq,
                        std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
   if (nx < 32) {
-    inside_row<float, float>(v, o, nx, level, on_level, any_inside, all_inside);
+    inside_row<float, float>(v, o, nx, level, eq, on_level, any_inside, all_inside);
     return;
   }
-  const __m256 lv = _mm256_set1_ps(level), top = _mm256_set1_ps(mc::largest_finite<float>());
+  const __m256 lv = _mm256_set1_ps(level), ev = _mm256_set1_ps(eq), top = _mm256_set1_ps(mc::largest_finite<float>());
   const __m256i two = _mm256_set1_epi32(2), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
   store_inside_blocks(
       o, nx,
@@ -242,8 +243,8 @@ inline void inside_row(const float* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, 
         for (int q = 0; q < 4; ++q) {
           const __m256 x = _mm256_loadu_ps(v + at + 8 * q);
           const __m256 in = _mm256_and_ps(_mm256_cmp_ps(x, lv, _CMP_GE_OQ), _mm256_cmp_ps(x, top, _CMP_LE_OQ));
-          const __m256 eq = _mm256_cmp_ps(x, lv, _CMP_EQ_OQ);
-          b[q] = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(eq), two), _mm256_castps_si256(in));
+          const __m256 on = _mm256_cmp_ps(x, ev, _CMP_EQ_OQ);
+          b[q] = _mm256_sub_epi32(_mm256_and_si256(_mm256_castps_si256(on), two), _mm256_castps_si256(in));
         }
         // The packs interleave the four vectors' 128-bit halves; the permutation puts the bytes back in sample order.
         return _mm256_permutevar8x32_epi32(
@@ -257,8 +258,8 @@ inline void inside_row(const float* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, 
 // needs an integral level. Integer compares vectorise; the float conversion does not.
 template <class T>
 void inside_row_small_int(const T* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx, float level,
-                          std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
-  const int thr = small_int_threshold<T>(level), eq = small_int_equal<T>(level);
+                          float eq_level, std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
+  const int thr = small_int_threshold<T>(level), eq = small_int_equal<T>(eq_level);
 #if defined(__AVX2__)
   // 16-bit samples (CT volumes), 32 at a time as the float row above: the compiler widened each to 32 bits.
   if constexpr (sizeof(T) == 2) {
@@ -367,8 +368,9 @@ inline std::uint32_t exact_row_flags(const std::uint8_t* PS_RESTRICT a, const st
 // The same for 8-bit unsigned samples, compared as bytes (the int compares above widen every sample to 32 bits):
 // v >= thr as max(v, thr) == v, with thresholds 0 and 256 (everything and nothing inside) as masks.
 inline void inside_row_uint8(const std::uint8_t* PS_RESTRICT v, std::uint8_t* PS_RESTRICT o, std::int64_t nx,
-                             float level, std::uint8_t& on_level, std::uint8_t& any_inside, std::uint8_t& all_inside) {
-  const int thr = small_int_threshold<std::uint8_t>(level), eq = small_int_equal<std::uint8_t>(level);
+                             float level, float eq_level, std::uint8_t& on_level, std::uint8_t& any_inside,
+                             std::uint8_t& all_inside) {
+  const int thr = small_int_threshold<std::uint8_t>(level), eq = small_int_equal<std::uint8_t>(eq_level);
   const std::uint8_t t = std::uint8_t(std::clamp(thr, 0, 255)), e = std::uint8_t(eq < 0 ? 0 : eq);
   const std::uint8_t never_in = thr > 255 ? 0 : 1, never_eq = eq < 0 ? 0 : 1;  // 0: the test can never hold
   std::uint8_t on = 0, any_in = 0, all_in = 1;

@@ -10,7 +10,7 @@ namespace parasurf::iso::cuda {
 constexpr int kClassifyPoints = 4 * kSegmentPoints, kFlagTileY = 8, kFlagSlices = 16;
 template <class T>
 __global__ void __launch_bounds__(32 * kFlagTileY) classify_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                                   typename mc::RealOf<T>::type level,
+                                                                   typename mc::RealOf<T>::type level, bool ties,
                                                                    std::uint32_t* __restrict__ inside,
                                                                    std::uint32_t* __restrict__ on_level) {
   using R = typename mc::RealOf<T>::type;
@@ -52,7 +52,7 @@ __global__ void __launch_bounds__(32 * kFlagTileY) classify_kernel(mc::SlabValue
         for (int p = 0; p < 4; ++p) {
           const bool has = kWhole || valid[p];
           const std::uint32_t in_bits = __ballot_sync(0xffffffffu, has && mc::is_inside(v[z][p], level));
-          const std::uint32_t on_bits = __ballot_sync(0xffffffffu, has && v[z][p] == level);
+          const std::uint32_t on_bits = __ballot_sync(0xffffffffu, has && ties && v[z][p] == level);
           in_word = lane == p ? in_bits : in_word;
           on_word = lane == p ? on_bits : on_word;
         }
@@ -125,13 +125,14 @@ __device__ __forceinline__ std::uint32_t lane_bits(std::uint32_t mask) {
 
 template <class T>
 __global__ void __launch_bounds__(32 * kFlagTileY) classify_runs_kernel(mc::SlabValues<T> s, RowGrid g,
-                                                                        typename mc::RealOf<T>::type level,
+                                                                        typename mc::RealOf<T>::type level, bool ties,
                                                                         std::uint32_t* __restrict__ inside,
                                                                         std::uint32_t* __restrict__ on_level) {
   constexpr int P = 16 / int(sizeof(T)), G = 32 / P;
   static_assert(kWordCompareType<T>, "1- and 2-byte integer samples");
   constexpr int kPerWord = 4 / int(sizeof(T));
-  const IntegerLevel l = integer_level<T>(float(level));
+  IntegerLevel l = integer_level<T>(float(level));
+  l.may_equal = l.may_equal && ties;
   const int lane = int(threadIdx.x);
   const std::int64_t j = std::int64_t(blockIdx.y) * kFlagTileY + threadIdx.y;
   if (j >= g.ny) return;  // whole warp

@@ -194,13 +194,13 @@ __global__ void __launch_bounds__(kSegmentThreads) flags_kernel(mc::SlabValues<T
 template <class T>
 __global__ void __launch_bounds__(kSegmentThreads) next_slab_centers_kernel(
     mc::SlabValues<T> s, RowGrid g, typename mc::RealOf<T>::type level, mc::CaseLookup cases, bool keep_degenerate,
-    std::int64_t k, std::uint32_t* __restrict__ next_centres) {
+    bool ties, std::int64_t k, std::uint32_t* __restrict__ next_centres) {
   std::int64_t at, j, segment;
   if (!segment_of_thread(g, (g.ny - 1) * g.segments, at, j, segment)) return;
   const std::int64_t begin = segment * kSegmentPoints, end = min(begin + kSegmentPoints, g.nx - 1);
   std::uint32_t centres = 0;
   for (std::int64_t i = begin; i < end; ++i)
-    if (mc::cell_needs_center(cases, s, i, j, k, level, keep_degenerate)) centres |= 1u << (i - begin);
+    if (mc::cell_needs_center(cases, s, i, j, k, level, keep_degenerate, ties)) centres |= 1u << (i - begin);
   next_centres[at] = centres;
 }
 

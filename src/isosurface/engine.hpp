@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,11 +30,10 @@ inline double level_above(double level, VoxelType type) {
   return std::isfinite(n) ? double(n) : level;
 }
 
-// The level the engines classify against when samples equal to `level` count as inside and degenerate triangles are
-// kept: the largest value below it, so that no sample lies on the level (simulation of simplicity). Every tie then
-// gives each crossing edge its own vertex, and the mesh stays 2-manifold where a shared vertex at the sample would
-// pinch it; vertices move by less than a unit in the last place, and the triangles at such samples have about
-// zero area.
+// The level the engines classify integer samples against when samples equal to `level` count as inside and
+// degenerate triangles are kept: the largest value below it, so that no sample lies on the level (simulation of
+// simplicity). Every tie then gives each crossing edge its own vertex, and the mesh stays 2-manifold where a shared
+// vertex at the sample would pinch it; the triangles at such samples have zero area.
 inline double level_below(double level, VoxelType type) {
   if (type == VoxelType::Float64) {
     const double n = std::nextafter(level, -HUGE_VAL);
@@ -42,6 +42,26 @@ inline double level_below(double level, VoxelType type) {
   const float f = float(level);
   const float n = double(f) < level ? f : std::nextafter(f, -HUGE_VALF);
   return std::isfinite(n) ? double(n) : level;
+}
+
+// What the engines classify a caller's level against, and whether samples equal to that lie on it (ties). A sample
+// equal to the engine level of a shifted level lies strictly beyond the caller's level: plainly inside, no tie.
+struct EngineLevel {
+  double level;
+  bool ties;
+};
+inline EngineLevel engine_level(double level, VoxelType type, bool ties_outside, bool keep_degenerate) {
+  if (ties_outside) return {level_above(level, type), false};
+  if (!keep_degenerate) return {level, true};
+  // Ties inside with every crossing its own vertex: the level itself, on the level counting as inside and no sample
+  // a tie, where the engines compare in the samples' type (for float32 the smallest float not below it); integers
+  // compare against a threshold that takes the level below it, which no sample can equal.
+  if (type == VoxelType::Float64) return {level, false};
+  if (type == VoxelType::Float32) {
+    const float f = float(level);
+    return {double(f) >= level ? double(f) : double(std::nextafter(f, HUGE_VALF)), false};
+  }
+  return {level_below(level, type), false};
 }
 
 struct SlabTask {
@@ -57,6 +77,11 @@ struct SlabTask {
   std::int64_t z0 = 0, z1 = 0;          // points [z0, z1) own this slab's vertices; cells [z0, min(z1, nz−1))
   std::uint64_t vertex_base = 0;        // global id of this slab's first vertex (a GPU may write the mesh in count())
   double level = 0;
+  // Whether samples equal to `level` lie on it (EngineLevel::ties); vertices interpolate at vertex_level, the
+  // caller's level (NaN: `level`).
+  bool ties = true;
+  double vertex_level = std::numeric_limits<double>::quiet_NaN();
+  double interpolation_level() const { return std::isnan(vertex_level) ? level : vertex_level; }
   mc::WorldMap map{};
   bool decider = false, tunnels = false, keep_degenerate = false, flip = false, normals = true;  // tunnels: MC33
   // Instead of scalars: each vertex's value is scikit-image's (mc::point_ranges), against the caller's level.

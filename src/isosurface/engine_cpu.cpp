@@ -245,6 +245,7 @@ class CpuEngine final : public SlabEngine {
     const Layout l = layout(task);
     const auto s = values<T>(task);
     const R level = R(task.level);
+    const R eq = task.ties ? level : std::numeric_limits<R>::quiet_NaN();  // the samples that are ties: none if NaN
     const std::int64_t rows = l.flag_rows();
     flags_.resize(std::size_t(rows * l.nx));
     const std::int64_t inside_z1 = std::min(l.flag_z1 + 1, l.nz), inside_rows = (inside_z1 - l.z0) * l.ny;
@@ -319,11 +320,11 @@ class CpuEngine final : public SlabEngine {
         prefetch_ahead(reinterpret_cast<const char*>(v) + kSweepPrefetchBytes, std::size_t(nx) * sizeof(T));
         std::uint8_t on = 0, any_in = 0, all_in = 1;
         if constexpr (std::is_same_v<T, std::uint8_t>)
-          inside_row_uint8(v, o, nx, level, on, any_in, all_in);
+          inside_row_uint8(v, o, nx, level, float(eq), on, any_in, all_in);
         else if constexpr (std::is_integral_v<T> && sizeof(T) <= 2)
-          inside_row_small_int(v, o, nx, level, on, any_in, all_in);
+          inside_row_small_int(v, o, nx, level, float(eq), on, any_in, all_in);
         else
-          inside_row(v, o, nx, level, on, any_in, all_in);
+          inside_row(v, o, nx, level, eq, on, any_in, all_in);
         on_rows[j] = on;
         uniform[j] = all_in ? 1 : any_in ? 2 : 0;  // all inside, mixed, all outside
       }
@@ -498,7 +499,7 @@ class CpuEngine final : public SlabEngine {
 #pragma omp parallel for schedule(dynamic, 16) num_threads(threads_)
       for (std::int64_t j = 0; j < l.ny - 1; ++j)
         for (std::int64_t i = 0; i + 1 < l.nx; ++i)
-          if (mc::cell_needs_center(cases, s, i, j, l.z1, level, task.keep_degenerate))
+          if (mc::cell_needs_center(cases, s, i, j, l.z1, level, task.keep_degenerate, task.ties))
             mark_center((l.z1 - l.z0) * l.ny + j, i);
     }
     coincident_dropped_ += dropped;
@@ -606,7 +607,7 @@ class CpuEngine final : public SlabEngine {
                    bool batch_rows, cpu_vertices::Crossings& crossings) const {
     using R = typename mc::RealOf<T>::type;
     const auto s = values<T>(task);
-    const R level = R(task.level);
+    const R level = R(task.interpolation_level());
     const mc::SlabValues<float> scalars{task.scalars, l.nx, l.ny, l.nz, task.data_z0};
     const std::int64_t k = l.z0 + r / l.ny, j = r % l.ny;
     const std::uint8_t* f = flags_.data() + r * l.nx;

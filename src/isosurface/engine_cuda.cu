@@ -336,7 +336,7 @@ class CudaEngine final : public SlabEngine {
     if (next_centres) {
       next_centres_.ensure(std::size_t((g.ny - 1) * g.segments) * 4, "allocating the next slab's centre vertices");
       cuda::next_slab_centers_kernel<T><<<blocks_for(std::size_t((g.ny - 1) * g.segments)), cuda::kSegmentThreads>>>(
-          s, g, R(task.level), lookup(task), task.keep_degenerate, task.z1, next_centres_.as<std::uint32_t>());
+          s, g, R(task.level), lookup(task), task.keep_degenerate, task.ties, task.z1, next_centres_.as<std::uint32_t>());
       PS_CUDA_LAUNCH("counting the next slab's centre vertices");
     }
     // All the counters, the generation's too: a generation always follows its count, and a clear between the
@@ -361,7 +361,7 @@ class CudaEngine final : public SlabEngine {
       const dim3 tiles(unsigned((g.nx + warp_points - 1) / warp_points), unsigned(tiles_y), unsigned(tiles_z));
       auto* classify = cuda::classify_kernel<T>;
       if constexpr (kRunTypes) classify = runs ? cuda::classify_runs_kernel<T> : classify;
-      classify<<<tiles, dim3(32, cuda::kFlagTileY)>>>(s, g, R(task.level), segment_inside_.as<std::uint32_t>(),
+      classify<<<tiles, dim3(32, cuda::kFlagTileY)>>>(s, g, R(task.level), task.ties, segment_inside_.as<std::uint32_t>(),
                                                       segment_on_level_.as<std::uint32_t>());
       PS_CUDA_LAUNCH("classifying points");
       launch_after_previous(
@@ -629,7 +629,7 @@ class CudaEngine final : public SlabEngine {
       launch_after_previous(
           cuda::vertex_compute_kernel<T>,
           wave_blocks(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>), (vertex_bound + 255) / 256), 256,
-          0, "writing vertices", s, g, R(task.level), task.map, vertex_list_.as<std::uint64_t>(), totals,
+          0, "writing vertices", s, g, R(task.interpolation_level()), task.map, vertex_list_.as<std::uint64_t>(), totals,
           positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
           task.scalars ? scalars_.as<float>() : nullptr, task.scalars ? values_.as<float>() : nullptr,
           counters_.as<unsigned long long>() + 2, marks ? point_marks_.as<std::uint8_t>() : nullptr);

@@ -368,6 +368,7 @@ struct OneEngine {
     iso::SlabTask t = slabs.task_of(slabs.task, s, buf);
     for (std::size_t L = 0; L < slabs.levels.size(); ++L) {
       t.level = slabs.engine_levels[L];
+      t.vertex_level = slabs.levels[L];
       t.range_level = float(slabs.levels[L]);
       LevelMesh& m = meshes[L];
       const std::uint64_t v0 = m.vertices, t0 = m.triangle_count;
@@ -516,13 +517,15 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   }
   bool have_range = false;
   const std::vector<double> levels = levels_to_run(volume, o, rep, have_range);
-  // What the engines classify against: the levels themselves, or just above them when ties count as outside, or just
-  // below them when degenerate triangles are kept (see level_below).
+  // What the engines classify against (iso::engine_level): the levels themselves, or just above them when ties count
+  // as outside; with either rule of ties but the default, no sample is a tie.
   std::vector<double> engine_levels = levels;
-  if (o.ties_outside)
-    for (double& l : engine_levels) l = iso::level_above(l, volume.type());
-  else if (o.keep_degenerate)
-    for (double& l : engine_levels) l = iso::level_below(l, volume.type());
+  bool ties = true;
+  for (double& l : engine_levels) {
+    const iso::EngineLevel e = iso::engine_level(l, volume.type(), o.ties_outside, o.keep_degenerate);
+    l = e.level;
+    ties = e.ties;
+  }
   check_companions(volume, o);
 
   // The engine.
@@ -594,6 +597,7 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
   run.resident = resident;
   run.on_device = on_device;
   run.task = slab_task(volume, o, on_device);
+  run.task.ties = ties;
   // One engine, one mesh welded after: the engine lists the vertices the weld must test.
   if (!o.keep_degenerate && !several && !parts && near_listing.load(std::memory_order_relaxed)) {
     run.task.near_probe = iso::near_sample_probe(world_to_index(volume.geometry()));

@@ -355,14 +355,17 @@ PS_HD bool uses_center(const CaseEntry& e, const std::uint8_t* cf, bool keep_deg
   return used;
 }
 
-// The inside and on-level bits of cell (i, j, k)'s corners, from its samples alone (no slot bits).
+// The inside and on-level bits of cell (i, j, k)'s corners, from its samples alone (no slot bits); with `ties`
+// false no sample lies on the level (SlabTask::ties).
 template <class T>
 PS_HD void sample_corner_flags(const SlabValues<T>& s, std::int64_t i, std::int64_t j, std::int64_t k,
-                               typename RealOf<T>::type level, std::uint8_t* cf) {
+                               typename RealOf<T>::type level, std::uint8_t* cf, bool ties = true) {
   using R = typename RealOf<T>::type;
   for (int c = 0; c < 8; ++c) {
     const R v = R(s.at(i + (c & 1), j + (c >> 1 & 1), k + (c >> 2 & 1)));
-    cf[c] = v == level ? std::uint8_t(kInside | kOnLevel) : is_inside(v, level) ? std::uint8_t(kInside) : std::uint8_t(0);
+    cf[c] = ties && v == level ? std::uint8_t(kInside | kOnLevel)
+            : is_inside(v, level) ? std::uint8_t(kInside)
+                                  : std::uint8_t(0);
   }
 }
 
@@ -370,9 +373,9 @@ PS_HD void sample_corner_flags(const SlabValues<T>& s, std::int64_t i, std::int6
 // centres the slab's numbering must count although the next slab makes them.
 template <class T>
 PS_HD bool cell_needs_center(const CaseLookup& t, const SlabValues<T>& s, std::int64_t i, std::int64_t j,
-                             std::int64_t k, typename RealOf<T>::type level, bool keep_degenerate) {
+                             std::int64_t k, typename RealOf<T>::type level, bool keep_degenerate, bool ties = true) {
   std::uint8_t cf[8];
-  sample_corner_flags(s, i, j, k, level, cf);
+  sample_corner_flags(s, i, j, k, level, cf, ties);
   const int cas = cell_case(cf);
   if (cas == 0 || cas == 255) return false;
   const CaseEntry& e = case_entry(t, s, cas, level, i, j, k);

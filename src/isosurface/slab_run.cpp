@@ -310,6 +310,7 @@ class Team {
     for (std::size_t L = 0; L < nl_; ++L) {
       SlabLevel& sl = slab_levels_[std::size_t(s)][L];
       t.level = run_.engine_levels[L];
+      t.vertex_level = run_.levels[L];
       t.range_level = float(run_.levels[L]);
       const SlabCounts c = eng.count(t);
       if (c.vertices > std::numeric_limits<std::uint32_t>::max())

@@ -56,8 +56,8 @@ TEST(CpuRows, FloatInsideRowMatchesThePlainLoop) {
       const std::vector<float> v = random_row(rng, n, level);
       std::vector<std::uint8_t> wide(std::size_t(n) + 1, 0xAB), plain(std::size_t(n) + 1, 0xAB);
       std::uint8_t on[2], any[2], all[2];
-      rows::inside_row(v.data(), wide.data(), n, level, on[0], any[0], all[0]);  // the float overload
-      rows::inside_row<float, float>(v.data(), plain.data(), n, level, on[1], any[1], all[1]);
+      rows::inside_row(v.data(), wide.data(), n, level, level, on[0], any[0], all[0]);  // the float overload
+      rows::inside_row<float, float>(v.data(), plain.data(), n, level, level, on[1], any[1], all[1]);
       ASSERT_EQ(wide, plain) << "n " << n << " level " << level << " (seed " << parasurf::test::run_seed() << ")";
       EXPECT_EQ(wide[std::size_t(n)], 0xAB) << "a byte past the row was written";
       ASSERT_EQ(on[0], on[1]) << "n " << n;
@@ -100,7 +100,7 @@ void check_small_int_rows(std::mt19937_64& rng) {
                            : T(std::clamp(centre + int(rng() % 5) - 2, lo, hi));  // near the level: ties and both sides
       std::vector<std::uint8_t> got(static_cast<std::size_t>(n) + 1, 0xAB), want(static_cast<std::size_t>(n));
       std::uint8_t on, any, all, want_on = 0, want_any = 0, want_all = 1;
-      rows::inside_row_small_int<T>(v.data(), got.data(), n, level, on, any, all);
+      rows::inside_row_small_int<T>(v.data(), got.data(), n, level, level, on, any, all);
       for (std::int64_t i = 0; i < n; ++i) {
         const float x = float(v[std::size_t(i)]);
         const std::uint8_t in = x >= level, eq = x == level;
