@@ -106,6 +106,9 @@ void add_tessellate(CLI::App& app) {
                 (long long)rep.shared_edges, (long long)rep.open_edges, (long long)rep.collapsed_edges,
                 (long long)rep.t_junction_edges, (long long)rep.t_junction_pieces, (long long)rep.flipped_patches,
                 (long long)rep.crease_vertices);
+    if (model.printed_step > 0 && rep.seam_tolerance > 0)
+      std::printf("seams: sides within %.3g taken as one (coordinates written to steps of %g)\n", rep.seam_tolerance,
+                  model.printed_step);
     if (o.tolerance > 0)
       std::printf("tolerance %g: %d..%d segments per patch side\n", o.tolerance, rep.min_segments, rep.max_segments);
     else
@@ -128,7 +131,7 @@ void add_tessellate(CLI::App& app) {
                         {"evaluated_points", rep.evaluated_points}, {"vertices", mesh.vertex_count()},
                         {"triangles", mesh.triangle_count()},        {"device", device_name(rep.device)},
                         {"strategy", rep.strategy},                  {"device_choice", rep.device_choice},
-                        {"shared_edges", rep.shared_edges}, {"open_edges", rep.open_edges},
+                        {"shared_edges", rep.shared_edges}, {"open_edges", rep.open_edges}, {"seam_tolerance", rep.seam_tolerance},
                         {"t_junction_edges", rep.t_junction_edges}, {"t_junction_pieces", rep.t_junction_pieces},
                         {"mpi_ranks", o.team ? o.team->members : 1},
                         {"assembled_on", rep.assembled_on_device ? "gpu" : "host"},

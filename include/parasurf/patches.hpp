@@ -59,6 +59,9 @@ struct PatchModel {
   std::vector<double> normal_points;  // control points of normal patches, 3 numbers each
   std::vector<Polyhedron> polyhedra;
   std::vector<PatchGroup> groups;
+  // The decimal step a text file wrote its coordinates with (the finest among them: 1e-6 for "%.6f"), which two
+  // copies of a shared point may differ by; 0 when not known (a model built in code, a JSON file).
+  double printed_step = 0;
 
   std::int64_t tensor_patch_count() const;
   int max_degree() const;

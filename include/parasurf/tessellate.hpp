@@ -45,7 +45,8 @@ struct TessellationOptions {
   bool keep_degenerate = false;         // keep zero-area triangles
   bool orient = true;                   // make neighbouring patches' orientation agree (and closed parts outward)
   // Two patch sides are one seam when their curves, raised to a common degree, agree within this fraction of the
-  // model's size (the diagonal of its control points' box); 0 asks for bitwise equal control points.
+  // model's size (the diagonal of its control points' box), or within the decimal step a text file wrote its
+  // coordinates with (PatchModel::printed_step) where that is larger; 0 asks for bitwise equal control points.
   double seam_tolerance = 1e-9;
   Precision precision = Precision::Double;
   Device device = Device::Auto;
@@ -82,6 +83,9 @@ struct TessellationReport {
   std::int64_t evaluated_points = 0;
   std::int64_t shared_edges = 0, open_edges = 0, collapsed_edges = 0, flipped_patches = 0;
   std::int64_t open_side_segments = 0;          // mesh edges on open patch sides (the mesh's boundary)
+  // The distance (model units, largest coordinate difference) within which sides were one seam: the options'
+  // fraction of the model's size, or the decimal step the file was written with where that is larger.
+  double seam_tolerance = 0;
   // T-junctions: long sides traced by a chain of other sides (a neighbour split in the file), and those sides;
   // both are stitched, neither is open
   std::int64_t t_junction_edges = 0, t_junction_pieces = 0;

@@ -197,6 +197,7 @@ PatchModel parse_bezierview(const std::string& text, const std::string& name) {
     m.patches.push_back(p);
   }
   if (m.patches.empty() && m.polyhedra.empty()) in.fail(in.line(), "no patches or polyhedra in the file");
+  m.printed_step = in.printed_step();
   return m;
 }
 
@@ -221,6 +222,7 @@ PatchModel parse_bpt(const std::string& text, const std::string& name) {
     in.fail(extra.line, "unexpected '" + std::string(extra.text) + "' after the " + std::to_string(count) +
                             " patches the header announced");
   }
+  m.printed_step = in.printed_step();
   return m;
 }
 

@@ -73,8 +73,12 @@ class TextCursor {
     const double v = std::strtod(s.c_str(), &end);
     if (end == s.c_str() || *end != '\0') fail(t.line, what + " '" + s + "' is not a number");
     if (!std::isfinite(v) || errno == ERANGE) fail(t.line, what + " '" + s + "' is not finite");
+    note_step(t.text);
     return v;
   }
+  // The finest decimal step of the numbers read with a fractional part (10^-digits after the point, scaled by the
+  // exponent): what a file written with a fixed number of decimals rounded its values to. 0 when none had one.
+  double printed_step() const { return std::isfinite(finest_step_) ? finest_step_ : 0.0; }
   // Integer in [lo, hi].
   long long integer(const std::string& what, long long lo, long long hi) {
     const Token t = require(what);
@@ -92,6 +96,17 @@ class TextCursor {
   }
 
  private:
+  void note_step(std::string_view t) const {
+    const std::size_t dot = t.find('.');
+    if (dot == std::string_view::npos) return;  // integers are exact as written
+    std::size_t e = t.find_first_of("eE", dot);
+    const std::size_t digits = (e == std::string_view::npos ? t.size() : e) - dot - 1;
+    long exponent = 0;
+    if (e != std::string_view::npos) exponent = std::strtol(std::string(t.substr(e + 1)).c_str(), nullptr, 10);
+    const double step = std::pow(10.0, double(exponent) - double(digits));
+    if (step > 0 && step < finest_step_) finest_step_ = step;
+  }
+  mutable double finest_step_ = HUGE_VAL;
   static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
   void skip_space() {
     while (pos_ < text_.size()) {

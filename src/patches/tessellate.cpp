@@ -352,6 +352,7 @@ PatchMesh tessellate_as(const PatchModel& model, const TessellationOptions& o, T
     rep->tensor_patches = model.tensor_patch_count();
     rep->triangular_patches = rep->patches - rep->tensor_patches;
     rep->evaluated_points = pl.grid_samples + pl.extra_samples;
+    rep->seam_tolerance = pl.topo.seam_tolerance;
     for (std::size_t k = 0; k < pl.topo.edges.size(); ++k) {
       const auto& e = pl.topo.edges[k];
       if (e.collapsed) ++rep->collapsed_edges;

@@ -52,6 +52,18 @@ TEST(BezierView, ReadsEveryKindAndGroups) {
   validate(m);
 }
 
+// The decimal step the coordinates were written with: the finest among the numbers with a fractional part;
+// integers are exact as written, and a model with no decimals at all has none.
+TEST(BezierView, NotesTheStepCoordinatesWereWrittenWith) {
+  const std::string bilinear = "4\n1\n";
+  auto step = [&](const std::string& points) { return parse_bezierview(bilinear + points, "t.bv").printed_step; };
+  EXPECT_DOUBLE_EQ(step("0.050926 0.000000 1.5 1 0 0 0 1 0 1 1 0\n"), 1e-6);
+  EXPECT_DOUBLE_EQ(step("-80.00 0.00 30.00 1.00 0.00 0.00 0.00 1.00 0.00 1.00 1.00 0.00\n"), 1e-2);
+  EXPECT_DOUBLE_EQ(step(".66667 0 0 1 0 0 0 1 0 1 1 0\n"), 1e-5);
+  EXPECT_DOUBLE_EQ(step("1.5e-05 0 0 1 0 0 0 1 0 1 1 2.25E+01\n"), 1e-6);
+  EXPECT_EQ(step("0 0 0 1 0 0 0 1 0 1 1 0\n"), 0.0);
+}
+
 TEST(BezierView, GroupLinesNameGroupsByColourAndName) {
   // Files repeat a group line before every patch: the same colour and name are the same group.
   std::string text;

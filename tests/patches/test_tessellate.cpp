@@ -151,6 +151,66 @@ TEST(Tessellate, SeamsWeldWithinTheToleranceAndAcrossDegrees) {
   }
 }
 
+// A file written to six decimals (as twg2.bv is) rounds each patch's copy of a shared point on its own, so the copies
+// differ by up to 1e-6, far above the default fraction of a small model's size: the sides still weld, within the
+// step the file was written with. A model built in code (no printed step) opens there, and bitwise matching stays
+// bitwise.
+TEST(Tessellate, SixDecimalFilesWeldWithinTheirStep) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x6dec);
+  std::uniform_real_distribution<double> jitter(-4e-7, 4e-7);
+  const PatchModel pillow = test::pillow();
+  std::string text;
+  char buf[96];
+  for (const Patch& p : pillow.patches) {
+    text += "4\n3\n";
+    for (std::int64_t k = 0; k < p.control_point_count(); ++k) {
+      const double* q = &pillow.points[std::size_t(p.offset + k) * 4];
+      // (a scale and shift whose values lie off the six-decimal grid, so that the copies round apart)
+      std::snprintf(buf, sizeof buf, "%.6f %.6f %.6f\n", 0.123456789 * q[0] + 0.0111111 + jitter(rng),
+                    0.123456789 * q[1] + 0.0111111 + jitter(rng), 0.123456789 * q[2] + 0.0111111 + jitter(rng));
+      text += buf;
+    }
+  }
+  const PatchModel model = parse_bezierview(text, "pillow-6-decimals.bv");
+  EXPECT_DOUBLE_EQ(model.printed_step, 1e-6);
+  TessellationOptions o;
+  o.device = Device::Cpu;
+  o.resolution = 5;
+  TessellationReport rep;
+  PatchMesh mesh = tessellate(model, o, &rep);
+  EXPECT_EQ(rep.open_edges, 0);
+  EXPECT_EQ(rep.shared_edges, 12);
+  EXPECT_DOUBLE_EQ(rep.seam_tolerance, 1.25e-6);
+  EXPECT_EQ(test::edge_census(mesh).boundary, 0);
+  EXPECT_EQ(test::euler_characteristic(mesh), 2);
+  PatchModel built = model;
+  built.printed_step = 0;
+  tessellate(built, o, &rep);
+  EXPECT_GT(rep.open_edges, 0) << "the fixture needs the printed step";
+  o.seam_tolerance = 0;
+  tessellate(model, o, &rep);
+  EXPECT_GT(rep.open_edges, 0) << "bitwise matching";
+}
+
+// twg2.bv (288 patches of degrees 3 to 5, six decimals): closed once its seams weld within the file's step.
+TEST(Tessellate, Twg2IsClosed) {
+  REQUIRE_MODEL(twg2, "twg2.bv");
+  for (Device dev : devices())
+    for (double tolerance : {0.0, 1e-3}) {
+      TessellationOptions o;
+      o.device = dev;
+      o.tolerance = tolerance;
+      TessellationReport rep;
+      const PatchMesh mesh = tessellate(twg2, o, &rep);
+      const std::string what = std::string(device_name(dev)) + (tolerance > 0 ? ", adaptive" : ", uniform");
+      EXPECT_EQ(rep.open_edges, 0) << what;
+      EXPECT_EQ(rep.shared_edges, 576) << what;
+      const auto census = test::edge_census(mesh);
+      EXPECT_EQ(census.boundary, 0) << what;
+      EXPECT_EQ(census.non_manifold, 0) << what;
+    }
+}
+
 TEST(Tessellate, TorusIsClosedWithEulerZero) {
   REQUIRE_MODEL(torus, "tor.bv");
   for (Device dev : devices()) {
