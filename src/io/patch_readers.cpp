@@ -279,6 +279,36 @@ BSplineSurface bspline_surface_from_json(const nlohmann::json& s, const std::str
   }
 }
 
+namespace {
+
+// The finest decimal step of a JSON text's floating-point numbers, as written (io::decimal_step); 0 when none.
+double json_printed_step(const std::string& text) {
+  struct Steps : nlohmann::json_sax<nlohmann::json> {
+    double finest = HUGE_VAL;
+    bool null() override { return true; }
+    bool boolean(bool) override { return true; }
+    bool number_integer(number_integer_t) override { return true; }
+    bool number_unsigned(number_unsigned_t) override { return true; }
+    bool number_float(number_float_t, const string_t& s) override {
+      const double step = io::decimal_step(s);
+      if (step > 0) finest = std::min(finest, step);
+      return true;
+    }
+    bool string(string_t&) override { return true; }
+    bool binary(binary_t&) override { return true; }
+    bool start_object(std::size_t) override { return true; }
+    bool key(string_t&) override { return true; }
+    bool end_object() override { return true; }
+    bool start_array(std::size_t) override { return true; }
+    bool end_array() override { return true; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  } steps;
+  nlohmann::json::sax_parse(text, &steps);
+  return std::isfinite(steps.finest) ? steps.finest : 0.0;
+}
+
+}  // namespace
+
 PatchModel parse_bspline_json(const std::string& text, const std::string& name) {
   const nlohmann::json doc = io::parse_json(text, name);
   // Trimmed Bézier patches (accurate FFD's exact output) share the .json extension.
@@ -309,6 +339,7 @@ PatchModel parse_bspline_json(const std::string& text, const std::string& name) 
       throw Error(ErrorKind::Parse, where + ": " + e.what());
     }
   }
+  m.printed_step = json_printed_step(text);
   return m;
 }
 

@@ -10,6 +10,18 @@
 
 namespace parasurf::io {
 
+// The decimal step a number was written with: 10^-digits after the point, scaled by its exponent ("0.050926":
+// 1e-6, "1.5e-05": 1e-6); 0 for an integer, which is exact as written.
+inline double decimal_step(std::string_view t) {
+  const std::size_t dot = t.find('.');
+  if (dot == std::string_view::npos) return 0;
+  const std::size_t e = t.find_first_of("eE", dot);
+  const std::size_t digits = (e == std::string_view::npos ? t.size() : e) - dot - 1;
+  long exponent = 0;
+  if (e != std::string_view::npos) exponent = std::strtol(std::string(t.substr(e + 1)).c_str(), nullptr, 10);
+  return std::pow(10.0, double(exponent) - double(digits));
+}
+
 struct Token {
   std::string_view text;
   int line = 0;
@@ -97,13 +109,7 @@ class TextCursor {
 
  private:
   void note_step(std::string_view t) const {
-    const std::size_t dot = t.find('.');
-    if (dot == std::string_view::npos) return;  // integers are exact as written
-    std::size_t e = t.find_first_of("eE", dot);
-    const std::size_t digits = (e == std::string_view::npos ? t.size() : e) - dot - 1;
-    long exponent = 0;
-    if (e != std::string_view::npos) exponent = std::strtol(std::string(t.substr(e + 1)).c_str(), nullptr, 10);
-    const double step = std::pow(10.0, double(exponent) - double(digits));
+    const double step = decimal_step(t);
     if (step > 0 && step < finest_step_) finest_step_ = step;
   }
   mutable double finest_step_ = HUGE_VAL;

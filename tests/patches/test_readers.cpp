@@ -246,6 +246,10 @@ TEST(BSpline, JsonReaderAndErrors) {
   const PatchModel m = parse_bspline_json(doc, "s.json");
   ASSERT_EQ(m.patches.size(), 1u);
   EXPECT_EQ(m.patches[0].degree_v, 2);
+  EXPECT_EQ(m.printed_step, 0.0) << "integers only";
+  const std::string six =
+      R"({"degree": [1, 1], "knots": [[0, 0, 1, 1], [0, 0, 1, 1]], "points": [[[0.123457,0,0],[0,1.5,1]], [[1,0,0],[1,1,1.25e-3]]]})";
+  EXPECT_DOUBLE_EQ(parse_bspline_json(six, "six.json").printed_step, 1e-6);
   EXPECT_NE(error_of([&] { parse_bspline_json("{", "s.json"); }).find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of([&] { parse_bspline_json(R"({"degree": 3, "knots": [[0,1],[0,1]], "points": [[[0,0,0]]]})", "s.json"); })
                 .find("s.json"),
