@@ -51,7 +51,8 @@ void add_tessellate(CLI::App& app) {
   cmd->add_flag("--no-orient", a->no_orient, "Keep every patch's own orientation");
   cmd->add_option("--seam-tolerance", a->seam_tolerance,
                   "Patch sides are one seam when their curves agree within this fraction of the model's size "
-                  "(default 1e-9; 0: bitwise equal control points)");
+                  "(default 1e-9; 0: bitwise equal control points), or within the decimal step the file wrote its "
+                  "coordinates with where that is larger");
   cmd->add_flag("--compare-uniform", a->compare_uniform,
                 "With --tolerance: also find the uniform resolution that meets it and report its triangle count");
   cmd->add_option("--precision", a->precision, "float | double")->check(CLI::IsMember({"float", "double"}));
