@@ -116,7 +116,7 @@ Topology build_topology(const PatchModel& m, bool orient, double relative_tolera
                                  : 0.0;
   double tol = std::isfinite(diagonal) ? std::max(0.0, relative_tolerance) * diagonal : 0.0;
   // A file written to a fixed number of decimals rounded each copy of a shared point by up to half its step: the
-  // copies differ by up to the step (twg2.bv, six decimals on a model 0.3 across: 350 of its 576 seams 1e-7 to 1e-6
+  // copies differ by up to the step (twg2.bv, six decimals, a box diagonal of 3.1: 350 of its 576 seams up to 1e-6
   // apart). Homogeneous coordinates carry it to the projected points, divided by the weight. Bitwise matching (a
   // zero tolerance) stays bitwise; at most a thousandth of the model's size.
   if (relative_tolerance > 0 && m.printed_step > 0 && lowest_weight > 0 && std::isfinite(diagonal)) {
