@@ -104,39 +104,64 @@ PS_HD double evaluation_error(double largest_coefficient, int total_degree) { re
 // proves none; K inside the cell's interior proves exactly one, to which Newton from m converges.
 // f_err bounds the rounding error of f_mid; it widens K, so that values lost in rounding (near tangent roots, where
 // f is tiny over a whole region) never prove a root.
-PS_HD CellTest krawczyk_test(int n, const Range* jac, const double* f_mid, const double* f_err) {
-  double a[6][12];  // [mid J | I], reduced to [I | Y] by Gauss-Jordan with partial pivoting
+// N > 0: the unknowns are N, a constant, so that every loop has a fixed count and on the GPU the matrix stays in
+// registers (rows are exchanged by comparing indices, never through a computed one, which would put it in memory).
+// N = 0: n unknowns (1 to 6) given at run time, for kernels that serve every shape (the unrolled matrix of six
+// unknowns would take all of their registers).
+template <int N>
+PS_HD CellTest krawczyk_test(int n_given, const Range* jac, const double* f_mid, const double* f_err) {
+  constexpr int C = N > 0 ? N : 6;
+  const int n = N > 0 ? N : n_given;
+  double a[C][2 * C];  // [mid J | I], reduced to [I | Y] by Gauss-Jordan with partial pivoting
+  PS_UNROLL
   for (int i = 0; i < n; ++i)
+    PS_UNROLL
     for (int k = 0; k < 2 * n; ++k) a[i][k] = k < n ? 0.5 * (jac[i * n + k].lo + jac[i * n + k].hi) : (k - n == i ? 1.0 : 0.0);
   double biggest = 0;
+  PS_UNROLL
   for (int i = 0; i < n; ++i)
+    PS_UNROLL
     for (int k = 0; k < n; ++k) biggest = biggest > (a[i][k] < 0 ? -a[i][k] : a[i][k]) ? biggest : (a[i][k] < 0 ? -a[i][k] : a[i][k]);
+  PS_UNROLL
   for (int c = 0; c < n; ++c) {
     int pivot = c;
-    for (int r = c + 1; r < n; ++r) pivot = (a[r][c] < 0 ? -a[r][c] : a[r][c]) > (a[pivot][c] < 0 ? -a[pivot][c] : a[pivot][c]) ? r : pivot;
-    const double p = a[pivot][c];
+    double p = a[c][c];
+    PS_UNROLL
+    for (int r = c + 1; r < n; ++r)
+      if ((a[r][c] < 0 ? -a[r][c] : a[r][c]) > (p < 0 ? -p : p)) pivot = r, p = a[r][c];
     if (!(p > 1e-12 * biggest || p < -1e-12 * biggest)) return CellTest::Unknown;  // singular midpoint Jacobian
-    for (int k = 0; k < 2 * n; ++k) {
-      const double t = a[c][k];
-      a[c][k] = a[pivot][k];
-      a[pivot][k] = t;
-    }
+    PS_UNROLL
+    for (int r = c + 1; r < n; ++r)
+      if (r == pivot)
+        PS_UNROLL
+        for (int k = 0; k < 2 * n; ++k) {
+          const double t = a[c][k];
+          a[c][k] = a[r][k];
+          a[r][k] = t;
+        }
+    PS_UNROLL
     for (int k = 0; k < 2 * n; ++k) a[c][k] /= p;
+    PS_UNROLL
     for (int r = 0; r < n; ++r) {
       if (r == c) continue;
       const double f = a[r][c];
+      PS_UNROLL
       for (int k = 0; k < 2 * n; ++k) a[r][k] -= f * a[c][k];
     }
   }
   bool inside = true;
+  PS_UNROLL
   for (int i = 0; i < n; ++i) {
     double centre = 0.5, radius = 0;
+    PS_UNROLL
     for (int j = 0; j < n; ++j) {
       centre -= a[i][n + j] * f_mid[j];
       radius += (a[i][n + j] < 0 ? -a[i][n + j] : a[i][n + j]) * f_err[j];
     }
+    PS_UNROLL
     for (int k = 0; k < n; ++k) {
       double lo = i == k ? 1.0 : 0.0, hi = lo;  // (I - Y J)_ik as an interval
+      PS_UNROLL
       for (int j = 0; j < n; ++j) {
         const double y = a[i][n + j], p = -y * jac[j * n + k].lo, q = -y * jac[j * n + k].hi;
         lo += p < q ? p : q;
@@ -151,6 +176,19 @@ PS_HD CellTest krawczyk_test(int n, const Range* jac, const double* f_mid, const
     if (!(centre - radius > 1e-12 && centre + radius < 1 - 1e-12)) inside = false;
   }
   return inside ? CellTest::Unique : CellTest::Unknown;
+}
+
+// The test for n unknowns (1 to 6) given at run time, the loops made for n.
+PS_HD CellTest krawczyk_test(int n, const Range* jac, const double* f_mid, const double* f_err) {
+  switch (n) {
+    case 1: return krawczyk_test<1>(n, jac, f_mid, f_err);
+    case 2: return krawczyk_test<2>(n, jac, f_mid, f_err);
+    case 3: return krawczyk_test<3>(n, jac, f_mid, f_err);
+    case 4: return krawczyk_test<4>(n, jac, f_mid, f_err);
+    case 5: return krawczyk_test<5>(n, jac, f_mid, f_err);
+    case 6: return krawczyk_test<6>(n, jac, f_mid, f_err);
+    default: return CellTest::Unknown;
+  }
 }
 
 }  // namespace parasurf::solverk

@@ -129,6 +129,13 @@ struct GpuCells {
 // host's settling of the same cells).
 bool gpu_settling();
 void set_gpu_settling(bool on);
+// Whether the CUDA engines test and split the nodes of small square systems with kernels made for their shape (on
+// unless a test compares them with the general kernels on the same batch).
+bool gpu_small_shape_kernels();
+void set_gpu_small_shape_kernels(bool on);
+// Traversals that ran on those kernels since the process started (for such a test to see that they did).
+std::int64_t gpu_small_shape_traversals();
+void count_small_shape_traversal();
 
 // The shape groups of a batch are traversed up to this many at once, each from a thread of its own on that
 // thread's stream: a group's levels are mostly small kernels one after another, which leave the GPU idle.

@@ -944,10 +944,15 @@ std::unique_ptr<Engine> make_engine(Device device, SolverCpuScheme scheme) {
 
 namespace solver {
 namespace {
-std::atomic<bool> g_gpu_settling{true};
+std::atomic<bool> g_gpu_settling{true}, g_gpu_small_shape_kernels{true};
+std::atomic<std::int64_t> g_small_shape_traversals{0};
 }
 bool gpu_settling() { return g_gpu_settling.load(std::memory_order_relaxed); }
 void set_gpu_settling(bool on) { g_gpu_settling.store(on, std::memory_order_relaxed); }
+bool gpu_small_shape_kernels() { return g_gpu_small_shape_kernels.load(std::memory_order_relaxed); }
+void set_gpu_small_shape_kernels(bool on) { g_gpu_small_shape_kernels.store(on, std::memory_order_relaxed); }
+std::int64_t gpu_small_shape_traversals() { return g_small_shape_traversals.load(); }
+void count_small_shape_traversal() { ++g_small_shape_traversals; }
 }  // namespace solver
 
 double solver_engine_seconds() { return 1e-9 * double(g_engine_ns.load()); }

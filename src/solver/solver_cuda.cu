@@ -166,7 +166,7 @@ __device__ void classify_node(const Shape& sh, int node, double tolerance, const
       for (int v = 0; v < sh.n; ++v) width = fmax(width, hi[v] - lo[v]);
       result = kSplit;
       if (sh.square) {
-        const solverk::CellTest t = solverk::krawczyk_test(sh.n, sj, smid, serr);
+        const solverk::CellTest t = solverk::krawczyk_test<0>(sh.n, sj, smid, serr);
         if (t == solverk::CellTest::Empty) result = kExcluded;
         else if (t == solverk::CellTest::Unique) result = kUnique;
       }
@@ -193,9 +193,142 @@ __device__ void classify_node(const Shape& sh, int node, double tolerance, const
   }
 }
 
-// One warp per node. The resident engine passes its state (the level's count and tolerance come from it, and the
-// flags past the count, up to `scanned`, are cleared for the scan); the hybrid engine passes both as arguments.
-__global__ void classify_kernel(Shape sh, int count, double tolerance, const LevelState* st, int level, long long scanned,
+// Small square systems: the unknowns (N, 1 to 3) and polynomials (P: the N equations, then inequalities) are
+// constants, and every polynomial's degree along any variable is below kSmallLine. classify_node's test, step for
+// step (the same cells, bit for bit), with the loops over polynomials, equations and variables unrolled: the warp's
+// reductions are independent of one another, so their shuffles overlap instead of forming one long chain, and the
+// interval Jacobian, the centre values and Krawczyk's matrix stay in registers. At a narrow frontier a level's time
+// is one node's test from start to end.
+constexpr int kSmallLine = 8;
+
+template <int N, int P>
+__device__ void classify_small(const Shape& sh, int node, double tolerance, const double* __restrict__ coef,
+                               const double* __restrict__ box, int* __restrict__ verdict, int* __restrict__ axis_out,
+                               unsigned long long* __restrict__ flags, LevelCounters* counters) {
+  const int lane = threadIdx.x % 32;
+  const double* c = coef + static_cast<long long>(node) * sh.block;
+  const double* lo = box + static_cast<long long>(node) * 2 * N;
+  const double* hi = lo + N;
+  double mn[P], mx[P];
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    mn[p] = 1e308, mx[p] = -1e308;
+    for (int i = lane; i < sh.size[p]; i += 32) mn[p] = fmin(mn[p], c[sh.offset[p] + i]), mx[p] = fmax(mx[p], c[sh.offset[p] + i]);
+  }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+    for (int p = 0; p < P; ++p)
+      mn[p] = fmin(mn[p], __shfl_xor_sync(0xffffffffu, mn[p], o)), mx[p] = fmax(mx[p], __shfl_xor_sync(0xffffffffu, mx[p], o));
+  bool excluded = false;
+  double err[N];
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    excluded = excluded || (p < N ? (mn[p] > sh.slack || mx[p] < -sh.slack) : !(mx[p] > 0));
+    if (p < N) {
+      int total = 0;
+#pragma unroll
+      for (int v = 0; v < N; ++v) total += sh.degree[p][v];
+      err[p < N ? p : 0] = solverk::evaluation_error(fmax(fabs(mn[p]), fabs(mx[p])), total) + sh.slack;
+    }
+  }
+  int result = kExcluded, axis = 0;
+  if (!excluded) {
+    solverk::Range jac[N * N];
+    double mid[N];
+#pragma unroll
+    for (int e = 0; e < N; ++e) {
+#pragma unroll
+      for (int v = 0; v < N; ++v) {
+        const int d = sh.degree[e][v], inner = sh.inner[e][v], line = (d + 1) * inner;
+        double a = 1e308, b = -1e308;
+        if (d > 0)
+          for (int i = lane; i < sh.size[e]; i += 32) {
+            if ((i % line) >= d * inner) continue;  // the last coefficient of its line along v
+            const double x = d * (c[sh.offset[e] + i + inner] - c[sh.offset[e] + i]);
+            a = fmin(a, x), b = fmax(b, x);
+          }
+        else
+          a = b = 0;
+        jac[e * N + v] = {a, b};
+      }
+      double acc = 0;
+      for (int i = lane; i < sh.size[e]; i += 32) {
+        double w = 1;
+#pragma unroll
+        for (int v = 0; v < N; ++v) {
+          const int d = sh.degree[e][v], idx = (i / sh.inner[e][v]) % (d + 1);
+          w *= c_half_weight[d * 64 + idx];
+        }
+        acc += w * c[sh.offset[e] + i];
+      }
+      mid[e] = acc;
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+      for (int e = 0; e < N; ++e) {
+#pragma unroll
+        for (int v = 0; v < N; ++v)
+          jac[e * N + v].lo = fmin(jac[e * N + v].lo, __shfl_xor_sync(0xffffffffu, jac[e * N + v].lo, o)),
+          jac[e * N + v].hi = fmax(jac[e * N + v].hi, __shfl_xor_sync(0xffffffffu, jac[e * N + v].hi, o));
+        mid[e] += __shfl_xor_sync(0xffffffffu, mid[e], o);
+      }
+    if (lane == 0) {
+      double width = 0;
+#pragma unroll
+      for (int v = 0; v < N; ++v) width = fmax(width, hi[v] - lo[v]);
+      result = kSplit;
+      const solverk::CellTest t = solverk::krawczyk_test<N>(N, jac, mid, err);
+      if (t == solverk::CellTest::Empty) result = kExcluded;
+      else if (t == solverk::CellTest::Unique) result = kUnique;
+      if (result == kSplit && width < tolerance) result = kCandidate;
+      if (result == kSplit) {
+        double best = -1;
+#pragma unroll
+        for (int v = 0; v < N; ++v) {
+          if (hi[v] - lo[v] < 0.5 * tolerance) continue;
+          double var = 0;
+#pragma unroll
+          for (int e = 0; e < N; ++e) var = fmax(var, fmax(fabs(jac[e * N + v].lo), fabs(jac[e * N + v].hi)));
+          if (var > best) best = var, axis = v;
+        }
+        atomic_max_positive(&counters->max_width, width);
+      }
+      if (result == kCandidate) atomicAdd(&counters->candidates, 1ull);
+    }
+  }
+  if (lane == 0) {
+    verdict[node] = result;
+    axis_out[node] = axis;
+    flags[node] = (result == kSplit ? 1ull : 0ull) | ((result == kUnique || result == kCandidate) ? 1ull << 32 : 0ull);
+  }
+}
+
+// A block's counters, gathered in shared memory and added to the level's once: every node of a narrow level
+// updating the same two words would queue them at one address.
+struct BlockCounters {
+  LevelCounters shared;
+  __device__ void start() {
+    if (threadIdx.x == 0) shared = {0ull, 0ull};
+    __syncthreads();
+  }
+  __device__ void finish(LevelCounters* level) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      if (shared.max_width) atomicMax(&level->max_width, shared.max_width);
+      if (shared.candidates) atomicAdd(&level->candidates, shared.candidates);
+    }
+  }
+};
+
+// One warp per node (N = 0: any shape; else classify_small's). The resident engine passes its state (the level's
+// count and tolerance come from it, and the flags past the count, up to `scanned`, are cleared for the scan); the
+// hybrid engine passes both as arguments.
+// (The general kernel keeps within 64 registers, as it did without bounds; the small ones may take what their
+// unrolled test needs rather than spill.)
+template <int N, int P>
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, N == 0 ? 8 : 1) classify_kernel(Shape sh, int count, double tolerance, const LevelState* st, int level, long long scanned,
                                 const double* __restrict__ coef, const double* __restrict__ box, int* __restrict__ verdict,
                                 int* __restrict__ axis_out, unsigned long long* __restrict__ flags, LevelCounters* counters) {
   if (st) {
@@ -204,13 +337,20 @@ __global__ void classify_kernel(Shape sh, int count, double tolerance, const Lev
     tolerance = st->tolerance;
   }
   const int warp = threadIdx.x / 32;
-  __shared__ solverk::Range s_jac[kWarpsPerBlock][kMaxVars * kMaxVars];
-  __shared__ double s_mid[kWarpsPerBlock][kMaxVars];
-  __shared__ double s_err[kWarpsPerBlock][kMaxVars];
+  __shared__ BlockCounters block;
+  block.start();
   for (int node = blockIdx.x * kWarpsPerBlock + warp; node < count; node += gridDim.x * kWarpsPerBlock) {
-    classify_node(sh, node, tolerance, coef, box, verdict, axis_out, flags, counters, s_jac[warp], s_mid[warp], s_err[warp]);
+    if constexpr (N == 0) {
+      __shared__ solverk::Range s_jac[kWarpsPerBlock][kMaxVars * kMaxVars];
+      __shared__ double s_mid[kWarpsPerBlock][kMaxVars];
+      __shared__ double s_err[kWarpsPerBlock][kMaxVars];
+      classify_node(sh, node, tolerance, coef, box, verdict, axis_out, flags, &block.shared, s_jac[warp], s_mid[warp], s_err[warp]);
+    } else {
+      classify_small<N, P>(sh, node, tolerance, coef, box, verdict, axis_out, flags, &block.shared);
+    }
     __syncwarp();
   }
+  block.finish(counters);
   for (long long i = count + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < scanned;
        i += static_cast<long long>(gridDim.x) * blockDim.x)
     flags[i] = 0;
@@ -278,8 +418,46 @@ __global__ void level_kernel(LevelState* st, int level, LevelLimits lim, const u
   }
 }
 
+// The lines of split_node for small shapes (see classify_small): at most kSmallLine coefficients a line, held in
+// registers (every index a constant; the right child's coefficient of each round is the round's last one, kept as
+// it is made). The same combinations in the same order as split_node's.
+template <int N, int P>
+__device__ void split_small_lines(const Shape& sh, int axis, const double* __restrict__ c, double* __restrict__ cl,
+                                  double* __restrict__ cr) {
+  const int lane = threadIdx.x % 32;
+#pragma unroll
+  for (int p = 0; p < P; ++p) {
+    const int d = sh.degree[p][axis], inner = sh.inner[p][axis], n = d + 1, lines = sh.size[p] / n;
+    for (int line = lane; line < lines; line += 32) {
+      const int at = sh.offset[p] + (line / inner) * n * inner + line % inner;
+      double w[kSmallLine], last = 0;
+#pragma unroll
+      for (int i = 0; i < kSmallLine; ++i)
+        if (i < n) {
+          w[i] = c[at + i * inner];
+          if (i == n - 1) last = w[i];
+        }
+      cl[at] = w[0];
+      cr[at + (n - 1) * inner] = last;
+#pragma unroll
+      for (int r = 1; r < kSmallLine; ++r) {
+        if (r >= n) break;
+#pragma unroll
+        for (int i = 0; i + r < kSmallLine; ++i)
+          if (i + r < n) {
+            w[i] = (1 - solverk::kSplitAt) * w[i] + solverk::kSplitAt * w[i + 1];
+            if (i + r == n - 1) last = w[i];
+          }
+        cl[at + r * inner] = w[0];
+        cr[at + (n - 1 - r) * inner] = last;
+      }
+    }
+  }
+}
+
 // One warp per node: a split node writes its two children (de Casteljau at 1/2 along its axis, a line per lane);
 // a finished cell writes its record. The resident engine's state gives the count and where finished cells go.
+template <int N, int P>
 __device__ void split_node(const Shape& sh, int node, const double* __restrict__ coef, const double* __restrict__ box,
                            const int* __restrict__ system, const int* __restrict__ verdict, const int* __restrict__ axis_of,
                            const unsigned long long* __restrict__ index, double* __restrict__ next_coef,
@@ -309,23 +487,28 @@ __device__ void split_node(const Shape& sh, int node, const double* __restrict__
   const double* c = coef + static_cast<long long>(node) * sh.block;
   double* cl = next_coef + left * sh.block;
   double* cr = next_coef + right * sh.block;
-  for (int p = 0; p < sh.polys; ++p) {
-    const int d = sh.degree[p][axis], inner = sh.inner[p][axis], n = d + 1, lines = sh.size[p] / n;
-    for (int line = lane; line < lines; line += 32) {
-      const int at = sh.offset[p] + (line / inner) * n * inner + line % inner;
-      double w[64];
-      for (int i = 0; i < n; ++i) w[i] = c[at + i * inner];
-      cl[at] = w[0];
-      cr[at + (n - 1) * inner] = w[n - 1];
-      for (int r = 1; r < n; ++r) {
-        for (int i = 0; i + r < n; ++i) w[i] = (1 - solverk::kSplitAt) * w[i] + solverk::kSplitAt * w[i + 1];
-        cl[at + r * inner] = w[0];
-        cr[at + (n - 1 - r) * inner] = w[n - 1 - r];
+  if constexpr (N > 0) {
+    split_small_lines<N, P>(sh, axis, c, cl, cr);
+  } else {
+    for (int p = 0; p < sh.polys; ++p) {
+      const int d = sh.degree[p][axis], inner = sh.inner[p][axis], n = d + 1, lines = sh.size[p] / n;
+      for (int line = lane; line < lines; line += 32) {
+        const int at = sh.offset[p] + (line / inner) * n * inner + line % inner;
+        double w[64];
+        for (int i = 0; i < n; ++i) w[i] = c[at + i * inner];
+        cl[at] = w[0];
+        cr[at + (n - 1) * inner] = w[n - 1];
+        for (int r = 1; r < n; ++r) {
+          for (int i = 0; i + r < n; ++i) w[i] = (1 - solverk::kSplitAt) * w[i] + solverk::kSplitAt * w[i + 1];
+          cl[at + r * inner] = w[0];
+          cr[at + (n - 1 - r) * inner] = w[n - 1 - r];
+        }
       }
     }
   }
 }
 
+template <int N, int P>
 __global__ void split_kernel(Shape sh, int count, const LevelState* st, int level, const double* __restrict__ coef,
                              const double* __restrict__ box, const int* __restrict__ system, const int* __restrict__ verdict,
                              const int* __restrict__ axis_of, const unsigned long long* __restrict__ index,
@@ -339,9 +522,35 @@ __global__ void split_kernel(Shape sh, int count, const LevelState* st, int leve
   }
   const int warp = threadIdx.x / 32;
   for (int node = blockIdx.x * kWarpsPerBlock + warp; node < count; node += gridDim.x * kWarpsPerBlock) {
-    split_node(sh, node, coef, box, system, verdict, axis_of, index, next_coef, next_box, next_system, out_box, out_system,
-               out_verdict, out_base);
+    split_node<N, P>(sh, node, coef, box, system, verdict, axis_of, index, next_coef, next_box, next_system, out_box, out_system,
+                     out_verdict, out_base);
     __syncwarp();
+  }
+}
+
+// The kernels for a shape: classify_small's and split_small_lines' for small square systems, else the general ones.
+struct LevelKernels {
+  decltype(&classify_kernel<0, 0>) classify;
+  decltype(&split_kernel<0, 0>) split;
+};
+template <int N, int P>
+LevelKernels level_kernels_of() {
+  return {&classify_kernel<N, P>, &split_kernel<N, P>};
+}
+LevelKernels level_kernels(const Shape& sh, bool square) {
+  bool small = gpu_small_shape_kernels() && square && sh.square && sh.m == sh.n && sh.n >= 1 && sh.n <= 3 &&
+               sh.polys >= sh.n && sh.polys <= sh.n + 1;
+  for (int p = 0; small && p < sh.polys; ++p)
+    for (int v = 0; v < sh.n; ++v) small = small && sh.degree[p][v] < kSmallLine;
+  if (!small) return level_kernels_of<0, 0>();
+  count_small_shape_traversal();
+  switch (sh.n * 2 + (sh.polys - sh.n)) {
+    case 2: return level_kernels_of<1, 1>();
+    case 3: return level_kernels_of<1, 2>();
+    case 4: return level_kernels_of<2, 2>();
+    case 5: return level_kernels_of<2, 3>();
+    case 6: return level_kernels_of<3, 3>();
+    default: return level_kernels_of<3, 4>();
   }
 }
 
@@ -556,6 +765,7 @@ void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool squar
     return;
   }
   PS_CUDA(cudaMemcpyAsync(st, &s, sizeof s, cudaMemcpyHostToDevice, kStream), "writing the level state");
+  const LevelKernels kernels = level_kernels(sh, square);
   int level = 0;
   long long reach = systems;  // at most this many nodes in the next level queued (its grid covers them)
   for (;;) {
@@ -563,7 +773,7 @@ void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool squar
     for (int k = 0; k < kLevelsPerLook; ++k, ++level) {
       const int p = level & 1;
       const int blocks = int(std::min<long long>((reach + kWarpsPerBlock - 1) / kWarpsPerBlock, block_limit()));
-      classify_kernel<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, 0, 0, st, level, reach, r.coef[p].as<double>(), r.box[p].as<double>(),
+      kernels.classify<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, 0, 0, st, level, reach, r.coef[p].as<double>(), r.box[p].as<double>(),
                                                        r.verdict.as<int>(), r.axis.as<int>(), r.flags.as<unsigned long long>(),
                                                        r.counters.as<LevelCounters>());
       PS_CUDA_LAUNCH("testing solver nodes");
@@ -573,7 +783,7 @@ void resident_levels(ResidentLevels& r, const Shape& sh, int systems, bool squar
       level_kernel<<<1, 1, 0, kStream>>>(st, level, lim, r.flags.as<unsigned long long>(), r.index.as<unsigned long long>(),
                              r.counters.as<LevelCounters>());
       PS_CUDA_LAUNCH("closing a level");
-      split_kernel<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, 0, st, level, r.coef[p].as<double>(), r.box[p].as<double>(), r.sys[p].as<int>(),
+      kernels.split<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, 0, st, level, r.coef[p].as<double>(), r.box[p].as<double>(), r.sys[p].as<int>(),
                                                     r.verdict.as<int>(), r.axis.as<int>(), r.index.as<unsigned long long>(),
                                                     r.coef[1 - p].as<double>(), r.box[1 - p].as<double>(), r.sys[1 - p].as<int>(),
                                                     r.out_box.buf.as<double>(), r.out_system.buf.as<int>(), r.out_verdict.buf.as<int>(), 0);
@@ -695,6 +905,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
   std::vector<unsigned long long> h_index;
   int level = 0;
   const std::int64_t max_nodes = batch_cell_limit(o.max_nodes, std::size_t(systems));
+  const LevelKernels kernels = level_kernels(sh, square);
   if (!hybrid) {
     resident_levels(ws.level, sh, systems, square, o, memory_budget, max_nodes, t0, status, nodes, finished, candidates,
                     tolerance);
@@ -715,7 +926,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
     grow(flags, std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
     grow(index, std::size_t(n) * sizeof(unsigned long long), "allocating node verdicts");
     const int blocks = (n + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    classify_kernel<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, n, tolerance, nullptr, 0, 0, coef[cur].as<double>(), box[cur].as<double>(),
+    kernels.classify<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, n, tolerance, nullptr, 0, 0, coef[cur].as<double>(), box[cur].as<double>(),
                                                      verdict.as<int>(), axis.as<int>(), flags.as<unsigned long long>(),
                                                      counters.as<LevelCounters>());
     PS_CUDA_LAUNCH("testing solver nodes");
@@ -761,7 +972,7 @@ GpuCells subdivide_cuda(const Shape& sh, const double* h_coef, int systems, bool
                         "allocating finished cells");
     out_system.ensure_keep(std::size_t(finished + outs) * sizeof(int), std::size_t(finished) * sizeof(int), "allocating finished cells");
     out_verdict.ensure_keep(std::size_t(finished + outs) * sizeof(int), std::size_t(finished) * sizeof(int), "allocating finished cells");
-    split_kernel<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, n, nullptr, 0, coef[cur].as<double>(), box[cur].as<double>(), sys[cur].as<int>(), verdict.as<int>(),
+    kernels.split<<<blocks, 32 * kWarpsPerBlock, 0, kStream>>>(sh, n, nullptr, 0, coef[cur].as<double>(), box[cur].as<double>(), sys[cur].as<int>(), verdict.as<int>(),
                                                   axis.as<int>(), index.as<unsigned long long>(),
                                                   status == "complete" ? coef[nxt].as<double>() : nullptr,
                                                   status == "complete" ? box[nxt].as<double>() : nullptr,

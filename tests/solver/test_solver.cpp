@@ -1096,6 +1096,85 @@ TEST(Solver, GpuSettledRootsEqualTheHostsNewton) {
               systems.size(), worst, (long long)settled, (unsigned long long)seed);
 }
 
+// Small square systems (one to three unknowns, at most one inequality, degrees below 8) are tested and split on the
+// GPU by kernels made for their shape; they must give the general kernels' cells bit for bit: the same roots, flags,
+// regions and cell counts, on both GPU engines. Random systems with known roots (degrees raised up to 7 by positive
+// factors), tangent roots (clusters of tolerance cells), an inequality that removes half the roots, and one system
+// of degree 8 (general kernels only) in the same batch.
+TEST(Solver, GpuSmallShapeKernelsEqualTheGeneralOnes) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the GPU engines do not run here";
+  const std::uint64_t seed = test::run_seed() + 47;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(0.05, 0.95), c(-1, 1);
+  std::uniform_int_distribution<int> raise(0, 3);
+  std::vector<std::vector<BernsteinPoly>> systems, positive;
+  auto minus = [](double r, int var, int vars) { return BernsteinPoly::univariate({-r, 1 - r}, var, vars); };
+  for (int k = 0; k < 1200; ++k) {
+    const int n = 1 + k % 3;
+    std::vector<double> r(static_cast<std::size_t>(n), 0.0);
+    for (double& v : r) v = u(rng);
+    std::vector<BernsteinPoly> eq;
+    const int times = raise(rng);  // positive quadratic factors in every variable (a few shapes, not hundreds)
+    for (int i = 0; i < n; ++i) {
+      BernsteinPoly f = 3.0 * minus(r[std::size_t(i)], i, n);
+      for (int v = 0; v < n; ++v)
+        if (v != i) f = f + c(rng) * minus(r[std::size_t(v)], v, n);
+      const BernsteinPoly d = minus(r[std::size_t((i + 1) % n)], (i + 1) % n, n);
+      f = f + 2.0 * c(rng) * (d * d);
+      for (int v = 0; v < n; ++v)
+        for (int t = 0; t < times; ++t) f = f * BernsteinPoly::univariate({1, 1.5 + c(rng), 1 + 0.5 * c(rng)}, v, n);
+      eq.push_back(f);
+    }
+    if (k % 7 == 3 && n == 2)  // a tangent root at r: y = r1 + (x - r0)^2 touching y = r1
+      eq = {minus(r[1], 1, 2) + (-1.0) * (minus(r[0], 0, 2) * minus(r[0], 0, 2)), minus(r[1], 1, 2)};
+    systems.push_back(eq);
+    positive.push_back(k % 5 == 1 ? std::vector<BernsteinPoly>{minus(0.5, 0, n)} : std::vector<BernsteinPoly>{});
+  }
+  BernsteinPoly high = minus(0.41, 0, 1);
+  for (int i = 0; i < 7; ++i) high = high * BernsteinPoly::univariate({1, 2}, 0, 1);
+  systems.push_back({high});
+  positive.push_back({});
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::size_t roots = 0, tangent = 0, regions = 0;
+  for (const Device device : {Device::Cuda, Device::Hybrid}) {
+    SolverOptions o;
+    o.device = device;
+    const std::int64_t before = solver::gpu_small_shape_traversals();
+    const std::vector<SolveResult> small = solve_systems(systems, o, positive);
+    const std::int64_t ran = solver::gpu_small_shape_traversals() - before;
+    solver::set_gpu_small_shape_kernels(false);
+    const std::vector<SolveResult> general = solve_systems(systems, o, positive);
+    solver::set_gpu_small_shape_kernels(true);
+    EXPECT_GT(ran, 0) << "the small-shape kernels did not run";
+    EXPECT_EQ(solver::gpu_small_shape_traversals() - before, ran) << "they ran while switched off";
+    ASSERT_EQ(small.size(), general.size());
+    for (std::size_t i = 0; i < systems.size(); ++i) {
+      const SolveResult &a = small[i], &b = general[i];
+      ASSERT_EQ(a.status, b.status) << i;
+      ASSERT_EQ(a.nodes, b.nodes) << i;
+      ASSERT_EQ(a.roots.size(), b.roots.size()) << i;
+      ASSERT_EQ(a.regions.size(), b.regions.size()) << i;
+      for (std::size_t k = 0; k < a.roots.size(); ++k) {
+        EXPECT_EQ(a.roots[k].x, b.roots[k].x) << i;
+        EXPECT_EQ(a.roots[k].residual, b.roots[k].residual) << i;
+        EXPECT_EQ(a.roots[k].proved_single, b.roots[k].proved_single) << i;
+        EXPECT_EQ(a.roots[k].multiplicity_hint, b.roots[k].multiplicity_hint) << i;
+        tangent += device == Device::Cuda && !a.roots[k].proved_single;
+      }
+      for (std::size_t k = 0; k < a.regions.size(); ++k) {
+        EXPECT_EQ(a.regions[k].lo, b.regions[k].lo) << i;
+        EXPECT_EQ(a.regions[k].hi, b.regions[k].hi) << i;
+        EXPECT_EQ(a.regions[k].cells, b.regions[k].cells) << i;
+      }
+      if (device == Device::Cuda) roots += a.roots.size(), regions += a.regions.size();
+    }
+  }
+  EXPECT_GT(roots, 1000u);
+  EXPECT_GT(tangent, 25u) << "tangent roots (clusters of tolerance cells)";
+  std::printf("  %zu systems: %zu roots (%zu tangent), %zu regions, equal on both kernels and engines (seed %llu)\n",
+              systems.size(), roots, tangent, regions, (unsigned long long)seed);
+}
+
 // The cell limit holds per system on every engine: a batch of systems that each fit it completes even when their
 // cells together pass it (engines that traverse a batch as one counted the batch against one system's limit, and a
 // batch of 10^4 curve pairs ended partial on the GPU).
