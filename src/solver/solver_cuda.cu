@@ -328,9 +328,10 @@ struct BlockCounters {
 // (The general kernel keeps within 64 registers, as it did without bounds; the small ones may take what their
 // unrolled test needs rather than spill.)
 template <int N, int P>
-__global__ void __launch_bounds__(32 * kWarpsPerBlock, N == 0 ? 8 : 1) classify_kernel(Shape sh, int count, double tolerance, const LevelState* st, int level, long long scanned,
-                                const double* __restrict__ coef, const double* __restrict__ box, int* __restrict__ verdict,
-                                int* __restrict__ axis_out, unsigned long long* __restrict__ flags, LevelCounters* counters) {
+__global__ void __launch_bounds__(32 * kWarpsPerBlock, N == 0 ? 8 : 1)
+    classify_kernel(Shape sh, int count, double tolerance, const LevelState* st, int level, long long scanned,
+                    const double* __restrict__ coef, const double* __restrict__ box, int* __restrict__ verdict,
+                    int* __restrict__ axis_out, unsigned long long* __restrict__ flags, LevelCounters* counters) {
   if (st) {
     if (!level_active(st, level)) return;
     count = int(st->count[level & 1]);
