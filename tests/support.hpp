@@ -9,6 +9,7 @@
 
 #include "parasurf/bezier.hpp"
 #include "parasurf/device.hpp"
+#include "parasurf/error.hpp"
 
 namespace parasurf::test {
 
@@ -56,5 +57,16 @@ RefJet reference_eval(const BezierSurface& s, long double u, long double v);
 // Diagonal of the control points' bounding box.
 double bbox_size(const BezierSurface& s);
 
+
+// The message of the parasurf::Error that call() throws, or "no error".
+template <class Call>
+std::string error_message(Call&& call) {
+  try {
+    call();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
 
 }  // namespace parasurf::test

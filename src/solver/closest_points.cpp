@@ -106,10 +106,7 @@ std::vector<double> edge_coefficients(const BezierSurface& s, int k, bool along_
 PatchTerms patch_terms(const BezierSurface& s) {
   PatchTerms t;
   const int m = s.degree_u, n = s.degree_v;
-  t.lo = t.hi = {s.points[0], s.points[1], s.points[2]};
-  for (std::size_t i = 0; i < s.points.size(); i += 3)
-    for (std::size_t k = 0; k < 3; ++k)
-      t.lo[k] = std::min(t.lo[k], s.points[i + k]), t.hi[k] = std::max(t.hi[k], s.points[i + k]);
+  solver::control_box(s, t.lo, t.hi);
   for (std::size_t k = 0; k < 3; ++k) t.centre[k] = 0.5 * (t.lo[k] + t.hi[k]);
   for (int k = 0; k < 3; ++k) {
     t.x[std::size_t(k)].degree = {m, n};

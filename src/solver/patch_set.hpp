@@ -45,6 +45,14 @@ inline void check_patch_set(const std::vector<BezierSurface>& patches, std::size
                                              " patches; at most 2^32 pairs in one call (split the " + query_name + ")");
 }
 
+// The box of a patch's control points (which holds the patch).
+inline void control_box(const BezierSurface& s, std::array<double, 3>& lo, std::array<double, 3>& hi) {
+  lo = hi = {s.points[0], s.points[1], s.points[2]};
+  for (std::size_t i = 0; i < s.points.size(); i += 3)
+    for (std::size_t k = 0; k < 3; ++k)
+      lo[k] = std::min(lo[k], s.points[i + k]), hi[k] = std::max(hi[k], s.points[i + k]);
+}
+
 namespace detail {
 
 // restrict_to's arithmetic on one line of at most 17 coefficients in place (at, at + stride, ...), without its

@@ -74,10 +74,7 @@ void grow_domain(std::vector<double>& c, int m, int n) {
 PatchBoxes boxes_of(const BezierSurface& s) {
   PatchBoxes b;
   const int m = s.degree_u, n = s.degree_v;
-  b.lo = b.hi = {s.points[0], s.points[1], s.points[2]};
-  for (std::size_t i = 0; i < s.points.size(); i += 3)
-    for (std::size_t k = 0; k < 3; ++k)
-      b.lo[k] = std::min(b.lo[k], s.points[i + k]), b.hi[k] = std::max(b.hi[k], s.points[i + k]);
+  solver::control_box(s, b.lo, b.hi);
   double size = 0, far = 0;
   for (std::size_t k = 0; k < 3; ++k)
     size = std::max(size, b.hi[k] - b.lo[k]), far = std::max({far, std::abs(b.lo[k]), std::abs(b.hi[k])});

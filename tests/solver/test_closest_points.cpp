@@ -257,14 +257,7 @@ TEST(ClosestPoints, ModelsTakenInTurnAnswerForThemselves) {
 
 TEST(ClosestPoints, BadInputIsRefusedWithTheReason) {
   const std::vector<BezierSurface> teapot = teapot_patches();
-  auto message = [](auto&& call) {
-    try {
-      call();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [](auto&& call) { return test::error_message(call); };
   EXPECT_NE(message([] { closest_points({}, {{0, 0, 0}}); }).find("no patches"), std::string::npos);
   EXPECT_NE(message([&] { closest_points(teapot, {{0, NAN, 0}}); }).find("query 0 is not finite"), std::string::npos);
   std::vector<BezierSurface> rational = {make_random_surface(2, 2, 5, true)};

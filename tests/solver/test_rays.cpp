@@ -291,14 +291,7 @@ TEST(Rays, SubPatchBoxesAreTheRestrictedPatchesBoxes) {
 
 TEST(Rays, BadInputIsRefusedWithTheReason) {
   const std::vector<BezierSurface> teapot = teapot_patches();
-  auto message = [](auto&& call) {
-    try {
-      call();
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
+  auto message = [](auto&& call) { return test::error_message(call); };
   EXPECT_NE(message([] { intersect_rays({}, {{0, 0, 0}}, {{0, 0, 1}}); }).find("no patches"), std::string::npos);
   EXPECT_NE(message([&] {
               intersect_rays(teapot, {{0, NAN, 0}}, {{0, 0, 1}});
