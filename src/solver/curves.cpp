@@ -78,13 +78,14 @@ SolverOptions with_slack(const SolverOptions& options) {
 
 // The curve less `centre`, over [-kGrow, 1 + kGrow] as a curve over [0, 1] (de Casteljau, extrapolating by kGrow at
 // each end: [-g, 1] first, then its parameter (1 + 2g) / (1 + g) is the old 1 + g). Curves have 64 points at most.
-BezierCurve2 grown(const BezierCurve2& c, const double* centre) {
+// (Into `w`, its first c.points.size() points: a batch makes two for each of its pairs.)
+using GrownPoints = std::array<std::array<double, 2>, 64>;
+void grown(const BezierCurve2& c, const double* centre, GrownPoints& w) {
   const std::size_t n = c.points.size();
-  std::array<std::array<double, 2>, 64> w, from;
+  GrownPoints from;
   for (std::size_t i = 0; i < n; ++i) w[i] = {c.points[i][0] - centre[0], c.points[i][1] - centre[1]};
   solver::split_curve(w.data(), n, -kGrow, nullptr, from.data());
   solver::split_curve(from.data(), n, (1 + 2 * kGrow) / (1 + kGrow), w.data(), nullptr);
-  return {std::vector<std::array<double, 2>>(w.begin(), w.begin() + std::ptrdiff_t(n))};
 }
 
 // A parameter of the grown domain on the curve's own, and whether it lay beyond an end (it is then clamped).
@@ -112,14 +113,16 @@ std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a_given, const
     for (const auto& p : c->points)
       for (int k = 0; k < 2; ++k) lo[k] = std::min(lo[k], p[k]), hi[k] = std::max(hi[k], p[k]);
   const double centre[2] = {0.5 * (lo[0] + hi[0]), 0.5 * (lo[1] + hi[1])};
-  const BezierCurve2 a = grown(a_given, centre), b = grown(b_given, centre);
+  GrownPoints a, b;
+  grown(a_given, centre, a);
+  grown(b_given, centre, b);
   // In units in which the solve's zero slack (kSlack) is 16 roundings of the largest coordinate (or of the pair's
   // size, if larger): a power of two, so that the scaling is exact.
   double largest = std::hypot(hi[0] - lo[0], hi[1] - lo[1]);
   for (int k = 0; k < 2; ++k) largest = std::max({largest, std::abs(lo[k]), std::abs(hi[k])});
   const double rounding = 16 * std::numeric_limits<double>::epsilon() / 2 * largest;
   const double unit = rounding > 0 && std::isfinite(rounding) ? std::ldexp(1.0, std::ilogb(kSlack / rounding)) : 1.0;
-  const std::size_t m = a.points.size(), n = b.points.size();
+  const std::size_t m = a_given.points.size(), n = b_given.points.size();
   std::vector<BernsteinPoly> eq(2);
   for (int k = 0; k < 2; ++k) {
     eq[std::size_t(k)].degree = {int(m) - 1, int(n) - 1};
@@ -127,7 +130,7 @@ std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a_given, const
     c.resize(m * n);
     for (std::size_t i = 0; i < m; ++i)
       for (std::size_t j = 0; j < n; ++j)
-        c[i * n + j] = unit * (a.points[i][std::size_t(k)] - b.points[j][std::size_t(k)]);
+        c[i * n + j] = unit * (a[i][std::size_t(k)] - b[j][std::size_t(k)]);
   }
   return eq;
 }
