@@ -129,8 +129,7 @@ std::vector<BernsteinPoly> crossing_equations(const BezierCurve2& a_given, const
     std::vector<double>& c = eq[std::size_t(k)].coef;
     c.resize(m * n);
     for (std::size_t i = 0; i < m; ++i)
-      for (std::size_t j = 0; j < n; ++j)
-        c[i * n + j] = unit * (a[i][std::size_t(k)] - b[j][std::size_t(k)]);
+      for (std::size_t j = 0; j < n; ++j) c[i * n + j] = unit * (a[i][std::size_t(k)] - b[j][std::size_t(k)]);
   }
   return eq;
 }
