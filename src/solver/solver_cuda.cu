@@ -103,6 +103,52 @@ __device__ bool level_active(const LevelState* st, int level) {
   return st->halt == kHaltNone && (st->done_level < 0 || level <= st->done_level);
 }
 
+// The verdict on a node that no sign excluded (lane 0 of its warp), from the interval Jacobian `jac` (n x n, by
+// equation), the centre values and the evaluation errors: Krawczyk's test where the system is square, a candidate
+// below the tolerance, else a split along the variable of widest derivative range (scaled by the cell's width where
+// the system is not square). N > 0: a square system of N unknowns, its loops unrolled; N = 0: any shape, n at run
+// time.
+template <int N>
+__device__ int node_verdict(const Shape& sh, int n, double tolerance, const double* lo, const double* hi,
+                            const solverk::Range* jac, const double* mid, const double* err, LevelCounters* counters,
+                            int& axis) {
+  const bool square = N > 0 || sh.square;
+  double width = 0;
+#pragma unroll
+  for (int v = 0; v < (N > 0 ? N : n); ++v) width = fmax(width, hi[v] - lo[v]);
+  int result = kSplit;
+  if (square) {
+    const solverk::CellTest t = solverk::krawczyk_test<N>(n, jac, mid, err);
+    if (t == solverk::CellTest::Empty) result = kExcluded;
+    else if (t == solverk::CellTest::Unique) result = kUnique;
+  }
+  if (result == kSplit && width < tolerance) result = kCandidate;
+  if (result == kSplit) {
+    double best = -1;
+#pragma unroll
+    for (int v = 0; v < (N > 0 ? N : n); ++v) {
+      if (hi[v] - lo[v] < 0.5 * tolerance) continue;
+      double var = 0;
+#pragma unroll
+      for (int e = 0; e < (N > 0 ? N : sh.m); ++e) var = fmax(var, fmax(fabs(jac[e * n + v].lo), fabs(jac[e * n + v].hi)));
+      if (!square) var = var * (hi[v] - lo[v]) + 1e-300 * (hi[v] - lo[v]);
+      if (var > best) best = var, axis = v;
+    }
+    atomic_max_positive(&counters->max_width, width);
+  }
+  if (result == kCandidate) atomicAdd(&counters->candidates, 1ull);
+  return result;
+}
+
+// A node's verdict and axis, and its flags: both compactions in one scan, the split flag in the low half and the
+// finished-cell flag in the high half.
+__device__ void write_verdict(int node, int result, int axis, int* __restrict__ verdict, int* __restrict__ axis_out,
+                              unsigned long long* __restrict__ flags) {
+  verdict[node] = result;
+  axis_out[node] = axis;
+  flags[node] = (result == kSplit ? 1ull : 0ull) | ((result == kUnique || result == kCandidate) ? 1ull << 32 : 0ull);
+}
+
 // One node's verdict and, for a split, its axis (one warp; `sj`, `smid`, `serr` are the warp's shared scratch).
 __device__ void classify_node(const Shape& sh, int node, double tolerance, const double* __restrict__ coef,
                               const double* __restrict__ box, int* __restrict__ verdict, int* __restrict__ axis_out,
@@ -161,36 +207,9 @@ __device__ void classify_node(const Shape& sh, int node, double tolerance, const
         if (lane == 0) smid[e] = acc;
       }
     __syncwarp();
-    if (lane == 0) {
-      double width = 0;
-      for (int v = 0; v < sh.n; ++v) width = fmax(width, hi[v] - lo[v]);
-      result = kSplit;
-      if (sh.square) {
-        const solverk::CellTest t = solverk::krawczyk_test<0>(sh.n, sj, smid, serr);
-        if (t == solverk::CellTest::Empty) result = kExcluded;
-        else if (t == solverk::CellTest::Unique) result = kUnique;
-      }
-      if (result == kSplit && width < tolerance) result = kCandidate;
-      if (result == kSplit) {
-        double best = -1;
-        for (int v = 0; v < sh.n; ++v) {
-          if (hi[v] - lo[v] < 0.5 * tolerance) continue;
-          double var = 0;
-          for (int e = 0; e < sh.m; ++e) var = fmax(var, fmax(fabs(sj[e * sh.n + v].lo), fabs(sj[e * sh.n + v].hi)));
-          if (!sh.square) var = var * (hi[v] - lo[v]) + 1e-300 * (hi[v] - lo[v]);
-          if (var > best) best = var, axis = v;
-        }
-        atomic_max_positive(&counters->max_width, width);
-      }
-      if (result == kCandidate) atomicAdd(&counters->candidates, 1ull);
-    }
+    if (lane == 0) result = node_verdict<0>(sh, sh.n, tolerance, lo, hi, sj, smid, serr, counters, axis);
   }
-  if (lane == 0) {
-    verdict[node] = result;
-    axis_out[node] = axis;
-    // Both compactions in one scan: the split flag in the low half, the finished-cell flag in the high half.
-    flags[node] = (result == kSplit ? 1ull : 0ull) | ((result == kUnique || result == kCandidate) ? 1ull << 32 : 0ull);
-  }
+  if (lane == 0) write_verdict(node, result, axis, verdict, axis_out, flags);
 }
 
 // Small square systems: the unknowns (N, 1 to 3) and polynomials (P: the N equations, then inequalities) are
@@ -274,35 +293,9 @@ __device__ void classify_small(const Shape& sh, int node, double tolerance, cons
           jac[e * N + v].hi = fmax(jac[e * N + v].hi, __shfl_xor_sync(0xffffffffu, jac[e * N + v].hi, o));
         mid[e] += __shfl_xor_sync(0xffffffffu, mid[e], o);
       }
-    if (lane == 0) {
-      double width = 0;
-#pragma unroll
-      for (int v = 0; v < N; ++v) width = fmax(width, hi[v] - lo[v]);
-      result = kSplit;
-      const solverk::CellTest t = solverk::krawczyk_test<N>(N, jac, mid, err);
-      if (t == solverk::CellTest::Empty) result = kExcluded;
-      else if (t == solverk::CellTest::Unique) result = kUnique;
-      if (result == kSplit && width < tolerance) result = kCandidate;
-      if (result == kSplit) {
-        double best = -1;
-#pragma unroll
-        for (int v = 0; v < N; ++v) {
-          if (hi[v] - lo[v] < 0.5 * tolerance) continue;
-          double var = 0;
-#pragma unroll
-          for (int e = 0; e < N; ++e) var = fmax(var, fmax(fabs(jac[e * N + v].lo), fabs(jac[e * N + v].hi)));
-          if (var > best) best = var, axis = v;
-        }
-        atomic_max_positive(&counters->max_width, width);
-      }
-      if (result == kCandidate) atomicAdd(&counters->candidates, 1ull);
-    }
+    if (lane == 0) result = node_verdict<N>(sh, N, tolerance, lo, hi, jac, mid, err, counters, axis);
   }
-  if (lane == 0) {
-    verdict[node] = result;
-    axis_out[node] = axis;
-    flags[node] = (result == kSplit ? 1ull : 0ull) | ((result == kUnique || result == kCandidate) ? 1ull << 32 : 0ull);
-  }
+  if (lane == 0) write_verdict(node, result, axis, verdict, axis_out, flags);
 }
 
 // A block's counters, gathered in shared memory and added to the level's once: every node of a narrow level

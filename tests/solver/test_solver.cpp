@@ -24,6 +24,21 @@
 namespace parasurf {
 namespace {
 
+// x_var - r in the unit box of `vars` variables (degree 1 in x_var).
+BernsteinPoly minus_root(double r, int var, int vars) { return BernsteinPoly::univariate({-r, 1 - r}, var, vars); }
+
+// Equation i of a random system with a root at r: a diagonally dominant linear part, and a quadratic term of random
+// weight up to `quadratic` in the next variable, which keeps the root at r and adds at most one nearby.
+BernsteinPoly dominant_equation(const std::vector<double>& r, int i, double quadratic, std::mt19937_64& rng) {
+  std::uniform_real_distribution<double> c(-1, 1);
+  const int n = int(r.size());
+  BernsteinPoly f = 3.0 * minus_root(r[std::size_t(i)], i, n);
+  for (int v = 0; v < n; ++v)
+    if (v != i) f = f + c(rng) * minus_root(r[std::size_t(v)], v, n);
+  const BernsteinPoly d = minus_root(r[std::size_t((i + 1) % n)], (i + 1) % n, n);
+  return f + quadratic * c(rng) * (d * d);
+}
+
 BernsteinPoly random_poly(std::mt19937_64& rng, std::vector<int> degree) {
   BernsteinPoly p;
   p.degree = degree;
@@ -1035,28 +1050,21 @@ TEST(Solver, GpuSettledRootsEqualTheHostsNewton) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device: the GPU engines do not run here";
   const std::uint64_t seed = test::run_seed() + 43;
   std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0.05, 0.95), c(-1, 1);
+  std::uniform_real_distribution<double> u(0.05, 0.95);
   std::vector<std::vector<BernsteinPoly>> systems;
   std::vector<std::vector<double>> known;  // a root each system must have
-  auto minus = [](double r, int var, int vars) { return BernsteinPoly::univariate({-r, 1 - r}, var, vars); };
   for (int k = 0; k < 300; ++k) {
     const int n = 1 + k % 3;
     std::vector<double> r(static_cast<std::size_t>(n), 0.0);
     for (double& v : r) v = u(rng);
     std::vector<BernsteinPoly> eq;
-    for (int i = 0; i < n; ++i) {  // a diagonally dominant linear part and a quadratic term: one root at r nearby
-      BernsteinPoly f = 3.0 * minus(r[std::size_t(i)], i, n);
-      for (int v = 0; v < n; ++v)
-        if (v != i) f = f + c(rng) * minus(r[std::size_t(v)], v, n);
-      const BernsteinPoly d = minus(r[std::size_t((i + 1) % n)], (i + 1) % n, n);
-      eq.push_back(f + 0.5 * c(rng) * (d * d));
-    }
+    for (int i = 0; i < n; ++i) eq.push_back(dominant_equation(r, i, 0.5, rng));
     systems.push_back(eq);
     known.push_back(r);
   }
-  systems.push_back({1e-12 * minus(0.3, 0, 2), minus(0.6, 1, 2)});
+  systems.push_back({1e-12 * minus_root(0.3, 0, 2), minus_root(0.6, 1, 2)});
   known.push_back({0.3, 0.6});
-  BernsteinPoly high = minus(0.41, 0, 1);
+  BernsteinPoly high = minus_root(0.41, 0, 1);
   for (int i = 0; i < 15; ++i) high = high * BernsteinPoly::univariate({1, 2}, 0, 1);
   systems.push_back({high});
   known.push_back({0.41});
@@ -1108,7 +1116,6 @@ TEST(Solver, GpuSmallShapeKernelsEqualTheGeneralOnes) {
   std::uniform_real_distribution<double> u(0.05, 0.95), c(-1, 1);
   std::uniform_int_distribution<int> raise(0, 3);
   std::vector<std::vector<BernsteinPoly>> systems, positive;
-  auto minus = [](double r, int var, int vars) { return BernsteinPoly::univariate({-r, 1 - r}, var, vars); };
   for (int k = 0; k < 1200; ++k) {
     const int n = 1 + k % 3;
     std::vector<double> r(static_cast<std::size_t>(n), 0.0);
@@ -1116,21 +1123,17 @@ TEST(Solver, GpuSmallShapeKernelsEqualTheGeneralOnes) {
     std::vector<BernsteinPoly> eq;
     const int times = raise(rng);  // positive quadratic factors in every variable (a few shapes, not hundreds)
     for (int i = 0; i < n; ++i) {
-      BernsteinPoly f = 3.0 * minus(r[std::size_t(i)], i, n);
-      for (int v = 0; v < n; ++v)
-        if (v != i) f = f + c(rng) * minus(r[std::size_t(v)], v, n);
-      const BernsteinPoly d = minus(r[std::size_t((i + 1) % n)], (i + 1) % n, n);
-      f = f + 2.0 * c(rng) * (d * d);
+      BernsteinPoly f = dominant_equation(r, i, 2.0, rng);
       for (int v = 0; v < n; ++v)
         for (int t = 0; t < times; ++t) f = f * BernsteinPoly::univariate({1, 1.5 + c(rng), 1 + 0.5 * c(rng)}, v, n);
       eq.push_back(f);
     }
     if (k % 7 == 3 && n == 2)  // a tangent root at r: y = r1 + (x - r0)^2 touching y = r1
-      eq = {minus(r[1], 1, 2) + (-1.0) * (minus(r[0], 0, 2) * minus(r[0], 0, 2)), minus(r[1], 1, 2)};
+      eq = {minus_root(r[1], 1, 2) + (-1.0) * (minus_root(r[0], 0, 2) * minus_root(r[0], 0, 2)), minus_root(r[1], 1, 2)};
     systems.push_back(eq);
-    positive.push_back(k % 5 == 1 ? std::vector<BernsteinPoly>{minus(0.5, 0, n)} : std::vector<BernsteinPoly>{});
+    positive.push_back(k % 5 == 1 ? std::vector<BernsteinPoly>{minus_root(0.5, 0, n)} : std::vector<BernsteinPoly>{});
   }
-  BernsteinPoly high = minus(0.41, 0, 1);
+  BernsteinPoly high = minus_root(0.41, 0, 1);
   for (int i = 0; i < 7; ++i) high = high * BernsteinPoly::univariate({1, 2}, 0, 1);
   systems.push_back({high});
   positive.push_back({});
