@@ -4,14 +4,23 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <vector>
 
 #include "parasurf/solver.hpp"
 
 namespace parasurf::solver {
 
 inline std::array<double, 2> curve_point(const BezierCurve2& c, double t, std::array<double, 2>* tangent = nullptr) {
-  auto w = c.points;
-  const std::size_t n = w.size();
+  // De Casteljau's work array on the stack up to 64 points (the curve applications' limit): a batch of curve pairs
+  // evaluates its curves several times per root, and a heap copy made each of those an allocation.
+  const std::size_t n = c.points.size();
+  std::array<std::array<double, 2>, 64> stack;
+  std::vector<std::array<double, 2>> heap;
+  std::array<double, 2>* w = stack.data();
+  if (n > stack.size())
+    w = (heap = c.points).data();
+  else
+    std::copy(c.points.begin(), c.points.end(), w);
   std::array<double, 2> d{0, 0};
   for (std::size_t r = 1; r < n; ++r) {
     if (r == n - 1 && tangent)
