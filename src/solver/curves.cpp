@@ -370,16 +370,16 @@ CurveIntersectionResult crossings(const BezierCurve2& a, const BezierCurve2& b, 
     out.overlaps.push_back(overlap_ends(a, b, reg));
   }
   // A root the solver could not prove single at an overlap is a piece of it that clustered apart (near its ends).
-  std::vector<CurveIntersection> kept;
+  std::size_t kept = 0;
   for (std::size_t k = 0; k < out.points.size(); ++k) {
     const CurveIntersection& p = out.points[k];
     bool in_overlap = false;
     for (const auto& v : out.overlaps)
       in_overlap = in_overlap || (p.s >= v.s0 - kOverlapReach && p.s <= v.s1 + kOverlapReach &&
                                   p.t >= v.t0 - kOverlapReach && p.t <= v.t1 + kOverlapReach);
-    if (hints[k] <= 1 || !in_overlap) kept.push_back(p);
+    if (hints[k] <= 1 || !in_overlap) out.points[kept++] = p;
   }
-  out.points = std::move(kept);
+  out.points.resize(kept);
   return out;
 }
 
