@@ -230,9 +230,9 @@ Device engine_device(const IsosurfaceOptions& o, std::vector<int>& gpus) {
 // On the CPU a large streamed part is cut into slabs of about 2^25 samples anyway, so that progress (and a caller's
 // interrupt, which the progress hook throws) is heard during the run: the next slab is read while one is processed,
 // so the cut costs nothing there. (A volume in memory stays one slab: its slabs' meshes would be joined by growing
-// copies; a GPU keeps its one upload. Cutting a host array into a few slabs for one GPU, so that the next slab goes
-// up through a second pinned ring while this one's mesh comes home, made the whole run several times slower: each
-// slab's mesh then lands in a growing host mesh beside the upload, and the copies home no longer run at the link.)
+// copies; a GPU keeps its one upload: a host array sent up in slabs, the next one beside this one's mesh coming home,
+// would land each slab's mesh in a growing host mesh while the upload runs, and the copies home fall far below the
+// link, several times the whole run's time.)
 std::int64_t slab_slices_for(const IsosurfaceOptions& o, Device device, const std::vector<int>& gpus, std::int64_t part,
                              std::uint64_t slice_points, double per_slice, bool resident, bool on_device,
                              std::size_t worker_count) {
