@@ -13,6 +13,21 @@
 
 namespace parasurf::test {
 
+// Whether large results come from the process's result pool (core/scratch.hpp); under AddressSanitizer they stay
+// on the heap, where overruns are caught.
+inline constexpr bool kPooledResults =
+#if defined(__SANITIZE_ADDRESS__)
+    false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    false;
+#else
+    true;
+#endif
+#else
+    true;
+#endif
+
 // Fresh per run unless PARASURF_TEST_SEED is set; printed by test_main.
 inline std::uint64_t run_seed() {
   static const std::uint64_t seed = [] {

@@ -2,6 +2,7 @@
 #include "core/scratch.hpp"
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <new>
 #include <string>
@@ -38,7 +39,52 @@ Pool& pool() {
   return *p;
 }
 
+// Every block the pool has mapped, lent or free, by address: what device copies have landed in it and whether it is
+// pinned (pinned_for_device_copy). Its own lock, as blocks are mapped and unmapped outside the pool's.
+enum class Pin : std::uint8_t { No, Pinning, Pinned, Failed };
+struct Mapped {
+  std::size_t bytes;
+  std::uint64_t lends = 0;        // times the pool handed it out
+  std::uint64_t copied_lend = 0;  // the lending in which a device copy last landed in it (0: none yet)
+  int lends_with_copies = 0;
+  Pin pin = Pin::No;
+  UnpinFunction unpin = nullptr;
+};
+struct Registry {
+  std::mutex guard;
+  std::map<std::uintptr_t, Mapped> blocks;
+  std::uint64_t pinned = 0;
+};
+Registry& registry() {
+  static auto* r = new Registry();  // never destroyed, as the pool
+  return *r;
+}
+void note_mapped(std::uint8_t* p, std::size_t bytes) noexcept {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.guard);
+  try {
+    r.blocks.emplace(reinterpret_cast<std::uintptr_t>(p), Mapped{bytes, 1});
+  } catch (const std::bad_alloc&) {  // unlisted: never pinned
+  }
+}
+void note_lent(std::uint8_t* p) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.guard);
+  auto it = r.blocks.find(reinterpret_cast<std::uintptr_t>(p));
+  if (it != r.blocks.end()) ++it->second.lends;
+}
+
 void unmap(std::uint8_t* p, std::size_t bytes) {
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.guard);
+    auto it = r.blocks.find(reinterpret_cast<std::uintptr_t>(p));
+    if (it != r.blocks.end()) {
+      // Unpinned before the pages go: the driver must not keep a mapping of memory the system reuses.
+      if (it->second.pin == Pin::Pinned && it->second.unpin) it->second.unpin(p), r.pinned -= it->second.bytes;
+      r.blocks.erase(it);
+    }
+  }
 #ifdef __linux__
   munmap(p, bytes);
 #else
@@ -61,10 +107,13 @@ std::uint8_t* map(std::size_t bytes, const char* what) {
   const std::uintptr_t tail = start + bytes + kHuge - (aligned + bytes);
   if (tail) munmap(reinterpret_cast<void*>(aligned + bytes), tail);
   madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);
+  note_mapped(reinterpret_cast<std::uint8_t*>(aligned), bytes);
   return reinterpret_cast<std::uint8_t*>(aligned);
 #else
   try {
-    return static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(kHuge)));
+    auto* block = static_cast<std::uint8_t*>(::operator new[](bytes, std::align_val_t(kHuge)));
+    note_mapped(block, bytes);
+    return block;
   } catch (const std::bad_alloc&) {
     throw Error(ErrorKind::OutOfMemory,
                 std::string(what) + ": no memory for " + format_bytes(bytes) + " of work memory");
@@ -130,6 +179,7 @@ std::uint8_t* take_scratch(std::size_t n, std::size_t& bytes, std::size_t larges
       bytes = it->bytes;
       p.retained -= it->bytes;
       p.free.erase(it);
+      note_lent(data);
       return data;
     }
   }
@@ -151,6 +201,40 @@ void ScratchBlock::reserve(std::size_t n, bool fault_in, const char* what) {
     // faulted in by all threads.
     if (fault_in) prefault(data_, n);
   }
+}
+
+bool pinned_for_device_copy(const void* p, std::size_t bytes, PinFunction pin, UnpinFunction unpin) {
+  Registry& r = registry();
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  std::uintptr_t base = 0;
+  std::size_t size = 0;
+  {
+    std::lock_guard<std::mutex> lock(r.guard);
+    auto it = r.blocks.upper_bound(at);
+    if (it == r.blocks.begin()) return false;
+    --it;
+    Mapped& b = it->second;
+    if (bytes > b.bytes || at - it->first > b.bytes - bytes) return false;  // not within one block
+    if (b.pin == Pin::Pinned) return true;
+    if (b.pin != Pin::No) return false;  // failed before, or another thread is pinning it
+    if (b.copied_lend != b.lends) b.copied_lend = b.lends, ++b.lends_with_copies;
+    if (b.lends_with_copies < kPinnedFromLending) return false;
+    b.pin = Pin::Pinning;  // the block is lent (a copy is landing in it), so it stays mapped meanwhile
+    base = it->first, size = b.bytes;
+  }
+  // Outside the lock: pinning a large block takes a while, and other threads map and unmap blocks meanwhile.
+  const bool ok = pin(reinterpret_cast<void*>(base), size);
+  std::lock_guard<std::mutex> lock(r.guard);
+  Mapped& b = r.blocks.at(base);
+  b.pin = ok ? Pin::Pinned : Pin::Failed;
+  if (ok) b.unpin = unpin, r.pinned += size;
+  return ok;
+}
+
+std::uint64_t scratch_pinned_bytes() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.guard);
+  return r.pinned;
 }
 
 std::uint64_t scratch_retained_bytes() {

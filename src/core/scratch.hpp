@@ -45,4 +45,24 @@ void give_scratch(std::uint8_t* data, std::size_t bytes) noexcept;
 // Bytes the pool holds for later calls (tests).
 std::uint64_t scratch_retained_bytes();
 
+// Pinning on reuse. A GPU copy into pageable memory goes through pinned staging that the host's cores empty: three
+// passes over host memory per byte, at the rate of the host's memory rather than the link's. A block of the pool
+// that device copies land in again and again (a process repeating a job: its results are freed and their blocks
+// serve the next call) is pinned (page-locked) once and stays so while the pool keeps it, so that later copies go
+// straight at the link's rate. Pinning a block costs about as much as a few staged copies into it (and unpinning as
+// much again), so only a block that several jobs in a row have brought results home to is pinned; a one-shot job
+// never pays for it.
+//
+// Whether [p, p + bytes) lies in one block of the pool that is pinned: a block that device copies land in during
+// its kPinnedFromLending-th lending (or a later one) is pinned then by `pin` (which returns false where it cannot
+// pin; the block is then never tried again), and `unpin` is called on it before the pool gives it back to the
+// system. Memory outside the pool: false. The CUDA runtime passes its registration functions, so that this file
+// stays free of CUDA.
+inline constexpr int kPinnedFromLending = 4;
+using PinFunction = bool (*)(void* data, std::size_t bytes);
+using UnpinFunction = void (*)(void* data);
+bool pinned_for_device_copy(const void* p, std::size_t bytes, PinFunction pin, UnpinFunction unpin);
+// Bytes of the pool's blocks (lent or free) that are pinned (tests).
+std::uint64_t scratch_pinned_bytes();
+
 }  // namespace parasurf::core

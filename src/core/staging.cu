@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 
 #include "core/cuda_check.hpp"
 #include "core/memory.hpp"
+#include "core/scratch.hpp"
 #include "parasurf/device.hpp"
 
 namespace parasurf::core {
@@ -71,6 +74,27 @@ bool pageable(const void* host) {
 }
 
 namespace {
+
+bool pin_block(void* p, std::size_t bytes) {
+  // Portable: pinned for every device's context, as a several-GPU run's slabs land in one mesh.
+  if (cudaHostRegister(p, bytes, cudaHostRegisterPortable) == cudaSuccess) return true;
+  cudaGetLastError();  // not sticky: the block is copied through staging instead
+  return false;
+}
+void unpin_block(void* p) {
+  cudaHostUnregister(p);
+  cudaGetLastError();
+}
+// Whether a pageable destination is a block of the result pool that a job repeated by this process keeps landing
+// in: then it is pinned (once) and the copy goes straight (core/scratch.hpp). PARASURF_PIN_RESULTS=0 keeps every
+// result pageable, for hosts where page-locked memory is scarce.
+bool lands_pinned(const void* host, std::size_t bytes) {
+  static const bool enabled = [] {
+    const char* text = std::getenv("PARASURF_PIN_RESULTS");
+    return !(text && std::string(text) == "0");
+  }();
+  return enabled && pinned_for_device_copy(host, bytes, pin_block, unpin_block);
+}
 
 // Pieces of at most a buffer, brought home in turn through the ring: the copy engine fills the buffers ahead while
 // the host's threads empty the oldest. `landed` holds one event per buffer.
@@ -146,7 +170,8 @@ void copy_home(int device, const std::vector<HostCopy>& copies, cudaStream_t str
   std::vector<char> staged_copy(copies.size(), 0);
   if (total >= kMinStagedBytes)
     for (std::size_t i = 0; i < copies.size(); ++i)
-      if (copies[i].bytes && pageable(copies[i].host)) staged_copy[i] = 1, pageable_bytes += copies[i].bytes;
+      if (copies[i].bytes && pageable(copies[i].host) && !lands_pinned(copies[i].host, copies[i].bytes))
+        staged_copy[i] = 1, pageable_bytes += copies[i].bytes;
   StagingRing ring;
   if (pageable_bytes > 0 && staging_pays(device, pageable_bytes, false)) ring = take_staging(device);
   struct GiveBack {
@@ -257,7 +282,8 @@ void StagedLink::download(const std::vector<HostCopy>& copies, const char* what)
   std::size_t staged_bytes = 0;
   if (total >= kMinStagedBytes)
     for (std::size_t i = 0; i < copies.size(); ++i) {
-      staged[i] = copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host);
+      staged[i] = copies[i].host && copies[i].bytes > 0 && pageable(copies[i].host) &&
+                  !lands_pinned(copies[i].host, copies[i].bytes);
       staged_bytes += staged[i] ? copies[i].bytes : 0;
     }
   const bool chunks = staged_bytes > 0 && chunks_for(staged_bytes);

@@ -16,17 +16,8 @@
 namespace parasurf {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kHeapResults = true;  // results stay on the heap under AddressSanitizer, where overruns are caught
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kHeapResults = true;
-#else
-constexpr bool kHeapResults = false;
-#endif
-#else
-constexpr bool kHeapResults = false;
-#endif
+// Under AddressSanitizer results stay on the heap, where overruns are caught.
+constexpr bool kHeapResults = !test::kPooledResults;
 
 // Past the pool's limit the blocks that came back longest ago go first: a job repeated with results larger than an
 // earlier job's finds its own blocks again (the pool once dropped the largest blocks first, so every call of such
@@ -109,6 +100,87 @@ TEST(ResultPool, ThreadsGetDistinctBlocks) {
   for (auto& th : team) th.join();
   for (int t = 0; t < threads; ++t) EXPECT_EQ(bad[std::size_t(t)], 0) << "thread " << t << " found another's writes";
   EXPECT_LE(core::scratch_retained_bytes(), core::kScratchRetained);
+}
+
+// Pinning on reuse (scratch.hpp): a block that device copies land in stays pageable through its first lendings (a
+// one-shot job pays nothing); lent again and copied into, it is pinned once, stays pinned while the pool keeps
+// it, and is unpinned before the pool gives it back to the system. Memory outside the pool, or a range running past
+// a block, is never pinned; a block whose pinning failed is not tried again.
+namespace pins {
+std::vector<std::pair<void*, std::size_t>> pinned;
+std::vector<void*> unpinned;
+bool refuse = false;
+bool pin(void* p, std::size_t bytes) {
+  if (refuse) return false;
+  pinned.emplace_back(p, bytes);
+  return true;
+}
+void unpin(void* p) { unpinned.push_back(p); }
+}  // namespace pins
+
+TEST(ResultPool, BlocksThatCopiesLandInAgainArePinnedOnceAndUnpinnedWhenDropped) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x91e5);
+  const std::size_t mib = std::size_t(1) << 20;
+  // A size no other test asks for, so that the block taken again below is this test's own.
+  const std::size_t n = (std::size_t(41) + std::uniform_int_distribution<std::size_t>(0, 20)(rng)) * mib + 4096;
+  pins::pinned.clear(), pins::unpinned.clear(), pins::refuse = false;
+  const std::uint64_t pinned_before = core::scratch_pinned_bytes();
+  std::size_t got = 0;
+  std::uint8_t* block = core::take_scratch(n, got, n, "test");
+  // The lendings before kPinnedFromLending: copies land, nothing is pinned.
+  for (int lending = 1; lending < core::kPinnedFromLending; ++lending) {
+    EXPECT_FALSE(core::pinned_for_device_copy(block, n, pins::pin, pins::unpin));
+    EXPECT_FALSE(core::pinned_for_device_copy(block + mib, mib, pins::pin, pins::unpin));
+    EXPECT_TRUE(pins::pinned.empty()) << "a block was pinned in its lending " << lending;
+    core::give_scratch(block, got);
+    std::size_t again_bytes = 0;
+    std::uint8_t* again = core::take_scratch(n, again_bytes, n, "test");
+    ASSERT_EQ(again, block) << "the pool should hand the same block out again";
+    ASSERT_EQ(again_bytes, got);
+  }
+  std::uint8_t* const again = block;
+  const std::size_t got2 = got;
+  // Outside the block, or past its end: never pinned.
+  int local = 0;
+  EXPECT_FALSE(core::pinned_for_device_copy(&local, sizeof local, pins::pin, pins::unpin));
+  EXPECT_FALSE(core::pinned_for_device_copy(again + got2 - 64, 128, pins::pin, pins::unpin));
+  EXPECT_TRUE(pins::pinned.empty());
+  // The kPinnedFromLending-th lending: pinned, the whole block, once.
+  EXPECT_TRUE(core::pinned_for_device_copy(again + 3 * mib, 5 * mib, pins::pin, pins::unpin));
+  EXPECT_TRUE(core::pinned_for_device_copy(again, n, pins::pin, pins::unpin));
+  ASSERT_EQ(pins::pinned.size(), 1u);
+  EXPECT_EQ(pins::pinned[0].first, static_cast<void*>(again));
+  EXPECT_EQ(pins::pinned[0].second, got2);
+  EXPECT_EQ(core::scratch_pinned_bytes(), pinned_before + got2);
+  core::give_scratch(again, got2);
+  EXPECT_TRUE(pins::unpinned.empty()) << "a block the pool keeps stays pinned";
+  // Blocks returned after it push the pool past its limit: the oldest, this one, goes to the system, unpinned first.
+  std::vector<std::pair<std::uint8_t*, std::size_t>> later;
+  for (std::uint64_t taken = 0; taken <= core::kScratchRetained; taken += got) {
+    later.emplace_back(core::take_scratch(100 * mib + 4096, got, 100 * mib + 4096, "test"), got);
+    ASSERT_NE(later.back().first, again);
+  }
+  for (const auto& [p, bytes] : later) core::give_scratch(p, bytes);
+  ASSERT_EQ(pins::unpinned.size(), 1u) << "the dropped block was not unpinned";
+  EXPECT_EQ(pins::unpinned[0], static_cast<void*>(again));
+  EXPECT_EQ(core::scratch_pinned_bytes(), pinned_before);
+
+  // A block the system would not pin is copied through staging from then on, and not offered again.
+  pins::refuse = true;
+  pins::pinned.clear();
+  std::uint8_t* other = core::take_scratch(n, got, n, "test");
+  const std::uint8_t* first_other = other;
+  for (int lending = 1; lending < core::kPinnedFromLending; ++lending) {
+    EXPECT_FALSE(core::pinned_for_device_copy(other, n, pins::pin, pins::unpin));
+    core::give_scratch(other, got);
+    other = core::take_scratch(n, got, n, "test");
+    ASSERT_EQ(other, first_other);
+  }
+  EXPECT_FALSE(core::pinned_for_device_copy(other, n, pins::pin, pins::unpin));
+  pins::refuse = false;
+  EXPECT_FALSE(core::pinned_for_device_copy(other, n, pins::pin, pins::unpin)) << "a block that failed was tried again";
+  EXPECT_TRUE(pins::pinned.empty());
+  core::give_scratch(other, got);
 }
 
 }  // namespace

@@ -1172,6 +1172,40 @@ TEST(Isosurface, HostArrayStagedThroughPinnedBuffersGivesTheCpuMesh) {
   }
 }
 
+// A process that repeats a job from a host array finds its freed meshes' blocks again in the result pool: once
+// meshes have come home into a block in a few jobs, the block is pinned and later meshes come home straight
+// (core/scratch.hpp). Every run gives the first run's bytes, staged or straight.
+TEST(Isosurface, RepeatedJobsBringTheirMeshHomeIntoPinnedBlocks) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  if (!test::kPooledResults) GTEST_SKIP() << "results stay on the heap under AddressSanitizer";
+  std::mt19937_64 rng(test::run_seed() ^ 0x9173);
+  std::uniform_real_distribution<double> wobble(-0.02, 0.02);
+  const double h = 6.0 / 250;
+  MemoryVolume tangle = sample([&](double x, double y, double z) {
+    return (x * x * x * x - 5 * x * x + y * y * y * y - 5 * y * y + z * z * z * z - 5 * z * z + 11.8) * 0.2 + 0.5 + wobble(rng);
+  }, {-3, -3, -3}, {3, 3, 3}, {h, h, h});
+  IsosurfaceOptions o;
+  o.levels = {0.5};
+  o.device = Device::Cuda;
+  std::vector<float> positions, normals;
+  std::vector<std::uint32_t> triangles;
+  const std::uint64_t pinned_before = core::scratch_pinned_bytes();
+  for (int run = 0; run < core::kPinnedFromLending + 2; ++run) {
+    const TriangleMesh g = extract_isosurface(tangle, o);
+    ASSERT_GT(g.positions.size() * sizeof(float), std::size_t(2) << 20) << "the arrays should be blocks of the pool";
+    if (run == 0) {
+      positions.assign(g.positions.begin(), g.positions.end());
+      normals.assign(g.normals.begin(), g.normals.end());
+      triangles.assign(g.triangles.begin(), g.triangles.end());
+      continue;
+    }
+    ASSERT_TRUE(std::equal(g.positions.begin(), g.positions.end(), positions.begin(), positions.end())) << "run " << run;
+    ASSERT_TRUE(std::equal(g.normals.begin(), g.normals.end(), normals.begin(), normals.end())) << "run " << run;
+    ASSERT_TRUE(std::equal(g.triangles.begin(), g.triangles.end(), triangles.begin(), triangles.end())) << "run " << run;
+  }
+  EXPECT_GT(core::scratch_pinned_bytes(), pinned_before) << "the repeated job's mesh blocks were not pinned";
+}
+
 // A volume streamed from a file goes through pinned slab buffers, and on a GPU the next slab is uploaded while
 // this one is processed: every slab size gives the mesh of the volume held whole in memory.
 TEST(Isosurface, StreamedSlabsUploadedAheadGiveTheIdenticalMesh) {
