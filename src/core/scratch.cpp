@@ -44,9 +44,7 @@ Pool& pool() {
 enum class Pin : std::uint8_t { No, Pinning, Pinned, Failed };
 struct Mapped {
   std::size_t bytes;
-  std::uint64_t lends = 0;        // times the pool handed it out
-  std::uint64_t copied_lend = 0;  // the lending in which a device copy last landed in it (0: none yet)
-  int lends_with_copies = 0;
+  std::uint64_t landed = 0;  // bytes device copies have written into it, over all its lendings
   Pin pin = Pin::No;
   UnpinFunction unpin = nullptr;
 };
@@ -63,15 +61,9 @@ void note_mapped(std::uint8_t* p, std::size_t bytes) noexcept {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.guard);
   try {
-    r.blocks.emplace(reinterpret_cast<std::uintptr_t>(p), Mapped{bytes, 1});
+    r.blocks.emplace(reinterpret_cast<std::uintptr_t>(p), Mapped{bytes});
   } catch (const std::bad_alloc&) {  // unlisted: never pinned
   }
-}
-void note_lent(std::uint8_t* p) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.guard);
-  auto it = r.blocks.find(reinterpret_cast<std::uintptr_t>(p));
-  if (it != r.blocks.end()) ++it->second.lends;
 }
 
 void unmap(std::uint8_t* p, std::size_t bytes) {
@@ -179,7 +171,6 @@ std::uint8_t* take_scratch(std::size_t n, std::size_t& bytes, std::size_t larges
       bytes = it->bytes;
       p.retained -= it->bytes;
       p.free.erase(it);
-      note_lent(data);
       return data;
     }
   }
@@ -217,8 +208,8 @@ bool pinned_for_device_copy(const void* p, std::size_t bytes, PinFunction pin, U
     if (bytes > b.bytes || at - it->first > b.bytes - bytes) return false;  // not within one block
     if (b.pin == Pin::Pinned) return true;
     if (b.pin != Pin::No) return false;  // failed before, or another thread is pinning it
-    if (b.copied_lend != b.lends) b.copied_lend = b.lends, ++b.lends_with_copies;
-    if (b.lends_with_copies < kPinnedFromLending) return false;
+    b.landed += bytes;
+    if (b.landed < kPinAfterFills * std::uint64_t(b.bytes)) return false;
     b.pin = Pin::Pinning;  // the block is lent (a copy is landing in it), so it stays mapped meanwhile
     base = it->first, size = b.bytes;
   }
@@ -235,6 +226,16 @@ std::uint64_t scratch_pinned_bytes() {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.guard);
   return r.pinned;
+}
+
+bool scratch_pinned(const void* p) {
+  Registry& r = registry();
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  std::lock_guard<std::mutex> lock(r.guard);
+  auto it = r.blocks.upper_bound(at);
+  if (it == r.blocks.begin()) return false;
+  --it;
+  return at - it->first < it->second.bytes && it->second.pin == Pin::Pinned;
 }
 
 std::uint64_t scratch_retained_bytes() {

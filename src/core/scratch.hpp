@@ -47,22 +47,23 @@ std::uint64_t scratch_retained_bytes();
 
 // Pinning on reuse. A GPU copy into pageable memory goes through pinned staging that the host's cores empty: three
 // passes over host memory per byte, at the rate of the host's memory rather than the link's. A block of the pool
-// that device copies land in again and again (a process repeating a job: its results are freed and their blocks
-// serve the next call) is pinned (page-locked) once and stays so while the pool keeps it, so that later copies go
-// straight at the link's rate. Pinning a block costs about as much as a few staged copies into it (and unpinning as
-// much again), so only a block that several jobs in a row have brought results home to is pinned; a one-shot job
-// never pays for it.
+// that device copies fill again and again (a process repeating a job, whose freed results' blocks serve the next
+// call, or a caller evaluating into the same arrays) is pinned (page-locked) once and stays so while the pool keeps
+// it, so that later copies go straight at the link's rate. Pinning a block costs about as much as a few staged
+// copies into it (and unpinning as much again), so only a block that device copies have written over several
+// times is pinned; a one-shot job, which writes each byte of its results once, never pays for it.
 //
-// Whether [p, p + bytes) lies in one block of the pool that is pinned: a block that device copies land in during
-// its kPinnedFromLending-th lending (or a later one) is pinned then by `pin` (which returns false where it cannot
-// pin; the block is then never tried again), and `unpin` is called on it before the pool gives it back to the
-// system. Memory outside the pool: false. The CUDA runtime passes its registration functions, so that this file
-// stays free of CUDA.
-inline constexpr int kPinnedFromLending = 4;
+// Whether [p, p + bytes) lies in one block of the pool that is pinned: once device copies have written
+// kPinAfterFills times the block's size into it (this one counted), it is pinned by `pin` (which returns false
+// where it cannot pin; the block is then never tried again), and `unpin` is called on it before the pool gives it
+// back to the system. Memory outside the pool: false. The CUDA runtime passes its registration functions, so that
+// this file stays free of CUDA.
+inline constexpr std::uint64_t kPinAfterFills = 4;
 using PinFunction = bool (*)(void* data, std::size_t bytes);
 using UnpinFunction = void (*)(void* data);
 bool pinned_for_device_copy(const void* p, std::size_t bytes, PinFunction pin, UnpinFunction unpin);
-// Bytes of the pool's blocks (lent or free) that are pinned (tests).
+// Bytes of the pool's blocks (lent or free) that are pinned, and whether p lies in a pinned block (tests).
 std::uint64_t scratch_pinned_bytes();
+bool scratch_pinned(const void* p);
 
 }  // namespace parasurf::core

@@ -102,10 +102,10 @@ TEST(ResultPool, ThreadsGetDistinctBlocks) {
   EXPECT_LE(core::scratch_retained_bytes(), core::kScratchRetained);
 }
 
-// Pinning on reuse (scratch.hpp): a block that device copies land in stays pageable through its first lendings (a
-// one-shot job pays nothing); lent again and copied into, it is pinned once, stays pinned while the pool keeps
-// it, and is unpinned before the pool gives it back to the system. Memory outside the pool, or a range running past
-// a block, is never pinned; a block whose pinning failed is not tried again.
+// Pinning on reuse (scratch.hpp): a block that device copies write each byte of once (a one-shot job, in pieces)
+// stays pageable; one written over kPinAfterFills times, across lendings or in place, is pinned once, stays pinned
+// while the pool keeps it, and is unpinned before the pool gives it back to the system. Memory outside the pool, or
+// a range running past a block, is never pinned; a block whose pinning failed is not tried again.
 namespace pins {
 std::vector<std::pair<void*, std::size_t>> pinned;
 std::vector<void*> unpinned;
@@ -116,9 +116,10 @@ bool pin(void* p, std::size_t bytes) {
   return true;
 }
 void unpin(void* p) { unpinned.push_back(p); }
+bool copy(const void* p, std::size_t bytes) { return core::pinned_for_device_copy(p, bytes, pin, unpin); }
 }  // namespace pins
 
-TEST(ResultPool, BlocksThatCopiesLandInAgainArePinnedOnceAndUnpinnedWhenDropped) {
+TEST(ResultPool, BlocksThatCopiesFillAgainArePinnedOnceAndUnpinnedWhenDropped) {
   std::mt19937_64 rng(test::run_seed() ^ 0x91e5);
   const std::size_t mib = std::size_t(1) << 20;
   // A size no other test asks for, so that the block taken again below is this test's own.
@@ -126,59 +127,53 @@ TEST(ResultPool, BlocksThatCopiesLandInAgainArePinnedOnceAndUnpinnedWhenDropped)
   pins::pinned.clear(), pins::unpinned.clear(), pins::refuse = false;
   const std::uint64_t pinned_before = core::scratch_pinned_bytes();
   std::size_t got = 0;
-  std::uint8_t* block = core::take_scratch(n, got, n, "test");
-  // The lendings before kPinnedFromLending: copies land, nothing is pinned.
-  for (int lending = 1; lending < core::kPinnedFromLending; ++lending) {
-    EXPECT_FALSE(core::pinned_for_device_copy(block, n, pins::pin, pins::unpin));
-    EXPECT_FALSE(core::pinned_for_device_copy(block + mib, mib, pins::pin, pins::unpin));
-    EXPECT_TRUE(pins::pinned.empty()) << "a block was pinned in its lending " << lending;
-    core::give_scratch(block, got);
-    std::size_t again_bytes = 0;
-    std::uint8_t* again = core::take_scratch(n, again_bytes, n, "test");
-    ASSERT_EQ(again, block) << "the pool should hand the same block out again";
-    ASSERT_EQ(again_bytes, got);
-  }
-  std::uint8_t* const again = block;
-  const std::size_t got2 = got;
+  std::uint8_t* const block = core::take_scratch(n, got, n, "test");
+  // A job writing its result once, in slabs: not pinned.
+  for (std::size_t at = 0; at < got; at += 7 * mib) EXPECT_FALSE(pins::copy(block + at, std::min(7 * mib, got - at)));
+  // The block given back and lent again (the job repeated), then written in place: still not pinned, until the
+  // copies reach kPinAfterFills times its size.
+  core::give_scratch(block, got);
+  std::size_t again_bytes = 0;
+  ASSERT_EQ(core::take_scratch(n, again_bytes, n, "test"), block) << "the pool should hand the same block out again";
+  ASSERT_EQ(again_bytes, got);
+  for (std::uint64_t fill = 2; fill < core::kPinAfterFills; ++fill) EXPECT_FALSE(pins::copy(block, got)) << fill;
   // Outside the block, or past its end: never pinned.
   int local = 0;
-  EXPECT_FALSE(core::pinned_for_device_copy(&local, sizeof local, pins::pin, pins::unpin));
-  EXPECT_FALSE(core::pinned_for_device_copy(again + got2 - 64, 128, pins::pin, pins::unpin));
+  EXPECT_FALSE(pins::copy(&local, sizeof local));
+  EXPECT_FALSE(pins::copy(block + got - 64, 128));
+  EXPECT_FALSE(pins::copy(block + mib, got - 2 * mib)) << "pinned before the copies filled it kPinAfterFills times";
   EXPECT_TRUE(pins::pinned.empty());
-  // The kPinnedFromLending-th lending: pinned, the whole block, once.
-  EXPECT_TRUE(core::pinned_for_device_copy(again + 3 * mib, 5 * mib, pins::pin, pins::unpin));
-  EXPECT_TRUE(core::pinned_for_device_copy(again, n, pins::pin, pins::unpin));
+  // The copy that completes the fills: pinned, the whole block, once.
+  EXPECT_TRUE(pins::copy(block, 2 * mib));
+  EXPECT_TRUE(pins::copy(block + 3 * mib, 5 * mib));
   ASSERT_EQ(pins::pinned.size(), 1u);
-  EXPECT_EQ(pins::pinned[0].first, static_cast<void*>(again));
-  EXPECT_EQ(pins::pinned[0].second, got2);
-  EXPECT_EQ(core::scratch_pinned_bytes(), pinned_before + got2);
-  core::give_scratch(again, got2);
+  EXPECT_EQ(pins::pinned[0].first, static_cast<void*>(block));
+  EXPECT_EQ(pins::pinned[0].second, got);
+  EXPECT_EQ(core::scratch_pinned_bytes(), pinned_before + got);
+  EXPECT_TRUE(core::scratch_pinned(block + got - 1));
+  EXPECT_FALSE(core::scratch_pinned(block + got)) << "past the block";
+  core::give_scratch(block, got);
   EXPECT_TRUE(pins::unpinned.empty()) << "a block the pool keeps stays pinned";
   // Blocks returned after it push the pool past its limit: the oldest, this one, goes to the system, unpinned first.
   std::vector<std::pair<std::uint8_t*, std::size_t>> later;
-  for (std::uint64_t taken = 0; taken <= core::kScratchRetained; taken += got) {
-    later.emplace_back(core::take_scratch(100 * mib + 4096, got, 100 * mib + 4096, "test"), got);
-    ASSERT_NE(later.back().first, again);
+  for (std::uint64_t taken = 0; taken <= core::kScratchRetained; taken += later.back().second) {
+    std::size_t bytes = 0;
+    later.emplace_back(core::take_scratch(100 * mib + 4096, bytes, 100 * mib + 4096, "test"), bytes);
+    ASSERT_NE(later.back().first, block);
   }
   for (const auto& [p, bytes] : later) core::give_scratch(p, bytes);
   ASSERT_EQ(pins::unpinned.size(), 1u) << "the dropped block was not unpinned";
-  EXPECT_EQ(pins::unpinned[0], static_cast<void*>(again));
+  EXPECT_EQ(pins::unpinned[0], static_cast<void*>(block));
   EXPECT_EQ(core::scratch_pinned_bytes(), pinned_before);
+  EXPECT_FALSE(core::scratch_pinned(block));
 
   // A block the system would not pin is copied through staging from then on, and not offered again.
   pins::refuse = true;
   pins::pinned.clear();
   std::uint8_t* other = core::take_scratch(n, got, n, "test");
-  const std::uint8_t* first_other = other;
-  for (int lending = 1; lending < core::kPinnedFromLending; ++lending) {
-    EXPECT_FALSE(core::pinned_for_device_copy(other, n, pins::pin, pins::unpin));
-    core::give_scratch(other, got);
-    other = core::take_scratch(n, got, n, "test");
-    ASSERT_EQ(other, first_other);
-  }
-  EXPECT_FALSE(core::pinned_for_device_copy(other, n, pins::pin, pins::unpin));
+  for (std::uint64_t fill = 0; fill < core::kPinAfterFills; ++fill) EXPECT_FALSE(pins::copy(other, got));
   pins::refuse = false;
-  EXPECT_FALSE(core::pinned_for_device_copy(other, n, pins::pin, pins::unpin)) << "a block that failed was tried again";
+  EXPECT_FALSE(pins::copy(other, got)) << "a block that failed was tried again";
   EXPECT_TRUE(pins::pinned.empty());
   core::give_scratch(other, got);
 }
