@@ -57,6 +57,14 @@ Registry& registry() {
   static auto* r = new Registry();  // never destroyed, as the pool
   return *r;
 }
+// The block holding all of [at, at + bytes), or end(); the registry's lock held.
+std::map<std::uintptr_t, Mapped>::iterator block_holding(Registry& r, std::uintptr_t at, std::size_t bytes) {
+  auto it = r.blocks.upper_bound(at);
+  if (it == r.blocks.begin()) return r.blocks.end();
+  --it;
+  const std::size_t size = it->second.bytes;
+  return bytes <= size && at - it->first <= size - bytes ? it : r.blocks.end();
+}
 void note_mapped(std::uint8_t* p, std::size_t bytes) noexcept {
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.guard);
@@ -201,11 +209,9 @@ bool pinned_for_device_copy(const void* p, std::size_t bytes, PinFunction pin, U
   std::size_t size = 0;
   {
     std::lock_guard<std::mutex> lock(r.guard);
-    auto it = r.blocks.upper_bound(at);
-    if (it == r.blocks.begin()) return false;
-    --it;
+    const auto it = block_holding(r, at, bytes);
+    if (it == r.blocks.end()) return false;
     Mapped& b = it->second;
-    if (bytes > b.bytes || at - it->first > b.bytes - bytes) return false;  // not within one block
     if (b.pin == Pin::Pinned) return true;
     if (b.pin != Pin::No) return false;  // failed before, or another thread is pinning it
     b.landed += bytes;
@@ -232,10 +238,8 @@ bool scratch_pinned(const void* p) {
   Registry& r = registry();
   const auto at = reinterpret_cast<std::uintptr_t>(p);
   std::lock_guard<std::mutex> lock(r.guard);
-  auto it = r.blocks.upper_bound(at);
-  if (it == r.blocks.begin()) return false;
-  --it;
-  return at - it->first < it->second.bytes && it->second.pin == Pin::Pinned;
+  const auto it = block_holding(r, at, 1);
+  return it != r.blocks.end() && it->second.pin == Pin::Pinned;
 }
 
 std::uint64_t scratch_retained_bytes() {
