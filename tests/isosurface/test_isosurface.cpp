@@ -1187,6 +1187,10 @@ TEST(Isosurface, RepeatedJobsBringTheirMeshHomeIntoPinnedBlocks) {
   IsosurfaceOptions o;
   o.levels = {0.5};
   o.device = Device::Cuda;
+  // Blocks that earlier jobs of this process left in the pool (other tests run in the same process, pinned or not)
+  // change which blocks this job's arrays take and how soon copies have filled them: the pinning is checked on a
+  // fresh pool (ctest runs each test in a process of its own), the bytes always.
+  const std::uint64_t held_before = core::scratch_retained_bytes();
   std::vector<float> positions, normals;
   std::vector<std::uint32_t> triangles;
   int straight = 0;  // runs whose mesh came home into pinned blocks
@@ -1205,7 +1209,11 @@ TEST(Isosurface, RepeatedJobsBringTheirMeshHomeIntoPinnedBlocks) {
     ASSERT_TRUE(std::equal(g.normals.begin(), g.normals.end(), normals.begin(), normals.end())) << "run " << run;
     ASSERT_TRUE(std::equal(g.triangles.begin(), g.triangles.end(), triangles.begin(), triangles.end())) << "run " << run;
   }
-  EXPECT_EQ(straight, 2) << "the repeated job's meshes did not come home into pinned blocks";
+  if (held_before == 0)
+    EXPECT_EQ(straight, 2) << "the repeated job's meshes did not come home into pinned blocks";
+  else
+    std::printf("(the pool held %llu bytes of earlier jobs' blocks: the pinning of this job's was not checked)\n",
+                static_cast<unsigned long long>(held_before));
 }
 
 // A volume streamed from a file goes through pinned slab buffers, and on a GPU the next slab is uploaded while
