@@ -25,6 +25,8 @@ struct Subdivision {
   // Where the engine settled them (the CUDA engines, on small square systems): each unique cell's root (n values)
   // and its residual, infinite where Newton did not settle and NaN where the host must settle the cell itself.
   std::span<const double> unique_x, unique_residual;
+  // Cells at the tolerance from the GPU engines, laid out as `unique` (candidates holds the CPU engines').
+  std::span<const double> candidate_boxes;
   std::string status = "complete";
   std::int64_t nodes = 0;
   double tolerance = 0;  // the final one (raised when a continuum fills the levels)

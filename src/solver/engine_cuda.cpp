@@ -120,26 +120,33 @@ class CudaEngine final : public Engine {
     std::vector<std::int64_t> order(std::size_t(cells.count)), fill(first.begin(), first.end() - 1);
     for (std::int64_t k = 0; k < cells.count; ++k) order[std::size_t(fill[std::size_t(cells.system[k])]++)] = k;
     const int n = sh.n;
-    // The proved cells, system after system, in arrays of the engine's (Subdivision::unique): where each system's
-    // run starts, then the runs written on all threads.
-    std::vector<std::int64_t> unique_first(std::size_t(systems) + 1, 0);
+    // The proved cells and the cells at the tolerance, system after system, in arrays of the engine's
+    // (Subdivision::unique, candidate_boxes): where each system's runs start, then the runs written on all threads.
+    std::vector<std::int64_t> unique_first(std::size_t(systems) + 1, 0), candidate_first(std::size_t(systems) + 1, 0);
 #pragma omp parallel for schedule(static) num_threads(threads) if (systems > 256)
     for (std::int64_t j = 0; j < systems; ++j) {
       std::int64_t unique = 0;
       for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at)
         unique += cells.unique[order[std::size_t(at)]] != 0;
       unique_first[std::size_t(j) + 1] = unique;
+      candidate_first[std::size_t(j) + 1] = first[std::size_t(j) + 1] - first[std::size_t(j)] - unique;
     }
-    for (std::int64_t j = 0; j < systems; ++j) unique_first[std::size_t(j) + 1] += unique_first[std::size_t(j)];
+    for (std::int64_t j = 0; j < systems; ++j) {
+      unique_first[std::size_t(j) + 1] += unique_first[std::size_t(j)];
+      candidate_first[std::size_t(j) + 1] += candidate_first[std::size_t(j)];
+    }
     const auto proved = std::size_t(unique_first.back());
     std::vector<double>& boxes = kept_.emplace_back(proved * std::size_t(2 * n));
     std::vector<double>& roots = kept_.emplace_back(cells.x ? proved * std::size_t(n) : 0);
     std::vector<double>& residuals = kept_.emplace_back(cells.x ? proved : 0);
+    std::vector<double>& tolerance_boxes = kept_.emplace_back(std::size_t(candidate_first.back()) * std::size_t(2 * n));
 #pragma omp parallel for schedule(static) num_threads(threads) if (systems > 256)
     for (std::int64_t j = 0; j < systems; ++j) {
       Subdivision& s = out[members[std::size_t(j)]];
       const auto u0 = std::size_t(unique_first[std::size_t(j)]), u1 = std::size_t(unique_first[std::size_t(j) + 1]);
-      std::size_t u = u0;
+      const auto c0 = std::size_t(candidate_first[std::size_t(j)]),
+                 c1 = std::size_t(candidate_first[std::size_t(j) + 1]);
+      std::size_t u = u0, c = c0;
       for (std::int64_t at = first[std::size_t(j)]; at < first[std::size_t(j) + 1]; ++at) {
         const std::int64_t k = order[std::size_t(at)];
         const double* box = cells.box + k * 2 * n;
@@ -150,8 +157,10 @@ class CudaEngine final : public Engine {
             residuals[u] = cells.residual[k];
           }
           ++u;
-        } else
-          s.candidates.emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
+        } else {
+          std::copy(box, box + 2 * n, tolerance_boxes.begin() + std::ptrdiff_t(c * std::size_t(2 * n)));
+          ++c;
+        }
       }
       if (u1 > u0) {
         s.unique = std::span<const double>(boxes).subspan(u0 * std::size_t(2 * n), (u1 - u0) * std::size_t(2 * n));
@@ -160,6 +169,9 @@ class CudaEngine final : public Engine {
           s.unique_residual = std::span<const double>(residuals).subspan(u0, u1 - u0);
         }
       }
+      if (c1 > c0)
+        s.candidate_boxes =
+            std::span<const double>(tolerance_boxes).subspan(c0 * std::size_t(2 * n), (c1 - c0) * std::size_t(2 * n));
       s.status = cells.status;
       s.nodes = cells.nodes / systems;  // per-system share of the batch's cells
       s.tolerance = cells.tolerance;
@@ -167,7 +179,7 @@ class CudaEngine final : public Engine {
   }
 
   bool hybrid_;
-  std::deque<std::vector<double>> kept_;  // the proved cells of the subdivisions made (a deque: they never move)
+  std::deque<std::vector<double>> kept_;  // the cells of the subdivisions made (a deque: they never move)
 };
 
 }  // namespace

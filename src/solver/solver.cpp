@@ -210,18 +210,21 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   result.status = sub.status;
   result.nodes = sub.nodes;
   for (auto& r : sub.proved) add_root(std::move(r));
-  auto& candidates = sub.candidates;
+  // The cells at the tolerance in one array, n lower then n upper bounds each: the GPU engines' (in their arrays),
+  // the CPU engines' (vectors) and proved cells the host could not settle. (A batch's systems end here by the ten
+  // thousand on all threads, many of them with a few such cells: no allocation per cell.)
+  std::vector<double> boxes(sub.candidate_boxes.begin(), sub.candidate_boxes.end());
+  boxes.reserve(boxes.size() + sub.candidates.size() * std::size_t(2 * n));
+  for (const auto& [lo, hi] : sub.candidates) boxes.insert(boxes.end(), lo.begin(), lo.end()), boxes.insert(boxes.end(), hi.begin(), hi.end());
   if (!sub.unique.empty()) {  // cells of the GPU engines proved to hold one root
     double scale = 0;
     for (const auto& e : sys.eq) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-    // (A batch's systems end here by the ten thousand on all threads: a proved cell costs its root's allocation
-    // alone; its bounds become vectors only where the host settles it or keeps it as a candidate.)
+    // (A proved cell costs its root's allocation alone; its bounds are copied only where the host settles it or
+    // keeps it as a candidate.)
     const std::size_t cells = sub.unique.size() / std::size_t(2 * n);
     result.roots.reserve(result.roots.size() + cells);
     std::vector<double> lo, hi, x;
-    auto keep_candidate = [&](const double* box) {
-      candidates.emplace_back(std::vector<double>(box, box + n), std::vector<double>(box + n, box + 2 * n));
-    };
+    auto keep_candidate = [&](const double* box) { boxes.insert(boxes.end(), box, box + 2 * n); };
     for (std::size_t u = 0; u < cells; ++u) {
       const double* box = sub.unique.data() + u * std::size_t(2 * n);
       if (past(u)) {
@@ -265,13 +268,25 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   };
   // Most systems of a large batch end here: nothing to cluster (the clustering's work arrays cost more than their
   // proved roots).
-  if (candidates.empty()) return done();
+  if (boxes.empty()) return done();
   const double tolerance = sub.tolerance;
-  // Threads deliver cells in any order: sort them so that the clusters and their centroids are reproducible. (Past
-  // the deadline already, millions of cells are not sorted: they become one region as they are.)
-  if (!past(0)) std::sort(candidates.begin(), candidates.end());
+  const auto width = std::size_t(2 * n);
+  const std::size_t m = boxes.size() / width;
+  auto lower = [&](std::size_t i) { return boxes.data() + i * width; };  // then the n upper bounds
+  // Threads deliver cells in any order: sort them (lower bounds, then upper) so that the clusters and their
+  // centroids are reproducible. (Past the deadline already, millions of cells are not sorted: they become one
+  // region as they are.)
+  if (!past(0)) {
+    std::vector<std::size_t> order(m);
+    std::iota(order.begin(), order.end(), std::size_t(0));
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return std::lexicographical_compare(lower(a), lower(a) + width, lower(b), lower(b) + width);
+    });
+    std::vector<double> sorted(boxes.size());
+    for (std::size_t i = 0; i < m; ++i) std::copy(lower(order[i]), lower(order[i]) + width, sorted.begin() + std::ptrdiff_t(i * width));
+    boxes.swap(sorted);
+  }
   // Cluster touching candidate cells (union-find); each cluster is one tangent root or one solution region.
-  const std::size_t m = candidates.size();
   std::vector<std::size_t> parent(m);
   std::iota(parent.begin(), parent.end(), 0);
   auto find = [&](std::size_t i) {
@@ -282,18 +297,21 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   // of order 3 (about tolerance^(1/3)), far below the distance at which two roots would be told apart anyway.
   const double slack = std::max(4 * tolerance, 0.1 * std::cbrt(tolerance));
   auto touch = [&](std::size_t a, std::size_t b) {
-    const auto& ca = candidates[a];
-    const auto& cb = candidates[b];
+    const double *ca = lower(a), *cb = lower(b);
     for (int k = 0; k < n; ++k)
-      if (!(cb.first[k] <= ca.second[k] + slack && ca.first[k] <= cb.second[k] + slack)) return false;
+      if (!(cb[k] <= ca[n + k] + slack && ca[k] <= cb[n + k] + slack)) return false;
     return true;
   };
   // Touching cells through a grid of spacing `slack` on the cells' lower corners. Cells whose corners share a grid
   // cell always touch, so each grid cell is one set at once; a cell then looks for one touching member in each grid
   // cell within its reach. (Comparing pairs along a sweep took seconds for a solution region of tens of
   // thousands of cells.)
+  // The sets are the touching cells' connected sets however they are found: a few cells (a tangent root leaves a
+  // handful) are compared pair by pair.
   const double spacing = slack;
-  if (!(spacing > 1e-150)) {  // no slack to grid by (a zero tolerance): every pair
+  constexpr std::size_t kPairwise = 64;
+  const bool pairwise = !(spacing > 1e-150) || m <= kPairwise;  // (no slack to grid by: a zero tolerance)
+  if (pairwise) {
     for (std::size_t i = 0; i < m && !past(i); ++i)
       for (std::size_t j = i + 1; j < m; ++j)
         if (find(i) != find(j) && touch(i, j)) parent[find(i)] = find(j);
@@ -308,9 +326,9 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   };
   std::unordered_map<std::vector<std::int64_t>, std::vector<std::size_t>, GridHash> grid;  // exact grid cells
   std::vector<std::int64_t> g(static_cast<std::size_t>(n));
-  const std::size_t gridded = spacing > 1e-150 ? m : 0;
+  const std::size_t gridded = pairwise ? 0 : m;
   for (std::size_t i = 0; i < gridded && !past(i); ++i) {
-    for (int k = 0; k < n; ++k) g[std::size_t(k)] = grid_of(candidates[i].first[k]);
+    for (int k = 0; k < n; ++k) g[std::size_t(k)] = grid_of(lower(i)[k]);
     auto& members = grid[g];
     if (!members.empty()) parent[find(i)] = find(members.front());
     members.push_back(i);
@@ -319,8 +337,8 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   for (std::size_t i = 0; i < gridded && !past(i); ++i) {
     double reach = 1;
     for (int k = 0; k < n; ++k) {
-      lo_g[std::size_t(k)] = grid_of(candidates[i].first[k] - slack);
-      hi_g[std::size_t(k)] = grid_of(candidates[i].second[k] + slack);
+      lo_g[std::size_t(k)] = grid_of(lower(i)[k] - slack);
+      hi_g[std::size_t(k)] = grid_of(lower(i)[n + k] + slack);
       reach *= double(hi_g[std::size_t(k)] - lo_g[std::size_t(k)] + 1);
     }
     if (reach > 4096) {  // a wide cell: against every cell
@@ -358,7 +376,7 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
   for (const auto& cl : clusters) {
     std::vector<double> lo(std::size_t(n), 1e300), hi(std::size_t(n), -1e300);
     for (auto i : cl)
-      for (int k = 0; k < n; ++k) lo[k] = std::min(lo[k], candidates[i].first[k]), hi[k] = std::max(hi[k], candidates[i].second[k]);
+      for (int k = 0; k < n; ++k) lo[k] = std::min(lo[k], lower(i)[k]), hi[k] = std::max(hi[k], lower(i)[n + k]);
     double extent = 0;
     for (int k = 0; k < n; ++k) extent = std::max(extent, hi[k] - lo[k]);
     // A solution curve spans the box; a tangent root's cluster shrinks with the tolerance (as tol^(1/k) for contact
@@ -380,7 +398,7 @@ SolveResult finish_square(const System& sys, const std::vector<BernsteinPoly>& p
     // best-residual cell does not, for contact of order 3 and more), then least-squares Newton inside the box.
     std::vector<double> x(static_cast<std::size_t>(n), 0.0);
     for (auto i : cl)
-      for (int k = 0; k < n; ++k) x[k] += 0.5 * (candidates[i].first[k] + candidates[i].second[k]) / double(cl.size());
+      for (int k = 0; k < n; ++k) x[k] += 0.5 * (lower(i)[k] + lower(i)[n + k]) / double(cl.size());
     const std::vector<double> centroid = x;
     const double centroid_res = sys.residual(x);
     newton(sys, x, lo, hi, o.newton_tolerance, 100);
@@ -657,7 +675,8 @@ solver::SampledSet finish_set(const System& sys, const std::vector<BernsteinPoly
   out.nodes = sub.nodes;
   double scale = 0;
   for (const auto& e : equations) scale = std::max(scale, std::abs(coef_range(e).lo) + std::abs(coef_range(e).hi));
-  const std::size_t cells = sub.candidates.size(), total = cells + sub.proved.size();
+  const std::size_t listed = sub.candidates.size(), cells = listed + sub.candidate_boxes.size() / (2 * un),
+                    total = cells + sub.proved.size();
   std::vector<double> xs(total * un), tangents(curve ? total * un : 0), residuals(total);
   std::vector<char> kept(total, 0), singular(total, 0);
   // Minimum-norm Newton from each cell's centre lands on the nearest part of the set; the cell keeps the point when
@@ -677,7 +696,9 @@ solver::SampledSet finish_set(const System& sys, const std::vector<BernsteinPoly
       double* x = xs.data() + std::size_t(c) * un;
       double res;
       if (std::size_t(c) < cells) {
-        const auto& [lo, hi] = sub.candidates[std::size_t(c)];
+        const double* box = std::size_t(c) < listed ? nullptr : sub.candidate_boxes.data() + (std::size_t(c) - listed) * 2 * un;
+        const std::vector<double> lo = box ? std::vector<double>(box, box + un) : sub.candidates[std::size_t(c)].first;
+        const std::vector<double> hi = box ? std::vector<double>(box + un, box + 2 * un) : sub.candidates[std::size_t(c)].second;
         std::vector<double> start(un), blo(lo), bhi(hi);
         for (int k = 0; k < n; ++k) {
           const double w = hi[k] - lo[k];
