@@ -172,8 +172,11 @@ std::uint8_t* take_scratch(std::size_t n, std::size_t& bytes, std::size_t larges
   Pool& p = pool();
   {
     std::lock_guard<std::mutex> lock(p.guard);
-    // The smallest free block that is large enough (the list is sorted by size).
+    // The smallest free block that is large enough (the list is sorted by size), of those the one given back last:
+    // a caller repeating a job then takes its own blocks again, which copies into them fill often enough to pin.
     auto it = std::find_if(p.free.begin(), p.free.end(), [&](const FreeBlock& b) { return b.bytes >= want; });
+    for (auto same = it; same != p.free.end() && same->bytes == it->bytes; ++same)
+      if (same->returned > it->returned) it = same;
     if (it != p.free.end() && it->bytes <= std::max(want, largest)) {
       std::uint8_t* data = it->data;
       bytes = it->bytes;

@@ -40,6 +40,34 @@ TEST(ResultPool, ARepeatedJobKeepsItsBlocksOverAnEarlierJobs) {
   core::give_scratch(again, got);
 }
 
+// Of free blocks of one size, the one given back last serves next: a job repeated in a loop keeps taking its own
+// blocks (whose copies count towards pinning them), not others of their size that earlier jobs left.
+TEST(ResultPool, TheBlockGivenBackLastServesNext) {
+  // An odd size, so that blocks other tests left in the pool are unlikely to be of it.
+  const std::size_t n = (std::size_t(41) << 20) + 12345;
+  std::size_t got[3] = {};
+  std::uint8_t* blocks[3];
+  for (int i = 0; i < 3; ++i) blocks[i] = core::take_scratch(n, got[i], n, "test");
+  ASSERT_EQ(got[0], got[1]);
+  ASSERT_EQ(got[1], got[2]);
+  for (int i : {1, 0, 2}) core::give_scratch(blocks[i], got[i]);
+  std::size_t size = 0;
+  std::uint8_t* again = core::take_scratch(n, size, n, "test");
+  EXPECT_EQ(again, blocks[2]);
+  core::give_scratch(again, size);
+  for (int repeat = 0; repeat < 3; ++repeat) {  // the same block, call after call
+    std::uint8_t* next = core::take_scratch(n, size, n, "test");
+    EXPECT_EQ(next, again) << "repeat " << repeat;
+    core::give_scratch(next, size);
+  }
+  std::uint8_t* second = core::take_scratch(n, size, n, "test");
+  std::uint8_t* third = core::take_scratch(n, size, n, "test");
+  EXPECT_EQ(second, blocks[2]);
+  EXPECT_EQ(third, blocks[0]) << "after the last given back, the one given back before it";
+  core::give_scratch(second, size);
+  core::give_scratch(third, size);
+}
+
 TEST(ResultPool, AFreedResultsBlockServesTheNext) {
   if (kHeapResults) GTEST_SKIP() << "results stay on the heap under AddressSanitizer";
   std::mt19937_64 rng(test::run_seed() ^ 0x9e50);
