@@ -1,7 +1,8 @@
 """parasurf: fast parametric and volumetric geometry on CPUs and NVIDIA GPUs.
 
-numpy in, numpy out; ``marching_cubes`` and ``evaluate_surface`` also take PyTorch, CuPy and JAX arrays in place
-(DLPack or the CUDA array interface) and answer in the caller's framework, on the caller's device. Every function
+numpy in, numpy out; ``marching_cubes``, ``evaluate_surface`` and ``ffd`` also take PyTorch, CuPy and JAX arrays in
+place (DLPack or the CUDA array interface), and every other function takes them through host copies of their few
+numbers; all answer in the caller's framework, on the caller's device. Every function
 takes ``device="auto" | "cpu" | "cuda"`` (auto: CUDA when a GPU is present; marching cubes on a host array
 runs where its estimated time is shorter, see ``docs/python.md``).
 Errors from the library are raised as ValueError (bad arguments or input), OSError (files), MemoryError or
@@ -231,6 +232,8 @@ def evaluate_surface(control_points, resolution=(64, 64), *, uv=None, weights=No
     if gpu >= 0:
         wrap = _framework_of(control_points)
         out = {k: wrap(v) for k, v in out.items()}
+    else:
+        out = _results_like(_on_gpu(uv, weights), out)
     return out["points"], out["normals"], out
 
 
@@ -269,11 +272,23 @@ def _host(x):
     return _np.asarray(x)
 
 
+def _on_gpu(*xs):
+    """The first of the arguments ``xs`` that lies on a GPU (a dict by its ``points``, a list by its items), or None."""
+    for x in xs:
+        if isinstance(x, dict):
+            x = x.get("points")
+        if isinstance(x, (list, tuple)):
+            x = _on_gpu(*x)
+        if x is not None and _gpu_of(x) >= 0:
+            return x
+    return None
+
+
 def _results_like(x, out):
-    """The arrays of a solver's result (a dict, or a list of dicts) in the framework of its input ``x`` and on its GPU
-    when ``x`` lies on one (PyTorch, CuPy, JAX): the solve runs on host copies of the few input numbers (its
+    """The arrays of a result (in dicts, lists and tuples, nested) in the framework of the input ``x`` and on its GPU
+    when ``x`` lies on one (PyTorch, CuPy, JAX): the work runs on host copies of the few input numbers (a solve's
     preparation is host work), and its results go back to the caller's device. Other inputs: as they are."""
-    if _gpu_of(x) < 0:
+    if x is None or _gpu_of(x) < 0:
         return out
     mod = type(x).__module__.split(".")[0]
     if mod == "torch":
@@ -291,9 +306,17 @@ def _results_like(x, out):
     else:
         return out
 
-    def convert(d):
-        return {k: move(v) if isinstance(v, _np.ndarray) else v for k, v in d.items()}
-    return [convert(d) for d in out] if isinstance(out, list) else convert(out)
+    def convert(v):
+        if isinstance(v, _np.ndarray):
+            return move(v)
+        if isinstance(v, dict):
+            return {k: convert(e) for k, e in v.items()}
+        if isinstance(v, list):
+            return [convert(e) for e in v]
+        if isinstance(v, tuple):
+            return tuple(convert(e) for e in v)
+        return v
+    return convert(out)
 
 
 def tessellate(path=None, *, surfaces=None, resolution=16, tolerance=0.0, device="auto", progress=None):
@@ -309,9 +332,10 @@ def tessellate(path=None, *, surfaces=None, resolution=16, tolerance=0.0, device
     """
     given = None
     if surfaces is not None:
-        given = [_bspline(x) for x in ([surfaces] if isinstance(surfaces, dict) else surfaces)]
-    return _parasurf.tessellate(None if path is None else _path(path), int(resolution), float(tolerance), _auto(device),
-                                progress, given)
+        surfaces = [surfaces] if isinstance(surfaces, dict) else surfaces
+        given = [_bspline(x) for x in surfaces]
+    return _results_like(_on_gpu(surfaces), _parasurf.tessellate(None if path is None else _path(path), int(resolution),
+                                                                 float(tolerance), _auto(device), progress, given))
 
 
 def evaluate_bspline_surface(surface, uv, *, derivatives=False, second_derivatives=False, precision="double",
@@ -321,12 +345,13 @@ def evaluate_bspline_surface(surface, uv, *, derivatives=False, second_derivativ
     ``uv`` (N, 2) lies in the knot domain [knots_u[p], knots_u[nu]] x [knots_v[q], knots_v[nv]]. Returns
     ``points`` (N, 3), unit ``normals`` (N, 3) and a dict with them, ``degenerate`` (True where Su x Sv vanishes),
     and with ``derivatives=True`` ``du`` and ``dv``, with ``second_derivatives=True`` ``duu``, ``duv`` and ``dvv``
-    (with respect to u and v of the knot domain); float64 or float32 (``precision``), host arrays. Each pair is
-    evaluated on its Bézier piece (exact knot insertion), on the device asked for.
+    (with respect to u and v of the knot domain); float64 or float32 (``precision``): host arrays, or for points or
+    ``uv`` on a GPU arrays on that GPU in the same framework. Each pair is evaluated on its Bézier piece (exact knot
+    insertion), on the device asked for.
     """
-    out = _parasurf.evaluate_bspline_surface(_bspline(surface), _np.asarray(_host(uv), dtype=_np.float64),
-                                             bool(derivatives), bool(second_derivatives), precision, _auto(device),
-                                             int(threads))
+    out = _results_like(_on_gpu(surface, uv), _parasurf.evaluate_bspline_surface(
+        _bspline(surface), _np.asarray(_host(uv), dtype=_np.float64), bool(derivatives), bool(second_derivatives),
+        precision, _auto(device), int(threads)))
     return out["points"], out["normals"], out
 
 
@@ -337,9 +362,14 @@ def _bspline(s):
     pts = _np.asarray(_host(_points_of(s, "surface")), dtype=_np.float64)
     w = s.get("weights")
     w = None if w is None else _np.asarray(_host(w), dtype=_np.float64)
-    degree = [int(d) for d in s["degree"]] if s.get("degree") is not None else []
-    knots = [[float(k) for k in kn] for kn in s["knots"]] if s.get("knots") is not None else []
+    degree = [int(d) for d in _host(s["degree"])] if s.get("degree") is not None else []
+    knots = [_numbers(kn) for kn in s["knots"]] if s.get("knots") is not None else []
     return pts, w, degree, knots
+
+
+def _numbers(x):
+    """A knot vector (a list, or an array on any device) as a list of floats."""
+    return [float(k) for k in _np.ravel(_np.asarray(_host(x), dtype=_np.float64))]
 
 
 def lattice(vertices, count=(9, 9, 9), degree=(3, 3, 3), *, padding=0.05, knots=None, world_to_parameter=None):
@@ -393,7 +423,7 @@ def intersect_curves(a, b, *, tolerance=1e-7, threads=0, max_seconds=None, max_c
     ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
     with ``status`` "limit reached: ...".
     """
-    return _results_like(a, _parasurf.intersect_curves(
+    return _results_like(_on_gpu(a, b), _parasurf.intersect_curves(
         _np.asarray(_host(a), dtype=_np.float64), _np.asarray(_host(b), dtype=_np.float64), float(tolerance),
         int(threads), _limits(max_seconds, max_cells)))
 
@@ -482,7 +512,7 @@ def intersect_rays(origins, directions, patches=None, *, t_min=0.0, device="auto
     o = _np.ascontiguousarray(_host(origins), dtype=_np.float64)
     d = _np.ascontiguousarray(_host(directions), dtype=_np.float64)
     path, nets = _patch_set(patches, "rays")
-    return _results_like(origins, _parasurf.intersect_rays(o, d, path, nets, float(t_min), device, int(threads),
+    return _results_like(_on_gpu(origins, directions), _parasurf.intersect_rays(o, d, path, nets, float(t_min), device, int(threads),
                                                            _limits(max_seconds, max_cells)))
 
 
@@ -492,8 +522,10 @@ def ray_traps(curves, *, tolerance=1e-7, threads=0, max_seconds=None, max_cells=
     ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
     with ``status`` "limit reached: ...".
     """
-    return _parasurf.ray_traps([_np.asarray(c, dtype=_np.float64) for c in curves], float(tolerance), int(threads),
-                               _limits(max_seconds, max_cells))
+    curves = list(curves)
+    return _results_like(_on_gpu(curves), _parasurf.ray_traps(
+        [_np.asarray(_host(c), dtype=_np.float64) for c in curves], float(tolerance), int(threads),
+        _limits(max_seconds, max_cells)))
 
 
 def read_volume(path):
@@ -535,21 +567,20 @@ def _curve(c):
     """A curve argument: an (n, 2) array of Bézier control points, or a dict with ``points`` (n, 2), ``degree`` and
     ``knots`` (n + degree + 1 values) for a B-spline."""
     if isinstance(c, dict):
-        pts = _points_of(c, "curve")
-        return (_np.asarray(pts, dtype=_np.float64), int(c.get("degree", len(pts) - 1)),
-                [float(k) for k in c.get("knots", [])])
-    return _np.asarray(c, dtype=_np.float64), -1, []
+        pts = _np.asarray(_host(_points_of(c, "curve")), dtype=_np.float64)
+        return pts, int(c.get("degree", len(pts) - 1)), _numbers(c.get("knots", []))
+    return _np.asarray(_host(c), dtype=_np.float64), -1, []
 
 
 def _surface(s):
     """A surface argument: an (m+1, n+1, 3) array of Bézier control points, or a dict with ``points`` (nu, nv, 3),
     ``degree`` (p, q) and ``knots`` (knots_u, knots_v) for a B-spline surface."""
     if isinstance(s, dict):
-        pts = _np.asarray(_points_of(s, "surface"), dtype=_np.float64)
-        degree = list(s.get("degree", (pts.shape[0] - 1, pts.shape[1] - 1)))
-        knots = [[float(k) for k in kn] for kn in s.get("knots", [])]
+        pts = _np.asarray(_host(_points_of(s, "surface")), dtype=_np.float64)
+        degree = list(_host(s.get("degree", (pts.shape[0] - 1, pts.shape[1] - 1))))
+        knots = [_numbers(kn) for kn in s.get("knots", [])]
         return pts, [int(d) for d in degree], knots
-    return _np.asarray(s, dtype=_np.float64), [], []
+    return _np.asarray(_host(s), dtype=_np.float64), [], []
 
 
 def hausdorff_distance(a, b, *, device="cpu", threads=0, max_seconds=None, max_cells=None):
@@ -564,7 +595,8 @@ def hausdorff_distance(a, b, *, device="cpu", threads=0, max_seconds=None, max_c
     """
     pa, da, ka = _curve(a)
     pb, db, kb = _curve(b)
-    return _parasurf.hausdorff_distance(pa, da, ka, pb, db, kb, device, int(threads), _limits(max_seconds, max_cells))
+    return _results_like(_on_gpu(a, b), _parasurf.hausdorff_distance(pa, da, ka, pb, db, kb, device, int(threads),
+                                                                      _limits(max_seconds, max_cells)))
 
 
 def curve_bisector(a, b, *, resolution=1.0 / 128, device="cpu", threads=0, max_seconds=None, max_cells=None):
@@ -577,8 +609,8 @@ def curve_bisector(a, b, *, resolution=1.0 / 128, device="cpu", threads=0, max_s
     """
     pa, da, ka = _curve(a)
     pb, db, kb = _curve(b)
-    return _parasurf.curve_bisector(pa, da, ka, pb, db, kb, float(resolution), device, int(threads),
-                                    _limits(max_seconds, max_cells))
+    return _results_like(_on_gpu(a, b), _parasurf.curve_bisector(pa, da, ka, pb, db, kb, float(resolution), device,
+                                                                  int(threads), _limits(max_seconds, max_cells)))
 
 
 def intersect_surfaces(a, b, *, resolution=1.0 / 64, device="cpu", threads=0, max_seconds=None, max_cells=None):
@@ -593,8 +625,8 @@ def intersect_surfaces(a, b, *, resolution=1.0 / 64, device="cpu", threads=0, ma
     """
     sa, da, ka = _surface(a)
     sb, db, kb = _surface(b)
-    return _parasurf.intersect_surfaces(sa, da, ka, sb, db, kb, float(resolution), device, int(threads),
-                                        _limits(max_seconds, max_cells))
+    return _results_like(_on_gpu(a, b), _parasurf.intersect_surfaces(sa, da, ka, sb, db, kb, float(resolution), device,
+                                                                      int(threads), _limits(max_seconds, max_cells)))
 
 
 def contact_points(moving, fixed, motion, *, device="cpu", threads=0, max_seconds=None, max_cells=None):
@@ -612,10 +644,10 @@ def contact_points(moving, fixed, motion, *, device="cpu", threads=0, max_second
     sb, db, kb = _surface(fixed)
     if not isinstance(motion, dict) or "knots" not in motion:
         raise ValueError("motion: a dict with 'points' (n, 4), 'degree' and 'knots'")
-    mp = _np.asarray(_points_of(motion, "motion"), dtype=_np.float64)
-    return _parasurf.contact_points(sa, da, ka, sb, db, kb, mp, int(motion.get("degree", 3)),
-                                    [float(k) for k in motion["knots"]], device, int(threads),
-                                    _limits(max_seconds, max_cells))
+    mp = _np.asarray(_host(_points_of(motion, "motion")), dtype=_np.float64)
+    return _results_like(_on_gpu(moving, fixed, motion), _parasurf.contact_points(
+        sa, da, ka, sb, db, kb, mp, int(motion.get("degree", 3)), _numbers(motion["knots"]), device, int(threads),
+        _limits(max_seconds, max_cells)))
 
 
 def surface_bisector(a, b, *, resolution=1.0 / 16, device="cpu", threads=0, max_seconds=None, max_cells=None):
@@ -630,5 +662,5 @@ def surface_bisector(a, b, *, resolution=1.0 / 16, device="cpu", threads=0, max_
     """
     sa, da, ka = _surface(a)
     sb, db, kb = _surface(b)
-    return _parasurf.surface_bisector(sa, da, ka, sb, db, kb, float(resolution), device, int(threads),
-                                      _limits(max_seconds, max_cells))
+    return _results_like(_on_gpu(a, b), _parasurf.surface_bisector(sa, da, ka, sb, db, kb, float(resolution), device,
+                                                                    int(threads), _limits(max_seconds, max_cells)))

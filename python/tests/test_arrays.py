@@ -411,6 +411,103 @@ def test_ffd_and_solver_results_follow_gpu_inputs(framework, rng):
     np.testing.assert_array_equal(home(got["params"]), want["params"])
 
 
+def small_function_calls(rng):
+    """Every function whose inputs are a few numbers (curves, control nets, surface dicts, motions, parameter pairs),
+    as calls on the inputs made by ``to`` (numpy arrays, DLPack objects, GPU tensors); random inputs of the seed."""
+    # (near the two diagonals of the unit square: they cross)
+    curve_a = np.linspace(0, 1, 4)[:, None] * [1, 1] + rng.uniform(-0.1, 0.1, (4, 2))
+    curve_b = np.linspace(0, 1, 5)[:, None] * [1, -1] + [0, 1] + rng.uniform(-0.1, 0.1, (5, 2))
+    net = rng.uniform(size=(4, 4, 3))
+    other = net + [0, 0, 0.1]
+    other[1, 1, 2] -= 0.5
+    plane = np.array([[[-2.0, -2.0, 0.0], [-2.0, 2.0, 0.0]], [[2.0, -2.0, 0.0], [2.0, 2.0, 0.0]]])
+    bowl = np.array([[[x, y, 1 + (1 - 2 * abs(x)) + (1 - 2 * abs(y))] for y in (-1.0, 0.0, 1.0)] for x in (-1.0, 0.0, 1.0)])
+    motion = np.array([[1 + 0.2 * i / 3, 0.1 * i / 3, 0, -2 * i / 3] for i in range(4)])
+    mirrors = [np.array([[np.cos(c - 0.5), np.sin(c - 0.5)], [1.2 * np.cos(c), 1.2 * np.sin(c)],
+                         [np.cos(c + 0.5), np.sin(c + 0.5)]]) for c in (np.pi / 2, np.pi / 2 + 2.1, np.pi / 2 + 4.2)]
+    uv = rng.uniform(size=(40, 2))
+    return {
+        "intersect_curves": lambda to: parasurf.intersect_curves(to(curve_a), to(curve_b), threads=1),
+        "hausdorff_distance": lambda to: parasurf.hausdorff_distance(to(curve_a), to(curve_b), threads=1),
+        "hausdorff_distance (B-spline)": lambda to: parasurf.hausdorff_distance(
+            {"points": to(curve_b), "degree": 2, "knots": to(np.array([0, 0, 0, 0.4, 0.7, 1, 1, 1.0]))}, to(curve_a),
+            threads=1),
+        "curve_bisector": lambda to: parasurf.curve_bisector(to(curve_a), to(curve_b + [1.5, 0]), threads=1),
+        "ray_traps": lambda to: parasurf.ray_traps([to(m) for m in mirrors], threads=1),
+        "intersect_surfaces": lambda to: parasurf.intersect_surfaces(to(net), to(other), threads=1),
+        "surface_bisector": lambda to: parasurf.surface_bisector(to(net), to(other + [0, 0, 1]), threads=1),
+        "contact_points": lambda to: parasurf.contact_points(
+            to(bowl), to(plane), {"points": to(motion), "degree": 3, "knots": to(np.array([0, 0, 0, 0, 1, 1, 1, 1.0]))},
+            threads=1),
+        "tessellate": lambda to: parasurf.tessellate(surfaces={"points": to(net)}, resolution=5, device="cpu"),
+        "evaluate_bspline_surface": lambda to: parasurf.evaluate_bspline_surface(
+            {"points": to(net)}, to(uv), derivatives=True, device="cpu", threads=1)[2],
+        "evaluate_surface (pairs)": lambda to: parasurf.evaluate_surface(net, uv=to(uv), device="cpu", threads=1)[2],
+    }
+
+
+def leaves(v):
+    """The arrays in a result (dicts, lists and tuples, nested), in order, and its other values."""
+    if isinstance(v, dict):
+        return [x for k in sorted(v) for x in leaves(v[k])]
+    if isinstance(v, (list, tuple)):
+        return [x for e in v for x in leaves(e)]
+    return [v]
+
+
+class OnlyDLPackArray:
+    """An array offered through DLPack alone, as a framework without __array__ offers it."""
+
+    def __init__(self, a):
+        self.a = np.ascontiguousarray(a)
+
+    def __dlpack__(self, **kw):
+        return self.a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+def test_every_function_takes_dlpack_inputs(rng):
+    # Host objects that speak DLPack alone are read as the numpy arrays they hold: the same results, as numpy arrays.
+    if not hasattr(np.ones(1), "__dlpack__"):
+        pytest.skip("numpy %s has no DLPack export" % np.__version__)
+    for name, call in small_function_calls(rng).items():
+        want, got = leaves(call(lambda a: a)), leaves(call(OnlyDLPackArray))
+        assert len(got) == len(want), name
+        for x, y in zip(got, want):
+            if isinstance(y, np.ndarray):
+                assert isinstance(x, np.ndarray), name
+                np.testing.assert_array_equal(x, y, err_msg=name)
+            else:
+                assert x == y or (x != x and y != y), name
+        assert any(y.size if isinstance(y, np.ndarray) else isinstance(y, float) for y in want), \
+            name + ": the inputs found nothing to compare"
+
+
+@pytest.mark.parametrize("framework", cuda_frameworks() or [pytest.param("none", marks=pytest.mark.skip(
+    reason="no CUDA array framework (torch or cupy with a GPU)"))])
+def test_every_function_answers_on_the_gpu_of_its_inputs(framework, rng):
+    # GPU inputs of the functions that compute from a few host numbers: the same results, handed back on the
+    # input's GPU in its framework (torch in, torch out).
+    if framework == "torch":
+        import torch
+        dev, kind, home = (lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda()), torch.Tensor, \
+            (lambda x: x.cpu().numpy())
+    else:
+        import cupy
+        dev, kind, home = cupy.asarray, cupy.ndarray, cupy.asnumpy
+    for name, call in small_function_calls(rng).items():
+        want, got = leaves(call(lambda a: a)), leaves(call(dev))
+        assert len(got) == len(want), name
+        for x, y in zip(got, want):
+            if isinstance(y, np.ndarray):
+                assert isinstance(x, kind), name
+                np.testing.assert_array_equal(home(x), y, err_msg=name)
+            else:
+                assert x == y or (x != x and y != y), name
+
+
 def test_a_numpy_this_build_cannot_read_is_refused():
     # pybind11 before 2.12 misreads NumPy 2's arrays without an error: the package refuses to load then, with the
     # remedy, instead of computing from wrong strides.
