@@ -277,8 +277,9 @@ def _on_gpu(*xs):
     for x in xs:
         if isinstance(x, dict):
             x = x.get("points")
-        if isinstance(x, (list, tuple)):
-            x = _on_gpu(*x)
+        if isinstance(x, (list, tuple)):  # (its arrays and dicts: a list of numbers holds no GPU array)
+            x = _on_gpu(*(e for e in x if isinstance(e, dict) or hasattr(e, "__dlpack__")
+                          or hasattr(e, "__cuda_array_interface__")))
         if x is not None and _gpu_of(x) >= 0:
             return x
     return None
