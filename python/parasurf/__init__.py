@@ -442,9 +442,19 @@ def intersect_curves_batch(pairs, *, tolerance=1e-7, device="auto", threads=0, f
     ``max_seconds`` (60) and ``max_cells`` (per system, 2e7) bound the solve: past either, what was found returns
     with ``status`` "limit reached: ...".
     """
-    points, counts = _pack_curve_pairs(pairs if _gpu_of(pairs) < 0 else _host(pairs))
-    return _results_like(pairs, _parasurf.intersect_curves_packed(points, counts, float(tolerance), device, int(threads),
-                                                                  _limits(max_seconds, max_cells), bool(flat)))
+    lead = pairs
+    if isinstance(pairs, (list, tuple)) and pairs:
+        # Curves that numpy cannot read as they are (GPU arrays, DLPack objects) are copied home, all of them when
+        # the first pair holds such curves (a batch's curves are of one kind).
+        lead = _on_gpu(*pairs[0]) if isinstance(pairs[0], (list, tuple)) else None
+        foreign = lambda c: not isinstance(c, (_np.ndarray, list, tuple)) and (  # noqa: E731
+            hasattr(c, "__dlpack__") or hasattr(c, "__cuda_array_interface__"))
+        if isinstance(pairs[0], (list, tuple)) and any(foreign(c) for c in pairs[0]):
+            pairs = [tuple(_host(c) for c in pair) for pair in pairs]
+    points, counts = _pack_curve_pairs(_host(pairs))
+    return _results_like(_on_gpu(lead), _parasurf.intersect_curves_packed(points, counts, float(tolerance), device,
+                                                                          int(threads), _limits(max_seconds, max_cells),
+                                                                          bool(flat)))
 
 
 def _pack_curve_pairs(pairs):

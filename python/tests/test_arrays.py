@@ -428,6 +428,11 @@ def small_function_calls(rng):
     uv = rng.uniform(size=(40, 2))
     return {
         "intersect_curves": lambda to: parasurf.intersect_curves(to(curve_a), to(curve_b), threads=1),
+        "intersect_curves_batch (list)": lambda to: parasurf.intersect_curves_batch(
+            [(to(curve_a), to(curve_b)), (to(curve_b), to(curve_a + [0.2, 0]))], device="cpu", threads=1),
+        "intersect_curves_batch (array)": lambda to: parasurf.intersect_curves_batch(
+            to(np.stack([np.stack([curve_a, curve_b[:4]]), np.stack([curve_b[1:], curve_a])])), device="cpu",
+            threads=1, flat=True),
         "hausdorff_distance": lambda to: parasurf.hausdorff_distance(to(curve_a), to(curve_b), threads=1),
         "hausdorff_distance (B-spline)": lambda to: parasurf.hausdorff_distance(
             {"points": to(curve_b), "degree": 2, "knots": to(np.array([0, 0, 0, 0.4, 0.7, 1, 1, 1.0]))}, to(curve_a),
