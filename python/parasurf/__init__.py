@@ -370,7 +370,10 @@ def _bspline(s):
 
 def _numbers(x):
     """A knot vector (a list, or an array on any device) as a list of floats."""
-    return [float(k) for k in _np.ravel(_np.asarray(_host(x), dtype=_np.float64))]
+    a = _np.asarray(_host(x), dtype=_np.float64)
+    if a.ndim != 1:
+        raise ValueError("knots: a list of numbers, not an array of shape %s" % (a.shape,))
+    return a.tolist()
 
 
 def lattice(vertices, count=(9, 9, 9), degree=(3, 3, 3), *, padding=0.05, knots=None, world_to_parameter=None):
@@ -523,8 +526,8 @@ def intersect_rays(origins, directions, patches=None, *, t_min=0.0, device="auto
     o = _np.ascontiguousarray(_host(origins), dtype=_np.float64)
     d = _np.ascontiguousarray(_host(directions), dtype=_np.float64)
     path, nets = _patch_set(patches, "rays")
-    return _results_like(_on_gpu(origins, directions), _parasurf.intersect_rays(o, d, path, nets, float(t_min), device, int(threads),
-                                                           _limits(max_seconds, max_cells)))
+    return _results_like(_on_gpu(origins, directions), _parasurf.intersect_rays(
+        o, d, path, nets, float(t_min), device, int(threads), _limits(max_seconds, max_cells)))
 
 
 def ray_traps(curves, *, tolerance=1e-7, threads=0, max_seconds=None, max_cells=None):
