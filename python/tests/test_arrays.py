@@ -460,6 +460,20 @@ def leaves(v):
     return [v]
 
 
+def assert_same_results(name, got, want, kind, home):
+    """A result equal to the numpy call's ``want``, its arrays of type ``kind`` (``home`` brings one to numpy)."""
+    got, want = leaves(got), leaves(want)
+    assert len(got) == len(want), name
+    for x, y in zip(got, want):
+        if isinstance(y, np.ndarray):
+            assert isinstance(x, kind), name
+            np.testing.assert_array_equal(home(x), y, err_msg=name)
+        else:
+            assert x == y or (x != x and y != y), name
+    assert any(y.size if isinstance(y, np.ndarray) else isinstance(y, float) for y in want), \
+        name + ": the inputs found nothing to compare"
+
+
 class OnlyDLPackArray:
     """An array offered through DLPack alone, as a framework without __array__ offers it."""
 
@@ -478,16 +492,7 @@ def test_every_function_takes_dlpack_inputs(rng):
     if not hasattr(np.ones(1), "__dlpack__"):
         pytest.skip("numpy %s has no DLPack export" % np.__version__)
     for name, call in small_function_calls(rng).items():
-        want, got = leaves(call(lambda a: a)), leaves(call(OnlyDLPackArray))
-        assert len(got) == len(want), name
-        for x, y in zip(got, want):
-            if isinstance(y, np.ndarray):
-                assert isinstance(x, np.ndarray), name
-                np.testing.assert_array_equal(x, y, err_msg=name)
-            else:
-                assert x == y or (x != x and y != y), name
-        assert any(y.size if isinstance(y, np.ndarray) else isinstance(y, float) for y in want), \
-            name + ": the inputs found nothing to compare"
+        assert_same_results(name, call(OnlyDLPackArray), call(lambda a: a), np.ndarray, lambda x: x)
 
 
 @pytest.mark.parametrize("framework", cuda_frameworks() or [pytest.param("none", marks=pytest.mark.skip(
@@ -503,14 +508,7 @@ def test_every_function_answers_on_the_gpu_of_its_inputs(framework, rng):
         import cupy
         dev, kind, home = cupy.asarray, cupy.ndarray, cupy.asnumpy
     for name, call in small_function_calls(rng).items():
-        want, got = leaves(call(lambda a: a)), leaves(call(dev))
-        assert len(got) == len(want), name
-        for x, y in zip(got, want):
-            if isinstance(y, np.ndarray):
-                assert isinstance(x, kind), name
-                np.testing.assert_array_equal(home(x), y, err_msg=name)
-            else:
-                assert x == y or (x != x and y != y), name
+        assert_same_results(name, call(dev), call(lambda a: a), kind, home)
 
 
 def test_a_numpy_this_build_cannot_read_is_refused():
