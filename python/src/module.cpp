@@ -7,6 +7,7 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <cstring>
 #include <memory>
@@ -131,7 +132,11 @@ py::tuple marching_cubes_array_py(py::handle volume, py::object level, std::arra
     if (voxel_bytes(mk.view.type) != 1) throw Error(ErrorKind::InvalidArgument, "mask must be a bool array");
     o.mask = &mk.view;
   }
-  if (!level.is_none()) o.level = level.cast<double>();
+  if (!level.is_none()) {
+    o.level = level.cast<double>();
+    // (the C++ call takes NaN for no level: the middle of the data range)
+    if (!std::isfinite(o.level)) throw Error(ErrorKind::InvalidArgument, "the iso level must be a finite number");
+  }
   o.spacing = spacing;
   o.direction = parse_gradient_direction(direction);
   o.step = step;

@@ -115,6 +115,11 @@ def test_invalid_input():
     vol = ellipsoid_levelset(3, 4, 5)
     with pytest.raises(ValueError):
         parasurf.marching_cubes(vol, vol.max() + 1)  # outside the data range
+    for level in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="finite"):
+            parasurf.marching_cubes(vol, level)
+    with pytest.raises(ValueError, match="no sample is a number"):
+        parasurf.marching_cubes(np.full((4, 4, 4), np.nan, dtype=np.float32), 0.5)
     with pytest.raises(ValueError):
         parasurf.marching_cubes(vol, 0, gradient_direction="up")
     with pytest.raises(ValueError):

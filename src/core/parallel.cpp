@@ -33,7 +33,7 @@ void set_default_cpu_threads(int threads) { g_default_threads = std::max(0, thre
 int cpu_thread_limit() { return std::max(64, 8 * hardware_threads()); }
 
 int cpu_thread_count(int requested) {
-  if (requested < 0) throw Error(ErrorKind::InvalidArgument, "--threads must be >= 0 (0 = all), got " + std::to_string(requested));
+  if (requested < 0) throw Error(ErrorKind::InvalidArgument, "threads must be >= 0 (0 = all), got " + std::to_string(requested));
   // Each OpenMP thread has a stack of its own: a team of 100,000 exhausted the address space and crashed.
   // (The limit is at least 64: smaller requests skip it, whose processor count is a system call each time, and the
   // solver asks for one thread per system of a batch.)

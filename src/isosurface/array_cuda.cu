@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <exception>
 
 #include "core/cuda_check.hpp"
@@ -263,11 +262,7 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   out.device = engine.name();
   if (counts.triangles == 0) {
     const auto [lo, hi] = range();
-    if (!(level >= lo && level <= hi)) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "array: level %g is outside the data range [%g, %g]", level, lo, hi);
-      throw Error(ErrorKind::InvalidArgument, buf);
-    }
+    if (!(level >= lo && level <= hi)) throw level_outside_range("array", level, lo, hi);
     return out;
   }
   if (counts.vertices >= (std::uint64_t(1) << 31))

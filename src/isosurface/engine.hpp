@@ -12,6 +12,7 @@
 #include "isosurface/field_value.hpp"
 #include "isosurface/mc_kernels.hpp"
 #include "isosurface/near_sample.hpp"
+#include "parasurf/error.hpp"
 #include "parasurf/isosurface.hpp"
 #include "parasurf/volume.hpp"
 
@@ -170,6 +171,9 @@ class SlabEngine {
 SlabTask make_task(const VolumeGeometry& geometry, VoxelType type, const IsosurfaceOptions& options, int field);
 
 std::unique_ptr<SlabEngine> make_cpu_engine(int threads);
+
+// The error for a level outside the data range [lo, hi] of the volume `name` (lo > hi: no sample is a number).
+Error level_outside_range(const std::string& name, double level, double lo, double hi);
 
 // Built-in fields the CUDA engine computes itself (the gyroid's sines would differ from the host's).
 inline bool field_on_device(const VolumeSource& volume, Device device) {

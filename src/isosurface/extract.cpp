@@ -291,11 +291,7 @@ void check_levels_in_range(VolumeSource& volume, const std::vector<double>& leve
     rep.value_max = hi;
   }
   for (double l : levels)
-    if (!(l >= rep.value_min && l <= rep.value_max)) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, ": level %g is outside the data range [%g, %g]", l, rep.value_min, rep.value_max);
-      throw Error(ErrorKind::InvalidArgument, volume.name() + buf);
-    }
+    if (!(l >= rep.value_min && l <= rep.value_max)) throw iso::level_outside_range(volume.name(), l, rep.value_min, rep.value_max);
 }
 
 // The levels asked for, or the middle of the data range (then in the report); each finite.
@@ -674,6 +670,15 @@ TriangleMesh extract_impl(VolumeSource& volume, const IsosurfaceOptions& o, Isos
 }  // namespace
 
 namespace iso {
+
+Error level_outside_range(const std::string& name, double level, double lo, double hi) {
+  char buf[200];
+  if (!(lo <= hi))
+    std::snprintf(buf, sizeof buf, ": level %g is outside the data range (no sample is a number: all are NaN)", level);
+  else
+    std::snprintf(buf, sizeof buf, ": level %g is outside the data range [%g, %g]", level, lo, hi);
+  return Error(ErrorKind::InvalidArgument, name + buf);
+}
 
 void set_near_sample_listing(bool on) { near_listing.store(on, std::memory_order_relaxed); }
 

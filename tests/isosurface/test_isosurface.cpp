@@ -1403,6 +1403,20 @@ TEST(Isosurface, LevelsRangesAndErrors) {
   }
   o.levels = {std::nan("")};
   EXPECT_THROW(extract_isosurface(*v, o), Error);
+  {  // no sample is a number: the message says so rather than printing an empty range
+    VolumeGeometry g;
+    g.dims = {4, 4, 4};
+    std::vector<float> nans(64, std::numeric_limits<float>::quiet_NaN());
+    MemoryVolume all_nan(g, nans);
+    o.levels = {0.5};
+    try {
+      extract_isosurface(all_nan, o);
+      FAIL() << "a volume of NaN has no level in its range";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::InvalidArgument);
+      EXPECT_NE(std::string(e.what()).find("no sample is a number"), std::string::npos) << e.what();
+    }
+  }
   VolumeGeometry flat;
   flat.dims = {8, 8, 1};
   std::vector<float> zeros(64, 0.0f);
