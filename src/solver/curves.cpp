@@ -16,6 +16,7 @@
 #include "parasurf/solver.hpp"
 #include "solver/curve_coincidence.hpp"
 #include "solver/curve_point.hpp"
+#include "solver/engine.hpp"
 
 namespace parasurf {
 
@@ -467,6 +468,7 @@ CurveIntersectionResult shared_arc_result(const SharedArc& shared, std::vector<S
 
 // One pair: its shared arc where the curves coincide over one, else the crossings the solver finds.
 CurveIntersectionResult intersect_pair(const BezierCurve2& a, const BezierCurve2& b, const SolverOptions& options) {
+  solver::check_tolerances(options);  // (a shared arc over the whole curves solves nothing)
   if (const auto arc = solver::coincident_arcs(a, b)) {
     const SharedArc shared = shared_arc(a, b, *arc);
     std::vector<std::vector<BernsteinPoly>> systems;
@@ -494,6 +496,7 @@ constexpr std::size_t kPairsPerTeam = 64;
 using CurvesOf = std::pair<const BezierCurve2*, const BezierCurve2*>;
 std::vector<CurveIntersectionResult> solve_pairs(std::size_t n, const std::function<CurvesOf(std::size_t)>& pair_of,
                                                  const SolverOptions& options) {
+  solver::check_tolerances(options);  // (pairs whose boxes do not meet solve nothing)
   std::vector<CurveIntersectionResult> out(n);
   // Every system goes into one batch: the pairs whose control boxes meet (the others have no intersection), and
   // for pairs that share an arc (found directly: tracing it by subdivision takes thousands of times a crossing's

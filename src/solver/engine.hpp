@@ -86,6 +86,9 @@ class Engine {
 std::unique_ptr<Engine> make_engine(Device device, SolverCpuScheme scheme);
 // The device that runs a batch of `systems` under `options` (auto resolved by the batch's width).
 Device engine_for(const SolverOptions& options, std::size_t systems);
+// Throws InvalidArgument for a tolerance outside (0, 0.1] or a zero_slack that is negative or not finite: every
+// entry checks them, also those (coincident curves, boxes that do not meet) that may solve no system at all.
+void check_tolerances(const SolverOptions& options);
 std::unique_ptr<Engine> make_cpu_engine(SolverCpuScheme scheme);  // subdivide_cpu.cpp
 std::unique_ptr<Engine> make_cuda_engine(bool hybrid);            // solver_cuda.cu (CUDA builds)
 

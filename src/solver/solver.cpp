@@ -171,13 +171,21 @@ void check_all(std::size_t count, const SolverOptions& o, Check&& check) {
   if (first_bad.load() < count) check(first_bad.load());  // throws its message here, on the calling thread
 }
 
+}  // namespace
+
+void solver::check_tolerances(const SolverOptions& o) {
+  if (!(o.tolerance > 0) || o.tolerance > 0.1) throw Error(ErrorKind::InvalidArgument, "solver: tolerance must be in (0, 0.1]");
+  if (!(o.zero_slack >= 0 && o.zero_slack < HUGE_VAL))
+    throw Error(ErrorKind::InvalidArgument, "solver: zero_slack must be finite and at least 0");
+}
+
+namespace {
+
 void check_square(const std::vector<BernsteinPoly>& equations, const SolverOptions& o, const std::vector<BernsteinPoly>& positive) {
   const int n = int(equations.size());
   if (n < 1 || n > 6) throw Error(ErrorKind::InvalidArgument, "solver: " + std::to_string(n) + " equations; 1..6 supported");
   check_system(equations, n, positive);
-  if (!(o.tolerance > 0) || o.tolerance > 0.1) throw Error(ErrorKind::InvalidArgument, "solver: tolerance must be in (0, 0.1]");
-  if (!(o.zero_slack >= 0 && o.zero_slack < HUGE_VAL))
-    throw Error(ErrorKind::InvalidArgument, "solver: zero_slack must be finite and at least 0");
+  solver::check_tolerances(o);
 }
 
 // Roots from a subdivision: cells proved to hold one root are refined by Newton; cells left at the tolerance are

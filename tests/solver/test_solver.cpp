@@ -215,6 +215,18 @@ TEST(Solver, BadInputIsRefused) {
     o.zero_slack = slack;
     EXPECT_THROW(solve_system({BernsteinPoly::constant(1, 1.0)}, o), Error) << slack;
   }
+  // A bad tolerance is refused even where no system is solved: one curve against itself (a shared arc over the
+  // whole of both) and a batch of pairs whose boxes do not meet.
+  BezierCurve2 a, far;
+  a.points = {{0, 0}, {1, 2}, {2, -1}, {3, 1}};
+  far.points = {{10, 10}, {11, 12}, {12, 9}, {13, 11}};
+  for (double tolerance : {-1.0, 0.0, 1.0, double(NAN)}) {
+    SolverOptions t;
+    t.tolerance = tolerance;
+    EXPECT_THROW(intersect_curves(a, a, t), Error) << tolerance;
+    EXPECT_THROW(intersect_curve_pairs(std::vector<std::pair<BezierCurve2, BezierCurve2>>{{a, far}}, t), Error)
+        << tolerance;
+  }
 }
 
 // (x - 1/2)^2 + 1e-14 has no root; within a zero slack of 1e-13 it has a double one at 1/2, on every engine.
