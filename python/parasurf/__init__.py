@@ -49,10 +49,16 @@ def _path(path, what="path"):
         raise TypeError("%s must be a str or os.PathLike, not %s" % (what, type(path).__name__)) from None
 
 
-def _points_of(d, what):
-    """The ``points`` entry of a dict argument, else ValueError naming the argument."""
+def _points_of(d, what, keys=("degree", "knots")):
+    """The ``points`` entry of a dict argument, else ValueError naming the argument; a key other than ``points`` and
+    ``keys`` is a ValueError too (a misspelt ``weights`` would otherwise make a rational shape polynomial)."""
     if "points" not in d:
         raise ValueError("%s: a dict needs 'points' (its control points)" % what)
+    unknown = sorted(str(k) for k in d if k != "points" and k not in keys)
+    if unknown:
+        raise ValueError("%s: unknown key%s %s (this function takes %s)" % (
+            what, "s" if len(unknown) > 1 else "", ", ".join(repr(k) for k in unknown),
+            ", ".join(repr(k) for k in ("points",) + tuple(keys))))
     return d["points"]
 
 
@@ -360,7 +366,7 @@ def _bspline(s):
     """A surface dict as the module takes it: (points, weights, degree, knots)."""
     if not isinstance(s, dict):
         raise TypeError("a B-spline surface is a dict with 'points' and optionally 'degree', 'knots', 'weights'")
-    pts = _np.asarray(_host(_points_of(s, "surface")), dtype=_np.float64)
+    pts = _np.asarray(_host(_points_of(s, "surface", ("degree", "knots", "weights", "index"))), dtype=_np.float64)
     w = s.get("weights")
     w = None if w is None else _np.asarray(_host(w), dtype=_np.float64)
     degree = [int(d) for d in _host(s["degree"])] if s.get("degree") is not None else []
@@ -590,7 +596,9 @@ def _surface(s):
     """A surface argument: an (m+1, n+1, 3) array of Bézier control points, or a dict with ``points`` (nu, nv, 3),
     ``degree`` (p, q) and ``knots`` (knots_u, knots_v) for a B-spline surface."""
     if isinstance(s, dict):
-        pts = _np.asarray(_host(_points_of(s, "surface")), dtype=_np.float64)
+        pts = _np.asarray(_host(_points_of(s, "surface", ("degree", "knots", "weights", "index"))), dtype=_np.float64)
+        if s.get("weights") is not None:
+            raise ValueError("surface: weights are not taken here (the solver's surfaces are polynomial B-splines)")
         degree = list(_host(s.get("degree", (pts.shape[0] - 1, pts.shape[1] - 1))))
         knots = [_numbers(kn) for kn in s.get("knots", [])]
         return pts, [int(d) for d in degree], knots

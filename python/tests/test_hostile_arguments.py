@@ -178,3 +178,16 @@ def test_paths_and_dicts_are_refused_by_name(tmp_path):
         parasurf.intersect_surfaces(patch, {"knots": []})
     with pytest.raises(ValueError, match="motion"):
         parasurf.contact_points(patch, patch, {"points": [[1, 0, 0, 0]] * 4, "degree": 3})
+    # A key the function does not take (a misspelt one, or weights where only polynomial shapes are solved) is
+    # refused by name rather than left out of the answer.
+    with pytest.raises(ValueError, match="unknown key 'weight'"):
+        parasurf.tessellate(surfaces=[{"points": np.zeros((4, 4, 3)), "weight": np.ones((4, 4))}])
+    with pytest.raises(ValueError, match="unknown key 'knot'"):
+        parasurf.hausdorff_distance(line, {"points": line, "knot": [0, 0, 1, 1]})
+    with pytest.raises(ValueError, match="weights are not taken here"):
+        parasurf.intersect_surfaces(patch, {"points": patch, "weights": np.ones((2, 2))})
+    # The dicts patch_nets makes are surfaces: their index and empty weights are taken.
+    nets = parasurf.patch_nets()
+    assert "index" in nets[0] and nets[0]["weights"] is None
+    parasurf.evaluate_bspline_surface(nets[0], np.array([[0.5, 0.5]]))
+    parasurf.intersect_surfaces(nets[0], nets[1], device="cpu")
