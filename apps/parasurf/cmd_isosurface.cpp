@@ -80,6 +80,9 @@ std::unique_ptr<VolumeSource> open_input(const IsoArgs& a, std::string& field) {
   if (!a.input.empty() && !field.empty())
     throw Error(ErrorKind::InvalidArgument, "give either an input file or --field, not both");
   if (!field.empty()) {
+    // (a field's samples span its own box: a spacing or origin given for it would be left out of the mesh)
+    if (!a.spacing.empty() || !a.origin.empty())
+      throw Error(ErrorKind::InvalidArgument, "--spacing and --origin apply to raw files, not to --field " + field);
     volume = synthetic_field(field, parse_dims(a.size, "--size"));
   } else if (!a.raw_dims.empty() || !a.raw_type.empty()) {
     if (a.raw_dims.empty() || a.raw_type.empty())
@@ -340,8 +343,8 @@ void add_isosurface(CLI::App& app) {
   cmd->add_option("--raw-type", a->raw_type, "Raw file: uint8 int8 uint16 int16 uint32 int32 float32 float64");
   cmd->add_option("--endian", a->endian, "Raw file: little | big")->check(CLI::IsMember({"little", "big"}));
   cmd->add_option("--header-bytes", a->header_bytes, "Raw file: bytes to skip before the samples");
-  cmd->add_option("--spacing", a->spacing, "Raw file or field: sx,sy,sz");
-  cmd->add_option("--origin", a->origin, "Raw file or field: ox,oy,oz");
+  cmd->add_option("--spacing", a->spacing, "Raw file: sx,sy,sz");
+  cmd->add_option("--origin", a->origin, "Raw file: ox,oy,oz");
   cmd->add_option("--labels", a->labels,
                   "Label volume on the same grid: each triangle gets its cell's label, a face property and a colour");
   cmd->add_option("--exclude-label", a->exclude_labels, "Drop the triangles of this label (repeatable; needs --labels)")

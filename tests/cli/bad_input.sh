@@ -54,6 +54,8 @@ expect "at least 2 samples" isosurface "$dir/thin.nrrd"
 expect "outside the data range" isosurface --field sphere --size 16 --level 7
 expect "not a finite number" isosurface --field sphere --level nan
 expect "unknown field" isosurface --field cube
+expect "apply to raw files, not to --field" isosurface --field sphere --size 16 --spacing 0,1,1
+expect "apply to raw files, not to --field" isosurface --origin nan,0,0
 expect "raw file needs" isosurface "$dir/trunc.nrrd" --raw-dims 4x4x4
 expect "truncated" isosurface "$dir/trunc.nrrd" --raw-dims 40x40x40 --raw-type float32
 echo x > "$dir/thin.txt"
