@@ -68,13 +68,13 @@ void add_tessellate(CLI::App& app) {
                 "On CUDA: copy the samples back and weld on the host's threads (default: weld on the GPU)");
   add_mesh_format_option(cmd, a->format);
   cmd->add_option("--json", a->json, "Write the report as JSON to this file");
-  cmd->callback([a] {
+  cmd->callback([a, tol] {
     if (a->output.empty()) a->output = default_output(a->input);
     const MeshFormat format = choose_mesh_format(a->output, a->format);
     TessellationOptions o;
     o.resolution = a->resolution;
     o.tolerance = a->tolerance;
-    if (a->tolerance < 0 || !std::isfinite(a->tolerance))
+    if (a->tolerance < 0 || !std::isfinite(a->tolerance) || (tol->count() > 0 && !(a->tolerance > 0)))
       throw Error(ErrorKind::InvalidArgument, "--tolerance must be a positive number");
     o.crease_angle_degrees = a->crease;
     o.keep_degenerate = a->keep_degenerate;

@@ -79,16 +79,19 @@ std::pair<int, int> estimate_segments(const Patch& patch, const double* pts, dou
   rec.cp = patch.offset;
   constexpr int n0 = 6;
   const double e1 = grid_deviation(rec, pts, n0, n0);
+  // Segments for an estimate, clamped in floating point: a tolerance far below the patch's size asks for more than
+  // an int holds (converting such a count wrapped it to one segment).
+  auto clamped = [](double n) { return n >= kMaxSegments ? kMaxSegments : std::max(1, int(n)); };
   if (patch.kind == PatchKind::Triangle) {
-    const int n = std::max(1, int(std::ceil(n0 * std::sqrt(e1 / target) - 1e-9)));
-    return {std::min(n, kMaxSegments), std::min(n, kMaxSegments)};
+    const int n = clamped(std::ceil(n0 * std::sqrt(e1 / target) - 1e-9));
+    return {n, n};
   }
   const double e2 = grid_deviation(rec, pts, 2 * n0, n0);
   const double e3 = grid_deviation(rec, pts, n0, 2 * n0);
   double A = std::max(0.0, (4.0 / 3.0) * (e1 - e2)) * n0 * n0;
   double B = std::max(0.0, (4.0 / 3.0) * (e1 - e3)) * n0 * n0;
   if (A + B < e1 * n0 * n0 * 0.5) A = B = 0.5 * e1 * n0 * n0;  // the model does not fit: isotropic
-  auto seg = [&](double c) { return std::clamp(int(std::ceil(std::sqrt(2 * c / target) - 1e-9)), 1, kMaxSegments); };
+  auto seg = [&](double c) { return clamped(std::ceil(std::sqrt(2 * c / target) - 1e-9)); };
   return {seg(A), seg(B)};
 }
 

@@ -224,7 +224,9 @@ Plan plan_for(const PatchModel& m, const TessellationOptions& o) {
     for (std::size_t p = 0; p < dev.size(); ++p) {
       if (dev[p] <= target) continue;
       const double grow = std::sqrt(dev[p] / (0.85 * o.tolerance));
-      for (auto* n : {&pl.nu[p], &pl.nv[p]}) *n = std::min(kMaxSegments, std::max(*n + 1, int(std::ceil(*n * grow))));
+      for (auto* n : {&pl.nu[p], &pl.nv[p]})  // (clamped before the conversion to int, which a huge growth overflows)
+        *n = std::max(*n + 1, int(std::min(double(kMaxSegments), std::ceil(*n * grow))));
+      for (auto* n : {&pl.nu[p], &pl.nv[p]}) *n = std::min(*n, kMaxSegments);
       changed = true;
     }
     if (!changed) break;

@@ -56,6 +56,7 @@ expect "not a finite number" isosurface --field sphere --level nan
 expect "unknown field" isosurface --field cube
 expect "apply to raw files, not to --field" isosurface --field sphere --size 16 --spacing 0,1,1
 expect "apply to raw files, not to --field" isosurface --origin nan,0,0
+expect "--tolerance must be a positive number" tessellate --tolerance 0
 expect "raw file needs" isosurface "$dir/trunc.nrrd" --raw-dims 4x4x4
 expect "truncated" isosurface "$dir/trunc.nrrd" --raw-dims 40x40x40 --raw-type float32
 echo x > "$dir/thin.txt"

@@ -11,6 +11,7 @@
 #include "patch_fixtures.hpp"
 #if PARASURF_HAVE_CUDA
 #include "core/device_buffer.hpp"
+#include "patches/plan.hpp"
 #endif
 #include "parasurf/bezier.hpp"
 #include "parasurf/device.hpp"
@@ -352,6 +353,21 @@ TEST(Tessellate, AdaptiveMeetsToleranceFromCoarseToFine) {
     // the coarsening leaves nothing far below the tolerance everywhere: the worst patch is near it
     EXPECT_GT(*std::max_element(dev.begin(), dev.end()), 0.8 * o.tolerance) << "tolerance " << rel;
   }
+}
+
+// A tolerance far below a patch's size asks for more segments than an int holds: the estimate is the most a side
+// takes (the conversion wrapped it to one segment, and the teapot at 1e-300 came out coarser than at 1e-3).
+TEST(Tessellate, AdaptiveEstimateForATinyToleranceIsTheFinest) {
+  const PatchModel teapot = utah_teapot();
+  for (double target : {1e-300, 1e-200, 5e-324}) {
+    const auto [nu, nv] = patches::estimate_segments(teapot.patches[0], teapot.points.data(), target);
+    EXPECT_EQ(nu, patches::kMaxSegments) << target;
+    EXPECT_EQ(nv, patches::kMaxSegments) << target;
+  }
+  const auto [nu, nv] = patches::estimate_segments(teapot.patches[0], teapot.points.data(), 1e-3);
+  EXPECT_GT(nu, 1);
+  EXPECT_LT(nu, patches::kMaxSegments);
+  EXPECT_GT(nv, 1);
 }
 
 // GPU samples against the CPU's in both precisions: teapot-sized coordinates are O(3), so 1e-12 absolute in
