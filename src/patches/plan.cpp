@@ -40,6 +40,76 @@ double triangle_deviation(const patchk::PatchRecord& rec, const double* pts, con
   return std::sqrt(worst);
 }
 
+RefinedGrid::RefinedGrid(const patchk::PatchRecord& rec, const double* pts, int k)
+    : rec_(rec), net_(pts + rec.cp * 4), k_(k), cols_(k * rec.nv + 1) {
+  const int dv = rec.dv;
+  bv_.resize(std::size_t(dv + 1) * cols_);
+  double b[kern::kMaxDeg + 1];
+  for (int c = 0; c < cols_; ++c) {
+    kern::bernstein_jet<double, 0>(dv, kern::grid_param<double>(c, cols_), b, nullptr, nullptr);
+    for (int j = 0; j <= dv; ++j) bv_[std::size_t(j) * cols_ + c] = b[j];
+  }
+  h_.resize(std::size_t(4) * cols_);
+  pos_.resize(std::size_t(k + 1) * 3 * cols_);
+}
+
+void RefinedGrid::enter_band(int i) {
+  band_ = i;
+  const int du = rec_.du, dv = rec_.dv, rows = k_ * rec_.nu + 1;
+  const std::size_t n = std::size_t(cols_);
+  double bu[kern::kMaxDeg + 1], q[(kern::kMaxDeg + 1) * 4];
+  for (int r = 0; r <= k_; ++r) {
+    kern::bernstein_jet<double, 0>(du, kern::grid_param<double>(std::int64_t(k_) * i + r, rows), bu, nullptr, nullptr);
+    std::fill(q, q + (dv + 1) * 4, 0.0);
+    for (int a = 0; a <= du; ++a) {
+      const double* row = net_ + std::size_t(a) * (dv + 1) * 4;
+      for (int e = 0; e < (dv + 1) * 4; ++e) q[e] += bu[a] * row[e];
+    }
+    double* PS_RESTRICT h = h_.data();
+    std::fill(h, h + 4 * n, 0.0);
+    for (int j = 0; j <= dv; ++j) {
+      const double* PS_RESTRICT b = &bv_[std::size_t(j) * n];
+      for (int c = 0; c < 4; ++c) {
+        const double w = q[j * 4 + c];
+        double* PS_RESTRICT hc = h + c * n;
+        for (std::size_t v = 0; v < n; ++v) hc[v] += b[v] * w;
+      }
+    }
+    double* PS_RESTRICT out = &pos_[std::size_t(r) * 3 * n];
+    for (int c = 0; c < 3; ++c)
+      for (std::size_t v = 0; v < n; ++v) out[c * n + v] = h[c * n + v] / h[3 * n + v];
+  }
+}
+
+bool RefinedGrid::triangle_deviation(const int (&ij)[3][2], const double (&xyz)[3][3], double& deviation) {
+  const int i0 = std::min({ij[0][0], ij[1][0], ij[2][0]});
+  for (int d = 0; d < 2; ++d)
+    if (std::max({ij[0][d], ij[1][d], ij[2][d]}) - std::min({ij[0][d], ij[1][d], ij[2][d]}) > 1) return false;
+  if (i0 < band_) return false;
+  if (i0 > band_) enter_band(i0);
+  const std::size_t n = std::size_t(cols_);
+  double worst = 0;
+  const int k = k_;
+  for (int a = 0; a <= k; ++a)
+    for (int b = 0; a + b <= k; ++b) {
+      if (a == k || b == k || a + b == 0) continue;  // the corners are exact
+      const int c = k - a - b;
+      // (the lattice point at the weights a/k, b/k, c/k of the corners)
+      const int row = a * ij[0][0] + b * ij[1][0] + c * ij[2][0] - k * i0;
+      const int col = a * ij[0][1] + b * ij[1][1] + c * ij[2][1];
+      const double* s = &pos_[std::size_t(row) * 3 * n + std::size_t(col)];
+      const double wa = double(a) / k, wb = double(b) / k, wc = 1 - wa - wb;
+      double d2 = 0;
+      for (int e = 0; e < 3; ++e) {
+        const double lin = wa * xyz[0][e] + wb * xyz[1][e] + wc * xyz[2][e];
+        d2 += (s[e * n] - lin) * (s[e * n] - lin);
+      }
+      worst = std::max(worst, d2);
+    }
+  deviation = std::sqrt(worst);
+  return true;
+}
+
 // Largest deviation of one patch from its regular (nu x nv) triangulation, sampled inside every triangle.
 double grid_deviation(const patchk::PatchRecord& rec, const double* pts, int nu, int nv) {
   const bool tri = rec.flags & patchk::kTriangle;

@@ -79,6 +79,28 @@ template <class T> struct SampleStore {
 double triangle_deviation(const patchk::PatchRecord& rec, const double* pts, const double (&uv)[3][2],
                           const double (&xyz)[3][3], int k);
 double grid_deviation(const patchk::PatchRecord& rec, const double* pts, int nu, int nv);
+
+// triangle_deviation for the triangles whose corners are grid samples of a tensor-product patch, within one grid
+// cell: their k-division points lie on the patch's grid refined k times, each shared by up to six triangles. The
+// lattice is made a band of k + 1 lattice rows (one row of grid cells) at a time, each row as a curve whose control
+// points (the net contracted along u) are made once for the band: a few multiplies per point, in loops over the
+// row that vectorise, instead of the whole net's per point. Bands go forward only (triangulate_patch gives the
+// cells row by row): a triangle of an earlier row is not taken (false), and its caller samples it point by point.
+class RefinedGrid {
+ public:
+  RefinedGrid(const patchk::PatchRecord& rec, const double* pts, int k);
+  // (i, j): the corners' grid indices; xyz: their positions. False where the triangle is not taken.
+  bool triangle_deviation(const int (&ij)[3][2], const double (&xyz)[3][3], double& deviation);
+
+ private:
+  void enter_band(int i);
+  patchk::PatchRecord rec_;
+  const double* net_;
+  int k_, cols_, band_ = -1;
+  std::vector<double> bv_;   // Bernstein values of each lattice column's v: (dv + 1) rows of cols_
+  std::vector<double> h_;    // one lattice row, homogeneous: 4 rows of cols_
+  std::vector<double> pos_;  // the band's lattice points: (k + 1) lattice rows, x, y and z rows of cols_ each
+};
 std::pair<int, int> estimate_segments(const Patch& patch, const double* pts, double target);
 
 // Edge factors, samples and vertex numbering for the plan's per-patch segments.

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <type_traits>
 #include <unordered_map>
 
@@ -164,12 +165,12 @@ BatchTiming run_team_batch(const Plan& pl, const TessellationTeam& team, const T
 bool team_run(const TessellationOptions& o) { return o.team && o.team->members > 1; }
 
 // Largest sampled parametric deviation of each patch from its triangles (k+1 points per triangle side); with
-// `only`, just the patches it marks (the others get 0).
-std::vector<double> plan_deviation(const Plan& pl, int k, int threads, const TessellationTeam* team = nullptr,
-                                   const std::vector<std::uint8_t>* only = nullptr) {
+// `only`, just the patches it marks (the others get 0). `store` takes the samples: a planner's passes reuse it,
+// whose pages a fresh one faulted in again on every pass (a fifth of a fine plan's time).
+std::vector<double> plan_deviation(const Plan& pl, int k, int threads, SampleStore<double>& store,
+                                   const TessellationTeam* team = nullptr, const std::vector<std::uint8_t>* only = nullptr) {
   const PatchModel& model = *pl.model;
   const auto batch = make_batch<double>(pl);
-  SampleStore<double> store;
   const auto np = std::int64_t(model.patches.size());
   std::int64_t pa = 0, pb = np;
   TeamRanges ranges;
@@ -190,18 +191,38 @@ std::vector<double> plan_deviation(const Plan& pl, int k, int threads, const Tes
   };
   std::vector<double> worst(static_cast<std::size_t>(np), 0.0);
   k = std::max(2, k);
-#pragma omp parallel for schedule(dynamic, 4) num_threads(cpu_thread_count(threads))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(cpu_thread_count(threads))
   for (std::int64_t p = pa; p < pb; ++p) {
     if (only && !(*only)[std::size_t(p)]) continue;
     std::vector<Ref> tris;
     triangulate_patch(pl, p, tris);
+    const patchk::PatchRecord& rec = batch.records[p];
+    const bool grid = !(rec.flags & patchk::kTriangle);
+    std::optional<patches::RefinedGrid> refined;
+    if (grid) refined.emplace(rec, batch.points.data(), k);
+    const std::int64_t g0 = pl.first[p], g1 = g0 + std::int64_t(rec.nu + 1) * (rec.nv + 1);
     for (std::size_t t = 0; t < tris.size(); t += 3) {
-      double uv[3][2], xyz[3][3];
+      double xyz[3][3];
+      int ij[3][2];
+      bool cell = grid;  // corners all grid samples of this patch
       for (int v = 0; v < 3; ++v) {
-        param(p, tris[t + v].sample, uv[v][0], uv[v][1]);
-        for (int c = 0; c < 3; ++c) xyz[v][c] = store.pos[c][std::size_t(tris[t + v].sample)];
+        const std::int64_t s = tris[t + v].sample;
+        for (int c = 0; c < 3; ++c) xyz[v][c] = store.pos[c][std::size_t(s)];
+        if (s >= g0 && s < g1 && s < pl.grid_samples) {
+          ij[v][0] = int((s - g0) / (rec.nv + 1));
+          ij[v][1] = int((s - g0) % (rec.nv + 1));
+        } else {
+          cell = false;
+        }
       }
-      worst[p] = std::max(worst[p], triangle_deviation(batch.records[p], batch.points.data(), uv, xyz, k));
+      double d;
+      if (cell && refined->triangle_deviation(ij, xyz, d)) {
+        worst[p] = std::max(worst[p], d);
+        continue;
+      }
+      double uv[3][2];
+      for (int v = 0; v < 3; ++v) param(p, tris[t + v].sample, uv[v][0], uv[v][1]);
+      worst[p] = std::max(worst[p], triangle_deviation(rec, batch.points.data(), uv, xyz, k));
     }
   }
   if (team && team->members > 1) team->exchange(worst.data(), sizeof(double), ranges.patch, true);
@@ -218,8 +239,9 @@ Plan plan_for(const PatchModel& m, const TessellationOptions& o) {
   if (!(o.tolerance > 0)) return pl;
   const double target = 0.9 * o.tolerance, keep = 0.95 * o.tolerance;
   std::vector<double> dev;
+  SampleStore<double> store;
   for (int round = 0; round < 8; ++round) {
-    dev = plan_deviation(pl, 4, o.threads, o.team.get());
+    dev = plan_deviation(pl, 4, o.threads, store, o.team.get());
     bool changed = false;
     for (std::size_t p = 0; p < dev.size(); ++p) {
       if (dev[p] <= target) continue;
@@ -267,7 +289,7 @@ Plan plan_for(const PatchModel& m, const TessellationOptions& o) {
         differs[std::size_t(p)] = x != sampled_shape[std::size_t(p)];
         sampled_shape[std::size_t(p)] = x;
       }
-      const auto fresh = plan_deviation(trial, 4, o.threads, o.team.get(), &differs);
+      const auto fresh = plan_deviation(trial, 4, o.threads, store, o.team.get(), &differs);
       for (std::int64_t p = 0; p < np; ++p)
         if (differs[std::size_t(p)]) d[std::size_t(p)] = fresh[std::size_t(p)];
       accepted = true;
@@ -494,7 +516,8 @@ PatchMesh tessellate(const PatchModel& model, const TessellationOptions& o, Tess
 std::vector<double> sampled_patch_deviation(const PatchModel& model, const TessellationOptions& options,
                                             int samples_per_edge) {
   validate(model);
-  return plan_deviation(plan_for(model, options), samples_per_edge, options.threads);
+  SampleStore<double> store;
+  return plan_deviation(plan_for(model, options), samples_per_edge, options.threads, store);
 }
 
 int uniform_resolution_for(const PatchModel& model, double tolerance, int max_resolution) {

@@ -370,6 +370,60 @@ TEST(Tessellate, AdaptiveEstimateForATinyToleranceIsTheFinest) {
   EXPECT_GT(nv, 1);
 }
 
+// The adaptive planner's lattice of a patch's grid refined k times gives triangle_deviation's value for every
+// triangle of a grid cell (the same points, made as curves of a band of rows instead of one by one), on random
+// rational nets of mixed degrees; a triangle of a band already passed is left to the caller.
+TEST(Tessellate, RefinedGridDeviationEqualsThePointwiseOne) {
+  std::mt19937_64 rng(test::run_seed() ^ 0x7e1d);
+  std::uniform_real_distribution<double> coord(-2.0, 2.0), weight(0.5, 2.0);
+  for (int trial = 0; trial < 20; ++trial) {
+    patchk::PatchRecord rec;
+    rec.du = std::int16_t(1 + rng() % 6);
+    rec.dv = std::int16_t(1 + rng() % 6);
+    rec.nu = int(1 + rng() % 9);
+    rec.nv = int(1 + rng() % 9);
+    rec.cp = 3;  // (a net that does not start the array)
+    const int k = 2 + int(rng() % 4);
+    std::vector<double> pts(std::size_t(rec.cp + (rec.du + 1) * (rec.dv + 1)) * 4, 0.0);
+    for (std::size_t q = std::size_t(rec.cp) * 4; q < pts.size(); q += 4) {
+      const double w = weight(rng);
+      for (int c = 0; c < 3; ++c) pts[q + c] = w * coord(rng);
+      pts[q + 3] = w;
+    }
+    patches::RefinedGrid grid(rec, pts.data(), k);
+    auto corner = [&](int i, int j, double (&uv)[2], double (&xyz)[3]) {
+      uv[0] = kern::grid_param<double>(i, rec.nu + 1);
+      uv[1] = kern::grid_param<double>(j, rec.nv + 1);
+      patchk::eval_position<double>(rec, pts.data(), uv[0], uv[1], xyz);
+    };
+    double worst = 0;
+    for (int i = 0; i < rec.nu; ++i)
+      for (int j = 0; j < rec.nv; ++j)
+        for (const auto& t : {std::array<int, 6>{i, j, i + 1, j, i, j + 1}, std::array<int, 6>{i + 1, j, i + 1, j + 1, i, j + 1}}) {
+          int ij[3][2];
+          double uv[3][2], xyz[3][3];
+          for (int v = 0; v < 3; ++v) {
+            ij[v][0] = t[std::size_t(2 * v)], ij[v][1] = t[std::size_t(2 * v + 1)];
+            corner(ij[v][0], ij[v][1], uv[v], xyz[v]);
+          }
+          const double expected = patches::triangle_deviation(rec, pts.data(), uv, xyz, k);
+          double got = -1;
+          ASSERT_TRUE(grid.triangle_deviation(ij, xyz, got)) << "trial " << trial;
+          EXPECT_NEAR(got, expected, 1e-12 * (1 + expected)) << "trial " << trial << " cell " << i << "," << j;
+          worst = std::max(worst, expected);
+        }
+    EXPECT_GT(worst, 0.0) << "trial " << trial;  // (a net that is not flat: the comparison compares something)
+    if (rec.nu > 1) {  // the first band is behind: not taken
+      int ij[3][2] = {{0, 0}, {1, 0}, {0, 1}};
+      double xyz[3][3] = {}, d = 0;
+      EXPECT_FALSE(grid.triangle_deviation(ij, xyz, d));
+    }
+    int wide[3][2] = {{0, 0}, {0, 2}, {1, 0}};  // not within one cell
+    double xyz[3][3] = {}, d = 0;
+    EXPECT_FALSE(grid.triangle_deviation(wide, xyz, d));
+  }
+}
+
 // GPU samples against the CPU's in both precisions: teapot-sized coordinates are O(3), so 1e-12 absolute in
 // double and 1e-5 in float; unit normals 1e-9 in double.
 void expect_batch_matches(const PatchSamples<double>& d, const PatchSamples<double>& ref, const PatchSamples<float>& f,
