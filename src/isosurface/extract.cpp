@@ -291,7 +291,8 @@ void check_levels_in_range(VolumeSource& volume, const std::vector<double>& leve
     rep.value_max = hi;
   }
   for (double l : levels)
-    if (!(l >= rep.value_min && l <= rep.value_max)) throw iso::level_outside_range(volume.name(), l, rep.value_min, rep.value_max);
+    if (!(l >= rep.value_min && l <= rep.value_max))
+      throw iso::level_outside_range(volume.name(), l, rep.value_min, rep.value_max);
 }
 
 // The levels asked for, or the middle of the data range (then in the report); each finite.
