@@ -165,8 +165,8 @@ BatchTiming run_team_batch(const Plan& pl, const TessellationTeam& team, const T
 bool team_run(const TessellationOptions& o) { return o.team && o.team->members > 1; }
 
 // Largest sampled parametric deviation of each patch from its triangles (k+1 points per triangle side); with
-// `only`, just the patches it marks (the others get 0). `store` takes the samples: a planner's passes reuse it,
-// whose pages a fresh one faulted in again on every pass (a fifth of a fine plan's time).
+// `only`, just the patches it marks (the others get 0). `store` takes the samples: a planner's passes reuse it
+// rather than fault in fresh pages on every pass.
 std::vector<double> plan_deviation(const Plan& pl, int k, int threads, SampleStore<double>& store,
                                    const TessellationTeam* team = nullptr, const std::vector<std::uint8_t>* only = nullptr) {
   const PatchModel& model = *pl.model;
@@ -197,7 +197,8 @@ std::vector<double> plan_deviation(const Plan& pl, int k, int threads, SampleSto
     std::vector<Ref> tris;
     triangulate_patch(pl, p, tris);
     const patchk::PatchRecord& rec = batch.records[p];
-    const bool grid = !(rec.flags & patchk::kTriangle);
+    // (lattice indices are ints: a refinement beyond 2^24 lattice points a side is sampled point by point)
+    const bool grid = !(rec.flags & patchk::kTriangle) && std::int64_t(k) * std::max(rec.nu, rec.nv) < (1 << 24);
     std::optional<patches::RefinedGrid> refined;
     if (grid) refined.emplace(rec, batch.points.data(), k);
     const std::int64_t g0 = pl.first[p], g1 = g0 + std::int64_t(rec.nu + 1) * (rec.nv + 1);
