@@ -26,8 +26,17 @@ double number(const nlohmann::json& v, const std::string& where) {
 }
 
 // {"control_points": [[x0, x1, ...], [y0, y1, ...]]} or {"points": [[x, y], ...]}
-BezierCurve2 bezier_curve_from_json(const nlohmann::json& c, const std::string& where) {
+BezierCurve2 bezier_curve_from_json(const nlohmann::json& c, const std::string& where, bool bspline) {
   BezierCurve2 out;
+  if (c.is_object())
+    for (const auto& item : c.items()) {
+      const std::string& key = item.key();
+      if (key == "points" || key == "control_points" || (bspline && (key == "degree" || key == "knots"))) continue;
+      if (key == "weights")
+        throw Error(ErrorKind::InvalidArgument, where + ": rational curves (\"weights\") are not supported by the solver");
+      throw Error(ErrorKind::Parse, where + ": unknown key \"" + key + "\" (a curve takes \"points\"" +
+                                        (bspline ? std::string(", \"degree\" and \"knots\")") : std::string(" alone here)")));
+    }
   if (c.contains("points")) {
     const auto& p = c["points"];
     if (!p.is_array()) throw Error(ErrorKind::Parse, where + ".points: expected [[x, y], ...]");
@@ -49,7 +58,7 @@ BezierCurve2 bezier_curve_from_json(const nlohmann::json& c, const std::string& 
 
 // A curve object: Bézier by default; B-spline with "degree" and "knots" beside the points.
 BSplineCurve2 bspline_curve(const nlohmann::json& j, const std::string& where) {
-  const BezierCurve2 c = bezier_curve_from_json(j, where);
+  const BezierCurve2 c = bezier_curve_from_json(j, where, true);
   BSplineCurve2 b;
   b.points = c.points;
   b.degree = int(c.points.size()) - 1;

@@ -10,7 +10,9 @@ namespace parasurf::io {
 
 double number(const nlohmann::json& v, const std::string& where);
 // {"points": [[x, y], ...]} or {"control_points": [[x0, x1, ...], [y0, y1, ...]]}
-BezierCurve2 bezier_curve_from_json(const nlohmann::json& c, const std::string& where);
+// A key other than points or control_points (and, with `bspline`, degree and knots) is refused by name: a
+// misspelt or unsupported one (weights) would otherwise change the curve without a word.
+BezierCurve2 bezier_curve_from_json(const nlohmann::json& c, const std::string& where, bool bspline = false);
 // A Bézier curve, or a B-spline with "degree" and "knots" beside the points.
 BSplineCurve2 bspline_curve(const nlohmann::json& j, const std::string& where);
 // {"degree": 3, "knots": [...], "points": [[scale, tx, ty, tz], ...]}
