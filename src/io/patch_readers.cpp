@@ -229,6 +229,11 @@ PatchModel parse_bpt(const std::string& text, const std::string& name) {
 BSplineSurface bspline_surface_from_json(const nlohmann::json& s, const std::string& where) {
   try {
     if (!s.is_object()) throw Error(ErrorKind::Parse, where + ": expected an object");
+    // (a misspelt key, "weight" for "weights" above all, would change the surface without a word)
+    for (const auto& item : s.items())
+      if (item.key() != "degree" && item.key() != "knots" && item.key() != "points" && item.key() != "weights")
+        throw Error(ErrorKind::Parse, where + ": unknown key \"" + item.key() + "\" (a surface takes \"degree\", \"knots\", " +
+                                          "\"points\" and \"weights\")");
     BSplineSurface b;
     auto degree = [&](const nlohmann::json& d) {
       if (!d.is_number_integer() || d.get<long long>() < 1 || d.get<long long>() > kMaxBezierDegree)

@@ -258,6 +258,11 @@ TEST(BSpline, JsonReaderAndErrors) {
       R"({"degree": 1, "knots": [[0,0,1,1],[0,0,1,1]], "points": [[[0,0,0],[0,1,0]],[[1,0,0],[1,1,0]]], "weights": [[1,1],[1,-2]]})";
   EXPECT_NE(error_of([&] { parse_bspline_json(bad_weight, "w.json"); }).find("weights must be finite and > 0"),
             std::string::npos);
+  // A misspelt key is named, not left out: "weight" would have made this NURBS surface polynomial.
+  const std::string misspelt =
+      R"({"surfaces": [{"degree": 1, "knots": [[0,0,1,1],[0,0,1,1]], "points": [[[0,0,0],[0,1,0]],[[1,0,0],[1,1,0]]], "weight": [[1,1],[1,2]]}]})";
+  EXPECT_NE(error_of([&] { parse_bspline_json(misspelt, "m.json"); }).find("m.json: surface 0: unknown key \"weight\""),
+            std::string::npos);
 }
 
 }  // namespace
