@@ -11,8 +11,8 @@
 #include "patch_fixtures.hpp"
 #if PARASURF_HAVE_CUDA
 #include "core/device_buffer.hpp"
-#include "patches/plan.hpp"
 #endif
+#include "patches/plan.hpp"
 #include "parasurf/bezier.hpp"
 #include "parasurf/device.hpp"
 #include "parasurf/tessellate.hpp"
