@@ -3,8 +3,12 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <exception>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
@@ -137,6 +141,32 @@ struct EngineLease {
   std::unique_ptr<SlabEngine> engine;
 };
 
+// The size of the last mesh made from an array of each shape and type on each device: a call like the last one
+// (a loop over frames or volumes of one size) gets result arrays with room for it before the count, and the
+// engine writes the mesh straight into them.
+struct LastMeshes {
+  using Key = std::tuple<int, VoxelType, std::int64_t, std::int64_t, std::int64_t>;
+  std::mutex mutex;
+  std::map<Key, SlabCounts> sizes;
+};
+std::atomic<bool> direct_meshes{true};
+LastMeshes& last_meshes() {
+  static auto* m = new LastMeshes;  // never destroyed: the keys are plain and the process may still be running calls
+  return *m;
+}
+
+// A flag in pinned host memory the device writes: read after the call's last wait, without a copy of its own.
+// One per thread, kept for the process.
+std::uint32_t* host_flag() {
+  thread_local std::uint32_t* flag = nullptr;
+  if (!flag) {
+    void* p = nullptr;
+    PS_CUDA(cudaHostAlloc(&p, sizeof(std::uint32_t), cudaHostAllocMapped | cudaHostAllocPortable), "allocating a flag");
+    flag = static_cast<std::uint32_t*>(p);
+  }
+  return flag;
+}
+
 std::uint64_t exclusive_sum(const std::uint32_t* in, std::uint32_t* out, std::int64_t n, core::DeviceBuffer& temp) {
   std::size_t bytes = 0;
   PS_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, bytes, in, out, n), "sizing a scan");
@@ -189,6 +219,8 @@ ArrayMesh through_host(const ArrayView3& v, const ArrayIsosurfaceOptions& o, con
 }
 
 }  // namespace
+
+void set_direct_array_meshes(bool on) { direct_meshes.store(on, std::memory_order_relaxed); }
 
 // One function: the engine run, the values and the mask passes share the device arrays of the one mesh it
 // hands over; the steps are marked inside.
@@ -254,10 +286,34 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   task.ranges = o.values;
   task.range_level = float(level);
 
+  // Result arrays with room for the last mesh of this shape (an eighth to spare) that the engine may fill directly.
+  const LastMeshes::Key key{volume.device, v.type, v.shape[0], v.shape[1], v.shape[2]};
+  SlabCounts room;
+  if (direct_meshes.load(std::memory_order_relaxed)) {
+    const std::lock_guard<std::mutex> lock(last_meshes().mutex);
+    if (const auto it = last_meshes().sizes.find(key); it != last_meshes().sizes.end()) room = it->second;
+  }
+  Buffer verts, normals, faces, values;
+  if (room.triangles > 0) {
+    room.vertices += room.vertices / 8 + 64;
+    room.triangles += room.triangles / 8 + 64;
+    verts = Buffer::cuda(volume.device, std::size_t(room.vertices) * 12);
+    normals = Buffer::cuda(volume.device, std::size_t(room.vertices) * 12);
+    faces = Buffer::cuda(volume.device, std::size_t(room.triangles) * 12);
+    if (task.ranges) values = Buffer::cuda(volume.device, std::size_t(room.vertices) * 4);
+    task.direct = {static_cast<float*>(verts.data), static_cast<float*>(normals.data),
+                   task.ranges ? static_cast<float*>(values.data) : nullptr, static_cast<std::uint32_t*>(faces.data),
+                   room.vertices, room.triangles};
+  }
+
   const EngineLease lease(volume.device);
   SlabEngine& engine = *lease.engine;
   engine.time_stages(false);
   const SlabCounts counts = engine.count(task);
+  {
+    const std::lock_guard<std::mutex> lock(last_meshes().mutex);
+    last_meshes().sizes[key] = counts;
+  }
   ArrayMesh out;
   out.device = engine.name();
   if (counts.triangles == 0) {
@@ -269,10 +325,16 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
     throw Error(ErrorKind::LimitReached, "the mesh has " + std::to_string(counts.vertices) +
                                              " vertices: int32 face indices hold fewer than 2^31");
   const std::int64_t nv = std::int64_t(counts.vertices), nf = std::int64_t(counts.triangles);
-  Buffer verts = Buffer::cuda(volume.device, std::size_t(nv) * 12), normals = Buffer::cuda(volume.device, std::size_t(nv) * 12),
-         faces = Buffer::cuda(volume.device, std::size_t(nf) * 12);
-  Buffer values;
-  if (task.ranges) values = Buffer::cuda(volume.device, std::size_t(nv) * 4);
+  if (engine.wrote_direct()) {
+    verts.bytes = normals.bytes = std::size_t(nv) * 12;
+    faces.bytes = std::size_t(nf) * 12;
+    if (task.ranges) values.bytes = std::size_t(nv) * 4;
+  } else {
+    verts = Buffer::cuda(volume.device, std::size_t(nv) * 12);
+    normals = Buffer::cuda(volume.device, std::size_t(nv) * 12);
+    faces = Buffer::cuda(volume.device, std::size_t(nf) * 12);
+    if (task.ranges) values = Buffer::cuda(volume.device, std::size_t(nv) * 4);
+  }
   MeshTail tail;
   tail.values = task.ranges ? static_cast<float*>(values.data) : nullptr;
   tail.positions = static_cast<float*>(verts.data);
@@ -281,21 +343,27 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   std::vector<std::uint64_t> ties;
   engine.generate(task, tail, ties);
   if (ties.size() >= 2 || (engine.point_vertices() && !o.allow_degenerate)) return through_host(v, o, samples);
+  // Whether a vertex lies on a sample, read after the next wait (the mask's, or the call's last).
+  volatile std::uint32_t* on_sample = nullptr;
   if (!o.allow_degenerate) {
-    core::DeviceBuffer flag;
-    flag.ensure(4, "allocating a flag");
-    PS_CUDA(cudaMemset(flag.ptr, 0, 4), "clearing a flag");
-    on_sample_kernel<<<blocks(nv), kThreads>>>(static_cast<const float*>(verts.data), nv, cell[0], cell[1], cell[2],
-                                               flag.as<std::uint32_t>());
-    std::uint32_t on_sample = 0;
-    PS_CUDA(cudaMemcpy(&on_sample, flag.ptr, 4, cudaMemcpyDeviceToHost), "reading a flag");
-    if (on_sample) return through_host(v, o, samples);
+    std::uint32_t* flag = host_flag();
+    *flag = 0;
+    std::uint32_t* seen = nullptr;
+    PS_CUDA(cudaHostGetDevicePointer(reinterpret_cast<void**>(&seen), flag, 0), "mapping a flag");
+    on_sample_kernel<<<blocks(nv), kThreads>>>(static_cast<const float*>(verts.data), nv, cell[0], cell[1], cell[2], seen);
+    PS_CUDA_LAUNCH("looking for vertices on samples");
+    on_sample = flag;
   }
 
   cells::Grid g{static_cast<const char*>(samples), {}, {}, {}};
   const auto c = ArrayView3::c_strides(v.shape, v.type);
   for (int a = 0; a < 3; ++a) g.stride[a] = c[a], g.shape[a] = v.shape[a], cells::set_cell_size(g, a, cell[a]);
   if (o.mask) {
+    if (on_sample) {
+      PS_CUDA(cudaDeviceSynchronize(), "looking for vertices on samples");
+      if (*on_sample) return through_host(v, o, samples);
+      on_sample = nullptr;
+    }
     const ArrayView3 m = o.mask->stepped(o.step);
     cells::Grid mg{static_cast<const char*>(m.data), {m.strides[0], m.strides[1], m.strides[2]}, {}, {}};
     core::DeviceBuffer flags, at, border;
@@ -341,6 +409,7 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
     out.triangles = nf;
   }
   PS_CUDA(cudaDeviceSynchronize(), "finishing the mesh");
+  if (on_sample && *on_sample) return through_host(v, o, samples);
   if (o.progress) o.progress(1.0);
   out.verts = std::move(verts);
   out.normals = std::move(normals);

@@ -65,6 +65,17 @@ inline EngineLevel engine_level(double level, VoxelType type, bool ties_outside,
   return {level_below(level, type), false};
 }
 
+// A caller's mesh arrays on the CUDA engine's device, with room for `vertex_room` vertices and `triangle_room`
+// triangles: count() writes the mesh into them directly when it fits (wrote_direct()), and generate() then copies
+// nothing that already lies there. For runs without labels or scalars.
+struct DirectMesh {
+  float* positions = nullptr;
+  float* normals = nullptr;  // with task normals
+  float* values = nullptr;   // with task ranges
+  std::uint32_t* triangles = nullptr;
+  std::uint64_t vertex_room = 0, triangle_room = 0;
+};
+
 struct SlabTask {
   VoxelType type = VoxelType::Float32;
   const void* data = nullptr;           // host samples of slices [data_z0, data_z1)
@@ -91,6 +102,7 @@ struct SlabTask {
   // Active: the mesh is welded where crossings rounded onto a sample, and an engine that can lists the vertices
   // that may lie on one (near_sample_vertices) so that the weld tests those alone.
   NearSampleProbe near_probe;
+  DirectMesh direct;  // optional (positions null: none)
   bool vertex_values() const { return scalars != nullptr || ranges; }
 };
 
@@ -136,9 +148,6 @@ class SlabEngine {
   // them, which cost it microseconds a slab, a large share of a small volume's time; a caller that
   // times the whole call may turn it off. Upload, generate and download times are kept either way.
   virtual void time_stages(bool on) { (void)on; }
-  // Whether the last generate() may have left a vertex unused: only a vertex at a sample on the level can be, when
-  // every triangle around it collapses and is dropped. (The CPU engine, when it settles ties in its count pass,
-  // leaves none.)
   // The vertices of the last generate() (ids from the slab's first, ascending) that may lie on a sample by the
   // task's near_probe; false when they were not listed (no active probe, a mesh left on the device, an engine that
   // does not list, too many to list), and then every vertex is tested.
@@ -146,7 +155,12 @@ class SlabEngine {
     (void)ids;
     return false;
   }
+  // Whether the last generate() may have left a vertex unused: only a vertex at a sample on the level can be, when
+  // every triangle around it collapses and is dropped. (The CPU engine, when it settles ties in its count pass,
+  // leaves none.)
   virtual bool point_vertices() const = 0;
+  // Whether the last count() wrote the mesh into the task's DirectMesh (a GPU engine whose run fitted it).
+  virtual bool wrote_direct() const { return false; }
   // Whether the last generate() placed a vertex on a sample equal to the level at all (where the level set may
   // pinch); true when the engine cannot tell.
   virtual bool tie_vertices() const { return true; }
@@ -195,6 +209,10 @@ void set_near_sample_listing(bool on);
 void set_cpu_hold_limit(std::uint64_t bytes);
 // The CUDA backend (engine_cuda.cu; only in builds with CUDA).
 std::unique_ptr<SlabEngine> make_cuda_engine(int device);
+// Tests: false makes marching_cubes_array on a CUDA array copy every mesh into result arrays of its own size instead
+// of having the engine write it straight into arrays sized by the last mesh of the shape (the two must give the same
+// mesh). array_cuda.cu; only in builds with CUDA.
+void set_direct_array_meshes(bool on);
 // A process keeps one idle CUDA engine per GPU between runs: making one (streams, events, tables, pinned totals) and
 // its device arrays costs as much as a 256^3 volume's whole extraction. take_ gives the kept engine, reset, or a new
 // one while another run holds it; keep_ keeps an engine whose run ended (its arrays let go beyond an eighth of the

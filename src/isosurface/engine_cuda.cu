@@ -84,6 +84,7 @@ class CudaEngine final : public SlabEngine {
   StageSeconds seconds() const override { return seconds_; }
   void time_stages(bool on) override { time_stages_ = on; }
   bool point_vertices() const override { return point_vertices_; }
+  bool wrote_direct() const override { return direct_; }
   bool near_sample_vertices(std::vector<std::uint32_t>& ids) override {
     if (!near_listed_) return false;
     ids = near_host_;
@@ -381,13 +382,16 @@ class CudaEngine final : public SlabEngine {
     const std::int64_t owned = std::int64_t((task.z1 - task.z0) * task.dims[1]) * g.segments;
     cuda::SlabTotals totals{};
     generated_ahead_ = false;
+    direct_ = false;
     bool common_ahead = false;
     float generate_ms = 0;
     if (rows > 0) {
       totals_.ensure(sizeof(cuda::SlabTotals), "allocating the slab totals");
       // The mesh is written before the totals come home when the arrays already hold a slab like the last one (or
-      // what prepare() expected), which saves the host's round trip between the passes.
-      const bool ahead = positions_.bytes > 0 && triangles_.bytes > 0;
+      // what prepare() expected), which saves the host's round trip between the passes; into the caller's arrays
+      // when the task brings some (they are the result: nothing is copied after).
+      direct_ = takes_direct(task);
+      const bool ahead = direct_ ? point_marks_.bytes > 0 && vertex_list_.bytes > 0 : positions_.bytes > 0 && triangles_.bytes > 0;
       launch_after_previous(cuda::totals_kernel, 1, 1, 0, "gathering the slab totals", segment_scan(segments), owned,
                             counters_.as<unsigned long long>(), ahead ? capacity(task) : cuda::MeshCapacity{},
                             totals_.as<cuda::SlabTotals>(), totals_home_);
@@ -395,7 +399,7 @@ class CudaEngine final : public SlabEngine {
       if (ahead) {
         // The common triangle body alone, unless the last slab held samples on the level.
         common_ahead = !level_samples_seen_;
-        launch_generation<T>(task, true, true, positions_.bytes / 12, segments, common_ahead);
+        launch_generation<T>(task, true, true, std::size_t(capacity(task).vertices), segments, common_ahead);
         if (time_stages_) PS_CUDA(cudaEventRecord(generated_), "timing the generation");
       }
       // The totals kernel wrote them home: the stream's end (the generation's too, when it went ahead) makes them
@@ -405,6 +409,7 @@ class CudaEngine final : public SlabEngine {
       level_samples_seen_ = totals.level_samples != 0;
       // (A guess of no samples on the level that proved wrong left the triangles unwritten: generate() makes them.)
       generated_ahead_ = ahead && totals.fits != 0 && !(common_ahead && level_samples_seen_);
+      direct_ = direct_ && generated_ahead_;
       if (generated_ahead_ && time_stages_)
         PS_CUDA(cudaEventElapsedTime(&generate_ms, totals_end_, generated_), "timing the generation");
     }
@@ -422,8 +427,19 @@ class CudaEngine final : public SlabEngine {
     return counts_;
   }
 
-  // What the mesh arrays hold now, for the task's outputs (point marks are written whenever the mesh is made ahead).
+  // Whether the task's own arrays take the mesh (SlabTask::direct): each one it writes given, no labels or scalars.
+  static bool takes_direct(const SlabTask& task) {
+    const DirectMesh& d = task.direct;
+    return d.positions && d.triangles && (!task.normals || d.normals) && (!task.ranges || d.values) && !task.labels &&
+           !task.scalars;
+  }
+  // What the mesh arrays hold now, for the task's outputs (point marks are written whenever the mesh is made ahead):
+  // the caller's arrays when this count writes into them.
   cuda::MeshCapacity capacity(const SlabTask& task) const {
+    if (direct_) {
+      const unsigned long long v = std::min<unsigned long long>(task.direct.vertex_room, point_marks_.bytes);
+      return {v, vertex_list_.bytes / 8, task.direct.triangle_room, ties_.bytes / 8};
+    }
     unsigned long long v = std::min<unsigned long long>(positions_.bytes / 12, point_marks_.bytes);
     if (task.normals) v = std::min<unsigned long long>(v, normals_.bytes / 12);
     if (task.vertex_values()) v = std::min<unsigned long long>(v, values_.bytes / 4);
@@ -534,12 +550,12 @@ class CudaEngine final : public SlabEngine {
   }
   // Whether some vertex on a sample equal to the level is used by none of the slab's triangles (which are still on
   // the device), from the vertex pass's point marks, reusing the point-vertex counter for the answer.
-  bool point_vertex_unused(std::uint64_t vertex_base, std::size_t nv, std::size_t nt) {
+  bool point_vertex_unused(const std::uint32_t* triangles, std::uint64_t vertex_base, std::size_t nv, std::size_t nt) {
     auto* marks = point_marks_.as<std::uint8_t>();
     unsigned long long* any = counters_.as<unsigned long long>() + 2;
     PS_CUDA(cudaMemset(any, 0, sizeof(unsigned long long)), "clearing the point-vertex flag");
     if (nt > 0) {
-      cuda::clear_used_marks_kernel<<<unsigned((3 * nt + 255) / 256), 256>>>(triangles_.as<std::uint32_t>(), 3 * nt,
+      cuda::clear_used_marks_kernel<<<unsigned((3 * nt + 255) / 256), 256>>>(triangles, 3 * nt,
                                                                              std::uint32_t(vertex_base), nv, marks);
       PS_CUDA_LAUNCH("clearing used point vertices");
     }
@@ -612,7 +628,7 @@ class CudaEngine final : public SlabEngine {
           task.tunnels ? centre_planes_.as<std::uint32_t>() : nullptr, lookup(task), task.keep_degenerate, task.flip,
           scanned, task.vertex_base,
           task.labels ? labels_.as<std::int32_t>() : nullptr,
-          triangles_.as<std::uint32_t>(), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
+          mesh_triangles(task), task.labels ? face_labels_.as<std::int32_t>() : nullptr,
           counters_.as<unsigned long long>() + 1, ties_.as<std::uint64_t>(), totals, lane_segments);
       PS_CUDA_LAUNCH("writing triangles");
       PS_CUDA(cudaEventRecord(triangles_done_, triangle_stream_), "ordering the triangle pass");
@@ -630,18 +646,23 @@ class CudaEngine final : public SlabEngine {
           cuda::vertex_compute_kernel<T>,
           wave_blocks(reinterpret_cast<const void*>(cuda::vertex_compute_kernel<T>), (vertex_bound + 255) / 256), 256,
           0, "writing vertices", s, g, R(task.interpolation_level()), task.map, vertex_list_.as<std::uint64_t>(), totals,
-          positions_.as<float>(), task.normals ? normals_.as<float>() : nullptr,
-          task.scalars ? scalars_.as<float>() : nullptr, task.scalars ? values_.as<float>() : nullptr,
+          mesh_positions(task), task.normals ? mesh_normals(task) : nullptr,
+          task.scalars ? scalars_.as<float>() : nullptr, task.scalars ? mesh_values(task) : nullptr,
           counters_.as<unsigned long long>() + 2, marks ? point_marks_.as<std::uint8_t>() : nullptr);
       if (task.ranges)
         launch_after_previous(
             cuda::vertex_range_kernel<T>,
             wave_blocks(reinterpret_cast<const void*>(cuda::vertex_range_kernel<T>), (vertex_bound + 255) / 256), 256,
             0, "writing vertex values", s, g, task.range_level, vertex_list_.as<std::uint64_t>(), totals,
-            values_.as<float>());
+            mesh_values(task));
     }
     if (side) PS_CUDA(cudaStreamWaitEvent(0, triangles_done_, 0), "joining the triangle pass");
   }
+  // The arrays the generation writes: the caller's when this count writes into them (direct_), else the engine's.
+  float* mesh_positions(const SlabTask& t) const { return direct_ ? t.direct.positions : positions_.as<float>(); }
+  float* mesh_normals(const SlabTask& t) const { return direct_ ? t.direct.normals : normals_.as<float>(); }
+  float* mesh_values(const SlabTask& t) const { return direct_ ? t.direct.values : values_.as<float>(); }
+  std::uint32_t* mesh_triangles(const SlabTask& t) const { return direct_ ? t.direct.triangles : triangles_.as<std::uint32_t>(); }
   static constexpr std::size_t kTriangleWaves = 4;
   // A grid of `needed` blocks, or one wave of resident blocks where that is fewer (the kernel loops over the rest).
   unsigned wave_blocks(const void* kernel, std::size_t needed) {
@@ -704,7 +725,7 @@ class CudaEngine final : public SlabEngine {
     unsigned long long* near_count = counters_.as<unsigned long long>() + 5;
     if (near_listed_ && nv > 0) {
       near_ids_.ensure(near_capacity * 4, "allocating the list of vertices near samples");
-      cuda::near_sample_kernel<<<unsigned((nv + 255) / 256), 256>>>(positions_.as<float>(), nv, task.near_probe,
+      cuda::near_sample_kernel<<<unsigned((nv + 255) / 256), 256>>>(mesh_positions(task), nv, task.near_probe,
                                                                     near_ids_.as<std::uint32_t>(), near_count,
                                                                     near_capacity);
       PS_CUDA_LAUNCH("listing the vertices near samples");
@@ -712,10 +733,12 @@ class CudaEngine final : public SlabEngine {
     seconds_.generate += since(t0);
     const auto t1 = Clock::now();
     // (A held slab's tail lies on the device, hold(): copied straight.)
-    link_.download({{out.positions, positions_.ptr, nv * 12},
-                   {task.normals ? out.normals : nullptr, normals_.ptr, nv * 12},
-                   {out.triangles, triangles_.ptr, nt * 12},
-                   {task.vertex_values() ? out.values : nullptr, values_.ptr, nv * 4},
+    // Arrays the mesh was written into directly are skipped (no destination).
+    const auto to = [](void* host, const void* from) { return host == from ? nullptr : host; };
+    link_.download({{to(out.positions, mesh_positions(task)), mesh_positions(task), nv * 12},
+                   {task.normals ? to(out.normals, mesh_normals(task)) : nullptr, mesh_normals(task), nv * 12},
+                   {to(out.triangles, mesh_triangles(task)), mesh_triangles(task), nt * 12},
+                   {task.vertex_values() ? to(out.values, mesh_values(task)) : nullptr, mesh_values(task), nv * 4},
                    {task.labels ? out.face_labels : nullptr, face_labels_.ptr, nt * 4}},
                    "downloading the mesh");
     // Only a mesh bound for the host asks (a resident one is left as it is).
@@ -727,7 +750,7 @@ class CudaEngine final : public SlabEngine {
       PS_CUDA(cudaMemcpy(read, points, sizeof read, cudaMemcpyDeviceToHost), "reading the generation's counters");
     if (out.positions) {
       unsigned long long any = read[0];
-      if (any != 0 && nv > 0 && owned_rows > 0) any = point_vertex_unused(task.vertex_base, nv, nt);
+      if (any != 0 && nv > 0 && owned_rows > 0) any = point_vertex_unused(mesh_triangles(task), task.vertex_base, nv, nt);
       point_vertices_ = any != 0;
     }
     near_host_.clear();
@@ -760,7 +783,8 @@ class CudaEngine final : public SlabEngine {
   SlabCounts counts_;
   unsigned long long tie_total_ = 0, vertex_segments_listed_ = 0;
   bool generated_ahead_ = false;  // count() made the mesh too
-  bool level_samples_seen_ = true;  // whether the last slab counted held samples on the level (unknown at first)
+  bool level_samples_seen_ = true;
+  bool direct_ = false;  // the last count wrote its mesh into the task's own arrays (SlabTask::direct)  // whether the last slab counted held samples on the level (unknown at first)
   std::map<const void*, std::size_t> wave_;  // resident blocks of a kernel on the device
   // ties (count, list), point vertices, segments listed for the vertex pass, whether a sample lies on the level,
   // vertices near samples

@@ -10,6 +10,8 @@
 
 #ifdef PARASURF_HAVE_CUDA
 #include <cuda_runtime.h>
+
+#include "isosurface/engine.hpp"
 #endif
 
 #include "parasurf/error.hpp"
@@ -477,6 +479,50 @@ TEST(ArrayIsosurface, CudaArraysGiveTheHostArraysMeshOnTheDevice) {
         expect_same(on_device, from_host, "level " + std::to_string(level) + " step " + std::to_string(step) +
                                               (masked ? " masked" : ""));
       }
+}
+
+// Calls on arrays of one shape: from the second on, the engine writes the mesh straight into result arrays sized
+// by the last call's mesh, or copies it into fresh ones where it does not fit them. Each mesh equals the host
+// array's, whether it is as large as the last one, larger or smaller, with or without values and normals.
+TEST(ArrayIsosurface, RepeatedCudaCallsGiveTheHostArraysMesh) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device: " << cuda_unavailable_reason();
+  const std::uint64_t seed = test::run_seed() + 3;
+  std::mt19937_64 rng(seed);
+  const std::array<std::int64_t, 3> n{37, 31, 43};  // a shape no other test uses
+  const std::vector<float> vol = bumps(n, rng);
+  const Buffer dv = Buffer::cuda(0, vol.size() * 4);
+  cudaMemcpy(dv.data, vol.data(), dv.bytes, cudaMemcpyHostToDevice);
+  ArrayView3 d = host_view(dv.data, n);
+  d.space = MemorySpace::Cuda;
+  std::uint64_t last = 0;
+  int smaller = 0, larger = 0;
+  // Lower levels of a sum of bumps enclose more of it: the meshes grow and shrink between calls.
+  for (double level : {0.5, 0.5, 0.2, 0.2, 0.7, 0.1, 0.6, 0.6}) {
+    for (bool values : {true, false}) {
+      ArrayIsosurfaceOptions o;
+      o.level = level;
+      o.values = values;
+      o.device = Device::Cuda;
+      const ArrayMesh on_device = marching_cubes_array(d, o);
+      const ArrayMesh from_host = marching_cubes_array(host_view(vol.data(), n), o);
+      iso::set_direct_array_meshes(false);
+      const ArrayMesh copied = marching_cubes_array(d, o);  // (leaves the size of this mesh for the next call)
+      iso::set_direct_array_meshes(true);
+      const std::string what = "seed " + std::to_string(seed) + " level " + std::to_string(level) +
+                               (values ? " with values" : "");
+      expect_same(on_device, copied, what + ", copied");
+      ASSERT_GT(on_device.triangles, 0) << what;
+      EXPECT_EQ(on_device.verts.bytes, std::size_t(on_device.vertices) * 12) << what;
+      EXPECT_EQ(on_device.faces.bytes, std::size_t(on_device.triangles) * 12) << what;
+      expect_same(on_device, from_host, what);
+      if (!values) EXPECT_EQ(on_device.values.bytes, 0u) << what;
+      smaller += std::uint64_t(on_device.triangles) < last ? 1 : 0;
+      larger += std::uint64_t(on_device.triangles) > last ? 1 : 0;
+      last = std::uint64_t(on_device.triangles);
+    }
+  }
+  EXPECT_GT(smaller, 0) << "seed " << seed << ": no mesh smaller than the one before it";
+  EXPECT_GT(larger, 1) << "seed " << seed << ": no mesh larger than the one before it";
 }
 #endif
 
