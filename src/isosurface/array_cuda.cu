@@ -312,7 +312,9 @@ ArrayMesh marching_cubes_cuda_array(const ArrayView3& volume, const ArrayIsosurf
   const SlabCounts counts = engine.count(task);
   {
     const std::lock_guard<std::mutex> lock(last_meshes().mutex);
-    last_meshes().sizes[key] = counts;
+    auto& sizes = last_meshes().sizes;
+    if (sizes.size() >= 256 && !sizes.count(key)) sizes.clear();  // a loop over many shapes: kept bounded
+    sizes[key] = counts;
   }
   ArrayMesh out;
   out.device = engine.name();
